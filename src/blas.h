@@ -1,0 +1,24 @@
+/* blas: choice of the BLAS kernel set, and its description for the banner.
+ *
+ * OpenBLAS picks its kernels when the library loads, from OPENBLAS_CORETYPE
+ * or its own CPU detection; 0.3.21 misdetects recent CPUs (SSE3 kernels on
+ * Emerald Rapids; an environment may also force Haswell). blas_select()
+ * runs first thing in main(): when the kernels loaded are not the ones
+ * chosen for this CPU it sets OPENBLAS_CORETYPE and re-executes the program
+ * (same PID, same arguments), before MPI starts.
+ *
+ * FREESCALE_BLAS_CORETYPE=NAME forces a kernel set, =keep keeps whatever
+ * OpenBLAS chose from the environment. */
+#ifndef FS_BLAS_H
+#define FS_BLAS_H
+
+#include <stddef.h>
+
+void blas_select(char **argv);
+/* The kernel set this CPU should use ("SkylakeX", "Haswell", or NULL). */
+const char *blas_preferred_coretype(void);
+/* e.g. "OpenBLAS 0.3.21 (pthread), kernels SkylakeX (chosen for this CPU)" */
+void blas_describe(char *buf, size_t len);
+const char *blas_corename(void);
+
+#endif

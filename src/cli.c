@@ -1,0 +1,62 @@
+/* cli: command-line value parsing; see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+int64_t cli_count(const char *opt, const char *text, int64_t lo, int64_t hi)
+{
+    char *end;
+    errno = 0;
+    double f = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE || !isfinite(f) || f != floor(f))
+        fatal("%s: '%s' is not a whole number", opt, text);
+    if (f < (double)lo || f > (double)hi)
+        fatal("%s: %s is out of range [%lld, %lld]", opt, text, (long long)lo, (long long)hi);
+    if (fabs(f) < 9007199254740992.0 && strpbrk(text, "eE.") == NULL) /* exact for big ints */
+        return strtoll(text, NULL, 10);
+    return (int64_t)f;
+}
+
+double cli_number(const char *opt, const char *text, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double f = strtod(text, &end);
+    if (end == text || *end || !isfinite(f))
+        fatal("%s: '%s' is not a number", opt, text);
+    if (f < lo || f > hi)
+        fatal("%s: %s is out of range [%g, %g]", opt, text, lo, hi);
+    return f;
+}
+
+int cli_numbers(const char *opt, const char *text, double *out, int max)
+{
+    int n = 0;
+    const char *p = text;
+    for (;;) {
+        char *end;
+        errno = 0;
+        double f = strtod(p, &end);
+        if (end == p || !isfinite(f) || (*end && *end != ','))
+            fatal("%s: '%s' is not a comma-separated list of numbers", opt, text);
+        if (n == max)
+            fatal("%s: '%s' has more than %d numbers", opt, text, max);
+        out[n++] = f;
+        if (!*end)
+            return n;
+        p = end + 1;
+    }
+}
+
+double cli_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}

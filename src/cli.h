@@ -1,0 +1,18 @@
+/* cli: strict parsing of command-line option values for the data tools.
+ * Each function ends the program with fatal() naming the option when the
+ * text is not a valid value. */
+#ifndef FS_CLI_H
+#define FS_CLI_H
+
+#include <stdint.h>
+
+/* Integer count; accepts 12345, 1e6, 2.5e7 (must be integral), in [lo, hi]. */
+int64_t cli_count(const char *opt, const char *text, int64_t lo, int64_t hi);
+/* Finite number in [lo, hi]. */
+double cli_number(const char *opt, const char *text, double lo, double hi);
+/* Split "a,b,c" into up to max numbers; returns how many were given. */
+int cli_numbers(const char *opt, const char *text, double *out, int max);
+/* Elapsed wall seconds since an arbitrary origin (monotonic). */
+double cli_seconds(void);
+
+#endif

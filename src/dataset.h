@@ -1,0 +1,69 @@
+/* dataset: reader and writer of the HDF5 sequence format (DESIGN.md §4).
+ *
+ *   /            attrs format="freescale-seq", version=1, num_items, num_users
+ *   /offsets     int64 [num_users + 1]  CSR offsets, 0 .. num_events
+ *   /item_ids    int64 [num_events]     1 .. num_items
+ *   /timestamps  int64 [num_events]     optional, non-decreasing per user
+ *   /actions     int32 [num_events]     optional
+ *   /item_map    int64 [num_items]      optional: original id of item i+1
+ *   /user_map    int64 [num_users]      optional: original id of user u
+ *
+ * Errors that a file can cause are returned as text naming the file, the
+ * dataset and the first bad index; nothing here calls fatal() for them. */
+#ifndef FS_DATASET_H
+#define FS_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DATASET_FORMAT "freescale-seq"
+#define DATASET_VERSION 1
+
+struct dataset {
+    char path[4096];
+    int64_t file; /* hid_t */
+    int64_t num_users, num_items, num_events;
+    int has_timestamps, has_actions, has_item_map, has_user_map;
+    int64_t *offsets; /* [num_users + 1], read and validated by dataset_open */
+};
+
+/* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
+int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen);
+void dataset_close(struct dataset *ds);
+
+static inline int64_t dataset_length(const struct dataset *ds, int64_t user)
+{
+    return ds->offsets[user + 1] - ds->offsets[user];
+}
+
+/* Events of users [u0, u1) (hyperslab reads), into arrays of
+ * offsets[u1] - offsets[u0] entries; ts and actions may be NULL (ts must be
+ * NULL when the file has none). Checks ids in 1..num_items and timestamps
+ * non-decreasing within each user; errors name the global event index. */
+int dataset_read_users(const struct dataset *ds, int64_t u0, int64_t u1, int64_t *items,
+                       int64_t *ts, int32_t *actions, char *err, size_t errlen);
+/* Read a 1-D int64 map (/item_map or /user_map) whole; NULL + err if absent. */
+int64_t *dataset_read_map(const struct dataset *ds, const char *name, char *err, size_t errlen);
+/* Validate every event by streaming over users in bounded memory. */
+int dataset_validate(const struct dataset *ds, char *err, size_t errlen);
+
+/* Streaming writer. Writes to "PATH.tmp.PID" and renames to PATH only in
+ * dataset_writer_close(); dataset_writer_abort() removes the temporary. */
+struct dataset_writer;
+struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps,
+                                           int with_actions, char *err, size_t errlen);
+/* Append n users: lengths[n], then sum(lengths) events in user order.
+ * ts / actions must be given iff the writer was opened with them. */
+int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *lengths,
+                          const int64_t *items, const int64_t *ts, const int32_t *actions,
+                          char *err, size_t errlen);
+/* Optional maps, written whole (name "item_map" or "user_map"). */
+int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t *ids,
+                       int64_t n, char *err, size_t errlen);
+/* Write offsets and attributes, close, rename. Frees w (also on error,
+ * after removing the temporary). */
+int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen);
+void dataset_writer_abort(struct dataset_writer *w);
+int64_t dataset_writer_events(const struct dataset_writer *w);
+
+#endif

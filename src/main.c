@@ -1,0 +1,127 @@
+/* main: command-line entry point of freescale; dispatches subcommands. */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas.h"
+#include "check.h"
+#include "comm.h"
+#include "config.h"
+#include "data_tools.h"
+#include "params.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: freescale COMMAND [ARGS]\n"
+            "\n"
+            "  params FILE.in [section.key=value ...]\n"
+            "        check a parameter file and overrides; print the effective parameters\n"
+            "  help params          every parameter, its default, range and meaning\n"
+            "  data import --format movielens|csv|sasrec INPUT -o OUT.h5 [options]\n"
+            "  data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
+            "  data stats FILE.h5 [--dim D]\n"
+            "  data check FILE.h5   validate every event of a dataset\n"
+            "  --version            print the version and the libraries in use\n"
+            "\n"
+            "'freescale data COMMAND --help' describes each data tool.\n");
+}
+
+static void banner(const struct comm *c)
+{
+    char mpi[256], blas[256];
+    unsigned maj, min, rel;
+    comm_describe(c, mpi, sizeof mpi);
+    blas_describe(blas, sizeof blas);
+    H5get_libversion(&maj, &min, &rel);
+    log_info("freescale %s | %s | BLAS: %s | HDF5 %u.%u.%u", PACKAGE_VERSION, mpi, blas, maj,
+             min, rel);
+}
+
+static int cmd_params(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: freescale params FILE.in [section.key=value ...]\n");
+        return 2;
+    }
+    struct comm c;
+    comm_init(&c, &argc, &argv);
+    banner(&c);
+    struct params p;
+    params_load(&p, &c, argv[1], argc - 2, argv + 2);
+    if (c.rank == 0) {
+        params_dump(&p, stdout);
+        fflush(stdout);
+    }
+    comm_free(&c);
+    return 0;
+}
+
+/* The data tools are serial: refuse to run as several MPI ranks writing the
+ * same file. */
+static void refuse_parallel(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 1)
+            fatal("'freescale data' tools are serial: run them without mpirun/srun "
+                  "(%s=%s)", vars[i], v);
+    }
+}
+
+static int cmd_data(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    refuse_parallel();
+    const char *sub = argv[1];
+    if (!strcmp(sub, "import"))
+        return data_import_main(argc - 1, argv + 1);
+    if (!strcmp(sub, "gen"))
+        return data_gen_main(argc - 1, argv + 1);
+    if (!strcmp(sub, "stats"))
+        return data_stats_main(argc - 1, argv + 1);
+    if (!strcmp(sub, "check"))
+        return data_check_main(argc - 1, argv + 1);
+    fatal("unknown data command '%s' (expected import, gen, stats or check)", sub);
+}
+
+int main(int argc, char **argv)
+{
+    blas_select(argv);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || (!strcmp(cmd, "help") && argc == 2)) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "help")) {
+        if (!strcmp(argv[2], "params")) {
+            params_help(stdout);
+            return 0;
+        }
+        fatal("no help on '%s' (try 'freescale help params')", argv[2]);
+    }
+    if (!strcmp(cmd, "--version")) {
+        char blas[256];
+        unsigned maj, min, rel;
+        blas_describe(blas, sizeof blas);
+        H5get_libversion(&maj, &min, &rel);
+        printf("freescale %s\nBLAS: %s\nHDF5 %u.%u.%u\n", PACKAGE_VERSION, blas, maj, min, rel);
+        return 0;
+    }
+    if (!strcmp(cmd, "params"))
+        return cmd_params(argc - 1, argv + 1);
+    if (!strcmp(cmd, "data"))
+        return cmd_data(argc - 1, argv + 1);
+    fprintf(stderr, "freescale: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,28 @@
+/* params_table: THE declarative list of parameters (DESIGN.md §3).
+ *
+ * One line per parameter; adding a parameter is adding a line here.
+ *   X(section, key, type, default, min, max, choices, help)
+ * type: INT (int64), FLOAT (double), BOOL (on/off), CHOICE (one of the
+ * '|'-separated words in choices), STRING. min/max bound INT and FLOAT
+ * (inclusive); choices is NULL for all but CHOICE.
+ * Code reads values as params_i64(p, P_TRAIN_LR)-style accessors; the enum
+ * name is P_<SECTION>_<KEY> in capitals (see params.h). */
+X(data, path, STRING, "", 0, 0, NULL,
+  "HDF5 sequence dataset (made by 'freescale data import' or 'data gen')")
+X(data, max_seq_len, INT, "200", 2, 1000000, NULL,
+  "longest history used; longer sequences keep their most recent events")
+X(data, timestamps, BOOL, "on", 0, 1, NULL,
+  "use the dataset's /timestamps (time-bucket bias) when it has them")
+X(model, type, CHOICE, "hstu", 0, 0, "hstu|sasrec",
+  "sequence model: HSTU (Zhai et al. 2024) or SASRec (Kang & McAuley 2018)")
+X(model, dim, INT, "50", 1, 65536, NULL, "embedding and model width d")
+X(model, layers, INT, "2", 1, 1024, NULL, "number of attention blocks")
+X(model, heads, INT, "1", 1, 1024, NULL, "attention heads per block (must divide dim)")
+X(model, dropout, FLOAT, "0.2", 0, 0.95, NULL, "dropout probability")
+X(train, batch_size, INT, "128", 1, 1000000000, NULL,
+  "sequences per step over all ranks (the global batch)")
+X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
+X(train, lr, FLOAT, "1e-3", 1e-12, 100, NULL, "learning rate")
+X(train, negatives, INT, "128", 1, 1000000, NULL, "sampled negatives per position")
+X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
+  "seed of every random choice (init, permutation, negatives, dropout)")

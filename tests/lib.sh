@@ -1,0 +1,55 @@
+# tests/lib.sh: helpers for the shell tests of the command line.
+# Source it; it sets $FS (the program), $T (a fresh temporary directory,
+# removed on exit) and the failure counter.
+set -u
+FS=${FREESCALE:-$(cd "$(dirname "$0")/.." && pwd)/freescale}
+TOP_SRCDIR=${TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d "${TMPDIR:-/tmp}/fs-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_error "substring" cmd args...: the command must exit non-zero and
+# print the substring on stderr.
+expect_error() {
+    want=$1; shift
+    if "$@" >"$T/out" 2>"$T/err"; then
+        fail "expected failure: $* (stdout: $(head -c 300 "$T/out"))"
+    elif grep -qF -- "$want" "$T/err"; then
+        pass "refused with '$want': $*"
+    else
+        fail "expected '$want' from: $*; got: $(head -c 500 "$T/err")"
+    fi
+}
+
+# expect_ok cmd args...: the command must succeed; its stdout is in $T/out.
+expect_ok() {
+    if "$@" >"$T/out" 2>"$T/err"; then
+        pass "$*"
+    else
+        fail "failed: $*: $(head -c 500 "$T/err")"
+    fi
+}
+
+# no_file PATH: nothing (not even a temporary PATH.tmp.*) was left behind.
+no_file() {
+    if ls "$1" "$1".tmp.* >/dev/null 2>&1; then
+        fail "file left behind: $(ls "$1" "$1".tmp.* 2>/dev/null | tr '\n' ' ')"
+    else
+        pass "nothing left at $1"
+    fi
+}
+
+# The Debian Python with h5py/numpy, when present (test oracles).
+PY=/usr/bin/python3
+have_h5py() { [ -x "$PY" ] && "$PY" -c 'import h5py, numpy' 2>/dev/null; }
+
+finish() {
+    if [ "$failures" -ne 0 ]; then
+        echo "$failures check(s) failed"
+        exit 1
+    fi
+    exit 0
+}
