@@ -12,7 +12,8 @@
 
 #include "check.h"
 
-#define CHUNK_EVENTS ((hsize_t)1 << 18) /* 256 Ki events = 2 MiB of int64 */
+#define CHUNK_EVENTS ((hsize_t)1 << 16) /* 64 Ki events = 512 KiB of int64 */
+#define CHUNK_CACHE_BYTES ((size_t)32 << 20) /* per open event dataset */
 #define VALIDATE_EVENTS ((int64_t)1 << 22)
 
 static int errorf(char *err, size_t errlen, const char *fmt, ...)
@@ -167,6 +168,15 @@ static int check_dataset(const struct dataset *ds, const char *name, size_t byte
     return rc;
 }
 
+/* The open id of an event dataset (kept open for its chunk cache), or -1. */
+static hid_t open_event_dataset(const struct dataset *ds, const char *name)
+{
+    if (!strcmp(name, "item_ids")) return (hid_t)ds->d_items;
+    if (!strcmp(name, "timestamps")) return (hid_t)ds->d_ts;
+    if (!strcmp(name, "actions")) return (hid_t)ds->d_actions;
+    return -1;
+}
+
 /* Read elements [first, first + n) of 1-D dataset /name as mem_type. */
 static int read_slab(const struct dataset *ds, const char *name, hid_t mem_type, int64_t first,
                      int64_t n, void *buf, char *err, size_t errlen)
@@ -175,7 +185,8 @@ static int read_slab(const struct dataset *ds, const char *name, hid_t mem_type,
         return 0;
     char path[64];
     snprintf(path, sizeof path, "/%s", name);
-    hid_t d = H5Dopen2((hid_t)ds->file, path, H5P_DEFAULT);
+    hid_t kept = open_event_dataset(ds, name);
+    hid_t d = kept >= 0 ? kept : H5Dopen2((hid_t)ds->file, path, H5P_DEFAULT);
     hid_t fs = d < 0 ? -1 : H5Dget_space(d);
     hsize_t start = (hsize_t)first, count = (hsize_t)n;
     hid_t ms = H5Screate_simple(1, &count, NULL);
@@ -187,15 +198,29 @@ static int read_slab(const struct dataset *ds, const char *name, hid_t mem_type,
                     ds->path, path, (long long)first, (long long)(first + n));
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
-    if (d >= 0) H5Dclose(d);
+    if (d >= 0 && d != kept) H5Dclose(d);
     return rc;
+}
+
+/* Open an event dataset with a chunk cache large enough for sequential and
+ * scattered reads of whole chunks (HDF5's default is 1 MiB). */
+static hid_t open_cached(hid_t f, const char *path)
+{
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl < 0)
+        return -1;
+    hid_t d = -1;
+    if (H5Pset_chunk_cache(dapl, 12421, CHUNK_CACHE_BYTES, 0.75) >= 0)
+        d = H5Dopen2(f, path, dapl);
+    H5Pclose(dapl);
+    return d;
 }
 
 int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
 {
     h5_quiet();
     memset(ds, 0, sizeof *ds);
-    ds->file = -1;
+    ds->file = ds->d_items = ds->d_ts = ds->d_actions = -1;
     snprintf(ds->path, sizeof ds->path, "%s", path);
     struct stat st;
     if (stat(path, &st) != 0)
@@ -239,6 +264,14 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         check_dataset(ds, "item_map", 8, ds->num_items, 0, &ds->has_item_map, err, errlen) ||
         check_dataset(ds, "user_map", 8, ds->num_users, 0, &ds->has_user_map, err, errlen))
         goto fail;
+    ds->d_items = open_cached(f, "/item_ids");
+    ds->d_ts = ds->has_timestamps ? open_cached(f, "/timestamps") : -1;
+    ds->d_actions = ds->has_actions ? open_cached(f, "/actions") : -1;
+    if (ds->d_items < 0 || (ds->has_timestamps && ds->d_ts < 0) ||
+        (ds->has_actions && ds->d_actions < 0)) {
+        errorf(err, errlen, "%s: cannot open the event datasets", path);
+        goto fail;
+    }
     ds->offsets = xmalloc((size_t)(ds->num_users + 1) * sizeof(int64_t));
     if (read_slab(ds, "offsets", H5T_NATIVE_INT64, 0, ds->num_users + 1, ds->offsets, err, errlen))
         goto fail;
@@ -266,6 +299,10 @@ fail:
 
 void dataset_close(struct dataset *ds)
 {
+    if (ds->d_items >= 0) H5Dclose((hid_t)ds->d_items);
+    if (ds->d_ts >= 0) H5Dclose((hid_t)ds->d_ts);
+    if (ds->d_actions >= 0) H5Dclose((hid_t)ds->d_actions);
+    ds->d_items = ds->d_ts = ds->d_actions = -1;
     if (ds->file >= 0)
         H5Fclose((hid_t)ds->file);
     ds->file = -1;
@@ -366,7 +403,7 @@ static hid_t create_extendible(hid_t f, const char *name, hid_t type)
     hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
     hid_t d = -1;
     if (s >= 0 && pl >= 0 && H5Pset_chunk(pl, 1, &chunk) >= 0 && H5Pset_shuffle(pl) >= 0 &&
-        H5Pset_deflate(pl, 1) >= 0)
+        H5Pset_deflate(pl, 1) >= 0 && H5Pset_obj_track_times(pl, 0) >= 0)
         d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
     if (pl >= 0) H5Pclose(pl);
     if (s >= 0) H5Sclose(s);
@@ -395,6 +432,8 @@ static int write_whole(hid_t f, const char *name, hid_t type, const void *buf, i
     hsize_t dim = (hsize_t)n;
     hid_t s = H5Screate_simple(1, &dim, NULL);
     hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+    if (H5Pset_obj_track_times(pl, 0) < 0)
+        n = -1;
     if (n > 0) {
         hsize_t chunk = (hsize_t)n < CHUNK_EVENTS ? (hsize_t)n : CHUNK_EVENTS;
         if (H5Pset_chunk(pl, 1, &chunk) < 0 || H5Pset_shuffle(pl) < 0 || H5Pset_deflate(pl, 1) < 0)

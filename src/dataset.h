@@ -25,6 +25,7 @@ struct dataset {
     int64_t num_users, num_items, num_events;
     int has_timestamps, has_actions, has_item_map, has_user_map;
     int64_t *offsets; /* [num_users + 1], read and validated by dataset_open */
+    int64_t d_items, d_ts, d_actions; /* open hid_t (-1 if absent), with a chunk cache */
 };
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
