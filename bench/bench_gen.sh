@@ -6,7 +6,8 @@
 # Default workload: --users 1e5 --items 1e6 --length lognormal:4.1,1.0, about
 # 1e7 events (mean length e^(4.1 + 1/2) = 99.5). Options given replace that
 # workload (e.g. --users 1e5 --items 1e6 --length fixed:100). Prints events,
-# seconds, events/s and peak RSS for the default Zipf(1) run and, measured in
+# seconds (median of REPS=3 runs), events/s and peak RSS for the default
+# Zipf(1) run and, measured in
 # the same invocation, two baselines with their ratios:
 #   - the same workload with --zipf 0 (uniform ids: the Zipf sampler's cost);
 #   - dd writing the uncompressed item ids' byte count (an I/O floor).
@@ -31,21 +32,30 @@ HAVE_TIME=0
 
 now() { date +%s.%N; }
 
-# run NAME ARGS...: run data gen, print its line; sets EVENTS SECS RATE RSS.
+REPS=${REPS:-3}
+
+# run NAME ARGS...: run data gen REPS times, print one line with the median
+# time; sets EVENTS SECS RATE RSS.
 run() {
     name=$1; shift
-    rm -f "$W/out.h5"
-    t0=$(now)
-    if [ "$HAVE_TIME" = 1 ]; then
-        /usr/bin/time -f %M -o "$W/rss" "$FS" data gen "$@" -o "$W/out.h5" > "$W/log" 2>&1
-    else
-        "$FS" data gen "$@" -o "$W/out.h5" > "$W/log" 2>&1
-    fi
-    rc=$?
-    t1=$(now)
-    [ $rc -eq 0 ] || { echo "bench_gen: data gen $* failed:"; cat "$W/log"; exit 1; }
+    : > "$W/times"
+    r=0
+    while [ $r -lt "$REPS" ]; do
+        rm -f "$W/out.h5"
+        t0=$(now)
+        if [ "$HAVE_TIME" = 1 ]; then
+            /usr/bin/time -f %M -o "$W/rss" "$FS" data gen "$@" -o "$W/out.h5" > "$W/log" 2>&1
+        else
+            "$FS" data gen "$@" -o "$W/out.h5" > "$W/log" 2>&1
+        fi
+        rc=$?
+        t1=$(now)
+        [ $rc -eq 0 ] || { echo "bench_gen: data gen $* failed:"; cat "$W/log"; exit 1; }
+        awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >> "$W/times"
+        r=$((r + 1))
+    done
     EVENTS=$(sed -n 's/.* users, [0-9]* items, \([0-9]*\) events.*/\1/p' "$W/log")
-    SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    SECS=$(sort -n "$W/times" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
     RATE=$(awk -v e="$EVENTS" -v s="$SECS" 'BEGIN { printf "%.3g", e / s }')
     RSS=n/a
     [ "$HAVE_TIME" = 1 ] && RSS=$(awk '{ printf "%.1f MiB", $1 / 1024 }' "$W/rss")

@@ -225,6 +225,24 @@ expect_error "data stats: expected one FILE.h5" "$FS" data stats
 expect_error "--dim: 0 is out of range" "$FS" data stats "$T/a.h5" --dim 0
 expect_error "missing.h5" "$FS" data check "$T/missing.h5"
 printf 'not hdf5\n' > "$T/junk.h5"
-expect_error "junk.h5" "$FS" data check "$T/junk.h5"
+expect_error "junk.h5: not a readable HDF5 file" "$FS" data check "$T/junk.h5"
+
+# --- damaged datasets through the program ----------------------------------
+"$FS" data gen --users 2000 --items 500 --length fixed:100 --timestamps -o "$T/big.h5" >/dev/null
+head -c $(($(stat -c %s "$T/big.h5") / 2)) "$T/big.h5" > "$T/cut.h5"
+expect_error "cut.h5: not a readable HDF5 file (truncated or corrupt?)" "$FS" data check "$T/cut.h5"
+expect_error "cut.h5: not a readable HDF5 file" "$FS" data stats "$T/cut.h5"
+expect_error "cut.h5: not a readable HDF5 file" \
+    "$FS" data gen --users 5 --items 5 --length "from:$T/cut.h5" -o "$O"
+no_file "$O"
+if have_h5py; then
+    cp "$T/big.h5" "$T/bad.h5"
+    "$PY" -c "import h5py; f = h5py.File('$T/bad.h5', 'r+'); f['item_ids'][123456] = 501; f['timestamps'][150] = 0"
+    expect_error "bad.h5: /item_ids[123456] = 501, outside 1..500" "$FS" data check "$T/bad.h5"
+    "$PY" -c "import h5py; f = h5py.File('$T/bad.h5', 'r+'); f['item_ids'][123456] = 7"
+    expect_error "bad.h5: /timestamps[150] = 0 decreases within user 1" "$FS" data stats "$T/bad.h5"
+else
+    echo "note: /usr/bin/python3 with h5py not found, damaged-id checks skipped"
+fi
 
 finish
