@@ -16,17 +16,6 @@
 #define CHUNK_CACHE_BYTES ((size_t)32 << 20) /* per open event dataset */
 #define VALIDATE_EVENTS ((int64_t)1 << 22)
 
-static int errorf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int errorf(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static void h5_quiet(void)
 {
     static int done = 0;
@@ -251,12 +240,13 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         goto fail;
     /* the event count is the length of /item_ids */
     {
-        hid_t d = H5Dopen2(f, "/item_ids", H5P_DEFAULT);
-        hid_t s = H5Dget_space(d);
+        hid_t d, s;
         hsize_t n = 0;
-        H5Sget_simple_extent_dims(s, &n, NULL);
-        H5Sclose(s);
-        H5Dclose(d);
+        H5_CHECK(d = H5Dopen2(f, "/item_ids", H5P_DEFAULT));
+        H5_CHECK(s = H5Dget_space(d));
+        H5_CHECK(H5Sget_simple_extent_dims(s, &n, NULL));
+        H5_CHECK(H5Sclose(s));
+        H5_CHECK(H5Dclose(d));
         ds->num_events = (int64_t)n;
     }
     if (check_dataset(ds, "timestamps", 8, ds->num_events, 0, &ds->has_timestamps, err, errlen) ||
@@ -299,12 +289,12 @@ fail:
 
 void dataset_close(struct dataset *ds)
 {
-    if (ds->d_items >= 0) H5Dclose((hid_t)ds->d_items);
-    if (ds->d_ts >= 0) H5Dclose((hid_t)ds->d_ts);
-    if (ds->d_actions >= 0) H5Dclose((hid_t)ds->d_actions);
+    if (ds->d_items >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_items));
+    if (ds->d_ts >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_ts));
+    if (ds->d_actions >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_actions));
     ds->d_items = ds->d_ts = ds->d_actions = -1;
     if (ds->file >= 0)
-        H5Fclose((hid_t)ds->file);
+        H5_CHECK(H5Fclose((hid_t)ds->file));
     ds->file = -1;
     free(ds->offsets);
     ds->offsets = NULL;

@@ -42,6 +42,15 @@ void log_warn(const char *fmt, ...)
     fflush(stderr);
 }
 
+int errorf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 void vfatal(const char *fmt, va_list ap)
 {
     fflush(stdout);

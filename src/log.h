@@ -9,11 +9,15 @@
 #define FS_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 void log_set_rank(int rank, int size);
 int log_rank(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Format an error for the caller into err[errlen]; returns -1, so that
+ * modules can write "return errorf(err, errlen, ...);". */
+int errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
 

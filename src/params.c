@@ -21,17 +21,6 @@ const struct param_def param_defs[P_COUNT] = {
 };
 #undef X
 
-static int errorf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int errorf(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static const char *type_name(enum param_type t)
 {
     switch (t) {
