@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,4 +60,32 @@ double cli_seconds(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int64_t cli_proc_status_kib(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    size_t n = strlen(key);
+    int64_t v = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            v = strtoll(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+double cli_median(double *v, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: n is small */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }

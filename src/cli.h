@@ -14,5 +14,9 @@ double cli_number(const char *opt, const char *text, double lo, double hi);
 int cli_numbers(const char *opt, const char *text, double *out, int max);
 /* Elapsed wall seconds since an arbitrary origin (monotonic). */
 double cli_seconds(void);
+/* A "Key: N kB" field of /proc/self/status (VmRSS, VmHWM, VmSize), -1 if absent. */
+int64_t cli_proc_status_kib(const char *key);
+/* Median of v[n] (sorts v in place). */
+double cli_median(double *v, int n);
 
 #endif

@@ -1,6 +1,7 @@
 /* comm: all MPI calls of the program; see comm.h. */
 #include "comm.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,29 +9,78 @@
 
 #include "check.h"
 
-#define WORLD(c) (*(MPI_Comm *)(c)->world)
+#define MCOMM(c, grp) (*(MPI_Comm *)(c)->g[grp].mpi)
+
+static MPI_Datatype mpi_type(enum comm_dtype t) { return t == COMM_I64 ? MPI_INT64_T : MPI_FLOAT; }
+static size_t type_size(enum comm_dtype t) { return t == COMM_I64 ? 8 : 4; }
+
+static void set_group(struct comm *c, enum comm_group grp, MPI_Comm m)
+{
+    MPI_Comm *p = xmalloc(sizeof *p);
+    *p = m;
+    /* errors come back as codes, so MPI_CHECK can report file:line */
+    MPI_CHECK(MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN));
+    c->g[grp].mpi = p;
+    MPI_CHECK(MPI_Comm_rank(m, &c->g[grp].rank));
+    MPI_CHECK(MPI_Comm_size(m, &c->g[grp].size));
+}
 
 void comm_init(struct comm *c, int *argc, char ***argv)
 {
     int provided;
+    memset(c, 0, sizeof *c);
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
-    MPI_Comm *w = xmalloc(sizeof *w);
-    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, w));
-    /* Errors come back as codes, so MPI_CHECK can report file:line. */
-    MPI_CHECK(MPI_Comm_set_errhandler(*w, MPI_ERRORS_RETURN));
-    c->world = w;
-    MPI_CHECK(MPI_Comm_rank(*w, &c->rank));
-    MPI_CHECK(MPI_Comm_size(*w, &c->size));
+    MPI_Comm w, node;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &w));
+    set_group(c, COMM_WORLD, w);
+    c->rank = c->g[COMM_WORLD].rank;
+    c->size = c->g[COMM_WORLD].size;
     log_set_rank(c->rank, c->size);
+    MPI_CHECK(MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
+    set_group(c, COMM_NODE, node);
+    /* until comm_setup_groups: one embedding group of all ranks */
+    char err[256];
+    if (comm_setup_groups(c, 0, err, sizeof err))
+        fatal("%s", err);
+}
+
+static void free_group(struct comm *c, enum comm_group grp)
+{
+    if (!c->g[grp].mpi)
+        return;
+    MPI_CHECK(MPI_Comm_free((MPI_Comm *)c->g[grp].mpi));
+    free(c->g[grp].mpi);
+    c->g[grp].mpi = NULL;
+}
+
+int comm_setup_groups(struct comm *c, int64_t embedding_group, char *err, size_t errlen)
+{
+    int64_t G = embedding_group == 0 ? c->size : embedding_group;
+    if (G < 1 || G > c->size || c->size % G != 0)
+        return errorf(err, errlen,
+                      "parallel.embedding_group = %lld does not divide the %d ranks of this job "
+                      "(use 0 for all ranks, or a divisor of %d)",
+                      (long long)embedding_group, c->size, c->size);
+    free_group(c, COMM_EMB);
+    free_group(c, COMM_EMB_REPLICA);
+    free_group(c, COMM_DP);
+    MPI_Comm emb, rep, dp;
+    /* groups of G consecutive ranks: with ranks placed by node, a group is a
+     * node (or part of one) and only the replica reduction crosses nodes */
+    MPI_CHECK(MPI_Comm_split(MCOMM(c, COMM_WORLD), (int)(c->rank / G), c->rank, &emb));
+    MPI_CHECK(MPI_Comm_split(MCOMM(c, COMM_WORLD), (int)(c->rank % G), c->rank, &rep));
+    MPI_CHECK(MPI_Comm_dup(MCOMM(c, COMM_WORLD), &dp));
+    set_group(c, COMM_EMB, emb);
+    set_group(c, COMM_EMB_REPLICA, rep);
+    set_group(c, COMM_DP, dp);
+    c->emb_groups = (int)(c->size / G);
+    return 0;
 }
 
 void comm_free(struct comm *c)
 {
-    if (!c->world)
-        return;
-    MPI_CHECK(MPI_Comm_free((MPI_Comm *)c->world));
-    free(c->world);
-    c->world = NULL;
+    for (int grp = COMM_NGROUPS - 1; grp >= 0; grp--)
+        free_group(c, (enum comm_group)grp);
     MPI_CHECK(MPI_Finalize());
 }
 
@@ -65,7 +115,15 @@ void comm_describe(const struct comm *c, char *buf, size_t len)
     char *nl = strpbrk(lib, ",\n"); /* keep "Open MPI v4.1.4" */
     if (nl)
         *nl = '\0';
-    snprintf(buf, len, "%s, %d rank%s", lib, c->size, c->size == 1 ? "" : "s");
+    int nodes = comm_allreduce_sum_i64(c, c->g[COMM_NODE].rank == 0);
+    snprintf(buf, len, "%s, %d rank%s on %d node%s", lib, c->size, c->size == 1 ? "" : "s",
+             nodes, nodes == 1 ? "" : "s");
+}
+
+const char *comm_phase_name(enum comm_phase ph)
+{
+    static const char *names[COMM_NPHASES] = {"counts", "ids", "rows", "grads", "replica", "other"};
+    return names[ph];
 }
 
 void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root)
@@ -73,7 +131,7 @@ void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root)
     char *p = buf;
     while (bytes > 0) { /* MPI counts are int */
         int n = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
-        MPI_CHECK(MPI_Bcast(p, n, MPI_BYTE, root, WORLD(c)));
+        MPI_CHECK(MPI_Bcast(p, n, MPI_BYTE, root, MCOMM(c, COMM_WORLD)));
         p += n;
         bytes -= (size_t)n;
     }
@@ -82,7 +140,7 @@ void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root)
 void comm_bcast_string(const struct comm *c, char **s, int root)
 {
     uint64_t n = c->rank == root ? strlen(*s) + 1 : 0;
-    MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, root, WORLD(c)));
+    MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, root, MCOMM(c, COMM_WORLD)));
     if (c->rank != root) {
         free(*s);
         *s = xmalloc(n);
@@ -93,15 +151,135 @@ void comm_bcast_string(const struct comm *c, char **s, int root)
 int64_t comm_allreduce_max_i64(const struct comm *c, int64_t v)
 {
     int64_t r;
-    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MAX, WORLD(c)));
+    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MAX, MCOMM(c, COMM_WORLD)));
     return r;
 }
 
 int64_t comm_allreduce_sum_i64(const struct comm *c, int64_t v)
 {
     int64_t r;
-    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_SUM, WORLD(c)));
+    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_SUM, MCOMM(c, COMM_WORLD)));
     return r;
 }
 
-void comm_barrier(const struct comm *c) { MPI_CHECK(MPI_Barrier(WORLD(c))); }
+double comm_allreduce_max_f64(const struct comm *c, enum comm_group g, double v)
+{
+    double r;
+    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MCOMM(c, g)));
+    return r;
+}
+
+double comm_allreduce_sum_f64(const struct comm *c, enum comm_group g, double v)
+{
+    double r;
+    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
+    return r;
+}
+
+void comm_barrier(const struct comm *c) { MPI_CHECK(MPI_Barrier(MCOMM(c, COMM_WORLD))); }
+
+/* Count what this rank sends to the other ranks of the group. */
+static void count_sends(struct comm *c, enum comm_group g, const int64_t *scounts, size_t elem,
+                        enum comm_phase ph)
+{
+    for (int p = 0; p < c->g[g].size; p++)
+        if (p != c->g[g].rank && scounts[p] > 0) {
+            c->counters.bytes[ph] += scounts[p] * (int64_t)elem;
+            c->counters.messages[ph]++;
+        }
+    c->counters.calls[ph]++;
+}
+
+/* MPI-3 counts are int: convert, refusing what does not fit. */
+static int *to_int(const int64_t *v, int n, const char *what)
+{
+    int *r = xmalloc((size_t)n * sizeof *r);
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] > INT_MAX)
+            fatal("exchange: %s[%d] = %lld does not fit an MPI count (split the batch)", what, i,
+                  (long long)v[i]);
+        r[i] = (int)v[i];
+    }
+    return r;
+}
+
+void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int64_t *recv,
+                       enum comm_phase ph)
+{
+    int n = c->g[g].size;
+    int64_t *ones = xmalloc((size_t)n * sizeof *ones);
+    for (int p = 0; p < n; p++)
+        ones[p] = 1;
+    count_sends(c, g, ones, 8, ph);
+    free(ones);
+    MPI_CHECK(MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MCOMM(c, g)));
+}
+
+void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                     const int64_t *scounts, const int64_t *sdispls, void *recv,
+                     const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph,
+                     struct comm_request *req)
+{
+    int n = c->g[g].size;
+    count_sends(c, g, scounts, type_size(t), ph);
+    req->scounts = to_int(scounts, n, "send count");
+    req->sdispls = to_int(sdispls, n, "send displacement");
+    req->rcounts = to_int(rcounts, n, "receive count");
+    req->rdispls = to_int(rdispls, n, "receive displacement");
+    req->mpi = xmalloc(sizeof(MPI_Request));
+    MPI_CHECK(MPI_Ialltoallv(send, req->scounts, req->sdispls, mpi_type(t), recv, req->rcounts,
+                             req->rdispls, mpi_type(t), MCOMM(c, g), (MPI_Request *)req->mpi));
+}
+
+void comm_wait(struct comm_request *req)
+{
+    MPI_CHECK(MPI_Wait((MPI_Request *)req->mpi, MPI_STATUS_IGNORE));
+    free(req->mpi);
+    free(req->scounts);
+    free(req->sdispls);
+    free(req->rcounts);
+    free(req->rdispls);
+    memset(req, 0, sizeof *req);
+}
+
+void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                    const int64_t *scounts, const int64_t *sdispls, void *recv,
+                    const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph)
+{
+    int n = c->g[g].size;
+    count_sends(c, g, scounts, type_size(t), ph);
+    int *sc = to_int(scounts, n, "send count"), *sd = to_int(sdispls, n, "send displacement");
+    int *rc = to_int(rcounts, n, "receive count"), *rd = to_int(rdispls, n, "receive displacement");
+    MPI_CHECK(MPI_Alltoallv(send, sc, sd, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+}
+
+void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out)
+{
+    MPI_CHECK(MPI_Allgather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, MCOMM(c, g)));
+}
+
+void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                     int64_t n, void *recv, const int64_t *rcounts, enum comm_phase ph)
+{
+    int size = c->g[g].size;
+    int64_t *displs = xmalloc((size_t)size * sizeof *displs);
+    int64_t *sc = xmalloc((size_t)size * sizeof *sc), total = 0;
+    for (int p = 0; p < size; p++) {
+        displs[p] = total;
+        total += rcounts[p];
+        sc[p] = n;
+    }
+    count_sends(c, g, sc, type_size(t), ph);
+    int *rc = to_int(rcounts, size, "gather count"), *rd = to_int(displs, size, "gather displacement");
+    if (n > INT_MAX)
+        fatal("allgatherv: %lld elements do not fit an MPI count", (long long)n);
+    MPI_CHECK(MPI_Allgatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
+    free(rc);
+    free(rd);
+    free(sc);
+    free(displs);
+}

@@ -1,32 +1,100 @@
 /* comm: the only module that calls MPI. Everything else receives a
  * struct comm and calls these wrappers.
  *
- * The foundation needs the world communicator, rank/size, a byte broadcast
- * (parameters), an integer all-reduce (errors found by every rank) and abort.
- * The embedding issue adds the node/emb/dp communicators and the exchanges. */
+ * Communicators (DESIGN.md §5):
+ *   world        duplicate of MPI_COMM_WORLD
+ *   node         ranks sharing a node (shared-memory split)
+ *   emb          the embedding group of G consecutive ranks that shards the
+ *                tables (G = parallel.embedding_group, 0 = all ranks)
+ *   emb_replica  ranks holding the same shard in the P/G groups: sparse
+ *                gradients are summed across it so replicas stay identical
+ *   dp           the dense data-parallel group (all ranks)
+ * comm_init builds world and node; comm_setup_groups the other three.
+ *
+ * Exchanges take counts and displacements in elements (int64) and count the
+ * bytes and messages each rank sends, per phase. */
 #ifndef FS_COMM_H
 #define FS_COMM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+enum comm_group { COMM_WORLD, COMM_NODE, COMM_EMB, COMM_EMB_REPLICA, COMM_DP, COMM_NGROUPS };
+
+enum comm_dtype { COMM_I64, COMM_F32 };
+
+/* What an exchange is for, for the counters. */
+enum comm_phase {
+    COMM_PH_COUNTS,    /* all-to-all of counts */
+    COMM_PH_IDS,       /* input dist: ids to owners */
+    COMM_PH_ROWS,      /* output dist: rows back to requesters */
+    COMM_PH_GRADS,     /* gradients to owners */
+    COMM_PH_REPLICA,   /* sparse gradient reduction across replicas */
+    COMM_PH_OTHER,
+    COMM_NPHASES
+};
+
+struct comm_counters {
+    int64_t bytes[COMM_NPHASES];    /* bytes sent to other ranks */
+    int64_t messages[COMM_NPHASES]; /* non-empty sends to other ranks */
+    int64_t calls[COMM_NPHASES];    /* exchanges */
+};
+
+struct comm_group_info {
+    void *mpi; /* MPI_Comm* */
+    int rank, size;
+};
+
 struct comm {
     int rank, size;
-    void *world; /* MPI_Comm*, a duplicate of MPI_COMM_WORLD */
+    struct comm_group_info g[COMM_NGROUPS];
+    int emb_groups; /* P / G */
+    struct comm_counters counters;
+};
+
+/* A non-blocking exchange in flight. */
+struct comm_request {
+    void *mpi; /* MPI_Request* */
+    void *scounts, *sdispls, *rcounts, *rdispls; /* int arrays MPI reads */
 };
 
 void comm_init(struct comm *c, int *argc, char ***argv);
+/* Build emb, emb_replica and dp for embedding_group G (0 = all ranks).
+ * Returns -1 with err when G does not divide the rank count. */
+int comm_setup_groups(struct comm *c, int64_t embedding_group, char *err, size_t errlen);
 void comm_free(struct comm *c);
 int comm_active(void); /* MPI initialised and not finalised */
 void comm_abort(int code); /* MPI_Abort when active, else returns */
 void comm_error_string(int err, char *buf, size_t len);
 void comm_describe(const struct comm *c, char *buf, size_t len);
+const char *comm_phase_name(enum comm_phase ph);
 
 void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root);
 /* Broadcast a heap string from root; on other ranks *s is replaced. */
 void comm_bcast_string(const struct comm *c, char **s, int root);
 int64_t comm_allreduce_max_i64(const struct comm *c, int64_t v);
 int64_t comm_allreduce_sum_i64(const struct comm *c, int64_t v);
+double comm_allreduce_max_f64(const struct comm *c, enum comm_group g, double v);
+double comm_allreduce_sum_f64(const struct comm *c, enum comm_group g, double v);
 void comm_barrier(const struct comm *c);
+
+/* All-to-all of one int64 per peer of group g: send[size] -> recv[size]. */
+void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int64_t *recv,
+                       enum comm_phase ph);
+/* All-to-allv of elements of type t (counts and displacements in elements,
+ * one per peer of group g), blocking and non-blocking. */
+void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                    const int64_t *scounts, const int64_t *sdispls, void *recv,
+                    const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph);
+void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                     const int64_t *scounts, const int64_t *sdispls, void *recv,
+                     const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph,
+                     struct comm_request *req);
+void comm_wait(struct comm_request *req);
+/* Gather variable-length blocks from every rank of group g into recv, in
+ * rank order; counts[size] are returned through rcounts. */
+void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                     int64_t n, void *recv, const int64_t *rcounts, enum comm_phase ph);
+void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out);
 
 #endif

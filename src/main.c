@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "banner.h"
+#include "bench_tools.h"
 #include "blas.h"
 #include "check.h"
 #include "comm.h"
@@ -23,20 +25,11 @@ static void usage(FILE *out)
             "  data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
             "  data stats FILE.h5 [--dim D]\n"
             "  data check FILE.h5   validate every event of a dataset\n"
+            "  bench exchange [options] [section.key=value ...]\n"
+            "        embedding all-to-all benchmark (run under mpirun; --help)\n"
             "  --version            print the version and the libraries in use\n"
             "\n"
             "'freescale data COMMAND --help' describes each data tool.\n");
-}
-
-static void banner(const struct comm *c)
-{
-    char mpi[256], blas[256];
-    unsigned maj, min, rel;
-    comm_describe(c, mpi, sizeof mpi);
-    blas_describe(blas, sizeof blas);
-    H5get_libversion(&maj, &min, &rel);
-    log_info("freescale %s | %s | BLAS: %s | HDF5 %u.%u.%u", PACKAGE_VERSION, mpi, blas, maj,
-             min, rel);
 }
 
 static int cmd_params(int argc, char **argv)
@@ -47,7 +40,7 @@ static int cmd_params(int argc, char **argv)
     }
     struct comm c;
     comm_init(&c, &argc, &argv);
-    banner(&c);
+    banner_print(&c);
     struct params p;
     params_load(&p, &c, argv[1], argc - 2, argv + 2);
     if (c.rank == 0) {
@@ -121,6 +114,11 @@ int main(int argc, char **argv)
         return cmd_params(argc - 1, argv + 1);
     if (!strcmp(cmd, "data"))
         return cmd_data(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) {
+        if (argc >= 3 && !strcmp(argv[2], "exchange"))
+            return bench_exchange_main(argc - 2, argv + 2);
+        fatal("unknown benchmark '%s' (expected: bench exchange)", argc >= 3 ? argv[2] : "");
+    }
     fprintf(stderr, "freescale: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

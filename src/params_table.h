@@ -26,3 +26,10 @@ X(train, lr, FLOAT, "1e-3", 1e-12, 100, NULL, "learning rate")
 X(train, negatives, INT, "128", 1, 1000000, NULL, "sampled negatives per position")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
+X(embedding, optimizer, CHOICE, "adagrad", 0, 0, "sgd|adagrad|adam",
+  "sparse optimizer of the tables: SGD, row-wise Adagrad, lazy Adam")
+X(embedding, lr, FLOAT, "0.01", 1e-12, 100, NULL, "learning rate of the sparse optimizer")
+X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
+  "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
+X(parallel, embedding_group, INT, "0", 0, 1000000, NULL,
+  "ranks per embedding shard group (must divide the rank count; 0 = all ranks)")

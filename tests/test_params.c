@@ -88,8 +88,12 @@ static void test_unknown_names(void **state)
                       ":3: unknown key 'lrr' in section [train]; did you mean 'train.lr'?");
     expect_file_error("[trian]\nlr = 1\n",
                       ":2: unknown section [trian] (key 'lr'); did you mean [train]?");
+    expect_file_error("[model]\nbatch_size = 1\n",
+                      ":2: unknown key 'batch_size' in section [model]; did you mean "
+                      "'train.batch_size'?");
     expect_file_error("[model]\nlr = 1\n",
-                      ":2: unknown key 'lr' in section [model]; did you mean 'train.lr'?");
+                      ":2: unknown key 'lr' in section [model]; did you mean 'train.lr' or "
+                      "'embedding.lr'?");
     expect_file_error("[model]\nzzzzzz = 1\n", "valid keys in [model]: type dim layers");
     expect_file_error("lr = 1\n", ":1: key 'lr' outside any [section]");
 }

@@ -1,0 +1,19 @@
+/* banner: start-up line; see banner.h. */
+#include "banner.h"
+
+#include <hdf5.h>
+
+#include "blas.h"
+#include "config.h"
+#include "log.h"
+
+void banner_print(const struct comm *c)
+{
+    char mpi[256], blas[256];
+    unsigned maj, min, rel;
+    comm_describe(c, mpi, sizeof mpi);
+    blas_describe(blas, sizeof blas);
+    H5get_libversion(&maj, &min, &rel);
+    log_info("freescale %s | %s | BLAS: %s | HDF5 %u.%u.%u", PACKAGE_VERSION, mpi, blas, maj,
+             min, rel);
+}
