@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "banner.h"
 #include "bench_tools.h"
@@ -164,8 +165,17 @@ int bench_exchange_main(int argc, char **argv)
              (long long)o.iters, (long long)o.warmup, o.check ? ", checked" : "");
 
     struct emb_ref ref;
-    if (o.check)
+    if (o.check) { /* the reference holds the whole table on every rank */
+        double need = (double)(o.vocab + 1) * o.dim *
+                      (4.0 + 8.0 + 4.0 * (double)emb_optim_state_floats(conf.optim.kind, o.dim) / o.dim);
+        double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) /
+                      c.g[COMM_NODE].size;
+        if (need > 0.8 * have)
+            fatal("bench exchange --check: the unsharded reference needs %.1f GB per rank, this "
+                  "node has %.1f GB per rank; use a smaller --vocab or --dim, or drop --check",
+                  need / 1e9, have / 1e9);
         emb_ref_init(&ref, &conf);
+    }
     int64_t *ids = xmalloc((size_t)(o.ids ? o.ids : 1) * sizeof *ids);
     float *out = xmalloc((size_t)(o.ids ? o.ids : 1) * (size_t)o.dim * sizeof(float));
     float *grad = xmalloc((size_t)(o.ids ? o.ids : 1) * (size_t)o.dim * sizeof(float));
@@ -174,6 +184,7 @@ int bench_exchange_main(int argc, char **argv)
                                      "grad_sum", "grads", "aggregate", "replica", "update", "step"};
     double *samples = xcalloc((size_t)(NPH * o.iters), sizeof(double));
     int64_t uniq_sum = 0, bytes_timed = 0;
+    struct comm_counters timed = {0};
     double lookup_err = 0;
     int exact_first = 1;
     for (int64_t step = 0; step < o.warmup + o.iters; step++) {
@@ -183,9 +194,7 @@ int bench_exchange_main(int argc, char **argv)
         draw_grads(&o, step, c.rank, grad, o.ids);
         struct emb_times tm = {0};
         struct emb_exchange x;
-        int64_t bytes0 = 0;
-        for (int ph = 0; ph < COMM_NPHASES; ph++)
-            bytes0 += c.counters.bytes[ph];
+        struct comm_counters before = c.counters;
         comm_barrier(&c);
         double t0 = cli_seconds();
         emb_lookup(t, &c, ids, o.ids, out, &x, &tm);
@@ -199,9 +208,13 @@ int bench_exchange_main(int argc, char **argv)
             for (int ph = 0; ph < NPH; ph++)
                 samples[ph * o.iters + step - o.warmup] = v[ph];
             uniq_sum += nuniq;
-            for (int ph = 0; ph < COMM_NPHASES; ph++)
-                bytes_timed += c.counters.bytes[ph];
-            bytes_timed -= bytes0;
+            for (int ph = 0; ph < COMM_NPHASES; ph++) {
+                int64_t b = c.counters.bytes[ph] - before.bytes[ph];
+                timed.bytes[ph] += b;
+                timed.messages[ph] += c.counters.messages[ph] - before.messages[ph];
+                if (ph != COMM_PH_OTHER)
+                    bytes_timed += b;
+            }
         }
         if (o.check) { /* every rank replays every rank's ids on the reference */
             float *want = xmalloc((size_t)(o.ids ? o.ids : 1) * (size_t)o.dim * sizeof(float));
@@ -244,6 +257,18 @@ int bench_exchange_main(int argc, char **argv)
     log_info("step       %10.3f ms   %.3g ids/s   %.3f GB/s sent per rank (%.3g MB/step)",
              1e3 * med[NPH - 1], total_ids / med[NPH - 1], bytes_step / med[NPH - 1] / 1e9,
              bytes_step / 1e6);
+    char line[512];
+    int len = snprintf(line, sizeof line, "sent per rank per step (mean):");
+    for (int ph = 0; ph < COMM_PH_OTHER; ph++) {
+        double b = comm_allreduce_sum_f64(&c, COMM_WORLD, (double)timed.bytes[ph]) / o.iters / P;
+        double m = comm_allreduce_sum_f64(&c, COMM_WORLD, (double)timed.messages[ph]) / o.iters / P;
+        const char *unit = b >= 1e6 ? "MB" : b >= 1e3 ? "kB" : "B";
+        double scale = b >= 1e6 ? 1e6 : b >= 1e3 ? 1e3 : 1;
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s %.3g %s in %.3g msgs%s",
+                        comm_phase_name((enum comm_phase)ph), b / scale, unit, m,
+                        ph + 1 < COMM_PH_OTHER ? "," : "");
+    }
+    log_info("%s", line);
     /* memory: the shard versus the whole table */
     double shard = (double)t->local_rows * (double)o.dim * 4.0 * (1.0 + (double)t->state_floats / o.dim);
     double whole = (double)o.vocab * (double)o.dim * 4.0 * (1.0 + (double)t->state_floats / o.dim);
