@@ -1,0 +1,113 @@
+/* backend: the one table of operations that model code calls (DESIGN.md §6).
+ *
+ * Tensors are row-major float arrays in the backend's memory. A jagged batch
+ * of B sequences is x: [T, d] with T = sum L_i and offsets[B + 1] (int64,
+ * host and device copies as the backend needs). The CPU backend
+ * (backend_cpu*.c) is the readable reference; every other backend must match
+ * it op for op. HAVE_CUDA appears only in the registry (backend.c).
+ *
+ * Randomness inside ops (dropout) is keyed: row r of the input uses the key
+ * row_keys[r] (derived from seed, epoch, sample index and position by the
+ * caller) mixed with a per-site constant, never a backend's own stream, so
+ * masks do not depend on the rank count or the backend. */
+#ifndef FS_BACKEND_H
+#define FS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct backend_ops {
+    const char *name;
+
+    /* memory */
+    void *(*alloc)(size_t bytes);               /* zero-filled */
+    void (*free)(void *p);
+    void (*to_device)(void *dst, const void *host_src, size_t bytes);
+    void (*to_host)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);
+    void (*zero)(void *p, size_t bytes);
+    void (*synchronize)(void);
+
+    /* C[m, n] = alpha op(A) op(B) + beta C; op(A): [m, k], op(B): [k, n];
+     * row-major with leading dimensions lda, ldb, ldc. */
+    void (*gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                 int64_t ldc);
+
+    /* elementwise on n values */
+    void (*axpy)(int64_t n, float alpha, const float *x, float *y);      /* y += a x */
+    void (*scale)(int64_t n, float alpha, float *x);                      /* x *= a */
+    void (*mul)(int64_t n, const float *a, const float *b, float *y);     /* y = a * b */
+    void (*silu_fwd)(int64_t n, const float *x, float *y);
+    void (*silu_bwd)(int64_t n, const float *x, const float *dy, float *dx); /* dx = dy silu'(x) */
+    void (*relu_fwd)(int64_t n, const float *x, float *y);
+    void (*relu_bwd)(int64_t n, const float *x, const float *dy, float *dx);
+
+    /* x: [rows, d]. y = (x - mean) * rstd (* gamma + beta when gamma);
+     * mean, rstd: [rows] saved for the backward. */
+    void (*layernorm_fwd)(int64_t rows, int d, float eps, const float *x, const float *gamma,
+                          const float *beta, float *y, float *mean, float *rstd);
+    /* dx written; dgamma, dbeta accumulated (+=) when gamma is given */
+    void (*layernorm_bwd)(int64_t rows, int d, const float *x, const float *mean,
+                          const float *rstd, const float *gamma, const float *dy, float *dx,
+                          float *dgamma, float *dbeta);
+    /* y = x / max(||x||_2, eps) per row; norm: [rows] saved */
+    void (*l2norm_fwd)(int64_t rows, int d, float eps, const float *x, float *y, float *norm);
+    void (*l2norm_bwd)(int64_t rows, int d, const float *y, const float *norm, const float *dy,
+                       float *dx);
+
+    /* Inverted dropout with probability p: y = x * mask / (1 - p); mask
+     * [rows, d] bytes saved. Element (r, j) is kept iff a uniform draw keyed
+     * by (row_keys[r], site, j) is >= p. */
+    void (*dropout_fwd)(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
+                        const float *x, float *y, uint8_t *mask);
+    void (*dropout_bwd)(int64_t rows, int d, float p, const uint8_t *mask, const float *dy,
+                        float *dx);
+
+    /* rows: out[i] = table[idx[i]]; scatter: table[idx[i]] += src[i] */
+    void (*gather_rows)(int64_t n, int d, const float *table, const int64_t *idx, float *out);
+    void (*scatter_add_rows)(int64_t n, int d, const float *src, const int64_t *idx,
+                             float *table);
+
+    /* AdamW on n dense values, bias-corrected with step t (t >= 1) */
+    void (*adamw_step)(int64_t n, float *w, float *m, float *v, const float *g, float lr,
+                       float beta1, float beta2, float eps, float weight_decay, int64_t t);
+    /* sum of squares of n values (gradient clipping), returned on the host */
+    double (*sum_squares)(int64_t n, const float *x);
+
+    /* HSTU pointwise attention, per sequence b (tokens offsets[b] ..
+     * offsets[b+1]) and head h, causal (j <= i):
+     *   A[i, j] = SiLU(q_i . k_j + rab(i, j)) / N,   out_i = sum_j A[i, j] v_j
+     * q, k: [T, H * dqk]; v, out: [T, H * dv]. rab(i, j) = pos_bias[N - 1 + j - i]
+     * (pos_bias: [2N - 1], NULL = none) + time_bias[bucket(ts_i - ts_j)]
+     * (time_bias: [HSTU_TIME_BUCKETS + 1], NULL = none; ts: [T] seconds),
+     * bucket(dt) = min(floor(ln(max(|dt|, 1)) / 0.301), HSTU_TIME_BUCKETS).
+     * Shared by all heads. The backward recomputes A; gradients of q, k, v
+     * are written, those of the biases accumulated (+=). */
+    void (*hstu_attn_fwd)(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
+                          const float *q, const float *k, const float *v, const float *pos_bias,
+                          const float *time_bias, const int64_t *ts, float *out);
+    void (*hstu_attn_bwd)(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
+                          const float *q, const float *k, const float *v, const float *pos_bias,
+                          const float *time_bias, const int64_t *ts, const float *dout,
+                          float *dq, float *dk, float *dvv, float *dpos_bias, float *dtime_bias);
+
+    /* SASRec causal softmax attention per sequence and head, scale
+     * 1/sqrt(dh): q, k, v, out: [T, H * dh]; lse: [T, H] log-sum-exp saved
+     * for the backward, which writes dq, dk, dv. */
+    void (*sasrec_attn_fwd)(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
+                            const float *k, const float *v, float *out, float *lse);
+    void (*sasrec_attn_bwd)(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
+                            const float *k, const float *v, const float *out, const float *lse,
+                            const float *dout, float *dq, float *dk, float *dv);
+};
+
+#define HSTU_TIME_BUCKETS 128
+
+/* The CPU backend (always available). */
+extern const struct backend_ops backend_cpu;
+
+/* "cpu" (and, when compiled in, "cuda"); NULL + err if unavailable. */
+const struct backend_ops *backend_get(const char *name, char *err, size_t errlen);
+
+#endif
