@@ -142,7 +142,9 @@ static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *nor
         double yy = 0;
         for (int j = 0; j < d; j++)
             yy += (double)y[r * d + j] * y[r * d + j];
-        int clamped = yy < 0.999999; /* |x| < eps: y = x / eps, linear */
+        /* |x| < eps gave y = x / eps with |y| < 1 (linear there); an
+         * unclamped row has |y| = 1 up to rounding, which grows with d */
+        int clamped = yy < 0.5;
         for (int j = 0; j < d; j++)
             dx[r * d + j] = clamped ? dy[r * d + j] / norm[r]
                                     : (dy[r * d + j] - y[r * d + j] * (float)dot) / norm[r];

@@ -122,7 +122,8 @@ void comm_describe(const struct comm *c, char *buf, size_t len)
 
 const char *comm_phase_name(enum comm_phase ph)
 {
-    static const char *names[COMM_NPHASES] = {"counts", "ids", "rows", "grads", "replica", "other"};
+    static const char *names[COMM_NPHASES] = {"counts", "ids",   "rows", "grads",
+                                              "replica", "dense", "other"};
     return names[ph];
 }
 
@@ -282,4 +283,60 @@ void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const
     free(rd);
     free(sc);
     free(displs);
+}
+
+void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
+                            enum comm_phase ph)
+{
+    c->counters.calls[ph]++;
+    if (c->g[g].size > 1) {
+        c->counters.bytes[ph] += n * 4;
+        c->counters.messages[ph]++;
+    }
+    while (n > 0) {
+        int k = n > (1 << 28) ? (1 << 28) : (int)n;
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_FLOAT, MPI_SUM, MCOMM(c, g)));
+        buf += k;
+        n -= k;
+    }
+}
+
+void comm_allreduce_sum_f64v(struct comm *c, enum comm_group g, double *buf, int64_t n)
+{
+    if (n > INT_MAX)
+        fatal("allreduce: %lld values do not fit an MPI count", (long long)n);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
+}
+
+void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root)
+{
+    MPI_CHECK(MPI_Gather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, root, MCOMM(c, g)));
+}
+
+void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                  int64_t n, void *recv, const int64_t *rcounts, int root)
+{
+    int size = c->g[g].size, *rc = NULL, *rd = NULL;
+    if (c->g[g].rank == root) {
+        int64_t *displs = xmalloc((size_t)size * sizeof *displs), total = 0;
+        for (int p = 0; p < size; p++) {
+            displs[p] = total;
+            total += rcounts[p];
+        }
+        rc = to_int(rcounts, size, "gather count");
+        rd = to_int(displs, size, "gather displacement");
+        free(displs);
+    }
+    if (n > INT_MAX)
+        fatal("gatherv: %lld elements do not fit an MPI count", (long long)n);
+    MPI_CHECK(MPI_Gatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), root, MCOMM(c, g)));
+    free(rc);
+    free(rd);
+}
+
+void comm_bcast_i64(struct comm *c, enum comm_group g, int64_t *v, int64_t n, int root)
+{
+    if (n > INT_MAX)
+        fatal("bcast: %lld values do not fit an MPI count", (long long)n);
+    MPI_CHECK(MPI_Bcast(v, (int)n, MPI_INT64_T, root, MCOMM(c, g)));
 }

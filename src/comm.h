@@ -30,6 +30,7 @@ enum comm_phase {
     COMM_PH_ROWS,      /* output dist: rows back to requesters */
     COMM_PH_GRADS,     /* gradients to owners */
     COMM_PH_REPLICA,   /* sparse gradient reduction across replicas */
+    COMM_PH_DENSE,     /* dense gradient all-reduce */
     COMM_PH_OTHER,
     COMM_NPHASES
 };
@@ -77,6 +78,10 @@ int64_t comm_allreduce_sum_i64(const struct comm *c, int64_t v);
 double comm_allreduce_max_f64(const struct comm *c, enum comm_group g, double v);
 double comm_allreduce_sum_f64(const struct comm *c, enum comm_group g, double v);
 void comm_barrier(const struct comm *c);
+/* In-place sums over group g: buf[n] (dense gradients) */
+void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
+                            enum comm_phase ph);
+void comm_allreduce_sum_f64v(struct comm *c, enum comm_group g, double *buf, int64_t n);
 
 /* All-to-all of one int64 per peer of group g: send[size] -> recv[size]. */
 void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int64_t *recv,
@@ -96,5 +101,11 @@ void comm_wait(struct comm_request *req);
 void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
                      int64_t n, void *recv, const int64_t *rcounts, enum comm_phase ph);
 void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out);
+/* Gather variable-length blocks to rank root of group g, in rank order;
+ * rcounts[size] is read on the root only. */
+void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                  int64_t n, void *recv, const int64_t *rcounts, int root);
+void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root);
+void comm_bcast_i64(struct comm *c, enum comm_group g, int64_t *v, int64_t n, int root);
 
 #endif

@@ -47,7 +47,7 @@ static int64_t sum_by_id(const int64_t *ids, const float *g, int64_t n, int dim,
 void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *grad,
                   struct emb_times *tm)
 {
-    const int G = t->G, dim = t->conf.dim;
+    const int dim = t->conf.dim;
     double t0 = cli_seconds();
     /* many tokens may share a hot id: accumulate in double, send floats */
     double *acc = xcalloc((size_t)(x->nuniq ? x->nuniq : 1), (size_t)dim * sizeof(double));
@@ -61,6 +61,16 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     for (int64_t i = 0; i < x->nuniq * dim; i++)
         gu[i] = (float)acc[i];
     free(acc);
+    if (tm)
+        tm->grad_sum += cli_seconds() - t0;
+    emb_backward_unique(t, c, x, gu, tm);
+    free(gu);
+}
+
+void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                         const float *gu, struct emb_times *tm)
+{
+    const int G = t->G, dim = t->conf.dim;
     double t1 = cli_seconds();
     int64_t *sc = xmalloc((size_t)G * 4 * sizeof(int64_t));
     int64_t *sd = sc + G, *rc = sc + 2 * G, *rd = sc + 3 * G;
@@ -73,7 +83,6 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     float *gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
     comm_alltoallv(c, COMM_EMB, COMM_F32, gu, sc, sd, gs, rc, rd, COMM_PH_GRADS);
     free(sc);
-    free(gu);
     double t2 = cli_seconds();
     int64_t *ids;
     float *g;
@@ -112,7 +121,6 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     free(ids);
     free(g);
     if (tm) {
-        tm->grad_sum += t1 - t0;
         tm->grads += t2 - t1;
         tm->aggregate += t3 - t2;
         tm->replica += t4 - t3;

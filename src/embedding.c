@@ -210,7 +210,7 @@ void emb_output_dist(struct emb_table *t, struct comm *c, struct emb_exchange *x
     free(sc);
     free(served);
     double t3 = cli_seconds();
-    for (int64_t i = 0; i < x->n; i++)
+    for (int64_t i = 0; out && i < x->n; i++)
         memcpy(out + i * dim, x->rows + x->inverse[i] * dim, (size_t)dim * sizeof(float));
     if (tm) {
         tm->ids += t1 - t0;

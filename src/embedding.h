@@ -92,7 +92,8 @@ int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t
 
 void emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids, int64_t n,
                     struct emb_exchange *x, struct emb_times *tm);
-/* out: [n, dim] rows in token order. */
+/* out: [n, dim] rows in token order, or NULL to keep only the unique rows
+ * x->rows: [nuniq, dim] (token i's row is x->rows[x->inverse[i]]). */
 void emb_output_dist(struct emb_table *t, struct comm *c, struct emb_exchange *x, float *out,
                      struct emb_times *tm);
 void emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids, int64_t n, float *out,
@@ -100,6 +101,10 @@ void emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids, int64_t
 /* grad: [n, dim] in token order of the lookup x. */
 void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *grad,
                   struct emb_times *tm);
+/* The same from gradients already summed per unique id: gu: [nuniq, dim]
+ * in the order of x->uniq (x->rows' order). */
+void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                         const float *gu, struct emb_times *tm);
 void emb_exchange_free(struct emb_exchange *x);
 
 /* The storage of row id of this rank's shard, initialised on first use. */

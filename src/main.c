@@ -12,12 +12,15 @@
 #include "config.h"
 #include "data_tools.h"
 #include "params.h"
+#include "train.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: freescale COMMAND [ARGS]\n"
             "\n"
+            "  train FILE.in [section.key=value ...]\n"
+            "        train a model (run under mpirun for several ranks)\n"
             "  params FILE.in [section.key=value ...]\n"
             "        check a parameter file and overrides; print the effective parameters\n"
             "  help params          every parameter, its default, range and meaning\n"
@@ -110,6 +113,8 @@ int main(int argc, char **argv)
         printf("freescale %s\nBLAS: %s\nHDF5 %u.%u.%u\n", PACKAGE_VERSION, blas, maj, min, rel);
         return 0;
     }
+    if (!strcmp(cmd, "train"))
+        return train_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "params"))
         return cmd_params(argc - 1, argv + 1);
     if (!strcmp(cmd, "data"))

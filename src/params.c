@@ -413,7 +413,7 @@ void params_dump(const struct params *p, FILE *out)
             section = d->section;
             fprintf(out, "[%s]\n", section);
         }
-        fprintf(out, "%s = %s", d->key, p->str[i]);
+        fprintf(out, "%s =%s%s", d->key, p->str[i][0] ? " " : "", p->str[i]);
         if (p->origin[i][0])
             fprintf(out, "    # from %s", p->origin[i]);
         fputc('\n', out);

@@ -13,6 +13,9 @@ X(data, max_seq_len, INT, "200", 2, 1000000, NULL,
   "longest history used; longer sequences keep their most recent events")
 X(data, timestamps, BOOL, "on", 0, 1, NULL,
   "use the dataset's /timestamps (time-bucket bias) when it has them")
+X(data, split, CHOICE, "loo", 0, 0, "loo|hstu",
+  "loo: last event = test, second last = validation; hstu: train on all but the last, "
+  "validate and test on the last")
 X(model, type, CHOICE, "hstu", 0, 0, "hstu|sasrec",
   "sequence model: HSTU (Zhai et al. 2024) or SASRec (Kang & McAuley 2018)")
 X(model, dim, INT, "50", 1, 65536, NULL, "embedding and model width d")
@@ -24,12 +27,30 @@ X(train, batch_size, INT, "128", 1, 1000000000, NULL,
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
 X(train, lr, FLOAT, "1e-3", 1e-12, 100, NULL, "learning rate")
 X(train, negatives, INT, "128", 1, 1000000, NULL, "sampled negatives per position")
+X(train, loss, CHOICE, "softmax", 0, 0, "softmax|bce",
+  "sampled softmax over train.negatives uniform negatives, or BCE with one negative")
+X(train, temperature, FLOAT, "0.05", 1e-6, 100, NULL, "sampled softmax temperature tau")
+X(train, weight_decay, FLOAT, "0", 0, 10, NULL, "AdamW weight decay of the dense parameters")
+X(train, warmup_steps, INT, "0", 0, 1000000000, NULL, "linear learning-rate warmup (steps)")
+X(train, clip_norm, FLOAT, "0", 0, 1e6, NULL, "clip the dense gradient's global norm (0 = off)")
+X(train, max_steps, INT, "0", 0, 1000000000000.0, NULL, "stop after this many steps (0 = no limit)")
+X(train, eval_every, INT, "0", 0, 1000000, NULL,
+  "evaluate every N epochs (0 = only at the end)")
+X(train, resume, STRING, "", 0, 0, NULL,
+  "checkpoint to continue from (any rank count); empty = start afresh")
+X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
+  "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end)")
+X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
 X(embedding, optimizer, CHOICE, "adagrad", 0, 0, "sgd|adagrad|adam",
   "sparse optimizer of the tables: SGD, row-wise Adagrad, lazy Adam")
+X(embedding, init_std, FLOAT, "0.02", 0, 10, NULL, "standard deviation of the initial rows")
 X(embedding, lr, FLOAT, "0.01", 1e-12, 100, NULL, "learning rate of the sparse optimizer")
 X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
   "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
 X(parallel, embedding_group, INT, "0", 0, 1000000, NULL,
   "ranks per embedding shard group (must divide the rank count; 0 = all ranks)")
+X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
+  "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints)")
+X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")

@@ -1,0 +1,313 @@
+/* train: the training loop; see train.h.
+ *
+ * One step on every rank (DESIGN.md §5): the global batch (train.batch_size
+ * users of the epoch's permutation) is split into equal contiguous shares;
+ * each rank reads its sequences, draws the negatives of every position
+ * (keyed by the token), looks up the unique ids of inputs, targets and
+ * negatives in one exchange, runs the model and the loss, sends the
+ * embedding gradients back to the owners (sparse update) and all-reduces
+ * the dense gradients, which are already normalised by the global number of
+ * supervised positions. The same global batch gives the same loss on any
+ * number of ranks. */
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "banner.h"
+#include "check.h"
+#include "checkpoint.h"
+#include "cli.h"
+#include "eval.h"
+#include "loss.h"
+#include "metrics.h"
+
+static void setup(struct trainer *tr)
+{
+    struct params *p = tr->p;
+    char err[1024];
+    if (comm_setup_groups(tr->c, params_i64(p, P_parallel_embedding_group), err, sizeof err))
+        fatal("%s", err);
+    const char *path = params_str(p, P_data_path);
+    if (!path[0])
+        fatal("data.path is not set: name an HDF5 dataset (freescale data import / data gen)");
+    /* rank 0 opens first so that a bad file gives one message */
+    int64_t ok = 1;
+    if (tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err))
+        fatal("data.path: %s", err);
+    comm_bcast_bytes(tr->c, &ok, sizeof ok, 0);
+    if (tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err))
+        fatal("data.path: %s", err);
+    tr->split = (enum split_mode)params_i64(p, P_data_split);
+    tr->N = (int)params_i64(p, P_data_max_seq_len);
+    tr->d = (int)params_i64(p, P_model_dim);
+    tr->bce = !strcmp(params_str(p, P_train_loss), "bce");
+    tr->R = tr->bce ? 1 : (int)params_i64(p, P_train_negatives);
+    tr->seed = (uint64_t)params_i64(p, P_train_seed);
+    tr->with_ts = params_i64(p, P_data_timestamps) && tr->ds.has_timestamps;
+    tr->be = &backend_cpu;
+    struct model_conf mc = {
+        .type = params_i64(p, P_model_type) == 0 ? MODEL_HSTU : MODEL_SASREC,
+        .d = tr->d, .layers = (int)params_i64(p, P_model_layers),
+        .heads = (int)params_i64(p, P_model_heads), .max_len = tr->N,
+        .dropout = (float)params_f64(p, P_model_dropout), .time_bias = tr->with_ts};
+    tr->normalize_items = mc.type == MODEL_HSTU;
+    if (model_init(&tr->m, &mc, tr->be, tr->seed, err, sizeof err))
+        fatal("%s", err);
+    struct emb_table_conf ec = {.rows = tr->ds.num_items, .dim = tr->d, .init = EMB_INIT_NORMAL,
+                                .init_scale = (float)params_f64(p, P_embedding_init_std),
+                                .seed = tr->seed};
+    snprintf(ec.name, sizeof ec.name, "items");
+    ec.optim = (struct emb_optim_conf){
+        .kind = (enum emb_optimizer)emb_optim_parse(params_str(p, P_embedding_optimizer)),
+        .lr = (float)params_f64(p, P_embedding_lr),
+        .weight_decay = (float)params_f64(p, P_embedding_weight_decay), .eps = 1e-8f,
+        .beta1 = 0.9f, .beta2 = 0.98f};
+    tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
+    tr->adam_m = xcalloc((size_t)tr->m.nparams, sizeof *tr->adam_m);
+    tr->adam_v = xcalloc((size_t)tr->m.nparams, sizeof *tr->adam_v);
+    for (int i = 0; i < tr->m.nparams; i++) {
+        size_t bytes = (size_t)tr->m.params[i].n * sizeof(float);
+        tr->adam_m[i] = tr->be->alloc(bytes);
+        tr->adam_v[i] = tr->be->alloc(bytes);
+        tr->ngrad += tr->m.params[i].n;
+    }
+    tr->gradbuf = xmalloc((size_t)tr->ngrad * sizeof(float));
+    tr->n_train = split_train_users(&tr->ds, tr->split, &tr->train_users);
+    if (tr->n_train == 0)
+        fatal("%s: no user has enough events to train on (need >= %d)", path,
+              split_holdout(tr->split) + 2);
+    tr->metrics = tr->c->rank == 0 ? metrics_open(params_str(p, P_output_metrics)) : NULL;
+}
+
+/* All-reduce the dense gradients over dp, clip, and take an AdamW step. */
+static void dense_update(struct trainer *tr)
+{
+    const struct backend_ops *be = tr->be;
+    int64_t off = 0;
+    for (int i = 0; i < tr->m.nparams; i++) {
+        be->to_host(tr->gradbuf + off, tr->m.params[i].g, (size_t)tr->m.params[i].n * 4);
+        off += tr->m.params[i].n;
+    }
+    comm_allreduce_sum_f32(tr->c, COMM_DP, tr->gradbuf, tr->ngrad, COMM_PH_DENSE);
+    double clip = params_f64(tr->p, P_train_clip_norm), scale = 1.0;
+    if (clip > 0) {
+        double norm = sqrt(be->sum_squares(tr->ngrad, tr->gradbuf));
+        if (norm > clip)
+            scale = clip / norm;
+    }
+    double lr = params_f64(tr->p, P_train_lr);
+    int64_t warm = params_i64(tr->p, P_train_warmup_steps);
+    if (warm > 0 && tr->step < warm)
+        lr *= (double)(tr->step + 1) / (double)warm;
+    float wd = (float)params_f64(tr->p, P_train_weight_decay);
+    tr->adam_t++;
+    off = 0;
+    for (int i = 0; i < tr->m.nparams; i++) {
+        struct dense_tensor *t = &tr->m.params[i];
+        if (scale != 1.0)
+            be->scale(t->n, (float)scale, tr->gradbuf + off);
+        be->to_device(t->g, tr->gradbuf + off, (size_t)t->n * 4);
+        be->adamw_step(t->n, t->w, tr->adam_m[i], tr->adam_v[i], t->g, (float)lr, 0.9f, 0.98f,
+                       1e-8f, t->decay ? wd : 0.0f, tr->adam_t);
+        off += t->n;
+    }
+}
+
+/* One training step over this rank's users; returns the global mean loss
+ * and the global token count. */
+static double train_step(struct trainer *tr, const int64_t *users, int64_t B, int64_t *tokens)
+{
+    struct comm *c = tr->c;
+    const int d = tr->d, R = tr->R;
+    struct seq_batch sb;
+    batch_train(&tr->ds, tr->split, tr->N, tr->with_ts, tr->seed, (uint64_t)tr->epoch, users, B,
+                &sb);
+    const int64_t T = sb.T;
+    int64_t n_global = comm_allreduce_sum_i64(c, T);
+    *tokens = n_global;
+    float scale = n_global > 0 ? 1.0f / (float)n_global : 0.0f;
+    /* one lookup for inputs, targets and negatives */
+    int64_t n_ids = T * (2 + R);
+    int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
+    memcpy(ids, sb.items, (size_t)T * sizeof *ids);
+    memcpy(ids + T, sb.targets, (size_t)T * sizeof *ids);
+    loss_sample_negatives(tr->seed, (uint64_t)tr->epoch, sb.keys, T, R, tr->ds.num_items,
+                          ids + 2 * T);
+    struct emb_exchange x;
+    emb_lookup(tr->items, c, ids, n_ids, NULL, &x, NULL);
+    free(ids);
+    float *emb = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *emb);
+    tr->be->gather_rows(T, d, x.rows, x.inverse, emb);
+    float *out = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *out);
+    struct batch b = {.B = sb.B, .T = T, .offsets = sb.offsets, .ts = sb.ts,
+                      .row_keys = sb.keys, .train = 1};
+    tr->m.vt->forward(&tr->m, &b, emb, out);
+    float *du = xcalloc((size_t)(T ? T : 1) * (size_t)d, sizeof *du);
+    float *drows = xcalloc((size_t)(x.nuniq ? x.nuniq : 1) * (size_t)d, sizeof *drows);
+    int64_t counted = 0;
+    double loss_sum =
+        tr->bce ? loss_bce(tr->be, T, d, out, x.nuniq, x.rows, x.inverse + T, x.inverse + 2 * T,
+                           scale, du, drows, &counted)
+                : loss_sampled_softmax(tr->be, T, d, R, (float)params_f64(tr->p, P_train_temperature),
+                                       tr->normalize_items, out, x.nuniq, x.rows, x.inverse + T,
+                                       x.inverse + 2 * T, scale, du, drows, &counted);
+    model_zero_grads(&tr->m);
+    tr->m.vt->backward(&tr->m, &b, du, emb); /* emb now holds d emb */
+    tr->be->scatter_add_rows(T, d, emb, x.inverse, drows);
+    emb_backward_unique(tr->items, c, &x, drows, NULL);
+    dense_update(tr);
+    emb_exchange_free(&x);
+    free(emb);
+    free(out);
+    free(du);
+    free(drows);
+    batch_free(&sb);
+    double loss = comm_allreduce_sum_f64(c, COMM_DP, loss_sum);
+    return n_global > 0 ? loss / (double)n_global : 0.0;
+}
+
+static void report_eval(struct trainer *tr, const char *split, const struct eval_metrics *em,
+                        double loss)
+{
+    char line[512];
+    eval_metrics_format(em, line, sizeof line);
+    log_info("eval %-4s epoch %lld step %lld: %s", split, (long long)tr->epoch,
+             (long long)tr->step, line);
+    struct metrics_line l;
+    metrics_begin(&l, "eval");
+    metrics_str(&l, "split", split);
+    metrics_int(&l, "epoch", tr->epoch);
+    metrics_int(&l, "step", tr->step);
+    metrics_num(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", 0);
+    metrics_num(&l, "tokens_per_s", 0);
+    eval_metrics_json(em, &l);
+    metrics_end(&l, tr->metrics);
+}
+
+int train_main(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: mpirun -np P freescale train FILE.in [section.key=value ...]\n");
+        return 2;
+    }
+    struct comm c;
+    comm_init(&c, &argc, &argv);
+    banner_print(&c);
+    struct params p;
+    params_load(&p, &c, argv[1], argc - 2, argv + 2);
+    if (c.rank == 0) {
+        params_dump(&p, stdout);
+        fflush(stdout);
+    }
+    struct trainer tr = {.c = &c, .p = &p};
+    setup(&tr);
+    const int64_t Bg = params_i64(&p, P_train_batch_size);
+    const int64_t epochs = params_i64(&p, P_train_epochs), max_steps = params_i64(&p, P_train_max_steps);
+    const int64_t steps_per_epoch = (tr.n_train + Bg - 1) / Bg;
+    int64_t total = steps_per_epoch * epochs;
+    if (max_steps > 0 && max_steps < total)
+        total = max_steps;
+    log_info("train: %lld users, %lld items, %lld training users, %lld steps per epoch, %lld steps",
+             (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
+             (long long)steps_per_epoch, (long long)total);
+    const char *resume = params_str(&p, P_train_resume);
+    if (resume[0]) {
+        checkpoint_read(&tr, resume);
+        log_info("resumed from %s at step %lld", resume, (long long)tr.step);
+    }
+    const char *ckdir = params_str(&p, P_output_checkpoint_dir);
+    const int64_t ck_every = params_i64(&p, P_train_checkpoint_every);
+    int64_t last_ckpt = -1;
+    int64_t *perm = xmalloc((size_t)tr.n_train * sizeof *perm);
+    int64_t *mine = xmalloc((size_t)(Bg / c.size + 2) * sizeof *mine);
+    const int64_t log_every = params_i64(&p, P_train_log_every), eval_every = params_i64(&p, P_train_eval_every);
+    double t_start = cli_seconds(), t_log = t_start, loss = 0, best_val = -1;
+    int64_t best_epoch = -1, samples_log = 0, tokens_log = 0;
+    int64_t first_step = tr.step;
+    for (tr.epoch = tr.step / steps_per_epoch; tr.epoch < epochs && tr.step < total; tr.epoch++) {
+        split_permutation(tr.seed, (uint64_t)tr.epoch, tr.n_train, perm);
+        for (int64_t s = tr.step % steps_per_epoch; s < steps_per_epoch && tr.step < total; s++) {
+            int64_t g0 = s * Bg, gB = g0 + Bg < tr.n_train ? Bg : tr.n_train - g0;
+            int64_t lo = gB * c.rank / c.size, hi = gB * (c.rank + 1) / c.size;
+            for (int64_t i = lo; i < hi; i++)
+                mine[i - lo] = tr.train_users[perm[g0 + i]];
+            int64_t tokens;
+            loss = train_step(&tr, mine, hi - lo, &tokens);
+            tr.step++;
+            samples_log += gB;
+            tokens_log += tokens;
+            if (tr.step % log_every == 0 || tr.step == total) {
+                double now = cli_seconds(), dt = now - t_log;
+                double eta = (now - t_start) / (double)(tr.step - first_step) *
+                             (double)(total - tr.step);
+                log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f ETA %.0fs",
+                         (long long)tr.epoch + 1, (long long)tr.step, (long long)total, loss,
+                         samples_log / dt, tokens_log / dt, eta);
+                struct metrics_line l;
+                metrics_begin(&l, "train");
+                metrics_int(&l, "epoch", tr.epoch + 1);
+                metrics_int(&l, "step", tr.step);
+                metrics_num(&l, "loss", loss);
+                metrics_num(&l, "samples_per_s", samples_log / dt);
+                metrics_num(&l, "tokens_per_s", tokens_log / dt);
+                metrics_end(&l, tr.metrics);
+                t_log = now;
+                samples_log = tokens_log = 0;
+            }
+            if (ckdir[0] && ck_every > 0 && tr.step % ck_every == 0) {
+                char path[4200];
+                snprintf(path, sizeof path, "%s/ckpt-%lld.h5", ckdir, (long long)tr.step);
+                checkpoint_write(&tr, path);
+                last_ckpt = tr.step;
+                log_info("checkpoint %s", path);
+            }
+        }
+        if (eval_every > 0 && (tr.epoch + 1) % eval_every == 0 && tr.step < total) {
+            struct eval_metrics em;
+            eval_split(&tr, 0, &em);
+            report_eval(&tr, "val", &em, loss);
+            if (em.ndcg[0] > best_val) {
+                best_val = em.ndcg[0];
+                best_epoch = tr.epoch + 1;
+            }
+        }
+    }
+    if (ckdir[0] && last_ckpt != tr.step) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/ckpt-%lld.h5", ckdir, (long long)tr.step);
+        checkpoint_write(&tr, path);
+        log_info("checkpoint %s", path);
+    }
+    struct eval_metrics val, test;
+    eval_split(&tr, 0, &val);
+    report_eval(&tr, "val", &val, loss);
+    if (val.ndcg[0] > best_val) {
+        best_val = val.ndcg[0];
+        best_epoch = tr.epoch;
+    }
+    eval_split(&tr, 1, &test);
+    report_eval(&tr, "test", &test, loss);
+    double secs = cli_seconds() - t_start;
+    log_info("done: %lld steps in %.1f s; best validation NDCG@10 %.4f at epoch %lld",
+             (long long)tr.step, secs, best_val, (long long)best_epoch);
+    struct metrics_line l;
+    metrics_begin(&l, "summary");
+    metrics_int(&l, "epoch", tr.epoch);
+    metrics_int(&l, "step", tr.step);
+    metrics_num(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", 0);
+    metrics_num(&l, "tokens_per_s", 0);
+    metrics_num(&l, "seconds", secs);
+    metrics_int(&l, "best_epoch", best_epoch);
+    eval_metrics_json(&test, &l);
+    metrics_end(&l, tr.metrics);
+    if (tr.metrics)
+        fclose(tr.metrics);
+    free(perm);
+    free(mine);
+    comm_free(&c);
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* train: 'freescale train FILE.in [section.key=value ...]': the training
+ * loop (DESIGN.md §5) and the state it shares with evaluation. */
+#ifndef FS_TRAIN_H
+#define FS_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "comm.h"
+#include "dataset.h"
+#include "embedding.h"
+#include "model.h"
+#include "params.h"
+#include "train_data.h"
+
+struct trainer {
+    struct comm *c;
+    struct params *p;
+    const struct backend_ops *be;
+    struct dataset ds;
+    enum split_mode split;
+    int N, d, R, bce, with_ts, normalize_items;
+    uint64_t seed;
+    struct model m;
+    struct emb_registry reg;
+    struct emb_table *items;
+    float **adam_m, **adam_v; /* per dense tensor */
+    int64_t adam_t;
+    int64_t ngrad;
+    float *gradbuf;           /* [ngrad] packed dense gradients */
+    int64_t n_train, *train_users;
+    int64_t step, epoch;
+    FILE *metrics;
+};
+
+int train_main(int argc, char **argv);
+
+/* The model's user vectors for a batch without dropout: out[B, d] at each
+ * sequence's last position (evaluation). */
+void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out);
+
+#endif

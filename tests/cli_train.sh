@@ -1,0 +1,83 @@
+#!/bin/sh
+# cli_train: 'freescale train' end to end on tiny data: the same losses on
+# 1, 2 and 4 ranks (and with embedding replicas), resume equal to an
+# uninterrupted run (also on another rank count), the metrics file's keys,
+# and the refusals of bad inputs before training starts.
+. "$(dirname "$0")/lib.sh"
+if [ -z "${MPIRUN:-}" ] || [ ! -x "$MPIRUN" ]; then
+    echo "SKIP: mpirun not found"
+    exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OPENBLAS_NUM_THREADS=1
+IN="$TOP_SRCDIR/input/tiny.in"
+"$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" >/dev/null ||
+    { fail "data gen"; finish; }
+COMMON="data.path=$T/tiny.h5 model.dropout=0 train.epochs=10 train.log_every=1"
+train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
+
+# losses of a metrics file, one "step loss" pair per line (steps > FROM)
+losses() { sed -n 's/.*"event":"train".*"step":\([0-9]*\),"loss":\([^,]*\),.*/\1 \2/p' "$1" |
+    awk -v from="${2:-0}" '$1 > from'; }
+# same_losses A B NAME [FROM]: the train losses of A and B (steps > FROM)
+# agree to 1e-4 relative, step by step
+same_losses() {
+    losses "$1" "${4:-0}" > "$T/la"; losses "$2" "${4:-0}" > "$T/lb"
+    if [ ! -s "$T/la" ] || [ "$(wc -l < "$T/la")" != "$(wc -l < "$T/lb")" ]; then
+        fail "$3: different numbers of steps ($(wc -l < "$T/la") vs $(wc -l < "$T/lb"))"
+        return
+    fi
+    worst=$(paste "$T/la" "$T/lb" | awk '{ if ($1 != $3) { print "step"; exit }
+        d = $2 - $4; if (d < 0) d = -d; m = $4 < 0 ? -$4 : $4; r = d / (m > 1e-12 ? m : 1e-12);
+        if (r > w) w = r } END { printf "%.3g", w }')
+    if [ "$worst" = step ]; then fail "$3: steps differ"
+    elif awk -v w="$worst" 'BEGIN { exit !(w <= 1e-4) }'; then pass "$3: losses agree (worst $worst)"
+    else fail "$3: losses differ by $worst relative"; fi
+}
+
+for model in hstu sasrec; do
+    loss=softmax; [ $model = sasrec ] && loss=bce
+    M="model.type=$model train.loss=$loss train.max_steps=20"
+    expect_ok train 1 $M output.metrics="$T/$model-1.jsonl"
+    expect_ok train 2 $M output.metrics="$T/$model-2.jsonl"
+    expect_ok train 4 $M output.metrics="$T/$model-4.jsonl"
+    expect_ok train 4 $M parallel.embedding_group=2 output.metrics="$T/$model-4g2.jsonl"
+    same_losses "$T/$model-1.jsonl" "$T/$model-2.jsonl" "$model P=1 vs P=2"
+    same_losses "$T/$model-1.jsonl" "$T/$model-4.jsonl" "$model P=1 vs P=4"
+    same_losses "$T/$model-1.jsonl" "$T/$model-4g2.jsonl" "$model P=1 vs P=4, embedding_group=2"
+done
+
+# the metrics file's contract
+f="$T/hstu-2.jsonl"
+for key in '"event":"train"' '"event":"eval"' '"event":"summary"' '"split":"test"' \
+    '"split":"val"' '"samples_per_s":' '"tokens_per_s":' '"hr@10":' '"ndcg@10":' '"hr@50":' \
+    '"ndcg@50":' '"hr@200":' '"ndcg@200":' '"mrr":' '"epoch":' '"step":' '"loss":'; do
+    grep -qF "$key" "$f" || fail "metrics file lacks $key"
+done
+if have_h5py; then
+    "$PY" -c "import json,sys; [json.loads(l) for l in open('$f')]" || fail "metrics not JSON lines"
+fi
+
+# resume: 10 steps + checkpoint + 10 steps == 20 straight steps (P = 2), and
+# a P = 2 checkpoint resumed on P = 3
+mkdir -p "$T/ck"
+expect_ok train 2 train.max_steps=10 output.checkpoint_dir="$T/ck" output.metrics="$T/r1.jsonl"
+[ -f "$T/ck/ckpt-10.h5" ] || fail "no checkpoint ckpt-10.h5"
+ls "$T/ck" | grep -q tmp && fail "temporary checkpoint left behind"
+expect_ok train 2 train.max_steps=20 train.resume="$T/ck/ckpt-10.h5" output.metrics="$T/r2.jsonl"
+expect_ok train 3 train.max_steps=20 train.resume="$T/ck/ckpt-10.h5" output.metrics="$T/r3.jsonl"
+same_losses "$T/hstu-2.jsonl" "$T/r2.jsonl" "resume at P=2 vs straight" 10
+same_losses "$T/hstu-2.jsonl" "$T/r3.jsonl" "P=2 checkpoint resumed at P=3 vs straight" 10
+
+# bad inputs, refused before training
+expect_error "cannot open dataset" train 2 data.path="$T/none.h5"
+expect_error "data.max_seq_len = '0': out of range" train 1 data.max_seq_len=0
+expect_error "train.resume = $T/none.h5: No such file" train 1 train.resume="$T/none.h5"
+"$FS" data gen --users 64 --items 300 --length uniform:5,40 --timestamps -o "$T/tiny300.h5" >/dev/null
+expect_ok train 1 model.dim=24 train.max_steps=2 output.checkpoint_dir="$T/ck"
+expect_error "model.dim = 24 in the checkpoint, 16 in this run" \
+    train 1 train.resume="$T/ck/ckpt-2.h5"
+expect_error "num_items of the dataset = 200 in the checkpoint, 300 in this run" \
+    train 1 data.path="$T/tiny300.h5" train.resume="$T/ck/ckpt-10.h5"
+finish
