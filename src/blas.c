@@ -76,3 +76,17 @@ void blas_describe(char *buf, size_t len)
                       : openblas_get_parallel() == 2 ? "OpenMP" : "serial";
     snprintf(buf, len, "%s (%s), kernels %s (%s)", ver, par, openblas_get_corename(), g_reason);
 }
+
+int blas_set_threads(int ranks_on_node)
+{
+    const char *env = getenv("OPENBLAS_NUM_THREADS");
+    int n = env && atoi(env) > 0 ? atoi(env) : 0;
+    if (n == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = (int)(cores / (ranks_on_node > 0 ? ranks_on_node : 1));
+        if (n < 1)
+            n = 1;
+    }
+    openblas_set_num_threads(n);
+    return n;
+}

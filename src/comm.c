@@ -340,3 +340,13 @@ void comm_bcast_i64(struct comm *c, enum comm_group g, int64_t *v, int64_t n, in
         fatal("bcast: %lld values do not fit an MPI count", (long long)n);
     MPI_CHECK(MPI_Bcast(v, (int)n, MPI_INT64_T, root, MCOMM(c, g)));
 }
+
+void comm_allreduce_sum_i64v(struct comm *c, enum comm_group g, int64_t *buf, int64_t n)
+{
+    while (n > 0) {
+        int k = n > (1 << 28) ? (1 << 28) : (int)n;
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_INT64_T, MPI_SUM, MCOMM(c, g)));
+        buf += k;
+        n -= k;
+    }
+}

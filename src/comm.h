@@ -82,6 +82,7 @@ void comm_barrier(const struct comm *c);
 void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
                             enum comm_phase ph);
 void comm_allreduce_sum_f64v(struct comm *c, enum comm_group g, double *buf, int64_t n);
+void comm_allreduce_sum_i64v(struct comm *c, enum comm_group g, int64_t *buf, int64_t n);
 
 /* All-to-all of one int64 per peer of group g: send[size] -> recv[size]. */
 void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int64_t *recv,

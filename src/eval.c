@@ -30,35 +30,46 @@ void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *ou
 void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
 {
     struct comm *c = tr->c;
+    const int d = tr->d;
     int64_t *users;
     int64_t n = split_eval_users(&tr->ds, tr->split, test, &users);
-    int64_t lo = n * c->rank / c->size, hi = n * (c->rank + 1) / c->size;
-    /* every rank takes part in the same number of collective rounds */
-    int64_t rounds = comm_allreduce_max_i64(c, (hi - lo + EVAL_CHUNK - 1) / EVAL_CHUNK);
-    eval_metrics_init(out);
-    struct eval_conf conf = {.normalize_items = tr->normalize_items};
-    float *u = xmalloc((size_t)EVAL_CHUNK * (size_t)tr->d * sizeof *u);
-    int64_t *targets = xmalloc(EVAL_CHUNK * sizeof *targets), *rank = xmalloc(EVAL_CHUNK * 8);
+    int64_t lo = n * c->rank / c->size, hi = n * (c->rank + 1) / c->size, nq = hi - lo;
+    /* user vectors in chunks (every rank takes part in the same number of
+     * collective lookups), then one ranking call for all of them */
+    int64_t rounds = comm_allreduce_max_i64(c, (nq + EVAL_CHUNK - 1) / EVAL_CHUNK);
+    float *u = xmalloc((size_t)(nq ? nq : 1) * (size_t)d * sizeof *u);
+    int64_t *targets = xmalloc((size_t)(nq ? nq : 1) * sizeof *targets);
+    int64_t *hist_off = xmalloc((size_t)(nq + 1) * sizeof *hist_off), *hist = NULL, nh = 0;
+    hist_off[0] = 0;
     for (int64_t r = 0; r < rounds; r++) {
-        int64_t a = lo + r * EVAL_CHUNK, b = a + EVAL_CHUNK < hi ? a + EVAL_CHUNK : hi;
-        if (b < a)
-            b = a;
+        int64_t a = r * EVAL_CHUNK < nq ? r * EVAL_CHUNK : nq;
+        int64_t b = a + EVAL_CHUNK < nq ? a + EVAL_CHUNK : nq;
         struct seq_batch sb;
-        batch_eval(&tr->ds, tr->split, test, tr->N, tr->with_ts, users + a, b - a, &sb);
-        train_user_vectors(tr, &sb, u);
-        for (int64_t i = 0; i < sb.B; i++)
-            targets[i] = sb.targets[sb.offsets[i + 1] - 1];
-        struct eval_queries q = {.n = sb.B, .u = u, .targets = targets,
-                                 .hist_off = sb.hist_off, .hist_ids = sb.hist};
-        eval_rank_queries(tr->items, c, tr->be, &conf, &q, rank, NULL, NULL);
-        for (int64_t i = 0; i < sb.B; i++)
-            eval_metrics_add(out, rank[i]);
+        batch_eval(&tr->ds, tr->split, test, tr->N, tr->with_ts, users + lo + a, b - a, &sb);
+        train_user_vectors(tr, &sb, u + a * d);
+        hist = xrealloc(hist, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hist);
+        for (int64_t i = 0; i < sb.B; i++) {
+            targets[a + i] = sb.targets[sb.offsets[i + 1] - 1];
+            hist_off[a + i + 1] = nh + sb.hist_off[i + 1];
+        }
+        memcpy(hist + nh, sb.hist, (size_t)sb.hist_off[sb.B] * sizeof *hist);
+        nh += sb.hist_off[sb.B];
         batch_free(&sb);
     }
+    struct eval_conf conf = {.normalize_items = tr->normalize_items};
+    struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
+                             .hist_ids = hist};
+    int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);
+    eval_rank_queries(tr->items, c, tr->be, &conf, &q, rank, NULL, NULL);
+    eval_metrics_init(out);
+    for (int64_t i = 0; i < nq; i++)
+        eval_metrics_add(out, rank[i]);
     eval_metrics_reduce(out, c);
+    free(rank);
     free(u);
     free(targets);
-    free(rank);
+    free(hist_off);
+    free(hist);
     free(users);
 }
 

@@ -12,6 +12,8 @@
  * over the ranks in contiguous blocks; out holds the global means.
  * Collective over all ranks. */
 void eval_split(struct trainer *tr, int test, struct eval_metrics *out);
+/* The most-popular-items baseline on the same split (eval_popular.c). */
+void eval_popular(struct trainer *tr, int test, struct eval_metrics *out);
 /* Add "hr@K", "ndcg@K" and "mrr" fields to a metrics line. */
 void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l);
 

@@ -41,6 +41,8 @@ X(train, resume, STRING, "", 0, 0, NULL,
 X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
   "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end)")
 X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
+X(train, baseline, BOOL, "off", 0, 1, NULL,
+  "also evaluate the most-popular-items baseline (counts of the training events)")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
 X(embedding, optimizer, CHOICE, "adagrad", 0, 0, "sgd|adagrad|adam",

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "banner.h"
+#include "blas.h"
 #include "check.h"
 #include "checkpoint.h"
 #include "cli.h"
@@ -47,6 +48,10 @@ static void setup(struct trainer *tr)
     tr->seed = (uint64_t)params_i64(p, P_train_seed);
     tr->with_ts = params_i64(p, P_data_timestamps) && tr->ds.has_timestamps;
     tr->be = &backend_cpu;
+    int threads = blas_set_threads(tr->c->g[COMM_NODE].size);
+    log_info("backend cpu: %d BLAS thread%s per rank (%d rank%s on this node)", threads,
+             threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,
+             tr->c->g[COMM_NODE].size == 1 ? "" : "s");
     struct model_conf mc = {
         .type = params_i64(p, P_model_type) == 0 ? MODEL_HSTU : MODEL_SASREC,
         .d = tr->d, .layers = (int)params_i64(p, P_model_layers),
@@ -290,6 +295,11 @@ int train_main(int argc, char **argv)
     }
     eval_split(&tr, 1, &test);
     report_eval(&tr, "test", &test, loss);
+    if (params_i64(&p, P_train_baseline)) {
+        struct eval_metrics pop;
+        eval_popular(&tr, 1, &pop);
+        report_eval(&tr, "test-popular", &pop, 0);
+    }
     double secs = cli_seconds() - t_start;
     log_info("done: %lld steps in %.1f s; best validation NDCG@10 %.4f at epoch %lld",
              (long long)tr.step, secs, best_val, (long long)best_epoch);
