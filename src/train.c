@@ -11,7 +11,9 @@
  * number of ranks. */
 #include "train.h"
 
+#include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,8 +161,10 @@ static double train_step(struct trainer *tr, const int64_t *users, int64_t B, in
                                        tr->normalize_items, out, x.nuniq, x.rows, x.inverse + T,
                                        x.inverse + 2 * T, scale, du, drows, &counted);
     model_zero_grads(&tr->m);
-    tr->m.vt->backward(&tr->m, &b, du, emb); /* emb now holds d emb */
-    tr->be->scatter_add_rows(T, d, emb, x.inverse, drows);
+    float *demb = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *demb);
+    tr->m.vt->backward(&tr->m, &b, du, demb);
+    tr->be->scatter_add_rows(T, d, demb, x.inverse, drows);
+    free(demb);
     emb_backward_unique(tr->items, c, &x, drows, NULL);
     dense_update(tr);
     emb_exchange_free(&x);
@@ -224,6 +228,8 @@ int train_main(int argc, char **argv)
         log_info("resumed from %s at step %lld", resume, (long long)tr.step);
     }
     const char *ckdir = params_str(&p, P_output_checkpoint_dir);
+    if (ckdir[0] && c.rank == 0 && mkdir(ckdir, 0777) != 0 && errno != EEXIST)
+        fatal("output.checkpoint_dir = %s: cannot create: %s", ckdir, strerror(errno));
     const int64_t ck_every = params_i64(&p, P_train_checkpoint_every);
     int64_t last_ckpt = -1;
     int64_t *perm = xmalloc((size_t)tr.n_train * sizeof *perm);
