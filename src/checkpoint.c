@@ -1,6 +1,7 @@
 /* checkpoint: rank-count-independent HDF5 checkpoints; see checkpoint.h. */
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
@@ -329,4 +330,30 @@ void checkpoint_read(struct trainer *tr, const char *path)
         read_strided(f, path, "/emb/items/steps", H5T_NATIVE_INT64, 0, t, t->steps);
     memset(t->ready, 0xff, (size_t)(t->local_rows / 8 + 1)); /* every row is loaded */
     H5_CHECK(H5Fclose(f));
+}
+
+int checkpoint_newest(const char *dir, char *path, size_t len)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    long long best = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long long step;
+        char tail[8];
+        /* exactly ckpt-<digits>.h5 */
+        if (sscanf(e->d_name, "ckpt-%lld.h%7s", &step, tail) == 2 && !strcmp(tail, "5") &&
+            step > best) {
+            char want[64];
+            snprintf(want, sizeof want, "ckpt-%lld.h5", step);
+            if (!strcmp(want, e->d_name))
+                best = step;
+        }
+    }
+    closedir(d);
+    if (best < 0)
+        return -1;
+    snprintf(path, len, "%s/ckpt-%lld.h5", dir, best);
+    return 0;
 }

@@ -27,4 +27,8 @@ void checkpoint_write(struct trainer *tr, const char *path);
  * not match them is refused with fatal() naming the mismatch. */
 void checkpoint_read(struct trainer *tr, const char *path);
 
+/* The newest checkpoint DIR/ckpt-STEP.h5 (largest STEP) into path[len];
+ * 0 if found, -1 if the directory holds none. Temporaries never match. */
+int checkpoint_newest(const char *dir, char *path, size_t len);
+
 #endif

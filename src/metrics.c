@@ -8,11 +8,11 @@
 
 #include "log.h"
 
-FILE *metrics_open(const char *path)
+FILE *metrics_open(const char *path, int append)
 {
     if (!path || !path[0])
         return NULL;
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, append ? "a" : "w");
     if (!f)
         fatal("output.metrics = %s: cannot open for writing: %s", path, strerror(errno));
     return f;

@@ -14,8 +14,9 @@ struct metrics_line {
     size_t len;
 };
 
-/* Open (truncate) path; NULL path or "" = no file. fatal() on error. */
-FILE *metrics_open(const char *path);
+/* Open path (truncated, or appended to when append: a resumed run);
+ * NULL path or "" = no file. fatal() on error. */
+FILE *metrics_open(const char *path, int append);
 void metrics_begin(struct metrics_line *l, const char *event);
 void metrics_int(struct metrics_line *l, const char *key, int64_t v);
 void metrics_num(struct metrics_line *l, const char *key, double v);

@@ -25,6 +25,7 @@
 #include "eval.h"
 #include "loss.h"
 #include "metrics.h"
+#include "preempt.h"
 
 static void setup(struct trainer *tr)
 {
@@ -85,7 +86,7 @@ static void setup(struct trainer *tr)
     if (tr->n_train == 0)
         fatal("%s: no user has enough events to train on (need >= %d)", path,
               split_holdout(tr->split) + 2);
-    tr->metrics = tr->c->rank == 0 ? metrics_open(params_str(p, P_output_metrics)) : NULL;
+    tr->metrics = NULL; /* opened once the resume point is known */
 }
 
 /* All-reduce the dense gradients over dp, clip, and take an AdamW step. */
@@ -222,12 +223,23 @@ int train_main(int argc, char **argv)
     log_info("train: %lld users, %lld items, %lld training users, %lld steps per epoch, %lld steps",
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
-    const char *resume = params_str(&p, P_train_resume);
+    const char *ckdir = params_str(&p, P_output_checkpoint_dir);
+    char resume[4200];
+    snprintf(resume, sizeof resume, "%s", params_str(&p, P_train_resume));
+    if (!strcmp(resume, "auto")) { /* the newest complete checkpoint, if any */
+        if (!ckdir[0])
+            fatal("train.resume = auto needs output.checkpoint_dir");
+        if (checkpoint_newest(ckdir, resume, sizeof resume))
+            resume[0] = '\0';
+        if (!resume[0])
+            log_info("train.resume = auto: no checkpoint in %s, starting afresh", ckdir);
+    }
     if (resume[0]) {
         checkpoint_read(&tr, resume);
         log_info("resumed from %s at step %lld", resume, (long long)tr.step);
     }
-    const char *ckdir = params_str(&p, P_output_checkpoint_dir);
+    if (c.rank == 0) /* a resumed run appends to the metrics of its first part */
+        tr.metrics = metrics_open(params_str(&p, P_output_metrics), resume[0] != '\0');
     if (ckdir[0] && c.rank == 0 && mkdir(ckdir, 0777) != 0 && errno != EEXIST)
         fatal("output.checkpoint_dir = %s: cannot create: %s", ckdir, strerror(errno));
     const int64_t ck_every = params_i64(&p, P_train_checkpoint_every);
@@ -238,6 +250,8 @@ int train_main(int argc, char **argv)
     double t_start = cli_seconds(), t_log = t_start, loss = 0, best_val = -1;
     int64_t best_epoch = -1, samples_log = 0, tokens_log = 0;
     int64_t first_step = tr.step;
+    preempt_install();
+    int stop_signal = 0;
     for (tr.epoch = tr.step / steps_per_epoch; tr.epoch < epochs && tr.step < total; tr.epoch++) {
         split_permutation(tr.seed, (uint64_t)tr.epoch, tr.n_train, perm);
         for (int64_t s = tr.step % steps_per_epoch; s < steps_per_epoch && tr.step < total; s++) {
@@ -268,6 +282,8 @@ int train_main(int argc, char **argv)
                 t_log = now;
                 samples_log = tokens_log = 0;
             }
+            if ((stop_signal = preempt_requested(&c)) != 0)
+                break;
             if (ckdir[0] && ck_every > 0 && tr.step % ck_every == 0) {
                 char path[4200];
                 snprintf(path, sizeof path, "%s/ckpt-%lld.h5", ckdir, (long long)tr.step);
@@ -276,6 +292,8 @@ int train_main(int argc, char **argv)
                 log_info("checkpoint %s", path);
             }
         }
+        if (stop_signal)
+            break;
         if (eval_every > 0 && (tr.epoch + 1) % eval_every == 0 && tr.step < total) {
             struct eval_metrics em;
             eval_split(&tr, 0, &em);
@@ -292,6 +310,18 @@ int train_main(int argc, char **argv)
         checkpoint_write(&tr, path);
         log_info("checkpoint %s", path);
     }
+    if (stop_signal) { /* preempted: the state is saved, no evaluation */
+        if (!ckdir[0])
+            log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",
+                     stop_signal);
+        log_info("stopped by signal %d after step %lld; exit code %d: run again with "
+                 "train.resume=auto to continue", stop_signal, (long long)tr.step,
+                 PREEMPT_EXIT_CODE);
+        if (tr.metrics)
+            fclose(tr.metrics);
+        comm_free(&c);
+        return PREEMPT_EXIT_CODE;
+    }
     struct eval_metrics val, test;
     eval_split(&tr, 0, &val);
     report_eval(&tr, "val", &val, loss);
@@ -307,8 +337,10 @@ int train_main(int argc, char **argv)
         report_eval(&tr, "test-popular", &pop, 0);
     }
     double secs = cli_seconds() - t_start;
-    log_info("done: %lld steps in %.1f s; best validation NDCG@10 %.4f at epoch %lld",
-             (long long)tr.step, secs, best_val, (long long)best_epoch);
+    log_info("done: step %lld (%lld steps in this run, %.1f s); best validation NDCG@10 %.4f "
+             "at epoch %lld",
+             (long long)tr.step, (long long)(tr.step - first_step), secs, best_val,
+             (long long)best_epoch);
     struct metrics_line l;
     metrics_begin(&l, "summary");
     metrics_int(&l, "epoch", tr.epoch);
