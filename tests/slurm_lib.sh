@@ -1,0 +1,204 @@
+# tests/slurm_lib.sh: a private single-node Slurm for the Slurm tests, from
+# Debian's packages (munge, slurmctld, slurmd, slurm-client). Source it
+# after lib.sh. slurm_start writes a minimal slurm.conf (this host as
+# controller and as the one compute node "fsnode", MpiDefault=pmix,
+# select/cons_tres, proctrack/pgid, no cgroups, no systemd, no accounting
+# database, free TCP ports) and starts munged, slurmctld and slurmd in the
+# foreground as background jobs of this shell, with every state, spool, log
+# and socket file under $T/slurm. Every daemon is stopped by its PID on exit
+# (trap), also when the test fails or is interrupted.
+#
+#   slurm_skip_unless_installed   exit 77 when the packages are missing
+#   slurm_start                   start the daemons; exports SLURM_CONF
+#   slurm_submit ARGS...          sbatch --parsable ARGS; prints the job id
+#   slurm_wait JOBID SECONDS      wait until the job (every array task) left
+#                                 the queue; its final state(s) in $T/state
+#   slurm_state JOBID             the job's state now (empty when unknown)
+#   slurm_stop                    stop the daemons (called by the trap)
+
+SLURM_PIDS= SLURMD_PID= SLURMCTLD_PID= MUNGED_PID=
+SD="$T/slurm"
+
+slurm_skip_unless_installed() {
+    for p in munged slurmctld slurmd sbatch squeue scontrol scancel srun; do
+        if ! command -v "$p" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$p" ]; then
+            echo "SKIP: Slurm is not installed ($p missing; Debian: apt-get install munge slurmctld slurmd slurm-client)"
+            exit 77
+        fi
+    done
+}
+
+# a TCP port nobody listens on, from the kernel (bind to port 0)
+_free_port() {
+    "${PY_ANY:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# _wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds
+_wait_for() {
+    _n=$(($1 * 5)); shift
+    while [ "$_n" -gt 0 ]; do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.2; _n=$((_n - 1))
+    done
+    return 1
+}
+
+# _stop_pid PID NAME: SIGTERM, up to 15 s, then SIGKILL
+_stop_pid() {
+    kill -TERM "$1" 2>/dev/null || return 0
+    _n=60
+    while [ "$_n" -gt 0 ] && kill -0 "$1" 2>/dev/null; do
+        sleep 0.25; _n=$((_n - 1))
+    done
+    if kill -0 "$1" 2>/dev/null; then
+        echo "$2 (pid $1) did not stop after 15 s: killing it"
+        kill -KILL "$1" 2>/dev/null
+    fi
+    wait "$1" 2>/dev/null
+}
+
+slurm_stop() {
+    [ -n "$SLURM_PIDS" ] || return 0
+    # the jobs first, so that slurmd leaves no task behind; then the
+    # daemons in the reverse order of their start (munged last: the others
+    # talk through it while they shut down)
+    if [ -n "$SLURMD_PID" ] && [ -n "$SLURMCTLD_PID" ]; then
+        timeout 10 scancel --quiet --user="$(id -un)" >/dev/null 2>&1
+        _n=40
+        while [ "$_n" -gt 0 ] && [ -n "$(timeout 5 squeue -h -o %i 2>/dev/null)" ]; do
+            sleep 0.25; _n=$((_n - 1))
+        done
+    fi
+    [ -n "$SLURMD_PID" ] && _stop_pid "$SLURMD_PID" slurmd
+    [ -n "$SLURMCTLD_PID" ] && _stop_pid "$SLURMCTLD_PID" slurmctld
+    [ -n "$MUNGED_PID" ] && _stop_pid "$MUNGED_PID" munged
+    SLURM_PIDS= SLURMD_PID= SLURMCTLD_PID= MUNGED_PID=
+}
+
+_slurm_cleanup() {
+    _rc=$?
+    slurm_stop
+    if [ "$_rc" -ne 0 ] && [ "$_rc" -ne 77 ] && [ -d "$SD" ]; then
+        for f in slurmctld.log slurmd.log munged.log; do
+            [ -f "$SD/$f" ] && { echo "--- tail of $f"; tail -n 30 "$SD/$f"; }
+        done
+    fi
+    rm -rf "$T"
+    exit "$_rc"
+}
+trap _slurm_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+_slurm_fail_start() {
+    echo "FAIL: could not start Slurm: $*"
+    exit 1
+}
+
+slurm_start() {
+    mkdir -p "$SD/state" "$SD/spool" || _slurm_fail_start "mkdir $SD"
+    chmod 700 "$SD"
+    host=$(hostname -s)
+    PY_ANY=python3
+    command -v python3 >/dev/null 2>&1 || PY_ANY=/usr/bin/python3
+    p1=$(_free_port) && p2=$(_free_port) || _slurm_fail_start "no free port"
+    while [ "$p2" = "$p1" ]; do p2=$(_free_port); done
+
+    # munge: a fresh key, our own socket
+    dd if=/dev/urandom of="$SD/munge.key" bs=1024 count=1 2>/dev/null &&
+        chmod 600 "$SD/munge.key" || _slurm_fail_start "munge key"
+    munged --foreground --force --key-file="$SD/munge.key" --socket="$SD/munge.sock" \
+        --pid-file="$SD/munged.pid" --log-file="$SD/munged.log" \
+        --seed-file="$SD/munged.seed" --num-threads=2 >"$SD/munged.out" 2>&1 &
+    MUNGED_PID=$!
+    SLURM_PIDS="$MUNGED_PID"
+    _wait_for 10 test -S "$SD/munge.sock" || _slurm_fail_start "munged did not create its socket"
+
+    cat >"$SD/slurm.conf" <<EOF
+# written by tests/slurm_lib.sh
+ClusterName=fstest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$p1
+SlurmdPort=$p2
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$SD/munge.sock
+MpiDefault=pmix
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+StateSaveLocation=$SD/state
+SlurmdSpoolDir=$SD/spool
+SlurmctldPidFile=$SD/slurmctld.pid
+SlurmdPidFile=$SD/slurmd.pid
+SlurmctldLogFile=$SD/slurmctld.log
+SlurmdLogFile=$SD/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$SD/jobcomp.txt
+ReturnToService=2
+SlurmdParameters=config_overrides
+MinJobAge=600
+KillWait=5
+InactiveLimit=0
+SlurmdTimeout=60
+NodeName=fsnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=4000 State=UNKNOWN
+PartitionName=debug Nodes=fsnode Default=YES MaxTime=INFINITE State=UP
+EOF
+    SLURM_CONF="$SD/slurm.conf"
+    export SLURM_CONF
+
+    slurmctld -D -c -f "$SLURM_CONF" >"$SD/slurmctld.out" 2>&1 &
+    SLURMCTLD_PID=$!
+    slurmd -D -N fsnode -f "$SLURM_CONF" >"$SD/slurmd.out" 2>&1 &
+    SLURMD_PID=$!
+    SLURM_PIDS="$MUNGED_PID $SLURMCTLD_PID $SLURMD_PID"
+    _wait_for 30 _node_ready || _slurm_fail_start "node fsnode not idle after 30 s: $(sinfo -h -N -o '%N %T' 2>&1)"
+    echo "Slurm up: controller port $p1, slurmd port $p2, daemons $SLURM_PIDS"
+}
+
+_node_ready() {
+    sinfo -h -N -o '%T' 2>/dev/null | grep -q '^idle'
+}
+
+slurm_submit() {
+    timeout 30 sbatch --parsable "$@" | cut -d';' -f1
+}
+
+slurm_state() {
+    timeout 10 scontrol -o show job "$1" 2>/dev/null |
+        sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+
+# true while some task of the job is not finished (pending, running,
+# requeued, completing, ...)
+_job_active() {
+    st=$(timeout 10 scontrol -o show job "$1" 2>/dev/null |
+        sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    [ -n "$st" ] || return 1
+    echo "$st" | grep -qvE '^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$'
+}
+
+slurm_wait() {
+    _n=$(($2 * 2))
+    while [ "$_n" -gt 0 ]; do
+        if ! _job_active "$1"; then
+            slurm_state "$1" >"$T/state"
+            return 0
+        fi
+        sleep 0.5; _n=$((_n - 1))
+    done
+    echo "job $1 still active after $2 s: $(slurm_state "$1")"
+    timeout 10 scontrol show job "$1" 2>&1 | head -n 40
+    timeout 10 scancel "$1" 2>/dev/null
+    return 1
+}
