@@ -11,8 +11,24 @@
 
 #define MCOMM(c, grp) (*(MPI_Comm *)(c)->g[grp].mpi)
 
-static MPI_Datatype mpi_type(enum comm_dtype t) { return t == COMM_I64 ? MPI_INT64_T : MPI_FLOAT; }
-static size_t type_size(enum comm_dtype t) { return t == COMM_I64 ? 8 : 4; }
+/* Seconds spent inside MPI communication calls (blocking collectives and
+ * waits), the "waiting" of the bubble accounting. */
+static double g_mpi_seconds = 0;
+
+double comm_mpi_seconds(void) { return g_mpi_seconds; }
+
+#define TIMED(call)                                                                      \
+    do {                                                                                 \
+        double timed_t0_ = MPI_Wtime();                                                  \
+        MPI_CHECK(call);                                                                 \
+        g_mpi_seconds += MPI_Wtime() - timed_t0_;                                        \
+    } while (0)
+
+static MPI_Datatype mpi_type(enum comm_dtype t)
+{
+    return t == COMM_I64 ? MPI_INT64_T : t == COMM_F64 ? MPI_DOUBLE : MPI_FLOAT;
+}
+static size_t type_size(enum comm_dtype t) { return t == COMM_F32 ? 4 : 8; }
 
 static void set_group(struct comm *c, enum comm_group grp, MPI_Comm m)
 {
@@ -132,7 +148,7 @@ void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root)
     char *p = buf;
     while (bytes > 0) { /* MPI counts are int */
         int n = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
-        MPI_CHECK(MPI_Bcast(p, n, MPI_BYTE, root, MCOMM(c, COMM_WORLD)));
+        TIMED(MPI_Bcast(p, n, MPI_BYTE, root, MCOMM(c, COMM_WORLD)));
         p += n;
         bytes -= (size_t)n;
     }
@@ -141,7 +157,7 @@ void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root)
 void comm_bcast_string(const struct comm *c, char **s, int root)
 {
     uint64_t n = c->rank == root ? strlen(*s) + 1 : 0;
-    MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, root, MCOMM(c, COMM_WORLD)));
+    TIMED(MPI_Bcast(&n, 1, MPI_UINT64_T, root, MCOMM(c, COMM_WORLD)));
     if (c->rank != root) {
         free(*s);
         *s = xmalloc(n);
@@ -152,32 +168,32 @@ void comm_bcast_string(const struct comm *c, char **s, int root)
 int64_t comm_allreduce_max_i64(const struct comm *c, int64_t v)
 {
     int64_t r;
-    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MAX, MCOMM(c, COMM_WORLD)));
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MAX, MCOMM(c, COMM_WORLD)));
     return r;
 }
 
 int64_t comm_allreduce_sum_i64(const struct comm *c, int64_t v)
 {
     int64_t r;
-    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_SUM, MCOMM(c, COMM_WORLD)));
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_SUM, MCOMM(c, COMM_WORLD)));
     return r;
 }
 
 double comm_allreduce_max_f64(const struct comm *c, enum comm_group g, double v)
 {
     double r;
-    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MCOMM(c, g)));
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MCOMM(c, g)));
     return r;
 }
 
 double comm_allreduce_sum_f64(const struct comm *c, enum comm_group g, double v)
 {
     double r;
-    MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
     return r;
 }
 
-void comm_barrier(const struct comm *c) { MPI_CHECK(MPI_Barrier(MCOMM(c, COMM_WORLD))); }
+void comm_barrier(const struct comm *c) { TIMED(MPI_Barrier(MCOMM(c, COMM_WORLD))); }
 
 /* Count what this rank sends to the other ranks of the group. */
 static void count_sends(struct comm *c, enum comm_group g, const int64_t *scounts, size_t elem,
@@ -213,7 +229,7 @@ void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, i
         ones[p] = 1;
     count_sends(c, g, ones, 8, ph);
     free(ones);
-    MPI_CHECK(MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MCOMM(c, g)));
+    TIMED(MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MCOMM(c, g)));
 }
 
 void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
@@ -234,7 +250,7 @@ void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const
 
 void comm_wait(struct comm_request *req)
 {
-    MPI_CHECK(MPI_Wait((MPI_Request *)req->mpi, MPI_STATUS_IGNORE));
+    TIMED(MPI_Wait((MPI_Request *)req->mpi, MPI_STATUS_IGNORE));
     free(req->mpi);
     free(req->scounts);
     free(req->sdispls);
@@ -251,7 +267,7 @@ void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const 
     count_sends(c, g, scounts, type_size(t), ph);
     int *sc = to_int(scounts, n, "send count"), *sd = to_int(sdispls, n, "send displacement");
     int *rc = to_int(rcounts, n, "receive count"), *rd = to_int(rdispls, n, "receive displacement");
-    MPI_CHECK(MPI_Alltoallv(send, sc, sd, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
+    TIMED(MPI_Alltoallv(send, sc, sd, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
     free(sc);
     free(sd);
     free(rc);
@@ -260,7 +276,7 @@ void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const 
 
 void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out)
 {
-    MPI_CHECK(MPI_Allgather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, MCOMM(c, g)));
+    TIMED(MPI_Allgather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, MCOMM(c, g)));
 }
 
 void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
@@ -278,7 +294,7 @@ void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const
     int *rc = to_int(rcounts, size, "gather count"), *rd = to_int(displs, size, "gather displacement");
     if (n > INT_MAX)
         fatal("allgatherv: %lld elements do not fit an MPI count", (long long)n);
-    MPI_CHECK(MPI_Allgatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
+    TIMED(MPI_Allgatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
     free(rc);
     free(rd);
     free(sc);
@@ -295,7 +311,7 @@ void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64
     }
     while (n > 0) {
         int k = n > (1 << 28) ? (1 << 28) : (int)n;
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_FLOAT, MPI_SUM, MCOMM(c, g)));
+        TIMED(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_FLOAT, MPI_SUM, MCOMM(c, g)));
         buf += k;
         n -= k;
     }
@@ -305,12 +321,12 @@ void comm_allreduce_sum_f64v(struct comm *c, enum comm_group g, double *buf, int
 {
     if (n > INT_MAX)
         fatal("allreduce: %lld values do not fit an MPI count", (long long)n);
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
+    TIMED(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
 }
 
 void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root)
 {
-    MPI_CHECK(MPI_Gather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, root, MCOMM(c, g)));
+    TIMED(MPI_Gather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, root, MCOMM(c, g)));
 }
 
 void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
@@ -329,7 +345,7 @@ void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const vo
     }
     if (n > INT_MAX)
         fatal("gatherv: %lld elements do not fit an MPI count", (long long)n);
-    MPI_CHECK(MPI_Gatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), root, MCOMM(c, g)));
+    TIMED(MPI_Gatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), root, MCOMM(c, g)));
     free(rc);
     free(rd);
 }
@@ -338,14 +354,14 @@ void comm_bcast_i64(struct comm *c, enum comm_group g, int64_t *v, int64_t n, in
 {
     if (n > INT_MAX)
         fatal("bcast: %lld values do not fit an MPI count", (long long)n);
-    MPI_CHECK(MPI_Bcast(v, (int)n, MPI_INT64_T, root, MCOMM(c, g)));
+    TIMED(MPI_Bcast(v, (int)n, MPI_INT64_T, root, MCOMM(c, g)));
 }
 
 void comm_allreduce_sum_i64v(struct comm *c, enum comm_group g, int64_t *buf, int64_t n)
 {
     while (n > 0) {
         int k = n > (1 << 28) ? (1 << 28) : (int)n;
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_INT64_T, MPI_SUM, MCOMM(c, g)));
+        TIMED(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_INT64_T, MPI_SUM, MCOMM(c, g)));
         buf += k;
         n -= k;
     }

@@ -21,7 +21,7 @@
 
 enum comm_group { COMM_WORLD, COMM_NODE, COMM_EMB, COMM_EMB_REPLICA, COMM_DP, COMM_NGROUPS };
 
-enum comm_dtype { COMM_I64, COMM_F32 };
+enum comm_dtype { COMM_I64, COMM_F32, COMM_F64 };
 
 /* What an exchange is for, for the counters. */
 enum comm_phase {
@@ -69,6 +69,8 @@ void comm_abort(int code); /* MPI_Abort when active, else returns */
 void comm_error_string(int err, char *buf, size_t len);
 void comm_describe(const struct comm *c, char *buf, size_t len);
 const char *comm_phase_name(enum comm_phase ph);
+/* Seconds this process has spent inside MPI communication calls. */
+double comm_mpi_seconds(void);
 
 void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root);
 /* Broadcast a heap string from root; on other ranks *s is replaced. */

@@ -52,8 +52,22 @@ X(embedding, init_std, FLOAT, "0.02", 0, 10, NULL, "standard deviation of the in
 X(embedding, lr, FLOAT, "0.01", 1e-12, 100, NULL, "learning rate of the sparse optimizer")
 X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
   "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
+X(parallel, balance, CHOICE, "kk", 0, 0, "none|lpt|kk",
+  "assign each global batch's sequences to ranks by predicted cost: none (equal "
+  "contiguous shares), lpt (greedy), kk (Karmarkar-Karp)")
+X(parallel, balance_equal_count, BOOL, "off", 0, 1, NULL,
+  "keep equal sequence counts per rank while balancing cost")
+X(parallel, balance_adapt, BOOL, "off", 0, 1, NULL,
+  "weight each rank's share by its measured speed (slow ranks get less work)")
+X(parallel, cost_model, STRING, "auto", 0, 0, NULL,
+  "sequence cost c(L) = c0 + a L + b L^2 as 'c0,a,b'; auto = from the model's FLOP counts")
 X(parallel, embedding_group, INT, "0", 0, 1000000, NULL,
   "ranks per embedding shard group (must divide the rank count; 0 = all ranks)")
 X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
   "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints)")
 X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")
+X(output, trace, STRING, "", 0, 0, NULL,
+  "Chrome trace-event JSON of the phases of every rank (open in Perfetto); empty = none")
+X(output, trace_steps, INT, "20", 1, 100000, NULL, "steps recorded in output.trace")
+X(debug, slow_rank, STRING, "", 0, 0, NULL,
+  "test hook R:FACTOR: rank R computes FACTOR times slower (to exercise balance_adapt)")

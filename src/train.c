@@ -26,6 +26,7 @@
 #include "loss.h"
 #include "metrics.h"
 #include "preempt.h"
+#include "train_plan.h"
 
 static void setup(struct trainer *tr)
 {
@@ -87,95 +88,46 @@ static void setup(struct trainer *tr)
         fatal("%s: no user has enough events to train on (need >= %d)", path,
               split_holdout(tr->split) + 2);
     tr->metrics = NULL; /* opened once the resume point is known */
-}
-
-/* All-reduce the dense gradients over dp, clip, and take an AdamW step. */
-static void dense_update(struct trainer *tr)
-{
-    const struct backend_ops *be = tr->be;
-    int64_t off = 0;
-    for (int i = 0; i < tr->m.nparams; i++) {
-        be->to_host(tr->gradbuf + off, tr->m.params[i].g, (size_t)tr->m.params[i].n * 4);
-        off += tr->m.params[i].n;
-    }
-    comm_allreduce_sum_f32(tr->c, COMM_DP, tr->gradbuf, tr->ngrad, COMM_PH_DENSE);
-    double clip = params_f64(tr->p, P_train_clip_norm), scale = 1.0;
-    if (clip > 0) {
-        double norm = sqrt(be->sum_squares(tr->ngrad, tr->gradbuf));
-        if (norm > clip)
-            scale = clip / norm;
-    }
-    double lr = params_f64(tr->p, P_train_lr);
-    int64_t warm = params_i64(tr->p, P_train_warmup_steps);
-    if (warm > 0 && tr->step < warm)
-        lr *= (double)(tr->step + 1) / (double)warm;
-    float wd = (float)params_f64(tr->p, P_train_weight_decay);
-    tr->adam_t++;
-    off = 0;
-    for (int i = 0; i < tr->m.nparams; i++) {
-        struct dense_tensor *t = &tr->m.params[i];
-        if (scale != 1.0)
-            be->scale(t->n, (float)scale, tr->gradbuf + off);
-        be->to_device(t->g, tr->gradbuf + off, (size_t)t->n * 4);
-        be->adamw_step(t->n, t->w, tr->adam_m[i], tr->adam_v[i], t->g, (float)lr, 0.9f, 0.98f,
-                       1e-8f, t->decay ? wd : 0.0f, tr->adam_t);
-        off += t->n;
+    tr->trace_path = params_str(p, P_output_trace);
+    tr->slow = 1.0;
+    const char *slow = params_str(p, P_debug_slow_rank);
+    if (slow[0]) {
+        int rank;
+        double factor;
+        char tail;
+        if (sscanf(slow, "%d:%lf%c", &rank, &factor, &tail) != 2 || rank < 0 || factor < 1)
+            fatal("debug.slow_rank = '%s': expected RANK:FACTOR with FACTOR >= 1", slow);
+        if (rank >= tr->c->size)
+            fatal("debug.slow_rank = '%s': rank %d does not exist (%d ranks)", slow, rank,
+                  tr->c->size);
+        if (rank == tr->c->rank)
+            tr->slow = factor;
     }
 }
 
-/* One training step over this rank's users; returns the global mean loss
- * and the global token count. */
-static double train_step(struct trainer *tr, const int64_t *users, int64_t B, int64_t *tokens)
+static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
+                            double samples_s, double tokens_s, double eta, int64_t total)
 {
-    struct comm *c = tr->c;
-    const int d = tr->d, R = tr->R;
-    struct seq_batch sb;
-    batch_train(&tr->ds, tr->split, tr->N, tr->with_ts, tr->seed, (uint64_t)tr->epoch, users, B,
-                &sb);
-    const int64_t T = sb.T;
-    int64_t n_global = comm_allreduce_sum_i64(c, T);
-    *tokens = n_global;
-    float scale = n_global > 0 ? 1.0f / (float)n_global : 0.0f;
-    /* one lookup for inputs, targets and negatives */
-    int64_t n_ids = T * (2 + R);
-    int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
-    memcpy(ids, sb.items, (size_t)T * sizeof *ids);
-    memcpy(ids + T, sb.targets, (size_t)T * sizeof *ids);
-    loss_sample_negatives(tr->seed, (uint64_t)tr->epoch, sb.keys, T, R, tr->ds.num_items,
-                          ids + 2 * T);
-    struct emb_exchange x;
-    emb_lookup(tr->items, c, ids, n_ids, NULL, &x, NULL);
-    free(ids);
-    float *emb = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *emb);
-    tr->be->gather_rows(T, d, x.rows, x.inverse, emb);
-    float *out = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *out);
-    struct batch b = {.B = sb.B, .T = T, .offsets = sb.offsets, .ts = sb.ts,
-                      .row_keys = sb.keys, .train = 1};
-    tr->m.vt->forward(&tr->m, &b, emb, out);
-    float *du = xcalloc((size_t)(T ? T : 1) * (size_t)d, sizeof *du);
-    float *drows = xcalloc((size_t)(x.nuniq ? x.nuniq : 1) * (size_t)d, sizeof *drows);
-    int64_t counted = 0;
-    double loss_sum =
-        tr->bce ? loss_bce(tr->be, T, d, out, x.nuniq, x.rows, x.inverse + T, x.inverse + 2 * T,
-                           scale, du, drows, &counted)
-                : loss_sampled_softmax(tr->be, T, d, R, (float)params_f64(tr->p, P_train_temperature),
-                                       tr->normalize_items, out, x.nuniq, x.rows, x.inverse + T,
-                                       x.inverse + 2 * T, scale, du, drows, &counted);
-    model_zero_grads(&tr->m);
-    float *demb = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *demb);
-    tr->m.vt->backward(&tr->m, &b, du, demb);
-    tr->be->scatter_add_rows(T, d, demb, x.inverse, drows);
-    free(demb);
-    emb_backward_unique(tr->items, c, &x, drows, NULL);
-    dense_update(tr);
-    emb_exchange_free(&x);
-    free(emb);
-    free(out);
-    free(du);
-    free(drows);
-    batch_free(&sb);
-    double loss = comm_allreduce_sum_f64(c, COMM_DP, loss_sum);
-    return n_global > 0 ? loss / (double)n_global : 0.0;
+    log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f bubble %.1f%% "
+             "imbalance %.2f ETA %.0fs",
+             (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
+             tokens_s, 100 * st->bubble, st->imbalance, eta);
+    struct metrics_line l;
+    metrics_begin(&l, "train");
+    metrics_int(&l, "epoch", tr->epoch + 1);
+    metrics_int(&l, "step", tr->step);
+    metrics_num(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", samples_s);
+    metrics_num(&l, "tokens_per_s", tokens_s);
+    metrics_num(&l, "bubble", st->bubble);
+    metrics_num(&l, "imbalance", st->imbalance);
+    char key[48];
+    for (int ph = 0; ph < PH_COUNT; ph++) {
+        snprintf(key, sizeof key, "%s_ms", phase_name((enum phase)ph));
+        metrics_num(&l, key, st->phase_ms[ph]);
+    }
+    metrics_num(&l, "wait_ms", st->wait_ms);
+    metrics_end(&l, tr->metrics);
 }
 
 static void report_eval(struct trainer *tr, const char *split, const struct eval_metrics *em,
@@ -245,40 +197,41 @@ int train_main(int argc, char **argv)
     const int64_t ck_every = params_i64(&p, P_train_checkpoint_every);
     int64_t last_ckpt = -1;
     int64_t *perm = xmalloc((size_t)tr.n_train * sizeof *perm);
-    int64_t *mine = xmalloc((size_t)(Bg / c.size + 2) * sizeof *mine);
+    int64_t *mine = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *mine);
     const int64_t log_every = params_i64(&p, P_train_log_every), eval_every = params_i64(&p, P_train_eval_every);
     double t_start = cli_seconds(), t_log = t_start, loss = 0, best_val = -1;
     int64_t best_epoch = -1, samples_log = 0, tokens_log = 0;
     int64_t first_step = tr.step;
     preempt_install();
     int stop_signal = 0;
+    struct planner pl;
+    planner_init(&pl, &tr, Bg);
+    steptime_init(&tr.st, log_every, tr.trace_path[0] ? params_i64(&p, P_output_trace_steps) : 0);
+    struct step_stats stats = {0};
     for (tr.epoch = tr.step / steps_per_epoch; tr.epoch < epochs && tr.step < total; tr.epoch++) {
         split_permutation(tr.seed, (uint64_t)tr.epoch, tr.n_train, perm);
         for (int64_t s = tr.step % steps_per_epoch; s < steps_per_epoch && tr.step < total; s++) {
             int64_t g0 = s * Bg, gB = g0 + Bg < tr.n_train ? Bg : tr.n_train - g0;
-            int64_t lo = gB * c.rank / c.size, hi = gB * (c.rank + 1) / c.size;
-            for (int64_t i = lo; i < hi; i++)
-                mine[i - lo] = tr.train_users[perm[g0 + i]];
+            steptime_begin(&tr.st);
+            double my_cost;
+            int64_t n_mine = planner_assign(&pl, &tr, perm + g0, gB, mine, &my_cost);
+            steptime_phase(&tr.st, PH_PLAN);
             int64_t tokens;
-            loss = train_step(&tr, mine, hi - lo, &tokens);
+            loss = train_step(&tr, mine, n_mine, &tokens);
+            steptime_end(&tr.st, my_cost);
             tr.step++;
             samples_log += gB;
             tokens_log += tokens;
+            if (steptime_trace_write(&tr.st, &c, tr.trace_path, 0))
+                log_info("trace: %s (%lld steps; open in https://ui.perfetto.dev)",
+                         tr.trace_path, (long long)params_i64(&p, P_output_trace_steps));
             if (tr.step % log_every == 0 || tr.step == total) {
+                steptime_collect(&tr.st, &c, &stats);
+                planner_adapt(&pl, &tr, &stats);
                 double now = cli_seconds(), dt = now - t_log;
                 double eta = (now - t_start) / (double)(tr.step - first_step) *
                              (double)(total - tr.step);
-                log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f ETA %.0fs",
-                         (long long)tr.epoch + 1, (long long)tr.step, (long long)total, loss,
-                         samples_log / dt, tokens_log / dt, eta);
-                struct metrics_line l;
-                metrics_begin(&l, "train");
-                metrics_int(&l, "epoch", tr.epoch + 1);
-                metrics_int(&l, "step", tr.step);
-                metrics_num(&l, "loss", loss);
-                metrics_num(&l, "samples_per_s", samples_log / dt);
-                metrics_num(&l, "tokens_per_s", tokens_log / dt);
-                metrics_end(&l, tr.metrics);
+                report_progress(&tr, &stats, loss, samples_log / dt, tokens_log / dt, eta, total);
                 t_log = now;
                 samples_log = tokens_log = 0;
             }
@@ -356,6 +309,10 @@ int train_main(int argc, char **argv)
         fclose(tr.metrics);
     free(perm);
     free(mine);
+    planner_free(&pl);
+    steptime_free(&tr.st);
+    free(stats.tau);
+    free(stats.cost_sum);
     comm_free(&c);
     return 0;
 }

@@ -12,6 +12,7 @@
 #include "embedding.h"
 #include "model.h"
 #include "params.h"
+#include "steptime.h"
 #include "train_data.h"
 
 struct trainer {
@@ -32,7 +33,14 @@ struct trainer {
     int64_t n_train, *train_users;
     int64_t step, epoch;
     FILE *metrics;
+    struct steptime st;
+    double slow;              /* debug.slow_rank factor on this rank (1 = normal) */
+    const char *trace_path;   /* output.trace, "" = none */
 };
+
+/* One step over this rank's users[B] of the global batch; returns the
+ * global mean loss and the global token count (train_step.c). */
+double train_step(struct trainer *tr, const int64_t *users, int64_t B, int64_t *tokens);
 
 int train_main(int argc, char **argv);
 

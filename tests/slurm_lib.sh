@@ -57,6 +57,32 @@ _stop_pid() {
     wait "$1" 2>/dev/null
 }
 
+# the slurmstepd processes of this instance: they listen on unix sockets in
+# our spool directory (found through /proc/net/unix; no ss needed)
+_stepd_pids() {
+    inodes=$(awk -v d="$SD/spool/" 'index($8, d) == 1 { print $7 }' /proc/net/unix 2>/dev/null)
+    [ -n "$inodes" ] || return 0
+    for fd in /proc/[0-9]*/fd/*; do
+        l=$(readlink "$fd" 2>/dev/null) || continue
+        case $l in socket:*) ;; *) continue ;; esac
+        for i in $inodes; do
+            [ "$l" = "socket:[$i]" ] && { p=${fd#/proc/}; echo "${p%%/*}"; }
+        done
+    done | sort -u
+}
+
+# _descendants PID...: every descendant of the given processes
+_descendants() {
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots="$*" '
+        { s = $0; sub(/.*\) /, "", s); split(s, f, " "); par[$1] = f[2] }
+        END {
+            n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1
+            do { more = 0
+                 for (p in par) if (!(p in keep) && (par[p] in keep)) { keep[p] = 1; more = 1; print p }
+            } while (more)
+        }'
+}
+
 slurm_stop() {
     [ -n "$SLURM_PIDS" ] || return 0
     # the jobs first, so that slurmd leaves no task behind; then the
@@ -69,8 +95,18 @@ slurm_stop() {
             sleep 0.25; _n=$((_n - 1))
         done
     fi
+    stepds=$(_stepd_pids)
+    [ -n "$stepds" ] && stepds="$(_descendants $stepds) $stepds"
     [ -n "$SLURMD_PID" ] && _stop_pid "$SLURMD_PID" slurmd
     [ -n "$SLURMCTLD_PID" ] && _stop_pid "$SLURMCTLD_PID" slurmctld
+    # a step daemon left behind (a job that could not finish) cannot report
+    # to anyone any more and would wait forever
+    for pid in $stepds; do
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "step process $pid left behind: killing it"
+            kill -KILL "$pid" 2>/dev/null
+        fi
+    done
     [ -n "$MUNGED_PID" ] && _stop_pid "$MUNGED_PID" munged
     SLURM_PIDS= SLURMD_PID= SLURMCTLD_PID= MUNGED_PID=
 }
