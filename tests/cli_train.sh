@@ -48,6 +48,35 @@ for model in hstu sasrec; do
     same_losses "$T/$model-1.jsonl" "$T/$model-4g2.jsonl" "$model P=1 vs P=4, embedding_group=2"
 done
 
+# the balance mode changes which rank trains on what, never the losses
+B="train.max_steps=20"
+expect_ok train 2 $B parallel.balance=none output.metrics="$T/b-none.jsonl"
+expect_ok train 4 $B parallel.balance=lpt output.metrics="$T/b-lpt.jsonl"
+expect_ok train 4 $B parallel.balance=kk parallel.balance_equal_count=on output.metrics="$T/b-kk.jsonl"
+expect_ok train 2 $B parallel.balance_adapt=on debug.slow_rank=1:2 output.metrics="$T/b-adapt.jsonl" \
+    output.trace="$T/trace.json" output.trace_steps=5
+same_losses "$T/hstu-1.jsonl" "$T/b-none.jsonl" "balance none at P=2"
+same_losses "$T/hstu-1.jsonl" "$T/b-lpt.jsonl" "balance lpt at P=4"
+same_losses "$T/hstu-1.jsonl" "$T/b-kk.jsonl" "balance kk with equal counts at P=4"
+same_losses "$T/hstu-1.jsonl" "$T/b-adapt.jsonl" "balance_adapt with a slow rank at P=2"
+for key in '"bubble":' '"imbalance":' '"forward_ms":' '"wait_ms":'; do
+    grep -qF "$key" "$T/b-kk.jsonl" || fail "metrics lack $key"
+done
+# the trace is trace-event JSON with one track per rank
+if have_h5py; then
+    "$PY" - "$T/trace.json" <<'PYEOF' && pass "trace is valid trace-event JSON" || fail "trace invalid"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+assert {e["tid"] for e in x} == {0, 1}, "one track per rank"
+assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in x)
+assert {e["name"] for e in x} >= {"read", "forward", "backward", "allreduce"}
+PYEOF
+fi
+expect_error "debug.slow_rank = '5:2': rank 5 does not exist" train 2 $B debug.slow_rank=5:2
+expect_error "expected one of none|lpt|kk" train 1 $B parallel.balance=best
+
 # the metrics file's contract
 f="$T/hstu-2.jsonl"
 for key in '"event":"train"' '"event":"eval"' '"event":"summary"' '"split":"test"' \

@@ -1,0 +1,109 @@
+#!/bin/sh
+# slurm_requeue: preemption on a private single-node Slurm
+# (tests/slurm_lib.sh). A 2-task scripts/slurm/train.sbatch job gets USR1
+# mid-run (scancel --batch --signal=USR1, what --signal=B:USR1@N sends
+# before the time limit); freescale checkpoints and exits 75, the script
+# requeues the job, the job restarts in the same run directory, resumes
+# from the checkpoint, gets TERM mid-run and does the same again, and
+# finally completes with the same final loss (1e-4 relative; dropout 0) as
+# an uninterrupted run. Skips (77) only when the Slurm packages are missing.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/slurm_lib.sh"
+slurm_skip_unless_installed
+slurm_start || exit 1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+export FREESCALE="$FS"
+SB="$TOP_SRCDIR/scripts/slurm"
+IN="$TOP_SRCDIR/input/tiny.in"
+cd "$T" || exit 1
+"$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o tiny.h5 >/dev/null ||
+    { fail "data gen"; finish; }
+STEPS=${SLURM_REQUEUE_STEPS:-16000}
+ARGS="data.path=tiny.h5 model.dropout=0 train.epochs=100000 train.max_steps=$STEPS train.log_every=100"
+
+# last_step FILE: the step of the last train line of a metrics file
+last_step() {
+    sed -n 's/^{"event":"train",.*"step":\([0-9]*\),.*/\1/p' "$1" 2>/dev/null | tail -n 1
+}
+# loss_at FILE STEP: the train loss at that step (the last such line)
+loss_at() {
+    grep "^{\"event\":\"train\",.*\"step\":$2," "$1" 2>/dev/null | tail -n 1 |
+        sed -n 's/.*"loss":\([-0-9.eE+]*\).*/\1/p'
+}
+# signal_mid_run SIG RUN_DIR MIN_STEP: wait until the job trained past
+# MIN_STEP in this start, then signal its batch shell
+signal_mid_run() {
+    _n=300
+    while [ "$_n" -gt 0 ]; do
+        s=$(last_step "$2/metrics.jsonl")
+        [ -n "$s" ] && [ "$s" -ge "$3" ] && break
+        sleep 0.1; _n=$((_n - 1))
+    done
+    if [ "$_n" = 0 ]; then
+        fail "no training past step $3 within 30 s: $(tail -n 5 "$2/log" 2>/dev/null)"
+        return 1
+    fi
+    timeout 10 scancel --batch --signal="$1" "$job" && pass "sent $1 at step $s"
+}
+
+job=$(slurm_submit --gpus-per-task=0 --ntasks-per-node=2 --time=5 "$SB/train.sbatch" "$IN" $ARGS)
+[ -n "$job" ] || { fail "sbatch train.sbatch"; finish; }
+echo "job $job"
+RUN="$T/runs/freescale-$job"
+out="$T/slurm-freescale-$job.out"
+
+# first start: USR1 after step 1000
+signal_mid_run USR1 "$RUN" 1000 || finish
+# second start (the requeued job resumes): TERM once past the first checkpoint
+_n=600
+while [ "$_n" -gt 0 ] && [ "$(grep -c restart= "$RUN/job.txt" 2>/dev/null)" -lt 2 ]; do
+    sleep 0.1; _n=$((_n - 1))
+done
+first=$(ls "$RUN/checkpoints" 2>/dev/null | sed -n 's/^ckpt-\([0-9]*\)\.h5$/\1/p' | sort -n | head -n 1)
+if [ -z "$first" ] || [ "$_n" = 0 ]; then
+    fail "no restart within 60 s (checkpoints: $(ls "$RUN/checkpoints" 2>/dev/null)): $(cat "$out")"
+    finish
+fi
+pass "requeued and restarted after a checkpoint at step $first"
+signal_mid_run TERM "$RUN" $((first + 1000)) || finish
+
+slurm_wait "$job" 120 || fail "job $job did not finish"
+[ "$(cat "$T/state")" = COMPLETED ] && pass "job $job COMPLETED" ||
+    fail "job $job ended $(cat "$T/state"): $(cat "$out")"
+restarts=$(timeout 10 scontrol -o show job "$job" | sed -n 's/.* Restarts=\([0-9]*\).*/\1/p')
+[ "$restarts" = 2 ] && pass "Slurm counts 2 restarts" || fail "Restarts=$restarts (want 2)"
+[ "$(grep -c 'got USR1' "$out")" = 1 ] && [ "$(grep -c 'got TERM' "$out")" = 1 ] &&
+    [ "$(grep -c 'requeued; it resumes' "$out")" = 2 ] &&
+    pass "the script forwarded USR1 and TERM and requeued twice" || fail "slurm output: $(cat "$out")"
+ck=$(ls "$RUN/checkpoints" | sed -n 's/^ckpt-\([0-9]*\)\.h5$/\1/p' | sort -n | tr '\n' ' ')
+set -- $ck
+if [ $# = 3 ] && [ "$1" -lt "$2" ] && [ "$2" -lt "$STEPS" ] && [ "$3" = "$STEPS" ]; then
+    pass "checkpoints at steps $ck"
+else
+    fail "checkpoints: $ck (want two before $STEPS and $STEPS)"
+fi
+[ "$(grep -c 'resumed from .*ckpt-' "$RUN/log")" = 2 ] && pass "resumed twice" ||
+    fail "log: $(grep -i 'resum\|signal' "$RUN/log")"
+# the step numbers continue: no train line repeats or skips a logged step
+steps=$(sed -n 's/^{"event":"train",.*"step":\([0-9]*\),.*/\1/p' "$RUN/metrics.jsonl" | tr '\n' ' ')
+want=$(seq 100 100 "$STEPS" | tr '\n' ' ')
+[ "$steps" = "$want" ] && pass "metrics: train lines 100..$STEPS once each" ||
+    fail "train steps in metrics: $(echo "$steps" | head -c 400)"
+
+# the uninterrupted run, as a plain srun step of the same parameters
+timeout 60 srun --gpus-per-task=0 -n 2 --mpi=pmix "$FS" train "$IN" $ARGS output.metrics=ref.jsonl \
+    >ref.log 2>&1 || fail "reference run: $(tail -n 5 ref.log)"
+a=$(loss_at "$RUN/metrics.jsonl" "$STEPS")
+b=$(loss_at ref.jsonl "$STEPS")
+if [ -n "$a" ] && [ -n "$b" ] &&
+    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(d <= 1e-4 * m) }'; then
+    pass "final loss at step $STEPS: preempted twice $a, uninterrupted $b"
+else
+    fail "final loss at step $STEPS: preempted twice '$a', uninterrupted '$b'"
+fi
+ndcg() { sed -n 's/^{"event":"summary",.*"ndcg@10":\([-0-9.eE+]*\).*/\1/p' "$1"; }
+[ -n "$(ndcg ref.jsonl)" ] && [ "$(ndcg "$RUN/metrics.jsonl")" = "$(ndcg ref.jsonl)" ] &&
+    pass "same test NDCG@10 $(ndcg ref.jsonl)" ||
+    fail "test NDCG@10: $(ndcg "$RUN/metrics.jsonl") vs $(ndcg ref.jsonl)"
+finish
