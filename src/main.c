@@ -12,6 +12,7 @@
 #include "config.h"
 #include "data_tools.h"
 #include "params.h"
+#include "plan_tools.h"
 #include "train.h"
 
 static void usage(FILE *out)
@@ -23,6 +24,10 @@ static void usage(FILE *out)
             "        train a model (run under mpirun for several ranks)\n"
             "  params FILE.in [section.key=value ...]\n"
             "        check a parameter file and overrides; print the effective parameters\n"
+            "  plan FILE.in [section.key=value ...] --batch-per-rank N [--ranks LIST] [--csv F] [--png F]\n"
+            "        predict the bubble of each balance mode at many rank counts\n"
+            "  calibrate FILE.in [section.key=value ...]\n"
+            "        time the model and fit parallel.cost_model\n"
             "  help params          every parameter, its default, range and meaning\n"
             "  data import --format movielens|csv|sasrec INPUT -o OUT.h5 [options]\n"
             "  data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
@@ -115,6 +120,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "train"))
         return train_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plan"))
+        return plan_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "calibrate"))
+        return calibrate_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "params"))
         return cmd_params(argc - 1, argv + 1);
     if (!strcmp(cmd, "data"))

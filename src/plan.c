@@ -2,7 +2,7 @@
  *
  *   freescale plan FILE.in [section.key=value ...] --batch-per-rank N
  *                  [--ranks P1,P2,...] [--steps S] [--lengths DIST]
- *                  [--csv OUT.csv] [--png OUT.png]
+ *                  [--noise SIGMA] [--csv OUT.csv] [--png OUT.png]
  *
  * Predicts, without running anything in parallel, the bubble fraction of
  * each balance mode (none, lpt, kk) at each rank count, from the
@@ -29,6 +29,13 @@
  * small P) while 4096 ranks of 32 stay at 3 steps (kk ~0.5 s each).
  * The reduction of a mode is 1 - bubble_mode / bubble_none (0 for none,
  * and 0 when none has no bubble).
+ *
+ * The cost model is taken as exact unless --noise SIGMA is given: then
+ * each sequence's actual time is its predicted cost times
+ * exp(SIGMA z - SIGMA^2 / 2), z standard normal (mean 1; SIGMA ~ the
+ * relative error that 'freescale calibrate' reports, or the step-to-step
+ * jitter of a machine): the balancers see the predictions, the bubble is
+ * that of the actual times.
  *
  * Serial: no MPI is started (it runs the same plainly or under
  * mpirun -np 1); several ranks are refused. */
@@ -61,6 +68,7 @@ struct plan_opts {
     const char *file, *ranks_text, *lengths, *csv, *png;
     int nranks, ranks[PLAN_MAX_COUNTS];
     int64_t per_rank, steps;
+    double noise;
     int noverrides;
     char **overrides;
 };
@@ -76,7 +84,7 @@ static void plan_usage(FILE *out)
     fprintf(out,
             "usage: freescale plan FILE.in [section.key=value ...] --batch-per-rank N\n"
             "                      [--ranks P1,P2,...] [--steps S] [--lengths DIST]\n"
-            "                      [--csv OUT.csv] [--png OUT.png]\n"
+            "                      [--noise SIGMA] [--csv OUT.csv] [--png OUT.png]\n"
             "\n"
             "Predict the bubble fraction of parallel.balance = none, lpt and kk at each\n"
             "rank count (weak scaling: N sequences per rank), from the training lengths\n"
@@ -89,6 +97,8 @@ static void plan_usage(FILE *out)
             "  --lengths DIST      user lengths instead of data.path: fixed:L, uniform:A,B,\n"
             "                      lognormal:MU,SIGMA, pareto:XM,ALPHA, from:FILE.h5\n"
             "                      (as 'data gen --length'); cut to data.max_seq_len\n"
+            "  --noise SIGMA       actual time = cost x lognormal noise of relative spread\n"
+            "                      SIGMA (default 0: the cost model is exact)\n"
             "  --csv OUT.csv       ranks,mode,bubble,imbalance,reduction\n"
             "  --png OUT.png       bubble fraction against ranks (needs gnuplot)\n");
 }
@@ -230,11 +240,12 @@ static int64_t default_steps(int64_t n)
 }
 
 static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
-                     int64_t per_rank, int64_t steps, int equal_count, uint64_t seed,
-                     struct plan_row *row)
+                     int64_t per_rank, int64_t steps, int equal_count, double noise,
+                     uint64_t seed, struct plan_row *row)
 {
     const int64_t n = (int64_t)P * per_rank;
     double *cost = xmalloc((size_t)n * sizeof *cost);
+    double *actual = noise > 0 ? xmalloc((size_t)n * sizeof *actual) : cost;
     int *owner = xmalloc((size_t)n * sizeof *owner);
     memset(row, 0, sizeof *row);
     row->ranks = P;
@@ -244,14 +255,19 @@ static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
         rng_init(&r, rng_key(seed, KEY_STEP ^ (uint64_t)P << 32, (uint64_t)s));
         for (int64_t i = 0; i < n; i++)
             cost[i] = cost_of(cm, pl->len[rng_below(&r, (uint64_t)pl->n)]);
+        if (noise > 0)
+            for (int64_t i = 0; i < n; i++)
+                actual[i] = cost[i] * exp(noise * rng_normal(&r) - 0.5 * noise * noise);
         for (int m = 0; m < PLAN_NMODES; m++) {
             double bub, imb;
             balance_assign((enum balance_mode)m, equal_count, cost, n, P, NULL, owner);
-            balance_bubble(cost, n, P, owner, NULL, &bub, &imb);
+            balance_bubble(actual, n, P, owner, NULL, &bub, &imb);
             row->bubble[m] += bub / (double)steps;
             row->imbalance[m] += imb / (double)steps;
         }
     }
+    if (actual != cost)
+        free(actual);
     free(cost);
     free(owner);
 }
@@ -307,8 +323,16 @@ static void write_png(const char *path, const char *gnuplot, const struct plan_r
         fatal("--png: cannot run %s: %s", gnuplot, strerror(errno));
     fprintf(g, "set terminal png size 800,500\nset output '%s'\n", tmp);
     fprintf(g, "set logscale x 2\nset xlabel 'ranks'\nset ylabel 'predicted bubble fraction'\n"
-               "set yrange [0:*]\nset grid\nset key top left\n"
+               "set grid\nset key outside right\nset format y '%%g'\n"
                "set title 'freescale plan: %lld sequences per rank'\n", (long long)per_rank);
+    /* balanced modes are orders of magnitude below none: a log y axis shows
+     * them all, unless a bubble is 0 (equal costs) */
+    int positive = 1;
+    for (int i = 0; i < nrows; i++)
+        for (int m = 0; m < PLAN_NMODES; m++)
+            positive &= rows[i].bubble[m] > 0;
+    fprintf(g, positive ? "set logscale y 10\nset ylabel 'predicted bubble fraction (log scale)'\n"
+                        : "set yrange [0:*]\n");
     for (int m = 0; m < PLAN_NMODES; m++) {
         fprintf(g, "$%s << EOD\n", balance_name((enum balance_mode)m));
         for (int i = 0; i < nrows; i++)
@@ -364,7 +388,7 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
             continue;
         }
         const char *names[] = {"--ranks", "--batch-per-rank", "--steps", "--lengths", "--csv",
-                               "--png"};
+                               "--png", "--noise"};
         const char *val = NULL;
         size_t k;
         for (k = 0; k < sizeof names / sizeof *names; k++) {
@@ -379,6 +403,8 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
                 break;
             }
         }
+        if (!val)
+            fatal("plan: unknown option '%s' (see freescale plan --help)", a);
         switch (k) {
         case 0: o->ranks_text = val; break;
         case 1: o->per_rank = cli_count("--batch-per-rank", val, 1, 1000000); break;
@@ -386,6 +412,7 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
         case 3: o->lengths = val; break;
         case 4: o->csv = val; break;
         case 5: o->png = val; break;
+        case 6: o->noise = cli_number("--noise", val, 0, 5); break;
         default: fatal("plan: unknown option '%s' (see freescale plan --help)", a);
         }
     }
@@ -471,8 +498,12 @@ int plan_main(int argc, char **argv)
            pl.source, (long long)pl.n, sumL / (double)pl.n, (long long)maxL,
            100.0 * top_cost / total);
     printf("weak scaling: %lld sequences per rank and step, drawn with replacement; "
-           "balance_equal_count %s; seed %llu\n\n",
+           "balance_equal_count %s; seed %llu; ",
            (long long)o.per_rank, equal ? "on" : "off", (unsigned long long)seed);
+    if (o.noise > 0)
+        printf("actual times: cost x lognormal noise, sigma %g\n\n", o.noise);
+    else
+        printf("the cost model taken as exact\n\n");
     printf("%7s %9s %6s  %-5s %9s %10s %10s\n", "ranks", "batch", "steps", "mode", "bubble",
            "imbalance", "reduction");
     fflush(stdout);
@@ -482,18 +513,18 @@ int plan_main(int argc, char **argv)
     for (int i = 0; i < o.nranks; i++) {
         int64_t n = (int64_t)o.ranks[i] * o.per_rank;
         simulate(&pl, &cm, o.ranks[i], o.per_rank, o.steps ? o.steps : default_steps(n), equal,
-                 seed, &rows[i]);
+                 o.noise, seed, &rows[i]);
         for (int m = 0; m < PLAN_NMODES; m++) {
             if (m == 0)
                 printf("%7d %9lld %6lld", o.ranks[i], (long long)n, (long long)rows[i].steps);
             else
                 printf("%7s %9s %6s", "", "", "");
-            printf("  %-5s %9.4f %10.4f ", balance_name((enum balance_mode)m),
+            printf("  %-5s %9.5f %10.4f ", balance_name((enum balance_mode)m),
                    rows[i].bubble[m], rows[i].imbalance[m]);
             if (m == 0)
                 printf("%10s\n", "-");
             else
-                printf("%9.1f%%\n", 100.0 * reduction(&rows[i], m));
+                printf("%9.2f%%\n", 100.0 * reduction(&rows[i], m));
         }
         fflush(stdout);
     }

@@ -3,7 +3,9 @@
 # after lib.sh. slurm_start writes a minimal slurm.conf (this host as
 # controller and as the one compute node "fsnode", MpiDefault=pmix,
 # select/cons_tres, proctrack/pgid, no cgroups, no systemd, no accounting
-# database, free TCP ports) and starts munged, slurmctld and slurmd in the
+# database, free TCP ports; a partition "urgent" preempts the default
+# "debug" with PreemptMode=REQUEUE; requeued jobs may start again after 6 s,
+# AuthInfo cred_expire=5, instead of 121 s) and starts munged, slurmctld and slurmd in the
 # foreground as background jobs of this shell, with every state, spool, log
 # and socket file under $T/slurm. Every daemon is stopped by its PID on exit
 # (trap), also when the test fails or is interrupted.
@@ -133,13 +135,14 @@ _slurm_fail_start() {
 }
 
 slurm_start() {
-    mkdir -p "$SD/state" "$SD/spool" || _slurm_fail_start "mkdir $SD"
+    mkdir -p "$SD/state" "$SD/spool" "$SD/tmp" || _slurm_fail_start "mkdir $SD"
     chmod 700 "$SD"
     host=$(hostname -s)
     PY_ANY=python3
     command -v python3 >/dev/null 2>&1 || PY_ANY=/usr/bin/python3
     p1=$(_free_port) && p2=$(_free_port) || _slurm_fail_start "no free port"
     while [ "$p2" = "$p1" ]; do p2=$(_free_port); done
+    first_id=$(( (p1 % 60000) * 1000 + 1 ))
 
     # munge: a fresh key, our own socket
     dd if=/dev/urandom of="$SD/munge.key" bs=1024 count=1 2>/dev/null &&
@@ -161,7 +164,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$SD/munge.sock
+AuthInfo=socket=$SD/munge.sock,cred_expire=5
 MpiDefault=pmix
 ProctrackType=proctrack/pgid
 TaskPlugin=task/none
@@ -171,6 +174,7 @@ SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
 StateSaveLocation=$SD/state
 SlurmdSpoolDir=$SD/spool
+TmpFS=$SD/tmp
 SlurmctldPidFile=$SD/slurmctld.pid
 SlurmdPidFile=$SD/slurmd.pid
 SlurmctldLogFile=$SD/slurmctld.log
@@ -184,11 +188,19 @@ JobCompLoc=$SD/jobcomp.txt
 ReturnToService=2
 SlurmdParameters=config_overrides
 MinJobAge=600
-KillWait=5
+# job ids distinct from those of another instance on this host (tests run in
+# parallel): Open MPI names its shared-memory segments after the PMIx
+# namespace, slurm.pmix.JOBID.STEP, and two jobs 1.0 would share them
+FirstJobId=$first_id
+KillWait=2
+SchedulerParameters=sched_interval=1
 InactiveLimit=0
 SlurmdTimeout=60
 NodeName=fsnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=4000 State=UNKNOWN
-PartitionName=debug Nodes=fsnode Default=YES MaxTime=INFINITE State=UP
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+PartitionName=debug Nodes=fsnode Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=urgent Nodes=fsnode MaxTime=INFINITE State=UP PriorityTier=10
 EOF
     SLURM_CONF="$SD/slurm.conf"
     export SLURM_CONF

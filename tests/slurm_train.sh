@@ -21,7 +21,7 @@ cd "$T" || exit 1
     { fail "data gen"; finish; }
 
 # --- one training job, 2 tasks ---------------------------------------------
-job=$(slurm_submit --gpus-per-task=0 --ntasks-per-node=2 --time=5 \
+job=$(slurm_submit --gpus-per-task=0 --ntasks-per-node=2 --time=10 \
     "$SB/train.sbatch" "$IN" data.path=tiny.h5 train.epochs=3 train.eval_every=1)
 if [ -z "$job" ]; then
     fail "sbatch train.sbatch"
@@ -61,7 +61,7 @@ train.lr=1e-3
 train.lr=3e-3   # a comment
 train.lr=1e-2 model.dim=8
 EOF
-timeout 30 "$SB/sweep.sbatch" --parsable --gpus-per-task=0 --time=5 "$IN" lines.txt \
+timeout 30 "$SB/sweep.sbatch" --parsable --gpus-per-task=0 --time=10 "$IN" lines.txt \
     data.path=tiny.h5 train.epochs=2 >"$T/sub" 2>&1
 arr=$(tail -n 1 "$T/sub" | cut -d';' -f1)
 case $arr in

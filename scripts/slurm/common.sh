@@ -10,8 +10,10 @@
 #     continues from the newest complete checkpoint in RUN_DIR/checkpoints;
 #   - USR1 and TERM sent to the batch shell (sbatch --signal=B:USR1@N,
 #     scancel --batch --signal=USR1, preemption) are forwarded to the step:
-#     freescale finishes its step, writes a checkpoint and exits 75; the job
-#     is then requeued (scontrol requeue) unless it was cancelled.
+#     freescale finishes its step, writes a checkpoint and exits 75; a job
+#     still RUNNING is then requeued (scontrol requeue); one that Slurm is
+#     ending (preempted, timed out, cancelled) is left to Slurm (preemption
+#     with PreemptMode=REQUEUE requeues it, and it resumes).
 #
 # Environment: FREESCALE (the program; default: the freescale built next to
 # these scripts, else the one on PATH), FS_MPI (srun --mpi; default pmix),
@@ -102,12 +104,15 @@ fs_train() {
         state=$(scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
         if [ -n "${FS_NO_REQUEUE:-}" ]; then
             fs_log "FS_NO_REQUEUE set: not requeued; to continue: sbatch with FS_RUN_DIR=$run"
-        elif [ "$state" = CANCELLED ]; then
-            fs_log "job cancelled: not requeued; to continue: sbatch with FS_RUN_DIR=$run"
+        elif [ "$state" != RUNNING ]; then
+            # Slurm itself is ending the job (preemption, which requeues it
+            # with PreemptMode=REQUEUE; a time limit; scancel)
+            fs_log "job state $state: Slurm is ending the job, not requeued here;" \
+                "if it does not come back, continue with sbatch and FS_RUN_DIR=$run"
         elif scontrol requeue "$SLURM_JOB_ID"; then
             fs_log "requeued; it resumes from the checkpoint"
         else
-            fs_log "scontrol requeue failed (state $state); to continue: sbatch with FS_RUN_DIR=$run"
+            fs_log "scontrol requeue failed; to continue: sbatch with FS_RUN_DIR=$run"
         fi
         return "$FS_PREEMPT_EXIT"
     fi
