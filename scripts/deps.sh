@@ -7,7 +7,7 @@ FREESCALE_PACKAGES=(
     libhdf5-dev hdf5-tools
     libinih-dev libcsv-dev libopenblas-dev libcmocka-dev
     python3 python3-numpy python3-h5py python3-torch
-    gnuplot-nox
+    gnuplot-nox munge slurmctld slurmd slurm-client
 )
 
 freescale_install_deps() {

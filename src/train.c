@@ -249,7 +249,9 @@ int train_main(int argc, char **argv)
             break;
         if (eval_every > 0 && (tr.epoch + 1) % eval_every == 0 && tr.step < total) {
             struct eval_metrics em;
+            double t_eval = cli_seconds();
             eval_split(&tr, 0, &em);
+            t_log += cli_seconds() - t_eval; /* throughput counts training only */
             report_eval(&tr, "val", &em, loss);
             if (em.ndcg[0] > best_val) {
                 best_val = em.ndcg[0];
