@@ -8,7 +8,10 @@
 #
 # Prints per run the mean bubble fraction and imbalance over the progress
 # intervals after the first (warm-up), the median samples/s, and the
-# reductions 1 - bubble_kk / bubble_none. Temporary files under ${TMPDIR:-/tmp}.
+# reductions 1 - bubble_kk / bubble_none; and the floor, the bubble of
+# sequences that all have the same length (the mean length of the heavy-
+# tailed data), which is this machine's timing noise. Temporary files under
+# ${TMPDIR:-/tmp}.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
@@ -59,6 +62,13 @@ if "$FS" plan "$IN" $COMMON --ranks 2 --batch-per-rank $((BATCH / 2)) --csv "$W/
 else
     echo "planner: not available ($(tail -n 1 "$W/plan.log"))"
 fi
+# the floor: sequences of one length, where no balancer has anything to do;
+# what remains is timing noise of this machine
+"$FS" data gen --users 3000 --items 3000 --length fixed:260 --timestamps --seed 5 \
+    -o "$W/fixed.h5" >/dev/null 2>&1 || exit 1
+run "floor (equal lengths, none)" parallel.balance=none data.path="$W/fixed.h5"
+BF=$BUBBLE
+awk -v a="$B0" -v b="$B1" -v f="$BF" 'BEGIN { if (a > f) printf "above the floor: kk removes %.1f%% of the bubble that balancing can remove\n", 100 * (1 - (b - f) / (a - f)) }'
 echo "slow rank: debug.slow_rank=1:2 (rank 1 computes twice as slowly), kk"
 run "balance_adapt=off" debug.slow_rank=1:2
 B2=$BUBBLE
