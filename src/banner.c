@@ -6,6 +6,7 @@
 #include "blas.h"
 #include "config.h"
 #include "log.h"
+#include "params.h"
 
 void banner_print(const struct comm *c)
 {
@@ -16,4 +17,16 @@ void banner_print(const struct comm *c)
     H5get_libversion(&maj, &min, &rel);
     log_info("freescale %s | %s | BLAS: %s | HDF5 %u.%u.%u", PACKAGE_VERSION, mpi, blas, maj,
              min, rel);
+}
+
+void banner_start(struct comm *c, struct params *p, int *argc, char ***argv, const char *path,
+                  int noverrides, char **overrides)
+{
+    comm_init(c, argc, argv);
+    banner_print(c);
+    params_load(p, c, path, noverrides, overrides);
+    if (c->rank == 0) {
+        params_dump(p, stdout);
+        fflush(stdout);
+    }
 }

@@ -8,4 +8,11 @@
 
 void banner_print(const struct comm *c);
 
+struct params;
+/* The start of a command that takes a parameter file: MPI, the banner,
+ * the parameters (rank 0 reads path and applies the overrides, then
+ * broadcasts), and their dump on rank 0. */
+void banner_start(struct comm *c, struct params *p, int *argc, char ***argv, const char *path,
+                  int noverrides, char **overrides);
+
 #endif

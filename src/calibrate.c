@@ -278,20 +278,9 @@ static void parse_args(struct cal_opts *o, int argc, char **argv)
         const char *names[] = {"--points", "--min-length", "--reps", "--min-ms",
                                "--ranks-per-node"};
         const char *val = NULL;
-        size_t k;
-        for (k = 0; k < sizeof names / sizeof *names; k++) {
-            size_t nl = strlen(names[k]);
-            if (!strncmp(a, names[k], nl) && (a[nl] == '=' || !a[nl])) {
-                if (a[nl] == '=')
-                    val = a + nl + 1;
-                else if (i + 1 < argc)
-                    val = argv[++i];
-                else
-                    fatal("calibrate: %s needs a value", names[k]);
-                break;
-            }
-        }
-        if (!val)
+        int k = cli_option("calibrate", argc, argv, &i, names, (int)(sizeof names / sizeof *names),
+                           &val);
+        if (k < 0)
             fatal("calibrate: unknown option '%s' (see freescale calibrate --help)", a);
         switch (k) {
         case 0: o->points = (int)cli_count("--points", val, 2, CAL_MAX_POINTS); break;

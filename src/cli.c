@@ -89,3 +89,22 @@ double cli_median(double *v, int n)
         }
     return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+int cli_option(const char *tool, int argc, char **argv, int *i, const char *const *names, int n,
+               const char **value)
+{
+    const char *a = argv[*i];
+    for (int k = 0; k < n; k++) {
+        size_t nl = strlen(names[k]);
+        if (strncmp(a, names[k], nl) || (a[nl] != '=' && a[nl] != '\0'))
+            continue;
+        if (a[nl] == '=')
+            *value = a + nl + 1;
+        else if (*i + 1 < argc)
+            *value = argv[++*i];
+        else
+            fatal("%s: %s needs a value", tool, names[k]);
+        return k;
+    }
+    return -1;
+}

@@ -12,6 +12,12 @@ int64_t cli_count(const char *opt, const char *text, int64_t lo, int64_t hi);
 double cli_number(const char *opt, const char *text, double lo, double hi);
 /* Split "a,b,c" into up to max numbers; returns how many were given. */
 int cli_numbers(const char *opt, const char *text, double *out, int max);
+/* If argv[*i] is one of names[n], as "--name VALUE" or "--name=VALUE",
+ * return its index and set *value (advancing *i past a separate value);
+ * -1 if none matches. A missing value ends the program naming tool and
+ * option. */
+int cli_option(const char *tool, int argc, char **argv, int *i, const char *const *names, int n,
+               const char **value);
 /* Elapsed wall seconds since an arbitrary origin (monotonic). */
 double cli_seconds(void);
 /* A "Key: N kB" field of /proc/self/status (VmRSS, VmHWM, VmSize), -1 if absent. */

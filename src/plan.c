@@ -390,20 +390,9 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
         const char *names[] = {"--ranks", "--batch-per-rank", "--steps", "--lengths", "--csv",
                                "--png", "--noise"};
         const char *val = NULL;
-        size_t k;
-        for (k = 0; k < sizeof names / sizeof *names; k++) {
-            size_t nl = strlen(names[k]);
-            if (!strncmp(a, names[k], nl) && (a[nl] == '=' || !a[nl])) {
-                if (a[nl] == '=')
-                    val = a + nl + 1;
-                else if (i + 1 < argc)
-                    val = argv[++i];
-                else
-                    fatal("plan: %s needs a value", names[k]);
-                break;
-            }
-        }
-        if (!val)
+        int k = cli_option("plan", argc, argv, &i, names, (int)(sizeof names / sizeof *names),
+                           &val);
+        if (k < 0)
             fatal("plan: unknown option '%s' (see freescale plan --help)", a);
         switch (k) {
         case 0: o->ranks_text = val; break;

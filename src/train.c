@@ -156,14 +156,8 @@ int train_main(int argc, char **argv)
         return 2;
     }
     struct comm c;
-    comm_init(&c, &argc, &argv);
-    banner_print(&c);
     struct params p;
-    params_load(&p, &c, argv[1], argc - 2, argv + 2);
-    if (c.rank == 0) {
-        params_dump(&p, stdout);
-        fflush(stdout);
-    }
+    banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
     struct trainer tr = {.c = &c, .p = &p};
     setup(&tr);
     const int64_t Bg = params_i64(&p, P_train_batch_size);

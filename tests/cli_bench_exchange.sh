@@ -3,13 +3,7 @@
 # with and without replicas, and its refusals (bad ids, bad group sizes),
 # which must end the whole job with a message and no hang.
 . "$(dirname "$0")/lib.sh"
-if [ -z "${MPIRUN:-}" ] || [ ! -x "$MPIRUN" ]; then
-    echo "SKIP: mpirun not found"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OPENBLAS_NUM_THREADS=1
+need_mpirun
 run() { np=$1; shift; timeout 120 "$MPIRUN" -np "$np" "$FS" bench exchange "$@"; }
 SMALL="--check --vocab 20000 --dim 16 --ids 3000 --zipf 1.1 --iters 3 --warmup 1"
 

@@ -4,13 +4,7 @@
 # uninterrupted run (also on another rank count), the metrics file's keys,
 # and the refusals of bad inputs before training starts.
 . "$(dirname "$0")/lib.sh"
-if [ -z "${MPIRUN:-}" ] || [ ! -x "$MPIRUN" ]; then
-    echo "SKIP: mpirun not found"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OPENBLAS_NUM_THREADS=1
+need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
 "$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" >/dev/null ||
     { fail "data gen"; finish; }

@@ -46,6 +46,18 @@ no_file() {
 PY=/usr/bin/python3
 have_h5py() { [ -x "$PY" ] && "$PY" -c 'import h5py, numpy' 2>/dev/null; }
 
+# need_mpirun: skip (77) without a launcher; otherwise set what Open MPI
+# needs here (root, more ranks than cores, no CMA) and one BLAS thread.
+need_mpirun() {
+    if [ -z "${MPIRUN:-}" ] || [ ! -x "$MPIRUN" ]; then
+        echo "SKIP: mpirun not found"
+        exit 77
+    fi
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+    export OPENBLAS_NUM_THREADS=1
+}
+
 finish() {
     if [ "$failures" -ne 0 ]; then
         echo "$failures check(s) failed"
