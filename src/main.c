@@ -1,5 +1,6 @@
 /* main: command-line entry point of freescale; dispatches subcommands. */
 #include <hdf5.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +86,22 @@ static int cmd_data(int argc, char **argv)
     fatal("unknown data command '%s' (expected import, gen, stats or check)", sub);
 }
 
+/* Keep freed memory for the next step. Steps allocate and free buffers of
+ * tens of MB; with glibc's defaults these are mmap'd and unmapped every
+ * step (page faults each time, unevenly across ranks): measured on HSTU
+ * with 128 negatives, 119k -> 145k tokens/s and a bubble of 9% -> 1.6% at
+ * 2 ranks. Allocations above 256 MiB are still mapped separately. */
+static void tune_allocator(void)
+{
+    if (!mallopt(M_MMAP_THRESHOLD, 256 << 20) || !mallopt(M_TRIM_THRESHOLD, 1 << 30) ||
+        !mallopt(M_TOP_PAD, 64 << 20))
+        log_warn("mallopt failed: the allocator keeps its defaults");
+}
+
 int main(int argc, char **argv)
 {
     blas_select(argv);
+    tune_allocator();
     if (argc < 2) {
         usage(stderr);
         return 2;
