@@ -22,7 +22,15 @@
 
 FS_PREEMPT_EXIT=75 # src/preempt.h PREEMPT_EXIT_CODE
 
-fs_log() { echo "[$(date '+%F %T')] freescale job ${SLURM_JOB_ID:-?}: $*"; }
+# fs_log MESSAGE: to Slurm's output, and to RUN/script.log once the run
+# directory is known (FS_SCRIPT_LOG), which outlives requeues whatever
+# Slurm does with its output file
+fs_log() {
+    _line="[$(date '+%F %T')] freescale job ${SLURM_JOB_ID:-?}: $*"
+    echo "$_line"
+    [ -n "${FS_SCRIPT_LOG:-}" ] && echo "$_line" >> "$FS_SCRIPT_LOG"
+    return 0
+}
 fs_die() { fs_log "error: $*" >&2; exit 1; }
 
 # fs_binary SCRIPTS_DIR: the freescale program to run
@@ -67,6 +75,7 @@ fs_train() {
 
     echo "job=$SLURM_JOB_ID restart=${SLURM_RESTART_COUNT:-0} nodes=${SLURM_JOB_NODELIST:-?}" \
         "tasks=${SLURM_NTASKS:-?} start=$(date '+%F %T')" >>"$run/job.txt"
+    FS_SCRIPT_LOG="$run/script.log"
     fs_log "run directory $run (restart ${SLURM_RESTART_COUNT:-0})"
     fs_log "srun --mpi=${FS_MPI:-pmix} $fs train $params ${over[*]}"
 
