@@ -28,6 +28,16 @@ static void attr_i64(hid_t f, const char *name, int64_t v)
     H5_CHECK(H5Sclose(s));
 }
 
+static void attr_f64(hid_t f, const char *name, double v)
+{
+    hid_t s, a;
+    H5_CHECK(s = H5Screate(H5S_SCALAR));
+    H5_CHECK(a = H5Acreate2(f, name, H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Awrite(a, H5T_NATIVE_DOUBLE, &v));
+    H5_CHECK(H5Aclose(a));
+    H5_CHECK(H5Sclose(s));
+}
+
 static void attr_str(hid_t f, const char *name, const char *v)
 {
     hid_t t, s, a;
@@ -190,6 +200,8 @@ void checkpoint_write(struct trainer *tr, const char *path)
         attr_i64(f, "max_seq_len", mc->max_len);
         attr_i64(f, "time_bias", mc->time_bias);
         attr_i64(f, "emb_optimizer", tr->items->conf.optim.kind);
+        attr_i64(f, "best_epoch", tr->best_epoch);
+        attr_f64(f, "best_val", tr->best_val);
         char *text = params_serialize(tr->p);
         attr_str(f, "params", text);
         free(text);
@@ -316,8 +328,13 @@ void checkpoint_read(struct trainer *tr, const char *path)
     expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
     expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
                 "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
-    if (read_attr_i64(f, "step", &tr->step) || read_attr_i64(f, "adam_t", &tr->adam_t))
+    if (read_attr_i64(f, "step", &tr->step) || read_attr_i64(f, "adam_t", &tr->adam_t) ||
+        read_attr_i64(f, "best_epoch", &tr->best_epoch))
         fatal("checkpoint %s: missing step counters", path);
+    hid_t ab = H5Aexists(f, "best_val") > 0 ? H5Aopen(f, "best_val", H5P_DEFAULT) : -1;
+    if (ab < 0 || H5Aread(ab, H5T_NATIVE_DOUBLE, &tr->best_val) < 0)
+        fatal("checkpoint %s: missing attribute best_val", path);
+    H5_CHECK(H5Aclose(ab));
     read_dense(f, path, "/dense", tr, NULL);
     read_dense(f, path, "/dense_m", tr, tr->adam_m);
     read_dense(f, path, "/dense_v", tr, tr->adam_v);

@@ -158,7 +158,7 @@ int train_main(int argc, char **argv)
     struct comm c;
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
-    struct trainer tr = {.c = &c, .p = &p};
+    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1};
     setup(&tr);
     const int64_t Bg = params_i64(&p, P_train_batch_size);
     const int64_t epochs = params_i64(&p, P_train_epochs), max_steps = params_i64(&p, P_train_max_steps);
@@ -193,8 +193,8 @@ int train_main(int argc, char **argv)
     int64_t *perm = xmalloc((size_t)tr.n_train * sizeof *perm);
     int64_t *mine = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *mine);
     const int64_t log_every = params_i64(&p, P_train_log_every), eval_every = params_i64(&p, P_train_eval_every);
-    double t_start = cli_seconds(), t_log = t_start, loss = 0, best_val = -1;
-    int64_t best_epoch = -1, samples_log = 0, tokens_log = 0;
+    double t_start = cli_seconds(), t_log = t_start, loss = 0;
+    int64_t samples_log = 0, tokens_log = 0;
     int64_t first_step = tr.step;
     preempt_install();
     int stop_signal = 0;
@@ -247,9 +247,9 @@ int train_main(int argc, char **argv)
             eval_split(&tr, 0, &em);
             t_log += cli_seconds() - t_eval; /* throughput counts training only */
             report_eval(&tr, "val", &em, loss);
-            if (em.ndcg[0] > best_val) {
-                best_val = em.ndcg[0];
-                best_epoch = tr.epoch + 1;
+            if (em.ndcg[0] > tr.best_val) {
+                tr.best_val = em.ndcg[0];
+                tr.best_epoch = tr.epoch + 1;
             }
         }
     }
@@ -274,9 +274,9 @@ int train_main(int argc, char **argv)
     struct eval_metrics val, test;
     eval_split(&tr, 0, &val);
     report_eval(&tr, "val", &val, loss);
-    if (val.ndcg[0] > best_val) {
-        best_val = val.ndcg[0];
-        best_epoch = tr.epoch;
+    if (val.ndcg[0] > tr.best_val) {
+        tr.best_val = val.ndcg[0];
+        tr.best_epoch = tr.epoch;
     }
     eval_split(&tr, 1, &test);
     report_eval(&tr, "test", &test, loss);
@@ -288,8 +288,8 @@ int train_main(int argc, char **argv)
     double secs = cli_seconds() - t_start;
     log_info("done: step %lld (%lld steps in this run, %.1f s); best validation NDCG@10 %.4f "
              "at epoch %lld",
-             (long long)tr.step, (long long)(tr.step - first_step), secs, best_val,
-             (long long)best_epoch);
+             (long long)tr.step, (long long)(tr.step - first_step), secs, tr.best_val,
+             (long long)tr.best_epoch);
     struct metrics_line l;
     metrics_begin(&l, "summary");
     metrics_int(&l, "epoch", tr.epoch);
@@ -298,7 +298,7 @@ int train_main(int argc, char **argv)
     metrics_num(&l, "samples_per_s", 0);
     metrics_num(&l, "tokens_per_s", 0);
     metrics_num(&l, "seconds", secs);
-    metrics_int(&l, "best_epoch", best_epoch);
+    metrics_int(&l, "best_epoch", tr.best_epoch);
     eval_metrics_json(&test, &l);
     metrics_end(&l, tr.metrics);
     if (tr.metrics)

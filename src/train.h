@@ -32,6 +32,8 @@ struct trainer {
     float *gradbuf;           /* [ngrad] packed dense gradients */
     int64_t n_train, *train_users;
     int64_t step, epoch;
+    double best_val;          /* best validation NDCG@10 so far (-1: none) */
+    int64_t best_epoch;       /* its epoch (-1: none); both kept in checkpoints */
     FILE *metrics;
     struct steptime st;
     double slow;              /* debug.slow_rank factor on this rank (1 = normal) */
