@@ -1,7 +1,8 @@
 /* checkpoint: HDF5 checkpoints that do not depend on the rank count.
  *
  *   /               attrs format = "freescale-ckpt", version = 1, step,
- *                   adam_t, num_items, model_type, dim, layers, heads,
+ *                   adam_t, best_epoch, best_val (validation NDCG@10),
+ *                   num_items, model_type, dim, layers, heads,
  *                   max_seq_len, time_bias, emb_optimizer, params (the
  *                   effective parameters, as text)
  *   /dense/NAME     float32 [n]   dense parameters (and /dense_m, /dense_v:
