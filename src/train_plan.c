@@ -28,6 +28,7 @@ void planner_init(struct planner *pl, struct trainer *tr, int64_t Bg)
 void planner_free(struct planner *pl)
 {
     free(pl->speed);
+    free(pl->tau);
     free(pl->cost);
     free(pl->owner);
     memset(pl, 0, sizeof *pl);
@@ -57,16 +58,21 @@ void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_sta
     const int P = tr->c->size;
     if (!pl->adapt || P == 1 || !st->tau)
         return;
+    if (!pl->tau)
+        pl->tau = xcalloc((size_t)P, sizeof *pl->tau);
+    for (int r = 0; r < P; r++)
+        if (st->tau[r] <= 0)
+            return; /* a rank without work in this interval: nothing to learn */
+    for (int r = 0; r < P; r++)
+        pl->tau[r] = pl->tau[r] > 0 ? 0.5 * pl->tau[r] + 0.5 * st->tau[r] : st->tau[r];
     /* predicted step time now (the slowest rank's busy time) against a
      * perfectly speed-weighted split of the same work */
     double now = 0, work = 0, rate = 0;
     for (int r = 0; r < P; r++) {
-        if (st->tau[r] <= 0)
-            return; /* a rank without work: nothing to learn from */
-        double busy = st->cost_sum[r] * st->tau[r];
+        double busy = st->cost_sum[r] * pl->tau[r];
         now = busy > now ? busy : now;
         work += st->cost_sum[r];
-        rate += 1.0 / st->tau[r];
+        rate += 1.0 / pl->tau[r];
     }
     double ideal = work / rate, gain = now > 0 ? 1.0 - ideal / now : 0;
     if (gain <= 0.05)
@@ -75,6 +81,6 @@ void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_sta
         pl->speed = xmalloc((size_t)P * sizeof *pl->speed);
     double mean = rate / P;
     for (int r = 0; r < P; r++)
-        pl->speed[r] = (1.0 / st->tau[r]) / mean;
+        pl->speed[r] = (1.0 / pl->tau[r]) / mean;
     log_info("balance_adapt: rank speeds updated (predicted gain %.0f%%)", 100 * gain);
 }

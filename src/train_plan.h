@@ -18,6 +18,7 @@ struct planner {
     int equal_count, adapt;
     struct cost_model cm;
     double *speed;     /* [P] relative speeds once adapted, else NULL */
+    double *tau;       /* [P] EMA of busy seconds per unit of predicted cost */
     double *cost;      /* [Bg] */
     int *owner;        /* [Bg] */
 };
@@ -28,8 +29,10 @@ void planner_free(struct planner *pl);
  * in batch order, into mine; returns their number and their cost. */
 int64_t planner_assign(struct planner *pl, struct trainer *tr, const int64_t *perm, int64_t gB,
                        int64_t *mine, double *my_cost);
-/* balance_adapt: adopt speeds 1/tau when that is predicted to cut the step
- * time by more than 5% (identical decision on every rank). */
+/* balance_adapt: keep an EMA (weight 1/2 per logging interval) of each
+ * rank's busy time per unit of predicted cost, tau, and adopt speeds 1/tau
+ * when that is predicted to cut the step time by more than 5% (identical
+ * decision on every rank: the inputs come from one all-gather). */
 void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_stats *st);
 
 #endif
