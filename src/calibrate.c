@@ -266,13 +266,7 @@ static void parse_args(struct cal_opts *o, int argc, char **argv)
             exit(0);
         }
         if (strncmp(a, "--", 2)) {
-            if (!o->file && !strchr(a, '='))
-                o->file = a;
-            else if (strchr(a, '='))
-                o->overrides[o->noverrides++] = a;
-            else
-                fatal("calibrate: unexpected argument '%s' (overrides are section.key=value)",
-                      a);
+            cli_file_or_override("calibrate", a, &o->file, o->overrides, &o->noverrides);
             continue;
         }
         const char *names[] = {"--points", "--min-length", "--reps", "--min-ms",

@@ -108,3 +108,14 @@ int cli_option(const char *tool, int argc, char **argv, int *i, const char *cons
     }
     return -1;
 }
+
+void cli_file_or_override(const char *tool, char *word, const char **file, char **overrides,
+                          int *n)
+{
+    if (!*file && !strchr(word, '='))
+        *file = word;
+    else if (strchr(word, '='))
+        overrides[(*n)++] = word;
+    else
+        fatal("%s: unexpected argument '%s' (overrides are section.key=value)", tool, word);
+}

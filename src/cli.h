@@ -18,6 +18,11 @@ int cli_numbers(const char *opt, const char *text, double *out, int max);
  * option. */
 int cli_option(const char *tool, int argc, char **argv, int *i, const char *const *names, int n,
                const char **value);
+/* A word that is not an option: the first one without '=' is the parameter
+ * file (*file), the others must be section.key=value overrides (appended to
+ * overrides[*n]); anything else ends the program naming tool. */
+void cli_file_or_override(const char *tool, char *word, const char **file, char **overrides,
+                          int *n);
 /* Elapsed wall seconds since an arbitrary origin (monotonic). */
 double cli_seconds(void);
 /* A "Key: N kB" field of /proc/self/status (VmRSS, VmHWM, VmSize), -1 if absent. */
