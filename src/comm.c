@@ -317,12 +317,6 @@ void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64
     }
 }
 
-void comm_allreduce_sum_f64v(struct comm *c, enum comm_group g, double *buf, int64_t n)
-{
-    if (n > INT_MAX)
-        fatal("allreduce: %lld values do not fit an MPI count", (long long)n);
-    TIMED(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
-}
 
 void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root)
 {
@@ -350,12 +344,6 @@ void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const vo
     free(rd);
 }
 
-void comm_bcast_i64(struct comm *c, enum comm_group g, int64_t *v, int64_t n, int root)
-{
-    if (n > INT_MAX)
-        fatal("bcast: %lld values do not fit an MPI count", (long long)n);
-    TIMED(MPI_Bcast(v, (int)n, MPI_INT64_T, root, MCOMM(c, g)));
-}
 
 void comm_allreduce_sum_i64v(struct comm *c, enum comm_group g, int64_t *buf, int64_t n)
 {

@@ -83,7 +83,6 @@ void comm_barrier(const struct comm *c);
 /* In-place sums over group g: buf[n] (dense gradients) */
 void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
                             enum comm_phase ph);
-void comm_allreduce_sum_f64v(struct comm *c, enum comm_group g, double *buf, int64_t n);
 void comm_allreduce_sum_i64v(struct comm *c, enum comm_group g, int64_t *buf, int64_t n);
 
 /* All-to-all of one int64 per peer of group g: send[size] -> recv[size]. */
@@ -109,6 +108,5 @@ void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *o
 void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
                   int64_t n, void *recv, const int64_t *rcounts, int root);
 void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root);
-void comm_bcast_i64(struct comm *c, enum comm_group g, int64_t *v, int64_t n, int root);
 
 #endif

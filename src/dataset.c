@@ -550,8 +550,6 @@ int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t
     return 0;
 }
 
-int64_t dataset_writer_events(const struct dataset_writer *w) { return w->events; }
-
 int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen)
 {
     if (num_items < 1) {

@@ -65,6 +65,5 @@ int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t
  * after removing the temporary). */
 int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen);
 void dataset_writer_abort(struct dataset_writer *w);
-int64_t dataset_writer_events(const struct dataset_writer *w);
 
 #endif
