@@ -250,3 +250,20 @@ slurm_wait() {
     timeout 10 scancel "$1" 2>/dev/null
     return 1
 }
+
+# slurm_test_setup: what both Slurm tests start with: skip without Slurm,
+# start it, export the jobs' environment (sbatch exports ours: Open MPI as
+# root in CI), set SB (the scripts) and IN (input/tiny.in), enter $T and
+# make tiny.h5 there.
+slurm_test_setup() {
+    slurm_skip_unless_installed
+    slurm_start || exit 1
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+    export FREESCALE="$FS"
+    SB="$TOP_SRCDIR/scripts/slurm"
+    IN="$TOP_SRCDIR/input/tiny.in"
+    cd "$T" || exit 1
+    "$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o tiny.h5 \
+        >/dev/null || { fail "data gen"; finish; }
+}

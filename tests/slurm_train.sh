@@ -8,17 +8,7 @@
 # Slurm packages are missing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
-slurm_skip_unless_installed
-slurm_start || exit 1
-# the job's environment (sbatch exports ours): Open MPI as root in CI
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
-export FREESCALE="$FS"
-SB="$TOP_SRCDIR/scripts/slurm"
-IN="$TOP_SRCDIR/input/tiny.in"
-cd "$T" || exit 1
-"$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o tiny.h5 >/dev/null ||
-    { fail "data gen"; finish; }
+slurm_test_setup
 
 # --- one training job, 2 tasks ---------------------------------------------
 job=$(slurm_submit --gpus-per-task=0 --ntasks-per-node=2 --time=10 \
