@@ -1,6 +1,7 @@
 /* eval_rank: distributed full ranking of the item table and the ranking
  * metrics; see eval_rank.h. */
 #include "eval_rank.h"
+#include "loss.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
     if (normalize && sm->m > 0) {
         float *raw = sm->dev, *norm = be->alloc((size_t)sm->m * sizeof(float));
         sm->dev = be->alloc(bytes);
-        be->l2norm_fwd(sm->m, d, EVAL_NORM_EPS, raw, sm->dev, norm);
+        be->l2norm_fwd(sm->m, d, ITEM_NORM_EPS, raw, sm->dev, norm);
         be->free(raw);
         be->free(norm);
     }
@@ -125,7 +126,7 @@ static void target_scores(struct emb_table *t, struct comm *c, const struct back
     if (normalize && n > 0) {
         float *a = be->alloc(bytes), *b = be->alloc(bytes), *nrm = be->alloc((size_t)n * 4);
         be->to_device(a, rows, (size_t)n * (size_t)d * sizeof(float));
-        be->l2norm_fwd(n, d, EVAL_NORM_EPS, a, b, nrm);
+        be->l2norm_fwd(n, d, ITEM_NORM_EPS, a, b, nrm);
         be->to_host(rows, b, (size_t)n * (size_t)d * sizeof(float));
         be->free(a);
         be->free(b);

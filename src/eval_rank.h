@@ -10,7 +10,7 @@
  * (all-to-allv), which sums the counts and merges the lists. With G < P each
  * emb group evaluates its own queries independently.
  *
- * Scores: s(q, i) = u_q . e_i with e_i = row_i / max(||row_i||, 1e-6) when
+ * Scores: s(q, i) = u_q . e_i with e_i = row_i / max(||row_i||, ITEM_NORM_EPS) when
  * normalize_items (HSTU; same normalisation as the training loss), else the
  * raw row (SASRec).
  *
@@ -39,7 +39,6 @@
 #include "embedding.h"
 
 #define EVAL_MAX_TOPK 200
-#define EVAL_NORM_EPS 1e-6f
 
 /* The queries of this rank (host memory). */
 struct eval_queries {

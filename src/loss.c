@@ -18,7 +18,6 @@
 #include "loss.h"
 #include "rng.h"
 
-#define LOSS_NORM_EPS 1e-6f
 #define LOSS_NEG_SITE 0x6e65676174697665ull /* "negative": the sampler's stream */
 
 /* Host pointers only (see loss.h). */
@@ -93,7 +92,7 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
     if (normalize_items) {
         en = be->alloc(table_bytes);
         norms = be->alloc((size_t)nu * sizeof(float));
-        be->l2norm_fwd(nu, d, LOSS_NORM_EPS, rows, en, norms);
+        be->l2norm_fwd(nu, d, ITEM_NORM_EPS, rows, en, norms);
         e = en;
     }
     float *de = be->alloc(table_bytes);

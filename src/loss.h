@@ -27,6 +27,10 @@
 
 #include "backend.h"
 
+/* Item rows are L2-normalised as row / max(|row|, ITEM_NORM_EPS) wherever
+ * they are (training loss, evaluation): one constant for both. */
+#define ITEM_NORM_EPS 1e-6f
+
 /* Negatives: neg_ids[T * R], uniform in 1 .. num_items. The R draws of
  * position i come from a stream keyed by (seed, epoch, pos_keys[i]) alone,
  * pos_keys: [T] given by the caller (it encodes the sample index and the

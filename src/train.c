@@ -23,7 +23,6 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "eval.h"
-#include "loss.h"
 #include "metrics.h"
 #include "preempt.h"
 #include "train_plan.h"
