@@ -97,6 +97,10 @@ same_losses "$T/hstu-2.jsonl" "$T/r3.jsonl" "P=2 checkpoint resumed at P=3 vs st
 expect_error "cannot open dataset" train 2 data.path="$T/none.h5"
 expect_error "data.max_seq_len = '0': out of range" train 1 data.max_seq_len=0
 expect_error "train.resume = $T/none.h5: No such file" train 1 train.resume="$T/none.h5"
+head -c 4000 "$T/ck/ckpt-10.h5" > "$T/cut.h5"
+expect_error "train.resume = $T/cut.h5: not a readable HDF5 file" train 1 train.resume="$T/cut.h5"
+expect_error "output.metrics = $T/no/dir/m.jsonl: cannot open" train 1 train.max_steps=1 \
+    output.metrics="$T/no/dir/m.jsonl"
 "$FS" data gen --users 64 --items 300 --length uniform:5,40 --timestamps -o "$T/tiny300.h5" >/dev/null
 expect_ok train 1 model.dim=24 train.max_steps=2 output.checkpoint_dir="$T/ck"
 expect_error "model.dim = 24 in the checkpoint, 16 in this run" \
