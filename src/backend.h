@@ -1,8 +1,11 @@
 /* backend: the one table of operations that model code calls (DESIGN.md §6).
  *
  * Tensors are row-major float arrays in the backend's memory. A jagged batch
- * of B sequences is x: [T, d] with T = sum L_i and offsets[B + 1] (int64,
- * host and device copies as the backend needs). The CPU backend
+ * of B sequences is x: [T, d] with T = sum L_i and offsets[B + 1] (int64).
+ * Every pointer an op takes is in the backend's memory (from alloc; copied
+ * there with to_device), offsets, ts, row keys and indexes included; only
+ * results documented as "on the host" come back in host memory. Ops run in
+ * order on the backend's compute stream; to_host and synchronize wait. The CPU backend
  * (backend_cpu*.c) is the readable reference; every other backend must match
  * it op for op. HAVE_CUDA appears only in the registry (backend.c).
  *
@@ -94,12 +97,54 @@ struct backend_ops {
 
     /* SASRec causal softmax attention per sequence and head, scale
      * 1/sqrt(dh): q, k, v, out: [T, H * dh]; lse: [T, H] log-sum-exp saved
-     * for the backward, which writes dq, dk, dv. */
-    void (*sasrec_attn_fwd)(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
-                            const float *k, const float *v, float *out, float *lse);
-    void (*sasrec_attn_bwd)(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
-                            const float *k, const float *v, const float *out, const float *lse,
-                            const float *dout, float *dq, float *dk, float *dv);
+     * for the backward, which writes dq, dk, dv. N bounds every sequence's
+     * length (N >= max L; backends may size launch grids by it). */
+    void (*sasrec_attn_fwd)(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                            const float *q, const float *k, const float *v, float *out,
+                            float *lse);
+    void (*sasrec_attn_bwd)(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                            const float *q, const float *k, const float *v, const float *out,
+                            const float *lse, const float *dout, float *dq, float *dk,
+                            float *dv);
+
+    /* Sampled-softmax loss over R + 1 candidates per position (the maths:
+     * loss.h). u: [T, d]; e: [nu, d] the rows the scores use (already
+     * normalised when the loss normalises); pos: [T] index into e, < 0 =
+     * unsupervised; neg: [T, R] indexes, masked when < 0 or == pos[i].
+     * s_0 = u_i . e_pos * inv_tau, s_r likewise. Writes du: [T, d] (zero rows
+     * for unsupervised positions), ACCUMULATES de: [nu, d]; both are the
+     * gradients of scale * sum_i loss_i. Returns the unscaled sum of the
+     * losses on the host, and the number of supervised positions in *count.
+     * Indexes are trusted (the caller built them). */
+    double (*softmax_loss)(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                           const float *e, const int64_t *pos, const int64_t *neg, float scale,
+                           float *du, float *de, int64_t *count);
+    /* Binary cross-entropy with one negative per position (loss.h): pos,
+     * neg: [T]; same conventions as softmax_loss (no temperature). */
+    double (*bce_loss)(int64_t T, int d, const float *u, int64_t nu, const float *e,
+                       const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
+                       int64_t *count);
+
+    /* Device management; NULL on backends without devices (the CPU).
+     * device_count: devices visible, or -1 with err set to the runtime's
+     * reason. device_open: make `device` current for this process, create
+     * the streams and the BLAS handle; tf32 allows TF32 tensor-core GEMMs.
+     * device_describe: one line naming the device, its memory and the
+     * driver and runtime versions. */
+    int (*device_count)(char *err, size_t errlen);
+    int (*device_open)(int device, int tf32, char *err, size_t errlen);
+    void (*device_describe)(char *buf, size_t len);
+
+    /* Pinned host memory and copies on the communication stream, for
+     * staging exchanges through the host when MPI cannot read device
+     * memory (NULL on the CPU backend: its memory is host memory). The
+     * copies are asynchronous; comm_sync waits for them. host_* buffers
+     * must come from host_alloc. */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_free)(void *p);
+    void (*to_host_async)(void *host_dst, const void *src, size_t bytes);
+    void (*to_device_async)(void *dst, const void *host_src, size_t bytes);
+    void (*comm_sync)(void);
 };
 
 #define HSTU_TIME_BUCKETS 128

@@ -1,0 +1,32 @@
+/* cuda_check: the checking macros of the CUDA code (DESIGN.md §8). Every
+ * CUDA runtime and cuBLAS call is wrapped; a failure prints the call, the
+ * file:line and the library's reason, and ends the job through fatal().
+ * Usable from C (backend_cuda.c) and from .cu files (nvcc, C++). */
+#ifndef FS_CUDA_CHECK_H
+#define FS_CUDA_CHECK_H
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void cuda_check_failed(int err, const char *reason, const char *call, const char *file,
+                       int line) __attribute__((noreturn));
+
+#ifdef __cplusplus
+}
+#endif
+
+#define CUDA_CHECK(call)                                                                 \
+    do {                                                                                 \
+        cudaError_t cuda_check_err_ = (call);                                            \
+        if (cuda_check_err_ != cudaSuccess)                                              \
+            cuda_check_failed((int)cuda_check_err_, cudaGetErrorString(cuda_check_err_),  \
+                              #call, __FILE__, __LINE__);                                \
+    } while (0)
+
+/* After a kernel launch: configuration errors are reported here. */
+#define CUDA_CHECK_LAUNCH(name) CUDA_CHECK(cudaPeekAtLastError())
+
+#endif
