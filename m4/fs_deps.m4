@@ -45,3 +45,70 @@ AC_DEFUN([FS_CMOCKA], [
   PKG_CHECK_MODULES([CMOCKA], [cmocka], [have_cmocka=yes], [have_cmocka=no])
   AM_CONDITIONAL([HAVE_CMOCKA], [test "x$have_cmocka" = xyes])
 ])
+
+# FS_CUDA: --with-cuda[=DIR] (default DIR /usr/local/cuda; nvcc need not be
+# on PATH) and --with-cuda-arch=LIST (default "80 90": SASS for sm_80 and
+# sm_90 plus PTX of the highest for newer GPUs). Defines HAVE_CUDA, NVCC,
+# NVCC_ARCH_FLAGS, CUDA_CFLAGS and CUDA_LIBS (cuBLAS and the runtime; never
+# the -lcuda driver stub: the runtime loads the driver itself).
+AC_DEFUN([FS_CUDA], [
+  AC_ARG_WITH([cuda],
+    [AS_HELP_STRING([--with-cuda@<:@=DIR@:>@],
+      [build the CUDA backend with the toolkit in DIR (default /usr/local/cuda)])],
+    [], [with_cuda=no])
+  AC_ARG_WITH([cuda-arch],
+    [AS_HELP_STRING([--with-cuda-arch=LIST],
+      [compute capabilities to build SASS for, e.g. "80 90" (default); PTX of the last is added])],
+    [], [with_cuda_arch="80 90"])
+  have_cuda=no
+  AS_IF([test "x$with_cuda" != xno], [
+    AS_IF([test "x$with_cuda" = xyes], [CUDA_DIR=/usr/local/cuda], [CUDA_DIR=$with_cuda])
+    NVCC=$CUDA_DIR/bin/nvcc
+    AC_MSG_CHECKING([for nvcc in $CUDA_DIR])
+    AS_IF([test -x "$NVCC"], [AC_MSG_RESULT([$NVCC])],
+      [AC_MSG_RESULT([no])
+       AC_MSG_ERROR([--with-cuda: $NVCC not found: install the CUDA toolkit or pass --with-cuda=DIR])])
+    NVCC_ARCH_FLAGS=
+    fs_last=
+    for fs_a in $with_cuda_arch; do
+      AS_IF([echo "$fs_a" | grep -Eq '^@<:@1-9@:>@@<:@0-9@:>@+a?$'], [],
+        [AC_MSG_ERROR([--with-cuda-arch: '$fs_a' is not a compute capability like 80 or 90])])
+      NVCC_ARCH_FLAGS="$NVCC_ARCH_FLAGS -gencode arch=compute_$fs_a,code=sm_$fs_a"
+      fs_last=$fs_a
+    done
+    AS_IF([test -z "$fs_last"], [AC_MSG_ERROR([--with-cuda-arch: empty list])])
+    NVCC_ARCH_FLAGS="$NVCC_ARCH_FLAGS -gencode arch=compute_$fs_last,code=compute_$fs_last"
+    CUDA_LIBDIR=$CUDA_DIR/lib64
+    AS_IF([test -d "$CUDA_LIBDIR"], [], [CUDA_LIBDIR=$CUDA_DIR/lib])
+    CUDA_CFLAGS="-I$CUDA_DIR/include"
+    CUDA_LIBS="-L$CUDA_LIBDIR -Wl,-rpath,$CUDA_LIBDIR -lcublas -lcudart -lstdc++"
+    AC_MSG_CHECKING([whether nvcc compiles for $with_cuda_arch])
+    cat > conftest.cu <<_FS_EOF
+__global__ void k(float *x) { x@<:@threadIdx.x@:>@ = 1.0f; }
+int main(void) { k<<<1, 1>>>(0); return 0; }
+_FS_EOF
+    AS_IF([$NVCC $NVCC_ARCH_FLAGS -c conftest.cu -o conftest.$OBJEXT >&AS_MESSAGE_LOG_FD 2>&1],
+      [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])
+       AC_MSG_ERROR([$NVCC cannot compile for compute capabilities "$with_cuda_arch" (see config.log)])])
+    rm -f conftest.cu conftest.$OBJEXT
+    fs_save_CFLAGS=$CFLAGS; fs_save_LIBS=$LIBS
+    CFLAGS="$CFLAGS $CUDA_CFLAGS"; LIBS="$CUDA_LIBS $LIBS"
+    AC_CHECK_HEADER([cublas_v2.h], [],
+      [AC_MSG_ERROR([cublas_v2.h not found under $CUDA_DIR/include])])
+    AC_MSG_CHECKING([for cublasCreate_v2 and cudaGetDeviceCount])
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <cublas_v2.h>]],
+        [[cublasHandle_t h; int n; cublasCreate(&h); cudaGetDeviceCount(&n);]])],
+      [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])
+       AC_MSG_ERROR([cannot link cuBLAS and the CUDA runtime from $CUDA_LIBDIR (see config.log)])])
+    CFLAGS=$fs_save_CFLAGS; LIBS=$fs_save_LIBS
+    have_cuda=yes
+    AC_DEFINE([HAVE_CUDA], [1], [Define when the CUDA backend is built.])
+  ])
+  AM_CONDITIONAL([HAVE_CUDA], [test "x$have_cuda" = xyes])
+  AC_SUBST([NVCC])
+  AC_SUBST([NVCC_ARCH_FLAGS])
+  AC_SUBST([CUDA_CFLAGS])
+  AC_SUBST([CUDA_LIBS])
+])

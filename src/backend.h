@@ -149,8 +149,25 @@ struct backend_ops {
 
 #define HSTU_TIME_BUCKETS 128
 
-/* The CPU backend (always available). */
+/* The CPU backend (always available) and the CUDA backend (cuda/, defined
+ * only in builds configured --with-cuda: reach it through backend_get). */
 extern const struct backend_ops backend_cpu;
+extern const struct backend_ops backend_cuda;
+
+/* The backends compiled in, e.g. "cpu, cuda". */
+const char *backend_names(void);
+
+/* 1 when the backend's memory is host memory (no device: the CPU). */
+int backend_is_host(const struct backend_ops *be);
+/* host[bytes] as backend memory: the pointer itself on a host backend,
+ * else a copy in backend memory, also returned in *owned (be->free it;
+ * *owned is NULL when nothing was allocated). */
+const void *backend_upload(const struct backend_ops *be, const void *host, size_t bytes,
+                           void **owned);
+/* The reverse: src[bytes] of backend memory readable on the host; a copy
+ * from xmalloc in *owned (free() it) unless the backend is the host. */
+const void *backend_download(const struct backend_ops *be, const void *src, size_t bytes,
+                             void **owned);
 
 /* "cpu" (and, when compiled in, "cuda"); NULL + err if unavailable. */
 const struct backend_ops *backend_get(const char *name, char *err, size_t errlen);

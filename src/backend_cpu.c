@@ -238,4 +238,7 @@ const struct backend_ops backend_cpu = {
     .hstu_attn_bwd = cpu_hstu_attn_bwd,
     .sasrec_attn_fwd = cpu_sasrec_attn_fwd,
     .sasrec_attn_bwd = cpu_sasrec_attn_bwd,
+    .softmax_loss = cpu_softmax_loss,
+    .bce_loss = cpu_bce_loss,
+    /* no devices, no staging: host memory is the backend's memory */
 };

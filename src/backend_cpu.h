@@ -1,5 +1,5 @@
-/* backend_cpu: the CPU implementations of the attention operations, defined
- * in their own files and gathered into the backend_cpu table (backend.h). */
+/* backend_cpu: the CPU implementations of the attention and loss operations,
+ * defined in their own files and gathered into the backend_cpu table (backend.h). */
 #ifndef FS_BACKEND_CPU_H
 #define FS_BACKEND_CPU_H
 
@@ -12,10 +12,16 @@ void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv
                        const float *q, const float *k, const float *v, const float *pos_bias,
                        const float *time_bias, const int64_t *ts, const float *dout, float *dq,
                        float *dk, float *dvv, float *dpos_bias, float *dtime_bias);
-void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
-                         const float *k, const float *v, float *out, float *lse);
-void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
-                         const float *k, const float *v, const float *out, const float *lse,
-                         const float *dout, float *dq, float *dk, float *dv);
+void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, float *out, float *lse);
+void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, const float *out,
+                         const float *lse, const float *dout, float *dq, float *dk, float *dv);
+double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                        const float *e, const int64_t *pos, const int64_t *neg, float scale,
+                        float *du, float *de, int64_t *count);
+double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
+                    const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
+                    int64_t *count);
 
 #endif

@@ -50,9 +50,10 @@ static void scores(int64_t r0, int64_t nr, int64_t r1, int dh, int64_t ld, float
     gemm(0, 1, nr, r1, dh, scale, q + r0 * ld, ld, k, ld, 0.0f, S, r1);
 }
 
-void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
-                         const float *k, const float *v, float *out, float *lse)
+void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, float *out, float *lse)
 {
+    (void)N; /* the scratch is sized by the longest sequence of the batch */
     const int64_t ld = (int64_t)H * dh, lmax = longest(B, offsets);
     const float scale = 1.0f / sqrtf((float)dh);
     if (lmax == 0)
@@ -90,10 +91,11 @@ void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, const
     free(S);
 }
 
-void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, const float *q,
-                         const float *k, const float *v, const float *out, const float *lse,
-                         const float *dout, float *dq, float *dk, float *dv)
+void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, const float *out,
+                         const float *lse, const float *dout, float *dq, float *dk, float *dv)
 {
+    (void)N;
     const int64_t ld = (int64_t)H * dh, lmax = longest(B, offsets);
     const float scale = 1.0f / sqrtf((float)dh);
     if (lmax == 0)

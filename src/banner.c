@@ -3,6 +3,7 @@
 
 #include <hdf5.h>
 
+#include "backend.h"
 #include "blas.h"
 #include "config.h"
 #include "log.h"
@@ -15,7 +16,8 @@ void banner_print(const struct comm *c)
     comm_describe(c, mpi, sizeof mpi);
     blas_describe(blas, sizeof blas);
     H5get_libversion(&maj, &min, &rel);
-    log_info("freescale %s | %s | BLAS: %s | HDF5 %u.%u.%u", PACKAGE_VERSION, mpi, blas, maj,
+    log_info("freescale %s | %s (CUDA-aware: %s) | backends: %s | BLAS: %s | HDF5 %u.%u.%u",
+             PACKAGE_VERSION, mpi, comm_cuda_aware() ? "yes" : "no", backend_names(), blas, maj,
              min, rel);
 }
 

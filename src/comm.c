@@ -3,6 +3,9 @@
 
 #include <limits.h>
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* Open MPI: MPIX_Query_cuda_support */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +137,15 @@ void comm_describe(const struct comm *c, char *buf, size_t len)
     int nodes = comm_allreduce_sum_i64(c, c->g[COMM_NODE].rank == 0);
     snprintf(buf, len, "%s, %d rank%s on %d node%s", lib, c->size, c->size == 1 ? "" : "s",
              nodes, nodes == 1 ? "" : "s");
+}
+
+int comm_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support() != 0;
+#else
+    return 0; /* not built CUDA-aware (or not Open MPI): stage through the host */
+#endif
 }
 
 const char *comm_phase_name(enum comm_phase ph)

@@ -75,6 +75,10 @@ double comm_mpi_seconds(void);
 void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root);
 /* Broadcast a heap string from root; on other ranks *s is replaced. */
 void comm_bcast_string(const struct comm *c, char **s, int root);
+/* 1 when MPI can read and write device (CUDA) memory, per
+ * MPIX_Query_cuda_support() at run time; 0 otherwise. */
+int comm_cuda_aware(void);
+
 int64_t comm_allreduce_max_i64(const struct comm *c, int64_t v);
 int64_t comm_allreduce_sum_i64(const struct comm *c, int64_t v);
 double comm_allreduce_max_f64(const struct comm *c, enum comm_group g, double v);

@@ -11,20 +11,27 @@
 
 void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out)
 {
+    const struct backend_ops *be = tr->be;
     const int d = tr->d;
-    float *emb = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *emb);
-    float *y = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *y);
+    const size_t td = (size_t)(b->T ? b->T : 1) * (size_t)d * sizeof(float);
+    float *emb = xmalloc(td);
     struct emb_exchange x;
     emb_lookup(tr->items, tr->c, b->items, b->T, emb, &x, NULL);
     emb_exchange_free(&x);
     struct batch mb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
                        .row_keys = b->keys, .train = 0};
+    void *own_emb, *own_y;
+    const float *demb = backend_upload(be, emb, td, &own_emb);
+    float *y = be->alloc(td);
     if (b->T > 0)
-        tr->m.vt->forward(&tr->m, &mb, emb, y);
+        tr->m.vt->forward(&tr->m, &mb, demb, y);
+    const float *hy = backend_download(be, y, td, &own_y);
     for (int64_t i = 0; i < b->B; i++)
-        memcpy(out + i * d, y + (b->offsets[i + 1] - 1) * d, (size_t)d * sizeof *out);
+        memcpy(out + i * d, hy + (b->offsets[i + 1] - 1) * d, (size_t)d * sizeof *out);
+    free(own_y);
+    be->free(y);
+    be->free(own_emb);
     free(emb);
-    free(y);
 }
 
 void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
@@ -60,7 +67,7 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
     struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
                              .hist_ids = hist};
     int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);
-    eval_rank_queries(tr->items, c, tr->be, &conf, &q, rank, NULL, NULL);
+    eval_rank_queries(tr->items, c, &backend_cpu, &conf, &q, rank, NULL, NULL);
     eval_metrics_init(out);
     for (int64_t i = 0; i < nq; i++)
         eval_metrics_add(out, rank[i]);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "banner.h"
 #include "bench_tools.h"
 #include "blas.h"
@@ -123,7 +124,8 @@ int main(int argc, char **argv)
         unsigned maj, min, rel;
         blas_describe(blas, sizeof blas);
         H5get_libversion(&maj, &min, &rel);
-        printf("freescale %s\nBLAS: %s\nHDF5 %u.%u.%u\n", PACKAGE_VERSION, blas, maj, min, rel);
+        printf("freescale %s\nbackends: %s\nBLAS: %s\nHDF5 %u.%u.%u\n", PACKAGE_VERSION,
+               backend_names(), blas, maj, min, rel);
         return 0;
     }
     if (!strcmp(cmd, "train"))

@@ -31,7 +31,7 @@ struct dense_tensor *model_add_param(struct model *m, const char *name, int rows
     t->n = (int64_t)rows * cols;
     t->decay = decay;
     t->w = m->be->alloc((size_t)t->n * sizeof(float));
-    t->g = m->be->alloc((size_t)t->n * sizeof(float));
+    /* t->g: placed in the arena by model_init once every tensor exists */
     if (scale != 0) {
         float *h = xmalloc((size_t)t->n * sizeof *h);
         struct rng r;
@@ -62,23 +62,35 @@ int model_init(struct model *m, const struct model_conf *conf, const struct back
     if (conf->d < 1 || conf->heads < 1 || conf->d % conf->heads != 0)
         return errorf(err, errlen, "model.heads = %d must divide model.dim = %d", conf->heads,
                       conf->d);
-    return conf->type == MODEL_HSTU ? model_hstu_init(m, seed, err, errlen)
-                                    : model_sasrec_init(m, seed, err, errlen);
+    int rc = conf->type == MODEL_HSTU ? model_hstu_init(m, seed, err, errlen)
+                                      : model_sasrec_init(m, seed, err, errlen);
+    if (rc)
+        return rc;
+    int64_t n = 0;
+    for (int i = 0; i < m->nparams; i++)
+        n += (m->params[i].n + MODEL_GRAD_ALIGN - 1) / MODEL_GRAD_ALIGN * MODEL_GRAD_ALIGN;
+    m->ngrad = n;
+    m->grad = be->alloc((size_t)(n ? n : 1) * sizeof(float));
+    n = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        m->params[i].g = m->grad + n;
+        n += (m->params[i].n + MODEL_GRAD_ALIGN - 1) / MODEL_GRAD_ALIGN * MODEL_GRAD_ALIGN;
+    }
+    return 0;
 }
 
 void model_free(struct model *m)
 {
     if (m->vt && m->vt->free)
         m->vt->free(m);
-    for (int i = 0; i < m->nparams; i++) {
+    for (int i = 0; i < m->nparams; i++)
         m->be->free(m->params[i].w);
-        m->be->free(m->params[i].g);
-    }
+    m->be->free(m->grad);
+    m->grad = NULL;
     m->nparams = 0;
 }
 
 void model_zero_grads(struct model *m)
 {
-    for (int i = 0; i < m->nparams; i++)
-        m->be->zero(m->params[i].g, (size_t)m->params[i].n * sizeof(float));
+    m->be->zero(m->grad, (size_t)m->ngrad * sizeof(float));
 }

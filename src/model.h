@@ -61,6 +61,11 @@ struct model {
     const struct backend_ops *be;
     int nparams;
     struct dense_tensor params[MODEL_MAX_PARAMS];
+    /* Every tensor's gradient lives in one arena (backend memory), tensor i
+     * at a multiple of MODEL_GRAD_ALIGN floats (padding stays zero), so that
+     * the dense all-reduce and the clipping work on one buffer. */
+    float *grad;
+    int64_t ngrad;
     void *priv;         /* activations saved by forward for backward */
 };
 
@@ -70,6 +75,8 @@ int model_init(struct model *m, const struct model_conf *conf, const struct back
                uint64_t seed, char *err, size_t errlen);
 void model_free(struct model *m);
 void model_zero_grads(struct model *m);
+
+#define MODEL_GRAD_ALIGN 64
 
 /* Helpers for model files: add a tensor [rows, cols] initialised
  * U(-scale, scale) from (seed, name) (scale 0: zeros; ones: fill 1). */

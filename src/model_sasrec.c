@@ -54,6 +54,9 @@ struct sasrec_priv {
     int drop;             /* last forward applied dropout */
     int64_t *pos_host;    /* [cap] positions (host) */
     int64_t *pos;         /* [cap] positions (backend) */
+    uint64_t *keys;       /* [cap] dropout row keys (backend) */
+    int64_t *offsets;     /* [cap_b + 1] sequence offsets (backend) */
+    int64_t cap_b;
     float *ones;          /* [cap] ones: bias broadcast and column sums */
     float **xs;           /* [layers + 1] of [T, d]: input of layer l; xs[layers]: of LN_final */
     uint8_t *m0;          /* [T, d] input dropout mask */
@@ -101,6 +104,7 @@ static void release(struct model *m)
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         be->free(f[i]);
     be->free(s->pos);
+    be->free(s->keys);
     be->free(s->m0);
     free(s->pos_host);
     s->cap = 0;
@@ -138,6 +142,7 @@ static void reserve(struct model *m, int64_t T)
     s->rstdf = fbuf(m, n, 1);
     s->m0 = m->be->alloc((size_t)(n * d));
     s->pos = m->be->alloc((size_t)n * sizeof(int64_t));
+    s->keys = m->be->alloc((size_t)n * sizeof(uint64_t));
     s->pos_host = xmalloc((size_t)n * sizeof(int64_t));
     float *ones = xmalloc((size_t)n * sizeof *ones);
     for (int64_t i = 0; i < n; i++)
@@ -175,10 +180,19 @@ static void linear_bwd(struct model *m, int64_t T, const float *x, struct dense_
 
 /* -- forward / backward ------------------------------------------------- */
 
-/* pos[t] = position of token t in its sequence (checked against N) */
+/* pos[t] = position of token t in its sequence (checked against N); the
+ * batch's offsets and dropout keys copied to the backend. */
 static void positions(struct model *m, const struct batch *b)
 {
     struct sasrec_priv *s = m->priv;
+    if (b->B + 1 > s->cap_b) {
+        m->be->free(s->offsets);
+        s->cap_b = b->B + 1 + b->B / 2;
+        s->offsets = m->be->alloc((size_t)s->cap_b * sizeof(int64_t));
+    }
+    m->be->to_device(s->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
+    if (b->train && m->conf.dropout > 0)
+        m->be->to_device(s->keys, b->row_keys, (size_t)b->T * sizeof(uint64_t));
     if (b->offsets[0] != 0 || b->offsets[b->B] != b->T)
         fatal("sasrec: batch offsets [%lld, %lld] do not span T = %lld",
               (long long)b->offsets[0], (long long)b->offsets[b->B], (long long)b->T);
@@ -209,7 +223,7 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
     be->gather_rows(T, d, m->params[0].w, s->pos, x);
     be->axpy(n, sqrtf((float)d), emb, x);
     if (s->drop)
-        be->dropout_fwd(T, d, p, b->row_keys, 0, x, x, s->m0);
+        be->dropout_fwd(T, d, p, s->keys, 0, x, x, s->m0);
 
     for (int l = 0; l < layers; l++) {
         const struct dense_tensor *w = layer_params(m, l);
@@ -221,7 +235,8 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
         linear_fwd(m, T, a->qin, &w[L_QW], &w[L_QB], a->q);
         linear_fwd(m, T, xin, &w[L_KW], &w[L_KB], a->k);
         linear_fwd(m, T, xin, &w[L_VW], &w[L_VB], a->v);
-        be->sasrec_attn_fwd(b->B, b->offsets, H, d / H, a->q, a->k, a->v, a->a, a->lse);
+        be->sasrec_attn_fwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
+                            a->a, a->lse);
         linear_fwd(m, T, a->a, &w[L_OW], &w[L_OB], a->x1);
         be->axpy(n, 1.0f, a->qin, a->x1);
 
@@ -229,11 +244,11 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
                           a->mean2, a->rstd2);
         linear_fwd(m, T, a->fin, &w[L_F1W], &w[L_F1B], a->r);
         if (s->drop)
-            be->dropout_fwd(T, d, p, b->row_keys, 1 + 3 * (uint64_t)l, a->r, a->r, a->m1);
+            be->dropout_fwd(T, d, p, s->keys, 1 + 3 * (uint64_t)l, a->r, a->r, a->m1);
         be->relu_fwd(n, a->r, a->r);
         linear_fwd(m, T, a->r, &w[L_F2W], &w[L_F2B], xout);
         if (s->drop)
-            be->dropout_fwd(T, d, p, b->row_keys, 2 + 3 * (uint64_t)l, xout, xout, a->m2);
+            be->dropout_fwd(T, d, p, s->keys, 2 + 3 * (uint64_t)l, xout, xout, a->m2);
         be->axpy(n, 1.0f, a->fin, xout);
     }
     const struct dense_tensor *f = final_params(m);
@@ -276,8 +291,8 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
         /* s->dx = d x1, x1 = q_in + a Wout + bout */
         be->copy(s->dqin, s->dx, bytes);
         linear_bwd(m, T, a->a, &w[L_OW], &w[L_OB], s->dx, s->da, 0);
-        be->sasrec_attn_bwd(b->B, b->offsets, H, d / H, a->q, a->k, a->v, a->a, a->lse, s->da,
-                            s->dq, s->dk, s->dv);
+        be->sasrec_attn_bwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
+                            a->a, a->lse, s->da, s->dq, s->dk, s->dv);
         linear_bwd(m, T, a->qin, &w[L_QW], &w[L_QB], s->dq, s->dqin, 1);
         linear_bwd(m, T, xin, &w[L_KW], &w[L_KB], s->dk, s->dx, 0);
         linear_bwd(m, T, xin, &w[L_VW], &w[L_VB], s->dv, s->dx, 1);
@@ -298,6 +313,7 @@ static void sasrec_free(struct model *m)
     if (!s)
         return;
     release(m);
+    m->be->free(s->offsets);
     free(s->xs);
     free(s->la);
     free(s);

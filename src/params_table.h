@@ -63,6 +63,15 @@ X(parallel, cost_model, STRING, "auto", 0, 0, NULL,
   "sequence cost c(L) = c0 + a L + b L^2 as 'c0,a,b'; auto = from the model's FLOP counts")
 X(parallel, embedding_group, INT, "0", 0, 1000000, NULL,
   "ranks per embedding shard group (must divide the rank count; 0 = all ranks)")
+X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda",
+  "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the CPU")
+X(device, share, BOOL, "off", 0, 1, NULL,
+  "allow more ranks per node than GPUs (ranks share devices round-robin; for tests)")
+X(device, tf32, BOOL, "off", 0, 1, NULL,
+  "let cuBLAS use TF32 tensor cores for float GEMMs (faster, ~1e-3 relative error)")
+X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
+  "exchanges of device buffers: direct = device pointers to MPI (needs CUDA-aware MPI), "
+  "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")
 X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
   "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints)")
 X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")

@@ -50,10 +50,11 @@ static void setup(struct trainer *tr)
     tr->R = tr->bce ? 1 : (int)params_i64(p, P_train_negatives);
     tr->seed = (uint64_t)params_i64(p, P_train_seed);
     tr->with_ts = params_i64(p, P_data_timestamps) && tr->ds.has_timestamps;
-    tr->be = &backend_cpu;
+    device_select(tr->c, p, &tr->dev);
+    tr->be = tr->dev.be;
     int threads = blas_set_threads(tr->c->g[COMM_NODE].size);
-    log_info("backend cpu: %d BLAS thread%s per rank (%d rank%s on this node)", threads,
-             threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,
+    log_info("backend %s: %d BLAS thread%s per rank (%d rank%s on this node)", tr->be->name,
+             threads, threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,
              tr->c->g[COMM_NODE].size == 1 ? "" : "s");
     struct model_conf mc = {
         .type = params_i64(p, P_model_type) == 0 ? MODEL_HSTU : MODEL_SASREC,
@@ -79,9 +80,10 @@ static void setup(struct trainer *tr)
         size_t bytes = (size_t)tr->m.params[i].n * sizeof(float);
         tr->adam_m[i] = tr->be->alloc(bytes);
         tr->adam_v[i] = tr->be->alloc(bytes);
-        tr->ngrad += tr->m.params[i].n;
     }
-    tr->gradbuf = xmalloc((size_t)tr->ngrad * sizeof(float));
+    tr->stage = NULL;
+    if (!backend_is_host(tr->be) && !tr->dev.direct)
+        tr->stage = tr->be->host_alloc((size_t)tr->m.ngrad * sizeof(float));
     tr->n_train = split_train_users(&tr->ds, tr->split, &tr->train_users);
     if (tr->n_train == 0)
         fatal("%s: no user has enough events to train on (need >= %d)", path,

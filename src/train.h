@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "dataset.h"
+#include "device.h"
 #include "embedding.h"
 #include "model.h"
 #include "params.h"
@@ -19,6 +20,7 @@ struct trainer {
     struct comm *c;
     struct params *p;
     const struct backend_ops *be;
+    struct device_choice dev;
     struct dataset ds;
     enum split_mode split;
     int N, d, R, bce, with_ts, normalize_items;
@@ -28,8 +30,7 @@ struct trainer {
     struct emb_table *items;
     float **adam_m, **adam_v; /* per dense tensor */
     int64_t adam_t;
-    int64_t ngrad;
-    float *gradbuf;           /* [ngrad] packed dense gradients */
+    float *stage;             /* [m.ngrad] pinned host buffer (staged all-reduce) or NULL */
     int64_t n_train, *train_users;
     int64_t step, epoch;
     double best_val;          /* best validation NDCG@10 so far (-1: none) */

@@ -27,23 +27,37 @@ static void slow_down(const struct trainer *tr, double worked)
         ;
 }
 
+/* Sum the dense gradient arena over dp: in place on a host backend or with
+ * CUDA-aware MPI, else through the pinned host buffer tr->stage. */
+static void dense_allreduce(struct trainer *tr)
+{
+    const struct backend_ops *be = tr->be;
+    float *g = tr->m.grad;
+    const int64_t n = tr->m.ngrad;
+    if (backend_is_host(be) || tr->dev.direct) {
+        be->synchronize();
+        comm_allreduce_sum_f32(tr->c, COMM_DP, g, n, COMM_PH_DENSE);
+        return;
+    }
+    be->to_host_async(tr->stage, g, (size_t)n * sizeof(float));
+    be->comm_sync();
+    comm_allreduce_sum_f32(tr->c, COMM_DP, tr->stage, n, COMM_PH_DENSE);
+    be->to_device_async(g, tr->stage, (size_t)n * sizeof(float));
+    be->comm_sync();
+}
+
 /* All-reduce the dense gradients over dp, clip, and take an AdamW step. */
 static void dense_update(struct trainer *tr)
 {
     struct steptime *st = &tr->st;
     const struct backend_ops *be = tr->be;
-    int64_t off = 0;
-    for (int i = 0; i < tr->m.nparams; i++) {
-        be->to_host(tr->gradbuf + off, tr->m.params[i].g, (size_t)tr->m.params[i].n * 4);
-        off += tr->m.params[i].n;
-    }
-    comm_allreduce_sum_f32(tr->c, COMM_DP, tr->gradbuf, tr->ngrad, COMM_PH_DENSE);
+    dense_allreduce(tr);
     steptime_phase(st, PH_ALLREDUCE);
-    double clip = params_f64(tr->p, P_train_clip_norm), scale = 1.0;
+    double clip = params_f64(tr->p, P_train_clip_norm);
     if (clip > 0) {
-        double norm = sqrt(be->sum_squares(tr->ngrad, tr->gradbuf));
+        double norm = sqrt(be->sum_squares(tr->m.ngrad, tr->m.grad));
         if (norm > clip)
-            scale = clip / norm;
+            be->scale(tr->m.ngrad, (float)(clip / norm), tr->m.grad);
     }
     double lr = params_f64(tr->p, P_train_lr);
     int64_t warm = params_i64(tr->p, P_train_warmup_steps);
@@ -51,25 +65,24 @@ static void dense_update(struct trainer *tr)
         lr *= (double)(tr->step + 1) / (double)warm;
     float wd = (float)params_f64(tr->p, P_train_weight_decay);
     tr->adam_t++;
-    off = 0;
     for (int i = 0; i < tr->m.nparams; i++) {
         struct dense_tensor *t = &tr->m.params[i];
-        if (scale != 1.0)
-            be->scale(t->n, (float)scale, tr->gradbuf + off);
-        be->to_device(t->g, tr->gradbuf + off, (size_t)t->n * 4);
         be->adamw_step(t->n, t->w, tr->adam_m[i], tr->adam_v[i], t->g, (float)lr, 0.9f, 0.98f,
                        1e-8f, t->decay ? wd : 0.0f, tr->adam_t);
-        off += t->n;
     }
+    be->synchronize();
     steptime_phase(st, PH_OPTIMIZER);
 }
 
 /* One training step over this rank's users; returns the global mean loss
- * and the global token count. */
+ * and the global token count. Tensors of the model and the loss are in the
+ * backend's memory; the unique rows come up from the host exchange and
+ * their gradients go back down to it. */
 double train_step(struct trainer *tr, const int64_t *users, int64_t B, int64_t *tokens)
 {
     struct comm *c = tr->c;
     struct steptime *st = &tr->st;
+    const struct backend_ops *be = tr->be;
     const int d = tr->d, R = tr->R;
     struct seq_batch sb;
     batch_train(&tr->ds, tr->split, tr->N, tr->with_ts, tr->seed, (uint64_t)tr->epoch, users, B,
@@ -91,44 +104,53 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B, int64_t *
     free(ids);
     steptime_phase(st, PH_INPUT_DIST);
     emb_output_dist(tr->items, c, &x, NULL, NULL);
-    float *emb = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *emb);
-    tr->be->gather_rows(T, d, x.rows, x.inverse, emb);
+    const size_t td = (size_t)(T ? T : 1) * (size_t)d * sizeof(float);
+    const size_t ud = (size_t)(x.nuniq ? x.nuniq : 1) * (size_t)d * sizeof(float);
+    void *own_rows, *own_inv, *own_gu;
+    const float *rows = backend_upload(be, x.rows, ud, &own_rows);
+    const int64_t *inv =
+        backend_upload(be, x.inverse, (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t), &own_inv);
+    float *emb = be->alloc(td);
+    be->gather_rows(T, d, rows, inv, emb);
     steptime_phase(st, PH_LOOKUP);
     double t_work = cli_seconds();
-    float *out = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *out);
+    float *out = be->alloc(td);
     struct batch b = {.B = sb.B, .T = T, .offsets = sb.offsets, .ts = sb.ts,
                       .row_keys = sb.keys, .train = 1};
     tr->m.vt->forward(&tr->m, &b, emb, out);
-    float *du = xcalloc((size_t)(T ? T : 1) * (size_t)d, sizeof *du);
-    float *drows = xcalloc((size_t)(x.nuniq ? x.nuniq : 1) * (size_t)d, sizeof *drows);
+    float *du = be->alloc(td);
+    float *drows = be->alloc(ud);
     int64_t counted = 0;
     double loss_sum =
-        tr->bce ? loss_bce(tr->be, T, d, out, x.nuniq, x.rows, x.inverse + T, x.inverse + 2 * T,
-                           scale, du, drows, &counted)
-                : loss_sampled_softmax(tr->be, T, d, R, (float)params_f64(tr->p, P_train_temperature),
-                                       tr->normalize_items, out, x.nuniq, x.rows, x.inverse + T,
-                                       x.inverse + 2 * T, scale, du, drows, &counted);
+        tr->bce ? loss_bce(be, T, d, out, x.nuniq, rows, inv + T, inv + 2 * T, scale, du, drows,
+                           &counted)
+                : loss_sampled_softmax(be, T, d, R, (float)params_f64(tr->p, P_train_temperature),
+                                       tr->normalize_items, out, x.nuniq, rows, inv + T,
+                                       inv + 2 * T, scale, du, drows, &counted);
     slow_down(tr, cli_seconds() - t_work);
     steptime_phase(st, PH_FORWARD);
     t_work = cli_seconds();
     model_zero_grads(&tr->m);
-    float *demb = xmalloc((size_t)(T ? T : 1) * (size_t)d * sizeof *demb);
+    float *demb = be->alloc(td);
     tr->m.vt->backward(&tr->m, &b, du, demb);
-    tr->be->scatter_add_rows(T, d, demb, x.inverse, drows);
-    free(demb);
+    be->scatter_add_rows(T, d, demb, inv, drows);
+    const float *gu = backend_download(be, drows, ud, &own_gu);
     slow_down(tr, cli_seconds() - t_work);
     steptime_phase(st, PH_BACKWARD);
-    emb_backward_unique(tr->items, c, &x, drows, NULL);
+    emb_backward_unique(tr->items, c, &x, gu, NULL);
     steptime_phase(st, PH_GRAD_EXCHANGE);
     dense_update(tr);
     emb_exchange_free(&x);
-    free(emb);
-    free(out);
-    free(du);
-    free(drows);
+    free(own_gu);
+    be->free(own_rows);
+    be->free(own_inv);
+    be->free(emb);
+    be->free(demb);
+    be->free(out);
+    be->free(du);
+    be->free(drows);
     batch_free(&sb);
     double loss = comm_allreduce_sum_f64(c, COMM_DP, loss_sum);
     steptime_phase(st, PH_ALLREDUCE);
     return n_global > 0 ? loss / (double)n_global : 0.0;
 }
-

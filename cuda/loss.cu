@@ -1,0 +1,294 @@
+/* loss: sampled softmax and BCE against the rows e: [nu, d] (backend.h,
+ * loss.h), the per-position maths of the CPU reference in src/loss.c.
+ *
+ * Softmax: one block per position i (grid-stride over T). The block stages
+ * u_i in shared memory with the R + 1 candidate rows (candidate 0 = pos[i],
+ * candidate r + 1 = neg[i, r], -1 when masked: < 0 or == pos[i]), computes
+ * the scores one warp per candidate (lanes split d), then the max, the
+ * exponentials exp(s - max) and their sum in double, and
+ *   loss_i = log(sum) + max - s_0                    (double, as the CPU)
+ *   g_0 = (pi_0 - 1) scale / tau,  g_r = pi_r scale / tau
+ * where pi = exp(s - max) * (float)(1 / sum); a negative whose exponential
+ * is 0 (masked or underflowed) gets no gradient, as on the CPU. Then
+ *   du_i[j] = sum_c g_c e[k_c, j]       one thread per j, candidates in the
+ *                                       CPU's order (0, 1, ..., R)
+ *   de[k_c, j] += g_c u_i[j]            atomicAdd, one thread per (c, j)
+ * BCE: one warp per position, the two dots reduced over the warp.
+ *
+ * The loss sum (double) and the count of supervised positions (unsigned
+ * 64-bit) are atomically added into the work buffer, zeroed first and
+ * copied to the host at the end (the launchers synchronise the stream).
+ * Unsupervised positions (pos < 0) get a zero du row and nothing else. */
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+#include "kernels.h"
+
+#define LOSS_SM_THREADS 128 /* softmax: 4 warps per position */
+#define LOSS_BCE_THREADS 256 /* BCE: 8 positions (warps) per block */
+#define LOSS_MAX_BLOCKS 65536
+
+struct loss_work {
+    double sum;
+    unsigned long long count;
+};
+
+static __device__ float loss_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Block-wide max and sum (blockDim.x a multiple of 32, at most 1024): every
+ * thread gets the result; scratch: shared [32]. The warp results are
+ * combined in a fixed order, so all threads agree bit for bit. */
+static __device__ float loss_block_max(float v, float *scratch)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (threadIdx.x % 32 == 0)
+        scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    float r = scratch[0];
+    for (unsigned w = 1; w < blockDim.x / 32; w++)
+        r = fmaxf(r, scratch[w]);
+    __syncthreads(); /* scratch free again */
+    return r;
+}
+
+static __device__ double loss_block_sum(double v, double *scratch)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (threadIdx.x % 32 == 0)
+        scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    double r = scratch[0];
+    for (unsigned w = 1; w < blockDim.x / 32; w++)
+        r += scratch[w];
+    __syncthreads();
+    return r;
+}
+
+/* u, du: [T, d]; e, de: [nu, d]; pos: [T]; neg: [T, R]. Dynamic shared
+ * memory: ks [R + 1] int64, sc [R + 1] float, us [d] float. */
+static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, const float *u,
+                                    const float *e, const int64_t *pos, const int64_t *neg,
+                                    float gscale, float *du, float *de, struct loss_work *work)
+{
+    extern __shared__ double loss_smem[]; /* double: 8-byte alignment for ks */
+    __shared__ float red_f[32];
+    __shared__ double red_d[32];
+    int64_t *ks = (int64_t *)loss_smem; /* row of candidate c, -1: no score/gradient */
+    float *sc = (float *)(ks + R + 1);  /* scores, then exp(s - m), then g */
+    float *us = sc + R + 1;             /* u_i */
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, nwarps = blockDim.x / 32;
+
+    for (int64_t i = blockIdx.x; i < T; i += gridDim.x) {
+        const int64_t p = pos[i];
+        float *dui = du + i * d;
+        if (p < 0) { /* the same branch for the whole block */
+            for (int j = tid; j < d; j += blockDim.x)
+                dui[j] = 0.0f;
+            continue;
+        }
+        for (int j = tid; j < d; j += blockDim.x)
+            us[j] = u[i * d + j];
+        for (int c = tid; c <= R; c += blockDim.x) {
+            int64_t k = c == 0 ? p : neg[i * R + (c - 1)];
+            ks[c] = c > 0 && (k < 0 || k == p) ? -1 : k;
+        }
+        __syncthreads();
+
+        /* scores s_c = u_i . e_k * inv_tau; masked: -inf (exp gives 0) */
+        for (int c = warp; c <= R; c += nwarps) {
+            const int64_t k = ks[c];
+            float dot = 0;
+            if (k >= 0)
+                for (int j = lane; j < d; j += 32)
+                    dot += us[j] * e[k * d + j];
+            dot = loss_warp_sum(dot);
+            if (lane == 0)
+                sc[c] = k >= 0 ? dot * inv_tau : -INFINITY;
+        }
+        __syncthreads();
+
+        const float s0 = sc[0];
+        float m = -INFINITY;
+        for (int c = tid; c <= R; c += blockDim.x)
+            m = fmaxf(m, sc[c]);
+        m = loss_block_max(m, red_f); /* its barrier: everyone has read s0 */
+        double part = 0;
+        for (int c = tid; c <= R; c += blockDim.x) {
+            float x = expf(sc[c] - m);
+            sc[c] = x;
+            part += x;
+        }
+        const double sum = loss_block_sum(part, red_d);
+        if (tid == 0) {
+            atomicAdd(&work->sum, log(sum) + (double)m - (double)s0);
+            atomicAdd(&work->count, 1ull);
+        }
+
+        /* d loss / d s_0 = pi_0 - 1, d loss / d s_r = pi_r; ds/de = u / tau */
+        const float inv_sum = (float)(1.0 / sum);
+        for (int c = tid; c <= R; c += blockDim.x) {
+            const float x = sc[c];
+            if (c == 0)
+                sc[c] = (x * inv_sum - 1.0f) * gscale;
+            else if (x == 0.0f)
+                ks[c] = -1; /* masked or underflowed: no gradient */
+            else
+                sc[c] = x * inv_sum * gscale;
+        }
+        __syncthreads();
+
+        for (int j = tid; j < d; j += blockDim.x) {
+            float acc = 0.0f;
+            for (int c = 0; c <= R; c++) {
+                const int64_t k = ks[c];
+                if (k >= 0)
+                    acc += sc[c] * e[k * d + j];
+            }
+            dui[j] = acc;
+        }
+        const int64_t cells = (int64_t)(R + 1) * d;
+        for (int64_t x = tid; x < cells; x += blockDim.x) {
+            const int c = (int)(x / d), j = (int)(x - (int64_t)c * d);
+            const int64_t k = ks[c];
+            if (k >= 0)
+                atomicAdd(&de[k * d + j], sc[c] * us[j]);
+        }
+        __syncthreads(); /* shared arrays reused by the next position */
+    }
+}
+
+/* log(1 + exp(x)) without overflow (loss.c loss_softplus) */
+static __device__ double loss_softplus(double x)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+/* loss.c loss_sigmoid */
+static __device__ float loss_sigmoid(float x)
+{
+    if (x >= 0)
+        return 1.0f / (1.0f + expf(-x));
+    float t = expf(x);
+    return t / (1.0f + t);
+}
+
+/* u, du: [T, d]; e, de: [nu, d]; pos, neg: [T]; one warp per position */
+static __global__ void loss_bce(int64_t T, int d, const float *u, const float *e,
+                                const int64_t *pos, const int64_t *neg, float scale, float *du,
+                                float *de, struct loss_work *work)
+{
+    const int lane = threadIdx.x % 32, wpb = blockDim.x / 32;
+    for (int64_t i = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; i < T;
+         i += (int64_t)gridDim.x * wpb) {
+        const int64_t p = pos[i], k = neg[i];
+        const float *ui = u + i * d;
+        float *dui = du + i * d;
+        if (p < 0) {
+            for (int j = lane; j < d; j += 32)
+                dui[j] = 0.0f;
+            continue;
+        }
+        const float *ep = e + p * d;
+        /* -log sigma(s) = softplus(-s), d/ds = sigma(s) - 1 */
+        float sp = 0;
+        for (int j = lane; j < d; j += 32)
+            sp += ui[j] * ep[j];
+        sp = loss_warp_sum(sp);
+        double loss = loss_softplus(-(double)sp);
+        const float gp = (loss_sigmoid(sp) - 1.0f) * scale;
+
+        /* -log(1 - sigma(s)) = softplus(s), d/ds = sigma(s); dropped when
+         * the negative is masked */
+        const int has_neg = !(k < 0 || k == p);
+        const float *ek = has_neg ? e + k * d : ep;
+        float gn = 0;
+        if (has_neg) {
+            float sn = 0;
+            for (int j = lane; j < d; j += 32)
+                sn += ui[j] * ek[j];
+            sn = loss_warp_sum(sn);
+            loss += loss_softplus((double)sn);
+            gn = loss_sigmoid(sn) * scale;
+        }
+        for (int j = lane; j < d; j += 32) {
+            const float uj = ui[j];
+            float acc = 0.0f;
+            acc += gp * ep[j];
+            if (has_neg)
+                acc += gn * ek[j];
+            dui[j] = acc;
+            atomicAdd(&de[p * d + j], gp * uj);
+            if (has_neg)
+                atomicAdd(&de[k * d + j], gn * uj);
+        }
+        if (lane == 0) {
+            atomicAdd(&work->sum, loss);
+            atomicAdd(&work->count, 1ull);
+        }
+    }
+}
+
+size_t cuda_loss_work_bytes(void) { return sizeof(struct loss_work); }
+
+/* copy the sum and the count back (synchronous on s) */
+static void loss_finish(cudaStream_t s, const void *work, double *sum, int64_t *count)
+{
+    struct loss_work h;
+    CUDA_CHECK(cudaMemcpyAsync(&h, work, sizeof h, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    *sum = h.sum;
+    if (count)
+        *count = (int64_t)h.count;
+}
+
+void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, const float *u,
+                       int64_t nu, const float *e, const int64_t *pos, const int64_t *neg,
+                       float scale, float *du, float *de, void *work, double *sum,
+                       int64_t *count)
+{
+    (void)nu; /* indexes are trusted (backend.h) */
+    *sum = 0;
+    if (count)
+        *count = 0;
+    if (T <= 0)
+        return;
+    CUDA_CHECK(cudaMemsetAsync(work, 0, sizeof(struct loss_work), s));
+    const size_t shmem = (size_t)(R + 1) * (sizeof(int64_t) + sizeof(float)) +
+                         (size_t)d * sizeof(float);
+    if (shmem > 48 * 1024) /* above the default limit: opt in (fails beyond the device's) */
+        CUDA_CHECK(cudaFuncSetAttribute(loss_softmax, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)shmem));
+    const unsigned blocks = (unsigned)(T < LOSS_MAX_BLOCKS ? T : LOSS_MAX_BLOCKS);
+    loss_softmax<<<blocks, LOSS_SM_THREADS, shmem, s>>>(T, d, R, inv_tau, u, e, pos, neg,
+                                                        scale * inv_tau, du, de,
+                                                        (struct loss_work *)work);
+    CUDA_CHECK_LAUNCH("loss_softmax");
+    loss_finish(s, work, sum, count);
+}
+
+void cuda_bce_loss(cudaStream_t s, int64_t T, int d, const float *u, int64_t nu, const float *e,
+                   const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
+                   void *work, double *sum, int64_t *count)
+{
+    (void)nu;
+    *sum = 0;
+    if (count)
+        *count = 0;
+    if (T <= 0)
+        return;
+    CUDA_CHECK(cudaMemsetAsync(work, 0, sizeof(struct loss_work), s));
+    const int64_t wpb = LOSS_BCE_THREADS / 32, b = (T + wpb - 1) / wpb;
+    const unsigned blocks = (unsigned)(b < LOSS_MAX_BLOCKS ? b : LOSS_MAX_BLOCKS);
+    loss_bce<<<blocks, LOSS_BCE_THREADS, 0, s>>>(T, d, u, e, pos, neg, scale, du, de,
+                                                 (struct loss_work *)work);
+    CUDA_CHECK_LAUNCH("loss_bce");
+    loss_finish(s, work, sum, count);
+}

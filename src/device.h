@@ -1,0 +1,25 @@
+/* device: which backend and which GPU this rank runs the dense model on
+ * (DESIGN.md §5: the node-local rank picks the device), and how exchanges
+ * of device buffers reach MPI. Collective over c's world. */
+#ifndef FS_DEVICE_H
+#define FS_DEVICE_H
+
+#include "backend.h"
+#include "comm.h"
+#include "params.h"
+
+struct device_choice {
+    const struct backend_ops *be;
+    int device;        /* GPU index on the node, -1 on the CPU */
+    int direct;        /* 1: device pointers go to MPI (CUDA-aware); 0: staged */
+    char desc[256];    /* the device, for the log */
+};
+
+/* Apply device.type, device.share, device.tf32 and device.staging: picks
+ * the backend, opens the node-local device. A request that cannot be met
+ * (device.type=cuda without a GPU or without the CUDA build, more ranks
+ * than GPUs without device.share, staging=direct without CUDA-aware MPI)
+ * ends the job with a message naming the parameter and the reason. */
+void device_select(struct comm *c, const struct params *p, struct device_choice *out);
+
+#endif
