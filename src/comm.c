@@ -20,6 +20,22 @@ static double g_mpi_seconds = 0;
 
 double comm_mpi_seconds(void) { return g_mpi_seconds; }
 
+/* Seconds that non-blocking exchanges were in flight (post to observed
+ * completion), summed over requests: with g_mpi_seconds, the overlap ratio
+ * of steptime.h. */
+static double g_flight_seconds = 0;
+
+double comm_flight_seconds(void) { return g_flight_seconds; }
+
+/* Of g_mpi_seconds, the part spent waiting for non-blocking exchanges. */
+static double g_nb_wait_seconds = 0;
+
+double comm_hidden_seconds(void)
+{
+    double h = g_flight_seconds - g_nb_wait_seconds;
+    return h > 0 ? h : 0;
+}
+
 #define TIMED(call)                                                                      \
     do {                                                                                 \
         double timed_t0_ = MPI_Wtime();                                                  \
@@ -244,6 +260,23 @@ void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, i
     TIMED(MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MCOMM(c, g)));
 }
 
+static void request_start(struct comm_request *req)
+{
+    req->mpi = xmalloc(sizeof(MPI_Request));
+    req->posted = MPI_Wtime();
+}
+
+static void request_done(struct comm_request *req)
+{
+    g_flight_seconds += MPI_Wtime() - req->posted;
+    free(req->mpi);
+    free(req->scounts);
+    free(req->sdispls);
+    free(req->rcounts);
+    free(req->rdispls);
+    memset(req, 0, sizeof *req);
+}
+
 void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
                      const int64_t *scounts, const int64_t *sdispls, void *recv,
                      const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph,
@@ -255,20 +288,55 @@ void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const
     req->sdispls = to_int(sdispls, n, "send displacement");
     req->rcounts = to_int(rcounts, n, "receive count");
     req->rdispls = to_int(rdispls, n, "receive displacement");
-    req->mpi = xmalloc(sizeof(MPI_Request));
+    request_start(req);
     MPI_CHECK(MPI_Ialltoallv(send, req->scounts, req->sdispls, mpi_type(t), recv, req->rcounts,
                              req->rdispls, mpi_type(t), MCOMM(c, g), (MPI_Request *)req->mpi));
 }
 
+void comm_ialltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int per_peer,
+                        int64_t *recv, enum comm_phase ph, struct comm_request *req)
+{
+    int n = c->g[g].size;
+    int64_t *k = xmalloc((size_t)n * sizeof *k);
+    for (int p = 0; p < n; p++)
+        k[p] = per_peer;
+    count_sends(c, g, k, 8, ph);
+    free(k);
+    request_start(req);
+    MPI_CHECK(MPI_Ialltoall(send, per_peer, MPI_INT64_T, recv, per_peer, MPI_INT64_T,
+                            MCOMM(c, g), (MPI_Request *)req->mpi));
+}
+
+void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
+                             enum comm_phase ph, struct comm_request *req)
+{
+    if (n > INT_MAX)
+        fatal("iallreduce: %lld values do not fit an MPI count (smaller buckets)", (long long)n);
+    c->counters.calls[ph]++;
+    if (c->g[g].size > 1) {
+        c->counters.bytes[ph] += n * 4;
+        c->counters.messages[ph]++;
+    }
+    request_start(req);
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MCOMM(c, g),
+                             (MPI_Request *)req->mpi));
+}
+
 void comm_wait(struct comm_request *req)
 {
+    double t0 = g_mpi_seconds;
     TIMED(MPI_Wait((MPI_Request *)req->mpi, MPI_STATUS_IGNORE));
-    free(req->mpi);
-    free(req->scounts);
-    free(req->sdispls);
-    free(req->rcounts);
-    free(req->rdispls);
-    memset(req, 0, sizeof *req);
+    g_nb_wait_seconds += g_mpi_seconds - t0;
+    request_done(req);
+}
+
+int comm_test(struct comm_request *req)
+{
+    int done = 0;
+    MPI_CHECK(MPI_Test((MPI_Request *)req->mpi, &done, MPI_STATUS_IGNORE));
+    if (done)
+        request_done(req);
+    return done;
 }
 
 void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,

@@ -57,6 +57,7 @@ struct comm {
 struct comm_request {
     void *mpi; /* MPI_Request* */
     void *scounts, *sdispls, *rcounts, *rdispls; /* int arrays MPI reads */
+    double posted;                               /* MPI_Wtime() at the post */
 };
 
 void comm_init(struct comm *c, int *argc, char ***argv);
@@ -69,8 +70,15 @@ void comm_abort(int code); /* MPI_Abort when active, else returns */
 void comm_error_string(int err, char *buf, size_t len);
 void comm_describe(const struct comm *c, char *buf, size_t len);
 const char *comm_phase_name(enum comm_phase ph);
-/* Seconds this process has spent inside MPI communication calls. */
+/* Seconds this process has spent inside MPI communication calls (blocking
+ * collectives and waits: communication that compute did not hide). */
 double comm_mpi_seconds(void);
+/* Seconds non-blocking exchanges were in flight, post to completion,
+ * summed over requests. */
+double comm_flight_seconds(void);
+/* Seconds of communication that compute hid: in-flight time of
+ * non-blocking exchanges less the time spent waiting for them. */
+double comm_hidden_seconds(void);
 
 void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root);
 /* Broadcast a heap string from root; on other ranks *s is replaced. */
@@ -101,7 +109,18 @@ void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const
                      const int64_t *scounts, const int64_t *sdispls, void *recv,
                      const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph,
                      struct comm_request *req);
+/* All-to-all of per_peer int64 per peer, non-blocking. */
+void comm_ialltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int per_peer,
+                        int64_t *recv, enum comm_phase ph, struct comm_request *req);
+/* In-place sum of buf[n] over group g, non-blocking. */
+void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
+                             enum comm_phase ph, struct comm_request *req);
+/* Complete a non-blocking exchange: comm_wait blocks (timed as
+ * communication); comm_test returns 1 once it has completed (and then
+ * releases it like comm_wait), 0 while in flight; calling it is what makes
+ * MPI progress the exchange between compute phases. */
 void comm_wait(struct comm_request *req);
+int comm_test(struct comm_request *req);
 /* Gather variable-length blocks from every rank of group g into recv, in
  * rank order; counts[size] are returned through rcounts. */
 void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,

@@ -67,8 +67,8 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     free(gu);
 }
 
-void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
-                         const float *gu, struct emb_times *tm)
+void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
+                   struct emb_times *tm)
 {
     const int G = t->G, dim = t->conf.dim;
     double t1 = cli_seconds();
@@ -80,9 +80,46 @@ void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchang
         rc[p] = x->rcounts[p] * dim;
         rd[p] = x->rdispls[p] * dim;
     }
-    float *gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
-    comm_alltoallv(c, COMM_EMB, COMM_F32, gu, sc, sd, gs, rc, rd, COMM_PH_GRADS);
+    /* the send buffer must live until completion: keep a copy */
+    size_t bytes = (size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float);
+    x->gsend = xmalloc(bytes);
+    memcpy(x->gsend, gu, (size_t)x->nuniq * (size_t)dim * sizeof(float));
+    x->gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
+    comm_ialltoallv(c, COMM_EMB, COMM_F32, x->gsend, sc, sd, x->gs, rc, rd, COMM_PH_GRADS,
+                    &x->greq);
+    x->gpending = 1;
     free(sc);
+    if (tm)
+        tm->grads += cli_seconds() - t1;
+}
+
+int emb_grad_test(struct emb_exchange *x)
+{
+    if (x->gpending && comm_test(&x->greq))
+        x->gpending = 0;
+    return !x->gpending;
+}
+
+void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                         const float *gu, struct emb_times *tm)
+{
+    emb_grad_post(t, c, x, gu, tm);
+    emb_grad_finish(t, c, x, tm);
+}
+
+void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                     struct emb_times *tm)
+{
+    const int G = t->G, dim = t->conf.dim;
+    double t1 = cli_seconds();
+    if (x->gpending) {
+        comm_wait(&x->greq);
+        x->gpending = 0;
+    }
+    free(x->gsend);
+    x->gsend = NULL;
+    float *gs = x->gs;
+    x->gs = NULL;
     double t2 = cli_seconds();
     int64_t *ids;
     float *g;

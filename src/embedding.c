@@ -123,42 +123,57 @@ static void prefix(const int64_t *counts, int64_t *displs, int n)
 }
 
 void emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids, int64_t n,
-                    struct emb_exchange *x, struct emb_times *tm)
+                    int64_t n_first, struct emb_exchange *x, struct emb_times *tm)
 {
     char err[512];
     if (emb_check_ids(&t->conf, ids, n, c->rank, err, sizeof err))
         fatal("%s", err);
+    if (n_first < 0 || n_first > n)
+        fatal("emb_input_dist: n_first = %lld outside 0..%lld", (long long)n_first,
+              (long long)n);
     const int G = t->G;
     double t0 = cli_seconds();
     memset(x, 0, sizeof *x);
     x->n = n;
     x->inverse = xmalloc((size_t)(n ? n : 1) * sizeof *x->inverse);
-    /* unique ids in order of first appearance */
+    /* unique ids in order of first appearance; chunk 0 = ids among the
+     * first n_first tokens, chunk 1 = the others */
     struct idmap m;
     idmap_init(&m, n);
     int64_t *first = xmalloc((size_t)(n ? n : 1) * sizeof *first);
-    int64_t nu = 0;
+    int64_t nu = 0, nu0 = 0;
     for (int64_t i = 0; i < n; i++) {
         int added;
         x->inverse[i] = idmap_get(&m, ids[i], nu, &added);
         if (added)
             first[nu++] = ids[i];
+        if (i + 1 == n_first)
+            nu0 = nu;
     }
     idmap_free(&m);
-    /* bucket by owner (stable counting sort); remap the inverse index */
-    x->scounts = xcalloc((size_t)G, sizeof(int64_t));
-    x->sdispls = xmalloc((size_t)G * sizeof(int64_t));
-    x->rcounts = xmalloc((size_t)G * sizeof(int64_t));
-    x->rdispls = xmalloc((size_t)G * sizeof(int64_t));
-    for (int64_t u = 0; u < nu; u++)
+    /* bucket by owner, chunk 0 before chunk 1 within each owner (stable
+     * counting sort); remap the inverse index */
+    x->scounts = xcalloc((size_t)G * 6, sizeof(int64_t));
+    x->sdispls = x->scounts + G;
+    x->rcounts = x->scounts + 2 * G;
+    x->rdispls = x->scounts + 3 * G;
+    x->scounts0 = x->scounts + 4 * G;
+    x->rcounts0 = x->scounts + 5 * G;
+    for (int64_t u = 0; u < nu; u++) {
         x->scounts[first[u] % G]++;
+        if (u < nu0)
+            x->scounts0[first[u] % G]++;
+    }
     prefix(x->scounts, x->sdispls, G);
-    int64_t *pos = xmalloc((size_t)G * sizeof *pos), *perm = xmalloc((size_t)(nu ? nu : 1) * 8);
-    memcpy(pos, x->sdispls, (size_t)G * sizeof *pos);
+    int64_t *pos = xmalloc((size_t)G * 2 * sizeof *pos), *perm = xmalloc((size_t)(nu ? nu : 1) * 8);
+    for (int p = 0; p < G; p++) {
+        pos[p] = x->sdispls[p];                      /* next chunk-0 slot */
+        pos[G + p] = x->sdispls[p] + x->scounts0[p]; /* next chunk-1 slot */
+    }
     x->nuniq = nu;
     x->uniq = xmalloc((size_t)(nu ? nu : 1) * sizeof *x->uniq);
     for (int64_t u = 0; u < nu; u++) {
-        int64_t p = pos[first[u] % G]++;
+        int64_t p = pos[(u < nu0 ? 0 : G) + first[u] % G]++;
         x->uniq[p] = first[u];
         perm[u] = p;
     }
@@ -167,77 +182,167 @@ void emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids, int
     free(pos);
     free(perm);
     free(first);
+    /* counts (both chunks) to the owners, non-blocking; the ids follow in
+     * emb_input_progress once the counts have arrived */
+    x->cnt = xmalloc((size_t)G * 4 * sizeof *x->cnt);
+    for (int p = 0; p < G; p++) {
+        x->cnt[2 * p] = x->scounts[p];
+        x->cnt[2 * p + 1] = x->scounts0[p];
+    }
     double t1 = cli_seconds();
-    comm_alltoall_i64(c, COMM_EMB, x->scounts, x->rcounts, COMM_PH_COUNTS);
+    comm_ialltoall_i64(c, COMM_EMB, x->cnt, 2, x->cnt + 2 * G, COMM_PH_COUNTS, &x->req);
+    x->stage = EMB_COUNTS_POSTED;
+    x->G = G;
+    x->c = c;
+    if (tm) {
+        tm->dedup += t1 - t0;
+        tm->counts += cli_seconds() - t1;
+    }
+}
+
+/* Counts have arrived: size the serve list and post the ids exchange. */
+static void post_ids(struct comm *c, struct emb_exchange *x)
+{
+    const int G = x->G;
+    for (int p = 0; p < G; p++) {
+        x->rcounts[p] = x->cnt[2 * G + 2 * p];
+        x->rcounts0[p] = x->cnt[2 * G + 2 * p + 1];
+    }
     prefix(x->rcounts, x->rdispls, G);
     x->nserve = x->rdispls[G - 1] + x->rcounts[G - 1];
     x->serve = xmalloc((size_t)(x->nserve ? x->nserve : 1) * sizeof *x->serve);
-    double t2 = cli_seconds();
     comm_ialltoallv(c, COMM_EMB, COMM_I64, x->uniq, x->scounts, x->sdispls, x->serve, x->rcounts,
                     x->rdispls, COMM_PH_IDS, &x->req);
-    x->pending = 1;
-    if (tm) {
-        tm->dedup += t1 - t0;
-        tm->counts += t2 - t1;
-        tm->ids += cli_seconds() - t2;
+    x->stage = EMB_IDS_POSTED;
+}
+
+int emb_input_progress(struct comm *c, struct emb_exchange *x)
+{
+    (void)c;
+    if (x->stage == EMB_COUNTS_POSTED && comm_test(&x->req))
+        x->stage = EMB_COUNTS_DONE;
+    if (x->stage == EMB_IDS_POSTED && comm_test(&x->req))
+        x->stage = EMB_IDS_DONE;
+    return x->stage == EMB_IDS_DONE;
+}
+
+void emb_input_post_ids(struct comm *c, struct emb_exchange *x)
+{
+    if (x->stage == EMB_COUNTS_POSTED) {
+        comm_wait(&x->req);
+        x->stage = EMB_COUNTS_DONE;
     }
+    if (x->stage == EMB_COUNTS_DONE)
+        post_ids(c, x);
+}
+
+/* Block until the ids have arrived at their owners. */
+static void input_wait(struct comm *c, struct emb_exchange *x)
+{
+    emb_input_post_ids(c, x);
+    if (x->stage == EMB_IDS_POSTED) {
+        comm_wait(&x->req);
+        x->stage = EMB_IDS_DONE;
+    }
+}
+
+void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                     struct emb_times *tm)
+{
+    const int G = t->G, dim = t->conf.dim;
+    double t0 = cli_seconds();
+    input_wait(c, x);
+    double t1 = cli_seconds();
+    x->served = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
+    for (int64_t i = 0; i < x->nserve; i++)
+        memcpy(x->served + i * dim, emb_shard_slot(t, x->serve[i]), (size_t)dim * sizeof(float));
+    double t2 = cli_seconds();
+    x->rows = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
+    /* rows go back the way the ids came, chunk 0 then chunk 1; each chunk
+     * writes its own part of every owner's block of x->rows */
+    int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
+    int64_t *sc = v, *sd = v + G, *rc = v + 2 * G, *rd = v + 3 * G;
+    for (int k = 0; k < 2; k++) {
+        for (int p = 0; p < G; p++) {
+            int64_t serve0 = x->rcounts0[p], want0 = x->scounts0[p];
+            sc[p] = (k == 0 ? serve0 : x->rcounts[p] - serve0) * dim;
+            sd[p] = (x->rdispls[p] + (k == 0 ? 0 : serve0)) * dim;
+            rc[p] = (k == 0 ? want0 : x->scounts[p] - want0) * dim;
+            rd[p] = (x->sdispls[p] + (k == 0 ? 0 : want0)) * dim;
+        }
+        comm_ialltoallv(c, COMM_EMB, COMM_F32, x->served, sc, sd, x->rows, rc, rd, COMM_PH_ROWS,
+                        &x->rreq[k]);
+        x->rpending[k] = 1;
+    }
+    free(v);
+    if (tm) {
+        tm->ids += t1 - t0;
+        tm->gather += t2 - t1;
+        tm->rows += cli_seconds() - t2;
+    }
+}
+
+int emb_output_test(struct emb_exchange *x, int chunk)
+{
+    if (x->rpending[chunk] && comm_test(&x->rreq[chunk]))
+        x->rpending[chunk] = 0;
+    if (!x->rpending[0] && !x->rpending[1] && x->served) {
+        free(x->served);
+        x->served = NULL;
+    }
+    return !x->rpending[chunk];
+}
+
+void emb_output_wait(struct emb_exchange *x, int chunk, struct emb_times *tm)
+{
+    double t0 = cli_seconds();
+    if (x->rpending[chunk]) {
+        comm_wait(&x->rreq[chunk]);
+        x->rpending[chunk] = 0;
+    }
+    emb_output_test(x, chunk); /* frees the served rows once both are done */
+    if (tm)
+        tm->rows += cli_seconds() - t0;
 }
 
 void emb_output_dist(struct emb_table *t, struct comm *c, struct emb_exchange *x, float *out,
                      struct emb_times *tm)
 {
-    const int G = t->G, dim = t->conf.dim;
-    double t0 = cli_seconds();
-    if (x->pending) {
-        comm_wait(&x->req);
-        x->pending = 0;
-    }
-    double t1 = cli_seconds();
-    float *served = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
-    for (int64_t i = 0; i < x->nserve; i++)
-        memcpy(served + i * dim, emb_shard_slot(t, x->serve[i]), (size_t)dim * sizeof(float));
-    double t2 = cli_seconds();
-    int64_t *sc = xmalloc((size_t)G * 4 * sizeof(int64_t));
-    int64_t *sd = sc + G, *rc = sc + 2 * G, *rd = sc + 3 * G;
-    for (int p = 0; p < G; p++) { /* rows go back the way the ids came */
-        sc[p] = x->rcounts[p] * dim;
-        sd[p] = x->rdispls[p] * dim;
-        rc[p] = x->scounts[p] * dim;
-        rd[p] = x->sdispls[p] * dim;
-    }
-    x->rows = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
-    comm_alltoallv(c, COMM_EMB, COMM_F32, served, sc, sd, x->rows, rc, rd, COMM_PH_ROWS);
-    free(sc);
-    free(served);
+    const int dim = t->conf.dim;
+    emb_output_post(t, c, x, tm);
+    emb_output_wait(x, 0, tm);
+    emb_output_wait(x, 1, tm);
     double t3 = cli_seconds();
     for (int64_t i = 0; out && i < x->n; i++)
         memcpy(out + i * dim, x->rows + x->inverse[i] * dim, (size_t)dim * sizeof(float));
-    if (tm) {
-        tm->ids += t1 - t0;
-        tm->gather += t2 - t1;
-        tm->rows += t3 - t2;
+    if (tm)
         tm->expand += cli_seconds() - t3;
-    }
 }
 
 void emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids, int64_t n, float *out,
                 struct emb_exchange *x, struct emb_times *tm)
 {
-    emb_input_dist(t, c, ids, n, x, tm);
+    emb_input_dist(t, c, ids, n, n, x, tm);
     emb_output_dist(t, c, x, out, tm);
 }
 
 void emb_exchange_free(struct emb_exchange *x)
 {
-    if (x->pending)
-        comm_wait(&x->req);
+    if (x->c) /* drain: every peer takes part in the same exchanges */
+        input_wait(x->c, x);
+    for (int k = 0; k < 2; k++)
+        if (x->rpending[k])
+            comm_wait(&x->rreq[k]);
+    if (x->gpending)
+        comm_wait(&x->greq);
     free(x->uniq);
     free(x->inverse);
     free(x->scounts);
-    free(x->sdispls);
-    free(x->rcounts);
-    free(x->rdispls);
+    free(x->cnt);
     free(x->serve);
+    free(x->served);
     free(x->rows);
+    free(x->gs);
+    free(x->gsend);
     memset(x, 0, sizeof *x);
 }

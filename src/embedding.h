@@ -62,18 +62,34 @@ struct emb_times {
     double grad_sum, grads, aggregate, replica, update;       /* backward */
 };
 
-/* One lookup in flight or done, kept for its backward. */
+enum emb_stage { EMB_IDLE, EMB_COUNTS_POSTED, EMB_COUNTS_DONE, EMB_IDS_POSTED, EMB_IDS_DONE };
+
+/* One lookup in flight or done, kept for its backward. Unique ids are in
+ * two chunks: chunk 0 holds the ids of the first n_first tokens (those the
+ * model consumes first), chunk 1 the rest; within each owner's block of
+ * uniq, chunk 0 comes first. */
 struct emb_exchange {
+    struct comm *c;
+    int G;
     int64_t n;                 /* tokens */
     int64_t nuniq;             /* unique ids requested */
-    int64_t *uniq;             /* [nuniq] grouped by owner */
+    int64_t *uniq;             /* [nuniq] grouped by owner, chunk 0 first */
     int64_t *inverse;          /* [n] token -> index in uniq */
     int64_t *scounts, *sdispls, *rcounts, *rdispls; /* [G] ids per peer */
+    int64_t *scounts0, *rcounts0; /* [G] of which in chunk 0 */
+    int64_t *cnt;              /* [4G] counts sent and received */
     int64_t nserve;            /* ids this rank serves as owner */
     int64_t *serve;            /* [nserve] grouped by requester */
+    float *served;             /* [nserve, dim] rows on their way out */
     float *rows;               /* [nuniq, dim] rows of uniq */
-    struct comm_request req;   /* the ids exchange in flight */
-    int pending;
+    enum emb_stage stage;      /* of the counts and ids exchange */
+    struct comm_request req;   /* counts, then ids, in flight */
+    struct comm_request rreq[2]; /* rows of chunk 0 and chunk 1 */
+    int rpending[2];
+    struct comm_request greq;  /* gradients to the owners */
+    float *gsend;              /* [nuniq, dim] gradients on their way out */
+    float *gs;                 /* [nserve, dim] gradients received */
+    int gpending;
 };
 
 /* Add a table sharded over c's emb group; returns it. Refuses duplicate
@@ -90,10 +106,27 @@ void emb_init_row(const struct emb_table_conf *conf, int64_t id, float *row);
 int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,
                   char *err, size_t errlen);
 
+/* De-duplicate ids[n] and post the counts exchange (non-blocking; the ids
+ * exchange follows in emb_input_post_ids or in the output stage).
+ * ids[0..n_first) form chunk 0 (pass n for one chunk). */
 void emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids, int64_t n,
-                    struct emb_exchange *x, struct emb_times *tm);
-/* out: [n, dim] rows in token order, or NULL to keep only the unique rows
- * x->rows: [nuniq, dim] (token i's row is x->rows[x->inverse[i]]). */
+                    int64_t n_first, struct emb_exchange *x, struct emb_times *tm);
+/* Advance the counts or ids exchange without blocking (MPI_Test: never
+ * posts, so that every rank posts in the same order); 1 once the ids have
+ * reached their owners. Call between compute phases. */
+int emb_input_progress(struct comm *c, struct emb_exchange *x);
+/* Complete the counts (blocking if needed) and post the ids exchange. */
+void emb_input_post_ids(struct comm *c, struct emb_exchange *x);
+/* Owners gather the rows (read NOW: after any update applied before this
+ * call) and post both chunks back, non-blocking. */
+void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                     struct emb_times *tm);
+/* 1 once chunk's rows are in x->rows (non-blocking); emb_output_wait blocks. */
+int emb_output_test(struct emb_exchange *x, int chunk);
+void emb_output_wait(struct emb_exchange *x, int chunk, struct emb_times *tm);
+/* All of it, blocking. out: [n, dim] rows in token order, or NULL to keep
+ * only the unique rows x->rows: [nuniq, dim] (token i's row is
+ * x->rows[x->inverse[i]]). */
 void emb_output_dist(struct emb_table *t, struct comm *c, struct emb_exchange *x, float *out,
                      struct emb_times *tm);
 void emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids, int64_t n, float *out,
@@ -105,6 +138,14 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
  * in the order of x->uniq (x->rows' order). */
 void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                          const float *gu, struct emb_times *tm);
+/* The same in two halves: post the gradients to their owners
+ * (non-blocking; gu may be freed on return), then complete: sum per row,
+ * across replicas, and apply the sparse optimizer. */
+void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
+                   struct emb_times *tm);
+int emb_grad_test(struct emb_exchange *x);
+void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                     struct emb_times *tm);
 void emb_exchange_free(struct emb_exchange *x);
 
 /* The storage of row id of this rank's shard, initialised on first use. */

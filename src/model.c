@@ -94,3 +94,9 @@ void model_zero_grads(struct model *m)
 {
     m->be->zero(m->grad, (size_t)m->ngrad * sizeof(float));
 }
+
+void model_progress(const struct model *m, int first_final)
+{
+    if (m->progress)
+        m->progress(m->progress_ctx, first_final);
+}

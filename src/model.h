@@ -66,6 +66,12 @@ struct model {
      * the dense all-reduce and the clipping work on one buffer. */
     float *grad;
     int64_t ngrad;
+    /* Called between layers by forward and backward (NULL = never), so
+     * that the trainer can drive communication in flight (parallel.overlap).
+     * first_final: in the backward, every tensor from params[first_final]
+     * on has its final gradient; -1 in the forward. */
+    void (*progress)(void *ctx, int first_final);
+    void *progress_ctx;
     void *priv;         /* activations saved by forward for backward */
 };
 
@@ -75,6 +81,8 @@ int model_init(struct model *m, const struct model_conf *conf, const struct back
                uint64_t seed, char *err, size_t errlen);
 void model_free(struct model *m);
 void model_zero_grads(struct model *m);
+/* For model files: call m->progress if set. */
+void model_progress(const struct model *m, int first_final);
 
 #define MODEL_GRAD_ALIGN 64
 

@@ -63,6 +63,14 @@ X(parallel, cost_model, STRING, "auto", 0, 0, NULL,
   "sequence cost c(L) = c0 + a L + b L^2 as 'c0,a,b'; auto = from the model's FLOP counts")
 X(parallel, embedding_group, INT, "0", 0, 1000000, NULL,
   "ranks per embedding shard group (must divide the rank count; 0 = all ranks)")
+X(parallel, overlap, CHOICE, "prioritized", 0, 0, "none|pipeline|prioritized",
+  "embedding communication: none = blocking; pipeline = the next batch is read and its id "
+  "exchange runs during this step's compute; prioritized = pipeline + rows in two chunks "
+  "(inputs first), sparse gradients before the dense all-reduce, dense all-reduce bucketed "
+  "per layer during the backward")
+X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
+  "how exchanges move bytes: mpi (the only transport of this version; copy-engine and kernel "
+  "are refused)")
 X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda",
   "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the CPU")
 X(device, share, BOOL, "off", 0, 1, NULL,

@@ -41,6 +41,7 @@ void steptime_begin(struct steptime *st)
 {
     st->step_start = st->mark = cli_seconds();
     st->mpi_start = comm_mpi_seconds();
+    st->hidden_start = comm_hidden_seconds();
     if (st->trace_left > 0 && st->trace_origin == 0)
         st->trace_origin = st->step_start;
 }
@@ -66,6 +67,8 @@ void steptime_end(struct steptime *st, double cost)
 {
     double dur = cli_seconds() - st->step_start;
     double wait = comm_mpi_seconds() - st->mpi_start;
+    st->exposed += wait;
+    st->hidden += comm_hidden_seconds() - st->hidden_start;
     if (st->k < st->cap) {
         st->dur[st->k] = dur;
         st->busy[st->k] = dur - wait > 0 ? dur - wait : 0;
@@ -81,7 +84,7 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
     const int P = c->size;
     const int64_t k = st->k; /* every rank records the same steps */
     /* one record per rank: k x (dur, busy, cost), phase sums */
-    const int64_t n = 3 * k + PH_COUNT;
+    const int64_t n = 3 * k + PH_COUNT + 2;
     double *mine = xcalloc((size_t)n, sizeof *mine), *all = xmalloc((size_t)(n * P) * sizeof *all);
     for (int64_t s = 0; s < st->k; s++) {
         mine[3 * s] = st->dur[s];
@@ -89,6 +92,8 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
         mine[3 * s + 2] = st->cost[s];
     }
     memcpy(mine + 3 * k, st->t, sizeof st->t);
+    mine[3 * k + PH_COUNT] = st->exposed;
+    mine[3 * k + PH_COUNT + 1] = st->hidden;
     int64_t *counts = xmalloc((size_t)P * sizeof *counts);
     for (int r = 0; r < P; r++)
         counts[r] = n;
@@ -121,6 +126,12 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
             sum += all[r * n + 3 * k + ph];
         out->phase_ms[ph] = k > 0 ? 1e3 * sum / (double)(k * P) : 0;
     }
+    double exposed = 0, hidden = 0;
+    for (int r = 0; r < P; r++) {
+        exposed += all[r * n + 3 * k + PH_COUNT];
+        hidden += all[r * n + 3 * k + PH_COUNT + 1];
+    }
+    out->overlap = hidden + exposed > 0 ? hidden / (hidden + exposed) : 0;
     /* busy seconds per unit of cost of every rank, over the interval */
     if (!out->tau) {
         out->tau = xcalloc((size_t)P, sizeof *out->tau);
@@ -140,6 +151,7 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
     free(counts);
     st->k = 0;
     memset(st->t, 0, sizeof st->t);
+    st->exposed = st->hidden = 0;
 }
 
 int steptime_trace_write(struct steptime *st, struct comm *c, const char *path, int force)

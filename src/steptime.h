@@ -5,7 +5,9 @@
  * wall time less the time spent inside MPI calls (waiting at collectives);
  * for step s with T_s = max_r step_r,s the bubble fraction is
  * sum_r (T_s - busy_r,s) / (P T_s), and the imbalance max_r busy / mean_r
- * busy. Steps are recorded locally; steptime_collect() makes the one
+ * busy. Communication time inside MPI is "exposed"; non-blocking exchanges
+ * in flight while the rank computed are "hidden"; the overlap ratio is
+ * hidden / (hidden + exposed). Steps are recorded locally; steptime_collect() makes the one
  * collective of a logging interval (an all-gather of each rank's steps and
  * phase sums) and returns the interval's means. */
 #ifndef FS_STEPTIME_H
@@ -22,7 +24,8 @@ enum phase {
 
 struct steptime {
     double t[PH_COUNT];        /* this interval's seconds per phase */
-    double mark, step_start, mpi_start;
+    double mark, step_start, mpi_start, hidden_start;
+    double exposed, hidden;    /* this interval's communication seconds */
     int64_t cap, k;            /* steps recorded in this interval */
     double *dur, *busy, *cost; /* [cap] per step: wall, busy, predicted cost */
     /* trace window */
@@ -35,7 +38,10 @@ struct steptime {
 struct step_stats {
     double bubble, imbalance;  /* means over the interval's steps */
     double phase_ms[PH_COUNT]; /* mean per step over ranks */
-    double wait_ms;            /* mean time inside MPI per step */
+    double wait_ms;            /* mean time inside MPI per step: the exposed
+                                * communication (step time - busy time) */
+    double overlap;            /* hidden / (hidden + exposed) communication
+                                * time, hidden = in flight behind compute */
     double *tau;               /* [P] busy seconds per unit of predicted cost (heap) */
     double *cost_sum;          /* [P] predicted cost of each rank over the interval (heap) */
 };

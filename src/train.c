@@ -84,6 +84,7 @@ static void setup(struct trainer *tr)
     tr->stage = NULL;
     if (!backend_is_host(tr->be) && !tr->dev.direct)
         tr->stage = tr->be->host_alloc((size_t)tr->m.ngrad * sizeof(float));
+    train_step_setup(tr);
     tr->n_train = split_train_users(&tr->ds, tr->split, &tr->train_users);
     if (tr->n_train == 0)
         fatal("%s: no user has enough events to train on (need >= %d)", path,
@@ -110,9 +111,9 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
                             double samples_s, double tokens_s, double eta, int64_t total)
 {
     log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f bubble %.1f%% "
-             "imbalance %.2f ETA %.0fs",
+             "imbalance %.2f comm exposed %.1f ms overlap %.0f%% ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
-             tokens_s, 100 * st->bubble, st->imbalance, eta);
+             tokens_s, 100 * st->bubble, st->imbalance, st->wait_ms, 100 * st->overlap, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -128,6 +129,8 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
         metrics_num(&l, key, st->phase_ms[ph]);
     }
     metrics_num(&l, "wait_ms", st->wait_ms);
+    metrics_num(&l, "exposed_comm_ms", st->wait_ms);
+    metrics_num(&l, "overlap", st->overlap);
     metrics_end(&l, tr->metrics);
 }
 
@@ -203,16 +206,45 @@ int train_main(int argc, char **argv)
     planner_init(&pl, &tr, Bg);
     steptime_init(&tr.st, log_every, tr.trace_path[0] ? params_i64(&p, P_output_trace_steps) : 0);
     struct step_stats stats = {0};
+    /* the next step's users, planned one step ahead for parallel.overlap */
+    int64_t *perm_next = xmalloc((size_t)tr.n_train * sizeof *perm_next);
+    int64_t *mine_next = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *mine_next);
+    double cost_next = 0;
+    int64_t n_next = -1; /* planned: mine_next holds the current step's users */
     for (tr.epoch = tr.step / steps_per_epoch; tr.epoch < epochs && tr.step < total; tr.epoch++) {
         split_permutation(tr.seed, (uint64_t)tr.epoch, tr.n_train, perm);
         for (int64_t s = tr.step % steps_per_epoch; s < steps_per_epoch && tr.step < total; s++) {
             int64_t g0 = s * Bg, gB = g0 + Bg < tr.n_train ? Bg : tr.n_train - g0;
             steptime_begin(&tr.st);
             double my_cost;
-            int64_t n_mine = planner_assign(&pl, &tr, perm + g0, gB, mine, &my_cost);
+            int64_t n_mine;
+            if (n_next >= 0) { /* planned during the previous step */
+                int64_t *t = mine;
+                mine = mine_next;
+                mine_next = t;
+                n_mine = n_next;
+                my_cost = cost_next;
+            } else {
+                n_mine = planner_assign(&pl, &tr, perm + g0, gB, mine, &my_cost);
+            }
+            n_next = -1;
+            int64_t next_epoch = 0;
+            if (tr.overlap != OVERLAP_NONE && tr.step + 1 < total) {
+                int64_t ns = tr.step + 1;
+                next_epoch = ns / steps_per_epoch;
+                const int64_t *np = perm;
+                if (next_epoch != tr.epoch) {
+                    split_permutation(tr.seed, (uint64_t)next_epoch, tr.n_train, perm_next);
+                    np = perm_next;
+                }
+                int64_t n0 = (ns % steps_per_epoch) * Bg;
+                int64_t nB = n0 + Bg < tr.n_train ? Bg : tr.n_train - n0;
+                n_next = planner_assign(&pl, &tr, np + n0, nB, mine_next, &cost_next);
+            }
             steptime_phase(&tr.st, PH_PLAN);
             int64_t tokens;
-            loss = train_step(&tr, mine, n_mine, &tokens);
+            loss = train_step(&tr, mine, n_mine, n_next >= 0 ? mine_next : NULL, n_next,
+                              next_epoch, &tokens);
             steptime_end(&tr.st, my_cost);
             tr.step++;
             samples_log += gB;
@@ -254,6 +286,9 @@ int train_main(int argc, char **argv)
             }
         }
     }
+    train_step_drain(&tr); /* a next step prepared ahead is not run */
+    free(perm_next);
+    free(mine_next);
     if (ckdir[0] && last_ckpt != tr.step) {
         char path[4200];
         snprintf(path, sizeof path, "%s/ckpt-%lld.h5", ckdir, (long long)tr.step);

@@ -16,6 +16,20 @@
 #include "steptime.h"
 #include "train_data.h"
 
+enum overlap_mode { OVERLAP_NONE, OVERLAP_PIPELINE, OVERLAP_PRIORITIZED };
+
+/* One step's input: this rank's sequences read, negatives drawn, ids
+ * de-duplicated and their exchange posted; with parallel.overlap, the next
+ * step's is prepared during the current step (train_step.c). */
+struct step_input {
+    int ready;
+    int64_t epoch;
+    struct seq_batch sb;
+    struct emb_exchange x;
+};
+
+#define TRAIN_MAX_BUCKETS (MODEL_MAX_PARAMS + 1)
+
 struct trainer {
     struct comm *c;
     struct params *p;
@@ -31,6 +45,13 @@ struct trainer {
     float **adam_m, **adam_v; /* per dense tensor */
     int64_t adam_t;
     float *stage;             /* [m.ngrad] pinned host buffer (staged all-reduce) or NULL */
+    enum overlap_mode overlap;
+    struct step_input in[2];  /* this step's and the next step's input */
+    int in_cur;
+    int bucketed;             /* dense all-reduce in buckets during the backward */
+    int nbuckets;
+    int64_t bucket_end;       /* arena floats [bucket_end, ngrad) are posted */
+    struct comm_request buckets[TRAIN_MAX_BUCKETS];
     int64_t n_train, *train_users;
     int64_t step, epoch;
     double best_val;          /* best validation NDCG@10 so far (-1: none) */
@@ -41,9 +62,18 @@ struct trainer {
     const char *trace_path;   /* output.trace, "" = none */
 };
 
-/* One step over this rank's users[B] of the global batch; returns the
- * global mean loss and the global token count (train_step.c). */
-double train_step(struct trainer *tr, const int64_t *users, int64_t B, int64_t *tokens);
+/* One step over this rank's users[B] of the global batch (epoch tr->epoch);
+ * returns the global mean loss and the global token count (train_step.c).
+ * With parallel.overlap, next_users[next_B] (of next_epoch) are the next
+ * step's, prepared during this one (NULL: none, e.g. the last step). */
+double train_step(struct trainer *tr, const int64_t *users, int64_t B,
+                  const int64_t *next_users, int64_t next_B, int64_t next_epoch,
+                  int64_t *tokens);
+/* Complete and drop a next-step input prepared ahead (before stopping);
+ * collective like the step. */
+void train_step_drain(struct trainer *tr);
+/* parallel.overlap and parallel.transport for this backend (setup). */
+void train_step_setup(struct trainer *tr);
 
 int train_main(int argc, char **argv);
 

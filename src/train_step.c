@@ -4,7 +4,27 @@
  * one exchange, run the model and the loss, send the embedding gradients to
  * their owners (sparse update), all-reduce the dense gradients (already
  * normalised by the global number of supervised positions) and take the
- * AdamW step. Every phase is timed (steptime.h). */
+ * AdamW step. Every phase is timed (steptime.h).
+ *
+ * parallel.overlap (DESIGN.md §1, technique 2; README "Overlap"):
+ *   none         every exchange blocks where it is needed.
+ *   pipeline     after this step's rows are posted, the NEXT step's batch is
+ *                read, de-duplicated and its counts exchange posted; its ids
+ *                exchange is posted after this step's forward; both progress
+ *                (MPI_Test in the model's between-layer hook) while this step
+ *                computes, and complete when the next step needs them.
+ *   prioritized  pipeline, and: the rows come back in two chunks, the rows of
+ *                the model's inputs first, so the forward starts before the
+ *                loss's rows (targets, negatives) have arrived; the dense
+ *                all-reduce is bucketed per layer and each bucket is posted
+ *                as soon as the backward has finished its gradients; the
+ *                embedding-gradient exchange is posted before the last
+ *                bucket and completed (sparse update) before the dense
+ *                buckets are waited for.
+ * Rows are always read by their owners after the previous step's sparse
+ * update, and every reduction keeps its order, so all three modes give the
+ * same losses. Every rank posts its collectives in the same program order
+ * on each communicator; tests only progress them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +47,101 @@ static void slow_down(const struct trainer *tr, double worked)
         ;
 }
 
+/* Read this rank's sequences of `epoch`, draw the negatives and post the
+ * lookup of inputs (chunk 0), targets and negatives (chunk 1). */
+static void prepare(struct trainer *tr, struct step_input *in, const int64_t *users, int64_t B,
+                    int64_t epoch)
+{
+    struct steptime *st = &tr->st;
+    const int R = tr->R;
+    in->epoch = epoch;
+    batch_train(&tr->ds, tr->split, tr->N, tr->with_ts, tr->seed, (uint64_t)epoch, users, B,
+                &in->sb);
+    const int64_t T = in->sb.T, n_ids = T * (2 + R);
+    int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
+    memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
+    memcpy(ids + T, in->sb.targets, (size_t)T * sizeof *ids);
+    loss_sample_negatives(tr->seed, (uint64_t)epoch, in->sb.keys, T, R, tr->ds.num_items,
+                          ids + 2 * T);
+    steptime_phase(st, PH_READ);
+    emb_input_dist(tr->items, tr->c, ids, n_ids, T, &in->x, NULL);
+    free(ids);
+    in->ready = 1;
+    steptime_phase(st, PH_INPUT_DIST);
+}
+
+static void input_release(struct step_input *in)
+{
+    emb_exchange_free(&in->x);
+    batch_free(&in->sb);
+    in->ready = 0;
+}
+
+void train_step_drain(struct trainer *tr)
+{
+    for (int k = 0; k < 2; k++)
+        if (tr->in[k].ready)
+            input_release(&tr->in[k]);
+    tr->in_cur = 0;
+}
+
+/* Post the dense gradients [offset of params[first], bucket_end) of the
+ * arena for summing over dp. */
+static void bucket_post(struct trainer *tr, int first)
+{
+    int64_t lo = tr->m.params[first].g - tr->m.grad;
+    if (first == 0)
+        lo = 0;
+    if (lo >= tr->bucket_end)
+        return;
+    if (tr->nbuckets == TRAIN_MAX_BUCKETS)
+        fatal("train: more than %d gradient buckets", TRAIN_MAX_BUCKETS);
+    tr->be->synchronize(); /* the gradients are final on the device too */
+    comm_iallreduce_sum_f32(tr->c, COMM_DP, tr->m.grad + lo, tr->bucket_end - lo,
+                            COMM_PH_DENSE, &tr->buckets[tr->nbuckets++]);
+    tr->bucket_end = lo;
+}
+
+/* The model's between-layer hook: progress what is in flight; in the
+ * backward, post the bucket of the gradients just finished (not the last
+ * one, params[0..): it follows the embedding gradients). */
+static void step_progress(void *ctx, int first_final)
+{
+    struct trainer *tr = ctx;
+    struct step_input *nx = &tr->in[1 - tr->in_cur];
+    if (nx->ready)
+        emb_input_progress(tr->c, &nx->x);
+    struct emb_exchange *x = &tr->in[tr->in_cur].x;
+    if (x->rpending[1])
+        emb_output_test(x, 1);
+    if (tr->bucketed && first_final > 0)
+        bucket_post(tr, first_final);
+    for (int i = 0; i < tr->nbuckets; i++)
+        if (tr->buckets[i].mpi)
+            comm_test(&tr->buckets[i]);
+}
+
+void train_step_setup(struct trainer *tr)
+{
+    const char *ov = params_str(tr->p, P_parallel_overlap);
+    tr->overlap = !strcmp(ov, "none")       ? OVERLAP_NONE
+                  : !strcmp(ov, "pipeline") ? OVERLAP_PIPELINE
+                                            : OVERLAP_PRIORITIZED;
+    const char *tp = params_str(tr->p, P_parallel_transport);
+    if (strcmp(tp, "auto") != 0 && strcmp(tp, "mpi") != 0)
+        fatal("parallel.transport = %s: not available in this version (backend %s): only mpi "
+              "(MPI%s) moves the exchanges; use parallel.transport=mpi or auto",
+              tp, tr->be->name,
+              backend_is_host(tr->be) ? "" : ", CUDA-aware or staged through pinned host memory");
+    /* buckets need gradients MPI can read where they are */
+    tr->bucketed = tr->overlap == OVERLAP_PRIORITIZED &&
+                   (backend_is_host(tr->be) || tr->dev.direct);
+    if (tr->overlap != OVERLAP_NONE) {
+        tr->m.progress = step_progress;
+        tr->m.progress_ctx = tr;
+    }
+}
+
 /* Sum the dense gradient arena over dp: in place on a host backend or with
  * CUDA-aware MPI, else through the pinned host buffer tr->stage. */
 static void dense_allreduce(struct trainer *tr)
@@ -46,13 +161,10 @@ static void dense_allreduce(struct trainer *tr)
     be->comm_sync();
 }
 
-/* All-reduce the dense gradients over dp, clip, and take an AdamW step. */
-static void dense_update(struct trainer *tr)
+/* Clip the summed dense gradients and take an AdamW step. */
+static void dense_step(struct trainer *tr)
 {
-    struct steptime *st = &tr->st;
     const struct backend_ops *be = tr->be;
-    dense_allreduce(tr);
-    steptime_phase(st, PH_ALLREDUCE);
     double clip = params_f64(tr->p, P_train_clip_norm);
     if (clip > 0) {
         double norm = sqrt(be->sum_squares(tr->m.ngrad, tr->m.grad));
@@ -71,85 +183,129 @@ static void dense_update(struct trainer *tr)
                        1e-8f, t->decay ? wd : 0.0f, tr->adam_t);
     }
     be->synchronize();
-    steptime_phase(st, PH_OPTIMIZER);
+    steptime_phase(&tr->st, PH_OPTIMIZER);
 }
 
-/* One training step over this rank's users; returns the global mean loss
- * and the global token count. Tensors of the model and the loss are in the
- * backend's memory; the unique rows come up from the host exchange and
- * their gradients go back down to it. */
-double train_step(struct trainer *tr, const int64_t *users, int64_t B, int64_t *tokens)
+/* Copy chunk k of the exchange's unique rows (host x->rows) to dev, which
+ * has the same layout: owner p's block holds its chunk-0 rows, then its
+ * chunk-1 rows. */
+static void rows_upload(const struct backend_ops *be, const struct emb_exchange *x, int dim,
+                        int k, float *dev)
+{
+    for (int p = 0; p < x->G; p++) {
+        int64_t off = x->sdispls[p] + (k == 0 ? 0 : x->scounts0[p]);
+        int64_t n = k == 0 ? x->scounts0[p] : x->scounts[p] - x->scounts0[p];
+        if (n > 0)
+            be->to_device(dev + off * dim, x->rows + off * dim,
+                          (size_t)n * (size_t)dim * sizeof(float));
+    }
+}
+
+double train_step(struct trainer *tr, const int64_t *users, int64_t B,
+                  const int64_t *next_users, int64_t next_B, int64_t next_epoch,
+                  int64_t *tokens)
 {
     struct comm *c = tr->c;
     struct steptime *st = &tr->st;
     const struct backend_ops *be = tr->be;
-    const int d = tr->d, R = tr->R;
-    struct seq_batch sb;
-    batch_train(&tr->ds, tr->split, tr->N, tr->with_ts, tr->seed, (uint64_t)tr->epoch, users, B,
-                &sb);
-    steptime_phase(st, PH_READ);
-    const int64_t T = sb.T;
+    const int d = tr->d, R = tr->R, host = backend_is_host(be);
+    const int prio = tr->overlap == OVERLAP_PRIORITIZED;
+    struct step_input *in = &tr->in[tr->in_cur], *nx = &tr->in[1 - tr->in_cur];
+    if (!in->ready)
+        prepare(tr, in, users, B, tr->epoch);
+    struct emb_exchange *x = &in->x;
+    const int64_t T = in->sb.T, n_ids = T * (2 + R);
     int64_t n_global = comm_allreduce_sum_i64(c, T);
     *tokens = n_global;
     float scale = n_global > 0 ? 1.0f / (float)n_global : 0.0f;
-    /* one lookup for inputs, targets and negatives */
-    int64_t n_ids = T * (2 + R);
-    int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
-    memcpy(ids, sb.items, (size_t)T * sizeof *ids);
-    memcpy(ids + T, sb.targets, (size_t)T * sizeof *ids);
-    loss_sample_negatives(tr->seed, (uint64_t)tr->epoch, sb.keys, T, R, tr->ds.num_items,
-                          ids + 2 * T);
-    struct emb_exchange x;
-    emb_input_dist(tr->items, c, ids, n_ids, &x, NULL);
-    free(ids);
-    steptime_phase(st, PH_INPUT_DIST);
-    emb_output_dist(tr->items, c, &x, NULL, NULL);
-    const size_t td = (size_t)(T ? T : 1) * (size_t)d * sizeof(float);
-    const size_t ud = (size_t)(x.nuniq ? x.nuniq : 1) * (size_t)d * sizeof(float);
-    void *own_rows, *own_inv, *own_gu;
-    const float *rows = backend_upload(be, x.rows, ud, &own_rows);
-    const int64_t *inv =
-        backend_upload(be, x.inverse, (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t), &own_inv);
-    float *emb = be->alloc(td);
-    be->gather_rows(T, d, rows, inv, emb);
+
+    /* rows of this step, read after the previous step's sparse update */
+    emb_output_post(tr->items, c, x, NULL);
     steptime_phase(st, PH_LOOKUP);
+    if (tr->overlap != OVERLAP_NONE && next_users)
+        prepare(tr, nx, next_users, next_B, next_epoch);
+    emb_output_wait(x, 0, NULL);
+    if (!prio)
+        emb_output_wait(x, 1, NULL);
+    const size_t td = (size_t)(T ? T : 1) * (size_t)d * sizeof(float);
+    const size_t ud = (size_t)(x->nuniq ? x->nuniq : 1) * (size_t)d * sizeof(float);
+    float *rows = host ? x->rows : be->alloc(ud);
+    if (!host) {
+        rows_upload(be, x, d, 0, rows);
+        if (!prio)
+            rows_upload(be, x, d, 1, rows);
+    }
+    void *own_inv, *own_gu;
+    const int64_t *inv =
+        backend_upload(be, x->inverse, (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t), &own_inv);
+    float *emb = be->alloc(td);
+    be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
+    steptime_phase(st, PH_LOOKUP);
+
     double t_work = cli_seconds();
     float *out = be->alloc(td);
-    struct batch b = {.B = sb.B, .T = T, .offsets = sb.offsets, .ts = sb.ts,
-                      .row_keys = sb.keys, .train = 1};
+    struct batch b = {.B = in->sb.B, .T = T, .offsets = in->sb.offsets, .ts = in->sb.ts,
+                      .row_keys = in->sb.keys, .train = 1};
     tr->m.vt->forward(&tr->m, &b, emb, out);
+    if (nx->ready)
+        emb_input_post_ids(c, &nx->x);
+    if (prio) { /* targets and negatives: chunk 1 */
+        emb_output_wait(x, 1, NULL);
+        if (!host)
+            rows_upload(be, x, d, 1, rows);
+    }
     float *du = be->alloc(td);
     float *drows = be->alloc(ud);
     int64_t counted = 0;
     double loss_sum =
-        tr->bce ? loss_bce(be, T, d, out, x.nuniq, rows, inv + T, inv + 2 * T, scale, du, drows,
+        tr->bce ? loss_bce(be, T, d, out, x->nuniq, rows, inv + T, inv + 2 * T, scale, du, drows,
                            &counted)
                 : loss_sampled_softmax(be, T, d, R, (float)params_f64(tr->p, P_train_temperature),
-                                       tr->normalize_items, out, x.nuniq, rows, inv + T,
+                                       tr->normalize_items, out, x->nuniq, rows, inv + T,
                                        inv + 2 * T, scale, du, drows, &counted);
     slow_down(tr, cli_seconds() - t_work);
     steptime_phase(st, PH_FORWARD);
+
     t_work = cli_seconds();
     model_zero_grads(&tr->m);
+    tr->nbuckets = 0;
+    tr->bucket_end = tr->m.ngrad;
     float *demb = be->alloc(td);
     tr->m.vt->backward(&tr->m, &b, du, demb);
     be->scatter_add_rows(T, d, demb, inv, drows);
     const float *gu = backend_download(be, drows, ud, &own_gu);
     slow_down(tr, cli_seconds() - t_work);
     steptime_phase(st, PH_BACKWARD);
-    emb_backward_unique(tr->items, c, &x, gu, NULL);
-    steptime_phase(st, PH_GRAD_EXCHANGE);
-    dense_update(tr);
-    emb_exchange_free(&x);
+
+    if (tr->bucketed) {
+        emb_grad_post(tr->items, c, x, gu, NULL);
+        bucket_post(tr, 0);
+        emb_grad_finish(tr->items, c, x, NULL);
+        steptime_phase(st, PH_GRAD_EXCHANGE);
+        for (int i = 0; i < tr->nbuckets; i++)
+            if (tr->buckets[i].mpi)
+                comm_wait(&tr->buckets[i]);
+        steptime_phase(st, PH_ALLREDUCE);
+    } else {
+        emb_backward_unique(tr->items, c, x, gu, NULL);
+        steptime_phase(st, PH_GRAD_EXCHANGE);
+        dense_allreduce(tr);
+        steptime_phase(st, PH_ALLREDUCE);
+    }
+    dense_step(tr);
+
     free(own_gu);
-    be->free(own_rows);
+    if (!host)
+        be->free(rows);
     be->free(own_inv);
     be->free(emb);
     be->free(demb);
     be->free(out);
     be->free(du);
     be->free(drows);
-    batch_free(&sb);
+    input_release(in);
+    if (nx->ready)
+        tr->in_cur = 1 - tr->in_cur;
     double loss = comm_allreduce_sum_f64(c, COMM_DP, loss_sum);
     steptime_phase(st, PH_ALLREDUCE);
     return n_global > 0 ? loss / (double)n_global : 0.0;

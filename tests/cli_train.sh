@@ -11,25 +11,6 @@ IN="$TOP_SRCDIR/input/tiny.in"
 COMMON="data.path=$T/tiny.h5 model.dropout=0 train.epochs=10 train.log_every=1"
 train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
 
-# losses of a metrics file, one "step loss" pair per line (steps > FROM)
-losses() { sed -n 's/.*"event":"train".*"step":\([0-9]*\),"loss":\([^,]*\),.*/\1 \2/p' "$1" |
-    awk -v from="${2:-0}" '$1 > from'; }
-# same_losses A B NAME [FROM]: the train losses of A and B (steps > FROM)
-# agree to 1e-4 relative, step by step
-same_losses() {
-    losses "$1" "${4:-0}" > "$T/la"; losses "$2" "${4:-0}" > "$T/lb"
-    if [ ! -s "$T/la" ] || [ "$(wc -l < "$T/la")" != "$(wc -l < "$T/lb")" ]; then
-        fail "$3: different numbers of steps ($(wc -l < "$T/la") vs $(wc -l < "$T/lb"))"
-        return
-    fi
-    worst=$(paste "$T/la" "$T/lb" | awk '{ if ($1 != $3) { print "step"; exit }
-        d = $2 - $4; if (d < 0) d = -d; m = $4 < 0 ? -$4 : $4; r = d / (m > 1e-12 ? m : 1e-12);
-        if (r > w) w = r } END { printf "%.3g", w }')
-    if [ "$worst" = step ]; then fail "$3: steps differ"
-    elif awk -v w="$worst" 'BEGIN { exit !(w <= 1e-4) }'; then pass "$3: losses agree (worst $worst)"
-    else fail "$3: losses differ by $worst relative"; fi
-}
-
 for model in hstu sasrec; do
     loss=softmax; [ $model = sasrec ] && loss=bce
     M="model.type=$model train.loss=$loss train.max_steps=20"

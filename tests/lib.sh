@@ -65,3 +65,23 @@ finish() {
     fi
     exit 0
 }
+
+# losses of a metrics file, one "step loss" pair per line (steps > FROM)
+losses() { sed -n 's/.*"event":"train".*"step":\([0-9]*\),"loss":\([^,]*\),.*/\1 \2/p' "$1" |
+    awk -v from="${2:-0}" '$1 > from'; }
+# same_losses A B NAME [FROM] [TOL]: the train losses of A and B (steps >
+# FROM) agree to TOL (default 1e-4) relative, step by step
+same_losses() {
+    losses "$1" "${4:-0}" > "$T/la"; losses "$2" "${4:-0}" > "$T/lb"
+    if [ ! -s "$T/la" ] || [ "$(wc -l < "$T/la")" != "$(wc -l < "$T/lb")" ]; then
+        fail "$3: different numbers of steps ($(wc -l < "$T/la") vs $(wc -l < "$T/lb"))"
+        return
+    fi
+    worst=$(paste "$T/la" "$T/lb" | awk '{ if ($1 != $3) { print "step"; exit }
+        d = $2 - $4; if (d < 0) d = -d; m = $4 < 0 ? -$4 : $4; r = d / (m > 1e-12 ? m : 1e-12);
+        if (r > w) w = r } END { printf "%.3g", w }')
+    if [ "$worst" = step ]; then fail "$3: steps differ"
+    elif awk -v w="$worst" -v tol="${5:-1e-4}" 'BEGIN { exit !(w <= tol) }'; then pass "$3: losses agree (worst $worst)"
+    else fail "$3: losses differ by $worst relative"; fi
+}
+

@@ -1,0 +1,1094 @@
+/* test_backend_ops: every operation of struct backend_ops (src/backend.h) on
+ * a device backend against the CPU reference (backend_cpu), over seeded
+ * random inputs and awkward shapes: sizes 0, 1 and odd, d not a multiple of
+ * 32 or above 1024, in-place calls, jagged batches with empty sequences,
+ * L = 1 and L = N, several heads, HSTU with dqk != dv.
+ *
+ *   test_backend_ops [BACKEND]      (default "cuda"; "cpu" checks the harness)
+ *
+ * Inputs are made on the host and copied to both backends (to_device); each
+ * op runs on both; device results come back with to_host. A result passes
+ * when its norm-wise relative error ||got - want|| / max(||want||, 1e-6)
+ * (row by row for the row-wise ops) is within TOL (reductions, whose order
+ * may differ) or TOL_EXACT (elementwise maths); masks, gathers and copies
+ * must be bit-identical. Outputs that ops accumulate (+=) start from nonzero
+ * values and are compared by their increments; outputs that ops write start
+ * from junk. Each mismatch prints "FAIL op [case] what: ..."; a summary per
+ * op follows. Exit 0 pass, 1 fail, 77 skip (the backend is not built in, or
+ * no device is visible). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "check.h"
+#include "rng.h"
+
+#define TOL 1e-4        /* sums whose order may differ (gemm, norms, attention, losses) */
+#define TOL_ACCUM 1e-5  /* scatter-add, sum of squares: the same sums, another order */
+#define TOL_EXACT 2e-6  /* elementwise maths: a few ulps (expf, fused multiply-add) */
+#define TINY 1e-6       /* floor of the reference norm in relative errors */
+
+static const struct backend_ops *cpu = &backend_cpu, *dev;
+static struct rng G; /* every random input comes from here, in program order */
+static int failures;
+
+/* -- per-op summary ------------------------------------------------------- */
+
+#define MAX_STATS 64
+static struct {
+    const char *op;
+    int checks;
+    double worst;
+} stats[MAX_STATS];
+static int nstats;
+
+static void note(const char *op, double err)
+{
+    int i = 0;
+    while (i < nstats && strcmp(stats[i].op, op) != 0)
+        i++;
+    if (i == nstats) {
+        if (nstats == MAX_STATS)
+            return;
+        stats[nstats++].op = op;
+    }
+    stats[i].checks++;
+    if (err > stats[i].worst || isnan(err))
+        stats[i].worst = err;
+}
+
+/* -- host data ------------------------------------------------------------ */
+
+static size_t fbytes(int64_t n) { return (size_t)(n > 0 ? n : 0) * sizeof(float); }
+
+static double urand(double a) { return (2.0 * rng_uniform(&G) - 1.0) * a; }
+
+/* [n] floats U(-a, a) (malloc'd, at least one element) */
+static float *rand_f32(int64_t n, double a)
+{
+    float *x = xmalloc(fbytes(n) + sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)urand(a);
+    return x;
+}
+
+/* -- a tensor on both backends with the same contents --------------------- */
+
+struct pair {
+    void *c, *g; /* CPU (host memory) and device copies */
+    size_t bytes;
+};
+
+static struct pair pair_new(const void *host, size_t bytes)
+{
+    struct pair p = {cpu->alloc(bytes), dev->alloc(bytes), bytes};
+    if (host && bytes) {
+        cpu->to_device(p.c, host, bytes);
+        dev->to_device(p.g, host, bytes);
+    }
+    return p;
+}
+
+static struct pair pair_f32(const float *host, int64_t n) { return pair_new(host, fbytes(n)); }
+
+static struct pair pair_i64(const int64_t *host, int64_t n)
+{
+    return pair_new(host, (size_t)(n > 0 ? n : 0) * sizeof(int64_t));
+}
+
+static struct pair pair_rand(int64_t n, double a)
+{
+    float *h = rand_f32(n, a);
+    struct pair p = pair_f32(h, n);
+    free(h);
+    return p;
+}
+
+/* a fresh pair holding the CPU copy's current contents on both sides */
+static struct pair pair_clone(const struct pair *src) { return pair_new(src->c, src->bytes); }
+
+static void pair_free(struct pair *p)
+{
+    cpu->free(p->c);
+    dev->free(p->g);
+    p->c = p->g = NULL;
+}
+
+/* the device copy, brought to the host (malloc'd) */
+static void *fetch(const struct pair *p)
+{
+    void *h = xmalloc(p->bytes + 1);
+    if (p->bytes)
+        dev->to_host(h, p->g, p->bytes);
+    return h;
+}
+
+/* -- comparisons ---------------------------------------------------------- */
+
+/* ||got - want|| / max(||want||, TINY) over n values; *at: largest |diff| */
+static double rel_err(const float *got, const float *want, int64_t n, int64_t *at)
+{
+    double num = 0, den = 0, big = -1;
+    *at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - (double)want[i]);
+        num += e * e;
+        den += (double)want[i] * want[i];
+        if (e > big || (isnan(e) && !isnan(big))) {
+            big = e;
+            *at = i;
+        }
+    }
+    return sqrt(num) / fmax(sqrt(den), TINY);
+}
+
+/* The device result in p against the CPU's, as [rows, cols] floats compared
+ * row by row (rows = 1: the whole tensor at once). base: the values both
+ * started from when the op accumulates (the increments are compared), or
+ * NULL. */
+static void expect_f32(const char *op, const char *cas, const char *what, const struct pair *p,
+                       const float *base, int64_t rows, int64_t cols, double tol)
+{
+    int64_t n = rows * cols;
+    float *got = fetch(p), *want = xmalloc(fbytes(n) + sizeof(float));
+    if (n > 0)
+        memcpy(want, p->c, fbytes(n));
+    if (base)
+        for (int64_t i = 0; i < n; i++) {
+            got[i] -= base[i];
+            want[i] -= base[i];
+        }
+    double worst = 0;
+    int64_t wr = 0, wc = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t at;
+        double e = rel_err(got + r * cols, want + r * cols, cols, &at);
+        if (e > worst || (isnan(e) && !isnan(worst))) {
+            worst = e;
+            wr = r;
+            wc = at;
+        }
+    }
+    note(op, worst);
+    if (!(worst <= tol)) {
+        int64_t i = wr * cols + wc;
+        printf("FAIL %s [%s] %s: rel err %.3e > %.0e (%s[%lld, %lld]: got %.9g, want %.9g%s)\n",
+               op, cas, what, worst, tol, rows > 1 ? "row" : "at", (long long)wr, (long long)wc,
+               (double)got[i], (double)want[i], base ? ", increments" : "");
+        failures++;
+    }
+    free(got);
+    free(want);
+}
+
+/* bit-identical device and CPU contents */
+static void expect_bytes(const char *op, const char *cas, const char *what, const struct pair *p)
+{
+    uint8_t *got = fetch(p);
+    const uint8_t *want = p->c;
+    size_t i = 0;
+    while (i < p->bytes && got[i] == want[i])
+        i++;
+    note(op, i < p->bytes ? 1.0 : 0.0);
+    if (i < p->bytes) {
+        printf("FAIL %s [%s] %s: not bit-identical, first difference at byte %zu of %zu "
+               "(got 0x%02x, want 0x%02x)\n",
+               op, cas, what, i, p->bytes, got[i], want[i]);
+        failures++;
+    }
+    free(got);
+}
+
+static void expect_scalar(const char *op, const char *cas, const char *what, double got,
+                          double want, double tol)
+{
+    double e = fabs(got - want) / fmax(fabs(want), TINY);
+    note(op, e);
+    if (!(e <= tol)) {
+        printf("FAIL %s [%s] %s: got %.12g, want %.12g (rel err %.3e > %.0e)\n", op, cas, what,
+               got, want, e, tol);
+        failures++;
+    }
+}
+
+static void expect_i64(const char *op, const char *cas, const char *what, int64_t got,
+                       int64_t want)
+{
+    note(op, got == want ? 0.0 : 1.0);
+    if (got != want) {
+        printf("FAIL %s [%s] %s: got %lld, want %lld\n", op, cas, what, (long long)got,
+               (long long)want);
+        failures++;
+    }
+}
+
+/* -- memory --------------------------------------------------------------- */
+
+static void expect_zero(const char *op, const char *cas, const uint8_t *h, size_t n)
+{
+    size_t i = 0;
+    while (i < n && h[i] == 0)
+        i++;
+    note(op, i < n ? 1.0 : 0.0);
+    if (i < n) {
+        printf("FAIL %s [%s]: not zero-filled, byte %zu of %zu is 0x%02x\n", op, cas, i, n, h[i]);
+        failures++;
+    }
+}
+
+static void expect_same(const char *op, const char *cas, const uint8_t *got, const uint8_t *want,
+                        size_t n)
+{
+    size_t i = 0;
+    while (i < n && got[i] == want[i])
+        i++;
+    note(op, i < n ? 1.0 : 0.0);
+    if (i < n) {
+        printf("FAIL %s [%s]: byte %zu of %zu is 0x%02x, want 0x%02x\n", op, cas, i, n, got[i],
+               want[i]);
+        failures++;
+    }
+}
+
+/* alloc (zero-filled, also when the memory was used and freed before),
+ * to_device / to_host round trips at odd offsets and sizes, copy, zero. */
+static void test_memory(void)
+{
+    static const size_t sizes[] = {1, 7, 4099, (1u << 20) + 5};
+    char cas[256];
+    dev->free(dev->alloc(0));
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        snprintf(cas, sizeof cas, "bytes=%zu", n);
+        uint8_t *h = xmalloc(n + 8), *src = xmalloc(n), *want = xmalloc(n + 8);
+        for (size_t i = 0; i < n; i++)
+            src[i] = (uint8_t)(1 + rng_below(&G, 255));
+
+        uint8_t *p = dev->alloc(n);
+        dev->to_host(h, p, n);
+        expect_zero("alloc", cas, h, n);
+        dev->to_device(p, src, n);
+        dev->free(p);
+        p = dev->alloc(n); /* may reuse the freed memory: must be zero again */
+        dev->to_host(h, p, n);
+        expect_zero("alloc", cas, h, n);
+
+        dev->to_device(p, src, n);
+        dev->to_device(p, src, 0);
+        dev->to_host(h, p, n);
+        dev->to_host(h, p, 0);
+        expect_same("to_device/to_host", cas, h, src, n);
+        if (n > 4) { /* odd offsets on both sides */
+            dev->to_device(p + 3, src + 1, n - 4);
+            memset(h, 0, n);
+            dev->to_host(h + 1, p + 3, n - 4);
+            expect_same("to_device/to_host", cas, h + 1, src + 1, n - 4);
+        }
+
+        /* q: [n + 8] zeros; copy p (= src, possibly overwritten at 3.. above) into q + 5 */
+        dev->to_device(p, src, n);
+        uint8_t *q = dev->alloc(n + 8);
+        dev->copy(q + 5, p, n);
+        dev->copy(q, p, 0);
+        memset(want, 0, n + 8);
+        memcpy(want + 5, src, n);
+        dev->to_host(h, q, n + 8);
+        expect_same("copy", cas, h, want, n + 8);
+        size_t z0 = 5 + n / 3, zn = n / 2 + 1;
+        dev->zero(q + z0, zn);
+        dev->zero(q, 0);
+        memset(want + z0, 0, zn);
+        dev->to_host(h, q, n + 8);
+        expect_same("zero", cas, h, want, n + 8);
+        dev->synchronize();
+        dev->free(q);
+        dev->free(p);
+        free(h);
+        free(src);
+        free(want);
+    }
+}
+
+/* -- gemm ----------------------------------------------------------------- */
+
+static void test_gemm(void)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1, 1},   {7, 5, 3},   {50, 64, 7}, {64, 50, 256}, {33, 1, 65}, {1, 257, 50},
+        {130, 70, 129}, {0, 5, 3}, {5, 0, 3},  {4, 6, 0},     {300, 64, 1}, {64, 64, 300},
+    };
+    static const float ab[][2] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, -0.75f}};
+    char cas[256];
+    int variant = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (size_t a = 0; a < sizeof ab / sizeof ab[0]; a++) {
+                    int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                    int64_t pad = (variant++ % 2) ? 3 : 0; /* leading dims above the minimum */
+                    /* stored A: op(A) = A [m, k] or A^T with A [k, m]; B likewise */
+                    int64_t ra = ta ? k : m, lda = (ta ? m : k) + pad;
+                    int64_t rb = tb ? n : k, ldb = (tb ? k : n) + pad, ldc = n + pad;
+                    if (lda < 1)
+                        lda = 1;
+                    if (ldb < 1)
+                        ldb = 1;
+                    if (ldc < 1)
+                        ldc = 1;
+                    snprintf(cas, sizeof cas,
+                             "m=%lld n=%lld k=%lld ta=%d tb=%d alpha=%g beta=%g lda=%lld "
+                             "ldb=%lld ldc=%lld",
+                             (long long)m, (long long)n, (long long)k, ta, tb, (double)ab[a][0],
+                             (double)ab[a][1], (long long)lda, (long long)ldb, (long long)ldc);
+                    struct pair A = pair_rand(ra * lda, 1), B = pair_rand(rb * ldb, 1),
+                                C = pair_rand(m * ldc, 1);
+                    cpu->gemm(ta, tb, m, n, k, ab[a][0], A.c, lda, B.c, ldb, ab[a][1], C.c, ldc);
+                    dev->gemm(ta, tb, m, n, k, ab[a][0], A.g, lda, B.g, ldb, ab[a][1], C.g, ldc);
+                    expect_f32("gemm", cas, "C", &C, NULL, 1, m * ldc, TOL);
+                    pair_free(&A);
+                    pair_free(&B);
+                    pair_free(&C);
+                }
+}
+
+/* -- elementwise ---------------------------------------------------------- */
+
+static void test_elementwise(void)
+{
+    static const int64_t sizes[] = {0, 1, 7, 50, 64, 256, 1000003};
+    char cas[256];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int64_t n = sizes[s];
+        snprintf(cas, sizeof cas, "n=%lld", (long long)n);
+        /* x: U(-4, 4) with exact zeros and a few large values (exp overflow) */
+        float *hx = rand_f32(n, 4);
+        for (int64_t i = 0; i < n; i++) {
+            if (i % 7 == 3)
+                hx[i] = 0.0f;
+            else if (i % 101 == 50)
+                hx[i] = i % 2 ? 95.0f : -95.0f;
+            else if (i % 31 == 11)
+                hx[i] = (float)urand(25);
+        }
+        struct pair x = pair_f32(hx, n), y = pair_rand(n, 1), dy = pair_rand(n, 1);
+        free(hx);
+
+        cpu->axpy(n, -0.75f, x.c, y.c);
+        dev->axpy(n, -0.75f, x.g, y.g);
+        expect_f32("axpy", cas, "y", &y, NULL, 1, n, TOL_EXACT);
+        cpu->scale(n, 1.5f, y.c);
+        dev->scale(n, 1.5f, y.g);
+        expect_f32("scale", cas, "x", &y, NULL, 1, n, TOL_EXACT);
+
+        struct pair z = pair_rand(n, 1);
+        cpu->mul(n, x.c, y.c, z.c);
+        dev->mul(n, x.g, y.g, z.g);
+        expect_f32("mul", cas, "y", &z, NULL, 1, n, TOL_EXACT);
+        cpu->mul(n, x.c, z.c, z.c); /* y == b */
+        dev->mul(n, x.g, z.g, z.g);
+        expect_f32("mul", cas, "in place y == b", &z, NULL, 1, n, TOL_EXACT);
+        cpu->mul(n, z.c, y.c, z.c); /* y == a */
+        dev->mul(n, z.g, y.g, z.g);
+        expect_f32("mul", cas, "in place y == a", &z, NULL, 1, n, TOL_EXACT);
+
+        cpu->silu_fwd(n, x.c, z.c);
+        dev->silu_fwd(n, x.g, z.g);
+        expect_f32("silu_fwd", cas, "y", &z, NULL, 1, n, TOL_EXACT);
+        struct pair w = pair_clone(&x);
+        cpu->silu_fwd(n, w.c, w.c);
+        dev->silu_fwd(n, w.g, w.g);
+        expect_f32("silu_fwd", cas, "in place", &w, NULL, 1, n, TOL_EXACT);
+        cpu->silu_bwd(n, x.c, dy.c, z.c);
+        dev->silu_bwd(n, x.g, dy.g, z.g);
+        expect_f32("silu_bwd", cas, "dx", &z, NULL, 1, n, TOL_EXACT);
+        pair_free(&w);
+        w = pair_clone(&dy);
+        cpu->silu_bwd(n, x.c, w.c, w.c);
+        dev->silu_bwd(n, x.g, w.g, w.g);
+        expect_f32("silu_bwd", cas, "in place dx == dy", &w, NULL, 1, n, TOL_EXACT);
+        pair_free(&w);
+
+        cpu->relu_fwd(n, x.c, z.c);
+        dev->relu_fwd(n, x.g, z.g);
+        expect_f32("relu_fwd", cas, "y", &z, NULL, 1, n, 0.0);
+        w = pair_clone(&x);
+        cpu->relu_fwd(n, w.c, w.c);
+        dev->relu_fwd(n, w.g, w.g);
+        expect_f32("relu_fwd", cas, "in place", &w, NULL, 1, n, 0.0);
+        pair_free(&w);
+        cpu->relu_bwd(n, x.c, dy.c, z.c);
+        dev->relu_bwd(n, x.g, dy.g, z.g);
+        expect_f32("relu_bwd", cas, "dx", &z, NULL, 1, n, 0.0);
+        w = pair_clone(&dy);
+        cpu->relu_bwd(n, x.c, w.c, w.c);
+        dev->relu_bwd(n, x.g, w.g, w.g);
+        expect_f32("relu_bwd", cas, "in place dx == dy", &w, NULL, 1, n, 0.0);
+        pair_free(&w);
+
+        pair_free(&x);
+        pair_free(&y);
+        pair_free(&dy);
+        pair_free(&z);
+    }
+}
+
+/* -- row-wise: layernorm, l2norm, dropout --------------------------------- */
+
+static const int64_t row_counts[] = {0, 1, 7, 50, 300};
+static const int row_dims[] = {1, 7, 50, 64, 256, 1030};
+#define NROWS (sizeof row_counts / sizeof row_counts[0])
+#define NDIMS (sizeof row_dims / sizeof row_dims[0])
+
+static void test_layernorm(void)
+{
+    char cas[256];
+    for (size_t a = 0; a < NROWS; a++)
+        for (size_t b = 0; b < NDIMS; b++)
+            for (int affine = 0; affine < 2; affine++) {
+                int64_t rows = row_counts[a];
+                int d = row_dims[b];
+                float eps = affine ? 1e-8f : 1e-6f; /* SASRec's, HSTU's */
+                snprintf(cas, sizeof cas, "rows=%lld d=%d %s", (long long)rows, d,
+                         affine ? "gamma, beta" : "no affine");
+                /* row r: offset in [-3, 3], spread in [0.5, 2] */
+                float *hx = xmalloc(fbytes(rows * d) + sizeof(float));
+                for (int64_t r = 0; r < rows; r++) {
+                    double off = urand(3), sp = 0.5 + 1.5 * rng_uniform(&G);
+                    for (int j = 0; j < d; j++)
+                        hx[r * d + j] = (float)(off + sp * urand(1));
+                }
+                float *hg = rand_f32(d, 0.5);
+                for (int j = 0; j < d; j++)
+                    hg[j] += 1.0f;
+                struct pair x = pair_f32(hx, rows * d), g = pair_f32(hg, d), be = pair_rand(d, 1);
+                struct pair y = pair_rand(rows * d, 9), mean = pair_rand(rows, 9),
+                            rstd = pair_rand(rows, 9);
+                free(hx);
+                free(hg);
+                cpu->layernorm_fwd(rows, d, eps, x.c, affine ? g.c : NULL, affine ? be.c : NULL,
+                                   y.c, mean.c, rstd.c);
+                dev->layernorm_fwd(rows, d, eps, x.g, affine ? g.g : NULL, affine ? be.g : NULL,
+                                   y.g, mean.g, rstd.g);
+                expect_f32("layernorm_fwd", cas, "y", &y, NULL, rows, d, TOL);
+                expect_f32("layernorm_fwd", cas, "mean", &mean, NULL, 1, rows, TOL);
+                expect_f32("layernorm_fwd", cas, "rstd", &rstd, NULL, 1, rows, TOL);
+
+                /* backward from the CPU's saved statistics */
+                struct pair m2 = pair_clone(&mean), r2 = pair_clone(&rstd);
+                struct pair dy = pair_rand(rows * d, 1), dx = pair_rand(rows * d, 9);
+                float *g0 = rand_f32(d, 1e-2), *b0 = rand_f32(d, 1e-2);
+                struct pair dg = pair_f32(g0, d), db = pair_f32(b0, d);
+                cpu->layernorm_bwd(rows, d, x.c, m2.c, r2.c, affine ? g.c : NULL, dy.c, dx.c,
+                                   affine ? dg.c : NULL, affine ? db.c : NULL);
+                dev->layernorm_bwd(rows, d, x.g, m2.g, r2.g, affine ? g.g : NULL, dy.g, dx.g,
+                                   affine ? dg.g : NULL, affine ? db.g : NULL);
+                expect_f32("layernorm_bwd", cas, "dx", &dx, NULL, rows, d, TOL);
+                expect_f32("layernorm_bwd", cas, "dgamma", &dg, g0, 1, d, TOL);
+                expect_f32("layernorm_bwd", cas, "dbeta", &db, b0, 1, d, TOL);
+                free(g0);
+                free(b0);
+                struct pair *all[] = {&x, &g, &be, &y, &mean, &rstd, &m2, &r2, &dy, &dx, &dg, &db};
+                for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                    pair_free(all[i]);
+            }
+}
+
+static void test_l2norm(void)
+{
+    char cas[256];
+    const float eps = 1e-6f;
+    for (size_t a = 0; a < NROWS; a++)
+        for (size_t b = 0; b < NDIMS; b++) {
+            int64_t rows = row_counts[a];
+            int d = row_dims[b];
+            snprintf(cas, sizeof cas, "rows=%lld d=%d", (long long)rows, d);
+            /* rows r % 9 == 4 zero, r % 9 == 7 of norm eps / 2 (clamped: |y| = 1/2,
+             * and dy mostly along y, where the clamped and unclamped backward
+             * differ most), the others of mixed scale */
+            float *hx = xmalloc(fbytes(rows * d) + sizeof(float)), *hdy = rand_f32(rows * d, 1);
+            for (int64_t r = 0; r < rows; r++) {
+                float *xr = hx + r * d;
+                double sc = r % 9 == 4 ? 0.0 : 0.1 + 3 * rng_uniform(&G), s = 0;
+                for (int j = 0; j < d; j++) {
+                    xr[j] = (float)(sc * urand(1));
+                    s += (double)xr[j] * xr[j];
+                }
+                if (r % 9 == 7 && s > 0)
+                    for (int j = 0; j < d; j++) {
+                        xr[j] = (float)(xr[j] * 0.5 * eps / sqrt(s));
+                        hdy[r * d + j] = (float)(2.0 * xr[j] / (0.5 * eps) + 0.1 * hdy[r * d + j]);
+                    }
+            }
+            struct pair x = pair_f32(hx, rows * d), y = pair_rand(rows * d, 9),
+                        norm = pair_rand(rows, 9), dy = pair_f32(hdy, rows * d);
+            free(hx);
+            free(hdy);
+            cpu->l2norm_fwd(rows, d, eps, x.c, y.c, norm.c);
+            dev->l2norm_fwd(rows, d, eps, x.g, y.g, norm.g);
+            expect_f32("l2norm_fwd", cas, "y", &y, NULL, rows, d, TOL);
+            expect_f32("l2norm_fwd", cas, "norm", &norm, NULL, rows, 1, TOL);
+
+            struct pair y2 = pair_clone(&y), n2 = pair_clone(&norm);
+            struct pair dx = pair_rand(rows * d, 9);
+            cpu->l2norm_bwd(rows, d, y2.c, n2.c, dy.c, dx.c);
+            dev->l2norm_bwd(rows, d, y2.g, n2.g, dy.g, dx.g);
+            expect_f32("l2norm_bwd", cas, "dx", &dx, NULL, rows, d, TOL);
+            struct pair *all[] = {&x, &y, &norm, &y2, &n2, &dy, &dx};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                pair_free(all[i]);
+        }
+}
+
+static void test_dropout(void)
+{
+    static const float ps[] = {0.0f, 0.1f, 0.5f, 0.9f};
+    static const uint64_t sites[] = {0, 1, 7, 0xdeadbeefcafeull};
+    char cas[256];
+    int variant = 0;
+    for (size_t a = 0; a < NROWS; a++)
+        for (size_t b = 0; b < NDIMS; b++)
+            for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+                int64_t rows = row_counts[a];
+                int d = row_dims[b];
+                float p = ps[k];
+                uint64_t site = sites[variant % 4];
+                int inplace = variant++ % 2;
+                snprintf(cas, sizeof cas, "rows=%lld d=%d p=%g site=%llu%s", (long long)rows, d,
+                         (double)p, (unsigned long long)site, inplace ? " in place" : "");
+                uint64_t *hk = xmalloc((size_t)(rows + 1) * sizeof *hk);
+                for (int64_t r = 0; r < rows; r++)
+                    hk[r] = rng_u64(&G);
+                struct pair keys = pair_new(hk, (size_t)rows * sizeof *hk);
+                free(hk);
+                struct pair x = pair_rand(rows * d, 2), y = pair_rand(rows * d, 9);
+                uint8_t *junk = xmalloc((size_t)(rows * d) + 1);
+                memset(junk, 0x5a, (size_t)(rows * d));
+                struct pair mask = pair_new(junk, (size_t)(rows * d));
+                free(junk);
+                struct pair *out = inplace ? &x : &y;
+                cpu->dropout_fwd(rows, d, p, keys.c, site, x.c, out->c, mask.c);
+                dev->dropout_fwd(rows, d, p, keys.g, site, x.g, out->g, mask.g);
+                expect_bytes("dropout_fwd", cas, "mask", &mask);
+                expect_f32("dropout_fwd", cas, "y", out, NULL, rows, d, TOL_EXACT);
+
+                /* backward from the CPU's mask */
+                struct pair m2 = pair_clone(&mask), dy = pair_rand(rows * d, 1),
+                            dx = pair_rand(rows * d, 9);
+                struct pair *dout = inplace ? &dy : &dx;
+                cpu->dropout_bwd(rows, d, p, m2.c, dy.c, dout->c);
+                dev->dropout_bwd(rows, d, p, m2.g, dy.g, dout->g);
+                expect_f32("dropout_bwd", cas, "dx", dout, NULL, rows, d, TOL_EXACT);
+                struct pair *all[] = {&keys, &x, &y, &mask, &m2, &dy, &dx};
+                for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                    pair_free(all[i]);
+            }
+}
+
+/* -- rows: gather, scatter-add -------------------------------------------- */
+
+static void test_rows(void)
+{
+    static const int64_t counts[] = {0, 1, 7, 300, 5000};
+    char cas[256];
+    for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
+        for (size_t b = 0; b < NDIMS; b++) {
+            int64_t n = counts[a];
+            int d = row_dims[b];
+            if (n > 300 && d > 64)
+                continue;
+            int64_t nt = n > 300 ? 3 : 13; /* table rows: indexes repeat, heavily at n = 5000 */
+            snprintf(cas, sizeof cas, "n=%lld d=%d table rows=%lld", (long long)n, d,
+                     (long long)nt);
+            int64_t *hi = xmalloc((size_t)(n + 1) * sizeof *hi);
+            for (int64_t i = 0; i < n; i++)
+                hi[i] = (int64_t)rng_below(&G, (uint64_t)nt);
+            struct pair idx = pair_i64(hi, n);
+            free(hi);
+            struct pair table = pair_rand(nt * d, 1), out = pair_rand(n * d, 9);
+            cpu->gather_rows(n, d, table.c, idx.c, out.c);
+            dev->gather_rows(n, d, table.g, idx.g, out.g);
+            expect_bytes("gather_rows", cas, "out", &out);
+
+            float *t0 = rand_f32(nt * d, 1);
+            struct pair acc = pair_f32(t0, nt * d), src = pair_rand(n * d, 1);
+            cpu->scatter_add_rows(n, d, src.c, idx.c, acc.c);
+            dev->scatter_add_rows(n, d, src.g, idx.g, acc.g);
+            expect_f32("scatter_add_rows", cas, "table", &acc, t0, 1, nt * d, TOL_ACCUM);
+            free(t0);
+            struct pair *all[] = {&idx, &table, &out, &acc, &src};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                pair_free(all[i]);
+        }
+}
+
+/* -- optimiser, sum of squares -------------------------------------------- */
+
+/* TOL, not TOL_EXACT: m = b1 m + (1 - b1) g may cancel, and where a
+ * backend fuses the multiply-add the few elements of the small cases can
+ * differ by more than a few ulps relative to the result */
+static void test_adamw(void)
+{
+    static const int64_t sizes[] = {0, 1, 7, 1000, 1000003};
+    static const int64_t steps[] = {1, 2, 3, 1000, 1000000};
+    char cas[256];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int decay = 0; decay < 2; decay++) {
+            int64_t n = sizes[s];
+            float wd = decay ? 0.01f : 0.0f;
+            struct pair w = pair_rand(n, 0.5), m = pair_f32(NULL, n), v = pair_f32(NULL, n);
+            for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+                int64_t t = steps[k];
+                snprintf(cas, sizeof cas, "n=%lld wd=%g t=%lld", (long long)n, (double)wd,
+                         (long long)t);
+                struct pair g = pair_rand(n, 1);
+                cpu->adamw_step(n, w.c, m.c, v.c, g.c, 1e-3f, 0.9f, 0.98f, 1e-8f, wd, t);
+                dev->adamw_step(n, w.g, m.g, v.g, g.g, 1e-3f, 0.9f, 0.98f, 1e-8f, wd, t);
+                expect_f32("adamw_step", cas, "w", &w, NULL, 1, n, TOL);
+                expect_f32("adamw_step", cas, "m", &m, NULL, 1, n, TOL);
+                expect_f32("adamw_step", cas, "v", &v, NULL, 1, n, TOL);
+                pair_free(&g);
+            }
+            pair_free(&w);
+            pair_free(&m);
+            pair_free(&v);
+        }
+}
+
+static void test_sum_squares(void)
+{
+    static const int64_t sizes[] = {0, 1, 7, 50, 256, 1000003, 3000017};
+    char cas[256];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int64_t n = sizes[s];
+        snprintf(cas, sizeof cas, "n=%lld", (long long)n);
+        struct pair x = pair_rand(n, 2);
+        double want = cpu->sum_squares(n, x.c), got = dev->sum_squares(n, x.g);
+        expect_scalar("sum_squares", cas, "sum", got, want, TOL_ACCUM);
+        pair_free(&x);
+    }
+}
+
+/* -- losses --------------------------------------------------------------- */
+
+/* [n, d] rows U(-a, a), L2-normalised when unit */
+static float *rand_rows(int64_t n, int d, double a, int unit)
+{
+    float *x = rand_f32(n * d, a);
+    for (int64_t r = 0; unit && r < n; r++) {
+        double s = 0;
+        for (int j = 0; j < d; j++)
+            s += (double)x[r * d + j] * x[r * d + j];
+        for (int j = 0; j < d && s > 0; j++)
+            x[r * d + j] = (float)(x[r * d + j] / sqrt(s));
+    }
+    return x;
+}
+
+/* pos: [T] in [0, nu) or -1 (unsupervised, ~15%); neg: [T, R] in [0, nu),
+ * masked ~10% by -1 and ~10% by pos; position 2 has every negative masked. */
+static void rand_targets(int64_t T, int R, int64_t nu, int64_t *pos, int64_t *neg)
+{
+    for (int64_t i = 0; i < T; i++) {
+        pos[i] = rng_uniform(&G) < 0.15 ? -1 : (int64_t)rng_below(&G, (uint64_t)nu);
+        for (int r = 0; r < R; r++) {
+            double u = rng_uniform(&G);
+            int64_t k = (int64_t)rng_below(&G, (uint64_t)nu);
+            if (i == 2)
+                k = r % 2 ? -1 : pos[i];
+            else if (u < 0.1)
+                k = -1;
+            else if (u < 0.2 && pos[i] >= 0)
+                k = pos[i];
+            neg[i * R + r] = k;
+        }
+    }
+}
+
+static void test_softmax_loss(void)
+{
+    static const struct {
+        int64_t T, nu;
+        int d, R;
+        float inv_tau;
+        int unit;
+    } cases[] = {
+        {0, 5, 7, 3, 20.0f, 1},     {1, 1, 1, 1, 20.0f, 1},      {7, 3, 7, 7, 20.0f, 1},
+        {100, 40, 50, 128, 20.0f, 1}, {64, 1000, 64, 5, 1.0f, 0}, {33, 17, 256, 128, 20.0f, 1},
+        {300, 64, 50, 128, 20.0f, 1}, {50, 2, 1030, 9, 2.0f, 0},
+    };
+    char cas[256];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t T = cases[c].T, nu = cases[c].nu;
+        int d = cases[c].d, R = cases[c].R;
+        snprintf(cas, sizeof cas, "T=%lld nu=%lld d=%d R=%d inv_tau=%g", (long long)T,
+                 (long long)nu, d, R, (double)cases[c].inv_tau);
+        float *hu = rand_rows(T, d, 0.3, cases[c].unit), *he = rand_rows(nu, d, 0.3, cases[c].unit);
+        int64_t *hp = xmalloc((size_t)(T + 1) * sizeof *hp);
+        int64_t *hn = xmalloc((size_t)(T * R + 1) * sizeof *hn);
+        rand_targets(T, R, nu, hp, hn);
+        float *de0 = rand_f32(nu * d, 1e-2);
+        struct pair u = pair_f32(hu, T * d), e = pair_f32(he, nu * d), pos = pair_i64(hp, T),
+                    neg = pair_i64(hn, T * R), du = pair_rand(T * d, 9), de = pair_f32(de0, nu * d);
+        float scale = 1.0f / (float)(T > 0 ? T : 1);
+        int64_t cnt_c = -1, cnt_g = -1;
+        double lc = cpu->softmax_loss(T, d, R, cases[c].inv_tau, u.c, nu, e.c, pos.c, neg.c,
+                                      scale, du.c, de.c, &cnt_c);
+        double lg = dev->softmax_loss(T, d, R, cases[c].inv_tau, u.g, nu, e.g, pos.g, neg.g,
+                                      scale, du.g, de.g, &cnt_g);
+        expect_scalar("softmax_loss", cas, "sum", lg, lc, TOL);
+        expect_i64("softmax_loss", cas, "count", cnt_g, cnt_c);
+        expect_f32("softmax_loss", cas, "du", &du, NULL, 1, T * d, TOL);
+        expect_f32("softmax_loss", cas, "de", &de, de0, 1, nu * d, TOL);
+        free(hu);
+        free(he);
+        free(hp);
+        free(hn);
+        free(de0);
+        struct pair *all[] = {&u, &e, &pos, &neg, &du, &de};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
+static void test_bce_loss(void)
+{
+    static const struct {
+        int64_t T, nu;
+        int d;
+        double a; /* u spread; |scores| reach ~40 at a = 5, d = 64 (saturated sigmoids) */
+    } cases[] = {
+        {0, 5, 7, 1},     {1, 1, 1, 1},       {7, 3, 7, 1},     {100, 40, 50, 0.3},
+        {64, 1000, 64, 0.3}, {33, 17, 256, 0.2}, {50, 20, 64, 5}, {300, 64, 1030, 0.1},
+    };
+    char cas[256];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t T = cases[c].T, nu = cases[c].nu;
+        int d = cases[c].d;
+        snprintf(cas, sizeof cas, "T=%lld nu=%lld d=%d u spread %g", (long long)T, (long long)nu,
+                 d, cases[c].a);
+        float *hu = rand_rows(T, d, cases[c].a, 0), *he = rand_rows(nu, d, 1.0, 0);
+        int64_t *hp = xmalloc((size_t)(T + 1) * sizeof *hp);
+        int64_t *hn = xmalloc((size_t)(T + 1) * sizeof *hn);
+        for (int64_t i = 0; i < T; i++) {
+            double r = rng_uniform(&G);
+            hp[i] = rng_uniform(&G) < 0.15 ? -1 : (int64_t)rng_below(&G, (uint64_t)nu);
+            hn[i] = (int64_t)rng_below(&G, (uint64_t)nu);
+            if (r < 0.15)
+                hn[i] = -1;
+            else if (r < 0.3 && hp[i] >= 0)
+                hn[i] = hp[i];
+        }
+        float *de0 = rand_f32(nu * d, 1e-2);
+        struct pair u = pair_f32(hu, T * d), e = pair_f32(he, nu * d), pos = pair_i64(hp, T),
+                    neg = pair_i64(hn, T), du = pair_rand(T * d, 9), de = pair_f32(de0, nu * d);
+        float scale = 1.0f / (float)(T > 0 ? T : 1);
+        int64_t cnt_c = -1, cnt_g = -1;
+        double lc = cpu->bce_loss(T, d, u.c, nu, e.c, pos.c, neg.c, scale, du.c, de.c, &cnt_c);
+        double lg = dev->bce_loss(T, d, u.g, nu, e.g, pos.g, neg.g, scale, du.g, de.g, &cnt_g);
+        expect_scalar("bce_loss", cas, "sum", lg, lc, TOL);
+        expect_i64("bce_loss", cas, "count", cnt_g, cnt_c);
+        expect_f32("bce_loss", cas, "du", &du, NULL, 1, T * d, TOL);
+        expect_f32("bce_loss", cas, "de", &de, de0, 1, nu * d, TOL);
+        free(hu);
+        free(he);
+        free(hp);
+        free(hn);
+        free(de0);
+        struct pair *all[] = {&u, &e, &pos, &neg, &du, &de};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
+/* -- attention ------------------------------------------------------------ */
+
+#define MAX_SEQ 8
+
+struct acase {
+    const char *name;
+    int B;
+    int64_t lens[MAX_SEQ];
+    int H, dqk, dv, N; /* SASRec: dh = dqk (dv unused) */
+    int pos, time;     /* HSTU: with pos_bias, with time_bias (and ts) */
+};
+
+/* offsets[B + 1] of the case's lengths; returns T */
+static int64_t make_offsets(const struct acase *c, int64_t *off)
+{
+    off[0] = 0;
+    for (int b = 0; b < c->B; b++)
+        off[b + 1] = off[b] + c->lens[b];
+    return off[c->B];
+}
+
+/* ts: [T] seconds per sequence: repeats, small and large steps, and jumps
+ * anywhere in [0, 4e18) (also backwards), so that |ts_i - ts_j| reaches
+ * past the last time bucket (e^(128 * 0.301) ~ 5e16) without overflow. */
+static void make_ts(const struct acase *c, const int64_t *off, int64_t *ts)
+{
+    for (int b = 0; b < c->B; b++) {
+        int64_t t = (int64_t)rng_below(&G, 1000000000ull);
+        for (int64_t i = off[b]; i < off[b + 1]; i++) {
+            switch (rng_below(&G, 4)) {
+            case 0: t += (int64_t)rng_below(&G, 3); break;
+            case 1: t += (int64_t)rng_below(&G, 1000); break;
+            case 2: t += (int64_t)rng_below(&G, 1000000000ull); break;
+            default: t = (int64_t)rng_below(&G, 4000000000000000000ull); break;
+            }
+            ts[i] = t;
+        }
+    }
+}
+
+static void test_hstu(void)
+{
+    static const struct acase cases[] = {
+        {"mixed", 5, {3, 0, 1, 20, 11}, 2, 8, 5, 20, 1, 1},
+        {"no biases", 5, {3, 0, 1, 20, 11}, 2, 8, 5, 20, 0, 0},
+        {"pos only", 4, {20, 1, 0, 9}, 3, 7, 7, 20, 1, 0},
+        {"time only", 4, {20, 1, 0, 9}, 1, 16, 33, 24, 0, 1},
+        {"long", 3, {150, 0, 77}, 3, 50, 64, 150, 1, 1},
+        {"aligned", 3, {64, 64, 31}, 4, 64, 64, 64, 1, 1},
+        {"L > 256", 2, {300, 5}, 2, 32, 24, 300, 1, 1},
+        {"single", 1, {1}, 1, 1, 1, 1, 1, 1},
+        {"all empty", 3, {0, 0, 0}, 2, 8, 8, 4, 1, 1},
+        {"B = 0", 0, {0}, 2, 8, 8, 4, 1, 1},
+    };
+    char cas[256];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct acase *c = &cases[k];
+        int H = c->H, dqk = c->dqk, dv = c->dv, N = c->N, nb = HSTU_TIME_BUCKETS + 1;
+        int64_t off[MAX_SEQ + 1], T = make_offsets(c, off);
+        snprintf(cas, sizeof cas, "%s: B=%d T=%lld H=%d dqk=%d dv=%d N=%d pos=%d time=%d",
+                 c->name, c->B, (long long)T, H, dqk, dv, N, c->pos, c->time);
+        int64_t *hts = xmalloc((size_t)(T + 1) * sizeof *hts);
+        make_ts(c, off, hts);
+        struct pair o = pair_i64(off, c->B + 1), ts = pair_i64(hts, T);
+        free(hts);
+        struct pair q = pair_rand(T * H * dqk, 1), kk = pair_rand(T * H * dqk, 1),
+                    v = pair_rand(T * H * dv, 1), pb = pair_rand(2 * N - 1, 1),
+                    tb = pair_rand(nb, 1), out = pair_rand(T * H * dv, 9);
+        const void *pbc = c->pos ? pb.c : NULL, *pbg = c->pos ? pb.g : NULL;
+        const void *tbc = c->time ? tb.c : NULL, *tbg = c->time ? tb.g : NULL;
+        const void *tsc = c->time ? ts.c : NULL, *tsg = c->time ? ts.g : NULL;
+        cpu->hstu_attn_fwd(c->B, o.c, H, dqk, dv, N, q.c, kk.c, v.c, pbc, tbc, tsc, out.c);
+        dev->hstu_attn_fwd(c->B, o.g, H, dqk, dv, N, q.g, kk.g, v.g, pbg, tbg, tsg, out.g);
+        expect_f32("hstu_attn_fwd", cas, "out", &out, NULL, 1, T * H * dv, TOL);
+
+        float *dp0 = rand_f32(2 * N - 1, 1e-2), *dt0 = rand_f32(nb, 1e-2);
+        struct pair dout = pair_rand(T * H * dv, 1), dq = pair_rand(T * H * dqk, 9),
+                    dk = pair_rand(T * H * dqk, 9), dvv = pair_rand(T * H * dv, 9),
+                    dp = pair_f32(dp0, 2 * N - 1), dt = pair_f32(dt0, nb);
+        cpu->hstu_attn_bwd(c->B, o.c, H, dqk, dv, N, q.c, kk.c, v.c, pbc, tbc, tsc, dout.c, dq.c,
+                           dk.c, dvv.c, c->pos ? dp.c : NULL, c->time ? dt.c : NULL);
+        dev->hstu_attn_bwd(c->B, o.g, H, dqk, dv, N, q.g, kk.g, v.g, pbg, tbg, tsg, dout.g, dq.g,
+                           dk.g, dvv.g, c->pos ? dp.g : NULL, c->time ? dt.g : NULL);
+        expect_f32("hstu_attn_bwd", cas, "dq", &dq, NULL, 1, T * H * dqk, TOL);
+        expect_f32("hstu_attn_bwd", cas, "dk", &dk, NULL, 1, T * H * dqk, TOL);
+        expect_f32("hstu_attn_bwd", cas, "dv", &dvv, NULL, 1, T * H * dv, TOL);
+        expect_f32("hstu_attn_bwd", cas, "dpos_bias", &dp, dp0, 1, 2 * N - 1, TOL);
+        expect_f32("hstu_attn_bwd", cas, "dtime_bias", &dt, dt0, 1, nb, TOL);
+        free(dp0);
+        free(dt0);
+        struct pair *all[] = {&o, &ts, &q, &kk, &v, &pb, &tb, &out, &dout, &dq, &dk, &dvv, &dp, &dt};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
+static void test_sasrec(void)
+{
+    static const struct acase cases[] = {
+        {"mixed", 5, {3, 0, 1, 20, 11}, 2, 25, 0, 20, 0, 0},
+        {"N > max L", 3, {5, 0, 9}, 4, 7, 0, 40, 0, 0},
+        {"long", 3, {150, 0, 77}, 3, 64, 0, 150, 0, 0},
+        {"aligned", 2, {128, 64}, 2, 64, 0, 128, 0, 0},
+        {"L > 256", 2, {300, 5}, 2, 32, 0, 300, 0, 0},
+        {"single", 1, {1}, 1, 1, 0, 1, 0, 0},
+        {"all empty", 3, {0, 0, 0}, 2, 8, 0, 4, 0, 0},
+        {"B = 0", 0, {0}, 2, 8, 0, 4, 0, 0},
+    };
+    char cas[256];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct acase *c = &cases[k];
+        int H = c->H, dh = c->dqk, N = c->N;
+        int64_t off[MAX_SEQ + 1], T = make_offsets(c, off), n = T * H * dh;
+        snprintf(cas, sizeof cas, "%s: B=%d T=%lld H=%d dh=%d N=%d", c->name, c->B, (long long)T,
+                 H, dh, N);
+        struct pair o = pair_i64(off, c->B + 1);
+        struct pair q = pair_rand(n, 2), kk = pair_rand(n, 2), v = pair_rand(n, 1),
+                    out = pair_rand(n, 9), lse = pair_rand(T * H, 9);
+        cpu->sasrec_attn_fwd(c->B, o.c, H, dh, N, q.c, kk.c, v.c, out.c, lse.c);
+        dev->sasrec_attn_fwd(c->B, o.g, H, dh, N, q.g, kk.g, v.g, out.g, lse.g);
+        expect_f32("sasrec_attn_fwd", cas, "out", &out, NULL, 1, n, TOL);
+        expect_f32("sasrec_attn_fwd", cas, "lse", &lse, NULL, 1, T * H, TOL);
+
+        /* backward from the CPU's out and lse */
+        struct pair out2 = pair_clone(&out), lse2 = pair_clone(&lse), dout = pair_rand(n, 1),
+                    dq = pair_rand(n, 9), dk = pair_rand(n, 9), dv = pair_rand(n, 9);
+        cpu->sasrec_attn_bwd(c->B, o.c, H, dh, N, q.c, kk.c, v.c, out2.c, lse2.c, dout.c, dq.c,
+                             dk.c, dv.c);
+        dev->sasrec_attn_bwd(c->B, o.g, H, dh, N, q.g, kk.g, v.g, out2.g, lse2.g, dout.g, dq.g,
+                             dk.g, dv.g);
+        expect_f32("sasrec_attn_bwd", cas, "dq", &dq, NULL, 1, n, TOL);
+        expect_f32("sasrec_attn_bwd", cas, "dk", &dk, NULL, 1, n, TOL);
+        expect_f32("sasrec_attn_bwd", cas, "dv", &dv, NULL, 1, n, TOL);
+        struct pair *all[] = {&o, &q, &kk, &v, &out, &lse, &out2, &lse2, &dout, &dq, &dk, &dv};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
+/* -- staging through pinned host memory ----------------------------------- */
+
+static void test_staging(void)
+{
+    static const size_t sizes[] = {1, 4099, (1u << 20) + 3};
+    char cas[256];
+    if (!dev->host_alloc) {
+        printf("# staging: backend %s has no staging ops (host memory); not tested\n",
+               dev->name);
+        return;
+    }
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        snprintf(cas, sizeof cas, "bytes=%zu", n);
+        uint8_t *a = dev->host_alloc(n), *b = dev->host_alloc(n), *h = xmalloc(n);
+        uint8_t *want = xmalloc(n);
+        for (size_t i = 0; i < n; i++)
+            a[i] = want[i] = (uint8_t)rng_u64(&G);
+        uint8_t *p = dev->alloc(n);
+        dev->to_device_async(p, a, n);
+        dev->to_device_async(p, a, 0);
+        dev->comm_sync();
+        dev->to_host(h, p, n);
+        expect_same("to_device_async", cas, h, want, n);
+
+        /* new contents through the compute stream, read back on the comm stream */
+        for (size_t i = 0; i < n; i++)
+            h[i] = want[i] = (uint8_t)(want[i] * 7 + 1);
+        dev->to_device(p, h, n);
+        dev->synchronize();
+        memset(b, 0, n);
+        dev->to_host_async(b, p, n);
+        dev->to_host_async(b, p, 0);
+        dev->comm_sync();
+        expect_same("to_host_async", cas, b, want, n);
+        dev->free(p);
+        dev->host_free(a);
+        dev->host_free(b);
+        free(h);
+        free(want);
+    }
+}
+
+/* -- driver --------------------------------------------------------------- */
+
+/* every operation present (device and staging ops only on device backends) */
+static int ops_present(const struct backend_ops *be)
+{
+#define OP(name) {#name, be->name != NULL}
+    const struct {
+        const char *name;
+        int ok;
+    } ops[] = {
+        OP(alloc), OP(free), OP(to_device), OP(to_host), OP(copy), OP(zero), OP(synchronize),
+        OP(gemm), OP(axpy), OP(scale), OP(mul), OP(silu_fwd), OP(silu_bwd), OP(relu_fwd),
+        OP(relu_bwd), OP(layernorm_fwd), OP(layernorm_bwd), OP(l2norm_fwd), OP(l2norm_bwd),
+        OP(dropout_fwd), OP(dropout_bwd), OP(gather_rows), OP(scatter_add_rows), OP(adamw_step),
+        OP(sum_squares), OP(hstu_attn_fwd), OP(hstu_attn_bwd), OP(sasrec_attn_fwd),
+        OP(sasrec_attn_bwd), OP(softmax_loss), OP(bce_loss),
+    };
+    const struct {
+        const char *name;
+        int ok;
+    } devops[] = {
+        OP(device_count), OP(device_open), OP(device_describe), OP(host_alloc), OP(host_free),
+        OP(to_host_async), OP(to_device_async), OP(comm_sync),
+    };
+#undef OP
+    int missing = 0;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!ops[i].ok) {
+            printf("FAIL backend %s: operation %s is NULL\n", be->name, ops[i].name);
+            missing++;
+        }
+    if (be->device_open)
+        for (size_t i = 0; i < sizeof devops / sizeof devops[0]; i++)
+            if (!devops[i].ok) {
+                printf("FAIL backend %s: operation %s is NULL\n", be->name, devops[i].name);
+                missing++;
+            }
+    return missing;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    const char *name = argc > 1 ? argv[1] : "cuda";
+    char err[512] = "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    dev = backend_get(name, err, sizeof err);
+    if (!dev) {
+        printf("SKIP: %s\n", err);
+        return 77;
+    }
+    if (dev->device_count) {
+        int n = dev->device_count(err, sizeof err);
+        if (n <= 0) {
+            printf("SKIP: backend %s: no device (%s)\n", name, n < 0 ? err : "none visible");
+            return 77;
+        }
+        if (!dev->device_open || dev->device_open(0, 0, err, sizeof err) != 0) {
+            printf("FAIL: backend %s: device_open(0): %s\n", name, err);
+            return 1;
+        }
+        if (dev->device_describe) {
+            char desc[512] = "";
+            dev->device_describe(desc, sizeof desc);
+            printf("# %s\n", desc);
+        }
+    }
+    if (ops_present(cpu) + ops_present(dev) > 0)
+        return 1;
+
+    rng_init(&G, rng_key(0x6f707321ull, 2024, 11));
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } tests[] = {
+        {"memory", test_memory},         {"gemm", test_gemm},
+        {"elementwise", test_elementwise}, {"layernorm", test_layernorm},
+        {"l2norm", test_l2norm},         {"dropout", test_dropout},
+        {"rows", test_rows},             {"adamw", test_adamw},
+        {"sum_squares", test_sum_squares}, {"softmax_loss", test_softmax_loss},
+        {"bce_loss", test_bce_loss},     {"hstu_attn", test_hstu},
+        {"sasrec_attn", test_sasrec},    {"staging", test_staging},
+    };
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        double t0 = now();
+        int f0 = failures;
+        tests[i].fn();
+        printf("# %-12s %s (%.2f s)\n", tests[i].name, failures == f0 ? "ok" : "FAILED",
+               now() - t0);
+    }
+    printf("# %-20s %7s %12s\n", "op", "checks", "worst err");
+    for (int i = 0; i < nstats; i++)
+        printf("# %-20s %7d %12.3e\n", stats[i].op, stats[i].checks, stats[i].worst);
+    if (failures) {
+        printf("%d check(s) failed (backend %s against cpu)\n", failures, name);
+        return 1;
+    }
+    printf("all backend ops agree (backend %s against cpu)\n", name);
+    return 0;
+}
