@@ -1,38 +1,44 @@
 /* attn_hstu: HSTU pointwise attention (backend.h hstu_attn_fwd / _bwd), the
- * maths of the CPU reference backend_cpu_hstu.c term for term:
+ * maths of the CPU reference backend_cpu_hstu.c term for term, per sequence
+ * (tokens offsets[b] .. offsets[b+1] - 1; i, j local positions) and head h
+ * (columns h dqk .. of q, k: [T, H dqk]; h dv .. of v, out: [T, H dv]):
  *   A[i, j] = SiLU(q_i . k_j + rab(i, j)) / N for j <= i (0 otherwise),
  *   out_i = sum_j A[i, j] v_j,
- *   rab(i, j) = pos_bias[N - 1 + j - i] + time_bias[bucket(ts_i - ts_j)],
- * per sequence b (tokens offsets[b] .. offsets[b+1] - 1, positions i, j local
- * to it) and head h (columns h dqk .. of q, k: [T, H dqk]; h dv .. of v, out:
- * [T, H dv]). Nothing of size [N, N] or padded across the batch exists.
+ *   rab(i, j) = pos_bias[N - 1 + j - i] + time_bias[bucket(ts_i - ts_j)].
+ * Nothing of size [N, N] or padded across the batch exists.
  *
- * Tiling: a block of 256 threads (16 x 16, thread (ty, tx)) owns one tile of
- * 64 rows of one sequence and one head; grid (B, H, ceil(N / 64)). Tiles
- * starting at or beyond the sequence's length L exit at once. The block walks
- * the 64-row tiles of the other side that the causal mask leaves:
+ * Tiling: a block of 256 threads (16 x 16, thread (ty, tx)) owns 64 rows of
+ * one sequence and one head; grid (B, H, ceil(N / 64)); tiles starting at or
+ * past the sequence's length L exit at once. It walks the 64-row tiles of
+ * the other side that the causal mask leaves:
  *   fwd, bwd_dq:  own = queries [i0, i0 + 64), keys j0 = 0, 64, .. <= i0;
  *   bwd_dkdv:     own = keys [j0, j0 + 64), queries i0 = j0, j0 + 64, .. < L.
- * Per pair of tiles, a 64 x 64 score tile is held in registers, 4 x 4 per
- * thread: element [r][c] is own row ty*4 + r, other row tx*4 + c (hstu_nt:
- * X Y^T over the head dimension, in chunks of 32 columns staged transposed
- * in shared memory). It is masked, turned into A or dS, and stored into
- * ps[other][own]; hstu_pz then adds ps^T Z (Z: 64 rows of the other side,
- * staged in shared memory) into the block's [64, d] accumulator, of which
- * a thread holds rows ty*4 + r, columns tx + 16 c (c < NC, NC * 16 >= d).
+ * Per pair of tiles a 64 x 64 score tile lives in registers, 4 x 4 per
+ * thread: [r][c] is own row ty*4 + r, other row tx*4 + c (hstu_nt: X Y^T
+ * over the head dimension, chunks of 32 columns staged transposed in shared
+ * memory). Masked and turned into A or dS, it is stored as ps[other][own];
+ * hstu_pz adds ps^T Z (Z: the other tile's 64 rows, staged in shared memory)
+ * into the block's [64, d] accumulator: thread rows ty*4 + r, columns
+ * tx + 16 c (c < NC, 16 NC >= d).
  *
- * Backward (A recomputed, nothing saved by the forward):
- *   dA = dO V^T, dS = dA SiLU'(s) / N (masked), s = q.k + rab,
- *   bwd_dq:   dq_i = sum_j dS[i, j] k_j, and the bias gradients:
- *             dpos_bias[N - 1 + j - i] += dS, dtime_bias[bucket] += dS, summed
- *             per block in shared memory (per key tile for the positions,
- *             whose 127 diagonals a tile pair spans; over the whole block for
- *             the 129 time buckets), then atomicAdd to global memory;
+ * Backward (A recomputed): dA = dO V^T, dS = dA SiLU'(s) / N (masked),
+ * s = q.k + rab;
+ *   bwd_dq:   dq_i = sum_j dS[i, j] k_j; dpos_bias[N - 1 + j - i] += dS and
+ *             dtime_bias[bucket] += dS, summed in shared memory (per tile
+ *             pair for the 127 diagonals it spans, per block for the 129
+ *             buckets), then atomicAdd to global memory;
  *   bwd_dkdv: dv_j = sum_i A[i, j] dO_i, dk_j = sum_i dS[i, j] q_i.
- * dq, dk, dv are written (every row of every sequence by exactly one
- * block, no zeroing needed); the bias gradients are accumulated (+=). */
+ * dq, dk, dv are written (each row by exactly one block: no zeroing); the
+ * bias gradients are accumulated (+=).
+ *
+ * Time buckets: bucket(dt) is a step function of |dt|, so the host finds
+ * once, with the CPU reference's own formula (double log, floor, clamp), the
+ * smallest |dt| of each bucket 1 .. HSTU_TIME_BUCKETS; a kernel counts the
+ * thresholds <= |dt| by binary search. This gives the CPU's bucket for every
+ * dt (bit for bit, the host's log included) without a double log per pair. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend.h"
 #include "cuda_check.h"
@@ -44,6 +50,10 @@
 #define HA_LD 68       /* row stride of [.][64] shared tiles (16-byte rows) */
 #define HA_ZS 2048     /* floats of one staged chunk of Z rows */
 #define HA_NB (HSTU_TIME_BUCKETS + 1)
+#define HA_TOP_STEP 128 /* largest power of two <= HSTU_TIME_BUCKETS */
+
+static_assert(HA_TOP_STEP <= HSTU_TIME_BUCKETS && 2 * HA_TOP_STEP > HSTU_TIME_BUCKETS,
+              "HA_TOP_STEP must be the largest power of two <= HSTU_TIME_BUCKETS");
 
 template <int NC> struct hstu_smem {
     alignas(16) float xt[HA_DC][HA_LD]; /* X chunk, transposed: xt[k][row] */
@@ -51,19 +61,11 @@ template <int NC> struct hstu_smem {
     alignas(16) float ps[HA_BM][HA_LD]; /* A or dS as ps[other][own] */
     alignas(16) float zs[HA_ZS];        /* rows of Z, [HA_ZS / (NC*16)][NC*16] */
     int64_t tsq[HA_BM], tsk[HA_BM];     /* timestamps of the query, key tiles */
+    uint64_t thr[HSTU_TIME_BUCKETS];    /* bucket thresholds (hstu_args) */
     float tb[HA_NB];                    /* time_bias */
     float dtb[HA_NB];                   /* dtime_bias of the block (bwd_dq) */
     float dpb[2 * HA_BM];               /* dpos_bias of a tile pair, by j - i */
 };
-
-/* bucket(dt) = min(floor(ln(max(|dt|, 1)) / 0.301), HSTU_TIME_BUCKETS), in
- * double exactly as backend_cpu_hstu.c computes it */
-static __device__ int hstu_bucket(int64_t dt)
-{
-    double a = dt < 0 ? -(double)dt : (double)dt;
-    double f = floor(log(a > 1 ? a : 1) / 0.301);
-    return f >= HSTU_TIME_BUCKETS ? HSTU_TIME_BUCKETS : (int)f;
-}
 
 /* acc[r][c] += sum_k X[ty*4 + r][k] Y[tx*4 + c][k], k < d. X: [xrows, d]
  * (row stride ldx), Y: [yrows, d]; rows past xrows / yrows count as zero. */
@@ -128,10 +130,9 @@ static __device__ void hstu_pz(const float (*ps)[HA_LD], const float *__restrict
     }
 }
 
-/* Y[ty*4 + r][tx + 16 c] = alpha acc[r][c] for rows < rows, columns < d */
+/* Y[ty*4 + r][tx + 16 c] = acc[r][c] for rows < rows, columns < d */
 template <int NC>
-static __device__ void hstu_store(float *Y, int64_t ldy, int rows, int d, float alpha,
-                                  const float acc[4][NC])
+static __device__ void hstu_store(float *Y, int64_t ldy, int rows, int d, const float acc[4][NC])
 {
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 #pragma unroll
@@ -139,7 +140,7 @@ static __device__ void hstu_store(float *Y, int64_t ldy, int rows, int d, float 
 #pragma unroll
         for (int c = 0; c < NC; c++)
             if (ty * 4 + r < rows && tx + 16 * c < d)
-                Y[(ty * 4 + r) * ldy + tx + 16 * c] = alpha * acc[r][c];
+                Y[(ty * 4 + r) * ldy + tx + 16 * c] = acc[r][c];
 }
 
 /* Everything a kernel needs; pointers are device memory. */
@@ -149,6 +150,7 @@ struct hstu_args {
     const float *q, *k, *v, *pos_bias, *time_bias, *dout;
     const int64_t *ts;
     float *out, *dq, *dk, *dvv, *dpos_bias, *dtime_bias;
+    uint64_t thr[HSTU_TIME_BUCKETS]; /* thr[k - 1]: smallest |dt| of bucket >= k */
 };
 
 /* the tile of one block: sequence b, head h, own rows [t0, t0 + rows) */
@@ -171,12 +173,28 @@ static __device__ bool hstu_tile_init(const hstu_args &a, int tile, hstu_tile *t
     return t->t0 < t->L;
 }
 
-/* time_bias into sm.tb (when used; read after the next barrier) */
+/* time_bias and the bucket thresholds into sm (when used; read after the
+ * next barrier) */
 template <int NC> static __device__ void hstu_load_tb(const hstu_args &a, hstu_smem<NC> &sm)
 {
     if (a.time_bias)
-        for (int e = threadIdx.x; e < HA_NB; e += HA_THREADS)
+        for (int e = threadIdx.x; e < HA_NB; e += HA_THREADS) {
             sm.tb[e] = a.time_bias[e];
+            if (e < HSTU_TIME_BUCKETS)
+                sm.thr[e] = a.thr[e];
+        }
+}
+
+/* bucket(dt): the number of thresholds <= |dt| (binary lifting: the
+ * thresholds are non-decreasing) */
+template <int NC> static __device__ int hstu_bucket(const hstu_smem<NC> &sm, int64_t dt)
+{
+    const uint64_t a = dt < 0 ? 0 - (uint64_t)dt : (uint64_t)dt;
+    int n = 0;
+    for (int step = HA_TOP_STEP; step > 0; step >>= 1)
+        if (n + step <= HSTU_TIME_BUCKETS && sm.thr[n + step - 1] <= a)
+            n += step;
+    return n;
 }
 
 /* the timestamps of rows [r0, r0 + n) of the sequence into dst[0 .. n) */
@@ -198,14 +216,15 @@ static __device__ float hstu_preact(const hstu_args &a, const hstu_smem<NC> &sm,
     if (a.pos_bias)
         rab += a.pos_bias[a.N - 1 + j - i];
     if (a.time_bias) {
-        *bk = hstu_bucket(sm.tsq[di] - sm.tsk[dj]);
+        *bk = hstu_bucket(sm, sm.tsq[di] - sm.tsk[dj]);
         rab += sm.tb[*bk];
     }
     return s + rab;
 }
 
 /* out rows of one query tile: sum over key tiles j0 <= i0 of A V */
-template <int NC> static __global__ void __launch_bounds__(HA_THREADS) hstu_fwd(hstu_args a)
+template <int NC>
+static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_fwd(hstu_args a)
 {
     __shared__ hstu_smem<NC> sm;
     hstu_tile t;
@@ -239,12 +258,12 @@ template <int NC> static __global__ void __launch_bounds__(HA_THREADS) hstu_fwd(
             }
         hstu_pz<NC>(sm.ps, vh, t.ldv, cols, a.dv, sm.zs, acc);
     }
-    hstu_store<NC>(a.out + (t.s0 + i0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, 1.0f,
-                   acc);
+    hstu_store<NC>(a.out + (t.s0 + i0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, acc);
 }
 
 /* dq rows of one query tile, and the bias gradients of its pairs */
-template <int NC> static __global__ void __launch_bounds__(HA_THREADS) hstu_bwd_dq(hstu_args a)
+template <int NC>
+static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_bwd_dq(hstu_args a)
 {
     __shared__ hstu_smem<NC> sm;
     hstu_tile t;
@@ -313,13 +332,13 @@ template <int NC> static __global__ void __launch_bounds__(HA_THREADS) hstu_bwd_
         for (int e = tid; e < HA_NB; e += HA_THREADS)
             if (sm.dtb[e] != 0.0f)
                 atomicAdd(&a.dtime_bias[e], sm.dtb[e]);
-    hstu_store<NC>(a.dq + (t.s0 + i0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, 1.0f,
-                   acc);
+    hstu_store<NC>(a.dq + (t.s0 + i0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, acc);
 }
 
 /* dk, dv rows of one key tile: sums over query tiles i0 >= j0. The score
  * tiles are transposed here: s[r][c] = k_j . q_i, j = j0 + ty*4 + r. */
-template <int NC> static __global__ void __launch_bounds__(HA_THREADS) hstu_bwd_dkdv(hstu_args a)
+template <int NC>
+static __global__ void __launch_bounds__(HA_THREADS, NC <= 4 ? 2 : 1) hstu_bwd_dkdv(hstu_args a)
 {
     __shared__ hstu_smem<NC> sm;
     hstu_tile t;
@@ -364,10 +383,8 @@ template <int NC> static __global__ void __launch_bounds__(HA_THREADS) hstu_bwd_
                 sm.ps[tx * 4 + c][ty * 4 + r] = ds[r][c];
         hstu_pz<NC>(sm.ps, qh, t.ldq, rows, a.dqk, sm.zs, dk);
     }
-    hstu_store<NC>(a.dk + (t.s0 + j0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, 1.0f,
-                   dk);
-    hstu_store<NC>(a.dvv + (t.s0 + j0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, 1.0f,
-                   dv);
+    hstu_store<NC>(a.dk + (t.s0 + j0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, dk);
+    hstu_store<NC>(a.dvv + (t.s0 + j0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, dv);
 }
 
 /* ---- launchers ---- */
@@ -400,6 +417,35 @@ static dim3 hstu_grid(int64_t B, int H, int N)
     return dim3((unsigned)B, (unsigned)H, (unsigned)((N + HA_BM - 1) / HA_BM));
 }
 
+/* backend_cpu_hstu.c's time_bucket of dt, as a function of a = |dt| (the
+ * CPU's -(double)dt equals (double)a: rounding is symmetric) */
+static int hstu_bucket_cpu(uint64_t a)
+{
+    double x = (double)a;
+    double f = floor(log(x > 1 ? x : 1) / 0.301);
+    return f >= HSTU_TIME_BUCKETS ? HSTU_TIME_BUCKETS : (int)f;
+}
+
+/* t[k - 1] = the smallest a with bucket >= k, by bisection over [0, 2^63]
+ * (bucket(2^63) = HSTU_TIME_BUCKETS); computed once per process */
+struct hstu_thresholds {
+    uint64_t t[HSTU_TIME_BUCKETS];
+    hstu_thresholds()
+    {
+        for (int k = 1; k <= HSTU_TIME_BUCKETS; k++) {
+            uint64_t lo = 0, hi = (uint64_t)1 << 63;
+            while (lo < hi) {
+                const uint64_t mid = lo + (hi - lo) / 2;
+                if (hstu_bucket_cpu(mid) >= k)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            t[k - 1] = lo;
+        }
+    }
+};
+
 /* the inputs common to both directions; without ts, no time bias (as on the CPU) */
 static hstu_args hstu_make_args(const int64_t *offsets, int H, int dqk, int dv, int N,
                                 const float *q, const float *k, const float *v,
@@ -407,16 +453,13 @@ static hstu_args hstu_make_args(const int64_t *offsets, int H, int dqk, int dv, 
 {
     hstu_args a = {};
     a.offsets = offsets;
-    a.H = H;
-    a.dqk = dqk;
-    a.dv = dv;
-    a.N = N;
-    a.q = q;
-    a.k = k;
-    a.v = v;
-    a.pos_bias = pos_bias;
-    a.time_bias = ts ? time_bias : NULL;
-    a.ts = ts;
+    a.H = H, a.dqk = dqk, a.dv = dv, a.N = N;
+    a.q = q, a.k = k, a.v = v;
+    a.pos_bias = pos_bias, a.time_bias = ts ? time_bias : NULL, a.ts = ts;
+    if (a.time_bias) {
+        static const hstu_thresholds thr; /* initialised once, thread-safe */
+        memcpy(a.thr, thr.t, sizeof a.thr);
+    }
     return a;
 }
 
@@ -444,11 +487,8 @@ void cuda_hstu_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H
     const int nc = hstu_nc("cuda_hstu_attn_bwd", dqk, dv);
     hstu_args a = hstu_make_args(offsets, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts);
     a.dout = dout;
-    a.dq = dq;
-    a.dk = dk;
-    a.dvv = dvv;
-    a.dpos_bias = dpos_bias;
-    a.dtime_bias = dtime_bias;
+    a.dq = dq, a.dk = dk, a.dvv = dvv;
+    a.dpos_bias = dpos_bias, a.dtime_bias = dtime_bias;
     HSTU_LAUNCH(hstu_bwd_dq, nc, hstu_grid(B, H, N), s, a);
     HSTU_LAUNCH(hstu_bwd_dkdv, nc, hstu_grid(B, H, N), s, a);
 }

@@ -10,18 +10,26 @@
  * elements, so y == x and dx == dy in place are safe.
  *
  * dgamma/dbeta of the layer norm are column sums over all rows, reduced
- * deterministically: per chunk of rows into a stream-ordered scratch buffer,
- * then the chunks summed in a fixed order (no float atomics). */
+ * deterministically: per chunk of rows into a static device scratch array
+ * (norm_part; only the backend's one compute stream uses it, in order),
+ * then the chunks summed in a fixed order (no float atomics, no
+ * allocation). */
 #include <math.h>
 #include <stdint.h>
 
 #include "cuda_check.h"
 #include "kernels.h"
+extern "C" {
+#include "log.h"
+}
 
 #define NORM_THREADS 256 /* 8 warps, one row each */
 #define NORM_ROWS_PER_BLOCK (NORM_THREADS / 32)
 #define NORM_MAX_BLOCKS 65536
 #define NORM_COL_CHUNKS 256 /* at most this many row chunks for dgamma/dbeta */
+#define NORM_PART_FLOATS (2 * 256 * 1024) /* scratch: [2, chunks, d] */
+
+static __device__ float norm_part[NORM_PART_FLOATS];
 
 static unsigned norm_row_blocks(int64_t rows)
 {
@@ -102,12 +110,13 @@ static __global__ void norm_layernorm_bwd_dx(int64_t rows, int d, const float *x
 
 /* Column partial sums over one chunk of rows. Block (32, 8): 32 columns
  * j = blockIdx.x * 32 + threadIdx.x, rows blockIdx.y * 8 + threadIdx.y
- * strided by gridDim.y * 8. part: [2, chunks, d] (dgamma, then dbeta)
- * with chunks = gridDim.y. */
+ * strided by gridDim.y * 8. norm_part: [2, chunks, d] (dgamma, then
+ * dbeta) with chunks = gridDim.y. */
 static __global__ void norm_layernorm_bwd_cols(int64_t rows, int d, const float *x,
                                                const float *mean, const float *rstd,
-                                               const float *dy, float *part)
+                                               const float *dy)
 {
+    float *part = norm_part;
     __shared__ float sg[8][33], sb[8][33];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int j = blockIdx.x * 32 + tx;
@@ -134,11 +143,11 @@ static __global__ void norm_layernorm_bwd_cols(int64_t rows, int d, const float 
     }
 }
 
-/* dgamma[j] += sum over chunks of part[0, c, j]; dbeta likewise, in chunk
- * order (one thread per column) */
-static __global__ void norm_layernorm_bwd_sum(int d, int chunks, const float *part,
-                                              float *dgamma, float *dbeta)
+/* dgamma[j] += sum over chunks of norm_part[0, c, j]; dbeta likewise, in
+ * chunk order (one thread per column) */
+static __global__ void norm_layernorm_bwd_sum(int d, int chunks, float *dgamma, float *dbeta)
 {
+    const float *part = norm_part;
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < d; j += gridDim.x * blockDim.x) {
         float g = 0, b = 0;
         for (int c = 0; c < chunks; c++) {
@@ -212,17 +221,18 @@ void cuda_layernorm_bwd(cudaStream_t s, int64_t rows, int d, const float *x, con
         return;
     if (gamma) {
         /* before the dx kernel: dx may be dy (in place) */
-        int64_t c = (rows + 63) / 64;
-        const int chunks = (int)(c < NORM_COL_CHUNKS ? c : NORM_COL_CHUNKS);
-        float *part = NULL;
-        CUDA_CHECK(cudaMallocAsync((void **)&part, (size_t)2 * chunks * d * sizeof(float), s));
+        if (d > NORM_PART_FLOATS / 2)
+            fatal("cuda_layernorm_bwd: d = %d exceeds the scratch (at most %d)", d,
+                  NORM_PART_FLOATS / 2);
+        int64_t c = (rows + 63) / 64, fit = NORM_PART_FLOATS / (2 * d);
+        c = c < NORM_COL_CHUNKS ? c : NORM_COL_CHUNKS;
+        const int chunks = (int)(c < fit ? c : fit);
         dim3 grid((unsigned)((d + 31) / 32), (unsigned)chunks), block(32, 8);
-        norm_layernorm_bwd_cols<<<grid, block, 0, s>>>(rows, d, x, mean, rstd, dy, part);
+        norm_layernorm_bwd_cols<<<grid, block, 0, s>>>(rows, d, x, mean, rstd, dy);
         CUDA_CHECK_LAUNCH("norm_layernorm_bwd_cols");
-        norm_layernorm_bwd_sum<<<(unsigned)((d + 255) / 256), 256, 0, s>>>(d, chunks, part,
-                                                                           dgamma, dbeta);
+        norm_layernorm_bwd_sum<<<(unsigned)((d + 255) / 256), 256, 0, s>>>(d, chunks, dgamma,
+                                                                           dbeta);
         CUDA_CHECK_LAUNCH("norm_layernorm_bwd_sum");
-        CUDA_CHECK(cudaFreeAsync(part, s));
     }
     norm_layernorm_bwd_dx<<<norm_row_blocks(rows), NORM_THREADS, 0, s>>>(rows, d, x, mean, rstd,
                                                                           gamma, dy, dx);

@@ -34,6 +34,8 @@ X(train, weight_decay, FLOAT, "0", 0, 10, NULL, "AdamW weight decay of the dense
 X(train, warmup_steps, INT, "0", 0, 1000000000, NULL, "linear learning-rate warmup (steps)")
 X(train, clip_norm, FLOAT, "0", 0, 1e6, NULL, "clip the dense gradient's global norm (0 = off)")
 X(train, max_steps, INT, "0", 0, 1000000000000.0, NULL, "stop after this many steps (0 = no limit)")
+X(train, final_eval, BOOL, "on", 0, 1, NULL,
+  "evaluate validation and test after the last step (off: benchmarks of training alone)")
 X(train, eval_every, INT, "0", 0, 1000000, NULL,
   "evaluate every N epochs (0 = only at the end)")
 X(train, resume, STRING, "", 0, 0, NULL,

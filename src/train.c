@@ -153,6 +153,25 @@ static void report_eval(struct trainer *tr, const char *split, const struct eval
     metrics_end(&l, tr->metrics);
 }
 
+/* Validation and test after the last step (and the popularity baseline). */
+static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss)
+{
+    struct eval_metrics val;
+    eval_split(tr, 0, &val);
+    report_eval(tr, "val", &val, loss);
+    if (val.ndcg[0] > tr->best_val) {
+        tr->best_val = val.ndcg[0];
+        tr->best_epoch = tr->epoch;
+    }
+    eval_split(tr, 1, test);
+    report_eval(tr, "test", test, loss);
+    if (params_i64(tr->p, P_train_baseline)) {
+        struct eval_metrics pop;
+        eval_popular(tr, 1, &pop);
+        report_eval(tr, "test-popular", &pop, 0);
+    }
+}
+
 int train_main(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
@@ -307,20 +326,10 @@ int train_main(int argc, char **argv)
         comm_free(&c);
         return PREEMPT_EXIT_CODE;
     }
-    struct eval_metrics val, test;
-    eval_split(&tr, 0, &val);
-    report_eval(&tr, "val", &val, loss);
-    if (val.ndcg[0] > tr.best_val) {
-        tr.best_val = val.ndcg[0];
-        tr.best_epoch = tr.epoch;
-    }
-    eval_split(&tr, 1, &test);
-    report_eval(&tr, "test", &test, loss);
-    if (params_i64(&p, P_train_baseline)) {
-        struct eval_metrics pop;
-        eval_popular(&tr, 1, &pop);
-        report_eval(&tr, "test-popular", &pop, 0);
-    }
+    const int final_eval = (int)params_i64(&p, P_train_final_eval);
+    struct eval_metrics test;
+    if (final_eval)
+        final_evaluation(&tr, &test, loss);
     double secs = cli_seconds() - t_start;
     log_info("done: step %lld (%lld steps in this run, %.1f s); best validation NDCG@10 %.4f "
              "at epoch %lld",
@@ -335,7 +344,8 @@ int train_main(int argc, char **argv)
     metrics_num(&l, "tokens_per_s", 0);
     metrics_num(&l, "seconds", secs);
     metrics_int(&l, "best_epoch", tr.best_epoch);
-    eval_metrics_json(&test, &l);
+    if (final_eval)
+        eval_metrics_json(&test, &l);
     metrics_end(&l, tr.metrics);
     if (tr.metrics)
         fclose(tr.metrics);

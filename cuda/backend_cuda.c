@@ -1,0 +1,567 @@
+/* backend_cuda: the CUDA backend (backend.h): device state, memory, cuBLAS
+ * GEMM, and the ops table whose entries call the kernel launchers of
+ * kernels.h. Plain C; the kernels live in the .cu files.
+ *
+ * State (one device per process, made current by device_open):
+ *   compute stream  every op runs on it, in order (lowest priority,
+ *                   non-blocking w.r.t. the legacy default stream);
+ *   comm stream     the staging copies to_host_async / to_device_async
+ *                   (highest priority, so exchanges are not queued behind
+ *                   kernels); each copy first waits for the work enqueued
+ *                   so far on the compute stream (an event), so it reads
+ *                   finished results and does not overwrite a buffer that
+ *                   a kernel still reads;
+ *   cuBLAS handle   bound to the compute stream, TF32 only when asked;
+ *   work buffers    sum_squares partials (grown as needed), loss sum+count.
+ * Every op before device_open ends the job with a message (cuda_state()).
+ *
+ * Memory comes from cudaMalloc, not the stream-ordered allocator: buffers
+ * may be handed to a CUDA-aware MPI, and pool memory breaks the CUDA IPC of
+ * several MPI/UCX versions. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "backend.h"
+#include "cuda_check.h"
+#include "kernels.h"
+#include "log.h"
+
+/* cuBLAS calls: the status number and its description */
+#define CUBLAS_CHECK(call)                                                               \
+    do {                                                                                 \
+        cublasStatus_t cublas_check_st_ = (call);                                        \
+        if (cublas_check_st_ != CUBLAS_STATUS_SUCCESS)                                   \
+            cuda_check_failed((int)cublas_check_st_,                                     \
+                              cublasGetStatusString(cublas_check_st_), #call, __FILE__,  \
+                              __LINE__);                                                 \
+    } while (0)
+
+void cuda_check_failed(int err, const char *reason, const char *call, const char *file,
+                       int line)
+{
+    fatal("%s:%d: CUDA call failed: %s: error %d (%s)", file, line, call, err, reason);
+}
+
+static struct cuda_state {
+    int open;
+    int device;
+    cudaStream_t compute, comm;
+    cudaEvent_t compute_mark, comm_mark; /* "work enqueued so far" on each stream */
+    cublasHandle_t blas;
+    void *ss_work; /* sum_squares partials, ss_bytes bytes */
+    size_t ss_bytes;
+    void *loss_work; /* cuda_loss_work_bytes() */
+} g_cuda;
+
+static struct cuda_state *cuda_state(void)
+{
+    if (!g_cuda.open)
+        fatal("backend cuda: no device opened");
+    return &g_cuda;
+}
+
+/* ---- devices ---------------------------------------------------------- */
+
+static int cuda_device_count(char *err, size_t errlen)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the sticky error */
+        return errorf(err, errlen, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    return n;
+}
+
+/* Release what a failed device_open created (each handle is zero when not
+ * created); errors are ignored on this path, the open reports its own. */
+static void cuda_release_partial(struct cuda_state *st)
+{
+    if (st->loss_work)
+        (void)cudaFree(st->loss_work);
+    if (st->blas)
+        (void)cublasDestroy(st->blas);
+    if (st->comm_mark)
+        (void)cudaEventDestroy(st->comm_mark);
+    if (st->compute_mark)
+        (void)cudaEventDestroy(st->compute_mark);
+    if (st->comm)
+        (void)cudaStreamDestroy(st->comm);
+    if (st->compute)
+        (void)cudaStreamDestroy(st->compute);
+    (void)cudaGetLastError();
+    memset(st, 0, sizeof *st);
+}
+
+/* In device_open: a failing runtime call is the user's error to read, not a
+ * crash; undo what was made and return -1 with the reason. */
+#define OPEN_TRY(call)                                                                   \
+    do {                                                                                 \
+        cudaError_t open_try_e_ = (call);                                                \
+        if (open_try_e_ != cudaSuccess) {                                                \
+            cuda_release_partial(st);                                                    \
+            return errorf(err, errlen, "%s failed: %s (%s)", #call,                      \
+                          cudaGetErrorName(open_try_e_), cudaGetErrorString(open_try_e_)); \
+        }                                                                                \
+    } while (0)
+
+#define OPEN_TRY_BLAS(call)                                                              \
+    do {                                                                                 \
+        cublasStatus_t open_try_s_ = (call);                                             \
+        if (open_try_s_ != CUBLAS_STATUS_SUCCESS) {                                      \
+            cuda_release_partial(st);                                                    \
+            return errorf(err, errlen, "%s failed: %s (%s)", #call,                      \
+                          cublasGetStatusName(open_try_s_),                              \
+                          cublasGetStatusString(open_try_s_));                           \
+        }                                                                                \
+    } while (0)
+
+static int cuda_device_open(int device, int tf32, char *err, size_t errlen)
+{
+    struct cuda_state *st = &g_cuda;
+    const cublasMath_t math = tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+    if (st->open) {
+        if (device != st->device)
+            return errorf(err, errlen, "device %d requested, but device %d is already open",
+                          device, st->device);
+        CUBLAS_CHECK(cublasSetMathMode(st->blas, math));
+        return 0;
+    }
+    int count = cuda_device_count(err, errlen);
+    if (count < 0)
+        return -1;
+    if (device < 0 || device >= count)
+        return errorf(err, errlen, "device %d out of range: %d CUDA device%s visible", device,
+                      count, count == 1 ? "" : "s");
+    OPEN_TRY(cudaSetDevice(device));
+    int least = 0, greatest = 0; /* numerically: least >= greatest */
+    OPEN_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    OPEN_TRY(cudaStreamCreateWithPriority(&st->compute, cudaStreamNonBlocking, least));
+    OPEN_TRY(cudaStreamCreateWithPriority(&st->comm, cudaStreamNonBlocking, greatest));
+    OPEN_TRY(cudaEventCreateWithFlags(&st->compute_mark, cudaEventDisableTiming));
+    OPEN_TRY(cudaEventCreateWithFlags(&st->comm_mark, cudaEventDisableTiming));
+    OPEN_TRY(cudaMalloc(&st->loss_work, cuda_loss_work_bytes()));
+    OPEN_TRY_BLAS(cublasCreate(&st->blas));
+    OPEN_TRY_BLAS(cublasSetStream(st->blas, st->compute));
+    OPEN_TRY_BLAS(cublasSetMathMode(st->blas, math));
+    st->device = device;
+    st->open = 1;
+    return 0;
+}
+
+/* "NVIDIA H200 (device 0, 139.8 GiB, sm_90, driver 13.0, runtime 13.0)";
+ * informational, so a failing query is described in buf, not fatal */
+static void cuda_device_describe(char *buf, size_t len)
+{
+    int dev = g_cuda.device, drv = 0, rt = 0;
+    cudaError_t e = g_cuda.open ? cudaSuccess : cudaGetDevice(&dev);
+    struct cudaDeviceProp prop;
+    if (e == cudaSuccess)
+        e = cudaGetDeviceProperties(&prop, dev);
+    if (e == cudaSuccess)
+        e = cudaDriverGetVersion(&drv);
+    if (e == cudaSuccess)
+        e = cudaRuntimeGetVersion(&rt);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(buf, len, "CUDA device %d (no description: %s)", dev, cudaGetErrorString(e));
+        return;
+    }
+    snprintf(buf, len, "%s (device %d, %.1f GiB, sm_%d%d, driver %d.%d, runtime %d.%d)",
+             prop.name, dev, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
+             prop.major, prop.minor, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+}
+
+/* ---- memory ----------------------------------------------------------- */
+
+static void *cuda_alloc(size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    void *p = NULL;
+    size_t b = bytes ? bytes : 1; /* never NULL, as on the CPU */
+    CUDA_CHECK(cudaMalloc(&p, b));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, b, st->compute));
+    /* zero for every reader, a CUDA-aware MPI or the comm stream included;
+     * allocations belong outside the step loop (cudaMalloc/cudaFree are
+     * synchronising anyway) */
+    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    return p;
+}
+
+static void cuda_free(void *p)
+{
+    if (!p)
+        return;
+    struct cuda_state *st = cuda_state();
+    /* no kernel or staging copy may still touch p */
+    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    CUDA_CHECK(cudaStreamSynchronize(st->comm));
+    CUDA_CHECK(cudaFree(p));
+}
+
+/* Synchronous: the host buffer may be pageable and reused or freed by the
+ * caller as soon as we return, and a pinned one (host_alloc) would not make
+ * cudaMemcpyAsync wait at all; correctness before speed. */
+static void cuda_to_device(void *dst, const void *host_src, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes)
+        return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, st->compute));
+    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+}
+
+static void cuda_to_host(void *host_dst, const void *src, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes)
+        return;
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, st->compute));
+    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+}
+
+/* device to device, in stream order (regions must not overlap) */
+static void cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes || dst == src)
+        return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st->compute));
+}
+
+static void cuda_zero(void *p, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes)
+        return;
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, st->compute));
+}
+
+static void cuda_synchronize(void) { CUDA_CHECK(cudaStreamSynchronize(cuda_state()->compute)); }
+
+/* ---- pinned host memory and the comm stream --------------------------- */
+
+static void *cuda_host_alloc(size_t bytes)
+{
+    (void)cuda_state(); /* the device must be current before pinning */
+    void *p = NULL;
+    CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
+    return p;
+}
+
+static void cuda_host_free(void *p)
+{
+    if (!p)
+        return;
+    struct cuda_state *st = cuda_state();
+    CUDA_CHECK(cudaStreamSynchronize(st->comm)); /* no staging copy still uses p */
+    CUDA_CHECK(cudaFreeHost(p));
+}
+
+/* the comm stream waits for everything enqueued so far on the compute one */
+static void cuda_comm_after_compute(struct cuda_state *st)
+{
+    CUDA_CHECK(cudaEventRecord(st->compute_mark, st->compute));
+    CUDA_CHECK(cudaStreamWaitEvent(st->comm, st->compute_mark, 0));
+}
+
+static void cuda_to_host_async(void *host_dst, const void *src, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes)
+        return;
+    cuda_comm_after_compute(st);
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, st->comm));
+}
+
+static void cuda_to_device_async(void *dst, const void *host_src, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes)
+        return;
+    cuda_comm_after_compute(st); /* kernels enqueued before may still read dst */
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, st->comm));
+    /* and kernels enqueued after must see the data even without comm_sync */
+    CUDA_CHECK(cudaEventRecord(st->comm_mark, st->comm));
+    CUDA_CHECK(cudaStreamWaitEvent(st->compute, st->comm_mark, 0));
+}
+
+static void cuda_comm_sync(void) { CUDA_CHECK(cudaStreamSynchronize(cuda_state()->comm)); }
+
+/* ---- GEMM ------------------------------------------------------------- */
+
+static int cuda_gemm_dim(const char *what, int64_t v)
+{
+    if (v < 0 || v > INT_MAX)
+        fatal("backend cuda: gemm: %s = %lld is outside cuBLAS's 32-bit range", what,
+              (long long)v);
+    return (int)v;
+}
+
+/* C: [m, n] (row r at C + r ldc) *= beta, for k == 0 (no product term) */
+static void cuda_gemm_scale_c(struct cuda_state *st, int64_t m, int64_t n, float beta, float *C,
+                              int64_t ldc)
+{
+    if (beta == 1.0f)
+        return;
+    if (beta == 0.0f) { /* as BLAS: C is not read, so NaNs there do not survive */
+        CUDA_CHECK(cudaMemset2DAsync(C, (size_t)ldc * sizeof(float), 0,
+                                     (size_t)n * sizeof(float), (size_t)m, st->compute));
+    } else if (ldc == n) {
+        cuda_scale(st->compute, m * n, beta, C);
+    } else {
+        for (int64_t r = 0; r < m; r++)
+            cuda_scale(st->compute, n, beta, C + r * ldc);
+    }
+}
+
+/* Row-major C = alpha op(A) op(B) + beta C is column-major
+ * C^T = alpha op(B)^T op(A)^T + beta C^T, and a row-major matrix read as
+ * column-major is its transpose: so cuBLAS gets (op_b, op_a, n, m, k, B, A)
+ * with the same leading dimensions. */
+static void cuda_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                      float *C, int64_t ldc)
+{
+    struct cuda_state *st = cuda_state();
+    if (m == 0 || n == 0)
+        return;
+    if (k == 0) {
+        cuda_gemm_scale_c(st, m, n, beta, C, ldc);
+        return;
+    }
+    const int im = cuda_gemm_dim("m", m), in = cuda_gemm_dim("n", n),
+              ik = cuda_gemm_dim("k", k), ilda = cuda_gemm_dim("lda", lda),
+              ildb = cuda_gemm_dim("ldb", ldb), ildc = cuda_gemm_dim("ldc", ldc);
+    CUBLAS_CHECK(cublasSgemm(st->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, in, im, ik, &alpha, B, ildb, A,
+                             ilda, &beta, C, ildc));
+}
+
+/* ---- elementwise, norms, dropout, rows, optimizer --------------------- */
+
+static void cuda_op_axpy(int64_t n, float a, const float *x, float *y)
+{
+    cuda_axpy(cuda_state()->compute, n, a, x, y);
+}
+
+static void cuda_op_scale(int64_t n, float a, float *x)
+{
+    cuda_scale(cuda_state()->compute, n, a, x);
+}
+
+static void cuda_op_mul(int64_t n, const float *a, const float *b, float *y)
+{
+    cuda_mul(cuda_state()->compute, n, a, b, y);
+}
+
+static void cuda_op_silu_fwd(int64_t n, const float *x, float *y)
+{
+    cuda_silu_fwd(cuda_state()->compute, n, x, y);
+}
+
+static void cuda_op_silu_bwd(int64_t n, const float *x, const float *dy, float *dx)
+{
+    cuda_silu_bwd(cuda_state()->compute, n, x, dy, dx);
+}
+
+static void cuda_op_relu_fwd(int64_t n, const float *x, float *y)
+{
+    cuda_relu_fwd(cuda_state()->compute, n, x, y);
+}
+
+static void cuda_op_relu_bwd(int64_t n, const float *x, const float *dy, float *dx)
+{
+    cuda_relu_bwd(cuda_state()->compute, n, x, dy, dx);
+}
+
+static void cuda_op_layernorm_fwd(int64_t rows, int d, float eps, const float *x,
+                                  const float *gamma, const float *beta, float *y, float *mean,
+                                  float *rstd)
+{
+    cuda_layernorm_fwd(cuda_state()->compute, rows, d, eps, x, gamma, beta, y, mean, rstd);
+}
+
+static void cuda_op_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
+                                  const float *rstd, const float *gamma, const float *dy,
+                                  float *dx, float *dgamma, float *dbeta)
+{
+    cuda_layernorm_bwd(cuda_state()->compute, rows, d, x, mean, rstd, gamma, dy, dx, dgamma,
+                       dbeta);
+}
+
+static void cuda_op_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y,
+                               float *norm)
+{
+    cuda_l2norm_fwd(cuda_state()->compute, rows, d, eps, x, y, norm);
+}
+
+static void cuda_op_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm,
+                               const float *dy, float *dx)
+{
+    cuda_l2norm_bwd(cuda_state()->compute, rows, d, y, norm, dy, dx);
+}
+
+static void cuda_op_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_keys,
+                                uint64_t site, const float *x, float *y, uint8_t *mask)
+{
+    cuda_dropout_fwd(cuda_state()->compute, rows, d, p, row_keys, site, x, y, mask);
+}
+
+static void cuda_op_dropout_bwd(int64_t rows, int d, float p, const uint8_t *mask,
+                                const float *dy, float *dx)
+{
+    cuda_dropout_bwd(cuda_state()->compute, rows, d, p, mask, dy, dx);
+}
+
+static void cuda_op_gather_rows(int64_t n, int d, const float *table, const int64_t *idx,
+                                float *out)
+{
+    cuda_gather_rows(cuda_state()->compute, n, d, table, idx, out);
+}
+
+static void cuda_op_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
+                                     float *table)
+{
+    cuda_scatter_add_rows(cuda_state()->compute, n, d, src, idx, table);
+}
+
+static void cuda_op_adamw_step(int64_t n, float *w, float *m, float *v, const float *g,
+                               float lr, float b1, float b2, float eps, float wd, int64_t t)
+{
+    cuda_adamw_step(cuda_state()->compute, n, w, m, v, g, lr, b1, b2, eps, wd, t);
+}
+
+static double cuda_op_sum_squares(int64_t n, const float *x)
+{
+    struct cuda_state *st = cuda_state();
+    if (n <= 0)
+        return 0.0;
+    size_t need = cuda_sum_squares_work_bytes(n);
+    if (need > st->ss_bytes) {
+        if (st->ss_work) {
+            CUDA_CHECK(cudaStreamSynchronize(st->compute));
+            CUDA_CHECK(cudaFree(st->ss_work));
+            st->ss_work = NULL;
+        }
+        CUDA_CHECK(cudaMalloc(&st->ss_work, need));
+        st->ss_bytes = need;
+    }
+    double s = 0;
+    cuda_sum_squares(st->compute, n, x, st->ss_work, &s);
+    return s;
+}
+
+/* ---- attention and losses --------------------------------------------- */
+
+static void cuda_op_hstu_attn_fwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv,
+                                  int N, const float *q, const float *k, const float *v,
+                                  const float *pos_bias, const float *time_bias,
+                                  const int64_t *ts, float *out)
+{
+    cuda_hstu_attn_fwd(cuda_state()->compute, B, offsets, H, dqk, dv, N, q, k, v, pos_bias,
+                       time_bias, ts, out);
+}
+
+static void cuda_op_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv,
+                                  int N, const float *q, const float *k, const float *v,
+                                  const float *pos_bias, const float *time_bias,
+                                  const int64_t *ts, const float *dout, float *dq, float *dk,
+                                  float *dvv, float *dpos_bias, float *dtime_bias)
+{
+    cuda_hstu_attn_bwd(cuda_state()->compute, B, offsets, H, dqk, dv, N, q, k, v, pos_bias,
+                       time_bias, ts, dout, dq, dk, dvv, dpos_bias, dtime_bias);
+}
+
+static void cuda_op_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                                    const float *q, const float *k, const float *v, float *out,
+                                    float *lse)
+{
+    cuda_sasrec_attn_fwd(cuda_state()->compute, B, offsets, H, dh, N, q, k, v, out, lse);
+}
+
+static void cuda_op_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                                    const float *q, const float *k, const float *v,
+                                    const float *out, const float *lse, const float *dout,
+                                    float *dq, float *dk, float *dv)
+{
+    cuda_sasrec_attn_bwd(cuda_state()->compute, B, offsets, H, dh, N, q, k, v, out, lse, dout,
+                         dq, dk, dv);
+}
+
+static double cuda_op_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u,
+                                   int64_t nu, const float *e, const int64_t *pos,
+                                   const int64_t *neg, float scale, float *du, float *de,
+                                   int64_t *count)
+{
+    struct cuda_state *st = cuda_state();
+    if (d < 1 || R < 0 || T < 0 || !(inv_tau > 0))
+        fatal("backend cuda: softmax_loss: bad arguments T = %lld, d = %d, R = %d, "
+              "inv_tau = %g",
+              (long long)T, d, R, (double)inv_tau);
+    double sum = 0;
+    cuda_softmax_loss(st->compute, T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de,
+                      st->loss_work, &sum, count);
+    return sum;
+}
+
+static double cuda_op_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
+                               const int64_t *pos, const int64_t *neg, float scale, float *du,
+                               float *de, int64_t *count)
+{
+    struct cuda_state *st = cuda_state();
+    if (d < 1 || T < 0)
+        fatal("backend cuda: bce_loss: bad arguments T = %lld, d = %d", (long long)T, d);
+    double sum = 0;
+    cuda_bce_loss(st->compute, T, d, u, nu, e, pos, neg, scale, du, de, st->loss_work, &sum,
+                  count);
+    return sum;
+}
+
+const struct backend_ops backend_cuda = {
+    .name = "cuda",
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .to_device = cuda_to_device,
+    .to_host = cuda_to_host,
+    .copy = cuda_copy,
+    .zero = cuda_zero,
+    .synchronize = cuda_synchronize,
+    .gemm = cuda_gemm,
+    .axpy = cuda_op_axpy,
+    .scale = cuda_op_scale,
+    .mul = cuda_op_mul,
+    .silu_fwd = cuda_op_silu_fwd,
+    .silu_bwd = cuda_op_silu_bwd,
+    .relu_fwd = cuda_op_relu_fwd,
+    .relu_bwd = cuda_op_relu_bwd,
+    .layernorm_fwd = cuda_op_layernorm_fwd,
+    .layernorm_bwd = cuda_op_layernorm_bwd,
+    .l2norm_fwd = cuda_op_l2norm_fwd,
+    .l2norm_bwd = cuda_op_l2norm_bwd,
+    .dropout_fwd = cuda_op_dropout_fwd,
+    .dropout_bwd = cuda_op_dropout_bwd,
+    .gather_rows = cuda_op_gather_rows,
+    .scatter_add_rows = cuda_op_scatter_add_rows,
+    .adamw_step = cuda_op_adamw_step,
+    .sum_squares = cuda_op_sum_squares,
+    .hstu_attn_fwd = cuda_op_hstu_attn_fwd,
+    .hstu_attn_bwd = cuda_op_hstu_attn_bwd,
+    .sasrec_attn_fwd = cuda_op_sasrec_attn_fwd,
+    .sasrec_attn_bwd = cuda_op_sasrec_attn_bwd,
+    .softmax_loss = cuda_op_softmax_loss,
+    .bce_loss = cuda_op_bce_loss,
+    .device_count = cuda_device_count,
+    .device_open = cuda_device_open,
+    .device_describe = cuda_device_describe,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .to_host_async = cuda_to_host_async,
+    .to_device_async = cuda_to_device_async,
+    .comm_sync = cuda_comm_sync,
+};
