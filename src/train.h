@@ -52,6 +52,12 @@ struct trainer {
     int nbuckets;
     int64_t bucket_end;       /* arena floats [bucket_end, ngrad) are posted */
     struct comm_request buckets[TRAIN_MAX_BUCKETS];
+    /* the step's backend buffers, grown as needed and kept across steps
+     * (device allocations synchronise; see train_step.c) */
+    struct step_buf {
+        void *p;
+        size_t cap;
+    } buf[8];
     int64_t n_train, *train_users;
     int64_t step, epoch;
     double best_val;          /* best validation NDCG@10 so far (-1: none) */

@@ -186,6 +186,20 @@ static void dense_step(struct trainer *tr)
     steptime_phase(&tr->st, PH_OPTIMIZER);
 }
 
+enum { BUF_ROWS, BUF_INV, BUF_EMB, BUF_OUT, BUF_DU, BUF_DROWS, BUF_DEMB, BUF_COUNT };
+
+/* Backend buffer `which` of at least `bytes` (contents undefined). */
+static void *step_buffer(struct trainer *tr, int which, size_t bytes)
+{
+    struct step_buf *b = &tr->buf[which];
+    if (bytes > b->cap) {
+        tr->be->free(b->p);
+        b->cap = bytes + bytes / 4;
+        b->p = tr->be->alloc(b->cap);
+    }
+    return b->p;
+}
+
 /* Copy chunk k of the exchange's unique rows (host x->rows) to dev, which
  * has the same layout: owner p's block holds its chunk-0 rows, then its
  * chunk-1 rows. */
@@ -229,21 +243,26 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
         emb_output_wait(x, 1, NULL);
     const size_t td = (size_t)(T ? T : 1) * (size_t)d * sizeof(float);
     const size_t ud = (size_t)(x->nuniq ? x->nuniq : 1) * (size_t)d * sizeof(float);
-    float *rows = host ? x->rows : be->alloc(ud);
+    float *rows = host ? x->rows : step_buffer(tr, BUF_ROWS, ud);
     if (!host) {
         rows_upload(be, x, d, 0, rows);
         if (!prio)
             rows_upload(be, x, d, 1, rows);
     }
-    void *own_inv, *own_gu;
-    const int64_t *inv =
-        backend_upload(be, x->inverse, (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t), &own_inv);
-    float *emb = be->alloc(td);
+    void *own_gu;
+    const size_t ib = (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t);
+    const int64_t *inv = x->inverse;
+    if (!host) {
+        int64_t *dinv = step_buffer(tr, BUF_INV, ib);
+        be->to_device(dinv, x->inverse, ib);
+        inv = dinv;
+    }
+    float *emb = step_buffer(tr, BUF_EMB, td);
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
     steptime_phase(st, PH_LOOKUP);
 
     double t_work = cli_seconds();
-    float *out = be->alloc(td);
+    float *out = step_buffer(tr, BUF_OUT, td);
     struct batch b = {.B = in->sb.B, .T = T, .offsets = in->sb.offsets, .ts = in->sb.ts,
                       .row_keys = in->sb.keys, .train = 1};
     tr->m.vt->forward(&tr->m, &b, emb, out);
@@ -254,8 +273,9 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
         if (!host)
             rows_upload(be, x, d, 1, rows);
     }
-    float *du = be->alloc(td);
-    float *drows = be->alloc(ud);
+    float *du = step_buffer(tr, BUF_DU, td);
+    float *drows = step_buffer(tr, BUF_DROWS, ud);
+    be->zero(drows, ud); /* accumulated by the loss and the scatter */
     int64_t counted = 0;
     double loss_sum =
         tr->bce ? loss_bce(be, T, d, out, x->nuniq, rows, inv + T, inv + 2 * T, scale, du, drows,
@@ -270,7 +290,7 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     model_zero_grads(&tr->m);
     tr->nbuckets = 0;
     tr->bucket_end = tr->m.ngrad;
-    float *demb = be->alloc(td);
+    float *demb = step_buffer(tr, BUF_DEMB, td);
     tr->m.vt->backward(&tr->m, &b, du, demb);
     be->scatter_add_rows(T, d, demb, inv, drows);
     const float *gu = backend_download(be, drows, ud, &own_gu);
@@ -295,14 +315,6 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     dense_step(tr);
 
     free(own_gu);
-    if (!host)
-        be->free(rows);
-    be->free(own_inv);
-    be->free(emb);
-    be->free(demb);
-    be->free(out);
-    be->free(du);
-    be->free(drows);
     input_release(in);
     if (nx->ready)
         tr->in_cur = 1 - tr->in_cur;
