@@ -50,6 +50,7 @@ struct comm {
     int rank, size;
     struct comm_group_info g[COMM_NGROUPS];
     int emb_groups; /* P / G */
+    int thread_level_ok; /* MPI provides MPI_THREAD_SERIALIZED */
     struct comm_counters counters;
 };
 
@@ -121,6 +122,16 @@ void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int6
  * MPI progress the exchange between compute phases. */
 void comm_wait(struct comm_request *req);
 int comm_test(struct comm_request *req);
+
+/* Progress thread (parallel.progress=thread): started once; between
+ * comm_compute_begin() and comm_compute_end() the main thread makes no comm
+ * call and the thread drives MPI's progress engine; outside those windows
+ * the thread is idle. Without a started thread the two calls do nothing.
+ * comm_progress_start returns -1 with err when threads are not supported. */
+int comm_progress_start(struct comm *c, char *err, size_t errlen);
+void comm_progress_stop(struct comm *c);
+void comm_compute_begin(void);
+void comm_compute_end(void);
 /* Gather variable-length blocks from every rank of group g into recv, in
  * rank order; counts[size] are returned through rcounts. */
 void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,

@@ -70,6 +70,9 @@ X(parallel, overlap, CHOICE, "prioritized", 0, 0, "none|pipeline|prioritized",
   "exchange runs during this step's compute; prioritized = pipeline + rows in two chunks "
   "(inputs first), sparse gradients before the dense all-reduce, dense all-reduce bucketed "
   "per layer during the backward")
+X(parallel, progress, CHOICE, "test", 0, 0, "test|thread",
+  "what moves non-blocking exchanges while the model computes: test = MPI_Test between "
+  "layers; thread = a thread polling MPI's progress engine during compute")
 X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
   "how exchanges move bytes: mpi (the only transport of this version; copy-engine and kernel "
   "are refused)")

@@ -108,6 +108,7 @@ static void bucket_post(struct trainer *tr, int first)
 static void step_progress(void *ctx, int first_final)
 {
     struct trainer *tr = ctx;
+    comm_compute_end();
     struct step_input *nx = &tr->in[1 - tr->in_cur];
     if (nx->ready)
         emb_input_progress(tr->c, &nx->x);
@@ -119,6 +120,7 @@ static void step_progress(void *ctx, int first_final)
     for (int i = 0; i < tr->nbuckets; i++)
         if (tr->buckets[i].mpi)
             comm_test(&tr->buckets[i]);
+    comm_compute_begin();
 }
 
 void train_step_setup(struct trainer *tr)
@@ -140,6 +142,10 @@ void train_step_setup(struct trainer *tr)
         tr->m.progress = step_progress;
         tr->m.progress_ctx = tr;
     }
+    char err[256];
+    if (!strcmp(params_str(tr->p, P_parallel_progress), "thread") &&
+        comm_progress_start(tr->c, err, sizeof err))
+        fatal("parallel.progress = thread: %s", err);
 }
 
 /* Sum the dense gradient arena over dp: in place on a host backend or with
@@ -265,7 +271,9 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     float *out = step_buffer(tr, BUF_OUT, td);
     struct batch b = {.B = in->sb.B, .T = T, .offsets = in->sb.offsets, .ts = in->sb.ts,
                       .row_keys = in->sb.keys, .train = 1};
+    comm_compute_begin();
     tr->m.vt->forward(&tr->m, &b, emb, out);
+    comm_compute_end();
     if (nx->ready)
         emb_input_post_ids(c, &nx->x);
     if (prio) { /* targets and negatives: chunk 1 */
@@ -277,12 +285,14 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     float *drows = step_buffer(tr, BUF_DROWS, ud);
     be->zero(drows, ud); /* accumulated by the loss and the scatter */
     int64_t counted = 0;
+    comm_compute_begin();
     double loss_sum =
         tr->bce ? loss_bce(be, T, d, out, x->nuniq, rows, inv + T, inv + 2 * T, scale, du, drows,
                            &counted)
                 : loss_sampled_softmax(be, T, d, R, (float)params_f64(tr->p, P_train_temperature),
                                        tr->normalize_items, out, x->nuniq, rows, inv + T,
                                        inv + 2 * T, scale, du, drows, &counted);
+    comm_compute_end();
     slow_down(tr, cli_seconds() - t_work);
     steptime_phase(st, PH_FORWARD);
 
@@ -291,7 +301,9 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     tr->nbuckets = 0;
     tr->bucket_end = tr->m.ngrad;
     float *demb = step_buffer(tr, BUF_DEMB, td);
+    comm_compute_begin();
     tr->m.vt->backward(&tr->m, &b, du, demb);
+    comm_compute_end();
     be->scatter_add_rows(T, d, demb, inv, drows);
     const float *gu = backend_download(be, drows, ud, &own_gu);
     slow_down(tr, cli_seconds() - t_work);

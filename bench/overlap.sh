@@ -1,0 +1,78 @@
+#!/bin/sh
+# overlap: parallel.overlap = none | pipeline | prioritized side by side, on
+# 2 ranks, with a vocabulary large enough that the embedding exchanges
+# matter: 10^7 items, d = 64, 8192 users of 20..80 events (Zipf 0.8), HSTU
+# with 2 layers and 64 sampled negatives per position (~150k unique rows
+# per rank and step, ~40 MB of rows each way).
+#
+#   bench/overlap.sh [STEPS] [ROUNDS]     (default 60 steps, 2 rounds)
+#
+# The modes run interleaved (none, pipeline, prioritized, and the last two
+# with parallel.progress=thread; then again) after one discarded warm-up run. Per mode it prints medians over the progress
+# intervals of all its runs (the first interval of each run is dropped):
+# the exposed communication per step (step time - busy compute time; it
+# includes waiting for a slower rank), its ratio to none, the overlap ratio
+# (hidden / (hidden + exposed) communication time) and the step time.
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+FS=${FREESCALE:-$TOP/freescale}
+[ -x "$FS" ] || { echo "overlap: $FS not built"; exit 1; }
+STEPS=${1:-60}
+ROUNDS=${2:-2}
+W=$(mktemp -d "${TMPDIR:-/tmp}/bench-overlap.XXXXXX") || exit 1
+trap 'rm -rf "$W"' EXIT
+if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+"$FS" data gen --users 8192 --items 10000000 --length uniform:20,80 --zipf 0.8 --seed 5 \
+    -o "$W/big.h5" >/dev/null || exit 1
+cat > "$W/ov.in" <<IN
+[data]
+path = $W/big.h5
+max_seq_len = 64
+[model]
+type = hstu
+dim = 64
+layers = 2
+heads = 2
+dropout = 0
+[train]
+batch_size = 128
+negatives = 64
+epochs = 100
+log_every = 5
+final_eval = off
+[embedding]
+optimizer = adagrad
+IN
+echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
+echo "data: 8192 users, 1e7 items, d = 64; 2 ranks, $STEPS steps per run, $ROUNDS runs per mode"
+
+MODES="none pipeline prioritized pipeline+thread prioritized+thread"
+run() { # MODE ROUND; MODE = OVERLAP[+thread]
+    ov=${1%+thread} pr=test
+    [ "$ov" != "$1" ] && pr=thread
+    mpirun -np 2 "$FS" train "$W/ov.in" parallel.overlap="$ov" parallel.progress=$pr \
+        train.max_steps="$STEPS" output.metrics="$W/$1-$2.jsonl" > "$W/log" 2>&1 ||
+        { echo "overlap: $1 failed:"; tail -n 20 "$W/log"; exit 1; }
+}
+run none warmup
+for r in $(seq "$ROUNDS"); do
+    for m in $MODES; do run $m "$r"; done
+done
+# per interval: exposed ms, overlap, step ms (from samples/s at batch 128)
+field() { sed -n "s/.*\"event\":\"train\".*\"$2\":\([^,}]*\).*/\1/p" "$1"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)] }'; }
+stat() { # MODE FIELD [step]
+    for f in "$W/$1"-[0-9]*.jsonl; do field "$f" "$2" | tail -n +2; done | median
+}
+base=$(stat none exposed_comm_ms)
+printf '%-20s %15s %8s %8s %8s %8s\n' mode "exposed ms/step" "vs none" overlap "step ms" "vs none"
+sbase=$(stat none samples_per_s)
+for m in $MODES; do
+    e=$(stat $m exposed_comm_ms) o=$(stat $m overlap) s=$(stat $m samples_per_s)
+    awk -v m=$m -v e="$e" -v b="$base" -v o="$o" -v s="$s" -v sb="$sbase" 'BEGIN {
+        printf "%-20s %15.1f %8.2f %7.0f%% %8.0f %8.2f\n", m, e, e / b, 100 * o, 128000 / s, sb / s }'
+done
