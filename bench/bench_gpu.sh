@@ -1,0 +1,63 @@
+#!/bin/sh
+# bench_gpu: HSTU training throughput on the GPU at the ML-20M configuration
+# (input/ml20m-hstu.in: d = 256, 4 blocks, 4 heads, max length 200, 128
+# sampled negatives) on synthetic data of ML-20M's shape, against the
+# device's matrix peak measured in the same invocation (bench/bench_gemm:
+# an 8192^3 float GEMM through the backend, TF32 off and on).
+#
+#   bench/bench_gpu.sh [STEPS]     (default 60; needs a CUDA build and a GPU)
+#
+# Prints the median tokens/s over the progress intervals (the first dropped)
+# for 1 rank on the GPU, 1 rank with device.tf32=on, and 2 ranks sharing the
+# GPU (device.share=on); the model FLOPs per token (forward + backward = 3 x
+# forward, with the mean causal span of the data) and the fraction of the
+# measured fp32 / tf32 GEMM peak.
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+FS=${FREESCALE:-$TOP/freescale}
+[ -x "$FS" ] || { echo "bench_gpu: $FS not built"; exit 1; }
+STEPS=${1:-60}
+W=$(mktemp -d "${TMPDIR:-/tmp}/bench-gpu.XXXXXX") || exit 1
+trap 'rm -rf "$W"' EXIT
+if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+make -C "$TOP" bench/bench_gemm >/dev/null 2>&1 || { echo "bench_gpu: cannot build bench_gemm"; exit 1; }
+"$TOP/bench/bench_gemm" cuda 8192 > "$W/peak"
+rc=$?
+cat "$W/peak"
+[ $rc -eq 0 ] || { echo "bench_gpu: skipped (no usable GPU or no CUDA build)"; exit 0; }
+FP32=$(awk '$2 == "fp32" { print $3 }' "$W/peak")
+TF32=$(awk '$2 == "tf32" { print $3 }' "$W/peak")
+
+# ML-20M's shape: 138k users, 26.7k items, ~20M ratings; a 20k-user sample
+"$FS" data gen --users 20000 --items 26744 --length lognormal:4.4,1.1 --timestamps --seed 7 \
+    -o "$W/ml20m-shape.h5" >/dev/null || exit 1
+SPAN=$(/usr/bin/python3 -c "
+import h5py, numpy as np
+o = h5py.File('$W/ml20m-shape.h5', 'r')['offsets'][:]
+L = np.minimum(np.diff(o) - 1, 200).clip(0)
+print(float((L * L).sum()) / L.sum())" 2>/dev/null || echo 200)
+D=256
+# forward FLOPs per token x 3: uvqk (d x 4d), output (d x d), attention 2 x span x d,
+# 129 scores of the loss
+FPT=$(awk -v d=$D -v s="$SPAN" 'BEGIN { print 3 * (4 * (2*4*d*d + 2*d*d + 2*2*s*d) + 2*d*129) }')
+echo "data: ML-20M shape (20000 users), mean causal span $(printf '%.1f' "$SPAN"); $(awk -v f="$FPT" 'BEGIN { printf "%.1f", f / 1e6 }') MFLOP per token"
+
+run() { # NAME NP OVERRIDES...
+    name=$1 np=$2; shift 2
+    mpirun -np "$np" "$FS" train "$TOP/input/ml20m-hstu.in" data.path="$W/ml20m-shape.h5" \
+        device.type=cuda train.max_steps="$STEPS" train.log_every=10 train.final_eval=off \
+        output.metrics="$W/m.jsonl" "$@" > "$W/log" 2>&1 ||
+        { echo "bench_gpu: $name failed:"; tail -n 20 "$W/log"; return; }
+    TPS=$(sed -n 's/.*"event":"train".*"tokens_per_s":\([^,}]*\).*/\1/p' "$W/m.jsonl" | tail -n +2 |
+        sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    awk -v n="$name" -v t="$TPS" -v f="$FPT" -v p="$FP32" -v q="$TF32" 'BEGIN {
+        g = t * f / 1e9
+        printf "%-22s %10.0f tokens/s %9.0f GFLOP/s  %5.1f%% of fp32 peak  %5.1f%% of tf32 peak\n",
+            n, t, g, 100 * g / p, 100 * g / q }'
+}
+run "1 rank" 1
+run "1 rank, tf32" 1 device.tf32=on
+run "2 ranks sharing" 2 device.share=on
