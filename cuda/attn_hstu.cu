@@ -7,19 +7,12 @@
  *   rab(i, j) = pos_bias[N - 1 + j - i] + time_bias[bucket(ts_i - ts_j)].
  * Nothing of size [N, N] or padded across the batch exists.
  *
- * Tiling: a block of 256 threads (16 x 16, thread (ty, tx)) owns 64 rows of
- * one sequence and one head; grid (B, H, ceil(N / 64)); tiles starting at or
- * past the sequence's length L exit at once. It walks the 64-row tiles of
- * the other side that the causal mask leaves:
- *   fwd, bwd_dq:  own = queries [i0, i0 + 64), keys j0 = 0, 64, .. <= i0;
- *   bwd_dkdv:     own = keys [j0, j0 + 64), queries i0 = j0, j0 + 64, .. < L.
- * Per pair of tiles a 64 x 64 score tile lives in registers, 4 x 4 per
- * thread: [r][c] is own row ty*4 + r, other row tx*4 + c (hstu_nt: X Y^T
- * over the head dimension, chunks of 32 columns staged transposed in shared
- * memory). Masked and turned into A or dS, it is stored as ps[other][own];
- * hstu_pz adds ps^T Z (Z: the other tile's 64 rows, staged in shared memory)
- * into the block's [64, d] accumulator: thread rows ty*4 + r, columns
- * tx + 16 c (c < NC, 16 NC >= d).
+ * Tiling (attn_tile.cuh): a block owns 64 rows of one sequence and one
+ * head; grid (B, H, ceil(N / 64)); fwd and bwd_dq own query tiles and walk
+ * the key tiles j0 <= i0, bwd_dkdv owns key tiles and walks the query tiles
+ * i0 >= j0. Per pair of tiles the 64 x 64 score tile (attn_nt) is masked,
+ * turned into A or dS and stored as ps[other][own]; attn_pz adds ps^T Z
+ * (Z: the other tile's rows) into the block's [64, d] accumulator.
  *
  * Backward (A recomputed): dA = dO V^T, dS = dA SiLU'(s) / N (masked),
  * s = q.k + rab;
@@ -40,108 +33,25 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "attn_tile.cuh"
 #include "backend.h"
 #include "cuda_check.h"
 #include "kernels.h"
 
-#define HA_THREADS 256 /* 16 x 16 */
-#define HA_BM 64       /* rows of a tile (queries or keys) */
-#define HA_DC 32       /* head-dimension chunk of the score products */
-#define HA_LD 68       /* row stride of [.][64] shared tiles (16-byte rows) */
-#define HA_ZS 2048     /* floats of one staged chunk of Z rows */
 #define HA_NB (HSTU_TIME_BUCKETS + 1)
 #define HA_TOP_STEP 128 /* largest power of two <= HSTU_TIME_BUCKETS */
 
 static_assert(HA_TOP_STEP <= HSTU_TIME_BUCKETS && 2 * HA_TOP_STEP > HSTU_TIME_BUCKETS,
               "HA_TOP_STEP must be the largest power of two <= HSTU_TIME_BUCKETS");
 
-template <int NC> struct hstu_smem {
-    alignas(16) float xt[HA_DC][HA_LD]; /* X chunk, transposed: xt[k][row] */
-    alignas(16) float yt[HA_DC][HA_LD]; /* Y chunk, transposed */
-    alignas(16) float ps[HA_BM][HA_LD]; /* A or dS as ps[other][own] */
-    alignas(16) float zs[HA_ZS];        /* rows of Z, [HA_ZS / (NC*16)][NC*16] */
-    int64_t tsq[HA_BM], tsk[HA_BM];     /* timestamps of the query, key tiles */
+/* the staging areas (ps: A or dS as ps[other][own]), then HSTU's own */
+struct hstu_smem : attn_smem {
+    int64_t tsq[ATTN_BM], tsk[ATTN_BM]; /* timestamps of the query, key tiles */
     uint64_t thr[HSTU_TIME_BUCKETS];    /* bucket thresholds (hstu_args) */
     float tb[HA_NB];                    /* time_bias */
     float dtb[HA_NB];                   /* dtime_bias of the block (bwd_dq) */
-    float dpb[2 * HA_BM];               /* dpos_bias of a tile pair, by j - i */
+    float dpb[2 * ATTN_BM];             /* dpos_bias of a tile pair, by j - i */
 };
-
-/* acc[r][c] += sum_k X[ty*4 + r][k] Y[tx*4 + c][k], k < d. X: [xrows, d]
- * (row stride ldx), Y: [yrows, d]; rows past xrows / yrows count as zero. */
-static __device__ void hstu_nt(const float *__restrict__ X, int64_t ldx, int xrows,
-                               const float *__restrict__ Y, int64_t ldy, int yrows, int d,
-                               float (*xt)[HA_LD], float (*yt)[HA_LD], float acc[4][4])
-{
-    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    for (int k0 = 0; k0 < d; k0 += HA_DC) {
-        for (int e = tid; e < HA_BM * HA_DC; e += HA_THREADS) {
-            const int row = e / HA_DC, kk = e % HA_DC, k = k0 + kk;
-            xt[kk][row] = row < xrows && k < d ? X[row * ldx + k] : 0.0f;
-            yt[kk][row] = row < yrows && k < d ? Y[row * ldy + k] : 0.0f;
-        }
-        __syncthreads();
-        const int kn = d - k0 < HA_DC ? d - k0 : HA_DC;
-#pragma unroll 4
-        for (int kk = 0; kk < kn; kk++) {
-            const float4 a = *(const float4 *)&xt[kk][ty * 4];
-            const float4 b = *(const float4 *)&yt[kk][tx * 4];
-            const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-#pragma unroll
-                for (int c = 0; c < 4; c++)
-                    acc[r][c] += av[r] * bv[c];
-        }
-        __syncthreads();
-    }
-}
-
-/* acc[r][c] += sum_k ps[k][ty*4 + r] Z[k][tx + 16 c], k < krows, columns
- * < d (the others add zero). Z: [krows, d], row stride ldz. The stores into
- * ps before the call are published by its first barrier; it ends with one,
- * so ps may be rewritten after it. */
-template <int NC>
-static __device__ void hstu_pz(const float (*ps)[HA_LD], const float *__restrict__ Z, int64_t ldz,
-                               int krows, int d, float *zs, float acc[4][NC])
-{
-    constexpr int W = NC * 16, JC = HA_ZS / W < HA_BM ? HA_ZS / W : HA_BM;
-    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    for (int k0 = 0; k0 < krows; k0 += JC) {
-        for (int e = tid; e < JC * W; e += HA_THREADS) {
-            const int kk = e / W, col = e % W;
-            zs[e] = k0 + kk < krows && col < d ? Z[(k0 + kk) * ldz + col] : 0.0f;
-        }
-        __syncthreads();
-        const int kn = krows - k0 < JC ? krows - k0 : JC;
-#pragma unroll 2
-        for (int kk = 0; kk < kn; kk++) {
-            const float4 p = *(const float4 *)&ps[k0 + kk][ty * 4];
-#pragma unroll
-            for (int c = 0; c < NC; c++) {
-                const float z = zs[kk * W + tx + 16 * c];
-                acc[0][c] += p.x * z;
-                acc[1][c] += p.y * z;
-                acc[2][c] += p.z * z;
-                acc[3][c] += p.w * z;
-            }
-        }
-        __syncthreads();
-    }
-}
-
-/* Y[ty*4 + r][tx + 16 c] = acc[r][c] for rows < rows, columns < d */
-template <int NC>
-static __device__ void hstu_store(float *Y, int64_t ldy, int rows, int d, const float acc[4][NC])
-{
-    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-#pragma unroll
-    for (int r = 0; r < 4; r++)
-#pragma unroll
-        for (int c = 0; c < NC; c++)
-            if (ty * 4 + r < rows && tx + 16 * c < d)
-                Y[(ty * 4 + r) * ldy + tx + 16 * c] = acc[r][c];
-}
 
 /* Everything a kernel needs; pointers are device memory. */
 struct hstu_args {
@@ -154,31 +64,25 @@ struct hstu_args {
 };
 
 /* the tile of one block: sequence b, head h, own rows [t0, t0 + rows) */
-struct hstu_tile {
-    int64_t s0;          /* first token of the sequence */
-    int L, t0, rows, h;
-    int64_t ldq, ldv;    /* H dqk, H dv */
+struct hstu_tile : attn_tile {
+    int64_t ldq, ldv; /* H dqk, H dv */
 };
 
 /* Fill *t for this block; own tile index `tile`. False: nothing to do. */
 static __device__ bool hstu_tile_init(const hstu_args &a, int tile, hstu_tile *t)
 {
-    t->s0 = a.offsets[blockIdx.x];
-    t->L = (int)(a.offsets[blockIdx.x + 1] - t->s0);
-    t->t0 = tile * HA_BM;
-    t->rows = t->L - t->t0 < HA_BM ? t->L - t->t0 : HA_BM;
-    t->h = blockIdx.y;
+    const bool live = attn_tile_init(a.offsets, tile, t);
     t->ldq = (int64_t)a.H * a.dqk;
     t->ldv = (int64_t)a.H * a.dv;
-    return t->t0 < t->L;
+    return live;
 }
 
 /* time_bias and the bucket thresholds into sm (when used; read after the
  * next barrier) */
-template <int NC> static __device__ void hstu_load_tb(const hstu_args &a, hstu_smem<NC> &sm)
+static __device__ void hstu_load_tb(const hstu_args &a, hstu_smem &sm)
 {
     if (a.time_bias)
-        for (int e = threadIdx.x; e < HA_NB; e += HA_THREADS) {
+        for (int e = threadIdx.x; e < HA_NB; e += ATTN_THREADS) {
             sm.tb[e] = a.time_bias[e];
             if (e < HSTU_TIME_BUCKETS)
                 sm.thr[e] = a.thr[e];
@@ -187,7 +91,7 @@ template <int NC> static __device__ void hstu_load_tb(const hstu_args &a, hstu_s
 
 /* bucket(dt): the number of thresholds <= |dt| (binary lifting: the
  * thresholds are non-decreasing) */
-template <int NC> static __device__ int hstu_bucket(const hstu_smem<NC> &sm, int64_t dt)
+static __device__ int hstu_bucket(const hstu_smem &sm, int64_t dt)
 {
     const uint64_t a = dt < 0 ? 0 - (uint64_t)dt : (uint64_t)dt;
     int n = 0;
@@ -207,8 +111,7 @@ static __device__ void hstu_load_ts(const hstu_args &a, const hstu_tile &t, int 
 
 /* s = q_i . k_j (in place: s + rab(i, j)) for local i = i0 + di, j = j0 + dj,
  * j <= i; *bk: the time bucket (-1 without time bias) */
-template <int NC>
-static __device__ float hstu_preact(const hstu_args &a, const hstu_smem<NC> &sm, int i, int j,
+static __device__ float hstu_preact(const hstu_args &a, const hstu_smem &sm, int i, int j,
                                     int di, int dj, float s, int *bk)
 {
     float rab = 0;
@@ -224,9 +127,9 @@ static __device__ float hstu_preact(const hstu_args &a, const hstu_smem<NC> &sm,
 
 /* out rows of one query tile: sum over key tiles j0 <= i0 of A V */
 template <int NC>
-static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_fwd(hstu_args a)
+static __global__ void __launch_bounds__(ATTN_THREADS, NC <= 8 ? 2 : 1) hstu_fwd(hstu_args a)
 {
-    __shared__ hstu_smem<NC> sm;
+    __shared__ hstu_smem sm;
     hstu_tile t;
     if (!hstu_tile_init(a, gridDim.z - 1 - blockIdx.z, &t)) /* longest tiles first */
         return;
@@ -236,13 +139,13 @@ static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_fwd(h
     float acc[4][NC] = {};
     hstu_load_tb(a, sm);
     hstu_load_ts(a, t, i0, t.rows, sm.tsq);
-    for (int j0 = 0; j0 <= i0; j0 += HA_BM) {
-        const int cols = t.L - j0 < HA_BM ? t.L - j0 : HA_BM;
+    for (int j0 = 0; j0 <= i0; j0 += ATTN_BM) {
+        const int cols = t.L - j0 < ATTN_BM ? t.L - j0 : ATTN_BM;
         const float *kh = a.k + (t.s0 + j0) * t.ldq + (int64_t)t.h * a.dqk;
         const float *vh = a.v + (t.s0 + j0) * t.ldv + (int64_t)t.h * a.dv;
         float s[4][4] = {};
         hstu_load_ts(a, t, j0, cols, sm.tsk);
-        hstu_nt(qh, t.ldq, t.rows, kh, t.ldq, cols, a.dqk, sm.xt, sm.yt, s);
+        attn_nt(qh, t.ldq, t.rows, kh, t.ldq, cols, a.dqk, sm, s);
 #pragma unroll
         for (int r = 0; r < 4; r++)
 #pragma unroll
@@ -256,16 +159,17 @@ static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_fwd(h
                 }
                 sm.ps[tx * 4 + c][ty * 4 + r] = y;
             }
-        hstu_pz<NC>(sm.ps, vh, t.ldv, cols, a.dv, sm.zs, acc);
+        attn_pz<NC>(vh, t.ldv, cols, a.dv, sm, acc);
     }
-    hstu_store<NC>(a.out + (t.s0 + i0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, acc);
+    attn_store<NC>(a.out + (t.s0 + i0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, 1.0f,
+                   acc);
 }
 
 /* dq rows of one query tile, and the bias gradients of its pairs */
 template <int NC>
-static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_bwd_dq(hstu_args a)
+static __global__ void __launch_bounds__(ATTN_THREADS, NC <= 8 ? 2 : 1) hstu_bwd_dq(hstu_args a)
 {
-    __shared__ hstu_smem<NC> sm;
+    __shared__ hstu_smem sm;
     hstu_tile t;
     if (!hstu_tile_init(a, gridDim.z - 1 - blockIdx.z, &t))
         return;
@@ -275,20 +179,20 @@ static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_bwd_d
     const float *qh = a.q + (t.s0 + i0) * t.ldq + (int64_t)t.h * a.dqk;
     const float *doh = a.dout + (t.s0 + i0) * t.ldv + (int64_t)t.h * a.dv;
     float acc[4][NC] = {};
-    for (int e = tid; e < HA_NB; e += HA_THREADS)
+    for (int e = tid; e < HA_NB; e += ATTN_THREADS)
         sm.dtb[e] = 0.0f;
-    if (tid < 2 * HA_BM)
+    if (tid < 2 * ATTN_BM)
         sm.dpb[tid] = 0.0f;
     hstu_load_tb(a, sm);
     hstu_load_ts(a, t, i0, t.rows, sm.tsq);
-    for (int j0 = 0; j0 <= i0; j0 += HA_BM) {
-        const int cols = t.L - j0 < HA_BM ? t.L - j0 : HA_BM;
+    for (int j0 = 0; j0 <= i0; j0 += ATTN_BM) {
+        const int cols = t.L - j0 < ATTN_BM ? t.L - j0 : ATTN_BM;
         const float *kh = a.k + (t.s0 + j0) * t.ldq + (int64_t)t.h * a.dqk;
         const float *vh = a.v + (t.s0 + j0) * t.ldv + (int64_t)t.h * a.dv;
         float s[4][4] = {}, g[4][4] = {};
         hstu_load_ts(a, t, j0, cols, sm.tsk);
-        hstu_nt(qh, t.ldq, t.rows, kh, t.ldq, cols, a.dqk, sm.xt, sm.yt, s);
-        hstu_nt(doh, t.ldv, t.rows, vh, t.ldv, cols, a.dv, sm.xt, sm.yt, g); /* dA */
+        attn_nt(qh, t.ldq, t.rows, kh, t.ldq, cols, a.dqk, sm, s);
+        attn_nt(doh, t.ldv, t.rows, vh, t.ldv, cols, a.dv, sm, g); /* dA */
         float diag[7] = {}; /* dS summed by c - r + 3: one j - i each */
         int run_bk = -1;    /* dS summed over a run of equal buckets */
         float run = 0.0f;
@@ -320,27 +224,28 @@ static __global__ void __launch_bounds__(HA_THREADS, NC <= 8 ? 2 : 1) hstu_bwd_d
             for (int e = 0; e < 7; e++)
                 if (diag[e] != 0.0f)
                     atomicAdd(&sm.dpb[4 * (tx - ty) + 60 + e], diag[e]);
-        hstu_pz<NC>(sm.ps, kh, t.ldq, cols, a.dqk, sm.zs, acc); /* publishes dpb too */
-        if (dpos && tid < 2 * HA_BM - 1) {
+        attn_pz<NC>(kh, t.ldq, cols, a.dqk, sm, acc); /* publishes dpb too */
+        if (dpos && tid < 2 * ATTN_BM - 1) {
             if (sm.dpb[tid] != 0.0f)
-                atomicAdd(&a.dpos_bias[a.N - 1 + j0 - i0 + tid - (HA_BM - 1)], sm.dpb[tid]);
+                atomicAdd(&a.dpos_bias[a.N - 1 + j0 - i0 + tid - (ATTN_BM - 1)], sm.dpb[tid]);
             sm.dpb[tid] = 0.0f; /* next added to after the next pair's barriers */
         }
     }
     __syncthreads();
     if (dtime)
-        for (int e = tid; e < HA_NB; e += HA_THREADS)
+        for (int e = tid; e < HA_NB; e += ATTN_THREADS)
             if (sm.dtb[e] != 0.0f)
                 atomicAdd(&a.dtime_bias[e], sm.dtb[e]);
-    hstu_store<NC>(a.dq + (t.s0 + i0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, acc);
+    attn_store<NC>(a.dq + (t.s0 + i0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, 1.0f,
+                   acc);
 }
 
 /* dk, dv rows of one key tile: sums over query tiles i0 >= j0. The score
  * tiles are transposed here: s[r][c] = k_j . q_i, j = j0 + ty*4 + r. */
 template <int NC>
-static __global__ void __launch_bounds__(HA_THREADS, NC <= 4 ? 2 : 1) hstu_bwd_dkdv(hstu_args a)
+static __global__ void __launch_bounds__(ATTN_THREADS, NC <= 4 ? 2 : 1) hstu_bwd_dkdv(hstu_args a)
 {
-    __shared__ hstu_smem<NC> sm;
+    __shared__ hstu_smem sm;
     hstu_tile t;
     if (!hstu_tile_init(a, blockIdx.z, &t)) /* the first key tiles see most queries */
         return;
@@ -351,14 +256,14 @@ static __global__ void __launch_bounds__(HA_THREADS, NC <= 4 ? 2 : 1) hstu_bwd_d
     float dk[4][NC] = {}, dv[4][NC] = {};
     hstu_load_tb(a, sm);
     hstu_load_ts(a, t, j0, t.rows, sm.tsk);
-    for (int i0 = j0; i0 < t.L; i0 += HA_BM) {
-        const int rows = t.L - i0 < HA_BM ? t.L - i0 : HA_BM;
+    for (int i0 = j0; i0 < t.L; i0 += ATTN_BM) {
+        const int rows = t.L - i0 < ATTN_BM ? t.L - i0 : ATTN_BM;
         const float *qh = a.q + (t.s0 + i0) * t.ldq + (int64_t)t.h * a.dqk;
         const float *doh = a.dout + (t.s0 + i0) * t.ldv + (int64_t)t.h * a.dv;
         float s[4][4] = {}, g[4][4] = {}, ds[4][4];
         hstu_load_ts(a, t, i0, rows, sm.tsq);
-        hstu_nt(kh, t.ldq, t.rows, qh, t.ldq, rows, a.dqk, sm.xt, sm.yt, s);
-        hstu_nt(vh, t.ldv, t.rows, doh, t.ldv, rows, a.dv, sm.xt, sm.yt, g); /* dA^T */
+        attn_nt(kh, t.ldq, t.rows, qh, t.ldq, rows, a.dqk, sm, s);
+        attn_nt(vh, t.ldv, t.rows, doh, t.ldv, rows, a.dv, sm, g); /* dA^T */
 #pragma unroll
         for (int r = 0; r < 4; r++)
 #pragma unroll
@@ -375,46 +280,23 @@ static __global__ void __launch_bounds__(HA_THREADS, NC <= 4 ? 2 : 1) hstu_bwd_d
                 }
                 sm.ps[tx * 4 + c][ty * 4 + r] = y; /* ps[i][j] = A[i, j] */
             }
-        hstu_pz<NC>(sm.ps, doh, t.ldv, rows, a.dv, sm.zs, dv);
-#pragma unroll
-        for (int r = 0; r < 4; r++)
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                sm.ps[tx * 4 + c][ty * 4 + r] = ds[r][c];
-        hstu_pz<NC>(sm.ps, qh, t.ldq, rows, a.dqk, sm.zs, dk);
+        attn_pz<NC>(doh, t.ldv, rows, a.dv, sm, dv);
+        attn_put_ps(sm, ds);
+        attn_pz<NC>(qh, t.ldq, rows, a.dqk, sm, dk);
     }
-    hstu_store<NC>(a.dk + (t.s0 + j0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, dk);
-    hstu_store<NC>(a.dvv + (t.s0 + j0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, dv);
+    attn_store<NC>(a.dk + (t.s0 + j0) * t.ldq + (int64_t)t.h * a.dqk, t.ldq, t.rows, a.dqk, 1.0f,
+                   dk);
+    attn_store<NC>(a.dvv + (t.s0 + j0) * t.ldv + (int64_t)t.h * a.dv, t.ldv, t.rows, a.dv, 1.0f,
+                   dv);
 }
 
 /* ---- launchers ---- */
 
-/* NC for head dimensions dqk, dv: 16 NC >= max, NC a power of two <= 16 */
+/* NC for head dimensions dqk, dv (attn_nc) */
 static int hstu_nc(const char *who, int dqk, int dv)
 {
-    const int d = dqk > dv ? dqk : dv;
-    if (dqk < 1 || dv < 1 || d > 256)
-        cuda_check_failed((int)cudaErrorInvalidValue, "HSTU head dimensions must be 1 .. 256",
-                          who, __FILE__, __LINE__);
-    return d <= 16 ? 1 : d <= 32 ? 2 : d <= 64 ? 4 : d <= 128 ? 8 : 16;
-}
-
-#define HSTU_LAUNCH(kernel, nc, grid, s, a)                                              \
-    do {                                                                                 \
-        switch (nc) {                                                                    \
-        case 1: kernel<1><<<grid, HA_THREADS, 0, s>>>(a); break;                         \
-        case 2: kernel<2><<<grid, HA_THREADS, 0, s>>>(a); break;                         \
-        case 4: kernel<4><<<grid, HA_THREADS, 0, s>>>(a); break;                         \
-        case 8: kernel<8><<<grid, HA_THREADS, 0, s>>>(a); break;                         \
-        default: kernel<16><<<grid, HA_THREADS, 0, s>>>(a); break;                       \
-        }                                                                                \
-        CUDA_CHECK_LAUNCH(#kernel);                                                      \
-    } while (0)
-
-/* grid (B, H, tiles of N rows); B == 0 (or N == 0: no tokens) launches nothing */
-static dim3 hstu_grid(int64_t B, int H, int N)
-{
-    return dim3((unsigned)B, (unsigned)H, (unsigned)((N + HA_BM - 1) / HA_BM));
+    return attn_nc(who, "HSTU head dimensions must be 1 .. 256", dqk < dv ? dqk : dv,
+                   dqk > dv ? dqk : dv);
 }
 
 /* backend_cpu_hstu.c's time_bucket of dt, as a function of a = |dt| (the
@@ -427,7 +309,8 @@ static int hstu_bucket_cpu(uint64_t a)
 }
 
 /* t[k - 1] = the smallest a with bucket >= k, by bisection over [0, 2^63]
- * (bucket(2^63) = HSTU_TIME_BUCKETS); computed once per process */
+ * (bucket is non-decreasing in a as log is monotone; bucket(2^63) =
+ * HSTU_TIME_BUCKETS); computed once per process */
 struct hstu_thresholds {
     uint64_t t[HSTU_TIME_BUCKETS];
     hstu_thresholds()
@@ -463,6 +346,7 @@ static hstu_args hstu_make_args(const int64_t *offsets, int H, int dqk, int dv, 
     return a;
 }
 
+/* B == 0 (or N == 0: no tokens) launches nothing */
 void cuda_hstu_attn_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H, int dqk,
                         int dv, int N, const float *q, const float *k, const float *v,
                         const float *pos_bias, const float *time_bias, const int64_t *ts,
@@ -473,7 +357,7 @@ void cuda_hstu_attn_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H
     const int nc = hstu_nc("cuda_hstu_attn_fwd", dqk, dv);
     hstu_args a = hstu_make_args(offsets, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts);
     a.out = out;
-    HSTU_LAUNCH(hstu_fwd, nc, hstu_grid(B, H, N), s, a);
+    ATTN_LAUNCH(hstu_fwd, nc, attn_grid(B, H, N), s, a);
 }
 
 void cuda_hstu_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H, int dqk,
@@ -489,6 +373,6 @@ void cuda_hstu_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H
     a.dout = dout;
     a.dq = dq, a.dk = dk, a.dvv = dvv;
     a.dpos_bias = dpos_bias, a.dtime_bias = dtime_bias;
-    HSTU_LAUNCH(hstu_bwd_dq, nc, hstu_grid(B, H, N), s, a);
-    HSTU_LAUNCH(hstu_bwd_dkdv, nc, hstu_grid(B, H, N), s, a);
+    ATTN_LAUNCH(hstu_bwd_dq, nc, attn_grid(B, H, N), s, a);
+    ATTN_LAUNCH(hstu_bwd_dkdv, nc, attn_grid(B, H, N), s, a);
 }

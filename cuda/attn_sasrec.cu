@@ -10,19 +10,12 @@
  *   dv_j = sum_i P[i, j] dO_i.
  * Nothing of size [N, N] or padded across the batch exists.
  *
- * Tiling: a block of 256 threads (16 x 16, thread (ty, tx)) owns one tile of
- * 64 rows of one sequence and one head; grid (B, H, ceil(N / 64)). Tiles
- * starting at or beyond the sequence's length L exit at once. The block walks
- * the 64-row tiles of the other side that the causal mask leaves:
- *   fwd, bwd_dq:  own = queries [i0, i0 + 64), keys j0 = 0, 64, .. <= i0;
- *   bwd_dkdv:     own = keys [j0, j0 + 64), queries i0 = j0, j0 + 64, .. < L.
- * Per pair of tiles, a 64 x 64 score tile is held in registers, 4 x 4 per
- * thread: element [r][c] is own row ty*4 + r, other row tx*4 + c (sas_nt:
- * X Y^T over dh, in chunks of 32 columns staged transposed in shared
- * memory). It is masked, turned into P or dS, and stored into ps[other][own];
- * sas_pz then adds ps^T Z (Z: 64 rows of the other side, staged in shared
- * memory) into the block's [64, dh] accumulator, of which a thread holds rows
- * ty*4 + r, columns tx + 16 c (c < NC, NC * 16 >= dh).
+ * Tiling (attn_tile.cuh): a block owns 64 rows of one sequence and one
+ * head; grid (B, H, ceil(N / 64)); fwd and bwd_dq own query tiles and walk
+ * the key tiles j0 <= i0, bwd_dkdv owns key tiles and walks the query tiles
+ * i0 >= j0. Per pair of tiles the 64 x 64 score tile (attn_nt) is masked,
+ * turned into P or dS and stored as ps[other][own]; attn_pz adds ps^T Z
+ * (Z: the other tile's rows) into the block's [64, dh] accumulator.
  *
  * The forward is an online softmax (flash-attention style): per row the
  * running max m and sum l of exp(S - m) over the key tiles seen, the output
@@ -34,99 +27,14 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "attn_tile.cuh"
 #include "cuda_check.h"
 #include "kernels.h"
 
-#define SA_THREADS 256 /* 16 x 16 */
-#define SA_BM 64       /* rows of a tile (queries or keys) */
-#define SA_DC 32       /* dh chunk of the score products */
-#define SA_LD 68       /* row stride of [.][64] shared tiles (16-byte rows) */
-#define SA_ZS 2048     /* floats of one staged chunk of Z rows */
-
-struct sas_smem {
-    alignas(16) float xt[SA_DC][SA_LD]; /* X chunk, transposed: xt[k][row] */
-    alignas(16) float yt[SA_DC][SA_LD]; /* Y chunk, transposed */
-    alignas(16) float ps[SA_BM][SA_LD]; /* P or dS as ps[other][own] */
-    alignas(16) float zs[SA_ZS];        /* rows of Z, [SA_ZS / (NC*16)][NC*16] */
-    float lse[SA_BM], D[SA_BM];         /* of the query tile (backward) */
+/* the staging areas (ps: P or dS as ps[other][own]), then SASRec's own */
+struct sas_smem : attn_smem {
+    float lse[ATTN_BM], D[ATTN_BM]; /* of the query tile (backward) */
 };
-
-/* acc[r][c] += sum_k X[ty*4 + r][k] Y[tx*4 + c][k], k < d. X: [xrows, d]
- * (row stride ldx), Y: [yrows, d]; rows past xrows / yrows count as zero. */
-static __device__ void sas_nt(const float *__restrict__ X, int64_t ldx, int xrows,
-                              const float *__restrict__ Y, int64_t ldy, int yrows, int d,
-                              sas_smem &sm, float acc[4][4])
-{
-    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    for (int k0 = 0; k0 < d; k0 += SA_DC) {
-        for (int e = tid; e < SA_BM * SA_DC; e += SA_THREADS) {
-            const int row = e / SA_DC, kk = e % SA_DC, k = k0 + kk;
-            sm.xt[kk][row] = row < xrows && k < d ? X[row * ldx + k] : 0.0f;
-            sm.yt[kk][row] = row < yrows && k < d ? Y[row * ldy + k] : 0.0f;
-        }
-        __syncthreads();
-        const int kn = d - k0 < SA_DC ? d - k0 : SA_DC;
-#pragma unroll 4
-        for (int kk = 0; kk < kn; kk++) {
-            const float4 a = *(const float4 *)&sm.xt[kk][ty * 4];
-            const float4 b = *(const float4 *)&sm.yt[kk][tx * 4];
-            const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-#pragma unroll
-                for (int c = 0; c < 4; c++)
-                    acc[r][c] += av[r] * bv[c];
-        }
-        __syncthreads();
-    }
-}
-
-/* acc[r][c] += sum_k ps[k][ty*4 + r] Z[k][tx + 16 c], k < krows, columns
- * < d (the others add zero). Z: [krows, d], row stride ldz. The stores into
- * ps before the call are published by its first barrier; it ends with one,
- * so ps may be rewritten after it. */
-template <int NC>
-static __device__ void sas_pz(const float *__restrict__ Z, int64_t ldz, int krows, int d,
-                              sas_smem &sm, float acc[4][NC])
-{
-    constexpr int W = NC * 16, JC = SA_ZS / W < SA_BM ? SA_ZS / W : SA_BM;
-    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    for (int k0 = 0; k0 < krows; k0 += JC) {
-        for (int e = tid; e < JC * W; e += SA_THREADS) {
-            const int kk = e / W, col = e % W;
-            sm.zs[e] = k0 + kk < krows && col < d ? Z[(k0 + kk) * ldz + col] : 0.0f;
-        }
-        __syncthreads();
-        const int kn = krows - k0 < JC ? krows - k0 : JC;
-#pragma unroll 2
-        for (int kk = 0; kk < kn; kk++) {
-            const float4 p = *(const float4 *)&sm.ps[k0 + kk][ty * 4];
-#pragma unroll
-            for (int c = 0; c < NC; c++) {
-                const float z = sm.zs[kk * W + tx + 16 * c];
-                acc[0][c] += p.x * z;
-                acc[1][c] += p.y * z;
-                acc[2][c] += p.z * z;
-                acc[3][c] += p.w * z;
-            }
-        }
-        __syncthreads();
-    }
-}
-
-/* Y[ty*4 + r][tx + 16 c] = alpha acc[r][c] for rows < rows, columns < d */
-template <int NC>
-static __device__ void sas_store(float *Y, int64_t ldy, int rows, int d, float alpha,
-                                 const float acc[4][NC])
-{
-    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-#pragma unroll
-    for (int r = 0; r < 4; r++)
-#pragma unroll
-        for (int c = 0; c < NC; c++)
-            if (ty * 4 + r < rows && tx + 16 * c < d)
-                Y[(ty * 4 + r) * ldy + tx + 16 * c] = alpha * acc[r][c];
-}
 
 /* max / sum over the 16 lanes sharing ty (a half-warp); all lanes get it */
 static __device__ float sas_max16(float v)
@@ -153,22 +61,16 @@ struct sas_args {
 };
 
 /* the tile of one block: sequence b, head h, own rows [t0, t0 + rows) */
-struct sas_tile {
-    int64_t s0; /* first token of the sequence */
-    int L, t0, rows, h;
+struct sas_tile : attn_tile {
     int64_t ld; /* H dh */
 };
 
 /* Fill *t for this block; own tile index `tile`. False: nothing to do. */
 static __device__ bool sas_tile_init(const sas_args &a, int tile, sas_tile *t)
 {
-    t->s0 = a.offsets[blockIdx.x];
-    t->L = (int)(a.offsets[blockIdx.x + 1] - t->s0);
-    t->t0 = tile * SA_BM;
-    t->rows = t->L - t->t0 < SA_BM ? t->L - t->t0 : SA_BM;
-    t->h = blockIdx.y;
+    const bool live = attn_tile_init(a.offsets, tile, t);
     t->ld = (int64_t)a.H * a.dh;
-    return t->t0 < t->L;
+    return live;
 }
 
 /* sm.lse, sm.D of query rows [i0, i0 + rows) (0 past rows): one warp per row,
@@ -177,7 +79,7 @@ static __device__ void sas_load_rows(const sas_args &a, const sas_tile &t, int i
                                      sas_smem &sm)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int r = warp; r < SA_BM; r += SA_THREADS / 32) {
+    for (int r = warp; r < ATTN_BM; r += ATTN_THREADS / 32) {
         float D = 0.0f;
         if (r < rows) {
             const int64_t off = (t.s0 + i0 + r) * t.ld + (int64_t)t.h * a.dh;
@@ -195,7 +97,7 @@ static __device__ void sas_load_rows(const sas_args &a, const sas_tile &t, int i
 
 /* out and lse of one query tile, online softmax over the key tiles j0 <= i0 */
 template <int NC>
-static __global__ void __launch_bounds__(SA_THREADS, NC <= 8 ? 2 : 1) sas_fwd(sas_args a)
+static __global__ void __launch_bounds__(ATTN_THREADS, NC <= 8 ? 2 : 1) sas_fwd(sas_args a)
 {
     __shared__ sas_smem sm;
     sas_tile t;
@@ -208,11 +110,11 @@ static __global__ void __launch_bounds__(SA_THREADS, NC <= 8 ? 2 : 1) sas_fwd(sa
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
-    for (int j0 = 0; j0 <= i0; j0 += SA_BM) {
-        const int cols = t.L - j0 < SA_BM ? t.L - j0 : SA_BM;
+    for (int j0 = 0; j0 <= i0; j0 += ATTN_BM) {
+        const int cols = t.L - j0 < ATTN_BM ? t.L - j0 : ATTN_BM;
         float s[4][4] = {};
-        sas_nt(a.q + (t.s0 + i0) * t.ld + c0, t.ld, t.rows, a.k + (t.s0 + j0) * t.ld + c0, t.ld,
-               cols, a.dh, sm, s);
+        attn_nt(a.q + (t.s0 + i0) * t.ld + c0, t.ld, t.rows, a.k + (t.s0 + j0) * t.ld + c0, t.ld,
+                cols, a.dh, sm, s);
 #pragma unroll
         for (int r = 0; r < 4; r++) {
             const int i = i0 + ty * 4 + r;
@@ -240,7 +142,7 @@ static __global__ void __launch_bounds__(SA_THREADS, NC <= 8 ? 2 : 1) sas_fwd(sa
             for (int c = 0; c < NC; c++)
                 acc[r][c] *= alpha;
         }
-        sas_pz<NC>(a.v + (t.s0 + j0) * t.ld + c0, t.ld, cols, a.dh, sm, acc);
+        attn_pz<NC>(a.v + (t.s0 + j0) * t.ld + c0, t.ld, cols, a.dh, sm, acc);
     }
 #pragma unroll
     for (int r = 0; r < 4; r++) {
@@ -253,12 +155,12 @@ static __global__ void __launch_bounds__(SA_THREADS, NC <= 8 ? 2 : 1) sas_fwd(sa
                 a.lse_out[(t.s0 + i) * a.H + t.h] = m[r] + logf(l[r]);
         }
     }
-    sas_store<NC>(a.o + (t.s0 + i0) * t.ld + c0, t.ld, t.rows, a.dh, 1.0f, acc);
+    attn_store<NC>(a.o + (t.s0 + i0) * t.ld + c0, t.ld, t.rows, a.dh, 1.0f, acc);
 }
 
 /* dq rows of one query tile: sum over key tiles j0 <= i0 */
 template <int NC>
-static __global__ void __launch_bounds__(SA_THREADS, NC <= 8 ? 2 : 1) sas_bwd_dq(sas_args a)
+static __global__ void __launch_bounds__(ATTN_THREADS, NC <= 8 ? 2 : 1) sas_bwd_dq(sas_args a)
 {
     __shared__ sas_smem sm;
     sas_tile t;
@@ -269,12 +171,12 @@ static __global__ void __launch_bounds__(SA_THREADS, NC <= 8 ? 2 : 1) sas_bwd_dq
     const float *qh = a.q + (t.s0 + i0) * t.ld + c0, *doh = a.dout + (t.s0 + i0) * t.ld + c0;
     float acc[4][NC] = {};
     sas_load_rows(a, t, i0, t.rows, sm);
-    for (int j0 = 0; j0 <= i0; j0 += SA_BM) {
-        const int cols = t.L - j0 < SA_BM ? t.L - j0 : SA_BM;
+    for (int j0 = 0; j0 <= i0; j0 += ATTN_BM) {
+        const int cols = t.L - j0 < ATTN_BM ? t.L - j0 : ATTN_BM;
         const float *kh = a.k + (t.s0 + j0) * t.ld + c0, *vh = a.v + (t.s0 + j0) * t.ld + c0;
         float s[4][4] = {}, g[4][4] = {};
-        sas_nt(qh, t.ld, t.rows, kh, t.ld, cols, a.dh, sm, s);
-        sas_nt(doh, t.ld, t.rows, vh, t.ld, cols, a.dh, sm, g); /* dP */
+        attn_nt(qh, t.ld, t.rows, kh, t.ld, cols, a.dh, sm, s);
+        attn_nt(doh, t.ld, t.rows, vh, t.ld, cols, a.dh, sm, g); /* dP */
 #pragma unroll
         for (int r = 0; r < 4; r++)
 #pragma unroll
@@ -287,15 +189,15 @@ static __global__ void __launch_bounds__(SA_THREADS, NC <= 8 ? 2 : 1) sas_bwd_dq
                 }
                 sm.ps[tx * 4 + c][ty * 4 + r] = ds;
             }
-        sas_pz<NC>(kh, t.ld, cols, a.dh, sm, acc);
+        attn_pz<NC>(kh, t.ld, cols, a.dh, sm, acc);
     }
-    sas_store<NC>(a.dq + (t.s0 + i0) * t.ld + c0, t.ld, t.rows, a.dh, a.scale, acc);
+    attn_store<NC>(a.dq + (t.s0 + i0) * t.ld + c0, t.ld, t.rows, a.dh, a.scale, acc);
 }
 
 /* dk, dv rows of one key tile: sums over query tiles i0 >= j0. The score
  * tiles are transposed here: s[r][c] = k_j . q_i, j = j0 + ty*4 + r. */
 template <int NC>
-static __global__ void __launch_bounds__(SA_THREADS, NC <= 4 ? 2 : 1) sas_bwd_dkdv(sas_args a)
+static __global__ void __launch_bounds__(ATTN_THREADS, NC <= 4 ? 2 : 1) sas_bwd_dkdv(sas_args a)
 {
     __shared__ sas_smem sm;
     sas_tile t;
@@ -305,13 +207,13 @@ static __global__ void __launch_bounds__(SA_THREADS, NC <= 4 ? 2 : 1) sas_bwd_dk
     const int64_t c0 = (int64_t)t.h * a.dh;
     const float *kh = a.k + (t.s0 + j0) * t.ld + c0, *vh = a.v + (t.s0 + j0) * t.ld + c0;
     float dk[4][NC] = {}, dv[4][NC] = {};
-    for (int i0 = j0; i0 < t.L; i0 += SA_BM) {
-        const int rows = t.L - i0 < SA_BM ? t.L - i0 : SA_BM;
+    for (int i0 = j0; i0 < t.L; i0 += ATTN_BM) {
+        const int rows = t.L - i0 < ATTN_BM ? t.L - i0 : ATTN_BM;
         const float *qh = a.q + (t.s0 + i0) * t.ld + c0, *doh = a.dout + (t.s0 + i0) * t.ld + c0;
         float s[4][4] = {}, g[4][4] = {}, ds[4][4];
-        sas_load_rows(a, t, i0, rows, sm); /* previous readers passed sas_pz's barriers */
-        sas_nt(kh, t.ld, t.rows, qh, t.ld, rows, a.dh, sm, s);
-        sas_nt(vh, t.ld, t.rows, doh, t.ld, rows, a.dh, sm, g); /* dP^T */
+        sas_load_rows(a, t, i0, rows, sm); /* previous readers passed attn_pz's barriers */
+        attn_nt(kh, t.ld, t.rows, qh, t.ld, rows, a.dh, sm, s);
+        attn_nt(vh, t.ld, t.rows, doh, t.ld, rows, a.dh, sm, g); /* dP^T */
 #pragma unroll
         for (int r = 0; r < 4; r++)
 #pragma unroll
@@ -325,45 +227,20 @@ static __global__ void __launch_bounds__(SA_THREADS, NC <= 4 ? 2 : 1) sas_bwd_dk
                 }
                 sm.ps[tx * 4 + c][ty * 4 + r] = p; /* ps[i][j] = P[i, j] */
             }
-        sas_pz<NC>(doh, t.ld, rows, a.dh, sm, dv);
-#pragma unroll
-        for (int r = 0; r < 4; r++)
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                sm.ps[tx * 4 + c][ty * 4 + r] = ds[r][c];
-        sas_pz<NC>(qh, t.ld, rows, a.dh, sm, dk);
+        attn_pz<NC>(doh, t.ld, rows, a.dh, sm, dv);
+        attn_put_ps(sm, ds);
+        attn_pz<NC>(qh, t.ld, rows, a.dh, sm, dk);
     }
-    sas_store<NC>(a.dk + (t.s0 + j0) * t.ld + c0, t.ld, t.rows, a.dh, a.scale, dk);
-    sas_store<NC>(a.dv + (t.s0 + j0) * t.ld + c0, t.ld, t.rows, a.dh, 1.0f, dv);
+    attn_store<NC>(a.dk + (t.s0 + j0) * t.ld + c0, t.ld, t.rows, a.dh, a.scale, dk);
+    attn_store<NC>(a.dv + (t.s0 + j0) * t.ld + c0, t.ld, t.rows, a.dh, 1.0f, dv);
 }
 
 /* ---- launchers ---- */
 
-/* NC for head dimension dh: 16 NC >= dh, NC a power of two <= 16 */
+/* NC for head dimension dh (attn_nc) */
 static int sas_nc(const char *who, int dh)
 {
-    if (dh < 1 || dh > 256)
-        cuda_check_failed((int)cudaErrorInvalidValue, "SASRec head dimension must be 1 .. 256",
-                          who, __FILE__, __LINE__);
-    return dh <= 16 ? 1 : dh <= 32 ? 2 : dh <= 64 ? 4 : dh <= 128 ? 8 : 16;
-}
-
-#define SAS_LAUNCH(kernel, nc, grid, s, a)                                               \
-    do {                                                                                 \
-        switch (nc) {                                                                    \
-        case 1: kernel<1><<<grid, SA_THREADS, 0, s>>>(a); break;                         \
-        case 2: kernel<2><<<grid, SA_THREADS, 0, s>>>(a); break;                         \
-        case 4: kernel<4><<<grid, SA_THREADS, 0, s>>>(a); break;                         \
-        case 8: kernel<8><<<grid, SA_THREADS, 0, s>>>(a); break;                         \
-        default: kernel<16><<<grid, SA_THREADS, 0, s>>>(a); break;                       \
-        }                                                                                \
-        CUDA_CHECK_LAUNCH(#kernel);                                                      \
-    } while (0)
-
-/* grid (B, H, tiles of N rows) */
-static dim3 sas_grid(int64_t B, int H, int N)
-{
-    return dim3((unsigned)B, (unsigned)H, (unsigned)((N + SA_BM - 1) / SA_BM));
+    return attn_nc(who, "SASRec head dimension must be 1 .. 256", dh, dh);
 }
 
 /* the inputs common to both directions */
@@ -392,7 +269,7 @@ void cuda_sasrec_attn_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int
     sas_args a = sas_make_args(offsets, H, dh, q, k, v);
     a.o = out;
     a.lse_out = lse;
-    SAS_LAUNCH(sas_fwd, nc, sas_grid(B, H, N), s, a);
+    ATTN_LAUNCH(sas_fwd, nc, attn_grid(B, H, N), s, a);
 }
 
 void cuda_sasrec_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H, int dh,
@@ -410,6 +287,6 @@ void cuda_sasrec_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int
     a.dq = dq;
     a.dk = dk;
     a.dv = dv;
-    SAS_LAUNCH(sas_bwd_dq, nc, sas_grid(B, H, N), s, a);
-    SAS_LAUNCH(sas_bwd_dkdv, nc, sas_grid(B, H, N), s, a);
+    ATTN_LAUNCH(sas_bwd_dq, nc, attn_grid(B, H, N), s, a);
+    ATTN_LAUNCH(sas_bwd_dkdv, nc, attn_grid(B, H, N), s, a);
 }

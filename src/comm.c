@@ -78,6 +78,9 @@ void comm_init(struct comm *c, int *argc, char ***argv)
     log_set_rank(c->rank, c->size);
     MPI_CHECK(MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
     set_group(c, COMM_NODE, node);
+    MPI_Comm xnode;
+    MPI_CHECK(MPI_Comm_split(w, c->g[COMM_NODE].rank, c->rank, &xnode));
+    set_group(c, COMM_XNODE, xnode);
     /* until comm_setup_groups: one embedding group of all ranks */
     char err[256];
     if (comm_setup_groups(c, 0, err, sizeof err))
@@ -228,6 +231,19 @@ double comm_allreduce_sum_f64(const struct comm *c, enum comm_group g, double v)
 }
 
 void comm_barrier(const struct comm *c) { TIMED(MPI_Barrier(MCOMM(c, COMM_WORLD))); }
+
+void comm_barrier_group(const struct comm *c, enum comm_group g)
+{
+    TIMED(MPI_Barrier(MCOMM(c, g)));
+}
+
+void comm_allgather_bytes(const struct comm *c, enum comm_group g, const void *send, size_t n,
+                          void *recv)
+{
+    if (n > INT_MAX)
+        fatal("allgather: %zu bytes do not fit an MPI count", n);
+    TIMED(MPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MCOMM(c, g)));
+}
 
 /* Count what this rank sends to the other ranks of the group. */
 static void count_sends(struct comm *c, enum comm_group g, const int64_t *scounts, size_t elem,

@@ -9,6 +9,8 @@
  *   emb_replica  ranks holding the same shard in the P/G groups: sparse
  *                gradients are summed across it so replicas stay identical
  *   dp           the dense data-parallel group (all ranks)
+ *   xnode        ranks with the same node-local index, one per node (the
+ *                cross-node step of hierarchical reductions)
  * comm_init builds world and node; comm_setup_groups the other three.
  *
  * Exchanges take counts and displacements in elements (int64) and count the
@@ -19,7 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum comm_group { COMM_WORLD, COMM_NODE, COMM_EMB, COMM_EMB_REPLICA, COMM_DP, COMM_NGROUPS };
+enum comm_group {
+    COMM_WORLD, COMM_NODE, COMM_EMB, COMM_EMB_REPLICA, COMM_DP,
+    COMM_XNODE, /* the ranks with this rank's node-local index, one per node */
+    COMM_NGROUPS
+};
 
 enum comm_dtype { COMM_I64, COMM_F32, COMM_F64 };
 
@@ -93,6 +99,10 @@ int64_t comm_allreduce_sum_i64(const struct comm *c, int64_t v);
 double comm_allreduce_max_f64(const struct comm *c, enum comm_group g, double v);
 double comm_allreduce_sum_f64(const struct comm *c, enum comm_group g, double v);
 void comm_barrier(const struct comm *c);
+void comm_barrier_group(const struct comm *c, enum comm_group g);
+/* n bytes from every rank of group g into recv[size * n], in rank order. */
+void comm_allgather_bytes(const struct comm *c, enum comm_group g, const void *send, size_t n,
+                          void *recv);
 /* In-place sums over group g: buf[n] (dense gradients) */
 void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
                             enum comm_phase ph);

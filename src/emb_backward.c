@@ -80,13 +80,8 @@ void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, 
         rc[p] = x->rcounts[p] * dim;
         rd[p] = x->rdispls[p] * dim;
     }
-    /* the send buffer must live until completion: keep a copy */
-    size_t bytes = (size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float);
-    x->gsend = xmalloc(bytes);
-    memcpy(x->gsend, gu, (size_t)x->nuniq * (size_t)dim * sizeof(float));
     x->gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
-    comm_ialltoallv(c, COMM_EMB, COMM_F32, x->gsend, sc, sd, x->gs, rc, rd, COMM_PH_GRADS,
-                    &x->greq);
+    comm_ialltoallv(c, COMM_EMB, COMM_F32, gu, sc, sd, x->gs, rc, rd, COMM_PH_GRADS, &x->greq);
     x->gpending = 1;
     free(sc);
     if (tm)
@@ -116,8 +111,6 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
         comm_wait(&x->greq);
         x->gpending = 0;
     }
-    free(x->gsend);
-    x->gsend = NULL;
     float *gs = x->gs;
     x->gs = NULL;
     double t2 = cli_seconds();

@@ -87,7 +87,6 @@ struct emb_exchange {
     struct comm_request rreq[2]; /* rows of chunk 0 and chunk 1 */
     int rpending[2];
     struct comm_request greq;  /* gradients to the owners */
-    float *gsend;              /* [nuniq, dim] gradients on their way out */
     float *gs;                 /* [nserve, dim] gradients received */
     int gpending;
 };
@@ -139,8 +138,8 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
 void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                          const float *gu, struct emb_times *tm);
 /* The same in two halves: post the gradients to their owners
- * (non-blocking; gu may be freed on return), then complete: sum per row,
- * across replicas, and apply the sparse optimizer. */
+ * (non-blocking; gu is read until emb_grad_finish returns), then complete:
+ * sum per row, across replicas, and apply the sparse optimizer. */
 void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
                    struct emb_times *tm);
 int emb_grad_test(struct emb_exchange *x);
