@@ -6,6 +6,7 @@
 # an 8192^3 float GEMM through the backend, TF32 off and on).
 #
 #   bench/bench_gpu.sh [STEPS]     (default 60; needs a CUDA build and a GPU)
+#   (FREESCALE, BENCH_GEMM: the programs; PY: a Python with h5py)
 #
 # Prints the median tokens/s over the progress intervals (the first dropped)
 # for 1 rank on the GPU, 1 rank with device.tf32=on, and 2 ranks sharing the
@@ -23,8 +24,10 @@ if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-make -C "$TOP" bench/bench_gemm >/dev/null 2>&1 || { echo "bench_gpu: cannot build bench_gemm"; exit 1; }
-"$TOP/bench/bench_gemm" cuda 8192 > "$W/peak"
+GEMM=${BENCH_GEMM:-$TOP/bench/bench_gemm}
+[ -x "$GEMM" ] || make -C "$TOP" bench/bench_gemm >/dev/null 2>&1 ||
+    { echo "bench_gpu: cannot build bench_gemm"; exit 1; }
+"$GEMM" cuda 8192 > "$W/peak"
 rc=$?
 cat "$W/peak"
 [ $rc -eq 0 ] || { echo "bench_gpu: skipped (no usable GPU or no CUDA build)"; exit 0; }
@@ -34,7 +37,7 @@ TF32=$(awk '$2 == "tf32" { print $3 }' "$W/peak")
 # ML-20M's shape: 138k users, 26.7k items, ~20M ratings; a 20k-user sample
 "$FS" data gen --users 20000 --items 26744 --length lognormal:4.4,1.1 --timestamps --seed 7 \
     -o "$W/ml20m-shape.h5" >/dev/null || exit 1
-SPAN=$(/usr/bin/python3 -c "
+SPAN=$("${PY:-/usr/bin/python3}" -c "
 import h5py, numpy as np
 o = h5py.File('$W/ml20m-shape.h5', 'r')['offsets'][:]
 L = np.minimum(np.diff(o) - 1, 200).clip(0)

@@ -6,6 +6,7 @@
  *   compute stream  every op runs on it, in order (lowest priority,
  *                   non-blocking w.r.t. the legacy default stream);
  *   comm stream     the staging copies to_host_async / to_device_async
+ *                   and the intra-node transport (peer_copy, comm_add)
  *                   (highest priority, so exchanges are not queued behind
  *                   kernels); each copy first waits for the work enqueued
  *                   so far on the compute stream (an event), so it reads
@@ -293,6 +294,78 @@ static void cuda_to_device_async(void *dst, const void *host_src, size_t bytes)
 
 static void cuda_comm_sync(void) { CUDA_CHECK(cudaStreamSynchronize(cuda_state()->comm)); }
 
+/* ---- CUDA IPC and the intra-node transports ---------------------------- */
+/* Verified on one H200 shared by several processes; not yet between two
+ * GPUs (peer access) of a node. The handles travel between the processes of a
+ * node (src/dense_ipc.c); a mapping of a buffer on another device enables
+ * peer access lazily. Failures to export or map are returned, not fatal:
+ * parallel.transport=auto falls back to MPI. */
+
+_Static_assert(sizeof(cudaIpcMemHandle_t) == BACKEND_IPC_HANDLE_BYTES,
+               "BACKEND_IPC_HANDLE_BYTES must be the size of cudaIpcMemHandle_t");
+
+static int cuda_ipc_export(void *dev_ptr, void *handle, char *err, size_t errlen)
+{
+    (void)cuda_state();
+    cudaIpcMemHandle_t h;
+    cudaError_t e = cudaIpcGetMemHandle(&h, dev_ptr);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return errorf(err, errlen, "cudaIpcGetMemHandle failed: %s (%s)", cudaGetErrorName(e),
+                      cudaGetErrorString(e));
+    }
+    memcpy(handle, &h, sizeof h);
+    return 0;
+}
+
+static void *cuda_ipc_open(const void *handle, char *err, size_t errlen)
+{
+    (void)cuda_state();
+    cudaIpcMemHandle_t h;
+    memcpy(&h, handle, sizeof h);
+    void *p = NULL;
+    cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        errorf(err, errlen, "cudaIpcOpenMemHandle failed: %s (%s)", cudaGetErrorName(e),
+               cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_ipc_close(void *peer_ptr)
+{
+    if (!peer_ptr)
+        return;
+    struct cuda_state *st = cuda_state();
+    CUDA_CHECK(cudaStreamSynchronize(st->comm)); /* no copy still reads the mapping */
+    CUDA_CHECK(cudaIpcCloseMemHandle(peer_ptr));
+}
+
+/* on the comm stream, after the compute stream's work so far (the buffers
+ * it writes are final): the copy engines or a copy kernel (copy.cu) */
+static void cuda_peer_copy(void *dst, const void *src, size_t bytes, int use_kernel)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes || dst == src)
+        return;
+    cuda_comm_after_compute(st);
+    if (use_kernel)
+        cuda_copy_kernel(st->comm, dst, src, bytes);
+    else
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st->comm));
+}
+
+static void cuda_comm_add(float *y, const float *x, int64_t n)
+{
+    struct cuda_state *st = cuda_state();
+    if (n <= 0)
+        return;
+    cuda_comm_after_compute(st);
+    cuda_add(st->comm, n, y, x);
+}
+
 /* ---- GEMM ------------------------------------------------------------- */
 
 static int cuda_gemm_dim(const char *what, int64_t v)
@@ -564,4 +637,9 @@ const struct backend_ops backend_cuda = {
     .to_host_async = cuda_to_host_async,
     .to_device_async = cuda_to_device_async,
     .comm_sync = cuda_comm_sync,
+    .ipc_export = cuda_ipc_export,
+    .ipc_open = cuda_ipc_open,
+    .ipc_close = cuda_ipc_close,
+    .peer_copy = cuda_peer_copy,
+    .comm_add = cuda_comm_add,
 };

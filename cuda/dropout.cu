@@ -4,10 +4,9 @@
  * Row r of x: [rows, d] draws from the xoshiro256** stream started at
  * rng_key(row_keys[r], site, DROPOUT_SITE_SALT); element j uses the j-th
  * draw. The stream is sequential, so one thread owns one row and draws its
- * d values in order (rows are many; d is small). The generator below is a
- * device copy of src/rng.h (splitmix64, rng_key, rng_init, xoshiro256**,
- * 53-bit uniform); keep the two in step. The comparison is done in double,
- * uniform >= (double)p, exactly as the CPU does.
+ * d values in order (rows are many; d is small). The generator is
+ * src/rng.h itself, compiled for the device. The comparison is done in
+ * double, uniform >= (double)p, exactly as the CPU does.
  *
  * Each element is read and written by the same thread: y == x and dx == dy
  * in place are safe. */
@@ -15,45 +14,11 @@
 
 #include "cuda_check.h"
 #include "kernels.h"
+#include "rng.h"
 
 #define DROPOUT_SITE_SALT 0x64726f70ull /* "drop", as in backend_cpu.c */
 #define DROPOUT_THREADS 128
 #define DROPOUT_MAX_BLOCKS 65536
-
-static __host__ __device__ uint64_t drop_splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* rng_key(a, b, c) of src/rng.h */
-static __host__ __device__ uint64_t drop_key(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t x = a;
-    uint64_t h = drop_splitmix(&x);
-    x ^= b * 0xd6e8feb86659fd93ull;
-    h ^= drop_splitmix(&x);
-    x ^= c * 0xa0761d6478bd642full;
-    return h ^ drop_splitmix(&x);
-}
-
-static __host__ __device__ uint64_t drop_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/* rng_u64 of src/rng.h: xoshiro256** on the state s[4] */
-static __host__ __device__ uint64_t drop_u64(uint64_t *s)
-{
-    uint64_t out = drop_rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = drop_rotl(s[3], 45);
-    return out;
-}
 
 /* row r: x, y: [d]; mask: [d] bytes (host and device, so that the host
  * tests can check it against src/rng.h; unused by the host pass) */
@@ -61,13 +26,11 @@ static __host__ __device__ uint64_t drop_u64(uint64_t *s)
 drop_row(int d, float p, uint64_t row_key, uint64_t site, const float *xr, float *yr, uint8_t *mr)
 {
     const float keep = 1.0f - p;
-    /* rng_init: four splitmix64 outputs from the key */
-    uint64_t key = drop_key(row_key, site, DROPOUT_SITE_SALT), st[4];
-    for (int i = 0; i < 4; i++)
-        st[i] = drop_splitmix(&key);
+    struct rng g;
+    rng_init(&g, rng_key(row_key, site, DROPOUT_SITE_SALT));
     for (int j = 0; j < d; j++) {
         /* p <= 0 keeps everything without drawing, as on the CPU */
-        uint8_t m = p <= 0 || (double)(drop_u64(st) >> 11) * 0x1.0p-53 >= (double)p;
+        uint8_t m = p <= 0 || rng_uniform(&g) >= (double)p;
         mr[j] = m;
         yr[j] = m ? xr[j] / keep : 0.0f;
     }

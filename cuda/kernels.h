@@ -92,6 +92,13 @@ void cuda_sasrec_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int
                           const float *out, const float *lse, const float *dout, float *dq,
                           float *dk, float *dv);
 
+/* copy.cu: the intra-node transports (backend.h: peer_copy, comm_add).
+ * cuda_copy_kernel: dst[bytes] = src[bytes] by a copy kernel on a bounded
+ * number of SMs (either pointer may be a CUDA IPC mapping of a peer's
+ * buffer; no overlap). cuda_add: y[n] += x[n]. */
+void cuda_copy_kernel(cudaStream_t s, void *dst, const void *src, size_t bytes);
+void cuda_add(cudaStream_t s, int64_t n, float *y, const float *x);
+
 #ifdef __cplusplus
 }
 #endif

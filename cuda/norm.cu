@@ -91,19 +91,22 @@ static __global__ void norm_layernorm_bwd_dx(int64_t rows, int d, const float *x
         const float *xr = x + r * d, *dyr = dy + r * d;
         const float mr = mean[r], rr = rstd[r];
         double sum_g = 0, sum_gh = 0;
+        /* products rounded as the CPU rounds them (__fmul_rn: no FMA
+         * contraction): g - mg must cancel exactly where it does on the
+         * CPU (d = 1), since rstd amplifies any residue */
         for (int j = lane; j < d; j += 32) {
-            float h = (xr[j] - mr) * rr;
-            float g = gamma ? dyr[j] * gamma[j] : dyr[j];
+            float h = __fmul_rn(xr[j] - mr, rr);
+            float g = gamma ? __fmul_rn(dyr[j], gamma[j]) : dyr[j];
             sum_g += g;
-            sum_gh += g * h;
+            sum_gh += __fmul_rn(g, h);
         }
         sum_g = norm_warp_sum(sum_g);
         sum_gh = norm_warp_sum(sum_gh);
         const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
         for (int j = lane; j < d; j += 32) {
-            float h = (xr[j] - mr) * rr;
-            float g = gamma ? dyr[j] * gamma[j] : dyr[j];
-            dx[r * d + j] = rr * (g - mg - h * mgh);
+            float h = __fmul_rn(xr[j] - mr, rr);
+            float g = gamma ? __fmul_rn(dyr[j], gamma[j]) : dyr[j];
+            dx[r * d + j] = __fmul_rn(rr, (g - mg) - __fmul_rn(h, mgh));
         }
     }
 }

@@ -145,7 +145,33 @@ struct backend_ops {
     void (*to_host_async)(void *host_dst, const void *src, size_t bytes);
     void (*to_device_async)(void *dst, const void *host_src, size_t bytes);
     void (*comm_sync)(void);
+
+    /* Device memory shared between the processes of one node (CUDA IPC),
+     * for the intra-node transports of the dense gradient all-reduce
+     * (DESIGN.md §1, technique 3; src/dense_ipc.c). NULL on the CPU backend.
+     * ipc_export: write the handle of dev_ptr (the start of a buffer from
+     * alloc) into handle[BACKEND_IPC_HANDLE_BYTES]; 0, or -1 with err.
+     * ipc_open: map a handle exported by ANOTHER process of the node (never
+     * this one's own) and return its address here; NULL with err when the
+     * mapping is impossible (e.g. no peer access between the two devices).
+     * ipc_close: unmap what ipc_open returned (after comm_sync).
+     * peer_copy: dst[bytes] = src[bytes] (either may be a peer mapping, the
+     * regions must not overlap) on the comm stream, after the work
+     * enqueued so far on the compute stream; use_kernel = 0: the copy
+     * engines (cudaMemcpyAsync, no SM), 1: a copy kernel (SMs, the way
+     * NCCL moves data). comm_add: y[n] += x[n] elementwise, on the comm
+     * stream likewise (the reduction, a kernel for both transports). Both
+     * are asynchronous: comm_sync waits for them; the compute stream does
+     * NOT wait for them by itself. */
+    int (*ipc_export)(void *dev_ptr, void *handle, char *err, size_t errlen);
+    void *(*ipc_open)(const void *handle, char *err, size_t errlen);
+    void (*ipc_close)(void *peer_ptr);
+    void (*peer_copy)(void *dst, const void *src, size_t bytes, int use_kernel);
+    void (*comm_add)(float *y, const float *x, int64_t n);
 };
+
+/* bytes of an ipc_export handle (the size of a cudaIpcMemHandle_t) */
+#define BACKEND_IPC_HANDLE_BYTES 64
 
 #define HSTU_TIME_BUCKETS 128
 

@@ -74,8 +74,10 @@ X(parallel, progress, CHOICE, "test", 0, 0, "test|thread",
   "what moves non-blocking exchanges while the model computes: test = MPI_Test between "
   "layers; thread = a thread polling MPI's progress engine during compute")
 X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
-  "how exchanges move bytes: mpi (the only transport of this version; copy-engine and kernel "
-  "are refused)")
+  "how the dense gradient all-reduce moves device buffers: mpi; copy-engine = CUDA IPC with "
+  "cudaMemcpyAsync within a node (no SMs); kernel = a copy kernel over the same mappings; auto "
+  "= copy-engine on the CUDA backend with several ranks on a node, else mpi; the CPU backend "
+  "has only mpi")
 X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda",
   "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the CPU")
 X(device, share, BOOL, "off", 0, 1, NULL,

@@ -10,11 +10,19 @@
 #include <math.h>
 #include <stdint.h>
 
+/* The generator core also compiles as CUDA device code (cuda/dropout.cu
+ * draws the same masks on the GPU from this very code). */
+#ifdef __CUDACC__
+#define RNG_HD __host__ __device__
+#else
+#define RNG_HD
+#endif
+
 struct rng {
     uint64_t s[4];
 };
 
-static inline uint64_t rng_splitmix(uint64_t *x)
+static inline RNG_HD uint64_t rng_splitmix(uint64_t *x)
 {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -22,7 +30,7 @@ static inline uint64_t rng_splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c)
+static inline RNG_HD uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c)
 {
     uint64_t x = a;
     uint64_t h = rng_splitmix(&x);
@@ -32,17 +40,17 @@ static inline uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c)
     return h ^ rng_splitmix(&x);
 }
 
-static inline void rng_init(struct rng *r, uint64_t key)
+static inline RNG_HD void rng_init(struct rng *r, uint64_t key)
 {
     uint64_t x = key;
     for (int i = 0; i < 4; i++)
         r->s[i] = rng_splitmix(&x);
 }
 
-static inline uint64_t rng_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline RNG_HD uint64_t rng_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 /* xoshiro256** (Blackman & Vigna): next 64 random bits. */
-static inline uint64_t rng_u64(struct rng *r)
+static inline RNG_HD uint64_t rng_u64(struct rng *r)
 {
     uint64_t *s = r->s;
     uint64_t out = rng_rotl(s[1] * 5, 7) * 9;
@@ -57,7 +65,7 @@ static inline uint64_t rng_u64(struct rng *r)
 }
 
 /* Uniform double in [0, 1) with 53 random bits. */
-static inline double rng_uniform(struct rng *r) { return (double)(rng_u64(r) >> 11) * 0x1.0p-53; }
+static inline RNG_HD double rng_uniform(struct rng *r) { return (double)(rng_u64(r) >> 11) * 0x1.0p-53; }
 
 /* Uniform integer in [0, n), n > 0 (Lemire's multiply-shift, unbiased). */
 static inline uint64_t rng_below(struct rng *r, uint64_t n)

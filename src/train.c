@@ -82,9 +82,9 @@ static void setup(struct trainer *tr)
         tr->adam_v[i] = tr->be->alloc(bytes);
     }
     tr->stage = NULL;
-    if (!backend_is_host(tr->be) && !tr->dev.direct)
-        tr->stage = tr->be->host_alloc((size_t)tr->m.ngrad * sizeof(float));
     train_step_setup(tr);
+    if (!backend_is_host(tr->be) && !tr->dev.direct && !tr->ipc)
+        tr->stage = tr->be->host_alloc((size_t)tr->m.ngrad * sizeof(float));
     tr->n_train = split_train_users(&tr->ds, tr->split, &tr->train_users);
     if (tr->n_train == 0)
         fatal("%s: no user has enough events to train on (need >= %d)", path,
@@ -355,6 +355,8 @@ int train_main(int argc, char **argv)
     steptime_free(&tr.st);
     free(stats.tau);
     free(stats.cost_sum);
+    if (tr.ipc)
+        dense_ipc_free(&tr.dipc);
     comm_free(&c);
     return 0;
 }

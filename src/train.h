@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "dataset.h"
+#include "dense_ipc.h"
 #include "device.h"
 #include "embedding.h"
 #include "model.h"
@@ -45,6 +46,8 @@ struct trainer {
     float **adam_m, **adam_v; /* per dense tensor */
     int64_t adam_t;
     float *stage;             /* [m.ngrad] pinned host buffer (staged all-reduce) or NULL */
+    int ipc;                  /* parallel.transport copy-engine | kernel in use (dense_ipc) */
+    struct dense_ipc dipc;    /* its state when ipc */
     enum overlap_mode overlap;
     struct step_input in[2];  /* this step's and the next step's input */
     int in_cur;

@@ -123,20 +123,63 @@ static void step_progress(void *ctx, int first_final)
     comm_compute_begin();
 }
 
+/* parallel.transport of the dense all-reduce (README "Overlap"): mpi, or
+ * on the CUDA backend copy-engine | kernel within a node (dense_ipc.c; MPI
+ * across nodes). auto = copy-engine when the backend is CUDA and some node
+ * runs several ranks, else mpi; it falls back to mpi when the CUDA IPC
+ * mappings cannot be made, where an explicit choice ends the job. Every
+ * rank takes the same branch (same backend, global rank counts). The
+ * embedding exchanges (host memory) always go through MPI. */
+static void transport_setup(struct trainer *tr)
+{
+    const char *tp = params_str(tr->p, P_parallel_transport);
+    const int is_auto = !strcmp(tp, "auto"), host = backend_is_host(tr->be);
+    const char *mpi_how = host ? "MPI"
+                          : tr->dev.direct ? "CUDA-aware MPI"
+                                           : "MPI, staged through pinned host memory";
+    tr->ipc = 0;
+    if (host && !is_auto && strcmp(tp, "mpi") != 0)
+        fatal("parallel.transport = %s: not available on the CPU backend: it needs the CUDA "
+              "backend (device.type=cuda); on the CPU only mpi exists: use "
+              "parallel.transport=mpi or auto",
+              tp);
+    int64_t most_on_node = comm_allreduce_max_i64(tr->c, tr->c->g[COMM_NODE].size);
+    if (!strcmp(tp, "mpi") || host || (is_auto && most_on_node < 2)) {
+        log_info("parallel.transport: mpi (%s)%s", mpi_how,
+                 !is_auto ? ""
+                 : host   ? ", chosen by auto: the CPU backend"
+                          : ", chosen by auto: one rank per node");
+        return;
+    }
+    const int use_kernel = !strcmp(tp, "kernel");
+    char err[512];
+    if (dense_ipc_init(&tr->dipc, tr->c, tr->be, tr->m.grad, tr->m.ngrad, use_kernel,
+                       tr->dev.direct, err, sizeof err)) {
+        if (!is_auto)
+            fatal("parallel.transport = %s: %s", tp, err);
+        log_info("notice: parallel.transport=auto: mpi (%s), CUDA IPC is not available: %s",
+                 mpi_how, err);
+        return;
+    }
+    tr->ipc = 1;
+    log_info("parallel.transport: %s%s: dense all-reduce by %s through CUDA IPC within a "
+             "node (%d ranks), %s across the %d nodes; embedding exchanges by MPI",
+             use_kernel ? "kernel" : "copy-engine", is_auto ? " (chosen by auto)" : "",
+             use_kernel ? "a copy kernel" : "the copy engines", tr->dipc.L,
+             tr->dipc.nodes < 2 ? "nothing" : tr->dipc.stage ? "staged MPI" : "CUDA-aware MPI",
+             tr->dipc.nodes);
+}
+
 void train_step_setup(struct trainer *tr)
 {
     const char *ov = params_str(tr->p, P_parallel_overlap);
     tr->overlap = !strcmp(ov, "none")       ? OVERLAP_NONE
                   : !strcmp(ov, "pipeline") ? OVERLAP_PIPELINE
                                             : OVERLAP_PRIORITIZED;
-    const char *tp = params_str(tr->p, P_parallel_transport);
-    if (strcmp(tp, "auto") != 0 && strcmp(tp, "mpi") != 0)
-        fatal("parallel.transport = %s: not available in this version (backend %s): only mpi "
-              "(MPI%s) moves the exchanges; use parallel.transport=mpi or auto",
-              tp, tr->be->name,
-              backend_is_host(tr->be) ? "" : ", CUDA-aware or staged through pinned host memory");
-    /* buckets need gradients MPI can read where they are */
-    tr->bucketed = tr->overlap == OVERLAP_PRIORITIZED &&
+    transport_setup(tr);
+    /* buckets need gradients MPI can read where they are; the IPC
+     * transports reduce the whole arena at once */
+    tr->bucketed = tr->overlap == OVERLAP_PRIORITIZED && !tr->ipc &&
                    (backend_is_host(tr->be) || tr->dev.direct);
     if (tr->overlap != OVERLAP_NONE) {
         tr->m.progress = step_progress;
@@ -148,13 +191,19 @@ void train_step_setup(struct trainer *tr)
         fatal("parallel.progress = thread: %s", err);
 }
 
-/* Sum the dense gradient arena over dp: in place on a host backend or with
- * CUDA-aware MPI, else through the pinned host buffer tr->stage. */
+/* Sum the dense gradient arena over dp: through CUDA IPC within a node
+ * (parallel.transport copy-engine | kernel), else in place on a host
+ * backend or with CUDA-aware MPI, else through the pinned host buffer
+ * tr->stage. */
 static void dense_allreduce(struct trainer *tr)
 {
     const struct backend_ops *be = tr->be;
     float *g = tr->m.grad;
     const int64_t n = tr->m.ngrad;
+    if (tr->ipc) {
+        dense_ipc_allreduce(&tr->dipc);
+        return;
+    }
     if (backend_is_host(be) || tr->dev.direct) {
         be->synchronize();
         comm_allreduce_sum_f32(tr->c, COMM_DP, g, n, COMM_PH_DENSE);

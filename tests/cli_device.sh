@@ -5,16 +5,14 @@
 # without the CUDA build is a clear error; nonsense combinations are refused.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
-IN="$TOP_SRCDIR/input/tiny.in"
-"$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" >/dev/null ||
-    { fail "data gen"; finish; }
+tiny_data
 COMMON="data.path=$T/tiny.h5 train.max_steps=2 train.final_eval=off"
 train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
 
 expect_ok "$FS" --version
 grep -q '^backends: cpu' "$T/out" && pass "--version lists the backends: $(grep backends "$T/out")" ||
     fail "--version lacks the backends line"
-expect_ok train 2 device.type=auto
+expect_ok train 1 device.type=auto
 grep -q 'backends: cpu' "$T/out" && pass "banner lists the backends" || fail "banner lacks backends"
 if grep -q '^device: ' "$T/out"; then
     pass "device.type=auto picked a GPU: $(grep '^device: ' "$T/out")"

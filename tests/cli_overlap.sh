@@ -7,10 +7,9 @@
 # overlap metrics are written; transports other than mpi are refused.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
-IN="$TOP_SRCDIR/input/tiny.in"
-"$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" >/dev/null ||
-    { fail "data gen"; finish; }
-COMMON="data.path=$T/tiny.h5 train.epochs=10 train.max_steps=20 train.log_every=1"
+tiny_data
+# the CPU backend (tests/cuda_train.sh covers the modes on a GPU)
+COMMON="data.path=$T/tiny.h5 device.type=cpu train.epochs=10 train.max_steps=20 train.log_every=1"
 train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
 
 for np in 2 4; do

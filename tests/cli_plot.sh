@@ -37,8 +37,7 @@ check_pngs() {
 }
 
 # --- a real metrics file ------------------------------------------------------
-"$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o tiny.h5 >/dev/null ||
-    { fail "data gen"; finish; }
+tiny_data
 timeout 60 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path=tiny.h5 train.epochs=20 \
     train.eval_every=2 train.log_every=2 output.metrics=m.jsonl >train.log 2>&1 ||
     { fail "train: $(tail -n 5 train.log)"; finish; }

@@ -5,9 +5,7 @@
 # and the refusals of bad inputs before training starts.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
-IN="$TOP_SRCDIR/input/tiny.in"
-"$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" >/dev/null ||
-    { fail "data gen"; finish; }
+tiny_data
 COMMON="data.path=$T/tiny.h5 model.dropout=0 train.epochs=10 train.log_every=1"
 train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
 

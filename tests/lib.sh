@@ -85,3 +85,10 @@ same_losses() {
     else fail "$3: losses differ by $worst relative"; fi
 }
 
+
+# tiny_data: the dataset of input/tiny.in in $T/tiny.h5, and IN = that file.
+tiny_data() {
+    IN="$TOP_SRCDIR/input/tiny.in"
+    "$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" \
+        >/dev/null || { fail "data gen"; finish; }
+}

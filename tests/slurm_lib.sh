@@ -262,8 +262,6 @@ slurm_test_setup() {
     export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
     export FREESCALE="$FS"
     SB="$TOP_SRCDIR/scripts/slurm"
-    IN="$TOP_SRCDIR/input/tiny.in"
     cd "$T" || exit 1
-    "$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o tiny.h5 \
-        >/dev/null || { fail "data gen"; finish; }
+    tiny_data
 }

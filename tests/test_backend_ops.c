@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "backend_test.h"
 #include "check.h"
 #include "rng.h"
 
@@ -1039,29 +1040,7 @@ static double now(void)
 int main(int argc, char **argv)
 {
     const char *name = argc > 1 ? argv[1] : "cuda";
-    char err[512] = "";
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    dev = backend_get(name, err, sizeof err);
-    if (!dev) {
-        printf("SKIP: %s\n", err);
-        return 77;
-    }
-    if (dev->device_count) {
-        int n = dev->device_count(err, sizeof err);
-        if (n <= 0) {
-            printf("SKIP: backend %s: no device (%s)\n", name, n < 0 ? err : "none visible");
-            return 77;
-        }
-        if (!dev->device_open || dev->device_open(0, 0, err, sizeof err) != 0) {
-            printf("FAIL: backend %s: device_open(0): %s\n", name, err);
-            return 1;
-        }
-        if (dev->device_describe) {
-            char desc[512] = "";
-            dev->device_describe(desc, sizeof desc);
-            printf("# %s\n", desc);
-        }
-    }
+    dev = backend_test_open(name, 1);
     if (ops_present(cpu) + ops_present(dev) > 0)
         return 1;
 

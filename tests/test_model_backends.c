@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_test.h"
 #include "check.h"
 #include "model.h"
 #include "rng.h"
@@ -260,24 +261,7 @@ out:
 int main(int argc, char **argv)
 {
     const char *name = argc > 1 ? argv[1] : "cuda";
-    char err[512] = "";
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    dev = backend_get(name, err, sizeof err);
-    if (!dev) {
-        printf("SKIP: %s\n", err);
-        return 77;
-    }
-    if (dev->device_count) {
-        int n = dev->device_count(err, sizeof err);
-        if (n <= 0) {
-            printf("SKIP: backend %s: no device (%s)\n", name, n < 0 ? err : "none visible");
-            return 77;
-        }
-        if (!dev->device_open || dev->device_open(0, 0, err, sizeof err) != 0) {
-            printf("FAIL: backend %s: device_open(0): %s\n", name, err);
-            return 1;
-        }
-    }
+    dev = backend_test_open(name, 0);
     rng_init(&G, rng_key(0x6d6f64656cull, 2024, 12));
 
     static const struct mcase cases[] = {
