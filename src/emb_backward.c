@@ -67,32 +67,50 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     free(gu);
 }
 
-void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
-                   struct emb_times *tm)
+/* Chunk k's counts and displacements (in floats) of the exchange towards
+ * the owners: the reverse of the rows' path. */
+static void chunk_layout(const struct emb_exchange *x, int dim, int k, int64_t *sc, int64_t *sd,
+                         int64_t *rc, int64_t *rd)
+{
+    for (int p = 0; p < x->G; p++) {
+        int64_t want0 = x->scounts0[p], serve0 = x->rcounts0[p];
+        sc[p] = (k == 0 ? want0 : x->scounts[p] - want0) * dim;
+        sd[p] = (x->sdispls[p] + (k == 0 ? 0 : want0)) * dim;
+        rc[p] = (k == 0 ? serve0 : x->rcounts[p] - serve0) * dim;
+        rd[p] = (x->rdispls[p] + (k == 0 ? 0 : serve0)) * dim;
+    }
+}
+
+void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                         const float *gu, int k, struct emb_times *tm)
 {
     const int G = t->G, dim = t->conf.dim;
     double t1 = cli_seconds();
-    int64_t *sc = xmalloc((size_t)G * 4 * sizeof(int64_t));
-    int64_t *sd = sc + G, *rc = sc + 2 * G, *rd = sc + 3 * G;
-    for (int p = 0; p < G; p++) {
-        sc[p] = x->scounts[p] * dim;
-        sd[p] = x->sdispls[p] * dim;
-        rc[p] = x->rcounts[p] * dim;
-        rd[p] = x->rdispls[p] * dim;
-    }
-    x->gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
-    comm_ialltoallv(c, COMM_EMB, COMM_F32, gu, sc, sd, x->gs, rc, rd, COMM_PH_GRADS, &x->greq);
-    x->gpending = 1;
-    free(sc);
+    if (!x->gs)
+        x->gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
+    int64_t *v = xmalloc((size_t)G * 4 * sizeof(int64_t));
+    chunk_layout(x, dim, k, v, v + G, v + 2 * G, v + 3 * G);
+    comm_ialltoallv(c, COMM_EMB, COMM_F32, gu, v, v + G, x->gs, v + 2 * G, v + 3 * G,
+                    COMM_PH_GRADS, &x->greq[k]);
+    x->gpending[k] = 1;
+    free(v);
     if (tm)
         tm->grads += cli_seconds() - t1;
 }
 
+void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
+                   struct emb_times *tm)
+{
+    emb_grad_post_chunk(t, c, x, gu, 0, tm);
+    emb_grad_post_chunk(t, c, x, gu, 1, tm);
+}
+
 int emb_grad_test(struct emb_exchange *x)
 {
-    if (x->gpending && comm_test(&x->greq))
-        x->gpending = 0;
-    return !x->gpending;
+    for (int k = 0; k < 2; k++)
+        if (x->gpending[k] && comm_test(&x->greq[k]))
+            x->gpending[k] = 0;
+    return !x->gpending[0] && !x->gpending[1];
 }
 
 void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
@@ -107,10 +125,11 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
 {
     const int G = t->G, dim = t->conf.dim;
     double t1 = cli_seconds();
-    if (x->gpending) {
-        comm_wait(&x->greq);
-        x->gpending = 0;
-    }
+    for (int k = 0; k < 2; k++)
+        if (x->gpending[k]) {
+            comm_wait(&x->greq[k]);
+            x->gpending[k] = 0;
+        }
     float *gs = x->gs;
     x->gs = NULL;
     double t2 = cli_seconds();

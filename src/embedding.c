@@ -338,8 +338,9 @@ void emb_exchange_free(struct emb_exchange *x)
     for (int k = 0; k < 2; k++)
         if (x->rpending[k])
             comm_wait(&x->rreq[k]);
-    if (x->gpending)
-        comm_wait(&x->greq);
+    for (int k = 0; k < 2; k++)
+        if (x->gpending[k])
+            comm_wait(&x->greq[k]);
     free(x->uniq);
     free(x->inverse);
     free(x->scounts);

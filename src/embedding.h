@@ -86,9 +86,9 @@ struct emb_exchange {
     struct comm_request req;   /* counts, then ids, in flight */
     struct comm_request rreq[2]; /* rows of chunk 0 and chunk 1 */
     int rpending[2];
-    struct comm_request greq;  /* gradients to the owners */
+    struct comm_request greq[2]; /* gradients to the owners, per chunk */
     float *gs;                 /* [nserve, dim] gradients received */
-    int gpending;
+    int gpending[2];
 };
 
 /* Add a table sharded over c's emb group; returns it. Refuses duplicate
@@ -143,6 +143,12 @@ void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchang
 void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
                    struct emb_times *tm);
 int emb_grad_test(struct emb_exchange *x);
+/* Post chunk k's gradients alone (gu: [nuniq, dim] as above; only chunk
+ * k's rows are read): a chunk whose gradients are final early (chunk 1,
+ * the ids used only by the loss) can travel during the model's backward.
+ * emb_grad_finish needs both chunks posted. */
+void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                         const float *gu, int k, struct emb_times *tm);
 void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                      struct emb_times *tm);
 void emb_exchange_free(struct emb_exchange *x);

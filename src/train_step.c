@@ -115,6 +115,8 @@ static void step_progress(void *ctx, int first_final)
     struct emb_exchange *x = &tr->in[tr->in_cur].x;
     if (x->rpending[1])
         emb_output_test(x, 1);
+    if (x->gpending[0] || x->gpending[1])
+        emb_grad_test(x);
     if (tr->bucketed && first_final > 0)
         bucket_post(tr, first_final);
     for (int i = 0; i < tr->nbuckets; i++)
@@ -255,18 +257,20 @@ static void *step_buffer(struct trainer *tr, int which, size_t bytes)
     return b->p;
 }
 
-/* Copy chunk k of the exchange's unique rows (host x->rows) to dev, which
- * has the same layout: owner p's block holds its chunk-0 rows, then its
- * chunk-1 rows. */
-static void rows_upload(const struct backend_ops *be, const struct emb_exchange *x, int dim,
-                        int k, float *dev)
+/* Copy chunk k of the exchange's unique rows between host (x->rows-like,
+ * [nuniq, dim]) and dev, which has the same layout: owner p's block holds
+ * its chunk-0 rows, then its chunk-1 rows. */
+static void rows_copy(const struct backend_ops *be, const struct emb_exchange *x, int dim, int k,
+                      float *dev, float *host, int up)
 {
     for (int p = 0; p < x->G; p++) {
         int64_t off = x->sdispls[p] + (k == 0 ? 0 : x->scounts0[p]);
         int64_t n = k == 0 ? x->scounts0[p] : x->scounts[p] - x->scounts0[p];
-        if (n > 0)
-            be->to_device(dev + off * dim, x->rows + off * dim,
-                          (size_t)n * (size_t)dim * sizeof(float));
+        size_t bytes = (size_t)n * (size_t)dim * sizeof(float);
+        if (n > 0 && up)
+            be->to_device(dev + off * dim, host + off * dim, bytes);
+        else if (n > 0)
+            be->to_host(host + off * dim, dev + off * dim, bytes);
     }
 }
 
@@ -300,11 +304,10 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     const size_t ud = (size_t)(x->nuniq ? x->nuniq : 1) * (size_t)d * sizeof(float);
     float *rows = host ? x->rows : step_buffer(tr, BUF_ROWS, ud);
     if (!host) {
-        rows_upload(be, x, d, 0, rows);
+        rows_copy(be, x, d, 0, rows, x->rows, 1);
         if (!prio)
-            rows_upload(be, x, d, 1, rows);
+            rows_copy(be, x, d, 1, rows, x->rows, 1);
     }
-    void *own_gu;
     const size_t ib = (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t);
     const int64_t *inv = x->inverse;
     if (!host) {
@@ -328,7 +331,7 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     if (prio) { /* targets and negatives: chunk 1 */
         emb_output_wait(x, 1, NULL);
         if (!host)
-            rows_upload(be, x, d, 1, rows);
+            rows_copy(be, x, d, 1, rows, x->rows, 1);
     }
     float *du = step_buffer(tr, BUF_DU, td);
     float *drows = step_buffer(tr, BUF_DROWS, ud);
@@ -342,6 +345,15 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
                                        tr->normalize_items, out, x->nuniq, rows, inv + T,
                                        inv + 2 * T, scale, du, drows, &counted);
     comm_compute_end();
+    /* the gradients of chunk 1 (ids only the loss uses: the backward's
+     * scatter touches chunk-0 rows alone) are final: with prioritized they
+     * travel to their owners during the backward */
+    float *gu = host ? drows : xmalloc(ud);
+    if (prio) {
+        if (!host)
+            rows_copy(be, x, d, 1, drows, gu, 0);
+        emb_grad_post_chunk(tr->items, c, x, gu, 1, NULL);
+    }
     slow_down(tr, cli_seconds() - t_work);
     steptime_phase(st, PH_FORWARD);
 
@@ -354,18 +366,26 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     tr->m.vt->backward(&tr->m, &b, du, demb);
     comm_compute_end();
     be->scatter_add_rows(T, d, demb, inv, drows);
-    const float *gu = backend_download(be, drows, ud, &own_gu);
+    if (!host && prio)
+        rows_copy(be, x, d, 0, drows, gu, 0);
+    else if (!host)
+        be->to_host(gu, drows, ud);
     slow_down(tr, cli_seconds() - t_work);
     steptime_phase(st, PH_BACKWARD);
 
-    if (tr->bucketed) {
-        emb_grad_post(tr->items, c, x, gu, NULL);
-        bucket_post(tr, 0);
+    if (prio) { /* sparse first: the next step's lookup waits for it */
+        emb_grad_post_chunk(tr->items, c, x, gu, 0, NULL);
+        if (tr->bucketed)
+            bucket_post(tr, 0);
         emb_grad_finish(tr->items, c, x, NULL);
         steptime_phase(st, PH_GRAD_EXCHANGE);
-        for (int i = 0; i < tr->nbuckets; i++)
-            if (tr->buckets[i].mpi)
-                comm_wait(&tr->buckets[i]);
+        if (tr->bucketed) {
+            for (int i = 0; i < tr->nbuckets; i++)
+                if (tr->buckets[i].mpi)
+                    comm_wait(&tr->buckets[i]);
+        } else {
+            dense_allreduce(tr);
+        }
         steptime_phase(st, PH_ALLREDUCE);
     } else {
         emb_backward_unique(tr->items, c, x, gu, NULL);
@@ -375,7 +395,8 @@ double train_step(struct trainer *tr, const int64_t *users, int64_t B,
     }
     dense_step(tr);
 
-    free(own_gu);
+    if (!host)
+        free(gu);
     input_release(in);
     if (nx->ready)
         tr->in_cur = 1 - tr->in_cur;
