@@ -6,6 +6,9 @@
 # per rank and step, ~40 MB of rows each way).
 #
 #   bench/overlap.sh [STEPS] [ROUNDS]     (default 60 steps, 2 rounds)
+#   OVERLAP_BTL=tcp bench/overlap.sh      the ranks talk over TCP loopback
+#                                         instead of shared memory (a slower,
+#                                         network-like transport)
 #
 # The modes run interleaved (none, pipeline, prioritized, and the last two
 # with parallel.progress=thread; then again) after one discarded warm-up run. Per mode it prints medians over the progress
@@ -25,6 +28,9 @@ if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
+if [ -n "${OVERLAP_BTL:-}" ]; then
+    export OMPI_MCA_btl="self,$OVERLAP_BTL"
+fi
 
 "$FS" data gen --users 8192 --items 10000000 --length uniform:20,80 --zipf 0.8 --seed 5 \
     -o "$W/big.h5" >/dev/null || exit 1
@@ -48,7 +54,7 @@ final_eval = off
 optimizer = adagrad
 IN
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
-echo "data: 8192 users, 1e7 items, d = 64; 2 ranks, $STEPS steps per run, $ROUNDS runs per mode"
+echo "data: 8192 users, 1e7 items, d = 64; 2 ranks, $STEPS steps per run, $ROUNDS runs per mode; MPI transport: ${OVERLAP_BTL:-default (shared memory)}"
 
 MODES="none pipeline prioritized pipeline+thread prioritized+thread"
 run() { # MODE ROUND; MODE = OVERLAP[+thread]

@@ -15,12 +15,14 @@
  *                computes, and complete when the next step needs them.
  *   prioritized  pipeline, and: the rows come back in two chunks, the rows of
  *                the model's inputs first, so the forward starts before the
- *                loss's rows (targets, negatives) have arrived; the dense
- *                all-reduce is bucketed per layer and each bucket is posted
- *                as soon as the backward has finished its gradients; the
- *                embedding-gradient exchange is posted before the last
- *                bucket and completed (sparse update) before the dense
- *                buckets are waited for.
+ *                loss's rows (targets, negatives) have arrived; the
+ *                gradients of the loss-only rows leave right after the loss
+ *                and travel during the backward; the dense all-reduce is
+ *                bucketed per layer and each bucket is posted as soon as the
+ *                backward has finished its gradients; the input rows'
+ *                gradients are posted before the last bucket and the sparse
+ *                update is completed before the dense buckets are waited
+ *                for.
  * Rows are always read by their owners after the previous step's sparse
  * update, and every reduction keeps its order, so all three modes give the
  * same losses. Every rank posts its collectives in the same program order
