@@ -132,21 +132,10 @@ static void *fetch(const struct pair *p)
 
 /* -- comparisons ---------------------------------------------------------- */
 
-/* ||got - want|| / max(||want||, TINY) over n values; *at: largest |diff| */
+/* ||got - want|| / max(||want||, TINY); *at: largest |diff| */
 static double rel_err(const float *got, const float *want, int64_t n, int64_t *at)
 {
-    double num = 0, den = 0, big = -1;
-    *at = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - (double)want[i]);
-        num += e * e;
-        den += (double)want[i] * want[i];
-        if (e > big || (isnan(e) && !isnan(big))) {
-            big = e;
-            *at = i;
-        }
-    }
-    return sqrt(num) / fmax(sqrt(den), TINY);
+    return backend_test_rel_err(got, want, n, TINY, at);
 }
 
 /* The device result in p against the CPU's, as [rows, cols] floats compared

@@ -45,21 +45,10 @@ static struct rng G;
 static int failures;
 static double worst_seen; /* largest error of the current model */
 
-/* ||got - want|| / max(||want||, floor); *at: index of the largest |diff| */
+/* ||got - want|| / max(||want||, floor, TINY); *at: index of the largest |diff| */
 static double rel_err(const float *got, const float *want, int64_t n, double floor, int64_t *at)
 {
-    double num = 0, den = 0, big = -1;
-    *at = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - (double)want[i]);
-        num += e * e;
-        den += (double)want[i] * want[i];
-        if (e > big || (isnan(e) && !isnan(big))) {
-            big = e;
-            *at = i;
-        }
-    }
-    return sqrt(num) / fmax(sqrt(den), fmax(floor, TINY));
+    return backend_test_rel_err(got, want, n, fmax(floor, TINY), at);
 }
 
 /* n floats: g in device memory against c in host (CPU backend) memory */
