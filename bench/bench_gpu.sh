@@ -50,7 +50,8 @@ echo "data: ML-20M shape (20000 users), mean causal span $(printf '%.1f' "$SPAN"
 
 run() { # NAME NP OVERRIDES...
     name=$1 np=$2; shift 2
-    mpirun -np "$np" "$FS" train "$TOP/input/ml20m-hstu.in" data.path="$W/ml20m-shape.h5" \
+    # unbound: each rank's host threads (the embedding path) get the cores
+    mpirun --bind-to none -np "$np" "$FS" train "$TOP/input/ml20m-hstu.in" data.path="$W/ml20m-shape.h5" \
         device.type=cuda train.max_steps="$STEPS" train.log_every=10 train.final_eval=off \
         output.metrics="$W/m.jsonl" "$@" > "$W/log" 2>&1 ||
         { echo "bench_gpu: $name failed:"; tail -n 20 "$W/log"; return; }

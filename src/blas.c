@@ -3,7 +3,11 @@
 
 #include <cblas.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -82,11 +86,18 @@ int blas_set_threads(int ranks_on_node)
     const char *env = getenv("OPENBLAS_NUM_THREADS");
     int n = env && atoi(env) > 0 ? atoi(env) : 0;
     if (n == 0) {
+        /* a rank bound to some cores (mpirun's default binding) uses those;
+         * an unbound one shares the node's cores with the other ranks */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        n = (int)(cores / (ranks_on_node > 0 ? ranks_on_node : 1));
+        cpu_set_t set;
+        long mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
+        n = (int)(mine < cores ? mine : cores / (ranks_on_node > 0 ? ranks_on_node : 1));
         if (n < 1)
             n = 1;
     }
     openblas_set_num_threads(n);
+#ifdef _OPENMP
+    omp_set_num_threads(n); /* the host loops over rows (emb_backward.c) */
+#endif
     return n;
 }

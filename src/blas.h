@@ -20,9 +20,12 @@ const char *blas_preferred_coretype(void);
 /* e.g. "OpenBLAS 0.3.21 (pthread), kernels SkylakeX (chosen for this CPU)" */
 void blas_describe(char *buf, size_t len);
 const char *blas_corename(void);
-/* Threads per rank: OPENBLAS_NUM_THREADS when set, else the node's online
- * cores divided by the ranks on the node (at least 1), so that ranks do not
- * oversubscribe the cores. Returns the number set. */
+/* Threads per rank, for BLAS and the OpenMP loops: OPENBLAS_NUM_THREADS
+ * when set; else, for a rank bound to a subset of the cores (mpirun binds
+ * to one core per rank by default at 1 or 2 ranks), the cores it is bound
+ * to; else the node's online cores divided by the ranks on the node (at
+ * least 1), so that ranks do not oversubscribe the cores. Returns the
+ * number set. */
 int blas_set_threads(int ranks_on_node);
 
 #endif

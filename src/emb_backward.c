@@ -161,6 +161,8 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
         free(gcounts);
     }
     double t4 = cli_seconds();
+    /* distinct rows: in parallel (OpenMP), bitwise the same as in order */
+#pragma omp parallel for schedule(static) if (k >= 256)
     for (int64_t i = 0; i < k; i++) {
         int64_t slot = ids[i] / G;
         float *w = emb_shard_slot(t, ids[i]);

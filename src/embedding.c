@@ -83,9 +83,12 @@ float *emb_shard_slot(struct emb_table *t, int64_t id)
 {
     int64_t k = id / t->G;
     float *w = t->w + k * t->conf.dim;
-    if (!(t->ready[k >> 3] & (1u << (k & 7)))) {
+    /* threads may initialise different rows whose bits share a byte (the
+     * sparse update runs in parallel over distinct ids): atomic bit ops */
+    const uint8_t bit = (uint8_t)(1u << (k & 7));
+    if (!(__atomic_load_n(&t->ready[k >> 3], __ATOMIC_RELAXED) & bit)) {
         emb_init_row(&t->conf, id, w);
-        t->ready[k >> 3] |= (uint8_t)(1u << (k & 7));
+        __atomic_fetch_or(&t->ready[k >> 3], bit, __ATOMIC_RELAXED);
     }
     return w;
 }
