@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "device.h"
 #include "log.h"
 
 #define SLICE_ALIGN 64 /* floats: slices start on 256-byte boundaries */
@@ -148,15 +149,7 @@ void dense_ipc_allreduce(struct dense_ipc *d)
     /* 2. across nodes: slice me with the ranks of the same node index (m is
      * the same for all of them, so all or none call) */
     if (d->nodes > 1 && m > 0) {
-        if (d->stage) {
-            be->to_host_async(d->stage, d->grad + lo, bytes);
-            be->comm_sync();
-            comm_allreduce_sum_f32(c, COMM_XNODE, d->stage, m, COMM_PH_DENSE);
-            be->to_device_async(d->grad + lo, d->stage, bytes);
-            be->comm_sync();
-        } else {
-            comm_allreduce_sum_f32(c, COMM_XNODE, d->grad + lo, m, COMM_PH_DENSE);
-        }
+        device_allreduce_sum_f32(be, c, COMM_XNODE, d->grad + lo, m, d->stage);
     }
     if (L > 1) {
         comm_barrier_group(c, COMM_NODE); /* every owned slice is final */

@@ -6,6 +6,21 @@
 
 #include "log.h"
 
+void device_allreduce_sum_f32(const struct backend_ops *be, struct comm *c, enum comm_group g,
+                              float *buf, int64_t n, float *stage)
+{
+    if (!stage) {
+        be->synchronize(); /* the values are final where MPI reads them */
+        comm_allreduce_sum_f32(c, g, buf, n, COMM_PH_DENSE);
+        return;
+    }
+    be->to_host_async(stage, buf, (size_t)n * sizeof(float));
+    be->comm_sync();
+    comm_allreduce_sum_f32(c, g, stage, n, COMM_PH_DENSE);
+    be->to_device_async(buf, stage, (size_t)n * sizeof(float));
+    be->comm_sync();
+}
+
 void device_select(struct comm *c, const struct params *p, struct device_choice *out)
 {
     memset(out, 0, sizeof *out);

@@ -22,4 +22,10 @@ struct device_choice {
  * ends the job with a message naming the parameter and the reason. */
 void device_select(struct comm *c, const struct params *p, struct device_choice *out);
 
+/* In-place sum of the backend buffer buf[n] over group g: handed to MPI
+ * directly (host memory, or device memory with CUDA-aware MPI) when stage
+ * is NULL, else copied through stage[n] (pinned, from be->host_alloc). */
+void device_allreduce_sum_f32(const struct backend_ops *be, struct comm *c, enum comm_group g,
+                              float *buf, int64_t n, float *stage);
+
 #endif

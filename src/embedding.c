@@ -219,9 +219,8 @@ static void post_ids(struct comm *c, struct emb_exchange *x)
     x->stage = EMB_IDS_POSTED;
 }
 
-int emb_input_progress(struct comm *c, struct emb_exchange *x)
+int emb_input_progress(struct emb_exchange *x)
 {
-    (void)c;
     if (x->stage == EMB_COUNTS_POSTED && comm_test(&x->req))
         x->stage = EMB_COUNTS_DONE;
     if (x->stage == EMB_IDS_POSTED && comm_test(&x->req))

@@ -113,7 +113,7 @@ void emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids, int
 /* Advance the counts or ids exchange without blocking (MPI_Test: never
  * posts, so that every rank posts in the same order); 1 once the ids have
  * reached their owners. Call between compute phases. */
-int emb_input_progress(struct comm *c, struct emb_exchange *x);
+int emb_input_progress(struct emb_exchange *x);
 /* Complete the counts (blocking if needed) and post the ids exchange. */
 void emb_input_post_ids(struct comm *c, struct emb_exchange *x);
 /* Owners gather the rows (read NOW: after any update applied before this

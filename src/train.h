@@ -24,12 +24,14 @@ enum overlap_mode { OVERLAP_NONE, OVERLAP_PIPELINE, OVERLAP_PRIORITIZED };
  * step's is prepared during the current step (train_step.c). */
 struct step_input {
     int ready;
-    int64_t epoch;
     struct seq_batch sb;
     struct emb_exchange x;
 };
 
 #define TRAIN_MAX_BUCKETS (MODEL_MAX_PARAMS + 1)
+
+/* the step's backend buffers (train_step.c) */
+enum { BUF_ROWS, BUF_INV, BUF_EMB, BUF_OUT, BUF_DU, BUF_DROWS, BUF_DEMB, BUF_COUNT };
 
 struct trainer {
     struct comm *c;
@@ -60,7 +62,7 @@ struct trainer {
     struct step_buf {
         void *p;
         size_t cap;
-    } buf[8];
+    } buf[BUF_COUNT];
     int64_t n_train, *train_users;
     int64_t step, epoch;
     double best_val;          /* best validation NDCG@10 so far (-1: none) */

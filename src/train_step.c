@@ -56,7 +56,6 @@ static void prepare(struct trainer *tr, struct step_input *in, const int64_t *us
 {
     struct steptime *st = &tr->st;
     const int R = tr->R;
-    in->epoch = epoch;
     batch_train(&tr->ds, tr->split, tr->N, tr->with_ts, tr->seed, (uint64_t)epoch, users, B,
                 &in->sb);
     const int64_t T = in->sb.T, n_ids = T * (2 + R);
@@ -92,8 +91,6 @@ void train_step_drain(struct trainer *tr)
 static void bucket_post(struct trainer *tr, int first)
 {
     int64_t lo = tr->m.params[first].g - tr->m.grad;
-    if (first == 0)
-        lo = 0;
     if (lo >= tr->bucket_end)
         return;
     if (tr->nbuckets == TRAIN_MAX_BUCKETS)
@@ -113,7 +110,7 @@ static void step_progress(void *ctx, int first_final)
     comm_compute_end();
     struct step_input *nx = &tr->in[1 - tr->in_cur];
     if (nx->ready)
-        emb_input_progress(tr->c, &nx->x);
+        emb_input_progress(&nx->x);
     struct emb_exchange *x = &tr->in[tr->in_cur].x;
     if (x->rpending[1])
         emb_output_test(x, 1);
@@ -201,23 +198,10 @@ void train_step_setup(struct trainer *tr)
  * tr->stage. */
 static void dense_allreduce(struct trainer *tr)
 {
-    const struct backend_ops *be = tr->be;
-    float *g = tr->m.grad;
-    const int64_t n = tr->m.ngrad;
-    if (tr->ipc) {
+    if (tr->ipc)
         dense_ipc_allreduce(&tr->dipc);
-        return;
-    }
-    if (backend_is_host(be) || tr->dev.direct) {
-        be->synchronize();
-        comm_allreduce_sum_f32(tr->c, COMM_DP, g, n, COMM_PH_DENSE);
-        return;
-    }
-    be->to_host_async(tr->stage, g, (size_t)n * sizeof(float));
-    be->comm_sync();
-    comm_allreduce_sum_f32(tr->c, COMM_DP, tr->stage, n, COMM_PH_DENSE);
-    be->to_device_async(g, tr->stage, (size_t)n * sizeof(float));
-    be->comm_sync();
+    else
+        device_allreduce_sum_f32(tr->be, tr->c, COMM_DP, tr->m.grad, tr->m.ngrad, tr->stage);
 }
 
 /* Clip the summed dense gradients and take an AdamW step. */
@@ -244,8 +228,6 @@ static void dense_step(struct trainer *tr)
     be->synchronize();
     steptime_phase(&tr->st, PH_OPTIMIZER);
 }
-
-enum { BUF_ROWS, BUF_INV, BUF_EMB, BUF_OUT, BUF_DU, BUF_DROWS, BUF_DEMB, BUF_COUNT };
 
 /* Backend buffer `which` of at least `bytes` (contents undefined). */
 static void *step_buffer(struct trainer *tr, int which, size_t bytes)
