@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "blas.h"
-#include "cli.h"
+#include "backend/blas.h"
+#include "base/clock.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -42,9 +42,9 @@ static double gflops(sgemm_fn sgemm, int n)
     sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
     double t[7];
     for (int r = 0; r < 7; r++) {
-        double t0 = cli_seconds();
+        double t0 = clock_seconds();
         sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-        t[r] = cli_seconds() - t0;
+        t[r] = clock_seconds() - t0;
     }
     qsort(t, 7, sizeof *t, cmp);
     free(a); free(b); free(c);

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "cli.h"
+#include "backend/backend.h"
+#include "base/clock.h"
 
 #define RUNS 9
 
@@ -30,11 +30,11 @@ static double gemm_gflops(const struct backend_ops *be, int n)
     double t[RUNS];
     for (int r = -2; r < RUNS; r++) {
         be->synchronize();
-        double t0 = cli_seconds();
+        double t0 = clock_seconds();
         be->gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
         be->synchronize();
         if (r >= 0)
-            t[r] = cli_seconds() - t0;
+            t[r] = clock_seconds() - t0;
     }
     for (int i = 1; i < RUNS; i++) /* insertion sort: the median */
         for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {

@@ -25,11 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "check.h"
-#include "cli.h"
-#include "comm.h"
-#include "log.h"
+#include "backend/backend.h"
+#include "base/check.h"
+#include "base/clock.h"
+#include "comm/comm.h"
+#include "base/log.h"
 
 static const char *mode_name[2] = {"copy-engine", "kernel"};
 
@@ -56,22 +56,22 @@ static float pattern(int r, size_t i) { return (float)((i * 7 + (size_t)r * 13) 
 static double gemm_loop(struct bench *b, int64_t count)
 {
     comm_barrier(&b->c);
-    double t0 = cli_seconds();
+    double t0 = clock_seconds();
     for (int64_t i = 0; i < count; i++)
         b->be->gemm(0, 0, b->n, b->n, b->n, 1.0f, b->A, b->n, b->B, b->n, 0.0f, b->C, b->n);
     b->be->synchronize();
-    return cli_seconds() - t0;
+    return clock_seconds() - t0;
 }
 
 /* seconds per copy of the buffer from the peer, alone (count copies) */
 static double copy_alone(struct bench *b, int mode, int count)
 {
     comm_barrier(&b->c);
-    double t0 = cli_seconds();
+    double t0 = clock_seconds();
     for (int i = 0; i < count; i++)
         b->be->peer_copy(b->dst, b->peer, b->bytes, mode);
     b->be->comm_sync();
-    return (cli_seconds() - t0) / count;
+    return (clock_seconds() - t0) / count;
 }
 
 /* dst must hold the peer's pattern; then comm_add(dst, src) on a prefix */
@@ -107,14 +107,14 @@ static double gemm_with_copies(struct bench *b, int mode, int per, double *copy_
     double gemm = 0, copy = 0;
     comm_barrier(&b->c);
     for (int64_t i = 0; i < b->gemms; i++) {
-        double t0 = cli_seconds();
+        double t0 = clock_seconds();
         for (int k = 0; k < per; k++)
             b->be->peer_copy(b->dst, b->peer, b->bytes, mode);
         b->be->gemm(0, 0, b->n, b->n, b->n, 1.0f, b->A, b->n, b->B, b->n, 0.0f, b->C, b->n);
         b->be->synchronize();
-        gemm += cli_seconds() - t0;
+        gemm += clock_seconds() - t0;
         b->be->comm_sync();
-        copy += cli_seconds() - t0;
+        copy += clock_seconds() - t0;
     }
     *copy_s = copy;
     return gemm;

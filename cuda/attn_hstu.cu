@@ -33,10 +33,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "attn_tile.cuh"
-#include "backend.h"
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/attn_tile.cuh"
+#include "backend/backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 
 #define HA_NB (HSTU_TIME_BUCKETS + 1)
 #define HA_TOP_STEP 128 /* largest power of two <= HSTU_TIME_BUCKETS */

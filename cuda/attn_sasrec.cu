@@ -27,9 +27,9 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "attn_tile.cuh"
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/attn_tile.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 
 /* the staging areas (ps: P or dS as ps[other][own]), then SASRec's own */
 struct sas_smem : attn_smem {

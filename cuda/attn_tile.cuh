@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "cuda_check.h"
+#include "cuda/cuda_check.h"
 
 #define ATTN_THREADS 256 /* 16 x 16 */
 #define ATTN_BM 64       /* rows of a tile (queries or keys) */

@@ -27,10 +27,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "backend.h"
-#include "cuda_check.h"
-#include "kernels.h"
-#include "log.h"
+#include "backend/backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
+#include "base/log.h"
 
 /* cuBLAS calls: the status number and its description */
 #define CUBLAS_CHECK(call)                                                               \

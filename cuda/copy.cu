@@ -15,8 +15,8 @@
  * by adding slices in a fixed order has the same bits on every rank. */
 #include <stdint.h>
 
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 
 #define COPY_THREADS 512
 #define COPY_BLOCKS 32 /* SMs the copy occupies at most (NCCL: one per channel) */

@@ -12,9 +12,9 @@
  * in place are safe. */
 #include <stdint.h>
 
-#include "cuda_check.h"
-#include "kernels.h"
-#include "rng.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
+#include "base/rng.h"
 
 #define DROPOUT_SITE_SALT 0x64726f70ull /* "drop", as in backend_cpu.c */
 #define DROPOUT_THREADS 128

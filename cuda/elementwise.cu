@@ -8,8 +8,8 @@
  * declared __restrict__ for that reason. */
 #include <stdint.h>
 
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 
 #define EW_THREADS 256
 #define EW_MAX_BLOCKS 65536

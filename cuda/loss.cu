@@ -22,8 +22,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 
 #define LOSS_SM_THREADS 128 /* softmax: 4 warps per position */
 #define LOSS_BCE_THREADS 256 /* BCE: 8 positions (warps) per block */

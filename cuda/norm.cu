@@ -17,10 +17,10 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 extern "C" {
-#include "log.h"
+#include "base/log.h"
 }
 
 #define NORM_THREADS 256 /* 8 warps, one row each */

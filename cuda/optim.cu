@@ -12,8 +12,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 
 #define OPT_THREADS 256
 #define OPT_MAX_BLOCKS 65536

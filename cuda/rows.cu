@@ -9,8 +9,8 @@
  * order of the additions, hence the last bits, may vary from run to run). */
 #include <stdint.h>
 
-#include "cuda_check.h"
-#include "kernels.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
 
 #define ROWS_THREADS 256
 #define ROWS_MAX_BLOCKS 65536

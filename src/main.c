@@ -5,17 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "banner.h"
-#include "bench_tools.h"
-#include "blas.h"
-#include "check.h"
-#include "comm.h"
+#include "backend/backend.h"
+#include "cli/banner.h"
+#include "tools/bench_tools.h"
+#include "backend/blas.h"
+#include "base/check.h"
+#include "comm/comm.h"
 #include "config.h"
-#include "data_tools.h"
-#include "params.h"
-#include "plan_tools.h"
-#include "train.h"
+#include "tools/data_tools.h"
+#include "base/params.h"
+#include "tools/plan_tools.h"
+#include "train/train.h"
 
 static void usage(FILE *out)
 {

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 static inline const struct backend_ops *backend_test_open(const char *name, int describe)
 {

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define T_CHECK(cond, ...)                                                               \
     do {                                                                                 \

@@ -25,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "backend_test.h"
-#include "check.h"
-#include "rng.h"
+#include "base/check.h"
+#include "base/rng.h"
 
 #define TOL 1e-4        /* sums whose order may differ (gemm, norms, attention, losses) */
 #define TOL_ACCUM 1e-5  /* scatter-add, sum of squares: the same sums, another order */

@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "balance.h"
-#include "cli.h"
-#include "rng.h"
+#include "balance/balance.h"
+#include "base/clock.h"
+#include "base/rng.h"
 
 static double spread2(const double *cost, int n, const int *owner)
 {
@@ -109,13 +109,13 @@ static void test_4096_ranks(void **state)
     int64_t n = 32 * (int64_t)P;
     double *cost = heavy_tailed(n, 11);
     int *owner = malloc((size_t)n * sizeof *owner);
-    double t0 = cli_seconds(), b_none, b_kk, imb;
+    double t0 = clock_seconds(), b_none, b_kk, imb;
     balance_assign(BALANCE_NONE, 0, cost, n, P, NULL, owner);
     balance_bubble(cost, n, P, owner, NULL, &b_none, &imb);
     balance_assign(BALANCE_KK, 0, cost, n, P, NULL, owner);
     balance_bubble(cost, n, P, owner, NULL, &b_kk, &imb);
     printf("# P=4096, n=%lld: bubble none %.3f, kk %.4f (%.2f s)\n", (long long)n, b_none, b_kk,
-           cli_seconds() - t0);
+           clock_seconds() - t0);
     assert_true(b_kk < 0.1 * b_none);
     free(cost);
     free(owner);

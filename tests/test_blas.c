@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "blas.h"
-#include "rng.h"
+#include "backend/blas.h"
+#include "base/rng.h"
 
 static void test_chosen_kernels_loaded(void **state)
 {

@@ -21,11 +21,11 @@
 
 #include <cmocka.h>
 
-#include "backend.h"
-#include "cost.h"
-#include "model.h"
-#include "params.h"
-#include "rng.h"
+#include "backend/backend.h"
+#include "balance/cost.h"
+#include "model/model.h"
+#include "base/params.h"
+#include "base/rng.h"
 
 static void test_parse(void **state)
 {

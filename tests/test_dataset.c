@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "comm.h"
-#include "dataset.h"
+#include "base/check.h"
+#include "comm/comm.h"
+#include "data/dataset.h"
 #include "mpitest.h"
 
 #define USERS 37

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "dataset.h"
+#include "data/dataset.h"
 
 /* A small valid file: 3 users with 2, 0 and 3 events, 5 items. Each field
  * can be spoiled before writing. */

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "comm.h"
-#include "emb_reference.h"
-#include "embedding.h"
+#include "base/check.h"
+#include "comm/comm.h"
+#include "embedding/emb_reference.h"
+#include "embedding/embedding.h"
 #include "mpitest.h"
 
 #define ROWS 60

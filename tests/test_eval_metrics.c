@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "eval_rank.h"
+#include "eval/eval_rank.h"
 
 /* Ranks 0, 3, 9, 10, 49, 199, 250 (7 queries):
  *   HR@1 1/7, HR@10 3/7, HR@50 5/7, HR@200 6/7;

@@ -24,13 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "check.h"
-#include "comm.h"
-#include "embedding.h"
-#include "eval_rank.h"
+#include "backend/backend.h"
+#include "base/check.h"
+#include "comm/comm.h"
+#include "embedding/embedding.h"
+#include "eval/eval_rank.h"
 #include "mpitest.h"
-#include "rng.h"
+#include "base/rng.h"
 
 #define ROWS 97
 #define DIM 6

@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "check.h"
-#include "model.h"
-#include "rng.h"
+#include "backend/backend.h"
+#include "base/check.h"
+#include "model/model.h"
+#include "base/rng.h"
 
 #define B_SEQ 3
 #define T_TOK 15

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
-#include "loss.h"
-#include "rng.h"
+#include "backend/backend.h"
+#include "model/loss.h"
+#include "base/rng.h"
 
 static int failures;
 

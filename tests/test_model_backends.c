@@ -29,11 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "backend_test.h"
-#include "check.h"
-#include "model.h"
-#include "rng.h"
+#include "base/check.h"
+#include "model/model.h"
+#include "base/rng.h"
 
 #define TOL 1e-4
 #define TINY 1e-6        /* floor of the reference norm: out, demb */

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "params.h"
+#include "base/params.h"
 
 static char g_path[64];
 

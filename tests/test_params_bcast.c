@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 #include "mpitest.h"
-#include "params.h"
+#include "base/params.h"
 
 int main(int argc, char **argv)
 {

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "rng.h"
-#include "zipf.h"
+#include "base/rng.h"
+#include "base/zipf.h"
 
 /* Same key, same stream; the stream does not repeat early. */
 static void test_deterministic(void **state)

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "check.h"
-#include "model.h"
-#include "rng.h"
+#include "backend/backend.h"
+#include "base/check.h"
+#include "model/model.h"
+#include "base/rng.h"
 
 #define FD_EPS 1e-3f
 #define FD_TOL 1e-2

@@ -1,0 +1,55 @@
+/* backend: the registry of backends; the only place that knows which are
+ * compiled in. */
+#include "config.h"
+
+#include "backend/backend.h"
+
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+
+#ifdef HAVE_CUDA
+#define BACKEND_NAMES "cpu, cuda"
+#else
+#define BACKEND_NAMES "cpu"
+#endif
+
+const char *backend_names(void) { return BACKEND_NAMES; }
+
+const struct backend_ops *backend_get(const char *name, char *err, size_t errlen)
+{
+    if (!strcmp(name, "cpu"))
+        return &backend_cpu;
+#ifdef HAVE_CUDA
+    if (!strcmp(name, "cuda"))
+        return &backend_cuda;
+#endif
+    errorf(err, errlen, "backend '%s' is not available in this build (available: %s)", name,
+           BACKEND_NAMES);
+    return NULL;
+}
+
+int backend_is_host(const struct backend_ops *be) { return be->device_open == NULL; }
+
+const void *backend_upload(const struct backend_ops *be, const void *host, size_t bytes,
+                           void **owned)
+{
+    *owned = NULL;
+    if (backend_is_host(be))
+        return host;
+    *owned = be->alloc(bytes ? bytes : 1);
+    be->to_device(*owned, host, bytes);
+    return *owned;
+}
+
+const void *backend_download(const struct backend_ops *be, const void *src, size_t bytes,
+                             void **owned)
+{
+    *owned = NULL;
+    if (backend_is_host(be))
+        return src;
+    *owned = xmalloc(bytes ? bytes : 1);
+    be->to_host(*owned, src, bytes);
+    return *owned;
+}

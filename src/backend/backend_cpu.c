@@ -1,0 +1,244 @@
+/* backend_cpu: the CPU backend, the readable reference of every operation
+ * (see backend.h). BLAS does the matrix work; the rest are plain loops. The
+ * attention operations live in backend_cpu_hstu.c and backend_cpu_sasrec.c. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/backend_cpu.h"
+#include "base/check.h"
+#include "base/rng.h"
+
+static void *cpu_alloc(size_t bytes) { return xcalloc(bytes ? bytes : 1, 1); }
+static void cpu_free(void *p) { free(p); }
+static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_synchronize(void) {}
+
+static void cpu_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    if (m == 0 || n == 0)
+        return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+static void cpu_axpy(int64_t n, float a, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static void cpu_scale(int64_t n, float a, float *x)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= a;
+}
+
+static void cpu_mul(int64_t n, const float *a, const float *b, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = a[i] * b[i];
+}
+
+static void cpu_silu_fwd(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+static void cpu_silu_bwd(int64_t n, const float *x, const float *dy, float *dx)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + expf(-x[i]));
+        dx[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
+    }
+}
+
+static void cpu_relu_fwd(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0;
+}
+
+static void cpu_relu_bwd(int64_t n, const float *x, const float *dy, float *dx)
+{
+    for (int64_t i = 0; i < n; i++)
+        dx[i] = x[i] > 0 ? dy[i] : 0;
+}
+
+static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, const float *gamma,
+                              const float *beta, float *y, float *mean, float *rstd)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * d;
+        double mu = 0, var = 0;
+        for (int j = 0; j < d; j++)
+            mu += xr[j];
+        mu /= d;
+        for (int j = 0; j < d; j++)
+            var += (xr[j] - mu) * (xr[j] - mu);
+        var /= d;
+        float rs = (float)(1.0 / sqrt(var + eps));
+        mean[r] = (float)mu;
+        rstd[r] = rs;
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - (float)mu) * rs;
+            y[r * d + j] = gamma ? h * gamma[j] + beta[j] : h;
+        }
+    }
+}
+
+static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
+                              const float *rstd, const float *gamma, const float *dy, float *dx,
+                              float *dgamma, float *dbeta)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * d, *dyr = dy + r * d;
+        double sum_g = 0, sum_gh = 0;
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mean[r]) * rstd[r];
+            float g = gamma ? dyr[j] * gamma[j] : dyr[j];
+            sum_g += g;
+            sum_gh += g * h;
+            if (gamma) {
+                dgamma[j] += dyr[j] * h;
+                dbeta[j] += dyr[j];
+            }
+        }
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mean[r]) * rstd[r];
+            float g = gamma ? dyr[j] * gamma[j] : dyr[j];
+            dx[r * d + j] = rstd[r] * (g - (float)(sum_g / d) - h * (float)(sum_gh / d));
+        }
+    }
+}
+
+static void cpu_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y, float *norm)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (int j = 0; j < d; j++)
+            s += (double)x[r * d + j] * x[r * d + j];
+        float n = fmaxf((float)sqrt(s), eps);
+        norm[r] = n;
+        for (int j = 0; j < d; j++)
+            y[r * d + j] = x[r * d + j] / n;
+    }
+}
+
+/* y = x / n with n = max(|x|, eps): dx = (dy - y (y . dy)) / n, or dy / n
+ * where the norm was clamped. */
+static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm,
+                           const float *dy, float *dx)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double dot = 0;
+        for (int j = 0; j < d; j++)
+            dot += (double)y[r * d + j] * dy[r * d + j];
+        double yy = 0;
+        for (int j = 0; j < d; j++)
+            yy += (double)y[r * d + j] * y[r * d + j];
+        /* |x| < eps gave y = x / eps with |y| < 1 (linear there); an
+         * unclamped row has |y| = 1 up to rounding, which grows with d */
+        int clamped = yy < 0.5;
+        for (int j = 0; j < d; j++)
+            dx[r * d + j] = clamped ? dy[r * d + j] / norm[r]
+                                    : (dy[r * d + j] - y[r * d + j] * (float)dot) / norm[r];
+    }
+}
+
+static void cpu_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
+                            const float *x, float *y, uint8_t *mask)
+{
+    float keep = 1.0f - p;
+    for (int64_t r = 0; r < rows; r++) {
+        struct rng g;
+        rng_init(&g, rng_key(row_keys[r], site, 0x64726f70ull));
+        for (int j = 0; j < d; j++) {
+            uint8_t m = p <= 0 || rng_uniform(&g) >= p;
+            mask[r * d + j] = m;
+            y[r * d + j] = m ? x[r * d + j] / keep : 0.0f;
+        }
+    }
+}
+
+static void cpu_dropout_bwd(int64_t rows, int d, float p, const uint8_t *mask, const float *dy,
+                            float *dx)
+{
+    float keep = 1.0f - p;
+    for (int64_t i = 0; i < rows * d; i++)
+        dx[i] = mask[i] ? dy[i] / keep : 0.0f;
+}
+
+static void cpu_gather_rows(int64_t n, int d, const float *table, const int64_t *idx, float *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        memcpy(out + i * d, table + idx[i] * d, (size_t)d * sizeof(float));
+}
+
+static void cpu_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
+                                 float *table)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int j = 0; j < d; j++)
+            table[idx[i] * d + j] += src[i * d + j];
+}
+
+static void cpu_adamw_step(int64_t n, float *w, float *m, float *v, const float *g, float lr,
+                           float b1, float b2, float eps, float wd, int64_t t)
+{
+    float c1 = 1.0f - (float)pow(b1, (double)t), c2 = 1.0f - (float)pow(b2, (double)t);
+    for (int64_t i = 0; i < n; i++) {
+        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+        v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        w[i] -= lr * ((m[i] / c1) / (sqrtf(v[i] / c2) + eps) + wd * w[i]);
+    }
+}
+
+static double cpu_sum_squares(int64_t n, const float *x)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    return s;
+}
+
+const struct backend_ops backend_cpu = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .to_device = cpu_copy,
+    .to_host = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .synchronize = cpu_synchronize,
+    .gemm = cpu_gemm,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+    .mul = cpu_mul,
+    .silu_fwd = cpu_silu_fwd,
+    .silu_bwd = cpu_silu_bwd,
+    .relu_fwd = cpu_relu_fwd,
+    .relu_bwd = cpu_relu_bwd,
+    .layernorm_fwd = cpu_layernorm_fwd,
+    .layernorm_bwd = cpu_layernorm_bwd,
+    .l2norm_fwd = cpu_l2norm_fwd,
+    .l2norm_bwd = cpu_l2norm_bwd,
+    .dropout_fwd = cpu_dropout_fwd,
+    .dropout_bwd = cpu_dropout_bwd,
+    .gather_rows = cpu_gather_rows,
+    .scatter_add_rows = cpu_scatter_add_rows,
+    .adamw_step = cpu_adamw_step,
+    .sum_squares = cpu_sum_squares,
+    .hstu_attn_fwd = cpu_hstu_attn_fwd,
+    .hstu_attn_bwd = cpu_hstu_attn_bwd,
+    .sasrec_attn_fwd = cpu_sasrec_attn_fwd,
+    .sasrec_attn_bwd = cpu_sasrec_attn_bwd,
+    .softmax_loss = cpu_softmax_loss,
+    .bce_loss = cpu_bce_loss,
+    /* no devices, no staging: host memory is the backend's memory */
+};

@@ -1,0 +1,141 @@
+/* backend_cpu_sasrec: SASRec's causal softmax attention on the CPU, the
+ * reference of backend.h's sasrec_attn_fwd / sasrec_attn_bwd.
+ *
+ * Per sequence b (rows offsets[b] .. offsets[b+1] - 1, length L) and head h
+ * (columns h dh .. (h+1) dh - 1 of q, k, v, out: [T, H dh]), with i, j local
+ * positions and only j <= i (causal):
+ *   S[i, j] = q_i . k_j / sqrt(dh),   lse_i = log sum_j exp S[i, j]
+ *   P[i, j] = exp(S[i, j] - lse_i),   out_i = sum_j P[i, j] v_j
+ * Backward (P recomputed from the saved lse):
+ *   dP[i, j] = dout_i . v_j,  D_i = dout_i . out_i,  dS = P (dP - D_i)
+ *   dq_i = sum_j dS[i, j] k_j / sqrt(dh),  dk_j = sum_i dS[i, j] q_i / sqrt(dh),
+ *   dv_j = sum_i P[i, j] dout_i
+ *
+ * Queries are taken in blocks of ATTN_BLOCK rows: block [r0, r1) needs keys
+ * 0 .. r1 - 1 only, so BLAS works on a trapezoid rather than the whole L x L
+ * square (no padding across the batch either), and the scratch is
+ * ATTN_BLOCK x max L floats, allocated once per call. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend_cpu.h"
+#include "base/check.h"
+
+#define ATTN_BLOCK 64
+
+/* C[m, n] = alpha op(A) op(B) + beta C, row-major */
+static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+static int64_t longest(int64_t B, const int64_t *offsets)
+{
+    int64_t n = 0;
+    for (int64_t b = 0; b < B; b++)
+        if (offsets[b + 1] - offsets[b] > n)
+            n = offsets[b + 1] - offsets[b];
+    return n;
+}
+
+/* S: [nr, r1] scores of queries r0 .. r0 + nr - 1 against keys 0 .. r1 - 1
+ * (q, k: one head, leading dimension ld). */
+static void scores(int64_t r0, int64_t nr, int64_t r1, int dh, int64_t ld, float scale,
+                   const float *q, const float *k, float *S)
+{
+    gemm(0, 1, nr, r1, dh, scale, q + r0 * ld, ld, k, ld, 0.0f, S, r1);
+}
+
+void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, float *out, float *lse)
+{
+    (void)N; /* the scratch is sized by the longest sequence of the batch */
+    const int64_t ld = (int64_t)H * dh, lmax = longest(B, offsets);
+    const float scale = 1.0f / sqrtf((float)dh);
+    if (lmax == 0)
+        return;
+    float *S = xmalloc((size_t)(ATTN_BLOCK * lmax) * sizeof *S);
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t t0 = offsets[b], L = offsets[b + 1] - t0;
+        for (int h = 0; h < H; h++) {
+            const int64_t c = t0 * ld + (int64_t)h * dh;
+            for (int64_t r0 = 0; r0 < L; r0 += ATTN_BLOCK) {
+                const int64_t r1 = r0 + ATTN_BLOCK < L ? r0 + ATTN_BLOCK : L, nr = r1 - r0;
+                scores(r0, nr, r1, dh, ld, scale, q + c, k + c, S);
+                for (int64_t i = 0; i < nr; i++) {
+                    float *row = S + i * r1;
+                    const int64_t n = r0 + i + 1; /* keys 0 .. r0 + i */
+                    float mx = row[0];
+                    for (int64_t j = 1; j < n; j++)
+                        mx = row[j] > mx ? row[j] : mx;
+                    float sum = 0;
+                    for (int64_t j = 0; j < n; j++) {
+                        row[j] = expf(row[j] - mx);
+                        sum += row[j];
+                    }
+                    const float inv = 1.0f / sum;
+                    for (int64_t j = 0; j < n; j++)
+                        row[j] *= inv;
+                    for (int64_t j = n; j < r1; j++)
+                        row[j] = 0;
+                    lse[(t0 + r0 + i) * H + h] = mx + logf(sum);
+                }
+                gemm(0, 0, nr, dh, r1, 1.0f, S, r1, v + c, ld, 0.0f, out + c + r0 * ld, ld);
+            }
+        }
+    }
+    free(S);
+}
+
+void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, const float *out,
+                         const float *lse, const float *dout, float *dq, float *dk, float *dv)
+{
+    (void)N;
+    const int64_t ld = (int64_t)H * dh, lmax = longest(B, offsets);
+    const float scale = 1.0f / sqrtf((float)dh);
+    if (lmax == 0)
+        return;
+    float *P = xmalloc((size_t)(ATTN_BLOCK * lmax) * sizeof *P);
+    float *dS = xmalloc((size_t)(ATTN_BLOCK * lmax) * sizeof *dS);
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t t0 = offsets[b], L = offsets[b + 1] - t0;
+        for (int h = 0; h < H; h++) {
+            const int64_t c = t0 * ld + (int64_t)h * dh;
+            for (int64_t i = 0; i < L; i++) { /* dk, dv are accumulated over blocks */
+                memset(dk + c + i * ld, 0, (size_t)dh * sizeof *dk);
+                memset(dv + c + i * ld, 0, (size_t)dh * sizeof *dv);
+            }
+            for (int64_t r0 = 0; r0 < L; r0 += ATTN_BLOCK) {
+                const int64_t r1 = r0 + ATTN_BLOCK < L ? r0 + ATTN_BLOCK : L, nr = r1 - r0;
+                scores(r0, nr, r1, dh, ld, scale, q + c, k + c, P);
+                /* dS = dout V^T first, then P (dS - D_i) in place */
+                gemm(0, 1, nr, r1, dh, 1.0f, dout + c + r0 * ld, ld, v + c, ld, 0.0f, dS, r1);
+                for (int64_t i = 0; i < nr; i++) {
+                    float *p = P + i * r1, *ds = dS + i * r1;
+                    const int64_t n = r0 + i + 1, t = t0 + r0 + i;
+                    const float l = lse[t * H + h];
+                    const float *o = out + c + (r0 + i) * ld, *go = dout + c + (r0 + i) * ld;
+                    float D = 0;
+                    for (int e = 0; e < dh; e++)
+                        D += go[e] * o[e];
+                    for (int64_t j = 0; j < n; j++) {
+                        p[j] = expf(p[j] - l);
+                        ds[j] = p[j] * (ds[j] - D);
+                    }
+                    for (int64_t j = n; j < r1; j++)
+                        p[j] = ds[j] = 0;
+                }
+                gemm(0, 0, nr, dh, r1, scale, dS, r1, k + c, ld, 0.0f, dq + c + r0 * ld, ld);
+                gemm(1, 0, r1, dh, nr, scale, dS, r1, q + c + r0 * ld, ld, 1.0f, dk + c, ld);
+                gemm(1, 0, r1, dh, nr, 1.0f, P, r1, dout + c + r0 * ld, ld, 1.0f, dv + c, ld);
+            }
+        }
+    }
+    free(P);
+    free(dS);
+}

@@ -1,0 +1,73 @@
+/* log: rank-aware logging and fatal(); see log.h. */
+#include "base/log.h"
+#include "comm/comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int g_rank = 0;
+static int g_size = 1;
+
+void log_set_rank(int rank, int size)
+{
+    g_rank = rank;
+    g_size = size;
+}
+
+int log_rank(void) { return g_rank; }
+
+void log_info(const char *fmt, ...)
+{
+    if (g_rank != 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+void log_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (g_size > 1)
+        fprintf(stderr, "freescale: warning [rank %d]: ", g_rank);
+    else
+        fprintf(stderr, "freescale: warning: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
+int errorf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void vfatal(const char *fmt, va_list ap)
+{
+    fflush(stdout);
+    if (g_size > 1)
+        fprintf(stderr, "freescale: error [rank %d]: ", g_rank);
+    else
+        fprintf(stderr, "freescale: error: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    comm_abort(1);
+    exit(1);
+}
+
+void fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfatal(fmt, ap);
+}

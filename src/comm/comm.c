@@ -1,0 +1,533 @@
+/* comm: all MPI calls of the program; see comm.h. */
+#include "comm/comm.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <time.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* Open MPI: MPIX_Query_cuda_support */
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+
+#define MCOMM(c, grp) (*(MPI_Comm *)(c)->g[grp].mpi)
+
+/* Seconds spent inside MPI communication calls (blocking collectives and
+ * waits), the "waiting" of the bubble accounting. */
+static double g_mpi_seconds = 0;
+
+double comm_mpi_seconds(void) { return g_mpi_seconds; }
+
+/* Seconds that non-blocking exchanges were in flight (post to observed
+ * completion), summed over requests: with g_mpi_seconds, the overlap ratio
+ * of steptime.h. */
+static double g_flight_seconds = 0;
+
+double comm_flight_seconds(void) { return g_flight_seconds; }
+
+/* Of g_mpi_seconds, the part spent waiting for non-blocking exchanges. */
+static double g_nb_wait_seconds = 0;
+
+double comm_hidden_seconds(void)
+{
+    double h = g_flight_seconds - g_nb_wait_seconds;
+    return h > 0 ? h : 0;
+}
+
+#define TIMED(call)                                                                      \
+    do {                                                                                 \
+        double timed_t0_ = MPI_Wtime();                                                  \
+        MPI_CHECK(call);                                                                 \
+        g_mpi_seconds += MPI_Wtime() - timed_t0_;                                        \
+    } while (0)
+
+static MPI_Datatype mpi_type(enum comm_dtype t)
+{
+    return t == COMM_I64 ? MPI_INT64_T : t == COMM_F64 ? MPI_DOUBLE : MPI_FLOAT;
+}
+static size_t type_size(enum comm_dtype t) { return t == COMM_F32 ? 4 : 8; }
+
+static void set_group(struct comm *c, enum comm_group grp, MPI_Comm m)
+{
+    MPI_Comm *p = xmalloc(sizeof *p);
+    *p = m;
+    /* errors come back as codes, so MPI_CHECK can report file:line */
+    MPI_CHECK(MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN));
+    c->g[grp].mpi = p;
+    MPI_CHECK(MPI_Comm_rank(m, &c->g[grp].rank));
+    MPI_CHECK(MPI_Comm_size(m, &c->g[grp].size));
+}
+
+void comm_init(struct comm *c, int *argc, char ***argv)
+{
+    int provided;
+    memset(c, 0, sizeof *c);
+    /* SERIALIZED: the progress thread (comm_progress_*) calls MPI while the
+     * main thread computes, never at the same time */
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+    c->thread_level_ok = provided >= MPI_THREAD_SERIALIZED;
+    MPI_Comm w, node;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &w));
+    set_group(c, COMM_WORLD, w);
+    c->rank = c->g[COMM_WORLD].rank;
+    c->size = c->g[COMM_WORLD].size;
+    log_set_rank(c->rank, c->size);
+    MPI_CHECK(MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
+    set_group(c, COMM_NODE, node);
+    MPI_Comm xnode;
+    MPI_CHECK(MPI_Comm_split(w, c->g[COMM_NODE].rank, c->rank, &xnode));
+    set_group(c, COMM_XNODE, xnode);
+    /* until comm_setup_groups: one embedding group of all ranks */
+    char err[256];
+    if (comm_setup_groups(c, 0, err, sizeof err))
+        fatal("%s", err);
+}
+
+static void free_group(struct comm *c, enum comm_group grp)
+{
+    if (!c->g[grp].mpi)
+        return;
+    MPI_CHECK(MPI_Comm_free((MPI_Comm *)c->g[grp].mpi));
+    free(c->g[grp].mpi);
+    c->g[grp].mpi = NULL;
+}
+
+int comm_setup_groups(struct comm *c, int64_t embedding_group, char *err, size_t errlen)
+{
+    int64_t G = embedding_group == 0 ? c->size : embedding_group;
+    if (G < 1 || G > c->size || c->size % G != 0)
+        return errorf(err, errlen,
+                      "parallel.embedding_group = %lld does not divide the %d ranks of this job "
+                      "(use 0 for all ranks, or a divisor of %d)",
+                      (long long)embedding_group, c->size, c->size);
+    free_group(c, COMM_EMB);
+    free_group(c, COMM_EMB_REPLICA);
+    free_group(c, COMM_DP);
+    MPI_Comm emb, rep, dp;
+    /* groups of G consecutive ranks: with ranks placed by node, a group is a
+     * node (or part of one) and only the replica reduction crosses nodes */
+    MPI_CHECK(MPI_Comm_split(MCOMM(c, COMM_WORLD), (int)(c->rank / G), c->rank, &emb));
+    MPI_CHECK(MPI_Comm_split(MCOMM(c, COMM_WORLD), (int)(c->rank % G), c->rank, &rep));
+    MPI_CHECK(MPI_Comm_dup(MCOMM(c, COMM_WORLD), &dp));
+    set_group(c, COMM_EMB, emb);
+    set_group(c, COMM_EMB_REPLICA, rep);
+    set_group(c, COMM_DP, dp);
+    c->emb_groups = (int)(c->size / G);
+    return 0;
+}
+
+void comm_free(struct comm *c)
+{
+    comm_progress_stop(c);
+    for (int grp = COMM_NGROUPS - 1; grp >= 0; grp--)
+        free_group(c, (enum comm_group)grp);
+    MPI_CHECK(MPI_Finalize());
+}
+
+int comm_active(void)
+{
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    return init && !fin;
+}
+
+void comm_abort(int code)
+{
+    if (comm_active())
+        MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+void comm_error_string(int err, char *buf, size_t len)
+{
+    char s[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    if (MPI_Error_string(err, s, &n) != MPI_SUCCESS)
+        snprintf(s, sizeof s, "MPI error %d", err);
+    snprintf(buf, len, "%s", s);
+}
+
+void comm_describe(const struct comm *c, char *buf, size_t len)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int n = 0;
+    MPI_CHECK(MPI_Get_library_version(lib, &n));
+    char *nl = strpbrk(lib, ",\n"); /* keep "Open MPI v4.1.4" */
+    if (nl)
+        *nl = '\0';
+    int nodes = comm_allreduce_sum_i64(c, c->g[COMM_NODE].rank == 0);
+    snprintf(buf, len, "%s, %d rank%s on %d node%s", lib, c->size, c->size == 1 ? "" : "s",
+             nodes, nodes == 1 ? "" : "s");
+}
+
+int comm_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support() != 0;
+#else
+    return 0; /* not built CUDA-aware (or not Open MPI): stage through the host */
+#endif
+}
+
+const char *comm_phase_name(enum comm_phase ph)
+{
+    static const char *names[COMM_NPHASES] = {"counts", "ids",   "rows", "grads",
+                                              "replica", "dense", "other"};
+    return names[ph];
+}
+
+void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root)
+{
+    char *p = buf;
+    while (bytes > 0) { /* MPI counts are int */
+        int n = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
+        TIMED(MPI_Bcast(p, n, MPI_BYTE, root, MCOMM(c, COMM_WORLD)));
+        p += n;
+        bytes -= (size_t)n;
+    }
+}
+
+void comm_bcast_string(const struct comm *c, char **s, int root)
+{
+    uint64_t n = c->rank == root ? strlen(*s) + 1 : 0;
+    TIMED(MPI_Bcast(&n, 1, MPI_UINT64_T, root, MCOMM(c, COMM_WORLD)));
+    if (c->rank != root) {
+        free(*s);
+        *s = xmalloc(n);
+    }
+    comm_bcast_bytes(c, *s, n, root);
+}
+
+int64_t comm_allreduce_max_i64(const struct comm *c, int64_t v)
+{
+    int64_t r;
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MAX, MCOMM(c, COMM_WORLD)));
+    return r;
+}
+
+int64_t comm_allreduce_sum_i64(const struct comm *c, int64_t v)
+{
+    int64_t r;
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_SUM, MCOMM(c, COMM_WORLD)));
+    return r;
+}
+
+double comm_allreduce_max_f64(const struct comm *c, enum comm_group g, double v)
+{
+    double r;
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MCOMM(c, g)));
+    return r;
+}
+
+double comm_allreduce_sum_f64(const struct comm *c, enum comm_group g, double v)
+{
+    double r;
+    TIMED(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MCOMM(c, g)));
+    return r;
+}
+
+void comm_barrier(const struct comm *c) { TIMED(MPI_Barrier(MCOMM(c, COMM_WORLD))); }
+
+void comm_barrier_group(const struct comm *c, enum comm_group g)
+{
+    TIMED(MPI_Barrier(MCOMM(c, g)));
+}
+
+void comm_allgather_bytes(const struct comm *c, enum comm_group g, const void *send, size_t n,
+                          void *recv)
+{
+    if (n > INT_MAX)
+        fatal("allgather: %zu bytes do not fit an MPI count", n);
+    TIMED(MPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MCOMM(c, g)));
+}
+
+/* Count what this rank sends to the other ranks of the group. */
+static void count_sends(struct comm *c, enum comm_group g, const int64_t *scounts, size_t elem,
+                        enum comm_phase ph)
+{
+    for (int p = 0; p < c->g[g].size; p++)
+        if (p != c->g[g].rank && scounts[p] > 0) {
+            c->counters.bytes[ph] += scounts[p] * (int64_t)elem;
+            c->counters.messages[ph]++;
+        }
+    c->counters.calls[ph]++;
+}
+
+/* MPI-3 counts are int: convert, refusing what does not fit. */
+static int *to_int(const int64_t *v, int n, const char *what)
+{
+    int *r = xmalloc((size_t)n * sizeof *r);
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] > INT_MAX)
+            fatal("exchange: %s[%d] = %lld does not fit an MPI count (split the batch)", what, i,
+                  (long long)v[i]);
+        r[i] = (int)v[i];
+    }
+    return r;
+}
+
+void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int64_t *recv,
+                       enum comm_phase ph)
+{
+    int n = c->g[g].size;
+    int64_t *ones = xmalloc((size_t)n * sizeof *ones);
+    for (int p = 0; p < n; p++)
+        ones[p] = 1;
+    count_sends(c, g, ones, 8, ph);
+    free(ones);
+    TIMED(MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MCOMM(c, g)));
+}
+
+static void request_start(struct comm_request *req)
+{
+    req->mpi = xmalloc(sizeof(MPI_Request));
+    req->posted = MPI_Wtime();
+}
+
+static void request_done(struct comm_request *req)
+{
+    g_flight_seconds += MPI_Wtime() - req->posted;
+    free(req->mpi);
+    free(req->scounts);
+    free(req->sdispls);
+    free(req->rcounts);
+    free(req->rdispls);
+    memset(req, 0, sizeof *req);
+}
+
+void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                     const int64_t *scounts, const int64_t *sdispls, void *recv,
+                     const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph,
+                     struct comm_request *req)
+{
+    int n = c->g[g].size;
+    count_sends(c, g, scounts, type_size(t), ph);
+    req->scounts = to_int(scounts, n, "send count");
+    req->sdispls = to_int(sdispls, n, "send displacement");
+    req->rcounts = to_int(rcounts, n, "receive count");
+    req->rdispls = to_int(rdispls, n, "receive displacement");
+    request_start(req);
+    MPI_CHECK(MPI_Ialltoallv(send, req->scounts, req->sdispls, mpi_type(t), recv, req->rcounts,
+                             req->rdispls, mpi_type(t), MCOMM(c, g), (MPI_Request *)req->mpi));
+}
+
+void comm_ialltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int per_peer,
+                        int64_t *recv, enum comm_phase ph, struct comm_request *req)
+{
+    int n = c->g[g].size;
+    int64_t *k = xmalloc((size_t)n * sizeof *k);
+    for (int p = 0; p < n; p++)
+        k[p] = per_peer;
+    count_sends(c, g, k, 8, ph);
+    free(k);
+    request_start(req);
+    MPI_CHECK(MPI_Ialltoall(send, per_peer, MPI_INT64_T, recv, per_peer, MPI_INT64_T,
+                            MCOMM(c, g), (MPI_Request *)req->mpi));
+}
+
+void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
+                             enum comm_phase ph, struct comm_request *req)
+{
+    if (n > INT_MAX)
+        fatal("iallreduce: %lld values do not fit an MPI count (smaller buckets)", (long long)n);
+    c->counters.calls[ph]++;
+    if (c->g[g].size > 1) {
+        c->counters.bytes[ph] += n * 4;
+        c->counters.messages[ph]++;
+    }
+    request_start(req);
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MCOMM(c, g),
+                             (MPI_Request *)req->mpi));
+}
+
+void comm_wait(struct comm_request *req)
+{
+    double t0 = g_mpi_seconds;
+    TIMED(MPI_Wait((MPI_Request *)req->mpi, MPI_STATUS_IGNORE));
+    g_nb_wait_seconds += g_mpi_seconds - t0;
+    request_done(req);
+}
+
+int comm_test(struct comm_request *req)
+{
+    int done = 0;
+    MPI_CHECK(MPI_Test((MPI_Request *)req->mpi, &done, MPI_STATUS_IGNORE));
+    if (done)
+        request_done(req);
+    return done;
+}
+
+void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                    const int64_t *scounts, const int64_t *sdispls, void *recv,
+                    const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph)
+{
+    int n = c->g[g].size;
+    count_sends(c, g, scounts, type_size(t), ph);
+    int *sc = to_int(scounts, n, "send count"), *sd = to_int(sdispls, n, "send displacement");
+    int *rc = to_int(rcounts, n, "receive count"), *rd = to_int(rdispls, n, "receive displacement");
+    TIMED(MPI_Alltoallv(send, sc, sd, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+}
+
+void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out)
+{
+    TIMED(MPI_Allgather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, MCOMM(c, g)));
+}
+
+void comm_allgatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                     int64_t n, void *recv, const int64_t *rcounts, enum comm_phase ph)
+{
+    int size = c->g[g].size;
+    int64_t *displs = xmalloc((size_t)size * sizeof *displs);
+    int64_t *sc = xmalloc((size_t)size * sizeof *sc), total = 0;
+    for (int p = 0; p < size; p++) {
+        displs[p] = total;
+        total += rcounts[p];
+        sc[p] = n;
+    }
+    count_sends(c, g, sc, type_size(t), ph);
+    int *rc = to_int(rcounts, size, "gather count"), *rd = to_int(displs, size, "gather displacement");
+    if (n > INT_MAX)
+        fatal("allgatherv: %lld elements do not fit an MPI count", (long long)n);
+    TIMED(MPI_Allgatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), MCOMM(c, g)));
+    free(rc);
+    free(rd);
+    free(sc);
+    free(displs);
+}
+
+void comm_allreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int64_t n,
+                            enum comm_phase ph)
+{
+    c->counters.calls[ph]++;
+    if (c->g[g].size > 1) {
+        c->counters.bytes[ph] += n * 4;
+        c->counters.messages[ph]++;
+    }
+    while (n > 0) {
+        int k = n > (1 << 28) ? (1 << 28) : (int)n;
+        TIMED(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_FLOAT, MPI_SUM, MCOMM(c, g)));
+        buf += k;
+        n -= k;
+    }
+}
+
+
+void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root)
+{
+    TIMED(MPI_Gather(&v, 1, MPI_INT64_T, out, 1, MPI_INT64_T, root, MCOMM(c, g)));
+}
+
+void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
+                  int64_t n, void *recv, const int64_t *rcounts, int root)
+{
+    int size = c->g[g].size, *rc = NULL, *rd = NULL;
+    if (c->g[g].rank == root) {
+        int64_t *displs = xmalloc((size_t)size * sizeof *displs), total = 0;
+        for (int p = 0; p < size; p++) {
+            displs[p] = total;
+            total += rcounts[p];
+        }
+        rc = to_int(rcounts, size, "gather count");
+        rd = to_int(displs, size, "gather displacement");
+        free(displs);
+    }
+    if (n > INT_MAX)
+        fatal("gatherv: %lld elements do not fit an MPI count", (long long)n);
+    TIMED(MPI_Gatherv(send, (int)n, mpi_type(t), recv, rc, rd, mpi_type(t), root, MCOMM(c, g)));
+    free(rc);
+    free(rd);
+}
+
+
+void comm_allreduce_sum_i64v(struct comm *c, enum comm_group g, int64_t *buf, int64_t n)
+{
+    while (n > 0) {
+        int k = n > (1 << 28) ? (1 << 28) : (int)n;
+        TIMED(MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_INT64_T, MPI_SUM, MCOMM(c, g)));
+        buf += k;
+        n -= k;
+    }
+}
+
+/* --- progress thread ---------------------------------------------------------
+ * Open MPI moves the bytes of a non-blocking collective only inside MPI
+ * calls. With the thread, MPI_Iprobe (which runs the progress engine) is
+ * called every PROGRESS_POLL_US while the main thread computes. The main
+ * thread holds g_progress.lock except inside comm_compute_begin/end, so only
+ * one thread is ever inside MPI (MPI_THREAD_SERIALIZED). */
+#define PROGRESS_POLL_US 20
+
+static struct {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    int running, stop;
+    MPI_Comm comm;
+} g_progress = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *progress_main(void *arg)
+{
+    (void)arg;
+    struct timespec nap = {0, PROGRESS_POLL_US * 1000L};
+    for (;;) {
+        pthread_mutex_lock(&g_progress.lock);
+        if (g_progress.stop) {
+            pthread_mutex_unlock(&g_progress.lock);
+            return NULL;
+        }
+        int flag;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_progress.comm, &flag, MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&g_progress.lock);
+        nanosleep(&nap, NULL);
+    }
+}
+
+int comm_progress_start(struct comm *c, char *err, size_t errlen)
+{
+    if (g_progress.running)
+        return 0;
+    if (!c->thread_level_ok)
+        return errorf(err, errlen, "this MPI does not provide MPI_THREAD_SERIALIZED, which a "
+                                   "progress thread needs");
+    MPI_CHECK(MPI_Comm_dup(MCOMM(c, COMM_WORLD), &g_progress.comm));
+    g_progress.stop = 0;
+    pthread_mutex_lock(&g_progress.lock); /* held by the main thread outside compute */
+    int rc = pthread_create(&g_progress.thread, NULL, progress_main, NULL);
+    if (rc != 0) {
+        pthread_mutex_unlock(&g_progress.lock);
+        return errorf(err, errlen, "cannot start the progress thread: %s", strerror(rc));
+    }
+    g_progress.running = 1;
+    return 0;
+}
+
+void comm_progress_stop(struct comm *c)
+{
+    (void)c;
+    if (!g_progress.running)
+        return;
+    g_progress.stop = 1; /* written under the lock the main thread holds */
+    pthread_mutex_unlock(&g_progress.lock);
+    pthread_join(g_progress.thread, NULL);
+    g_progress.running = 0;
+    MPI_CHECK(MPI_Comm_free(&g_progress.comm));
+}
+
+void comm_compute_begin(void)
+{
+    if (g_progress.running)
+        pthread_mutex_unlock(&g_progress.lock);
+}
+
+void comm_compute_end(void)
+{
+    if (g_progress.running)
+        pthread_mutex_lock(&g_progress.lock);
+}

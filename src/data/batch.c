@@ -1,0 +1,125 @@
+/* batch: training and evaluation batches read from a dataset; see batch.h. */
+#include "data/batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/rng.h"
+
+static uint64_t token_key(uint64_t seed, uint64_t epoch, int64_t user, int64_t pos)
+{
+    return rng_key(rng_key(seed, epoch, 0x746f6b6eull), (uint64_t)user, (uint64_t)pos);
+}
+
+/* Read user u's events [0, end) into growable buffers; returns end. */
+static void read_user(const struct dataset *ds, int64_t u, int with_ts, int64_t **items,
+                      int64_t **ts, int64_t *cap)
+{
+    int64_t L = dataset_length(ds, u);
+    if (L > *cap) {
+        *cap = L;
+        *items = xrealloc(*items, (size_t)L * sizeof **items);
+        if (with_ts)
+            *ts = xrealloc(*ts, (size_t)L * sizeof **ts);
+    }
+    char err[1024];
+    if (dataset_read_users(ds, u, u + 1, *items, with_ts ? *ts : NULL, NULL, err, sizeof err))
+        fatal("%s", err);
+}
+
+static void batch_alloc(struct seq_batch *b, int64_t B, int64_t T, int with_ts, int eval)
+{
+    memset(b, 0, sizeof *b);
+    b->B = B;
+    b->T = T;
+    b->users = xmalloc((size_t)(B ? B : 1) * sizeof *b->users);
+    b->offsets = xmalloc((size_t)(B + 1) * sizeof *b->offsets);
+    b->items = xmalloc((size_t)(T ? T : 1) * sizeof *b->items);
+    b->targets = xcalloc((size_t)(T ? T : 1), sizeof *b->targets);
+    b->ts = with_ts ? xmalloc((size_t)(T ? T : 1) * sizeof *b->ts) : NULL;
+    b->keys = xmalloc((size_t)(T ? T : 1) * sizeof *b->keys);
+    if (eval)
+        b->hist_off = xmalloc((size_t)(B + 1) * sizeof *b->hist_off);
+}
+
+void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with_ts,
+                 uint64_t seed, uint64_t epoch, const int64_t *users, int64_t B,
+                 struct seq_batch *b)
+{
+    const int hold = split_holdout(mode);
+    int64_t T = 0;
+    for (int64_t i = 0; i < B; i++) {
+        int64_t n_in = dataset_length(ds, users[i]) - hold - 1; /* inputs with a next item */
+        T += n_in < N ? n_in : N;
+    }
+    batch_alloc(b, B, T, with_ts, 0);
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
+    b->offsets[0] = 0;
+    for (int64_t i = 0; i < B; i++) {
+        int64_t u = users[i];
+        read_user(ds, u, with_ts, &items, &ts, &cap);
+        int64_t end = dataset_length(ds, u) - hold; /* training events [0, end) */
+        int64_t n_in = end - 1 < N ? end - 1 : N;
+        int64_t first = end - 1 - n_in; /* most recent n_in inputs */
+        for (int64_t p = 0; p < n_in; p++, t++) {
+            b->items[t] = items[first + p];
+            b->targets[t] = items[first + p + 1];
+            if (with_ts)
+                b->ts[t] = ts[first + p];
+            b->keys[t] = token_key(seed, epoch, u, p);
+        }
+        b->users[i] = u;
+        b->offsets[i + 1] = t;
+    }
+    free(items);
+    free(ts);
+}
+
+void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N, int with_ts,
+                const int64_t *users, int64_t B, struct seq_batch *b)
+{
+    int64_t T = 0, H = 0;
+    for (int64_t i = 0; i < B; i++) {
+        int64_t tgt = split_eval_target(ds, mode, test, users[i]);
+        T += tgt < N ? tgt : N;
+        H += tgt;
+    }
+    batch_alloc(b, B, T, with_ts, 1);
+    b->hist = xmalloc((size_t)(H ? H : 1) * sizeof *b->hist);
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0, h = 0;
+    b->offsets[0] = b->hist_off[0] = 0;
+    for (int64_t i = 0; i < B; i++) {
+        int64_t u = users[i];
+        read_user(ds, u, with_ts, &items, &ts, &cap);
+        int64_t tgt = split_eval_target(ds, mode, test, u);
+        int64_t n_in = tgt < N ? tgt : N, first = tgt - n_in;
+        for (int64_t p = 0; p < n_in; p++, t++) {
+            b->items[t] = items[first + p];
+            if (with_ts)
+                b->ts[t] = ts[first + p];
+            b->keys[t] = 0; /* no dropout in evaluation */
+        }
+        b->targets[t - 1] = items[tgt];
+        memcpy(b->hist + h, items, (size_t)tgt * sizeof *items);
+        h += tgt;
+        b->users[i] = u;
+        b->offsets[i + 1] = t;
+        b->hist_off[i + 1] = h;
+    }
+    free(items);
+    free(ts);
+}
+
+void batch_free(struct seq_batch *b)
+{
+    free(b->users);
+    free(b->offsets);
+    free(b->items);
+    free(b->targets);
+    free(b->ts);
+    free(b->keys);
+    free(b->hist_off);
+    free(b->hist);
+    memset(b, 0, sizeof *b);
+}

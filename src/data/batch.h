@@ -1,0 +1,38 @@
+/* batch: jagged batches of sequences read from a dataset, for training
+ * (every position predicts the next event, histories truncated to the most
+ * recent N inputs, each token carrying its random key) and for evaluation
+ * (history before the split's target, with the whole history kept for
+ * exclusion). */
+#ifndef FS_DATA_BATCH_H
+#define FS_DATA_BATCH_H
+
+#include <stdint.h>
+
+#include "data/dataset.h"
+#include "data/split.h"
+
+/* A jagged batch of sequences: inputs with their next-item targets. */
+struct seq_batch {
+    int64_t B, T;
+    int64_t *users;     /* [B] dataset user index */
+    int64_t *offsets;   /* [B + 1] */
+    int64_t *items;     /* [T] input item ids */
+    int64_t *targets;   /* [T] next item (train) or 0; eval: target at the last position */
+    int64_t *ts;        /* [T] timestamps, or NULL */
+    uint64_t *keys;     /* [T] per-token random key */
+    int64_t *hist_off;  /* eval only: [B + 1] CSR of the whole history to exclude */
+    int64_t *hist;      /* eval only */
+};
+
+/* Read and assemble the training batch of users[B]. */
+void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with_ts,
+                 uint64_t seed, uint64_t epoch, const int64_t *users, int64_t B,
+                 struct seq_batch *b);
+/* Read and assemble an evaluation batch: history before the target of the
+ * split (test or validation), truncated to N; targets[last] = the target;
+ * the whole history is kept in hist for exclusion. */
+void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N, int with_ts,
+                const int64_t *users, int64_t B, struct seq_batch *b);
+void batch_free(struct seq_batch *b);
+
+#endif

@@ -1,0 +1,96 @@
+/* eval: evaluation driver; see eval.h. */
+#include "eval/eval.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+
+#define EVAL_CHUNK 256 /* users per forward pass */
+
+void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out)
+{
+    const struct backend_ops *be = tr->be;
+    const int d = tr->d;
+    const size_t td = (size_t)(b->T ? b->T : 1) * (size_t)d * sizeof(float);
+    float *emb = xmalloc(td);
+    struct emb_exchange x;
+    emb_lookup(tr->items, tr->c, b->items, b->T, emb, &x, NULL);
+    emb_exchange_free(&x);
+    struct batch mb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
+                       .row_keys = b->keys, .train = 0};
+    void *own_emb, *own_y;
+    const float *demb = backend_upload(be, emb, td, &own_emb);
+    float *y = be->alloc(td);
+    if (b->T > 0)
+        tr->m.vt->forward(&tr->m, &mb, demb, y);
+    const float *hy = backend_download(be, y, td, &own_y);
+    for (int64_t i = 0; i < b->B; i++)
+        memcpy(out + i * d, hy + (b->offsets[i + 1] - 1) * d, (size_t)d * sizeof *out);
+    free(own_y);
+    be->free(y);
+    be->free(own_emb);
+    free(emb);
+}
+
+void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
+{
+    struct comm *c = tr->c;
+    const int d = tr->d;
+    int64_t *users;
+    int64_t n = split_eval_users(&tr->ds, tr->split, test, &users);
+    int64_t lo = n * c->rank / c->size, hi = n * (c->rank + 1) / c->size, nq = hi - lo;
+    /* user vectors in chunks (every rank takes part in the same number of
+     * collective lookups), then one ranking call for all of them */
+    int64_t rounds = comm_allreduce_max_i64(c, (nq + EVAL_CHUNK - 1) / EVAL_CHUNK);
+    float *u = xmalloc((size_t)(nq ? nq : 1) * (size_t)d * sizeof *u);
+    int64_t *targets = xmalloc((size_t)(nq ? nq : 1) * sizeof *targets);
+    int64_t *hist_off = xmalloc((size_t)(nq + 1) * sizeof *hist_off), *hist = NULL, nh = 0;
+    hist_off[0] = 0;
+    for (int64_t r = 0; r < rounds; r++) {
+        int64_t a = r * EVAL_CHUNK < nq ? r * EVAL_CHUNK : nq;
+        int64_t b = a + EVAL_CHUNK < nq ? a + EVAL_CHUNK : nq;
+        struct seq_batch sb;
+        batch_eval(&tr->ds, tr->split, test, tr->N, tr->with_ts, users + lo + a, b - a, &sb);
+        train_user_vectors(tr, &sb, u + a * d);
+        hist = xrealloc(hist, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hist);
+        for (int64_t i = 0; i < sb.B; i++) {
+            targets[a + i] = sb.targets[sb.offsets[i + 1] - 1];
+            hist_off[a + i + 1] = nh + sb.hist_off[i + 1];
+        }
+        memcpy(hist + nh, sb.hist, (size_t)sb.hist_off[sb.B] * sizeof *hist);
+        nh += sb.hist_off[sb.B];
+        batch_free(&sb);
+    }
+    struct eval_conf conf = {.normalize_items = tr->normalize_items};
+    struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
+                             .hist_ids = hist};
+    int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);
+    eval_rank_queries(tr->items, c, &backend_cpu, &conf, &q, rank, NULL, NULL);
+    eval_metrics_init(out);
+    for (int64_t i = 0; i < nq; i++)
+        eval_metrics_add(out, rank[i]);
+    eval_metrics_reduce(out, c);
+    free(rank);
+    free(u);
+    free(targets);
+    free(hist_off);
+    free(hist);
+    free(users);
+}
+
+void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l)
+{
+    char key[32];
+    for (int i = 0; i < EVAL_NHR; i++) {
+        snprintf(key, sizeof key, "hr@%d", eval_hr_k[i]);
+        metrics_num(l, key, m->hr[i]);
+    }
+    for (int i = 0; i < EVAL_NNDCG; i++) {
+        snprintf(key, sizeof key, "ndcg@%d", eval_ndcg_k[i]);
+        metrics_num(l, key, m->ndcg[i]);
+    }
+    metrics_num(l, "mrr", m->mrr);
+    metrics_int(l, "eval_users", m->count);
+}

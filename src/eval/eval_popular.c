@@ -1,0 +1,77 @@
+/* eval_popular: the most-popular-items baseline, evaluated like the model:
+ * items ranked by their number of training events (ties: smaller id first),
+ * the user's history excluded, leave-one-out targets. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "eval/eval.h"
+
+static const int64_t *g_count; /* for the sort below */
+
+static int by_popularity(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    if (g_count[x] != g_count[y])
+        return g_count[x] > g_count[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+void eval_popular(struct trainer *tr, int test, struct eval_metrics *out)
+{
+    struct comm *c = tr->c;
+    const struct dataset *ds = &tr->ds;
+    const int64_t n_items = ds->num_items, hold = split_holdout(tr->split);
+    int64_t *count = xcalloc((size_t)n_items + 1, sizeof *count);
+    /* training events of this rank's block of users, summed over all ranks */
+    int64_t lo = ds->num_users * c->rank / c->size, hi = ds->num_users * (c->rank + 1) / c->size;
+    int64_t n_ev = ds->offsets[hi] - ds->offsets[lo];
+    int64_t *items = xmalloc((size_t)(n_ev ? n_ev : 1) * sizeof *items);
+    char err[1024];
+    if (dataset_read_users(ds, lo, hi, items, NULL, NULL, err, sizeof err))
+        fatal("%s", err);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t end = dataset_length(ds, u) - hold;
+        for (int64_t e = 0; e < end; e++)
+            count[items[ds->offsets[u] - ds->offsets[lo] + e]]++;
+    }
+    free(items);
+    comm_allreduce_sum_i64v(c, COMM_DP, count, n_items + 1);
+    /* pos[id]: place of id in the popularity order */
+    int64_t *order = xmalloc((size_t)n_items * sizeof *order);
+    int64_t *pos = xmalloc(((size_t)n_items + 1) * sizeof *pos);
+    for (int64_t i = 0; i < n_items; i++)
+        order[i] = i + 1;
+    g_count = count;
+    qsort(order, (size_t)n_items, sizeof *order, by_popularity);
+    for (int64_t i = 0; i < n_items; i++)
+        pos[order[i]] = i;
+    free(order);
+    /* rank = items before the target, less the history items among them */
+    int64_t *users, n = split_eval_users(ds, tr->split, test, &users);
+    int64_t a = n * c->rank / c->size, b = n * (c->rank + 1) / c->size;
+    uint8_t *seen = xcalloc((size_t)n_items + 1, 1);
+    eval_metrics_init(out);
+    for (int64_t k = a; k < b; k += 256) {
+        struct seq_batch sb;
+        batch_eval(ds, tr->split, test, tr->N, 0, users + k, (b - k < 256 ? b - k : 256), &sb);
+        for (int64_t i = 0; i < sb.B; i++) {
+            int64_t target = sb.targets[sb.offsets[i + 1] - 1], r = pos[target];
+            for (int64_t h = sb.hist_off[i]; h < sb.hist_off[i + 1]; h++) {
+                int64_t id = sb.hist[h];
+                if (id != target && !seen[id] && pos[id] < pos[target])
+                    r--;
+                seen[id] = 1;
+            }
+            for (int64_t h = sb.hist_off[i]; h < sb.hist_off[i + 1]; h++)
+                seen[sb.hist[h]] = 0;
+            eval_metrics_add(out, r);
+        }
+        batch_free(&sb);
+    }
+    eval_metrics_reduce(out, c);
+    free(seen);
+    free(users);
+    free(pos);
+    free(count);
+}

@@ -1,0 +1,70 @@
+/* loss: sampled softmax and BCE against the tied item table, the keyed
+ * negative sampler (see loss.h).
+ *
+ * The per-position work is the backend's (softmax_loss, bce_loss; the CPU
+ * reference is backend_cpu_loss.c). Here the unique rows are normalised once
+ * (be->l2norm_fwd) when the loss asks for it, and the gradient w.r.t. the
+ * normalised rows goes through be->l2norm_bwd once and is added to drows. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "model/loss.h"
+#include "base/rng.h"
+
+#define LOSS_NEG_SITE 0x6e65676174697665ull /* "negative": the sampler's stream */
+
+void loss_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *pos_keys, int64_t T,
+                           int R, int64_t num_items, int64_t *neg_ids)
+{
+    if (num_items < 1)
+        fatal("loss_sample_negatives: no items to sample from (num_items = %lld)",
+              (long long)num_items);
+    for (int64_t i = 0; i < T; i++) {
+        struct rng g;
+        rng_init(&g, rng_key(rng_key(seed, epoch, pos_keys[i]), LOSS_NEG_SITE, 0));
+        for (int r = 0; r < R; r++)
+            neg_ids[i * R + r] = 1 + (int64_t)rng_below(&g, (uint64_t)num_items);
+    }
+}
+
+double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int R, float tau,
+                            int normalize_items, const float *u, int64_t nu, const float *rows,
+                            const int64_t *pos, const int64_t *neg, float scale, float *du,
+                            float *drows, int64_t *count)
+{
+    if (d < 1 || R < 0 || !(tau > 0))
+        fatal("loss_sampled_softmax: bad arguments d = %d, R = %d, tau = %g", d, R, (double)tau);
+    /* e: the rows the scores use; de: gradient of scale * sum loss w.r.t. e */
+    size_t table_bytes = (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float);
+    float *en = NULL, *norms = NULL;
+    const float *e = rows;
+    if (normalize_items) {
+        en = be->alloc(table_bytes);
+        norms = be->alloc((size_t)(nu ? nu : 1) * sizeof(float));
+        be->l2norm_fwd(nu, d, ITEM_NORM_EPS, rows, en, norms);
+        e = en;
+    }
+    float *de = normalize_items ? be->alloc(table_bytes) : drows;
+    double total = be->softmax_loss(T, d, R, 1.0f / tau, u, nu, e, pos, neg, scale, du, de, count);
+    if (normalize_items) {
+        float *dx = be->alloc(table_bytes);
+        be->l2norm_bwd(nu, d, en, norms, de, dx);
+        be->axpy(nu * d, 1.0f, dx, drows);
+        be->free(dx);
+        be->free(de);
+        be->free(en);
+        be->free(norms);
+    }
+    return total;
+}
+
+double loss_bce(const struct backend_ops *be, int64_t T, int d, const float *u, int64_t nu,
+                const float *rows, const int64_t *pos, const int64_t *neg, float scale, float *du,
+                float *drows, int64_t *count)
+{
+    if (d < 1)
+        fatal("loss_bce: bad dimension d = %d", d);
+    return be->bce_loss(T, d, u, nu, rows, pos, neg, scale, du, drows, count);
+}

@@ -1,0 +1,69 @@
+/* loss: the training losses against the tied item table, with their
+ * gradients (DESIGN.md §5, step 5), and the keyed negative sampler.
+ *
+ * The trainer looks up the UNIQUE item ids of a step once; a loss gets
+ * rows: [nu, d] (raw table rows of those ids) and, per position, indexes
+ * into rows. Every position with a next item is supervised; pos[i] < 0 marks
+ * a position without one (no loss, du row = 0). Losses and gradients are
+ * normalised by the GLOBAL number of supervised positions N (all ranks): the
+ * caller passes scale = 1 / N, the gradients are those of scale * sum_i
+ * loss_i, and the functions return the UNSCALED sum of the per-position
+ * losses (double, to be all-reduced) and the local count of supervised
+ * positions in *count.
+ *
+ * du is written; drows is ACCUMULATED (+=), as the rows of one step may
+ * receive gradient from several places (history tokens, targets, negatives).
+ * Positions are independent; nothing of size [T, R, d] is built: scores are
+ * dot products against the (normalised) unique rows, gradients are
+ * scatter-added into the unique rows and taken through the normalisation
+ * once per unique row.
+ *
+ * These are the CPU reference implementations (host pointers); a backend
+ * whose memory is not host memory (be->name other than "cpu") is refused. */
+#ifndef FS_LOSS_H
+#define FS_LOSS_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* Item rows are L2-normalised as row / max(|row|, ITEM_NORM_EPS) wherever
+ * they are (training loss, evaluation): one constant for both. */
+#define ITEM_NORM_EPS 1e-6f
+
+/* Negatives: neg_ids[T * R], uniform in 1 .. num_items. The R draws of
+ * position i come from a stream keyed by (seed, epoch, pos_keys[i]) alone,
+ * pos_keys: [T] given by the caller (it encodes the sample index and the
+ * position), so they do not depend on the rank, the batch split or on which
+ * other positions are in the call. Draws may repeat and may hit the
+ * positive (the losses mask that case). */
+void loss_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *pos_keys, int64_t T,
+                           int R, int64_t num_items, int64_t *neg_ids);
+
+/* Sampled softmax (HSTU: R = 128, tau = 0.05).
+ *   u: [T, d] user vectors (model output, used as given; HSTU's are already
+ *      L2-normalised by the model);
+ *   rows: [nu, d] raw item rows; e = rows / max(||rows||, 1e-6) when
+ *      normalize_items, else e = rows;
+ *   pos: [T] index into rows, or < 0 (unsupervised);
+ *   neg: [T, R] indexes into rows; a negative equal to its position's pos
+ *      (the sampler drew the positive) or < 0 is masked out of the softmax.
+ * s_0 = u_i . e_pos / tau, s_r = u_i . e_neg[i, r] / tau,
+ * loss_i = logsumexp(s_0, unmasked s_r) - s_0.
+ * Writes du: [T, d], accumulates drows: [nu, d] (gradient w.r.t. the RAW
+ * rows, through the normalisation). Returns sum_i loss_i (unscaled). */
+double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int R, float tau,
+                            int normalize_items, const float *u, int64_t nu, const float *rows,
+                            const int64_t *pos, const int64_t *neg, float scale, float *du,
+                            float *drows, int64_t *count);
+
+/* Binary cross-entropy with one negative per position (original SASRec):
+ * s_pos = u_i . rows[pos[i]], s_neg = u_i . rows[neg[i]] (no normalisation,
+ * no temperature), loss_i = -log sigma(s_pos) - log(1 - sigma(s_neg)); the
+ * negative term is dropped when neg[i] == pos[i] or neg[i] < 0.
+ * u: [T, d], rows: [nu, d], pos, neg: [T]. Same conventions as above. */
+double loss_bce(const struct backend_ops *be, int64_t T, int d, const float *u, int64_t nu,
+                const float *rows, const int64_t *pos, const int64_t *neg, float scale, float *du,
+                float *drows, int64_t *count);
+
+#endif

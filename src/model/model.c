@@ -1,0 +1,102 @@
+/* model: construction and parameters common to the sequence models; see
+ * model.h. */
+#include "model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "base/rng.h"
+
+static uint64_t name_key(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+struct dense_tensor *model_add_param(struct model *m, const char *name, int rows, int cols,
+                                     float scale, int decay, uint64_t seed)
+{
+    if (m->nparams == MODEL_MAX_PARAMS)
+        fatal("model: more than %d parameter tensors", MODEL_MAX_PARAMS);
+    struct dense_tensor *t = &m->params[m->nparams++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->rows = rows;
+    t->cols = cols;
+    t->n = (int64_t)rows * cols;
+    t->decay = decay;
+    t->w = m->be->alloc((size_t)t->n * sizeof(float));
+    /* t->g: placed in the arena by model_init once every tensor exists */
+    if (scale != 0) {
+        float *h = xmalloc((size_t)t->n * sizeof *h);
+        struct rng r;
+        rng_init(&r, rng_key(seed, name_key(name), 0x696e6974ull));
+        for (int64_t i = 0; i < t->n; i++)
+            h[i] = (float)((2.0 * rng_uniform(&r) - 1.0) * scale);
+        m->be->to_device(t->w, h, (size_t)t->n * sizeof(float));
+        free(h);
+    }
+    return t;
+}
+
+void model_fill(const struct model *m, struct dense_tensor *t, float value)
+{
+    float *h = xmalloc((size_t)t->n * sizeof *h);
+    for (int64_t i = 0; i < t->n; i++)
+        h[i] = value;
+    m->be->to_device(t->w, h, (size_t)t->n * sizeof(float));
+    free(h);
+}
+
+int model_init(struct model *m, const struct model_conf *conf, const struct backend_ops *be,
+               uint64_t seed, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    m->conf = *conf;
+    m->be = be;
+    if (conf->d < 1 || conf->heads < 1 || conf->d % conf->heads != 0)
+        return errorf(err, errlen, "model.heads = %d must divide model.dim = %d", conf->heads,
+                      conf->d);
+    int rc = conf->type == MODEL_HSTU ? model_hstu_init(m, seed, err, errlen)
+                                      : model_sasrec_init(m, seed, err, errlen);
+    if (rc)
+        return rc;
+    int64_t n = 0;
+    for (int i = 0; i < m->nparams; i++)
+        n += (m->params[i].n + MODEL_GRAD_ALIGN - 1) / MODEL_GRAD_ALIGN * MODEL_GRAD_ALIGN;
+    m->ngrad = n;
+    m->grad = be->alloc((size_t)(n ? n : 1) * sizeof(float));
+    n = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        m->params[i].g = m->grad + n;
+        n += (m->params[i].n + MODEL_GRAD_ALIGN - 1) / MODEL_GRAD_ALIGN * MODEL_GRAD_ALIGN;
+    }
+    return 0;
+}
+
+void model_free(struct model *m)
+{
+    if (m->vt && m->vt->free)
+        m->vt->free(m);
+    for (int i = 0; i < m->nparams; i++)
+        m->be->free(m->params[i].w);
+    m->be->free(m->grad);
+    m->grad = NULL;
+    m->nparams = 0;
+}
+
+void model_zero_grads(struct model *m)
+{
+    m->be->zero(m->grad, (size_t)m->ngrad * sizeof(float));
+}
+
+void model_progress(const struct model *m, int first_final)
+{
+    if (m->progress)
+        m->progress(m->progress_ctx, first_final);
+}

@@ -1,0 +1,98 @@
+/* model: the dense part of a sequence model (HSTU or SASRec) on jagged
+ * batches, behind one small table of functions.
+ *
+ * Input: the item rows of the history tokens as looked up from the sharded
+ * table, emb: [T, d], T = sum L_i. The model adds the rest of the input
+ * layer (emb * sqrt(d) + learned position embedding pos[p], p = position of
+ * the token in its sequence, 0 .. L_i - 1, then dropout), runs its blocks
+ * causally per sequence, and writes out: [T, d] (HSTU: L2-normalised;
+ * SASRec: after the final LayerNorm). backward takes dout: [T, d], writes
+ * demb: [T, d] (the gradient of emb) and ACCUMULATES (+=) every dense
+ * parameter's gradient into its g.
+ *
+ * Dense parameters are named tensors in backend memory, initialised from
+ * keys (seed, name), identical on every rank and backend. */
+#ifndef FS_MODEL_H
+#define FS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+enum model_type { MODEL_HSTU, MODEL_SASREC };
+
+struct model_conf {
+    enum model_type type;
+    int d, layers, heads;
+    int max_len;        /* N = data.max_seq_len: positions, HSTU's 1/N scale */
+    float dropout;
+    int time_bias;      /* HSTU: add the time-bucket bias (batch has timestamps) */
+};
+
+struct dense_tensor {
+    char name[48];
+    int64_t n;          /* values */
+    int rows, cols;     /* shape as [rows, cols] (cols = n for vectors, rows = 1) */
+    int decay;          /* AdamW weight decay applies (matrices, embeddings) */
+    float *w, *g;       /* [n] values and gradients (backend memory) */
+};
+
+struct batch {
+    int64_t B, T;
+    const int64_t *offsets;    /* [B + 1] */
+    const int64_t *ts;         /* [T] seconds, or NULL */
+    const uint64_t *row_keys;  /* [T] dropout key of each token (seed, epoch, sample, pos) */
+    int train;                 /* 1: dropout on; 0: evaluation */
+};
+
+#define MODEL_MAX_PARAMS 128
+
+struct model;
+struct model_vtable {
+    void (*forward)(struct model *m, const struct batch *b, const float *emb, float *out);
+    void (*backward)(struct model *m, const struct batch *b, const float *dout, float *demb);
+    void (*free)(struct model *m);
+};
+
+struct model {
+    const struct model_vtable *vt;
+    struct model_conf conf;
+    const struct backend_ops *be;
+    int nparams;
+    struct dense_tensor params[MODEL_MAX_PARAMS];
+    /* Every tensor's gradient lives in one arena (backend memory), tensor i
+     * at a multiple of MODEL_GRAD_ALIGN floats (padding stays zero), so that
+     * the dense all-reduce and the clipping work on one buffer. */
+    float *grad;
+    int64_t ngrad;
+    /* Called between layers by forward and backward (NULL = never), so
+     * that the trainer can drive communication in flight (parallel.overlap).
+     * first_final: in the backward, every tensor from params[first_final]
+     * on has its final gradient; -1 in the forward. */
+    void (*progress)(void *ctx, int first_final);
+    void *progress_ctx;
+    void *priv;         /* activations saved by forward for backward */
+};
+
+/* Build the model of conf.type with parameters initialised from seed.
+ * Returns 0, or -1 with err (e.g. heads not dividing d). */
+int model_init(struct model *m, const struct model_conf *conf, const struct backend_ops *be,
+               uint64_t seed, char *err, size_t errlen);
+void model_free(struct model *m);
+void model_zero_grads(struct model *m);
+/* For model files: call m->progress if set. */
+void model_progress(const struct model *m, int first_final);
+
+#define MODEL_GRAD_ALIGN 64
+
+/* Helpers for model files: add a tensor [rows, cols] initialised
+ * U(-scale, scale) from (seed, name) (scale 0: zeros; ones: fill 1). */
+struct dense_tensor *model_add_param(struct model *m, const char *name, int rows, int cols,
+                                     float scale, int decay, uint64_t seed);
+void model_fill(const struct model *m, struct dense_tensor *t, float value);
+
+int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen);
+int model_sasrec_init(struct model *m, uint64_t seed, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,325 @@
+/* model_hstu: the HSTU encoder (Zhai et al. 2024, "Actions Speak Louder
+ * than Words"; research code generative-recommenders, hstu.py), dense part,
+ * on jagged batches through backend ops only.
+ *
+ * d = model dim, H heads, dqk = dv = d / H, N = max_len, p = dropout.
+ *   x = dropout_0(emb sqrt(d) + pos_emb[pos])               x: [T, d]
+ *   per layer l:
+ *     n = LayerNorm(x)                                       no affine, eps 1e-6
+ *     [U | V | Q | K] = SiLU(n uvqk)                         each [T, H dv]
+ *     a = hstu_attn(Q, K, V; rab = pos_bias (+ time_bias))   [T, H dv], scale 1/N
+ *     z = dropout_{1+l}(U * LayerNorm(a))                    no affine, eps 1e-6
+ *     x = x + z o.w + o.b
+ *   out = x / max(|x|, 1e-6) per row.
+ * Like the research code, uvqk has no bias. Initialisation follows it with
+ * uniform draws of the same spread: uvqk, pos_bias, time_bias N(0, 0.02) ->
+ * U(+-0.02 sqrt 3); o.w Xavier uniform; o.b torch's Linear default
+ * U(+-1 / sqrt(H dv)); pos_emb truncated N(0, 1/d) -> U(+-sqrt(3/d)).
+ *
+ * The batch (offsets, ts, row_keys) is in host memory; the model copies what
+ * the ops need to the backend. Activations are kept for the backward in
+ * buffers that grow with the largest batch seen. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "model/model.h"
+
+#define LN_EPS 1e-6f
+#define L2_EPS 1e-6f
+
+/* what forward keeps of one layer; hd = H dv = d */
+struct hstu_acts {
+    float *x;            /* [T, d] layer input (x_0: after the input dropout) */
+    float *n;            /* [T, d] LayerNorm(x) */
+    float *mean, *rstd;  /* [T] */
+    float *pre, *h;      /* [4, T, hd] n uvqk before / after SiLU: blocks U, V, Q, K */
+    float *a, *o;        /* [T, hd] attention output, its LayerNorm */
+    float *mean2, *rstd2;
+    float *z;            /* [T, hd] dropout(U * o) */
+    uint8_t *mask;       /* [T, hd] dropout mask of z */
+};
+
+struct hstu_priv {
+    int64_t cap, cap_b;      /* tokens and sequences the buffers hold */
+    int64_t B, T;            /* last forward's batch */
+    int dropped;             /* last forward applied dropout */
+    int use_ts;              /* last forward used the time bias */
+    void **bufs;             /* every allocation, for free */
+    int nbufs, maxbufs;
+    struct hstu_acts *act;   /* [layers] */
+    float *xl, *y, *norm;    /* [T, d] final x, out; [T] norms */
+    uint8_t *mask0;          /* [T, d] input dropout mask */
+    int64_t *pos, *offsets, *ts; /* backend copies: [T], [B + 1], [T] */
+    uint64_t *keys;          /* [T] */
+    float *ones;             /* [T] ones (bias rows via gemm) */
+    float *dx, *dz, *dob, *da, *dh, *dn, *tmp; /* backward work */
+};
+
+/* parameters in the order model_hstu_init adds them */
+enum { P_UVQK, P_OW, P_OB, P_POS_BIAS, P_TIME_BIAS };
+
+static int per_layer(const struct model *m) { return m->conf.time_bias ? 5 : 4; }
+
+static struct dense_tensor *param(struct model *m, int l, int which)
+{
+    return &m->params[1 + l * per_layer(m) + which];
+}
+
+static void *buf(struct model *m, size_t bytes)
+{
+    struct hstu_priv *P = m->priv;
+    if (P->nbufs == P->maxbufs)
+        fatal("model_hstu: buffer table full");
+    return P->bufs[P->nbufs++] = m->be->alloc(bytes);
+}
+
+static void release(struct model *m)
+{
+    struct hstu_priv *P = m->priv;
+    for (int i = 0; i < P->nbufs; i++)
+        m->be->free(P->bufs[i]);
+    P->nbufs = 0;
+    P->cap = P->cap_b = 0;
+}
+
+/* Make the buffers hold T tokens in B sequences (grows by half at least). */
+static void reserve(struct model *m, int64_t B, int64_t T)
+{
+    struct hstu_priv *P = m->priv;
+    if (T <= P->cap && B <= P->cap_b)
+        return;
+    int64_t cap = T > P->cap + P->cap / 2 ? T : P->cap + P->cap / 2;
+    int64_t cap_b = B > P->cap_b + P->cap_b / 2 ? B : P->cap_b + P->cap_b / 2;
+    release(m);
+    P->cap = cap;
+    P->cap_b = cap_b;
+    size_t f = sizeof(float), td = (size_t)cap * (size_t)m->conf.d;
+    for (int l = 0; l < m->conf.layers; l++) {
+        struct hstu_acts *A = &P->act[l];
+        A->x = buf(m, td * f);
+        A->n = buf(m, td * f);
+        A->mean = buf(m, (size_t)cap * f);
+        A->rstd = buf(m, (size_t)cap * f);
+        A->pre = buf(m, 4 * td * f);
+        A->h = buf(m, 4 * td * f);
+        A->a = buf(m, td * f);
+        A->o = buf(m, td * f);
+        A->mean2 = buf(m, (size_t)cap * f);
+        A->rstd2 = buf(m, (size_t)cap * f);
+        A->z = buf(m, td * f);
+        A->mask = buf(m, td);
+    }
+    P->xl = buf(m, td * f);
+    P->y = buf(m, td * f);
+    P->norm = buf(m, (size_t)cap * f);
+    P->mask0 = buf(m, td);
+    P->pos = buf(m, (size_t)cap * sizeof(int64_t));
+    P->offsets = buf(m, (size_t)(cap_b + 1) * sizeof(int64_t));
+    P->ts = buf(m, (size_t)cap * sizeof(int64_t));
+    P->keys = buf(m, (size_t)cap * sizeof(uint64_t));
+    P->ones = buf(m, (size_t)cap * f);
+    P->dx = buf(m, td * f);
+    P->dz = buf(m, td * f);
+    P->dob = buf(m, td * f);
+    P->da = buf(m, td * f);
+    P->dh = buf(m, 4 * td * f);
+    P->dn = buf(m, td * f);
+    P->tmp = buf(m, td * f);
+    float *ones = xmalloc((size_t)cap * f);
+    for (int64_t i = 0; i < cap; i++)
+        ones[i] = 1.0f;
+    m->be->to_device(P->ones, ones, (size_t)cap * f);
+    free(ones);
+}
+
+/* Copy the batch's host arrays to the backend; positions pos[t] = t - offsets[b]. */
+static void load_batch(struct model *m, const struct batch *b)
+{
+    struct hstu_priv *P = m->priv;
+    const struct backend_ops *be = m->be;
+    int64_t T = b->T;
+    int64_t *pos = xmalloc((size_t)(T > 0 ? T : 1) * sizeof *pos);
+    if (b->offsets[0] != 0 || b->offsets[b->B] != T)
+        fatal("model_hstu: offsets [%lld, %lld] do not span T = %lld",
+              (long long)b->offsets[0], (long long)b->offsets[b->B], (long long)T);
+    for (int64_t s = 0; s < b->B; s++) {
+        int64_t L = b->offsets[s + 1] - b->offsets[s];
+        if (L < 0 || L > m->conf.max_len)
+            fatal("model_hstu: sequence %lld has length %lld, max_len is %d", (long long)s,
+                  (long long)L, m->conf.max_len);
+        for (int64_t i = 0; i < L; i++)
+            pos[b->offsets[s] + i] = i;
+    }
+    be->to_device(P->pos, pos, (size_t)T * sizeof *pos);
+    free(pos);
+    be->to_device(P->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
+    P->use_ts = m->conf.time_bias && b->ts;
+    if (P->use_ts)
+        be->to_device(P->ts, b->ts, (size_t)T * sizeof(int64_t));
+    P->dropped = b->train && m->conf.dropout > 0;
+    if (P->dropped)
+        be->to_device(P->keys, b->row_keys, (size_t)T * sizeof(uint64_t));
+    P->B = b->B;
+    P->T = T;
+}
+
+/* emb: [T, d] -> out: [T, d]; keeps the activations in m->priv. */
+static void hstu_forward(struct model *m, const struct batch *b, const float *emb, float *out)
+{
+    const struct backend_ops *be = m->be;
+    const struct model_conf *c = &m->conf;
+    struct hstu_priv *P = m->priv;
+    int64_t T = b->T;
+    int d = c->d, H = c->heads, dh = d / H, hd = H * dh, N = c->max_len;
+    size_t td = (size_t)T * (size_t)d;
+
+    reserve(m, b->B, T);
+    load_batch(m, b);
+    float *x = c->layers > 0 ? P->act[0].x : P->xl;
+    be->gather_rows(T, d, m->params[0].w, P->pos, x);
+    be->axpy((int64_t)td, sqrtf((float)d), emb, x);
+    if (P->dropped)
+        be->dropout_fwd(T, d, c->dropout, P->keys, 0, x, x, P->mask0);
+
+    for (int l = 0; l < c->layers; l++) {
+        struct hstu_acts *A = &P->act[l];
+        float *xnext = l + 1 < c->layers ? P->act[l + 1].x : P->xl;
+        const float *uvqk = param(m, l, P_UVQK)->w;
+        const float *tb = P->use_ts ? param(m, l, P_TIME_BIAS)->w : NULL;
+        be->layernorm_fwd(T, d, LN_EPS, A->x, NULL, NULL, A->n, A->mean, A->rstd);
+        for (int blk = 0; blk < 4; blk++) /* column block blk of uvqk: [d, hd], ld 4 hd */
+            be->gemm(0, 0, T, hd, d, 1.0f, A->n, d, uvqk + (size_t)blk * hd, 4 * hd, 0.0f,
+                     A->pre + (size_t)blk * T * hd, hd);
+        be->silu_fwd(4 * T * hd, A->pre, A->h);
+        const float *U = A->h, *V = U + (size_t)T * hd, *Q = V + (size_t)T * hd,
+                    *K = Q + (size_t)T * hd;
+        be->hstu_attn_fwd(b->B, P->offsets, H, dh, dh, N, Q, K, V, param(m, l, P_POS_BIAS)->w,
+                          tb, P->use_ts ? P->ts : NULL, A->a);
+        be->layernorm_fwd(T, hd, LN_EPS, A->a, NULL, NULL, A->o, A->mean2, A->rstd2);
+        be->mul(T * hd, U, A->o, A->z);
+        if (P->dropped)
+            be->dropout_fwd(T, hd, c->dropout, P->keys, 1 + (uint64_t)l, A->z, A->z, A->mask);
+        be->copy(xnext, A->x, td * sizeof(float));
+        be->gemm(0, 0, T, d, hd, 1.0f, A->z, hd, param(m, l, P_OW)->w, d, 1.0f, xnext, d);
+        be->gemm(0, 0, T, d, 1, 1.0f, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, xnext, d);
+        model_progress(m, -1);
+    }
+    be->l2norm_fwd(T, d, L2_EPS, P->xl, P->y, P->norm);
+    be->copy(out, P->y, td * sizeof(float));
+}
+
+/* dout: [T, d] -> demb: [T, d] written; parameter gradients accumulated.
+ * Uses the activations of the last forward (same batch). */
+static void hstu_backward(struct model *m, const struct batch *b, const float *dout, float *demb)
+{
+    const struct backend_ops *be = m->be;
+    const struct model_conf *c = &m->conf;
+    struct hstu_priv *P = m->priv;
+    int64_t T = P->T;
+    int d = c->d, H = c->heads, dh = d / H, hd = H * dh, N = c->max_len;
+    size_t td = (size_t)T * (size_t)d, th = (size_t)T * (size_t)hd;
+    float *dx = P->dx; /* gradient of the residual stream x */
+
+    if (b->T != T || b->B != P->B)
+        fatal("model_hstu: backward batch (B %lld, T %lld) differs from forward's",
+              (long long)b->B, (long long)b->T);
+    be->l2norm_bwd(T, d, P->y, P->norm, dout, dx);
+    for (int l = c->layers - 1; l >= 0; l--) {
+        struct hstu_acts *A = &P->act[l];
+        struct dense_tensor *uvqk = param(m, l, P_UVQK), *ow = param(m, l, P_OW);
+        struct dense_tensor *pb = param(m, l, P_POS_BIAS);
+        struct dense_tensor *tb = P->use_ts ? param(m, l, P_TIME_BIAS) : NULL;
+        const float *U = A->h, *V = U + th, *Q = V + th, *K = Q + th;
+        float *dU = P->dh, *dV = dU + th, *dQ = dV + th, *dK = dQ + th;
+
+        be->gemm(1, 0, 1, d, T, 1.0f, P->ones, 1, dx, d, 1.0f, param(m, l, P_OB)->g, d);
+        be->gemm(1, 0, hd, d, T, 1.0f, A->z, hd, dx, d, 1.0f, ow->g, d);
+        be->gemm(0, 1, T, hd, d, 1.0f, dx, d, ow->w, d, 0.0f, P->dz, hd);
+        if (P->dropped)
+            be->dropout_bwd(T, hd, c->dropout, A->mask, P->dz, P->dz);
+        be->mul((int64_t)th, P->dz, A->o, dU);
+        be->mul((int64_t)th, P->dz, U, P->dob);
+        be->layernorm_bwd(T, hd, A->a, A->mean2, A->rstd2, NULL, P->dob, P->da, NULL, NULL);
+        be->hstu_attn_bwd(b->B, P->offsets, H, dh, dh, N, Q, K, V, pb->w, tb ? tb->w : NULL,
+                          tb ? P->ts : NULL, P->da, dQ, dK, dV, pb->g, tb ? tb->g : NULL);
+        be->silu_bwd(4 * (int64_t)th, A->pre, P->dh, P->dh);
+        for (int blk = 0; blk < 4; blk++) {
+            const float *dpre = P->dh + (size_t)blk * th;
+            be->gemm(1, 0, d, hd, T, 1.0f, A->n, d, dpre, hd, 1.0f, uvqk->g + (size_t)blk * hd,
+                     4 * hd);
+            be->gemm(0, 1, T, d, hd, 1.0f, dpre, hd, uvqk->w + (size_t)blk * hd, 4 * hd,
+                     blk ? 1.0f : 0.0f, P->dn, d);
+        }
+        be->layernorm_bwd(T, d, A->x, A->mean, A->rstd, NULL, P->dn, P->tmp, NULL, NULL);
+        be->axpy((int64_t)td, 1.0f, P->tmp, dx);
+        model_progress(m, 1 + l * per_layer(m)); /* layers l.. are final */
+    }
+    if (P->dropped)
+        be->dropout_bwd(T, d, c->dropout, P->mask0, dx, dx);
+    be->scatter_add_rows(T, d, dx, P->pos, m->params[0].g);
+    be->copy(demb, dx, td * sizeof(float));
+    be->scale((int64_t)td, sqrtf((float)d), demb);
+    model_progress(m, 0);
+}
+
+static void hstu_free(struct model *m)
+{
+    struct hstu_priv *P = m->priv;
+    if (!P)
+        return;
+    release(m);
+    free(P->bufs);
+    free(P->act);
+    free(P);
+    m->priv = NULL;
+}
+
+static const struct model_vtable hstu_vtable = {
+    .forward = hstu_forward,
+    .backward = hstu_backward,
+    .free = hstu_free,
+};
+
+int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
+{
+    const struct model_conf *c = &m->conf;
+    int d = c->d, N = c->max_len, hd = d; /* hd = H dv = d */
+    char name[48];
+
+    if (N < 1)
+        return errorf(err, errlen, "HSTU: max_len = %d must be >= 1", N);
+    if (c->layers < 0 || 1 + c->layers * (c->time_bias ? 5 : 4) > MODEL_MAX_PARAMS)
+        return errorf(err, errlen, "HSTU: layers = %d out of range (at most %d)", c->layers,
+                      (MODEL_MAX_PARAMS - 1) / (c->time_bias ? 5 : 4));
+    if (!(c->dropout >= 0 && c->dropout < 1))
+        return errorf(err, errlen, "HSTU: dropout = %g must be in [0, 1)", c->dropout);
+
+    const float normal002 = 0.02f * sqrtf(3.0f); /* U(+-a) with the spread of N(0, 0.02) */
+    model_add_param(m, "pos_emb", N, d, sqrtf(3.0f / (float)d), 1, seed);
+    for (int l = 0; l < c->layers; l++) {
+        snprintf(name, sizeof name, "l%d.uvqk", l);
+        model_add_param(m, name, d, 4 * hd, normal002, 1, seed);
+        snprintf(name, sizeof name, "l%d.o.w", l);
+        model_add_param(m, name, hd, d, sqrtf(6.0f / (float)(hd + d)), 1, seed);
+        snprintf(name, sizeof name, "l%d.o.b", l);
+        model_add_param(m, name, 1, d, 1.0f / sqrtf((float)hd), 0, seed);
+        snprintf(name, sizeof name, "l%d.pos_bias", l);
+        model_add_param(m, name, 1, 2 * N - 1, normal002, 0, seed);
+        if (c->time_bias) {
+            snprintf(name, sizeof name, "l%d.time_bias", l);
+            model_add_param(m, name, 1, HSTU_TIME_BUCKETS + 1, normal002, 0, seed);
+        }
+    }
+
+    struct hstu_priv *P = xcalloc(1, sizeof *P);
+    P->maxbufs = 12 * (c->layers > 0 ? c->layers : 1) + 32;
+    P->bufs = xcalloc((size_t)P->maxbufs, sizeof *P->bufs);
+    P->act = xcalloc((size_t)(c->layers > 0 ? c->layers : 1), sizeof *P->act);
+    m->priv = P;
+    m->vt = &hstu_vtable;
+    return 0;
+}

@@ -1,0 +1,446 @@
+/* data_gen: 'freescale data gen', deterministic synthetic datasets.
+ *
+ *   freescale data gen --users N --items N --length DIST -o OUT.h5
+ *                      [--zipf S] [--seed N] [--timestamps] [--actions]
+ *                      [--max-length L] [--chunk-events N]
+ *
+ * Every random choice is keyed by (seed, user, purpose) (rng.h), so the
+ * output is a function of the options only: not of the chunk size, nor of
+ * whether timestamps or actions are also written. Events are generated and
+ * appended in chunks of about --chunk-events, so memory is bounded by the
+ * chunk plus the writer's offsets (8 bytes per user).
+ *
+ * Model (DESIGN.md §4 format):
+ *   length    drawn from DIST, rounded to the nearest integer, clamped to
+ *             [1, --max-length] (clamped draws are counted and reported);
+ *   items     popularity rank ~ Zipf(S) over 1..N (zipf.h), mapped to an item
+ *             id by the bijection id = ((rank - 1) * A + B) mod N + 1 with
+ *             gcd(A, N) = 1 and A, B drawn from the seed, so the popular
+ *             items are spread over the id range;
+ *   times     a start uniform in 2020 plus exponential gaps (mean 1 hour),
+ *             floored to whole seconds: non-decreasing per user;
+ *   actions   uniform in 1..5 (a rating-like int32). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "cli/cli.h"
+#include "tools/data_tools.h"
+#include "data/dataset.h"
+#include "base/log.h"
+#include "base/rng.h"
+#include "base/zipf.h"
+
+/* Purposes of the random streams (third word of rng_key). */
+enum { KEY_LENGTH = 1, KEY_ITEMS = 2, KEY_TIMES = 3, KEY_ACTIONS = 4, KEY_MAP = 5 };
+
+#define GEN_T0 1577836800    /* 2020-01-01T00:00:00Z */
+#define GEN_T_SPAN 31536000  /* start times spread over a year */
+#define GEN_MEAN_GAP 3600.0  /* seconds between a user's events, on average */
+#define GEN_MAX_LENGTH 1000000000LL /* hard limit on one user's length */
+
+/* --- length distributions ---------------------------------------------- */
+
+enum len_kind { LEN_FIXED, LEN_UNIFORM, LEN_LOGNORMAL, LEN_PARETO, LEN_FROM };
+
+struct len_dist {
+    enum len_kind kind;
+    double a, b;    /* fixed: a; uniform: [a, b]; lognormal: mu, sigma; pareto: xm, alpha */
+    int64_t *pool;  /* from: the non-empty lengths of the source, [pool_n] */
+    int64_t pool_n;
+    int64_t lo_clamped, hi_clamped; /* draws clamped up to 1 / down to max */
+};
+
+/* Parse the number list after "name:" of --length; exactly `want` numbers. */
+static void len_args(const char *text, const char *args, double *out, int want)
+{
+    int n = cli_numbers("--length", args, out, want);
+    if (n != want)
+        fatal("--length: '%s' needs %d number%s after the ':'", text, want, want > 1 ? "s" : "");
+}
+
+static int64_t len_whole(const char *text, double v, const char *what)
+{
+    if (v != floor(v) || v < 1 || v > (double)GEN_MAX_LENGTH)
+        fatal("--length: '%s': %s must be a whole number in [1, %lld]", text, what,
+              (long long)GEN_MAX_LENGTH);
+    return (int64_t)v;
+}
+
+/* Read the lengths of a dataset's users into the pool (empty users skipped). */
+static void len_load_pool(struct len_dist *d, const char *text, const char *path)
+{
+    struct dataset ds;
+    char err[4400];
+    if (dataset_open(&ds, path, err, sizeof err))
+        fatal("--length '%s': %s", text, err);
+    d->pool = xmalloc((size_t)(ds.num_users ? ds.num_users : 1) * sizeof *d->pool);
+    d->pool_n = 0;
+    for (int64_t u = 0; u < ds.num_users; u++)
+        if (dataset_length(&ds, u) > 0)
+            d->pool[d->pool_n++] = dataset_length(&ds, u);
+    dataset_close(&ds);
+    if (d->pool_n == 0)
+        fatal("--length '%s': %s has no user with events", text, path);
+}
+
+/* fixed:L | uniform:A,B | lognormal:MU,SIGMA | pareto:XM,ALPHA | from:FILE.h5 */
+static void len_parse(struct len_dist *d, const char *text)
+{
+    memset(d, 0, sizeof *d);
+    const char *colon = strchr(text, ':');
+    if (!colon)
+        fatal("--length: '%s' is not a distribution (expected fixed:L, uniform:A,B, "
+              "lognormal:MU,SIGMA, pareto:XM,ALPHA or from:FILE.h5)", text);
+    size_t nl = (size_t)(colon - text);
+    const char *args = colon + 1;
+    double v[2];
+    if (nl == 5 && !strncmp(text, "fixed", nl)) {
+        d->kind = LEN_FIXED;
+        len_args(text, args, v, 1);
+        d->a = (double)len_whole(text, v[0], "L");
+    } else if (nl == 7 && !strncmp(text, "uniform", nl)) {
+        d->kind = LEN_UNIFORM;
+        len_args(text, args, v, 2);
+        d->a = (double)len_whole(text, v[0], "A");
+        d->b = (double)len_whole(text, v[1], "B");
+        if (d->a > d->b)
+            fatal("--length: '%s': A must be <= B", text);
+    } else if (nl == 9 && !strncmp(text, "lognormal", nl)) {
+        d->kind = LEN_LOGNORMAL;
+        len_args(text, args, v, 2);
+        if (fabs(v[0]) > 50 || v[1] < 0 || v[1] > 20)
+            fatal("--length: '%s': need |MU| <= 50 and 0 <= SIGMA <= 20", text);
+        d->a = v[0];
+        d->b = v[1];
+    } else if (nl == 6 && !strncmp(text, "pareto", nl)) {
+        d->kind = LEN_PARETO;
+        len_args(text, args, v, 2);
+        if (!(v[0] > 0) || !(v[1] > 0))
+            fatal("--length: '%s': need XM > 0 and ALPHA > 0", text);
+        d->a = v[0];
+        d->b = v[1];
+    } else if (nl == 4 && !strncmp(text, "from", nl)) {
+        d->kind = LEN_FROM;
+        if (!*args)
+            fatal("--length: '%s' needs a file name after 'from:'", text);
+        len_load_pool(d, text, args);
+    } else {
+        fatal("--length: unknown distribution '%.*s' in '%s' (expected fixed, uniform, "
+              "lognormal, pareto or from)", (int)nl, text, text);
+    }
+}
+
+/* Strict check against --max-length where the distribution's range is known. */
+static void len_check_max(const struct len_dist *d, const char *text, int64_t max_len)
+{
+    double top = d->kind == LEN_FIXED ? d->a : d->kind == LEN_UNIFORM ? d->b : 0;
+    if (top > (double)max_len)
+        fatal("--length '%s' exceeds --max-length %lld", text, (long long)max_len);
+}
+
+/* Round a continuous draw to a length in [1, max_len], counting clamps. */
+static int64_t len_round(struct len_dist *d, double x, int64_t max_len)
+{
+    if (!(x < (double)max_len + 0.5)) {
+        d->hi_clamped++;
+        return max_len;
+    }
+    int64_t l = (int64_t)floor(x + 0.5);
+    if (l < 1) {
+        d->lo_clamped++;
+        return 1;
+    }
+    return l;
+}
+
+/* One user's length, drawn from its own stream r. */
+static int64_t len_draw(struct len_dist *d, struct rng *r, int64_t max_len)
+{
+    switch (d->kind) {
+    case LEN_FIXED:
+        return (int64_t)d->a;
+    case LEN_UNIFORM:
+        return (int64_t)d->a + (int64_t)rng_below(r, (uint64_t)(d->b - d->a) + 1);
+    case LEN_LOGNORMAL:
+        return len_round(d, exp(d->a + d->b * rng_normal(r)), max_len);
+    case LEN_PARETO: /* xm * U^(-1/alpha), U in (0, 1] */
+        return len_round(d, d->a * pow(1.0 - rng_uniform(r), -1.0 / d->b), max_len);
+    case LEN_FROM: {
+        int64_t l = d->pool[rng_below(r, (uint64_t)d->pool_n)];
+        if (l > max_len) {
+            d->hi_clamped++;
+            return max_len;
+        }
+        return l;
+    }
+    }
+    return 1;
+}
+
+/* --- item ids ----------------------------------------------------------- */
+
+/* Bijection of popularity ranks 1..n onto item ids 1..n. */
+struct item_map {
+    uint64_t n, a, b;
+};
+
+static uint64_t gcd_u64(uint64_t x, uint64_t y)
+{
+    while (y) {
+        uint64_t t = x % y;
+        x = y;
+        y = t;
+    }
+    return x;
+}
+
+static void item_map_init(struct item_map *m, uint64_t n, uint64_t seed)
+{
+    struct rng r;
+    rng_init(&r, rng_key(seed, UINT64_MAX, KEY_MAP));
+    m->n = n;
+    m->a = 1;
+    m->b = rng_below(&r, n);
+    if (n < 4)
+        return;
+    /* a multiplier coprime to n, preferably neither the identity (1) nor the
+     * reversal (n - 1); n = 4 and 6 have no other, and a few tries find one
+     * for any other n (the density of units is at least ~1 / (2 ln ln n)) */
+    for (int tries = 0; tries < 1000; tries++) {
+        uint64_t a = 2 + rng_below(&r, n - 3);
+        if (gcd_u64(a, n) == 1) {
+            m->a = a;
+            return;
+        }
+    }
+    m->a = n - 1;
+}
+
+static inline int64_t item_map_id(const struct item_map *m, int64_t rank)
+{
+    uint64_t k = (uint64_t)rank - 1;
+    if (m->n <= UINT32_MAX) /* the product fits in 64 bits */
+        return (int64_t)((k * m->a + m->b) % m->n) + 1;
+    return (int64_t)(((unsigned __int128)k * m->a + m->b) % m->n) + 1;
+}
+
+/* --- generation --------------------------------------------------------- */
+
+struct gen_opts {
+    int64_t users, items, max_len, chunk, seed;
+    double zipf_s;
+    int timestamps, actions;
+    const char *out, *length_text;
+};
+
+/* One chunk of whole users: lengths[users], events in user order. */
+struct gen_buf {
+    int64_t cap_users, cap_events, users, events;
+    int64_t *lengths, *items, *ts;
+    int32_t *actions;
+};
+
+static void buf_reserve(struct gen_buf *b, const struct gen_opts *o, int64_t events)
+{
+    if (events <= b->cap_events)
+        return;
+    b->cap_events = events;
+    b->items = xrealloc(b->items, (size_t)events * sizeof *b->items);
+    if (o->timestamps)
+        b->ts = xrealloc(b->ts, (size_t)events * sizeof *b->ts);
+    if (o->actions)
+        b->actions = xrealloc(b->actions, (size_t)events * sizeof *b->actions);
+}
+
+/* Fill user u's events: items[len], ts[len], actions[len] (NULL if off). */
+static void gen_user(const struct gen_opts *o, const struct zipf *z, const struct item_map *m,
+                     int64_t u, int64_t len, int64_t *items, int64_t *ts, int32_t *actions)
+{
+    uint64_t seed = (uint64_t)o->seed;
+    struct rng r;
+    rng_init(&r, rng_key(seed, (uint64_t)u, KEY_ITEMS));
+    for (int64_t i = 0; i < len; i++)
+        items[i] = item_map_id(m, zipf_sample(z, &r));
+    if (ts) {
+        rng_init(&r, rng_key(seed, (uint64_t)u, KEY_TIMES));
+        int64_t t = GEN_T0 + (int64_t)rng_below(&r, GEN_T_SPAN);
+        for (int64_t i = 0; i < len; i++) {
+            if (i > 0)
+                t += (int64_t)(-GEN_MEAN_GAP * log1p(-rng_uniform(&r)));
+            ts[i] = t;
+        }
+    }
+    if (actions) {
+        rng_init(&r, rng_key(seed, (uint64_t)u, KEY_ACTIONS));
+        for (int64_t i = 0; i < len; i++)
+            actions[i] = 1 + (int32_t)rng_below(&r, 5);
+    }
+}
+
+static void gen_flush(struct dataset_writer *w, struct gen_buf *b)
+{
+    char err[4400];
+    if (b->users == 0)
+        return;
+    if (dataset_writer_append(w, b->users, b->lengths, b->items, b->ts, b->actions, err,
+                              sizeof err)) {
+        dataset_writer_abort(w);
+        fatal("%s", err);
+    }
+    b->users = b->events = 0;
+}
+
+/* Generate and write the dataset; returns the number of events. */
+static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
+{
+    char err[4400];
+    struct zipf z;
+    struct item_map m;
+    zipf_init(&z, o->items, o->zipf_s);
+    item_map_init(&m, (uint64_t)o->items, (uint64_t)o->seed);
+
+    struct dataset_writer *w = dataset_writer_open(o->out, o->timestamps, o->actions, err,
+                                                   sizeof err);
+    if (!w)
+        fatal("%s", err);
+    struct gen_buf b = {0};
+    b.cap_users = o->chunk; /* every user has >= 1 event */
+    b.lengths = xmalloc((size_t)b.cap_users * sizeof *b.lengths);
+    buf_reserve(&b, o, o->chunk);
+
+    int64_t total = 0;
+    for (int64_t u = 0; u < o->users; u++) {
+        struct rng r;
+        rng_init(&r, rng_key((uint64_t)o->seed, (uint64_t)u, KEY_LENGTH));
+        int64_t len = len_draw(d, &r, o->max_len);
+        if (b.users > 0 && (b.events + len > o->chunk || b.users == b.cap_users))
+            gen_flush(w, &b);
+        buf_reserve(&b, o, len); /* a user longer than a chunk goes alone */
+        gen_user(o, &z, &m, u, len, b.items + b.events, o->timestamps ? b.ts + b.events : NULL,
+                 o->actions ? b.actions + b.events : NULL);
+        b.lengths[b.users++] = len;
+        b.events += len;
+        total += len;
+        if (total > ((int64_t)1 << 50)) {
+            dataset_writer_abort(w);
+            fatal("too many events (over 2^50): reduce --users or the lengths");
+        }
+    }
+    gen_flush(w, &b);
+    free(b.lengths);
+    free(b.items);
+    free(b.ts);
+    free(b.actions);
+    if (dataset_writer_close(w, o->items, err, sizeof err))
+        fatal("%s", err);
+    return total;
+}
+
+/* --- command line ------------------------------------------------------- */
+
+static void gen_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: freescale data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
+            "\n"
+            "Write a deterministic synthetic dataset (same options, same content).\n"
+            "  --users N          number of users (sequences), >= 1; 1e6 is accepted\n"
+            "  --items N          number of items, >= 1\n"
+            "  --length DIST      sequence lengths, one of\n"
+            "                       fixed:L  uniform:A,B  lognormal:MU,SIGMA\n"
+            "                       pareto:XM,ALPHA  from:FILE.h5 (resample its lengths)\n"
+            "                     rounded, then clamped to [1, --max-length]\n"
+            "  -o, --output FILE  output file (written to FILE.tmp.PID, renamed at the end)\n"
+            "  --zipf S           item popularity exponent, >= 0 (0 = uniform; default 1)\n"
+            "  --seed N           random seed (default 1)\n"
+            "  --timestamps       write /timestamps (start in 2020, exponential gaps, mean 1 h)\n"
+            "  --actions          write /actions (uniform 1..5)\n"
+            "  --max-length L     cap on one user's length (default and limit 1e9)\n"
+            "  --chunk-events N   events per write (default 1Mi; output does not depend on it)\n");
+}
+
+int data_gen_main(int argc, char **argv)
+{
+    struct gen_opts o = {.users = -1, .items = -1, .max_len = GEN_MAX_LENGTH,
+                         .chunk = (int64_t)1 << 20, .seed = 1, .zipf_s = 1.0};
+    int have_max = 0;
+    enum { O_USERS = 256, O_ITEMS, O_LENGTH, O_ZIPF, O_SEED, O_TS, O_ACTIONS, O_MAXLEN, O_CHUNK };
+    static const struct option longopts[] = {
+        {"users", required_argument, NULL, O_USERS},
+        {"items", required_argument, NULL, O_ITEMS},
+        {"length", required_argument, NULL, O_LENGTH},
+        {"output", required_argument, NULL, 'o'},
+        {"zipf", required_argument, NULL, O_ZIPF},
+        {"seed", required_argument, NULL, O_SEED},
+        {"timestamps", no_argument, NULL, O_TS},
+        {"actions", no_argument, NULL, O_ACTIONS},
+        {"max-length", required_argument, NULL, O_MAXLEN},
+        {"chunk-events", required_argument, NULL, O_CHUNK},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_USERS: o.users = cli_count("--users", optarg, 1, (int64_t)1 << 40); break;
+        case O_ITEMS: o.items = cli_count("--items", optarg, 1, (int64_t)1 << 53); break;
+        case O_LENGTH: o.length_text = optarg; break;
+        case 'o': o.out = optarg; break;
+        case O_ZIPF: o.zipf_s = cli_number("--zipf", optarg, 0.0, 100.0); break;
+        case O_SEED: o.seed = cli_count("--seed", optarg, 0, INT64_MAX); break;
+        case O_TS: o.timestamps = 1; break;
+        case O_ACTIONS: o.actions = 1; break;
+        case O_MAXLEN:
+            o.max_len = cli_count("--max-length", optarg, 1, GEN_MAX_LENGTH);
+            have_max = 1;
+            break;
+        case O_CHUNK: o.chunk = cli_count("--chunk-events", optarg, 1, (int64_t)1 << 30); break;
+        case 'h': gen_usage(stdout); return 0;
+        case ':': fatal("data gen: option '%s' needs a value", argv[optind - 1]);
+        default: fatal("data gen: unknown option '%s' (see 'freescale data gen --help')",
+                       argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        fatal("data gen: unexpected argument '%s'", argv[optind]);
+    if (o.users < 0)
+        fatal("data gen: --users is required");
+    if (o.items < 0)
+        fatal("data gen: --items is required");
+    if (!o.length_text)
+        fatal("data gen: --length is required");
+    if (!o.out || !*o.out)
+        fatal("data gen: -o OUT.h5 is required");
+
+    struct len_dist d;
+    len_parse(&d, o.length_text);
+    if (have_max)
+        len_check_max(&d, o.length_text, o.max_len);
+
+    double t0 = clock_seconds();
+    int64_t events = gen_run(&o, &d);
+    double secs = clock_seconds() - t0;
+    free(d.pool);
+
+    if (d.lo_clamped)
+        log_warn("data gen: %lld length draws were below 1 and clamped to 1",
+                 (long long)d.lo_clamped);
+    if (d.hi_clamped)
+        log_warn("data gen: %lld length draws were above %lld and clamped to it%s",
+                 (long long)d.hi_clamped, (long long)o.max_len,
+                 have_max ? "" : " (the --max-length limit)");
+    log_info("data gen: wrote %s: %lld users, %lld items, %lld events "
+             "(length %s, zipf %g, seed %lld%s%s)",
+             o.out, (long long)o.users, (long long)o.items, (long long)events, o.length_text,
+             o.zipf_s, (long long)o.seed, o.timestamps ? ", timestamps" : "",
+             o.actions ? ", actions" : "");
+    log_info("data gen: %.2f s, %.3g events/s", secs, secs > 0 ? (double)events / secs : 0.0);
+    return 0;
+}

@@ -1,0 +1,531 @@
+/* plan: 'freescale plan', the load-balance planner (DESIGN.md §9).
+ *
+ *   freescale plan FILE.in [section.key=value ...] --batch-per-rank N
+ *                  [--ranks P1,P2,...] [--steps S] [--lengths DIST]
+ *                  [--noise SIGMA] [--csv OUT.csv] [--png OUT.png]
+ *
+ * Predicts, without running anything in parallel, the bubble fraction of
+ * each balance mode (none, lpt, kk) at each rank count, from the
+ * distribution of training-sequence lengths and the cost model
+ * (parallel.cost_model, or its FLOP-count default; cost.h).
+ *
+ * Lengths: the training inputs of a user with L events are
+ * n = min(L - h - 1, data.max_seq_len), h = 2 (data.split = loo) or 1
+ * (hstu), exactly as the trainer builds them (train_data.c); users with
+ * n < 1 are not trained on and are skipped. The users' L come from the
+ * dataset's /offsets (data.path), or from --lengths DIST, which has the
+ * meaning of 'data gen --length' (fixed:L, uniform:A,B, lognormal:MU,SIGMA,
+ * pareto:XM,ALPHA, from:FILE.h5): user lengths as 'data gen' would draw
+ * them (2^20 draws make the pool), then cut the same way.
+ *
+ * Simulation (weak scaling): at P ranks each step draws a global batch of
+ * P N sequences from the pool, uniformly with replacement (keyed by
+ * train.seed, P and the step), predicts each one's cost c(L), assigns the
+ * batch with balance_assign() (parallel.balance_equal_count honoured,
+ * equal rank speeds) and takes balance_bubble(): bubble
+ * sum_r (T - t_r) / (P T), imbalance max / mean. The figures are means
+ * over S steps; by default S = ceil(2^16 / (P N)) clamped to [3, 100], so
+ * that every rank count sees at least ~65536 sequences (100 steps at
+ * small P) while 4096 ranks of 32 stay at 3 steps (kk ~0.5 s each).
+ * The reduction of a mode is 1 - bubble_mode / bubble_none (0 for none,
+ * and 0 when none has no bubble).
+ *
+ * The cost model is taken as exact unless --noise SIGMA is given: then
+ * each sequence's actual time is its predicted cost times
+ * exp(SIGMA z - SIGMA^2 / 2), z standard normal (mean 1; SIGMA ~ the
+ * relative error that 'freescale calibrate' reports, or the step-to-step
+ * jitter of a machine): the balancers see the predictions, the bubble is
+ * that of the actual times.
+ *
+ * Serial: no MPI is started (it runs the same plainly or under
+ * mpirun -np 1); several ranks are refused. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "balance/balance.h"
+#include "base/check.h"
+#include "base/clock.h"
+#include "cli/cli.h"
+#include "balance/cost.h"
+#include "data/dataset.h"
+#include "base/log.h"
+#include "base/params.h"
+#include "tools/plan_tools.h"
+#include "base/rng.h"
+
+#define PLAN_MAX_RANKS 65536
+#define PLAN_MAX_COUNTS 64
+#define PLAN_MAX_BATCH (1LL << 24) /* sequences in one simulated global batch */
+#define PLAN_POOL_DRAWS (1 << 20)  /* user lengths drawn for --lengths */
+#define PLAN_NMODES 3
+
+enum { KEY_POOL = 0x706f6f6c, KEY_STEP = 0x73746570 }; /* purposes for rng_key */
+
+struct plan_opts {
+    const char *file, *ranks_text, *lengths, *csv, *png;
+    int nranks, ranks[PLAN_MAX_COUNTS];
+    int64_t per_rank, steps;
+    double noise;
+    int noverrides;
+    char **overrides;
+};
+
+struct plan_row {
+    int ranks;
+    int64_t steps;
+    double bubble[PLAN_NMODES], imbalance[PLAN_NMODES];
+};
+
+static void plan_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: freescale plan FILE.in [section.key=value ...] --batch-per-rank N\n"
+            "                      [--ranks P1,P2,...] [--steps S] [--lengths DIST]\n"
+            "                      [--noise SIGMA] [--csv OUT.csv] [--png OUT.png]\n"
+            "\n"
+            "Predict the bubble fraction of parallel.balance = none, lpt and kk at each\n"
+            "rank count (weak scaling: N sequences per rank), from the training lengths\n"
+            "of data.path (or --lengths) and parallel.cost_model (auto = FLOP counts).\n"
+            "\n"
+            "  --batch-per-rank N  sequences per rank and step (required)\n"
+            "  --ranks LIST        rank counts in 1..65536 (default 8,16,...,4096)\n"
+            "  --steps S           simulated steps per rank count (default\n"
+            "                      ceil(65536 / (P N)) clamped to [3, 100])\n"
+            "  --lengths DIST      user lengths instead of data.path: fixed:L, uniform:A,B,\n"
+            "                      lognormal:MU,SIGMA, pareto:XM,ALPHA, from:FILE.h5\n"
+            "                      (as 'data gen --length'); cut to data.max_seq_len\n"
+            "  --noise SIGMA       actual time = cost x lognormal noise of relative spread\n"
+            "                      SIGMA (default 0: the cost model is exact)\n"
+            "  --csv OUT.csv       ranks,mode,bubble,imbalance,reduction\n"
+            "  --png OUT.png       bubble fraction against ranks (needs gnuplot)\n");
+}
+
+/* "8,64,256" -> o->ranks; strict whole numbers in [1, PLAN_MAX_RANKS]. */
+static void parse_ranks(struct plan_opts *o, const char *text)
+{
+    o->nranks = 0;
+    const char *p = text;
+    if (!*p)
+        fatal("--ranks: empty list (expected rank counts such as 8,64,256)");
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',') || errno == ERANGE || *p == '+' || *p == ' ')
+            fatal("--ranks: '%s' is not a comma-separated list of whole numbers", text);
+        if (v < 1 || v > PLAN_MAX_RANKS)
+            fatal("--ranks: %ld is out of range [1, %d]", v, PLAN_MAX_RANKS);
+        if (o->nranks == PLAN_MAX_COUNTS)
+            fatal("--ranks: more than %d rank counts", PLAN_MAX_COUNTS);
+        o->ranks[o->nranks++] = (int)v;
+        if (!*end)
+            return;
+        p = end + 1;
+    }
+}
+
+/* --- the pool of training lengths -------------------------------------- */
+
+struct pool {
+    int64_t *len, n;
+    char source[4400];
+};
+
+static void pool_add(struct pool *pl, int64_t user_len, int hold, int64_t N)
+{
+    int64_t n_in = user_len - hold - 1;
+    if (n_in < 1)
+        return;
+    pl->len[pl->n++] = n_in < N ? n_in : N;
+}
+
+/* what names the source in errors ("data.path" or "--lengths"). */
+static void pool_from_dataset(struct pool *pl, const char *what, const char *path, int hold,
+                              int64_t N)
+{
+    struct dataset ds;
+    char err[4400];
+    if (dataset_open(&ds, path, err, sizeof err))
+        fatal("%s: %s", what, err);
+    pl->len = xmalloc((size_t)(ds.num_users ? ds.num_users : 1) * sizeof *pl->len);
+    for (int64_t u = 0; u < ds.num_users; u++)
+        pool_add(pl, dataset_length(&ds, u), hold, N);
+    dataset_close(&ds);
+    snprintf(pl->source, sizeof pl->source, "%s (/offsets)", path);
+}
+
+/* One user length of a distribution (as 'data gen' draws it: rounded,
+ * clamped to >= 1); text names it in errors. */
+static int64_t dist_draw(const char *kind, const double *v, struct rng *r)
+{
+    double x;
+    if (!strcmp(kind, "fixed"))
+        return (int64_t)v[0];
+    if (!strcmp(kind, "uniform"))
+        return (int64_t)v[0] + (int64_t)rng_below(r, (uint64_t)(v[1] - v[0]) + 1);
+    if (!strcmp(kind, "lognormal"))
+        x = exp(v[0] + v[1] * rng_normal(r));
+    else /* pareto: xm U^(-1/alpha), U in (0, 1] */
+        x = v[0] * pow(1.0 - rng_uniform(r), -1.0 / v[1]);
+    if (!(x < 1e9))
+        return 1000000000;
+    int64_t l = (int64_t)floor(x + 0.5);
+    return l < 1 ? 1 : l;
+}
+
+static int whole(double v) { return v == floor(v) && v >= 1 && v <= 1e9; }
+
+static void pool_from_dist(struct pool *pl, const char *text, int hold, int64_t N,
+                           uint64_t seed)
+{
+    const char *colon = strchr(text, ':');
+    if (!colon)
+        fatal("--lengths: '%s' is not a distribution (expected fixed:L, uniform:A,B, "
+              "lognormal:MU,SIGMA, pareto:XM,ALPHA or from:FILE.h5)", text);
+    char kind[16];
+    size_t nl = (size_t)(colon - text);
+    snprintf(kind, sizeof kind, "%.*s", (int)(nl < 15 ? nl : 15), text);
+    const char *args = colon + 1;
+    if (!strcmp(kind, "from")) {
+        if (!*args)
+            fatal("--lengths: '%s' needs a file name after 'from:'", text);
+        /* resampling the file's users, as 'data gen' does, has the
+         * distribution of the file's own lengths */
+        pool_from_dataset(pl, "--lengths", args, hold, N);
+    } else {
+        int want = !strcmp(kind, "fixed") ? 1
+                   : !strcmp(kind, "uniform") || !strcmp(kind, "lognormal") ||
+                           !strcmp(kind, "pareto")
+                       ? 2
+                       : 0;
+        if (!want || nl >= 15)
+            fatal("--lengths: unknown distribution '%.*s' in '%s' (expected fixed, uniform, "
+                  "lognormal, pareto or from)", (int)nl, text, text);
+        double v[2];
+        if (cli_numbers("--lengths", args, v, 2) != want)
+            fatal("--lengths: '%s' needs %d number%s after the ':'", text, want,
+                  want > 1 ? "s" : "");
+        if ((!strcmp(kind, "fixed") && !whole(v[0])) ||
+            (!strcmp(kind, "uniform") && (!whole(v[0]) || !whole(v[1]) || v[0] > v[1])))
+            fatal("--lengths: '%s': lengths must be whole numbers in [1, 1e9] (A <= B)", text);
+        if (!strcmp(kind, "lognormal") && (fabs(v[0]) > 50 || v[1] < 0 || v[1] > 20))
+            fatal("--lengths: '%s': need |MU| <= 50 and 0 <= SIGMA <= 20", text);
+        if (!strcmp(kind, "pareto") && (!(v[0] > 0) || !(v[1] > 0)))
+            fatal("--lengths: '%s': need XM > 0 and ALPHA > 0", text);
+        pl->len = xmalloc((size_t)PLAN_POOL_DRAWS * sizeof *pl->len);
+        for (int64_t i = 0; i < PLAN_POOL_DRAWS; i++) {
+            struct rng r; /* one stream per user, like data gen */
+            rng_init(&r, rng_key(seed, (uint64_t)i, KEY_POOL));
+            pool_add(pl, dist_draw(kind, v, &r), hold, N);
+        }
+    }
+    snprintf(pl->source, sizeof pl->source, "--lengths %s", text);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --- simulation ---------------------------------------------------------- */
+
+static int64_t default_steps(int64_t n)
+{
+    int64_t s = (65536 + n - 1) / n;
+    return s < 3 ? 3 : s > 100 ? 100 : s;
+}
+
+static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
+                     int64_t per_rank, int64_t steps, int equal_count, double noise,
+                     uint64_t seed, struct plan_row *row)
+{
+    const int64_t n = (int64_t)P * per_rank;
+    double *cost = xmalloc((size_t)n * sizeof *cost);
+    double *actual = noise > 0 ? xmalloc((size_t)n * sizeof *actual) : cost;
+    int *owner = xmalloc((size_t)n * sizeof *owner);
+    memset(row, 0, sizeof *row);
+    row->ranks = P;
+    row->steps = steps;
+    for (int64_t s = 0; s < steps; s++) {
+        struct rng r;
+        rng_init(&r, rng_key(seed, KEY_STEP ^ (uint64_t)P << 32, (uint64_t)s));
+        for (int64_t i = 0; i < n; i++)
+            cost[i] = cost_of(cm, pl->len[rng_below(&r, (uint64_t)pl->n)]);
+        if (noise > 0)
+            for (int64_t i = 0; i < n; i++)
+                actual[i] = cost[i] * exp(noise * rng_normal(&r) - 0.5 * noise * noise);
+        for (int m = 0; m < PLAN_NMODES; m++) {
+            double bub, imb;
+            balance_assign((enum balance_mode)m, equal_count, cost, n, P, NULL, owner);
+            balance_bubble(actual, n, P, owner, NULL, &bub, &imb);
+            row->bubble[m] += bub / (double)steps;
+            row->imbalance[m] += imb / (double)steps;
+        }
+    }
+    if (actual != cost)
+        free(actual);
+    free(cost);
+    free(owner);
+}
+
+static double reduction(const struct plan_row *row, int m)
+{
+    if (m == BALANCE_NONE || row->bubble[BALANCE_NONE] <= 0)
+        return 0.0;
+    return 1.0 - row->bubble[m] / row->bubble[BALANCE_NONE];
+}
+
+/* --- outputs ------------------------------------------------------------- */
+
+static void write_csv(const char *path, const struct plan_row *rows, int nrows)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fatal("--csv: cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "ranks,mode,bubble,imbalance,reduction\n");
+    for (int i = 0; i < nrows; i++)
+        for (int m = 0; m < PLAN_NMODES; m++)
+            fprintf(f, "%d,%s,%.6f,%.6f,%.6f\n", rows[i].ranks,
+                    balance_name((enum balance_mode)m), rows[i].bubble[m],
+                    rows[i].imbalance[m], reduction(&rows[i], m));
+    if (ferror(f) | fclose(f))
+        fatal("--csv: error writing %s: %s", path, strerror(errno));
+}
+
+/* The gnuplot program on PATH, into buf; 0 if there is none. */
+static int find_gnuplot(char *buf, size_t len)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return 0;
+    while (*path) {
+        size_t k = strcspn(path, ":");
+        snprintf(buf, len, "%.*s/gnuplot", (int)(k ? k : 1), k ? path : ".");
+        if (access(buf, X_OK) == 0)
+            return 1;
+        path += k + (path[k] == ':');
+    }
+    return 0;
+}
+
+static void write_png(const char *path, const char *gnuplot, const struct plan_row *rows,
+                      int nrows, int64_t per_rank)
+{
+    char tmp[4200], cmd[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(cmd, sizeof cmd, "'%s'", gnuplot);
+    FILE *g = popen(cmd, "w");
+    if (!g)
+        fatal("--png: cannot run %s: %s", gnuplot, strerror(errno));
+    fprintf(g, "set terminal png size 800,500\nset output '%s'\n", tmp);
+    fprintf(g, "set logscale x 2\nset xlabel 'ranks'\nset ylabel 'predicted bubble fraction'\n"
+               "set grid\nset key outside right\nset format y '%%g'\n"
+               "set title 'freescale plan: %lld sequences per rank'\n", (long long)per_rank);
+    /* balanced modes are orders of magnitude below none: a log y axis shows
+     * them all, unless a bubble is 0 (equal costs) */
+    int positive = 1;
+    for (int i = 0; i < nrows; i++)
+        for (int m = 0; m < PLAN_NMODES; m++)
+            positive &= rows[i].bubble[m] > 0;
+    fprintf(g, positive ? "set logscale y 10\nset ylabel 'predicted bubble fraction (log scale)'\n"
+                        : "set yrange [0:*]\n");
+    for (int m = 0; m < PLAN_NMODES; m++) {
+        fprintf(g, "$%s << EOD\n", balance_name((enum balance_mode)m));
+        for (int i = 0; i < nrows; i++)
+            fprintf(g, "%d %.6f\n", rows[i].ranks, rows[i].bubble[m]);
+        fprintf(g, "EOD\n");
+    }
+    fprintf(g, "plot $none with linespoints title 'none', $lpt with linespoints title 'lpt', "
+               "$kk with linespoints title 'kk'\n");
+    int st = pclose(g);
+    if (st != 0) {
+        unlink(tmp);
+        fatal("--png: gnuplot failed (status %d) writing %s", st, path);
+    }
+    if (rename(tmp, path)) {
+        int e = errno;
+        unlink(tmp);
+        fatal("--png: cannot write %s: %s", path, strerror(e));
+    }
+}
+
+/* --- command line ---------------------------------------------------------- */
+
+static void refuse_parallel(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 1)
+            fatal("'freescale plan' is serial: run it without mpirun/srun or with one rank "
+                  "(%s=%s)", vars[i], v);
+    }
+}
+
+/* Options "--name VALUE" or "--name=VALUE"; other words are overrides. */
+static void parse_args(struct plan_opts *o, int argc, char **argv)
+{
+    memset(o, 0, sizeof *o);
+    o->ranks_text = "8,16,32,64,128,256,512,1024,2048,4096";
+    o->overrides = xmalloc((size_t)(argc ? argc : 1) * sizeof *o->overrides);
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            plan_usage(stdout);
+            exit(0);
+        }
+        if (strncmp(a, "--", 2)) {
+            cli_file_or_override("plan", a, &o->file, o->overrides, &o->noverrides);
+            continue;
+        }
+        const char *names[] = {"--ranks", "--batch-per-rank", "--steps", "--lengths", "--csv",
+                               "--png", "--noise"};
+        const char *val = NULL;
+        int k = cli_option("plan", argc, argv, &i, names, (int)(sizeof names / sizeof *names),
+                           &val);
+        if (k < 0)
+            fatal("plan: unknown option '%s' (see freescale plan --help)", a);
+        switch (k) {
+        case 0: o->ranks_text = val; break;
+        case 1: o->per_rank = cli_count("--batch-per-rank", val, 1, 1000000); break;
+        case 2: o->steps = cli_count("--steps", val, 1, 1000000); break;
+        case 3: o->lengths = val; break;
+        case 4: o->csv = val; break;
+        case 5: o->png = val; break;
+        case 6: o->noise = cli_number("--noise", val, 0, 5); break;
+        default: fatal("plan: unknown option '%s' (see freescale plan --help)", a);
+        }
+    }
+    if (!o->file) {
+        plan_usage(stderr);
+        fatal("plan: a parameter file is required");
+    }
+    if (!o->per_rank)
+        fatal("plan: --batch-per-rank N is required (sequences per rank and step)");
+    parse_ranks(o, o->ranks_text);
+    for (int i = 0; i < o->nranks; i++)
+        if ((int64_t)o->ranks[i] * o->per_rank > PLAN_MAX_BATCH)
+            fatal("plan: %d ranks x %lld sequences is over %lld sequences per step",
+                  o->ranks[i], (long long)o->per_rank, (long long)PLAN_MAX_BATCH);
+    if (o->png && strchr(o->png, '\''))
+        fatal("--png: the file name must not contain a single quote");
+}
+
+int plan_main(int argc, char **argv)
+{
+    refuse_parallel();
+    struct plan_opts o;
+    parse_args(&o, argc, argv);
+    char gnuplot[4096];
+    if (o.png && !find_gnuplot(gnuplot, sizeof gnuplot))
+        fatal("--png needs gnuplot, which is not on PATH (Debian: apt-get install "
+              "gnuplot-nox); run without --png or use --csv");
+
+    static struct params p;
+    char err[PARAM_ERR_MAX];
+    params_defaults(&p);
+    if (params_read_file(&p, o.file, err, sizeof err))
+        fatal("%s", err);
+    for (int i = 0; i < o.noverrides; i++)
+        if (params_override(&p, o.overrides[i], "command line", err, sizeof err))
+            fatal("%s", err);
+    struct cost_model cm;
+    int is_auto;
+    if (cost_model_from_params(&p, &cm, &is_auto, err, sizeof err))
+        fatal("%s", err);
+
+    const int64_t N = params_i64(&p, P_data_max_seq_len);
+    const int hold = params_i64(&p, P_data_split) == 0 ? 2 : 1;
+    const uint64_t seed = (uint64_t)params_i64(&p, P_train_seed);
+    const int equal = (int)params_i64(&p, P_parallel_balance_equal_count);
+    struct pool pl = {0};
+    if (o.lengths)
+        pool_from_dist(&pl, o.lengths, hold, N, seed);
+    else if (params_str(&p, P_data_path)[0])
+        pool_from_dataset(&pl, "data.path", params_str(&p, P_data_path), hold, N);
+    else
+        fatal("plan: no lengths: set data.path to a dataset or give --lengths DIST");
+    if (pl.n == 0)
+        fatal("plan: %s has no user with a training input (at least %d events)", pl.source,
+              hold + 2);
+
+    /* summary of the pool: mean, max, and the cost share of the top 1% */
+    double *c = xmalloc((size_t)pl.n * sizeof *c), total = 0, sumL = 0;
+    int64_t maxL = 0;
+    for (int64_t i = 0; i < pl.n; i++) {
+        c[i] = cost_of(&cm, pl.len[i]);
+        total += c[i];
+        sumL += (double)pl.len[i];
+        maxL = pl.len[i] > maxL ? pl.len[i] : maxL;
+    }
+    int64_t top = pl.n / 100 ? pl.n / 100 : 1;
+    qsort(c, (size_t)pl.n, sizeof *c, cmp_double);
+    double top_cost = 0;
+    for (int64_t i = pl.n - top; i < pl.n; i++)
+        top_cost += c[i];
+    free(c);
+
+    char cms[256];
+    cost_model_format(&cm, cms, sizeof cms);
+    printf("freescale plan: %s d=%lld layers=%lld, data.max_seq_len %lld, data.split %s\n",
+           params_str(&p, P_model_type), (long long)params_i64(&p, P_model_dim),
+           (long long)params_i64(&p, P_model_layers), (long long)N, params_str(&p, P_data_split));
+    printf("cost model: %s (%s per sequence): %s\n",
+           is_auto ? "auto, FLOP counts" : "parallel.cost_model", is_auto ? "FLOPs" : "units",
+           cms);
+    printf("lengths: %s: %lld training sequences, mean %.1f, max %lld tokens; the longest 1%% "
+           "carry %.1f%% of the cost\n",
+           pl.source, (long long)pl.n, sumL / (double)pl.n, (long long)maxL,
+           100.0 * top_cost / total);
+    printf("weak scaling: %lld sequences per rank and step, drawn with replacement; "
+           "balance_equal_count %s; seed %llu; ",
+           (long long)o.per_rank, equal ? "on" : "off", (unsigned long long)seed);
+    if (o.noise > 0)
+        printf("actual times: cost x lognormal noise, sigma %g\n\n", o.noise);
+    else
+        printf("the cost model taken as exact\n\n");
+    printf("%7s %9s %6s  %-5s %9s %10s %10s\n", "ranks", "batch", "steps", "mode", "bubble",
+           "imbalance", "reduction");
+    fflush(stdout);
+
+    double t0 = clock_seconds();
+    struct plan_row *rows = xcalloc((size_t)o.nranks, sizeof *rows);
+    for (int i = 0; i < o.nranks; i++) {
+        int64_t n = (int64_t)o.ranks[i] * o.per_rank;
+        simulate(&pl, &cm, o.ranks[i], o.per_rank, o.steps ? o.steps : default_steps(n), equal,
+                 o.noise, seed, &rows[i]);
+        for (int m = 0; m < PLAN_NMODES; m++) {
+            if (m == 0)
+                printf("%7d %9lld %6lld", o.ranks[i], (long long)n, (long long)rows[i].steps);
+            else
+                printf("%7s %9s %6s", "", "", "");
+            printf("  %-5s %9.5f %10.4f ", balance_name((enum balance_mode)m),
+                   rows[i].bubble[m], rows[i].imbalance[m]);
+            if (m == 0)
+                printf("%10s\n", "-");
+            else
+                printf("%9.2f%%\n", 100.0 * reduction(&rows[i], m));
+        }
+        fflush(stdout);
+    }
+    printf("\n(simulated in %.1f s; bubble = sum_r (T - t_r) / (P T) per step, imbalance = "
+           "max / mean, means over the steps; reduction = 1 - bubble / bubble(none))\n",
+           clock_seconds() - t0);
+    if (o.csv) {
+        write_csv(o.csv, rows, o.nranks);
+        printf("wrote %s\n", o.csv);
+    }
+    if (o.png) {
+        write_png(o.png, gnuplot, rows, o.nranks, o.per_rank);
+        printf("wrote %s\n", o.png);
+    }
+    free(rows);
+    free(pl.len);
+    free(o.overrides);
+    return 0;
+}

@@ -1,0 +1,202 @@
+/* steptime: phase timers, bubble accounting and trace; see steptime.h. */
+#include "train/steptime.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/check.h"
+#include "base/clock.h"
+
+const char *phase_name(enum phase ph)
+{
+    static const char *names[PH_COUNT] = {"read", "plan", "input_dist", "lookup", "forward",
+                                          "backward", "grad_exchange", "allreduce", "optimizer"};
+    return names[ph];
+}
+
+void steptime_init(struct steptime *st, int64_t interval, int64_t trace_steps)
+{
+    memset(st, 0, sizeof *st);
+    st->cap = interval;
+    st->dur = xcalloc((size_t)interval, sizeof *st->dur);
+    st->busy = xcalloc((size_t)interval, sizeof *st->busy);
+    st->cost = xcalloc((size_t)interval, sizeof *st->cost);
+    st->trace_left = trace_steps;
+}
+
+void steptime_free(struct steptime *st)
+{
+    free(st->dur);
+    free(st->busy);
+    free(st->cost);
+    free(st->trace);
+    memset(st, 0, sizeof *st);
+}
+
+void steptime_begin(struct steptime *st)
+{
+    st->step_start = st->mark = clock_seconds();
+    st->mpi_start = comm_mpi_seconds();
+    st->hidden_start = comm_hidden_seconds();
+    if (st->trace_left > 0 && st->trace_origin == 0)
+        st->trace_origin = st->step_start;
+}
+
+void steptime_phase(struct steptime *st, enum phase ph)
+{
+    double now = clock_seconds();
+    st->t[ph] += now - st->mark;
+    if (st->trace_left > 0) {
+        if (st->trace_n == st->trace_cap) {
+            st->trace_cap = st->trace_cap ? 2 * st->trace_cap : 256;
+            st->trace = xrealloc(st->trace, (size_t)st->trace_cap * 3 * sizeof *st->trace);
+        }
+        double *e = st->trace + 3 * st->trace_n++;
+        e[0] = ph;
+        e[1] = 1e6 * (st->mark - st->trace_origin);
+        e[2] = 1e6 * (now - st->mark);
+    }
+    st->mark = now;
+}
+
+void steptime_end(struct steptime *st, double cost)
+{
+    double dur = clock_seconds() - st->step_start;
+    double wait = comm_mpi_seconds() - st->mpi_start;
+    st->exposed += wait;
+    st->hidden += comm_hidden_seconds() - st->hidden_start;
+    if (st->k < st->cap) {
+        st->dur[st->k] = dur;
+        st->busy[st->k] = dur - wait > 0 ? dur - wait : 0;
+        st->cost[st->k] = cost;
+        st->k++;
+    }
+    if (st->trace_left > 0)
+        st->trace_left--;
+}
+
+void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *out)
+{
+    const int P = c->size;
+    const int64_t k = st->k; /* every rank records the same steps */
+    /* one record per rank: k x (dur, busy, cost), phase sums */
+    const int64_t n = 3 * k + PH_COUNT + 2;
+    double *mine = xcalloc((size_t)n, sizeof *mine), *all = xmalloc((size_t)(n * P) * sizeof *all);
+    for (int64_t s = 0; s < st->k; s++) {
+        mine[3 * s] = st->dur[s];
+        mine[3 * s + 1] = st->busy[s];
+        mine[3 * s + 2] = st->cost[s];
+    }
+    memcpy(mine + 3 * k, st->t, sizeof st->t);
+    mine[3 * k + PH_COUNT] = st->exposed;
+    mine[3 * k + PH_COUNT + 1] = st->hidden;
+    int64_t *counts = xmalloc((size_t)P * sizeof *counts);
+    for (int r = 0; r < P; r++)
+        counts[r] = n;
+    comm_allgatherv(c, COMM_WORLD, COMM_F64, mine, n, all, counts, COMM_PH_OTHER);
+    memset(out, 0, offsetof(struct step_stats, tau));
+    double wait = 0;
+    for (int64_t s = 0; s < k; s++) {
+        double T = 0, sum = 0, mx = 0;
+        for (int r = 0; r < P; r++) {
+            const double *e = all + r * n + 3 * s;
+            T = e[0] > T ? e[0] : T;
+            sum += e[1];
+            mx = e[1] > mx ? e[1] : mx;
+            wait += e[0] - e[1];
+        }
+        double b = 0;
+        for (int r = 0; r < P; r++)
+            b += T - all[r * n + 3 * s + 1];
+        out->bubble += T > 0 ? b / (P * T) : 0;
+        out->imbalance += sum > 0 ? mx / (sum / P) : 1;
+    }
+    if (k > 0) {
+        out->bubble /= (double)k;
+        out->imbalance /= (double)k;
+        out->wait_ms = 1e3 * wait / (double)(k * P);
+    }
+    for (int ph = 0; ph < PH_COUNT; ph++) {
+        double sum = 0;
+        for (int r = 0; r < P; r++)
+            sum += all[r * n + 3 * k + ph];
+        out->phase_ms[ph] = k > 0 ? 1e3 * sum / (double)(k * P) : 0;
+    }
+    double exposed = 0, hidden = 0;
+    for (int r = 0; r < P; r++) {
+        exposed += all[r * n + 3 * k + PH_COUNT];
+        hidden += all[r * n + 3 * k + PH_COUNT + 1];
+    }
+    out->overlap = hidden + exposed > 0 ? hidden / (hidden + exposed) : 0;
+    /* busy seconds per unit of cost of every rank, over the interval */
+    if (!out->tau) {
+        out->tau = xcalloc((size_t)P, sizeof *out->tau);
+        out->cost_sum = xcalloc((size_t)P, sizeof *out->cost_sum);
+    }
+    for (int r = 0; r < P; r++) {
+        double busy = 0, cost = 0;
+        for (int64_t s = 0; s < k; s++) {
+            busy += all[r * n + 3 * s + 1];
+            cost += all[r * n + 3 * s + 2];
+        }
+        out->tau[r] = cost > 0 ? busy / cost : 0;
+        out->cost_sum[r] = cost;
+    }
+    free(mine);
+    free(all);
+    free(counts);
+    st->k = 0;
+    memset(st->t, 0, sizeof st->t);
+    st->exposed = st->hidden = 0;
+}
+
+int steptime_trace_write(struct steptime *st, struct comm *c, const char *path, int force)
+{
+    if (!path[0] || st->trace_origin < 0 || (st->trace_left > 0 && !force))
+        return 0;
+    const int P = c->size;
+    int64_t *counts = xmalloc((size_t)P * sizeof *counts);
+    comm_allgather_i64(c, COMM_WORLD, 3 * st->trace_n, counts);
+    int64_t total = 0;
+    for (int r = 0; r < P; r++)
+        total += counts[r];
+    double *all = xmalloc((size_t)(total ? total : 1) * sizeof *all);
+    comm_allgatherv(c, COMM_WORLD, COMM_F64, st->trace, 3 * st->trace_n, all, counts,
+                    COMM_PH_OTHER);
+    st->trace_origin = -1; /* written once */
+    st->trace_left = 0;
+    if (c->rank == 0) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f)
+            fatal("output.trace = %s: cannot write %s: %s", path, tmp, strerror(errno));
+        fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+        int first = 1;
+        for (int r = 0; r < P; r++)
+            fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,"
+                       "\"args\":{\"name\":\"rank %d\"}}", first ? (first = 0, "") : ",\n", r, r);
+        int64_t off = 0;
+        for (int r = 0; r < P; r++) {
+            for (int64_t i = 0; i < counts[r]; i += 3) {
+                const double *e = all + off + i;
+                fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"pid\":0,"
+                           "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}",
+                        phase_name((enum phase)(int)e[0]), r, e[1], e[2]);
+            }
+            off += counts[r];
+        }
+        fprintf(f, "\n]}\n");
+        if (fclose(f) != 0 || rename(tmp, path) != 0) {
+            unlink(tmp);
+            fatal("output.trace = %s: cannot write: %s", path, strerror(errno));
+        }
+    }
+    free(all);
+    free(counts);
+    return 1;
+}

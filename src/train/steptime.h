@@ -1,0 +1,64 @@
+/* steptime: phase timers of the training step, bubble accounting and the
+ * Chrome trace (DESIGN.md §9).
+ *
+ * Every rank times the phases of each step. Its busy time is the step's
+ * wall time less the time spent inside MPI calls (waiting at collectives);
+ * for step s with T_s = max_r step_r,s the bubble fraction is
+ * sum_r (T_s - busy_r,s) / (P T_s), and the imbalance max_r busy / mean_r
+ * busy. Communication time inside MPI is "exposed"; non-blocking exchanges
+ * in flight while the rank computed are "hidden"; the overlap ratio is
+ * hidden / (hidden + exposed). Steps are recorded locally; steptime_collect() makes the one
+ * collective of a logging interval (an all-gather of each rank's steps and
+ * phase sums) and returns the interval's means. */
+#ifndef FS_STEPTIME_H
+#define FS_STEPTIME_H
+
+#include <stdint.h>
+
+#include "comm/comm.h"
+
+enum phase {
+    PH_READ, PH_PLAN, PH_INPUT_DIST, PH_LOOKUP, PH_FORWARD, PH_BACKWARD, PH_GRAD_EXCHANGE,
+    PH_ALLREDUCE, PH_OPTIMIZER, PH_COUNT
+};
+
+struct steptime {
+    double t[PH_COUNT];        /* this interval's seconds per phase */
+    double mark, step_start, mpi_start, hidden_start;
+    double exposed, hidden;    /* this interval's communication seconds */
+    int64_t cap, k;            /* steps recorded in this interval */
+    double *dur, *busy, *cost; /* [cap] per step: wall, busy, predicted cost */
+    /* trace window */
+    int64_t trace_left, trace_n, trace_cap;
+    double trace_origin;
+    double *trace;             /* [trace_n, 3]: phase, start us, duration us */
+    int64_t step_index;
+};
+
+struct step_stats {
+    double bubble, imbalance;  /* means over the interval's steps */
+    double phase_ms[PH_COUNT]; /* mean per step over ranks */
+    double wait_ms;            /* mean time inside MPI per step: the exposed
+                                * communication (step time - busy time) */
+    double overlap;            /* hidden / (hidden + exposed) communication
+                                * time, hidden = in flight behind compute */
+    double *tau;               /* [P] busy seconds per unit of predicted cost (heap) */
+    double *cost_sum;          /* [P] predicted cost of each rank over the interval (heap) */
+};
+
+const char *phase_name(enum phase ph);
+void steptime_init(struct steptime *st, int64_t interval, int64_t trace_steps);
+void steptime_free(struct steptime *st);
+void steptime_begin(struct steptime *st);
+/* Close phase ph at now (it began at the previous mark). */
+void steptime_phase(struct steptime *st, enum phase ph);
+/* End the step; cost = this rank's predicted cost of it. */
+void steptime_end(struct steptime *st, double cost);
+/* The interval's figures (collective over all ranks); resets the interval. */
+void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *out);
+/* When the trace window is full (or force), gather every rank's slices to
+ * rank 0 and write Chrome trace-event JSON to path (temporary + rename).
+ * Collective. Returns 1 once written. */
+int steptime_trace_write(struct steptime *st, struct comm *c, const char *path, int force);
+
+#endif
