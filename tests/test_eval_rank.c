@@ -27,7 +27,7 @@
 #include "backend/backend.h"
 #include "base/check.h"
 #include "comm/comm.h"
-#include "embedding/embedding.h"
+#include "embedding/emb_exchange.h"
 #include "eval/eval_rank.h"
 #include "mpitest.h"
 #include "base/rng.h"

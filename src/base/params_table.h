@@ -5,8 +5,10 @@
  * type: INT (int64), FLOAT (double), BOOL (on/off), CHOICE (one of the
  * '|'-separated words in choices), STRING. min/max bound INT and FLOAT
  * (inclusive); choices is NULL for all but CHOICE.
- * Code reads values as params_i64(p, P_TRAIN_LR)-style accessors; the enum
- * name is P_<SECTION>_<KEY> in capitals (see params.h). */
+ * Code reads values as params_f64(p, P_train_lr)-style accessors; the enum
+ * name is P_<section>_<key>, spelt as in the file (see params.h). Only
+ * start-up code reads them: the trainer resolves its configuration once
+ * (train/train_conf.c). */
 X(data, path, STRING, "", 0, 0, NULL,
   "HDF5 sequence dataset (made by 'freescale data import' or 'data gen')")
 X(data, max_seq_len, INT, "200", 2, 1000000, NULL,

@@ -1,5 +1,5 @@
 /* emb_backward: the backward exchange of a sharded embedding lookup and the
- * sparse update (see embedding.h).
+ * sparse update (see emb_exchange.h).
  *
  * requester: g_u = sum of the token gradients of each unique id, in token
  *            order (in double: a hot id collects thousands of tokens), sent
@@ -13,7 +13,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
-#include "embedding/embedding.h"
+#include "embedding/emb_exchange_priv.h"
 #include "base/idmap.h"
 
 /* Sum rows of g[n, dim] with equal ids[n] into (*out_ids)[k], (*out_g)[k, dim],
@@ -63,22 +63,9 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     free(acc);
     if (tm)
         tm->grad_sum += clock_seconds() - t0;
-    emb_backward_unique(t, c, x, gu, tm);
+    emb_grad_post(t, c, x, gu, tm);
+    emb_grad_finish(t, c, x, tm);
     free(gu);
-}
-
-/* Chunk k's counts and displacements (in floats) of the exchange towards
- * the owners: the reverse of the rows' path. */
-static void chunk_layout(const struct emb_exchange *x, int dim, int k, int64_t *sc, int64_t *sd,
-                         int64_t *rc, int64_t *rd)
-{
-    for (int p = 0; p < x->G; p++) {
-        int64_t want0 = x->scounts0[p], serve0 = x->rcounts0[p];
-        sc[p] = (k == 0 ? want0 : x->scounts[p] - want0) * dim;
-        sd[p] = (x->sdispls[p] + (k == 0 ? 0 : want0)) * dim;
-        rc[p] = (k == 0 ? serve0 : x->rcounts[p] - serve0) * dim;
-        rd[p] = (x->rdispls[p] + (k == 0 ? 0 : serve0)) * dim;
-    }
 }
 
 void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchange *x,
@@ -88,11 +75,13 @@ void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchang
     double t1 = clock_seconds();
     if (!x->gs)
         x->gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
+    if (x->gposted[k])
+        fatal("emb_grad_post_chunk: chunk %d of table '%s' posted twice", k, t->conf.name);
     int64_t *v = xmalloc((size_t)G * 4 * sizeof(int64_t));
-    chunk_layout(x, dim, k, v, v + G, v + 2 * G, v + 3 * G);
+    emb_chunk_layout(x, k, dim, v, v + G, v + 2 * G, v + 3 * G); /* requester -> owner */
     comm_ialltoallv(c, COMM_EMB, COMM_F32, gu, v, v + G, x->gs, v + 2 * G, v + 3 * G,
                     COMM_PH_GRADS, &x->greq[k]);
-    x->gpending[k] = 1;
+    x->gposted[k] = x->gpending[k] = 1;
     free(v);
     if (tm)
         tm->grads += clock_seconds() - t1;
@@ -101,23 +90,9 @@ void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchang
 void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
                    struct emb_times *tm)
 {
-    emb_grad_post_chunk(t, c, x, gu, 0, tm);
-    emb_grad_post_chunk(t, c, x, gu, 1, tm);
-}
-
-int emb_grad_test(struct emb_exchange *x)
-{
     for (int k = 0; k < 2; k++)
-        if (x->gpending[k] && comm_test(&x->greq[k]))
-            x->gpending[k] = 0;
-    return !x->gpending[0] && !x->gpending[1];
-}
-
-void emb_backward_unique(struct emb_table *t, struct comm *c, struct emb_exchange *x,
-                         const float *gu, struct emb_times *tm)
-{
-    emb_grad_post(t, c, x, gu, tm);
-    emb_grad_finish(t, c, x, tm);
+        if (!x->gposted[k])
+            emb_grad_post_chunk(t, c, x, gu, k, tm);
 }
 
 void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x,
@@ -125,6 +100,8 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
 {
     const int G = t->G, dim = t->conf.dim;
     double t1 = clock_seconds();
+    if (!x->gposted[0] || !x->gposted[1])
+        fatal("emb_grad_finish: table '%s': a chunk's gradients were not posted", t->conf.name);
     for (int k = 0; k < 2; k++)
         if (x->gpending[k]) {
             comm_wait(&x->greq[k]);

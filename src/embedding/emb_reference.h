@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "embedding/embedding.h"
+#include "embedding/emb_table.h"
 
 struct emb_ref {
     struct emb_table_conf conf;

@@ -12,12 +12,10 @@
 void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out)
 {
     const struct backend_ops *be = tr->be;
-    const int d = tr->d;
+    const int d = tr->conf.d;
     const size_t td = (size_t)(b->T ? b->T : 1) * (size_t)d * sizeof(float);
     float *emb = xmalloc(td);
-    struct emb_exchange x;
-    emb_lookup(tr->items, tr->c, b->items, b->T, emb, &x, NULL);
-    emb_exchange_free(&x);
+    emb_exchange_free(emb_lookup(tr->items, tr->c, b->items, b->T, emb, NULL));
     struct batch mb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
                        .row_keys = b->keys, .train = 0};
     void *own_emb, *own_y;
@@ -37,9 +35,9 @@ void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *ou
 void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
 {
     struct comm *c = tr->c;
-    const int d = tr->d;
+    const int d = tr->conf.d;
     int64_t *users;
-    int64_t n = split_eval_users(&tr->ds, tr->split, test, &users);
+    int64_t n = split_eval_users(&tr->ds, tr->conf.split, test, &users);
     int64_t lo = n * c->rank / c->size, hi = n * (c->rank + 1) / c->size, nq = hi - lo;
     /* user vectors in chunks (every rank takes part in the same number of
      * collective lookups), then one ranking call for all of them */
@@ -52,7 +50,7 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
         int64_t a = r * EVAL_CHUNK < nq ? r * EVAL_CHUNK : nq;
         int64_t b = a + EVAL_CHUNK < nq ? a + EVAL_CHUNK : nq;
         struct seq_batch sb;
-        batch_eval(&tr->ds, tr->split, test, tr->N, tr->with_ts, users + lo + a, b - a, &sb);
+        batch_eval(&tr->ds, tr->conf.split, test, tr->conf.N, tr->with_ts, users + lo + a, b - a, &sb);
         train_user_vectors(tr, &sb, u + a * d);
         hist = xrealloc(hist, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hist);
         for (int64_t i = 0; i < sb.B; i++) {
@@ -63,7 +61,7 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
         nh += sb.hist_off[sb.B];
         batch_free(&sb);
     }
-    struct eval_conf conf = {.normalize_items = tr->normalize_items};
+    struct eval_conf conf = {.normalize_items = tr->conf.normalize_items};
     struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
                              .hist_ids = hist};
     int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);

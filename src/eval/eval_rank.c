@@ -120,9 +120,7 @@ static void target_scores(struct emb_table *t, struct comm *c, const struct back
     const int64_t n = q->n;
     size_t bytes = (size_t)(n ? n : 1) * (size_t)d * sizeof(float);
     float *rows = xmalloc(bytes);
-    struct emb_exchange x;
-    emb_lookup(t, c, q->targets, n, rows, &x, NULL); /* collective over emb */
-    emb_exchange_free(&x);
+    emb_exchange_free(emb_lookup(t, c, q->targets, n, rows, NULL)); /* collective over emb */
     if (normalize && n > 0) {
         float *a = be->alloc(bytes), *b = be->alloc(bytes), *nrm = be->alloc((size_t)n * 4);
         be->to_device(a, rows, (size_t)n * (size_t)d * sizeof(float));

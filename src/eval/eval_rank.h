@@ -36,7 +36,7 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
-#include "embedding/embedding.h"
+#include "embedding/emb_exchange.h"
 
 #define EVAL_MAX_TOPK 200
 

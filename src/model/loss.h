@@ -18,8 +18,10 @@
  * scatter-added into the unique rows and taken through the normalisation
  * once per unique row.
  *
- * These are the CPU reference implementations (host pointers); a backend
- * whose memory is not host memory (be->name other than "cpu") is refused. */
+ * Pointers are backend memory: the functions normalise the rows and
+ * dispatch to the backend's softmax_loss and bce_loss operations (the CPU
+ * reference in backend/backend_cpu_loss.c, the CUDA kernels in
+ * cuda/loss.cu). */
 #ifndef FS_LOSS_H
 #define FS_LOSS_H
 

@@ -95,8 +95,10 @@ void model_zero_grads(struct model *m)
     m->be->zero(m->grad, (size_t)m->ngrad * sizeof(float));
 }
 
-void model_progress(const struct model *m, int first_final)
+void model_set_hook(struct model *m, struct model_hook h) { m->hook = h; }
+
+void model_between_layers(const struct model *m, int first_final)
 {
-    if (m->progress)
-        m->progress(m->progress_ctx, first_final);
+    if (m->hook.between_layers)
+        m->hook.between_layers(m->hook.ctx, first_final);
 }

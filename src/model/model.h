@@ -48,6 +48,22 @@ struct batch {
 
 #define MODEL_MAX_PARAMS 128
 
+/* The between-layers hook: forward and backward call hook.between_layers(
+ * hook.ctx, first_final) after each block (and backward once more at its
+ * end), so that a caller can move communication in flight while the model
+ * computes (parallel.overlap).
+ *   first_final: in the backward, every tensor from params[first_final] on
+ *                has its final gradient (0 at the end: all of them); -1 in
+ *                the forward.
+ * The hook runs on the calling thread between two backend operations. It
+ * may read (never write) the final gradients from params[first_final] on,
+ * and post or test communication; it must not touch the parameters, the
+ * gradients of earlier tensors or the batch's activations. */
+struct model_hook {
+    void (*between_layers)(void *ctx, int first_final);
+    void *ctx;
+};
+
 struct model;
 struct model_vtable {
     void (*forward)(struct model *m, const struct batch *b, const float *emb, float *out);
@@ -66,12 +82,7 @@ struct model {
      * the dense all-reduce and the clipping work on one buffer. */
     float *grad;
     int64_t ngrad;
-    /* Called between layers by forward and backward (NULL = never), so
-     * that the trainer can drive communication in flight (parallel.overlap).
-     * first_final: in the backward, every tensor from params[first_final]
-     * on has its final gradient; -1 in the forward. */
-    void (*progress)(void *ctx, int first_final);
-    void *progress_ctx;
+    struct model_hook hook; /* between layers (model_set_hook); none by default */
     void *priv;         /* activations saved by forward for backward */
 };
 
@@ -81,8 +92,10 @@ int model_init(struct model *m, const struct model_conf *conf, const struct back
                uint64_t seed, char *err, size_t errlen);
 void model_free(struct model *m);
 void model_zero_grads(struct model *m);
-/* For model files: call m->progress if set. */
-void model_progress(const struct model *m, int first_final);
+/* Install the between-layers hook (h.between_layers NULL: none). */
+void model_set_hook(struct model *m, struct model_hook h);
+/* For model files: call the hook, if any. */
+void model_between_layers(const struct model *m, int first_final);
 
 #define MODEL_GRAD_ALIGN 64
 

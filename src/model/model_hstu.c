@@ -206,7 +206,7 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         be->copy(xnext, A->x, td * sizeof(float));
         be->gemm(0, 0, T, d, hd, 1.0f, A->z, hd, param(m, l, P_OW)->w, d, 1.0f, xnext, d);
         be->gemm(0, 0, T, d, 1, 1.0f, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, xnext, d);
-        model_progress(m, -1);
+        model_between_layers(m, -1);
     }
     be->l2norm_fwd(T, d, L2_EPS, P->xl, P->y, P->norm);
     be->copy(out, P->y, td * sizeof(float));
@@ -256,14 +256,14 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
         }
         be->layernorm_bwd(T, d, A->x, A->mean, A->rstd, NULL, P->dn, P->tmp, NULL, NULL);
         be->axpy((int64_t)td, 1.0f, P->tmp, dx);
-        model_progress(m, 1 + l * per_layer(m)); /* layers l.. are final */
+        model_between_layers(m, 1 + l * per_layer(m)); /* layers l.. are final */
     }
     if (P->dropped)
         be->dropout_bwd(T, d, c->dropout, P->mask0, dx, dx);
     be->scatter_add_rows(T, d, dx, P->pos, m->params[0].g);
     be->copy(demb, dx, td * sizeof(float));
     be->scale((int64_t)td, sqrtf((float)d), demb);
-    model_progress(m, 0);
+    model_between_layers(m, 0);
 }
 
 static void hstu_free(struct model *m)

@@ -250,7 +250,7 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
         if (s->drop)
             be->dropout_fwd(T, d, p, s->keys, 2 + 3 * (uint64_t)l, xout, xout, a->m2);
         be->axpy(n, 1.0f, a->fin, xout);
-        model_progress(m, -1);
+        model_between_layers(m, -1);
     }
     const struct dense_tensor *f = final_params(m);
     be->layernorm_fwd(T, d, SASREC_LN_EPS, s->xs[layers], f[0].w, f[1].w, out, s->meanf,
@@ -271,7 +271,7 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
     struct dense_tensor *f = final_params(m);
     be->layernorm_bwd(T, d, s->xs[layers], s->meanf, s->rstdf, f[0].w, dout, s->dx, f[0].g,
                       f[1].g);
-    model_progress(m, 1 + layers * L_COUNT); /* the final LayerNorm */
+    model_between_layers(m, 1 + layers * L_COUNT); /* the final LayerNorm */
     for (int l = layers - 1; l >= 0; l--) {
         struct dense_tensor *w = layer_params(m, l);
         struct sasrec_layer_act *a = &s->la[l];
@@ -301,14 +301,14 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
         be->layernorm_bwd(T, d, xin, a->mean1, a->rstd1, w[L_ATTN_G].w, s->dqin, s->tmp,
                           w[L_ATTN_G].g, w[L_ATTN_B].g);
         be->axpy(n, 1.0f, s->tmp, s->dx); /* s->dx = d(layer input) */
-        model_progress(m, 1 + l * L_COUNT);
+        model_between_layers(m, 1 + l * L_COUNT);
     }
     if (s->drop)
         be->dropout_bwd(T, d, p, s->m0, s->dx, s->dx);
     be->scatter_add_rows(T, d, s->dx, s->pos, m->params[0].g);
     be->copy(demb, s->dx, bytes);
     be->scale(n, sqrtf((float)d), demb);
-    model_progress(m, 0);
+    model_between_layers(m, 0);
 }
 
 static void sasrec_free(struct model *m)

@@ -23,7 +23,7 @@
 #include "cli/cli.h"
 #include "comm/comm.h"
 #include "embedding/emb_reference.h"
-#include "embedding/embedding.h"
+#include "embedding/emb_exchange.h"
 #include "base/params.h"
 #include "base/rng.h"
 #include "base/zipf.h"
@@ -194,15 +194,14 @@ int bench_exchange_main(int argc, char **argv)
             ids[0] = o.bad_id;
         draw_grads(&o, step, c.rank, grad, o.ids);
         struct emb_times tm = {0};
-        struct emb_exchange x;
         struct comm_counters before = c.counters;
         comm_barrier(&c);
         double t0 = clock_seconds();
-        emb_lookup(t, &c, ids, o.ids, out, &x, &tm);
-        emb_backward(t, &c, &x, grad, &tm);
+        struct emb_exchange *x = emb_lookup(t, &c, ids, o.ids, out, &tm);
+        emb_backward(t, &c, x, grad, &tm);
         double dt = clock_seconds() - t0;
-        int64_t nuniq = x.nuniq;
-        emb_exchange_free(&x);
+        int64_t nuniq = emb_exchange_nuniq(x);
+        emb_exchange_free(x);
         if (step >= o.warmup) {
             double v[NPH] = {tm.dedup, tm.counts, tm.ids, tm.gather, tm.rows, tm.expand,
                              tm.grad_sum, tm.grads, tm.aggregate, tm.replica, tm.update, dt};

@@ -160,7 +160,7 @@ static void write_table(struct trainer *tr, hid_t dw, hid_t dst, hid_t dsteps)
     free(counts);
 }
 
-static void write_dense(hid_t f, const char *group, struct trainer *tr, float **which)
+static void write_dense(hid_t f, const char *group, struct trainer *tr, float *const *which)
 {
     hid_t g;
     H5_CHECK(g = H5Gcreate2(f, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -191,7 +191,7 @@ void checkpoint_write(struct trainer *tr, const char *path)
         attr_str(f, "format", CKPT_FORMAT);
         attr_i64(f, "version", CKPT_VERSION);
         attr_i64(f, "step", tr->step);
-        attr_i64(f, "adam_t", tr->adam_t);
+        attr_i64(f, "adam_t", dense_optim_steps(&tr->optim));
         attr_i64(f, "num_items", tr->ds.num_items);
         attr_i64(f, "model_type", mc->type);
         attr_i64(f, "dim", mc->d);
@@ -206,8 +206,8 @@ void checkpoint_write(struct trainer *tr, const char *path)
         attr_str(f, "params", text);
         free(text);
         write_dense(f, "/dense", tr, NULL);
-        write_dense(f, "/dense_m", tr, tr->adam_m);
-        write_dense(f, "/dense_v", tr, tr->adam_v);
+        write_dense(f, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
+        write_dense(f, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
         hid_t g1, g2;
         H5_CHECK(g1 = H5Gcreate2(f, "/emb", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
         H5_CHECK(g2 = H5Gcreate2(g1, "items", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -254,7 +254,7 @@ static void expect_attr(hid_t f, const char *path, const char *name, int64_t wan
 }
 
 static void read_dense(hid_t f, const char *path, const char *group, struct trainer *tr,
-                       float **which)
+                       float *const *which)
 {
     for (int i = 0; i < tr->m.nparams; i++) {
         struct dense_tensor *t = &tr->m.params[i];
@@ -328,16 +328,18 @@ void checkpoint_read(struct trainer *tr, const char *path)
     expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
     expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
                 "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
-    if (read_attr_i64(f, "step", &tr->step) || read_attr_i64(f, "adam_t", &tr->adam_t) ||
+    int64_t adam_t;
+    if (read_attr_i64(f, "step", &tr->step) || read_attr_i64(f, "adam_t", &adam_t) ||
         read_attr_i64(f, "best_epoch", &tr->best_epoch))
         fatal("checkpoint %s: missing step counters", path);
+    dense_optim_set_steps(&tr->optim, adam_t);
     hid_t ab = H5Aexists(f, "best_val") > 0 ? H5Aopen(f, "best_val", H5P_DEFAULT) : -1;
     if (ab < 0 || H5Aread(ab, H5T_NATIVE_DOUBLE, &tr->best_val) < 0)
         fatal("checkpoint %s: missing attribute best_val", path);
     H5_CHECK(H5Aclose(ab));
     read_dense(f, path, "/dense", tr, NULL);
-    read_dense(f, path, "/dense_m", tr, tr->adam_m);
-    read_dense(f, path, "/dense_v", tr, tr->adam_v);
+    read_dense(f, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
+    read_dense(f, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
     struct emb_table *t = tr->items;
     read_strided(f, path, "/emb/items/weight", H5T_NATIVE_FLOAT, t->conf.dim, t, t->w);
     if (t->state_floats)

@@ -1,4 +1,4 @@
-/* train_plan: per-step assignment of sequences to ranks; see train_plan.h. */
+/* planner: per-step assignment of sequences to ranks; see planner.h. */
 #include "train/planner.h"
 
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "balance/cost.h"
 #include "train/train.h"
 
-void planner_init(struct planner *pl, struct trainer *tr, int64_t Bg)
+void planner_init(struct planner *pl, struct trainer *tr)
 {
     const struct params *p = tr->p;
     char err[512];
@@ -18,8 +18,17 @@ void planner_init(struct planner *pl, struct trainer *tr, int64_t Bg)
     pl->adapt = (int)params_i64(p, P_parallel_balance_adapt);
     if (cost_model_from_params(p, &pl->cm, NULL, err, sizeof err))
         fatal("%s", err);
+    const int64_t Bg = tr->conf.batch_size;
+    pl->Bg = Bg;
+    pl->steps_per_epoch = (tr->n_train + Bg - 1) / Bg;
     pl->cost = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *pl->cost);
     pl->owner = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *pl->owner);
+    for (int k = 0; k < 2; k++) {
+        pl->perm[k] = xmalloc((size_t)(tr->n_train ? tr->n_train : 1) * sizeof *pl->perm[k]);
+        pl->perm_epoch[k] = -1;
+        pl->plan[k].users = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *pl->plan[k].users);
+        pl->plan[k].step = -1;
+    }
     log_info("balance: %s%s%s, cost c(L) = %g + %g L + %g L^2", balance_name(pl->mode),
              pl->equal_count ? ", equal counts" : "", pl->adapt ? ", adapting to rank speeds" : "",
              pl->cm.c0, pl->cm.a, pl->cm.b);
@@ -31,26 +40,60 @@ void planner_free(struct planner *pl)
     free(pl->tau);
     free(pl->cost);
     free(pl->owner);
+    for (int k = 0; k < 2; k++) {
+        free(pl->perm[k]);
+        free(pl->plan[k].users);
+    }
     memset(pl, 0, sizeof *pl);
 }
 
-int64_t planner_assign(struct planner *pl, struct trainer *tr, const int64_t *perm, int64_t gB,
-                       int64_t *mine, double *my_cost)
+/* The permutation of the training users in epoch e (the older of the two
+ * kept is replaced). */
+static const int64_t *epoch_perm(struct planner *pl, struct trainer *tr, int64_t e)
 {
-    const int hold = split_holdout(tr->split);
+    for (int k = 0; k < 2; k++)
+        if (pl->perm_epoch[k] == e)
+            return pl->perm[k];
+    int k = pl->perm_epoch[0] <= pl->perm_epoch[1] ? 0 : 1;
+    split_permutation(tr->conf.seed, (uint64_t)e, tr->n_train, pl->perm[k]);
+    pl->perm_epoch[k] = e;
+    return pl->perm[k];
+}
+
+/* This rank's users among the global batch train_users[perm[0..gB)), in
+ * batch order, into sp. */
+static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, int64_t gB,
+                   struct step_plan *sp)
+{
+    const int hold = split_holdout(tr->conf.split);
+    const int N = tr->conf.N;
     for (int64_t i = 0; i < gB; i++) {
         int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
-        pl->cost[i] = cost_of(&pl->cm, L < tr->N ? L : tr->N);
+        pl->cost[i] = cost_of(&pl->cm, L < N ? L : N);
     }
     balance_assign(pl->mode, pl->equal_count, pl->cost, gB, tr->c->size, pl->speed, pl->owner);
-    int64_t n = 0;
-    *my_cost = 0;
+    sp->n = 0;
+    sp->cost = 0;
+    sp->global_B = gB;
     for (int64_t i = 0; i < gB; i++)
         if (pl->owner[i] == tr->c->rank) {
-            mine[n++] = tr->train_users[perm[i]];
-            *my_cost += pl->cost[i];
+            sp->users[sp->n++] = tr->train_users[perm[i]];
+            sp->cost += pl->cost[i];
         }
-    return n;
+}
+
+const struct step_plan *planner_plan(struct planner *pl, struct trainer *tr, int64_t step)
+{
+    for (int k = 0; k < 2; k++)
+        if (pl->plan[k].step == step)
+            return &pl->plan[k];
+    struct step_plan *sp = &pl->plan[pl->plan[0].step <= pl->plan[1].step ? 0 : 1];
+    const int64_t S = pl->steps_per_epoch, e = step / S, g0 = (step % S) * pl->Bg;
+    const int64_t gB = g0 + pl->Bg < tr->n_train ? pl->Bg : tr->n_train - g0;
+    assign(pl, tr, epoch_perm(pl, tr, e) + g0, gB, sp);
+    sp->step = step;
+    sp->epoch = e;
+    return sp;
 }
 
 void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_stats *st)

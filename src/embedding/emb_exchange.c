@@ -1,0 +1,291 @@
+/* emb_exchange: the forward of a sharded lookup (de-duplication, counts,
+ * ids, rows) and the contract's accessors; see emb_exchange.h. The
+ * backward is in emb_backward.c. */
+#include "embedding/emb_exchange_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "base/idmap.h"
+
+static void prefix(const int64_t *counts, int64_t *displs, int n)
+{
+    int64_t s = 0;
+    for (int p = 0; p < n; p++) {
+        displs[p] = s;
+        s += counts[p];
+    }
+}
+
+/* De-duplicate ids[n] into x->uniq, grouped by owner with chunk 0 (ids
+ * among the first n_first tokens) before chunk 1 within each owner, and
+ * the inverse index; sets the send counts of both chunks. */
+static void dedup_bucket(struct emb_exchange *x, const int64_t *ids, int64_t n, int64_t n_first)
+{
+    const int G = x->G;
+    x->inverse = xmalloc((size_t)(n ? n : 1) * sizeof *x->inverse);
+    /* unique ids in order of first appearance */
+    struct idmap m;
+    idmap_init(&m, n);
+    int64_t *first = xmalloc((size_t)(n ? n : 1) * sizeof *first);
+    int64_t nu = 0, nu0 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int added;
+        x->inverse[i] = idmap_get(&m, ids[i], nu, &added);
+        if (added)
+            first[nu++] = ids[i];
+        if (i + 1 == n_first)
+            nu0 = nu;
+    }
+    idmap_free(&m);
+    /* bucket by owner, chunk 0 before chunk 1 within each owner (stable
+     * counting sort); remap the inverse index */
+    for (int64_t u = 0; u < nu; u++) {
+        x->scounts[first[u] % G]++;
+        if (u < nu0)
+            x->scounts0[first[u] % G]++;
+    }
+    prefix(x->scounts, x->sdispls, G);
+    int64_t *pos = xmalloc((size_t)G * 2 * sizeof *pos), *perm = xmalloc((size_t)(nu ? nu : 1) * 8);
+    for (int p = 0; p < G; p++) {
+        pos[p] = x->sdispls[p];                      /* next chunk-0 slot */
+        pos[G + p] = x->sdispls[p] + x->scounts0[p]; /* next chunk-1 slot */
+    }
+    x->nuniq = nu;
+    x->uniq = xmalloc((size_t)(nu ? nu : 1) * sizeof *x->uniq);
+    for (int64_t u = 0; u < nu; u++) {
+        int64_t p = pos[(u < nu0 ? 0 : G) + first[u] % G]++;
+        x->uniq[p] = first[u];
+        perm[u] = p;
+    }
+    for (int64_t i = 0; i < n; i++)
+        x->inverse[i] = perm[x->inverse[i]];
+    free(pos);
+    free(perm);
+    free(first);
+}
+
+void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_t *req_c,
+                      int64_t *req_d, int64_t *own_c, int64_t *own_d)
+{
+    for (int p = 0; p < x->G; p++) {
+        int64_t want0 = x->scounts0[p], serve0 = x->rcounts0[p];
+        req_c[p] = (k == 0 ? want0 : x->scounts[p] - want0) * scale;
+        req_d[p] = (x->sdispls[p] + (k == 0 ? 0 : want0)) * scale;
+        own_c[p] = (k == 0 ? serve0 : x->rcounts[p] - serve0) * scale;
+        own_d[p] = (x->rdispls[p] + (k == 0 ? 0 : serve0)) * scale;
+    }
+}
+
+struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                    int64_t n, int64_t n_first, struct emb_times *tm)
+{
+    char err[512];
+    if (emb_check_ids(&t->conf, ids, n, c->rank, err, sizeof err))
+        fatal("%s", err);
+    if (n_first < 0 || n_first > n)
+        fatal("emb_input_dist: n_first = %lld outside 0..%lld", (long long)n_first,
+              (long long)n);
+    const int G = t->G;
+    double t0 = clock_seconds();
+    struct emb_exchange *x = xcalloc(1, sizeof *x);
+    x->n = n;
+    x->G = G;
+    x->c = c;
+    x->scounts = xcalloc((size_t)G * 6, sizeof(int64_t));
+    x->sdispls = x->scounts + G;
+    x->rcounts = x->scounts + 2 * G;
+    x->rdispls = x->scounts + 3 * G;
+    x->scounts0 = x->scounts + 4 * G;
+    x->rcounts0 = x->scounts + 5 * G;
+    dedup_bucket(x, ids, n, n_first);
+    x->spans = xmalloc((size_t)G * 2 * sizeof *x->spans);
+    int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
+    for (int k = 0; k < 2; k++) {
+        emb_chunk_layout(x, k, 1, v, v + G, v + 2 * G, v + 3 * G); /* the requester's side */
+        for (int p = 0; p < G; p++)
+            x->spans[k * G + p] = (struct emb_span){.first = v[G + p], .n = v[p]};
+    }
+    free(v);
+    /* counts (both chunks) to the owners, non-blocking; the ids follow in
+     * emb_input_post_ids once the counts have arrived */
+    x->cnt = xmalloc((size_t)G * 4 * sizeof *x->cnt);
+    for (int p = 0; p < G; p++) {
+        x->cnt[2 * p] = x->scounts[p];
+        x->cnt[2 * p + 1] = x->scounts0[p];
+    }
+    double t1 = clock_seconds();
+    comm_ialltoall_i64(c, COMM_EMB, x->cnt, 2, x->cnt + 2 * G, COMM_PH_COUNTS, &x->req);
+    x->stage = EMB_COUNTS_POSTED;
+    if (tm) {
+        tm->dedup += t1 - t0;
+        tm->counts += clock_seconds() - t1;
+    }
+    return x;
+}
+
+/* Counts have arrived: size the serve list and post the ids exchange. */
+static void post_ids(struct comm *c, struct emb_exchange *x)
+{
+    const int G = x->G;
+    for (int p = 0; p < G; p++) {
+        x->rcounts[p] = x->cnt[2 * G + 2 * p];
+        x->rcounts0[p] = x->cnt[2 * G + 2 * p + 1];
+    }
+    prefix(x->rcounts, x->rdispls, G);
+    x->nserve = x->rdispls[G - 1] + x->rcounts[G - 1];
+    x->serve = xmalloc((size_t)(x->nserve ? x->nserve : 1) * sizeof *x->serve);
+    comm_ialltoallv(c, COMM_EMB, COMM_I64, x->uniq, x->scounts, x->sdispls, x->serve, x->rcounts,
+                    x->rdispls, COMM_PH_IDS, &x->req);
+    x->stage = EMB_IDS_POSTED;
+}
+
+/* Advance the counts or ids exchange without blocking. */
+static void input_test(struct emb_exchange *x)
+{
+    if (x->stage == EMB_COUNTS_POSTED && comm_test(&x->req))
+        x->stage = EMB_COUNTS_DONE;
+    if (x->stage == EMB_IDS_POSTED && comm_test(&x->req))
+        x->stage = EMB_IDS_DONE;
+}
+
+void emb_input_post_ids(struct comm *c, struct emb_exchange *x)
+{
+    if (x->stage == EMB_COUNTS_POSTED) {
+        comm_wait(&x->req);
+        x->stage = EMB_COUNTS_DONE;
+    }
+    if (x->stage == EMB_COUNTS_DONE)
+        post_ids(c, x);
+}
+
+/* Block until the ids have arrived at their owners. */
+static void input_wait(struct comm *c, struct emb_exchange *x)
+{
+    emb_input_post_ids(c, x);
+    if (x->stage == EMB_IDS_POSTED) {
+        comm_wait(&x->req);
+        x->stage = EMB_IDS_DONE;
+    }
+}
+
+void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                     struct emb_times *tm)
+{
+    const int G = t->G, dim = t->conf.dim;
+    double t0 = clock_seconds();
+    input_wait(c, x);
+    double t1 = clock_seconds();
+    x->served = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
+    x->rows = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
+    /* rows go back the way the ids came, chunk 0 first: its rows are
+     * gathered and posted before chunk 1's are gathered; each chunk writes
+     * its own part of every owner's block of x->rows */
+    int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
+    int64_t *sc = v, *sd = v + G, *rc = v + 2 * G, *rd = v + 3 * G;
+    double t2 = t1;
+    for (int k = 0; k < 2; k++) {
+        emb_chunk_layout(x, k, dim, rc, rd, sc, sd); /* owner -> requester */
+        double g0 = clock_seconds();
+        for (int p = 0; p < G; p++)
+            for (int64_t i = sd[p] / dim; i < (sd[p] + sc[p]) / dim; i++)
+                memcpy(x->served + i * dim, emb_shard_slot(t, x->serve[i]),
+                       (size_t)dim * sizeof(float));
+        t2 += clock_seconds() - g0;
+        comm_ialltoallv(c, COMM_EMB, COMM_F32, x->served, sc, sd, x->rows, rc, rd, COMM_PH_ROWS,
+                        &x->rreq[k]);
+        x->rpending[k] = 1;
+    }
+    free(v);
+    if (tm) { /* t2 - t1: the time spent gathering; the rest: posting */
+        tm->ids += t1 - t0;
+        tm->gather += t2 - t1;
+        tm->rows += clock_seconds() - t2;
+    }
+}
+
+/* Test chunk k's rows; the served rows are freed once both chunks left. */
+static void rows_test(struct emb_exchange *x, int k)
+{
+    if (x->rpending[k] && comm_test(&x->rreq[k]))
+        x->rpending[k] = 0;
+    if (!x->rpending[0] && !x->rpending[1] && x->served) {
+        free(x->served);
+        x->served = NULL;
+    }
+}
+
+void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
+{
+    double t0 = clock_seconds();
+    if (x->rpending[k]) {
+        comm_wait(&x->rreq[k]);
+        x->rpending[k] = 0;
+    }
+    rows_test(x, k); /* frees the served rows once both are done */
+    if (tm)
+        tm->rows += clock_seconds() - t0;
+}
+
+void emb_exchange_progress(struct emb_exchange *x)
+{
+    input_test(x);
+    for (int k = 0; k < 2; k++)
+        if (x->rpending[k])
+            rows_test(x, k);
+    for (int k = 0; k < 2; k++)
+        if (x->gpending[k] && comm_test(&x->greq[k]))
+            x->gpending[k] = 0;
+}
+
+int64_t emb_exchange_nuniq(const struct emb_exchange *x) { return x->nuniq; }
+const int64_t *emb_exchange_inverse(const struct emb_exchange *x) { return x->inverse; }
+const float *emb_exchange_rows(const struct emb_exchange *x) { return x->rows; }
+
+int emb_exchange_spans(const struct emb_exchange *x, int k, const struct emb_span **spans)
+{
+    *spans = x->spans + k * x->G;
+    return x->G;
+}
+
+struct emb_exchange *emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                int64_t n, float *out, struct emb_times *tm)
+{
+    const int dim = t->conf.dim;
+    struct emb_exchange *x = emb_input_dist(t, c, ids, n, n, tm);
+    emb_output_post(t, c, x, tm);
+    emb_output_wait(x, 0, tm);
+    emb_output_wait(x, 1, tm);
+    double t3 = clock_seconds();
+    for (int64_t i = 0; i < n; i++)
+        memcpy(out + i * dim, x->rows + x->inverse[i] * dim, (size_t)dim * sizeof(float));
+    if (tm)
+        tm->expand += clock_seconds() - t3;
+    return x;
+}
+
+void emb_exchange_free(struct emb_exchange *x)
+{
+    if (!x)
+        return;
+    input_wait(x->c, x); /* drain: every peer takes part in the same exchanges */
+    for (int k = 0; k < 2; k++)
+        if (x->rpending[k])
+            comm_wait(&x->rreq[k]);
+    for (int k = 0; k < 2; k++)
+        if (x->gpending[k])
+            comm_wait(&x->greq[k]);
+    free(x->uniq);
+    free(x->inverse);
+    free(x->scounts);
+    free(x->spans);
+    free(x->cnt);
+    free(x->serve);
+    free(x->served);
+    free(x->rows);
+    free(x->gs);
+    free(x);
+}

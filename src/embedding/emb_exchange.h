@@ -1,0 +1,102 @@
+/* emb_exchange: one lookup of a sharded table and its backward, as
+ * exchanges within the emb group (DESIGN.md §5, steps 3, 4 and 6).
+ *
+ * The contract, in the order a caller goes through it:
+ *
+ *   emb_input_dist      de-duplicates the requested ids (the inverse index
+ *                       maps every token to its unique id), buckets them by
+ *                       owner and posts the counts exchange (non-blocking).
+ *                       Unique ids come in two chunks: chunk 0 holds the
+ *                       ids of the first n_first tokens (those the model
+ *                       consumes first), chunk 1 the rest.
+ *   emb_input_post_ids  posts the ids exchange (non-blocking).
+ *   emb_output_post     owners read their rows NOW (after every update
+ *                       applied before this call) and post them back, chunk
+ *                       0 first.
+ *   emb_output_wait     chunk k's rows have arrived in emb_exchange_rows().
+ *   emb_grad_post_chunk sends chunk k's gradients to the owners (a chunk
+ *                       whose gradients are final early can travel while the
+ *                       caller computes); emb_grad_post sends the chunks not
+ *                       yet sent.
+ *   emb_grad_finish     owners sum the gradients of each row over
+ *                       requesters and replicas and apply the sparse
+ *                       optimizer to the touched rows.
+ *   emb_exchange_free   drains what is in flight and releases the exchange.
+ *
+ * emb_exchange_progress may be called at any point in between to move what
+ * is in flight (MPI_Test only: it never posts, so every rank posts the same
+ * exchanges in the same order). The unique rows [nuniq, dim] are laid out
+ * by owner; chunk k of them is the set of row spans emb_exchange_spans
+ * returns (the one place the two-chunk layout is computed). The exchange's
+ * state is private to the embedding module. */
+#ifndef FS_EMB_EXCHANGE_H
+#define FS_EMB_EXCHANGE_H
+
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "embedding/emb_table.h"
+
+struct emb_exchange;
+
+/* Seconds spent per stage, accumulated over calls. */
+struct emb_times {
+    double dedup, counts, ids, gather, rows, expand;    /* forward */
+    double grad_sum, grads, aggregate, replica, update; /* backward */
+};
+
+/* A run of unique rows: rows [first, first + n) of the exchange's rows. */
+struct emb_span {
+    int64_t first, n;
+};
+
+/* Check ids[n] (fatal() naming the table and the token when one is outside
+ * 1..rows), de-duplicate them and post the counts exchange. ids[0..n_first)
+ * form chunk 0 (pass n for one chunk). Returns the new exchange. */
+struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                    int64_t n, int64_t n_first, struct emb_times *tm);
+/* Complete the counts (blocking if needed) and post the ids exchange. */
+void emb_input_post_ids(struct comm *c, struct emb_exchange *x);
+/* Owners gather the rows and post both chunks back, non-blocking. */
+void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                     struct emb_times *tm);
+/* Block until chunk k's rows are in emb_exchange_rows(x). */
+void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm);
+/* Advance whatever of x is in flight (counts, ids, rows, gradients) without
+ * blocking. */
+void emb_exchange_progress(struct emb_exchange *x);
+
+/* Unique ids requested (the rows' count), the inverse index [n] (token ->
+ * unique row) and the unique rows [nuniq, dim] (host memory; chunk k's part
+ * is valid after emb_output_wait(x, k)). */
+int64_t emb_exchange_nuniq(const struct emb_exchange *x);
+const int64_t *emb_exchange_inverse(const struct emb_exchange *x);
+const float *emb_exchange_rows(const struct emb_exchange *x);
+/* Chunk k's rows as spans (one per owner, some empty): *spans points into
+ * x; returns their number. */
+int emb_exchange_spans(const struct emb_exchange *x, int k, const struct emb_span **spans);
+
+/* Post chunk k's gradients to the owners. gu: [nuniq, dim] summed per
+ * unique row, in the rows' order; only chunk k's rows are read, until
+ * emb_grad_finish returns. */
+void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                         const float *gu, int k, struct emb_times *tm);
+/* Post every chunk not posted yet, in chunk order. */
+void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
+                   struct emb_times *tm);
+/* Complete the gradients (every chunk posted): sum per row, across
+ * replicas, and apply the sparse optimizer. */
+void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x,
+                     struct emb_times *tm);
+void emb_exchange_free(struct emb_exchange *x);
+
+/* The whole lookup, blocking. out: [n, dim] rows in token order. Returns
+ * the exchange, kept for emb_backward (or to be freed). */
+struct emb_exchange *emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                int64_t n, float *out, struct emb_times *tm);
+/* The whole backward of a lookup, blocking. grad: [n, dim] in token order
+ * (summed per unique id in double, then sent as floats). */
+void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *grad,
+                  struct emb_times *tm);
+
+#endif

@@ -1,0 +1,113 @@
+/* emb_table: sharded tables, their lazy initialisation and shard slots;
+ * see emb_table.h. */
+#include "embedding/emb_table.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "base/rng.h"
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+void emb_init_row(const struct emb_table_conf *conf, int64_t id, float *row)
+{
+    struct rng r;
+    rng_init(&r, rng_key(conf->seed, name_hash(conf->name), (uint64_t)id));
+    for (int j = 0; j < conf->dim; j++)
+        row[j] = conf->init == EMB_INIT_UNIFORM
+                     ? (float)((2.0 * rng_uniform(&r) - 1.0) * conf->init_scale)
+                     : (float)(rng_normal(&r) * conf->init_scale);
+}
+
+struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
+                                   const struct emb_table_conf *conf)
+{
+    if (r->n == EMB_MAX_TABLES)
+        fatal("embedding: more than %d tables", EMB_MAX_TABLES);
+    if (emb_registry_find(r, conf->name))
+        fatal("embedding: table '%s' defined twice", conf->name);
+    if (conf->rows < 1 || conf->dim < 1)
+        fatal("embedding: table '%s' has %lld rows of dim %d", conf->name,
+              (long long)conf->rows, conf->dim);
+    struct emb_table *t = &r->tables[r->n++];
+    memset(t, 0, sizeof *t);
+    t->conf = *conf;
+    t->G = c->g[COMM_EMB].size;
+    t->shard = c->g[COMM_EMB].rank;
+    t->local_rows = conf->rows / t->G + 1;
+    t->state_floats = emb_optim_state_floats(conf->optim.kind, conf->dim);
+    /* calloc: the kernel maps zero pages on first touch, so a shard costs
+     * memory only for the rows used (initialisation is lazy) */
+    t->w = xcalloc((size_t)t->local_rows, (size_t)conf->dim * sizeof(float));
+    t->state = t->state_floats
+                   ? xcalloc((size_t)t->local_rows, (size_t)t->state_floats * sizeof(float))
+                   : NULL;
+    t->steps = conf->optim.kind == EMB_OPT_ADAM
+                   ? xcalloc((size_t)t->local_rows, sizeof(int64_t)) : NULL;
+    t->ready = xcalloc((size_t)(t->local_rows / 8 + 1), 1);
+    return t;
+}
+
+struct emb_table *emb_registry_find(struct emb_registry *r, const char *name)
+{
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->tables[i].conf.name, name))
+            return &r->tables[i];
+    return NULL;
+}
+
+void emb_registry_free(struct emb_registry *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        struct emb_table *t = &r->tables[i];
+        free(t->w);
+        free(t->state);
+        free(t->steps);
+        free(t->ready);
+    }
+    r->n = 0;
+}
+
+float *emb_shard_slot(struct emb_table *t, int64_t id)
+{
+    int64_t k = id / t->G;
+    float *w = t->w + k * t->conf.dim;
+    /* threads may initialise different rows whose bits share a byte (the
+     * sparse update runs in parallel over distinct ids): atomic bit ops */
+    const uint8_t bit = (uint8_t)(1u << (k & 7));
+    if (!(__atomic_load_n(&t->ready[k >> 3], __ATOMIC_RELAXED) & bit)) {
+        emb_init_row(&t->conf, id, w);
+        __atomic_fetch_or(&t->ready[k >> 3], bit, __ATOMIC_RELAXED);
+    }
+    return w;
+}
+
+void emb_shard_row(struct emb_table *t, int64_t id, float *row)
+{
+    if (id < 1 || id > t->conf.rows || id % t->G != t->shard)
+        fatal("embedding: table '%s': id %lld is not in shard %d", t->conf.name, (long long)id,
+              t->shard);
+    memcpy(row, emb_shard_slot(t, id), (size_t)t->conf.dim * sizeof(float));
+}
+
+int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,
+                  char *err, size_t errlen)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 1 || ids[i] > conf->rows)
+            return errorf(err, errlen,
+                          "embedding table '%s': id %lld (token %lld, requested by rank %d) is "
+                          "outside 1..%lld",
+                          conf->name, (long long)ids[i], (long long)i, rank,
+                          (long long)conf->rows);
+    return 0;
+}

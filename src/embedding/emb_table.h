@@ -1,0 +1,71 @@
+/* emb_table: row-wise sharded embedding tables (DESIGN.md §5).
+ *
+ * A table of `rows` rows (ids 1..rows; 0 is padding and never looked up) is
+ * sharded over the G ranks of the emb group: id belongs to shard id mod G,
+ * at local slot id / G. Each rank allocates only its shard (rows/G + 1
+ * slots) and that shard's optimizer state. Rows are initialised lazily, on
+ * first use, from a random stream keyed by (seed, table, id): the values do
+ * not depend on G or P, and untouched rows cost no memory pages. With
+ * G < P the P/G groups hold replicas of the same shards, kept identical by
+ * summing every sparse gradient across the emb_replica communicator.
+ *
+ * Lookups and sparse updates of a table are exchanges between the ranks of
+ * the emb group: emb_exchange.h. */
+#ifndef FS_EMB_TABLE_H
+#define FS_EMB_TABLE_H
+
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "embedding/emb_optim.h"
+
+enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
+
+struct emb_table_conf {
+    char name[32];
+    int64_t rows; /* valid ids 1..rows */
+    int dim;
+    enum emb_init init;
+    float init_scale; /* uniform: U(-s, s); normal: N(0, s^2) */
+    uint64_t seed;
+    struct emb_optim_conf optim;
+};
+
+struct emb_table {
+    struct emb_table_conf conf;
+    int G, shard;         /* emb group size, this rank's shard */
+    int64_t local_rows;   /* slots: local index = id / G */
+    int64_t state_floats; /* optimizer floats per row */
+    float *w;             /* [local_rows, dim] */
+    float *state;         /* [local_rows, state_floats] */
+    int64_t *steps;       /* [local_rows] adam step counts, else NULL */
+    uint8_t *ready;       /* [local_rows / 8 + 1] bitmap: row initialised */
+};
+
+#define EMB_MAX_TABLES 16
+struct emb_registry {
+    int n;
+    struct emb_table tables[EMB_MAX_TABLES];
+};
+
+/* Add a table sharded over c's emb group; returns it. Refuses duplicate
+ * names and bad shapes with fatal(). */
+struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
+                                   const struct emb_table_conf *conf);
+struct emb_table *emb_registry_find(struct emb_registry *r, const char *name);
+void emb_registry_free(struct emb_registry *r);
+
+/* The initial value of row id (identical on every rank, for any G): row[dim]. */
+void emb_init_row(const struct emb_table_conf *conf, int64_t id, float *row);
+/* 0 if every id is in 1..rows, else -1 with err naming the table, the id,
+ * its token index and the rank. */
+int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,
+                  char *err, size_t errlen);
+
+/* The storage of row id of this rank's shard, initialised on first use. */
+float *emb_shard_slot(struct emb_table *t, int64_t id);
+/* Copy row id of this rank's shard into row[dim] (initialising it if
+ * needed); id must belong to this shard. */
+void emb_shard_row(struct emb_table *t, int64_t id, float *row);
+
+#endif

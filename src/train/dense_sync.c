@@ -1,0 +1,150 @@
+/* dense_sync: the dense gradient all-reduce; see dense_sync.h. */
+#include "train/dense_sync.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "comm/dense_ipc.h"
+
+#define DENSE_MAX_BUCKETS (MODEL_MAX_PARAMS + 1)
+
+struct dense_sync {
+    struct comm *c;
+    const struct backend_ops *be;
+    struct model *m;
+    int ipc;                  /* copy-engine | kernel in use */
+    struct dense_ipc dipc;    /* its state when ipc */
+    float *stage;             /* [m->ngrad] pinned host buffer (staged all-reduce) or NULL */
+    int bucketed;
+    int nbuckets;
+    int64_t bucket_end;       /* arena floats [bucket_end, ngrad) are posted */
+    struct comm_request buckets[DENSE_MAX_BUCKETS];
+};
+
+/* parallel.transport: mpi, or on the CUDA backend copy-engine | kernel
+ * within a node (MPI across nodes). auto = copy-engine when the backend is
+ * CUDA and some node runs several ranks, else mpi; it falls back to mpi
+ * when the CUDA IPC mappings cannot be made, where an explicit choice ends
+ * the job. Every rank takes the same branch (same backend, global rank
+ * counts). The embedding exchanges (host memory) always go through MPI. */
+static void transport_choose(struct dense_sync *s, const struct device_choice *dev,
+                             const char *tp)
+{
+    const int is_auto = !strcmp(tp, "auto"), host = backend_is_host(s->be);
+    const char *mpi_how = host ? "MPI"
+                          : dev->direct ? "CUDA-aware MPI"
+                                        : "MPI, staged through pinned host memory";
+    if (host && !is_auto && strcmp(tp, "mpi") != 0)
+        fatal("parallel.transport = %s: not available on the CPU backend: it needs the CUDA "
+              "backend (device.type=cuda); on the CPU only mpi exists: use "
+              "parallel.transport=mpi or auto",
+              tp);
+    int64_t most_on_node = comm_allreduce_max_i64(s->c, s->c->g[COMM_NODE].size);
+    if (!strcmp(tp, "mpi") || host || (is_auto && most_on_node < 2)) {
+        log_info("parallel.transport: mpi (%s)%s", mpi_how,
+                 !is_auto ? ""
+                 : host   ? ", chosen by auto: the CPU backend"
+                          : ", chosen by auto: one rank per node");
+        return;
+    }
+    const int use_kernel = !strcmp(tp, "kernel");
+    char err[512];
+    if (dense_ipc_init(&s->dipc, s->c, s->be, s->m->grad, s->m->ngrad, use_kernel, dev->direct,
+                       err, sizeof err)) {
+        if (!is_auto)
+            fatal("parallel.transport = %s: %s", tp, err);
+        log_info("notice: parallel.transport=auto: mpi (%s), CUDA IPC is not available: %s",
+                 mpi_how, err);
+        return;
+    }
+    s->ipc = 1;
+    log_info("parallel.transport: %s%s: dense all-reduce by %s through CUDA IPC within a "
+             "node (%d ranks), %s across the %d nodes; embedding exchanges by MPI",
+             use_kernel ? "kernel" : "copy-engine", is_auto ? " (chosen by auto)" : "",
+             use_kernel ? "a copy kernel" : "the copy engines", s->dipc.L,
+             s->dipc.nodes < 2 ? "nothing" : s->dipc.stage ? "staged MPI" : "CUDA-aware MPI",
+             s->dipc.nodes);
+}
+
+struct dense_sync *dense_sync_init(struct comm *c, const struct device_choice *dev,
+                                   struct model *m, const char *transport, int want_buckets)
+{
+    struct dense_sync *s = xcalloc(1, sizeof *s);
+    s->c = c;
+    s->be = dev->be;
+    s->m = m;
+    transport_choose(s, dev, transport);
+    /* buckets need gradients MPI can read where they are; the IPC
+     * transports reduce the whole arena at once */
+    s->bucketed = want_buckets && !s->ipc && (backend_is_host(s->be) || dev->direct);
+    if (!backend_is_host(s->be) && !dev->direct && !s->ipc)
+        s->stage = s->be->host_alloc((size_t)m->ngrad * sizeof(float));
+    return s;
+}
+
+void dense_sync_free(struct dense_sync *s)
+{
+    if (!s)
+        return;
+    if (s->ipc)
+        dense_ipc_free(&s->dipc);
+    if (s->stage)
+        s->be->host_free(s->stage);
+    free(s);
+}
+
+int dense_sync_bucketed(const struct dense_sync *s) { return s->bucketed; }
+
+void dense_sync_begin(struct dense_sync *s)
+{
+    s->nbuckets = 0;
+    s->bucket_end = s->m->ngrad;
+}
+
+/* Post the arena floats [offset of params[first], bucket_end). */
+static void bucket_post(struct dense_sync *s, int first)
+{
+    int64_t lo = s->m->params[first].g - s->m->grad;
+    if (lo >= s->bucket_end)
+        return;
+    if (s->nbuckets == DENSE_MAX_BUCKETS)
+        fatal("train: more than %d gradient buckets", DENSE_MAX_BUCKETS);
+    s->be->synchronize(); /* the gradients are final on the device too */
+    comm_iallreduce_sum_f32(s->c, COMM_DP, s->m->grad + lo, s->bucket_end - lo, COMM_PH_DENSE,
+                            &s->buckets[s->nbuckets++]);
+    s->bucket_end = lo;
+}
+
+void dense_sync_post_final(struct dense_sync *s, int first_final)
+{
+    if (s->bucketed && first_final > 0)
+        bucket_post(s, first_final);
+}
+
+void dense_sync_post_last(struct dense_sync *s)
+{
+    if (s->bucketed)
+        bucket_post(s, 0);
+}
+
+void dense_sync_progress(struct dense_sync *s)
+{
+    for (int i = 0; i < s->nbuckets; i++)
+        if (s->buckets[i].mpi)
+            comm_test(&s->buckets[i]);
+}
+
+void dense_sync_finish(struct dense_sync *s)
+{
+    if (s->bucketed) {
+        for (int i = 0; i < s->nbuckets; i++)
+            if (s->buckets[i].mpi)
+                comm_wait(&s->buckets[i]);
+    } else if (s->ipc) {
+        dense_ipc_allreduce(&s->dipc);
+    } else {
+        device_allreduce_sum_f32(s->be, s->c, COMM_DP, s->m->grad, s->m->ngrad, s->stage);
+    }
+}

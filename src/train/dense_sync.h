@@ -1,0 +1,41 @@
+/* dense_sync: the sum of the dense gradient arena over dp (DESIGN.md §5
+ * step 7) with the transport of parallel.transport: MPI (in place on a
+ * host backend or with CUDA-aware MPI, else staged through pinned host
+ * memory), or CUDA IPC within a node (comm/dense_ipc.c).
+ *
+ * Bucketed (parallel.overlap = prioritized, when MPI can read the
+ * gradients where they are): the arena is posted in buckets during the
+ * backward, each as soon as the model's between-layers hook reports its
+ * tensors final; the bucket of the first tensors is posted last, after the
+ * sparse gradients. Otherwise the arena is summed at once in
+ * dense_sync_finish. Either way the sum has the same bits. */
+#ifndef FS_DENSE_SYNC_H
+#define FS_DENSE_SYNC_H
+
+#include "backend/device.h"
+#include "comm/comm.h"
+#include "model/model.h"
+
+struct dense_sync;
+
+/* Choose the transport (transport: parallel.transport; want_buckets: the
+ * schedule would post buckets) and log the choice. An explicit transport
+ * the backend cannot give ends the job. Collective. */
+struct dense_sync *dense_sync_init(struct comm *c, const struct device_choice *dev,
+                                   struct model *m, const char *transport, int want_buckets);
+void dense_sync_free(struct dense_sync *s);
+/* 1 when the arena goes in buckets during the backward. */
+int dense_sync_bucketed(const struct dense_sync *s);
+/* A new step: no bucket posted. */
+void dense_sync_begin(struct dense_sync *s);
+/* Bucketed: tensors from params[first_final] on are final: post those not
+ * yet posted (first_final > 0; the first bucket waits for dense_sync_post_last). */
+void dense_sync_post_final(struct dense_sync *s, int first_final);
+/* Bucketed: post the rest of the arena. */
+void dense_sync_post_last(struct dense_sync *s);
+/* Test the buckets in flight. */
+void dense_sync_progress(struct dense_sync *s);
+/* The arena holds the sum over dp: wait for the buckets, or sum it now. */
+void dense_sync_finish(struct dense_sync *s);
+
+#endif

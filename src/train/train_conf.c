@@ -1,0 +1,88 @@
+/* train_conf: parameters -> typed configuration; see train_conf.h. */
+#include "train/train_conf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+/* Adam's constants, for the dense parameters and the tables alike. */
+static const float ADAM_BETA1 = 0.9f, ADAM_BETA2 = 0.98f, ADAM_EPS = 1e-8f;
+
+/* debug.slow_rank = R:FACTOR */
+static int slow_rank_parse(const char *text, int P, struct train_conf *tc, char *err,
+                           size_t errlen)
+{
+    tc->slow_rank = -1;
+    tc->slow_factor = 1.0;
+    if (!text[0])
+        return 0;
+    int rank;
+    double factor;
+    char tail;
+    if (sscanf(text, "%d:%lf%c", &rank, &factor, &tail) != 2 || rank < 0 || factor < 1)
+        return errorf(err, errlen, "debug.slow_rank = '%s': expected RANK:FACTOR with FACTOR >= 1",
+                      text);
+    if (rank >= P)
+        return errorf(err, errlen, "debug.slow_rank = '%s': rank %d does not exist (%d ranks)",
+                      text, rank, P);
+    tc->slow_rank = rank;
+    tc->slow_factor = factor;
+    return 0;
+}
+
+int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, char *err,
+                       size_t errlen)
+{
+    memset(tc, 0, sizeof *tc);
+    tc->data_path = params_str(p, P_data_path);
+    tc->split = (enum split_mode)params_i64(p, P_data_split);
+    tc->N = (int)params_i64(p, P_data_max_seq_len);
+    tc->use_timestamps = (int)params_i64(p, P_data_timestamps);
+    tc->d = (int)params_i64(p, P_model_dim);
+    tc->model = (struct model_conf){
+        .type = params_i64(p, P_model_type) == 0 ? MODEL_HSTU : MODEL_SASREC, .d = tc->d,
+        .layers = (int)params_i64(p, P_model_layers), .heads = (int)params_i64(p, P_model_heads),
+        .max_len = tc->N, .dropout = (float)params_f64(p, P_model_dropout)};
+    tc->bce = !strcmp(params_str(p, P_train_loss), "bce");
+    tc->R = tc->bce ? 1 : (int)params_i64(p, P_train_negatives);
+    tc->temperature = (float)params_f64(p, P_train_temperature);
+    tc->normalize_items = tc->model.type == MODEL_HSTU;
+    tc->emb_init_std = (float)params_f64(p, P_embedding_init_std);
+    tc->emb_optim = (struct emb_optim_conf){
+        .kind = (enum emb_optimizer)emb_optim_parse(params_str(p, P_embedding_optimizer)),
+        .lr = (float)params_f64(p, P_embedding_lr),
+        .weight_decay = (float)params_f64(p, P_embedding_weight_decay), .eps = ADAM_EPS,
+        .beta1 = ADAM_BETA1, .beta2 = ADAM_BETA2};
+    tc->seed = (uint64_t)params_i64(p, P_train_seed);
+    tc->batch_size = params_i64(p, P_train_batch_size);
+    tc->epochs = params_i64(p, P_train_epochs);
+    tc->max_steps = params_i64(p, P_train_max_steps);
+    tc->log_every = params_i64(p, P_train_log_every);
+    tc->eval_every = params_i64(p, P_train_eval_every);
+    tc->checkpoint_every = params_i64(p, P_train_checkpoint_every);
+    tc->final_eval = (int)params_i64(p, P_train_final_eval);
+    tc->baseline = (int)params_i64(p, P_train_baseline);
+    tc->resume = params_str(p, P_train_resume);
+    tc->dense_optim = (struct dense_optim_conf){
+        .lr = params_f64(p, P_train_lr), .warmup_steps = params_i64(p, P_train_warmup_steps),
+        .weight_decay = (float)params_f64(p, P_train_weight_decay),
+        .clip_norm = params_f64(p, P_train_clip_norm), .beta1 = ADAM_BETA1,
+        .beta2 = ADAM_BETA2, .eps = ADAM_EPS};
+    tc->embedding_group = params_i64(p, P_parallel_embedding_group);
+    const char *ov = params_str(p, P_parallel_overlap);
+    tc->overlap = !strcmp(ov, "none")       ? OVERLAP_NONE
+                  : !strcmp(ov, "pipeline") ? OVERLAP_PIPELINE
+                                            : OVERLAP_PRIORITIZED;
+    tc->progress_thread = !strcmp(params_str(p, P_parallel_progress), "thread");
+    tc->transport = params_str(p, P_parallel_transport);
+    tc->checkpoint_dir = params_str(p, P_output_checkpoint_dir);
+    tc->metrics = params_str(p, P_output_metrics);
+    tc->trace = params_str(p, P_output_trace);
+    tc->trace_steps = params_i64(p, P_output_trace_steps);
+    if (!tc->data_path[0])
+        return errorf(err, errlen,
+                      "data.path is not set: name an HDF5 dataset (freescale data import / "
+                      "data gen)");
+    return slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen);
+}

@@ -1,0 +1,60 @@
+/* train_conf: the typed configuration of a training run, resolved once at
+ * start-up from the parameters (base/params_table.h). The loop, the step,
+ * the dense optimizer and evaluation read these fields; nothing on the step
+ * path looks parameters up. */
+#ifndef FS_TRAIN_CONF_H
+#define FS_TRAIN_CONF_H
+
+#include <stdint.h>
+
+#include "base/params.h"
+#include "data/split.h"
+#include "embedding/emb_optim.h"
+#include "model/model.h"
+#include "train/dense_optim.h"
+
+enum overlap_mode { OVERLAP_NONE, OVERLAP_PIPELINE, OVERLAP_PRIORITIZED };
+
+struct train_conf {
+    /* data */
+    const char *data_path;
+    enum split_mode split;
+    int N;                    /* data.max_seq_len */
+    int use_timestamps;       /* data.timestamps (used if the dataset has them) */
+    /* model and loss */
+    struct model_conf model;  /* time_bias is set once the dataset is open */
+    int d;                    /* model.dim */
+    int bce;                  /* train.loss = bce (else sampled softmax) */
+    int R;                    /* negatives per position (1 with bce) */
+    float temperature;        /* sampled softmax tau */
+    int normalize_items;      /* L2-normalised item rows in the loss (HSTU) */
+    /* the item table */
+    float emb_init_std;
+    struct emb_optim_conf emb_optim;
+    /* schedule */
+    uint64_t seed;
+    int64_t batch_size, epochs, max_steps, log_every, eval_every, checkpoint_every;
+    int final_eval, baseline;
+    const char *resume;       /* "" | "auto" | a path */
+    /* dense optimizer */
+    struct dense_optim_conf dense_optim;
+    /* parallel */
+    int64_t embedding_group;
+    enum overlap_mode overlap;
+    int progress_thread;      /* parallel.progress = thread */
+    const char *transport;    /* parallel.transport */
+    /* output */
+    const char *checkpoint_dir, *metrics, *trace;
+    int64_t trace_steps;
+    /* debug.slow_rank */
+    int slow_rank;            /* -1: none */
+    double slow_factor;
+};
+
+/* Fill tc from p (strings point into p, which must outlive tc). Returns 0,
+ * or -1 with err naming the parameter (P ranks: the world size, to check
+ * rank numbers). */
+int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, char *err,
+                       size_t errlen);
+
+#endif
