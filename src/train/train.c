@@ -40,7 +40,7 @@ static void open_dataset(struct trainer *tr)
         fatal("data.path: %s", err);
 }
 
-static void setup(struct trainer *tr)
+void trainer_setup(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
     char err[1024];
@@ -72,7 +72,7 @@ static void setup(struct trainer *tr)
               split_holdout(cf->split) + 2);
 }
 
-static void trainer_free(struct trainer *tr)
+void trainer_free(struct trainer *tr)
 {
     train_step_free(tr);
     dense_optim_free(&tr->optim);
@@ -311,7 +311,7 @@ int train_main(int argc, char **argv)
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
     struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1};
-    setup(&tr);
+    trainer_setup(&tr);
     const struct train_conf *cf = &tr.conf;
     const int64_t steps_per_epoch = (tr.n_train + cf->batch_size - 1) / cf->batch_size;
     int64_t total = steps_per_epoch * cf->epochs;

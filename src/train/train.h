@@ -49,6 +49,16 @@ struct trainer {
     struct steptime st;
 };
 
+/* Start-up of every command that runs the model (train, and the commands
+ * that load a checkpoint): resolve the configuration from tr->p, build the
+ * communicator groups, open the dataset, pick the device, build the model,
+ * the item table, the dense optimizer and the step's state. tr->c and tr->p
+ * must be set (banner_start), best_val and best_epoch at -1. Collective;
+ * ends the job with a message on any bad input. */
+void trainer_setup(struct trainer *tr);
+/* Release everything trainer_setup and the run allocated (not tr->c). */
+void trainer_free(struct trainer *tr);
+
 /* The step's state: parallel.overlap, the dense all-reduce's transport, the
  * between-layers hook (collective: the transport is chosen together). */
 void train_step_init(struct trainer *tr);
