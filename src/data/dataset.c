@@ -1,22 +1,29 @@
-/* dataset: HDF5 sequence datasets; see dataset.h for the format. */
+/* dataset: the reader of HDF5 sequence datasets; see dataset.h for the
+ * format and what is accepted (the writer: dataset_write.c).
+ *
+ * Every attribute and dataset is checked for its class, size, rank and
+ * shape before anything is read into a buffer. Integers are read through
+ * HDF5's conversion into int64 (or int32), which is exact unless the stored
+ * type is wider than the destination (uint64 into int64; int64, uint32 ...
+ * into int32): those are read at their own width and range-checked here,
+ * since HDF5 would silently clip them. */
 #include "data/dataset.h"
 
 #include <errno.h>
 #include <hdf5.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/check.h"
 
-#define CHUNK_EVENTS ((hsize_t)1 << 16) /* 64 Ki events = 512 KiB of int64 */
 #define CHUNK_CACHE_BYTES ((size_t)32 << 20) /* per open event dataset */
 #define VALIDATE_EVENTS ((int64_t)1 << 22)
+#define CONVERT_BLOCK ((int64_t)1 << 16)     /* elements per checked conversion */
+#define MAX_ATTR_STRING 4096                 /* longest fixed-length string attribute */
 
-static void h5_quiet(void)
+void dataset_h5_quiet(void)
 {
     static int done = 0;
     if (!done) { /* we report errors ourselves */
@@ -36,20 +43,53 @@ static void type_name(hid_t t, char *buf, size_t len)
         snprintf(buf, len, "float%zu", bits);
     else if (cls == H5T_STRING)
         snprintf(buf, len, "string");
+    else if (cls == H5T_ENUM)
+        snprintf(buf, len, "enum (h5py bool?)");
+    else if (cls == H5T_COMPOUND)
+        snprintf(buf, len, "compound");
     else
         snprintf(buf, len, "HDF5 class %d", (int)cls);
 }
 
-static int is_int(hid_t t, size_t bytes)
+/* "scalar", "[3]", "[2, 5]", "null (no data)" of a dataspace. */
+static void shape_name(hid_t s, char *buf, size_t len)
 {
-    return H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == bytes &&
-           H5Tget_sign(t) == H5T_SGN_2;
+    H5S_class_t cls = H5Sget_simple_extent_type(s);
+    if (cls == H5S_SCALAR) {
+        snprintf(buf, len, "scalar");
+        return;
+    }
+    int rank = H5Sget_simple_extent_ndims(s);
+    hsize_t dims[H5S_MAX_RANK];
+    if (cls != H5S_SIMPLE || rank < 0 || rank > H5S_MAX_RANK ||
+        H5Sget_simple_extent_dims(s, dims, NULL) < 0) {
+        snprintf(buf, len, cls == H5S_NULL ? "null (no data)" : "unknown");
+        return;
+    }
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < rank && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%llu", i ? ", " : "",
+                                 (unsigned long long)dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
 }
 
-/* --- reader --------------------------------------------------------------- */
+/* An integer type of at most 8 bytes: its width and sign into *it; -1 if not. */
+static int int_type(hid_t t, struct dataset_int *it)
+{
+    if (H5Tget_class(t) != H5T_INTEGER || H5Tget_size(t) < 1 || H5Tget_size(t) > 8)
+        return -1;
+    it->bytes = (int8_t)H5Tget_size(t);
+    it->is_signed = H5Tget_sign(t) != H5T_SGN_NONE;
+    return 0;
+}
 
-static int read_attr_i64(const struct dataset *ds, const char *name, int64_t *v, char *err,
-                         size_t errlen)
+/* --- attributes ----------------------------------------------------------- */
+
+/* Open scalar attribute name on /, its type in *type; -1 + err (nothing
+ * left open) when it is missing or not a scalar. */
+static hid_t attr_open(const struct dataset *ds, const char *name, hid_t *type, char *err,
+                       size_t errlen)
 {
     hid_t f = (hid_t)ds->file;
     if (H5Aexists(f, name) <= 0)
@@ -59,69 +99,111 @@ static int read_attr_i64(const struct dataset *ds, const char *name, int64_t *v,
     hid_t t = a < 0 ? -1 : H5Aget_type(a);
     hid_t s = a < 0 ? -1 : H5Aget_space(a);
     int rc = 0;
-    char tn[32] = "?";
+    char shape[96];
     if (a < 0 || t < 0 || s < 0)
         rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
-    else if (H5Tget_class(t) != H5T_INTEGER) {
+    else if (H5Sget_simple_extent_type(s) != H5S_SCALAR) {
+        shape_name(s, shape, sizeof shape);
+        rc = errorf(err, errlen, "%s: attribute '%s' has shape %s, expected a scalar", ds->path,
+                    name, shape);
+    }
+    if (s >= 0) H5Sclose(s);
+    if (rc) {
+        if (t >= 0) H5Tclose(t);
+        if (a >= 0) H5Aclose(a);
+        return -1;
+    }
+    *type = t;
+    return a;
+}
+
+static int read_attr_i64(const struct dataset *ds, const char *name, int64_t *v, char *err,
+                         size_t errlen)
+{
+    hid_t t, a = attr_open(ds, name, &t, err, errlen);
+    if (a < 0)
+        return -1;
+    struct dataset_int it;
+    int rc = 0;
+    char tn[32];
+    uint64_t u = 0;
+    if (int_type(t, &it)) {
         type_name(t, tn, sizeof tn);
         rc = errorf(err, errlen, "%s: attribute '%s' has type %s, expected an integer", ds->path,
                     name, tn);
-    } else if (H5Sget_simple_extent_npoints(s) != 1)
-        rc = errorf(err, errlen, "%s: attribute '%s' is not a scalar", ds->path, name);
-    else if (H5Aread(a, H5T_NATIVE_INT64, v) < 0)
+    } else if (!it.is_signed && it.bytes == 8) {
+        if (H5Aread(a, H5T_NATIVE_UINT64, &u) < 0)
+            rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
+        else if (u > (uint64_t)INT64_MAX)
+            rc = errorf(err, errlen, "%s: attribute '%s' = %llu does not fit int64", ds->path,
+                        name, (unsigned long long)u);
+        *v = (int64_t)u;
+    } else if (H5Aread(a, H5T_NATIVE_INT64, v) < 0)
         rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
-    if (s >= 0) H5Sclose(s);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
+    H5Tclose(t);
+    H5Aclose(a);
     return rc;
 }
 
-static int check_format_attr(const struct dataset *ds, char *err, size_t errlen)
+/* A scalar string attribute, variable or fixed length, any character set,
+ * into val[len] (NUL-terminated; longer values are cut). */
+static int read_attr_str(const struct dataset *ds, const char *name, char *val, size_t len,
+                         char *err, size_t errlen)
 {
-    hid_t f = (hid_t)ds->file;
-    if (H5Aexists(f, "format") <= 0)
-        return errorf(err, errlen, "%s: missing attribute 'format' on / (not a freescale dataset)",
-                      ds->path);
-    hid_t a = H5Aopen(f, "format", H5P_DEFAULT);
-    hid_t t = a < 0 ? -1 : H5Aget_type(a);
+    hid_t t, a = attr_open(ds, name, &t, err, errlen);
+    if (a < 0)
+        return -1;
     int rc = 0;
-    char val[64] = "";
-    if (a < 0 || t < 0 || H5Tget_class(t) != H5T_STRING)
-        rc = errorf(err, errlen, "%s: attribute 'format' is not a string", ds->path);
-    else if (H5Tis_variable_str(t) > 0) {
+    char tn[32];
+    hid_t mt = -1;
+    val[0] = 0;
+    if (H5Tget_class(t) != H5T_STRING) {
+        type_name(t, tn, sizeof tn);
+        rc = errorf(err, errlen, "%s: attribute '%s' has type %s, expected a string", ds->path,
+                    name, tn);
+    } else if (H5Tis_variable_str(t) > 0) {
         char *s = NULL;
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        if (H5Aread(a, mt, &s) < 0)
-            rc = errorf(err, errlen, "%s: cannot read attribute 'format'", ds->path);
+        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
+            H5Tset_cset(mt, H5Tget_cset(t)) < 0 || H5Aread(a, mt, &s) < 0)
+            rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
         else
-            snprintf(val, sizeof val, "%s", s ? s : "");
+            snprintf(val, len, "%s", s ? s : "");
         if (s)
             H5free_memory(s);
-        H5Tclose(mt);
     } else {
         size_t n = H5Tget_size(t);
-        char *s = xcalloc(n + 1, 1);
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, n + 1);
-        if (H5Aread(a, mt, s) < 0)
-            rc = errorf(err, errlen, "%s: cannot read attribute 'format'", ds->path);
-        snprintf(val, sizeof val, "%s", s);
+        if (n == 0 || n > MAX_ATTR_STRING)
+            rc = errorf(err, errlen, "%s: attribute '%s' is a string of %zu bytes, expected "
+                        "1 to %d", ds->path, name, n, MAX_ATTR_STRING);
+        char *s = rc ? NULL : xcalloc(n + 1, 1);
+        /* the file's own type: same size, padding and character set */
+        if (!rc && ((mt = H5Tcopy(t)) < 0 || H5Aread(a, mt, s) < 0))
+            rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
+        if (!rc) {
+            size_t used = strnlen(s, n);
+            if (H5Tget_strpad(t) == H5T_STR_SPACEPAD)
+                while (used && s[used - 1] == ' ')
+                    used--;
+            snprintf(val, len, "%.*s", (int)used, s);
+        }
         free(s);
-        H5Tclose(mt);
     }
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    if (rc == 0 && strcmp(val, DATASET_FORMAT))
-        rc = errorf(err, errlen, "%s: attribute format = '%s', expected '%s'", ds->path, val,
-                    DATASET_FORMAT);
+    if (mt >= 0) H5Tclose(mt);
+    H5Tclose(t);
+    H5Aclose(a);
     return rc;
 }
 
-/* Check that /name exists, is 1-D of n elements (n < 0: any) and of a signed
- * integer type of `bytes` bytes. Sets *present (optional datasets). */
-static int check_dataset(const struct dataset *ds, const char *name, size_t bytes, int64_t n,
-                         int required, int *present, char *err, size_t errlen)
+/* --- datasets ------------------------------------------------------------- */
+
+enum want { WANT_INT, WANT_STRING };
+
+/* Check that /name exists, is 1-D of n elements (n < 0: any) and of an
+ * integer type (stored type into *it) or a string type. Sets *present
+ * (optional datasets). dest: the type it is read as, for messages. */
+static int check_dataset(const struct dataset *ds, const char *name, enum want want,
+                         const char *dest, int64_t n, int required, int *present,
+                         struct dataset_int *it, char *err, size_t errlen)
 {
     hid_t f = (hid_t)ds->file;
     char path[64];
@@ -134,22 +216,28 @@ static int check_dataset(const struct dataset *ds, const char *name, size_t byte
         return errorf(err, errlen, "%s: %s is not a readable dataset", ds->path, path);
     hid_t t = H5Dget_type(d), s = H5Dget_space(d);
     int rc = 0;
-    char tn[32];
-    hsize_t dims[2] = {0, 0};
+    char tn[32], shape[96];
+    struct dataset_int dummy;
     if (t < 0 || s < 0)
         rc = errorf(err, errlen, "%s: cannot read the type of %s", ds->path, path);
-    else if (!is_int(t, bytes)) {
+    else if (want == WANT_INT && int_type(t, it ? it : &dummy)) {
         type_name(t, tn, sizeof tn);
-        rc = errorf(err, errlen, "%s: %s has type %s, expected int%zu", ds->path, path, tn,
-                    8 * bytes);
-    } else if (H5Sget_simple_extent_ndims(s) != 1)
-        rc = errorf(err, errlen, "%s: %s has %d dimensions, expected 1", ds->path, path,
-                    H5Sget_simple_extent_ndims(s));
-    else {
-        H5Sget_simple_extent_dims(s, dims, NULL);
-        if (n >= 0 && (int64_t)dims[0] != n)
+        rc = errorf(err, errlen, "%s: %s has type %s, expected %s (or another integer type)",
+                    ds->path, path, tn, dest);
+    } else if (want == WANT_STRING && H5Tget_class(t) != H5T_STRING) {
+        type_name(t, tn, sizeof tn);
+        rc = errorf(err, errlen, "%s: %s has type %s, expected strings", ds->path, path, tn);
+    } else if (H5Sget_simple_extent_type(s) != H5S_SIMPLE ||
+               H5Sget_simple_extent_ndims(s) != 1) {
+        shape_name(s, shape, sizeof shape);
+        rc = errorf(err, errlen, "%s: %s has shape %s, expected 1 dimension", ds->path, path,
+                    shape);
+    } else {
+        hsize_t dim = 0; /* rank 1, checked above */
+        H5Sget_simple_extent_dims(s, &dim, NULL);
+        if (n >= 0 && (int64_t)dim != n)
             rc = errorf(err, errlen, "%s: %s has %lld elements, expected %lld", ds->path, path,
-                        (long long)dims[0], (long long)n);
+                        (long long)dim, (long long)n);
     }
     if (s >= 0) H5Sclose(s);
     if (t >= 0) H5Tclose(t);
@@ -191,6 +279,51 @@ static int read_slab(const struct dataset *ds, const char *name, hid_t mem_type,
     return rc;
 }
 
+/* Elements [first, first + n) of integer dataset /name (stored type *it)
+ * into out64 [n] or, when out64 is NULL, out32 [n]; values that do not fit
+ * are errors naming the first bad index. */
+static int read_ints(const struct dataset *ds, const char *name, const struct dataset_int *it,
+                     int64_t first, int64_t n, int64_t *out64, int32_t *out32, char *err,
+                     size_t errlen)
+{
+    int u64 = !it->is_signed && it->bytes == 8;
+    if (out64) {
+        if (!u64)
+            return read_slab(ds, name, H5T_NATIVE_INT64, first, n, out64, err, errlen);
+        if (read_slab(ds, name, H5T_NATIVE_UINT64, first, n, out64, err, errlen))
+            return -1;
+        for (int64_t i = 0; i < n; i++)
+            if ((uint64_t)out64[i] > (uint64_t)INT64_MAX)
+                return errorf(err, errlen, "%s: /%s[%lld] = %llu does not fit int64", ds->path,
+                              name, (long long)(first + i), (unsigned long long)out64[i]);
+        return 0;
+    }
+    if (it->is_signed ? it->bytes <= 4 : it->bytes <= 2)
+        return read_slab(ds, name, H5T_NATIVE_INT32, first, n, out32, err, errlen);
+    int64_t *tmp = xmalloc((size_t)(n < CONVERT_BLOCK ? (n ? n : 1) : CONVERT_BLOCK) * sizeof *tmp);
+    int rc = 0;
+    for (int64_t b = 0; rc == 0 && b < n; b += CONVERT_BLOCK) {
+        int64_t m = n - b < CONVERT_BLOCK ? n - b : CONVERT_BLOCK;
+        rc = read_slab(ds, name, u64 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, first + b, m, tmp,
+                       err, errlen);
+        for (int64_t i = 0; rc == 0 && i < m; i++) {
+            if (u64 ? (uint64_t)tmp[i] > (uint64_t)INT32_MAX
+                    : tmp[i] < INT32_MIN || tmp[i] > INT32_MAX) {
+                char v[32];
+                if (u64)
+                    snprintf(v, sizeof v, "%llu", (unsigned long long)tmp[i]);
+                else
+                    snprintf(v, sizeof v, "%lld", (long long)tmp[i]);
+                rc = errorf(err, errlen, "%s: /%s[%lld] = %s does not fit int32", ds->path,
+                            name, (long long)(first + b + i), v);
+            } else
+                out32[b + i] = (int32_t)tmp[i];
+        }
+    }
+    free(tmp);
+    return rc;
+}
+
 /* Open an event dataset with a chunk cache large enough for sequential and
  * scattered reads of whole chunks (HDF5's default is 1 MiB). */
 static hid_t open_cached(hid_t f, const char *path)
@@ -205,9 +338,56 @@ static hid_t open_cached(hid_t f, const char *path)
     return d;
 }
 
+/* The attributes of /: format, version, num_items, num_users. */
+static int read_attributes(struct dataset *ds, char *err, size_t errlen)
+{
+    char format[64];
+    int64_t version = 0;
+    if (read_attr_str(ds, "format", format, sizeof format, err, errlen))
+        return -1;
+    if (strcmp(format, DATASET_FORMAT))
+        return errorf(err, errlen, "%s: attribute format = '%s', expected '%s'", ds->path, format,
+                      DATASET_FORMAT);
+    if (read_attr_i64(ds, "version", &version, err, errlen))
+        return -1;
+    if (version != DATASET_VERSION)
+        return errorf(err, errlen, "%s: attribute version = %lld, this program reads version %d",
+                      ds->path, (long long)version, DATASET_VERSION);
+    if (read_attr_i64(ds, "num_items", &ds->num_items, err, errlen) ||
+        read_attr_i64(ds, "num_users", &ds->num_users, err, errlen))
+        return -1;
+    if (ds->num_items < 1 || ds->num_users < 0)
+        return errorf(err, errlen, "%s: attributes num_items = %lld, num_users = %lld out of range",
+                      ds->path, (long long)ds->num_items, (long long)ds->num_users);
+    return 0;
+}
+
+/* /offsets read whole and checked: 0, non-decreasing, ends at num_events. */
+static int read_offsets(struct dataset *ds, const struct dataset_int *it, char *err,
+                        size_t errlen)
+{
+    const char *path = ds->path;
+    int64_t nu = ds->num_users;
+    ds->offsets = xmalloc((size_t)(nu + 1) * sizeof(int64_t));
+    if (read_ints(ds, "offsets", it, 0, nu + 1, ds->offsets, NULL, err, errlen))
+        return -1;
+    if (ds->offsets[0] != 0)
+        return errorf(err, errlen, "%s: /offsets[0] = %lld, expected 0", path,
+                      (long long)ds->offsets[0]);
+    for (int64_t u = 0; u < nu; u++)
+        if (ds->offsets[u + 1] < ds->offsets[u])
+            return errorf(err, errlen, "%s: /offsets decreases at index %lld (%lld after %lld)",
+                          path, (long long)(u + 1), (long long)ds->offsets[u + 1],
+                          (long long)ds->offsets[u]);
+    if (ds->offsets[nu] != ds->num_events)
+        return errorf(err, errlen, "%s: /offsets[%lld] = %lld, expected the event count %lld",
+                      path, (long long)nu, (long long)ds->offsets[nu], (long long)ds->num_events);
+    return 0;
+}
+
 int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
 {
-    h5_quiet();
+    dataset_h5_quiet();
     memset(ds, 0, sizeof *ds);
     ds->file = ds->d_items = ds->d_ts = ds->d_actions = -1;
     snprintf(ds->path, sizeof ds->path, "%s", path);
@@ -218,27 +398,15 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
     if (f < 0)
         return errorf(err, errlen, "%s: not a readable HDF5 file (truncated or corrupt?)", path);
     ds->file = f;
-    int64_t version = 0;
     int present;
-    if (check_format_attr(ds, err, errlen) || read_attr_i64(ds, "version", &version, err, errlen))
+    struct dataset_int t_off;
+    if (read_attributes(ds, err, errlen) ||
+        check_dataset(ds, "offsets", WANT_INT, "int64", ds->num_users + 1, 1, &present, &t_off,
+                      err, errlen) ||
+        check_dataset(ds, "item_ids", WANT_INT, "int64", -1, 1, &present, &ds->t_items, err,
+                      errlen))
         goto fail;
-    if (version != DATASET_VERSION) {
-        errorf(err, errlen, "%s: attribute version = %lld, this program reads version %d", path,
-               (long long)version, DATASET_VERSION);
-        goto fail;
-    }
-    if (read_attr_i64(ds, "num_items", &ds->num_items, err, errlen) ||
-        read_attr_i64(ds, "num_users", &ds->num_users, err, errlen))
-        goto fail;
-    if (ds->num_items < 1 || ds->num_users < 0) {
-        errorf(err, errlen, "%s: attributes num_items = %lld, num_users = %lld out of range", path,
-               (long long)ds->num_items, (long long)ds->num_users);
-        goto fail;
-    }
-    if (check_dataset(ds, "offsets", 8, ds->num_users + 1, 1, &present, err, errlen) ||
-        check_dataset(ds, "item_ids", 8, -1, 1, &present, err, errlen))
-        goto fail;
-    /* the event count is the length of /item_ids */
+    /* the event count is the length of /item_ids (rank 1, checked above) */
     {
         hid_t d, s;
         hsize_t n = 0;
@@ -249,10 +417,18 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         H5_CHECK(H5Dclose(d));
         ds->num_events = (int64_t)n;
     }
-    if (check_dataset(ds, "timestamps", 8, ds->num_events, 0, &ds->has_timestamps, err, errlen) ||
-        check_dataset(ds, "actions", 4, ds->num_events, 0, &ds->has_actions, err, errlen) ||
-        check_dataset(ds, "item_map", 8, ds->num_items, 0, &ds->has_item_map, err, errlen) ||
-        check_dataset(ds, "user_map", 8, ds->num_users, 0, &ds->has_user_map, err, errlen))
+    if (check_dataset(ds, "timestamps", WANT_INT, "int64", ds->num_events, 0, &ds->has_timestamps,
+                      &ds->t_ts, err, errlen) ||
+        check_dataset(ds, "actions", WANT_INT, "int32", ds->num_events, 0, &ds->has_actions,
+                      &ds->t_actions, err, errlen) ||
+        check_dataset(ds, "item_map", WANT_INT, "int64", ds->num_items, 0, &ds->has_item_map,
+                      &ds->t_item_map, err, errlen) ||
+        check_dataset(ds, "user_map", WANT_INT, "int64", ds->num_users, 0, &ds->has_user_map,
+                      &ds->t_user_map, err, errlen) ||
+        check_dataset(ds, "item_map_str", WANT_STRING, NULL, ds->num_items, 0,
+                      &ds->has_item_map_str, NULL, err, errlen) ||
+        check_dataset(ds, "user_map_str", WANT_STRING, NULL, ds->num_users, 0,
+                      &ds->has_user_map_str, NULL, err, errlen))
         goto fail;
     ds->d_items = open_cached(f, "/item_ids");
     ds->d_ts = ds->has_timestamps ? open_cached(f, "/timestamps") : -1;
@@ -262,25 +438,8 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         errorf(err, errlen, "%s: cannot open the event datasets", path);
         goto fail;
     }
-    ds->offsets = xmalloc((size_t)(ds->num_users + 1) * sizeof(int64_t));
-    if (read_slab(ds, "offsets", H5T_NATIVE_INT64, 0, ds->num_users + 1, ds->offsets, err, errlen))
+    if (read_offsets(ds, &t_off, err, errlen))
         goto fail;
-    if (ds->offsets[0] != 0) {
-        errorf(err, errlen, "%s: /offsets[0] = %lld, expected 0", path, (long long)ds->offsets[0]);
-        goto fail;
-    }
-    for (int64_t u = 0; u < ds->num_users; u++)
-        if (ds->offsets[u + 1] < ds->offsets[u]) {
-            errorf(err, errlen, "%s: /offsets decreases at index %lld (%lld after %lld)", path,
-                   (long long)(u + 1), (long long)ds->offsets[u + 1], (long long)ds->offsets[u]);
-            goto fail;
-        }
-    if (ds->offsets[ds->num_users] != ds->num_events) {
-        errorf(err, errlen, "%s: /offsets[%lld] = %lld, expected the event count %lld", path,
-               (long long)ds->num_users, (long long)ds->offsets[ds->num_users],
-               (long long)ds->num_events);
-        goto fail;
-    }
     return 0;
 fail:
     dataset_close(ds);
@@ -311,9 +470,9 @@ int dataset_read_users(const struct dataset *ds, int64_t u0, int64_t u1, int64_t
     if (actions && !ds->has_actions)
         return errorf(err, errlen, "%s: has no /actions", ds->path);
     int64_t e0 = ds->offsets[u0], n = ds->offsets[u1] - e0;
-    if (read_slab(ds, "item_ids", H5T_NATIVE_INT64, e0, n, items, err, errlen) ||
-        (ts && read_slab(ds, "timestamps", H5T_NATIVE_INT64, e0, n, ts, err, errlen)) ||
-        (actions && read_slab(ds, "actions", H5T_NATIVE_INT32, e0, n, actions, err, errlen)))
+    if (read_ints(ds, "item_ids", &ds->t_items, e0, n, items, NULL, err, errlen) ||
+        (ts && read_ints(ds, "timestamps", &ds->t_ts, e0, n, ts, NULL, err, errlen)) ||
+        (actions && read_ints(ds, "actions", &ds->t_actions, e0, n, NULL, actions, err, errlen)))
         return -1;
     for (int64_t i = 0; i < n; i++)
         if (items[i] < 1 || items[i] > ds->num_items)
@@ -334,24 +493,101 @@ int dataset_read_users(const struct dataset *ds, int64_t u0, int64_t u1, int64_t
 
 int64_t *dataset_read_map(const struct dataset *ds, const char *name, char *err, size_t errlen)
 {
-    int64_t n = !strcmp(name, "item_map") ? ds->num_items : ds->num_users;
-    int present = !strcmp(name, "item_map") ? ds->has_item_map : ds->has_user_map;
-    if (!present) {
+    int items = !strcmp(name, "item_map");
+    int64_t n = items ? ds->num_items : ds->num_users;
+    if (!(items ? ds->has_item_map : ds->has_user_map)) {
         errorf(err, errlen, "%s: has no /%s", ds->path, name);
         return NULL;
     }
     int64_t *m = xmalloc((size_t)(n ? n : 1) * sizeof *m);
-    if (read_slab(ds, name, H5T_NATIVE_INT64, 0, n, m, err, errlen)) {
+    if (read_ints(ds, name, items ? &ds->t_item_map : &ds->t_user_map, 0, n, m, NULL, err,
+                  errlen)) {
         free(m);
         return NULL;
     }
     return m;
 }
 
+/* String i of vlen [n] or of fixed [n * size] (padding dropped): its length. */
+static size_t string_at(char **vlen, const char *fixed, size_t size, int spacepad, int64_t i,
+                        const char **s)
+{
+    if (vlen) {
+        *s = vlen[i] ? vlen[i] : "";
+        return strlen(*s);
+    }
+    *s = fixed + (size_t)i * size;
+    size_t len = strnlen(*s, size);
+    while (spacepad && len && (*s)[len - 1] == ' ')
+        len--;
+    return len;
+}
+
+/* n strings (see string_at) into one block: n pointers, then the strings
+ * NUL-terminated. */
+static char **pack_strings(int64_t n, char **vlen, const char *fixed, size_t size, int spacepad)
+{
+    const char *s;
+    size_t bytes = (size_t)(n ? n : 1) * sizeof(char *);
+    for (int64_t i = 0; i < n; i++)
+        bytes += string_at(vlen, fixed, size, spacepad, i, &s) + 1;
+    char **out = xmalloc(bytes);
+    char *p = (char *)(out + n);
+    for (int64_t i = 0; i < n; i++) {
+        size_t len = string_at(vlen, fixed, size, spacepad, i, &s);
+        memcpy(p, s, len);
+        p[len] = 0;
+        out[i] = p;
+        p += len + 1;
+    }
+    return out;
+}
+
+char **dataset_read_map_str(const struct dataset *ds, const char *name, char *err, size_t errlen)
+{
+    int items = !strcmp(name, "item_map_str");
+    int64_t n = items ? ds->num_items : ds->num_users;
+    if (!(items ? ds->has_item_map_str : ds->has_user_map_str)) {
+        errorf(err, errlen, "%s: has no /%s", ds->path, name);
+        return NULL;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/%s", name);
+    hid_t d = H5Dopen2((hid_t)ds->file, path, H5P_DEFAULT);
+    hid_t t = d < 0 ? -1 : H5Dget_type(d), s = d < 0 ? -1 : H5Dget_space(d), mt = -1;
+    char **out = NULL;
+    if (t >= 0 && s >= 0 && H5Tis_variable_str(t) > 0) {
+        char **v = xcalloc((size_t)(n ? n : 1), sizeof *v);
+        if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+            H5Tset_cset(mt, H5Tget_cset(t)) >= 0 &&
+            (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0)) {
+            out = pack_strings(n, v, NULL, 0, 0);
+            if (n)
+                H5Dvlen_reclaim(mt, s, H5P_DEFAULT, v);
+        }
+        free(v);
+    } else if (t >= 0 && s >= 0) {
+        size_t size = H5Tget_size(t);
+        char *buf = xmalloc((size_t)(n ? n : 1) * (size ? size : 1));
+        if ((mt = H5Tcopy(t)) >= 0 && /* same size, padding and character set */
+            (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0))
+            out = pack_strings(n, NULL, buf, size, H5Tget_strpad(t) == H5T_STR_SPACEPAD);
+        free(buf);
+    }
+    if (!out)
+        errorf(err, errlen, "%s: cannot read %s (truncated or corrupt file?)", ds->path, path);
+    if (mt >= 0) H5Tclose(mt);
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    return out;
+}
+
 int dataset_validate(const struct dataset *ds, char *err, size_t errlen)
 {
     int64_t *items = xmalloc((size_t)VALIDATE_EVENTS * sizeof *items);
     int64_t *ts = ds->has_timestamps ? xmalloc((size_t)VALIDATE_EVENTS * sizeof *ts) : NULL;
+    int32_t *act = ds->has_actions ? xmalloc((size_t)VALIDATE_EVENTS * sizeof *act) : NULL;
     int rc = 0;
     int64_t u0 = 0;
     while (rc == 0 && u0 < ds->num_users) {
@@ -361,229 +597,22 @@ int dataset_validate(const struct dataset *ds, char *err, size_t errlen)
             u1++;
         int64_t n = ds->offsets[u1] - ds->offsets[u0];
         int64_t *bi = items, *bt = ts;
+        int32_t *ba = act;
         if (n > VALIDATE_EVENTS) {
             bi = xmalloc((size_t)n * sizeof *bi);
             bt = ts ? xmalloc((size_t)n * sizeof *bt) : NULL;
+            ba = act ? xmalloc((size_t)n * sizeof *ba) : NULL;
         }
-        rc = dataset_read_users(ds, u0, u1, bi, bt, NULL, err, errlen);
+        rc = dataset_read_users(ds, u0, u1, bi, bt, ba, err, errlen);
         if (bi != items) {
             free(bi);
             free(bt);
+            free(ba);
         }
         u0 = u1;
     }
     free(items);
     free(ts);
+    free(act);
     return rc;
-}
-
-/* --- writer --------------------------------------------------------------- */
-
-struct dataset_writer {
-    char path[4096], tmp[4200];
-    hid_t file, d_items, d_ts, d_actions;
-    int64_t events, users, cap_users;
-    int64_t *offsets;
-};
-
-static hid_t create_extendible(hid_t f, const char *name, hid_t type)
-{
-    hsize_t dim = 0, maxdim = H5S_UNLIMITED, chunk = CHUNK_EVENTS;
-    hid_t s = H5Screate_simple(1, &dim, &maxdim);
-    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
-    hid_t d = -1;
-    if (s >= 0 && pl >= 0 && H5Pset_chunk(pl, 1, &chunk) >= 0 && H5Pset_shuffle(pl) >= 0 &&
-        H5Pset_deflate(pl, 1) >= 0 && H5Pset_obj_track_times(pl, 0) >= 0)
-        d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
-    if (pl >= 0) H5Pclose(pl);
-    if (s >= 0) H5Sclose(s);
-    return d;
-}
-
-static int append_slab(hid_t d, hid_t mem_type, int64_t first, int64_t n, const void *buf)
-{
-    if (n == 0)
-        return 0;
-    hsize_t size = (hsize_t)(first + n), start = (hsize_t)first, count = (hsize_t)n;
-    if (H5Dset_extent(d, &size) < 0)
-        return -1;
-    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
-    int rc = (fs < 0 || ms < 0 ||
-              H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-              H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0)
-                 ? -1 : 0;
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    return rc;
-}
-
-static int write_whole(hid_t f, const char *name, hid_t type, const void *buf, int64_t n)
-{
-    hsize_t dim = (hsize_t)n;
-    hid_t s = H5Screate_simple(1, &dim, NULL);
-    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
-    if (H5Pset_obj_track_times(pl, 0) < 0)
-        n = -1;
-    if (n > 0) {
-        hsize_t chunk = (hsize_t)n < CHUNK_EVENTS ? (hsize_t)n : CHUNK_EVENTS;
-        if (H5Pset_chunk(pl, 1, &chunk) < 0 || H5Pset_shuffle(pl) < 0 || H5Pset_deflate(pl, 1) < 0)
-            n = -1;
-    }
-    hid_t d = n < 0 ? -1 : H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
-    int rc = d < 0 || (n > 0 && H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
-                 ? -1 : 0;
-    if (d >= 0) H5Dclose(d);
-    H5Pclose(pl);
-    H5Sclose(s);
-    return rc;
-}
-
-static int write_attr_i64(hid_t f, const char *name, int64_t v)
-{
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    return rc;
-}
-
-static int write_attr_str(hid_t f, const char *name, const char *v)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(v));
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 || H5Awrite(a, t, v) < 0 ? -1 : 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    H5Tclose(t);
-    return rc;
-}
-
-static void writer_free(struct dataset_writer *w)
-{
-    if (w->d_items >= 0) H5Dclose(w->d_items);
-    if (w->d_ts >= 0) H5Dclose(w->d_ts);
-    if (w->d_actions >= 0) H5Dclose(w->d_actions);
-    if (w->file >= 0) H5Fclose(w->file);
-    free(w->offsets);
-    free(w);
-}
-
-void dataset_writer_abort(struct dataset_writer *w)
-{
-    if (!w)
-        return;
-    char tmp[sizeof w->tmp];
-    memcpy(tmp, w->tmp, sizeof tmp);
-    writer_free(w);
-    unlink(tmp);
-}
-
-struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps,
-                                           int with_actions, char *err, size_t errlen)
-{
-    h5_quiet();
-    struct dataset_writer *w = xcalloc(1, sizeof *w);
-    w->file = w->d_items = w->d_ts = w->d_actions = -1;
-    snprintf(w->path, sizeof w->path, "%s", path);
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid());
-    w->cap_users = 1024;
-    w->offsets = xmalloc((size_t)w->cap_users * sizeof(int64_t));
-    w->offsets[0] = 0;
-    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (w->file < 0) {
-        errorf(err, errlen, "%s: cannot create output file %s (directory missing or not writable?)",
-               path, w->tmp);
-        writer_free(w);
-        return NULL;
-    }
-    w->d_items = create_extendible(w->file, "/item_ids", H5T_STD_I64LE);
-    if (with_timestamps)
-        w->d_ts = create_extendible(w->file, "/timestamps", H5T_STD_I64LE);
-    if (with_actions)
-        w->d_actions = create_extendible(w->file, "/actions", H5T_STD_I32LE);
-    if (w->d_items < 0 || (with_timestamps && w->d_ts < 0) || (with_actions && w->d_actions < 0)) {
-        errorf(err, errlen, "%s: cannot create datasets in %s", path, w->tmp);
-        dataset_writer_abort(w);
-        return NULL;
-    }
-    return w;
-}
-
-int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *lengths,
-                          const int64_t *items, const int64_t *ts, const int32_t *actions,
-                          char *err, size_t errlen)
-{
-    if ((ts != NULL) != (w->d_ts >= 0) || (actions != NULL) != (w->d_actions >= 0))
-        return errorf(err, errlen, "%s: internal: timestamps/actions given inconsistently", w->path);
-    if (w->users + n + 1 > w->cap_users) {
-        while (w->users + n + 1 > w->cap_users)
-            w->cap_users *= 2;
-        w->offsets = xrealloc(w->offsets, (size_t)w->cap_users * sizeof(int64_t));
-    }
-    int64_t total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (lengths[i] < 0)
-            return errorf(err, errlen, "%s: internal: negative length", w->path);
-        total += lengths[i];
-        w->offsets[w->users + i + 1] = w->events + total;
-    }
-    if (append_slab(w->d_items, H5T_NATIVE_INT64, w->events, total, items) ||
-        (ts && append_slab(w->d_ts, H5T_NATIVE_INT64, w->events, total, ts)) ||
-        (actions && append_slab(w->d_actions, H5T_NATIVE_INT32, w->events, total, actions)))
-        return errorf(err, errlen, "%s: write to %s failed (disk full?)", w->path, w->tmp);
-    w->users += n;
-    w->events += total;
-    return 0;
-}
-
-int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t *ids, int64_t n,
-                       char *err, size_t errlen)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/%s", name);
-    if (write_whole(w->file, path, H5T_STD_I64LE, ids, n))
-        return errorf(err, errlen, "%s: cannot write %s to %s", w->path, path, w->tmp);
-    return 0;
-}
-
-int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen)
-{
-    if (num_items < 1) {
-        errorf(err, errlen, "%s: no items: refusing to write an empty dataset", w->path);
-        dataset_writer_abort(w);
-        return -1;
-    }
-    if (write_whole(w->file, "/offsets", H5T_STD_I64LE, w->offsets, w->users + 1) ||
-        write_attr_str(w->file, "format", DATASET_FORMAT) ||
-        write_attr_i64(w->file, "version", DATASET_VERSION) ||
-        write_attr_i64(w->file, "num_items", num_items) ||
-        write_attr_i64(w->file, "num_users", w->users)) {
-        errorf(err, errlen, "%s: cannot write offsets or attributes to %s", w->path, w->tmp);
-        dataset_writer_abort(w);
-        return -1;
-    }
-    char tmp[sizeof w->tmp], path[sizeof w->path];
-    memcpy(tmp, w->tmp, sizeof tmp);
-    memcpy(path, w->path, sizeof path);
-    hid_t f = w->file;
-    w->file = -1;
-    H5Dclose(w->d_items);
-    w->d_items = -1;
-    if (w->d_ts >= 0) { H5Dclose(w->d_ts); w->d_ts = -1; }
-    if (w->d_actions >= 0) { H5Dclose(w->d_actions); w->d_actions = -1; }
-    writer_free(w);
-    if (H5Fclose(f) < 0) {
-        unlink(tmp);
-        return errorf(err, errlen, "%s: closing %s failed (disk full?)", path, tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return errorf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp, strerror(e));
-    }
-    return 0;
 }

@@ -1,12 +1,24 @@
 /* dataset: reader and writer of the HDF5 sequence format (DESIGN.md §4).
  *
- *   /            attrs format="freescale-seq", version=1, num_items, num_users
- *   /offsets     int64 [num_users + 1]  CSR offsets, 0 .. num_events
- *   /item_ids    int64 [num_events]     1 .. num_items
- *   /timestamps  int64 [num_events]     optional, non-decreasing per user
- *   /actions     int32 [num_events]     optional
- *   /item_map    int64 [num_items]      optional: original id of item i+1
- *   /user_map    int64 [num_users]      optional: original id of user u
+ *   /              attrs format="freescale-seq", version=1, num_items, num_users
+ *   /offsets       int64 [num_users + 1]  CSR offsets, 0 .. num_events
+ *   /item_ids      int64 [num_events]     1 .. num_items
+ *   /timestamps    int64 [num_events]     optional, non-decreasing per user
+ *   /actions       int32 [num_events]     optional
+ *   /item_map      int64 [num_items]      optional: original id of item i+1
+ *   /user_map      int64 [num_users]      optional: original id of user u
+ *   /item_map_str  string [num_items]     optional: the same for string ids
+ *   /user_map_str  string [num_users]     optional
+ *
+ * What the reader accepts is what a correct writer, h5py's defaults
+ * included, produces: string attributes of variable or fixed length, ASCII
+ * or UTF-8; integer attributes and datasets of any width and signedness,
+ * converted on read (int64; int32 for /actions) with range checks. It
+ * refuses other classes (floats, ...), other ranks and shapes (checked
+ * before anything is read), arrays where a scalar attribute belongs.
+ * The writer writes the types above, the string attribute as a
+ * variable-length UTF-8 string (h5py reads it as str), string maps as
+ * fixed-length UTF-8 (NUL-padded; h5py: f["item_map_str"].asstr()[:]).
  *
  * Errors that a file can cause are returned as text naming the file, the
  * dataset and the first bad index; nothing here calls fatal() for them. */
@@ -19,13 +31,20 @@
 #define DATASET_FORMAT "freescale-seq"
 #define DATASET_VERSION 1
 
+/* The integer type of a dataset as stored: bytes (1..8) and sign. */
+struct dataset_int {
+    int8_t bytes, is_signed;
+};
+
 struct dataset {
     char path[4096];
     int64_t file; /* hid_t */
     int64_t num_users, num_items, num_events;
     int has_timestamps, has_actions, has_item_map, has_user_map;
+    int has_item_map_str, has_user_map_str;
     int64_t *offsets; /* [num_users + 1], read and validated by dataset_open */
     int64_t d_items, d_ts, d_actions; /* open hid_t (-1 if absent), with a chunk cache */
+    struct dataset_int t_items, t_ts, t_actions, t_item_map, t_user_map; /* stored types */
 };
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
@@ -45,6 +64,10 @@ int dataset_read_users(const struct dataset *ds, int64_t u0, int64_t u1, int64_t
                        int64_t *ts, int32_t *actions, char *err, size_t errlen);
 /* Read a 1-D int64 map (/item_map or /user_map) whole; NULL + err if absent. */
 int64_t *dataset_read_map(const struct dataset *ds, const char *name, char *err, size_t errlen);
+/* Read a string map ("item_map_str" [num_items] or "user_map_str"
+ * [num_users]) whole: NUL-terminated strings, in one allocation (free() the
+ * result once); NULL + err if absent. */
+char **dataset_read_map_str(const struct dataset *ds, const char *name, char *err, size_t errlen);
 /* Validate every event by streaming over users in bounded memory. */
 int dataset_validate(const struct dataset *ds, char *err, size_t errlen);
 
@@ -61,9 +84,15 @@ int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *le
 /* Optional maps, written whole (name "item_map" or "user_map"). */
 int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t *ids,
                        int64_t n, char *err, size_t errlen);
+/* String maps ("item_map_str", "user_map_str"): s[i][0 .. len[i]), i < n. */
+int dataset_writer_map_str(struct dataset_writer *w, const char *name, const char *const *s,
+                           const size_t *len, int64_t n, char *err, size_t errlen);
 /* Write offsets and attributes, close, rename. Frees w (also on error,
  * after removing the temporary). */
 int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen);
 void dataset_writer_abort(struct dataset_writer *w);
+
+/* Turn HDF5's printing of errors off (this module reports them); once. */
+void dataset_h5_quiet(void);
 
 #endif

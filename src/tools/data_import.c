@@ -1,9 +1,11 @@
 /* data_import: 'freescale data import' — text interactions (movielens, csv,
- * sasrec) to the HDF5 sequence format of DESIGN.md §4.
+ * sasrec, JSON lines; plain or gzip, a file or standard input) to the HDF5
+ * sequence format of DESIGN.md §4.
  *
  * Steps: read (import_read.c: events in file order, ids interned), drop rows
  * below --min-rating (while reading), the iterated (K_user, K_item)-core,
- * dense ids (users 0..U-1 and items 1..N, both in ascending original id),
+ * dense ids (users 0..U-1 and items 1..N, both in ascending original id:
+ * numeric for integer ids, bytewise for string ids; import_ids.c),
  * group by user (stable counting sort), order each user's events by time
  * (stable: ties keep file order), write through the dataset writer, which
  * renames the file into place only when everything succeeded. */
@@ -27,28 +29,45 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: freescale data import --format movielens|csv|sasrec INPUT -o OUT.h5 [options]\n"
+        "usage: freescale data import --format movielens|csv|sasrec|jsonl INPUT -o OUT.h5 [options]\n"
         "\n"
         "Convert interactions to a freescale sequence dataset: users 0..U-1 and items\n"
         "1..N renumbered densely in ascending original id (/user_map, /item_map keep the\n"
         "original ids), each user's events in time order (ties keep file order).\n"
+        "INPUT is a file or '-' (standard input); gzip data (a name ending in .gz, or\n"
+        "any gzip stream) is decompressed while reading.\n"
         "\n"
         "formats:\n"
         "  movielens  ratings.dat lines user::item::rating::timestamp (ML-1M, ML-10M)\n"
-        "  csv        header line, then rows (RFC 4180 quoting); columns by name below\n"
-        "             (defaults fit ml-latest-small and ML-20M/25M ratings.csv)\n"
+        "  csv        delimited rows (RFC 4180 quoting); a header line and columns by\n"
+        "             name below (defaults fit ml-latest-small and ML-20M/25M ratings.csv),\n"
+        "             or columns by position with --columns\n"
         "  sasrec     'user item' per line, whitespace separated, already in time order\n"
+        "  jsonl      one JSON object per line, fields by name below (Amazon reviews:\n"
+        "             --user-col reviewerID --item-col asin --rating-col overall\n"
+        "             --time-col unixReviewTime)\n"
         "\n"
         "options:\n"
         "  -o, --output OUT.h5      output file (written as OUT.h5.tmp.PID, renamed at the end)\n"
-        "  --user-col NAME          csv: user id column (default userId)\n"
-        "  --item-col NAME          csv: item id column (default movieId)\n"
-        "  --rating-col NAME        csv: rating column (default rating; '' = none)\n"
-        "  --time-col NAME          csv: timestamp column, integer seconds (default\n"
+        "  --user-col NAME          csv, jsonl: user id column / field (default userId)\n"
+        "  --item-col NAME          csv, jsonl: item id column / field (default movieId)\n"
+        "  --rating-col NAME        csv, jsonl: rating (default rating; '' = none)\n"
+        "  --time-col NAME          csv, jsonl: timestamp, integer seconds (default\n"
         "                           timestamp; '' = none: events keep file order)\n"
-        "  --no-rating              store no /actions (csv: do not read a rating column)\n"
-        "  --no-time                store no /timestamps (csv: do not read a time column)\n"
-        "  --delimiter C            csv: field separator, one character or 'tab' (default ,)\n"
+        "  --no-header              csv: the first line is data (columns: --columns)\n"
+        "  --columns LIST           csv: the columns by position, e.g. user,item,rating,time\n"
+        "                           or item,user,rating,time; '-' skips a column, trailing\n"
+        "                           ones may be left out (default with --no-header:\n"
+        "                           user,item,rating,time); a header line is skipped\n"
+        "  --user-ids int|string    user ids are integers (default) or strings\n"
+        "  --item-ids int|string    item ids are integers (default) or strings\n"
+        "  --string-ids             both are strings (ordered bytewise; kept in\n"
+        "                           /user_map_str, /item_map_str)\n"
+        "  --no-rating              store no /actions (csv, jsonl: read no rating)\n"
+        "  --no-time                store no /timestamps (csv, jsonl: read no time)\n"
+        "  --delimiter S            csv: field separator: one character, 'tab', or several\n"
+        "                           characters such as '::' (split literally, no quoting)\n"
+        "                           (default ,)\n"
         "  --min-rating R           drop events with rating < R (applied first)\n"
         "  --min-user-events K      then keep the iterated k-core: every user has >= K\n"
         "  --min-item-events K      events and every item >= K events (default 1: all)\n"
@@ -58,7 +77,8 @@ static void usage(FILE *out)
         "\n"
         "stored: /offsets, /item_ids, /timestamps (int64 seconds) when the input has\n"
         "times, /actions (int32) = round(rating x 10) when it has ratings (3.5 -> 35),\n"
-        "/item_map, /user_map. Ids must be integers.\n",
+        "/item_map, /user_map (int64) for integer ids, /item_map_str, /user_map_str\n"
+        "(UTF-8 strings) for string ids.\n",
         10);
 }
 
@@ -70,20 +90,58 @@ struct import_cli {
     int64_t min_user, min_item;
 };
 
-static char parse_delimiter(const char *s)
+static const char *parse_delimiter(const char *s)
 {
     if (!strcmp(s, "tab") || !strcmp(s, "\\t"))
-        return '\t';
-    if (strlen(s) != 1 || s[0] == '"' || s[0] == '\n' || s[0] == '\r')
-        fatal("--delimiter: '%s' is not one character other than a quote or line end "
-              "(or 'tab')", s);
-    return s[0];
+        return "\t";
+    if (!s[0] || strpbrk(s, "\"\n\r"))
+        fatal("--delimiter: '%s' is not one or more characters other than quotes and line "
+              "ends (or 'tab')", s);
+    return s;
+}
+
+/* --columns LIST: position[c] = the 0-based field of column c, or -1. */
+static void parse_columns(const char *list, int position[IMPORT_NCOLS])
+{
+    static const char *names[IMPORT_NCOLS] = {"user", "item", "rating", "time"};
+    for (int c = 0; c < IMPORT_NCOLS; c++)
+        position[c] = -1;
+    int field = 0;
+    for (const char *p = list;; field++) {
+        size_t n = strcspn(p, ",");
+        int c;
+        for (c = 0; c < IMPORT_NCOLS; c++)
+            if (strlen(names[c]) == n && !strncmp(p, names[c], n))
+                break;
+        if (c == IMPORT_NCOLS && !(n == 1 && p[0] == '-'))
+            fatal("--columns: '%.*s' (column %d of '%s') is not one of user, item, rating, "
+                  "time, -", (int)n, p, field + 1, list);
+        if (c < IMPORT_NCOLS && position[c] >= 0)
+            fatal("--columns: '%s' appears twice in '%s'", names[c], list);
+        if (c < IMPORT_NCOLS)
+            position[c] = field;
+        if (!p[n])
+            break;
+        p += n + 1;
+    }
+    if (position[IMPORT_USER] < 0 || position[IMPORT_ITEM] < 0)
+        fatal("--columns: '%s' lacks %s (user and item are needed)", list,
+              position[IMPORT_USER] < 0 ? "user" : "item");
+}
+
+static int parse_id_kind(const char *opt, const char *s)
+{
+    if (!strcmp(s, "int"))
+        return 0;
+    if (!strcmp(s, "string"))
+        return 1;
+    fatal("%s: '%s' is not int or string", opt, s);
 }
 
 static void parse_args(int argc, char **argv, struct import_cli *c)
 {
     enum { O_USER = 256, O_ITEM, O_RATING, O_TIME, O_NORATING, O_NOTIME, O_DELIM, O_MINR,
-           O_MINU, O_MINI, O_SKIP };
+           O_MINU, O_MINI, O_SKIP, O_NOHEADER, O_COLUMNS, O_USERIDS, O_ITEMIDS, O_STRIDS };
     static const struct option longs[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"user-col", required_argument, NULL, O_USER},
@@ -92,6 +150,11 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
         {"time-col", required_argument, NULL, O_TIME},
         {"no-rating", no_argument, NULL, O_NORATING}, {"no-time", no_argument, NULL, O_NOTIME},
         {"delimiter", required_argument, NULL, O_DELIM},
+        {"no-header", no_argument, NULL, O_NOHEADER},
+        {"columns", required_argument, NULL, O_COLUMNS},
+        {"user-ids", required_argument, NULL, O_USERIDS},
+        {"item-ids", required_argument, NULL, O_ITEMIDS},
+        {"string-ids", no_argument, NULL, O_STRIDS},
         {"min-rating", required_argument, NULL, O_MINR},
         {"min-user-events", required_argument, NULL, O_MINU},
         {"min-item-events", required_argument, NULL, O_MINI},
@@ -101,9 +164,9 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
     *c = (struct import_cli){.min_user = 1, .min_item = 1};
     *o = (struct import_options){.format = (enum import_format)-1, .user_col = "userId",
                                  .item_col = "movieId", .rating_col = "rating",
-                                 .time_col = "timestamp", .delimiter = ',',
+                                 .time_col = "timestamp", .delimiter = ",",
                                  .want_rating = 1, .want_time = 1};
-    const char *csv_only = NULL;
+    const char *named = NULL, *csv_only = NULL, *columns = NULL;
     opterr = 0;
     optind = 1;
     int ch;
@@ -113,16 +176,22 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
             if (!strcmp(optarg, "movielens")) o->format = IMPORT_MOVIELENS;
             else if (!strcmp(optarg, "csv")) o->format = IMPORT_CSV;
             else if (!strcmp(optarg, "sasrec")) o->format = IMPORT_SASREC;
-            else fatal("--format: '%s' is not one of movielens, csv, sasrec", optarg);
+            else if (!strcmp(optarg, "jsonl")) o->format = IMPORT_JSONL;
+            else fatal("--format: '%s' is not one of movielens, csv, sasrec, jsonl", optarg);
             break;
         case 'o': c->output = optarg; break;
-        case O_USER: o->user_col = optarg; csv_only = "--user-col"; break;
-        case O_ITEM: o->item_col = optarg; csv_only = "--item-col"; break;
-        case O_RATING: o->rating_col = optarg; csv_only = "--rating-col"; break;
-        case O_TIME: o->time_col = optarg; csv_only = "--time-col"; break;
+        case O_USER: o->user_col = optarg; named = "--user-col"; break;
+        case O_ITEM: o->item_col = optarg; named = "--item-col"; break;
+        case O_RATING: o->rating_col = optarg; named = "--rating-col"; break;
+        case O_TIME: o->time_col = optarg; named = "--time-col"; break;
         case O_NORATING: o->want_rating = 0; break;
         case O_NOTIME: o->want_time = 0; break;
         case O_DELIM: o->delimiter = parse_delimiter(optarg); csv_only = "--delimiter"; break;
+        case O_NOHEADER: o->no_header = 1; csv_only = "--no-header"; break;
+        case O_COLUMNS: columns = optarg; csv_only = "--columns"; break;
+        case O_USERIDS: o->string_users = parse_id_kind("--user-ids", optarg); break;
+        case O_ITEMIDS: o->string_items = parse_id_kind("--item-ids", optarg); break;
+        case O_STRIDS: o->string_users = o->string_items = 1; break;
         case O_MINR:
             o->has_min_rating = 1;
             o->min_rating = cli_number("--min-rating", optarg, -1e9, 1e9);
@@ -142,19 +211,37 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
               argv[optind], argv[optind + 1], argc - optind > 2 ? ", ..." : "");
     c->input = argv[optind];
     if ((int)o->format < 0)
-        fatal("data import: missing --format movielens|csv|sasrec");
+        fatal("data import: missing --format movielens|csv|sasrec|jsonl");
     if (!c->output)
         fatal("data import: missing -o OUT.h5");
     if (csv_only && o->format != IMPORT_CSV)
         fatal("%s applies to --format csv only", csv_only);
-    if (!o->user_col[0] || !o->item_col[0])
-        fatal("--user-col and --item-col must name a column");
-    if (!o->want_rating || !o->rating_col[0])
-        o->rating_col = NULL, o->want_rating = 0;
-    if (!o->want_time || !o->time_col[0])
-        o->time_col = NULL, o->want_time = 0;
-    if (o->has_min_rating && (o->format == IMPORT_SASREC || (o->format == IMPORT_CSV &&
-                                                             !o->rating_col)))
+    if (named && o->format != IMPORT_CSV && o->format != IMPORT_JSONL)
+        fatal("%s applies to --format csv and jsonl only", named);
+    if (named && columns)
+        fatal("%s and --columns: choose the columns by name or by position, not both", named);
+    if (o->no_header && !columns)
+        columns = "user,item,rating,time";
+    if (columns) {
+        o->by_position = 1;
+        parse_columns(columns, o->position);
+        if (!o->want_rating)
+            o->position[IMPORT_RATING] = -1;
+        if (!o->want_time)
+            o->position[IMPORT_TIME] = -1;
+        o->user_col = o->item_col = o->rating_col = o->time_col = NULL;
+    } else {
+        if (!o->user_col[0] || !o->item_col[0])
+            fatal("--user-col and --item-col must name a column");
+        if (!o->want_rating || !o->rating_col[0])
+            o->rating_col = NULL, o->want_rating = 0;
+        if (!o->want_time || !o->time_col[0])
+            o->time_col = NULL, o->want_time = 0;
+    }
+    int has_rating = o->format == IMPORT_MOVIELENS ||
+                     ((o->format == IMPORT_CSV || o->format == IMPORT_JSONL) &&
+                      (o->by_position ? o->position[IMPORT_RATING] >= 0 : o->rating_col != NULL));
+    if (o->has_min_rating && !has_rating)
         fatal("--min-rating needs ratings, and this input has none (%s)",
               o->format == IMPORT_SASREC ? "--format sasrec" : "no rating column");
 }
@@ -190,63 +277,6 @@ static int kcore(const struct import_events *ev, int64_t ku, int64_t ki, uint8_t
         }
     }
     return rounds;
-}
-
-/* LSD radix sort of key [n] ascending, val carried along; stable. Bytes
- * where all keys agree are skipped. ktmp, vtmp: scratch of n. */
-static void radix_sort(uint64_t *key, int32_t *val, int64_t n, uint64_t *ktmp, int32_t *vtmp)
-{
-    static int64_t hist[8][256];
-    memset(hist, 0, sizeof hist);
-    for (int64_t i = 0; i < n; i++)
-        for (int d = 0; d < 8; d++)
-            hist[d][(key[i] >> (8 * d)) & 255]++;
-    uint64_t *ks = key, *kd = ktmp;
-    int32_t *vs = val, *vd = vtmp;
-    for (int d = 0; d < 8 && n > 0; d++) {
-        int64_t *h = hist[d], sum = 0;
-        if (h[(key[0] >> (8 * d)) & 255] == n)
-            continue;
-        for (int b = 0; b < 256; b++) {
-            int64_t c = h[b];
-            h[b] = sum;
-            sum += c;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            int64_t at = h[(ks[i] >> (8 * d)) & 255]++;
-            kd[at] = ks[i], vd[at] = vs[i];
-        }
-        uint64_t *kt = ks; ks = kd; kd = kt;
-        int32_t *vt = vs; vs = vd; vd = vt;
-    }
-    if (ks != key) {
-        memcpy(key, ks, (size_t)n * sizeof *key);
-        memcpy(val, vs, (size_t)n * sizeof *val);
-    }
-}
-
-/* Dense ranks of the ids with count > 0: rank [t->n] = place in ascending
- * order of original id, or -1; map [result] = the original ids in order. */
-static int64_t rank_ids(const struct import_ids *t, const int64_t *count, int32_t *rank,
-                        int64_t **map)
-{
-    uint64_t *key = xmalloc((size_t)(t->n + 1) * 2 * sizeof *key);
-    int32_t *val = xmalloc((size_t)(t->n + 1) * 2 * sizeof *val);
-    int64_t m = 0;
-    for (int64_t k = 0; k < t->n; k++) {
-        rank[k] = -1;
-        if (count[k] > 0)
-            key[m] = (uint64_t)t->ids[k] ^ ((uint64_t)1 << 63), val[m++] = (int32_t)k;
-    }
-    radix_sort(key, val, m, key + m, val + m);
-    *map = xmalloc((size_t)(m ? m : 1) * sizeof **map);
-    for (int64_t r = 0; r < m; r++) {
-        rank[val[r]] = (int32_t)r;
-        (*map)[r] = t->ids[val[r]];
-    }
-    free(key);
-    free(val);
-    return m;
 }
 
 /* --- order ------------------------------------------------------------------ */
@@ -322,11 +352,38 @@ static int64_t *order_events(const struct import_events *ev, const uint8_t *aliv
 
 /* --- write ------------------------------------------------------------------- */
 
+/* The original ids of t in dense order (order [m] from import_ids_rank) as
+ * /NAME (int64) or, for string ids, /NAME_str (strings). */
+static int write_map(struct dataset_writer *w, const char *name, const struct import_ids *t,
+                     const int32_t *order, int64_t m, char *err, size_t errlen)
+{
+    int rc;
+    if (!t->strings) {
+        int64_t *ids = xmalloc((size_t)(m ? m : 1) * sizeof *ids);
+        for (int64_t r = 0; r < m; r++)
+            ids[r] = t->ids[order[r]];
+        rc = dataset_writer_map(w, name, ids, m, err, errlen);
+        free(ids);
+        return rc;
+    }
+    const char **s = xmalloc((size_t)(m ? m : 1) * sizeof *s);
+    size_t *len = xmalloc((size_t)(m ? m : 1) * sizeof *len);
+    for (int64_t r = 0; r < m; r++)
+        s[r] = import_ids_str(t, order[r], &len[r]);
+    char sname[64];
+    snprintf(sname, sizeof sname, "%s_str", name);
+    rc = dataset_writer_map_str(w, sname, s, len, m, err, errlen);
+    free(s);
+    free(len);
+    return rc;
+}
+
 /* Write users in batches of about WRITE_BATCH events; the file appears at
- * path only when everything succeeded. */
+ * path only when everything succeeded. uorder [nu], iorder [ni]: the
+ * interned indexes in dense order. */
 static void write_dataset(const char *path, const struct import_events *ev, const int64_t *perm,
                           const int64_t *off, int64_t nu, const int32_t *irank,
-                          const int64_t *user_map, const int64_t *item_map, int64_t ni)
+                          const int32_t *uorder, const int32_t *iorder, int64_t ni)
 {
     int64_t cap = WRITE_BATCH;
     for (int64_t u = 0; u < nu; u++)
@@ -355,8 +412,8 @@ static void write_dataset(const char *path, const struct import_events *ev, cons
             fatal("%s", err);
         }
     }
-    if (dataset_writer_map(w, "item_map", item_map, ni, err, sizeof err) ||
-        dataset_writer_map(w, "user_map", user_map, nu, err, sizeof err)) {
+    if (write_map(w, "item_map", &ev->items, iorder, ni, err, sizeof err) ||
+        write_map(w, "user_map", &ev->users, uorder, nu, err, sizeof err)) {
         dataset_writer_abort(w);
         fatal("%s", err);
     }
@@ -372,7 +429,7 @@ static void write_dataset(const char *path, const struct import_events *ev, cons
 
 int data_import_main(int argc, char **argv)
 {
-    static const char *format_name[] = {"movielens", "csv", "sasrec"};
+    static const char *format_name[] = {"movielens", "csv", "sasrec", "jsonl"};
     struct import_cli c;
     parse_args(argc, argv, &c);
     double t0 = clock_seconds();
@@ -381,7 +438,7 @@ int data_import_main(int argc, char **argv)
     import_read(c.input, &c.o, &ev);
     if (ev.n == 0)
         fatal("%s: no events left: %lld rows, %lld bad lines skipped, %lld below --min-rating",
-              c.input, (long long)ev.rows, (long long)ev.bad, (long long)ev.below_min);
+              ev.path, (long long)ev.rows, (long long)ev.bad, (long long)ev.below_min);
     double t_read = clock_seconds();
 
     int64_t *ucnt = xmalloc((size_t)ev.users.n * sizeof *ucnt);
@@ -396,9 +453,9 @@ int data_import_main(int argc, char **argv)
     }
     int32_t *urank = xmalloc((size_t)ev.users.n * sizeof *urank);
     int32_t *irank = xmalloc((size_t)ev.items.n * sizeof *irank);
-    int64_t *user_map, *item_map;
-    int64_t nu = rank_ids(&ev.users, ucnt, urank, &user_map);
-    int64_t ni = rank_ids(&ev.items, icnt, irank, &item_map);
+    int32_t *uorder, *iorder;
+    int64_t nu = import_ids_rank(&ev.users, ucnt, urank, &uorder);
+    int64_t ni = import_ids_rank(&ev.items, icnt, irank, &iorder);
     int64_t *off = xmalloc((size_t)(nu + 1) * sizeof *off);
     off[0] = 0;
     for (int64_t k = 0; k < ev.users.n; k++)
@@ -409,16 +466,17 @@ int data_import_main(int argc, char **argv)
     int64_t events = off[nu];
     if (events == 0)
         fatal("%s: nothing left after the k-core filter (--min-user-events %lld, "
-              "--min-item-events %lld) of %lld events", c.input, (long long)c.min_user,
+              "--min-item-events %lld) of %lld events", ev.path, (long long)c.min_user,
               (long long)c.min_item, (long long)ev.n);
     int64_t *perm = order_events(&ev, alive, urank, nu, off);
     double t_sort = clock_seconds();
 
-    write_dataset(c.output, &ev, perm, off, nu, irank, user_map, item_map, ni);
+    write_dataset(c.output, &ev, perm, off, nu, irank, uorder, iorder, ni);
     double t_end = clock_seconds();
 
-    log_info("data import: read %s (%s): %lld lines, %lld rows, %lld bad lines skipped, "
-             "%lld below --min-rating", c.input, format_name[c.o.format], (long long)ev.lines,
+    log_info("data import: read %s (%s%s): %lld lines, %lld rows, %lld bad lines skipped, "
+             "%lld below --min-rating", ev.path, format_name[c.o.format],
+             ev.gzip ? ", gzip" : "", (long long)ev.lines,
              (long long)ev.rows, (long long)ev.bad, (long long)ev.below_min);
     if (alive)
         log_info("data import: k-core (--min-user-events %lld, --min-item-events %lld): "
@@ -434,8 +492,8 @@ int data_import_main(int argc, char **argv)
 
     free(perm);
     free(off);
-    free(user_map);
-    free(item_map);
+    free(uorder);
+    free(iorder);
     free(urank);
     free(irank);
     free(alive);

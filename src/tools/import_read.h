@@ -1,13 +1,17 @@
 /* import_read: the readers of 'freescale data import'. Each turns one text
- * file of interactions into an in-memory event table:
+ * input of interactions into an in-memory event table:
  *
  *   movielens  ratings.dat lines "user::item::rating::timestamp"
- *   csv        a header line, then rows; columns chosen by name (libcsv,
- *              RFC 4180 quoting, strict)
+ *   csv        rows of delimited fields, columns chosen by header name or by
+ *              position (--no-header --columns); a one-character delimiter
+ *              goes through libcsv (RFC 4180 quoting, strict), a longer one
+ *              ("::") splits lines literally, without quoting
  *   sasrec     "user item" per line, whitespace separated, in time order
+ *   jsonl      one JSON object per line (json-c), fields chosen by name
  *
- * Original user and item ids (int64) are interned while reading, in order of
- * first appearance; events hold the interned indexes. Malformed lines are
+ * The input is a file or "-" (standard input), plain or gzip (import_input).
+ * Original user and item ids, int64 or strings, are interned while reading
+ * (import_ids); events hold the interned indexes. Malformed lines are
  * "PATH:LINE: what" errors through fatal(), or, with skip_bad, counted and
  * the first few reported as warnings. */
 #ifndef FS_IMPORT_READ_H
@@ -15,37 +19,37 @@
 
 #include <stdint.h>
 
-enum import_format { IMPORT_MOVIELENS, IMPORT_CSV, IMPORT_SASREC };
+#include "tools/import_ids.h"
+
+enum import_format { IMPORT_MOVIELENS, IMPORT_CSV, IMPORT_SASREC, IMPORT_JSONL };
+enum import_column { IMPORT_USER, IMPORT_ITEM, IMPORT_RATING, IMPORT_TIME, IMPORT_NCOLS };
 
 struct import_options {
     enum import_format format;
-    /* csv: column names; rating_col / time_col NULL = no such column */
+    /* csv with a header and jsonl: column / field names; rating_col and
+     * time_col NULL = no such column */
     const char *user_col, *item_col, *rating_col, *time_col;
-    char delimiter;                 /* csv field separator */
+    /* csv by position (by_position): 0-based field of each column, -1 = none */
+    int by_position;
+    int position[IMPORT_NCOLS];
+    int no_header;                  /* csv: the first line is data */
+    const char *delimiter;          /* csv field separator, 1 or more bytes */
+    int string_users, string_items; /* ids are strings, not integers */
     int want_rating, want_time;     /* movielens: store the rating / time */
     int has_min_rating;
     double min_rating;              /* events with rating < min_rating are dropped */
     int skip_bad;                   /* skip malformed lines instead of failing */
 };
 
-/* Distinct original ids in order of first appearance: ids[k], k < n, with an
- * open-addressing hash (slots hold k + 1, 0 = empty; size mask + 1). */
-struct import_ids {
-    int64_t *ids;
-    int64_t n, cap;
-    int32_t *slots;
-    uint64_t mask;
-    int64_t last_id;                /* cache: consecutive lines of one user */
-    int32_t last_k;
-};
-
 /* The events read, in file order. */
 struct import_events {
     int64_t n, cap;
-    int32_t *user, *item;           /* [n] indexes into users.ids / items.ids */
+    int32_t *user, *item;           /* [n] indexes into users / items */
     int64_t *ts;                    /* [n] seconds; NULL when the input has none */
     int32_t *act;                   /* [n] rating x 10 rounded; NULL when none */
     struct import_ids users, items;
+    const char *path;               /* the input's name in messages ("<stdin>" for "-") */
+    int gzip;                       /* the input was gzip-compressed */
     int64_t lines;                  /* lines read (header included) */
     int64_t rows;                   /* data rows seen (blank lines excluded) */
     int64_t bad;                    /* malformed rows skipped (skip_bad) */

@@ -1,0 +1,302 @@
+/* dataset_write: the streaming writer of HDF5 sequence datasets; see
+ * dataset.h for the format (the reader: dataset.c). The file is written as
+ * PATH.tmp.PID and renamed into place only when everything succeeded. */
+#include "data/dataset.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/check.h"
+
+#define CHUNK_EVENTS ((hsize_t)1 << 16) /* 64 Ki events = 512 KiB of int64 */
+#define CHUNK_STRING_BYTES ((size_t)1 << 20) /* string maps: about 1 MiB chunks */
+
+struct dataset_writer {
+    char path[4096], tmp[4200];
+    hid_t file, d_items, d_ts, d_actions;
+    int64_t events, users, cap_users;
+    int64_t *offsets;
+};
+
+static hid_t create_extendible(hid_t f, const char *name, hid_t type)
+{
+    hsize_t dim = 0, maxdim = H5S_UNLIMITED, chunk = CHUNK_EVENTS;
+    hid_t s = H5Screate_simple(1, &dim, &maxdim);
+    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t d = -1;
+    if (s >= 0 && pl >= 0 && H5Pset_chunk(pl, 1, &chunk) >= 0 && H5Pset_shuffle(pl) >= 0 &&
+        H5Pset_deflate(pl, 1) >= 0 && H5Pset_obj_track_times(pl, 0) >= 0)
+        d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
+    if (pl >= 0) H5Pclose(pl);
+    if (s >= 0) H5Sclose(s);
+    return d;
+}
+
+static int append_slab(hid_t d, hid_t mem_type, int64_t first, int64_t n, const void *buf)
+{
+    if (n == 0)
+        return 0;
+    hsize_t size = (hsize_t)(first + n), start = (hsize_t)first, count = (hsize_t)n;
+    if (H5Dset_extent(d, &size) < 0)
+        return -1;
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
+    int rc = (fs < 0 || ms < 0 ||
+              H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
+              H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0)
+                 ? -1 : 0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+static int write_whole(hid_t f, const char *name, hid_t type, const void *buf, int64_t n)
+{
+    hsize_t dim = (hsize_t)n;
+    hid_t s = H5Screate_simple(1, &dim, NULL);
+    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+    if (H5Pset_obj_track_times(pl, 0) < 0)
+        n = -1;
+    if (n > 0) {
+        hsize_t chunk = (hsize_t)n < CHUNK_EVENTS ? (hsize_t)n : CHUNK_EVENTS;
+        if (H5Pset_chunk(pl, 1, &chunk) < 0 || H5Pset_shuffle(pl) < 0 || H5Pset_deflate(pl, 1) < 0)
+            n = -1;
+    }
+    hid_t d = n < 0 ? -1 : H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
+    int rc = d < 0 || (n > 0 && H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+                 ? -1 : 0;
+    if (d >= 0) H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(s);
+    return rc;
+}
+
+static int write_attr_i64(hid_t f, const char *name, int64_t v)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(s);
+    return rc;
+}
+
+/* A scalar variable-length UTF-8 string attribute, as h5py writes one (and
+ * reads back as str). */
+static int write_attr_str(hid_t f, const char *name, const char *v)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = -1;
+    if (t >= 0 && s >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 &&
+        H5Tset_cset(t, H5T_CSET_UTF8) >= 0)
+        a = H5Acreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, t, &v) < 0 ? -1 : 0;
+    if (a >= 0) H5Aclose(a);
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    return rc;
+}
+
+static void writer_free(struct dataset_writer *w)
+{
+    if (w->d_items >= 0) H5Dclose(w->d_items);
+    if (w->d_ts >= 0) H5Dclose(w->d_ts);
+    if (w->d_actions >= 0) H5Dclose(w->d_actions);
+    if (w->file >= 0) H5Fclose(w->file);
+    free(w->offsets);
+    free(w);
+}
+
+void dataset_writer_abort(struct dataset_writer *w)
+{
+    if (!w)
+        return;
+    char tmp[sizeof w->tmp];
+    memcpy(tmp, w->tmp, sizeof tmp);
+    writer_free(w);
+    unlink(tmp);
+}
+
+struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps,
+                                           int with_actions, char *err, size_t errlen)
+{
+    dataset_h5_quiet();
+    struct dataset_writer *w = xcalloc(1, sizeof *w);
+    w->file = w->d_items = w->d_ts = w->d_actions = -1;
+    snprintf(w->path, sizeof w->path, "%s", path);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid());
+    w->cap_users = 1024;
+    w->offsets = xmalloc((size_t)w->cap_users * sizeof(int64_t));
+    w->offsets[0] = 0;
+    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (w->file < 0) {
+        errorf(err, errlen, "%s: cannot create output file %s (directory missing or not writable?)",
+               path, w->tmp);
+        writer_free(w);
+        return NULL;
+    }
+    w->d_items = create_extendible(w->file, "/item_ids", H5T_STD_I64LE);
+    if (with_timestamps)
+        w->d_ts = create_extendible(w->file, "/timestamps", H5T_STD_I64LE);
+    if (with_actions)
+        w->d_actions = create_extendible(w->file, "/actions", H5T_STD_I32LE);
+    if (w->d_items < 0 || (with_timestamps && w->d_ts < 0) || (with_actions && w->d_actions < 0)) {
+        errorf(err, errlen, "%s: cannot create datasets in %s", path, w->tmp);
+        dataset_writer_abort(w);
+        return NULL;
+    }
+    return w;
+}
+
+int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *lengths,
+                          const int64_t *items, const int64_t *ts, const int32_t *actions,
+                          char *err, size_t errlen)
+{
+    if ((ts != NULL) != (w->d_ts >= 0) || (actions != NULL) != (w->d_actions >= 0))
+        return errorf(err, errlen, "%s: internal: timestamps/actions given inconsistently", w->path);
+    if (w->users + n + 1 > w->cap_users) {
+        while (w->users + n + 1 > w->cap_users)
+            w->cap_users *= 2;
+        w->offsets = xrealloc(w->offsets, (size_t)w->cap_users * sizeof(int64_t));
+    }
+    int64_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (lengths[i] < 0)
+            return errorf(err, errlen, "%s: internal: negative length", w->path);
+        total += lengths[i];
+        w->offsets[w->users + i + 1] = w->events + total;
+    }
+    if (append_slab(w->d_items, H5T_NATIVE_INT64, w->events, total, items) ||
+        (ts && append_slab(w->d_ts, H5T_NATIVE_INT64, w->events, total, ts)) ||
+        (actions && append_slab(w->d_actions, H5T_NATIVE_INT32, w->events, total, actions)))
+        return errorf(err, errlen, "%s: write to %s failed (disk full?)", w->path, w->tmp);
+    w->users += n;
+    w->events += total;
+    return 0;
+}
+
+int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t *ids, int64_t n,
+                       char *err, size_t errlen)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/%s", name);
+    if (write_whole(w->file, path, H5T_STD_I64LE, ids, n))
+        return errorf(err, errlen, "%s: cannot write %s to %s", w->path, path, w->tmp);
+    return 0;
+}
+
+/* Is s[0 .. len) valid UTF-8 (no overlong forms, surrogates or code points
+ * past U+10FFFF)? ASCII is. */
+static int valid_utf8(const unsigned char *s, size_t len)
+{
+    static const uint32_t min_cp[4] = {0, 0x80, 0x800, 0x10000};
+    for (size_t i = 0; i < len;) {
+        unsigned c = s[i];
+        int n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
+              : (c & 0xF8) == 0xF0 ? 3 : -1; /* continuation bytes */
+        if (n < 0 || (size_t)n > len - i - 1)
+            return 0;
+        uint32_t cp = c & (n ? 0x7Fu >> (n + 1) : 0x7Fu);
+        for (int k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3Fu);
+        }
+        if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += (size_t)n + 1;
+    }
+    return 1;
+}
+
+int dataset_writer_map_str(struct dataset_writer *w, const char *name, const char *const *s,
+                           const size_t *len, int64_t n, char *err, size_t errlen)
+{
+    size_t size = 1;
+    int utf8 = 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (len[i] > size)
+            size = len[i];
+        if (utf8 && !valid_utf8((const unsigned char *)s[i], len[i]))
+            utf8 = 0;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/%s", name);
+    hsize_t dim = (hsize_t)n;
+    hsize_t chunk = (hsize_t)(CHUNK_STRING_BYTES / size ? CHUNK_STRING_BYTES / size : 1);
+    if (chunk > dim)
+        chunk = dim;
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &dim, NULL);
+    hid_t pl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
+    if (t >= 0 && sp >= 0 && pl >= 0 && H5Tset_size(t, size) >= 0 &&
+        H5Tset_strpad(t, H5T_STR_NULLPAD) >= 0 &&
+        H5Tset_cset(t, utf8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII) >= 0 &&
+        H5Pset_obj_track_times(pl, 0) >= 0 &&
+        (n == 0 || (H5Pset_chunk(pl, 1, &chunk) >= 0 && H5Pset_deflate(pl, 1) >= 0)))
+        d = H5Dcreate2(w->file, path, t, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    int rc = d < 0 ? -1 : 0;
+    char *buf = n ? xmalloc((size_t)chunk * size) : NULL;
+    for (int64_t b = 0; rc == 0 && b < n; b += (int64_t)chunk) {
+        hsize_t start = (hsize_t)b, count = (hsize_t)(n - b) < chunk ? (hsize_t)(n - b) : chunk;
+        memset(buf, 0, (size_t)count * size);
+        for (hsize_t i = 0; i < count; i++)
+            memcpy(buf + i * size, s[b + (int64_t)i], len[b + (int64_t)i]);
+        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
+        if (fs < 0 || ms < 0 ||
+            H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
+            H5Dwrite(d, t, ms, fs, H5P_DEFAULT, buf) < 0)
+            rc = -1;
+        if (ms >= 0) H5Sclose(ms);
+        if (fs >= 0) H5Sclose(fs);
+    }
+    free(buf);
+    if (d >= 0) H5Dclose(d);
+    if (pl >= 0) H5Pclose(pl);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (rc)
+        return errorf(err, errlen, "%s: cannot write %s to %s", w->path, path, w->tmp);
+    return 0;
+}
+
+int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen)
+{
+    if (num_items < 1) {
+        errorf(err, errlen, "%s: no items: refusing to write an empty dataset", w->path);
+        dataset_writer_abort(w);
+        return -1;
+    }
+    if (write_whole(w->file, "/offsets", H5T_STD_I64LE, w->offsets, w->users + 1) ||
+        write_attr_str(w->file, "format", DATASET_FORMAT) ||
+        write_attr_i64(w->file, "version", DATASET_VERSION) ||
+        write_attr_i64(w->file, "num_items", num_items) ||
+        write_attr_i64(w->file, "num_users", w->users)) {
+        errorf(err, errlen, "%s: cannot write offsets or attributes to %s", w->path, w->tmp);
+        dataset_writer_abort(w);
+        return -1;
+    }
+    char tmp[sizeof w->tmp], path[sizeof w->path];
+    memcpy(tmp, w->tmp, sizeof tmp);
+    memcpy(path, w->path, sizeof path);
+    hid_t f = w->file;
+    w->file = -1;
+    H5Dclose(w->d_items);
+    w->d_items = -1;
+    if (w->d_ts >= 0) { H5Dclose(w->d_ts); w->d_ts = -1; }
+    if (w->d_actions >= 0) { H5Dclose(w->d_actions); w->d_actions = -1; }
+    writer_free(w);
+    if (H5Fclose(f) < 0) {
+        unlink(tmp);
+        return errorf(err, errlen, "%s: closing %s failed (disk full?)", path, tmp);
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return errorf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp, strerror(e));
+    }
+    return 0;
+}
