@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct emb_optim_conf; /* embedding/emb_optim.h */
+
 struct backend_ops {
     const char *name;
 
@@ -124,6 +126,40 @@ struct backend_ops {
     double (*bce_loss)(int64_t T, int d, const float *u, int64_t nu, const float *e,
                        const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
                        int64_t *count);
+
+    /* The embedding engine (embedding/: emb_exchange.c, emb_backward.c):
+     * de-duplication and bucketing by owner, gathers of shard rows,
+     * gradient sums per id and the sparse optimizers, in the memory of the
+     * backend that holds the tables (embedding.placement). Orders are fixed
+     * (stable sorts, sums in the order of the input, in double), so every
+     * backend gives the same bits for the same inputs. ids are >= 1.
+     *
+     * emb_dedup: the distinct ids of ids[n] into uniq, grouped by owner
+     * (id mod G), within an owner first those of chunk 0 (the ids that
+     * occur among the first n_first tokens), then those of chunk 1, each
+     * group in ascending id order; inverse[i] = the index of ids[i] in
+     * uniq. counts[2G] (on the host): counts[p] = the unique ids owned by
+     * p, counts[G + p] = of which in chunk 0. Returns the number of unique
+     * ids (on the host). */
+    int64_t (*emb_dedup)(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
+                         int64_t *inverse, int64_t *counts);
+    /* out[i, :] = w[ids[i] / G, :] (rows of a shard: local slot id / G;
+     * out: [n, dim]) */
+    void (*emb_gather_shard)(int64_t n, int dim, const float *w, const int64_t *ids, int G,
+                             float *out);
+    /* The rows of g[n, dim] summed per distinct key: uid[k] the distinct
+     * keys in ascending order, out[k, :] = the sum of the rows i with
+     * keys[i] = uid[k] in increasing i, accumulated in double. Returns k
+     * (on the host). keys >= 0. */
+    int64_t (*emb_sum_by_id)(int64_t n, int dim, const int64_t *keys, const float *g,
+                             int64_t *uid, float *out);
+    /* The sparse optimizer (embedding/emb_optim.h: emb_optim_row) on the
+     * rows ids[k] of a shard (distinct; local slot id / G) with gradients
+     * g[k, dim]: w [slots, dim], state [slots, state_floats] (NULL for
+     * sgd), steps [slots] (adam, else NULL); opt on the host. */
+    void (*emb_sparse_update)(const struct emb_optim_conf *opt, int64_t k, int dim, const int64_t *ids, int G,
+                              const float *g, float *w, float *state, int64_t state_floats,
+                              int64_t *steps);
 
     /* Device management; NULL on backends without devices (the CPU).
      * device_count: devices visible, or -1 with err set to the runtime's

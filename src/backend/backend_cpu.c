@@ -240,5 +240,9 @@ const struct backend_ops backend_cpu = {
     .sasrec_attn_bwd = cpu_sasrec_attn_bwd,
     .softmax_loss = cpu_softmax_loss,
     .bce_loss = cpu_bce_loss,
+    .emb_dedup = cpu_emb_dedup,
+    .emb_gather_shard = cpu_emb_gather_shard,
+    .emb_sum_by_id = cpu_emb_sum_by_id,
+    .emb_sparse_update = cpu_emb_sparse_update,
     /* no devices, no staging: host memory is the backend's memory */
 };

@@ -1,4 +1,4 @@
-/* backend_cpu: the CPU implementations of the attention and loss operations,
+/* backend_cpu: the CPU implementations of the attention, loss and embedding-engine operations,
  * defined in their own files and gathered into the backend_cpu table (backend.h). */
 #ifndef FS_BACKEND_CPU_H
 #define FS_BACKEND_CPU_H
@@ -23,5 +23,16 @@ double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, 
 double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
                     const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
                     int64_t *count);
+/* backend_cpu_emb.c: the embedding engine */
+struct emb_optim_conf;
+int64_t cpu_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
+                      int64_t *inverse, int64_t *counts);
+void cpu_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids, int G,
+                          float *out);
+int64_t cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
+                          float *out);
+void cpu_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
+                           const int64_t *ids, int G, const float *g, float *w, float *state,
+                           int64_t state_floats, int64_t *steps);
 
 #endif

@@ -14,53 +14,17 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "embedding/emb_exchange_priv.h"
-#include "base/idmap.h"
-
-/* Sum rows of g[n, dim] with equal ids[n] into (*out_ids)[k], (*out_g)[k, dim],
- * in order of first appearance, accumulating in double; returns k. */
-static int64_t sum_by_id(const int64_t *ids, const float *g, int64_t n, int dim,
-                         int64_t **out_ids, float **out_g)
-{
-    struct idmap m;
-    idmap_init(&m, n);
-    int64_t *uid = xmalloc((size_t)(n ? n : 1) * sizeof *uid);
-    double *acc = xcalloc((size_t)(n ? n : 1), (size_t)dim * sizeof *acc);
-    int64_t k = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int added;
-        int64_t u = idmap_get(&m, ids[i], k, &added);
-        if (added)
-            uid[k++] = ids[i];
-        for (int j = 0; j < dim; j++)
-            acc[u * dim + j] += g[i * dim + j];
-    }
-    idmap_free(&m);
-    float *ug = xmalloc((size_t)(k ? k : 1) * (size_t)dim * sizeof *ug);
-    for (int64_t i = 0; i < k * dim; i++)
-        ug[i] = (float)acc[i];
-    free(acc);
-    *out_ids = uid;
-    *out_g = ug;
-    return k;
-}
 
 void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *grad,
                   struct emb_times *tm)
 {
     const int dim = t->conf.dim;
     double t0 = clock_seconds();
-    /* many tokens may share a hot id: accumulate in double, send floats */
-    double *acc = xcalloc((size_t)(x->nuniq ? x->nuniq : 1), (size_t)dim * sizeof(double));
-    for (int64_t i = 0; i < x->n; i++) {
-        double *d = acc + x->inverse[i] * dim;
-        const float *s = grad + i * dim;
-        for (int j = 0; j < dim; j++)
-            d[j] += s[j];
-    }
+    /* many tokens may share a hot id: summed in double, sent as floats */
     float *gu = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
-    for (int64_t i = 0; i < x->nuniq * dim; i++)
-        gu[i] = (float)acc[i];
-    free(acc);
+    int64_t *uid = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * sizeof *uid);
+    t->be->emb_sum_by_id(x->n, dim, x->inverse, grad, uid, gu); /* uid[u] = u */
+    free(uid);
     if (tm)
         tm->grad_sum += clock_seconds() - t0;
     emb_grad_post(t, c, x, gu, tm);
@@ -95,6 +59,36 @@ void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, 
             emb_grad_post_chunk(t, c, x, gu, k, tm);
 }
 
+/* Sum the per-row gradients (ids[k], g[k, dim]) across the replicas of
+ * this shard (emb_replica, replica order); replaces them and returns the
+ * new k. */
+static int64_t replica_sum(struct emb_table *t, struct comm *c, int64_t k, int64_t **ids,
+                           float **g)
+{
+    const int R = c->g[COMM_EMB_REPLICA].size, dim = t->conf.dim;
+    int64_t *counts = xmalloc((size_t)R * sizeof *counts), *gcounts = xmalloc((size_t)R * 8);
+    comm_allgather_i64(c, COMM_EMB_REPLICA, k, counts);
+    int64_t total = 0;
+    for (int r = 0; r < R; r++) {
+        total += counts[r];
+        gcounts[r] = counts[r] * dim;
+    }
+    int64_t *all_ids = xmalloc((size_t)(total ? total : 1) * sizeof *all_ids);
+    float *all_g = xmalloc((size_t)(total ? total : 1) * (size_t)dim * sizeof *all_g);
+    comm_allgatherv(c, COMM_EMB_REPLICA, COMM_I64, *ids, k, all_ids, counts, COMM_PH_REPLICA);
+    comm_allgatherv(c, COMM_EMB_REPLICA, COMM_F32, *g, k * dim, all_g, gcounts, COMM_PH_REPLICA);
+    free(*ids);
+    free(*g);
+    *ids = xmalloc((size_t)(total ? total : 1) * sizeof **ids);
+    *g = xmalloc((size_t)(total ? total : 1) * (size_t)dim * sizeof **g);
+    k = t->be->emb_sum_by_id(total, dim, all_ids, all_g, *ids, *g);
+    free(all_ids);
+    free(all_g);
+    free(counts);
+    free(gcounts);
+    return k;
+}
+
 void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                      struct emb_times *tm)
 {
@@ -107,45 +101,21 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
             comm_wait(&x->greq[k]);
             x->gpending[k] = 0;
         }
-    float *gs = x->gs;
-    x->gs = NULL;
     double t2 = clock_seconds();
-    int64_t *ids;
-    float *g;
-    int64_t k = sum_by_id(x->serve, gs, x->nserve, dim, &ids, &g);
-    free(gs);
+    /* sum per row over the requesters (serve order: requester order) */
+    const size_t cap = (size_t)(x->nserve ? x->nserve : 1);
+    int64_t *ids = xmalloc(cap * sizeof *ids);
+    float *g = xmalloc(cap * (size_t)dim * sizeof *g);
+    int64_t k = t->be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g);
+    free(x->gs);
+    x->gs = NULL;
     double t3 = clock_seconds();
-    const int R = c->g[COMM_EMB_REPLICA].size;
-    if (R > 1) { /* sum across the replicas of this shard */
-        int64_t *counts = xmalloc((size_t)R * sizeof *counts), *gcounts = xmalloc((size_t)R * 8);
-        comm_allgather_i64(c, COMM_EMB_REPLICA, k, counts);
-        int64_t total = 0;
-        for (int r = 0; r < R; r++) {
-            total += counts[r];
-            gcounts[r] = counts[r] * dim;
-        }
-        int64_t *all_ids = xmalloc((size_t)(total ? total : 1) * sizeof *all_ids);
-        float *all_g = xmalloc((size_t)(total ? total : 1) * (size_t)dim * sizeof *all_g);
-        comm_allgatherv(c, COMM_EMB_REPLICA, COMM_I64, ids, k, all_ids, counts, COMM_PH_REPLICA);
-        comm_allgatherv(c, COMM_EMB_REPLICA, COMM_F32, g, k * dim, all_g, gcounts,
-                        COMM_PH_REPLICA);
-        free(ids);
-        free(g);
-        k = sum_by_id(all_ids, all_g, total, dim, &ids, &g);
-        free(all_ids);
-        free(all_g);
-        free(counts);
-        free(gcounts);
-    }
+    if (c->g[COMM_EMB_REPLICA].size > 1)
+        k = replica_sum(t, c, k, &ids, &g);
     double t4 = clock_seconds();
-    /* distinct rows: in parallel (OpenMP), bitwise the same as in order */
-#pragma omp parallel for schedule(static) if (k >= 256)
-    for (int64_t i = 0; i < k; i++) {
-        int64_t slot = ids[i] / G;
-        float *w = emb_shard_slot(t, ids[i]);
-        emb_optim_row(&t->conf.optim, dim, w, t->state ? t->state + slot * t->state_floats : NULL,
-                      t->steps ? t->steps + slot : NULL, g + i * dim);
-    }
+    emb_table_ready(t, ids, k);
+    t->be->emb_sparse_update(&t->conf.optim, k, dim, ids, G, g, t->w, t->state, t->state_floats,
+                             t->steps);
     free(ids);
     free(g);
     if (tm) {

@@ -9,7 +9,6 @@
 
 #include "base/check.h"
 #include "base/clock.h"
-#include "base/idmap.h"
 
 static void prefix(const int64_t *counts, int64_t *displs, int n)
 {
@@ -22,50 +21,20 @@ static void prefix(const int64_t *counts, int64_t *displs, int n)
 
 /* De-duplicate ids[n] into x->uniq, grouped by owner with chunk 0 (ids
  * among the first n_first tokens) before chunk 1 within each owner, and
- * the inverse index; sets the send counts of both chunks. */
-static void dedup_bucket(struct emb_exchange *x, const int64_t *ids, int64_t n, int64_t n_first)
+ * the inverse index (the table's backend: emb_dedup); sets the send counts
+ * of both chunks. */
+static void dedup_bucket(const struct emb_table *t, struct emb_exchange *x, const int64_t *ids,
+                         int64_t n, int64_t n_first)
 {
     const int G = x->G;
     x->inverse = xmalloc((size_t)(n ? n : 1) * sizeof *x->inverse);
-    /* unique ids in order of first appearance */
-    struct idmap m;
-    idmap_init(&m, n);
-    int64_t *first = xmalloc((size_t)(n ? n : 1) * sizeof *first);
-    int64_t nu = 0, nu0 = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int added;
-        x->inverse[i] = idmap_get(&m, ids[i], nu, &added);
-        if (added)
-            first[nu++] = ids[i];
-        if (i + 1 == n_first)
-            nu0 = nu;
-    }
-    idmap_free(&m);
-    /* bucket by owner, chunk 0 before chunk 1 within each owner (stable
-     * counting sort); remap the inverse index */
-    for (int64_t u = 0; u < nu; u++) {
-        x->scounts[first[u] % G]++;
-        if (u < nu0)
-            x->scounts0[first[u] % G]++;
-    }
+    x->uniq = xmalloc((size_t)(n ? n : 1) * sizeof *x->uniq);
+    int64_t *counts = xmalloc((size_t)G * 2 * sizeof *counts);
+    x->nuniq = t->be->emb_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts);
+    memcpy(x->scounts, counts, (size_t)G * sizeof *counts);
+    memcpy(x->scounts0, counts + G, (size_t)G * sizeof *counts);
+    free(counts);
     prefix(x->scounts, x->sdispls, G);
-    int64_t *pos = xmalloc((size_t)G * 2 * sizeof *pos), *perm = xmalloc((size_t)(nu ? nu : 1) * 8);
-    for (int p = 0; p < G; p++) {
-        pos[p] = x->sdispls[p];                      /* next chunk-0 slot */
-        pos[G + p] = x->sdispls[p] + x->scounts0[p]; /* next chunk-1 slot */
-    }
-    x->nuniq = nu;
-    x->uniq = xmalloc((size_t)(nu ? nu : 1) * sizeof *x->uniq);
-    for (int64_t u = 0; u < nu; u++) {
-        int64_t p = pos[(u < nu0 ? 0 : G) + first[u] % G]++;
-        x->uniq[p] = first[u];
-        perm[u] = p;
-    }
-    for (int64_t i = 0; i < n; i++)
-        x->inverse[i] = perm[x->inverse[i]];
-    free(pos);
-    free(perm);
-    free(first);
 }
 
 void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_t *req_c,
@@ -101,7 +70,7 @@ struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const i
     x->rdispls = x->scounts + 3 * G;
     x->scounts0 = x->scounts + 4 * G;
     x->rcounts0 = x->scounts + 5 * G;
-    dedup_bucket(x, ids, n, n_first);
+    dedup_bucket(t, x, ids, n, n_first);
     x->spans = xmalloc((size_t)G * 2 * sizeof *x->spans);
     int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
     for (int k = 0; k < 2; k++) {
@@ -190,10 +159,12 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     for (int k = 0; k < 2; k++) {
         emb_chunk_layout(x, k, dim, rc, rd, sc, sd); /* owner -> requester */
         double g0 = clock_seconds();
-        for (int p = 0; p < G; p++)
-            for (int64_t i = sd[p] / dim; i < (sd[p] + sc[p]) / dim; i++)
-                memcpy(x->served + i * dim, emb_shard_slot(t, x->serve[i]),
-                       (size_t)dim * sizeof(float));
+        for (int p = 0; p < G; p++) {
+            const int64_t first = sd[p] / dim, count = sc[p] / dim;
+            emb_table_ready(t, x->serve + first, count);
+            t->be->emb_gather_shard(count, dim, t->w, x->serve + first, G,
+                                    x->served + first * dim);
+        }
         t2 += clock_seconds() - g0;
         comm_ialltoallv(c, COMM_EMB, COMM_F32, x->served, sc, sd, x->rows, rc, rd, COMM_PH_ROWS,
                         &x->rreq[k]);

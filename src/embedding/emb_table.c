@@ -41,6 +41,7 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
     struct emb_table *t = &r->tables[r->n++];
     memset(t, 0, sizeof *t);
     t->conf = *conf;
+    t->be = &backend_cpu;
     t->G = c->g[COMM_EMB].size;
     t->shard = c->g[COMM_EMB].rank;
     t->local_rows = conf->rows / t->G + 1;
@@ -89,6 +90,13 @@ float *emb_shard_slot(struct emb_table *t, int64_t id)
         __atomic_fetch_or(&t->ready[k >> 3], bit, __ATOMIC_RELAXED);
     }
     return w;
+}
+
+void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n)
+{
+#pragma omp parallel for schedule(static) if (n >= 256)
+    for (int64_t i = 0; i < n; i++)
+        emb_shard_slot(t, ids[i]);
 }
 
 void emb_shard_row(struct emb_table *t, int64_t id, float *row)

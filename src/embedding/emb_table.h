@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "comm/comm.h"
 #include "embedding/emb_optim.h"
 
@@ -33,6 +34,7 @@ struct emb_table_conf {
 
 struct emb_table {
     struct emb_table_conf conf;
+    const struct backend_ops *be; /* holds the shard and runs its engine ops (host memory) */
     int G, shard;         /* emb group size, this rank's shard */
     int64_t local_rows;   /* slots: local index = id / G */
     int64_t state_floats; /* optimizer floats per row */
@@ -64,6 +66,9 @@ int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t
 
 /* The storage of row id of this rank's shard, initialised on first use. */
 float *emb_shard_slot(struct emb_table *t, int64_t id);
+/* Initialise the rows ids[n] of this rank's shard not yet initialised
+ * (before the engine ops read or update them). */
+void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n);
 /* Copy row id of this rank's shard into row[dim] (initialising it if
  * needed); id must belong to this shard. */
 void emb_shard_row(struct emb_table *t, int64_t id, float *row);
