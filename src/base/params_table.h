@@ -48,6 +48,9 @@ X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
 X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
 X(train, baseline, BOOL, "off", 0, 1, NULL,
   "also evaluate the most-popular-items baseline (counts of the training events)")
+X(train, nonfinite, CHOICE, "stop", 0, 0, "stop|skip",
+  "a step whose global loss or dense gradient is not finite: stop = end the run naming the "
+  "step (no checkpoint of that state); skip = drop the step's update and count it")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
 X(embedding, optimizer, CHOICE, "adagrad", 0, 0, "sgd|adagrad|adam",
@@ -80,6 +83,10 @@ X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
   "cudaMemcpyAsync within a node (no SMs); kernel = a copy kernel over the same mappings; auto "
   "= copy-engine on the CUDA backend with several ranks on a node, else mpi; the CPU backend "
   "has only mpi")
+X(parallel, timeout, INT, "300", 0, 1000000, NULL,
+  "watchdog: a rank that makes no progress (no phase, collective or write completed) for "
+  "this many seconds prints its step, phase and the collective it waits in, and aborts the "
+  "job (0 = off)")
 X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda",
   "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the CPU")
 X(device, share, BOOL, "off", 0, 1, NULL,
@@ -91,9 +98,16 @@ X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")
 X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
   "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints)")
+X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
+  "keep only the N newest checkpoints in output.checkpoint_dir, deleting older ones once a "
+  "newer one is complete (0 = keep all)")
 X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")
 X(output, trace, STRING, "", 0, 0, NULL,
   "Chrome trace-event JSON of the phases of every rank (open in Perfetto); empty = none")
 X(output, trace_steps, INT, "20", 1, 100000, NULL, "steps recorded in output.trace")
 X(debug, slow_rank, STRING, "", 0, 0, NULL,
   "test hook R:FACTOR: rank R computes FACTOR times slower (to exercise balance_adapt)")
+X(debug, nan_step, INT, "0", 0, 1000000000000.0, NULL,
+  "test hook: the loss of this step (as numbered in the progress lines) becomes NaN (0 = off)")
+X(debug, hang_rank, STRING, "", 0, 0, NULL,
+  "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")

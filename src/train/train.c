@@ -23,6 +23,7 @@
 #include "cli/banner.h"
 #include "eval/eval.h"
 #include "train/checkpoint.h"
+#include "train/guard.h"
 #include "train/preempt.h"
 
 /* --- start-up ------------------------------------------------------------------- */
@@ -147,6 +148,8 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     metrics_num(&l, "wait_ms", st->wait_ms);
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);
     metrics_num(&l, "overlap", st->overlap);
+    if (tr->conf.nonfinite_skip)
+        metrics_int(&l, "skipped_steps", tr->skipped);
     metrics_end(&l, tr->metrics);
 }
 
@@ -205,6 +208,9 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
     else
         log_info("done: step %lld (%lld steps in this run, %.1f s); no validation was run",
                  (long long)tr->step, (long long)steps_run, secs);
+    if (tr->skipped)
+        log_info("%lld step%s had a non-finite loss or gradient and no update "
+                 "(train.nonfinite = skip)", (long long)tr->skipped, tr->skipped == 1 ? "" : "s");
     struct metrics_line l;
     metrics_begin(&l, "summary");
     metrics_int(&l, "epoch", tr->epoch);
@@ -214,6 +220,7 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
     metrics_num(&l, "tokens_per_s", 0);
     metrics_num(&l, "seconds", secs);
     metrics_int(&l, "best_epoch", tr->best_epoch);
+    metrics_int(&l, "skipped_steps", tr->skipped);
     if (test)
         eval_metrics_json(test, &l);
     metrics_end(&l, tr->metrics);
@@ -273,6 +280,7 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         *loss = train_step(tr, now, next, &tokens);
         steptime_end(&tr->st, now->cost);
         tr->step++;
+        guard_after_step(tr, loss);
         ran = 1;
         lc->samples += now->global_B;
         lc->tokens += tokens;

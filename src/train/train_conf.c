@@ -31,6 +31,28 @@ static int slow_rank_parse(const char *text, int P, struct train_conf *tc, char 
     return 0;
 }
 
+/* debug.hang_rank = R:STEP */
+static int hang_rank_parse(const char *text, int P, struct train_conf *tc, char *err,
+                           size_t errlen)
+{
+    tc->hang_rank = -1;
+    tc->hang_step = 0;
+    if (!text[0])
+        return 0;
+    int rank;
+    long long step;
+    char tail;
+    if (sscanf(text, "%d:%lld%c", &rank, &step, &tail) != 2 || rank < 0 || step < 1)
+        return errorf(err, errlen, "debug.hang_rank = '%s': expected RANK:STEP with STEP >= 1",
+                      text);
+    if (rank >= P)
+        return errorf(err, errlen, "debug.hang_rank = '%s': rank %d does not exist (%d ranks)",
+                      text, rank, P);
+    tc->hang_rank = rank;
+    tc->hang_step = step;
+    return 0;
+}
+
 int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, char *err,
                        size_t errlen)
 {
@@ -64,6 +86,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->final_eval = (int)params_i64(p, P_train_final_eval);
     tc->baseline = (int)params_i64(p, P_train_baseline);
     tc->resume = params_str(p, P_train_resume);
+    tc->nonfinite_skip = !strcmp(params_str(p, P_train_nonfinite), "skip");
     tc->dense_optim = (struct dense_optim_conf){
         .lr = params_f64(p, P_train_lr), .warmup_steps = params_i64(p, P_train_warmup_steps),
         .weight_decay = (float)params_f64(p, P_train_weight_decay),
@@ -76,13 +99,18 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
                                             : OVERLAP_PRIORITIZED;
     tc->progress_thread = !strcmp(params_str(p, P_parallel_progress), "thread");
     tc->transport = params_str(p, P_parallel_transport);
+    tc->timeout = params_i64(p, P_parallel_timeout);
     tc->checkpoint_dir = params_str(p, P_output_checkpoint_dir);
     tc->metrics = params_str(p, P_output_metrics);
     tc->trace = params_str(p, P_output_trace);
     tc->trace_steps = params_i64(p, P_output_trace_steps);
+    tc->keep_checkpoints = params_i64(p, P_output_keep_checkpoints);
+    tc->nan_step = params_i64(p, P_debug_nan_step);
     if (!tc->data_path[0])
         return errorf(err, errlen,
                       "data.path is not set: name an HDF5 dataset (freescale data import / "
                       "data gen)");
-    return slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen);
+    if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
+        return -1;
+    return hang_rank_parse(params_str(p, P_debug_hang_rank), P, tc, err, errlen);
 }

@@ -36,6 +36,7 @@ struct train_conf {
     int64_t batch_size, epochs, max_steps, log_every, eval_every, checkpoint_every;
     int final_eval, baseline;
     const char *resume;       /* "" | "auto" | a path */
+    int nonfinite_skip;       /* train.nonfinite = skip (else stop) */
     /* dense optimizer */
     struct dense_optim_conf dense_optim;
     /* parallel */
@@ -43,12 +44,18 @@ struct train_conf {
     enum overlap_mode overlap;
     int progress_thread;      /* parallel.progress = thread */
     const char *transport;    /* parallel.transport */
+    int64_t timeout;          /* parallel.timeout: watchdog seconds (0 = off) */
     /* output */
     const char *checkpoint_dir, *metrics, *trace;
     int64_t trace_steps;
+    int64_t keep_checkpoints; /* output.keep_checkpoints (0 = all) */
     /* debug.slow_rank */
     int slow_rank;            /* -1: none */
     double slow_factor;
+    /* debug.nan_step, debug.hang_rank (test hooks; steps numbered from 1) */
+    int64_t nan_step;         /* 0: none */
+    int hang_rank;            /* -1: none */
+    int64_t hang_step;
 };
 
 /* Fill tc from p (strings point into p, which must outlive tc). Returns 0,

@@ -50,6 +50,7 @@
 #include "base/clock.h"
 #include "model/loss.h"
 #include "train/dense_sync.h"
+#include "train/guard.h"
 #include "train/train.h"
 
 /* One step's input: this rank's sequences read, negatives drawn, ids
@@ -271,12 +272,14 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
 /* grad exchange: the gradients not yet sent go to their owners (sparse
  * first: the next step's lookup waits for the update); with buckets, the
  * first tensors' bucket follows them; owners apply the sparse update. */
-static void phase_grad_exchange(struct step_state *s, struct step_input *in)
+static void phase_grad_exchange(struct step_state *s, struct step_input *in, int apply)
 {
     struct trainer *tr = s->tr;
-    emb_grad_post(tr->items, tr->c, in->x, s->gu, NULL);
+    if (apply) /* else dropped (guard.h): input_release drains chunk 1's */
+        emb_grad_post(tr->items, tr->c, in->x, s->gu, NULL);
     dense_sync_post_last(s->dense);
-    emb_grad_finish(tr->items, tr->c, in->x, NULL);
+    if (apply)
+        emb_grad_finish(tr->items, tr->c, in->x, NULL);
     steptime_phase(&tr->st, PH_GRAD_EXCHANGE);
 }
 
@@ -302,9 +305,11 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     const float *emb = phase_lookup(s, in, next);
     double loss_sum = phase_forward_loss(s, in, &b, emb, scale);
     phase_backward(s, in, &b);
-    phase_grad_exchange(s, in);
+    const int64_t n_gu = emb_exchange_nuniq(in->x) * tr->conf.d;
+    phase_grad_exchange(s, in, guard_before_update(tr, loss_sum, s->gu, n_gu));
     phase_dense_allreduce(s);
-    dense_optim_step(&tr->optim, &tr->m, tr->step);
+    if (guard_dense_ok(tr))
+        dense_optim_step(&tr->optim, &tr->m, tr->step);
     steptime_phase(&tr->st, PH_OPTIMIZER);
 
     input_release(in);

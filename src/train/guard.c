@@ -1,0 +1,95 @@
+/* guard: the divergence guard; see guard.h. */
+#include "train/guard.h"
+
+#include <math.h>
+#include <time.h>
+
+#include "base/check.h"
+
+/* The step being run, numbered as in the progress lines (from 1). */
+static int64_t step_number(const struct trainer *tr) { return tr->step + 1; }
+
+static int injected(const struct trainer *tr, int64_t step)
+{
+    return tr->conf.nan_step > 0 && step == tr->conf.nan_step;
+}
+
+int guard_before_update(struct trainer *tr, double loss_sum, const float *gu, int64_t n)
+{
+    if (!tr->conf.nonfinite_skip)
+        return 1;
+    double local = injected(tr, step_number(tr)) ? NAN : loss_sum;
+    double sq = 0; /* NaN or inf in any gradient makes the sum non-finite */
+    for (int64_t i = 0; i < n; i++)
+        sq += (double)gu[i] * gu[i];
+    if (!isfinite(sq))
+        local = NAN;
+    double global = comm_allreduce_sum_f64(tr->c, COMM_DP, local);
+    tr->skip_now = !isfinite(global);
+    return !tr->skip_now;
+}
+
+int guard_dense_ok(struct trainer *tr)
+{
+    if (!tr->conf.nonfinite_skip)
+        return 1;
+    if (!tr->skip_now && !isfinite(tr->be->sum_squares(tr->m.ngrad, tr->m.grad)))
+        tr->skip_now = 2; /* the sparse rows had finite gradients and were updated */
+    return !tr->skip_now;
+}
+
+/* The first tensor of the dense gradient that is not finite (NULL: none). */
+static const char *first_nonfinite_grad(const struct trainer *tr)
+{
+    if (isfinite(tr->be->sum_squares(tr->m.ngrad, tr->m.grad)))
+        return NULL;
+    for (int i = 0; i < tr->m.nparams; i++) {
+        const struct dense_tensor *t = &tr->m.params[i];
+        if (!isfinite(tr->be->sum_squares(t->n, t->g)))
+            return t->name;
+    }
+    return "(padding of the gradient arena)";
+}
+
+/* Every rank sees the same global loss and dense gradient, so every rank
+ * stops; rank 0 says why (its fatal() ends the job), the others follow a
+ * moment later only if rank 0 did not (then they say it themselves). */
+static void quiet_unless_rank0(const struct trainer *tr)
+{
+    struct timespec ts = {2, 0};
+    if (tr->c->rank != 0)
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+}
+
+void guard_after_step(struct trainer *tr, double *loss)
+{
+    const int64_t step = tr->step; /* counted: the step just run */
+    if (injected(tr, step))
+        *loss = NAN;
+    if (tr->conf.nonfinite_skip) {
+        if (tr->skip_now) {
+            tr->skipped++;
+            const char *what = tr->skip_now == 2 ? "the dense gradient is"
+                                                 : "the loss or a sparse gradient is";
+            if (tr->c->rank == 0)
+                log_warn("step %lld: %s not finite: its update was dropped (train.nonfinite = "
+                         "skip; %lld step%s skipped so far)",
+                         (long long)step, what, (long long)tr->skipped,
+                         tr->skipped == 1 ? "" : "s");
+        }
+        tr->skip_now = 0;
+        return;
+    }
+    const char *bad = isfinite(*loss) ? first_nonfinite_grad(tr) : NULL;
+    if (!isfinite(*loss) || bad)
+        quiet_unless_rank0(tr);
+    if (!isfinite(*loss))
+        fatal("step %lld: the loss is %g (train.nonfinite = stop): training diverged; the "
+              "state of this step was not saved (lower train.lr, set train.clip_norm, or "
+              "train.nonfinite = skip)", (long long)step, *loss);
+    if (bad)
+        fatal("step %lld: the dense gradient of %s is not finite (train.nonfinite = stop): "
+              "training diverged; the state of this step was not saved (lower train.lr, set "
+              "train.clip_norm, or train.nonfinite = skip)", (long long)step, bad);
+}
