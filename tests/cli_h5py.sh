@@ -100,8 +100,44 @@ for t in i1 u1 i2 u2 i4 u4 i8 u8 '>i4' '>u8'; do
     read_ok "integers $t" "$T/w.h5"
 done
 mk "$T/maps.h5" 'item_map=np.arange(200, dtype=np.uint32) * 3' \
-    'item_map_str=["i%d" % i for i in range(200)]' 'user_map_str=np.array([b"u%d" % i for i in range(64)])'
+    'item_map_str=["i%dé" % i for i in range(200)]' 'user_map_str=np.array([b"u%d" % i for i in range(64)])'
 read_ok "int and string maps (vlen and fixed)" "$T/maps.h5"
+
+# the reader's maps equal h5py's: vlen UTF-8, fixed ASCII, fixed UTF-8, int
+# maps of other widths, and the maps freescale writes (UTF-8, and bytes
+# that are not UTF-8 stored as ASCII-labelled bytes)
+PM=$(dirname "$FS")/tests/print_maps
+[ -x "$PM" ] || { fail "$PM not built ('make check' builds it)"; finish; }
+same_maps() { # same_maps FILE: print_maps and h5py print the same lines
+    "$PM" "$1" > "$T/maps.c" 2> "$T/err" || { fail "print_maps $1: $(cat "$T/err")"; return; }
+    "$PY" - "$1" > "$T/maps.py" <<'EOF'
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+out = sys.stdout.buffer
+for name in ("item_map", "user_map", "item_map_str", "user_map_str"):
+    if name in f:
+        for i, v in enumerate(f[name][:]):
+            out.write(b"%s %d %s\n" % (name.encode(), i, v if isinstance(v, bytes) else b"%d" % v))
+EOF
+    if [ -s "$T/maps.c" ] && cmp -s "$T/maps.c" "$T/maps.py"; then pass "maps of $(basename "$1") as h5py reads them"
+    else fail "maps of $1 differ: $(diff "$T/maps.c" "$T/maps.py" | head -5)"; fi
+}
+same_maps "$T/maps.h5"
+mk "$T/maps2.h5" 'user_map=np.arange(64, dtype=">i2") - 30' \
+    'item_map_str=np.array([("é%d" % i).encode() for i in range(200)], dtype=h5py.string_dtype("utf-8", 8))'
+same_maps "$T/maps2.h5"
+printf 'A2,0000013714,5,2\nA1,0000013714,4,1\nZo\303\253,x,1,1\n' > "$T/u8.csv"
+"$FS" data import --format csv --no-header --string-ids "$T/u8.csv" -o "$T/u8.h5" > /dev/null ||
+    fail "import u8.csv"
+same_maps "$T/u8.h5"
+printf 'caf\351,x,1,1\nA1,y,1,1\n' > "$T/latin1.csv"
+"$FS" data import --format csv --no-header --string-ids "$T/latin1.csv" -o "$T/latin1.h5" \
+    > /dev/null || fail "import latin1.csv"
+same_maps "$T/latin1.h5"
+"$PY" -c 'import sys, h5py; f = h5py.File(sys.argv[1], "r")
+assert h5py.check_string_dtype(f["user_map_str"].dtype).encoding == "ascii"
+assert h5py.check_string_dtype(f["item_map_str"].dtype).encoding == "utf-8"' "$T/latin1.h5" &&
+    pass "ids that are not UTF-8 are not labelled UTF-8" || fail "latin1.h5: wrong character sets"
 
 # --- refused, naming the file, the dataset and the first bad index ---------------
 refused "/item_ids has type float64, expected int64 (or another integer type)" \
