@@ -498,6 +498,32 @@ static void cuda_op_gather_rows(int64_t n, int d, const float *table, const int6
     cuda_gather_rows(cuda_state()->compute, n, d, table, idx, out);
 }
 
+static int64_t cuda_op_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G,
+                                 int64_t *uniq, int64_t *inverse, int64_t *counts)
+{
+    return cuda_emb_dedup(cuda_state()->compute, n, ids, n_first, G, uniq, inverse, counts);
+}
+
+static void cuda_op_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids,
+                                     int G, float *out)
+{
+    cuda_emb_gather_shard(cuda_state()->compute, n, dim, w, ids, G, out);
+}
+
+static int64_t cuda_op_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
+                                     int64_t *uid, float *out)
+{
+    return cuda_emb_sum_by_id(cuda_state()->compute, n, dim, keys, g, uid, out);
+}
+
+static void cuda_op_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
+                                      const int64_t *ids, int G, const float *g, float *w,
+                                      float *state, int64_t state_floats, int64_t *steps)
+{
+    cuda_emb_sparse_update(cuda_state()->compute, opt, k, dim, ids, G, g, w, state, state_floats,
+                           steps);
+}
+
 static void cuda_op_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
                                      float *table)
 {
@@ -629,6 +655,10 @@ const struct backend_ops backend_cuda = {
     .sasrec_attn_bwd = cuda_op_sasrec_attn_bwd,
     .softmax_loss = cuda_op_softmax_loss,
     .bce_loss = cuda_op_bce_loss,
+    .emb_dedup = cuda_op_emb_dedup,
+    .emb_gather_shard = cuda_op_emb_gather_shard,
+    .emb_sum_by_id = cuda_op_emb_sum_by_id,
+    .emb_sparse_update = cuda_op_emb_sparse_update,
     .device_count = cuda_device_count,
     .device_open = cuda_device_open,
     .device_describe = cuda_device_describe,

@@ -51,6 +51,19 @@ void cuda_gather_rows(cudaStream_t s, int64_t n, int d, const float *table, cons
 void cuda_scatter_add_rows(cudaStream_t s, int64_t n, int d, const float *src,
                            const int64_t *idx, float *table);
 
+/* emb.cu: the embedding engine; dedup and sum_by_id synchronise s and
+ * return their counts on the host (counts_host: [2G]) */
+struct emb_optim_conf;
+int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first, int G,
+                       int64_t *uniq, int64_t *inverse, int64_t *counts_host);
+void cuda_emb_gather_shard(cudaStream_t s, int64_t n, int dim, const float *w, const int64_t *ids,
+                           int G, float *out);
+int64_t cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys,
+                           const float *g, int64_t *uid, float *out);
+void cuda_emb_sparse_update(cudaStream_t s, const struct emb_optim_conf *opt, int64_t k, int dim,
+                            const int64_t *ids, int G, const float *g, float *w, float *state,
+                            int64_t state_floats, int64_t *steps);
+
 /* optim.cu; sum_squares: partial sums in the device buffer `work` (at least
  * cuda_sum_squares_work_bytes(n) bytes), result copied to host *out
  * (synchronous on s). */

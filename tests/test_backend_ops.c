@@ -29,6 +29,7 @@
 #include "backend_test.h"
 #include "base/check.h"
 #include "base/rng.h"
+#include "embedding/emb_optim.h"
 
 #define TOL 1e-4        /* sums whose order may differ (gemm, norms, attention, losses) */
 #define TOL_ACCUM 1e-5  /* scatter-add, sum of squares: the same sums, another order */
@@ -617,6 +618,111 @@ static void test_rows(void)
         }
 }
 
+
+/* -- the embedding engine ------------------------------------------------- */
+
+/* ids[n] for a case: "dup" one id only, "few" 13 distinct, "wide" up to
+ * 10^5, "one-owner" every id owned by shard 0 of G */
+static int64_t *engine_ids(int64_t n, int kind, int owners)
+{
+    int64_t *ids = xmalloc((size_t)(n + 1) * sizeof *ids);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = rng_below(&G, kind == 1 ? 13 : 100000);
+        ids[i] = kind == 0   ? 42
+                 : kind == 3 ? (int64_t)(r % (uint64_t)(100000 / owners) + 1) * owners
+                             : (int64_t)r + 1;
+    }
+    return ids;
+}
+
+static void test_emb_engine(void)
+{
+    static const int64_t counts[] = {0, 1, 7, 1000, 20000};
+    static const int groups[] = {1, 2, 3, 8};
+    static const char *kinds[] = {"dup", "few", "wide", "one-owner"};
+    char cas[256];
+    for (size_t a = 0; a < sizeof counts / sizeof *counts; a++)
+        for (size_t b = 0; b < sizeof groups / sizeof *groups; b++)
+            for (int kind = 0; kind < 4; kind++) {
+                const int64_t n = counts[a], n_first = a % 3 == 0 ? 0 : a % 3 == 1 ? n / 3 : n;
+                const int Gs = groups[b];
+                snprintf(cas, sizeof cas, "n=%lld n_first=%lld G=%d ids=%s", (long long)n,
+                         (long long)n_first, Gs, kinds[kind]);
+                int64_t *h = engine_ids(n, kind, Gs);
+                struct pair ids = pair_i64(h, n), uniq = pair_i64(NULL, n), inv = pair_i64(NULL, n);
+                int64_t *cc = xmalloc((size_t)2 * Gs * 8), *cg = xmalloc((size_t)2 * Gs * 8);
+                int64_t nc = cpu->emb_dedup(n, ids.c, n_first, Gs, uniq.c, inv.c, cc);
+                int64_t ng = dev->emb_dedup(n, ids.g, n_first, Gs, uniq.g, inv.g, cg);
+                expect_i64("emb_dedup", cas, "unique ids", ng, nc);
+                uniq.bytes = (size_t)nc * 8;
+                expect_bytes("emb_dedup", cas, "uniq", &uniq);
+                expect_bytes("emb_dedup", cas, "inverse", &inv);
+                expect_same("emb_dedup", cas, (const uint8_t *)cg, (const uint8_t *)cc,
+                            (size_t)2 * Gs * 8);
+                /* per-key sums of token rows: by the inverse index and by raw ids */
+                const int dim = kind == 2 ? 16 : 7;
+                struct pair g = pair_rand(n * dim, 1);
+                for (int by = 0; by < 2; by++) {
+                    const struct pair *keys = by ? &ids : &inv;
+                    struct pair uid = pair_i64(NULL, n), out = pair_f32(NULL, n * dim);
+                    int64_t kc = cpu->emb_sum_by_id(n, dim, keys->c, g.c, uid.c, out.c);
+                    int64_t kg = dev->emb_sum_by_id(n, dim, keys->g, g.g, uid.g, out.g);
+                    expect_i64("emb_sum_by_id", cas, "keys", kg, kc);
+                    uid.bytes = (size_t)kc * 8;
+                    out.bytes = fbytes(kc * dim);
+                    expect_bytes("emb_sum_by_id", cas, by ? "ids" : "uid", &uid);
+                    expect_bytes("emb_sum_by_id", cas, "sums", &out);
+                    uid.bytes = (size_t)n * 8;
+                    out.bytes = fbytes(n * dim);
+                    pair_free(&uid);
+                    pair_free(&out);
+                }
+                /* gather and update the unique ids' rows of a shard */
+                int64_t slots = 100000 / Gs + 2, *hu = xmalloc((size_t)(nc + 1) * 8);
+                memcpy(hu, uniq.c, (size_t)nc * 8);
+                int64_t m = 0; /* the ids of shard 0 */
+                for (int64_t u = 0; u < nc; u++)
+                    if (hu[u] % Gs == 0)
+                        hu[m++] = hu[u];
+                struct pair mine = pair_i64(hu, m), w = pair_rand(slots * dim, 1);
+                struct pair rows = pair_f32(NULL, m * dim), gr = pair_rand(m * dim, 1);
+                cpu->emb_gather_shard(m, dim, w.c, mine.c, Gs, rows.c);
+                dev->emb_gather_shard(m, dim, w.g, mine.g, Gs, rows.g);
+                expect_bytes("emb_gather_shard", cas, "rows", &rows);
+                for (int o = 0; o < 3; o++) {
+                    struct emb_optim_conf oc = {.kind = (enum emb_optimizer)o, .lr = 0.01f,
+                                                .weight_decay = 0.001f, .eps = 1e-8f,
+                                                .beta1 = 0.9f, .beta2 = 0.98f};
+                    int64_t sf = emb_optim_state_floats(oc.kind, dim);
+                    float *w0 = rand_f32(slots * dim, 1);
+                    struct pair ww = pair_f32(w0, slots * dim);
+                    struct pair st = pair_f32(NULL, slots * (sf ? sf : 1));
+                    struct pair steps = pair_i64(NULL, slots);
+                    for (int rep = 0; rep < 2; rep++) { /* adam: step counts advance */
+                        cpu->emb_sparse_update(&oc, m, dim, mine.c, Gs, gr.c, ww.c,
+                                               sf ? st.c : NULL, sf, o == 2 ? steps.c : NULL);
+                        dev->emb_sparse_update(&oc, m, dim, mine.g, Gs, gr.g, ww.g,
+                                               sf ? st.g : NULL, sf, o == 2 ? steps.g : NULL);
+                    }
+                    expect_f32("emb_sparse_update", cas, emb_optim_name(oc.kind), &ww, w0, 1,
+                               slots * dim, TOL);
+                    expect_bytes("emb_sparse_update", cas, "steps", &steps);
+                    free(w0);
+                    pair_free(&ww);
+                    pair_free(&st);
+                    pair_free(&steps);
+                }
+                uniq.bytes = (size_t)n * 8;
+                struct pair *all[] = {&ids, &uniq, &inv, &g, &mine, &w, &rows, &gr};
+                for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+                    pair_free(all[i]);
+                free(hu);
+                free(cc);
+                free(cg);
+                free(h);
+            }
+}
+
 /* -- optimiser, sum of squares -------------------------------------------- */
 
 /* TOL, not TOL_EXACT: m = b1 m + (1 - b1) g may cancel, and where a
@@ -994,7 +1100,8 @@ static int ops_present(const struct backend_ops *be)
         OP(relu_bwd), OP(layernorm_fwd), OP(layernorm_bwd), OP(l2norm_fwd), OP(l2norm_bwd),
         OP(dropout_fwd), OP(dropout_bwd), OP(gather_rows), OP(scatter_add_rows), OP(adamw_step),
         OP(sum_squares), OP(hstu_attn_fwd), OP(hstu_attn_bwd), OP(sasrec_attn_fwd),
-        OP(sasrec_attn_bwd), OP(softmax_loss), OP(bce_loss),
+        OP(sasrec_attn_bwd), OP(softmax_loss), OP(bce_loss), OP(emb_dedup),
+        OP(emb_gather_shard), OP(emb_sum_by_id), OP(emb_sparse_update),
     };
     const struct {
         const char *name;
@@ -1045,6 +1152,7 @@ int main(int argc, char **argv)
         {"sum_squares", test_sum_squares}, {"softmax_loss", test_softmax_loss},
         {"bce_loss", test_bce_loss},     {"hstu_attn", test_hstu},
         {"sasrec_attn", test_sasrec},    {"staging", test_staging},
+        {"emb_engine", test_emb_engine},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         double t0 = now();
