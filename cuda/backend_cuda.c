@@ -155,6 +155,17 @@ static int cuda_device_open(int device, int tf32, char *err, size_t errlen)
     return 0;
 }
 
+static int cuda_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
+{
+    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(err, errlen, "cudaMemGetInfo: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
 /* "NVIDIA H200 (device 0, 139.8 GiB, sm_90, driver 13.0, runtime 13.0)";
  * informational, so a failing query is described in buf, not fatal */
 static void cuda_device_describe(char *buf, size_t len)
@@ -662,6 +673,7 @@ const struct backend_ops backend_cuda = {
     .device_count = cuda_device_count,
     .device_open = cuda_device_open,
     .device_describe = cuda_device_describe,
+    .device_memory = cuda_device_memory,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .to_host_async = cuda_to_host_async,

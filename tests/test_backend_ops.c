@@ -1107,7 +1107,8 @@ static int ops_present(const struct backend_ops *be)
         const char *name;
         int ok;
     } devops[] = {
-        OP(device_count), OP(device_open), OP(device_describe), OP(host_alloc), OP(host_free),
+        OP(device_count), OP(device_open), OP(device_describe), OP(device_memory),
+        OP(host_alloc), OP(host_free),
         OP(to_host_async), OP(to_device_async), OP(comm_sync),
     };
 #undef OP

@@ -126,6 +126,28 @@ struct backend_ops {
     double (*bce_loss)(int64_t T, int d, const float *u, int64_t nu, const float *e,
                        const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
                        int64_t *count);
+    /* softmax_loss with a correction per row: logq[k] (backend memory,
+     * [nu]) is subtracted from the logit of every candidate that is row k,
+     * the positive included (in-batch negatives, loss.h). NULL where the
+     * backend does not have it. */
+    double (*softmax_loss_q)(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                             const float *e, const float *logq, const int64_t *pos,
+                             const int64_t *neg, float scale, float *du, float *de,
+                             int64_t *count);
+    /* Blocks of the full softmax (model/loss_full.h). s: [n, m] logits
+     * before the temperature (u_i . e_j), row stride lds.
+     * softmax_block_lse: lse[i] = log sum_j exp(s[i, j] inv_tau) ([n],
+     * backend memory; -inf when m = 0).
+     * softmax_block_grad: in place, s[i, j] = gscale (exp(s[i, j] inv_tau -
+     * lse[i]) - [j == tcol[i]]) (the gradient of gscale/inv_tau times the
+     * cross-entropy w.r.t. the logits); tcol: [n] the target's column in
+     * this block, or < 0. Returns on the host the sum over rows with a
+     * target column of s[i, tcol[i]] inv_tau (read before the overwrite).
+     * NULL where the backend does not have them. */
+    void (*softmax_block_lse)(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
+                              float *lse);
+    double (*softmax_block_grad)(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                                 const float *lse, const int64_t *tcol, float gscale, float *s);
 
     /* The embedding engine (embedding/: emb_exchange.c, emb_backward.c):
      * de-duplication and bucketing by owner, gathers of shard rows,
@@ -170,6 +192,9 @@ struct backend_ops {
     int (*device_count)(char *err, size_t errlen);
     int (*device_open)(int device, int tf32, char *err, size_t errlen);
     void (*device_describe)(char *buf, size_t len);
+    /* free and total bytes of the current device (on the host); 0, or -1
+     * with err */
+    int (*device_memory)(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 
     /* Pinned host memory and copies on the communication stream, for
      * staging exchanges through the host when MPI cannot read device

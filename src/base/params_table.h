@@ -59,6 +59,8 @@ X(embedding, init_std, FLOAT, "0.02", 0, 10, NULL, "standard deviation of the in
 X(embedding, lr, FLOAT, "0.01", 1e-12, 100, NULL, "learning rate of the sparse optimizer")
 X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
   "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
+X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
+  "where each rank's shard and its optimizer state live: host memory, or device memory with de-duplication, gathers, gradient sums and the sparse update on the GPU (the CUDA backend; not yet verified on a GPU); auto = host")
 X(parallel, balance, CHOICE, "kk", 0, 0, "none|lpt|kk",
   "assign each global batch's sequences to ranks by predicted cost: none (equal "
   "contiguous shares), lpt (greedy), kk (Karmarkar-Karp)")

@@ -23,7 +23,7 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     /* many tokens may share a hot id: summed in double, sent as floats */
     float *gu = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
     int64_t *uid = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * sizeof *uid);
-    t->be->emb_sum_by_id(x->n, dim, x->inverse, grad, uid, gu); /* uid[u] = u */
+    backend_cpu.emb_sum_by_id(x->n, dim, x->inverse, grad, uid, gu); /* host; uid[u] = u */
     free(uid);
     if (tm)
         tm->grad_sum += clock_seconds() - t0;
@@ -81,7 +81,7 @@ static int64_t replica_sum(struct emb_table *t, struct comm *c, int64_t k, int64
     free(*g);
     *ids = xmalloc((size_t)(total ? total : 1) * sizeof **ids);
     *g = xmalloc((size_t)(total ? total : 1) * (size_t)dim * sizeof **g);
-    k = t->be->emb_sum_by_id(total, dim, all_ids, all_g, *ids, *g);
+    k = backend_cpu.emb_sum_by_id(total, dim, all_ids, all_g, *ids, *g);
     free(all_ids);
     free(all_g);
     free(counts);
@@ -102,20 +102,37 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
             x->gpending[k] = 0;
         }
     double t2 = clock_seconds();
-    /* sum per row over the requesters (serve order: requester order) */
-    const size_t cap = (size_t)(x->nserve ? x->nserve : 1);
-    int64_t *ids = xmalloc(cap * sizeof *ids);
-    float *g = xmalloc(cap * (size_t)dim * sizeof *g);
-    int64_t k = t->be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g);
+    /* sum per row over the requesters (serve order: requester order), where
+     * the table's engine runs (mirror.h: the host buffers on the CPU) */
+    const size_t cap = (size_t)(x->nserve ? x->nserve : 1), ib = cap * sizeof(int64_t);
+    const size_t gb = cap * (size_t)dim * sizeof(float);
+    int64_t *ids = xmalloc(ib);
+    float *g = xmalloc(gb);
+    struct mirror *m = t->scratch;
+    const int64_t *d_serve = mirror_bind(&m[0], t->be, x->serve, ib);
+    mirror_up(&m[0], 0, (size_t)x->nserve * sizeof(int64_t));
+    const float *d_gs = mirror_bind(&m[1], t->be, x->gs, gb);
+    mirror_up(&m[1], 0, (size_t)x->nserve * (size_t)dim * sizeof(float));
+    int64_t *d_ids = mirror_bind(&m[2], t->be, ids, ib);
+    float *d_g = mirror_bind(&m[3], t->be, g, gb);
+    int64_t k = t->be->emb_sum_by_id(x->nserve, dim, d_serve, d_gs, d_ids, d_g);
     free(x->gs);
     x->gs = NULL;
     double t3 = clock_seconds();
-    if (c->g[COMM_EMB_REPLICA].size > 1)
+    if (c->g[COMM_EMB_REPLICA].size > 1) { /* on the host; the same sums on any backend */
+        mirror_down(&m[2], 0, (size_t)k * sizeof(int64_t));
+        mirror_down(&m[3], 0, (size_t)k * (size_t)dim * sizeof(float));
         k = replica_sum(t, c, k, &ids, &g);
+        d_ids = mirror_bind(&m[2], t->be, ids, (size_t)(k ? k : 1) * sizeof(int64_t));
+        mirror_up(&m[2], 0, (size_t)k * sizeof(int64_t));
+        d_g = mirror_bind(&m[3], t->be, g, (size_t)(k ? k : 1) * (size_t)dim * sizeof(float));
+        mirror_up(&m[3], 0, (size_t)k * (size_t)dim * sizeof(float));
+    }
     double t4 = clock_seconds();
-    emb_table_ready(t, ids, k);
-    t->be->emb_sparse_update(&t->conf.optim, k, dim, ids, G, g, t->w, t->state, t->state_floats,
-                             t->steps);
+    emb_table_ready(t, ids, k); /* host tables: d_ids is ids */
+    t->be->emb_sparse_update(&t->conf.optim, k, dim, d_ids, G, d_g, t->w, t->state,
+                             t->state_floats, t->steps);
+    t->be->synchronize();
     free(ids);
     free(g);
     if (tm) {

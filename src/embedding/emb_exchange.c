@@ -23,14 +23,24 @@ static void prefix(const int64_t *counts, int64_t *displs, int n)
  * among the first n_first tokens) before chunk 1 within each owner, and
  * the inverse index (the table's backend: emb_dedup); sets the send counts
  * of both chunks. */
-static void dedup_bucket(const struct emb_table *t, struct emb_exchange *x, const int64_t *ids,
+static void dedup_bucket(struct emb_table *t, struct emb_exchange *x, const int64_t *ids,
                          int64_t n, int64_t n_first)
 {
     const int G = x->G;
-    x->inverse = xmalloc((size_t)(n ? n : 1) * sizeof *x->inverse);
-    x->uniq = xmalloc((size_t)(n ? n : 1) * sizeof *x->uniq);
+    const size_t nb = (size_t)(n ? n : 1) * sizeof(int64_t);
+    x->inverse = xmalloc(nb);
+    x->uniq = xmalloc(nb);
     int64_t *counts = xmalloc((size_t)G * 2 * sizeof *counts);
-    x->nuniq = t->be->emb_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts);
+    /* the operands where the table's engine runs (mirror.h: the host
+     * buffers themselves on the CPU) */
+    struct mirror *m = t->scratch;
+    const int64_t *d_ids = mirror_bind(&m[0], t->be, ids, nb);
+    mirror_up(&m[0], 0, (size_t)n * sizeof *ids);
+    int64_t *d_uniq = mirror_bind(&m[1], t->be, x->uniq, nb);
+    int64_t *d_inv = mirror_bind(&m[2], t->be, x->inverse, nb);
+    x->nuniq = t->be->emb_dedup(n, d_ids, n_first, G, d_uniq, d_inv, counts);
+    mirror_down(&m[1], 0, (size_t)x->nuniq * sizeof *x->uniq);
+    mirror_down(&m[2], 0, (size_t)n * sizeof *x->inverse);
     memcpy(x->scounts, counts, (size_t)G * sizeof *counts);
     memcpy(x->scounts0, counts + G, (size_t)G * sizeof *counts);
     free(counts);
@@ -141,6 +151,21 @@ static void input_wait(struct comm *c, struct emb_exchange *x)
     }
 }
 
+/* The rows of serve[first, first + count) from the shard into served. */
+static void serve_rows(struct emb_table *t, struct emb_exchange *x, int64_t first, int64_t count)
+{
+    const int dim = t->conf.dim;
+    const size_t ib = (size_t)(count ? count : 1) * sizeof(int64_t);
+    const size_t rb = (size_t)(count ? count : 1) * (size_t)dim * sizeof(float);
+    emb_table_ready(t, x->serve + first, count);
+    struct mirror *m = t->scratch;
+    const int64_t *d_ids = mirror_bind(&m[0], t->be, x->serve + first, ib);
+    mirror_up(&m[0], 0, (size_t)count * sizeof(int64_t));
+    float *d_rows = mirror_bind(&m[1], t->be, x->served + first * dim, rb);
+    t->be->emb_gather_shard(count, dim, t->w, d_ids, t->G, d_rows);
+    mirror_down(&m[1], 0, (size_t)count * (size_t)dim * sizeof(float));
+}
+
 void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                      struct emb_times *tm)
 {
@@ -159,12 +184,8 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     for (int k = 0; k < 2; k++) {
         emb_chunk_layout(x, k, dim, rc, rd, sc, sd); /* owner -> requester */
         double g0 = clock_seconds();
-        for (int p = 0; p < G; p++) {
-            const int64_t first = sd[p] / dim, count = sc[p] / dim;
-            emb_table_ready(t, x->serve + first, count);
-            t->be->emb_gather_shard(count, dim, t->w, x->serve + first, G,
-                                    x->served + first * dim);
-        }
+        for (int p = 0; p < G; p++)
+            serve_rows(t, x, sd[p] / dim, sc[p] / dim);
         t2 += clock_seconds() - g0;
         comm_ialltoallv(c, COMM_EMB, COMM_F32, x->served, sc, sd, x->rows, rc, rd, COMM_PH_ROWS,
                         &x->rreq[k]);

@@ -10,6 +10,8 @@
 #include "base/log.h"
 #include "base/rng.h"
 
+#define INIT_BLOCK ((int64_t)1 << 16) /* slots initialised per upload (device tables) */
+
 static uint64_t name_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -41,20 +43,39 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
     struct emb_table *t = &r->tables[r->n++];
     memset(t, 0, sizeof *t);
     t->conf = *conf;
-    t->be = &backend_cpu;
+    t->be = conf->placement ? conf->placement : &backend_cpu;
     t->G = c->g[COMM_EMB].size;
     t->shard = c->g[COMM_EMB].rank;
     t->local_rows = conf->rows / t->G + 1;
     t->state_floats = emb_optim_state_floats(conf->optim.kind, conf->dim);
-    /* calloc: the kernel maps zero pages on first touch, so a shard costs
-     * memory only for the rows used (initialisation is lazy) */
-    t->w = xcalloc((size_t)t->local_rows, (size_t)conf->dim * sizeof(float));
-    t->state = t->state_floats
-                   ? xcalloc((size_t)t->local_rows, (size_t)t->state_floats * sizeof(float))
-                   : NULL;
-    t->steps = conf->optim.kind == EMB_OPT_ADAM
-                   ? xcalloc((size_t)t->local_rows, sizeof(int64_t)) : NULL;
-    t->ready = xcalloc((size_t)(t->local_rows / 8 + 1), 1);
+    const size_t slots = (size_t)t->local_rows, dim = (size_t)conf->dim;
+    if (backend_is_host(t->be)) {
+        /* calloc: the kernel maps zero pages on first touch, so a shard
+         * costs memory only for the rows used (initialisation is lazy) */
+        t->w = xcalloc(slots, dim * sizeof(float));
+        t->state = t->state_floats ? xcalloc(slots, (size_t)t->state_floats * sizeof(float)) : NULL;
+        t->steps = conf->optim.kind == EMB_OPT_ADAM ? xcalloc(slots, sizeof(int64_t)) : NULL;
+        t->ready = xcalloc(slots / 8 + 1, 1);
+        return t;
+    }
+    /* device memory (zero-filled), every row initialised now */
+    t->w = t->be->alloc(slots * dim * sizeof(float));
+    t->state = t->state_floats ? t->be->alloc(slots * (size_t)t->state_floats * sizeof(float)) : NULL;
+    t->steps = conf->optim.kind == EMB_OPT_ADAM ? t->be->alloc(slots * sizeof(int64_t)) : NULL;
+    float *block = xmalloc((size_t)INIT_BLOCK * dim * sizeof *block);
+    for (int64_t k0 = 0; k0 < t->local_rows; k0 += INIT_BLOCK) {
+        const int64_t n = k0 + INIT_BLOCK < t->local_rows ? INIT_BLOCK : t->local_rows - k0;
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t id = (k0 + k) * t->G + t->shard;
+            if (id >= 1 && id <= conf->rows)
+                emb_init_row(conf, id, block + k * (int64_t)dim);
+            else
+                memset(block + k * (int64_t)dim, 0, dim * sizeof *block);
+        }
+        t->be->to_device(t->w + k0 * (int64_t)dim, block, (size_t)n * dim * sizeof *block);
+    }
+    free(block);
     return t;
 }
 
@@ -70,16 +91,27 @@ void emb_registry_free(struct emb_registry *r)
 {
     for (int i = 0; i < r->n; i++) {
         struct emb_table *t = &r->tables[i];
-        free(t->w);
-        free(t->state);
-        free(t->steps);
-        free(t->ready);
+        if (t->ready) { /* host */
+            free(t->w);
+            free(t->state);
+            free(t->steps);
+            free(t->ready);
+        } else {
+            t->be->free(t->w);
+            t->be->free(t->state);
+            t->be->free(t->steps);
+        }
+        for (int k = 0; k < EMB_SCRATCH; k++)
+            mirror_free(&t->scratch[k]);
     }
     r->n = 0;
 }
 
 float *emb_shard_slot(struct emb_table *t, int64_t id)
 {
+    if (!t->ready)
+        fatal("embedding: table '%s' lives in %s memory: no host access to its rows",
+              t->conf.name, t->be->name);
     int64_t k = id / t->G;
     float *w = t->w + k * t->conf.dim;
     /* threads may initialise different rows whose bits share a byte (the
@@ -94,6 +126,8 @@ float *emb_shard_slot(struct emb_table *t, int64_t id)
 
 void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n)
 {
+    if (!t->ready)
+        return; /* a device table is initialised at creation */
 #pragma omp parallel for schedule(static) if (n >= 256)
     for (int64_t i = 0; i < n; i++)
         emb_shard_slot(t, ids[i]);
@@ -104,7 +138,53 @@ void emb_shard_row(struct emb_table *t, int64_t id, float *row)
     if (id < 1 || id > t->conf.rows || id % t->G != t->shard)
         fatal("embedding: table '%s': id %lld is not in shard %d", t->conf.name, (long long)id,
               t->shard);
-    memcpy(row, emb_shard_slot(t, id), (size_t)t->conf.dim * sizeof(float));
+    emb_table_get_slots(t, id / t->G, 1, row, NULL, NULL);
+}
+
+static void slots_check(const struct emb_table *t, int64_t slot0, int64_t n)
+{
+    if (slot0 < 0 || n < 0 || slot0 + n > t->local_rows)
+        fatal("embedding: table '%s': slots [%lld, %lld) outside the shard's %lld", t->conf.name,
+              (long long)slot0, (long long)(slot0 + n), (long long)t->local_rows);
+}
+
+void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                         int64_t *steps)
+{
+    slots_check(t, slot0, n);
+    const int64_t dim = t->conf.dim, sf = t->state_floats;
+    if (t->ready) /* host: initialise the rows not used yet */
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t id = (slot0 + k) * t->G + t->shard;
+            if (id >= 1 && id <= t->conf.rows)
+                emb_shard_slot(t, id);
+        }
+    if (w && n)
+        t->be->to_host(w, t->w + slot0 * dim, (size_t)(n * dim) * sizeof *w);
+    if (state && n && sf)
+        t->be->to_host(state, t->state + slot0 * sf, (size_t)(n * sf) * sizeof *state);
+    if (steps && n) {
+        if (t->steps)
+            t->be->to_host(steps, t->steps + slot0, (size_t)n * sizeof *steps);
+        else
+            memset(steps, 0, (size_t)n * sizeof *steps);
+    }
+}
+
+void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
+                         const float *state, const int64_t *steps)
+{
+    slots_check(t, slot0, n);
+    const int64_t dim = t->conf.dim, sf = t->state_floats;
+    if (w && n)
+        t->be->to_device(t->w + slot0 * dim, w, (size_t)(n * dim) * sizeof *w);
+    if (state && n && sf)
+        t->be->to_device(t->state + slot0 * sf, state, (size_t)(n * sf) * sizeof *state);
+    if (steps && n && t->steps)
+        t->be->to_device(t->steps + slot0, steps, (size_t)n * sizeof *steps);
+    if (t->ready && w) /* host: these rows are set */
+        for (int64_t k = slot0; k < slot0 + n; k++)
+            __atomic_fetch_or(&t->ready[k >> 3], (uint8_t)(1u << (k & 7)), __ATOMIC_RELAXED);
 }
 
 int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,

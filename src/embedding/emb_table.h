@@ -17,10 +17,13 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/mirror.h"
 #include "comm/comm.h"
 #include "embedding/emb_optim.h"
 
 enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
+
+#define EMB_SCRATCH 4
 
 struct emb_table_conf {
     char name[32];
@@ -30,18 +33,24 @@ struct emb_table_conf {
     float init_scale; /* uniform: U(-s, s); normal: N(0, s^2) */
     uint64_t seed;
     struct emb_optim_conf optim;
+    /* where the shard and its optimizer state live and the engine runs
+     * (embedding.placement): NULL = host memory (the CPU backend), else a
+     * device backend, on which the shard is initialised eagerly */
+    const struct backend_ops *placement;
 };
 
 struct emb_table {
     struct emb_table_conf conf;
-    const struct backend_ops *be; /* holds the shard and runs its engine ops (host memory) */
+    const struct backend_ops *be; /* holds the shard and runs its engine ops */
     int G, shard;         /* emb group size, this rank's shard */
     int64_t local_rows;   /* slots: local index = id / G */
     int64_t state_floats; /* optimizer floats per row */
     float *w;             /* [local_rows, dim] */
     float *state;         /* [local_rows, state_floats] */
     int64_t *steps;       /* [local_rows] adam step counts, else NULL */
-    uint8_t *ready;       /* [local_rows / 8 + 1] bitmap: row initialised */
+    uint8_t *ready;       /* [local_rows / 8 + 1] bitmap: row initialised (host
+                           * tables: lazy); NULL on a device (initialised eagerly) */
+    struct mirror scratch[EMB_SCRATCH]; /* the engine ops' operands on be (exchanges) */
 };
 
 #define EMB_MAX_TABLES 16
@@ -64,11 +73,21 @@ void emb_init_row(const struct emb_table_conf *conf, int64_t id, float *row);
 int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,
                   char *err, size_t errlen);
 
-/* The storage of row id of this rank's shard, initialised on first use. */
+/* The storage of row id of this rank's shard, initialised on first use
+ * (host tables only: a device table ends the job). */
 float *emb_shard_slot(struct emb_table *t, int64_t id);
 /* Initialise the rows ids[n] of this rank's shard not yet initialised
  * (before the engine ops read or update them). */
 void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n);
+/* Host copies of the slots [slot0, slot0 + n) of this rank's shard (slot
+ * k holds id k G + shard; slots of no valid id are zeros): w [n, dim],
+ * state [n, state_floats] and steps [n] when not NULL (steps: zeros unless
+ * adam). Rows not yet used hold their initial values. Any placement. */
+void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                         int64_t *steps);
+/* The reverse: set those slots from host copies (NULL: leave as is). */
+void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
+                         const float *state, const int64_t *steps);
 /* Copy row id of this rank's shard into row[dim] (initialising it if
  * needed); id must belong to this shard. */
 void emb_shard_row(struct emb_table *t, int64_t id, float *row);

@@ -41,6 +41,46 @@ static void open_dataset(struct trainer *tr)
         fatal("data.path: %s", err);
 }
 
+/* embedding.placement: where the item table's shard and its optimizer
+ * state live (NULL: host memory). device needs the CUDA backend and room:
+ * the shard and its state within half of the device's free memory (ranks
+ * sharing a GPU share it), agreed over all ranks. auto = host for now: the
+ * device path is not yet verified on a GPU. */
+static const struct backend_ops *table_placement(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    if (cf->placement != PLACE_DEVICE) {
+        if (cf->placement == PLACE_AUTO && !backend_is_host(tr->be))
+            log_info("notice: embedding.placement=auto: host memory (the device placement is "
+                     "not yet verified on a GPU; ask for it with embedding.placement=device)");
+        return NULL;
+    }
+    if (backend_is_host(tr->be))
+        fatal("embedding.placement = device needs the CUDA backend (device.type=cuda or auto "
+              "with a GPU); this rank computes on the %s backend: use embedding.placement=host "
+              "or auto",
+              tr->be->name);
+    const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
+    const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
+    const double need = (double)slots * (double)(cf->d + sf) * 4.0 +
+                        (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)slots : 0.0);
+    size_t free_b = 0, total_b = 0;
+    char err[256];
+    if (tr->be->device_memory(&free_b, &total_b, err, sizeof err))
+        fatal("embedding.placement = device: %s", err);
+    int64_t short_here = need > 0.5 * (double)free_b;
+    if (comm_allreduce_max_i64(tr->c, short_here))
+        fatal("embedding.placement = device: the item table's shard and its %s state need "
+              "%.2f GiB per rank, more than half of the %.2f GiB free on a rank's device: use "
+              "embedding.placement=host, or more ranks (a cache of hot rows for tables larger "
+              "than device memory does not exist yet)",
+              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0,
+              (double)free_b / 1073741824.0);
+    log_info("embedding.placement: device (%.3f GiB per rank: the shard and its %s state)",
+             need / 1073741824.0, emb_optim_name(cf->emb_optim.kind));
+    return tr->be;
+}
+
 void trainer_setup(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
@@ -62,7 +102,7 @@ void trainer_setup(struct trainer *tr)
         fatal("%s", err);
     struct emb_table_conf ec = {.rows = tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
                                 .init_scale = cf->emb_init_std, .seed = cf->seed,
-                                .optim = cf->emb_optim};
+                                .optim = cf->emb_optim, .placement = table_placement(tr)};
     snprintf(ec.name, sizeof ec.name, "items");
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);

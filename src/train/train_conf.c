@@ -76,6 +76,9 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         .lr = (float)params_f64(p, P_embedding_lr),
         .weight_decay = (float)params_f64(p, P_embedding_weight_decay), .eps = ADAM_EPS,
         .beta1 = ADAM_BETA1, .beta2 = ADAM_BETA2};
+    const char *pl = params_str(p, P_embedding_placement);
+    tc->placement = !strcmp(pl, "host") ? PLACE_HOST : !strcmp(pl, "device") ? PLACE_DEVICE
+                                                                               : PLACE_AUTO;
     tc->seed = (uint64_t)params_i64(p, P_train_seed);
     tc->batch_size = params_i64(p, P_train_batch_size);
     tc->epochs = params_i64(p, P_train_epochs);

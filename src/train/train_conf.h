@@ -31,6 +31,7 @@ struct train_conf {
     /* the item table */
     float emb_init_std;
     struct emb_optim_conf emb_optim;
+    enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
     /* schedule */
     uint64_t seed;
     int64_t batch_size, epochs, max_steps, log_every, eval_every, checkpoint_every;
