@@ -4,10 +4,11 @@
 #   - the build with --with-cuda (skipped with FREESCALE_PREBUILT=DIR: the
 #     programs made by scripts/gpu-bundle.sh, for GPU machines without the
 #     build's Debian packages);
-#   - every CUDA test: op by op and whole models against the CPU, 2- and
-#     4-rank training on the shared device against the CPU (staged, direct
-#     when MPI is CUDA-aware, every overlap mode, every transport), the
-#     device and overlap command-line tests;
+#   - every CUDA test: op by op (the embedding engine's included) and whole
+#     models against the CPU, 2- and 4-rank training on the shared device
+#     against the CPU (staged, direct when MPI is CUDA-aware, every overlap
+#     mode, every transport), item tables in device memory
+#     (tests/cuda_placement.sh), the device and overlap command-line tests;
 #   - bench/bench_gpu.sh (HSTU at the ML-20M configuration: tokens/s and the
 #     fraction of the GEMM peak) and bench/bench_transport at 2 and 4 ranks
 #     (GEMM slowdown under copy-engine and kernel copies, copy GB/s).
@@ -64,6 +65,7 @@ check() { # NAME COMMAND...: 0 pass, 77 skip, else fail
 check test_backend_ops "$TBO"
 check test_model_backends "$TMB"
 check cuda_train sh tests/cuda_train.sh
+check cuda_placement sh tests/cuda_placement.sh
 check cli_device sh tests/cli_device.sh
 check cli_overlap sh tests/cli_overlap.sh
 echo "=== benchmark"
