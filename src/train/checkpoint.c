@@ -1,8 +1,19 @@
-/* checkpoint: rank-count-independent HDF5 checkpoints; see checkpoint.h. */
+/* checkpoint: writing rank-count-independent HDF5 checkpoints, listing and
+ * retention; see checkpoint.h (reading and verification: checkpoint_read.c).
+ *
+ * Rank 0 writes DIR/ckpt-STEP.h5.tmp.PID, fsyncs it, renames it into place
+ * and fsyncs the directory; only then are checkpoints beyond
+ * output.keep_checkpoints deleted. Any failure on the way (no space left,
+ * permission, I/O error) closes and removes the temporary file and ends the
+ * job with the path and the cause from errno: the checkpoints already
+ * there are never touched. Every dataset is chunked with HDF5's Fletcher-32
+ * checksum, and the file uses the v2 object headers whose metadata HDF5
+ * checksums too. */
 #include "train/checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,87 +22,150 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "train/checkpoint_priv.h"
 
-#define CKPT_FORMAT "freescale-ckpt"
-#define CKPT_VERSION 1
 #define BLOCK_ROWS ((int64_t)1 << 15)
+#define CHUNK_BYTES ((int64_t)1 << 20)
+
+/* --- failing cleanly ----------------------------------------------------------- */
+
+/* The file rank 0 is writing. */
+struct ck_out {
+    const char *path; /* the checkpoint's final name */
+    char tmp[4200];   /* the temporary file written */
+    hid_t f;
+};
+
+/* HDF5 reports a failed write()/open() as "... errno = N, error message =
+ * '...'" somewhere on its error stack: keep N. */
+static herr_t find_errno(unsigned n, const H5E_error2_t *e, void *data)
+{
+    (void)n;
+    const char *p = e->desc ? strstr(e->desc, "errno = ") : NULL;
+    if (p && *(int *)data == 0)
+        *(int *)data = atoi(p + 8);
+    return 0;
+}
+
+static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data)
+{
+    if (n == 0 && e->desc)
+        snprintf(data, 256, "%s", e->desc);
+    return 0;
+}
+
+/* what failed (a call, or a description); saved_errno: errno right after it.
+ * Removes the temporary file and ends the job. */
+static void __attribute__((noreturn)) ck_fail(struct ck_out *o, const char *what, int saved_errno)
+{
+    int e = 0;
+    char desc[256] = "";
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_errno, &e);
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, desc);
+    if (e == 0)
+        e = saved_errno;
+    if (o->f >= 0) {
+        H5E_BEGIN_TRY { H5Fclose(o->f); } /* strong close degree: every object goes */
+        H5E_END_TRY;
+        o->f = -1;
+    }
+    unlink(o->tmp);
+    if (e != 0)
+        fatal("checkpoint %s: cannot write %s: %s (%s%s%s); the temporary file was removed, "
+              "earlier checkpoints are kept",
+              o->path, o->tmp, strerror(e), what, desc[0] ? ": " : "", desc);
+    fatal("checkpoint %s: cannot write %s (%s%s%s); the temporary file was removed, earlier "
+          "checkpoints are kept",
+          o->path, o->tmp, what, desc[0] ? ": " : "", desc);
+}
+
+/* Run an HDF5 call of the writer; on failure, ck_fail. */
+#define CK(o, call)                                                                      \
+    do {                                                                                 \
+        errno = 0;                                                                       \
+        if ((call) < 0)                                                                  \
+            ck_fail((o), #call, errno);                                                  \
+    } while (0)
 
 /* --- small HDF5 helpers ---------------------------------------------------- */
 
-static void attr_i64(hid_t f, const char *name, int64_t v)
+static void attr_write(struct ck_out *o, const char *name, hid_t file_type, hid_t mem_type,
+                       const void *v)
 {
     hid_t s, a;
-    H5_CHECK(s = H5Screate(H5S_SCALAR));
-    H5_CHECK(a = H5Acreate2(f, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, H5T_NATIVE_INT64, &v));
-    H5_CHECK(H5Aclose(a));
-    H5_CHECK(H5Sclose(s));
+    CK(o, s = H5Screate(H5S_SCALAR));
+    CK(o, a = H5Acreate2(o->f, name, file_type, s, H5P_DEFAULT, H5P_DEFAULT));
+    CK(o, H5Awrite(a, mem_type, v));
+    CK(o, H5Aclose(a));
+    CK(o, H5Sclose(s));
 }
 
-static void attr_f64(hid_t f, const char *name, double v)
+static void attr_i64(struct ck_out *o, const char *name, int64_t v)
 {
-    hid_t s, a;
-    H5_CHECK(s = H5Screate(H5S_SCALAR));
-    H5_CHECK(a = H5Acreate2(f, name, H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, H5T_NATIVE_DOUBLE, &v));
-    H5_CHECK(H5Aclose(a));
-    H5_CHECK(H5Sclose(s));
+    attr_write(o, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
 
-static void attr_str(hid_t f, const char *name, const char *v)
+static void attr_f64(struct ck_out *o, const char *name, double v)
 {
-    hid_t t, s, a;
-    H5_CHECK(t = H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(t, strlen(v) + 1));
-    H5_CHECK(s = H5Screate(H5S_SCALAR));
-    H5_CHECK(a = H5Acreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, t, v));
-    H5_CHECK(H5Aclose(a));
-    H5_CHECK(H5Sclose(s));
-    H5_CHECK(H5Tclose(t));
+    attr_write(o, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
-static int read_attr_i64(hid_t f, const char *name, int64_t *v)
+static void attr_str(struct ck_out *o, const char *name, const char *v)
 {
-    if (H5Aexists(f, name) <= 0)
-        return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    int rc = a < 0 || H5Aread(a, H5T_NATIVE_INT64, v) < 0 ? -1 : 0;
-    if (a >= 0)
-        H5Aclose(a);
-    return rc;
+    hid_t t;
+    CK(o, t = H5Tcopy(H5T_C_S1));
+    CK(o, H5Tset_size(t, strlen(v) + 1));
+    attr_write(o, name, t, t, v);
+    CK(o, H5Tclose(t));
 }
 
-static hid_t create_2d(hid_t f, const char *name, hid_t type, int64_t rows, int64_t cols)
+/* A dataset [rows] (cols 0) or [rows, cols] in chunks of about CHUNK_BYTES
+ * (whole blocks of BLOCK_ROWS rows: rows of a power of two), each with its
+ * Fletcher-32 checksum. */
+static hid_t create_2d(struct ck_out *o, hid_t loc, const char *name, hid_t type, int64_t rows,
+                       int64_t cols)
 {
     hsize_t dims[2] = {(hsize_t)rows, (hsize_t)cols};
-    hid_t s, d;
-    H5_CHECK(s = H5Screate_simple(cols > 0 ? 2 : 1, dims, NULL));
-    H5_CHECK(d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Sclose(s));
+    int64_t per_row = (cols > 0 ? cols : 1) * (int64_t)H5Tget_size(type), crows = 1;
+    while (crows * 2 * per_row <= CHUNK_BYTES && crows * 2 <= BLOCK_ROWS && crows * 2 <= rows)
+        crows *= 2;
+    hsize_t chunk[2] = {(hsize_t)crows, (hsize_t)cols};
+    hid_t s, d, dcpl;
+    CK(o, s = H5Screate_simple(cols > 0 ? 2 : 1, dims, NULL));
+    CK(o, dcpl = H5Pcreate(H5P_DATASET_CREATE));
+    CK(o, H5Pset_chunk(dcpl, cols > 0 ? 2 : 1, chunk));
+    CK(o, H5Pset_fletcher32(dcpl));
+    CK(o, d = H5Dcreate2(loc, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    CK(o, H5Pclose(dcpl));
+    CK(o, H5Sclose(s));
     return d;
 }
 
 /* Write rows [r0, r0 + n) (of cols values, cols 0 = 1-D) of dataset d. */
-static void write_rows(hid_t d, hid_t mem_type, int64_t r0, int64_t n, int64_t cols,
-                       const void *buf)
+static void write_rows(struct ck_out *o, hid_t d, hid_t mem_type, int64_t r0, int64_t n,
+                       int64_t cols, const void *buf)
 {
     int nd = cols > 0 ? 2 : 1;
     hsize_t start[2] = {(hsize_t)r0, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
     hid_t fs, ms;
-    H5_CHECK(fs = H5Dget_space(d));
-    H5_CHECK(ms = H5Screate_simple(nd, count, NULL));
-    H5_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
-    H5_CHECK(H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf));
-    H5_CHECK(H5Sclose(ms));
-    H5_CHECK(H5Sclose(fs));
+    CK(o, fs = H5Dget_space(d));
+    CK(o, ms = H5Screate_simple(nd, count, NULL));
+    CK(o, H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
+    CK(o, H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf));
+    CK(o, H5Sclose(ms));
+    CK(o, H5Sclose(fs));
 }
 
 /* --- writing ---------------------------------------------------------------- */
 
+/* The table's datasets (rank 0 only; -1 where absent). */
+struct table_out {
+    hid_t w, st, steps;
+};
+
 /* Gather the table rows of block [a, b) from the first embedding group to
- * its rank 0 and write them there. */
-static void write_table(struct trainer *tr, hid_t dw, hid_t dst, hid_t dsteps)
+ * its rank 0 and write them there (o: NULL on the other ranks). */
+static void write_table(struct trainer *tr, struct ck_out *o, const struct table_out *to)
 {
     struct comm *c = tr->c;
     struct emb_table *t = tr->items;
@@ -145,11 +219,11 @@ static void write_table(struct trainer *tr, hid_t dw, hid_t dst, hid_t dsteps)
             }
             base += counts[q];
         }
-        write_rows(dw, H5T_NATIVE_FLOAT, a, b - a, d, ow);
+        write_rows(o, to->w, H5T_NATIVE_FLOAT, a, b - a, d, ow);
         if (sf)
-            write_rows(dst, H5T_NATIVE_FLOAT, a, b - a, sf, ost);
-        if (dsteps >= 0)
-            write_rows(dsteps, H5T_NATIVE_INT64, a, b - a, 0, osteps);
+            write_rows(o, to->st, H5T_NATIVE_FLOAT, a, b - a, sf, ost);
+        if (to->steps >= 0)
+            write_rows(o, to->steps, H5T_NATIVE_INT64, a, b - a, 0, osteps);
     }
     free(w);
     free(steps);
@@ -160,219 +234,192 @@ static void write_table(struct trainer *tr, hid_t dw, hid_t dst, hid_t dsteps)
     free(counts);
 }
 
-static void write_dense(hid_t f, const char *group, struct trainer *tr, float *const *which)
+static void write_dense(struct ck_out *o, const char *group, struct trainer *tr,
+                        float *const *which)
 {
     hid_t g;
-    H5_CHECK(g = H5Gcreate2(f, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    CK(o, g = H5Gcreate2(o->f, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < tr->m.nparams; i++) {
         struct dense_tensor *t = &tr->m.params[i];
         float *h = xmalloc((size_t)t->n * sizeof *h);
         tr->be->to_host(h, which ? which[i] : t->w, (size_t)t->n * sizeof *h);
-        hid_t d = create_2d(g, t->name, H5T_IEEE_F32LE, t->n, 0);
-        write_rows(d, H5T_NATIVE_FLOAT, 0, t->n, 0, h);
-        H5_CHECK(H5Dclose(d));
+        hid_t d = create_2d(o, g, t->name, H5T_IEEE_F32LE, t->n, 0);
+        write_rows(o, d, H5T_NATIVE_FLOAT, 0, t->n, 0, h);
+        CK(o, H5Dclose(d));
         free(h);
     }
-    H5_CHECK(H5Gclose(g));
+    CK(o, H5Gclose(g));
+}
+
+/* Rank 0: create the temporary file and write everything but the table
+ * rows; the table's datasets are created, left open in *to. */
+static void write_header(struct trainer *tr, struct ck_out *o, struct table_out *to)
+{
+    hid_t fapl;
+    CK(o, fapl = H5Pcreate(H5P_FILE_ACCESS));
+    /* superblock v3, v2 object headers, fixed-array chunk indices: HDF5
+     * checksums all of the metadata */
+    CK(o, H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST));
+    CK(o, H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
+    errno = 0;
+    o->f = H5Fcreate(o->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (o->f < 0)
+        ck_fail(o, "cannot create the file", errno);
+    CK(o, H5Pclose(fapl));
+    const struct model_conf *mc = &tr->m.conf;
+    attr_str(o, "format", CKPT_FORMAT);
+    attr_i64(o, "version", CKPT_VERSION);
+    attr_i64(o, "step", tr->step);
+    attr_i64(o, "adam_t", dense_optim_steps(&tr->optim));
+    attr_i64(o, "num_items", tr->ds.num_items);
+    attr_i64(o, "model_type", mc->type);
+    attr_i64(o, "dim", mc->d);
+    attr_i64(o, "layers", mc->layers);
+    attr_i64(o, "heads", mc->heads);
+    attr_i64(o, "max_seq_len", mc->max_len);
+    attr_i64(o, "time_bias", mc->time_bias);
+    attr_i64(o, "emb_optimizer", tr->items->conf.optim.kind);
+    attr_i64(o, "best_epoch", tr->best_epoch);
+    attr_f64(o, "best_val", tr->best_val);
+    char *text = params_serialize(tr->p);
+    attr_str(o, "params", text);
+    free(text);
+    write_dense(o, "/dense", tr, NULL);
+    write_dense(o, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
+    write_dense(o, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
+    hid_t g1, g2;
+    CK(o, g1 = H5Gcreate2(o->f, "/emb", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    CK(o, g2 = H5Gcreate2(g1, "items", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    int64_t rows = tr->ds.num_items + 1;
+    to->w = create_2d(o, g2, "weight", H5T_IEEE_F32LE, rows, tr->items->conf.dim);
+    to->st = tr->items->state_floats
+                 ? create_2d(o, g2, "state", H5T_IEEE_F32LE, rows, tr->items->state_floats)
+                 : -1;
+    to->steps = tr->items->steps ? create_2d(o, g2, "steps", H5T_STD_I64LE, rows, 0) : -1;
+    CK(o, H5Gclose(g2));
+    CK(o, H5Gclose(g1));
+}
+
+/* fsync path (a file or a directory); -1 with errno on failure. */
+static int fsync_path(const char *path, int flags)
+{
+    int fd = open(path, flags);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd), e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+/* Rank 0: close, fsync, rename into place, fsync the directory. */
+static void finish_file(struct ck_out *o, const struct table_out *to)
+{
+    CK(o, H5Dclose(to->w));
+    if (to->st >= 0)
+        CK(o, H5Dclose(to->st));
+    if (to->steps >= 0)
+        CK(o, H5Dclose(to->steps));
+    errno = 0;
+    if (H5Fclose(o->f) < 0) {
+        int e = errno;
+        o->f = -1; /* the strong close degree released it, even on failure */
+        ck_fail(o, "H5Fclose", e);
+    }
+    o->f = -1;
+    if (fsync_path(o->tmp, O_RDONLY) != 0)
+        ck_fail(o, "fsync", errno);
+    if (rename(o->tmp, o->path) != 0)
+        ck_fail(o, "rename into place", errno);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", o->path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir] = '\0'; /* "/ckpt-1.h5" -> "/" */
+    if (fsync_path(dir, O_RDONLY | O_DIRECTORY) != 0)
+        log_warn("checkpoint %s: fsync of the directory %s failed: %s", o->path, dir,
+                 strerror(errno));
 }
 
 void checkpoint_write(struct trainer *tr, const char *path)
 {
     struct comm *c = tr->c;
     const int in_first_group = c->rank < tr->items->G; /* world ranks 0..G-1 */
-    hid_t f = -1, dw = -1, dst = -1, dsteps = -1;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (c->rank == 0) {
-        f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-        if (f < 0)
-            fatal("checkpoint %s: cannot create %s (directory missing or not writable?)", path, tmp);
-        const struct model_conf *mc = &tr->m.conf;
-        attr_str(f, "format", CKPT_FORMAT);
-        attr_i64(f, "version", CKPT_VERSION);
-        attr_i64(f, "step", tr->step);
-        attr_i64(f, "adam_t", dense_optim_steps(&tr->optim));
-        attr_i64(f, "num_items", tr->ds.num_items);
-        attr_i64(f, "model_type", mc->type);
-        attr_i64(f, "dim", mc->d);
-        attr_i64(f, "layers", mc->layers);
-        attr_i64(f, "heads", mc->heads);
-        attr_i64(f, "max_seq_len", mc->max_len);
-        attr_i64(f, "time_bias", mc->time_bias);
-        attr_i64(f, "emb_optimizer", tr->items->conf.optim.kind);
-        attr_i64(f, "best_epoch", tr->best_epoch);
-        attr_f64(f, "best_val", tr->best_val);
-        char *text = params_serialize(tr->p);
-        attr_str(f, "params", text);
-        free(text);
-        write_dense(f, "/dense", tr, NULL);
-        write_dense(f, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
-        write_dense(f, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
-        hid_t g1, g2;
-        H5_CHECK(g1 = H5Gcreate2(f, "/emb", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-        H5_CHECK(g2 = H5Gcreate2(g1, "items", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-        int64_t rows = tr->ds.num_items + 1;
-        dw = create_2d(g2, "weight", H5T_IEEE_F32LE, rows, tr->items->conf.dim);
-        if (tr->items->state_floats)
-            dst = create_2d(g2, "state", H5T_IEEE_F32LE, rows, tr->items->state_floats);
-        if (tr->items->steps)
-            dsteps = create_2d(g2, "steps", H5T_STD_I64LE, rows, 0);
-        H5_CHECK(H5Gclose(g2));
-        H5_CHECK(H5Gclose(g1));
+    struct ck_out out = {.path = path, .f = -1}, *o = c->rank == 0 ? &out : NULL;
+    struct table_out to = {-1, -1, -1};
+    snprintf(out.tmp, sizeof out.tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (o) {
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by ck_fail */
+        write_header(tr, o, &to);
     }
     if (in_first_group)
-        write_table(tr, dw, dst, dsteps);
-    if (c->rank == 0) {
-        H5_CHECK(H5Dclose(dw));
-        if (dst >= 0) H5_CHECK(H5Dclose(dst));
-        if (dsteps >= 0) H5_CHECK(H5Dclose(dsteps));
-        if (H5Fclose(f) < 0) {
-            unlink(tmp);
-            fatal("checkpoint %s: writing %s failed (disk full?)", path, tmp);
-        }
-        if (rename(tmp, path) != 0) {
-            int e = errno;
-            unlink(tmp);
-            fatal("checkpoint %s: cannot rename %s into place: %s", path, tmp, strerror(e));
-        }
-    }
+        write_table(tr, o, &to);
+    if (o)
+        finish_file(o, &to);
     comm_barrier(c);
 }
 
-/* --- reading ---------------------------------------------------------------- */
+/* --- listing and retention ------------------------------------------------------ */
 
-static void expect_attr(hid_t f, const char *path, const char *name, int64_t want,
-                        const char *what)
+static int by_step_desc(const void *a, const void *b)
 {
-    int64_t v;
-    if (read_attr_i64(f, name, &v))
-        fatal("checkpoint %s: missing attribute '%s' (not a freescale checkpoint?)", path, name);
-    if (v != want)
-        fatal("checkpoint %s: %s = %lld in the checkpoint, %lld in this run: it belongs to "
-              "another model or dataset",
-              path, what, (long long)v, (long long)want);
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void read_dense(hid_t f, const char *path, const char *group, struct trainer *tr,
-                       float *const *which)
+int64_t checkpoint_list(const char *dir, int64_t **steps)
 {
-    for (int i = 0; i < tr->m.nparams; i++) {
-        struct dense_tensor *t = &tr->m.params[i];
-        char name[128];
-        snprintf(name, sizeof name, "%s/%s", group, t->name);
-        if (H5Lexists(f, group, H5P_DEFAULT) <= 0 || H5Lexists(f, name, H5P_DEFAULT) <= 0)
-            fatal("checkpoint %s: no dense parameter %s: it belongs to another model", path, name);
-        hid_t d, s;
-        hsize_t n = 0;
-        H5_CHECK(d = H5Dopen2(f, name, H5P_DEFAULT));
-        H5_CHECK(s = H5Dget_space(d));
-        H5_CHECK(H5Sget_simple_extent_dims(s, &n, NULL));
-        if ((int64_t)n != t->n)
-            fatal("checkpoint %s: %s has %lld values, this model has %lld", path, name,
-                  (long long)n, (long long)t->n);
-        float *h = xmalloc((size_t)t->n * sizeof *h);
-        if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, h) < 0)
-            fatal("checkpoint %s: cannot read %s (truncated or corrupt?)", path, name);
-        tr->be->to_device(which ? which[i] : t->w, h, (size_t)t->n * sizeof *h);
-        free(h);
-        H5_CHECK(H5Sclose(s));
-        H5_CHECK(H5Dclose(d));
+    *steps = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int64_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long long step;
+        char want[64];
+        /* exactly ckpt-<digits>.h5: temporaries never match */
+        if (sscanf(e->d_name, "ckpt-%lld.h5", &step) != 1 || step < 0)
+            continue;
+        snprintf(want, sizeof want, "ckpt-%lld.h5", step);
+        if (strcmp(want, e->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            *steps = xrealloc(*steps, (size_t)cap * sizeof **steps);
+        }
+        (*steps)[n++] = step;
     }
-}
-
-/* This shard's rows: ids shard, shard + G, ... -> slots 0, 1, ... */
-static void read_strided(hid_t f, const char *path, const char *name, hid_t mem_type,
-                         int64_t cols, const struct emb_table *t, void *buf)
-{
-    if (H5Lexists(f, "/emb", H5P_DEFAULT) <= 0 || H5Lexists(f, "/emb/items", H5P_DEFAULT) <= 0 ||
-        H5Lexists(f, name, H5P_DEFAULT) <= 0)
-        fatal("checkpoint %s: missing %s", path, name);
-    int64_t count = (t->conf.rows - t->shard) / t->G + 1;
-    hid_t d, fs, ms;
-    H5_CHECK(d = H5Dopen2(f, name, H5P_DEFAULT));
-    H5_CHECK(fs = H5Dget_space(d));
-    hsize_t dims[2] = {0, 0};
-    H5_CHECK(H5Sget_simple_extent_dims(fs, dims, NULL));
-    if ((int64_t)dims[0] != t->conf.rows + 1 || (cols > 0 && (int64_t)dims[1] != cols))
-        fatal("checkpoint %s: %s has shape [%lld, %lld], expected [%lld, %lld]", path, name,
-              (long long)dims[0], (long long)dims[1], (long long)t->conf.rows + 1,
-              (long long)cols);
-    int nd = cols > 0 ? 2 : 1;
-    hsize_t start[2] = {(hsize_t)t->shard, 0}, stride[2] = {(hsize_t)t->G, 1};
-    hsize_t cnt[2] = {(hsize_t)count, (hsize_t)cols};
-    H5_CHECK(ms = H5Screate_simple(nd, cnt, NULL));
-    H5_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, stride, cnt, NULL));
-    if (H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0)
-        fatal("checkpoint %s: cannot read %s (truncated or corrupt?)", path, name);
-    H5_CHECK(H5Sclose(ms));
-    H5_CHECK(H5Sclose(fs));
-    H5_CHECK(H5Dclose(d));
-}
-
-void checkpoint_read(struct trainer *tr, const char *path)
-{
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (access(path, R_OK) != 0)
-        fatal("train.resume = %s: %s", path, strerror(errno));
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0)
-        fatal("train.resume = %s: not a readable HDF5 file (truncated or corrupt?)", path);
-    const struct model_conf *mc = &tr->m.conf;
-    expect_attr(f, path, "version", CKPT_VERSION, "version");
-    expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset");
-    expect_attr(f, path, "model_type", mc->type, "model.type (0 hstu, 1 sasrec)");
-    expect_attr(f, path, "dim", mc->d, "model.dim");
-    expect_attr(f, path, "layers", mc->layers, "model.layers");
-    expect_attr(f, path, "heads", mc->heads, "model.heads");
-    expect_attr(f, path, "max_seq_len", mc->max_len, "data.max_seq_len");
-    expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
-    expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
-                "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
-    int64_t adam_t;
-    if (read_attr_i64(f, "step", &tr->step) || read_attr_i64(f, "adam_t", &adam_t) ||
-        read_attr_i64(f, "best_epoch", &tr->best_epoch))
-        fatal("checkpoint %s: missing step counters", path);
-    dense_optim_set_steps(&tr->optim, adam_t);
-    hid_t ab = H5Aexists(f, "best_val") > 0 ? H5Aopen(f, "best_val", H5P_DEFAULT) : -1;
-    if (ab < 0 || H5Aread(ab, H5T_NATIVE_DOUBLE, &tr->best_val) < 0)
-        fatal("checkpoint %s: missing attribute best_val", path);
-    H5_CHECK(H5Aclose(ab));
-    read_dense(f, path, "/dense", tr, NULL);
-    read_dense(f, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
-    read_dense(f, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
-    struct emb_table *t = tr->items;
-    read_strided(f, path, "/emb/items/weight", H5T_NATIVE_FLOAT, t->conf.dim, t, t->w);
-    if (t->state_floats)
-        read_strided(f, path, "/emb/items/state", H5T_NATIVE_FLOAT, t->state_floats, t,
-                     t->state);
-    if (t->steps)
-        read_strided(f, path, "/emb/items/steps", H5T_NATIVE_INT64, 0, t, t->steps);
-    memset(t->ready, 0xff, (size_t)(t->local_rows / 8 + 1)); /* every row is loaded */
-    H5_CHECK(H5Fclose(f));
+    closedir(d);
+    if (n > 0)
+        qsort(*steps, (size_t)n, sizeof **steps, by_step_desc);
+    return n;
 }
 
 int checkpoint_newest(const char *dir, char *path, size_t len)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    long long best = -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long long step;
-        char tail[8];
-        /* exactly ckpt-<digits>.h5 */
-        if (sscanf(e->d_name, "ckpt-%lld.h%7s", &step, tail) == 2 && !strcmp(tail, "5") &&
-            step > best) {
-            char want[64];
-            snprintf(want, sizeof want, "ckpt-%lld.h5", step);
-            if (!strcmp(want, e->d_name))
-                best = step;
-        }
+    int64_t *steps;
+    int64_t n = checkpoint_list(dir, &steps);
+    if (n > 0)
+        snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[0]);
+    free(steps);
+    return n > 0 ? 0 : -1;
+}
+
+void checkpoint_retain(const char *dir, int64_t keep)
+{
+    if (keep <= 0)
+        return;
+    int64_t *steps;
+    int64_t n = checkpoint_list(dir, &steps);
+    for (int64_t i = keep; i < n; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
+        if (unlink(path) != 0)
+            log_warn("output.keep_checkpoints = %lld: cannot delete %s: %s", (long long)keep,
+                     path, strerror(errno));
     }
-    closedir(d);
-    if (best < 0)
-        return -1;
-    snprintf(path, len, "%s/ckpt-%lld.h5", dir, best);
-    return 0;
+    free(steps);
 }

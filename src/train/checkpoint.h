@@ -1,35 +1,51 @@
 /* checkpoint: HDF5 checkpoints that do not depend on the rank count.
  *
- *   /               attrs format = "freescale-ckpt", version = 1, step,
+ *   /               attrs format = "freescale-ckpt", version = 2, step,
  *                   adam_t, best_epoch, best_val (validation NDCG@10),
  *                   num_items, model_type, dim, layers, heads,
  *                   max_seq_len, time_bias, emb_optimizer, params (the
- *                   effective parameters, as text)
+ *                   effective parameters, as text); every attribute scalar
  *   /dense/NAME     float32 [n]   dense parameters (and /dense_m, /dense_v:
  *                                 their AdamW moments)
  *   /emb/items/weight  float32 [num_items + 1, d]  rows in global id order
  *   /emb/items/state   float32 [num_items + 1, s]  sparse optimizer state
  *   /emb/items/steps   int64 [num_items + 1]       lazy Adam step counts
  *
- * All randomness is keyed by (seed, epoch, sample), so the step number is
- * the whole data cursor. Rank 0 writes under a temporary name and renames
- * when complete; the table rows come from the first embedding group in
- * blocks. On resume every rank reads its own shard with a strided
- * hyperslab, whatever the rank count was when the file was written. */
+ * Every dataset is chunked with a Fletcher-32 checksum per chunk (version
+ * 2; version 1 files, without, are still read). All randomness is keyed by
+ * (seed, epoch, sample), so the step number is the whole data cursor. Rank
+ * 0 writes under a temporary name, fsyncs and renames when complete; any
+ * write failure removes the temporary file, keeps the checkpoints already
+ * there and ends the job with the path and the errno text. The table rows
+ * come from the first embedding group in blocks. On resume every rank reads
+ * its own shard with a strided hyperslab, whatever the rank count was when
+ * the file was written. */
 #ifndef FS_CHECKPOINT_H
 #define FS_CHECKPOINT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "train/train.h"
 
 void checkpoint_write(struct trainer *tr, const char *path);
 /* Load path into tr (built for the current parameters); a file that does
- * not match them is refused with fatal() naming the mismatch. */
+ * not match them, or whose attributes and datasets are not of the class,
+ * rank, shape and range written, is refused with fatal() naming the file
+ * and the object. Collective. */
 void checkpoint_read(struct trainer *tr, const char *path);
+/* Check path without loading it (one process, no MPI): an HDF5 file with
+ * this format and version whose datasets all read back (checksums
+ * verified) with finite values. 0, or -1 with err saying what failed. */
+int checkpoint_verify(const char *path, char *err, size_t errlen);
 
-/* The newest checkpoint DIR/ckpt-STEP.h5 (largest STEP) into path[len];
- * 0 if found, -1 if the directory holds none. Temporaries never match. */
+/* The checkpoints DIR/ckpt-STEP.h5 (exactly that name: temporaries never
+ * match), newest (largest STEP) first: *steps (heap, free it) and their
+ * number (0 without any, or without the directory). */
+int64_t checkpoint_list(const char *dir, int64_t **steps);
+/* The newest into path[len]; 0 if found, -1 if the directory holds none. */
 int checkpoint_newest(const char *dir, char *path, size_t len);
+/* Delete all but the keep newest (keep 0: none deleted). */
+void checkpoint_retain(const char *dir, int64_t keep);
 
 #endif

@@ -127,23 +127,49 @@ void trainer_free(struct trainer *tr)
     tr->metrics = NULL;
 }
 
-/* train.resume: "" (afresh), "auto" (the newest checkpoint in
- * output.checkpoint_dir, if any) or a path; reads the checkpoint. Then the
- * metrics file (appended to by a resumed run) and the checkpoint folder. */
+/* train.resume = auto: the newest checkpoint in dir that verifies (rank 0;
+ * a damaged one is skipped, saying why) into path; "" when there is none. */
+static void newest_good(const char *dir, char *path, size_t len)
+{
+    int64_t *steps;
+    int64_t n = checkpoint_list(dir, &steps);
+    path[0] = '\0';
+    for (int64_t i = 0; i < n && !path[0]; i++) {
+        char err[1024];
+        snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
+        if (checkpoint_verify(path, err, sizeof err) != 0) {
+            log_warn("train.resume = auto: skipping a damaged checkpoint: %s", err);
+            path[0] = '\0';
+        }
+    }
+    free(steps);
+    if (n > 0 && !path[0])
+        fatal("train.resume = auto: none of the %lld checkpoints in %s verifies (see above); "
+              "move them away to start afresh", (long long)n, dir);
+}
+
+/* train.resume: "" (afresh), "auto" (the newest good checkpoint in
+ * output.checkpoint_dir, if any) or a path, which must verify; rank 0
+ * chooses, every rank reads. Then the metrics file (appended to by a
+ * resumed run) and the checkpoint folder. */
 static void resume_or_start(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
     const char *ckdir = cf->checkpoint_dir;
-    char resume[4200];
-    snprintf(resume, sizeof resume, "%s", cf->resume);
-    if (!strcmp(resume, "auto")) {
-        if (!ckdir[0])
-            fatal("train.resume = auto needs output.checkpoint_dir");
-        if (checkpoint_newest(ckdir, resume, sizeof resume))
-            resume[0] = '\0';
-        if (!resume[0])
-            log_info("train.resume = auto: no checkpoint in %s, starting afresh", ckdir);
+    char resume[4200] = "", err[1024];
+    const int is_auto = !strcmp(cf->resume, "auto");
+    if (is_auto && !ckdir[0])
+        fatal("train.resume = auto needs output.checkpoint_dir");
+    if (tr->c->rank == 0 && is_auto)
+        newest_good(ckdir, resume, sizeof resume);
+    else if (tr->c->rank == 0 && cf->resume[0]) {
+        snprintf(resume, sizeof resume, "%s", cf->resume);
+        if (checkpoint_verify(resume, err, sizeof err) != 0)
+            fatal("train.resume = %s (refused)", err);
     }
+    comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
+    if (is_auto && !resume[0])
+        log_info("train.resume = auto: no checkpoint in %s, starting afresh", ckdir);
     if (resume[0]) {
         checkpoint_read(tr, resume);
         log_info("resumed from %s at step %lld", resume, (long long)tr->step);
@@ -160,6 +186,8 @@ static void save_checkpoint(struct trainer *tr)
     snprintf(path, sizeof path, "%s/ckpt-%lld.h5", tr->conf.checkpoint_dir, (long long)tr->step);
     checkpoint_write(tr, path);
     log_info("checkpoint %s", path);
+    if (tr->c->rank == 0)
+        checkpoint_retain(tr->conf.checkpoint_dir, tr->conf.keep_checkpoints);
 }
 
 /* --- reporting --------------------------------------------------------------- */
