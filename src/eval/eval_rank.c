@@ -98,8 +98,7 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
     sm->m = sm->first <= rows ? (rows - sm->first) / G + 1 : 0;
     size_t bytes = (size_t)(sm->m ? sm->m : 1) * (size_t)d * sizeof(float);
     float *host = xmalloc(bytes);
-    for (int64_t k = 0; k < sm->m; k++) /* initialises untouched rows */
-        memcpy(host + k * d, emb_shard_slot(t, sm->first + k * G), (size_t)d * sizeof(float));
+    emb_table_get_slots(t, sm->first / G, sm->m, host, NULL, NULL); /* any placement */
     sm->dev = be->alloc(bytes);
     be->to_device(sm->dev, host, (size_t)sm->m * (size_t)d * sizeof(float));
     if (normalize && sm->m > 0) {
