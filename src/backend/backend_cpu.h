@@ -23,6 +23,13 @@ double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, 
 double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
                     const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
                     int64_t *count);
+double cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                          const float *e, const float *logq, const int64_t *pos,
+                          const int64_t *neg, float scale, float *du, float *de, int64_t *count);
+void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
+                           float *lse);
+double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
+                              const int64_t *tcol, float gscale, float *s);
 /* backend_cpu_emb.c: the embedding engine */
 struct emb_optim_conf;
 int64_t cpu_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,

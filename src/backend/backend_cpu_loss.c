@@ -46,9 +46,12 @@ static inline void loss_axpy(int d, float alpha, const float *restrict x, float 
         y[j] += alpha * x[j];
 }
 
-double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                        const float *e, const int64_t *pos, const int64_t *neg, float scale,
-                        float *du, float *de, int64_t *count)
+/* softmax_loss, and softmax_loss_q with logq [nu] subtracted from every
+ * candidate's logit (NULL: none, the arithmetic of softmax_loss). */
+static double softmax_loss_impl(int64_t T, int d, int R, float inv_tau, const float *u,
+                                int64_t nu, const float *e, const float *logq,
+                                const int64_t *pos, const int64_t *neg, float scale, float *du,
+                                float *de, int64_t *count)
 {
     static const char *what = "softmax_loss";
     float *s = xmalloc((size_t)(R + 1) * sizeof(float)); /* logits, then exp(s - max) */
@@ -66,7 +69,7 @@ double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, 
         const int64_t *ni = neg + i * R;
         const float *ep = e + p * d;
 
-        const float s0 = loss_dot(d, ui, ep) * inv_tau;
+        const float s0 = loss_dot(d, ui, ep) * inv_tau - (logq ? logq[p] : 0.0f);
         float m = s0;
         s[0] = s0;
         for (int r = 0; r < R; r++) {
@@ -76,7 +79,7 @@ double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, 
                 continue;
             }
             loss_check_index(what, i, k, nu);
-            s[r + 1] = loss_dot(d, ui, e + k * d) * inv_tau;
+            s[r + 1] = loss_dot(d, ui, e + k * d) * inv_tau - (logq ? logq[k] : 0.0f);
             m = fmaxf(m, s[r + 1]);
         }
         double sum = 0;
@@ -106,6 +109,20 @@ double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, 
     if (count)
         *count = n;
     return total;
+}
+
+double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                        const float *e, const int64_t *pos, const int64_t *neg, float scale,
+                        float *du, float *de, int64_t *count)
+{
+    return softmax_loss_impl(T, d, R, inv_tau, u, nu, e, NULL, pos, neg, scale, du, de, count);
+}
+
+double cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                          const float *e, const float *logq, const int64_t *pos,
+                          const int64_t *neg, float scale, float *du, float *de, int64_t *count)
+{
+    return softmax_loss_impl(T, d, R, inv_tau, u, nu, e, logq, pos, neg, scale, du, de, count);
 }
 
 /* log(1 + exp(x)) without overflow */
@@ -154,4 +171,45 @@ double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *r
     if (count)
         *count = n;
     return total;
+}
+
+/* --- blocks of the full softmax (model/loss_full.c) --------------------------- */
+
+void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
+                           float *lse)
+{
+#pragma omp parallel for schedule(static) if (n * m >= (1 << 16))
+    for (int64_t i = 0; i < n; i++) {
+        const float *si = s + i * lds;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < m; j++)
+            mx = fmaxf(mx, si[j] * inv_tau);
+        double sum = 0;
+        for (int64_t j = 0; j < m; j++)
+            sum += expf(si[j] * inv_tau - mx);
+        lse[i] = m > 0 ? mx + (float)log(sum) : -INFINITY;
+    }
+}
+
+double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
+                              const int64_t *tcol, float gscale, float *s)
+{
+    double target = 0; /* in row order, before the overwrite */
+    for (int64_t i = 0; i < n; i++)
+        if (tcol[i] >= 0) {
+            if (tcol[i] >= m)
+                fatal("softmax_block_grad: row %lld: target column %lld outside the block of "
+                      "%lld", (long long)i, (long long)tcol[i], (long long)m);
+            target += (double)(s[i * lds + tcol[i]] * inv_tau);
+        }
+#pragma omp parallel for schedule(static) if (n * m >= (1 << 16))
+    for (int64_t i = 0; i < n; i++) {
+        float *si = s + i * lds;
+        const float l = lse[i];
+        for (int64_t j = 0; j < m; j++)
+            si[j] = gscale * expf(si[j] * inv_tau - l);
+        if (tcol[i] >= 0)
+            si[tcol[i]] -= gscale;
+    }
+    return target;
 }

@@ -34,6 +34,15 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
                             const int64_t *pos, const int64_t *neg, float scale, float *du,
                             float *drows, int64_t *count)
 {
+    return loss_sampled_softmax_q(be, T, d, R, tau, normalize_items, u, nu, rows, NULL, pos, neg,
+                                  scale, du, drows, count);
+}
+
+double loss_sampled_softmax_q(const struct backend_ops *be, int64_t T, int d, int R, float tau,
+                              int normalize_items, const float *u, int64_t nu, const float *rows,
+                              const float *logq, const int64_t *pos, const int64_t *neg,
+                              float scale, float *du, float *drows, int64_t *count)
+{
     if (d < 1 || R < 0 || !(tau > 0))
         fatal("loss_sampled_softmax: bad arguments d = %d, R = %d, tau = %g", d, R, (double)tau);
     /* e: the rows the scores use; de: gradient of scale * sum loss w.r.t. e */
@@ -47,7 +56,12 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
         e = en;
     }
     float *de = normalize_items ? be->alloc(table_bytes) : drows;
-    double total = be->softmax_loss(T, d, R, 1.0f / tau, u, nu, e, pos, neg, scale, du, de, count);
+    if (logq && !be->softmax_loss_q)
+        fatal("loss_sampled_softmax_q: the %s backend has no logQ-corrected softmax", be->name);
+    double total =
+        logq ? be->softmax_loss_q(T, d, R, 1.0f / tau, u, nu, e, logq, pos, neg, scale, du, de,
+                                  count)
+             : be->softmax_loss(T, d, R, 1.0f / tau, u, nu, e, pos, neg, scale, du, de, count);
     if (normalize_items) {
         float *dx = be->alloc(table_bytes);
         be->l2norm_bwd(nu, d, en, norms, de, dx);
@@ -58,6 +72,54 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
         be->free(norms);
     }
     return total;
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+void loss_batch_targets_sort(int64_t *targets, int64_t n)
+{
+    qsort(targets, (size_t)n, sizeof *targets, cmp_i64);
+}
+
+#define LOSS_IN_BATCH_SITE 0x696e2d6261746368ull /* "in-batch" */
+
+void loss_sample_in_batch(uint64_t seed, uint64_t epoch, const uint64_t *pos_keys, int64_t T,
+                          int R, int r0, const int64_t *batch, int64_t n, int64_t *neg_ids)
+{
+    if (n < 1 && r0 < R && T > 0)
+        fatal("loss_sample_in_batch: the global batch has no targets to draw from");
+    for (int64_t i = 0; i < T; i++) {
+        struct rng g;
+        rng_init(&g, rng_key(rng_key(seed, epoch, pos_keys[i]), LOSS_IN_BATCH_SITE, 0));
+        for (int r = r0; r < R; r++)
+            neg_ids[i * R + r] = batch[rng_below(&g, (uint64_t)n)];
+    }
+}
+
+/* the first index of sorted a[n] with a[i] > v (n if none) */
+static int64_t first_above(const int64_t *a, int64_t n, int64_t v)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+float loss_logq(int64_t id, const int64_t *batch, int64_t n, int R, int Ru, int64_t num_items)
+{
+    const int64_t c = first_above(batch, n, id) - first_above(batch, n, id - 1);
+    double q_rel = (double)Ru / R + (double)(R - Ru) / R * (double)num_items * (double)c /
+                                        (double)(n ? n : 1);
+    return (float)log(q_rel); /* -inf only for an id the proposal cannot draw */
 }
 
 double loss_bce(const struct backend_ops *be, int64_t T, int d, const float *u, int64_t nu,

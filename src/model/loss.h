@@ -59,6 +59,33 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
                             const int64_t *pos, const int64_t *neg, float scale, float *du,
                             float *drows, int64_t *count);
 
+/* loss_sampled_softmax with a correction logq: [nu] (backend memory, NULL =
+ * none) subtracted from the logit of every candidate, the positive
+ * included: s_0 = u_i . e_pos / tau - logq[pos], s_r likewise (sampled
+ * softmax with the logQ correction, as TensorFlow's sampled_softmax_loss
+ * with subtract_log_q). Dispatches to be->softmax_loss_q. */
+double loss_sampled_softmax_q(const struct backend_ops *be, int64_t T, int d, int R, float tau,
+                              int normalize_items, const float *u, int64_t nu, const float *rows,
+                              const float *logq, const int64_t *pos, const int64_t *neg,
+                              float scale, float *du, float *drows, int64_t *count);
+
+/* In-batch negatives (train.negatives_from = in_batch | mixed). The
+ * population is the global batch's targets, one entry per supervised
+ * position of every rank, sorted ascending (loss_batch_targets_sort): a
+ * multiset that does not depend on the rank count. Columns r0 .. R - 1 of
+ * neg_ids[T, R] are drawn from it uniformly (an item with c entries has
+ * probability c / n), position i from a stream keyed by (seed, epoch,
+ * pos_keys[i]) and a site of its own. */
+void loss_batch_targets_sort(int64_t *targets, int64_t n);
+void loss_sample_in_batch(uint64_t seed, uint64_t epoch, const uint64_t *pos_keys, int64_t T,
+                          int R, int r0, const int64_t *batch, int64_t n, int64_t *neg_ids);
+/* The logQ correction of item id when Ru of the R negatives are uniform
+ * over num_items (I) and R - Ru are in-batch from batch[n]:
+ *   log(I q(id)),  q(id) = (Ru / R) / I + ((R - Ru) / R) c(id) / n,
+ * c(id) = the entries of id in batch. Relative to the uniform proposal, so
+ * Ru = R gives 0: the uncorrected sampled softmax. */
+float loss_logq(int64_t id, const int64_t *batch, int64_t n, int R, int Ru, int64_t num_items);
+
 /* Binary cross-entropy with one negative per position (original SASRec):
  * s_pos = u_i . rows[pos[i]], s_neg = u_i . rows[neg[i]] (no normalisation,
  * no temperature), loss_i = -log sigma(s_pos) - log(1 - sigma(s_neg)); the

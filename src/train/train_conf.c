@@ -70,6 +70,18 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->R = tc->bce ? 1 : (int)params_i64(p, P_train_negatives);
     tc->temperature = (float)params_f64(p, P_train_temperature);
     tc->normalize_items = tc->model.type == MODEL_HSTU;
+    tc->full = !strcmp(params_str(p, P_train_loss), "full");
+    if (tc->full)
+        tc->R = 0; /* no sampled negatives */
+    const char *nf = params_str(p, P_train_negatives_from);
+    tc->negatives_from = !strcmp(nf, "in_batch") ? NEG_IN_BATCH
+                         : !strcmp(nf, "mixed")  ? NEG_MIXED
+                                                 : NEG_UNIFORM;
+    if (tc->negatives_from != NEG_UNIFORM && (tc->bce || tc->full))
+        return errorf(err, errlen, "train.negatives_from = %s: only for train.loss = softmax",
+                      nf);
+    tc->keep_best = (int)params_i64(p, P_train_keep_best);
+    tc->patience = params_i64(p, P_train_patience);
     tc->emb_init_std = (float)params_f64(p, P_embedding_init_std);
     tc->emb_optim = (struct emb_optim_conf){
         .kind = (enum emb_optimizer)emb_optim_parse(params_str(p, P_embedding_optimizer)),
@@ -113,6 +125,15 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         return errorf(err, errlen,
                       "data.path is not set: name an HDF5 dataset (freescale data import / "
                       "data gen)");
+    if (tc->keep_best && !tc->checkpoint_dir[0])
+        return errorf(err, errlen, "train.keep_best = on needs output.checkpoint_dir (where "
+                      "best.h5 goes)");
+    if (tc->keep_best && tc->split != SPLIT_LOO)
+        return errorf(err, errlen, "train.keep_best = on needs data.split = loo (with hstu "
+                      "the validation target is the test target)");
+    if (tc->patience > 0 && tc->eval_every < 1)
+        return errorf(err, errlen, "train.patience = %lld needs train.eval_every >= 1",
+                      (long long)tc->patience);
     if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
         return -1;
     return hang_rank_parse(params_str(p, P_debug_hang_rank), P, tc, err, errlen);

@@ -28,6 +28,10 @@ struct train_conf {
     int R;                    /* negatives per position (1 with bce) */
     float temperature;        /* sampled softmax tau */
     int normalize_items;      /* L2-normalised item rows in the loss (HSTU) */
+    int full;                 /* train.loss = full: exact softmax over all items */
+    enum negatives_from { NEG_UNIFORM, NEG_IN_BATCH, NEG_MIXED } negatives_from;
+    int keep_best;            /* train.keep_best: best.h5 on validation NDCG@10 */
+    int64_t patience;         /* train.patience: validations without improvement (0 = off) */
     /* the item table */
     float emb_init_std;
     struct emb_optim_conf emb_optim;
