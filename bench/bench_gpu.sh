@@ -9,10 +9,14 @@
 #   (FREESCALE, BENCH_GEMM: the programs; PY: a Python with h5py)
 #
 # Prints the median tokens/s over the progress intervals (the first dropped)
-# for 1 rank on the GPU, 1 rank with device.tf32=on, and 2 ranks sharing the
-# GPU (device.share=on); the model FLOPs per token (forward + backward = 3 x
-# forward, with the mean causal span of the data) and the fraction of the
-# measured fp32 / tf32 GEMM peak.
+# for 1 rank on the GPU with host and with device tables
+# (embedding.placement), 1 rank with device.tf32=on, and 2 ranks sharing the
+# GPU (device.share=on) with either placement; the model FLOPs per token
+# (forward + backward = 3 x forward, with the mean causal span of the data),
+# the fraction of the measured fp32 / tf32 GEMM peak and the ratio of
+# device to host tables; then an embedding-heavy case (10^7 rows x d = 128,
+# 2 ranks sharing the GPU): looked-up rows per second (130 per token: input,
+# target, 128 negatives) and lookup + backward + update ms per step.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
@@ -60,8 +64,31 @@ run() { # NAME NP OVERRIDES...
     awk -v n="$name" -v t="$TPS" -v f="$FPT" -v p="$FP32" -v q="$TF32" 'BEGIN {
         g = t * f / 1e9
         printf "%-22s %10.0f tokens/s %9.0f GFLOP/s  %5.1f%% of fp32 peak  %5.1f%% of tf32 peak\n",
-            n, t, g, 100 * g / p, 100 * g / q }'
+            n, t, g, 100 * g / p, 100 * g / q }' | tee -a "$W/results"
 }
-run "1 rank" 1
-run "1 rank, tf32" 1 device.tf32=on
-run "2 ranks sharing" 2 device.share=on
+run "1 rank" 1 embedding.placement=host
+run "1 rank, device tables" 1 embedding.placement=device
+run "1 rank, tf32" 1 device.tf32=on embedding.placement=host
+run "2 ranks sharing" 2 device.share=on embedding.placement=host
+run "2 sharing, device tab." 2 device.share=on embedding.placement=device
+awk '/^1 rank  / { h = $3 } /^1 rank, device tables/ { d = $4 }
+     END { if (h > 0 && d > 0) printf "device tables / host tables (1 rank): %.2fx tokens/s\n", d / h }' "$W/results"
+
+# The embedding-heavy case: 10^7 rows x d = 128, 2 ranks sharing the GPU;
+# looked-up rows per second and the time of lookup + backward + update per
+# step, host against device tables.
+"$FS" data gen --users 20000 --items 10000000 --length lognormal:4.4,1.1 --zipf 0.8 --seed 9 \
+    -o "$W/heavy.h5" >/dev/null || exit 1
+heavy() { # NAME PLACEMENT
+    mpirun --bind-to none -np 2 "$FS" train "$TOP/input/ml20m-hstu.in" data.path="$W/heavy.h5" \
+        device.type=cuda device.share=on model.dim=128 model.layers=1 embedding.placement="$2" \
+        train.max_steps="$STEPS" train.log_every=10 train.final_eval=off \
+        output.metrics="$W/h.jsonl" > "$W/log" 2>&1 ||
+        { echo "bench_gpu: heavy $1 failed:"; tail -n 20 "$W/log"; return; }
+    sed -n 's/.*"event":"train".*"tokens_per_s":\([^,}]*\).*"lookup_ms":\([^,}]*\).*"backward_ms":\([^,}]*\).*"grad_exchange_ms":\([^,}]*\).*/\1 \2 \3 \4/p' \
+        "$W/h.jsonl" | tail -n +2 | sort -g | awk -v n="$1" -v r=130 '{ t[NR] = $1; l[NR] = $2 + $3 + $4 }
+        END { m = int((NR + 1) / 2); printf "%-22s %12.0f looked-up rows/s  %8.1f ms lookup+backward+update per step\n",
+              n, t[m] * r, l[m] }'
+}
+heavy "heavy, host tables" host
+heavy "heavy, device tables" device

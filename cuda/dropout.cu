@@ -1,11 +1,11 @@
 /* dropout: inverted dropout with keyed masks, bit-identical to the CPU
- * backend (backend_cpu.c cpu_dropout_fwd, src/rng.h).
+ * backend (backend_cpu.c cpu_dropout_fwd, src/base/rng.h).
  *
  * Row r of x: [rows, d] draws from the xoshiro256** stream started at
  * rng_key(row_keys[r], site, DROPOUT_SITE_SALT); element j uses the j-th
  * draw. The stream is sequential, so one thread owns one row and draws its
  * d values in order (rows are many; d is small). The generator is
- * src/rng.h itself, compiled for the device. The comparison is done in
+ * src/base/rng.h itself, compiled for the device. The comparison is done in
  * double, uniform >= (double)p, exactly as the CPU does.
  *
  * Each element is read and written by the same thread: y == x and dx == dy
@@ -21,7 +21,7 @@
 #define DROPOUT_MAX_BLOCKS 65536
 
 /* row r: x, y: [d]; mask: [d] bytes (host and device, so that the host
- * tests can check it against src/rng.h; unused by the host pass) */
+ * tests can check it against src/base/rng.h; unused by the host pass) */
 [[maybe_unused]] static __host__ __device__ void
 drop_row(int d, float p, uint64_t row_key, uint64_t site, const float *xr, float *yr, uint8_t *mr)
 {

@@ -3,7 +3,7 @@
  * these functions. Each launcher takes the stream to run on, enqueues its
  * kernels (no synchronisation unless stated) and checks the launch with
  * CUDA_CHECK_LAUNCH. Shapes and semantics are those of the backend_ops
- * entry of the same name in src/backend.h; all pointers are device memory
+ * entry of the same name in src/backend/backend.h; all pointers are device memory
  * unless a parameter says "host". Sizes of zero are valid and launch
  * nothing. */
 #ifndef FS_CUDA_KERNELS_H
@@ -39,7 +39,7 @@ void cuda_l2norm_fwd(cudaStream_t s, int64_t rows, int d, float eps, const float
 void cuda_l2norm_bwd(cudaStream_t s, int64_t rows, int d, const float *y, const float *norm,
                      const float *dy, float *dx);
 
-/* dropout.cu: the same keyed draws as the CPU backend (src/rng.h) */
+/* dropout.cu: the same keyed draws as the CPU backend (src/base/rng.h) */
 void cuda_dropout_fwd(cudaStream_t s, int64_t rows, int d, float p, const uint64_t *row_keys,
                       uint64_t site, const float *x, float *y, uint8_t *mask);
 void cuda_dropout_bwd(cudaStream_t s, int64_t rows, int d, float p, const uint8_t *mask,

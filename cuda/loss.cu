@@ -1,5 +1,5 @@
 /* loss: sampled softmax and BCE against the rows e: [nu, d] (backend.h,
- * loss.h), the per-position maths of the CPU reference in src/loss.c.
+ * loss.h), the per-position maths of the CPU reference in src/model/loss.c.
  *
  * Softmax: one block per position i (grid-stride over T). The block stages
  * u_i in shared memory with the R + 1 candidate rows (candidate 0 = pos[i],

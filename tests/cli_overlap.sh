@@ -4,7 +4,8 @@
 # and with embedding replicas): identical to the 9 digits the metrics print
 # where the reductions keep their order, else to 1e-5. A pipelined run that
 # evaluates between epochs, checkpoints and resumes matches too; the
-# overlap metrics are written; transports other than mpi are refused.
+# overlap metrics are written; transports other than mpi are refused; the
+# progress thread gives the same losses and survives evaluation.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 tiny_data
@@ -28,6 +29,16 @@ for np in 2 4; do
     expect_ok train $np parallel.overlap=prioritized model.dropout=0 output.metrics="$T/nd-$np-pr.jsonl"
     same_losses "$T/nd-$np-none.jsonl" "$T/nd-$np-pr.jsonl" "no dropout P=$np: prioritized vs none" 0 1e-5
 done
+# parallel.progress = thread: the same losses, and evaluations between
+# epochs and at the end complete (the between-layers hook stays out of
+# evaluation: it once deadlocked on the progress thread's lock there)
+expect_ok train 2 parallel.progress=thread train.eval_every=1 output.metrics="$T/thread.jsonl"
+same_losses "$T/hstu-2-prioritized.jsonl" "$T/thread.jsonl" "progress=thread with evaluation" 0 0
+grep -q '^eval test' "$T/out" && pass "progress=thread: final evaluation ran" ||
+    fail "progress=thread: no final evaluation"
+# a run shorter than output.trace_steps still writes its trace
+expect_ok train 2 train.max_steps=3 output.trace="$T/short-trace.json"
+[ -s "$T/short-trace.json" ] && pass "trace of a 3-step run written" || fail "no trace of a short run"
 expect_ok train 4 parallel.embedding_group=2 parallel.overlap=none output.metrics="$T/g2-none.jsonl"
 expect_ok train 4 parallel.embedding_group=2 parallel.overlap=prioritized output.metrics="$T/g2-pr.jsonl"
 same_losses "$T/g2-none.jsonl" "$T/g2-pr.jsonl" "P=4, embedding_group=2: prioritized vs none" 0 1e-5

@@ -1,4 +1,4 @@
-/* test_backend_ops: every operation of struct backend_ops (src/backend.h) on
+/* test_backend_ops: every operation of struct backend_ops (src/backend/backend.h) on
  * a device backend against the CPU reference (backend_cpu), over seeded
  * random inputs and awkward shapes: sizes 0, 1 and odd, d not a multiple of
  * 32 or above 1024, in-place calls, jagged batches with empty sequences,

@@ -1,4 +1,4 @@
-/* test_blas: the BLAS kernel set chosen at start-up (src/blas.c) is the one
+/* test_blas: the BLAS kernel set chosen at start-up (src/backend/blas.c) is the one
  * loaded, and its sgemm agrees with a double-precision reference on every
  * transposition and on awkward shapes. */
 #include <cblas.h>

@@ -1,4 +1,4 @@
-/* test_eval_metrics: the ranking metrics of src/eval_rank.c (HR@K, NDCG@K,
+/* test_eval_metrics: the ranking metrics of src/eval/eval_rank.c (HR@K, NDCG@K,
  * MRR) against values worked out by hand, the cutoffs' edges (rank K - 1 is
  * a hit, rank K a miss), an empty set, and the formatter. The reduction over
  * ranks is checked by the MPI test test_eval_rank. */

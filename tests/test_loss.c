@@ -1,4 +1,4 @@
-/* test_loss: the training losses (src/loss.c) against central finite
+/* test_loss: the training losses (src/model/loss.c) against central finite
  * differences of a double-precision reference written out here, the keyed
  * negative sampler (deterministic, in range, independent of the other
  * positions in the call), and a timing printout at HSTU's ML-1M size.

@@ -1,4 +1,4 @@
-/* test_model_backends: whole models (src/model.h) on a device backend
+/* test_model_backends: whole models (src/model/model.h) on a device backend
  * against the same models on the CPU backend: forward output, the gradient
  * of the input rows and every dense parameter gradient, for HSTU (with and
  * without the time bias) and SASRec, without and with dropout (masks are

@@ -1,5 +1,5 @@
-/* test_rng: the counter-based generator (src/rng.h) and the Zipf sampler
- * (src/zipf.h): determinism, key sensitivity, ranges, and goodness of fit
+/* test_rng: the counter-based generator (src/base/rng.h) and the Zipf sampler
+ * (src/base/zipf.h): determinism, key sensitivity, ranges, and goodness of fit
  * (chi-square with generous bounds; every stream has a fixed key, so the
  * figures are the same on every run and the tests cannot flake). */
 #include <math.h>

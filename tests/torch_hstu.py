@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_hstu: PyTorch oracle for the HSTU model (src/model_hstu.c).
+"""torch_hstu: PyTorch oracle for the HSTU model (src/model/model_hstu.c).
 
 Reads a file written by tests/test_hstu_grad (layout in its header comment),
 recomputes the forward pass independently with PyTorch in float64 (padded

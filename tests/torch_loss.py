@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_loss: PyTorch autograd oracle for the losses of src/loss.c.
+"""torch_loss: PyTorch autograd oracle for the losses of src/model/loss.c.
 
 Reads the cases written by tests/test_loss (argv[1]), recomputes each loss
 with PyTorch in float64 (F.normalize, cross-entropy over [s_pos, s_neg]

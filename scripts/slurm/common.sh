@@ -20,7 +20,7 @@
 # FS_SRUN_ARGS (more srun options), FS_NO_REQUEUE=1 (checkpoint and stop,
 # without requeueing).
 
-FS_PREEMPT_EXIT=75 # src/preempt.h PREEMPT_EXIT_CODE
+FS_PREEMPT_EXIT=75 # src/train/preempt.h PREEMPT_EXIT_CODE
 
 # fs_log MESSAGE: to Slurm's output, and to RUN/script.log once the run
 # directory is known (FS_SCRIPT_LOG), which outlives requeues whatever
