@@ -240,7 +240,14 @@ static void report_eval(struct trainer *tr, const char *split, int64_t epoch,
     metrics_end(&l, tr->metrics);
 }
 
-/* Validation after `epochs` epochs; keeps the best NDCG@10. */
+/* train.keep_best: the best validation's checkpoint, DIR/best.h5 */
+static void best_path(const struct trainer *tr, char *path, size_t len)
+{
+    snprintf(path, len, "%s/best.h5", tr->conf.checkpoint_dir);
+}
+
+/* Validation after `epochs` epochs; keeps the best NDCG@10 (and with
+ * train.keep_best its checkpoint). */
 static void validate(struct trainer *tr, int64_t epochs, double loss)
 {
     struct eval_metrics val;
@@ -249,15 +256,45 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
     if (val.ndcg[0] > tr->best_val) {
         tr->best_val = val.ndcg[0];
         tr->best_epoch = epochs;
+        if (tr->conf.keep_best) {
+            char path[4200];
+            best_path(tr, path, sizeof path);
+            checkpoint_write(tr, path);
+            log_info("keep_best: validation NDCG@10 %.4f at epoch %lld: %s", tr->best_val,
+                     (long long)epochs, path);
+        }
     }
 }
 
-/* Validation and test after the last step (and the popularity baseline). */
-static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss)
+/* train.keep_best: the last step's test is reported as test-last, then the
+ * best validation's checkpoint is loaded and tested (into test). */
+static void test_best(struct trainer *tr, struct eval_metrics *test, double loss)
 {
-    validate(tr, tr->epoch, loss);
+    report_eval(tr, "test-last", tr->epoch, test, loss);
+    const int64_t step = tr->step, epoch = tr->epoch;
+    char path[4200];
+    best_path(tr, path, sizeof path);
+    checkpoint_read(tr, path);
+    log_info("keep_best: testing %s (epoch %lld, step %lld)", path, (long long)tr->best_epoch,
+             (long long)tr->step);
     eval_split(tr, 1, test);
-    report_eval(tr, "test", tr->epoch, test, loss);
+    report_eval(tr, "test", tr->best_epoch, test, loss);
+    tr->step = step;
+    tr->epoch = epoch;
+}
+
+/* Validation (unless the loop's last step was just validated) and test
+ * after the last step (and the popularity baseline). */
+static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss,
+                             int validated)
+{
+    if (!validated)
+        validate(tr, tr->epoch, loss);
+    eval_split(tr, 1, test);
+    if (tr->conf.keep_best)
+        test_best(tr, test, loss);
+    else
+        report_eval(tr, "test", tr->epoch, test, loss);
     if (tr->conf.baseline) {
         struct eval_metrics pop;
         eval_popular(tr, 1, &pop);
@@ -325,9 +362,10 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
 }
 
 /* Steps tr->step .. total - 1; returns the signal that stopped it early
- * (0: none). *loss: the last step's. */
+ * (0: none). *loss: the last step's; *early: train.patience ended the run
+ * right after a validation. */
 static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, double *loss,
-                      struct loop_clock *lc)
+                      struct loop_clock *lc, int *early)
 {
     const struct train_conf *cf = &tr->conf;
     struct planner pl;
@@ -366,6 +404,14 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
             double t_eval = clock_seconds();
             validate(tr, done, *loss);
             lc->last += clock_seconds() - t_eval; /* throughput counts training only */
+            if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
+                log_info("patience: no better validation NDCG@10 in %lld validations (best "
+                         "%.4f at epoch %lld): stopping after epoch %lld",
+                         (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
+                         (long long)done);
+                *early = 1;
+                break;
+            }
         }
     }
     if (ran && !stop) /* the epochs done, counting a partial last one */
@@ -406,7 +452,8 @@ int train_main(int argc, char **argv)
     lc.last = lc.start;
     int64_t last_ckpt = -1;
     double loss = 0;
-    int stop = train_loop(&tr, total, &last_ckpt, &loss, &lc);
+    int early = 0;
+    int stop = train_loop(&tr, total, &last_ckpt, &loss, &lc, &early);
     if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
         save_checkpoint(&tr);
     if (stop) { /* preempted: the state is saved, no evaluation */
@@ -421,7 +468,7 @@ int train_main(int argc, char **argv)
     }
     struct eval_metrics test;
     if (cf->final_eval)
-        final_evaluation(&tr, &test, loss);
+        final_evaluation(&tr, &test, loss, early);
     report_summary(&tr, cf->final_eval ? &test : NULL, loss, tr.step - lc.first_step,
                    clock_seconds() - lc.start);
     trainer_free(&tr);

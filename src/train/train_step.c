@@ -49,6 +49,7 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "model/loss.h"
+#include "model/loss_full.h"
 #include "train/dense_sync.h"
 #include "train/guard.h"
 #include "train/train.h"
@@ -59,6 +60,8 @@ struct step_input {
     int ready;
     struct seq_batch sb;
     struct emb_exchange *x;
+    float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
+                                  the targets' and negatives' tokens, else NULL */
 };
 
 struct step_state {
@@ -77,7 +80,19 @@ struct step_state {
     struct mirror emb, out, du, demb; /* [T, d] scratch */
     float *gu;                 /* host gradients per unique row, capacity gu_cap bytes */
     size_t gu_cap;
+    /* train.loss = full: the ids of this rank's shard, requested every step
+     * after the inputs, targets and negatives (loss_full.h) */
+    int64_t *shard_ids, n_shard;
+    float *logq;               /* in-batch negatives: [nuniq] correction, capacity logq_n */
+    int64_t logq_n;
 };
+
+/* Ids a step requests for T tokens: inputs, targets, R negatives each, and
+ * with train.loss = full this rank's shard. */
+static int64_t step_ids(const struct step_state *s, int64_t T)
+{
+    return T * (2 + s->tr->conf.R) + s->n_shard;
+}
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -131,6 +146,73 @@ static void between_layers(void *ctx, int first_final)
     comm_compute_begin();
 }
 
+/* The global batch's targets (all ranks), sorted: the in-batch negatives'
+ * population, the same whatever the rank count, in *n. Collective over dp. */
+static int64_t *batch_targets_gather(struct step_state *s, const struct step_input *in,
+                                     int64_t *n)
+{
+    struct comm *c = s->tr->c;
+    const int P = c->g[COMM_DP].size;
+    int64_t *cnt = xmalloc((size_t)P * sizeof *cnt);
+    comm_allgather_i64(c, COMM_DP, in->sb.T, cnt);
+    *n = 0;
+    for (int r = 0; r < P; r++)
+        *n += cnt[r];
+    int64_t *all = xmalloc((size_t)(*n ? *n : 1) * sizeof(int64_t));
+    comm_allgatherv(c, COMM_DP, COMM_I64, in->sb.targets, in->sb.T, all, cnt, COMM_PH_OTHER);
+    loss_batch_targets_sort(all, *n);
+    free(cnt);
+    return all;
+}
+
+/* The negatives of this step's positions (keyed by the token) after the
+ * targets: ids[T] targets, then ids[T + i R + r] the negatives: R uniform,
+ * R in-batch, or R / 2 uniform then the rest in-batch; with in-batch ones,
+ * in->logq gets the correction of every token of ids[0 .. T (1 + R)). */
+static void draw_negatives(struct step_state *s, struct step_input *in, uint64_t epoch,
+                           int64_t *ids)
+{
+    const struct train_conf *cf = &s->tr->conf;
+    const int64_t T = in->sb.T, I = s->tr->ds.num_items;
+    const int R = cf->R, Ru = cf->negatives_from == NEG_UNIFORM ? R
+                              : cf->negatives_from == NEG_MIXED ? R / 2 : 0;
+    int64_t *neg = ids + T;
+    if (Ru == R) {
+        loss_sample_negatives(cf->seed, epoch, in->sb.keys, T, R, I, neg);
+        return;
+    }
+    int64_t n_batch;
+    int64_t *batch = batch_targets_gather(s, in, &n_batch);
+    int64_t *u = xmalloc((size_t)(T * Ru > 0 ? T * Ru : 1) * sizeof *u);
+    loss_sample_negatives(cf->seed, epoch, in->sb.keys, T, Ru, I, u);
+    for (int64_t i = 0; i < T; i++)
+        memcpy(neg + i * R, u + i * Ru, (size_t)Ru * sizeof *u);
+    free(u);
+    loss_sample_in_batch(cf->seed, epoch, in->sb.keys, T, R, Ru, batch, n_batch, neg);
+    in->logq = xmalloc((size_t)(T ? T * (1 + R) : 1) * sizeof(float));
+    for (int64_t k = 0; k < T * (1 + R); k++)
+        in->logq[k] = loss_logq(ids[k], batch, n_batch, R, Ru, I);
+    free(batch);
+}
+
+/* The logQ correction per unique row of the step (host memory; NULL
+ * with uniform negatives): that of the target and negative tokens. */
+static const float *step_logq(struct step_state *s, const struct step_input *in)
+{
+    if (!in->logq)
+        return NULL;
+    const int64_t T = in->sb.T, nu = emb_exchange_nuniq(in->x);
+    if (nu > s->logq_n) {
+        free(s->logq);
+        s->logq_n = nu + nu / 4;
+        s->logq = xmalloc((size_t)(s->logq_n ? s->logq_n : 1) * sizeof(float));
+    }
+    const int64_t *inv = emb_exchange_inverse(in->x) + T;
+    for (int64_t k = 0; k < T * (1 + s->tr->conf.R); k++)
+        s->logq[inv[k]] = in->logq[k];
+    return s->logq;
+}
+
 /* --- the phases --------------------------------------------------------------- */
 
 /* read: this rank's sequences of plan pl, the negatives, and the lookup of
@@ -139,15 +221,14 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
 {
     struct trainer *tr = s->tr;
     const struct train_conf *cf = &tr->conf;
-    const int R = cf->R;
     batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch, pl->users,
                 pl->n, &in->sb);
-    const int64_t T = in->sb.T, n_ids = T * (2 + R);
+    const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
     memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
     memcpy(ids + T, in->sb.targets, (size_t)T * sizeof *ids);
-    loss_sample_negatives(cf->seed, (uint64_t)pl->epoch, in->sb.keys, T, R, tr->ds.num_items,
-                          ids + 2 * T);
+    draw_negatives(s, in, (uint64_t)pl->epoch, ids + T);
+    memcpy(ids + T * (2 + cf->R), s->shard_ids, (size_t)s->n_shard * sizeof *ids);
     steptime_phase(&tr->st, PH_READ);
     in->x = emb_input_dist(tr->items, tr->c, ids, n_ids, T, NULL);
     free(ids);
@@ -159,6 +240,8 @@ static void input_release(struct step_input *in)
 {
     emb_exchange_free(in->x);
     in->x = NULL;
+    free(in->logq);
+    in->logq = NULL;
     batch_free(&in->sb);
     in->ready = 0;
 }
@@ -174,7 +257,7 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     const struct backend_ops *be = tr->be;
     struct emb_exchange *x = in->x;
     const int d = tr->conf.d;
-    const int64_t T = in->sb.T, n_ids = T * (2 + tr->conf.R);
+    const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     emb_output_post(tr->items, tr->c, x, NULL);
     steptime_phase(&tr->st, PH_LOOKUP);
     if (s->lookahead && next)
@@ -192,6 +275,43 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
     steptime_phase(&tr->st, PH_LOOKUP);
     return emb;
+}
+
+/* The loss of the step's positions (user vectors out [T, d]) against the
+ * unique rows: du [T, d] written, drows [nuniq, d] accumulated; returns
+ * this rank's loss sum (loss.h, loss_full.h). The full softmax talks to
+ * the emb group, so it runs outside the compute window. */
+static double step_loss(struct step_state *s, struct step_input *in, const float *out,
+                        const float *rows, const int64_t *inv, float scale, float *du,
+                        float *drows, int64_t *counted)
+{
+    struct trainer *tr = s->tr;
+    const struct backend_ops *be = tr->be;
+    const struct train_conf *cf = &tr->conf;
+    const int d = cf->d;
+    const int64_t T = in->sb.T, nuniq = emb_exchange_nuniq(in->x);
+    if (cf->full) {
+        const struct loss_full_shard sh = {.G = tr->items->G, .shard = tr->items->shard,
+                                           .num_items = tr->ds.num_items, .m = s->n_shard,
+                                           .idx = inv + T * (2 + cf->R)};
+        return loss_full_softmax(be, tr->c, T, d, cf->temperature, cf->normalize_items, out,
+                                 in->sb.targets, nuniq, rows, &sh, scale, du, drows, counted);
+    }
+    void *owned = NULL;
+    const float *lq = step_logq(s, in);
+    if (lq)
+        lq = backend_upload(be, lq, (size_t)(nuniq ? nuniq : 1) * sizeof(float), &owned);
+    comm_compute_begin();
+    double sum = cf->bce ? loss_bce(be, T, d, out, nuniq, rows, inv + T, inv + 2 * T, scale, du,
+                                    drows, counted)
+                         : loss_sampled_softmax_q(be, T, d, cf->R, cf->temperature,
+                                                  cf->normalize_items, out, nuniq, rows, lq,
+                                                  inv + T, inv + 2 * T, scale, du, drows,
+                                                  counted);
+    comm_compute_end();
+    if (owned)
+        be->free(owned);
+    return sum;
 }
 
 /* forward + loss: the model over the batch (emb -> out), the next step's
@@ -233,14 +353,7 @@ static double phase_forward_loss(struct step_state *s, struct step_input *in,
     float *drows = mirror_bind(&s->grads, be, s->gu, ud);
     be->zero(drows, ud);
     int64_t counted = 0;
-    comm_compute_begin();
-    double loss_sum =
-        cf->bce ? loss_bce(be, T, d, out, nuniq, rows, inv + T, inv + 2 * T, scale, du, drows,
-                           &counted)
-                : loss_sampled_softmax(be, T, d, cf->R, cf->temperature, cf->normalize_items,
-                                       out, nuniq, rows, inv + T, inv + 2 * T, scale, du, drows,
-                                       &counted);
-    comm_compute_end();
+    double loss_sum = step_loss(s, in, out, rows, inv, scale, du, drows, &counted);
     if (s->prioritized) {
         chunk_down(&s->grads, x, d, 1);
         emb_grad_post_chunk(tr->items, tr->c, x, s->gu, 1, NULL);
@@ -337,6 +450,18 @@ void train_step_init(struct trainer *tr)
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED;
     s->slow = cf->slow_rank == tr->c->rank ? cf->slow_factor : 1.0;
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport, s->prioritized);
+    if (cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
+        fatal("train.loss = full: only the CPU backend computes the full softmax (backend %s); "
+              "run with device.type = cpu", tr->be->name);
+    if (cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
+        fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
+              "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",
+              tr->be->name);
+    if (cf->full) {
+        s->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
+        s->shard_ids = xmalloc((size_t)(s->n_shard ? s->n_shard : 1) * sizeof(int64_t));
+        loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, s->shard_ids);
+    }
     if (s->lookahead)
         model_set_hook(&tr->m, (struct model_hook){.between_layers = between_layers, .ctx = s});
     char err[256];
@@ -365,6 +490,8 @@ void train_step_free(struct trainer *tr)
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         mirror_free(m[i]);
     free(s->gu);
+    free(s->shard_ids);
+    free(s->logq);
     free(s);
     tr->state = NULL;
 }
