@@ -14,7 +14,60 @@
 
 #include "base/check.h"
 
-#define MCOMM(c, grp) (*(MPI_Comm *)(c)->g[grp].mpi)
+/* The communicator of group grp of c; noted as the one the next wait is on
+ * (the watchdog's view, below). */
+#define MCOMM(c, grp) (*(MPI_Comm *)note_group((c), (grp)))
+
+/* --- what the main thread waits in, for the watchdog -------------------------
+ * Written by the main thread around every blocking MPI call, read by the
+ * watchdog thread (comm_wait_state): relaxed atomics, no locks. */
+static struct {
+    const char *op;   /* the call's text ("MPI_Allreduce(...)"), NULL outside MPI */
+    int group;        /* enum comm_group of the wait */
+    double since;     /* MPI_Wtime() at its start */
+    uint64_t done;    /* blocking calls completed */
+} g_wait;
+static int g_next_group;
+
+static void *note_group(const struct comm *c, enum comm_group grp)
+{
+    __atomic_store_n(&g_next_group, (int)grp, __ATOMIC_RELAXED);
+    return c->g[grp].mpi;
+}
+
+static void wait_enter(const char *op, int group, double t0)
+{
+    __atomic_store(&g_wait.since, &t0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_wait.group, group, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_wait.op, op, __ATOMIC_RELEASE);
+}
+
+static void wait_leave(void)
+{
+    __atomic_store_n(&g_wait.op, (const char *)NULL, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&g_wait.done, 1, __ATOMIC_RELAXED);
+}
+
+const char *comm_group_name(enum comm_group g)
+{
+    static const char *names[COMM_NGROUPS] = {"world", "node", "emb", "emb_replica", "dp",
+                                              "xnode"};
+    return g >= 0 && g < COMM_NGROUPS ? names[g] : "?";
+}
+
+uint64_t comm_wait_state(char *op, size_t oplen, const char **group, double *seconds)
+{
+    const char *o = __atomic_load_n(&g_wait.op, __ATOMIC_ACQUIRE);
+    double since;
+    __atomic_load(&g_wait.since, &since, __ATOMIC_RELAXED);
+    int g = __atomic_load_n(&g_wait.group, __ATOMIC_RELAXED);
+    if (g < 0) /* the group its arguments named */
+        g = __atomic_load_n(&g_next_group, __ATOMIC_RELAXED);
+    snprintf(op, oplen, "%.*s", o ? (int)strcspn(o, "(") : 0, o ? o : "");
+    *group = comm_group_name((enum comm_group)g);
+    *seconds = o ? MPI_Wtime() - since : 0;
+    return __atomic_load_n(&g_wait.done, __ATOMIC_RELAXED);
+}
 
 /* Seconds spent inside MPI communication calls (blocking collectives and
  * waits), the "waiting" of the bubble accounting. */
@@ -38,12 +91,17 @@ double comm_hidden_seconds(void)
     return h > 0 ? h : 0;
 }
 
-#define TIMED(call)                                                                      \
+/* A blocking call: timed, and seen by the watchdog (op, group: -1 = the one
+ * its MCOMM names). */
+#define TIMED_AS(op, group, call)                                                        \
     do {                                                                                 \
         double timed_t0_ = MPI_Wtime();                                                  \
+        wait_enter((op), (group), timed_t0_);                                            \
         MPI_CHECK(call);                                                                 \
+        wait_leave();                                                                    \
         g_mpi_seconds += MPI_Wtime() - timed_t0_;                                        \
     } while (0)
+#define TIMED(call) TIMED_AS(#call, -1, call)
 
 static MPI_Datatype mpi_type(enum comm_dtype t)
 {
@@ -282,10 +340,12 @@ void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, i
     TIMED(MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MCOMM(c, g)));
 }
 
-static void request_start(struct comm_request *req)
+static void request_start(struct comm_request *req, const char *op, enum comm_group g)
 {
     req->mpi = xmalloc(sizeof(MPI_Request));
     req->posted = MPI_Wtime();
+    req->op = op;
+    req->group = (int)g;
 }
 
 static void request_done(struct comm_request *req)
@@ -310,7 +370,7 @@ void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const
     req->sdispls = to_int(sdispls, n, "send displacement");
     req->rcounts = to_int(rcounts, n, "receive count");
     req->rdispls = to_int(rdispls, n, "receive displacement");
-    request_start(req);
+    request_start(req, "MPI_Wait for MPI_Ialltoallv", g);
     MPI_CHECK(MPI_Ialltoallv(send, req->scounts, req->sdispls, mpi_type(t), recv, req->rcounts,
                              req->rdispls, mpi_type(t), MCOMM(c, g), (MPI_Request *)req->mpi));
 }
@@ -324,7 +384,7 @@ void comm_ialltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, 
         k[p] = per_peer;
     count_sends(c, g, k, 8, ph);
     free(k);
-    request_start(req);
+    request_start(req, "MPI_Wait for MPI_Ialltoall", g);
     MPI_CHECK(MPI_Ialltoall(send, per_peer, MPI_INT64_T, recv, per_peer, MPI_INT64_T,
                             MCOMM(c, g), (MPI_Request *)req->mpi));
 }
@@ -339,7 +399,7 @@ void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int6
         c->counters.bytes[ph] += n * 4;
         c->counters.messages[ph]++;
     }
-    request_start(req);
+    request_start(req, "MPI_Wait for MPI_Iallreduce", g);
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MCOMM(c, g),
                              (MPI_Request *)req->mpi));
 }
@@ -347,7 +407,7 @@ void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int6
 void comm_wait(struct comm_request *req)
 {
     double t0 = g_mpi_seconds;
-    TIMED(MPI_Wait((MPI_Request *)req->mpi, MPI_STATUS_IGNORE));
+    TIMED_AS(req->op, req->group, MPI_Wait((MPI_Request *)req->mpi, MPI_STATUS_IGNORE));
     g_nb_wait_seconds += g_mpi_seconds - t0;
     request_done(req);
 }

@@ -65,6 +65,8 @@ struct comm_request {
     void *mpi; /* MPI_Request* */
     void *scounts, *sdispls, *rcounts, *rdispls; /* int arrays MPI reads */
     double posted;                               /* MPI_Wtime() at the post */
+    const char *op;                              /* what it is, for the watchdog */
+    int group;                                   /* its enum comm_group */
 };
 
 void comm_init(struct comm *c, int *argc, char ***argv);
@@ -86,6 +88,13 @@ double comm_flight_seconds(void);
 /* Seconds of communication that compute hid: in-flight time of
  * non-blocking exchanges less the time spent waiting for them. */
 double comm_hidden_seconds(void);
+
+/* The watchdog's view of the main thread (any thread may call): the MPI
+ * call it is blocked in now (op: "MPI_Allreduce", "MPI_Wait for MPI_Ialltoallv",
+ * "" when in none), its communicator's name and the seconds waited so far;
+ * returns the number of blocking calls completed (progress). */
+uint64_t comm_wait_state(char *op, size_t oplen, const char **group, double *seconds);
+const char *comm_group_name(enum comm_group g);
 
 void comm_bcast_bytes(const struct comm *c, void *buf, size_t bytes, int root);
 /* Broadcast a heap string from root; on other ranks *s is replaced. */

@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "train/watchdog.h"
 
 const char *phase_name(enum phase ph)
 {
@@ -42,6 +43,7 @@ void steptime_begin(struct steptime *st)
     st->step_start = st->mark = clock_seconds();
     st->mpi_start = comm_mpi_seconds();
     st->hidden_start = comm_hidden_seconds();
+    watchdog_beat("at", "the start of the step");
     if (st->trace_left > 0 && st->trace_origin == 0)
         st->trace_origin = st->step_start;
 }
@@ -49,6 +51,7 @@ void steptime_begin(struct steptime *st)
 void steptime_phase(struct steptime *st, enum phase ph)
 {
     double now = clock_seconds();
+    watchdog_beat("after phase", phase_name(ph));
     st->t[ph] += now - st->mark;
     if (st->trace_left > 0) {
         if (st->trace_n == st->trace_cap) {

@@ -25,6 +25,7 @@
 #include "train/checkpoint.h"
 #include "train/guard.h"
 #include "train/preempt.h"
+#include "train/watchdog.h"
 
 /* --- start-up ------------------------------------------------------------------- */
 
@@ -115,6 +116,7 @@ void trainer_setup(struct trainer *tr)
 
 void trainer_free(struct trainer *tr)
 {
+    watchdog_stop();
     train_step_free(tr);
     dense_optim_free(&tr->optim);
     emb_registry_free(&tr->reg);
@@ -184,6 +186,7 @@ static void save_checkpoint(struct trainer *tr)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/ckpt-%lld.h5", tr->conf.checkpoint_dir, (long long)tr->step);
+    watchdog_beat("in", "a checkpoint write");
     checkpoint_write(tr, path);
     log_info("checkpoint %s", path);
     if (tr->c->rank == 0)
@@ -251,6 +254,7 @@ static void best_path(const struct trainer *tr, char *path, size_t len)
 static void validate(struct trainer *tr, int64_t epochs, double loss)
 {
     struct eval_metrics val;
+    watchdog_beat("in", "validation");
     eval_split(tr, 0, &val);
     report_eval(tr, "val", epochs, &val, loss);
     if (val.ndcg[0] > tr->best_val) {
@@ -290,6 +294,7 @@ static void final_evaluation(struct trainer *tr, struct eval_metrics *test, doub
 {
     if (!validated)
         validate(tr, tr->epoch, loss);
+    watchdog_beat("in", "the test evaluation");
     eval_split(tr, 1, test);
     if (tr->conf.keep_best)
         test_best(tr, test, loss);
@@ -377,7 +382,10 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
     tr->epoch = tr->step / S;
     while (tr->step < total) {
         tr->epoch = tr->step / S;
+        watchdog_step(tr->step + 1);
         steptime_begin(&tr->st);
+        if (tr->c->rank == cf->hang_rank && tr->step + 1 == cf->hang_step)
+            watchdog_debug_hang(); /* debug.hang_rank */
         const struct step_plan *now = planner_plan(&pl, tr, tr->step);
         const struct step_plan *next =
             lookahead && tr->step + 1 < total ? planner_plan(&pl, tr, tr->step + 1) : NULL;
@@ -446,6 +454,7 @@ int train_main(int argc, char **argv)
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
     resume_or_start(&tr);
+    watchdog_start((double)cf->timeout, c.rank);
     preempt_install();
     steptime_init(&tr.st, cf->log_every, cf->trace[0] ? cf->trace_steps : 0);
     struct loop_clock lc = {.start = clock_seconds(), .first_step = tr.step};

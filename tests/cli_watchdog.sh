@@ -1,0 +1,29 @@
+#!/bin/sh
+# cli_watchdog: parallel.timeout. With debug.hang_rank=1:5 (rank 1 stops
+# at step 5) and parallel.timeout=10, the job ends within 30 s, non-zero,
+# and a waiting rank names its step, its phase and the collective it waits
+# in, at P = 2 and 3. A normal run with the watchdog on trains exactly as
+# with it off.
+. "$(dirname "$0")/lib.sh"
+need_mpirun
+tiny_data
+COMMON="data.path=$T/tiny.h5 model.dropout=0 train.log_every=1 train.max_steps=8"
+train() { np=$1; shift; timeout 120 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
+
+for np in 2 3; do
+    t0=$(date +%s)
+    train $np debug.hang_rank=1:5 parallel.timeout=10 >"$T/out" 2>"$T/err"
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    [ $rc -ne 0 ] && pass "P=$np: hung job ended non-zero ($rc)" || fail "P=$np: exit 0"
+    [ $secs -le 30 ] && pass "P=$np: ended in $secs s" || fail "P=$np: took $secs s"
+    grep -q "error \[rank 0\]: watchdog: no progress for 1[0-9] s (parallel.timeout = 10): step 5, after phase [a-z_]*; waiting in MPI_[A-Za-z_ ]* on communicator '[a-z_]*' for [0-9.]* s" "$T/err" &&
+        pass "P=$np: rank 0 names its step, phase and collective" ||
+        fail "P=$np: no watchdog message of rank 0: $(head -c 600 "$T/err")"
+done
+
+expect_ok train 2 parallel.timeout=0 output.metrics="$T/off.jsonl"
+expect_ok train 2 parallel.timeout=5 output.metrics="$T/on.jsonl"
+same_losses "$T/off.jsonl" "$T/on.jsonl" "watchdog on vs off" 0 0
+grep -q watchdog "$T/err" && fail "watchdog spoke in a normal run"
+finish
