@@ -15,6 +15,7 @@
 #include "tools/data_tools.h"
 #include "base/params.h"
 #include "tools/plan_tools.h"
+#include "eval/recommend.h"
 #include "train/train.h"
 
 static void usage(FILE *out)
@@ -30,6 +31,11 @@ static void usage(FILE *out)
             "        predict the bubble of each balance mode at many rank counts\n"
             "  calibrate FILE.in [section.key=value ...]\n"
             "        time the model and fit parallel.cost_model\n"
+            "  recommend CKPT.h5 [FILE.in] [section.key=value ...] --top K -o OUT.csv|OUT.h5\n"
+            "           [--users FILE]\n"
+            "        every user's top-K items after the whole history, in the original ids\n"
+            "  export CKPT.h5 [FILE.in] [section.key=value ...] -o MODEL.h5\n"
+            "        item table, user vectors and dense parameters as HDF5 arrays (NumPy)\n"
             "  help params          every parameter, its default, range and meaning\n"
             "  data import --format movielens|csv|sasrec INPUT -o OUT.h5 [options]\n"
             "  data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
@@ -134,6 +140,10 @@ int main(int argc, char **argv)
         return plan_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "calibrate"))
         return calibrate_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "recommend"))
+        return recommend_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export"))
+        return export_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "params"))
         return cmd_params(argc - 1, argv + 1);
     if (!strcmp(cmd, "data"))

@@ -193,7 +193,7 @@ static void round_gather(struct round *rd, struct comm *c, const struct emb_tabl
     rd->skip_off[0] = 0;
     for (int64_t g = 0; g < ng; g++) {
         int64_t tg = rd->tgt[g], start = ns;
-        rd->tpos[g] = tg % G == t->shard ? (tg - sm->first) / G : -1;
+        rd->tpos[g] = tg >= 1 && tg % G == t->shard ? (tg - sm->first) / G : -1; /* 0: none */
         for (int64_t k = 0; k < glen[g]; k++, h++) {
             int64_t id = gh[h];
             if (id >= 1 && id != tg && id % G == t->shard)
@@ -363,17 +363,18 @@ static void round_return_topk(struct comm *c, const struct round *rd, int G, int
     free(rsc);
 }
 
-/* Check the ids of this rank's queries; fatal() on the first bad one. */
+/* Check the ids of this rank's queries (the targets only with_targets);
+ * fatal() on the first bad one. */
 static void check_queries(const struct emb_table *t, const struct comm *c,
-                          const struct eval_queries *q, int K)
+                          const struct eval_queries *q, int K, int with_targets)
 {
     const int64_t rows = t->conf.rows;
     if (K < 0 || K > EVAL_MAX_TOPK)
         fatal("eval: top-K of %d items (at most %d)", K, EVAL_MAX_TOPK);
-    if (q->n < 0 || (q->n > 0 && (!q->u || !q->targets || !q->hist_off)))
+    if (q->n < 0 || (q->n > 0 && (!q->u || (with_targets && !q->targets) || !q->hist_off)))
         fatal("eval: %lld queries without their arrays", (long long)q->n);
     for (int64_t i = 0; i < q->n; i++) {
-        if (q->targets[i] < 1 || q->targets[i] > rows)
+        if (with_targets && (q->targets[i] < 1 || q->targets[i] > rows))
             fatal("eval: table '%s': query %lld on rank %d has target %lld outside 1..%lld",
                   t->conf.name, (long long)i, c->rank, (long long)q->targets[i],
                   (long long)rows);
@@ -389,15 +390,25 @@ static void check_queries(const struct emb_table *t, const struct comm *c,
     }
 }
 
-void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
-                       const struct eval_conf *conf_in, const struct eval_queries *q,
-                       int64_t *rank, int64_t *topk_ids, float *topk_scores)
+/* The ranking of eval_rank_queries; without targets (with_targets = 0,
+ * q->targets unread) only the top-K lists are meaningful: every query is
+ * given target 0 (none: no row is the target, nothing is counted above it)
+ * and rank[] receives placeholders. */
+static void rank_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                         const struct eval_conf *conf_in, const struct eval_queries *q_in,
+                         int with_targets, int64_t *rank, int64_t *topk_ids, float *topk_scores)
 {
     const int G = t->G, me = t->shard, d = t->conf.dim, K = conf_in->topk;
     if (G != c->g[COMM_EMB].size || me != c->g[COMM_EMB].rank)
         fatal("eval: table '%s' is sharded over %d ranks, the emb group has %d", t->conf.name, G,
               c->g[COMM_EMB].size);
-    check_queries(t, c, q, K);
+    check_queries(t, c, q_in, K, with_targets);
+    struct eval_queries qq = *q_in, *q = &qq;
+    int64_t *no_targets = NULL;
+    if (!with_targets) {
+        no_targets = xcalloc((size_t)(q->n ? q->n : 1), sizeof *no_targets);
+        qq.targets = no_targets;
+    }
     if (K > 0 && !topk_ids)
         fatal("eval: top-%d requested without an output array", K);
     struct eval_conf conf = *conf_in;
@@ -409,7 +420,11 @@ void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend
         conf.iblock = 4096;
 
     float *st = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *st);
-    target_scores(t, c, be, conf.normalize_items, q, st);
+    if (with_targets)
+        target_scores(t, c, be, conf.normalize_items, q, st);
+    else /* no item scores above +inf: nothing counted */
+        for (int64_t i = 0; i < q->n; i++)
+            st[i] = INFINITY;
     struct shard_mat sm;
     shard_mat_build(&sm, t, be, conf.normalize_items);
 
@@ -448,7 +463,26 @@ void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend
     free(rd.off);
     free(nq);
     free(st);
+    free(no_targets);
     be->free(sm.dev);
+}
+
+void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                       const struct eval_conf *conf, const struct eval_queries *q,
+                       int64_t *rank, int64_t *topk_ids, float *topk_scores)
+{
+    rank_queries(t, c, be, conf, q, 1, rank, topk_ids, topk_scores);
+}
+
+void eval_rank_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                    const struct eval_conf *conf, const struct eval_queries *q,
+                    int64_t *topk_ids, float *topk_scores)
+{
+    if (conf->topk < 1)
+        fatal("eval_rank_topk: top-%d (at least 1)", conf->topk);
+    int64_t *rank = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *rank);
+    rank_queries(t, c, be, conf, q, 0, rank, topk_ids, topk_scores);
+    free(rank);
 }
 
 /* --- metrics ------------------------------------------------------------------ */

@@ -69,6 +69,14 @@ void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend
                        const struct eval_conf *conf, const struct eval_queries *q,
                        int64_t *rank, int64_t *topk_ids, float *topk_scores);
 
+/* Top-K only (recommendation after the whole history): the lists as above
+ * with no target, i.e. the conf->topk (>= 1) best of the candidates ids
+ * 1..rows minus each query's history; q->targets is not read (may be
+ * NULL). topk_ids: [q->n, conf->topk] out; topk_scores: the same, or NULL. */
+void eval_rank_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                    const struct eval_conf *conf, const struct eval_queries *q,
+                    int64_t *topk_ids, float *topk_scores);
+
 /* --- metrics ------------------------------------------------------------------ */
 
 #define EVAL_NHR 4   /* HR@{1, 10, 50, 200} */

@@ -1,0 +1,263 @@
+/* rec_start: the start-up of recommend and export from a checkpoint, and
+ * the user vectors after each user's whole history in rounds; see
+ * recommend.h. */
+#include "eval/recommend.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/check.h"
+#include "cli/banner.h"
+#include "eval/rec_file.h"
+#include "train/checkpoint.h"
+
+/* --- the checkpoint's head ------------------------------------------------------ */
+
+/* A string attribute (fixed or variable length) into a heap string; NULL
+ * when absent or not a string. */
+static char *read_attr_text(hid_t f, const char *name)
+{
+    if (H5Aexists(f, name) <= 0)
+        return NULL;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT), t = a < 0 ? -1 : H5Aget_type(a), mt = -1;
+    char *out = NULL;
+    if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+        if (H5Tis_variable_str(t) > 0) {
+            char *v = NULL;
+            if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+                H5Aread(a, mt, &v) >= 0 && v) {
+                out = xstrdup(v);
+                H5free_memory(v);
+            }
+        } else {
+            size_t size = H5Tget_size(t);
+            char *v = xcalloc(size + 1, 1);
+            if ((mt = H5Tcopy(t)) >= 0 && H5Aread(a, mt, v) >= 0)
+                out = v;
+            else
+                free(v);
+        }
+    }
+    if (mt >= 0) H5Tclose(mt);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return out;
+}
+
+/* Rank 0: the checkpoint must be a readable freescale checkpoint; its
+ * stored parameters (heap text) when want_params. */
+static char *check_checkpoint(const struct rec_cmd *cmd, int want_params)
+{
+    const char *path = cmd->ckpt;
+    if (access(path, R_OK) != 0)
+        fatal("%s: checkpoint %s: %s", cmd->tool, path, strerror(errno));
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        fatal("%s: checkpoint %s: not a readable HDF5 file (truncated or corrupt?)", cmd->tool,
+              path);
+    char *format = read_attr_text(f, "format");
+    if (!format || strcmp(format, "freescale-ckpt"))
+        fatal("%s: %s is not a freescale checkpoint (attribute format = '%s', expected "
+              "'freescale-ckpt')",
+              cmd->tool, path, format ? format : "(none)");
+    free(format);
+    char *params = want_params ? read_attr_text(f, "params") : NULL;
+    if (want_params && !params)
+        fatal("%s: checkpoint %s stores no parameters (attribute 'params'): give FILE.in",
+              cmd->tool, path);
+    H5_CHECK(H5Fclose(f));
+    return params;
+}
+
+/* --- the parameters -------------------------------------------------------------- */
+
+/* Rank 0: p from FILE.in or the checkpoint's stored lines (those that
+ * differ from the defaults, so that the dump shows where each came from),
+ * then the overrides. */
+static void params_of_command(const struct rec_cmd *cmd, struct params *p, char *stored)
+{
+    char err[PARAM_ERR_MAX], origin[4200];
+    params_defaults(p);
+    if (cmd->file && params_read_file(p, cmd->file, err, sizeof err))
+        fatal("%s", err);
+    if (!cmd->file) {
+        struct params dp;
+        params_defaults(&dp);
+        char *defaults = params_serialize(&dp);
+        snprintf(origin, sizeof origin, "%s (stored parameters)", cmd->ckpt);
+        for (char *line = strtok(stored, "\n"); line; line = strtok(NULL, "\n")) {
+            size_t l = strlen(line);
+            const char *hit = strstr(defaults, line);
+            int is_default = hit && (hit == defaults || hit[-1] == '\n') && hit[l] == '\n';
+            if (!is_default && params_override(p, line, origin, err, sizeof err))
+                fatal("%s: the parameters stored in %s no longer apply (%s): give FILE.in",
+                      cmd->tool, cmd->ckpt, err);
+        }
+        free(defaults);
+    }
+    for (int i = 0; i < cmd->noverrides; i++)
+        if (params_override(p, cmd->overrides[i], "command line", err, sizeof err))
+            fatal("%s", err);
+}
+
+void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *c,
+               struct params *p, struct trainer *tr)
+{
+    comm_init(c, argc, argv);
+    banner_print(c);
+    char *text = NULL, err[PARAM_ERR_MAX];
+    if (c->rank == 0) {
+        char *stored = check_checkpoint(cmd, cmd->file == NULL);
+        params_of_command(cmd, p, stored);
+        free(stored);
+        text = params_serialize(p);
+        params_dump(p, stdout);
+        fflush(stdout);
+    }
+    comm_bcast_string(c, &text, 0);
+    if (c->rank != 0) {
+        params_defaults(p);
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+            if (params_override(p, line, "broadcast", err, sizeof err))
+                fatal("%s", err);
+    }
+    free(text);
+    memset(tr, 0, sizeof *tr);
+    tr->c = c;
+    tr->p = p;
+    tr->best_val = -1;
+    tr->best_epoch = -1;
+    trainer_setup(tr);
+    checkpoint_read(tr, cmd->ckpt);
+    log_info("%s: %s at step %lld; %lld users, %lld items (%s)", cmd->tool, cmd->ckpt,
+             (long long)tr->step, (long long)tr->ds.num_users, (long long)tr->ds.num_items,
+             tr->conf.data_path);
+}
+
+/* --- rounds ------------------------------------------------------------------------- */
+
+void rec_plan_init(struct rec_plan *pl, int64_t n, int P, int64_t batch, int64_t round)
+{
+    if (batch < 1 || round < 1)
+        fatal("rec_plan_init: batch %lld, round %lld", (long long)batch, (long long)round);
+    int64_t chunks = (n + batch - 1) / batch;
+    int64_t C = round / ((int64_t)P * batch), even = (chunks + P - 1) / P;
+    C = C < even ? C : even;
+    pl->P = P;
+    pl->n = n;
+    pl->batch = batch;
+    pl->per_rank = C < 1 ? 1 : C;
+    pl->rounds = (chunks + pl->per_rank * P - 1) / (pl->per_rank * P);
+}
+
+int64_t rec_plan_first(const struct rec_plan *pl, int64_t k)
+{
+    int64_t a = k * pl->P * pl->per_rank * pl->batch;
+    return a < pl->n ? a : pl->n;
+}
+
+void rec_plan_span(const struct rec_plan *pl, int64_t k, int rank, int64_t *lo, int64_t *cnt)
+{
+    int64_t a = (k * pl->P + rank) * pl->per_rank * pl->batch, b = a + pl->per_rank * pl->batch;
+    a = a < pl->n ? a : pl->n;
+    b = b < pl->n ? b : pl->n;
+    *lo = a;
+    *cnt = b - a;
+}
+
+int64_t rec_users_with_events(const struct dataset *ds, int64_t **users)
+{
+    int64_t *u = xmalloc((size_t)(ds->num_users ? ds->num_users : 1) * sizeof *u), n = 0;
+    for (int64_t i = 0; i < ds->num_users; i++)
+        if (dataset_length(ds, i) > 0)
+            u[n++] = i;
+    *users = u;
+    return n;
+}
+
+/* The batch of users[B] after their whole histories: inputs the most
+ * recent N events (no targets, no dropout keys), hist the whole history. */
+static void history_batch(const struct trainer *tr, const int64_t *users, int64_t B,
+                          struct seq_batch *b)
+{
+    const struct dataset *ds = &tr->ds;
+    const int N = tr->conf.N, with_ts = tr->with_ts;
+    int64_t T = 0, H = 0, cap = 1;
+    for (int64_t i = 0; i < B; i++) {
+        int64_t L = dataset_length(ds, users[i]);
+        if (L < 1)
+            fatal("user %lld has no events to recommend from", (long long)users[i]);
+        T += L < N ? L : N;
+        H += L;
+        cap = L > cap ? L : cap;
+    }
+    memset(b, 0, sizeof *b);
+    b->B = B;
+    b->T = T;
+    b->users = xmalloc((size_t)(B ? B : 1) * sizeof *b->users);
+    b->offsets = xmalloc((size_t)(B + 1) * sizeof *b->offsets);
+    b->items = xmalloc((size_t)(T ? T : 1) * sizeof *b->items);
+    b->targets = xcalloc((size_t)(T ? T : 1), sizeof *b->targets);
+    b->ts = with_ts ? xmalloc((size_t)(T ? T : 1) * sizeof *b->ts) : NULL;
+    b->keys = xcalloc((size_t)(T ? T : 1), sizeof *b->keys); /* no dropout */
+    b->hist_off = xmalloc((size_t)(B + 1) * sizeof *b->hist_off);
+    b->hist = xmalloc((size_t)(H ? H : 1) * sizeof *b->hist);
+    int64_t *items = xmalloc((size_t)cap * sizeof *items);
+    int64_t *ts = with_ts ? xmalloc((size_t)cap * sizeof *ts) : NULL;
+    int64_t t = 0, h = 0;
+    b->offsets[0] = b->hist_off[0] = 0;
+    char err[1024];
+    for (int64_t i = 0; i < B; i++) {
+        int64_t u = users[i], L = dataset_length(ds, u);
+        if (dataset_read_users(ds, u, u + 1, items, ts, NULL, err, sizeof err))
+            rec_fatal("%s", err); /* the output being written goes first */
+        int64_t n_in = L < N ? L : N, first = L - n_in; /* the most recent n_in events */
+        memcpy(b->items + t, items + first, (size_t)n_in * sizeof *items);
+        if (with_ts)
+            memcpy(b->ts + t, ts + first, (size_t)n_in * sizeof *ts);
+        t += n_in;
+        memcpy(b->hist + h, items, (size_t)L * sizeof *items);
+        h += L;
+        b->users[i] = u;
+        b->offsets[i + 1] = t;
+        b->hist_off[i + 1] = h;
+    }
+    free(items);
+    free(ts);
+}
+
+void rec_user_vectors(struct trainer *tr, const struct rec_plan *pl, const int64_t *users,
+                      int64_t lo, int64_t cnt, float *u, int64_t **hist_off, int64_t **hist)
+{
+    const int d = tr->conf.d;
+    int64_t nh = 0, *ho = NULL, *hs = NULL;
+    if (hist_off) {
+        ho = xmalloc((size_t)(cnt + 1) * sizeof *ho);
+        ho[0] = 0;
+    }
+    /* pl->per_rank chunks on every rank (empty ones too): the lookups are
+     * collective */
+    for (int64_t k = 0; k < pl->per_rank; k++) {
+        int64_t a = k * pl->batch < cnt ? k * pl->batch : cnt;
+        int64_t b = a + pl->batch < cnt ? a + pl->batch : cnt;
+        struct seq_batch sb;
+        history_batch(tr, users + lo + a, b - a, &sb);
+        train_user_vectors(tr, &sb, u + a * d);
+        if (hist_off) {
+            hs = xrealloc(hs, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hs);
+            memcpy(hs + nh, sb.hist, (size_t)sb.hist_off[sb.B] * sizeof *hs);
+            for (int64_t i = 0; i < sb.B; i++)
+                ho[a + i + 1] = nh + sb.hist_off[i + 1];
+            nh += sb.hist_off[sb.B];
+        }
+        batch_free(&sb);
+    }
+    if (hist_off) {
+        *hist_off = ho;
+        *hist = hs ? hs : xmalloc(sizeof *hs);
+    }
+}
