@@ -182,18 +182,11 @@ static void write_table(struct trainer *tr, struct ck_out *o, const struct table
     int64_t *counts = xmalloc((size_t)G * 3 * sizeof *counts), *cw = counts + G, *cs = counts + 2 * G;
     const int64_t rows = t->conf.rows + 1; /* ids 0 .. rows - 1, 0 = padding */
     for (int64_t a = 0; a < rows; a += BLOCK_ROWS) {
-        int64_t b = a + BLOCK_ROWS < rows ? a + BLOCK_ROWS : rows, n = 0;
-        for (int64_t id = a + ((t->shard - a % G) + G) % G; id < b; id += G, n++) {
-            if (id == 0) {
-                memset(w + n * d, 0, (size_t)d * sizeof *w);
-            } else {
-                memcpy(w + n * d, emb_shard_slot(t, id), (size_t)d * sizeof *w);
-            }
-            int64_t slot = id / G;
-            if (sf)
-                memcpy(st + n * sf, t->state + slot * sf, (size_t)sf * sizeof *st);
-            steps[n] = t->steps ? t->steps[slot] : 0;
-        }
+        const int64_t b = a + BLOCK_ROWS < rows ? a + BLOCK_ROWS : rows;
+        const int64_t id0 = a + ((t->shard - a % G) + G) % G; /* this shard's ids: id0 + k G */
+        const int64_t n = id0 < b ? (b - 1 - id0) / G + 1 : 0;
+        /* slots id0 / G ..: any placement; the slot of id 0 holds zeros */
+        emb_table_get_slots(t, id0 / G, n, w, sf ? st : NULL, steps);
         comm_gather_i64(c, COMM_EMB, n, counts, 0);
         if (root)
             for (int q = 0; q < G; q++) {

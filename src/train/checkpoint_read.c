@@ -413,23 +413,23 @@ static void read_strided(hid_t f, const char *path, const char *name, hid_t mem_
     H5_CHECK(H5Dclose(d));
 }
 
-/* The shard's values just read: floats finite, lazy Adam counts in
- * [0, step]. */
-static void check_shard(const char *path, const struct emb_table *t, int64_t step)
+/* The shard's n slots just read (w, state, steps as the table lays them
+ * out): floats finite, lazy Adam counts in [0, step]. */
+static void check_shard(const char *path, const struct emb_table *t, int64_t n, const float *w,
+                        const float *state, const int64_t *steps, int64_t step)
 {
-    const int64_t n = (t->conf.rows - t->shard) / t->G + 1; /* as read_strided */
     for (int64_t i = 0; i < n * t->conf.dim; i++)
-        if (!isfinite(t->w[i]))
+        if (!isfinite(w[i]))
             fatal("checkpoint %s: /emb/items/weight: a value of row %lld is not finite", path,
                   (long long)((i / t->conf.dim) * t->G + t->shard));
     for (int64_t i = 0; t->state_floats && i < n * t->state_floats; i++)
-        if (!isfinite(t->state[i]))
+        if (!isfinite(state[i]))
             fatal("checkpoint %s: /emb/items/state: a value of row %lld is not finite", path,
                   (long long)((i / t->state_floats) * t->G + t->shard));
-    for (int64_t i = 0; t->steps && i < n; i++)
-        if (t->steps[i] < 0 || t->steps[i] > step)
+    for (int64_t i = 0; steps && i < n; i++)
+        if (steps[i] < 0 || steps[i] > step)
             fatal("checkpoint %s: /emb/items/steps: row %lld has %lld steps, outside [0, %lld]",
-                  path, (long long)(i * t->G + t->shard), (long long)t->steps[i],
+                  path, (long long)(i * t->G + t->shard), (long long)steps[i],
                   (long long)step);
 }
 
@@ -469,14 +469,27 @@ void checkpoint_read(struct trainer *tr, const char *path)
     read_dense(f, path, "/dense", tr, NULL);
     read_dense(f, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     read_dense(f, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
+    /* the shard's slots 0 .. n - 1 (ids shard, shard + G, ..): straight into
+     * a host table, through host buffers into a device one */
     struct emb_table *t = tr->items;
-    read_strided(f, path, "/emb/items/weight", H5T_NATIVE_FLOAT, t->conf.dim, t, t->w);
-    if (t->state_floats)
-        read_strided(f, path, "/emb/items/state", H5T_NATIVE_FLOAT, t->state_floats, t,
-                     t->state);
-    if (t->steps)
-        read_strided(f, path, "/emb/items/steps", H5T_NATIVE_INT64, 0, t, t->steps);
-    check_shard(path, t, tr->step);
-    memset(t->ready, 0xff, (size_t)(t->local_rows / 8 + 1)); /* every row is loaded */
+    const int64_t n = (t->conf.rows - t->shard) / t->G + 1, sf = t->state_floats;
+    const int host = backend_is_host(t->be);
+    float *w = host ? t->w : xmalloc((size_t)(n * t->conf.dim) * sizeof *w);
+    float *state = !sf ? NULL : host ? t->state : xmalloc((size_t)(n * sf) * sizeof *state);
+    int64_t *steps = !t->steps ? NULL : host ? t->steps : xmalloc((size_t)n * sizeof *steps);
+    read_strided(f, path, "/emb/items/weight", H5T_NATIVE_FLOAT, t->conf.dim, t, w);
+    if (state)
+        read_strided(f, path, "/emb/items/state", H5T_NATIVE_FLOAT, sf, t, state);
+    if (steps)
+        read_strided(f, path, "/emb/items/steps", H5T_NATIVE_INT64, 0, t, steps);
+    check_shard(path, t, n, w, state, steps, tr->step);
+    if (host) {
+        memset(t->ready, 0xff, (size_t)(t->local_rows / 8 + 1)); /* every row is loaded */
+    } else {
+        emb_table_set_slots(t, 0, n, w, state, steps);
+        free(w);
+        free(state);
+        free(steps);
+    }
     H5_CHECK(H5Fclose(f));
 }
