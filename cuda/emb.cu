@@ -119,6 +119,19 @@ static int64_t max_key(cudaStream_t s, int64_t n, const int64_t *keys)
     return (int64_t)h;
 }
 
+/* The runs of equal keys of keys[n]: skey, spos (positions stably sorted
+ * by key) and seg (each position's run number, from 1), all [n] scratch
+ * from the stream (release them); returns the number of runs. */
+static int64_t sorted_runs(cudaStream_t s, int64_t n, const int64_t *keys, int64_t **skey,
+                           int64_t **spos, int64_t **seg)
+{
+    *skey = (int64_t *)scratch(s, (size_t)n * 8);
+    *spos = (int64_t *)scratch(s, (size_t)n * 8);
+    *seg = (int64_t *)scratch(s, (size_t)n * 8);
+    sort_pairs(s, n, keys, key_bits((uint64_t)max_key(s, n, keys)), *skey, *spos);
+    return number_runs(s, n, *skey, *seg);
+}
+
 /* --- dedup ------------------------------------------------------------------ */
 
 /* For each run (distinct id) u: its id, its (owner, chunk) group; every
@@ -165,10 +178,8 @@ int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_
         counts_host[p] = 0;
     if (n <= 0)
         return 0;
-    int64_t *skey = (int64_t *)scratch(s, (size_t)n * 8), *spos = (int64_t *)scratch(s, (size_t)n * 8);
-    int64_t *seg = (int64_t *)scratch(s, (size_t)n * 8);
-    sort_pairs(s, n, ids, key_bits((uint64_t)max_key(s, n, ids)), skey, spos);
-    const int64_t nu = number_runs(s, n, skey, seg);
+    int64_t *skey, *spos, *seg;
+    const int64_t nu = sorted_runs(s, n, ids, &skey, &spos, &seg);
     int64_t *uid = (int64_t *)scratch(s, (size_t)nu * 8), *group = (int64_t *)scratch(s, (size_t)nu * 8);
     k_runs<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, spos, seg, n_first, G, uid, group,
                                                  inverse);
@@ -244,10 +255,8 @@ int64_t cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *ke
 {
     if (n <= 0)
         return 0;
-    int64_t *skey = (int64_t *)scratch(s, (size_t)n * 8), *spos = (int64_t *)scratch(s, (size_t)n * 8);
-    int64_t *seg = (int64_t *)scratch(s, (size_t)n * 8);
-    sort_pairs(s, n, keys, key_bits((uint64_t)max_key(s, n, keys)), skey, spos);
-    const int64_t k = number_runs(s, n, skey, seg);
+    int64_t *skey, *spos, *seg;
+    const int64_t k = sorted_runs(s, n, keys, &skey, &spos, &seg);
     int64_t *start = (int64_t *)scratch(s, (size_t)k * 8);
     k_starts<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, seg, start, uid);
     CUDA_CHECK_LAUNCH("k_starts");
