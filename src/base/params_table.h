@@ -87,6 +87,13 @@ X(parallel, overlap, CHOICE, "prioritized", 0, 0, "none|pipeline|prioritized",
   "exchange runs during this step's compute; prioritized = pipeline + rows in two chunks "
   "(inputs first), sparse gradients before the dense all-reduce, dense all-reduce bucketed "
   "per layer during the backward")
+X(parallel, rows_codec, CHOICE, "fp32", 0, 0, "fp32|bf16|fp16|fp8|int8",
+  "wire format of the embedding rows owners send back (doc/compression.md): fp32 as they "
+  "are; bf16; fp16 with a power-of-two scale per row; fp8 (e4m3) with a scale per row; int8 "
+  "with a scale and offset per row (every row is encoded, those a rank serves itself too)")
+X(parallel, grads_codec, CHOICE, "fp32", 0, 0, "fp32|bf16|fp16|fp8|int8",
+  "wire format of the embedding gradients requesters send to the owners (as rows_codec; "
+  "fp16's per-row scale keeps small gradients from underflowing)")
 X(parallel, progress, CHOICE, "test", 0, 0, "test|thread",
   "what moves non-blocking exchanges while the model computes: test = MPI_Test between "
   "layers; thread = a thread polling MPI's progress engine during compute")
@@ -121,5 +128,8 @@ X(debug, slow_rank, STRING, "", 0, 0, NULL,
   "test hook R:FACTOR: rank R computes FACTOR times slower (to exercise balance_adapt)")
 X(debug, nan_step, INT, "0", 0, 1000000000000.0, NULL,
   "test hook: the loss of this step (as numbered in the progress lines) becomes NaN (0 = off)")
+X(debug, node_size, INT, "0", 0, 1000000, NULL,
+  "test hook: count the bytes to other nodes as if nodes held this many consecutive ranks "
+  "(0 = the real nodes)")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")

@@ -105,9 +105,49 @@ double comm_hidden_seconds(void)
 
 static MPI_Datatype mpi_type(enum comm_dtype t)
 {
-    return t == COMM_I64 ? MPI_INT64_T : t == COMM_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    return t == COMM_I64    ? MPI_INT64_T
+           : t == COMM_F64  ? MPI_DOUBLE
+           : t == COMM_BYTE ? MPI_BYTE
+                            : MPI_FLOAT;
 }
-static size_t type_size(enum comm_dtype t) { return t == COMM_F32 ? 4 : 8; }
+static size_t type_size(enum comm_dtype t) { return t == COMM_F32 ? 4 : t == COMM_BYTE ? 1 : 8; }
+
+/* remote[] of group grp from c->node_of (ranks translated to world ranks). */
+static void group_remote(struct comm *c, enum comm_group grp)
+{
+    struct comm_group_info *gi = &c->g[grp];
+    if (!gi->mpi || !c->node_of)
+        return;
+    MPI_Group gg, wg;
+    MPI_CHECK(MPI_Comm_group(*(MPI_Comm *)gi->mpi, &gg));
+    MPI_CHECK(MPI_Comm_group(*(MPI_Comm *)c->g[COMM_WORLD].mpi, &wg));
+    int *in = xmalloc((size_t)gi->size * sizeof *in), *w = xmalloc((size_t)gi->size * sizeof *w);
+    for (int p = 0; p < gi->size; p++)
+        in[p] = p;
+    MPI_CHECK(MPI_Group_translate_ranks(gg, gi->size, in, wg, w));
+    free(gi->remote);
+    gi->remote = in; /* reused */
+    for (int p = 0; p < gi->size; p++)
+        gi->remote[p] = c->node_of[w[p]] != c->node_of[c->rank];
+    free(w);
+    MPI_CHECK(MPI_Group_free(&gg));
+    MPI_CHECK(MPI_Group_free(&wg));
+}
+
+int comm_peer_remote(const struct comm *c, enum comm_group g, int p)
+{
+    return c->g[g].remote ? c->g[g].remote[p] : 0;
+}
+
+void comm_set_node_size(struct comm *c, int n)
+{
+    if (n < 1)
+        fatal("comm_set_node_size: %d ranks per node", n);
+    for (int r = 0; r < c->size; r++)
+        c->node_of[r] = r / n * n;
+    for (int grp = 0; grp < COMM_NGROUPS; grp++)
+        group_remote(c, (enum comm_group)grp);
+}
 
 static void set_group(struct comm *c, enum comm_group grp, MPI_Comm m)
 {
@@ -139,6 +179,13 @@ void comm_init(struct comm *c, int *argc, char ***argv)
     MPI_Comm xnode;
     MPI_CHECK(MPI_Comm_split(w, c->g[COMM_NODE].rank, c->rank, &xnode));
     set_group(c, COMM_XNODE, xnode);
+    /* every rank's node (its leader's world rank), for the byte counters */
+    int leader = c->rank;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node));
+    c->node_of = xmalloc((size_t)c->size * sizeof *c->node_of);
+    MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, c->node_of, 1, MPI_INT, w));
+    for (int grp = COMM_WORLD; grp <= COMM_XNODE; grp++)
+        group_remote(c, (enum comm_group)grp);
     /* until comm_setup_groups: one embedding group of all ranks */
     char err[256];
     if (comm_setup_groups(c, 0, err, sizeof err))
@@ -152,6 +199,8 @@ static void free_group(struct comm *c, enum comm_group grp)
     MPI_CHECK(MPI_Comm_free((MPI_Comm *)c->g[grp].mpi));
     free(c->g[grp].mpi);
     c->g[grp].mpi = NULL;
+    free(c->g[grp].remote);
+    c->g[grp].remote = NULL;
 }
 
 int comm_setup_groups(struct comm *c, int64_t embedding_group, char *err, size_t errlen)
@@ -174,6 +223,9 @@ int comm_setup_groups(struct comm *c, int64_t embedding_group, char *err, size_t
     set_group(c, COMM_EMB, emb);
     set_group(c, COMM_EMB_REPLICA, rep);
     set_group(c, COMM_DP, dp);
+    group_remote(c, COMM_EMB);
+    group_remote(c, COMM_EMB_REPLICA);
+    group_remote(c, COMM_DP);
     c->emb_groups = (int)(c->size / G);
     return 0;
 }
@@ -183,6 +235,8 @@ void comm_free(struct comm *c)
     comm_progress_stop(c);
     for (int grp = COMM_NGROUPS - 1; grp >= 0; grp--)
         free_group(c, (enum comm_group)grp);
+    free(c->node_of);
+    c->node_of = NULL;
     MPI_CHECK(MPI_Finalize());
 }
 
@@ -311,6 +365,8 @@ static void count_sends(struct comm *c, enum comm_group g, const int64_t *scount
         if (p != c->g[g].rank && scounts[p] > 0) {
             c->counters.bytes[ph] += scounts[p] * (int64_t)elem;
             c->counters.messages[ph]++;
+            if (comm_peer_remote(c, g, p))
+                c->counters.xbytes[ph] += scounts[p] * (int64_t)elem;
         }
     c->counters.calls[ph]++;
 }

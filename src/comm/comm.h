@@ -27,7 +27,7 @@ enum comm_group {
     COMM_NGROUPS
 };
 
-enum comm_dtype { COMM_I64, COMM_F32, COMM_F64 };
+enum comm_dtype { COMM_I64, COMM_F32, COMM_F64, COMM_BYTE /* encoded rows */ };
 
 /* What an exchange is for, for the counters. */
 enum comm_phase {
@@ -45,11 +45,14 @@ struct comm_counters {
     int64_t bytes[COMM_NPHASES];    /* bytes sent to other ranks */
     int64_t messages[COMM_NPHASES]; /* non-empty sends to other ranks */
     int64_t calls[COMM_NPHASES];    /* exchanges */
+    int64_t xbytes[COMM_NPHASES];   /* of bytes, those to ranks on other nodes
+                                     * (all-to-alls and gathers) */
 };
 
 struct comm_group_info {
     void *mpi; /* MPI_Comm* */
     int rank, size;
+    int *remote; /* [size] 1 when that rank is on another node (the counters) */
 };
 
 struct comm {
@@ -58,6 +61,7 @@ struct comm {
     int emb_groups; /* P / G */
     int thread_level_ok; /* MPI provides MPI_THREAD_SERIALIZED */
     struct comm_counters counters;
+    int *node_of; /* [size] node of every world rank (the leader's world rank) */
 };
 
 /* A non-blocking exchange in flight. */
@@ -74,6 +78,11 @@ void comm_init(struct comm *c, int *argc, char ***argv);
  * Returns -1 with err when G does not divide the rank count. */
 int comm_setup_groups(struct comm *c, int64_t embedding_group, char *err, size_t errlen);
 void comm_free(struct comm *c);
+/* Test hook (debug.node_size): count bytes as if nodes held n consecutive
+ * world ranks (n > 0); the communicators themselves do not change. */
+void comm_set_node_size(struct comm *c, int n);
+/* 1 when rank p of group g is on another node than this rank. */
+int comm_peer_remote(const struct comm *c, enum comm_group g, int p);
 int comm_active(void); /* MPI initialised and not finalised */
 void comm_abort(int code); /* MPI_Abort when active, else returns */
 void comm_error_string(int err, char *buf, size_t len);

@@ -41,9 +41,30 @@ void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchang
         x->gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
     if (x->gposted[k])
         fatal("emb_grad_post_chunk: chunk %d of table '%s' posted twice", k, t->conf.name);
+    /* the wire: floats (fp32), else gb bytes per row encoded here, decoded
+     * by the owner in emb_grad_finish */
+    const int byte_wire = x->gcodec != EMB_CODEC_FP32;
+    const int64_t gb = emb_codec_row_bytes(x->gcodec, dim), unit = byte_wire ? gb : dim;
+    if (byte_wire && !x->gu_w) {
+        x->gu_w = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)gb);
+        x->gs_w = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)gb);
+    }
     int64_t *v = xmalloc((size_t)G * 4 * sizeof(int64_t));
-    emb_chunk_layout(x, k, dim, v, v + G, v + 2 * G, v + 3 * G); /* requester -> owner */
-    comm_ialltoallv(c, COMM_EMB, COMM_F32, gu, v, v + G, x->gs, v + 2 * G, v + 3 * G,
+    emb_chunk_layout(x, k, unit, v, v + G, v + 2 * G, v + 3 * G); /* requester -> owner */
+    for (int p = 0; p < G; p++) {
+        const int64_t first = v[G + p] / unit, count = v[p] / unit;
+        if (byte_wire) /* every row, those to this rank itself included */
+            emb_wire_encode(t, x->gcodec, count, gu + first * dim, x->gu_w + first * gb,
+                            x->uniq + first, "gradient");
+        if (x->counted && p != t->shard) {
+            t->wire.grads += count * gb;
+            if (comm_peer_remote(c, COMM_EMB, p))
+                t->wire.grads_xnode += count * gb;
+        }
+    }
+    comm_ialltoallv(c, COMM_EMB, byte_wire ? COMM_BYTE : COMM_F32,
+                    byte_wire ? (const void *)x->gu_w : (const void *)gu, v, v + G,
+                    byte_wire ? (void *)x->gs_w : (void *)x->gs, v + 2 * G, v + 3 * G,
                     COMM_PH_GRADS, &x->greq[k]);
     x->gposted[k] = x->gpending[k] = 1;
     free(v);
@@ -101,6 +122,12 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
             comm_wait(&x->greq[k]);
             x->gpending[k] = 0;
         }
+    if (x->gs_w) { /* from the wire */
+        emb_codec_decode(x->gcodec, x->nserve, dim, x->gs_w, x->gs);
+        free(x->gs_w);
+        free(x->gu_w);
+        x->gs_w = x->gu_w = NULL;
+    }
     double t2 = clock_seconds();
     /* sum per row over the requesters (serve order: requester order), where
      * the table's engine runs (mirror.h: the host buffers on the CPU) */

@@ -59,8 +59,29 @@ void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_
     }
 }
 
-struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids,
-                                    int64_t n, int64_t n_first, struct emb_times *tm)
+void emb_wire_encode(const struct emb_table *t, enum emb_codec cd, int64_t n, const float *rows,
+                     uint8_t *wire, const int64_t *ids, const char *what)
+{
+    char err[512];
+    if (emb_codec_encode_ids(cd, n, t->conf.dim, rows, wire, ids, t->conf.name, what, err,
+                             sizeof err))
+        fatal("%s", err);
+}
+
+/* The wire stats' fp32 figure: tokens of ids[n] that another rank of the
+ * emb group owns (counted with the rows, in emb_output_post). */
+static int64_t remote_tokens(const struct emb_table *t, const int64_t *ids, int64_t n)
+{
+    int64_t remote = 0;
+    for (int64_t i = 0; i < n; i++)
+        remote += ids[i] % t->G != t->shard;
+    return remote;
+}
+
+/* emb_input_dist; counted: into the table's wire stats. */
+static struct emb_exchange *input_dist(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                       int64_t n, int64_t n_first, int counted,
+                                       struct emb_times *tm)
 {
     char err[512];
     if (emb_check_ids(&t->conf, ids, n, c->rank, err, sizeof err))
@@ -74,6 +95,12 @@ struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const i
     x->n = n;
     x->G = G;
     x->c = c;
+    x->rcodec = t->conf.rows_codec;
+    x->gcodec = t->conf.grads_codec;
+    x->dim = t->conf.dim;
+    x->counted = counted;
+    if (counted)
+        x->remote_tokens = remote_tokens(t, ids, n);
     x->scounts = xcalloc((size_t)G * 6, sizeof(int64_t));
     x->sdispls = x->scounts + G;
     x->rcounts = x->scounts + 2 * G;
@@ -104,6 +131,12 @@ struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const i
         tm->counts += clock_seconds() - t1;
     }
     return x;
+}
+
+struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                    int64_t n, int64_t n_first, struct emb_times *tm)
+{
+    return input_dist(t, c, ids, n, n_first, 1, tm);
 }
 
 /* Counts have arrived: size the serve list and post the ids exchange. */
@@ -175,19 +208,43 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     double t1 = clock_seconds();
     x->served = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
     x->rows = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
+    /* the wire: floats (fp32), else rb bytes per row encoded here, decoded
+     * by the requester in emb_output_wait */
+    const int byte_wire = x->rcodec != EMB_CODEC_FP32;
+    const int64_t rb = emb_codec_row_bytes(x->rcodec, dim), unit = byte_wire ? rb : dim;
+    if (byte_wire) {
+        x->served_w = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)rb);
+        x->rows_w = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)rb);
+    }
     /* rows go back the way the ids came, chunk 0 first: its rows are
      * gathered and posted before chunk 1's are gathered; each chunk writes
      * its own part of every owner's block of x->rows */
     int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
     int64_t *sc = v, *sd = v + G, *rc = v + 2 * G, *rd = v + 3 * G;
     double t2 = t1;
+    if (x->counted) { /* this lookup's figures, counted when its rows leave */
+        t->wire.lookups++;
+        t->wire.fp32 += x->remote_tokens * 4 * dim;
+    }
     for (int k = 0; k < 2; k++) {
-        emb_chunk_layout(x, k, dim, rc, rd, sc, sd); /* owner -> requester */
+        emb_chunk_layout(x, k, unit, rc, rd, sc, sd); /* owner -> requester */
         double g0 = clock_seconds();
-        for (int p = 0; p < G; p++)
-            serve_rows(t, x, sd[p] / dim, sc[p] / dim);
+        for (int p = 0; p < G; p++) {
+            const int64_t first = sd[p] / unit, count = sc[p] / unit;
+            serve_rows(t, x, first, count);
+            if (byte_wire) /* every row, those this rank serves itself included */
+                emb_wire_encode(t, x->rcodec, count, x->served + first * dim,
+                                x->served_w + first * rb, x->serve + first, "row");
+            if (x->counted && p != t->shard) {
+                t->wire.rows += count * rb;
+                if (comm_peer_remote(c, COMM_EMB, p))
+                    t->wire.rows_xnode += count * rb;
+            }
+        }
         t2 += clock_seconds() - g0;
-        comm_ialltoallv(c, COMM_EMB, COMM_F32, x->served, sc, sd, x->rows, rc, rd, COMM_PH_ROWS,
+        comm_ialltoallv(c, COMM_EMB, byte_wire ? COMM_BYTE : COMM_F32,
+                        byte_wire ? (void *)x->served_w : (void *)x->served, sc, sd,
+                        byte_wire ? (void *)x->rows_w : (void *)x->rows, rc, rd, COMM_PH_ROWS,
                         &x->rreq[k]);
         x->rpending[k] = 1;
     }
@@ -207,6 +264,8 @@ static void rows_test(struct emb_exchange *x, int k)
     if (!x->rpending[0] && !x->rpending[1] && x->served) {
         free(x->served);
         x->served = NULL;
+        free(x->served_w);
+        x->served_w = NULL;
     }
 }
 
@@ -218,6 +277,15 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
         x->rpending[k] = 0;
     }
     rows_test(x, k); /* frees the served rows once both are done */
+    if (x->rows_w && !x->rdecoded[k]) { /* chunk k's spans from the wire */
+        const int64_t rb = emb_codec_row_bytes(x->rcodec, x->dim);
+        for (int p = 0; p < x->G; p++) {
+            const struct emb_span *sp = &x->spans[k * x->G + p];
+            emb_codec_decode(x->rcodec, sp->n, x->dim, x->rows_w + sp->first * rb,
+                             x->rows + sp->first * x->dim);
+        }
+        x->rdecoded[k] = 1;
+    }
     if (tm)
         tm->rows += clock_seconds() - t0;
 }
@@ -247,7 +315,7 @@ struct emb_exchange *emb_lookup(struct emb_table *t, struct comm *c, const int64
                                 int64_t n, float *out, struct emb_times *tm)
 {
     const int dim = t->conf.dim;
-    struct emb_exchange *x = emb_input_dist(t, c, ids, n, n, tm);
+    struct emb_exchange *x = input_dist(t, c, ids, n, n, 0, tm); /* not counted */
     emb_output_post(t, c, x, tm);
     emb_output_wait(x, 0, tm);
     emb_output_wait(x, 1, tm);
@@ -279,5 +347,9 @@ void emb_exchange_free(struct emb_exchange *x)
     free(x->served);
     free(x->rows);
     free(x->gs);
+    free(x->served_w);
+    free(x->rows_w);
+    free(x->gu_w);
+    free(x->gs_w);
     free(x);
 }

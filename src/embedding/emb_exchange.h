@@ -28,7 +28,15 @@
  * exchanges in the same order). The unique rows [nuniq, dim] are laid out
  * by owner; chunk k of them is the set of row spans emb_exchange_spans
  * returns (the one place the two-chunk layout is computed). The exchange's
- * state is private to the embedding module. */
+ * state is private to the embedding module.
+ *
+ * Rows and gradients travel in the table's wire formats (conf.rows_codec,
+ * conf.grads_codec; emb_codec.h): owners encode every row they serve (to
+ * themselves too) and emb_output_wait decodes chunk k into
+ * emb_exchange_rows(); requesters encode their gradients in
+ * emb_grad_post_chunk and owners decode them in emb_grad_finish. The
+ * exchanges of the split calls are counted in t->wire (emb_table.h:
+ * emb_table_wire_take); emb_lookup's are not. */
 #ifndef FS_EMB_EXCHANGE_H
 #define FS_EMB_EXCHANGE_H
 

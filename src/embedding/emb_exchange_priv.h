@@ -32,6 +32,17 @@ struct emb_exchange {
     struct comm_request greq[2]; /* gradients to the owners, per chunk */
     float *gs;                 /* [nserve, dim] gradients received */
     int gposted[2], gpending[2];
+    /* wire formats (emb_codec.h): with a codec other than fp32 the rows and
+     * gradients travel encoded, as bytes */
+    enum emb_codec rcodec, gcodec;
+    int dim;
+    int counted;               /* counted in the table's wire stats */
+    int64_t remote_tokens;     /* tokens owned by another rank (the fp32 figure) */
+    uint8_t *served_w;         /* [nserve, row bytes] encoded rows on their way out */
+    uint8_t *rows_w;           /* [nuniq, row bytes] encoded rows received */
+    int rdecoded[2];           /* chunk k's rows decoded into rows */
+    uint8_t *gu_w;             /* [nuniq, gradient bytes] encoded gradients sent */
+    uint8_t *gs_w;             /* [nserve, gradient bytes] encoded gradients received */
 };
 
 /* Chunk k's counts and displacements, in units of `scale` (1: ids, dim:
@@ -41,5 +52,11 @@ struct emb_exchange {
  * req -> own. The one place the two-chunk layout is computed. */
 void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_t *req_c,
                       int64_t *req_d, int64_t *own_c, int64_t *own_d);
+
+/* Encode rows[n, dim] of ids[n] into wire with codec cd (what: "row" or
+ * "gradient"); a row the codec cannot carry ends the job naming the table
+ * and the id. */
+void emb_wire_encode(const struct emb_table *t, enum emb_codec cd, int64_t n, const float *rows,
+                     uint8_t *wire, const int64_t *ids, const char *what);
 
 #endif

@@ -199,3 +199,13 @@ int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t
                           (long long)conf->rows);
     return 0;
 }
+
+void emb_table_wire_take(struct emb_table *t, struct comm *c, struct emb_wire_stats *out)
+{
+    struct emb_wire_stats *w = &t->wire;
+    int64_t v[6] = {w->lookups, w->rows, w->grads, w->rows_xnode, w->grads_xnode, w->fp32};
+    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 6);
+    *out = (struct emb_wire_stats){.lookups = v[0] / c->size, .rows = v[1], .grads = v[2],
+                                   .rows_xnode = v[3], .grads_xnode = v[4], .fp32 = v[5]};
+    memset(w, 0, sizeof *w);
+}

@@ -19,6 +19,7 @@
 #include "backend/backend.h"
 #include "backend/mirror.h"
 #include "comm/comm.h"
+#include "embedding/emb_codec.h"
 #include "embedding/emb_optim.h"
 
 enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
@@ -37,6 +38,20 @@ struct emb_table_conf {
      * (embedding.placement): NULL = host memory (the CPU backend), else a
      * device backend, on which the shard is initialised eagerly */
     const struct backend_ops *placement;
+    /* wire formats of the row and gradient exchanges (parallel.rows_codec,
+     * parallel.grads_codec; emb_codec.h); 0 = fp32 */
+    enum emb_codec rows_codec, grads_codec;
+};
+
+/* Bytes the exchanges of a table sent, counted by every rank for what it
+ * sends (emb_lookup, used by evaluation and export, is not counted). */
+struct emb_wire_stats {
+    int64_t lookups;              /* exchanges counted */
+    int64_t rows, grads;          /* bytes to other ranks of the emb group */
+    int64_t rows_xnode, grads_xnode; /* of which to ranks on other nodes */
+    int64_t fp32;                 /* fp32 without de-duplication: 4 dim bytes per
+                                   * requested token owned by another rank (the
+                                   * rows'; the gradients' is the same) */
 };
 
 struct emb_table {
@@ -51,6 +66,7 @@ struct emb_table {
     uint8_t *ready;       /* [local_rows / 8 + 1] bitmap: row initialised (host
                            * tables: lazy); NULL on a device (initialised eagerly) */
     struct mirror scratch[EMB_SCRATCH]; /* the engine ops' operands on be (exchanges) */
+    struct emb_wire_stats wire;         /* this rank's, since the last emb_table_wire_take */
 };
 
 #define EMB_MAX_TABLES 16
@@ -65,6 +81,11 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
                                    const struct emb_table_conf *conf);
 struct emb_table *emb_registry_find(struct emb_registry *r, const char *name);
 void emb_registry_free(struct emb_registry *r);
+
+/* The wire counters of t since the last call, summed over the ranks of the
+ * job (collective over world), then reset; out->lookups is the number of
+ * exchanges per rank (the steps, in training). */
+void emb_table_wire_take(struct emb_table *t, struct comm *c, struct emb_wire_stats *out);
 
 /* The initial value of row id (identical on every rank, for any G): row[dim]. */
 void emb_init_row(const struct emb_table_conf *conf, int64_t id, float *row);

@@ -105,6 +105,10 @@ void trainer_setup(struct trainer *tr)
                                 .init_scale = cf->emb_init_std, .seed = cf->seed,
                                 .optim = cf->emb_optim, .placement = table_placement(tr)};
     snprintf(ec.name, sizeof ec.name, "items");
+    ec.rows_codec = cf->rows_codec;
+    ec.grads_codec = cf->grads_codec;
+    if (cf->node_size > 0) /* debug.node_size: the byte counters' nodes */
+        comm_set_node_size(tr->c, (int)cf->node_size);
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
     train_step_init(tr);
@@ -195,13 +199,33 @@ static void save_checkpoint(struct trainer *tr)
 
 /* --- reporting --------------------------------------------------------------- */
 
+/* The item table's wire bytes per step since the last progress line, summed
+ * over ranks (collective: every rank reports), into metrics fields. */
+static void report_wire(const struct emb_wire_stats *w, struct metrics_line *l)
+{
+    const double n = w->lookups ? (double)w->lookups : 1, base = (double)w->fp32;
+    metrics_num(l, "rows_bytes", w->rows / n);
+    metrics_num(l, "grads_bytes", w->grads / n);
+    metrics_num(l, "rows_bytes_xnode", w->rows_xnode / n);
+    metrics_num(l, "grads_bytes_xnode", w->grads_xnode / n);
+    metrics_num(l, "fp32_bytes_nodedup", base / n);
+    metrics_num(l, "rows_ratio", w->fp32 > 0 ? (double)w->rows / base : 0);
+    metrics_num(l, "grads_ratio", w->fp32 > 0 ? (double)w->grads / base : 0);
+}
+
 static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
                             double samples_s, double tokens_s, double eta, int64_t total)
 {
+    struct emb_wire_stats w;
+    emb_table_wire_take(tr->items, tr->c, &w);
+    const double nw = w.lookups ? (double)w.lookups : 1;
     log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f bubble %.1f%% "
-             "imbalance %.2f comm exposed %.1f ms overlap %.0f%% ETA %.0fs",
+             "imbalance %.2f comm exposed %.1f ms overlap %.0f%% bytes/step rows %.0f grads "
+             "%.0f (%.3f of fp32 without de-duplication) ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
-             tokens_s, 100 * st->bubble, st->imbalance, st->wait_ms, 100 * st->overlap, eta);
+             tokens_s, 100 * st->bubble, st->imbalance, st->wait_ms, 100 * st->overlap,
+             w.rows / nw, w.grads / nw,
+             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -219,6 +243,7 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     metrics_num(&l, "wait_ms", st->wait_ms);
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);
     metrics_num(&l, "overlap", st->overlap);
+    report_wire(&w, &l);
     if (tr->conf.nonfinite_skip)
         metrics_int(&l, "skipped_steps", tr->skipped);
     metrics_end(&l, tr->metrics);

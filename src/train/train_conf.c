@@ -115,6 +115,9 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->progress_thread = !strcmp(params_str(p, P_parallel_progress), "thread");
     tc->transport = params_str(p, P_parallel_transport);
     tc->timeout = params_i64(p, P_parallel_timeout);
+    tc->rows_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_rows_codec));
+    tc->grads_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_grads_codec));
+    tc->node_size = params_i64(p, P_debug_node_size);
     tc->checkpoint_dir = params_str(p, P_output_checkpoint_dir);
     tc->metrics = params_str(p, P_output_metrics);
     tc->trace = params_str(p, P_output_trace);

@@ -9,6 +9,7 @@
 
 #include "base/params.h"
 #include "data/split.h"
+#include "embedding/emb_codec.h"
 #include "embedding/emb_optim.h"
 #include "model/model.h"
 #include "train/dense_optim.h"
@@ -50,6 +51,7 @@ struct train_conf {
     int progress_thread;      /* parallel.progress = thread */
     const char *transport;    /* parallel.transport */
     int64_t timeout;          /* parallel.timeout: watchdog seconds (0 = off) */
+    enum emb_codec rows_codec, grads_codec; /* parallel.rows_codec, grads_codec */
     /* output */
     const char *checkpoint_dir, *metrics, *trace;
     int64_t trace_steps;
@@ -61,6 +63,7 @@ struct train_conf {
     int64_t nan_step;         /* 0: none */
     int hang_rank;            /* -1: none */
     int64_t hang_step;
+    int64_t node_size;        /* debug.node_size: 0 = the real nodes */
 };
 
 /* Fill tc from p (strings point into p, which must outlive tc). Returns 0,

@@ -1,0 +1,237 @@
+/* emb_codec: the CPU reference of the wire formats; see emb_codec.h. The
+ * scalar conversions use only exact steps (frexp, ldexp, rint in the
+ * default round-to-nearest-even mode) so that a device version can repeat
+ * them bit for bit. */
+#include "embedding/emb_codec.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+static const char *const codec_names[EMB_NCODECS] = {"fp32", "bf16", "fp16", "fp8", "int8"};
+
+int emb_codec_parse(const char *name)
+{
+    for (int c = 0; c < EMB_NCODECS; c++)
+        if (!strcmp(name, codec_names[c]))
+            return c;
+    return -1;
+}
+
+const char *emb_codec_name(enum emb_codec c)
+{
+    return (unsigned)c < EMB_NCODECS ? codec_names[c] : "?";
+}
+
+int64_t emb_codec_row_bytes(enum emb_codec c, int dim)
+{
+    switch (c) {
+    case EMB_CODEC_FP32: return 4 * (int64_t)dim;
+    case EMB_CODEC_BF16: return 2 * (int64_t)dim;
+    case EMB_CODEC_FP16: return 4 + 2 * (int64_t)dim;
+    case EMB_CODEC_FP8: return 4 + (int64_t)dim;
+    case EMB_CODEC_INT8: return 8 + (int64_t)dim;
+    }
+    return 0;
+}
+
+/* --- scalars ---------------------------------------------------------------- */
+
+uint16_t emb_f32_to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint16_t b = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16); /* nearest even */
+    if ((b & 0x7F80u) == 0x7F80u) /* a finite value rounded up to infinity: saturate */
+        b = (uint16_t)(((u >> 16) & 0x8000u) | 0x7F7Fu);
+    return b;
+}
+
+float emb_bf16_to_f32(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* |x| rounded to a binary float of `mant` fraction bits whose smallest
+ * normal exponent is emin (below it: subnormals of quantum 2^(emin -
+ * mant)). Returns the exponent field (bias 1 - emin; 0 = subnormal) and
+ * sets *frac; the caller keeps |x| below the format's largest value. */
+static uint32_t round_mini(float a, int mant, int emin, uint32_t *frac)
+{
+    if (a < ldexpf(1.0f, emin)) { /* subnormal: an exact scaling, then rint */
+        uint32_t q = (uint32_t)rintf(ldexpf(a, mant - emin));
+        *frac = q & ((1u << mant) - 1);
+        return q >> mant; /* 1 when it rounded up to the smallest normal */
+    }
+    int e;
+    frexpf(a, &e); /* a in [2^(e-1), 2^e) */
+    int E = e - 1;
+    uint32_t q = (uint32_t)rintf(ldexpf(a, mant - E)); /* [2^mant, 2^(mant+1)] */
+    if (q == 2u << mant) {
+        q = 1u << mant;
+        E++;
+    }
+    *frac = q - (1u << mant);
+    return (uint32_t)(E - emin + 1);
+}
+
+uint16_t emb_f32_to_f16(float x)
+{
+    uint32_t frac, ex = round_mini(fabsf(x), 10, -14, &frac);
+    return (uint16_t)((signbit(x) ? 0x8000u : 0) | ex << 10 | frac);
+}
+
+float emb_f16_to_f32(uint16_t h)
+{
+    int E = (h >> 10) & 31, M = h & 1023;
+    float v = E == 0 ? ldexpf((float)M, -24) : ldexpf((float)(1024 + M), E - 25);
+    return h & 0x8000u ? -v : v;
+}
+
+uint8_t emb_f32_to_e4m3(float x)
+{
+    float a = fabsf(x);
+    if (a > 448.0f)
+        a = 448.0f;
+    uint32_t frac, ex = round_mini(a, 3, -6, &frac);
+    return (uint8_t)((signbit(x) ? 0x80u : 0) | ex << 3 | frac);
+}
+
+float emb_e4m3_to_f32(uint8_t b)
+{
+    int E = (b >> 3) & 15, M = b & 7;
+    float v = E == 0 ? ldexpf((float)M, -9) : ldexpf((float)(8 + M), E - 10);
+    return b & 0x80u ? -v : v;
+}
+
+/* --- rows ------------------------------------------------------------------- */
+
+static float clamp_finite(double v) { return (float)fmin(fmax(v, -FLT_MAX), FLT_MAX); }
+
+/* One row x[dim] into w; -1 if it holds a non-finite value. */
+static int encode_row(enum emb_codec c, int dim, const float *x, uint8_t *w)
+{
+    float amax = 0, lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < dim; j++) {
+        if (!isfinite(x[j]))
+            return -1;
+        amax = fmaxf(amax, fabsf(x[j]));
+        lo = fminf(lo, x[j]);
+        hi = fmaxf(hi, x[j]);
+    }
+    if (c == EMB_CODEC_BF16) {
+        for (int j = 0; j < dim; j++) {
+            uint16_t b = emb_f32_to_bf16(x[j]);
+            memcpy(w + 2 * j, &b, 2);
+        }
+    } else if (c == EMB_CODEC_FP16) {
+        int32_t e = amax > 0 ? ilogbf(amax) - 14 : 0; /* largest scaled value in [2^14, 2^15) */
+        memcpy(w, &e, 4);
+        for (int j = 0; j < dim; j++) {
+            uint16_t h = emb_f32_to_f16(ldexpf(x[j], -e));
+            memcpy(w + 4 + 2 * j, &h, 2);
+        }
+    } else if (c == EMB_CODEC_FP8) {
+        float s = amax / 448.0f;
+        memcpy(w, &s, 4);
+        for (int j = 0; j < dim; j++)
+            w[4 + j] = s > 0 ? emb_f32_to_e4m3(x[j] / s) : 0;
+    } else { /* int8 */
+        float scale = (float)(((double)hi - (double)lo) / 255.0), off = lo;
+        memcpy(w, &scale, 4);
+        memcpy(w + 4, &off, 4);
+        for (int j = 0; j < dim; j++) {
+            double q = scale > 0 ? rint(((double)x[j] - off) / scale) : 0;
+            w[8 + j] = (uint8_t)fmin(fmax(q, 0), 255);
+        }
+    }
+    return 0;
+}
+
+static void decode_row(enum emb_codec c, int dim, const uint8_t *w, float *x)
+{
+    if (c == EMB_CODEC_BF16) {
+        for (int j = 0; j < dim; j++) {
+            uint16_t b;
+            memcpy(&b, w + 2 * j, 2);
+            x[j] = emb_bf16_to_f32(b);
+        }
+    } else if (c == EMB_CODEC_FP16) {
+        int32_t e;
+        memcpy(&e, w, 4);
+        for (int j = 0; j < dim; j++) {
+            uint16_t h;
+            memcpy(&h, w + 4 + 2 * j, 2);
+            x[j] = clamp_finite(ldexp((double)emb_f16_to_f32(h), e));
+        }
+    } else if (c == EMB_CODEC_FP8) {
+        float s;
+        memcpy(&s, w, 4);
+        for (int j = 0; j < dim; j++)
+            x[j] = clamp_finite((double)emb_e4m3_to_f32(w[4 + j]) * s);
+    } else { /* int8 */
+        float scale, off;
+        memcpy(&scale, w, 4);
+        memcpy(&off, w + 4, 4);
+        for (int j = 0; j < dim; j++)
+            x[j] = clamp_finite((double)off + (double)w[8 + j] * scale);
+    }
+}
+
+int emb_codec_encode(enum emb_codec c, int64_t n, int dim, const float *rows, uint8_t *wire,
+                     int64_t *bad)
+{
+    if (c == EMB_CODEC_FP32) {
+        if (n)
+            memcpy(wire, rows, (size_t)n * (size_t)dim * sizeof *rows);
+        return 0;
+    }
+    const int64_t rb = emb_codec_row_bytes(c, dim);
+    int64_t first_bad = n;
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (n >= 1024)
+    for (int64_t i = 0; i < n; i++)
+        if (encode_row(c, dim, rows + i * dim, wire + i * rb) && i < first_bad)
+            first_bad = i;
+    if (first_bad < n) {
+        *bad = first_bad;
+        return -1;
+    }
+    return 0;
+}
+
+void emb_codec_decode(enum emb_codec c, int64_t n, int dim, const uint8_t *wire, float *rows)
+{
+    if (c == EMB_CODEC_FP32) {
+        if (n)
+            memcpy(rows, wire, (size_t)n * (size_t)dim * sizeof *rows);
+        return;
+    }
+    const int64_t rb = emb_codec_row_bytes(c, dim);
+#pragma omp parallel for schedule(static) if (n >= 1024)
+    for (int64_t i = 0; i < n; i++)
+        decode_row(c, dim, wire + i * rb, rows + i * dim);
+}
+
+int emb_codec_encode_ids(enum emb_codec c, int64_t n, int dim, const float *rows, uint8_t *wire,
+                         const int64_t *ids, const char *table, const char *what, char *err,
+                         size_t errlen)
+{
+    int64_t bad = 0;
+    if (!emb_codec_encode(c, n, dim, rows, wire, &bad))
+        return 0;
+    const float *x = rows + bad * dim;
+    int j = 0;
+    while (j < dim && isfinite(x[j]))
+        j++;
+    return errorf(err, errlen,
+                  "embedding table '%s': the %s of id %lld holds %s (value %d of %d), which the "
+                  "%s wire format cannot carry (fp32 sends it as it is)",
+                  table, what, (long long)ids[bad], j < dim && isnan(x[j]) ? "NaN" : "infinity",
+                  j, dim, emb_codec_name(c));
+}
