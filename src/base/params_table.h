@@ -71,6 +71,13 @@ X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
   "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
 X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
   "where each rank's shard and its optimizer state live: host memory, or device memory with de-duplication, gathers, gradient sums and the sparse update on the GPU (the CUDA backend; not yet verified on a GPU); auto = host")
+X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
+  "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
+  "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "
+  "exchanges carry k values per row (a model change; host placement; no checkpoints yet); 0 = "
+  "a plain table")
+X(embedding, subspace_basis, CHOICE, "random", 0, 0, "random|identity",
+  "test hook: identity = U the first k unit vectors and F = 0 (k = dim is the plain table)")
 X(parallel, balance, CHOICE, "kk", 0, 0, "none|lpt|kk",
   "assign each global batch's sequences to ranks by predicted cost: none (equal "
   "contiguous shares), lpt (greedy), kk (Karmarkar-Karp)")

@@ -14,6 +14,7 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "embedding/emb_exchange_priv.h"
+#include "embedding/emb_subspace.h"
 
 void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *grad,
                   struct emb_times *tm)
@@ -35,7 +36,7 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
 void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                          const float *gu, int k, struct emb_times *tm)
 {
-    const int G = t->G, dim = t->conf.dim;
+    const int G = t->G, dim = t->width; /* values per row on the wire */
     double t1 = clock_seconds();
     if (!x->gs)
         x->gs = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
@@ -51,10 +52,18 @@ void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchang
     }
     int64_t *v = xmalloc((size_t)G * 4 * sizeof(int64_t));
     emb_chunk_layout(x, k, unit, v, v + G, v + 2 * G, v + 3 * G); /* requester -> owner */
+    if (t->sub) { /* the exact gradient of c: U^T g, chunk k's rows */
+        if (!x->gk)
+            x->gk = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
+        for (int p = 0; p < G; p++)
+            emb_subspace_project(t->sub, v[p] / unit, gu + v[G + p] / unit * t->conf.dim,
+                                 x->gk + v[G + p] / unit * dim);
+        gu = x->gk;
+    }
     for (int p = 0; p < G; p++) {
         const int64_t first = v[G + p] / unit, count = v[p] / unit;
         if (byte_wire) /* every row, those to this rank itself included */
-            emb_wire_encode(t, x->gcodec, count, gu + first * dim, x->gu_w + first * gb,
+            emb_wire_encode(t, x->gcodec, count, dim, gu + first * dim, x->gu_w + first * gb,
                             x->uniq + first, "gradient");
         if (x->counted && p != t->shard) {
             t->wire.grads += count * gb;
@@ -86,7 +95,7 @@ void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, 
 static int64_t replica_sum(struct emb_table *t, struct comm *c, int64_t k, int64_t **ids,
                            float **g)
 {
-    const int R = c->g[COMM_EMB_REPLICA].size, dim = t->conf.dim;
+    const int R = c->g[COMM_EMB_REPLICA].size, dim = t->width;
     int64_t *counts = xmalloc((size_t)R * sizeof *counts), *gcounts = xmalloc((size_t)R * 8);
     comm_allgather_i64(c, COMM_EMB_REPLICA, k, counts);
     int64_t total = 0;
@@ -113,7 +122,7 @@ static int64_t replica_sum(struct emb_table *t, struct comm *c, int64_t k, int64
 void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                      struct emb_times *tm)
 {
-    const int G = t->G, dim = t->conf.dim;
+    const int G = t->G, dim = t->width; /* c[i] of a subspace table */
     double t1 = clock_seconds();
     if (!x->gposted[0] || !x->gposted[1])
         fatal("emb_grad_finish: table '%s': a chunk's gradients were not posted", t->conf.name);

@@ -58,73 +58,99 @@ float emb_bf16_to_f32(uint16_t b)
     return x;
 }
 
-/* |x| rounded to a binary float of `mant` fraction bits whose smallest
- * normal exponent is emin (below it: subnormals of quantum 2^(emin -
- * mant)). Returns the exponent field (bias 1 - emin; 0 = subnormal) and
- * sets *frac; the caller keeps |x| below the format's largest value. */
-static uint32_t round_mini(float a, int mant, int emin, uint32_t *frac)
+static uint32_t f32_bits(float x)
 {
-    if (a < ldexpf(1.0f, emin)) { /* subnormal: an exact scaling, then rint */
-        uint32_t q = (uint32_t)rintf(ldexpf(a, mant - emin));
-        *frac = q & ((1u << mant) - 1);
-        return q >> mant; /* 1 when it rounded up to the smallest normal */
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* |x| (bits a, finite) rounded to nearest even in a binary format of
+ * `mant` fraction bits, exponent bias `bias` and smallest normal exponent
+ * 1 - bias; returns the format's bits without sign (the caller keeps |x|
+ * below the format's largest value). Normal results: fp32's bits rebiased
+ * and rounded by integer addition; subnormal ones: adding 2^(mant - bias +
+ * 1 + 23 - mant) as a float leaves rint(|x| / quantum) in the low bits (F.
+ * Giesen's float-to-half conversion, for any small format). */
+static uint32_t round_mini(uint32_t a, int mant, int bias)
+{
+    const int shift = 23 - mant;
+    if (a < (uint32_t)(127 - bias + 1) << 23) { /* below the smallest normal */
+        const uint32_t magic = (uint32_t)(127 - bias + shift + 1) << 23;
+        return f32_bits(bits_f32(a) + bits_f32(magic)) - magic;
     }
-    int e;
-    frexpf(a, &e); /* a in [2^(e-1), 2^e) */
-    int E = e - 1;
-    uint32_t q = (uint32_t)rintf(ldexpf(a, mant - E)); /* [2^mant, 2^(mant+1)] */
-    if (q == 2u << mant) {
-        q = 1u << mant;
-        E++;
-    }
-    *frac = q - (1u << mant);
-    return (uint32_t)(E - emin + 1);
+    const uint32_t odd = (a >> shift) & 1u;
+    a += ((uint32_t)(bias - 127) << 23) + (1u << (shift - 1)) - 1u + odd;
+    return a >> shift;
 }
 
 uint16_t emb_f32_to_f16(float x)
 {
-    uint32_t frac, ex = round_mini(fabsf(x), 10, -14, &frac);
-    return (uint16_t)((signbit(x) ? 0x8000u : 0) | ex << 10 | frac);
+    const uint32_t u = f32_bits(x);
+    return (uint16_t)(((u >> 16) & 0x8000u) | round_mini(u & 0x7fffffffu, 10, 15));
 }
 
 float emb_f16_to_f32(uint16_t h)
 {
-    int E = (h >> 10) & 31, M = h & 1023;
-    float v = E == 0 ? ldexpf((float)M, -24) : ldexpf((float)(1024 + M), E - 25);
-    return h & 0x8000u ? -v : v;
+    const uint32_t E = (h >> 10) & 31, M = h & 1023u, sign = (uint32_t)(h & 0x8000u) << 16;
+    if (E == 0) /* subnormal: M 2^-24, exact */
+        return bits_f32(sign | f32_bits((float)M * 0x1p-24f));
+    return bits_f32(sign | (E + 112) << 23 | M << 13);
 }
 
 uint8_t emb_f32_to_e4m3(float x)
 {
-    float a = fabsf(x);
-    if (a > 448.0f)
-        a = 448.0f;
-    uint32_t frac, ex = round_mini(a, 3, -6, &frac);
-    return (uint8_t)((signbit(x) ? 0x80u : 0) | ex << 3 | frac);
+    const uint32_t u = f32_bits(x);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x43e00000u) /* 448 */
+        a = 0x43e00000u;
+    return (uint8_t)(((u >> 24) & 0x80u) | round_mini(a, 3, 7));
 }
 
 float emb_e4m3_to_f32(uint8_t b)
 {
-    int E = (b >> 3) & 15, M = b & 7;
-    float v = E == 0 ? ldexpf((float)M, -9) : ldexpf((float)(8 + M), E - 10);
-    return b & 0x80u ? -v : v;
+    const uint32_t E = (b >> 3) & 15, M = b & 7u, sign = (uint32_t)(b & 0x80u) << 24;
+    if (E == 0) /* subnormal: M 2^-9 */
+        return bits_f32(sign | f32_bits((float)M * 0x1p-9f));
+    return bits_f32(sign | (E + 120) << 23 | M << 20);
 }
 
 /* --- rows ------------------------------------------------------------------- */
 
-static float clamp_finite(double v) { return (float)fmin(fmax(v, -FLT_MAX), FLT_MAX); }
+static float clamp_finite(double v)
+{
+    return (float)(v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v);
+}
+
+/* rint(v) for 0 <= v < 2^51, without a library call (round to nearest
+ * even by the addition's own rounding) */
+static double rint_small(double v)
+{
+    double r = v + 0x1.8p52; /* kept: the build does not reassociate floats */
+    return r - 0x1.8p52;
+}
 
 /* One row x[dim] into w; -1 if it holds a non-finite value. */
 static int encode_row(enum emb_codec c, int dim, const float *x, uint8_t *w)
 {
     float amax = 0, lo = INFINITY, hi = -INFINITY;
-    for (int j = 0; j < dim; j++) {
-        if (!isfinite(x[j]))
-            return -1;
-        amax = fmaxf(amax, fabsf(x[j]));
-        lo = fminf(lo, x[j]);
-        hi = fmaxf(hi, x[j]);
+    uint32_t nonfinite = 0;
+    for (int j = 0; j < dim; j++) { /* comparisons, not fmaxf calls; NaN is refused anyway */
+        const float v = x[j], a = fabsf(v);
+        nonfinite |= (f32_bits(v) & 0x7f800000u) == 0x7f800000u;
+        amax = a > amax ? a : amax;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
     }
+    if (nonfinite)
+        return -1;
     if (c == EMB_CODEC_BF16) {
         for (int j = 0; j < dim; j++) {
             uint16_t b = emb_f32_to_bf16(x[j]);
@@ -133,8 +159,10 @@ static int encode_row(enum emb_codec c, int dim, const float *x, uint8_t *w)
     } else if (c == EMB_CODEC_FP16) {
         int32_t e = amax > 0 ? ilogbf(amax) - 14 : 0; /* largest scaled value in [2^14, 2^15) */
         memcpy(w, &e, 4);
+        const int pow_ok = -e >= -126 && -e <= 127;
+        const float p = pow_ok ? ldexpf(1.0f, -e) : 0;
         for (int j = 0; j < dim; j++) {
-            uint16_t h = emb_f32_to_f16(ldexpf(x[j], -e));
+            uint16_t h = emb_f32_to_f16(pow_ok ? x[j] * p : ldexpf(x[j], -e));
             memcpy(w + 4 + 2 * j, &h, 2);
         }
     } else if (c == EMB_CODEC_FP8) {
@@ -147,8 +175,8 @@ static int encode_row(enum emb_codec c, int dim, const float *x, uint8_t *w)
         memcpy(w, &scale, 4);
         memcpy(w + 4, &off, 4);
         for (int j = 0; j < dim; j++) {
-            double q = scale > 0 ? rint(((double)x[j] - off) / scale) : 0;
-            w[8 + j] = (uint8_t)fmin(fmax(q, 0), 255);
+            double v = scale > 0 ? ((double)x[j] - off) / scale : 0, q = rint_small(v > 0 ? v : 0);
+            w[8 + j] = (uint8_t)(q < 255 ? q : 255);
         }
     }
     return 0;
@@ -165,10 +193,11 @@ static void decode_row(enum emb_codec c, int dim, const uint8_t *w, float *x)
     } else if (c == EMB_CODEC_FP16) {
         int32_t e;
         memcpy(&e, w, 4);
+        const double p = ldexp(1.0, e); /* exact: e within double's range */
         for (int j = 0; j < dim; j++) {
             uint16_t h;
             memcpy(&h, w + 4 + 2 * j, 2);
-            x[j] = clamp_finite(ldexp((double)emb_f16_to_f32(h), e));
+            x[j] = clamp_finite((double)emb_f16_to_f32(h) * p);
         }
     } else if (c == EMB_CODEC_FP8) {
         float s;

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "embedding/emb_subspace.h"
 
 static void prefix(const int64_t *counts, int64_t *displs, int n)
 {
@@ -59,12 +60,11 @@ void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_
     }
 }
 
-void emb_wire_encode(const struct emb_table *t, enum emb_codec cd, int64_t n, const float *rows,
-                     uint8_t *wire, const int64_t *ids, const char *what)
+void emb_wire_encode(const struct emb_table *t, enum emb_codec cd, int64_t n, int width,
+                     const float *rows, uint8_t *wire, const int64_t *ids, const char *what)
 {
     char err[512];
-    if (emb_codec_encode_ids(cd, n, t->conf.dim, rows, wire, ids, t->conf.name, what, err,
-                             sizeof err))
+    if (emb_codec_encode_ids(cd, n, width, rows, wire, ids, t->conf.name, what, err, sizeof err))
         fatal("%s", err);
 }
 
@@ -98,6 +98,8 @@ static struct emb_exchange *input_dist(struct emb_table *t, struct comm *c, cons
     x->rcodec = t->conf.rows_codec;
     x->gcodec = t->conf.grads_codec;
     x->dim = t->conf.dim;
+    x->tab = t;
+    x->width = t->width;
     x->counted = counted;
     if (counted)
         x->remote_tokens = remote_tokens(t, ids, n);
@@ -187,7 +189,7 @@ static void input_wait(struct comm *c, struct emb_exchange *x)
 /* The rows of serve[first, first + count) from the shard into served. */
 static void serve_rows(struct emb_table *t, struct emb_exchange *x, int64_t first, int64_t count)
 {
-    const int dim = t->conf.dim;
+    const int dim = t->width; /* c[i] of a subspace table */
     const size_t ib = (size_t)(count ? count : 1) * sizeof(int64_t);
     const size_t rb = (size_t)(count ? count : 1) * (size_t)dim * sizeof(float);
     emb_table_ready(t, x->serve + first, count);
@@ -202,12 +204,15 @@ static void serve_rows(struct emb_table *t, struct emb_exchange *x, int64_t firs
 void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                      struct emb_times *tm)
 {
-    const int G = t->G, dim = t->conf.dim;
+    const int G = t->G, dim = t->width; /* values per row on the wire */
     double t0 = clock_seconds();
     input_wait(c, x);
     double t1 = clock_seconds();
     x->served = xmalloc((size_t)(x->nserve ? x->nserve : 1) * (size_t)dim * sizeof(float));
-    x->rows = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
+    x->rows = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)t->conf.dim * sizeof(float));
+    if (t->sub) /* c arrives here; emb_output_wait rebuilds the rows */
+        x->cw = xmalloc((size_t)(x->nuniq ? x->nuniq : 1) * (size_t)dim * sizeof(float));
+    float *recv_f32 = t->sub ? x->cw : x->rows;
     /* the wire: floats (fp32), else rb bytes per row encoded here, decoded
      * by the requester in emb_output_wait */
     const int byte_wire = x->rcodec != EMB_CODEC_FP32;
@@ -224,7 +229,7 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     double t2 = t1;
     if (x->counted) { /* this lookup's figures, counted when its rows leave */
         t->wire.lookups++;
-        t->wire.fp32 += x->remote_tokens * 4 * dim;
+        t->wire.fp32 += x->remote_tokens * 4 * t->conf.dim;
     }
     for (int k = 0; k < 2; k++) {
         emb_chunk_layout(x, k, unit, rc, rd, sc, sd); /* owner -> requester */
@@ -233,7 +238,7 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
             const int64_t first = sd[p] / unit, count = sc[p] / unit;
             serve_rows(t, x, first, count);
             if (byte_wire) /* every row, those this rank serves itself included */
-                emb_wire_encode(t, x->rcodec, count, x->served + first * dim,
+                emb_wire_encode(t, x->rcodec, count, dim, x->served + first * dim,
                                 x->served_w + first * rb, x->serve + first, "row");
             if (x->counted && p != t->shard) {
                 t->wire.rows += count * rb;
@@ -244,7 +249,7 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
         t2 += clock_seconds() - g0;
         comm_ialltoallv(c, COMM_EMB, byte_wire ? COMM_BYTE : COMM_F32,
                         byte_wire ? (void *)x->served_w : (void *)x->served, sc, sd,
-                        byte_wire ? (void *)x->rows_w : (void *)x->rows, rc, rd, COMM_PH_ROWS,
+                        byte_wire ? (void *)x->rows_w : (void *)recv_f32, rc, rd, COMM_PH_ROWS,
                         &x->rreq[k]);
         x->rpending[k] = 1;
     }
@@ -277,15 +282,20 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
         x->rpending[k] = 0;
     }
     rows_test(x, k); /* frees the served rows once both are done */
-    if (x->rows_w && !x->rdecoded[k]) { /* chunk k's spans from the wire */
-        const int64_t rb = emb_codec_row_bytes(x->rcodec, x->dim);
+    if (!x->rmade[k] && (x->rows_w || x->cw)) { /* chunk k's spans from the wire */
+        const int64_t rb = emb_codec_row_bytes(x->rcodec, x->width);
+        float *dst = x->cw ? x->cw : x->rows;
         for (int p = 0; p < x->G; p++) {
             const struct emb_span *sp = &x->spans[k * x->G + p];
-            emb_codec_decode(x->rcodec, sp->n, x->dim, x->rows_w + sp->first * rb,
-                             x->rows + sp->first * x->dim);
+            if (x->rows_w)
+                emb_codec_decode(x->rcodec, sp->n, x->width, x->rows_w + sp->first * rb,
+                                 dst + sp->first * x->width);
+            if (x->cw) /* E = F(i) + U c[i] */
+                emb_subspace_expand(x->tab->sub, &x->tab->conf, sp->n, x->uniq + sp->first,
+                                    x->cw + sp->first * x->width, x->rows + sp->first * x->dim);
         }
-        x->rdecoded[k] = 1;
     }
+    x->rmade[k] = 1;
     if (tm)
         tm->rows += clock_seconds() - t0;
 }
@@ -351,5 +361,7 @@ void emb_exchange_free(struct emb_exchange *x)
     free(x->rows_w);
     free(x->gu_w);
     free(x->gs_w);
+    free(x->cw);
+    free(x->gk);
     free(x);
 }

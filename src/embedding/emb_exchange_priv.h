@@ -36,11 +36,16 @@ struct emb_exchange {
      * gradients travel encoded, as bytes */
     enum emb_codec rcodec, gcodec;
     int dim;
+    /* a subspace table (emb_subspace.h): width = k values travel per row;
+     * cw [nuniq, k] receives c, gk [nuniq, k] holds U^T g; else width = dim */
+    const struct emb_table *tab;
+    int width;
+    float *cw, *gk;
+    int rmade[2];              /* chunk k's rows are in rows (decoded, rebuilt) */
     int counted;               /* counted in the table's wire stats */
     int64_t remote_tokens;     /* tokens owned by another rank (the fp32 figure) */
     uint8_t *served_w;         /* [nserve, row bytes] encoded rows on their way out */
     uint8_t *rows_w;           /* [nuniq, row bytes] encoded rows received */
-    int rdecoded[2];           /* chunk k's rows decoded into rows */
     uint8_t *gu_w;             /* [nuniq, gradient bytes] encoded gradients sent */
     uint8_t *gs_w;             /* [nserve, gradient bytes] encoded gradients received */
 };
@@ -53,10 +58,10 @@ struct emb_exchange {
 void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_t *req_c,
                       int64_t *req_d, int64_t *own_c, int64_t *own_d);
 
-/* Encode rows[n, dim] of ids[n] into wire with codec cd (what: "row" or
- * "gradient"); a row the codec cannot carry ends the job naming the table
- * and the id. */
-void emb_wire_encode(const struct emb_table *t, enum emb_codec cd, int64_t n, const float *rows,
-                     uint8_t *wire, const int64_t *ids, const char *what);
+/* Encode rows[n, width] of ids[n] into wire with codec cd (what: "row"
+ * or "gradient"); a row the codec cannot carry ends the job naming the
+ * table and the id. */
+void emb_wire_encode(const struct emb_table *t, enum emb_codec cd, int64_t n, int width,
+                     const float *rows, uint8_t *wire, const int64_t *ids, const char *what);
 
 #endif

@@ -9,10 +9,11 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/rng.h"
+#include "embedding/emb_subspace.h"
 
 #define INIT_BLOCK ((int64_t)1 << 16) /* slots initialised per upload (device tables) */
 
-static uint64_t name_hash(const char *s)
+uint64_t emb_name_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++)
@@ -22,9 +23,14 @@ static uint64_t name_hash(const char *s)
 
 void emb_init_row(const struct emb_table_conf *conf, int64_t id, float *row)
 {
+    emb_init_row_n(conf, id, row, conf->dim);
+}
+
+void emb_init_row_n(const struct emb_table_conf *conf, int64_t id, float *row, int n)
+{
     struct rng r;
-    rng_init(&r, rng_key(conf->seed, name_hash(conf->name), (uint64_t)id));
-    for (int j = 0; j < conf->dim; j++)
+    rng_init(&r, rng_key(conf->seed, emb_name_hash(conf->name), (uint64_t)id));
+    for (int j = 0; j < n; j++)
         row[j] = conf->init == EMB_INIT_UNIFORM
                      ? (float)((2.0 * rng_uniform(&r) - 1.0) * conf->init_scale)
                      : (float)(rng_normal(&r) * conf->init_scale);
@@ -47,8 +53,16 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
     t->G = c->g[COMM_EMB].size;
     t->shard = c->g[COMM_EMB].rank;
     t->local_rows = conf->rows / t->G + 1;
-    t->state_floats = emb_optim_state_floats(conf->optim.kind, conf->dim);
-    const size_t slots = (size_t)t->local_rows, dim = (size_t)conf->dim;
+    t->width = conf->subspace_k > 0 ? conf->subspace_k : conf->dim;
+    if (conf->subspace_k > 0) {
+        if (!backend_is_host(t->be))
+            fatal("embedding table '%s': subspace_k = %d needs host placement "
+                  "(embedding.placement = host)", conf->name, conf->subspace_k);
+        t->sub = xcalloc(1, sizeof *t->sub);
+        emb_subspace_init(t->sub, conf);
+    }
+    t->state_floats = emb_optim_state_floats(conf->optim.kind, t->width);
+    const size_t slots = (size_t)t->local_rows, dim = (size_t)t->width;
     if (backend_is_host(t->be)) {
         /* calloc: the kernel maps zero pages on first touch, so a shard
          * costs memory only for the rows used (initialisation is lazy) */
@@ -103,6 +117,9 @@ void emb_registry_free(struct emb_registry *r)
         }
         for (int k = 0; k < EMB_SCRATCH; k++)
             mirror_free(&t->scratch[k]);
+        if (t->sub)
+            emb_subspace_free(t->sub);
+        free(t->sub);
     }
     r->n = 0;
 }
@@ -113,12 +130,12 @@ float *emb_shard_slot(struct emb_table *t, int64_t id)
         fatal("embedding: table '%s' lives in %s memory: no host access to its rows",
               t->conf.name, t->be->name);
     int64_t k = id / t->G;
-    float *w = t->w + k * t->conf.dim;
+    float *w = t->w + k * t->width;
     /* threads may initialise different rows whose bits share a byte (the
      * sparse update runs in parallel over distinct ids): atomic bit ops */
     const uint8_t bit = (uint8_t)(1u << (k & 7));
     if (!(__atomic_load_n(&t->ready[k >> 3], __ATOMIC_RELAXED) & bit)) {
-        emb_init_row(&t->conf, id, w);
+        emb_init_row_n(&t->conf, id, w, t->width);
         __atomic_fetch_or(&t->ready[k >> 3], bit, __ATOMIC_RELAXED);
     }
     return w;
@@ -148,18 +165,37 @@ static void slots_check(const struct emb_table *t, int64_t slot0, int64_t n)
               (long long)slot0, (long long)(slot0 + n), (long long)t->local_rows);
 }
 
+/* A subspace table's rows F(i) + U c[i] of slots [slot0, slot0 + n): w [n, dim] */
+static void subspace_rows(struct emb_table *t, int64_t slot0, int64_t n, float *w)
+{
+    const int d = t->conf.dim, k = t->width;
+    float *c = xmalloc((size_t)k * sizeof *c);
+    for (int64_t s = 0; s < n; s++) {
+        const int64_t id = (slot0 + s) * t->G + t->shard;
+        if (id < 1 || id > t->conf.rows) {
+            memset(w + s * d, 0, (size_t)d * sizeof *w);
+            continue;
+        }
+        memcpy(c, t->w + (slot0 + s) * k, (size_t)k * sizeof *c);
+        emb_subspace_expand(t->sub, &t->conf, 1, &id, c, w + s * d);
+    }
+    free(c);
+}
+
 void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
                          int64_t *steps)
 {
     slots_check(t, slot0, n);
-    const int64_t dim = t->conf.dim, sf = t->state_floats;
+    const int64_t dim = t->width, sf = t->state_floats;
     if (t->ready) /* host: initialise the rows not used yet */
         for (int64_t k = 0; k < n; k++) {
             const int64_t id = (slot0 + k) * t->G + t->shard;
             if (id >= 1 && id <= t->conf.rows)
                 emb_shard_slot(t, id);
         }
-    if (w && n)
+    if (w && n && t->sub)
+        subspace_rows(t, slot0, n, w);
+    else if (w && n)
         t->be->to_host(w, t->w + slot0 * dim, (size_t)(n * dim) * sizeof *w);
     if (state && n && sf)
         t->be->to_host(state, t->state + slot0 * sf, (size_t)(n * sf) * sizeof *state);
@@ -175,7 +211,10 @@ void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const fl
                          const float *state, const int64_t *steps)
 {
     slots_check(t, slot0, n);
-    const int64_t dim = t->conf.dim, sf = t->state_floats;
+    const int64_t dim = t->width, sf = t->state_floats;
+    if (w && t->sub)
+        fatal("embedding table '%s': the rows of a subspace table cannot be set (only c[i] is "
+              "stored)", t->conf.name);
     if (w && n)
         t->be->to_device(t->w + slot0 * dim, w, (size_t)(n * dim) * sizeof *w);
     if (state && n && sf)

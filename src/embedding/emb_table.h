@@ -24,6 +24,8 @@
 
 enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
 
+struct emb_subspace;
+
 #define EMB_SCRATCH 4
 
 struct emb_table_conf {
@@ -41,6 +43,10 @@ struct emb_table_conf {
     /* wire formats of the row and gradient exchanges (parallel.rows_codec,
      * parallel.grads_codec; emb_codec.h); 0 = fp32 */
     enum emb_codec rows_codec, grads_codec;
+    /* subspace-factorised rows (embedding.subspace_k; emb_subspace.h): 0 =
+     * a plain table; else rows are F(i) + U c[i], c[i] of subspace_k values
+     * stored (host tables only); identity: U = I[:, :k], F = 0 (a test hook) */
+    int subspace_k, subspace_identity;
 };
 
 /* Bytes the exchanges of a table sent, counted by every rank for what it
@@ -59,9 +65,11 @@ struct emb_table {
     const struct backend_ops *be; /* holds the shard and runs its engine ops */
     int G, shard;         /* emb group size, this rank's shard */
     int64_t local_rows;   /* slots: local index = id / G */
+    int width;            /* values stored per row: dim, or subspace_k */
+    struct emb_subspace *sub; /* the basis of a subspace table, else NULL */
     int64_t state_floats; /* optimizer floats per row */
-    float *w;             /* [local_rows, dim] */
-    float *state;         /* [local_rows, state_floats] */
+    float *w;             /* [local_rows, width] */
+    float *state;         /* [local_rows, state_floats] (of width values) */
     int64_t *steps;       /* [local_rows] adam step counts, else NULL */
     uint8_t *ready;       /* [local_rows / 8 + 1] bitmap: row initialised (host
                            * tables: lazy); NULL on a device (initialised eagerly) */
@@ -89,24 +97,30 @@ void emb_table_wire_take(struct emb_table *t, struct comm *c, struct emb_wire_st
 
 /* The initial value of row id (identical on every rank, for any G): row[dim]. */
 void emb_init_row(const struct emb_table_conf *conf, int64_t id, float *row);
+/* The first n values of that row (a subspace table's initial c[i]): row[n]. */
+void emb_init_row_n(const struct emb_table_conf *conf, int64_t id, float *row, int n);
+/* The table's key in the random streams (a hash of its name). */
+uint64_t emb_name_hash(const char *name);
 /* 0 if every id is in 1..rows, else -1 with err naming the table, the id,
  * its token index and the rank. */
 int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,
                   char *err, size_t errlen);
 
-/* The storage of row id of this rank's shard, initialised on first use
+/* The storage of row id of this rank's shard ([width] values), initialised on first use
  * (host tables only: a device table ends the job). */
 float *emb_shard_slot(struct emb_table *t, int64_t id);
 /* Initialise the rows ids[n] of this rank's shard not yet initialised
  * (before the engine ops read or update them). */
 void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n);
 /* Host copies of the slots [slot0, slot0 + n) of this rank's shard (slot
- * k holds id k G + shard; slots of no valid id are zeros): w [n, dim],
+ * k holds id k G + shard; slots of no valid id are zeros): w [n, dim] (a
+ * subspace table's rows F(i) + U c[i], rebuilt),
  * state [n, state_floats] and steps [n] when not NULL (steps: zeros unless
  * adam). Rows not yet used hold their initial values. Any placement. */
 void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
                          int64_t *steps);
-/* The reverse: set those slots from host copies (NULL: leave as is). */
+/* The reverse: set those slots from host copies (NULL: leave as is; not
+ * for the rows of a subspace table). */
 void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
                          const float *state, const int64_t *steps);
 /* Copy row id of this rank's shard into row[dim] (initialising it if

@@ -272,6 +272,9 @@ static void write_header(struct trainer *tr, struct ck_out *o, struct table_out 
     attr_i64(o, "max_seq_len", mc->max_len);
     attr_i64(o, "time_bias", mc->time_bias);
     attr_i64(o, "emb_optimizer", tr->items->conf.optim.kind);
+    attr_str(o, "rows_codec", emb_codec_name(tr->items->conf.rows_codec)); /* recorded, */
+    attr_str(o, "grads_codec", emb_codec_name(tr->items->conf.grads_codec)); /* not checked */
+    attr_i64(o, "subspace_k", tr->items->conf.subspace_k); /* 0: subspace runs write none yet */
     attr_i64(o, "best_epoch", tr->best_epoch);
     attr_f64(o, "best_val", tr->best_val);
     char *text = params_serialize(tr->p);

@@ -107,6 +107,8 @@ void trainer_setup(struct trainer *tr)
     snprintf(ec.name, sizeof ec.name, "items");
     ec.rows_codec = cf->rows_codec;
     ec.grads_codec = cf->grads_codec;
+    ec.subspace_k = cf->subspace_k;
+    ec.subspace_identity = cf->subspace_identity;
     if (cf->node_size > 0) /* debug.node_size: the byte counters' nodes */
         comm_set_node_size(tr->c, (int)cf->node_size);
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);

@@ -118,6 +118,16 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->rows_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_rows_codec));
     tc->grads_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_grads_codec));
     tc->node_size = params_i64(p, P_debug_node_size);
+    tc->subspace_k = (int)params_i64(p, P_embedding_subspace_k);
+    tc->subspace_identity = !strcmp(params_str(p, P_embedding_subspace_basis), "identity");
+    if (tc->subspace_k > tc->d)
+        return errorf(err, errlen, "embedding.subspace_k = %d exceeds model.dim = %d",
+                      tc->subspace_k, tc->d);
+    if (tc->subspace_k > 0 && (params_str(p, P_output_checkpoint_dir)[0] ||
+                               params_str(p, P_train_resume)[0]))
+        return errorf(err, errlen, "embedding.subspace_k = %d: checkpoints of subspace tables "
+                      "are not written or read yet (unset output.checkpoint_dir and "
+                      "train.resume)", tc->subspace_k);
     tc->checkpoint_dir = params_str(p, P_output_checkpoint_dir);
     tc->metrics = params_str(p, P_output_metrics);
     tc->trace = params_str(p, P_output_trace);

@@ -37,6 +37,8 @@ struct train_conf {
     float emb_init_std;
     struct emb_optim_conf emb_optim;
     enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
+    int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
+    int subspace_identity;    /* embedding.subspace_basis = identity */
     /* schedule */
     uint64_t seed;
     int64_t batch_size, epochs, max_steps, log_every, eval_every, checkpoint_every;
