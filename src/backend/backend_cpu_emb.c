@@ -11,25 +11,26 @@
 #include "embedding/emb_optim.h"
 
 /* Sort pos[n] (initially 0..n-1, or any order) stably by key[pos[i]]
- * (keys >= 0), least significant 16 bits first. */
+ * (keys >= 0), least significant byte first: 256 buckets a pass (cheap
+ * for the small calls of small steps), as many passes as the largest key
+ * has bytes. */
 static void radix_sort(int64_t n, const int64_t *key, int64_t *pos)
 {
     int64_t kmax = 0;
     for (int64_t i = 0; i < n; i++)
         kmax = key[i] > kmax ? key[i] : kmax;
     int64_t *tmp = xmalloc((size_t)(n ? n : 1) * sizeof *tmp);
-    size_t *count = xmalloc(65537 * sizeof *count);
-    for (int shift = 0; shift < 64 && (kmax >> shift) != 0; shift += 16) {
-        memset(count, 0, 65537 * sizeof *count);
+    size_t count[257];
+    for (int shift = 0; shift < 64 && (kmax >> shift) != 0; shift += 8) {
+        memset(count, 0, sizeof count);
         for (int64_t i = 0; i < n; i++)
-            count[((uint64_t)key[pos[i]] >> shift & 0xffff) + 1]++;
-        for (int b = 0; b < 65536; b++)
+            count[((uint64_t)key[pos[i]] >> shift & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++)
             count[b + 1] += count[b];
         for (int64_t i = 0; i < n; i++)
-            tmp[count[(uint64_t)key[pos[i]] >> shift & 0xffff]++] = pos[i];
+            tmp[count[(uint64_t)key[pos[i]] >> shift & 0xff]++] = pos[i];
         memcpy(pos, tmp, (size_t)n * sizeof *pos);
     }
-    free(count);
     free(tmp);
 }
 
