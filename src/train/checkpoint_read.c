@@ -202,6 +202,20 @@ static hid_t h5_dset_open(hid_t f, const char *file, const char *name, H5T_class
                          (long long)got[k], k, (long long)dims[k]);
         }
     }
+    if (!bad[0]) { /* contiguous or compact: the storage must hold every value (HDF5 1.10
+                    * copies past a short compact buffer rather than refusing it) */
+        hid_t dcpl = H5Dget_create_plist(d);
+        H5D_layout_t lay = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+        hssize_t np = H5Sget_simple_extent_npoints(s);
+        if (dcpl >= 0)
+            H5Pclose(dcpl);
+        if (lay == H5D_LAYOUT_ERROR || np < 0)
+            snprintf(bad, sizeof bad, "has an unreadable layout");
+        else if (lay != H5D_CHUNKED && H5Dget_storage_size(d) < (hsize_t)np * H5Tget_size(t))
+            snprintf(bad, sizeof bad, "stores %llu bytes for %lld values of %zu bytes",
+                     (unsigned long long)H5Dget_storage_size(d), (long long)np,
+                     H5Tget_size(t));
+    }
     if (t >= 0)
         H5Tclose(t);
     if (bad[0]) {
@@ -212,6 +226,39 @@ static hid_t h5_dset_open(hid_t f, const char *file, const char *name, H5T_class
     }
     *space = s;
     return d;
+}
+
+/* An int64 attribute in [lo, hi]. */
+static int h5_attr_range(hid_t f, const char *file, const char *name, int64_t lo, int64_t hi,
+                         int64_t *v, char *err, size_t len)
+{
+    if (h5_attr_i64(f, file, name, v, err, len))
+        return -1;
+    if (*v < lo || *v > hi)
+        return errorf(err, len, "%s: attribute '%s' = %lld is out of range [%lld, %lld]", file,
+                      name, (long long)*v, (long long)lo, (long long)hi);
+    return 0;
+}
+
+/* The progress counters: step, adam_t (<= step), best_epoch (-1 .. step),
+ * best_val (-1 or an NDCG in [0, 1]). */
+struct ckpt_counters {
+    int64_t step, adam_t, best_epoch;
+    double best_val;
+};
+
+static int read_counters(hid_t f, const char *file, struct ckpt_counters *k, char *err,
+                         size_t len)
+{
+    if (h5_attr_range(f, file, "step", 0, MAX_STEP, &k->step, err, len) ||
+        h5_attr_range(f, file, "adam_t", 0, k->step, &k->adam_t, err, len) ||
+        h5_attr_range(f, file, "best_epoch", -1, k->step, &k->best_epoch, err, len) ||
+        h5_attr_f64(f, file, "best_val", &k->best_val, err, len))
+        return -1;
+    if (!(k->best_val == -1 || (k->best_val >= 0 && k->best_val <= 1)))
+        return errorf(err, len, "%s: attribute 'best_val' = %g is not -1 or an NDCG in [0, 1]",
+                      file, k->best_val);
+    return 0;
 }
 
 /* --- verification ------------------------------------------------------------- */
@@ -308,6 +355,9 @@ static int verify_open(hid_t f, const char *path, char *err, size_t len)
     if (version < 1 || version > CKPT_VERSION)
         return errorf(err, len, "%s: version %lld, this program reads versions 1 to %d", path,
                       (long long)version, CKPT_VERSION);
+    struct ckpt_counters k;
+    if (read_counters(f, path, &k, err, len))
+        return -1;
     static const char *groups[] = {"/dense", "/dense_m", "/dense_v"};
     for (int i = 0; i < 3; i++)
         if (verify_group(f, path, groups[i], version, err, len))
@@ -349,19 +399,6 @@ static void expect_attr(hid_t f, const char *path, const char *name, int64_t wan
         fatal("checkpoint %s: %s = %lld in the checkpoint, %lld in this run: it belongs to "
               "another model or dataset",
               path, what, (long long)v, (long long)want);
-}
-
-/* An int64 attribute in [lo, hi]. */
-static int64_t attr_in_range(hid_t f, const char *path, const char *name, int64_t lo, int64_t hi)
-{
-    int64_t v;
-    char err[1024];
-    if (h5_attr_i64(f, path, name, &v, err, sizeof err))
-        fatal("checkpoint %s", err);
-    if (v < lo || v > hi)
-        fatal("checkpoint %s: attribute '%s' = %lld is out of range [%lld, %lld]", path, name,
-              (long long)v, (long long)lo, (long long)hi);
-    return v;
 }
 
 static void read_dense(hid_t f, const char *path, const char *group, struct trainer *tr,
@@ -447,7 +484,9 @@ void checkpoint_read(struct trainer *tr, const char *path)
     if (strcmp(format, CKPT_FORMAT))
         fatal("checkpoint %s: attribute 'format' is '%s', expected '%s'", path, format,
               CKPT_FORMAT);
-    attr_in_range(f, path, "version", 1, CKPT_VERSION);
+    int64_t version;
+    if (h5_attr_range(f, path, "version", 1, CKPT_VERSION, &version, err, sizeof err))
+        fatal("checkpoint %s", err);
     const struct model_conf *mc = &tr->m.conf;
     expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset");
     expect_attr(f, path, "model_type", mc->type, "model.type (0 hstu, 1 sasrec)");
@@ -458,14 +497,13 @@ void checkpoint_read(struct trainer *tr, const char *path)
     expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
     expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
                 "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
-    tr->step = attr_in_range(f, path, "step", 0, MAX_STEP);
-    dense_optim_set_steps(&tr->optim, attr_in_range(f, path, "adam_t", 0, tr->step));
-    tr->best_epoch = attr_in_range(f, path, "best_epoch", -1, tr->step);
-    if (h5_attr_f64(f, path, "best_val", &tr->best_val, err, sizeof err))
+    struct ckpt_counters k;
+    if (read_counters(f, path, &k, err, sizeof err))
         fatal("checkpoint %s", err);
-    if (!(tr->best_val == -1 || (tr->best_val >= 0 && tr->best_val <= 1)))
-        fatal("checkpoint %s: attribute 'best_val' = %g is not -1 or an NDCG in [0, 1]", path,
-              tr->best_val);
+    tr->step = k.step;
+    dense_optim_set_steps(&tr->optim, k.adam_t);
+    tr->best_epoch = k.best_epoch;
+    tr->best_val = k.best_val;
     read_dense(f, path, "/dense", tr, NULL);
     read_dense(f, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     read_dense(f, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));

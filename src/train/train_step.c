@@ -228,7 +228,8 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
     memcpy(ids + T, in->sb.targets, (size_t)T * sizeof *ids);
     draw_negatives(s, in, (uint64_t)pl->epoch, ids + T);
-    memcpy(ids + T * (2 + cf->R), s->shard_ids, (size_t)s->n_shard * sizeof *ids);
+    if (s->n_shard) /* memcpy from NULL is undefined, even of 0 bytes */
+        memcpy(ids + T * (2 + cf->R), s->shard_ids, (size_t)s->n_shard * sizeof *ids);
     steptime_phase(&tr->st, PH_READ);
     in->x = emb_input_dist(tr->items, tr->c, ids, n_ids, T, NULL);
     free(ids);
