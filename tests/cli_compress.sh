@@ -116,4 +116,13 @@ ratio_is "$T/k8i.jsonl" rows_bytes 0.25 "subspace k=8 with int8 rows (8 + 8 byte
 expect_error "embedding.subspace_k = 17 exceeds model.dim = 16" train 1 embedding.subspace_k=17
 expect_error "checkpoints of subspace tables" train 1 embedding.subspace_k=8 \
     output.checkpoint_dir="$T/ck"
+# a plain checkpoint (codec settings recorded) is refused for a subspace table
+expect_ok train 1 train.max_steps=2 parallel.rows_codec=int8 output.checkpoint_dir="$T/ck"
+if command -v h5dump >/dev/null; then
+    h5dump -a rows_codec "$T/ck/ckpt-2.h5" 2>/dev/null | grep -q '"int8"' &&
+        pass "checkpoint records rows_codec" || fail "no rows_codec attribute"
+fi
+expect_error "a subspace table cannot be loaded from a checkpoint" \
+    "$FS" recommend "$T/ck/ckpt-2.h5" "$IN" data.path="$T/tiny.h5" device.type=cpu \
+    embedding.subspace_k=8 --top 5 -o "$T/recs.csv"
 finish

@@ -497,6 +497,10 @@ void checkpoint_read(struct trainer *tr, const char *path)
     expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
     expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
                 "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
+    if (tr->items->conf.subspace_k > 0) /* checkpoints hold plain rows, a subspace shard c[i] */
+        fatal("checkpoint %s: embedding.subspace_k = %d: a subspace table cannot be loaded from a "
+              "checkpoint yet (run with embedding.subspace_k = 0)", path,
+              tr->items->conf.subspace_k);
     struct ckpt_counters k;
     if (read_counters(f, path, &k, err, sizeof err))
         fatal("checkpoint %s", err);
