@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "comm/comm_priv.h"
 
 /* The communicator of group grp of c; noted as the one the next wait is on
  * (the watchdog's view, below). */
@@ -112,43 +113,6 @@ static MPI_Datatype mpi_type(enum comm_dtype t)
 }
 static size_t type_size(enum comm_dtype t) { return t == COMM_F32 ? 4 : t == COMM_BYTE ? 1 : 8; }
 
-/* remote[] of group grp from c->node_of (ranks translated to world ranks). */
-static void group_remote(struct comm *c, enum comm_group grp)
-{
-    struct comm_group_info *gi = &c->g[grp];
-    if (!gi->mpi || !c->node_of)
-        return;
-    MPI_Group gg, wg;
-    MPI_CHECK(MPI_Comm_group(*(MPI_Comm *)gi->mpi, &gg));
-    MPI_CHECK(MPI_Comm_group(*(MPI_Comm *)c->g[COMM_WORLD].mpi, &wg));
-    int *in = xmalloc((size_t)gi->size * sizeof *in), *w = xmalloc((size_t)gi->size * sizeof *w);
-    for (int p = 0; p < gi->size; p++)
-        in[p] = p;
-    MPI_CHECK(MPI_Group_translate_ranks(gg, gi->size, in, wg, w));
-    free(gi->remote);
-    gi->remote = in; /* reused */
-    for (int p = 0; p < gi->size; p++)
-        gi->remote[p] = c->node_of[w[p]] != c->node_of[c->rank];
-    free(w);
-    MPI_CHECK(MPI_Group_free(&gg));
-    MPI_CHECK(MPI_Group_free(&wg));
-}
-
-int comm_peer_remote(const struct comm *c, enum comm_group g, int p)
-{
-    return c->g[g].remote ? c->g[g].remote[p] : 0;
-}
-
-void comm_set_node_size(struct comm *c, int n)
-{
-    if (n < 1)
-        fatal("comm_set_node_size: %d ranks per node", n);
-    for (int r = 0; r < c->size; r++)
-        c->node_of[r] = r / n * n;
-    for (int grp = 0; grp < COMM_NGROUPS; grp++)
-        group_remote(c, (enum comm_group)grp);
-}
-
 static void set_group(struct comm *c, enum comm_group grp, MPI_Comm m)
 {
     MPI_Comm *p = xmalloc(sizeof *p);
@@ -179,13 +143,7 @@ void comm_init(struct comm *c, int *argc, char ***argv)
     MPI_Comm xnode;
     MPI_CHECK(MPI_Comm_split(w, c->g[COMM_NODE].rank, c->rank, &xnode));
     set_group(c, COMM_XNODE, xnode);
-    /* every rank's node (its leader's world rank), for the byte counters */
-    int leader = c->rank;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node));
-    c->node_of = xmalloc((size_t)c->size * sizeof *c->node_of);
-    MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, c->node_of, 1, MPI_INT, w));
-    for (int grp = COMM_WORLD; grp <= COMM_XNODE; grp++)
-        group_remote(c, (enum comm_group)grp);
+    comm_nodes_init(c); /* every rank's node, for the byte counters */
     /* until comm_setup_groups: one embedding group of all ranks */
     char err[256];
     if (comm_setup_groups(c, 0, err, sizeof err))
@@ -223,9 +181,9 @@ int comm_setup_groups(struct comm *c, int64_t embedding_group, char *err, size_t
     set_group(c, COMM_EMB, emb);
     set_group(c, COMM_EMB_REPLICA, rep);
     set_group(c, COMM_DP, dp);
-    group_remote(c, COMM_EMB);
-    group_remote(c, COMM_EMB_REPLICA);
-    group_remote(c, COMM_DP);
+    comm_group_nodes(c, COMM_EMB);
+    comm_group_nodes(c, COMM_EMB_REPLICA);
+    comm_group_nodes(c, COMM_DP);
     c->emb_groups = (int)(c->size / G);
     return 0;
 }

@@ -34,7 +34,10 @@
  * conf.grads_codec; emb_codec.h): owners encode every row they serve (to
  * themselves too) and emb_output_wait decodes chunk k into
  * emb_exchange_rows(); requesters encode their gradients in
- * emb_grad_post_chunk and owners decode them in emb_grad_finish. The
+ * emb_grad_post_chunk and owners decode them in emb_grad_finish. Of a
+ * subspace table (emb_subspace.h) the k values c[i] travel and
+ * emb_output_wait rebuilds the rows F(i) + U c[i]; the gradients travel as
+ * U^T g. The rows and the gradients the caller sees are d wide. The
  * exchanges of the split calls are counted in t->wire (emb_table.h:
  * emb_table_wire_take); emb_lookup's are not. */
 #ifndef FS_EMB_EXCHANGE_H
