@@ -20,8 +20,9 @@
 #     of them with debug.node_size = 1; the progress line shows them;
 #   - subspace tables: k = d with the identity basis is the plain table to
 #     the printed digits (evaluation and Adam included); k = 8 gives the
-#     same losses on P = 1, 2, 4 and sends k values per row; refused: k >
-#     d, and checkpoints (not written for subspace tables yet).
+#     same losses on P = 1, 2, 4 and sends k values per row; its checkpoint
+#     resumes on another P; refused: k > d, a plain checkpoint for a
+#     subspace table and the other way round, another k.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 tiny_data
@@ -114,15 +115,24 @@ ratio_is "$T/k8-2.jsonl" grads_bytes 0.5 "subspace k=8 of d=16"
 expect_ok train 2 embedding.subspace_k=8 parallel.rows_codec=int8 output.metrics="$T/k8i.jsonl"
 ratio_is "$T/k8i.jsonl" rows_bytes 0.25 "subspace k=8 with int8 rows (8 + 8 bytes)"
 expect_error "embedding.subspace_k = 17 exceeds model.dim = 16" train 1 embedding.subspace_k=17
-expect_error "checkpoints of subspace tables" train 1 embedding.subspace_k=8 \
-    output.checkpoint_dir="$T/ck"
+# a subspace checkpoint (c[i] and its state) resumes on another rank count:
+# 10 steps at P = 2, then to 20 at P = 3, equal to the uninterrupted P = 1
+# run; it is refused for a plain table and for another k
+expect_ok train 2 embedding.subspace_k=8 train.max_steps=10 output.checkpoint_dir="$T/cks" \
+    output.metrics="$T/k8-res.jsonl"
+expect_ok train 3 embedding.subspace_k=8 train.resume=auto output.checkpoint_dir="$T/cks" \
+    output.metrics="$T/k8-res.jsonl"
+same_losses "$T/k8-1.jsonl" "$T/k8-res.jsonl" "subspace k=8: resumed P=2 -> 3 vs uninterrupted" 0 1e-5
+expect_error "resume with embedding.subspace_k = 8" train 1 train.resume="$T/cks/ckpt-10.h5"
+expect_error "embedding.subspace_k = 8 in the checkpoint, 4 in this run" \
+    train 1 embedding.subspace_k=4 train.resume="$T/cks/ckpt-10.h5"
 # a plain checkpoint (codec settings recorded) is refused for a subspace table
 expect_ok train 1 train.max_steps=2 parallel.rows_codec=int8 output.checkpoint_dir="$T/ck"
 if command -v h5dump >/dev/null; then
     h5dump -a rows_codec "$T/ck/ckpt-2.h5" 2>/dev/null | grep -q '"int8"' &&
         pass "checkpoint records rows_codec" || fail "no rows_codec attribute"
 fi
-expect_error "a subspace table cannot be loaded from a checkpoint" \
+expect_error "a plain table's checkpoint, this run trains a subspace table" \
     "$FS" recommend "$T/ck/ckpt-2.h5" "$IN" data.path="$T/tiny.h5" device.type=cpu \
     embedding.subspace_k=8 --top 5 -o "$T/recs.csv"
 finish

@@ -182,8 +182,9 @@ static void subspace_rows(struct emb_table *t, int64_t slot0, int64_t n, float *
     free(c);
 }
 
-void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
-                         int64_t *steps)
+/* get_slots (rows: the rows themselves) and get_stored (the stored values) */
+static void get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                      int64_t *steps, int rows)
 {
     slots_check(t, slot0, n);
     const int64_t dim = t->width, sf = t->state_floats;
@@ -193,7 +194,7 @@ void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w
             if (id >= 1 && id <= t->conf.rows)
                 emb_shard_slot(t, id);
         }
-    if (w && n && t->sub)
+    if (w && n && t->sub && rows)
         subspace_rows(t, slot0, n, w);
     else if (w && n)
         t->be->to_host(w, t->w + slot0 * dim, (size_t)(n * dim) * sizeof *w);
@@ -207,14 +208,23 @@ void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w
     }
 }
 
+void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                         int64_t *steps)
+{
+    get_slots(t, slot0, n, w, state, steps, 1);
+}
+
+void emb_table_get_stored(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                          int64_t *steps)
+{
+    get_slots(t, slot0, n, w, state, steps, 0);
+}
+
 void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
                          const float *state, const int64_t *steps)
 {
     slots_check(t, slot0, n);
     const int64_t dim = t->width, sf = t->state_floats;
-    if (w && t->sub)
-        fatal("embedding table '%s': the rows of a subspace table cannot be set (only c[i] is "
-              "stored)", t->conf.name);
     if (w && n)
         t->be->to_device(t->w + slot0 * dim, w, (size_t)(n * dim) * sizeof *w);
     if (state && n && sf)

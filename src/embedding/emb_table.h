@@ -119,8 +119,12 @@ void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n);
  * adam). Rows not yet used hold their initial values. Any placement. */
 void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
                          int64_t *steps);
-/* The reverse: set those slots from host copies (NULL: leave as is; not
- * for the rows of a subspace table). */
+/* The same with w [n, width]: the values stored (a subspace table's c[i];
+ * for checkpoints). */
+void emb_table_get_stored(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                          int64_t *steps);
+/* The reverse of get_stored: set those slots from host copies (NULL: leave
+ * as is). */
 void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
                          const float *state, const int64_t *steps);
 /* Copy row id of this rank's shard into row[dim] (initialising it if

@@ -26,6 +26,7 @@
 
 #define BLOCK_ROWS ((int64_t)1 << 15)
 #define CHUNK_BYTES ((int64_t)1 << 20)
+#define COMPACT_MAX 4096 /* links and attributes kept in the object header */
 
 /* --- failing cleanly ----------------------------------------------------------- */
 
@@ -169,7 +170,7 @@ static void write_table(struct trainer *tr, struct ck_out *o, const struct table
 {
     struct comm *c = tr->c;
     struct emb_table *t = tr->items;
-    const int G = t->G, d = t->conf.dim, sf = (int)t->state_floats;
+    const int G = t->G, d = t->width, sf = (int)t->state_floats; /* stored values per row */
     const int root = c->g[COMM_EMB].rank == 0 && c->rank == 0;
     float *w = xmalloc((size_t)BLOCK_ROWS * (size_t)(d + sf) * sizeof *w), *st = w + BLOCK_ROWS * d;
     int64_t *steps = xmalloc((size_t)BLOCK_ROWS * sizeof *steps);
@@ -186,7 +187,7 @@ static void write_table(struct trainer *tr, struct ck_out *o, const struct table
         const int64_t id0 = a + ((t->shard - a % G) + G) % G; /* this shard's ids: id0 + k G */
         const int64_t n = id0 < b ? (b - 1 - id0) / G + 1 : 0;
         /* slots id0 / G ..: any placement; the slot of id 0 holds zeros */
-        emb_table_get_slots(t, id0 / G, n, w, sf ? st : NULL, steps);
+        emb_table_get_stored(t, id0 / G, n, w, sf ? st : NULL, steps);
         comm_gather_i64(c, COMM_EMB, n, counts, 0);
         if (root)
             for (int q = 0; q < G; q++) {
@@ -227,11 +228,21 @@ static void write_table(struct trainer *tr, struct ck_out *o, const struct table
     free(counts);
 }
 
+/* A group whose links stay in its (checksummed) object header. */
+static hid_t create_group(struct ck_out *o, hid_t loc, const char *name)
+{
+    hid_t gcpl, g;
+    CK(o, gcpl = H5Pcreate(H5P_GROUP_CREATE));
+    CK(o, H5Pset_link_phase_change(gcpl, COMPACT_MAX, COMPACT_MAX));
+    CK(o, g = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT));
+    CK(o, H5Pclose(gcpl));
+    return g;
+}
+
 static void write_dense(struct ck_out *o, const char *group, struct trainer *tr,
                         float *const *which)
 {
-    hid_t g;
-    CK(o, g = H5Gcreate2(o->f, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hid_t g = create_group(o, o->f, group);
     for (int i = 0; i < tr->m.nparams; i++) {
         struct dense_tensor *t = &tr->m.params[i];
         float *h = xmalloc((size_t)t->n * sizeof *h);
@@ -254,11 +265,18 @@ static void write_header(struct trainer *tr, struct ck_out *o, struct table_out 
      * checksums all of the metadata */
     CK(o, H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST));
     CK(o, H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
+    /* attributes and links in the object headers (checksummed), never in a
+     * fractal heap (not checksummed: a damaged one crashes HDF5 1.10) */
+    hid_t fcpl;
+    CK(o, fcpl = H5Pcreate(H5P_FILE_CREATE));
+    CK(o, H5Pset_attr_phase_change(fcpl, COMPACT_MAX, COMPACT_MAX));
+    CK(o, H5Pset_link_phase_change(fcpl, COMPACT_MAX, COMPACT_MAX));
     errno = 0;
-    o->f = H5Fcreate(o->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    o->f = H5Fcreate(o->tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (o->f < 0)
         ck_fail(o, "cannot create the file", errno);
     CK(o, H5Pclose(fapl));
+    CK(o, H5Pclose(fcpl));
     const struct model_conf *mc = &tr->m.conf;
     attr_str(o, "format", CKPT_FORMAT);
     attr_i64(o, "version", CKPT_VERSION);
@@ -274,7 +292,9 @@ static void write_header(struct trainer *tr, struct ck_out *o, struct table_out 
     attr_i64(o, "emb_optimizer", tr->items->conf.optim.kind);
     attr_str(o, "rows_codec", emb_codec_name(tr->items->conf.rows_codec)); /* recorded, */
     attr_str(o, "grads_codec", emb_codec_name(tr->items->conf.grads_codec)); /* not checked */
-    attr_i64(o, "subspace_k", tr->items->conf.subspace_k); /* 0: subspace runs write none yet */
+    attr_i64(o, "subspace_k", tr->items->conf.subspace_k); /* /emb/items/weight: c[i] then */
+    attr_i64(o, "subspace_basis", tr->items->conf.subspace_identity);
+    attr_i64(o, "seed", (int64_t)tr->conf.seed); /* F and U of a subspace table derive from it */
     attr_i64(o, "best_epoch", tr->best_epoch);
     attr_f64(o, "best_val", tr->best_val);
     char *text = params_serialize(tr->p);
@@ -283,11 +303,9 @@ static void write_header(struct trainer *tr, struct ck_out *o, struct table_out 
     write_dense(o, "/dense", tr, NULL);
     write_dense(o, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     write_dense(o, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
-    hid_t g1, g2;
-    CK(o, g1 = H5Gcreate2(o->f, "/emb", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    CK(o, g2 = H5Gcreate2(g1, "items", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hid_t g1 = create_group(o, o->f, "/emb"), g2 = create_group(o, g1, "items");
     int64_t rows = tr->ds.num_items + 1;
-    to->w = create_2d(o, g2, "weight", H5T_IEEE_F32LE, rows, tr->items->conf.dim);
+    to->w = create_2d(o, g2, "weight", H5T_IEEE_F32LE, rows, tr->items->width);
     to->st = tr->items->state_floats
                  ? create_2d(o, g2, "state", H5T_IEEE_F32LE, rows, tr->items->state_floats)
                  : -1;

@@ -455,10 +455,10 @@ static void read_strided(hid_t f, const char *path, const char *name, hid_t mem_
 static void check_shard(const char *path, const struct emb_table *t, int64_t n, const float *w,
                         const float *state, const int64_t *steps, int64_t step)
 {
-    for (int64_t i = 0; i < n * t->conf.dim; i++)
+    for (int64_t i = 0; i < n * t->width; i++)
         if (!isfinite(w[i]))
             fatal("checkpoint %s: /emb/items/weight: a value of row %lld is not finite", path,
-                  (long long)((i / t->conf.dim) * t->G + t->shard));
+                  (long long)((i / t->width) * t->G + t->shard));
     for (int64_t i = 0; t->state_floats && i < n * t->state_floats; i++)
         if (!isfinite(state[i]))
             fatal("checkpoint %s: /emb/items/state: a value of row %lld is not finite", path,
@@ -468,6 +468,32 @@ static void check_shard(const char *path, const struct emb_table *t, int64_t n, 
             fatal("checkpoint %s: /emb/items/steps: row %lld has %lld steps, outside [0, %lld]",
                   path, (long long)(i * t->G + t->shard), (long long)steps[i],
                   (long long)step);
+}
+
+/* A subspace table (embedding.subspace_k > 0) stores c[i] of k values and
+ * rebuilds its rows from F and U, which derive from the seed: the
+ * checkpoint's k, basis and seed must be the run's; a plain table loads only
+ * a plain checkpoint (subspace_k absent or 0). */
+static void subspace_check(hid_t f, const char *path, const struct trainer *tr)
+{
+    const struct emb_table_conf *ec = &tr->items->conf;
+    int64_t k = 0;
+    char err[1024];
+    if (H5Aexists(f, "subspace_k") > 0 && h5_attr_i64(f, path, "subspace_k", &k, err, sizeof err))
+        fatal("checkpoint %s", err);
+    if (k != ec->subspace_k && (k == 0 || ec->subspace_k == 0))
+        fatal("checkpoint %s: %s, this run %s: a plain table and a subspace-factorised one "
+              "(embedding.subspace_k) hold different values; resume with embedding.subspace_k "
+              "= %lld",
+              path, k ? "a subspace table's checkpoint" : "a plain table's checkpoint",
+              ec->subspace_k ? "trains a subspace table" : "a plain table", (long long)k);
+    if (ec->subspace_k == 0)
+        return;
+    expect_attr(f, path, "subspace_k", ec->subspace_k, "embedding.subspace_k");
+    expect_attr(f, path, "subspace_basis", ec->subspace_identity,
+                "embedding.subspace_basis (0 random, 1 identity)");
+    expect_attr(f, path, "seed", (int64_t)tr->conf.seed,
+                "train.seed (the subspace table's F and U derive from it)");
 }
 
 void checkpoint_read(struct trainer *tr, const char *path)
@@ -497,10 +523,7 @@ void checkpoint_read(struct trainer *tr, const char *path)
     expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
     expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
                 "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
-    if (tr->items->conf.subspace_k > 0) /* checkpoints hold plain rows, a subspace shard c[i] */
-        fatal("checkpoint %s: embedding.subspace_k = %d: a subspace table cannot be loaded from a "
-              "checkpoint yet (run with embedding.subspace_k = 0)", path,
-              tr->items->conf.subspace_k);
+    subspace_check(f, path, tr);
     struct ckpt_counters k;
     if (read_counters(f, path, &k, err, sizeof err))
         fatal("checkpoint %s", err);
@@ -516,10 +539,10 @@ void checkpoint_read(struct trainer *tr, const char *path)
     struct emb_table *t = tr->items;
     const int64_t n = (t->conf.rows - t->shard) / t->G + 1, sf = t->state_floats;
     const int host = backend_is_host(t->be);
-    float *w = host ? t->w : xmalloc((size_t)(n * t->conf.dim) * sizeof *w);
+    float *w = host ? t->w : xmalloc((size_t)(n * t->width) * sizeof *w);
     float *state = !sf ? NULL : host ? t->state : xmalloc((size_t)(n * sf) * sizeof *state);
     int64_t *steps = !t->steps ? NULL : host ? t->steps : xmalloc((size_t)n * sizeof *steps);
-    read_strided(f, path, "/emb/items/weight", H5T_NATIVE_FLOAT, t->conf.dim, t, w);
+    read_strided(f, path, "/emb/items/weight", H5T_NATIVE_FLOAT, t->width, t, w);
     if (state)
         read_strided(f, path, "/emb/items/state", H5T_NATIVE_FLOAT, sf, t, state);
     if (steps)

@@ -123,11 +123,6 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->subspace_k > tc->d)
         return errorf(err, errlen, "embedding.subspace_k = %d exceeds model.dim = %d",
                       tc->subspace_k, tc->d);
-    if (tc->subspace_k > 0 && (params_str(p, P_output_checkpoint_dir)[0] ||
-                               params_str(p, P_train_resume)[0]))
-        return errorf(err, errlen, "embedding.subspace_k = %d: checkpoints of subspace tables "
-                      "are not written or read yet (unset output.checkpoint_dir and "
-                      "train.resume)", tc->subspace_k);
     tc->checkpoint_dir = params_str(p, P_output_checkpoint_dir);
     tc->metrics = params_str(p, P_output_metrics);
     tc->trace = params_str(p, P_output_trace);
