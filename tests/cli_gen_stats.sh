@@ -245,4 +245,20 @@ else
     echo "note: /usr/bin/python3 with h5py not found, damaged-id checks skipped"
 fi
 
+# a full file system (a 64 KiB tmpfs, when this user may mount one): the
+# errno text with the path, exit 1 (not a signal from HDF5's exit handler),
+# no temporary file left
+mkdir -p "$T/full"
+if mount -t tmpfs -o size=64k none "$T/full" 2>/dev/null; then
+    expect_error "x.h5: write to $T/full/x.h5.tmp." "$FS" data gen --users 20000 --items 200 \
+        --length uniform:5,40 -o "$T/full/x.h5"
+    grep -q "No space left on device" "$T/err" && pass "full disk: errno text" ||
+        fail "full disk: $(head -c 300 "$T/err")"
+    [ -z "$(ls -A "$T/full")" ] && pass "full disk: nothing left behind" ||
+        fail "full disk: left $(ls -A "$T/full")"
+    umount "$T/full"
+else
+    echo "note: cannot mount a tmpfs here, the full-disk check is skipped"
+fi
+
 finish

@@ -26,6 +26,17 @@ static const char *file_with(const char *text)
     return g_path;
 }
 
+/* The same with n bytes (which may hold NUL). */
+static const char *file_with_bytes(const char *bytes, size_t n)
+{
+    snprintf(g_path, sizeof g_path, "/tmp/fs-test-params-XXXXXX");
+    int fd = mkstemp(g_path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, bytes, n), (ssize_t)n);
+    close(fd);
+    return g_path;
+}
+
 /* Reading text must fail with an error containing want (after "PATH:"). */
 static void expect_file_error(const char *text, const char *want)
 {
@@ -129,6 +140,16 @@ static void test_syntax(void **state)
     char longline[400] = "[data]\npath = ";
     memset(longline + strlen(longline), 'x', 250);
     expect_file_error(longline, ":2: line longer than");
+    /* a NUL byte would silently cut the value: refused with its line */
+    static const char nul[] = "[model]\ndim = 8\n[data]\npath = a\0b.h5\n";
+    struct params pn;
+    char errn[PARAM_ERR_MAX];
+    params_defaults(&pn);
+    const char *pathn = file_with_bytes(nul, sizeof nul - 1);
+    int rcn = params_read_file(&pn, pathn, errn, sizeof errn);
+    unlink(pathn);
+    if (rcn != -1 || !strstr(errn, ":4: a NUL byte in the line"))
+        fail_msg("a NUL byte: got rc=%d '%s'", rcn, rcn ? errn : "");
     struct params p;
     char err[PARAM_ERR_MAX];
     params_defaults(&p);

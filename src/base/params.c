@@ -238,6 +238,7 @@ struct ini_state {
     FILE *f;
     int line;            /* line most recently handed to inih */
     int long_line;       /* first line longer than inih accepts, 0 if none */
+    int nul_line;        /* first line holding a NUL byte, 0 if none */
     int err_line;        /* line of the first error reported by the handler */
     int set_line[P_COUNT];
     char *err;
@@ -248,16 +249,23 @@ struct ini_state {
 static char *fs_ini_reader(char *str, int num, void *stream)
 {
     struct ini_state *s = stream;
-    if (!fgets(str, num, s->f))
+    int n = 0, ch = EOF;
+    while (n < num - 1 && (ch = fgetc(s->f)) != EOF) {
+        if (ch == '\0' && !s->nul_line) /* inih would cut the line there silently */
+            s->nul_line = s->line + 1;
+        str[n++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    if (n == 0)
         return NULL;
+    str[n] = '\0';
     s->line++;
-    size_t n = strlen(str);
-    if (n == (size_t)num - 1 && str[n - 1] != '\n' && !feof(s->f)) {
+    if (n == num - 1 && str[n - 1] != '\n' && (ch = fgetc(s->f)) != EOF) {
         if (!s->long_line)
             s->long_line = s->line;
-        int ch; /* drop the rest of the line */
-        while ((ch = fgetc(s->f)) != EOF && ch != '\n')
-            ;
+        while (ch != EOF && ch != '\n') /* drop the rest of the line */
+            ch = fgetc(s->f);
     }
     return str;
 }
@@ -337,6 +345,9 @@ int params_read_file(struct params *p, const char *path, char *err, size_t errle
     fclose(s.f);
     if (rerr)
         return errorf(err, errlen, "%s: read error", path);
+    if (s.nul_line)
+        return errorf(err, errlen, "%s:%d: a NUL byte in the line (a parameter file is text)",
+                      path, s.nul_line);
     if (s.long_line && (r == 0 || s.long_line <= r))
         return errorf(err, errlen, "%s:%d: line longer than %d characters", path, s.long_line,
                       INI_MAX_LINE - 2);

@@ -132,11 +132,22 @@ struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps
     w->cap_users = 1024;
     w->offsets = xmalloc((size_t)w->cap_users * sizeof(int64_t));
     w->offsets[0] = 0;
-    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (w->file < 0) {
-        errorf(err, errlen, "%s: cannot create output file %s (directory missing or not writable?)",
-               path, w->tmp);
+    /* strong close: a failed H5Fclose (a full disk) leaves no object open
+     * for HDF5's exit handler to trip over */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        errorf(err, errlen, "%s: HDF5 file-access properties could not be made", path);
         writer_free(w);
+        return NULL;
+    }
+    errno = 0;
+    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    int e = errno;
+    H5Pclose(fapl);
+    if (w->file < 0) {
+        errorf(err, errlen, "%s: cannot create output file %s: %s", path, w->tmp,
+               e ? strerror(e) : "directory missing or not writable?");
+        dataset_writer_abort(w); /* removes a temporary file HDF5 may have begun */
         return NULL;
     }
     w->d_items = create_extendible(w->file, "/item_ids", H5T_STD_I64LE);
@@ -170,10 +181,14 @@ int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *le
         total += lengths[i];
         w->offsets[w->users + i + 1] = w->events + total;
     }
+    errno = 0;
     if (append_slab(w->d_items, H5T_NATIVE_INT64, w->events, total, items) ||
         (ts && append_slab(w->d_ts, H5T_NATIVE_INT64, w->events, total, ts)) ||
-        (actions && append_slab(w->d_actions, H5T_NATIVE_INT32, w->events, total, actions)))
-        return errorf(err, errlen, "%s: write to %s failed (disk full?)", w->path, w->tmp);
+        (actions && append_slab(w->d_actions, H5T_NATIVE_INT32, w->events, total, actions))) {
+        int e = errno;
+        return errorf(err, errlen, "%s: write to %s failed: %s", w->path, w->tmp,
+                      e ? strerror(e) : "disk full?");
+    }
     w->users += n;
     w->events += total;
     return 0;
@@ -289,9 +304,12 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
     if (w->d_ts >= 0) { H5Dclose(w->d_ts); w->d_ts = -1; }
     if (w->d_actions >= 0) { H5Dclose(w->d_actions); w->d_actions = -1; }
     writer_free(w);
+    errno = 0;
     if (H5Fclose(f) < 0) {
+        int e = errno;
         unlink(tmp);
-        return errorf(err, errlen, "%s: closing %s failed (disk full?)", path, tmp);
+        return errorf(err, errlen, "%s: closing %s failed: %s", path, tmp,
+                      e ? strerror(e) : "disk full?");
     }
     if (rename(tmp, path) != 0) {
         int e = errno;
