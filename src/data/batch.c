@@ -28,7 +28,7 @@ static void read_user(const struct dataset *ds, int64_t u, int with_ts, int64_t 
         fatal("%s", err);
 }
 
-static void batch_alloc(struct seq_batch *b, int64_t B, int64_t T, int with_ts, int eval)
+void batch_alloc(struct seq_batch *b, int64_t B, int64_t T, int with_ts, int eval)
 {
     memset(b, 0, sizeof *b);
     b->B = B;

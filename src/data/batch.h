@@ -33,6 +33,10 @@ void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with
  * the whole history is kept in hist for exclusion. */
 void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N, int with_ts,
                 const int64_t *users, int64_t B, struct seq_batch *b);
+/* Allocate b's arrays for B sequences of T tokens in all (contents
+ * undefined but targets, zeroed; ts only with_ts; hist_off only for eval:
+ * the caller allocates hist). */
+void batch_alloc(struct seq_batch *b, int64_t B, int64_t T, int with_ts, int eval);
 void batch_free(struct seq_batch *b);
 
 #endif

@@ -195,16 +195,8 @@ static void history_batch(const struct trainer *tr, const int64_t *users, int64_
         H += L;
         cap = L > cap ? L : cap;
     }
-    memset(b, 0, sizeof *b);
-    b->B = B;
-    b->T = T;
-    b->users = xmalloc((size_t)(B ? B : 1) * sizeof *b->users);
-    b->offsets = xmalloc((size_t)(B + 1) * sizeof *b->offsets);
-    b->items = xmalloc((size_t)(T ? T : 1) * sizeof *b->items);
-    b->targets = xcalloc((size_t)(T ? T : 1), sizeof *b->targets);
-    b->ts = with_ts ? xmalloc((size_t)(T ? T : 1) * sizeof *b->ts) : NULL;
-    b->keys = xcalloc((size_t)(T ? T : 1), sizeof *b->keys); /* no dropout */
-    b->hist_off = xmalloc((size_t)(B + 1) * sizeof *b->hist_off);
+    batch_alloc(b, B, T, with_ts, 1);
+    memset(b->keys, 0, (size_t)(T ? T : 1) * sizeof *b->keys); /* no dropout */
     b->hist = xmalloc((size_t)(H ? H : 1) * sizeof *b->hist);
     int64_t *items = xmalloc((size_t)cap * sizeof *items);
     int64_t *ts = with_ts ? xmalloc((size_t)cap * sizeof *ts) : NULL;
