@@ -15,19 +15,8 @@
 #include "base/check.h"
 #include "base/rng.h"
 #include "embedding/emb_codec.h"
+#include "expect.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                    \
-            printf(__VA_ARGS__);                                                           \
-            printf("\n");                                                                  \
-            failures++;                                                                    \
-            return;                                                                        \
-        }                                                                                  \
-    } while (0)
 
 /* Every finite value of each format back to its own bits. */
 static void test_scalars_exact(void)

@@ -13,19 +13,8 @@
 #include "base/check.h"
 #include "base/rng.h"
 #include "embedding/emb_optim.h"
+#include "expect.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                    \
-            printf(__VA_ARGS__);                                                           \
-            printf("\n");                                                                  \
-            failures++;                                                                    \
-            return;                                                                        \
-        }                                                                                  \
-    } while (0)
 
 /* The bucket of a unique id: (owner, chunk); chunk 0 iff it occurs among
  * the first n_first tokens. */

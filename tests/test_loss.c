@@ -19,18 +19,8 @@
 #include "backend/backend.h"
 #include "model/loss.h"
 #include "base/rng.h"
+#include "expect.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                 \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                  \
-            printf(__VA_ARGS__);                                                         \
-            printf("\n");                                                                \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 enum kind { SOFTMAX, BCE };
 
