@@ -412,7 +412,11 @@ int main(int argc, char **argv)
         perror("fuzz_readers: scratch or failure directory");
         return 2;
     }
-    g_rng ^= (uint64_t)getpid() * 0x100000001b3ull ^ (uint64_t)time(NULL);
+    const char *fixed = getenv("FUZZ_RNG"); /* hex: replay a run's mutations (as it printed) */
+    if (fixed)
+        g_rng = strtoull(fixed, NULL, 16);
+    else
+        g_rng ^= (uint64_t)getpid() * 0x100000001b3ull ^ (uint64_t)time(NULL);
     const uint64_t seed = g_rng;
     long execs = 0, acc = 0, ref = 0, bad = 0, lib = 0;
     const int strict = getenv("FUZZ_STRICT") && atoi(getenv("FUZZ_STRICT"));
