@@ -10,7 +10,13 @@
  * The backward recomputes S and A per tile and head:
  *   dA = dO V^T, dV += A^T dO, dS = dA SiLU'(S + rab) / N (masked),
  *   dQ_tile = dS K, dK += dS^T Q_tile, bias gradients += dS by index.
- * Bias gradients are summed in double and added to the outputs at the end. */
+ * Bias gradients are summed in double and added to the outputs at the end.
+ *
+ * The context form (hstu_attn_ctx_*, parallel.split_long) is the same loop
+ * with query positions offset by pos0[b] and the keys read from a separate
+ * buffer that also holds the earlier positions: a query tile [i0, i0 +
+ * rows) in absolute positions sees keys [0, i0 + rows). The plain ops are
+ * this with pos0 = 0 and the keys being the queries' own rows. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -19,8 +25,6 @@
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
 #include "base/check.h"
-
-#define HSTU_TILE 64
 
 /* C[m, n] = op(A) op(B) + beta C, row-major (BLAS) */
 static void mm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
@@ -48,12 +52,14 @@ struct attn_work {
     double *dpos, *dtime; /* [2N - 1], [HSTU_TIME_BUCKETS + 1] (backward) */
 };
 
-static int64_t max_len(int64_t B, const int64_t *offsets)
+/* The longest key range of a call (its work buffers' width). */
+static int64_t max_keys(int64_t B, const int64_t *offsets, const int64_t *key_off)
 {
+    const int64_t *o = key_off ? key_off : offsets;
     int64_t m = 0;
     for (int64_t b = 0; b < B; b++)
-        if (offsets[b + 1] - offsets[b] > m)
-            m = offsets[b + 1] - offsets[b];
+        if (o[b + 1] - o[b] > m)
+            m = o[b + 1] - o[b];
     return m;
 }
 
@@ -84,7 +90,8 @@ static void work_free(struct attn_work *w)
 }
 
 /* rab[r, j] for query rows i = i0 + r (r < rows) and keys j < cols = i0 + rows
- * of the sequence starting at token s0; 0 above the diagonal (unused). */
+ * of the sequence whose position 0 is row s0 of ts; 0 above the diagonal
+ * (unused). */
 static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, int64_t rows, int N,
                       const float *pos_bias, const float *time_bias, const int64_t *ts)
 {
@@ -127,64 +134,74 @@ static void tile_scores(struct attn_work *w, int64_t i0, int64_t rows, int N, in
     }
 }
 
-/* q, k: [T, H * dqk]; v, out: [T, H * dv]; see backend.h. */
-void cpu_hstu_attn_fwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
-                       const float *q, const float *k, const float *v, const float *pos_bias,
-                       const float *time_bias, const int64_t *ts, float *out)
+/* q: [T, H * dqk], out: [T, H * dv]; kb: [keys, H * dqk], vb: [keys, H * dv]
+ * (see backend.h). pos0 NULL: every segment starts at position 0;
+ * key_off NULL: the keys are rows offsets[] of kb (the queries' own). */
+static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                     const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+                     const float *kb, const float *vb, const float *pos_bias,
+                     const float *time_bias, const int64_t *ts, float *out)
 {
     struct attn_work w;
     int64_t ldq = (int64_t)H * dqk, ldv = (int64_t)H * dv;
     if (!ts)
         time_bias = NULL;
-    work_init(&w, max_len(B, offsets), N, 0);
+    work_init(&w, max_keys(B, offsets, key_off), N, 0);
     for (int64_t b = 0; b < B; b++) {
         int64_t s0 = offsets[b], L = offsets[b + 1] - s0;
-        for (int64_t i0 = 0; i0 < L; i0 += HSTU_TILE) {
-            int64_t rows = L - i0 < HSTU_TILE ? L - i0 : HSTU_TILE, cols = i0 + rows;
-            tile_bias(&w, s0, i0, rows, N, pos_bias, time_bias, ts);
+        int64_t p0 = pos0 ? pos0[b] : 0, k0 = key_off ? key_off[b] : s0;
+        for (int64_t r0 = 0; r0 < L; r0 += HSTU_TILE) {
+            int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0,
+                    cols = i0 + rows;
+            tile_bias(&w, k0, i0, rows, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
-                const float *qh = q + (s0 + i0) * ldq + (int64_t)h * dqk;
-                const float *kh = k + s0 * ldq + (int64_t)h * dqk;
-                const float *vh = v + s0 * ldv + (int64_t)h * dv;
+                const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
+                const float *kh = kb + k0 * ldq + (int64_t)h * dqk;
+                const float *vh = vb + k0 * ldv + (int64_t)h * dv;
                 tile_scores(&w, i0, rows, N, dqk, ldq, qh, kh);
                 mm(0, 0, rows, dv, cols, w.a, cols, vh, ldv, 0.0f,
-                   out + (s0 + i0) * ldv + (int64_t)h * dv, ldv);
+                   out + (s0 + r0) * ldv + (int64_t)h * dv, ldv);
             }
         }
     }
     work_free(&w);
 }
 
-/* dout: [T, H * dv]; dq, dk: [T, H * dqk] and dvv: [T, H * dv] written;
- * dpos_bias: [2N - 1], dtime_bias: [HSTU_TIME_BUCKETS + 1] accumulated. */
-void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
-                       const float *q, const float *k, const float *v, const float *pos_bias,
-                       const float *time_bias, const int64_t *ts, const float *dout, float *dq,
-                       float *dk, float *dvv, float *dpos_bias, float *dtime_bias)
+/* dout: [T, H * dv]; dq: [T, H * dqk], dkb: [keys, H * dqk], dvb: [keys,
+ * H * dv] written; dpos_bias: [2N - 1], dtime_bias: [HSTU_TIME_BUCKETS + 1]
+ * accumulated. pos0, key_off as for attn_fwd. */
+static void attn_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                     const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+                     const float *kb, const float *vb, const float *pos_bias,
+                     const float *time_bias, const int64_t *ts, const float *dout, float *dq,
+                     float *dkb, float *dvb, float *dpos_bias, float *dtime_bias)
 {
     struct attn_work w;
     int64_t ldq = (int64_t)H * dqk, ldv = (int64_t)H * dv;
-    int64_t t0 = offsets[0], T = offsets[B] - offsets[0];
+    const int64_t *ko = key_off ? key_off : offsets;
+    int64_t t0 = ko[0], K = ko[B] - ko[0];
     if (!ts)
         time_bias = NULL;
-    work_init(&w, max_len(B, offsets), N, 1);
-    memset(dk + t0 * ldq, 0, (size_t)(T * ldq) * sizeof(float));
-    memset(dvv + t0 * ldv, 0, (size_t)(T * ldv) * sizeof(float));
+    work_init(&w, max_keys(B, offsets, key_off), N, 1);
+    memset(dkb + t0 * ldq, 0, (size_t)(K * ldq) * sizeof(float));
+    memset(dvb + t0 * ldv, 0, (size_t)(K * ldv) * sizeof(float));
     float inv_n = 1.0f / (float)N;
     for (int64_t b = 0; b < B; b++) {
         int64_t s0 = offsets[b], L = offsets[b + 1] - s0;
-        for (int64_t i0 = 0; i0 < L; i0 += HSTU_TILE) {
-            int64_t rows = L - i0 < HSTU_TILE ? L - i0 : HSTU_TILE, cols = i0 + rows;
-            tile_bias(&w, s0, i0, rows, N, pos_bias, time_bias, ts);
+        int64_t p0 = pos0 ? pos0[b] : 0, k0 = ko[b];
+        for (int64_t r0 = 0; r0 < L; r0 += HSTU_TILE) {
+            int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0,
+                    cols = i0 + rows;
+            tile_bias(&w, k0, i0, rows, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
-                const float *qh = q + (s0 + i0) * ldq + (int64_t)h * dqk;
-                const float *kh = k + s0 * ldq + (int64_t)h * dqk;
-                const float *vh = v + s0 * ldv + (int64_t)h * dv;
-                const float *doh = dout + (s0 + i0) * ldv + (int64_t)h * dv;
+                const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
+                const float *kh = kb + k0 * ldq + (int64_t)h * dqk;
+                const float *vh = vb + k0 * ldv + (int64_t)h * dv;
+                const float *doh = dout + (s0 + r0) * ldv + (int64_t)h * dv;
                 tile_scores(&w, i0, rows, N, dqk, ldq, qh, kh);
                 mm(0, 1, rows, cols, dv, doh, ldv, vh, ldv, 0.0f, w.da, cols);
                 mm(1, 0, cols, dv, rows, w.a, cols, doh, ldv, 1.0f,
-                   dvv + s0 * ldv + (int64_t)h * dv, ldv);
+                   dvb + k0 * ldv + (int64_t)h * dv, ldv);
                 /* dS = dA SiLU'(s) / N, with SiLU'(s) = sig(s) (1 + s (1 - sig(s))) */
                 for (int64_t r = 0; r < rows; r++) {
                     int64_t i = i0 + r;
@@ -202,9 +219,9 @@ void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv
                         ds[j] = 0.0f;
                 }
                 mm(0, 0, rows, dqk, cols, w.da, cols, kh, ldq, 0.0f,
-                   dq + (s0 + i0) * ldq + (int64_t)h * dqk, ldq);
+                   dq + (s0 + r0) * ldq + (int64_t)h * dqk, ldq);
                 mm(1, 0, cols, dqk, rows, w.da, cols, qh, ldq, 1.0f,
-                   dk + s0 * ldq + (int64_t)h * dqk, ldq);
+                   dkb + k0 * ldq + (int64_t)h * dqk, ldq);
             }
         }
     }
@@ -215,4 +232,41 @@ void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv
         for (int i = 0; i <= HSTU_TIME_BUCKETS; i++)
             dtime_bias[i] += (float)w.dtime[i];
     work_free(&w);
+}
+
+void cpu_hstu_attn_fwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
+                       const float *q, const float *k, const float *v, const float *pos_bias,
+                       const float *time_bias, const int64_t *ts, float *out)
+{
+    attn_fwd(B, offsets, NULL, NULL, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, out);
+}
+
+void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
+                       const float *q, const float *k, const float *v, const float *pos_bias,
+                       const float *time_bias, const int64_t *ts, const float *dout, float *dq,
+                       float *dk, float *dvv, float *dpos_bias, float *dtime_bias)
+{
+    attn_bwd(B, offsets, NULL, NULL, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, dout, dq,
+             dk, dvv, dpos_bias, dtime_bias);
+}
+
+void cpu_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                           const int64_t *key_off, int H, int dqk, int dv, int N,
+                           const float *q, const float *kb, const float *vb,
+                           const float *pos_bias, const float *time_bias,
+                           const int64_t *key_ts, float *out)
+{
+    attn_fwd(B, offsets, pos0, key_off, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts,
+             out);
+}
+
+void cpu_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                           const int64_t *key_off, int H, int dqk, int dv, int N,
+                           const float *q, const float *kb, const float *vb,
+                           const float *pos_bias, const float *time_bias,
+                           const int64_t *key_ts, const float *dout, float *dq, float *dkb,
+                           float *dvb, float *dpos_bias, float *dtime_bias)
+{
+    attn_bwd(B, offsets, pos0, key_off, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts,
+             dout, dq, dkb, dvb, dpos_bias, dtime_bias);
 }

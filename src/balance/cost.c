@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
+#include "balance/split_long.h"
 #include "base/log.h"
 #include "base/params.h"
 
@@ -83,6 +85,40 @@ int cost_model_from_params(const struct params *p, struct cost_model *m, int *is
     cost_model_auto(&conf, (int)params_i64(p, P_train_negatives),
                     !strcmp(params_str(p, P_train_loss), "bce"), m);
     return 0;
+}
+
+int split_conf_from_params(const struct params *p, const struct cost_model *cm,
+                           struct split_conf *sc, char *err, size_t errlen)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->on = !strcmp(params_str(p, P_parallel_split_long), "auto");
+    sc->threshold = params_f64(p, P_parallel_split_threshold);
+    sc->fraction = params_f64(p, P_parallel_split_fraction);
+    sc->min_chunk = HSTU_TILE;
+    sc->force = sc->on ? (int)params_i64(p, P_debug_split_chunks) : 0;
+    if (sc->force == 1)
+        return errorf(err, errlen, "debug.split_chunks = 1: give 0 (off) or at least 2 chunks");
+    if (sc->force > SPLIT_MAX_CHUNKS)
+        return errorf(err, errlen, "debug.split_chunks = %d: at most %d chunks", sc->force,
+                      SPLIT_MAX_CHUNKS);
+    const char *kv = params_str(p, P_parallel_split_kv_cost);
+    if (!strcmp(kv, "auto")) {
+        struct model_conf conf;
+        struct cost_model fl;
+        cost_model_conf(p, &conf);
+        cost_model_auto(&conf, (int)params_i64(p, P_train_negatives),
+                        !strcmp(params_str(p, P_train_loss), "bce"), &fl);
+        sc->kv_cost = 160.0 * conf.d * conf.layers * (fl.a > 0 ? cm->a / fl.a : 1.0);
+    } else {
+        char *end;
+        errno = 0;
+        sc->kv_cost = strtod(kv, &end);
+        if (end == kv || *end || errno == ERANGE || !(sc->kv_cost >= 0) || !isfinite(sc->kv_cost))
+            return errorf(err, errlen,
+                          "parallel.split_kv_cost = '%s': expected auto or a finite number >= 0",
+                          kv);
+    }
+    return split_check(sc, cm, err, errlen);
 }
 
 void cost_model_format(const struct cost_model *m, char *buf, size_t len)

@@ -54,6 +54,16 @@ int cost_model_from_params(const struct params *p, struct cost_model *m, int *is
  * data.timestamps alone: the dataset may not have timestamps). */
 void cost_model_conf(const struct params *p, struct model_conf *conf);
 
+/* The split_long configuration (split_long.h) of a parameter set, with cm
+ * its cost model: parallel.split_long, split_threshold, split_fraction,
+ * split_kv_cost (auto: 160 d layers FLOPs per row, 16 d bytes per layer
+ * at 10 FLOPs per byte, scaled by a / a_auto when the cost model is not
+ * the FLOP count), debug.split_chunks; min_chunk = HSTU_TILE. Returns 0,
+ * or -1 with err naming the parameter. */
+struct split_conf;
+int split_conf_from_params(const struct params *p, const struct cost_model *cm,
+                           struct split_conf *sc, char *err, size_t errlen);
+
 /* "c0=..., a=..., b=..." (%.6g), for reports. */
 void cost_model_format(const struct cost_model *m, char *buf, size_t len);
 

@@ -109,6 +109,18 @@ X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
   "cudaMemcpyAsync within a node (no SMs); kernel = a copy kernel over the same mappings; auto "
   "= copy-engine on the CUDA backend with several ranks on a node, else mpi; the CPU backend "
   "has only mpi")
+X(parallel, split_long, CHOICE, "off", 0, 0, "off|auto",
+  "auto: a sequence whose predicted cost exceeds parallel.split_threshold is cut into "
+  "chunks of equal cost on several ranks (context-parallel attention; HSTU on the CPU "
+  "backend)")
+X(parallel, split_threshold, FLOAT, "0", 0, 1e300, NULL,
+  "predicted cost above which split_long cuts a sequence, in the cost model's units; 0 = "
+  "parallel.split_fraction x the step's mean cost per rank")
+X(parallel, split_fraction, FLOAT, "0.25", 0.01, 1, NULL,
+  "with split_threshold = 0: the threshold as a fraction of the step's mean cost per rank")
+X(parallel, split_kv_cost, STRING, "auto", 0, 0, NULL,
+  "predicted cost of one key/value row a chunk receives from an earlier chunk (cost model "
+  "units); auto = moving its 16 d bytes per layer at 10 FLOPs per byte")
 X(parallel, timeout, INT, "300", 0, 1000000, NULL,
   "watchdog: a rank that makes no progress (no phase, collective or write completed) for "
   "this many seconds prints its step, phase and the collective it waits in, and aborts the "
@@ -138,5 +150,8 @@ X(debug, nan_step, INT, "0", 0, 1000000000000.0, NULL,
 X(debug, node_size, INT, "0", 0, 1000000, NULL,
   "test hook: count the bytes to other nodes as if nodes held this many consecutive ranks "
   "(0 = the real nodes)")
+X(debug, split_chunks, INT, "0", 0, 1000000, NULL,
+  "test hook: with split_long = auto, cut every sequence into this many chunks (at least "
+  "one position each), whatever its cost")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")

@@ -37,6 +37,7 @@ enum comm_phase {
     COMM_PH_GRADS,     /* gradients to owners */
     COMM_PH_REPLICA,   /* sparse gradient reduction across replicas */
     COMM_PH_DENSE,     /* dense gradient all-reduce */
+    COMM_PH_KV,        /* split_long: keys/values and their gradients between chunks */
     COMM_PH_OTHER,
     COMM_NPHASES
 };
@@ -150,6 +151,20 @@ void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int6
  * MPI progress the exchange between compute phases. */
 void comm_wait(struct comm_request *req);
 int comm_test(struct comm_request *req);
+
+/* One point-to-point message of comm_exchange_msgs: n elements at buf
+ * to or from rank `peer` of the group, matched by tag (0 <= tag < 32768). */
+struct comm_msg {
+    int peer, tag;
+    void *buf;
+    int64_t n;
+};
+/* Post every receive and send of this rank (non-blocking point-to-point
+ * over group g) and wait for all of them, timed as communication. A rank
+ * may send to itself. Peers must post matching messages. */
+void comm_exchange_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
+                        const struct comm_msg *send, int nsend, struct comm_msg *recv, int nrecv,
+                        enum comm_phase ph);
 
 /* Progress thread (parallel.progress=thread): started once; between
  * comm_compute_begin() and comm_compute_end() the main thread makes no comm

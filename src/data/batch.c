@@ -43,31 +43,56 @@ void batch_alloc(struct seq_batch *b, int64_t B, int64_t T, int with_ts, int eva
         b->hist_off = xmalloc((size_t)(B + 1) * sizeof *b->hist_off);
 }
 
+/* Training inputs of user u: n_in positions from event first. */
+static int64_t train_inputs(const struct dataset *ds, int hold, int N, int64_t u, int64_t *first)
+{
+    int64_t end = dataset_length(ds, u) - hold; /* training events [0, end) */
+    int64_t n_in = end - 1 < N ? end - 1 : N;
+    *first = end - 1 - n_in; /* most recent n_in inputs */
+    return n_in;
+}
+
 void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with_ts,
-                 uint64_t seed, uint64_t epoch, const int64_t *users, int64_t B,
-                 struct seq_batch *b)
+                 uint64_t seed, uint64_t epoch, const int64_t *users, const int64_t *p0,
+                 const int64_t *p1, int64_t B, struct seq_batch *b)
 {
     const int hold = split_holdout(mode);
-    int64_t T = 0;
+    int64_t T = 0, K = 0, first;
     for (int64_t i = 0; i < B; i++) {
-        int64_t n_in = dataset_length(ds, users[i]) - hold - 1; /* inputs with a next item */
-        T += n_in < N ? n_in : N;
+        int64_t n_in = train_inputs(ds, hold, N, users[i], &first);
+        int64_t a = p0 ? p0[i] : 0, z = p1 ? p1[i] : n_in;
+        if (p0 && (a < 0 || z > n_in || a >= z))
+            fatal("batch: piece [%lld, %lld) of user %lld outside its %lld inputs",
+                  (long long)a, (long long)z, (long long)users[i], (long long)n_in);
+        T += z - a;
+        K += z;
     }
     batch_alloc(b, B, T, with_ts, 0);
+    if (p0) {
+        b->pos0 = xmalloc((size_t)(B ? B : 1) * sizeof *b->pos0);
+        b->key_off = xmalloc((size_t)(B + 1) * sizeof *b->key_off);
+        b->key_off[0] = 0;
+        b->key_ts = with_ts ? xmalloc((size_t)(K ? K : 1) * sizeof *b->key_ts) : NULL;
+    }
     int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         int64_t u = users[i];
         read_user(ds, u, with_ts, &items, &ts, &cap);
-        int64_t end = dataset_length(ds, u) - hold; /* training events [0, end) */
-        int64_t n_in = end - 1 < N ? end - 1 : N;
-        int64_t first = end - 1 - n_in; /* most recent n_in inputs */
-        for (int64_t p = 0; p < n_in; p++, t++) {
+        int64_t n_in = train_inputs(ds, hold, N, u, &first);
+        int64_t a = p0 ? p0[i] : 0, z = p1 ? p1[i] : n_in;
+        for (int64_t p = a; p < z; p++, t++) {
             b->items[t] = items[first + p];
             b->targets[t] = items[first + p + 1];
             if (with_ts)
                 b->ts[t] = ts[first + p];
             b->keys[t] = token_key(seed, epoch, u, p);
+        }
+        if (p0) {
+            b->pos0[i] = a;
+            b->key_off[i + 1] = b->key_off[i] + z;
+            if (with_ts)
+                memcpy(b->key_ts + b->key_off[i], ts + first, (size_t)z * sizeof *ts);
         }
         b->users[i] = u;
         b->offsets[i + 1] = t;
@@ -113,6 +138,9 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
 
 void batch_free(struct seq_batch *b)
 {
+    free(b->pos0);
+    free(b->key_off);
+    free(b->key_ts);
     free(b->users);
     free(b->offsets);
     free(b->items);

@@ -22,12 +22,19 @@ struct seq_batch {
     uint64_t *keys;     /* [T] per-token random key */
     int64_t *hist_off;  /* eval only: [B + 1] CSR of the whole history to exclude */
     int64_t *hist;      /* eval only */
+    /* train with pieces (parallel.split_long), else NULL: */
+    int64_t *pos0;      /* [B] position of each segment's first token */
+    int64_t *key_off;   /* [B + 1] CSR: positions [0, pos0 + L) of each segment */
+    int64_t *key_ts;    /* [key_off[B]] their timestamps (with_ts) */
 };
 
-/* Read and assemble the training batch of users[B]. */
+/* Read and assemble the training batch of users[B]. With p0, p1 (else
+ * NULL) entry i is positions [p0[i], p1[i]) of the user's training inputs
+ * (a chunk of a split sequence; keys, targets and positions as in the
+ * whole sequence), and pos0, key_off, key_ts are filled. */
 void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with_ts,
-                 uint64_t seed, uint64_t epoch, const int64_t *users, int64_t B,
-                 struct seq_batch *b);
+                 uint64_t seed, uint64_t epoch, const int64_t *users, const int64_t *p0,
+                 const int64_t *p1, int64_t B, struct seq_batch *b);
 /* Read and assemble an evaluation batch: history before the target of the
  * split (test or validation), truncated to N; targets[last] = the target;
  * the whole history is kept in hist for exclusion. */

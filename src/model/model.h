@@ -38,12 +38,40 @@ struct dense_tensor {
     float *w, *g;       /* [n] values and gradients (backend memory) */
 };
 
+/* Context parallelism (parallel.split_long, HSTU only): the batch's
+ * segments may be chunks of sequences whose earlier positions are on other
+ * ranks. Segment b holds positions pos0[b] .. pos0[b] + L_b - 1 of its
+ * sequence; its attention needs the keys and values of positions 0 ..
+ * pos0[b] + L_b - 1, laid out as rows key_off[b] .. key_off[b + 1] of a key
+ * buffer (key_off[b + 1] - key_off[b] = pos0[b] + L_b), with their
+ * timestamps key_ts. Per layer the model calls
+ *   gather_kv(ctx, w, k, v, kb, vb): k, v [T, w] this rank's keys and
+ *     values (backend memory); kb, vb [key_off[B], w] get every segment's
+ *     key rows: the earlier positions' from their owners, its own copied;
+ *   scatter_dkv(ctx, w, dkb, dvb, dk, dv): dkb, dvb [key_off[B], w] the
+ *     gradients of the key buffers; the earlier positions' rows go back to
+ *     their owners; dk, dv [T, w] are written: the segments' own rows plus
+ *     what the later chunks' ranks computed for them.
+ * Both are collective over the ranks holding chunks of the same sequences
+ * (point-to-point), called at the same layer on each. */
+struct model_split {
+    const int64_t *pos0;      /* [B] (host memory, as every array here) */
+    const int64_t *key_off;   /* [B + 1] */
+    const int64_t *key_ts;    /* [key_off[B]] seconds, or NULL */
+    void (*gather_kv)(void *ctx, int64_t w, const float *k, const float *v, float *kb,
+                      float *vb);
+    void (*scatter_dkv)(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
+                        float *dv);
+    void *ctx;
+};
+
 struct batch {
     int64_t B, T;
     const int64_t *offsets;    /* [B + 1] */
     const int64_t *ts;         /* [T] seconds, or NULL */
     const uint64_t *row_keys;  /* [T] dropout key of each token (seed, epoch, sample, pos) */
     int train;                 /* 1: dropout on; 0: evaluation */
+    const struct model_split *split; /* NULL: every segment is a whole sequence */
 };
 
 #define MODEL_MAX_PARAMS 128

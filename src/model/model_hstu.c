@@ -18,7 +18,13 @@
  *
  * The batch (offsets, ts, row_keys) is in host memory; the model copies what
  * the ops need to the backend. Activations are kept for the backward in
- * buffers that grow with the largest batch seen. */
+ * buffers that grow with the largest batch seen.
+ *
+ * With batch.split (context parallelism, model.h) positions start at each
+ * segment's pos0, and each layer's attention runs on key buffers that also
+ * hold the earlier positions' keys and values, gathered from their ranks
+ * (kept per layer for the backward, whose key gradients go back). Every
+ * other operation is per token and runs on the chunk as it is. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +47,7 @@ struct hstu_acts {
     float *mean2, *rstd2;
     float *z;            /* [T, hd] dropout(U * o) */
     uint8_t *mask;       /* [T, hd] dropout mask of z */
+    float *kb, *vb;      /* split: [keys, hd] the key buffers of the attention */
 };
 
 struct hstu_priv {
@@ -57,6 +64,13 @@ struct hstu_priv {
     uint64_t *keys;          /* [T] */
     float *ones;             /* [T] ones (bias rows via gemm) */
     float *dx, *dz, *dob, *da, *dh, *dn, *tmp; /* backward work */
+    /* split (context parallelism): key buffers of kcap rows, kcap_b segments */
+    int split;               /* last forward had batch.split */
+    int64_t kcap, kcap_b;
+    void **kbufs;            /* their allocations */
+    int nkbufs;
+    int64_t *pos0, *key_off, *key_ts; /* backend copies: [B], [B + 1], [keys] */
+    float *dkb, *dvb;        /* [keys, hd] backward work */
 };
 
 /* parameters in the order model_hstu_init adds them */
@@ -75,6 +89,45 @@ static void *buf(struct model *m, size_t bytes)
     if (P->nbufs == P->maxbufs)
         fatal("model_hstu: buffer table full");
     return P->bufs[P->nbufs++] = m->be->alloc(bytes);
+}
+
+/* The key buffers of split batches: kbuf() allocates, kbuf_release frees. */
+static void *kbuf(struct model *m, size_t bytes)
+{
+    struct hstu_priv *P = m->priv;
+    return P->kbufs[P->nkbufs++] = m->be->alloc(bytes);
+}
+
+static void kbuf_release(struct model *m)
+{
+    struct hstu_priv *P = m->priv;
+    for (int i = 0; i < P->nkbufs; i++)
+        m->be->free(P->kbufs[i]);
+    P->nkbufs = 0;
+    P->kcap = P->kcap_b = 0;
+}
+
+/* Make the key buffers hold K rows of B segments. */
+static void kbuf_reserve(struct model *m, int64_t B, int64_t K)
+{
+    struct hstu_priv *P = m->priv;
+    if (K <= P->kcap && B <= P->kcap_b)
+        return;
+    int64_t cap = K > P->kcap + P->kcap / 2 ? K : P->kcap + P->kcap / 2;
+    int64_t cap_b = B > P->kcap_b + P->kcap_b / 2 ? B : P->kcap_b + P->kcap_b / 2;
+    kbuf_release(m);
+    P->kcap = cap;
+    P->kcap_b = cap_b;
+    size_t kd = (size_t)cap * (size_t)m->conf.d * sizeof(float);
+    for (int l = 0; l < m->conf.layers; l++) {
+        P->act[l].kb = kbuf(m, kd);
+        P->act[l].vb = kbuf(m, kd);
+    }
+    P->dkb = kbuf(m, kd);
+    P->dvb = kbuf(m, kd);
+    P->pos0 = kbuf(m, (size_t)cap_b * sizeof(int64_t));
+    P->key_off = kbuf(m, (size_t)(cap_b + 1) * sizeof(int64_t));
+    P->key_ts = kbuf(m, (size_t)cap * sizeof(int64_t));
 }
 
 static void release(struct model *m)
@@ -136,7 +189,36 @@ static void reserve(struct model *m, int64_t B, int64_t T)
     free(ones);
 }
 
-/* Copy the batch's host arrays to the backend; positions pos[t] = t - offsets[b]. */
+/* The split batch's arrays to the backend (checked against the segments). */
+static void load_split(struct model *m, const struct batch *b)
+{
+    struct hstu_priv *P = m->priv;
+    const struct backend_ops *be = m->be;
+    const struct model_split *sp = b->split;
+    P->split = sp != NULL;
+    if (!sp)
+        return;
+    if (!m->be->hstu_attn_ctx_fwd)
+        fatal("model_hstu: the %s backend has no context-parallel attention "
+              "(parallel.split_long)", m->be->name);
+    for (int64_t s = 0; s < b->B; s++)
+        if (sp->key_off[s + 1] - sp->key_off[s] != sp->pos0[s] + b->offsets[s + 1] - b->offsets[s])
+            fatal("model_hstu: segment %lld: %lld key rows for positions %lld + %lld",
+                  (long long)s, (long long)(sp->key_off[s + 1] - sp->key_off[s]),
+                  (long long)sp->pos0[s], (long long)(b->offsets[s + 1] - b->offsets[s]));
+    const int64_t K = sp->key_off[b->B];
+    kbuf_reserve(m, b->B, K);
+    be->to_device(P->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
+    be->to_device(P->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
+    if (P->use_ts) {
+        if (!sp->key_ts)
+            fatal("model_hstu: a split batch with timestamps needs its keys' timestamps");
+        be->to_device(P->key_ts, sp->key_ts, (size_t)K * sizeof(int64_t));
+    }
+}
+
+/* Copy the batch's host arrays to the backend; positions pos[t] = pos0[b]
+ * + t - offsets[b] (pos0 = 0 unless split). */
 static void load_batch(struct model *m, const struct batch *b)
 {
     struct hstu_priv *P = m->priv;
@@ -148,11 +230,12 @@ static void load_batch(struct model *m, const struct batch *b)
               (long long)b->offsets[0], (long long)b->offsets[b->B], (long long)T);
     for (int64_t s = 0; s < b->B; s++) {
         int64_t L = b->offsets[s + 1] - b->offsets[s];
-        if (L < 0 || L > m->conf.max_len)
-            fatal("model_hstu: sequence %lld has length %lld, max_len is %d", (long long)s,
-                  (long long)L, m->conf.max_len);
+        int64_t p0 = b->split ? b->split->pos0[s] : 0;
+        if (L < 0 || p0 < 0 || p0 + L > m->conf.max_len)
+            fatal("model_hstu: sequence %lld has positions [%lld, %lld), max_len is %d",
+                  (long long)s, (long long)p0, (long long)(p0 + L), m->conf.max_len);
         for (int64_t i = 0; i < L; i++)
-            pos[b->offsets[s] + i] = i;
+            pos[b->offsets[s] + i] = p0 + i;
     }
     be->to_device(P->pos, pos, (size_t)T * sizeof *pos);
     free(pos);
@@ -165,6 +248,7 @@ static void load_batch(struct model *m, const struct batch *b)
         be->to_device(P->keys, b->row_keys, (size_t)T * sizeof(uint64_t));
     P->B = b->B;
     P->T = T;
+    load_split(m, b);
 }
 
 /* emb: [T, d] -> out: [T, d]; keeps the activations in m->priv. */
@@ -197,8 +281,14 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         be->silu_fwd(4 * T * hd, A->pre, A->h);
         const float *U = A->h, *V = U + (size_t)T * hd, *Q = V + (size_t)T * hd,
                     *K = Q + (size_t)T * hd;
-        be->hstu_attn_fwd(b->B, P->offsets, H, dh, dh, N, Q, K, V, param(m, l, P_POS_BIAS)->w,
-                          tb, P->use_ts ? P->ts : NULL, A->a);
+        if (P->split) { /* the earlier positions' keys and values join the chunk's */
+            b->split->gather_kv(b->split->ctx, hd, K, V, A->kb, A->vb);
+            be->hstu_attn_ctx_fwd(b->B, P->offsets, P->pos0, P->key_off, H, dh, dh, N, Q, A->kb,
+                                  A->vb, param(m, l, P_POS_BIAS)->w, tb,
+                                  P->use_ts ? P->key_ts : NULL, A->a);
+        } else
+            be->hstu_attn_fwd(b->B, P->offsets, H, dh, dh, N, Q, K, V,
+                              param(m, l, P_POS_BIAS)->w, tb, P->use_ts ? P->ts : NULL, A->a);
         be->layernorm_fwd(T, hd, LN_EPS, A->a, NULL, NULL, A->o, A->mean2, A->rstd2);
         be->mul(T * hd, U, A->o, A->z);
         if (P->dropped)
@@ -244,8 +334,15 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
         be->mul((int64_t)th, P->dz, A->o, dU);
         be->mul((int64_t)th, P->dz, U, P->dob);
         be->layernorm_bwd(T, hd, A->a, A->mean2, A->rstd2, NULL, P->dob, P->da, NULL, NULL);
-        be->hstu_attn_bwd(b->B, P->offsets, H, dh, dh, N, Q, K, V, pb->w, tb ? tb->w : NULL,
-                          tb ? P->ts : NULL, P->da, dQ, dK, dV, pb->g, tb ? tb->g : NULL);
+        if (P->split) { /* the key gradients of earlier positions go back to their ranks */
+            be->hstu_attn_ctx_bwd(b->B, P->offsets, P->pos0, P->key_off, H, dh, dh, N, Q, A->kb,
+                                  A->vb, pb->w, tb ? tb->w : NULL, tb ? P->key_ts : NULL, P->da,
+                                  dQ, P->dkb, P->dvb, pb->g, tb ? tb->g : NULL);
+            b->split->scatter_dkv(b->split->ctx, hd, P->dkb, P->dvb, dK, dV);
+        } else
+            be->hstu_attn_bwd(b->B, P->offsets, H, dh, dh, N, Q, K, V, pb->w,
+                              tb ? tb->w : NULL, tb ? P->ts : NULL, P->da, dQ, dK, dV, pb->g,
+                              tb ? tb->g : NULL);
         be->silu_bwd(4 * (int64_t)th, A->pre, P->dh, P->dh);
         for (int blk = 0; blk < 4; blk++) {
             const float *dpre = P->dh + (size_t)blk * th;
@@ -272,6 +369,8 @@ static void hstu_free(struct model *m)
     if (!P)
         return;
     release(m);
+    kbuf_release(m);
+    free(P->kbufs);
     free(P->bufs);
     free(P->act);
     free(P);
@@ -319,6 +418,7 @@ int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
     P->maxbufs = 12 * (c->layers > 0 ? c->layers : 1) + 32;
     P->bufs = xcalloc((size_t)P->maxbufs, sizeof *P->bufs);
     P->act = xcalloc((size_t)(c->layers > 0 ? c->layers : 1), sizeof *P->act);
+    P->kbufs = xcalloc((size_t)(2 * c->layers + 8), sizeof *P->kbufs);
     m->priv = P;
     m->vt = &hstu_vtable;
     return 0;

@@ -210,6 +210,9 @@ static void positions(struct model *m, const struct batch *b)
 /* emb, out: [T, d] */
 static void sasrec_forward(struct model *m, const struct batch *b, const float *emb, float *out)
 {
+    if (b->split)
+        fatal("model_sasrec: a split batch (parallel.split_long) needs HSTU's pointwise "
+              "attention; SASRec's softmax cannot be summed over key blocks");
     const struct backend_ops *be = m->be;
     struct sasrec_priv *s = m->priv;
     const int d = m->conf.d, H = m->conf.heads, layers = m->conf.layers;

@@ -16,33 +16,47 @@ void planner_init(struct planner *pl, struct trainer *tr)
     pl->mode = (enum balance_mode)balance_parse(params_str(p, P_parallel_balance));
     pl->equal_count = (int)params_i64(p, P_parallel_balance_equal_count);
     pl->adapt = (int)params_i64(p, P_parallel_balance_adapt);
-    if (cost_model_from_params(p, &pl->cm, NULL, err, sizeof err))
+    if (cost_model_from_params(p, &pl->cm, NULL, err, sizeof err) ||
+        split_conf_from_params(p, &pl->cm, &pl->sc, err, sizeof err))
         fatal("%s", err);
     const int64_t Bg = tr->conf.batch_size;
     pl->Bg = Bg;
     pl->steps_per_epoch = (tr->n_train + Bg - 1) / Bg;
-    pl->cost = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *pl->cost);
-    pl->owner = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *pl->owner);
+    pl->len = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *pl->len);
     for (int k = 0; k < 2; k++) {
         pl->perm[k] = xmalloc((size_t)(tr->n_train ? tr->n_train : 1) * sizeof *pl->perm[k]);
         pl->perm_epoch[k] = -1;
-        pl->plan[k].users = xmalloc((size_t)(Bg ? Bg : 1) * sizeof *pl->plan[k].users);
         pl->plan[k].step = -1;
     }
     log_info("balance: %s%s%s, cost c(L) = %g + %g L + %g L^2", balance_name(pl->mode),
              pl->equal_count ? ", equal counts" : "", pl->adapt ? ", adapting to rank speeds" : "",
              pl->cm.c0, pl->cm.a, pl->cm.b);
+    if (pl->sc.force >= 2)
+        log_info("split_long: every sequence cut into %d chunks (debug.split_chunks)",
+                 pl->sc.force);
+    else if (pl->sc.on && pl->sc.threshold > 0)
+        log_info("split_long: sequences of predicted cost above %g cut into chunks (key/value "
+                 "row %g)", pl->sc.threshold, pl->sc.kv_cost);
+    else if (pl->sc.on)
+        log_info("split_long: sequences of predicted cost above %g x the step's mean per rank "
+                 "cut into chunks (key/value row %g)", pl->sc.fraction, pl->sc.kv_cost);
 }
 
 void planner_free(struct planner *pl)
 {
     free(pl->speed);
     free(pl->tau);
-    free(pl->cost);
     free(pl->owner);
+    free(pl->len);
     for (int k = 0; k < 2; k++) {
+        struct step_plan *sp = &pl->plan[k];
         free(pl->perm[k]);
-        free(pl->plan[k].users);
+        free(sp->users);
+        free(sp->p0);
+        free(sp->p1);
+        free(sp->piece);
+        free(sp->owner);
+        split_free(&sp->pieces);
     }
     memset(pl, 0, sizeof *pl);
 }
@@ -60,26 +74,55 @@ static const int64_t *epoch_perm(struct planner *pl, struct trainer *tr, int64_t
     return pl->perm[k];
 }
 
-/* This rank's users among the global batch train_users[perm[0..gB)), in
+/* Room for n entries in sp. */
+static void plan_reserve(struct step_plan *sp, int64_t n)
+{
+    if (n <= sp->cap)
+        return;
+    sp->cap = n > 2 * sp->cap ? n : 2 * sp->cap;
+    sp->users = xrealloc(sp->users, (size_t)sp->cap * sizeof *sp->users);
+    sp->p0 = xrealloc(sp->p0, (size_t)sp->cap * sizeof *sp->p0);
+    sp->p1 = xrealloc(sp->p1, (size_t)sp->cap * sizeof *sp->p1);
+    sp->piece = xrealloc(sp->piece, (size_t)sp->cap * sizeof *sp->piece);
+}
+
+/* This rank's pieces of the global batch train_users[perm[0..gB)), in
  * batch order, into sp. */
 static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, int64_t gB,
                    struct step_plan *sp)
 {
     const int hold = split_holdout(tr->conf.split);
-    const int N = tr->conf.N;
+    const int N = tr->conf.N, P = tr->c->size;
     for (int64_t i = 0; i < gB; i++) {
         int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
-        pl->cost[i] = cost_of(&pl->cm, L < N ? L : N);
+        pl->len[i] = L < N ? L : N;
     }
-    balance_assign(pl->mode, pl->equal_count, pl->cost, gB, tr->c->size, pl->speed, pl->owner);
+    struct split_pieces *pc = &sp->pieces;
+    split_plan(&pl->sc, &pl->cm, pl->len, gB, P, pc);
+    if (pc->n > pl->owner_cap) {
+        pl->owner_cap = pc->n;
+        pl->owner = xrealloc(pl->owner, (size_t)pl->owner_cap * sizeof *pl->owner);
+    }
+    balance_assign(pl->mode, pl->equal_count, pc->cost, pc->n, P, pl->speed, pl->owner);
     sp->n = 0;
     sp->cost = 0;
     sp->global_B = gB;
-    for (int64_t i = 0; i < gB; i++)
+    int64_t mine = 0;
+    for (int64_t i = 0; i < pc->n; i++)
+        mine += pl->owner[i] == tr->c->rank;
+    plan_reserve(sp, mine);
+    for (int64_t i = 0; i < pc->n; i++)
         if (pl->owner[i] == tr->c->rank) {
-            sp->users[sp->n++] = tr->train_users[perm[i]];
-            sp->cost += pl->cost[i];
+            sp->users[sp->n] = tr->train_users[perm[pc->pc[i].seq]];
+            sp->p0[sp->n] = pc->pc[i].p0;
+            sp->p1[sp->n] = pc->pc[i].p1;
+            sp->piece[sp->n++] = i;
+            sp->cost += pc->cost[i];
         }
+    if (pc->nsplit) { /* the ranks of every piece, for the key/value exchange */
+        sp->owner = xrealloc(sp->owner, (size_t)pc->n * sizeof *sp->owner);
+        memcpy(sp->owner, pl->owner, (size_t)pc->n * sizeof *sp->owner);
+    }
 }
 
 const struct step_plan *planner_plan(struct planner *pl, struct trainer *tr, int64_t step)

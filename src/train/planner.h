@@ -8,7 +8,13 @@
  * assignment is computed identically on every rank from the lengths in
  * /offsets: no samples are exchanged. The planner keeps the plans of two
  * steps, so that the trainer can ask for step s + 1 during step s (the
- * look-ahead of parallel.overlap) and again when it runs it. */
+ * look-ahead of parallel.overlap) and again when it runs it.
+ *
+ * With parallel.split_long (split_long.h) the balancer assigns pieces:
+ * whole sequences and the chunks of those cut for context parallelism. A
+ * rank's entries are then pieces [p0, p1) of its users, and the plan keeps
+ * the step's pieces and their owners, from which the ranks holding chunks
+ * of one sequence know whom to send keys and values to (train/ctx_split.h). */
 #ifndef FS_PLANNER_H
 #define FS_PLANNER_H
 
@@ -16,6 +22,7 @@
 
 #include "balance/balance.h"
 #include "balance/cost.h"
+#include "balance/split_long.h"
 #include "train/steptime.h"
 
 struct trainer;
@@ -25,20 +32,29 @@ struct step_plan {
     int64_t step;       /* global step index (-1: slot unused) */
     int64_t epoch;      /* its epoch (0-based) */
     int64_t global_B;   /* sequences in the global batch */
-    int64_t n;          /* of which this rank's */
+    int64_t n;          /* of which this rank's entries (pieces) */
     int64_t *users;     /* [n] dataset user indexes, in batch order */
     double cost;        /* their predicted cost */
+    int64_t cap;        /* entries the arrays hold */
+    /* split_long: when the step cut a sequence (pieces.nsplit > 0), the
+     * entries are pieces; else p0, p1, piece are unused */
+    int64_t *p0, *p1;   /* [n] positions [p0, p1) of users[i]'s inputs */
+    int64_t *piece;     /* [n] index of the entry in pieces */
+    struct split_pieces pieces; /* the step's pieces (all ranks) */
+    int *owner;         /* [pieces.n] their ranks */
 };
 
 struct planner {
     enum balance_mode mode;
     int equal_count, adapt;
     struct cost_model cm;
+    struct split_conf sc;
     int64_t Bg, steps_per_epoch;
     double *speed;      /* [P] relative speeds once adapted, else NULL */
     double *tau;        /* [P] EMA of busy seconds per unit of predicted cost */
-    double *cost;       /* [Bg] */
-    int *owner;         /* [Bg] */
+    int *owner;         /* [owner_cap] */
+    int64_t owner_cap;
+    int64_t *len;       /* [Bg] training inputs of each sequence of the step */
     int64_t *perm[2];   /* [n_train] permutations of two epochs */
     int64_t perm_epoch[2];
     struct step_plan plan[2];

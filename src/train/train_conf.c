@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "balance/cost.h"
+#include "balance/split_long.h"
 #include "base/log.h"
 
 /* Adam's constants, for the dense parameters and the tables alike. */
@@ -142,6 +144,15 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->patience > 0 && tc->eval_every < 1)
         return errorf(err, errlen, "train.patience = %lld needs train.eval_every >= 1",
                       (long long)tc->patience);
+    tc->split_long = !strcmp(params_str(p, P_parallel_split_long), "auto");
+    if (tc->split_long && tc->model.type != MODEL_HSTU)
+        return errorf(err, errlen, "parallel.split_long = auto needs model.type = hstu: SASRec's "
+                      "softmax attention cannot be summed over chunks of keys");
+    struct cost_model cm;
+    struct split_conf sc;
+    if (cost_model_from_params(p, &cm, NULL, err, errlen) ||
+        split_conf_from_params(p, &cm, &sc, err, errlen))
+        return -1;
     if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
         return -1;
     return hang_rank_parse(params_str(p, P_debug_hang_rank), P, tc, err, errlen);

@@ -51,6 +51,7 @@ struct train_conf {
     int64_t embedding_group;
     enum overlap_mode overlap;
     int progress_thread;      /* parallel.progress = thread */
+    int split_long;        /* parallel.split_long = auto (context parallelism) */
     const char *transport;    /* parallel.transport */
     int64_t timeout;          /* parallel.timeout: watchdog seconds (0 = off) */
     enum emb_codec rows_codec, grads_codec; /* parallel.rows_codec, grads_codec */

@@ -50,6 +50,7 @@
 #include "base/clock.h"
 #include "model/loss.h"
 #include "model/loss_full.h"
+#include "train/ctx_split.h"
 #include "train/dense_sync.h"
 #include "train/guard.h"
 #include "train/train.h"
@@ -60,6 +61,7 @@ struct step_input {
     int ready;
     struct seq_batch sb;
     struct emb_exchange *x;
+    struct ctx_split *split;   /* split_long: the keys/values of cut sequences, else NULL */
     float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
                                   the targets' and negatives' tokens, else NULL */
 };
@@ -221,8 +223,10 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
 {
     struct trainer *tr = s->tr;
     const struct train_conf *cf = &tr->conf;
+    const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
     batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch, pl->users,
-                pl->n, &in->sb);
+                pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
+    in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb) : NULL;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
     memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
@@ -241,6 +245,8 @@ static void input_release(struct step_input *in)
 {
     emb_exchange_free(in->x);
     in->x = NULL;
+    ctx_split_free(in->split);
+    in->split = NULL;
     free(in->logq);
     in->logq = NULL;
     batch_free(&in->sb);
@@ -418,7 +424,8 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     const int64_t n_global = comm_allreduce_sum_i64(tr->c, in->sb.T);
     const float scale = n_global > 0 ? 1.0f / (float)n_global : 0.0f;
     const struct batch b = {.B = in->sb.B, .T = in->sb.T, .offsets = in->sb.offsets,
-                            .ts = in->sb.ts, .row_keys = in->sb.keys, .train = 1};
+                            .ts = in->sb.ts, .row_keys = in->sb.keys, .train = 1,
+                            .split = in->split ? ctx_split_model(in->split) : NULL};
 
     const float *emb = phase_lookup(s, in, next);
     double loss_sum = phase_forward_loss(s, in, &b, emb, scale);
@@ -454,6 +461,9 @@ void train_step_init(struct trainer *tr)
     if (cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
         fatal("train.loss = full: only the CPU backend computes the full softmax (backend %s); "
               "run with device.type = cpu", tr->be->name);
+    if (cf->split_long && (!tr->be->hstu_attn_ctx_fwd || !backend_is_host(tr->be)))
+        fatal("parallel.split_long = auto: only the CPU backend has context-parallel attention "
+              "(backend %s); run with device.type = cpu", tr->be->name);
     if (cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
         fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
               "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",

@@ -1,0 +1,190 @@
+/* ctx_split: the key/value exchange of split sequences; see ctx_split.h. */
+#include "train/ctx_split.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+
+/* tags: forward keys/values below TAG_BACK, their gradients from it on */
+#define TAG_BACK (2 * SPLIT_MAX_CHUNKS * SPLIT_MAX_CHUNKS)
+
+/* One chunk of the sequence of a local segment. */
+struct chunk {
+    int64_t p0, p1;
+    int owner;
+};
+
+struct ctx_split {
+    struct comm *c;
+    struct model_split ms;
+    int64_t B;
+    const int64_t *offsets, *pos0, *key_off; /* the batch's (valid for the step) */
+    int *chunk, *nchunks;   /* [B] of each local segment */
+    int64_t *first;         /* [B] its sequence's chunks: chunks[first[b] ..] */
+    struct chunk *chunks;
+    struct comm_msg *send, *recv;
+    int nmsg;               /* capacity of send and recv */
+    float *tmp;             /* backward: received gradients */
+    int64_t tmp_n;
+};
+
+static void gather_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb,
+                      float *vb);
+static void scatter_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
+                        float *dv);
+
+static int tag(int from, int to, int nchunks, int value, int back)
+{
+    return (back ? TAG_BACK : 0) + (from * nchunks + to) * 2 + value;
+}
+
+struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
+                                const struct seq_batch *sb)
+{
+    const struct split_pieces *pc = &pl->pieces;
+    int any = 0;
+    for (int64_t b = 0; b < pl->n; b++)
+        any |= pc->pc[pl->piece[b]].nchunks > 1;
+    if (!any)
+        return NULL;
+    struct ctx_split *x = xcalloc(1, sizeof *x);
+    const int64_t B = sb->B;
+    x->c = c;
+    x->B = B;
+    x->offsets = sb->offsets;
+    x->pos0 = sb->pos0;
+    x->key_off = sb->key_off;
+    x->chunk = xmalloc((size_t)B * sizeof *x->chunk);
+    x->nchunks = xmalloc((size_t)B * sizeof *x->nchunks);
+    x->first = xmalloc((size_t)B * sizeof *x->first);
+    int64_t n = 0;
+    for (int64_t b = 0; b < B; b++)
+        n += pc->pc[pl->piece[b]].nchunks;
+    x->chunks = xmalloc((size_t)n * sizeof *x->chunks);
+    int64_t msgs = 0;
+    n = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t g = pl->piece[b];
+        const struct piece *p = &pc->pc[g];
+        x->chunk[b] = p->chunk;
+        x->nchunks[b] = p->nchunks;
+        x->first[b] = n;
+        for (int j = 0; j < p->nchunks; j++) {
+            const int64_t gj = g - p->chunk + j; /* a sequence's chunks are consecutive */
+            x->chunks[n++] = (struct chunk){.p0 = pc->pc[gj].p0, .p1 = pc->pc[gj].p1,
+                                            .owner = pl->owner[gj]};
+        }
+        msgs += 2 * (p->nchunks > p->chunk ? p->nchunks - 1 : 0);
+        if (p->p0 != sb->pos0[b] || p->p1 - p->p0 != sb->offsets[b + 1] - sb->offsets[b])
+            fatal("ctx_split: segment %lld does not match its piece [%lld, %lld)", (long long)b,
+                  (long long)p->p0, (long long)p->p1);
+    }
+    if (msgs > 1 << 30)
+        fatal("ctx_split: %lld messages in one step", (long long)msgs);
+    x->nmsg = (int)(msgs ? msgs : 1);
+    x->send = xmalloc((size_t)x->nmsg * sizeof *x->send);
+    x->recv = xmalloc((size_t)x->nmsg * sizeof *x->recv);
+    x->ms = (struct model_split){.pos0 = sb->pos0, .key_off = sb->key_off, .key_ts = sb->key_ts,
+                                 .gather_kv = gather_kv, .scatter_dkv = scatter_dkv, .ctx = x};
+    return x;
+}
+
+/* Forward: kb, vb [keys, w] <- every segment's earlier keys from their
+ * ranks, and its own. */
+static void gather_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb, float *vb)
+{
+    struct ctx_split *x = ctx;
+    int ns = 0, nr = 0;
+    for (int64_t b = 0; b < x->B; b++) {
+        const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
+        const int64_t own = (x->key_off[b] + x->pos0[b]) * w;
+        memcpy(kb + own, k + s0 * w, (size_t)(L * w) * sizeof *kb);
+        memcpy(vb + own, v + s0 * w, (size_t)(L * w) * sizeof *vb);
+        const int me = x->chunk[b], nk = x->nchunks[b];
+        const struct chunk *ch = x->chunks + x->first[b];
+        for (int j = 0; j < nk; j++) {
+            if (j < me) { /* the earlier chunk j's rows, from its rank */
+                const int64_t at = (x->key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
+                x->recv[nr++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 0, 0), kb + at, n};
+                x->recv[nr++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 1, 0), vb + at, n};
+            } else if (j > me) { /* ours to the later chunk j */
+                x->send[ns++] = (struct comm_msg){ch[j].owner, tag(me, j, nk, 0, 0),
+                                                  (float *)k + s0 * w, L * w};
+                x->send[ns++] = (struct comm_msg){ch[j].owner, tag(me, j, nk, 1, 0),
+                                                  (float *)v + s0 * w, L * w};
+            }
+        }
+    }
+    comm_compute_end();
+    comm_exchange_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, x->recv, nr, COMM_PH_KV);
+    comm_compute_begin();
+}
+
+/* Backward: dk, dv [T, w] <- the segments' own rows of dkb, dvb plus what
+ * the later chunks computed for them; the earlier rows go back. */
+static void scatter_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
+                        float *dv)
+{
+    struct ctx_split *x = ctx;
+    int64_t need = 0;
+    for (int64_t b = 0; b < x->B; b++)
+        need += 2 * (x->nchunks[b] - 1 - x->chunk[b]) * (x->offsets[b + 1] - x->offsets[b]) * w;
+    if (need > x->tmp_n) {
+        free(x->tmp);
+        x->tmp_n = need;
+        x->tmp = xmalloc((size_t)need * sizeof *x->tmp);
+    }
+    int ns = 0, nr = 0;
+    float *t = x->tmp;
+    for (int64_t b = 0; b < x->B; b++) {
+        const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
+        const int64_t own = (x->key_off[b] + x->pos0[b]) * w;
+        memcpy(dk + s0 * w, dkb + own, (size_t)(L * w) * sizeof *dk);
+        memcpy(dv + s0 * w, dvb + own, (size_t)(L * w) * sizeof *dv);
+        const int me = x->chunk[b], nk = x->nchunks[b];
+        const struct chunk *ch = x->chunks + x->first[b];
+        for (int j = 0; j < nk; j++) {
+            if (j < me) { /* the gradient of chunk j's rows, back to its rank */
+                const int64_t at = (x->key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
+                x->send[ns++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 0, 1),
+                                                  (float *)dkb + at, n};
+                x->send[ns++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 1, 1),
+                                                  (float *)dvb + at, n};
+            } else if (j > me) { /* what chunk j computed for ours */
+                x->recv[nr++] = (struct comm_msg){ch[j].owner, tag(me, j, nk, 0, 1), t, L * w};
+                x->recv[nr++] = (struct comm_msg){ch[j].owner, tag(me, j, nk, 1, 1), t + L * w,
+                                                  L * w};
+                t += 2 * L * w;
+            }
+        }
+    }
+    comm_compute_end();
+    comm_exchange_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, x->recv, nr, COMM_PH_KV);
+    comm_compute_begin();
+    t = x->tmp; /* added in chunk order: the same sums on every run */
+    for (int64_t b = 0; b < x->B; b++) {
+        const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
+        for (int j = x->chunk[b] + 1; j < x->nchunks[b]; j++, t += 2 * L * w)
+            for (int64_t i = 0; i < L * w; i++) {
+                dk[s0 * w + i] += t[i];
+                dv[s0 * w + i] += t[L * w + i];
+            }
+    }
+}
+
+const struct model_split *ctx_split_model(const struct ctx_split *x) { return &x->ms; }
+
+void ctx_split_free(struct ctx_split *x)
+{
+    if (!x)
+        return;
+    free(x->chunk);
+    free(x->nchunks);
+    free(x->first);
+    free(x->chunks);
+    free(x->send);
+    free(x->recv);
+    free(x->tmp);
+    free(x);
+}

@@ -1,0 +1,36 @@
+/* ctx_split: the key/value exchange of context-parallel attention
+ * (parallel.split_long; the model side is struct model_split, model.h).
+ *
+ * A step whose plan cut a sequence into chunks c = 0 .. k - 1 (positions
+ * [p0_c, p1_c), on ranks r_c): at every layer, chunk c's keys and values go
+ * point-to-point to the ranks of the later chunks c' > c, whose queries
+ * attend to them; in the backward, the gradients that chunk c' computed for
+ * chunk c's keys and values go back to r_c, which adds them (in chunk
+ * order) to its own. Messages to the same rank are sent too (MPI delivers
+ * them locally). Tags name the (sender chunk, receiver chunk, key or value,
+ * direction), so matching does not depend on posting order. HSTU's
+ * pointwise attention needs no re-normalisation across key blocks: the sum
+ * over the blocks is the unsplit output.
+ *
+ * The exchange copies what it needs from the plan, so the plan slot may be
+ * reused while the step runs. Buffers are host memory (the CPU backend:
+ * train_step refuses split_long elsewhere). */
+#ifndef FS_CTX_SPLIT_H
+#define FS_CTX_SPLIT_H
+
+#include "comm/comm.h"
+#include "data/batch.h"
+#include "model/model.h"
+#include "train/planner.h"
+
+struct ctx_split;
+
+/* The exchange of this rank's batch sb (read from plan pl with pieces);
+ * NULL when none of the rank's entries is a chunk of a cut sequence. */
+struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
+                                const struct seq_batch *sb);
+/* The batch.split of the model for it (valid until ctx_split_free). */
+const struct model_split *ctx_split_model(const struct ctx_split *x);
+void ctx_split_free(struct ctx_split *x);
+
+#endif
