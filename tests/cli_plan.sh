@@ -2,9 +2,11 @@
 # cli_plan: 'freescale plan' and 'freescale calibrate' end to end: the CSV's
 # header, rows and ranges, kk's predicted bubble reduction on heavy-tailed
 # lengths (>= 90% at 256 ranks x 32), the same prediction from data.path and
-# from --lengths from:FILE, no bubble at one rank, the refusals of bad
-# options, the PNG (when gnuplot is there), and a calibration whose snippet
-# the parameter checker and the planner accept.
+# from --lengths from:FILE, no bubble at one rank; with parallel.split_long =
+# auto on pareto lengths, kk on the pieces below kk without splitting and the
+# point-to-point bytes reported; the refusals of bad options, the PNG (when
+# gnuplot is there), and a calibration whose snippet the parameter checker and
+# the planner accept.
 . "$(dirname "$0")/lib.sh"
 export OPENBLAS_NUM_THREADS=1
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -61,6 +63,53 @@ expect_ok "$FS" plan "$IN" $SET parallel.balance_equal_count=on parallel.cost_mo
     --ranks 64 --batch-per-rank 16 --steps 2 --csv "$T/e.csv"
 [ "$(wc -l < "$T/e.csv")" -eq 4 ] && pass "equal counts, cost 'L^2', 2 steps" ||
     fail "equal counts: $(cat "$T/e.csv")"
+
+# --- parallel.split_long = auto: lpt and kk on the pieces, kk-whole unsplit ----------
+"$FS" data gen --users 2000 --items 500 --length pareto:20,1.2 --max-length 4000 \
+    -o "$T/par.h5" >/dev/null 2>"$T/gen.err" || { fail "data gen: $(cat "$T/gen.err")"; finish; }
+SPL="data.path=$T/par.h5 data.max_seq_len=4096 parallel.split_long=auto"
+expect_ok "$FS" plan "$IN" $SPL --ranks 8,64 --batch-per-rank 16 --csv "$T/s.csv"
+cp "$T/out" "$T/stable"
+if [ "$(head -n 1 "$T/s.csv")" = "ranks,mode,bubble,imbalance,reduction,time,cut,p2p_bytes" ]; then
+    pass "split CSV header"
+else
+    fail "split CSV header: $(head -n 1 "$T/s.csv")"
+fi
+[ "$(awk -F, 'NR > 1 && NF == 8' "$T/s.csv" | wc -l)" -eq 8 ] &&
+    [ "$(awk -F, '$2 == "kk-whole"' "$T/s.csv" | wc -l)" -eq 2 ] &&
+    pass "split CSV: 2 x 4 rows of 8 fields, kk-whole among them" ||
+    fail "split CSV rows: $(cat "$T/s.csv")"
+for P in 8 64; do
+    if awk -F, -v P="$P" '$1 == P && $2 == "kk" { k = $3; c = $7; b = $8 }
+        $1 == P && $2 == "kk-whole" { w = $3 }
+        END { exit !(k != "" && w > 0.1 && k < 0.5 * w && c > 0 && b > 0) }' "$T/s.csv"; then
+        pass "split at $P ranks: kk bubble $(awk -F, -v P="$P" '$1 == P && $2 == "kk" { print $3 }' \
+            "$T/s.csv") below kk-whole's, p2p bytes reported"
+    else
+        fail "split at $P ranks: $(grep "^$P," "$T/s.csv")"
+    fi
+done
+awk -F, 'NR > 1 && ($2 == "none" || $2 == "kk-whole") && ($7 != 0 || $8 != 0) { bad = 1 }
+    NR > 1 && ($3 < 0 || $3 > 1 || $4 < 1 - 1e-9 || $6 <= 0) { bad = 1 } END { exit bad }' \
+    "$T/s.csv" && pass "split CSV: none and kk-whole unsplit, figures in range" ||
+    fail "split CSV: $(cat "$T/s.csv")"
+grep -q 'p2p/step' "$T/stable" && grep -q '^ *kk-whole ' "$T/stable" &&
+    pass "split table: p2p/step column, kk-whole row" || fail "split table: $(cat "$T/stable")"
+# one step: the bytes are rows x layers x 2 x 2 x d x 4 (3 x 2 x 2 x 8 x 4 = 384 per row)
+expect_ok "$FS" plan "$IN" $SPL model.layers=3 model.dim=8 --ranks 32 --batch-per-rank 16 \
+    --steps 1 --csv "$T/s1.csv"
+awk -F, '$2 == "kk" && $8 > 0 && $8 % 384 == 0 { ok = 1 } END { exit !ok }' "$T/s1.csv" &&
+    pass "p2p bytes a multiple of 384 per key/value row" || fail "p2p bytes: $(cat "$T/s1.csv")"
+# equal lengths: nothing to cut, kk as kk-whole
+expect_ok "$FS" plan "$IN" parallel.split_long=auto --lengths fixed:50 --ranks 16 \
+    --batch-per-rank 8 --csv "$T/sf.csv"
+awk -F, 'NR > 1 && ($3 != 0 || $7 != 0 || $8 != 0) { bad = 1 } END { exit bad || NR != 5 }' \
+    "$T/sf.csv" && pass "split, fixed lengths: nothing cut, no bubble" ||
+    fail "split, fixed lengths: $(cat "$T/sf.csv")"
+expect_error "parallel.split_threshold" "$FS" plan "$IN" $SPL parallel.split_threshold=1000 \
+    --ranks 8 --batch-per-rank 4
+expect_error "model.type = hstu" "$FS" plan "$IN" $SPL model.type=sasrec --ranks 8 \
+    --batch-per-rank 4
 
 # --- refusals -----------------------------------------------------------------------
 P="$FS plan $IN $SET"

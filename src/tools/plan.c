@@ -37,6 +37,22 @@
  * jitter of a machine): the balancers see the predictions, the bubble is
  * that of the actual times.
  *
+ * Splitting (parallel.split_long = auto, split_long.h): lpt and kk then
+ * balance the pieces of split_plan() on the step's lengths, with the
+ * trainer's split_conf (split_conf_from_params: split_threshold,
+ * split_fraction, split_kv_cost, debug.split_chunks), and their bubble is
+ * that of the pieces' costs (which include the key/value rows a chunk
+ * receives). none stays unsplit (the baseline), and a row "kk-whole" (kk
+ * without splitting) is added. Extra columns: "time", the predicted step
+ * time T = max_r t_r relative to none's (summed over the steps: splitting
+ * adds the chunks' c0 and key/value costs to the work, so a smaller
+ * bubble is not by itself a shorter step); "cut", sequences cut into
+ * chunks per step; "p2p/step", the bytes sent point-to-point per step:
+ * split_p2p_rows() (key/value rows between different ranks in one layer's
+ * forward) x model.layers x 2 (keys and values) x 2 (forward values and
+ * backward gradients) x model.dim x 4 bytes (fp32). The CSV gains the
+ * columns time,cut,p2p_bytes after the five of the unsplit run.
+ *
  * Serial: no MPI is started (it runs the same plainly or under
  * mpirun -np 1); several ranks are refused. */
 #include <errno.h>
@@ -47,6 +63,7 @@
 #include <unistd.h>
 
 #include "balance/balance.h"
+#include "balance/split_long.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "cli/cli.h"
@@ -61,7 +78,9 @@
 #define PLAN_MAX_COUNTS 64
 #define PLAN_MAX_BATCH (1LL << 24) /* sequences in one simulated global batch */
 #define PLAN_POOL_DRAWS (1 << 20)  /* user lengths drawn for --lengths */
-#define PLAN_NMODES 3
+#define PLAN_NMODES 3              /* none, lpt, kk (enum balance_mode) */
+#define PLAN_KK_WHOLE PLAN_NMODES  /* with splitting: kk on whole sequences */
+#define PLAN_NROWS (PLAN_NMODES + 1)
 
 enum { KEY_POOL = 0x706f6f6c, KEY_STEP = 0x73746570 }; /* purposes for rng_key */
 
@@ -74,11 +93,30 @@ struct plan_opts {
     char **overrides;
 };
 
+/* Figures of one rank count; with splitting off only the first
+ * PLAN_NMODES entries are used. time: sum over the steps of T = max_r t_r
+ * (actual times); cut: sequences cut per step; p2p: bytes per step. */
 struct plan_row {
     int ranks;
     int64_t steps;
-    double bubble[PLAN_NMODES], imbalance[PLAN_NMODES];
+    double bubble[PLAN_NROWS], imbalance[PLAN_NROWS], time[PLAN_NROWS];
+    double cut, p2p[PLAN_NROWS];
 };
+
+/* What the simulation needs besides the pool and the cost model. */
+struct plan_sim {
+    int64_t per_rank;
+    int equal_count;
+    double noise;
+    uint64_t seed;
+    const struct split_conf *sc;  /* NULL: no splitting */
+    double p2p_row_bytes;         /* bytes per key/value row a layer sends */
+};
+
+static const char *row_name(int m)
+{
+    return m == PLAN_KK_WHOLE ? "kk-whole" : balance_name((enum balance_mode)m);
+}
 
 static void plan_usage(FILE *out)
 {
@@ -100,8 +138,17 @@ static void plan_usage(FILE *out)
             "                      (as 'data gen --length'); cut to data.max_seq_len\n"
             "  --noise SIGMA       actual time = cost x lognormal noise of relative spread\n"
             "                      SIGMA (default 0: the cost model is exact)\n"
-            "  --csv OUT.csv       ranks,mode,bubble,imbalance,reduction\n"
-            "  --png OUT.png       bubble fraction against ranks (needs gnuplot)\n");
+            "  --csv OUT.csv       ranks,mode,bubble,imbalance,reduction (with\n"
+            "                      parallel.split_long=auto also time,cut,p2p_bytes)\n"
+            "  --png OUT.png       bubble fraction against ranks (needs gnuplot)\n"
+            "\n"
+            "With parallel.split_long=auto, lpt and kk balance the pieces of the split\n"
+            "sequences (parallel.split_threshold, split_fraction, split_kv_cost, as the\n"
+            "trainer cuts them); none stays unsplit and a row kk-whole (kk without\n"
+            "splitting) is added. Extra columns: time (predicted step time, max over the\n"
+            "ranks, relative to none), cut (sequences cut per step), p2p/step (bytes sent\n"
+            "point-to-point per step: key/value rows between ranks x model.layers x 2\n"
+            "(keys and values) x 2 (forward values, backward gradients) x model.dim x 4).\n");
 }
 
 /* "8,64,256" -> o->ranks; strict whole numbers in [1, PLAN_MAX_RANKS]. */
@@ -240,36 +287,100 @@ static int64_t default_steps(int64_t n)
     return s < 3 ? 3 : s > 100 ? 100 : s;
 }
 
-static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
-                     int64_t per_rank, int64_t steps, int equal_count, double noise,
-                     uint64_t seed, struct plan_row *row)
+/* The largest load of owner's assignment of cost[n] to P ranks. */
+static double step_time(const double *cost, int64_t n, int P, const int *owner, double *load)
 {
-    const int64_t n = (int64_t)P * per_rank;
+    memset(load, 0, (size_t)P * sizeof *load);
+    for (int64_t i = 0; i < n; i++)
+        load[owner[i]] += cost[i];
+    double T = 0;
+    for (int r = 0; r < P; r++)
+        T = load[r] > T ? load[r] : T;
+    return T;
+}
+
+/* Row m's assignment of cost[n] (predicted) and actual[n], into row. */
+static void sim_mode(struct plan_row *row, int m, enum balance_mode mode, int equal_count,
+                     const double *cost, const double *actual, int64_t n, int P, int *owner,
+                     double *load, double steps)
+{
+    double bub, imb;
+    balance_assign(mode, equal_count, cost, n, P, NULL, owner);
+    balance_bubble(actual, n, P, owner, NULL, &bub, &imb);
+    row->bubble[m] += bub / steps;
+    row->imbalance[m] += imb / steps;
+    row->time[m] += step_time(actual, n, P, owner, load);
+}
+
+/* Steps at P ranks: rows none, lpt, kk on whole sequences, or with
+ * sim->sc none whole, lpt and kk on the pieces, and kk-whole. */
+static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
+                     const struct plan_sim *sim, int64_t steps, struct plan_row *row)
+{
+    const int64_t n = (int64_t)P * sim->per_rank;
+    const double noise = sim->noise;
+    int64_t *len = xmalloc((size_t)n * sizeof *len);
     double *cost = xmalloc((size_t)n * sizeof *cost);
     double *actual = noise > 0 ? xmalloc((size_t)n * sizeof *actual) : cost;
-    int *owner = xmalloc((size_t)n * sizeof *owner);
+    double *factor = noise > 0 ? xmalloc((size_t)n * sizeof *factor) : NULL;
+    double *load = xmalloc((size_t)P * sizeof *load);
+    int64_t owner_cap = n;
+    int *owner = xmalloc((size_t)owner_cap * sizeof *owner);
+    double *pactual = NULL;
+    struct split_pieces sp = {0};
     memset(row, 0, sizeof *row);
     row->ranks = P;
     row->steps = steps;
     for (int64_t s = 0; s < steps; s++) {
         struct rng r;
-        rng_init(&r, rng_key(seed, KEY_STEP ^ (uint64_t)P << 32, (uint64_t)s));
-        for (int64_t i = 0; i < n; i++)
-            cost[i] = cost_of(cm, pl->len[rng_below(&r, (uint64_t)pl->n)]);
+        rng_init(&r, rng_key(sim->seed, KEY_STEP ^ (uint64_t)P << 32, (uint64_t)s));
+        for (int64_t i = 0; i < n; i++) {
+            len[i] = pl->len[rng_below(&r, (uint64_t)pl->n)];
+            cost[i] = cost_of(cm, len[i]);
+        }
         if (noise > 0)
-            for (int64_t i = 0; i < n; i++)
-                actual[i] = cost[i] * exp(noise * rng_normal(&r) - 0.5 * noise * noise);
-        for (int m = 0; m < PLAN_NMODES; m++) {
-            double bub, imb;
-            balance_assign((enum balance_mode)m, equal_count, cost, n, P, NULL, owner);
-            balance_bubble(actual, n, P, owner, NULL, &bub, &imb);
-            row->bubble[m] += bub / (double)steps;
-            row->imbalance[m] += imb / (double)steps;
+            for (int64_t i = 0; i < n; i++) {
+                factor[i] = exp(noise * rng_normal(&r) - 0.5 * noise * noise);
+                actual[i] = cost[i] * factor[i];
+            }
+        if (!sim->sc) {
+            for (int m = 0; m < PLAN_NMODES; m++)
+                sim_mode(row, m, (enum balance_mode)m, sim->equal_count, cost, actual, n, P,
+                         owner, load, (double)steps);
+            continue;
+        }
+        sim_mode(row, BALANCE_NONE, BALANCE_NONE, sim->equal_count, cost, actual, n, P, owner,
+                 load, (double)steps);
+        sim_mode(row, PLAN_KK_WHOLE, BALANCE_KK, sim->equal_count, cost, actual, n, P, owner,
+                 load, (double)steps);
+        split_plan(sim->sc, cm, len, n, P, &sp);
+        row->cut += (double)sp.nsplit / (double)steps;
+        if (sp.n > owner_cap) {
+            owner_cap = sp.n;
+            owner = xrealloc(owner, (size_t)owner_cap * sizeof *owner);
+        }
+        const double *pa = sp.cost;
+        if (noise > 0) { /* a chunk takes its sequence's factor */
+            pactual = xrealloc(pactual, (size_t)sp.n * sizeof *pactual);
+            for (int64_t i = 0; i < sp.n; i++)
+                pactual[i] = sp.cost[i] * factor[sp.pc[i].seq];
+            pa = pactual;
+        }
+        for (int m = BALANCE_LPT; m <= BALANCE_KK; m++) {
+            sim_mode(row, m, (enum balance_mode)m, sim->equal_count, sp.cost, pa, sp.n, P,
+                     owner, load, (double)steps);
+            row->p2p[m] += (double)split_p2p_rows(&sp, owner) * sim->p2p_row_bytes /
+                           (double)steps;
         }
     }
+    split_free(&sp);
+    free(pactual);
     if (actual != cost)
         free(actual);
+    free(factor);
     free(cost);
+    free(len);
+    free(load);
     free(owner);
 }
 
@@ -282,17 +393,30 @@ static double reduction(const struct plan_row *row, int m)
 
 /* --- outputs ------------------------------------------------------------- */
 
-static void write_csv(const char *path, const struct plan_row *rows, int nrows)
+/* T of row m relative to none's (1 when none's is 0). */
+static double rel_time(const struct plan_row *row, int m)
+{
+    return row->time[BALANCE_NONE] > 0 ? row->time[m] / row->time[BALANCE_NONE] : 1.0;
+}
+
+static int row_splits(int m) { return m == BALANCE_LPT || m == BALANCE_KK; }
+
+/* split: the rows and columns of a run with splitting. */
+static void write_csv(const char *path, const struct plan_row *rows, int nrows, int split)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         fatal("--csv: cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "ranks,mode,bubble,imbalance,reduction\n");
+    fprintf(f, "ranks,mode,bubble,imbalance,reduction%s\n", split ? ",time,cut,p2p_bytes" : "");
     for (int i = 0; i < nrows; i++)
-        for (int m = 0; m < PLAN_NMODES; m++)
-            fprintf(f, "%d,%s,%.6f,%.6f,%.6f\n", rows[i].ranks,
-                    balance_name((enum balance_mode)m), rows[i].bubble[m],
+        for (int m = 0; m < (split ? PLAN_NROWS : PLAN_NMODES); m++) {
+            fprintf(f, "%d,%s,%.6f,%.6f,%.6f", rows[i].ranks, row_name(m), rows[i].bubble[m],
                     rows[i].imbalance[m], reduction(&rows[i], m));
+            if (split)
+                fprintf(f, ",%.6f,%.2f,%.0f", rel_time(&rows[i], m),
+                        row_splits(m) ? rows[i].cut : 0.0, rows[i].p2p[m]);
+            fprintf(f, "\n");
+        }
     if (ferror(f) | fclose(f))
         fatal("--csv: error writing %s: %s", path, strerror(errno));
 }
@@ -314,7 +438,7 @@ static int find_gnuplot(char *buf, size_t len)
 }
 
 static void write_png(const char *path, const char *gnuplot, const struct plan_row *rows,
-                      int nrows, int64_t per_rank)
+                      int nrows, int64_t per_rank, int split)
 {
     char tmp[4200], cmd[4400];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -328,20 +452,24 @@ static void write_png(const char *path, const char *gnuplot, const struct plan_r
                "set title 'freescale plan: %lld sequences per rank'\n", (long long)per_rank);
     /* balanced modes are orders of magnitude below none: a log y axis shows
      * them all, unless a bubble is 0 (equal costs) */
+    const int nm = split ? PLAN_NROWS : PLAN_NMODES;
     int positive = 1;
     for (int i = 0; i < nrows; i++)
-        for (int m = 0; m < PLAN_NMODES; m++)
+        for (int m = 0; m < nm; m++)
             positive &= rows[i].bubble[m] > 0;
     fprintf(g, positive ? "set logscale y 10\nset ylabel 'predicted bubble fraction (log scale)'\n"
                         : "set yrange [0:*]\n");
-    for (int m = 0; m < PLAN_NMODES; m++) {
-        fprintf(g, "$%s << EOD\n", balance_name((enum balance_mode)m));
+    for (int m = 0; m < nm; m++) {
+        fprintf(g, "$row%d << EOD\n", m);
         for (int i = 0; i < nrows; i++)
             fprintf(g, "%d %.6f\n", rows[i].ranks, rows[i].bubble[m]);
         fprintf(g, "EOD\n");
     }
-    fprintf(g, "plot $none with linespoints title 'none', $lpt with linespoints title 'lpt', "
-               "$kk with linespoints title 'kk'\n");
+    fprintf(g, "plot ");
+    for (int m = 0; m < nm; m++)
+        fprintf(g, "%s$row%d with linespoints title '%s%s'", m ? ", " : "", m, row_name(m),
+                split && row_splits(m) ? ", split" : "");
+    fprintf(g, "\n");
     int st = pclose(g);
     if (st != 0) {
         unlink(tmp);
@@ -351,6 +479,45 @@ static void write_png(const char *path, const char *gnuplot, const struct plan_r
         int e = errno;
         unlink(tmp);
         fatal("--png: cannot write %s: %s", path, strerror(e));
+    }
+}
+
+/* bytes as "12.3 MB" (powers of 1000) into buf[16]. */
+static const char *fmt_bytes(double v, char *buf)
+{
+    const char *unit[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (v >= 999.5 && u < 5) {
+        v /= 1000;
+        u++;
+    }
+    snprintf(buf, 16, u ? "%.3g %s" : "%.0f %s", v, unit[u]);
+    return buf;
+}
+
+/* The table's lines of one rank count. */
+static void print_row(const struct plan_row *row, int64_t n, int split)
+{
+    for (int m = 0; m < (split ? PLAN_NROWS : PLAN_NMODES); m++) {
+        if (m == 0)
+            printf("%7d %9lld %6lld", row->ranks, (long long)n, (long long)row->steps);
+        else
+            printf("%7s %9s %6s", "", "", "");
+        printf(split ? "  %-8s %9.5f %10.4f " : "  %-5s %9.5f %10.4f ", row_name(m),
+               row->bubble[m], row->imbalance[m]);
+        if (m == 0)
+            printf("%10s", "-");
+        else
+            printf("%9.2f%%", 100.0 * reduction(row, m));
+        if (split) {
+            char b[16];
+            printf(" %7.4f", rel_time(row, m));
+            if (row_splits(m))
+                printf(" %8.1f %11s", row->cut, fmt_bytes(row->p2p[m], b));
+            else
+                printf(" %8s %11s", "-", "-");
+        }
+        printf("\n");
     }
 }
 
@@ -435,9 +602,15 @@ int plan_main(int argc, char **argv)
         if (params_override(&p, o.overrides[i], "command line", err, sizeof err))
             fatal("%s", err);
     struct cost_model cm;
+    struct split_conf sc;
     int is_auto;
-    if (cost_model_from_params(&p, &cm, &is_auto, err, sizeof err))
+    if (cost_model_from_params(&p, &cm, &is_auto, err, sizeof err) ||
+        split_conf_from_params(&p, &cm, &sc, err, sizeof err))
         fatal("%s", err);
+    const int split = sc.on;
+    if (split && strcmp(params_str(&p, P_model_type), "hstu")) /* as train_conf.c refuses it */
+        fatal("parallel.split_long = auto needs model.type = hstu: SASRec's softmax attention "
+              "cannot be summed over chunks of keys");
 
     const int64_t N = params_i64(&p, P_data_max_seq_len);
     const int hold = params_i64(&p, P_data_split) == 0 ? 2 : 1;
@@ -486,42 +659,62 @@ int plan_main(int argc, char **argv)
            "balance_equal_count %s; seed %llu; ",
            (long long)o.per_rank, equal ? "on" : "off", (unsigned long long)seed);
     if (o.noise > 0)
-        printf("actual times: cost x lognormal noise, sigma %g\n\n", o.noise);
+        printf("actual times: cost x lognormal noise, sigma %g\n", o.noise);
     else
-        printf("the cost model taken as exact\n\n");
-    printf("%7s %9s %6s  %-5s %9s %10s %10s\n", "ranks", "batch", "steps", "mode", "bubble",
-           "imbalance", "reduction");
+        printf("the cost model taken as exact\n");
+    const int64_t dim = params_i64(&p, P_model_dim), layers = params_i64(&p, P_model_layers);
+    if (sc.force >= 2)
+        printf("split_long: lpt and kk on pieces, every sequence cut into %d chunks "
+               "(debug.split_chunks); ", sc.force);
+    else if (split && sc.threshold > 0)
+        printf("split_long: lpt and kk on pieces, sequences of predicted cost above %g cut; ",
+               sc.threshold);
+    else if (split)
+        printf("split_long: lpt and kk on pieces, sequences of predicted cost above %g x the "
+               "step's mean per rank cut; ", sc.fraction);
+    if (split)
+        printf("key/value row %g, chunks of >= %d positions; p2p = rows x %lld layers x 2 x 2 x "
+               "d %lld x 4 bytes\n", sc.kv_cost, sc.min_chunk, (long long)layers,
+               (long long)dim);
+    printf("\n");
+    if (split)
+        printf("%7s %9s %6s  %-8s %9s %10s %10s %7s %8s %11s\n", "ranks", "batch", "steps",
+               "mode", "bubble", "imbalance", "reduction", "time", "cut", "p2p/step");
+    else
+        printf("%7s %9s %6s  %-5s %9s %10s %10s\n", "ranks", "batch", "steps", "mode", "bubble",
+               "imbalance", "reduction");
     fflush(stdout);
 
+    const struct plan_sim sim = {
+        .per_rank = o.per_rank,
+        .equal_count = equal,
+        .noise = o.noise,
+        .seed = seed,
+        .sc = split ? &sc : NULL,
+        .p2p_row_bytes = 2.0 * 2.0 * 4.0 * (double)dim * (double)layers,
+    };
     double t0 = clock_seconds();
     struct plan_row *rows = xcalloc((size_t)o.nranks, sizeof *rows);
     for (int i = 0; i < o.nranks; i++) {
         int64_t n = (int64_t)o.ranks[i] * o.per_rank;
-        simulate(&pl, &cm, o.ranks[i], o.per_rank, o.steps ? o.steps : default_steps(n), equal,
-                 o.noise, seed, &rows[i]);
-        for (int m = 0; m < PLAN_NMODES; m++) {
-            if (m == 0)
-                printf("%7d %9lld %6lld", o.ranks[i], (long long)n, (long long)rows[i].steps);
-            else
-                printf("%7s %9s %6s", "", "", "");
-            printf("  %-5s %9.5f %10.4f ", balance_name((enum balance_mode)m),
-                   rows[i].bubble[m], rows[i].imbalance[m]);
-            if (m == 0)
-                printf("%10s\n", "-");
-            else
-                printf("%9.2f%%\n", 100.0 * reduction(&rows[i], m));
-        }
+        simulate(&pl, &cm, o.ranks[i], &sim, o.steps ? o.steps : default_steps(n), &rows[i]);
+        print_row(&rows[i], n, split);
         fflush(stdout);
     }
     printf("\n(simulated in %.1f s; bubble = sum_r (T - t_r) / (P T) per step, imbalance = "
            "max / mean, means over the steps; reduction = 1 - bubble / bubble(none))\n",
            clock_seconds() - t0);
+    if (split)
+        printf("(split: lpt and kk balance the pieces, whose costs include the key/value rows "
+               "received; time = step time max_r t_r / none's; cut = sequences cut per step; "
+               "p2p/step = bytes sent point-to-point per step, forward values and backward "
+               "gradients)\n");
     if (o.csv) {
-        write_csv(o.csv, rows, o.nranks);
+        write_csv(o.csv, rows, o.nranks, split);
         printf("wrote %s\n", o.csv);
     }
     if (o.png) {
-        write_png(o.png, gnuplot, rows, o.nranks, o.per_rank);
+        write_png(o.png, gnuplot, rows, o.nranks, o.per_rank, split);
         printf("wrote %s\n", o.png);
     }
     free(rows);
