@@ -99,19 +99,23 @@ struct backend_ops {
     /* The same for segments that continue a sequence (parallel.split_long,
      * context parallelism): segment b's L_b queries (rows offsets[b] ..
      * offsets[b + 1] of q, dout, out, dq) sit at absolute positions
-     * pos0[b] + r and attend to the keys/values of positions 0 .. pos0[b] +
-     * L_b - 1, rows key_off[b] .. key_off[b + 1] of kb, vb (key_off[b + 1] -
-     * key_off[b] = pos0[b] + L_b); key_ts (rows as kb, or NULL) holds every
-     * key's timestamp, a query's being that of its own position. The
-     * backward writes dq, dkb and dvb (all key rows) and accumulates the
-     * bias gradients. NULL on backends without it (split_long refused). */
+     * pos0[b] + r; the keys/values of its positions 0 .. pos0[b] + L_b - 1
+     * are rows key_off[b] .. key_off[b + 1] of kb, vb (key_off[b + 1] -
+     * key_off[b] = pos0[b] + L_b), key_ts (rows as kb, or NULL) their
+     * timestamps, a query's being that of its own position. keys (enum
+     * hstu_keys) picks the keys of one call: OWN, the segment's own
+     * positions pos0[b] .. i (causal), or PREFIX, the earlier positions 0 ..
+     * pos0[b] - 1 (unmasked); the two calls add up to the whole attention.
+     * The forward ADDS to out; the backward adds to dq, writes dkb and dvb
+     * on the call's key rows and accumulates the bias gradients. NULL on
+     * backends without it (split_long refused). */
     void (*hstu_attn_ctx_fwd)(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                              const int64_t *key_off, int H, int dqk, int dv, int N,
+                              const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
                               const float *q, const float *kb, const float *vb,
                               const float *pos_bias, const float *time_bias,
                               const int64_t *key_ts, float *out);
     void (*hstu_attn_ctx_bwd)(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                              const int64_t *key_off, int H, int dqk, int dv, int N,
+                              const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
                               const float *q, const float *kb, const float *vb,
                               const float *pos_bias, const float *time_bias,
                               const int64_t *key_ts, const float *dout, float *dq, float *dkb,
@@ -257,6 +261,8 @@ struct backend_ops {
 #define HSTU_TIME_BUCKETS 128
 /* query rows per tile of the HSTU attention: the shortest chunk split_long cuts */
 #define HSTU_TILE 64
+/* the keys of one context-parallel attention call (hstu_attn_ctx_*) */
+enum hstu_keys { HSTU_KEYS_OWN, HSTU_KEYS_PREFIX };
 
 /* The CPU backend (always available) and the CUDA backend (cuda/, defined
  * only in builds configured --with-cuda: reach it through backend_get). */

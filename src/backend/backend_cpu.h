@@ -13,12 +13,12 @@ void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv
                        const float *time_bias, const int64_t *ts, const float *dout, float *dq,
                        float *dk, float *dvv, float *dpos_bias, float *dtime_bias);
 void cpu_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                           const int64_t *key_off, int H, int dqk, int dv, int N,
+                           const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
                            const float *q, const float *kb, const float *vb,
                            const float *pos_bias, const float *time_bias,
                            const int64_t *key_ts, float *out);
 void cpu_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                           const int64_t *key_off, int H, int dqk, int dv, int N,
+                           const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
                            const float *q, const float *kb, const float *vb,
                            const float *pos_bias, const float *time_bias,
                            const int64_t *key_ts, const float *dout, float *dq, float *dkb,

@@ -13,10 +13,12 @@
  * Bias gradients are summed in double and added to the outputs at the end.
  *
  * The context form (hstu_attn_ctx_*, parallel.split_long) is the same loop
- * with query positions offset by pos0[b] and the keys read from a separate
- * buffer that also holds the earlier positions: a query tile [i0, i0 +
- * rows) in absolute positions sees keys [0, i0 + rows). The plain ops are
- * this with pos0 = 0 and the keys being the queries' own rows. */
+ * with query positions offset by pos0[b], the keys read from a separate
+ * buffer that also holds the earlier positions, and a window of keys per
+ * call: the segment's own positions (causal) or the earlier ones (all
+ * unmasked), so that a rank can compute the first while the second is
+ * still arriving. The plain ops are the loop with pos0 = 0, every causal
+ * key, and the keys being the queries' own rows. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -44,7 +46,9 @@ static int32_t time_bucket(int64_t dt)
     return f >= HSTU_TIME_BUCKETS ? HSTU_TIME_BUCKETS : (int32_t)f;
 }
 
-/* Scratch of one call: every matrix is [HSTU_TILE, Lmax], row stride cols. */
+/* Scratch of one call: every matrix is [HSTU_TILE, Lmax], row stride cols.
+ * The matrices are carved from one block kept across calls (per thread):
+ * allocating megabytes per call costs page faults that grow with Lmax. */
 struct attn_work {
     float *rab;      /* bias rab(i, j) of the tile */
     int32_t *bucket; /* time bucket of (i, j), when time_bias */
@@ -52,27 +56,26 @@ struct attn_work {
     double *dpos, *dtime; /* [2N - 1], [HSTU_TIME_BUCKETS + 1] (backward) */
 };
 
-/* The longest key range of a call (its work buffers' width). */
-static int64_t max_keys(int64_t B, const int64_t *offsets, const int64_t *key_off)
-{
-    const int64_t *o = key_off ? key_off : offsets;
-    int64_t m = 0;
-    for (int64_t b = 0; b < B; b++)
-        if (o[b + 1] - o[b] > m)
-            m = o[b + 1] - o[b];
-    return m;
-}
+static _Thread_local struct {
+    float *p;
+    size_t n; /* floats */
+} g_scratch;
 
 static void work_init(struct attn_work *w, int64_t Lmax, int N, int backward)
 {
     size_t n = (size_t)HSTU_TILE * (size_t)(Lmax > 0 ? Lmax : 1);
     memset(w, 0, sizeof *w);
-    w->rab = xmalloc(n * sizeof(float));
-    w->bucket = xmalloc(n * sizeof(int32_t));
-    w->s = xmalloc(n * sizeof(float));
-    w->a = xmalloc(n * sizeof(float));
+    if (5 * n > g_scratch.n) { /* rab, bucket, s, a, da (int32 and float are 4 bytes) */
+        free(g_scratch.p);
+        g_scratch.n = 5 * n;
+        g_scratch.p = xmalloc(g_scratch.n * sizeof(float));
+    }
+    w->rab = g_scratch.p;
+    w->bucket = (int32_t *)(g_scratch.p + n);
+    w->s = g_scratch.p + 2 * n;
+    w->a = g_scratch.p + 3 * n;
     if (backward) {
-        w->da = xmalloc(n * sizeof(float));
+        w->da = g_scratch.p + 4 * n;
         w->dpos = xcalloc((size_t)(2 * N - 1), sizeof(double));
         w->dtime = xcalloc(HSTU_TIME_BUCKETS + 1, sizeof(double));
     }
@@ -80,65 +83,101 @@ static void work_init(struct attn_work *w, int64_t Lmax, int N, int backward)
 
 static void work_free(struct attn_work *w)
 {
-    free(w->rab);
-    free(w->bucket);
-    free(w->s);
-    free(w->a);
-    free(w->da);
     free(w->dpos);
     free(w->dtime);
 }
 
-/* rab[r, j] for query rows i = i0 + r (r < rows) and keys j < cols = i0 + rows
- * of the sequence whose position 0 is row s0 of ts; 0 above the diagonal
- * (unused). */
-static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, int64_t rows, int N,
-                      const float *pos_bias, const float *time_bias, const int64_t *ts)
+/* rab[r, jj] for query rows i = i0 + r (r < rows) and the keys j = c0 + jj,
+ * jj < n, of the sequence whose position 0 is row s0 of ts; 0 where j > i
+ * (masked, unused). */
+static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, int64_t rows, int64_t c0,
+                      int64_t n, int N, const float *pos_bias, const float *time_bias,
+                      const int64_t *ts)
 {
-    int64_t cols = i0 + rows;
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = i0 + r;
-        for (int64_t j = 0; j < cols; j++) {
+        for (int64_t jj = 0; jj < n; jj++) {
+            int64_t j = c0 + jj;
             float v = 0;
             if (j <= i) {
                 if (pos_bias)
                     v += pos_bias[N - 1 + j - i];
                 if (time_bias) {
                     int32_t bk = time_bucket(ts[s0 + i] - ts[s0 + j]);
-                    w->bucket[r * cols + j] = bk;
+                    w->bucket[r * n + jj] = bk;
                     v += time_bias[bk];
                 }
             }
-            w->rab[r * cols + j] = v;
+            w->rab[r * n + jj] = v;
         }
     }
 }
 
-/* w->s: [rows, cols] = q_i . k_j + rab(i, j) of one head (pre-activation),
- * w->a = SiLU(s) / N with the causal mask (0 where j > i). */
-static void tile_scores(struct attn_work *w, int64_t i0, int64_t rows, int N, int dqk, int64_t ldq,
-                        const float *qh, const float *kh)
+/* w->s: [rows, n] = q_i . k_j + rab(i, j) of one head (pre-activation) for
+ * the keys j = c0 + jj, w->a = SiLU(s) / N with the causal mask (0 where
+ * j > i). */
+static void tile_scores(struct attn_work *w, int64_t i0, int64_t rows, int64_t c0, int64_t n,
+                        int N, int dqk, int64_t ldq, const float *qh, const float *kh)
 {
-    int64_t cols = i0 + rows;
-    mm(0, 1, rows, cols, dqk, qh, ldq, kh, ldq, 0.0f, w->s, cols);
+    mm(0, 1, rows, n, dqk, qh, ldq, kh, ldq, 0.0f, w->s, n);
     float inv_n = 1.0f / (float)N;
     for (int64_t r = 0; r < rows; r++) {
-        int64_t i = i0 + r;
-        float *s = w->s + r * cols, *a = w->a + r * cols;
-        for (int64_t j = 0; j <= i; j++) {
-            s[j] += w->rab[r * cols + j];
-            a[j] = s[j] / (1.0f + expf(-s[j])) * inv_n;
+        int64_t last = i0 + r - c0; /* the last unmasked column */
+        float *s = w->s + r * n, *a = w->a + r * n;
+        for (int64_t jj = 0; jj <= last && jj < n; jj++) {
+            s[jj] += w->rab[r * n + jj];
+            a[jj] = s[jj] / (1.0f + expf(-s[jj])) * inv_n;
         }
-        for (int64_t j = i + 1; j < cols; j++)
-            a[j] = 0.0f;
+        for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)
+            a[jj] = 0.0f;
     }
+}
+
+/* What a call computes: segment b's queries (rows offsets[b] .. of q, at
+ * positions p0 = pos0[b] + r) against the keys of positions [c0, c1) of its
+ * key rows key_off[b] .. (k0 = key_off[b]): ALL the causal keys [0, i]
+ * (the plain op), OWN [p0, i], PREFIX [0, p0) (all unmasked). */
+enum attn_part { PART_ALL, PART_OWN, PART_PREFIX };
+
+struct attn_call {
+    int64_t B;
+    const int64_t *offsets, *pos0, *key_off; /* pos0, key_off NULL: 0, offsets */
+    enum attn_part part;
+    float beta;              /* out and dq: 0 written, 1 accumulated */
+};
+
+/* The key columns [c0, c0 + n) of tile [i0, i0 + rows) of segment b. */
+static void tile_keys(const struct attn_call *ac, int64_t p0, int64_t i0, int64_t rows,
+                      int64_t *c0, int64_t *n)
+{
+    *c0 = ac->part == PART_OWN ? p0 : 0;
+    *n = ac->part == PART_PREFIX ? p0 : i0 + rows - *c0;
+}
+
+/* The key rows a call touches, [first, first + n) of each segment. */
+static void part_rows(const struct attn_call *ac, int64_t b, int64_t *first, int64_t *n)
+{
+    const int64_t *ko = ac->key_off ? ac->key_off : ac->offsets;
+    const int64_t p0 = ac->pos0 ? ac->pos0[b] : 0, K = ko[b + 1] - ko[b];
+    *first = ko[b] + (ac->part == PART_OWN ? p0 : 0);
+    *n = ac->part == PART_PREFIX ? p0 : ac->part == PART_OWN ? K - p0 : K;
+}
+
+/* The widest key window of a call (its work buffers' width). */
+static int64_t max_keys(const struct attn_call *ac)
+{
+    int64_t m = 0;
+    for (int64_t b = 0; b < ac->B; b++) {
+        int64_t first, n;
+        part_rows(ac, b, &first, &n);
+        m = n > m ? n : m;
+    }
+    return m;
 }
 
 /* q: [T, H * dqk], out: [T, H * dv]; kb: [keys, H * dqk], vb: [keys, H * dv]
- * (see backend.h). pos0 NULL: every segment starts at position 0;
- * key_off NULL: the keys are rows offsets[] of kb (the queries' own). */
-static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                     const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+ * (see backend.h). */
+static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, const float *q,
                      const float *kb, const float *vb, const float *pos_bias,
                      const float *time_bias, const int64_t *ts, float *out)
 {
@@ -146,20 +185,22 @@ static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
     int64_t ldq = (int64_t)H * dqk, ldv = (int64_t)H * dv;
     if (!ts)
         time_bias = NULL;
-    work_init(&w, max_keys(B, offsets, key_off), N, 0);
-    for (int64_t b = 0; b < B; b++) {
-        int64_t s0 = offsets[b], L = offsets[b + 1] - s0;
-        int64_t p0 = pos0 ? pos0[b] : 0, k0 = key_off ? key_off[b] : s0;
+    work_init(&w, max_keys(ac), N, 0);
+    for (int64_t b = 0; b < ac->B; b++) {
+        int64_t s0 = ac->offsets[b], L = ac->offsets[b + 1] - s0;
+        int64_t p0 = ac->pos0 ? ac->pos0[b] : 0, k0 = ac->key_off ? ac->key_off[b] : s0;
         for (int64_t r0 = 0; r0 < L; r0 += HSTU_TILE) {
-            int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0,
-                    cols = i0 + rows;
-            tile_bias(&w, k0, i0, rows, N, pos_bias, time_bias, ts);
+            int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0, c0, n;
+            tile_keys(ac, p0, i0, rows, &c0, &n);
+            if (n == 0)
+                continue;
+            tile_bias(&w, k0, i0, rows, c0, n, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
                 const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
-                const float *kh = kb + k0 * ldq + (int64_t)h * dqk;
-                const float *vh = vb + k0 * ldv + (int64_t)h * dv;
-                tile_scores(&w, i0, rows, N, dqk, ldq, qh, kh);
-                mm(0, 0, rows, dv, cols, w.a, cols, vh, ldv, 0.0f,
+                const float *kh = kb + (k0 + c0) * ldq + (int64_t)h * dqk;
+                const float *vh = vb + (k0 + c0) * ldv + (int64_t)h * dv;
+                tile_scores(&w, i0, rows, c0, n, N, dqk, ldq, qh, kh);
+                mm(0, 0, rows, dv, n, w.a, n, vh, ldv, ac->beta,
                    out + (s0 + r0) * ldv + (int64_t)h * dv, ldv);
             }
         }
@@ -167,61 +208,68 @@ static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
     work_free(&w);
 }
 
-/* dout: [T, H * dv]; dq: [T, H * dqk], dkb: [keys, H * dqk], dvb: [keys,
- * H * dv] written; dpos_bias: [2N - 1], dtime_bias: [HSTU_TIME_BUCKETS + 1]
- * accumulated. pos0, key_off as for attn_fwd. */
-static void attn_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                     const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+/* dout: [T, H * dv]; dq: [T, H * dqk] (written or accumulated: beta);
+ * dkb: [keys, H * dqk], dvb: [keys, H * dv] written on the call's key rows;
+ * dpos_bias: [2N - 1], dtime_bias: [HSTU_TIME_BUCKETS + 1] accumulated. */
+static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, const float *q,
                      const float *kb, const float *vb, const float *pos_bias,
                      const float *time_bias, const int64_t *ts, const float *dout, float *dq,
                      float *dkb, float *dvb, float *dpos_bias, float *dtime_bias)
 {
     struct attn_work w;
     int64_t ldq = (int64_t)H * dqk, ldv = (int64_t)H * dv;
-    const int64_t *ko = key_off ? key_off : offsets;
-    int64_t t0 = ko[0], K = ko[B] - ko[0];
     if (!ts)
         time_bias = NULL;
-    work_init(&w, max_keys(B, offsets, key_off), N, 1);
-    memset(dkb + t0 * ldq, 0, (size_t)(K * ldq) * sizeof(float));
-    memset(dvb + t0 * ldv, 0, (size_t)(K * ldv) * sizeof(float));
+    work_init(&w, max_keys(ac), N, 1);
+    for (int64_t b = 0; b < ac->B; b++) {
+        int64_t first, n;
+        part_rows(ac, b, &first, &n);
+        memset(dkb + first * ldq, 0, (size_t)(n * ldq) * sizeof(float));
+        memset(dvb + first * ldv, 0, (size_t)(n * ldv) * sizeof(float));
+    }
     float inv_n = 1.0f / (float)N;
-    for (int64_t b = 0; b < B; b++) {
-        int64_t s0 = offsets[b], L = offsets[b + 1] - s0;
-        int64_t p0 = pos0 ? pos0[b] : 0, k0 = ko[b];
+    for (int64_t b = 0; b < ac->B; b++) {
+        int64_t s0 = ac->offsets[b], L = ac->offsets[b + 1] - s0;
+        int64_t p0 = ac->pos0 ? ac->pos0[b] : 0, k0 = ac->key_off ? ac->key_off[b] : s0;
         for (int64_t r0 = 0; r0 < L; r0 += HSTU_TILE) {
-            int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0,
-                    cols = i0 + rows;
-            tile_bias(&w, k0, i0, rows, N, pos_bias, time_bias, ts);
+            int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0, c0, n;
+            tile_keys(ac, p0, i0, rows, &c0, &n);
+            if (n == 0) { /* no keys: dq gets nothing */
+                if (ac->beta == 0.0f)
+                    for (int64_t r = 0; r < rows; r++)
+                        memset(dq + (s0 + r0 + r) * ldq, 0, (size_t)ldq * sizeof(float));
+                continue;
+            }
+            tile_bias(&w, k0, i0, rows, c0, n, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
                 const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
-                const float *kh = kb + k0 * ldq + (int64_t)h * dqk;
-                const float *vh = vb + k0 * ldv + (int64_t)h * dv;
+                const float *kh = kb + (k0 + c0) * ldq + (int64_t)h * dqk;
+                const float *vh = vb + (k0 + c0) * ldv + (int64_t)h * dv;
                 const float *doh = dout + (s0 + r0) * ldv + (int64_t)h * dv;
-                tile_scores(&w, i0, rows, N, dqk, ldq, qh, kh);
-                mm(0, 1, rows, cols, dv, doh, ldv, vh, ldv, 0.0f, w.da, cols);
-                mm(1, 0, cols, dv, rows, w.a, cols, doh, ldv, 1.0f,
-                   dvb + k0 * ldv + (int64_t)h * dv, ldv);
+                tile_scores(&w, i0, rows, c0, n, N, dqk, ldq, qh, kh);
+                mm(0, 1, rows, n, dv, doh, ldv, vh, ldv, 0.0f, w.da, n);
+                mm(1, 0, n, dv, rows, w.a, n, doh, ldv, 1.0f,
+                   dvb + (k0 + c0) * ldv + (int64_t)h * dv, ldv);
                 /* dS = dA SiLU'(s) / N, with SiLU'(s) = sig(s) (1 + s (1 - sig(s))) */
                 for (int64_t r = 0; r < rows; r++) {
-                    int64_t i = i0 + r;
-                    float *ds = w.da + r * cols;
-                    const float *s = w.s + r * cols;
-                    for (int64_t j = 0; j <= i; j++) {
-                        float sg = 1.0f / (1.0f + expf(-s[j]));
-                        ds[j] *= sg * (1.0f + s[j] * (1.0f - sg)) * inv_n;
+                    int64_t i = i0 + r, last = i - c0;
+                    float *ds = w.da + r * n;
+                    const float *sv = w.s + r * n;
+                    for (int64_t jj = 0; jj <= last && jj < n; jj++) {
+                        float sg = 1.0f / (1.0f + expf(-sv[jj]));
+                        ds[jj] *= sg * (1.0f + sv[jj] * (1.0f - sg)) * inv_n;
                         if (pos_bias)
-                            w.dpos[N - 1 + j - i] += ds[j];
+                            w.dpos[N - 1 + c0 + jj - i] += ds[jj];
                         if (time_bias)
-                            w.dtime[w.bucket[r * cols + j]] += ds[j];
+                            w.dtime[w.bucket[r * n + jj]] += ds[jj];
                     }
-                    for (int64_t j = i + 1; j < cols; j++)
-                        ds[j] = 0.0f;
+                    for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)
+                        ds[jj] = 0.0f;
                 }
-                mm(0, 0, rows, dqk, cols, w.da, cols, kh, ldq, 0.0f,
+                mm(0, 0, rows, dqk, n, w.da, n, kh, ldq, ac->beta,
                    dq + (s0 + r0) * ldq + (int64_t)h * dqk, ldq);
-                mm(1, 0, cols, dqk, rows, w.da, cols, qh, ldq, 1.0f,
-                   dkb + k0 * ldq + (int64_t)h * dqk, ldq);
+                mm(1, 0, n, dqk, rows, w.da, n, qh, ldq, 1.0f,
+                   dkb + (k0 + c0) * ldq + (int64_t)h * dqk, ldq);
             }
         }
     }
@@ -238,7 +286,8 @@ void cpu_hstu_attn_fwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv
                        const float *q, const float *k, const float *v, const float *pos_bias,
                        const float *time_bias, const int64_t *ts, float *out)
 {
-    attn_fwd(B, offsets, NULL, NULL, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, out);
+    const struct attn_call ac = {.B = B, .offsets = offsets, .part = PART_ALL, .beta = 0.0f};
+    attn_fwd(&ac, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, out);
 }
 
 void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
@@ -246,27 +295,33 @@ void cpu_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv
                        const float *time_bias, const int64_t *ts, const float *dout, float *dq,
                        float *dk, float *dvv, float *dpos_bias, float *dtime_bias)
 {
-    attn_bwd(B, offsets, NULL, NULL, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, dout, dq,
-             dk, dvv, dpos_bias, dtime_bias);
+    const struct attn_call ac = {.B = B, .offsets = offsets, .part = PART_ALL, .beta = 0.0f};
+    attn_bwd(&ac, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, dout, dq, dk, dvv, dpos_bias,
+             dtime_bias);
 }
 
 void cpu_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                           const int64_t *key_off, int H, int dqk, int dv, int N,
+                           const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
                            const float *q, const float *kb, const float *vb,
                            const float *pos_bias, const float *time_bias,
                            const int64_t *key_ts, float *out)
 {
-    attn_fwd(B, offsets, pos0, key_off, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts,
-             out);
+    const struct attn_call ac = {.B = B, .offsets = offsets, .pos0 = pos0, .key_off = key_off,
+                                 .part = keys == HSTU_KEYS_PREFIX ? PART_PREFIX : PART_OWN,
+                                 .beta = 1.0f};
+    attn_fwd(&ac, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts, out);
 }
 
 void cpu_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                           const int64_t *key_off, int H, int dqk, int dv, int N,
+                           const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
                            const float *q, const float *kb, const float *vb,
                            const float *pos_bias, const float *time_bias,
                            const int64_t *key_ts, const float *dout, float *dq, float *dkb,
                            float *dvb, float *dpos_bias, float *dtime_bias)
 {
-    attn_bwd(B, offsets, pos0, key_off, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts,
-             dout, dq, dkb, dvb, dpos_bias, dtime_bias);
+    const struct attn_call ac = {.B = B, .offsets = offsets, .pos0 = pos0, .key_off = key_off,
+                                 .part = keys == HSTU_KEYS_PREFIX ? PART_PREFIX : PART_OWN,
+                                 .beta = 1.0f};
+    attn_bwd(&ac, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts, dout, dq, dkb, dvb,
+             dpos_bias, dtime_bias);
 }

@@ -116,7 +116,7 @@ X(parallel, split_long, CHOICE, "off", 0, 0, "off|auto",
 X(parallel, split_threshold, FLOAT, "0", 0, 1e300, NULL,
   "predicted cost above which split_long cuts a sequence, in the cost model's units; 0 = "
   "parallel.split_fraction x the step's mean cost per rank")
-X(parallel, split_fraction, FLOAT, "0.25", 0.01, 1, NULL,
+X(parallel, split_fraction, FLOAT, "0.5", 0.01, 1, NULL,
   "with split_threshold = 0: the threshold as a fraction of the step's mean cost per rank")
 X(parallel, split_kv_cost, STRING, "auto", 0, 0, NULL,
   "predicted cost of one key/value row a chunk receives from an earlier chunk (cost model "

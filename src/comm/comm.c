@@ -450,38 +450,45 @@ void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const 
     free(rd);
 }
 
-void comm_exchange_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
-                        const struct comm_msg *send, int nsend, struct comm_msg *recv, int nrecv,
-                        enum comm_phase ph)
+void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
+                    const struct comm_msg *m, int n, int send, enum comm_phase ph,
+                    struct comm_msgs *out)
 {
-    const int n = nsend + nrecv;
     MPI_Request *req = xmalloc((size_t)(n ? n : 1) * sizeof *req);
     const size_t elem = type_size(t);
-    for (int i = 0; i < nrecv; i++) {
-        if (recv[i].n < 0 || recv[i].n > INT_MAX)
+    for (int i = 0; i < n; i++) {
+        if (m[i].n < 0 || m[i].n > INT_MAX)
             fatal("exchange: a message of %lld elements does not fit an MPI count",
-                  (long long)recv[i].n);
-        MPI_CHECK(MPI_Irecv(recv[i].buf, (int)recv[i].n, mpi_type(t), recv[i].peer, recv[i].tag,
+                  (long long)m[i].n);
+        if (!send) {
+            MPI_CHECK(MPI_Irecv(m[i].buf, (int)m[i].n, mpi_type(t), m[i].peer, m[i].tag,
+                                MCOMM(c, g), &req[i]));
+            continue;
+        }
+        if (m[i].peer != c->g[g].rank && m[i].n > 0) {
+            c->counters.bytes[ph] += m[i].n * (int64_t)elem;
+            c->counters.messages[ph]++;
+            if (comm_peer_remote(c, g, m[i].peer))
+                c->counters.xbytes[ph] += m[i].n * (int64_t)elem;
+        }
+        MPI_CHECK(MPI_Isend(m[i].buf, (int)m[i].n, mpi_type(t), m[i].peer, m[i].tag,
                             MCOMM(c, g), &req[i]));
     }
-    for (int i = 0; i < nsend; i++) {
-        const struct comm_msg *m = &send[i];
-        if (m->n < 0 || m->n > INT_MAX)
-            fatal("exchange: a message of %lld elements does not fit an MPI count",
-                  (long long)m->n);
-        if (m->peer != c->g[g].rank && m->n > 0) {
-            c->counters.bytes[ph] += m->n * (int64_t)elem;
-            c->counters.messages[ph]++;
-            if (comm_peer_remote(c, g, m->peer))
-                c->counters.xbytes[ph] += m->n * (int64_t)elem;
-        }
-        MPI_CHECK(MPI_Isend(m->buf, (int)m->n, mpi_type(t), m->peer, m->tag, MCOMM(c, g),
-                            &req[nrecv + i]));
-    }
-    c->counters.calls[ph]++;
-    TIMED_AS("point-to-point exchange (MPI_Waitall)", (int)g,
-             MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
-    free(req);
+    if (send)
+        c->counters.calls[ph]++;
+    out->mpi = req;
+    out->n = n;
+    out->group = (int)g;
+}
+
+void comm_wait_msgs(struct comm_msgs *r)
+{
+    if (r->n > 0)
+        TIMED_AS("point-to-point messages (MPI_Waitall)", r->group,
+                 MPI_Waitall(r->n, r->mpi, MPI_STATUSES_IGNORE));
+    free(r->mpi);
+    r->mpi = NULL;
+    r->n = 0;
 }
 
 void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out)

@@ -152,19 +152,26 @@ void comm_iallreduce_sum_f32(struct comm *c, enum comm_group g, float *buf, int6
 void comm_wait(struct comm_request *req);
 int comm_test(struct comm_request *req);
 
-/* One point-to-point message of comm_exchange_msgs: n elements at buf
- * to or from rank `peer` of the group, matched by tag (0 <= tag < 32768). */
+/* One point-to-point message: n elements at buf to or from rank `peer` of
+ * the group, matched by tag (0 <= tag < 32768). */
 struct comm_msg {
     int peer, tag;
     void *buf;
     int64_t n;
 };
-/* Post every receive and send of this rank (non-blocking point-to-point
- * over group g) and wait for all of them, timed as communication. A rank
- * may send to itself. Peers must post matching messages. */
-void comm_exchange_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
-                        const struct comm_msg *send, int nsend, struct comm_msg *recv, int nrecv,
-                        enum comm_phase ph);
+/* Messages in flight (comm_post_msgs), completed together by comm_wait_msgs. */
+struct comm_msgs {
+    void *mpi; /* MPI_Request[n] */
+    int n;
+    int group; /* its enum comm_group, for the watchdog */
+};
+/* Post n sends (send = 1) or receives of group g, non-blocking; a rank may
+ * send to itself. Peers must post matching messages. */
+void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
+                    const struct comm_msg *m, int n, int send, enum comm_phase ph,
+                    struct comm_msgs *out);
+/* Wait for every message of r (timed as communication; r is released). */
+void comm_wait_msgs(struct comm_msgs *r);
 
 /* Progress thread (parallel.progress=thread): started once; between
  * comm_compute_begin() and comm_compute_end() the main thread makes no comm

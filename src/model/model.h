@@ -44,24 +44,30 @@ struct dense_tensor {
  * sequence; its attention needs the keys and values of positions 0 ..
  * pos0[b] + L_b - 1, laid out as rows key_off[b] .. key_off[b + 1] of a key
  * buffer (key_off[b + 1] - key_off[b] = pos0[b] + L_b), with their
- * timestamps key_ts. Per layer the model calls
- *   gather_kv(ctx, w, k, v, kb, vb): k, v [T, w] this rank's keys and
- *     values (backend memory); kb, vb [key_off[B], w] get every segment's
- *     key rows: the earlier positions' from their owners, its own copied;
- *   scatter_dkv(ctx, w, dkb, dvb, dk, dv): dkb, dvb [key_off[B], w] the
- *     gradients of the key buffers; the earlier positions' rows go back to
- *     their owners; dk, dv [T, w] are written: the segments' own rows plus
- *     what the later chunks' ranks computed for them.
- * Both are collective over the ranks holding chunks of the same sequences
+ * timestamps key_ts. Per layer the model calls, in this order,
+ *   post_kv(ctx, w, k, v, kb, vb): k, v [T, w] this rank's keys and values
+ *     (backend memory, kept until the backward); kb, vb [key_off[B], w]
+ *     get each segment's own rows now and the earlier positions' rows from
+ *     their owners (in flight: the model computes the own keys' attention);
+ *   wait_kv(ctx): those rows have arrived;
+ * and in the backward
+ *   post_dkv(ctx, w, dkb, dvb): dkb, dvb [key_off[B], w] hold the gradients
+ *     of the earlier positions' rows: they leave for their owners (the
+ *     model computes the own keys' part meanwhile, on the other rows);
+ *   wait_dkv(ctx, w, dkb, dvb, dk, dv): dk, dv [T, w] written: the own
+ *     rows' gradients (from dkb, dvb) plus what the later chunks' ranks
+ *     computed for them.
+ * They are collective over the ranks holding chunks of the same sequences
  * (point-to-point), called at the same layer on each. */
 struct model_split {
     const int64_t *pos0;      /* [B] (host memory, as every array here) */
     const int64_t *key_off;   /* [B + 1] */
     const int64_t *key_ts;    /* [key_off[B]] seconds, or NULL */
-    void (*gather_kv)(void *ctx, int64_t w, const float *k, const float *v, float *kb,
-                      float *vb);
-    void (*scatter_dkv)(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
-                        float *dv);
+    void (*post_kv)(void *ctx, int64_t w, const float *k, const float *v, float *kb, float *vb);
+    void (*wait_kv)(void *ctx);
+    void (*post_dkv)(void *ctx, int64_t w, const float *dkb, const float *dvb);
+    void (*wait_dkv)(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
+                     float *dv);
     void *ctx;
 };
 

@@ -281,11 +281,17 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         be->silu_fwd(4 * T * hd, A->pre, A->h);
         const float *U = A->h, *V = U + (size_t)T * hd, *Q = V + (size_t)T * hd,
                     *K = Q + (size_t)T * hd;
-        if (P->split) { /* the earlier positions' keys and values join the chunk's */
-            b->split->gather_kv(b->split->ctx, hd, K, V, A->kb, A->vb);
-            be->hstu_attn_ctx_fwd(b->B, P->offsets, P->pos0, P->key_off, H, dh, dh, N, Q, A->kb,
-                                  A->vb, param(m, l, P_POS_BIAS)->w, tb,
-                                  P->use_ts ? P->key_ts : NULL, A->a);
+        if (P->split) { /* own keys first, the earlier positions' when they arrive */
+            const struct model_split *sp = b->split;
+            const float *pw = param(m, l, P_POS_BIAS)->w;
+            const int64_t *kts = P->use_ts ? P->key_ts : NULL;
+            sp->post_kv(sp->ctx, hd, K, V, A->kb, A->vb);
+            be->zero(A->a, td * sizeof(float));
+            be->hstu_attn_ctx_fwd(b->B, P->offsets, P->pos0, P->key_off, HSTU_KEYS_OWN, H, dh, dh,
+                                  N, Q, A->kb, A->vb, pw, tb, kts, A->a);
+            sp->wait_kv(sp->ctx);
+            be->hstu_attn_ctx_fwd(b->B, P->offsets, P->pos0, P->key_off, HSTU_KEYS_PREFIX, H, dh,
+                                  dh, N, Q, A->kb, A->vb, pw, tb, kts, A->a);
         } else
             be->hstu_attn_fwd(b->B, P->offsets, H, dh, dh, N, Q, K, V,
                               param(m, l, P_POS_BIAS)->w, tb, P->use_ts ? P->ts : NULL, A->a);
@@ -334,11 +340,20 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
         be->mul((int64_t)th, P->dz, A->o, dU);
         be->mul((int64_t)th, P->dz, U, P->dob);
         be->layernorm_bwd(T, hd, A->a, A->mean2, A->rstd2, NULL, P->dob, P->da, NULL, NULL);
-        if (P->split) { /* the key gradients of earlier positions go back to their ranks */
-            be->hstu_attn_ctx_bwd(b->B, P->offsets, P->pos0, P->key_off, H, dh, dh, N, Q, A->kb,
-                                  A->vb, pb->w, tb ? tb->w : NULL, tb ? P->key_ts : NULL, P->da,
-                                  dQ, P->dkb, P->dvb, pb->g, tb ? tb->g : NULL);
-            b->split->scatter_dkv(b->split->ctx, hd, P->dkb, P->dvb, dK, dV);
+        if (P->split) { /* the earlier positions' key gradients first: they travel back */
+            const struct model_split *sp = b->split;
+            const int64_t *kts = tb ? P->key_ts : NULL;
+            float *dtb = tb ? tb->g : NULL;
+            const float *tbw = tb ? tb->w : NULL;
+            be->zero(dQ, th * sizeof(float));
+            be->hstu_attn_ctx_bwd(b->B, P->offsets, P->pos0, P->key_off, HSTU_KEYS_PREFIX, H, dh,
+                                  dh, N, Q, A->kb, A->vb, pb->w, tbw, kts, P->da, dQ, P->dkb,
+                                  P->dvb, pb->g, dtb);
+            sp->post_dkv(sp->ctx, hd, P->dkb, P->dvb);
+            be->hstu_attn_ctx_bwd(b->B, P->offsets, P->pos0, P->key_off, HSTU_KEYS_OWN, H, dh, dh,
+                                  N, Q, A->kb, A->vb, pb->w, tbw, kts, P->da, dQ, P->dkb, P->dvb,
+                                  pb->g, dtb);
+            sp->wait_dkv(sp->ctx, hd, P->dkb, P->dvb, dK, dV);
         } else
             be->hstu_attn_bwd(b->B, P->offsets, H, dh, dh, N, Q, K, V, pb->w,
                               tb ? tb->w : NULL, tb ? P->ts : NULL, P->da, dQ, dK, dV, pb->g,

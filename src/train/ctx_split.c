@@ -27,12 +27,16 @@ struct ctx_split {
     int nmsg;               /* capacity of send and recv */
     float *tmp;             /* backward: received gradients */
     int64_t tmp_n;
+    struct comm_msgs rq, sq; /* receives, and the backward's sends, in flight */
+    struct comm_msgs *pending; /* the forward's sends of each layer */
+    int npending, maxpending;
 };
 
-static void gather_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb,
-                      float *vb);
-static void scatter_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
-                        float *dv);
+static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb, float *vb);
+static void wait_kv(void *ctx);
+static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb);
+static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
+                     float *dv);
 
 static int tag(int from, int to, int nchunks, int value, int back)
 {
@@ -40,7 +44,7 @@ static int tag(int from, int to, int nchunks, int value, int back)
 }
 
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
-                                const struct seq_batch *sb)
+                                const struct seq_batch *sb, int layers)
 {
     const struct split_pieces *pc = &pl->pieces;
     int any = 0;
@@ -52,6 +56,8 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
     const int64_t B = sb->B;
     x->c = c;
     x->B = B;
+    x->maxpending = layers > 0 ? layers : 1;
+    x->pending = xcalloc((size_t)x->maxpending, sizeof *x->pending);
     x->offsets = sb->offsets;
     x->pos0 = sb->pos0;
     x->key_off = sb->key_off;
@@ -86,13 +92,16 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
     x->send = xmalloc((size_t)x->nmsg * sizeof *x->send);
     x->recv = xmalloc((size_t)x->nmsg * sizeof *x->recv);
     x->ms = (struct model_split){.pos0 = sb->pos0, .key_off = sb->key_off, .key_ts = sb->key_ts,
-                                 .gather_kv = gather_kv, .scatter_dkv = scatter_dkv, .ctx = x};
+                                 .post_kv = post_kv, .wait_kv = wait_kv, .post_dkv = post_dkv,
+                                 .wait_dkv = wait_dkv, .ctx = x};
     return x;
 }
 
-/* Forward: kb, vb [keys, w] <- every segment's earlier keys from their
- * ranks, and its own. */
-static void gather_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb, float *vb)
+/* Forward: kb, vb [keys, w] get the segments' own rows; the earlier
+ * chunks' rows are received into them and ours leave for the later chunks
+ * (those sends complete in the backward: the sender does not wait for the
+ * receivers here). */
+static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb, float *vb)
 {
     struct ctx_split *x = ctx;
     int ns = 0, nr = 0;
@@ -117,14 +126,33 @@ static void gather_kv(void *ctx, int64_t w, const float *k, const float *v, floa
         }
     }
     comm_compute_end();
-    comm_exchange_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, x->recv, nr, COMM_PH_KV);
+    comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->recv, nr, 0, COMM_PH_KV, &x->rq);
+    if (x->npending == x->maxpending)
+        fatal("ctx_split: more layers than the %d the exchange was set up for", x->maxpending);
+    comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, 1, COMM_PH_KV,
+                   &x->pending[x->npending++]);
     comm_compute_begin();
 }
 
-/* Backward: dk, dv [T, w] <- the segments' own rows of dkb, dvb plus what
- * the later chunks computed for them; the earlier rows go back. */
-static void scatter_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
-                        float *dv)
+static void wait_kv(void *ctx)
+{
+    struct ctx_split *x = ctx;
+    comm_compute_end();
+    comm_wait_msgs(&x->rq);
+    comm_compute_begin();
+}
+
+/* The forward's sends, completed (every rank is past its forward). */
+static void finish_forward(struct ctx_split *x)
+{
+    for (int i = 0; i < x->npending; i++)
+        comm_wait_msgs(&x->pending[i]);
+    x->npending = 0;
+}
+
+/* Backward: the gradients of the earlier chunks' rows (dkb, dvb) go back
+ * to their ranks; what the later chunks computed for ours is received. */
+static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb)
 {
     struct ctx_split *x = ctx;
     int64_t need = 0;
@@ -138,10 +166,7 @@ static void scatter_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb
     int ns = 0, nr = 0;
     float *t = x->tmp;
     for (int64_t b = 0; b < x->B; b++) {
-        const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
-        const int64_t own = (x->key_off[b] + x->pos0[b]) * w;
-        memcpy(dk + s0 * w, dkb + own, (size_t)(L * w) * sizeof *dk);
-        memcpy(dv + s0 * w, dvb + own, (size_t)(L * w) * sizeof *dv);
+        const int64_t L = x->offsets[b + 1] - x->offsets[b];
         const int me = x->chunk[b], nk = x->nchunks[b];
         const struct chunk *ch = x->chunks + x->first[b];
         for (int j = 0; j < nk; j++) {
@@ -160,11 +185,29 @@ static void scatter_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb
         }
     }
     comm_compute_end();
-    comm_exchange_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, x->recv, nr, COMM_PH_KV);
+    finish_forward(x);
+    comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->recv, nr, 0, COMM_PH_KV, &x->rq);
+    comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, 1, COMM_PH_KV, &x->sq);
     comm_compute_begin();
-    t = x->tmp; /* added in chunk order: the same sums on every run */
+}
+
+/* dk, dv [T, w] <- the own rows of dkb, dvb plus the received gradients,
+ * added in chunk order (the same sums on every run). The sends complete
+ * too: the model reuses dkb, dvb at the next layer. */
+static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, float *dk,
+                     float *dv)
+{
+    struct ctx_split *x = ctx;
+    comm_compute_end();
+    comm_wait_msgs(&x->rq);
+    comm_wait_msgs(&x->sq);
+    comm_compute_begin();
+    const float *t = x->tmp;
     for (int64_t b = 0; b < x->B; b++) {
         const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
+        const int64_t own = (x->key_off[b] + x->pos0[b]) * w;
+        memcpy(dk + s0 * w, dkb + own, (size_t)(L * w) * sizeof *dk);
+        memcpy(dv + s0 * w, dvb + own, (size_t)(L * w) * sizeof *dv);
         for (int j = x->chunk[b] + 1; j < x->nchunks[b]; j++, t += 2 * L * w)
             for (int64_t i = 0; i < L * w; i++) {
                 dk[s0 * w + i] += t[i];
@@ -179,6 +222,10 @@ void ctx_split_free(struct ctx_split *x)
 {
     if (!x)
         return;
+    finish_forward(x); /* a forward without backward: its sends still complete */
+    comm_wait_msgs(&x->rq);
+    comm_wait_msgs(&x->sq);
+    free(x->pending);
     free(x->chunk);
     free(x->nchunks);
     free(x->first);

@@ -6,7 +6,9 @@
  * point-to-point to the ranks of the later chunks c' > c, whose queries
  * attend to them; in the backward, the gradients that chunk c' computed for
  * chunk c's keys and values go back to r_c, which adds them (in chunk
- * order) to its own. Messages to the same rank are sent too (MPI delivers
+ * order) to its own. Receives are posted before the model computes the
+ * attention of the own keys and waited for after it; a sender never waits
+ * for its receivers in the forward (its sends complete in the backward). Messages to the same rank are sent too (MPI delivers
  * them locally). Tags name the (sender chunk, receiver chunk, key or value,
  * direction), so matching does not depend on posting order. HSTU's
  * pointwise attention needs no re-normalisation across key blocks: the sum
@@ -25,10 +27,11 @@
 
 struct ctx_split;
 
-/* The exchange of this rank's batch sb (read from plan pl with pieces);
- * NULL when none of the rank's entries is a chunk of a cut sequence. */
+/* The exchange of this rank's batch sb (read from plan pl with pieces)
+ * for a model of `layers` attention layers; NULL when none of the rank's
+ * entries is a chunk of a cut sequence. */
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
-                                const struct seq_batch *sb);
+                                const struct seq_batch *sb, int layers);
 /* The batch.split of the model for it (valid until ctx_split_free). */
 const struct model_split *ctx_split_model(const struct ctx_split *x);
 void ctx_split_free(struct ctx_split *x);

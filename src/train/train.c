@@ -215,8 +215,30 @@ static void report_wire(const struct emb_wire_stats *w, struct metrics_line *l)
     metrics_num(l, "grads_ratio", w->fp32 > 0 ? (double)w->grads / base : 0);
 }
 
+/* parallel.split_long over a logging interval: the sequences cut, their
+ * chunks, and the key/value bytes sent to other ranks per step (summed
+ * over ranks; collective), onto the progress line's metrics. */
+struct split_stats {
+    int64_t steps, seqs, chunks, kv_mark;
+};
+
+static void report_split(struct trainer *tr, struct split_stats *sx, struct metrics_line *l)
+{
+    const int64_t kv = tr->c->counters.bytes[COMM_PH_KV];
+    const double bytes = comm_allreduce_sum_f64(tr->c, COMM_DP, (double)(kv - sx->kv_mark));
+    const double n = sx->steps ? (double)sx->steps : 1;
+    log_info("split_long: %lld sequence%s cut into %lld chunks in %lld step%s; keys/values "
+             "%.0f bytes/step between ranks", (long long)sx->seqs, sx->seqs == 1 ? "" : "s",
+             (long long)sx->chunks, (long long)sx->steps, sx->steps == 1 ? "" : "s", bytes / n);
+    metrics_int(l, "split_sequences", sx->seqs);
+    metrics_int(l, "split_chunks", sx->chunks);
+    metrics_num(l, "kv_bytes", bytes / n);
+    *sx = (struct split_stats){.kv_mark = kv};
+}
+
 static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
-                            double samples_s, double tokens_s, double eta, int64_t total)
+                            double samples_s, double tokens_s, double eta, int64_t total,
+                            struct split_stats *sx)
 {
     struct emb_wire_stats w;
     emb_table_wire_take(tr->items, tr->c, &w);
@@ -248,6 +270,8 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     report_wire(&w, &l);
     if (tr->conf.nonfinite_skip)
         metrics_int(&l, "skipped_steps", tr->skipped);
+    if (tr->conf.split_long)
+        report_split(tr, sx, &l);
     metrics_end(&l, tr->metrics);
 }
 
@@ -370,6 +394,7 @@ struct loop_clock {
     double start, last;     /* run start, last progress line */
     int64_t first_step;     /* the step this run started at */
     int64_t samples, tokens;
+    struct split_stats split; /* this interval's */
 };
 
 /* After step tr->step: the progress line every train.log_every steps (and
@@ -388,7 +413,7 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
     double now = clock_seconds(), dt = now - lc->last;
     double eta = (now - lc->start) / (double)(tr->step - lc->first_step) *
                  (double)(total - tr->step);
-    report_progress(tr, stats, loss, lc->samples / dt, lc->tokens / dt, eta, total);
+    report_progress(tr, stats, loss, lc->samples / dt, lc->tokens / dt, eta, total, &lc->split);
     lc->last = now;
     lc->samples = lc->tokens = 0;
 }
@@ -425,6 +450,9 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         ran = 1;
         lc->samples += now->global_B;
         lc->tokens += tokens;
+        lc->split.steps++;
+        lc->split.seqs += now->pieces.nsplit;
+        lc->split.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);
         after_step(tr, &pl, lc, &stats, *loss, total);
         if ((stop = preempt_requested(tr->c)) != 0)
             break;

@@ -226,7 +226,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
     batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch, pl->users,
                 pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
-    in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb) : NULL;
+    in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers) : NULL;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
     memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
