@@ -167,7 +167,7 @@ int main(int argc, char **argv)
             lts[t] = ts[rows[t]];
             lkeys[t] = keys[rows[t]];
         }
-        struct ctx_split *x = ctx_split_new(&c, &pl, &sb, 2);
+        struct ctx_split *x = ctx_split_new(&c, &pl, &sb, 2, NULL);
         T_CHECK(x != NULL || P > np, "every rank holds a chunk of a cut sequence");
         struct model m;
         init_model(&m);

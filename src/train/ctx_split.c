@@ -17,6 +17,7 @@ struct chunk {
 
 struct ctx_split {
     struct comm *c;
+    struct steptime *st;    /* or NULL */
     struct model_split ms;
     int64_t B;
     const int64_t *offsets, *pos0, *key_off; /* the batch's (valid for the step) */
@@ -44,7 +45,7 @@ static int tag(int from, int to, int nchunks, int value, int back)
 }
 
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
-                                const struct seq_batch *sb, int layers)
+                                const struct seq_batch *sb, int layers, struct steptime *st)
 {
     const struct split_pieces *pc = &pl->pieces;
     int any = 0;
@@ -55,6 +56,7 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
     struct ctx_split *x = xcalloc(1, sizeof *x);
     const int64_t B = sb->B;
     x->c = c;
+    x->st = st;
     x->B = B;
     x->maxpending = layers > 0 ? layers : 1;
     x->pending = xcalloc((size_t)x->maxpending, sizeof *x->pending);
@@ -134,12 +136,27 @@ static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float 
     comm_compute_begin();
 }
 
+/* The phase so far is `ph`; from now on kv_wait. */
+static void wait_begin(struct ctx_split *x, enum phase ph)
+{
+    comm_compute_end();
+    if (x->st)
+        steptime_phase(x->st, ph);
+}
+
+static void wait_end(struct ctx_split *x)
+{
+    if (x->st)
+        steptime_phase(x->st, PH_KV);
+    comm_compute_begin();
+}
+
 static void wait_kv(void *ctx)
 {
     struct ctx_split *x = ctx;
-    comm_compute_end();
+    wait_begin(x, PH_FORWARD);
     comm_wait_msgs(&x->rq);
-    comm_compute_begin();
+    wait_end(x);
 }
 
 /* The forward's sends, completed (every rank is past its forward). */
@@ -184,11 +201,11 @@ static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb)
             }
         }
     }
-    comm_compute_end();
+    wait_begin(x, PH_BACKWARD);
     finish_forward(x);
     comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->recv, nr, 0, COMM_PH_KV, &x->rq);
     comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, 1, COMM_PH_KV, &x->sq);
-    comm_compute_begin();
+    wait_end(x);
 }
 
 /* dk, dv [T, w] <- the own rows of dkb, dvb plus the received gradients,
@@ -198,10 +215,10 @@ static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, f
                      float *dv)
 {
     struct ctx_split *x = ctx;
-    comm_compute_end();
+    wait_begin(x, PH_BACKWARD);
     comm_wait_msgs(&x->rq);
     comm_wait_msgs(&x->sq);
-    comm_compute_begin();
+    wait_end(x);
     const float *t = x->tmp;
     for (int64_t b = 0; b < x->B; b++) {
         const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;

@@ -24,14 +24,17 @@
 #include "data/batch.h"
 #include "model/model.h"
 #include "train/planner.h"
+#include "train/steptime.h"
 
 struct ctx_split;
 
 /* The exchange of this rank's batch sb (read from plan pl with pieces)
  * for a model of `layers` attention layers; NULL when none of the rank's
- * entries is a chunk of a cut sequence. */
+ * entries is a chunk of a cut sequence. st (or NULL): the waits are timed
+ * as phase kv_wait, cutting the forward and backward phases around them
+ * (so the trace shows them). */
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
-                                const struct seq_batch *sb, int layers);
+                                const struct seq_batch *sb, int layers, struct steptime *st);
 /* The batch.split of the model for it (valid until ctx_split_free). */
 const struct model_split *ctx_split_model(const struct ctx_split *x);
 void ctx_split_free(struct ctx_split *x);

@@ -15,7 +15,8 @@
 const char *phase_name(enum phase ph)
 {
     static const char *names[PH_COUNT] = {"read", "plan", "input_dist", "lookup", "forward",
-                                          "backward", "grad_exchange", "allreduce", "optimizer"};
+                                          "backward", "grad_exchange", "allreduce", "optimizer",
+                                          "kv_wait"};
     return names[ph];
 }
 

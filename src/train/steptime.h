@@ -19,7 +19,9 @@
 
 enum phase {
     PH_READ, PH_PLAN, PH_INPUT_DIST, PH_LOOKUP, PH_FORWARD, PH_BACKWARD, PH_GRAD_EXCHANGE,
-    PH_ALLREDUCE, PH_OPTIMIZER, PH_COUNT
+    PH_ALLREDUCE, PH_OPTIMIZER,
+    PH_KV, /* split_long: waiting for keys/values inside forward and backward */
+    PH_COUNT
 };
 
 struct steptime {

@@ -14,6 +14,11 @@
  *                   global number of supervised positions) summed over dp
  *   optimizer       AdamW of the dense parameters (dense_optim.c)
  *
+ * With parallel.split_long a sequence may be cut into chunks on several
+ * ranks: the batch's entries are then pieces, and the model exchanges the
+ * chunks' keys and values at every layer through the step's ctx_split
+ * (ctx_split.h), collectively with the ranks holding the other chunks.
+ *
  * Every phase is timed (steptime.h). parallel.overlap (doc/overlap.md)
  * changes when the exchanges are posted and waited for, never what they
  * compute:
@@ -226,7 +231,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
     batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch, pl->users,
                 pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
-    in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers) : NULL;
+    in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
     memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
