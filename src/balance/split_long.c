@@ -86,13 +86,10 @@ void split_plan(const struct split_conf *sc, const struct cost_model *cm, const 
                 int64_t n, int P, struct split_pieces *out)
 {
     double total = 0;
-    int64_t Lmax = 1;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++)
         total += cost_of(cm, len[i]);
-        Lmax = len[i] > Lmax ? len[i] : Lmax;
-    }
     const double theta = sc->threshold > 0 ? sc->threshold : sc->fraction * total / P;
-    int64_t *q = xmalloc((size_t)(Lmax + 1) * sizeof *q);
+    int64_t q[SPLIT_MAX_CHUNKS + 1];
     out->n = 0;
     out->nsplit = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -108,7 +105,6 @@ void split_plan(const struct split_conf *sc, const struct cost_model *cm, const 
                                      .nchunks = k},
                  split_piece_cost(sc, cm, q[j], q[j + 1]));
     }
-    free(q);
 }
 
 void split_free(struct split_pieces *sp)
