@@ -95,4 +95,34 @@ void dataset_writer_abort(struct dataset_writer *w);
 /* Turn HDF5's printing of errors off (this module reports them); once. */
 void dataset_h5_quiet(void);
 
+/* Checks before HDF5 reads an object of a file it did not write: HDF5 1.10
+ * follows what the file says without checking it against the file (it
+ * loops, copies out of bounds or frees wild pointers on crafted input).
+ * obj is an open attribute or dataset (hid_t) of file, what names it in the
+ * error; 0, or -1 + err naming file and object.
+ *
+ * dataset_h5_attrs_check: the object header of obj, when of version 1 (not
+ * checksummed; version 2 headers are verified by HDF5): its chunks lie in
+ * the file, its messages in their chunks, and each attribute message's
+ * name, type, space and value in the message (HDF5 1.10 copies past it).
+ * dataset_h5_vlen_check: a variable-length attribute or dataset (string or
+ * sequence; anything else passes): every value's global heap collection
+ * lies in the file and parses to the end, and holds the value's object
+ * with the value's length. It reads the stored (length, address, index)
+ * triples through an opaque type, never the heap through HDF5.
+ * dataset_h5_storage_check: a dataset's storage holds every value:
+ * contiguous or compact storage of at least npoints * type size bytes;
+ * every allocated chunk of a chunked dataset whose filters (those it did
+ * not skip) keep the size, that is none, shuffle or Fletcher-32, exactly
+ * the chunk's bytes (+ 4 for the checksum), and at least 4 bytes under
+ * Fletcher-32 in any pipeline. Chunks through deflate or other filters
+ * that change the size are left to the filter's own checks (zlib's
+ * checksum). */
+int dataset_h5_attrs_check(int64_t obj, const char *file, const char *what, char *err,
+                           size_t errlen);
+int dataset_h5_vlen_check(int64_t obj, const char *file, const char *what, char *err,
+                          size_t errlen);
+int dataset_h5_storage_check(int64_t dset, const char *file, const char *what, char *err,
+                             size_t errlen);
+
 #endif

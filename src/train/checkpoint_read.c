@@ -19,6 +19,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "data/dataset.h"
 #include "train/checkpoint_priv.h"
 
 #define VERIFY_BLOCK_VALUES ((hsize_t)1 << 20)
@@ -143,7 +144,11 @@ static int h5_attr_str(hid_t f, const char *file, const char *name, char *buf, s
         H5Tclose(mt);
         mt = -1;
     }
-    if (H5Tis_variable_str(t) > 0) {
+    char what[96];
+    snprintf(what, sizeof what, "attribute '%s'", name);
+    if (H5Tis_variable_str(t) > 0 && dataset_h5_vlen_check(a, file, what, err, len)) {
+        rc = -3; /* a damaged global heap: not read, err says why */
+    } else if (H5Tis_variable_str(t) > 0) {
         char *s = NULL;
         if (mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Aread(a, mt, &s) >= 0 && s) {
             rc = strlen(s) < cap ? 0 : -2;
@@ -165,6 +170,8 @@ static int h5_attr_str(hid_t f, const char *file, const char *name, char *buf, s
         H5Tclose(mt);
     H5Tclose(t);
     H5Aclose(a);
+    if (rc == -3)
+        return -1;
     if (rc)
         return errorf(err, len, "%s: attribute '%s' %s", file, name,
                       rc == -2 ? "is too long" : "cannot be read (corrupt?)");
@@ -202,27 +209,17 @@ static hid_t h5_dset_open(hid_t f, const char *file, const char *name, H5T_class
                          (long long)got[k], k, (long long)dims[k]);
         }
     }
-    if (!bad[0]) { /* contiguous or compact: the storage must hold every value (HDF5 1.10
-                    * copies past a short compact buffer rather than refusing it) */
-        hid_t dcpl = H5Dget_create_plist(d);
-        H5D_layout_t lay = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
-        hssize_t np = H5Sget_simple_extent_npoints(s);
-        if (dcpl >= 0)
-            H5Pclose(dcpl);
-        if (lay == H5D_LAYOUT_ERROR || np < 0)
-            snprintf(bad, sizeof bad, "has an unreadable layout");
-        else if (lay != H5D_CHUNKED && H5Dget_storage_size(d) < (hsize_t)np * H5Tget_size(t))
-            snprintf(bad, sizeof bad, "stores %llu bytes for %lld values of %zu bytes",
-                     (unsigned long long)H5Dget_storage_size(d), (long long)np,
-                     H5Tget_size(t));
-    }
     if (t >= 0)
         H5Tclose(t);
-    if (bad[0]) {
+    /* the storage must hold every value (HDF5 1.10 copies past a short compact buffer or
+     * chunk, or checksums before a chunk shorter than its checksum, rather than refusing) */
+    char what[300];
+    snprintf(what, sizeof what, "dataset %s", name);
+    if (bad[0] || dataset_h5_storage_check(d, file, what, err, len)) {
         if (s >= 0)
             H5Sclose(s);
         H5Dclose(d);
-        return errorf(err, len, "%s: dataset %s %s", file, name, bad);
+        return bad[0] ? errorf(err, len, "%s: dataset %s %s", file, name, bad) : -1;
     }
     *space = s;
     return d;
@@ -334,7 +331,11 @@ static int verify_group(hid_t f, const char *file, const char *group, int64_t ve
     if (!h5_exists(f, group))
         return errorf(err, len, "%s: missing group %s", file, group);
     struct verify_walk w = {f, file, group, version, err, len, 0, 0};
-    if (H5Literate_by_name(f, group, H5_INDEX_NAME, H5_ITER_INC, NULL, verify_member, &w,
+    /* native order: a group with its links in a fractal heap (dense storage, as written
+     * before the links were kept in the object header) is walked in its name index,
+     * not copied into a table first (HDF5 1.10 frees the table's unfilled entries
+     * when a damaged link fails to decode: a wild free) */
+    if (H5Literate_by_name(f, group, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, verify_member, &w,
                             H5P_DEFAULT) < 0 && w.rc == 0)
         return errorf(err, len, "%s: group %s cannot be listed (corrupt?)", file, group);
     if (w.rc == 0 && w.n == 0)
@@ -346,7 +347,8 @@ static int verify_open(hid_t f, const char *path, char *err, size_t len)
 {
     char format[64];
     int64_t version;
-    if (h5_attr_str(f, path, "format", format, sizeof format, err, len) ||
+    if (dataset_h5_attrs_check(f, path, "/", err, len) ||
+        h5_attr_str(f, path, "format", format, sizeof format, err, len) ||
         h5_attr_i64(f, path, "version", &version, err, len))
         return -1;
     if (strcmp(format, CKPT_FORMAT))
@@ -505,7 +507,8 @@ void checkpoint_read(struct trainer *tr, const char *path)
     if (f < 0)
         fatal("train.resume = %s: not a readable HDF5 file (truncated or corrupt?)", path);
     char err[1024], format[64];
-    if (h5_attr_str(f, path, "format", format, sizeof format, err, sizeof err))
+    if (dataset_h5_attrs_check(f, path, "/", err, sizeof err) ||
+        h5_attr_str(f, path, "format", format, sizeof format, err, sizeof err))
         fatal("checkpoint %s", err);
     if (strcmp(format, CKPT_FORMAT))
         fatal("checkpoint %s: attribute 'format' is '%s', expected '%s'", path, format,
