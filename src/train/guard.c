@@ -11,21 +11,37 @@ static int64_t step_number(const struct trainer *tr) { return tr->step + 1; }
 
 static int injected(const struct trainer *tr, int64_t step)
 {
-    return tr->conf.nan_step > 0 && step == tr->conf.nan_step;
+    return tr->conf.nan_step > 0 && step == tr->conf.nan_step && !tr->conf.nan_sparse;
 }
 
-int guard_before_update(struct trainer *tr, double loss_sum, const float *gu, int64_t n)
+/* What skip_now says was not finite. */
+enum { SKIP_NONE, SKIP_LOSS, SKIP_DENSE, SKIP_SPARSE };
+
+int guard_before_update(struct trainer *tr, double loss_sum, float *gu, int64_t n)
 {
-    if (!tr->conf.nonfinite_skip)
-        return 1;
-    double local = injected(tr, step_number(tr)) ? NAN : loss_sum;
+    const struct train_conf *cf = &tr->conf;
+    if (cf->nan_sparse && cf->nan_step == step_number(tr) && tr->c->rank == 0 && n > 0)
+        gu[0] = NAN; /* debug.nan_in = sparse */
+    const int loss_ok = !injected(tr, step_number(tr)) && isfinite(loss_sum);
     double sq = 0; /* NaN or inf in any gradient makes the sum non-finite */
     for (int64_t i = 0; i < n; i++)
         sq += (double)gu[i] * gu[i];
-    if (!isfinite(sq))
-        local = NAN;
+    if (!cf->nonfinite_skip) {
+        /* stop: the rank that holds them says so (its fatal() ends the job
+         * before the sparse update, no checkpoint of it); a non-finite
+         * loss is reported after the step, by every rank alike */
+        if (loss_ok && !isfinite(sq))
+            fatal("step %lld: the embedding gradients of the rows this rank looked up are not "
+                  "finite (train.nonfinite = stop): training diverged; the state of this step "
+                  "was not saved (lower embedding.lr or train.lr, or train.nonfinite = skip)",
+                  (long long)step_number(tr));
+        return 1;
+    }
+    /* one all-reduce tells both: NaN = a loss was not finite, +inf = only
+     * sparse gradients were */
+    double local = !loss_ok ? NAN : !isfinite(sq) ? INFINITY : loss_sum;
     double global = comm_allreduce_sum_f64(tr->c, COMM_DP, local);
-    tr->skip_now = !isfinite(global);
+    tr->skip_now = isnan(global) ? SKIP_LOSS : !isfinite(global) ? SKIP_SPARSE : SKIP_NONE;
     return !tr->skip_now;
 }
 
@@ -34,7 +50,7 @@ int guard_dense_ok(struct trainer *tr)
     if (!tr->conf.nonfinite_skip)
         return 1;
     if (!tr->skip_now && !isfinite(tr->be->sum_squares(tr->m.ngrad, tr->m.grad)))
-        tr->skip_now = 2; /* the sparse rows had finite gradients and were updated */
+        tr->skip_now = SKIP_DENSE; /* the sparse rows had finite gradients and were updated */
     return !tr->skip_now;
 }
 
@@ -70,8 +86,9 @@ void guard_after_step(struct trainer *tr, double *loss)
     if (tr->conf.nonfinite_skip) {
         if (tr->skip_now) {
             tr->skipped++;
-            const char *what = tr->skip_now == 2 ? "the dense gradient is"
-                                                 : "the loss or a sparse gradient is";
+            const char *what = tr->skip_now == SKIP_DENSE    ? "the dense gradient is"
+                               : tr->skip_now == SKIP_SPARSE ? "an embedding gradient is"
+                                                             : "the loss is";
             if (tr->c->rank == 0)
                 log_warn("step %lld: %s not finite: its update was dropped (train.nonfinite = "
                          "skip; %lld step%s skipped so far)",

@@ -131,6 +131,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->trace_steps = params_i64(p, P_output_trace_steps);
     tc->keep_checkpoints = params_i64(p, P_output_keep_checkpoints);
     tc->nan_step = params_i64(p, P_debug_nan_step);
+    tc->nan_sparse = !strcmp(params_str(p, P_debug_nan_in), "sparse");
     if (!tc->data_path[0])
         return errorf(err, errlen,
                       "data.path is not set: name an HDF5 dataset (freescale data import / "

@@ -64,6 +64,7 @@ struct train_conf {
     double slow_factor;
     /* debug.nan_step, debug.hang_rank (test hooks; steps numbered from 1) */
     int64_t nan_step;         /* 0: none */
+    int nan_sparse;           /* debug.nan_in = sparse: into rank 0's embedding gradients */
     int hang_rank;            /* -1: none */
     int64_t hang_step;
     int64_t node_size;        /* debug.node_size: 0 = the real nodes */
