@@ -5,7 +5,7 @@
 # (long sequences cut into chunks on several ranks), in one invocation, and
 # the planner's prediction ('freescale plan') for the same setting.
 #
-#   bench/split_long.sh [STEPS] [BATCH] [RANKS]   defaults 60 steps, 16 sequences, 2 ranks
+#   bench/split_long.sh [STEPS] [BATCH] [RANKS]   defaults 40 steps, 64 sequences, 2 ranks
 #
 # The cost model is fitted on this machine first (freescale calibrate), as
 # a user would. Prints per run the mean bubble fraction and imbalance over
@@ -19,8 +19,8 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
 [ -x "$FS" ] || { echo "split_long: $FS not built"; exit 1; }
-STEPS=${1:-60}
-BATCH=${2:-16}
+STEPS=${1:-40}
+BATCH=${2:-64}
 NP=${3:-2}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-split.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
