@@ -50,13 +50,18 @@ struct hstu_acts {
     float *kb, *vb;      /* split: [keys, hd] the key buffers of the attention */
 };
 
+/* Backend allocations freed together (the buffers of one capacity). */
+struct buf_pool {
+    void **p;
+    int n, max;
+};
+
 struct hstu_priv {
     int64_t cap, cap_b;      /* tokens and sequences the buffers hold */
     int64_t B, T;            /* last forward's batch */
     int dropped;             /* last forward applied dropout */
     int use_ts;              /* last forward used the time bias */
-    void **bufs;             /* every allocation, for free */
-    int nbufs, maxbufs;
+    struct buf_pool bufs;    /* every allocation of the above, for free */
     struct hstu_acts *act;   /* [layers] */
     float *xl, *y, *norm;    /* [T, d] final x, out; [T] norms */
     uint8_t *mask0;          /* [T, d] input dropout mask */
@@ -67,8 +72,7 @@ struct hstu_priv {
     /* split (context parallelism): key buffers of kcap rows, kcap_b segments */
     int split;               /* last forward had batch.split */
     int64_t kcap, kcap_b;
-    void **kbufs;            /* their allocations */
-    int nkbufs;
+    struct buf_pool kbufs;   /* their allocations */
     int64_t *pos0, *key_off, *key_ts; /* backend copies: [B], [B + 1], [keys] */
     float *dkb, *dvb;        /* [keys, hd] backward work */
 };
@@ -83,27 +87,38 @@ static struct dense_tensor *param(struct model *m, int l, int which)
     return &m->params[1 + l * per_layer(m) + which];
 }
 
+static void *pool_alloc(struct model *m, struct buf_pool *bp, size_t bytes)
+{
+    if (bp->n == bp->max)
+        fatal("model_hstu: buffer table full");
+    return bp->p[bp->n++] = m->be->alloc(bytes);
+}
+
+static void pool_release(struct model *m, struct buf_pool *bp)
+{
+    for (int i = 0; i < bp->n; i++)
+        m->be->free(bp->p[i]);
+    bp->n = 0;
+}
+
+/* A capacity for need, growing by half at least. */
+static int64_t grown(int64_t need, int64_t cap) { return need > cap + cap / 2 ? need : cap + cap / 2; }
+
 static void *buf(struct model *m, size_t bytes)
 {
-    struct hstu_priv *P = m->priv;
-    if (P->nbufs == P->maxbufs)
-        fatal("model_hstu: buffer table full");
-    return P->bufs[P->nbufs++] = m->be->alloc(bytes);
+    return pool_alloc(m, &((struct hstu_priv *)m->priv)->bufs, bytes);
 }
 
 /* The key buffers of split batches: kbuf() allocates, kbuf_release frees. */
 static void *kbuf(struct model *m, size_t bytes)
 {
-    struct hstu_priv *P = m->priv;
-    return P->kbufs[P->nkbufs++] = m->be->alloc(bytes);
+    return pool_alloc(m, &((struct hstu_priv *)m->priv)->kbufs, bytes);
 }
 
 static void kbuf_release(struct model *m)
 {
     struct hstu_priv *P = m->priv;
-    for (int i = 0; i < P->nkbufs; i++)
-        m->be->free(P->kbufs[i]);
-    P->nkbufs = 0;
+    pool_release(m, &P->kbufs);
     P->kcap = P->kcap_b = 0;
 }
 
@@ -113,8 +128,7 @@ static void kbuf_reserve(struct model *m, int64_t B, int64_t K)
     struct hstu_priv *P = m->priv;
     if (K <= P->kcap && B <= P->kcap_b)
         return;
-    int64_t cap = K > P->kcap + P->kcap / 2 ? K : P->kcap + P->kcap / 2;
-    int64_t cap_b = B > P->kcap_b + P->kcap_b / 2 ? B : P->kcap_b + P->kcap_b / 2;
+    int64_t cap = grown(K, P->kcap), cap_b = grown(B, P->kcap_b);
     kbuf_release(m);
     P->kcap = cap;
     P->kcap_b = cap_b;
@@ -133,9 +147,7 @@ static void kbuf_reserve(struct model *m, int64_t B, int64_t K)
 static void release(struct model *m)
 {
     struct hstu_priv *P = m->priv;
-    for (int i = 0; i < P->nbufs; i++)
-        m->be->free(P->bufs[i]);
-    P->nbufs = 0;
+    pool_release(m, &P->bufs);
     P->cap = P->cap_b = 0;
 }
 
@@ -145,8 +157,7 @@ static void reserve(struct model *m, int64_t B, int64_t T)
     struct hstu_priv *P = m->priv;
     if (T <= P->cap && B <= P->cap_b)
         return;
-    int64_t cap = T > P->cap + P->cap / 2 ? T : P->cap + P->cap / 2;
-    int64_t cap_b = B > P->cap_b + P->cap_b / 2 ? B : P->cap_b + P->cap_b / 2;
+    int64_t cap = grown(T, P->cap), cap_b = grown(B, P->cap_b);
     release(m);
     P->cap = cap;
     P->cap_b = cap_b;
@@ -385,8 +396,8 @@ static void hstu_free(struct model *m)
         return;
     release(m);
     kbuf_release(m);
-    free(P->kbufs);
-    free(P->bufs);
+    free(P->kbufs.p);
+    free(P->bufs.p);
     free(P->act);
     free(P);
     m->priv = NULL;
@@ -430,10 +441,11 @@ int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
     }
 
     struct hstu_priv *P = xcalloc(1, sizeof *P);
-    P->maxbufs = 12 * (c->layers > 0 ? c->layers : 1) + 32;
-    P->bufs = xcalloc((size_t)P->maxbufs, sizeof *P->bufs);
+    P->bufs.max = 12 * (c->layers > 0 ? c->layers : 1) + 32;
+    P->bufs.p = xcalloc((size_t)P->bufs.max, sizeof *P->bufs.p);
     P->act = xcalloc((size_t)(c->layers > 0 ? c->layers : 1), sizeof *P->act);
-    P->kbufs = xcalloc((size_t)(2 * c->layers + 8), sizeof *P->kbufs);
+    P->kbufs.max = 2 * c->layers + 8;
+    P->kbufs.p = xcalloc((size_t)P->kbufs.max, sizeof *P->kbufs.p);
     m->priv = P;
     m->vt = &hstu_vtable;
     return 0;
