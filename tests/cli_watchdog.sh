@@ -2,8 +2,9 @@
 # cli_watchdog: parallel.timeout. With debug.hang_rank=1:5 (rank 1 stops
 # at step 5) and parallel.timeout=10, the job ends within 30 s, non-zero,
 # and a waiting rank names its step, its phase and the collective it waits
-# in, at P = 2 and 3. A normal run with the watchdog on trains exactly as
-# with it off.
+# in, at P = 2 and 3; a recommend whose rank hangs in a round ends the same
+# way, naming the round. A normal run with the watchdog on trains exactly
+# as with it off.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 tiny_data
@@ -21,6 +22,22 @@ for np in 2 3; do
         pass "P=$np: rank 0 names its step, phase and collective" ||
         fail "P=$np: no watchdog message of rank 0: $(head -c 600 "$T/err")"
 done
+
+# recommend (and export, through the same start-up) run under the watchdog
+# too: rank 1 stops in round 2 of 4
+expect_ok train 2 train.checkpoint_every=8 output.checkpoint_dir="$T/ck"
+t0=$(date +%s)
+timeout 120 "$MPIRUN" -np 2 "$FS" recommend "$T/ck/ckpt-8.h5" --batch 4 --round 16 -o "$T/rec.csv" \
+    debug.hang_rank=1:2 parallel.timeout=5 >"$T/out" 2>"$T/err"
+rc=$?
+secs=$(( $(date +%s) - t0 ))
+[ $rc -ne 0 ] && [ $secs -le 30 ] && pass "hung recommend ended non-zero ($rc) in $secs s" ||
+    fail "hung recommend: exit $rc after $secs s"
+# whichever rank's watchdog fires first ends the job
+grep -q "error \[rank [01]\]: watchdog: no progress for [0-9]* s (parallel.timeout = 5): round 2, in a recommend round; " "$T/err" &&
+    pass "recommend: the watchdog names the round" ||
+    fail "recommend: no watchdog message: $(head -c 600 "$T/err")"
+no_file "$T/rec.csv"
 
 expect_ok train 2 parallel.timeout=0 output.metrics="$T/off.jsonl"
 expect_ok train 2 parallel.timeout=5 output.metrics="$T/on.jsonl"

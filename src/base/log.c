@@ -61,8 +61,28 @@ void vfatal(const char *fmt, va_list ap)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     fflush(stderr);
+    log_run_abort_hooks();
     comm_abort(1);
     exit(1);
+}
+
+static void (*g_abort_hooks[8])(void);
+static int g_nabort_hooks;
+
+void log_at_abort(void (*fn)(void))
+{
+    for (int i = 0; i < g_nabort_hooks; i++)
+        if (g_abort_hooks[i] == fn)
+            return;
+    if (g_nabort_hooks == (int)(sizeof g_abort_hooks / sizeof *g_abort_hooks))
+        fatal("log_at_abort: more than %d abort hooks", g_nabort_hooks);
+    g_abort_hooks[g_nabort_hooks++] = fn;
+}
+
+void log_run_abort_hooks(void)
+{
+    for (int i = 0; i < g_nabort_hooks; i++)
+        g_abort_hooks[i]();
 }
 
 void fatal(const char *fmt, ...)

@@ -3,8 +3,13 @@
  * log_info    rank 0 only, to stdout ("freescale: ..." prefix omitted).
  * log_warn    every rank, to stderr, prefixed with the rank.
  * fatal       every rank that calls it: prints "freescale: error [rank R]: ..."
- *             to stderr and aborts the whole job (MPI_Abort through comm),
- *             or exits 1 when MPI is not running (serial tools). */
+ *             to stderr, runs the abort hooks and aborts the whole job
+ *             (MPI_Abort through comm), or exits 1 when MPI is not running
+ *             (serial tools).
+ * log_at_abort  a hook that fatal() and the watchdog (whose abort skips the
+ *             exit handlers) run before the job ends: removing a temporary
+ *             output, say. Hooks may run on another thread than the one
+ *             that registered them: async-signal-safe calls only. */
 #ifndef FS_LOG_H
 #define FS_LOG_H
 
@@ -20,5 +25,9 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
+/* Register fn (at most 8 hooks; a repeated fn once). */
+void log_at_abort(void (*fn)(void));
+/* Run the hooks (fatal() and the watchdog call it). */
+void log_run_abort_hooks(void);
 
 #endif

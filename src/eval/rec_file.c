@@ -51,6 +51,7 @@ void rec_file_begin(struct rec_file *f, const char *path)
         return;
     if (atexit(remove_at_exit) != 0)
         rec_fatal("%s: atexit failed", path);
+    log_at_abort(remove_at_exit); /* fatal() and the watchdog end the job without atexit */
     for (size_t i = 0; i < sizeof g_signals / sizeof *g_signals; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);

@@ -13,6 +13,7 @@
 #include "cli/banner.h"
 #include "eval/rec_file.h"
 #include "train/checkpoint.h"
+#include "train/watchdog.h"
 
 /* --- the checkpoint's head ------------------------------------------------------ */
 
@@ -133,6 +134,8 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     tr->best_epoch = -1;
     trainer_setup(tr);
     checkpoint_read(tr, cmd->ckpt);
+    watchdog_start((double)tr->conf.timeout, c->rank, "round"); /* stopped by trainer_free */
+    watchdog_beat("in", cmd->tool);
     log_info("%s: %s at step %lld; %lld users, %lld items (%s)", cmd->tool, cmd->ckpt,
              (long long)tr->step, (long long)tr->ds.num_users, (long long)tr->ds.num_items,
              tr->conf.data_path);

@@ -26,6 +26,7 @@
 #include "eval/rec_ids.h"
 #include "eval/rec_out.h"
 #include "model/loss.h"
+#include "train/watchdog.h"
 
 #define DEFAULT_TOPK 10
 
@@ -279,6 +280,10 @@ int recommend_main(int argc, char **argv)
     const struct eval_conf ec = {.normalize_items = tr.conf.normalize_items, .topk = K};
     for (int64_t k = 0; k < pl.rounds; k++) {
         int64_t lo, cnt, *hist_off, *hist;
+        watchdog_step(k + 1);
+        watchdog_beat("in", "a recommend round");
+        if (c.rank == tr.conf.hang_rank && k + 1 == tr.conf.hang_step)
+            watchdog_debug_hang(); /* debug.hang_rank = R:ROUND */
         rec_plan_span(&pl, k, c.rank, &lo, &cnt);
         float *u = xmalloc((size_t)(cnt ? cnt : 1) * (size_t)d * sizeof *u);
         rec_user_vectors(&tr, &pl, users, lo, cnt, u, &hist_off, &hist);

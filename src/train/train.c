@@ -509,7 +509,7 @@ int train_main(int argc, char **argv)
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
     resume_or_start(&tr);
-    watchdog_start((double)cf->timeout, c.rank);
+    watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
     steptime_init(&tr.st, cf->log_every, cf->trace[0] ? cf->trace_steps : 0);
     struct loop_clock lc = {.start = clock_seconds(), .first_step = tr.step};

@@ -20,8 +20,9 @@ static struct {
     int rank;
     uint64_t beats;          /* heartbeat: advanced by the main thread */
     int64_t step;
+    const char *unit;        /* what step counts */
     const char *where, *what;
-} g_dog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .where = "at",
+} g_dog = {.unit = "step", .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .where = "at",
            .what = "the start of the run"};
 
 void watchdog_step(int64_t step) { __atomic_store_n(&g_dog.step, step, __ATOMIC_RELAXED); }
@@ -49,13 +50,18 @@ static void __attribute__((noreturn)) bark(double idle)
     else
         snprintf(in, sizeof in, "not in any MPI call (this rank itself is stuck: computing, "
                                 "or blocked outside MPI)");
+    char unit[64] = ""; /* "step 5, " (none before the first) */
+    const long long step = (long long)__atomic_load_n(&g_dog.step, __ATOMIC_RELAXED);
+    if (step > 0)
+        snprintf(unit, sizeof unit, "%s %lld, ", g_dog.unit, step);
     fprintf(stderr,
             "freescale: error [rank %d]: watchdog: no progress for %.0f s (parallel.timeout = "
-            "%g): step %lld, %s %s; %s; aborting the job\n",
-            g_dog.rank, idle, g_dog.timeout, (long long)__atomic_load_n(&g_dog.step,
-            __ATOMIC_RELAXED), __atomic_load_n(&g_dog.where, __ATOMIC_RELAXED),
+            "%g): %s%s %s; %s; aborting the job\n",
+            g_dog.rank, idle, g_dog.timeout, unit,
+            __atomic_load_n(&g_dog.where, __ATOMIC_RELAXED),
             __atomic_load_n(&g_dog.what, __ATOMIC_RELAXED), in);
     fflush(stderr);
+    log_run_abort_hooks(); /* temporary outputs (_exit runs no exit handlers) */
     alarm(10); /* if the abort itself hangs, SIGALRM ends the process (and the launcher the job) */
     comm_abort(1);
     _exit(1);
@@ -99,10 +105,11 @@ static void *watch(void *arg)
     return NULL;
 }
 
-void watchdog_start(double timeout_s, int rank)
+void watchdog_start(double timeout_s, int rank, const char *unit)
 {
     if (timeout_s <= 0 || g_dog.running)
         return;
+    g_dog.unit = unit;
     g_dog.timeout = timeout_s;
     g_dog.rank = rank;
     g_dog.stop = 0;

@@ -15,10 +15,12 @@
 #include <stdint.h>
 
 /* Start the thread (timeout_s 0: no thread; every call below is then
- * nearly free). rank: for the message. */
-void watchdog_start(double timeout_s, int rank);
+ * nearly free). rank: for the message; unit: what watchdog_step counts
+ * ("step" in train, "round" in recommend; a literal). */
+void watchdog_start(double timeout_s, int rank, const char *unit);
 void watchdog_stop(void);
-/* The main thread is running step (numbered as in the progress lines). */
+/* The main thread is running step (numbered as in the progress lines), or
+ * the unit's number. */
 void watchdog_step(int64_t step);
 /* Progress: what the main thread has just done or now does, as "<where>
  * <what>": ("after phase", "lookup"), ("in", "evaluation"). Both strings
