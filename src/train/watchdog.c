@@ -61,8 +61,8 @@ static void __attribute__((noreturn)) bark(double idle)
             __atomic_load_n(&g_dog.where, __ATOMIC_RELAXED),
             __atomic_load_n(&g_dog.what, __ATOMIC_RELAXED), in);
     fflush(stderr);
-    log_run_abort_hooks(); /* temporary outputs (_exit runs no exit handlers) */
     alarm(10); /* if the abort itself hangs, SIGALRM ends the process (and the launcher the job) */
+    log_run_abort_hooks(); /* temporary outputs (_exit runs no exit handlers) */
     comm_abort(1);
     _exit(1);
 }
