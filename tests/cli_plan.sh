@@ -108,8 +108,7 @@ awk -F, 'NR > 1 && ($3 != 0 || $7 != 0 || $8 != 0) { bad = 1 } END { exit bad ||
     fail "split, fixed lengths: $(cat "$T/sf.csv")"
 expect_error "parallel.split_threshold" "$FS" plan "$IN" $SPL parallel.split_threshold=1000 \
     --ranks 8 --batch-per-rank 4
-expect_error "model.type = hstu" "$FS" plan "$IN" $SPL model.type=sasrec --ranks 8 \
-    --batch-per-rank 4
+expect_ok "$FS" plan "$IN" $SPL model.type=sasrec --ranks 8 --batch-per-rank 4
 
 # --- refusals -----------------------------------------------------------------------
 P="$FS plan $IN $SET"

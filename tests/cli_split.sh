@@ -1,10 +1,12 @@
 #!/bin/sh
-# cli_split: parallel.split_long (context-parallel HSTU, doc/balance.md):
+# cli_split: parallel.split_long (context-parallel HSTU and SASRec,
+# doc/balance.md):
 # the losses of runs whose long sequences are cut into chunks on several
 # ranks equal those of the unsplit runs to 1e-5, at P = 2, 3 and 4 with
 # dropout and the time bias, without timestamps, with every sequence
 # forced into 2 and into 3 chunks (debug.split_chunks), and through a
-# checkpoint resume at another rank count; the runs really cut (metrics
+# checkpoint resume at another rank count, and for SASRec (BCE and softmax
+# losses, forced 3 chunks); the runs really cut (metrics
 # split_sequences, kv_bytes); bad settings are refused before training.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -58,9 +60,20 @@ expect_ok train 3 parallel.split_long=auto train.resume="$T/ck/ckpt-6.h5" \
     output.metrics="$T/resumed.jsonl"
 same_losses "$T/off-3.jsonl" "$T/resumed.jsonl" "resumed at P=3 from a split run at P=2" 6 1e-5
 
+# SASRec: the softmax over the own keys, the earlier keys' merged in
+for loss in bce softmax; do
+    S="model.type=sasrec train.loss=$loss"
+    expect_ok train 2 $S output.metrics="$T/s-off-$loss.jsonl"
+    expect_ok train 2 $S parallel.split_long=auto output.metrics="$T/s-auto-$loss.jsonl"
+    same_losses "$T/s-off-$loss.jsonl" "$T/s-auto-$loss.jsonl" "SASRec ($loss): auto vs off" 0 1e-5
+    cut_some "$T/s-auto-$loss.jsonl" "SASRec ($loss) auto"
+done
+expect_ok train 3 model.type=sasrec train.loss=bce output.metrics="$T/s-off-3.jsonl"
+expect_ok train 3 model.type=sasrec train.loss=bce parallel.split_long=auto debug.split_chunks=3 \
+    output.metrics="$T/s-k3.jsonl"
+same_losses "$T/s-off-3.jsonl" "$T/s-k3.jsonl" "SASRec P=3: every sequence into 3 chunks" 0 1e-5
+
 # refused before training
-expect_error "parallel.split_long = auto needs model.type = hstu" \
-    train 2 parallel.split_long=auto model.type=sasrec train.loss=bce
 expect_error "parallel.split_threshold" train 2 parallel.split_long=auto parallel.split_threshold=100
 expect_error "debug.split_chunks = 1" train 2 parallel.split_long=auto debug.split_chunks=1
 expect_error "parallel.split_kv_cost" train 2 parallel.split_long=auto parallel.split_kv_cost=lots

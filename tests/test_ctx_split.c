@@ -1,16 +1,18 @@
-/* test_ctx_split: context-parallel HSTU (parallel.split_long) against the
- * unsplit model. Every rank runs the whole batch unsplit (the reference);
+/* test_ctx_split: context-parallel HSTU and SASRec (parallel.split_long)
+ * against the unsplit model. Every rank runs the whole batch unsplit (the reference);
  * then the batch's sequences are cut into chunks spread over the ranks
  * (chunk i of the step to rank i mod P), each rank runs its chunks with
  * the key/value exchange (train/ctx_split.c), and its outputs and input
  * gradients are compared with the reference's rows, the dense gradients
  * summed over the ranks with the reference's.
  *
- * Cases: every long sequence into 2 and into 3 chunks at boundaries that
- * do and do not fall on attention tiles (64 rows), with dropout (train)
- * and the time bias; one short sequence stays whole. Run on 1 rank (every
+ * Cases, for each model: every long sequence into 2 and into 3 chunks at
+ * boundaries that do and do not fall on attention tiles (64 rows), with
+ * dropout (train) and HSTU's time bias; one short sequence stays whole. Run on 1 rank (every
  * chunk local: messages to itself), 2 and 3. Tolerance 1e-5 relative to
- * the largest magnitude of each tensor. */
+ * the largest magnitude of each tensor (of the whole tensor for outputs and
+ * input gradients; of each parameter's gradient, or 1% of the largest
+ * parameter gradient when it is smaller). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,10 +61,10 @@ static double rel_err(const float *a, const float *b, int64_t n)
     return m > 0 ? e / m : e;
 }
 
-static void init_model(struct model *m)
+static void init_model(struct model *m, enum model_type type)
 {
-    struct model_conf conf = {.type = MODEL_HSTU, .d = D, .layers = 2, .heads = 2,
-                              .max_len = 160, .dropout = 0.2f, .time_bias = 1};
+    struct model_conf conf = {.type = type, .d = D, .layers = 2, .heads = 2,
+                              .max_len = 160, .dropout = 0.2f, .time_bias = type == MODEL_HSTU};
     char err[256];
     T_CHECK(model_init(m, &conf, &backend_cpu, 7, err, sizeof err) == 0, "%s", err);
 }
@@ -95,9 +97,13 @@ int main(int argc, char **argv)
             keys[i] = rng_key(11, (uint64_t)s, (uint64_t)(i - off[s]));
         }
 
+    int bad = 0;
+    for (int mt = 0; mt < 2; mt++) {
+    const enum model_type type = mt ? MODEL_SASREC : MODEL_HSTU;
+    const char *mname = mt ? "sasrec" : "hstu";
     /* the reference: the whole batch on this rank */
     struct model ref;
-    init_model(&ref);
+    init_model(&ref, type);
     float *out_ref = xmalloc((size_t)(T * D) * sizeof(float));
     float *demb_ref = xmalloc((size_t)(T * D) * sizeof(float));
     const struct batch bref = {.B = NSEQ, .T = T, .offsets = off, .ts = ts, .row_keys = keys,
@@ -106,7 +112,6 @@ int main(int argc, char **argv)
     ref.vt->forward(&ref, &bref, emb, out_ref);
     ref.vt->backward(&ref, &bref, dout, demb_ref);
 
-    int bad = 0;
     for (size_t ci = 0; ci < sizeof cuts / sizeof *cuts; ci++) {
         const struct cut *cu = &cuts[ci];
         /* the step's pieces and their owners */
@@ -170,7 +175,7 @@ int main(int argc, char **argv)
         struct ctx_split *x = ctx_split_new(&c, &pl, &sb, 2, NULL);
         T_CHECK(x != NULL || P > np, "every rank holds a chunk of a cut sequence");
         struct model m;
-        init_model(&m);
+        init_model(&m, type);
         model_zero_grads(&m);
         const struct batch b = {.B = sb.B, .T = Tl, .offsets = sb.offsets, .ts = lts,
                                 .row_keys = lkeys, .train = 1,
@@ -187,10 +192,19 @@ int main(int argc, char **argv)
             e_demb = g > e_demb ? g : e_demb;
         }
         comm_allreduce_sum_f32(&c, COMM_DP, m.grad, m.ngrad, COMM_PH_DENSE);
-        double e_grad = 0;
+        /* each tensor against its own scale, but at least 1% of the largest
+         * gradient: some are 0 but for rounding (SASRec's key bias: the
+         * softmax does not change when every key moves alike) */
+        double e_grad = 0, gmax = 0;
         const char *worst = "";
         for (int k = 0; k < m.nparams; k++) {
-            double ek = rel_err(m.params[k].g, ref.params[k].g, m.params[k].n);
+            double g = max_abs(ref.params[k].g, ref.params[k].n);
+            gmax = g > gmax ? g : gmax;
+        }
+        for (int k = 0; k < m.nparams; k++) {
+            double own = max_abs(ref.params[k].g, ref.params[k].n);
+            double ek = rel_err(m.params[k].g, ref.params[k].g, m.params[k].n) * own /
+                        (own > 1e-2 * gmax ? own : 1e-2 * gmax);
             if (ek > e_grad) {
                 e_grad = ek;
                 worst = m.params[k].name;
@@ -201,9 +215,9 @@ int main(int argc, char **argv)
         int ok = e_out <= TOL && e_demb <= TOL && e_grad <= TOL;
         bad += !ok;
         if (c.rank == 0)
-            printf("%s %s on %d rank%s: out %.2g, demb %.2g, dense gradients %.2g (%s)\n",
-                   ok ? "ok  " : "FAIL", cu->name, P, P > 1 ? "s" : "", e_out, e_demb, e_grad,
-                   worst);
+            printf("%s %s, %s on %d rank%s: out %.2g, demb %.2g, dense gradients %.2g (%s)\n",
+                   ok ? "ok  " : "FAIL", mname, cu->name, P, P > 1 ? "s" : "", e_out, e_demb,
+                   e_grad, worst);
         model_free(&m);
         ctx_split_free(x);
         free(e); free(dd); free(out); free(demb); free(lts); free(lkeys); free(rows);
@@ -212,7 +226,9 @@ int main(int argc, char **argv)
         split_free(pc);
     }
     model_free(&ref);
-    free(emb); free(dout); free(ts); free(keys); free(out_ref); free(demb_ref);
+    free(out_ref); free(demb_ref);
+    }
+    free(emb); free(dout); free(ts); free(keys);
     comm_free(&c);
     return bad ? 1 : 0;
 }

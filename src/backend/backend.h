@@ -132,6 +132,22 @@ struct backend_ops {
                             const float *q, const float *k, const float *v, const float *out,
                             const float *lse, const float *dout, float *dq, float *dk,
                             float *dv);
+    /* Its context form (parallel.split_long; the layout as for
+     * hstu_attn_ctx_*: segment b's queries at positions pos0[b] + r, its
+     * keys rows key_off[b] .. key_off[b + 1] of kb, vb; keys = OWN or
+     * PREFIX). The forward with OWN writes out and lse, the softmax over the
+     * segment's own keys; with PREFIX it merges the softmax over the earlier
+     * keys into them (out, lse become those over all the keys). The
+     * backward takes the merged out and lse, ADDS to dq and writes dkb, dvb
+     * on the call's key rows. NULL on backends without it. */
+    void (*sasrec_attn_ctx_fwd)(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                                const int64_t *key_off, int keys, int H, int dh, const float *q,
+                                const float *kb, const float *vb, float *out, float *lse);
+    void (*sasrec_attn_ctx_bwd)(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                                const int64_t *key_off, int keys, int H, int dh, const float *q,
+                                const float *kb, const float *vb, const float *out,
+                                const float *lse, const float *dout, float *dq, float *dkb,
+                                float *dvb);
 
     /* Sampled-softmax loss over R + 1 candidates per position (the maths:
      * loss.h). u: [T, d]; e: [nu, d] the rows the scores use (already

@@ -28,6 +28,14 @@ void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N
 void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
                          const float *q, const float *k, const float *v, const float *out,
                          const float *lse, const float *dout, float *dq, float *dk, float *dv);
+void cpu_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                             const int64_t *key_off, int keys, int H, int dh, const float *q,
+                             const float *kb, const float *vb, float *out, float *lse);
+void cpu_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                             const int64_t *key_off, int keys, int H, int dh, const float *q,
+                             const float *kb, const float *vb, const float *out,
+                             const float *lse, const float *dout, float *dq, float *dkb,
+                             float *dvb);
 double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
                         const float *e, const int64_t *pos, const int64_t *neg, float scale,
                         float *du, float *de, int64_t *count);

@@ -111,8 +111,8 @@ X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
   "has only mpi")
 X(parallel, split_long, CHOICE, "off", 0, 0, "off|auto",
   "auto: a sequence whose predicted cost exceeds parallel.split_threshold is cut into "
-  "chunks of equal cost on several ranks (context-parallel attention; HSTU on the CPU "
-  "backend)")
+  "chunks of equal cost on several ranks (context-parallel attention, HSTU and SASRec; the "
+  "CPU backend)")
 X(parallel, split_threshold, FLOAT, "0", 0, 1e300, NULL,
   "predicted cost above which split_long cuts a sequence, in the cost model's units; 0 = "
   "parallel.split_fraction x the step's mean cost per rank")

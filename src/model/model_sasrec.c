@@ -24,7 +24,13 @@
  * the port's xavier_normal_ with uniform draws: pos_emb std sqrt(2/(N+d)),
  * q/k/v std sqrt(2/(4d)) (one [3d, d] in_proj tensor there), out/ffn std
  * sqrt(1/d); q/k/v/out biases 0, ffn biases U(+-1/sqrt(d)) (Conv1d default),
- * LayerNorm gamma 1, beta 0. */
+ * LayerNorm gamma 1, beta 0.
+ *
+ * With batch.split (context parallelism, model.h) positions start at each
+ * segment's pos0, and each layer's attention runs on key buffers that also
+ * hold the earlier positions' keys and values: the softmax over the own
+ * keys first, then the earlier keys' merged in when they arrive
+ * (sasrec_attn_ctx_*). Every other operation is per token. */
 #include "model/model.h"
 
 #include <math.h>
@@ -63,6 +69,11 @@ struct sasrec_priv {
     float *meanf, *rstdf; /* [T] */
     struct sasrec_layer_act *la; /* [layers] */
     float *dx, *dfin, *dz, *dr, *da, *dq, *dk, *dv, *dqin, *tmp; /* [T, d] backward scratch */
+    /* split batches: key buffers of kcap rows and kcap_b segments */
+    int64_t kcap, kcap_b;
+    float **kb, **vb;     /* [layers] of [kcap, d] */
+    float *dkb, *dvb;     /* [kcap, d] backward scratch */
+    int64_t *pos0, *key_off; /* backend copies: [B], [B + 1] */
 };
 
 static struct dense_tensor *layer_params(struct model *m, int l)
@@ -108,6 +119,55 @@ static void release(struct model *m)
     be->free(s->m0);
     free(s->pos_host);
     s->cap = 0;
+}
+
+static void split_release(struct model *m)
+{
+    struct sasrec_priv *s = m->priv;
+    if (s->kcap == 0)
+        return;
+    for (int l = 0; l < m->conf.layers; l++) {
+        m->be->free(s->kb[l]);
+        m->be->free(s->vb[l]);
+    }
+    float *f[] = {s->dkb, s->dvb};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        m->be->free(f[i]);
+    m->be->free(s->pos0);
+    m->be->free(s->key_off);
+    s->kcap = s->kcap_b = 0;
+}
+
+/* The split batch's key buffers: K rows, B segments; its pos0 and key_off
+ * copied to the backend. */
+static void split_load(struct model *m, const struct batch *b)
+{
+    struct sasrec_priv *s = m->priv;
+    const struct model_split *sp = b->split;
+    const int64_t K = sp->key_off[b->B];
+    if (!m->be->sasrec_attn_ctx_fwd)
+        fatal("model_sasrec: the %s backend has no context-parallel attention "
+              "(parallel.split_long)", m->be->name);
+    for (int64_t i = 0; i < b->B; i++)
+        if (sp->key_off[i + 1] - sp->key_off[i] != sp->pos0[i] + b->offsets[i + 1] - b->offsets[i])
+            fatal("model_sasrec: segment %lld: key rows do not match its positions",
+                  (long long)i);
+    if (K > s->kcap || b->B > s->kcap_b) {
+        split_release(m);
+        const int64_t n = K + K / 4 + 16, nb = b->B + b->B / 4 + 16;
+        for (int l = 0; l < m->conf.layers; l++) {
+            s->kb[l] = fbuf(m, n, m->conf.d);
+            s->vb[l] = fbuf(m, n, m->conf.d);
+        }
+        s->dkb = fbuf(m, n, m->conf.d);
+        s->dvb = fbuf(m, n, m->conf.d);
+        s->pos0 = m->be->alloc((size_t)nb * sizeof(int64_t));
+        s->key_off = m->be->alloc((size_t)(nb + 1) * sizeof(int64_t));
+        s->kcap = n;
+        s->kcap_b = nb;
+    }
+    m->be->to_device(s->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
+    m->be->to_device(s->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
 }
 
 /* Make every buffer hold T rows (grown per batch, never per sequence). */
@@ -198,11 +258,12 @@ static void positions(struct model *m, const struct batch *b)
               (long long)b->offsets[0], (long long)b->offsets[b->B], (long long)b->T);
     for (int64_t i = 0; i < b->B; i++) {
         const int64_t L = b->offsets[i + 1] - b->offsets[i];
-        if (L < 0 || L > m->conf.max_len)
-            fatal("sasrec: sequence %lld has length %lld, outside 0 .. max_len = %d",
-                  (long long)i, (long long)L, m->conf.max_len);
+        const int64_t p0 = b->split ? b->split->pos0[i] : 0;
+        if (L < 0 || p0 < 0 || p0 + L > m->conf.max_len)
+            fatal("sasrec: sequence %lld has positions %lld .. %lld, outside 0 .. max_len = %d",
+                  (long long)i, (long long)p0, (long long)(p0 + L), m->conf.max_len);
         for (int64_t p = 0; p < L; p++)
-            s->pos_host[b->offsets[i] + p] = p;
+            s->pos_host[b->offsets[i] + p] = p0 + p;
     }
     m->be->to_device(s->pos, s->pos_host, (size_t)b->T * sizeof(int64_t));
 }
@@ -210,9 +271,6 @@ static void positions(struct model *m, const struct batch *b)
 /* emb, out: [T, d] */
 static void sasrec_forward(struct model *m, const struct batch *b, const float *emb, float *out)
 {
-    if (b->split)
-        fatal("model_sasrec: a split batch (parallel.split_long) needs HSTU's pointwise "
-              "attention; SASRec's softmax cannot be summed over key blocks");
     const struct backend_ops *be = m->be;
     struct sasrec_priv *s = m->priv;
     const int d = m->conf.d, H = m->conf.heads, layers = m->conf.layers;
@@ -220,6 +278,8 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
     const int64_t T = b->T, n = T * d;
     reserve(m, T);
     positions(m, b);
+    if (b->split)
+        split_load(m, b);
     s->drop = b->train && p > 0;
 
     float *x = s->xs[0];
@@ -238,8 +298,17 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
         linear_fwd(m, T, a->qin, &w[L_QW], &w[L_QB], a->q);
         linear_fwd(m, T, xin, &w[L_KW], &w[L_KB], a->k);
         linear_fwd(m, T, xin, &w[L_VW], &w[L_VB], a->v);
-        be->sasrec_attn_fwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
-                            a->a, a->lse);
+        if (b->split) { /* the own keys' softmax, then the earlier keys' merged in */
+            const struct model_split *sp = b->split;
+            sp->post_kv(sp->ctx, d, a->k, a->v, s->kb[l], s->vb[l]);
+            be->sasrec_attn_ctx_fwd(b->B, s->offsets, s->pos0, s->key_off, HSTU_KEYS_OWN, H,
+                                    d / H, a->q, s->kb[l], s->vb[l], a->a, a->lse);
+            sp->wait_kv(sp->ctx);
+            be->sasrec_attn_ctx_fwd(b->B, s->offsets, s->pos0, s->key_off, HSTU_KEYS_PREFIX, H,
+                                    d / H, a->q, s->kb[l], s->vb[l], a->a, a->lse);
+        } else
+            be->sasrec_attn_fwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
+                                a->a, a->lse);
         linear_fwd(m, T, a->a, &w[L_OW], &w[L_OB], a->x1);
         be->axpy(n, 1.0f, a->qin, a->x1);
 
@@ -296,8 +365,20 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
         /* s->dx = d x1, x1 = q_in + a Wout + bout */
         be->copy(s->dqin, s->dx, bytes);
         linear_bwd(m, T, a->a, &w[L_OW], &w[L_OB], s->dx, s->da, 0);
-        be->sasrec_attn_bwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
-                            a->a, a->lse, s->da, s->dq, s->dk, s->dv);
+        if (b->split) { /* the earlier keys' gradients first: they travel back */
+            const struct model_split *sp = b->split;
+            be->zero(s->dq, bytes);
+            be->sasrec_attn_ctx_bwd(b->B, s->offsets, s->pos0, s->key_off, HSTU_KEYS_PREFIX, H,
+                                    d / H, a->q, s->kb[l], s->vb[l], a->a, a->lse, s->da, s->dq,
+                                    s->dkb, s->dvb);
+            sp->post_dkv(sp->ctx, d, s->dkb, s->dvb);
+            be->sasrec_attn_ctx_bwd(b->B, s->offsets, s->pos0, s->key_off, HSTU_KEYS_OWN, H,
+                                    d / H, a->q, s->kb[l], s->vb[l], a->a, a->lse, s->da, s->dq,
+                                    s->dkb, s->dvb);
+            sp->wait_dkv(sp->ctx, d, s->dkb, s->dvb, s->dk, s->dv);
+        } else
+            be->sasrec_attn_bwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
+                                a->a, a->lse, s->da, s->dq, s->dk, s->dv);
         linear_bwd(m, T, a->qin, &w[L_QW], &w[L_QB], s->dq, s->dqin, 1);
         linear_bwd(m, T, xin, &w[L_KW], &w[L_KB], s->dk, s->dx, 0);
         linear_bwd(m, T, xin, &w[L_VW], &w[L_VB], s->dv, s->dx, 1);
@@ -320,7 +401,10 @@ static void sasrec_free(struct model *m)
     if (!s)
         return;
     release(m);
+    split_release(m);
     m->be->free(s->offsets);
+    free(s->kb);
+    free(s->vb);
     free(s->xs);
     free(s->la);
     free(s);
@@ -383,6 +467,8 @@ int model_sasrec_init(struct model *m, uint64_t seed, char *err, size_t errlen)
     struct sasrec_priv *s = xcalloc(1, sizeof *s);
     s->xs = xcalloc((size_t)c->layers + 1, sizeof *s->xs);
     s->la = xcalloc((size_t)c->layers, sizeof *s->la);
+    s->kb = xcalloc((size_t)c->layers, sizeof *s->kb);
+    s->vb = xcalloc((size_t)c->layers, sizeof *s->vb);
     m->priv = s;
     m->vt = &sasrec_vtable;
     return 0;

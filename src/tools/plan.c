@@ -510,9 +510,6 @@ int plan_main(int argc, char **argv)
         split_conf_from_params(&p, &cm, &sc, err, sizeof err))
         fatal("%s", err);
     const int split = sc.on;
-    if (split && strcmp(params_str(&p, P_model_type), "hstu")) /* as train_conf.c refuses it */
-        fatal("parallel.split_long = auto needs model.type = hstu: SASRec's softmax attention "
-              "cannot be summed over chunks of keys");
 
     const int64_t N = params_i64(&p, P_data_max_seq_len);
     const int hold = params_i64(&p, P_data_split) == 0 ? 2 : 1;

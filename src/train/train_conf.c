@@ -146,9 +146,6 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         return errorf(err, errlen, "train.patience = %lld needs train.eval_every >= 1",
                       (long long)tc->patience);
     tc->split_long = !strcmp(params_str(p, P_parallel_split_long), "auto");
-    if (tc->split_long && tc->model.type != MODEL_HSTU)
-        return errorf(err, errlen, "parallel.split_long = auto needs model.type = hstu: SASRec's "
-                      "softmax attention cannot be summed over chunks of keys");
     struct cost_model cm;
     struct split_conf sc;
     if (cost_model_from_params(p, &cm, NULL, err, errlen) ||
