@@ -38,7 +38,7 @@ struct dense_tensor {
     float *w, *g;       /* [n] values and gradients (backend memory) */
 };
 
-/* Context parallelism (parallel.split_long, HSTU only): the batch's
+/* Context parallelism (parallel.split_long, HSTU and SASRec): the batch's
  * segments may be chunks of sequences whose earlier positions are on other
  * ranks. Segment b holds positions pos0[b] .. pos0[b] + L_b - 1 of its
  * sequence; its attention needs the keys and values of positions 0 ..
