@@ -16,8 +16,9 @@
  * square (no padding across the batch either), and the scratch is
  * ATTN_BLOCK x max L floats, allocated once per call.
  *
- * The context form (sasrec_attn_ctx_*, parallel.split_long) runs the same
- * blocks on one window of keys per call: the segment's own positions
+ * The context form (sasrec_attn_ctx_*, parallel.split_long) runs these
+ * blocks on one window of keys per call (the plain op: the own window of
+ * segments at position 0 whose keys are their own rows): the segment's own positions
  * (causal) or the earlier ones (unmasked). The second forward call merges
  * its softmax into the first's: with l1, o1 and l2, o2 the log-sum-exp and
  * output over the two windows, lse = log(e^l1 + e^l2) and out = o1 e^(l1 -
@@ -42,113 +43,6 @@ static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, c
                 (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-static int64_t longest(int64_t B, const int64_t *offsets)
-{
-    int64_t n = 0;
-    for (int64_t b = 0; b < B; b++)
-        if (offsets[b + 1] - offsets[b] > n)
-            n = offsets[b + 1] - offsets[b];
-    return n;
-}
-
-/* S: [nr, r1] scores of queries r0 .. r0 + nr - 1 against keys 0 .. r1 - 1
- * (q, k: one head, leading dimension ld). */
-static void scores(int64_t r0, int64_t nr, int64_t r1, int dh, int64_t ld, float scale,
-                   const float *q, const float *k, float *S)
-{
-    gemm(0, 1, nr, r1, dh, scale, q + r0 * ld, ld, k, ld, 0.0f, S, r1);
-}
-
-void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
-                         const float *q, const float *k, const float *v, float *out, float *lse)
-{
-    (void)N; /* the scratch is sized by the longest sequence of the batch */
-    const int64_t ld = (int64_t)H * dh, lmax = longest(B, offsets);
-    const float scale = 1.0f / sqrtf((float)dh);
-    if (lmax == 0)
-        return;
-    float *S = xmalloc((size_t)(ATTN_BLOCK * lmax) * sizeof *S);
-    for (int64_t b = 0; b < B; b++) {
-        const int64_t t0 = offsets[b], L = offsets[b + 1] - t0;
-        for (int h = 0; h < H; h++) {
-            const int64_t c = t0 * ld + (int64_t)h * dh;
-            for (int64_t r0 = 0; r0 < L; r0 += ATTN_BLOCK) {
-                const int64_t r1 = r0 + ATTN_BLOCK < L ? r0 + ATTN_BLOCK : L, nr = r1 - r0;
-                scores(r0, nr, r1, dh, ld, scale, q + c, k + c, S);
-                for (int64_t i = 0; i < nr; i++) {
-                    float *row = S + i * r1;
-                    const int64_t n = r0 + i + 1; /* keys 0 .. r0 + i */
-                    float mx = row[0];
-                    for (int64_t j = 1; j < n; j++)
-                        mx = row[j] > mx ? row[j] : mx;
-                    float sum = 0;
-                    for (int64_t j = 0; j < n; j++) {
-                        row[j] = expf(row[j] - mx);
-                        sum += row[j];
-                    }
-                    const float inv = 1.0f / sum;
-                    for (int64_t j = 0; j < n; j++)
-                        row[j] *= inv;
-                    for (int64_t j = n; j < r1; j++)
-                        row[j] = 0;
-                    lse[(t0 + r0 + i) * H + h] = mx + logf(sum);
-                }
-                gemm(0, 0, nr, dh, r1, 1.0f, S, r1, v + c, ld, 0.0f, out + c + r0 * ld, ld);
-            }
-        }
-    }
-    free(S);
-}
-
-void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
-                         const float *q, const float *k, const float *v, const float *out,
-                         const float *lse, const float *dout, float *dq, float *dk, float *dv)
-{
-    (void)N;
-    const int64_t ld = (int64_t)H * dh, lmax = longest(B, offsets);
-    const float scale = 1.0f / sqrtf((float)dh);
-    if (lmax == 0)
-        return;
-    float *P = xmalloc((size_t)(ATTN_BLOCK * lmax) * sizeof *P);
-    float *dS = xmalloc((size_t)(ATTN_BLOCK * lmax) * sizeof *dS);
-    for (int64_t b = 0; b < B; b++) {
-        const int64_t t0 = offsets[b], L = offsets[b + 1] - t0;
-        for (int h = 0; h < H; h++) {
-            const int64_t c = t0 * ld + (int64_t)h * dh;
-            for (int64_t i = 0; i < L; i++) { /* dk, dv are accumulated over blocks */
-                memset(dk + c + i * ld, 0, (size_t)dh * sizeof *dk);
-                memset(dv + c + i * ld, 0, (size_t)dh * sizeof *dv);
-            }
-            for (int64_t r0 = 0; r0 < L; r0 += ATTN_BLOCK) {
-                const int64_t r1 = r0 + ATTN_BLOCK < L ? r0 + ATTN_BLOCK : L, nr = r1 - r0;
-                scores(r0, nr, r1, dh, ld, scale, q + c, k + c, P);
-                /* dS = dout V^T first, then P (dS - D_i) in place */
-                gemm(0, 1, nr, r1, dh, 1.0f, dout + c + r0 * ld, ld, v + c, ld, 0.0f, dS, r1);
-                for (int64_t i = 0; i < nr; i++) {
-                    float *p = P + i * r1, *ds = dS + i * r1;
-                    const int64_t n = r0 + i + 1, t = t0 + r0 + i;
-                    const float l = lse[t * H + h];
-                    const float *o = out + c + (r0 + i) * ld, *go = dout + c + (r0 + i) * ld;
-                    float D = 0;
-                    for (int e = 0; e < dh; e++)
-                        D += go[e] * o[e];
-                    for (int64_t j = 0; j < n; j++) {
-                        p[j] = expf(p[j] - l);
-                        ds[j] = p[j] * (ds[j] - D);
-                    }
-                    for (int64_t j = n; j < r1; j++)
-                        p[j] = ds[j] = 0;
-                }
-                gemm(0, 0, nr, dh, r1, scale, dS, r1, k + c, ld, 0.0f, dq + c + r0 * ld, ld);
-                gemm(1, 0, r1, dh, nr, scale, dS, r1, q + c + r0 * ld, ld, 1.0f, dk + c, ld);
-                gemm(1, 0, r1, dh, nr, 1.0f, P, r1, dout + c + r0 * ld, ld, 1.0f, dv + c, ld);
-            }
-        }
-    }
-    free(P);
-    free(dS);
-}
-
 /* --- the context form ---------------------------------------------------------- */
 
 /* The key window of segment b: columns [c0, c0 + n) of its key rows (n of
@@ -164,7 +58,7 @@ static int64_t ctx_widest(int64_t B, const int64_t *offsets, const int64_t *pos0
     int64_t m = 0;
     for (int64_t b = 0; b < B; b++) {
         int64_t c0, n;
-        ctx_window(keys, pos0[b], offsets[b + 1] - offsets[b], &c0, &n);
+        ctx_window(keys, pos0 ? pos0[b] : 0, offsets[b + 1] - offsets[b], &c0, &n);
         m = n > m ? n : m;
     }
     return m;
@@ -177,9 +71,11 @@ static int64_t ctx_count(int keys, int64_t r0, int64_t i, int64_t n)
     return keys == HSTU_KEYS_PREFIX ? n : r0 + i + 1;
 }
 
-void cpu_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                             const int64_t *key_off, int keys, int H, int dh, const float *q,
-                             const float *kb, const float *vb, float *out, float *lse)
+/* pos0 NULL: every segment starts at 0; key_off NULL: the keys are the
+ * queries' own rows (the plain op). */
+static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                     const int64_t *key_off, int keys, int H, int dh, const float *q,
+                     const float *kb, const float *vb, float *out, float *lse)
 {
     const int64_t ld = (int64_t)H * dh, wmax = ctx_widest(B, offsets, pos0, keys);
     const float scale = 1.0f / sqrtf((float)dh);
@@ -191,11 +87,11 @@ void cpu_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *p
     for (int64_t b = 0; b < B; b++) {
         const int64_t t0 = offsets[b], L = offsets[b + 1] - t0;
         int64_t c0, W;
-        ctx_window(keys, pos0[b], L, &c0, &W);
+        ctx_window(keys, pos0 ? pos0[b] : 0, L, &c0, &W);
         if (W == 0)
             continue; /* no earlier keys: the own window's softmax is the whole one */
         for (int h = 0; h < H; h++) {
-            const int64_t qc = t0 * ld + (int64_t)h * dh, kc = (key_off[b] + c0) * ld + (int64_t)h * dh;
+            const int64_t qc = t0 * ld + (int64_t)h * dh, kc = ((key_off ? key_off : offsets)[b] + c0) * ld + (int64_t)h * dh;
             for (int64_t r0 = 0; r0 < L; r0 += ATTN_BLOCK) {
                 const int64_t r1 = r0 + ATTN_BLOCK < L ? r0 + ATTN_BLOCK : L, nr = r1 - r0;
                 const int64_t n = keys == HSTU_KEYS_PREFIX ? W : r1;
@@ -242,19 +138,18 @@ void cpu_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *p
     free(o2);
 }
 
-void cpu_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
-                             const int64_t *key_off, int keys, int H, int dh, const float *q,
-                             const float *kb, const float *vb, const float *out,
-                             const float *lse, const float *dout, float *dq, float *dkb,
-                             float *dvb)
+static void attn_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                     const int64_t *key_off, int keys, int H, int dh, const float *q,
+                     const float *kb, const float *vb, const float *out, const float *lse,
+                     const float *dout, float *dq, float *dkb, float *dvb)
 {
     const int64_t ld = (int64_t)H * dh, wmax = ctx_widest(B, offsets, pos0, keys);
     const float scale = 1.0f / sqrtf((float)dh);
     for (int64_t b = 0; b < B; b++) { /* the window's key rows are written */
         int64_t c0, W;
-        ctx_window(keys, pos0[b], offsets[b + 1] - offsets[b], &c0, &W);
-        memset(dkb + (key_off[b] + c0) * ld, 0, (size_t)(W * ld) * sizeof *dkb);
-        memset(dvb + (key_off[b] + c0) * ld, 0, (size_t)(W * ld) * sizeof *dvb);
+        ctx_window(keys, pos0 ? pos0[b] : 0, offsets[b + 1] - offsets[b], &c0, &W);
+        memset(dkb + ((key_off ? key_off : offsets)[b] + c0) * ld, 0, (size_t)(W * ld) * sizeof *dkb);
+        memset(dvb + ((key_off ? key_off : offsets)[b] + c0) * ld, 0, (size_t)(W * ld) * sizeof *dvb);
     }
     if (wmax == 0)
         return;
@@ -263,11 +158,11 @@ void cpu_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *p
     for (int64_t b = 0; b < B; b++) {
         const int64_t t0 = offsets[b], L = offsets[b + 1] - t0;
         int64_t c0, W;
-        ctx_window(keys, pos0[b], L, &c0, &W);
+        ctx_window(keys, pos0 ? pos0[b] : 0, L, &c0, &W);
         if (W == 0)
             continue;
         for (int h = 0; h < H; h++) {
-            const int64_t qc = t0 * ld + (int64_t)h * dh, kc = (key_off[b] + c0) * ld + (int64_t)h * dh;
+            const int64_t qc = t0 * ld + (int64_t)h * dh, kc = ((key_off ? key_off : offsets)[b] + c0) * ld + (int64_t)h * dh;
             for (int64_t r0 = 0; r0 < L; r0 += ATTN_BLOCK) {
                 const int64_t r1 = r0 + ATTN_BLOCK < L ? r0 + ATTN_BLOCK : L, nr = r1 - r0;
                 const int64_t n = keys == HSTU_KEYS_PREFIX ? W : r1;
@@ -296,4 +191,37 @@ void cpu_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *p
     }
     free(P);
     free(dS);
+}
+
+void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, float *out, float *lse)
+{
+    (void)N; /* the scratch is sized by the longest sequence of the batch */
+    attn_fwd(B, offsets, NULL, NULL, HSTU_KEYS_OWN, H, dh, q, k, v, out, lse);
+}
+
+void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                         const float *q, const float *k, const float *v, const float *out,
+                         const float *lse, const float *dout, float *dq, float *dk, float *dv)
+{
+    (void)N;
+    const int64_t ld = (int64_t)H * dh;
+    memset(dq + offsets[0] * ld, 0, (size_t)((offsets[B] - offsets[0]) * ld) * sizeof *dq);
+    attn_bwd(B, offsets, NULL, NULL, HSTU_KEYS_OWN, H, dh, q, k, v, out, lse, dout, dq, dk, dv);
+}
+
+void cpu_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                             const int64_t *key_off, int keys, int H, int dh, const float *q,
+                             const float *kb, const float *vb, float *out, float *lse)
+{
+    attn_fwd(B, offsets, pos0, key_off, keys, H, dh, q, kb, vb, out, lse);
+}
+
+void cpu_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                             const int64_t *key_off, int keys, int H, int dh, const float *q,
+                             const float *kb, const float *vb, const float *out,
+                             const float *lse, const float *dout, float *dq, float *dkb,
+                             float *dvb)
+{
+    attn_bwd(B, offsets, pos0, key_off, keys, H, dh, q, kb, vb, out, lse, dout, dq, dkb, dvb);
 }
