@@ -11,7 +11,7 @@
  *
  * Lengths: the training inputs of a user with L events are
  * n = min(L - h - 1, data.max_seq_len), h = 2 (data.split = loo) or 1
- * (hstu), exactly as the trainer builds them (train_data.c); users with
+ * (hstu), exactly as the trainer builds them (data/batch.c); users with
  * n < 1 are not trained on and are skipped. The users' L come from the
  * dataset's /offsets (data.path), or from --lengths DIST, which has the
  * meaning of 'data gen --length' (fixed:L, uniform:A,B, lognormal:MU,SIGMA,
