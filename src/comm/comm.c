@@ -313,17 +313,24 @@ void comm_allgather_bytes(const struct comm *c, enum comm_group g, const void *s
     TIMED(MPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MCOMM(c, g)));
 }
 
+/* Count a send of n elements to rank p of the group (not to itself). */
+static void count_send(struct comm *c, enum comm_group g, int p, int64_t n, size_t elem,
+                       enum comm_phase ph)
+{
+    if (p == c->g[g].rank || n <= 0)
+        return;
+    c->counters.bytes[ph] += n * (int64_t)elem;
+    c->counters.messages[ph]++;
+    if (comm_peer_remote(c, g, p))
+        c->counters.xbytes[ph] += n * (int64_t)elem;
+}
+
 /* Count what this rank sends to the other ranks of the group. */
 static void count_sends(struct comm *c, enum comm_group g, const int64_t *scounts, size_t elem,
                         enum comm_phase ph)
 {
     for (int p = 0; p < c->g[g].size; p++)
-        if (p != c->g[g].rank && scounts[p] > 0) {
-            c->counters.bytes[ph] += scounts[p] * (int64_t)elem;
-            c->counters.messages[ph]++;
-            if (comm_peer_remote(c, g, p))
-                c->counters.xbytes[ph] += scounts[p] * (int64_t)elem;
-        }
+        count_send(c, g, p, scounts[p], elem, ph);
     c->counters.calls[ph]++;
 }
 
@@ -463,12 +470,7 @@ void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
                                 MCOMM(c, g), &req[i]));
             continue;
         }
-        if (m[i].peer != c->g[g].rank && m[i].n > 0) {
-            c->counters.bytes[ph] += m[i].n * (int64_t)elem;
-            c->counters.messages[ph]++;
-            if (comm_peer_remote(c, g, m[i].peer))
-                c->counters.xbytes[ph] += m[i].n * (int64_t)elem;
-        }
+        count_send(c, g, m[i].peer, m[i].n, elem, ph);
         MPI_CHECK(MPI_Isend(m[i].buf, (int)m[i].n, mpi_type(t), m[i].peer, m[i].tag,
                             MCOMM(c, g), &req[i]));
     }

@@ -20,7 +20,7 @@ struct ctx_split {
     struct steptime *st;    /* or NULL */
     struct model_split ms;
     int64_t B;
-    const int64_t *offsets, *pos0, *key_off; /* the batch's (valid for the step) */
+    const int64_t *offsets; /* the batch's (valid for the step; pos0, key_off in ms) */
     int *chunk, *nchunks;   /* [B] of each local segment */
     int64_t *first;         /* [B] its sequence's chunks: chunks[first[b] ..] */
     struct chunk *chunks;
@@ -61,8 +61,6 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
     x->maxpending = layers > 0 ? layers : 1;
     x->pending = xcalloc((size_t)x->maxpending, sizeof *x->pending);
     x->offsets = sb->offsets;
-    x->pos0 = sb->pos0;
-    x->key_off = sb->key_off;
     x->chunk = xmalloc((size_t)B * sizeof *x->chunk);
     x->nchunks = xmalloc((size_t)B * sizeof *x->nchunks);
     x->first = xmalloc((size_t)B * sizeof *x->first);
@@ -83,7 +81,7 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
             x->chunks[n++] = (struct chunk){.p0 = pc->pc[gj].p0, .p1 = pc->pc[gj].p1,
                                             .owner = pl->owner[gj]};
         }
-        msgs += 2 * (p->nchunks > p->chunk ? p->nchunks - 1 : 0);
+        msgs += 2 * (p->nchunks - 1);
         if (p->p0 != sb->pos0[b] || p->p1 - p->p0 != sb->offsets[b + 1] - sb->offsets[b])
             fatal("ctx_split: segment %lld does not match its piece [%lld, %lld)", (long long)b,
                   (long long)p->p0, (long long)p->p1);
@@ -109,14 +107,14 @@ static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float 
     int ns = 0, nr = 0;
     for (int64_t b = 0; b < x->B; b++) {
         const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
-        const int64_t own = (x->key_off[b] + x->pos0[b]) * w;
+        const int64_t own = (x->ms.key_off[b] + x->ms.pos0[b]) * w;
         memcpy(kb + own, k + s0 * w, (size_t)(L * w) * sizeof *kb);
         memcpy(vb + own, v + s0 * w, (size_t)(L * w) * sizeof *vb);
         const int me = x->chunk[b], nk = x->nchunks[b];
         const struct chunk *ch = x->chunks + x->first[b];
         for (int j = 0; j < nk; j++) {
             if (j < me) { /* the earlier chunk j's rows, from its rank */
-                const int64_t at = (x->key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
+                const int64_t at = (x->ms.key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
                 x->recv[nr++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 0, 0), kb + at, n};
                 x->recv[nr++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 1, 0), vb + at, n};
             } else if (j > me) { /* ours to the later chunk j */
@@ -188,7 +186,7 @@ static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb)
         const struct chunk *ch = x->chunks + x->first[b];
         for (int j = 0; j < nk; j++) {
             if (j < me) { /* the gradient of chunk j's rows, back to its rank */
-                const int64_t at = (x->key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
+                const int64_t at = (x->ms.key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
                 x->send[ns++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 0, 1),
                                                   (float *)dkb + at, n};
                 x->send[ns++] = (struct comm_msg){ch[j].owner, tag(j, me, nk, 1, 1),
@@ -222,7 +220,7 @@ static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, f
     const float *t = x->tmp;
     for (int64_t b = 0; b < x->B; b++) {
         const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
-        const int64_t own = (x->key_off[b] + x->pos0[b]) * w;
+        const int64_t own = (x->ms.key_off[b] + x->ms.pos0[b]) * w;
         memcpy(dk + s0 * w, dkb + own, (size_t)(L * w) * sizeof *dk);
         memcpy(dv + s0 * w, dvb + own, (size_t)(L * w) * sizeof *dv);
         for (int j = x->chunk[b] + 1; j < x->nchunks[b]; j++, t += 2 * L * w)
