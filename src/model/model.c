@@ -10,6 +10,27 @@
 #include "base/log.h"
 #include "base/rng.h"
 
+void model_positions(const struct model *m, const struct batch *b, const char *who,
+                     int64_t *pos)
+{
+    const struct model_split *sp = b->split;
+    if (b->offsets[0] != 0 || b->offsets[b->B] != b->T)
+        fatal("%s: batch offsets [%lld, %lld] do not span T = %lld", who,
+              (long long)b->offsets[0], (long long)b->offsets[b->B], (long long)b->T);
+    for (int64_t s = 0; s < b->B; s++) {
+        const int64_t L = b->offsets[s + 1] - b->offsets[s], p0 = sp ? sp->pos0[s] : 0;
+        if (L < 0 || p0 < 0 || p0 + L > m->conf.max_len)
+            fatal("%s: sequence %lld has positions [%lld, %lld), max_len is %d", who,
+                  (long long)s, (long long)p0, (long long)(p0 + L), m->conf.max_len);
+        if (sp && sp->key_off[s + 1] - sp->key_off[s] != p0 + L)
+            fatal("%s: segment %lld: %lld key rows for positions %lld + %lld", who,
+                  (long long)s, (long long)(sp->key_off[s + 1] - sp->key_off[s]),
+                  (long long)p0, (long long)L);
+        for (int64_t i = 0; i < L; i++)
+            pos[b->offsets[s] + i] = p0 + i;
+    }
+}
+
 static uint64_t name_key(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */

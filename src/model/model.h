@@ -133,6 +133,13 @@ void model_between_layers(const struct model *m, int first_final);
 
 #define MODEL_GRAD_ALIGN 64
 
+/* For model files: pos[t] = the position of token t in its sequence
+ * (pos0[b] + t - offsets[b] with batch.split, else t - offsets[b]), after
+ * checking the batch: offsets span T, every position below max_len, and a
+ * split batch's key rows match its segments (fatal() naming `who`). */
+void model_positions(const struct model *m, const struct batch *b, const char *who,
+                     int64_t *pos);
+
 /* Helpers for model files: add a tensor [rows, cols] initialised
  * U(-scale, scale) from (seed, name) (scale 0: zeros; ones: fill 1). */
 struct dense_tensor *model_add_param(struct model *m, const char *name, int rows, int cols,

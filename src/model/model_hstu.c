@@ -200,7 +200,7 @@ static void reserve(struct model *m, int64_t B, int64_t T)
     free(ones);
 }
 
-/* The split batch's arrays to the backend (checked against the segments). */
+/* The split batch's arrays to the backend (checked by model_positions). */
 static void load_split(struct model *m, const struct batch *b)
 {
     struct hstu_priv *P = m->priv;
@@ -212,11 +212,6 @@ static void load_split(struct model *m, const struct batch *b)
     if (!m->be->hstu_attn_ctx_fwd)
         fatal("model_hstu: the %s backend has no context-parallel attention "
               "(parallel.split_long)", m->be->name);
-    for (int64_t s = 0; s < b->B; s++)
-        if (sp->key_off[s + 1] - sp->key_off[s] != sp->pos0[s] + b->offsets[s + 1] - b->offsets[s])
-            fatal("model_hstu: segment %lld: %lld key rows for positions %lld + %lld",
-                  (long long)s, (long long)(sp->key_off[s + 1] - sp->key_off[s]),
-                  (long long)sp->pos0[s], (long long)(b->offsets[s + 1] - b->offsets[s]));
     const int64_t K = sp->key_off[b->B];
     kbuf_reserve(m, b->B, K);
     be->to_device(P->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
@@ -236,18 +231,7 @@ static void load_batch(struct model *m, const struct batch *b)
     const struct backend_ops *be = m->be;
     int64_t T = b->T;
     int64_t *pos = xmalloc((size_t)(T > 0 ? T : 1) * sizeof *pos);
-    if (b->offsets[0] != 0 || b->offsets[b->B] != T)
-        fatal("model_hstu: offsets [%lld, %lld] do not span T = %lld",
-              (long long)b->offsets[0], (long long)b->offsets[b->B], (long long)T);
-    for (int64_t s = 0; s < b->B; s++) {
-        int64_t L = b->offsets[s + 1] - b->offsets[s];
-        int64_t p0 = b->split ? b->split->pos0[s] : 0;
-        if (L < 0 || p0 < 0 || p0 + L > m->conf.max_len)
-            fatal("model_hstu: sequence %lld has positions [%lld, %lld), max_len is %d",
-                  (long long)s, (long long)p0, (long long)(p0 + L), m->conf.max_len);
-        for (int64_t i = 0; i < L; i++)
-            pos[b->offsets[s] + i] = p0 + i;
-    }
+    model_positions(m, b, "model_hstu", pos);
     be->to_device(P->pos, pos, (size_t)T * sizeof *pos);
     free(pos);
     be->to_device(P->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));

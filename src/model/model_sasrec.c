@@ -139,7 +139,7 @@ static void split_release(struct model *m)
 }
 
 /* The split batch's key buffers: K rows, B segments; its pos0 and key_off
- * copied to the backend. */
+ * (checked by model_positions) copied to the backend. */
 static void split_load(struct model *m, const struct batch *b)
 {
     struct sasrec_priv *s = m->priv;
@@ -148,10 +148,6 @@ static void split_load(struct model *m, const struct batch *b)
     if (!m->be->sasrec_attn_ctx_fwd)
         fatal("model_sasrec: the %s backend has no context-parallel attention "
               "(parallel.split_long)", m->be->name);
-    for (int64_t i = 0; i < b->B; i++)
-        if (sp->key_off[i + 1] - sp->key_off[i] != sp->pos0[i] + b->offsets[i + 1] - b->offsets[i])
-            fatal("model_sasrec: segment %lld: key rows do not match its positions",
-                  (long long)i);
     if (K > s->kcap || b->B > s->kcap_b) {
         split_release(m);
         const int64_t n = K + K / 4 + 16, nb = b->B + b->B / 4 + 16;
@@ -253,18 +249,7 @@ static void positions(struct model *m, const struct batch *b)
     m->be->to_device(s->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
     if (b->train && m->conf.dropout > 0)
         m->be->to_device(s->keys, b->row_keys, (size_t)b->T * sizeof(uint64_t));
-    if (b->offsets[0] != 0 || b->offsets[b->B] != b->T)
-        fatal("sasrec: batch offsets [%lld, %lld] do not span T = %lld",
-              (long long)b->offsets[0], (long long)b->offsets[b->B], (long long)b->T);
-    for (int64_t i = 0; i < b->B; i++) {
-        const int64_t L = b->offsets[i + 1] - b->offsets[i];
-        const int64_t p0 = b->split ? b->split->pos0[i] : 0;
-        if (L < 0 || p0 < 0 || p0 + L > m->conf.max_len)
-            fatal("sasrec: sequence %lld has positions %lld .. %lld, outside 0 .. max_len = %d",
-                  (long long)i, (long long)p0, (long long)(p0 + L), m->conf.max_len);
-        for (int64_t p = 0; p < L; p++)
-            s->pos_host[b->offsets[i] + p] = p0 + p;
-    }
+    model_positions(m, b, "sasrec", s->pos_host);
     m->be->to_device(s->pos, s->pos_host, (size_t)b->T * sizeof(int64_t));
 }
 
