@@ -11,14 +11,12 @@
 void planner_init(struct planner *pl, struct trainer *tr)
 {
     const struct params *p = tr->p;
-    char err[512];
+    const struct cost_model *cm = &tr->conf.cost;
+    const struct split_conf *sc = &tr->conf.split_long;
     memset(pl, 0, sizeof *pl);
     pl->mode = (enum balance_mode)balance_parse(params_str(p, P_parallel_balance));
     pl->equal_count = (int)params_i64(p, P_parallel_balance_equal_count);
     pl->adapt = (int)params_i64(p, P_parallel_balance_adapt);
-    if (cost_model_from_params(p, &pl->cm, NULL, err, sizeof err) ||
-        split_conf_from_params(p, &pl->cm, &pl->sc, err, sizeof err))
-        fatal("%s", err);
     const int64_t Bg = tr->conf.batch_size;
     pl->Bg = Bg;
     pl->steps_per_epoch = (tr->n_train + Bg - 1) / Bg;
@@ -30,16 +28,15 @@ void planner_init(struct planner *pl, struct trainer *tr)
     }
     log_info("balance: %s%s%s, cost c(L) = %g + %g L + %g L^2", balance_name(pl->mode),
              pl->equal_count ? ", equal counts" : "", pl->adapt ? ", adapting to rank speeds" : "",
-             pl->cm.c0, pl->cm.a, pl->cm.b);
-    if (pl->sc.force >= 2)
-        log_info("split_long: every sequence cut into %d chunks (debug.split_chunks)",
-                 pl->sc.force);
-    else if (pl->sc.on && pl->sc.threshold > 0)
+             cm->c0, cm->a, cm->b);
+    if (sc->force >= 2)
+        log_info("split_long: every sequence cut into %d chunks (debug.split_chunks)", sc->force);
+    else if (sc->on && sc->threshold > 0)
         log_info("split_long: sequences of predicted cost above %g cut into chunks (key/value "
-                 "row %g)", pl->sc.threshold, pl->sc.kv_cost);
-    else if (pl->sc.on)
+                 "row %g)", sc->threshold, sc->kv_cost);
+    else if (sc->on)
         log_info("split_long: sequences of predicted cost above %g x the step's mean per rank "
-                 "cut into chunks (key/value row %g)", pl->sc.fraction, pl->sc.kv_cost);
+                 "cut into chunks (key/value row %g)", sc->fraction, sc->kv_cost);
 }
 
 void planner_free(struct planner *pl)
@@ -98,7 +95,7 @@ static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, 
         pl->len[i] = L < N ? L : N;
     }
     struct split_pieces *pc = &sp->pieces;
-    split_plan(&pl->sc, &pl->cm, pl->len, gB, P, pc);
+    split_plan(&tr->conf.split_long, &tr->conf.cost, pl->len, gB, P, pc);
     if (pc->n > pl->owner_cap) {
         pl->owner_cap = pc->n;
         pl->owner = xrealloc(pl->owner, (size_t)pl->owner_cap * sizeof *pl->owner);

@@ -47,8 +47,6 @@ struct step_plan {
 struct planner {
     enum balance_mode mode;
     int equal_count, adapt;
-    struct cost_model cm;
-    struct split_conf sc;
     int64_t Bg, steps_per_epoch;
     double *speed;      /* [P] relative speeds once adapted, else NULL */
     double *tau;        /* [P] EMA of busy seconds per unit of predicted cost */

@@ -270,7 +270,7 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     report_wire(&w, &l);
     if (tr->conf.nonfinite_skip)
         metrics_int(&l, "skipped_steps", tr->skipped);
-    if (tr->conf.split_long)
+    if (tr->conf.split_long.on)
         report_split(tr, sx, &l);
     metrics_end(&l, tr->metrics);
 }

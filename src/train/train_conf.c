@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "balance/cost.h"
-#include "balance/split_long.h"
 #include "base/log.h"
 
 /* Adam's constants, for the dense parameters and the tables alike. */
@@ -145,11 +143,8 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->patience > 0 && tc->eval_every < 1)
         return errorf(err, errlen, "train.patience = %lld needs train.eval_every >= 1",
                       (long long)tc->patience);
-    tc->split_long = !strcmp(params_str(p, P_parallel_split_long), "auto");
-    struct cost_model cm;
-    struct split_conf sc;
-    if (cost_model_from_params(p, &cm, NULL, err, errlen) ||
-        split_conf_from_params(p, &cm, &sc, err, errlen))
+    if (cost_model_from_params(p, &tc->cost, NULL, err, errlen) ||
+        split_conf_from_params(p, &tc->cost, &tc->split_long, err, errlen))
         return -1;
     if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
         return -1;

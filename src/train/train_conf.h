@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "balance/cost.h"
+#include "balance/split_long.h"
 #include "base/params.h"
 #include "data/split.h"
 #include "embedding/emb_codec.h"
@@ -51,7 +53,8 @@ struct train_conf {
     int64_t embedding_group;
     enum overlap_mode overlap;
     int progress_thread;      /* parallel.progress = thread */
-    int split_long;        /* parallel.split_long = auto (context parallelism) */
+    struct cost_model cost;   /* parallel.cost_model (cost.h) */
+    struct split_conf split_long; /* parallel.split_long and its settings; .on: auto */
     const char *transport;    /* parallel.transport */
     int64_t timeout;          /* parallel.timeout: watchdog seconds (0 = off) */
     enum emb_codec rows_codec, grads_codec; /* parallel.rows_codec, grads_codec */

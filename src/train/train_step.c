@@ -468,7 +468,7 @@ void train_step_init(struct trainer *tr)
               "run with device.type = cpu", tr->be->name);
     const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
                                                       : tr->be->sasrec_attn_ctx_fwd != NULL;
-    if (cf->split_long && (!ctx_attn || !backend_is_host(tr->be)))
+    if (cf->split_long.on && (!ctx_attn || !backend_is_host(tr->be)))
         fatal("parallel.split_long = auto: only the CPU backend has context-parallel attention "
               "(backend %s); run with device.type = cpu", tr->be->name);
     if (cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
