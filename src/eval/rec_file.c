@@ -3,7 +3,6 @@
 #include "eval/rec_file.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,30 +10,7 @@
 #include <unistd.h>
 
 #include "base/check.h"
-
-/* --- the guard of the temporary ------------------------------------------------ */
-
-static char g_tmp[4200];           /* the temporary being written */
-static volatile sig_atomic_t g_active;
-static int g_installed;
-static const int g_signals[] = {SIGTERM, SIGINT, SIGHUP};
-
-static void remove_at_exit(void)
-{
-    if (g_active)
-        unlink(g_tmp);
-    g_active = 0;
-}
-
-/* Only async-signal-safe calls: unlink, then the default action. */
-static void remove_on_signal(int sig)
-{
-    if (g_active)
-        unlink(g_tmp);
-    g_active = 0;
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
+#include "base/tmpguard.h"
 
 void rec_file_begin(struct rec_file *f, const char *path)
 {
@@ -43,24 +19,7 @@ void rec_file_begin(struct rec_file *f, const char *path)
         fatal("%s: path too long", path);
     memcpy(f->path, path, strlen(path) + 1);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (g_active)
-        fatal("rec_file_begin(%s): %s is still being written", path, g_tmp);
-    memcpy(g_tmp, f->tmp, sizeof f->tmp);
-    g_active = 1;
-    if (g_installed)
-        return;
-    if (atexit(remove_at_exit) != 0)
-        rec_fatal("%s: atexit failed", path);
-    log_at_abort(remove_at_exit); /* fatal() and the watchdog end the job without atexit */
-    for (size_t i = 0; i < sizeof g_signals / sizeof *g_signals; i++) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = remove_on_signal;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(g_signals[i], &sa, NULL) != 0)
-            rec_fatal("%s: sigaction: %s", path, strerror(errno));
-    }
-    g_installed = 1;
+    tmpguard_begin(f->tmp, 1);
 }
 
 void rec_file_commit(struct rec_file *f)
@@ -70,21 +29,18 @@ void rec_file_commit(struct rec_file *f)
         rec_file_abort(f);
         fatal("%s: cannot rename %s into place: %s", f->path, f->tmp, strerror(e));
     }
-    g_active = 0;
+    tmpguard_end();
 }
 
 void rec_file_abort(struct rec_file *f)
 {
     unlink(f->tmp);
-    g_active = 0;
+    tmpguard_end();
 }
 
 void rec_fatal(const char *fmt, ...)
 {
-    if (g_active)
-        unlink(g_tmp);
-    g_active = 0;
-    va_list ap;
+    va_list ap; /* fatal() removes the guarded temporary (tmpguard.h) */
     va_start(ap, fmt);
     vfatal(fmt, ap);
 }

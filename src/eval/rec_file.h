@@ -5,11 +5,9 @@
  *
  * PATH never holds a half-written file. The temporary is removed when
  * anything this module knows of fails (rec_fatal: the writer's own errors,
- * every HDF5 call of the helpers, a bad record read while writing), at exit,
- * on any fatal() and watchdog abort of the writing rank (an abort hook,
- * log.h), and on SIGTERM, SIGINT and SIGHUP (what the launcher sends to the
- * other ranks when one rank aborts the job). Only a SIGKILL can leave
- * PATH.tmp.PID behind. One output at a time per process. */
+ * every HDF5 call of the helpers, a bad record read while writing), and
+ * whenever the process ends before the commit, signals included
+ * (base/tmpguard.h). One output at a time per process. */
 #ifndef FS_REC_FILE_H
 #define FS_REC_FILE_H
 

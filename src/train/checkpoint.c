@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/tmpguard.h"
 #include "train/checkpoint_priv.h"
 
 #define BLOCK_ROWS ((int64_t)1 << 15)
@@ -40,18 +40,6 @@ struct ck_out {
 
 /* HDF5 reports a failed write()/open() as "... errno = N, error message =
  * '...'" somewhere on its error stack: keep N. */
-/* The temporary rank 0 is writing, removed by an abort hook (log.h) when
- * the job ends through fatal() or the watchdog while it is written. */
-static char g_tmp[4200];
-static volatile sig_atomic_t g_tmp_active;
-
-static void remove_tmp(void)
-{
-    if (g_tmp_active)
-        unlink(g_tmp);
-    g_tmp_active = 0;
-}
-
 static herr_t find_errno(unsigned n, const H5E_error2_t *e, void *data)
 {
     (void)n;
@@ -84,7 +72,7 @@ static void __attribute__((noreturn)) ck_fail(struct ck_out *o, const char *what
         o->f = -1;
     }
     unlink(o->tmp);
-    g_tmp_active = 0;
+    tmpguard_end();
     if (e != 0)
         fatal("checkpoint %s: cannot write %s: %s (%s%s%s); the temporary file was removed, "
               "earlier checkpoints are kept",
@@ -359,7 +347,7 @@ static void finish_file(struct ck_out *o, const struct table_out *to)
         ck_fail(o, "fsync", errno);
     if (rename(o->tmp, o->path) != 0)
         ck_fail(o, "rename into place", errno);
-    g_tmp_active = 0;
+    tmpguard_end();
     char dir[4200];
     snprintf(dir, sizeof dir, "%s", o->path);
     char *slash = strrchr(dir, '/');
@@ -380,9 +368,8 @@ void checkpoint_write(struct trainer *tr, const char *path)
     struct table_out to = {-1, -1, -1};
     snprintf(out.tmp, sizeof out.tmp, "%s.tmp.%ld", path, (long)getpid());
     if (o) {
-        snprintf(g_tmp, sizeof g_tmp, "%s", out.tmp);
-        g_tmp_active = 1;
-        log_at_abort(remove_tmp);
+        tmpguard_begin(out.tmp, 0); /* removed if rank 0 ends mid-write (not on SIGTERM:
+                                       the preemption handler's) */
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by ck_fail */
         write_header(tr, o, &to);
     }
