@@ -9,7 +9,6 @@ compares the loss, du and drows - drows0 (drows is accumulated) to 1e-4
 relative (elementwise, floored at 1% of the largest value). Exit 0 pass, 1 fail, 77 when
 PyTorch is not importable.
 """
-import struct
 import sys
 
 try:
@@ -19,28 +18,9 @@ try:
 except ImportError as e:
     print(f"skip: {e}")
     sys.exit(77)
+from oracle_records import read_records  # noqa: E402 (numpy checked above)
 
 TOL = 1e-4
-DTYPES = {b"f": np.float32, b"d": np.float64, b"q": np.int64}
-
-
-def read_records(path):
-    """name -> numpy array, from the record format of tests/test_loss.c"""
-    out = {}
-    with open(path, "rb") as f:
-        data = f.read()
-    at = 0
-    while at < len(data):
-        n = data[at]
-        name = data[at + 1:at + 1 + n].decode()
-        at += 1 + n
-        dt = DTYPES[data[at:at + 1]]
-        (count,) = struct.unpack_from("<q", data, at + 1)
-        at += 9
-        size = np.dtype(dt).itemsize * count
-        out[name] = np.frombuffer(data[at:at + size], dtype=dt).copy()
-        at += size
-    return out
 
 
 def torch_loss(kind, T, d, R, nu, normalize, tau, u, rows, pos, neg):

@@ -13,7 +13,6 @@ norm (|got - want| / |want|) and to 1e-4 elementwise (relative, floored at
 which the cancellations of p - [target] amplify in the smallest elements).
 Exit 0 pass, 1 fail, 77 when PyTorch is not importable.
 """
-import struct
 import sys
 
 try:
@@ -23,29 +22,10 @@ try:
 except ImportError as e:
     print(f"skip: {e}")
     sys.exit(77)
+from oracle_records import read_records  # noqa: E402 (numpy checked above)
 
 TOL = 1e-5
 TOL_ELEMENT = 1e-4
-DTYPES = {b"f": np.float32, b"d": np.float64, b"q": np.int64}
-
-
-def read_records(path):
-    """name -> numpy array, in the record format of tests/test_loss.c"""
-    out = {}
-    with open(path, "rb") as f:
-        data = f.read()
-    at = 0
-    while at < len(data):
-        n = data[at]
-        name = data[at + 1:at + 1 + n].decode()
-        at += 1 + n
-        dt = DTYPES[data[at:at + 1]]
-        (count,) = struct.unpack_from("<q", data, at + 1)
-        at += 9
-        size = np.dtype(dt).itemsize * count
-        out[name] = np.frombuffer(data[at:at + size], dtype=dt).copy()
-        at += size
-    return out
 
 
 def norm_err(got, want):
