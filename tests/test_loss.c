@@ -20,6 +20,7 @@
 #include "model/loss.h"
 #include "base/rng.h"
 #include "expect.h"
+#include "oracle_records.h"
 
 
 enum kind { SOFTMAX, BCE };
@@ -246,35 +247,20 @@ static void free_case(struct lcase *c)
 
 /* ---- output for the PyTorch oracle ---- */
 
-static void put(FILE *f, const char *prefix, const char *name, char type, int64_t n,
-                const void *data)
-{
-    char full[64];
-    snprintf(full, sizeof full, "%s.%s", prefix, name);
-    uint8_t len = (uint8_t)strlen(full);
-    size_t size = type == 'f' ? 4 : 8;
-    if (fwrite(&len, 1, 1, f) != 1 || fwrite(full, 1, len, f) != len ||
-        fwrite(&type, 1, 1, f) != 1 || fwrite(&n, 8, 1, f) != 1 ||
-        fwrite(data, size, (size_t)n, f) != (size_t)n) {
-        printf("write failed\n");
-        exit(1);
-    }
-}
-
 static void write_case(FILE *f, const struct lcase *c)
 {
     int64_t meta[6] = {c->kind, c->T, c->d, c->R, c->nu, c->normalize};
     double fmeta[2] = {c->tau, c->scale};
-    put(f, c->name, "meta", 'q', 6, meta);
-    put(f, c->name, "tau_scale", 'd', 2, fmeta);
-    put(f, c->name, "u", 'f', c->T * c->d, c->u);
-    put(f, c->name, "rows", 'f', c->nu * c->d, c->rows);
-    put(f, c->name, "pos", 'q', c->T, c->pos);
-    put(f, c->name, "neg", 'q', c->T * c->R, c->neg);
-    put(f, c->name, "loss", 'd', 1, &c->loss);
-    put(f, c->name, "du", 'f', c->T * c->d, c->du);
-    put(f, c->name, "drows0", 'f', c->nu * c->d, c->drows0);
-    put(f, c->name, "drows", 'f', c->nu * c->d, c->drows);
+    oracle_put(f, c->name, "meta", 'q', 6, meta);
+    oracle_put(f, c->name, "tau_scale", 'd', 2, fmeta);
+    oracle_put(f, c->name, "u", 'f', c->T * c->d, c->u);
+    oracle_put(f, c->name, "rows", 'f', c->nu * c->d, c->rows);
+    oracle_put(f, c->name, "pos", 'q', c->T, c->pos);
+    oracle_put(f, c->name, "neg", 'q', c->T * c->R, c->neg);
+    oracle_put(f, c->name, "loss", 'd', 1, &c->loss);
+    oracle_put(f, c->name, "du", 'f', c->T * c->d, c->du);
+    oracle_put(f, c->name, "drows0", 'f', c->nu * c->d, c->drows0);
+    oracle_put(f, c->name, "drows", 'f', c->nu * c->d, c->drows);
 }
 
 /* ---- the sampler ---- */

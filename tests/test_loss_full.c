@@ -24,6 +24,7 @@
 #include "model/loss.h"
 #include "model/loss_full.h"
 #include "mpitest.h"
+#include "oracle_records.h"
 
 struct fcase {
     const char *name;
@@ -31,19 +32,6 @@ struct fcase {
     int d, normalize;
     float tau;
 };
-
-static void put(FILE *f, const char *prefix, const char *name, char type, int64_t n,
-                const void *data)
-{
-    char full[64];
-    snprintf(full, sizeof full, "%s.%s", prefix, name);
-    uint8_t len = (uint8_t)strlen(full);
-    size_t size = type == 'f' ? 4 : 8;
-    if (fwrite(&len, 1, 1, f) != 1 || fwrite(full, 1, len, f) != len ||
-        fwrite(&type, 1, 1, f) != 1 || fwrite(&n, 8, 1, f) != 1 ||
-        fwrite(data, size, (size_t)n, f) != (size_t)n)
-        fatal("test_loss_full: write failed");
-}
 
 /* The reference: loss sum and gradients (scaled) in double over the whole
  * table. u: [N, d], tab: [I + 1, d] (row 0 unused), tgt: [N]. */
@@ -195,13 +183,13 @@ static int run_case(struct comm *c, const struct fcase *k, FILE *out)
                (long long)counted);
         int64_t meta[4] = {N, I, d, k->normalize};
         double fm[3] = {k->tau, scale, loss};
-        put(out, k->name, "meta", 'q', 4, meta);
-        put(out, k->name, "tau_scale_loss", 'd', 3, fm);
-        put(out, k->name, "u", 'f', N * d, u);
-        put(out, k->name, "rows", 'f', (I + 1) * d, tab);
-        put(out, k->name, "targets", 'q', N, tgt);
-        put(out, k->name, "du", 'f', N * d, du_all);
-        put(out, k->name, "drows", 'f', (I + 1) * d, dtab);
+        oracle_put(out, k->name, "meta", 'q', 4, meta);
+        oracle_put(out, k->name, "tau_scale_loss", 'd', 3, fm);
+        oracle_put(out, k->name, "u", 'f', N * d, u);
+        oracle_put(out, k->name, "rows", 'f', (I + 1) * d, tab);
+        oracle_put(out, k->name, "targets", 'q', N, tgt);
+        oracle_put(out, k->name, "du", 'f', N * d, du_all);
+        oracle_put(out, k->name, "drows", 'f', (I + 1) * d, dtab);
         free(rdu);
         free(rdt);
     }
