@@ -189,29 +189,20 @@ static int64_t default_steps(int64_t n)
     return s < 3 ? 3 : s > 100 ? 100 : s;
 }
 
-/* The largest load of owner's assignment of cost[n] to P ranks. */
-static double step_time(const double *cost, int64_t n, int P, const int *owner, double *load)
-{
-    memset(load, 0, (size_t)P * sizeof *load);
-    for (int64_t i = 0; i < n; i++)
-        load[owner[i]] += cost[i];
-    double T = 0;
-    for (int r = 0; r < P; r++)
-        T = load[r] > T ? load[r] : T;
-    return T;
-}
-
-/* Row m's assignment of cost[n] (predicted) and actual[n], into row. */
+/* Row m's assignment of cost[n] (predicted) and actual[n], into row; the
+ * step time T = max_r t_r is the imbalance times the mean load. */
 static void sim_mode(struct plan_row *row, int m, enum balance_mode mode, int equal_count,
                      const double *cost, const double *actual, int64_t n, int P, int *owner,
-                     double *load, double steps)
+                     double steps)
 {
-    double bub, imb;
+    double bub, imb, total = 0;
     balance_assign(mode, equal_count, cost, n, P, NULL, owner);
     balance_bubble(actual, n, P, owner, NULL, &bub, &imb);
+    for (int64_t i = 0; i < n; i++)
+        total += actual[i];
     row->bubble[m] += bub / steps;
     row->imbalance[m] += imb / steps;
-    row->time[m] += step_time(actual, n, P, owner, load);
+    row->time[m] += imb * total / P;
 }
 
 /* Steps at P ranks: rows none, lpt, kk on whole sequences, or with
@@ -225,7 +216,6 @@ static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
     double *cost = xmalloc((size_t)n * sizeof *cost);
     double *actual = noise > 0 ? xmalloc((size_t)n * sizeof *actual) : cost;
     double *factor = noise > 0 ? xmalloc((size_t)n * sizeof *factor) : NULL;
-    double *load = xmalloc((size_t)P * sizeof *load);
     int64_t owner_cap = n;
     int *owner = xmalloc((size_t)owner_cap * sizeof *owner);
     double *pactual = NULL;
@@ -248,13 +238,13 @@ static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
         if (!sim->sc) {
             for (int m = 0; m < PLAN_NMODES; m++)
                 sim_mode(row, m, (enum balance_mode)m, sim->equal_count, cost, actual, n, P,
-                         owner, load, (double)steps);
+                         owner, (double)steps);
             continue;
         }
         sim_mode(row, BALANCE_NONE, BALANCE_NONE, sim->equal_count, cost, actual, n, P, owner,
-                 load, (double)steps);
+                 (double)steps);
         sim_mode(row, PLAN_KK_WHOLE, BALANCE_KK, sim->equal_count, cost, actual, n, P, owner,
-                 load, (double)steps);
+                 (double)steps);
         split_plan(sim->sc, cm, len, n, P, &sp);
         row->cut += (double)sp.nsplit / (double)steps;
         if (sp.n > owner_cap) {
@@ -270,7 +260,7 @@ static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
         }
         for (int m = BALANCE_LPT; m <= BALANCE_KK; m++) {
             sim_mode(row, m, (enum balance_mode)m, sim->equal_count, sp.cost, pa, sp.n, P,
-                     owner, load, (double)steps);
+                     owner, (double)steps);
             row->p2p[m] += (double)split_p2p_rows(&sp, owner) * sim->p2p_row_bytes /
                            (double)steps;
         }
@@ -282,7 +272,6 @@ static void simulate(const struct pool *pl, const struct cost_model *cm, int P,
     free(factor);
     free(cost);
     free(len);
-    free(load);
     free(owner);
 }
 
