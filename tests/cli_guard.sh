@@ -51,4 +51,5 @@ grep '"event":"summary"' "$T/skip0.jsonl" | grep -q '"skipped_steps":0,' ||
 
 expect_error "debug.hang_rank = '2:3': rank 2 does not exist" train 2 debug.hang_rank=2:3
 expect_error "expected one of stop|skip" train 1 train.nonfinite=ignore
+expect_error "expected one of loss|sparse" train 1 debug.nan_in=dense
 finish

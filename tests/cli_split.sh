@@ -74,7 +74,14 @@ expect_ok train 3 model.type=sasrec train.loss=bce parallel.split_long=auto debu
 same_losses "$T/s-off-3.jsonl" "$T/s-k3.jsonl" "SASRec P=3: every sequence into 3 chunks" 0 1e-5
 
 # refused before training
-expect_error "parallel.split_threshold" train 2 parallel.split_long=auto parallel.split_threshold=100
-expect_error "debug.split_chunks = 1" train 2 parallel.split_long=auto debug.split_chunks=1
-expect_error "parallel.split_kv_cost" train 2 parallel.split_long=auto parallel.split_kv_cost=lots
+B="parallel.split_long=auto output.metrics=$T/bad.jsonl output.checkpoint_dir=$T/badck"
+expect_error "parallel.split_threshold" train 2 $B parallel.split_threshold=100
+expect_error "debug.split_chunks = 1" train 2 $B debug.split_chunks=1
+expect_error "debug.split_chunks = 65: at most 64" train 2 $B debug.split_chunks=65
+expect_error "parallel.split_kv_cost" train 2 $B parallel.split_kv_cost=lots
+expect_error "parallel.split_kv_cost" train 2 $B parallel.split_kv_cost=-1
+expect_error "parallel.split_fraction" train 2 $B parallel.split_fraction=0
+expect_error "parallel.split_long" train 2 $B parallel.split_long=on
+no_file "$T/bad.jsonl"
+[ -e "$T/badck" ] && fail "a refused run made $T/badck" || pass "no checkpoint directory made"
 finish
