@@ -157,16 +157,19 @@ int main(void)
     char cas[128];
     for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
         for (size_t b = 0; b < sizeof Gs / sizeof *Gs; b++)
-            for (int kind = 0; kind < 4; kind++) {
+            for (int kind = 0; kind < 5; kind++) {
                 const int64_t n = ns[a];
                 const int G = Gs[b];
                 int64_t *ids = xmalloc((size_t)(n + 1) * 8);
                 for (int64_t i = 0; i < n; i++) {
                     uint64_t v = rng_below(&r, kind == 1 ? 7 : 100000);
-                    /* 0: all duplicates, 1: few, 2: wide (above 2^16: two radix passes),
-                     * 3: one owner */
-                    ids[i] = kind == 0 ? 9 : kind == 3 ? (int64_t)(v + 1) * G
-                                                       : (int64_t)v + 1;
+                    /* 0: all duplicates, 1: few (the dense slot table, scanned), 2: wide
+                     * (above 2^16: two radix passes over the distinct ids), 3: one owner,
+                     * 4: sparse up to ~2^47 (the hashed slots, six radix passes) */
+                    ids[i] = kind == 0   ? 9
+                             : kind == 3 ? (int64_t)(v + 1) * G
+                             : kind == 4 ? (int64_t)v * 1234567891 + 1
+                                         : (int64_t)v + 1;
                 }
                 const int64_t firsts[] = {0, n / 2, n};
                 for (int f = 0; f < 3; f++) {
