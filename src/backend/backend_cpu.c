@@ -8,7 +8,9 @@
 
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
+#include "backend/cpu_math.h"
 #include "base/check.h"
+#include "base/simd.h"
 #include "base/rng.h"
 
 static void *cpu_alloc(size_t bytes) { return xcalloc(bytes ? bytes : 1, 1); }
@@ -26,34 +28,39 @@ static void cpu_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alph
                 (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
+FS_SIMD
 static void cpu_axpy(int64_t n, float a, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] += a * x[i];
 }
 
+FS_SIMD
 static void cpu_scale(int64_t n, float a, float *x)
 {
     for (int64_t i = 0; i < n; i++)
         x[i] *= a;
 }
 
+FS_SIMD
 static void cpu_mul(int64_t n, const float *a, const float *b, float *y)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = a[i] * b[i];
 }
 
+FS_SIMD
 static void cpu_silu_fwd(int64_t n, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] / (1.0f + expf(-x[i]));
+        y[i] = x[i] / (1.0f + cpu_expf(-x[i]));
 }
 
+FS_SIMD
 static void cpu_silu_bwd(int64_t n, const float *x, const float *dy, float *dx)
 {
     for (int64_t i = 0; i < n; i++) {
-        float s = 1.0f / (1.0f + expf(-x[i]));
+        float s = 1.0f / (1.0f + cpu_expf(-x[i]));
         dx[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
     }
 }
@@ -70,6 +77,7 @@ static void cpu_relu_bwd(int64_t n, const float *x, const float *dy, float *dx)
         dx[i] = x[i] > 0 ? dy[i] : 0;
 }
 
+FS_SIMD
 static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, const float *gamma,
                               const float *beta, float *y, float *mean, float *rstd)
 {
@@ -85,13 +93,18 @@ static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, co
         float rs = (float)(1.0 / sqrt(var + eps));
         mean[r] = (float)mu;
         rstd[r] = rs;
-        for (int j = 0; j < d; j++) {
-            float h = (xr[j] - (float)mu) * rs;
-            y[r * d + j] = gamma ? h * gamma[j] + beta[j] : h;
-        }
+        /* the affine test outside the loop: a vectorised select would load
+         * through a NULL gamma (masked, but at a cost) */
+        if (gamma)
+            for (int j = 0; j < d; j++)
+                y[r * d + j] = (xr[j] - (float)mu) * rs * gamma[j] + beta[j];
+        else
+            for (int j = 0; j < d; j++)
+                y[r * d + j] = (xr[j] - (float)mu) * rs;
     }
 }
 
+FS_SIMD
 static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
                               const float *rstd, const float *gamma, const float *dy, float *dx,
                               float *dgamma, float *dbeta)
@@ -109,14 +122,21 @@ static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *
                 dbeta[j] += dyr[j];
             }
         }
-        for (int j = 0; j < d; j++) {
-            float h = (xr[j] - mean[r]) * rstd[r];
-            float g = gamma ? dyr[j] * gamma[j] : dyr[j];
-            dx[r * d + j] = rstd[r] * (g - (float)(sum_g / d) - h * (float)(sum_gh / d));
-        }
+        const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
+        if (gamma) /* the test outside the loop (see layernorm_fwd) */
+            for (int j = 0; j < d; j++) {
+                float h = (xr[j] - mean[r]) * rstd[r];
+                dx[r * d + j] = rstd[r] * (dyr[j] * gamma[j] - mg - h * mgh);
+            }
+        else
+            for (int j = 0; j < d; j++) {
+                float h = (xr[j] - mean[r]) * rstd[r];
+                dx[r * d + j] = rstd[r] * (dyr[j] - mg - h * mgh);
+            }
     }
 }
 
+FS_SIMD
 static void cpu_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y, float *norm)
 {
     for (int64_t r = 0; r < rows; r++) {
@@ -132,6 +152,7 @@ static void cpu_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float
 
 /* y = x / n with n = max(|x|, eps): dx = (dy - y (y . dy)) / n, or dy / n
  * where the norm was clamped. */
+FS_SIMD
 static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm,
                            const float *dy, float *dx)
 {
@@ -151,6 +172,7 @@ static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *nor
     }
 }
 
+FS_SIMD
 static void cpu_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
                             const float *x, float *y, uint8_t *mask)
 {
@@ -166,6 +188,7 @@ static void cpu_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_ke
     }
 }
 
+FS_SIMD
 static void cpu_dropout_bwd(int64_t rows, int d, float p, const uint8_t *mask, const float *dy,
                             float *dx)
 {
@@ -180,6 +203,7 @@ static void cpu_gather_rows(int64_t n, int d, const float *table, const int64_t 
         memcpy(out + i * d, table + idx[i] * d, (size_t)d * sizeof(float));
 }
 
+FS_SIMD
 static void cpu_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
                                  float *table)
 {
@@ -188,6 +212,7 @@ static void cpu_scatter_add_rows(int64_t n, int d, const float *src, const int64
             table[idx[i] * d + j] += src[i * d + j];
 }
 
+FS_SIMD
 static void cpu_adamw_step(int64_t n, float *w, float *m, float *v, const float *g, float lr,
                            float b1, float b2, float eps, float wd, int64_t t)
 {

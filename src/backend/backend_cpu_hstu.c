@@ -4,7 +4,8 @@
  * Work is per sequence (tokens s0 .. s0 + L - 1, positions i, j local to the
  * sequence), in tiles of up to HSTU_TILE query rows [i0, i1). A tile sees the
  * keys j < i1 only (causal), so no [L, L] matrix and no padding exist:
- *   1. rab(i, j) for the tile, shared by all heads (time buckets need a log);
+ *   1. rab(i, j) for the tile, shared by all heads (time buckets from the
+ *      thresholds of their log formula, cpu_math.h);
  *   2. per head: S = Q_tile K^T (BLAS), A = SiLU(S + rab) / N where j <= i,
  *      0 elsewhere, out_tile = A V (BLAS).
  * The backward recomputes S and A per tile and head:
@@ -26,7 +27,9 @@
 
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
+#include "backend/cpu_math.h"
 #include "base/check.h"
+#include "base/simd.h"
 
 /* C[m, n] = op(A) op(B) + beta C, row-major (BLAS) */
 static void mm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
@@ -36,14 +39,6 @@ static void mm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, 
         return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
-}
-
-/* bucket(dt) = min(floor(ln(max(|dt|, 1)) / 0.301), HSTU_TIME_BUCKETS) */
-static int32_t time_bucket(int64_t dt)
-{
-    double a = dt < 0 ? -(double)dt : (double)dt;
-    double f = floor(log(a > 1 ? a : 1) / 0.301);
-    return f >= HSTU_TIME_BUCKETS ? HSTU_TIME_BUCKETS : (int32_t)f;
 }
 
 /* Scratch of one call: every matrix is [HSTU_TILE, Lmax], row stride cols.
@@ -90,43 +85,43 @@ static void work_free(struct attn_work *w)
 /* rab[r, jj] for query rows i = i0 + r (r < rows) and the keys j = c0 + jj,
  * jj < n, of the sequence whose position 0 is row s0 of ts; 0 where j > i
  * (masked, unused). */
+FS_SIMD
 static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, int64_t rows, int64_t c0,
                       int64_t n, int N, const float *pos_bias, const float *time_bias,
                       const int64_t *ts)
 {
     for (int64_t r = 0; r < rows; r++) {
-        int64_t i = i0 + r;
-        for (int64_t jj = 0; jj < n; jj++) {
-            int64_t j = c0 + jj;
-            float v = 0;
-            if (j <= i) {
-                if (pos_bias)
-                    v += pos_bias[N - 1 + j - i];
-                if (time_bias) {
-                    int32_t bk = time_bucket(ts[s0 + i] - ts[s0 + j]);
-                    w->bucket[r * n + jj] = bk;
-                    v += time_bias[bk];
-                }
+        const int64_t i = i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1; /* j <= i */
+        float *rab = w->rab + r * n;
+        int32_t *bucket = w->bucket + r * n;
+        for (int64_t jj = 0; jj < n; jj++)
+            rab[jj] = 0;
+        if (pos_bias) /* pos_bias[N - 1 + j - i]: consecutive in j */
+            for (int64_t jj = 0; jj <= last; jj++)
+                rab[jj] += pos_bias[N - 1 + c0 + jj - i];
+        if (time_bias)
+            for (int64_t jj = 0; jj <= last; jj++) {
+                bucket[jj] = cpu_time_bucket(ts[s0 + i] - ts[s0 + c0 + jj]);
+                rab[jj] += time_bias[bucket[jj]];
             }
-            w->rab[r * n + jj] = v;
-        }
     }
 }
 
 /* w->s: [rows, n] = q_i . k_j + rab(i, j) of one head (pre-activation) for
  * the keys j = c0 + jj, w->a = SiLU(s) / N with the causal mask (0 where
  * j > i). */
+FS_SIMD
 static void tile_scores(struct attn_work *w, int64_t i0, int64_t rows, int64_t c0, int64_t n,
                         int N, int dqk, int64_t ldq, const float *qh, const float *kh)
 {
     mm(0, 1, rows, n, dqk, qh, ldq, kh, ldq, 0.0f, w->s, n);
     float inv_n = 1.0f / (float)N;
     for (int64_t r = 0; r < rows; r++) {
-        int64_t last = i0 + r - c0; /* the last unmasked column */
+        const int64_t last = i0 + r - c0 < n - 1 ? i0 + r - c0 : n - 1; /* unmasked: <= last */
         float *s = w->s + r * n, *a = w->a + r * n;
-        for (int64_t jj = 0; jj <= last && jj < n; jj++) {
+        for (int64_t jj = 0; jj <= last; jj++) {
             s[jj] += w->rab[r * n + jj];
-            a[jj] = s[jj] / (1.0f + expf(-s[jj])) * inv_n;
+            a[jj] = s[jj] / (1.0f + cpu_expf(-s[jj])) * inv_n;
         }
         for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)
             a[jj] = 0.0f;
@@ -185,6 +180,8 @@ static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
     int64_t ldq = (int64_t)H * dqk, ldv = (int64_t)H * dv;
     if (!ts)
         time_bias = NULL;
+    if (time_bias)
+        cpu_time_buckets_init();
     work_init(&w, max_keys(ac), N, 0);
     for (int64_t b = 0; b < ac->B; b++) {
         int64_t s0 = ac->offsets[b], L = ac->offsets[b + 1] - s0;
@@ -211,6 +208,7 @@ static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
 /* dout: [T, H * dv]; dq: [T, H * dqk] (written or accumulated: beta);
  * dkb: [keys, H * dqk], dvb: [keys, H * dv] written on the call's key rows;
  * dpos_bias: [2N - 1], dtime_bias: [HSTU_TIME_BUCKETS + 1] accumulated. */
+FS_SIMD
 static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, const float *q,
                      const float *kb, const float *vb, const float *pos_bias,
                      const float *time_bias, const int64_t *ts, const float *dout, float *dq,
@@ -220,6 +218,8 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
     int64_t ldq = (int64_t)H * dqk, ldv = (int64_t)H * dv;
     if (!ts)
         time_bias = NULL;
+    if (time_bias)
+        cpu_time_buckets_init();
     work_init(&w, max_keys(ac), N, 1);
     for (int64_t b = 0; b < ac->B; b++) {
         int64_t first, n;
@@ -252,19 +252,23 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
                    dvb + (k0 + c0) * ldv + (int64_t)h * dv, ldv);
                 /* dS = dA SiLU'(s) / N, with SiLU'(s) = sig(s) (1 + s (1 - sig(s))) */
                 for (int64_t r = 0; r < rows; r++) {
-                    int64_t i = i0 + r, last = i - c0;
+                    const int64_t i = i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1;
                     float *ds = w.da + r * n;
                     const float *sv = w.s + r * n;
-                    for (int64_t jj = 0; jj <= last && jj < n; jj++) {
-                        float sg = 1.0f / (1.0f + expf(-sv[jj]));
+                    for (int64_t jj = 0; jj <= last; jj++) {
+                        float sg = 1.0f / (1.0f + cpu_expf(-sv[jj]));
                         ds[jj] *= sg * (1.0f + sv[jj] * (1.0f - sg)) * inv_n;
-                        if (pos_bias)
-                            w.dpos[N - 1 + c0 + jj - i] += ds[jj];
-                        if (time_bias)
-                            w.dtime[w.bucket[r * n + jj]] += ds[jj];
                     }
                     for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)
                         ds[jj] = 0.0f;
+                    /* the bias gradients, each in key order (loops of their own,
+                     * so that the ones above vectorise) */
+                    if (pos_bias)
+                        for (int64_t jj = 0; jj <= last; jj++)
+                            w.dpos[N - 1 + c0 + jj - i] += ds[jj];
+                    if (time_bias)
+                        for (int64_t jj = 0; jj <= last; jj++)
+                            w.dtime[w.bucket[r * n + jj]] += ds[jj];
                 }
                 mm(0, 0, rows, dqk, n, w.da, n, kh, ldq, ac->beta,
                    dq + (s0 + r0) * ldq + (int64_t)h * dqk, ldq);

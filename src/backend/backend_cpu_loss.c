@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "backend/backend_cpu.h"
+#include "backend/cpu_math.h"
 #include "base/check.h"
+#include "base/simd.h"
 #include "base/log.h"
 
 static void loss_check_index(const char *what, int64_t i, int64_t k, int64_t nu)
@@ -48,6 +50,7 @@ static inline void loss_axpy(int d, float alpha, const float *restrict x, float 
 
 /* softmax_loss, and softmax_loss_q with logq [nu] subtracted from every
  * candidate's logit (NULL: none, the arithmetic of softmax_loss). */
+FS_SIMD
 static double softmax_loss_impl(int64_t T, int d, int R, float inv_tau, const float *u,
                                 int64_t nu, const float *e, const float *logq,
                                 const int64_t *pos, const int64_t *neg, float scale, float *du,
@@ -82,11 +85,11 @@ static double softmax_loss_impl(int64_t T, int d, int R, float inv_tau, const fl
             s[r + 1] = loss_dot(d, ui, e + k * d) * inv_tau - (logq ? logq[k] : 0.0f);
             m = fmaxf(m, s[r + 1]);
         }
+        for (int r = 0; r <= R; r++)
+            s[r] = cpu_expf(s[r] - m);
         double sum = 0;
-        for (int r = 0; r <= R; r++) {
-            s[r] = expf(s[r] - m);
+        for (int r = 0; r <= R; r++)
             sum += s[r];
-        }
         total += log(sum) + (double)m - (double)s0; /* logsumexp - s_0 */
         n++;
 
@@ -136,6 +139,7 @@ static float loss_sigmoid(float x)
     return t / (1.0f + t);
 }
 
+FS_SIMD
 double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
                     const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
                     int64_t *count)
@@ -186,7 +190,7 @@ void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, con
             mx = fmaxf(mx, si[j] * inv_tau);
         double sum = 0;
         for (int64_t j = 0; j < m; j++)
-            sum += expf(si[j] * inv_tau - mx);
+            sum += cpu_expf(si[j] * inv_tau - mx);
         lse[i] = m > 0 ? mx + (float)log(sum) : -INFINITY;
     }
 }
@@ -207,7 +211,7 @@ double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, 
         float *si = s + i * lds;
         const float l = lse[i];
         for (int64_t j = 0; j < m; j++)
-            si[j] = gscale * expf(si[j] * inv_tau - l);
+            si[j] = gscale * cpu_expf(si[j] * inv_tau - l);
         if (tcol[i] >= 0)
             si[tcol[i]] -= gscale;
     }

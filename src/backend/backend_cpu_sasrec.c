@@ -31,7 +31,9 @@
 
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
+#include "backend/cpu_math.h"
 #include "base/check.h"
+#include "base/simd.h"
 
 #define ATTN_BLOCK 64
 
@@ -73,6 +75,7 @@ static int64_t ctx_count(int keys, int64_t r0, int64_t i, int64_t n)
 
 /* pos0 NULL: every segment starts at 0; key_off NULL: the keys are the
  * queries' own rows (the plain op). */
+FS_SIMD
 static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                      const int64_t *key_off, int keys, int H, int dh, const float *q,
                      const float *kb, const float *vb, float *out, float *lse)
@@ -102,11 +105,11 @@ static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                     float mx = row[0];
                     for (int64_t j = 1; j < cnt; j++)
                         mx = row[j] > mx ? row[j] : mx;
+                    for (int64_t j = 0; j < cnt; j++)
+                        row[j] = cpu_expf(row[j] - mx);
                     float sum = 0;
-                    for (int64_t j = 0; j < cnt; j++) {
-                        row[j] = expf(row[j] - mx);
+                    for (int64_t j = 0; j < cnt; j++)
                         sum += row[j];
-                    }
                     const float inv = 1.0f / sum;
                     for (int64_t j = 0; j < cnt; j++)
                         row[j] *= inv;
@@ -138,6 +141,7 @@ static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
     free(o2);
 }
 
+FS_SIMD
 static void attn_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                      const int64_t *key_off, int keys, int H, int dh, const float *q,
                      const float *kb, const float *vb, const float *out, const float *lse,
@@ -177,7 +181,7 @@ static void attn_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                     for (int e = 0; e < dh; e++)
                         D += go[e] * o[e];
                     for (int64_t j = 0; j < cnt; j++) {
-                        p[j] = expf(p[j] - l);
+                        p[j] = cpu_expf(p[j] - l);
                         ds[j] = p[j] * (ds[j] - D);
                     }
                     for (int64_t j = cnt; j < n; j++)

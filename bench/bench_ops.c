@@ -1,0 +1,160 @@
+/* bench_ops: the CPU backend's operations one by one, at the shapes of one
+ * rank's step of the ML-1M configurations on 2 ranks (64 sequences of
+ * lognormal(4.6, 1.0) lengths truncated to 200, d = 50, 1 head, 128
+ * sampled negatives over 3416 items): milliseconds per call, the minimum
+ * of REPS calls in CPU time of the process, BLAS on one thread (what a
+ * loaded machine perturbs least), and
+ * the calls a training step makes of each (2 layers), so that the table
+ * reads as a profile of the step's compute.
+ *   build: make bench/bench_ops      run: bench/bench_ops [REPS] [SEQS]    */
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "backend/blas.h"
+#include "base/check.h"
+#include "base/clock.h"
+#include "base/rng.h"
+
+static struct rng g_rng;
+
+static float *randf(int64_t n, float a)
+{
+    float *x = xmalloc((size_t)(n ? n : 1) * sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(rng_uniform(&g_rng) * 2 - 1) * a;
+    return x;
+}
+
+static int reps = 7;
+
+/* CPU seconds of the process (all its threads): what time-sharing with
+ * other processes perturbs least */
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t))
+        fatal("clock_gettime: %s", strerror(errno));
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* the minimum over reps evaluations of expr, in CPU ms */
+#define TIME(expr)                                                                        \
+    ({                                                                                    \
+        double best = 1e30;                                                               \
+        for (int r_ = 0; r_ < reps; r_++) {                                               \
+            double t0_ = cpu_seconds();                                                   \
+            expr;                                                                         \
+            double t_ = cpu_seconds() - t0_;                                              \
+            best = t_ < best ? t_ : best;                                                 \
+        }                                                                                 \
+        best * 1e3;                                                                       \
+    })
+
+static double total;
+
+static void row(const char *name, double ms, int per_step)
+{
+    total += ms * per_step;
+    printf("%-28s %9.3f ms %4d x/step %9.2f ms/step\n", name, ms, per_step, ms * per_step);
+}
+
+int main(int argc, char **argv)
+{
+    blas_select(argv); /* the kernels the trainer uses */
+    if (argc > 1)
+        reps = atoi(argv[1]);
+    const int64_t B = argc > 2 ? atoll(argv[2]) : 64;
+    const int d = 50, R = 128, N = 200, L = 2;
+    const int64_t items = 3416;
+    const struct backend_ops *be = &backend_cpu;
+    rng_init(&g_rng, rng_key(1, 2, 3));
+    openblas_set_num_threads(1);
+    int64_t *off = xmalloc((size_t)(B + 1) * sizeof *off);
+    off[0] = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t l = (int64_t)exp(4.6 + 1.0 * rng_normal(&g_rng));
+        off[b + 1] = off[b] + (l < 2 ? 2 : l > N ? N : l);
+    }
+    const int64_t T = off[B];
+    int64_t *ts = xmalloc((size_t)T * sizeof *ts);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = 1000000000;
+        for (int64_t i = off[b]; i < off[b + 1]; i++)
+            ts[i] = t += (int64_t)rng_below(&g_rng, 200000);
+    }
+    uint64_t *keys = xmalloc((size_t)T * sizeof *keys);
+    for (int64_t i = 0; i < T; i++)
+        keys[i] = rng_u64(&g_rng);
+    printf("bench_ops: %lld sequences, T = %lld tokens, d = %d, R = %d, %d reps (min)\n",
+           (long long)B, (long long)T, d, R, reps);
+
+    const int64_t td = T * d;
+    float *x = randf(4 * td, 1), *y = randf(4 * td, 1), *dy = randf(4 * td, 1);
+    float *dx = randf(4 * td, 1), *mean = randf(T, 1), *rstd = randf(T, 1);
+    uint8_t *mask = xmalloc((size_t)td);
+    row("layernorm_fwd [T,d]",
+        TIME(be->layernorm_fwd(T, d, 1e-6f, x, NULL, NULL, y, mean, rstd)), 2 * L);
+    row("layernorm_bwd [T,d]",
+        TIME(be->layernorm_bwd(T, d, x, mean, rstd, NULL, dy, dx, NULL, NULL)), 2 * L);
+    row("silu_fwd [4T,d]", TIME(be->silu_fwd(4 * td, x, y)), L);
+    row("silu_bwd [4T,d]", TIME(be->silu_bwd(4 * td, x, dy, dx)), L);
+    row("dropout_fwd [T,d]", TIME(be->dropout_fwd(T, d, 0.2f, keys, 1, x, y, mask)), L + 1);
+    row("dropout_bwd [T,d]", TIME(be->dropout_bwd(T, d, 0.2f, mask, dy, dx)), L + 1);
+    row("mul [T,d]", TIME(be->mul(td, x, y, dx)), 3 * L);
+    row("axpy [T,d]", TIME(be->axpy(td, 0.5f, x, y)), L + 1);
+    row("l2norm_fwd [T,d]", TIME(be->l2norm_fwd(T, d, 1e-6f, x, y, mean)), 1);
+    row("l2norm_bwd [T,d]", TIME(be->l2norm_bwd(T, d, y, mean, dy, dx)), 1);
+    float *w4 = randf((int64_t)d * 4 * d, 0.1f);
+    row("gemm [T,d]x[d,4d]", TIME(be->gemm(0, 0, T, 4 * d, d, 1, x, d, w4, 4 * d, 0, y, 4 * d)),
+        L);
+    row("gemm [T,d]x[d,d]", TIME(be->gemm(0, 0, T, d, d, 1, x, d, w4, d, 0, y, d)), 9 * L);
+
+    /* attention: q, k, v [T, d] */
+    float *q = randf(td, 0.3f), *k = randf(td, 0.3f), *v = randf(td, 0.3f);
+    float *out = randf(td, 1), *dq = randf(td, 1), *dk = randf(td, 1), *dv = randf(td, 1);
+    float *pb = randf(2 * N - 1, 0.03f), *tb = randf(HSTU_TIME_BUCKETS + 1, 0.03f);
+    float *dpb = randf(2 * N - 1, 0), *dtb = randf(HSTU_TIME_BUCKETS + 1, 0);
+    float *lse = randf(T, 1);
+    row("hstu_attn_fwd", TIME(be->hstu_attn_fwd(B, off, 1, d, d, N, q, k, v, pb, tb, ts, out)),
+        L);
+    row("hstu_attn_bwd", TIME(be->hstu_attn_bwd(B, off, 1, d, d, N, q, k, v, pb, tb, ts, dy, dq,
+                                                  dk, dv, dpb, dtb)),
+        L);
+    row("sasrec_attn_fwd (no step)",
+        TIME(be->sasrec_attn_fwd(B, off, 1, d, N, q, k, v, out, lse)), 0);
+    row("sasrec_attn_bwd (no step)",
+        TIME(be->sasrec_attn_bwd(B, off, 1, d, N, q, k, v, out, lse, dy, dq, dk, dv)), 0);
+
+    /* the loss against nu unique rows */
+    const int64_t nu = items;
+    float *rows = randf(nu * d, 0.1f), *drows = randf(nu * d, 0);
+    int64_t *pos = xmalloc((size_t)T * sizeof *pos), *neg = xmalloc((size_t)(T * R) * 8);
+    for (int64_t i = 0; i < T; i++)
+        pos[i] = (int64_t)rng_below(&g_rng, (uint64_t)nu);
+    for (int64_t i = 0; i < T * R; i++)
+        neg[i] = (int64_t)rng_below(&g_rng, (uint64_t)nu);
+    int64_t cnt;
+    row("softmax_loss R=128", TIME(be->softmax_loss(T, d, R, 20.0f, y, nu, rows, pos, neg,
+                                                     1e-4f, dx, drows, &cnt)),
+        1);
+    row("bce_loss (no step)",
+        TIME(be->bce_loss(T, d, y, nu, rows, pos, neg, 1e-4f, dx, drows, &cnt)), 0);
+    row("scatter_add_rows [T,d]", TIME(be->scatter_add_rows(T, d, dx, pos, drows)), 2);
+    row("gather_rows [T,d]", TIME(be->gather_rows(T, d, rows, pos, y)), 2);
+
+    /* the embedding engine: the step's ids (inputs, targets, negatives) */
+    const int64_t n = T * (2 + R);
+    int64_t *ids = xmalloc((size_t)n * sizeof *ids), *uniq = xmalloc((size_t)n * 8);
+    int64_t *inv = xmalloc((size_t)n * 8), counts[4];
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = 1 + (int64_t)rng_below(&g_rng, (uint64_t)items);
+    row("emb_dedup T(2+R) ids, G=2", TIME(be->emb_dedup(n, ids, T, 2, uniq, inv, counts)), 1);
+    printf("%-28s %36.2f ms/step (the ops above, 2 layers)\n", "total", total);
+    return 0;
+}

@@ -1,0 +1,148 @@
+/* test_cpu_math: the CPU backend's fast scalar functions (cpu_math.h)
+ * against their references, bit for bit:
+ *   cpu_expf        against libm's expf: special values, the edges of the
+ *                   finite range, and every float bit pattern at a stride
+ *                   (all of them with FS_TEST_EXHAUSTIVE=1: ~2^32 calls);
+ *                   its table against exp2; and the vectorised loops that
+ *                   inline it (the silu ops, whatever instruction set the
+ *                   CPU gives them) against the same loops written with expf;
+ *   cpu_time_bucket against the log formula of backend.h at every bucket
+ *                   threshold and its neighbours, powers of two, random
+ *                   gaps of either sign and the int64 extremes. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu_math.h"
+#include "base/check.h"
+#include "base/rng.h"
+#include "expect.h"
+
+static uint32_t bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* bitwise equality (any NaN equals any NaN) */
+static int same(float a, float b) { return (a != a && b != b) || bits(a) == bits(b); }
+
+static void check_expf(void)
+{
+    for (int i = 0; i < 32; i++) {
+        double v = exp2((double)i / 32);
+        uint64_t u;
+        memcpy(&u, &v, sizeof u);
+        CHECK(cpu_exp_table[i] == u - ((uint64_t)i << 52) / 32, "exp table entry %d", i);
+    }
+    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, -NAN,
+                             0x1.62e42ep6f, 0x1.62e430p6f, -0x1.9fe368p6f, -0x1.9fe36ap6f,
+                             -0x1.9d1d9ep6f, 88.0f, -88.0f, 1e-30f, -1e-30f, 1e30f, -1e30f,
+                             0x1p-149f, -0x1p-149f, -87.33654f, 3.4e38f, -3.4e38f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        CHECK(same(cpu_expf(special[i]), expf(special[i])), "cpu_expf(%a) = %a, expf %a",
+               (double)special[i], (double)cpu_expf(special[i]), (double)expf(special[i]));
+    const char *ex = getenv("FS_TEST_EXHAUSTIVE");
+    const uint64_t stride = ex && *ex == '1' ? 1 : 97;
+    uint64_t bad = 0, n = 0;
+    for (uint64_t u = 0; u < ((uint64_t)1 << 32); u += stride, n++) {
+        float x = from_bits((uint32_t)u);
+        if (!same(cpu_expf(x), expf(x)) && bad++ < 5)
+            CHECK(0, "cpu_expf(%a) = %a, expf %a", (double)x, (double)cpu_expf(x),
+                  (double)expf(x));
+    }
+    EXPECT(bad == 0, "cpu_expf differs from expf at %llu of %llu floats",
+           (unsigned long long)bad, (unsigned long long)n);
+    printf("cpu_expf: bitwise expf at %llu floats (stride %llu)\n", (unsigned long long)n,
+           (unsigned long long)stride);
+}
+
+/* The silu ops (vectorised clones of loops inlining cpu_expf) against the
+ * same formulas with libm's expf, over finite values of every magnitude. */
+static void check_silu(struct rng *r)
+{
+    const int64_t n = 100003;
+    float *x = xmalloc((size_t)n * sizeof *x), *dy = xmalloc((size_t)n * sizeof *dy);
+    float *y = xmalloc((size_t)n * sizeof *y), *dx = xmalloc((size_t)n * sizeof *dx);
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)((rng_uniform(r) * 2 - 1) * pow(10.0, rng_uniform(r) * 4 - 2));
+        x[i] = i % 1000 == 7 ? (float)(rng_uniform(r) * 400 - 200) : v;
+        dy[i] = (float)(rng_uniform(r) - 0.5);
+    }
+    backend_cpu.silu_fwd(n, x, y);
+    backend_cpu.silu_bwd(n, x, dy, dx);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float want = x[i] / (1.0f + expf(-x[i]));
+        float s = 1.0f / (1.0f + expf(-x[i]));
+        float dwant = dy[i] * s * (1.0f + x[i] * (1.0f - s));
+        bad += !same(y[i], want) || !same(dx[i], dwant);
+    }
+    EXPECT(bad == 0, "silu_fwd/bwd differ from the expf formulas at %lld of %lld values",
+           (long long)bad, (long long)n);
+    free(x);
+    free(dy);
+    free(y);
+    free(dx);
+}
+
+static void check_bucket(int64_t dt)
+{
+    uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
+    int32_t want = cpu_time_bucket_abs_ref(a), got = cpu_time_bucket(dt);
+    EXPECT(got == want, "time bucket of %lld: %d, the formula %d", (long long)dt, got, want);
+}
+
+static void check_time_buckets(struct rng *r)
+{
+    cpu_time_buckets_init();
+    const int64_t fixed[] = {0, 1, -1, 2, -2, 3, INT64_MAX, INT64_MIN, INT64_MIN + 1,
+                             (int64_t)1 << 62, 86400, -86400, 31536000};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        check_bucket(fixed[i]);
+    for (int k = 1; k <= HSTU_TIME_BUCKETS; k++) {
+        const uint64_t t = cpu_time_bucket_table.thr[k];
+        for (int64_t o = -3; o <= 3; o++) {
+            if ((int64_t)t + o < 0 || t + (uint64_t)o > (uint64_t)INT64_MAX)
+                continue;
+            check_bucket((int64_t)t + o);
+            check_bucket(-((int64_t)t + o));
+        }
+    }
+    for (int e = 0; e < 63; e++)
+        for (int64_t o = -1; o <= 1; o++) {
+            check_bucket(((int64_t)1 << e) + o);
+            check_bucket(-(((int64_t)1 << e) + o));
+        }
+    for (int i = 0; i < 200000; i++) {
+        int64_t v = (int64_t)(rng_u64(r) >> (rng_u64(r) % 63));
+        check_bucket(i % 2 ? v : -v);
+    }
+}
+
+int main(void)
+{
+    struct rng r;
+    rng_init(&r, rng_key(11, 12, 13));
+    check_expf();
+    check_silu(&r);
+    check_time_buckets(&r);
+    if (failures) {
+        printf("%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit; the time "
+           "buckets are the formula's\n");
+    return 0;
+}
