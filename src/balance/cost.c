@@ -45,18 +45,24 @@ int cost_model_parse(const char *text, struct cost_model *m, char *err, size_t e
     return 0;
 }
 
-void cost_model_auto(const struct model_conf *conf, int negatives, int bce,
-                     struct cost_model *m)
+void cost_flops_auto(const struct model_conf *conf, int negatives, int bce, struct flop_model *f)
 {
     const double d = conf->d, layers = conf->layers, H = conf->heads;
     const double W = conf->type == MODEL_HSTU ? 10.0 : 12.0; /* dense d^2 per token */
     const double rows = bce ? 2.0 : (double)negatives + 1.0;   /* scored rows per token */
     const double loss = 2.0 * d * rows + (bce ? 0.0 : 6.0 * rows);
-    const double f_tok = 3.0 * (layers * (W * d * d + 40.0 * d) + 10.0 * d + loss);
-    const double f_pair = 4.0 * layers * (4.0 * d + 8.0 * H);
-    m->c0 = f_tok;
-    m->a = f_tok + f_pair / 2.0;
-    m->b = f_pair / 2.0;
+    f->per_token = 3.0 * (layers * (W * d * d + 40.0 * d) + 10.0 * d + loss);
+    f->per_pair = 4.0 * layers * (4.0 * d + 8.0 * H);
+}
+
+void cost_model_auto(const struct model_conf *conf, int negatives, int bce,
+                     struct cost_model *m)
+{
+    struct flop_model f;
+    cost_flops_auto(conf, negatives, bce, &f);
+    m->c0 = f.per_token;
+    m->a = f.per_token + f.per_pair / 2.0;
+    m->b = f.per_pair / 2.0;
 }
 
 void cost_model_conf(const struct params *p, struct model_conf *conf)

@@ -39,8 +39,17 @@ struct params;
 /* "c0,a,b" -> m. Returns 0, or -1 with err naming parallel.cost_model. */
 int cost_model_parse(const char *text, struct cost_model *m, char *err, size_t errlen);
 
+/* The FLOP count of a step's model work, forward and backward, from the
+ * model above: per_token FLOPs (f_tok) for each token and per_pair (f_pair)
+ * for each causal attention pair (a sequence of L tokens has L (L + 1) / 2).
+ * The trainer reports achieved FLOP/s and MFU with it (doc/training.md). */
+struct flop_model {
+    double per_token, per_pair;
+};
+
 /* The FLOP-count model above. conf: type, d, layers, heads are used;
  * negatives = R (ignored when bce). */
+void cost_flops_auto(const struct model_conf *conf, int negatives, int bce, struct flop_model *f);
 void cost_model_auto(const struct model_conf *conf, int negatives, int bce,
                      struct cost_model *m);
 

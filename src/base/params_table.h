@@ -131,6 +131,9 @@ X(device, share, BOOL, "off", 0, 1, NULL,
   "allow more ranks per node than GPUs (ranks share devices round-robin; for tests)")
 X(device, tf32, BOOL, "off", 0, 1, NULL,
   "let cuBLAS use TF32 tensor cores for float GEMMs (faster, ~1e-3 relative error)")
+X(device, peak_tflops, FLOAT, "0", 0, 1e6, NULL,
+  "the peak fp32 rate of one rank's device (or cores) in TFLOP/s that MFU is reported "
+  "against (0 = measured at start-up: a short gemm at the run's threads or device mode)")
 X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "exchanges of device buffers: direct = device pointers to MPI (needs CUDA-aware MPI), "
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")

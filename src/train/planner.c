@@ -90,9 +90,13 @@ static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, 
 {
     const int hold = split_holdout(tr->conf.split);
     const int N = tr->conf.N, P = tr->c->size;
+    sp->tokens = 0;
+    sp->pairs = 0;
     for (int64_t i = 0; i < gB; i++) {
         int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
         pl->len[i] = L < N ? L : N;
+        sp->tokens += pl->len[i];
+        sp->pairs += 0.5 * (double)pl->len[i] * (double)(pl->len[i] + 1);
     }
     struct split_pieces *pc = &sp->pieces;
     split_plan(&tr->conf.split_long, &tr->conf.cost, pl->len, gB, P, pc);

@@ -12,11 +12,13 @@
 #include "train/train.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "backend/blas.h"
+#include "backend/peak.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/metrics.h"
@@ -236,19 +238,28 @@ static void report_split(struct trainer *tr, struct split_stats *sx, struct metr
     *sx = (struct split_stats){.kv_mark = kv};
 }
 
+/* A logging interval's work: its seconds, samples, tokens, attention
+ * pairs and model FLOPs (all ranks). */
+struct interval {
+    double seconds, samples, tokens, pairs, flops;
+};
+
 static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
-                            double samples_s, double tokens_s, double eta, int64_t total,
+                            const struct interval *iv, double eta, int64_t total,
                             struct split_stats *sx)
 {
     struct emb_wire_stats w;
     emb_table_wire_take(tr->items, tr->c, &w);
-    const double nw = w.lookups ? (double)w.lookups : 1;
-    log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f bubble %.1f%% "
-             "imbalance %.2f comm exposed %.1f ms overlap %.0f%% bytes/step rows %.0f grads "
-             "%.0f (%.3f of fp32 without de-duplication) ETA %.0fs",
+    const double nw = w.lookups ? (double)w.lookups : 1, dt = iv->seconds > 0 ? iv->seconds : 1;
+    const double samples_s = iv->samples / dt, tokens_s = iv->tokens / dt;
+    const double gflops = iv->flops / dt / 1e9;
+    const double mfu = tr->peak_gflops > 0 ? gflops / tr->peak_gflops : 0;
+    log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
+             "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
+             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication) ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
-             tokens_s, 100 * st->bubble, st->imbalance, st->wait_ms, 100 * st->overlap,
-             w.rows / nw, w.grads / nw,
+             tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
+             100 * st->overlap, w.rows / nw, w.grads / nw,
              w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
@@ -257,6 +268,13 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     metrics_num(&l, "loss", loss);
     metrics_num(&l, "samples_per_s", samples_s);
     metrics_num(&l, "tokens_per_s", tokens_s);
+    metrics_num(&l, "gflops", gflops);
+    metrics_num(&l, "mfu", mfu);
+    metrics_num(&l, "interval_s", iv->seconds);
+    metrics_num(&l, "tokens", iv->tokens);
+    metrics_num(&l, "attn_pairs", iv->pairs);
+    metrics_num(&l, "flops", iv->flops);
+    metrics_num(&l, "peak_gflops", tr->peak_gflops);
     metrics_num(&l, "bubble", st->bubble);
     metrics_num(&l, "imbalance", st->imbalance);
     char key[48];
@@ -387,13 +405,32 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
     metrics_end(&l, tr->metrics);
 }
 
+/* The model's FLOPs per token and attention pair, and the job's peak: each
+ * rank's (device.peak_tflops, else its gemm rate measured now, all ranks
+ * at once so that ranks sharing cores share the measurement) summed. MFU =
+ * achieved model FLOP/s / that peak (doc/training.md). Collective. */
+static void utilisation_setup(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    const int64_t rows = cf->full ? tr->ds.num_items : (int64_t)cf->R + 1; /* scored per token */
+    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX), cf->bce,
+                    &tr->flops);
+    const double mine = cf->peak_tflops > 0 ? 1e3 * cf->peak_tflops : backend_peak_gflops(tr->be);
+    tr->peak_gflops = comm_allreduce_sum_f64(tr->c, COMM_DP, mine);
+    log_info("utilisation: model FLOPs %.4g per token + %.4g per attention pair (forward and "
+             "backward); peak %.1f GFLOP/s on rank 0 (%s), %.1f GFLOP/s for the job",
+             tr->flops.per_token, tr->flops.per_pair, mine,
+             cf->peak_tflops > 0 ? "device.peak_tflops" : "measured: fp32 gemm",
+             tr->peak_gflops);
+}
+
 /* --- the loop ---------------------------------------------------------------- */
 
 /* Throughput counters of a logging interval. */
 struct loop_clock {
     double start, last;     /* run start, last progress line */
     int64_t first_step;     /* the step this run started at */
-    int64_t samples, tokens;
+    struct interval iv;     /* this interval's work (seconds set at the line) */
     struct split_stats split; /* this interval's */
 };
 
@@ -410,12 +447,13 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
         return;
     steptime_collect(&tr->st, tr->c, stats);
     planner_adapt(pl, tr, stats);
-    double now = clock_seconds(), dt = now - lc->last;
+    double now = clock_seconds();
     double eta = (now - lc->start) / (double)(tr->step - lc->first_step) *
                  (double)(total - tr->step);
-    report_progress(tr, stats, loss, lc->samples / dt, lc->tokens / dt, eta, total, &lc->split);
+    lc->iv.seconds = now - lc->last;
+    report_progress(tr, stats, loss, &lc->iv, eta, total, &lc->split);
     lc->last = now;
-    lc->samples = lc->tokens = 0;
+    lc->iv = (struct interval){0};
 }
 
 /* Steps tr->step .. total - 1; returns the signal that stopped it early
@@ -448,8 +486,10 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         tr->step++;
         guard_after_step(tr, loss);
         ran = 1;
-        lc->samples += now->global_B;
-        lc->tokens += tokens;
+        lc->iv.samples += (double)now->global_B;
+        lc->iv.tokens += (double)tokens;
+        lc->iv.pairs += now->pairs;
+        lc->iv.flops += tr->flops.per_token * (double)tokens + tr->flops.per_pair * now->pairs;
         lc->split.steps++;
         lc->split.seqs += now->pieces.nsplit;
         lc->split.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);
@@ -509,6 +549,7 @@ int train_main(int argc, char **argv)
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
     resume_or_start(&tr);
+    utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
     steptime_init(&tr.st, cf->log_every, cf->trace[0] ? cf->trace_steps : 0);

@@ -50,6 +50,8 @@ struct trainer {
     /* reporting */
     FILE *metrics;
     struct steptime st;
+    struct flop_model flops;   /* the model's FLOPs per token and pair (cost.h) */
+    double peak_gflops;        /* the job's peak: the sum of the ranks' (device.peak_tflops) */
 };
 
 /* Start-up of every command that runs the model (train, and the commands

@@ -146,6 +146,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (cost_model_from_params(p, &tc->cost, NULL, err, errlen) ||
         split_conf_from_params(p, &tc->cost, &tc->split_long, err, errlen))
         return -1;
+    tc->peak_tflops = params_f64(p, P_device_peak_tflops);
     if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
         return -1;
     return hang_rank_parse(params_str(p, P_debug_hang_rank), P, tc, err, errlen);

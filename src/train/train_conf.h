@@ -54,6 +54,7 @@ struct train_conf {
     enum overlap_mode overlap;
     int progress_thread;      /* parallel.progress = thread */
     struct cost_model cost;   /* parallel.cost_model (cost.h) */
+    double peak_tflops;       /* device.peak_tflops (0: measured) */
     struct split_conf split_long; /* parallel.split_long and its settings; .on: auto */
     const char *transport;    /* parallel.transport */
     int64_t timeout;          /* parallel.timeout: watchdog seconds (0 = off) */
