@@ -64,8 +64,10 @@ static inline int32_t cpu_time_bucket_abs_ref(uint64_t a)
 }
 
 /* thr[k] = the smallest |dt| whose reference bucket is >= k (k = 1 ..
- * HSTU_TIME_BUCKETS; the reference is non-decreasing in |dt|), first[e] =
- * the reference bucket of 2^e. Set once by cpu_time_buckets_init(). */
+ * HSTU_TIME_BUCKETS; the reference is non-decreasing in |dt|; thr[0] = 0,
+ * thr[HSTU_TIME_BUCKETS + 1] = UINT64_MAX, so that bucket k holds exactly
+ * [thr[k], thr[k + 1])), first[e] = the reference bucket of 2^e. Set once
+ * by cpu_time_buckets_init(). */
 struct cpu_time_buckets {
     uint64_t thr[HSTU_TIME_BUCKETS + 2];
     int32_t first[64];
@@ -73,17 +75,22 @@ struct cpu_time_buckets {
 extern struct cpu_time_buckets cpu_time_bucket_table;
 void cpu_time_buckets_init(void); /* thread-safe, once per process */
 
-/* |dt| in [2^e, 2^(e+1)) spans about 2.3 buckets: start at 2^e's, step up. */
-static inline int32_t cpu_time_bucket(int64_t dt)
+/* a = |dt| in [2^e, 2^(e+1)) spans about 2.3 buckets: start at 2^e's,
+ * step up. */
+static inline int32_t cpu_time_bucket_abs(uint64_t a)
 {
     const struct cpu_time_buckets *tb = &cpu_time_bucket_table;
-    uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
     if (a <= 1)
         return 0;
     int32_t k = tb->first[63 - __builtin_clzll(a)];
     while (k < HSTU_TIME_BUCKETS && a >= tb->thr[k + 1])
         k++;
     return k;
+}
+
+static inline int32_t cpu_time_bucket(int64_t dt)
+{
+    return cpu_time_bucket_abs(dt < 0 ? -(uint64_t)dt : (uint64_t)dt);
 }
 
 #endif

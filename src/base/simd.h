@@ -10,7 +10,7 @@
 
 #if !defined(FS_SIMD_OFF) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
     defined(__ELF__)
-#define FS_SIMD __attribute__((target_clones("default", "arch=x86-64-v3")))
+#define FS_SIMD __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define FS_SIMD
 #endif
