@@ -6,6 +6,7 @@
  *                   its table against exp2; and the vectorised loops that
  *                   inline it (the silu ops, whatever instruction set the
  *                   CPU gives them) against the same loops written with expf;
+ *   dropout_fwd     (rows in vector lanes) against cpu_dropout_fwd_ref;
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/backend_cpu.h"
 #include "backend/cpu_math.h"
 #include "base/check.h"
 #include "base/rng.h"
@@ -97,6 +99,39 @@ static void check_silu(struct rng *r)
     free(dx);
 }
 
+/* dropout_fwd (lanes of rows, an integer comparison) against its reference
+ * (a stream per row), bitwise, masks and values, in place too. */
+static void check_dropout(struct rng *r)
+{
+    const int64_t rows_list[] = {0, 1, 7, 8, 9, 23, 64};
+    const int d_list[] = {1, 5, 50, 64};
+    const float p_list[] = {0.0f, 0.1f, 0.5f, 0.95f};
+    for (size_t a = 0; a < sizeof rows_list / sizeof *rows_list; a++)
+        for (size_t b = 0; b < sizeof d_list / sizeof *d_list; b++)
+            for (size_t c = 0; c < sizeof p_list / sizeof *p_list; c++) {
+                const int64_t rows = rows_list[a], n = rows * d_list[b] + 1;
+                const int d = d_list[b];
+                const float p = p_list[c];
+                float *x = xmalloc((size_t)n * 4), *y = xmalloc((size_t)n * 4);
+                float *want = xmalloc((size_t)n * 4), *inplace = xmalloc((size_t)n * 4);
+                uint8_t *m = xmalloc((size_t)n), *wm = xmalloc((size_t)n);
+                uint64_t *keys = xmalloc((size_t)(rows + 1) * 8);
+                for (int64_t i = 0; i < n; i++)
+                    x[i] = inplace[i] = (float)(rng_uniform(r) - 0.5);
+                for (int64_t i = 0; i < rows; i++)
+                    keys[i] = rng_u64(r);
+                backend_cpu.dropout_fwd(rows, d, p, keys, 3, x, y, m);
+                backend_cpu.dropout_fwd(rows, d, p, keys, 3, inplace, inplace, m);
+                cpu_dropout_fwd_ref(rows, d, p, keys, 3, x, want, wm);
+                CHECK(!memcmp(y, want, (size_t)(rows * d) * 4) &&
+                          !memcmp(inplace, want, (size_t)(rows * d) * 4) &&
+                          !memcmp(m, wm, (size_t)(rows * d)),
+                      "dropout_fwd rows %lld d %d p %g differs from its reference",
+                      (long long)rows, d, (double)p);
+                free(x), free(y), free(want), free(inplace), free(m), free(wm), free(keys);
+            }
+}
+
 static void check_bucket(int64_t dt)
 {
     uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
@@ -137,6 +172,7 @@ int main(void)
     rng_init(&r, rng_key(11, 12, 13));
     check_expf();
     check_silu(&r);
+    check_dropout(&r);
     check_time_buckets(&r);
     if (failures) {
         printf("%d check(s) failed\n", failures);

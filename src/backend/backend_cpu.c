@@ -65,12 +65,14 @@ static void cpu_silu_bwd(int64_t n, const float *x, const float *dy, float *dx)
     }
 }
 
+FS_SIMD
 static void cpu_relu_fwd(int64_t n, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] > 0 ? x[i] : 0;
 }
 
+FS_SIMD
 static void cpu_relu_bwd(int64_t n, const float *x, const float *dy, float *dx)
 {
     for (int64_t i = 0; i < n; i++)
@@ -117,11 +119,13 @@ static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *
             float g = gamma ? dyr[j] * gamma[j] : dyr[j];
             sum_g += g;
             sum_gh += g * h;
-            if (gamma) {
+        }
+        if (gamma) /* a loop of its own: it vectorises (the one above is in order) */
+            for (int j = 0; j < d; j++) {
+                float h = (xr[j] - mean[r]) * rstd[r];
                 dgamma[j] += dyr[j] * h;
                 dbeta[j] += dyr[j];
             }
-        }
         const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
         if (gamma) /* the test outside the loop (see layernorm_fwd) */
             for (int j = 0; j < d; j++) {
@@ -172,9 +176,10 @@ static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *nor
     }
 }
 
-FS_SIMD
-static void cpu_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
-                            const float *x, float *y, uint8_t *mask)
+/* The reference: row r draws from its own xoshiro256** stream keyed by
+ * (row_keys[r], site), element j with the j-th draw. */
+void cpu_dropout_fwd_ref(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
+                         const float *x, float *y, uint8_t *mask)
 {
     float keep = 1.0f - p;
     for (int64_t r = 0; r < rows; r++) {
@@ -186,6 +191,48 @@ static void cpu_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_ke
             y[r * d + j] = m ? x[r * d + j] / keep : 0.0f;
         }
     }
+}
+
+/* The same streams, DROP_LANES rows at a time in the lanes of a vector
+ * (xoshiro256** is shifts, rotations, xors and multiplications by 5 and 9),
+ * the draw compared as an integer: uniform = (u >> 11) 2^-53 >= p exactly
+ * when (u >> 11) >= ceil(p 2^53) (both sides exact in double). Then the
+ * rows are scaled from the masks. Bitwise the reference. */
+#define DROP_LANES 8
+typedef uint64_t drop_u64x8 __attribute__((vector_size(8 * DROP_LANES)));
+FS_SIMD
+static void cpu_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
+                            const float *x, float *y, uint8_t *mask)
+{
+    const float keep = 1.0f - p;
+    const uint64_t thr = p <= 0 ? 0 : (uint64_t)ceil((double)p * 0x1p53);
+    int64_t r0 = 0;
+    for (; p > 0 && r0 + DROP_LANES <= rows; r0 += DROP_LANES) {
+        drop_u64x8 s0, s1, s2, s3; /* lane l: row r0 + l's stream (rng_init) */
+        for (int l = 0; l < DROP_LANES; l++) {
+            struct rng g;
+            rng_init(&g, rng_key(row_keys[r0 + l], site, 0x64726f70ull));
+            s0[l] = g.s[0], s1[l] = g.s[1], s2[l] = g.s[2], s3[l] = g.s[3];
+        }
+        for (int j = 0; j < d; j++) { /* rng_u64 in every lane */
+            const drop_u64x8 v = s1 * 5, out = ((v << 7) | (v >> 57)) * 9, t = s1 << 17;
+            s2 ^= s0;
+            s3 ^= s1;
+            s1 ^= s2;
+            s0 ^= s3;
+            s2 ^= t;
+            s3 = (s3 << 45) | (s3 >> 19);
+            const drop_u64x8 m = (out >> 11) >= thr; /* all ones where kept */
+            for (int l = 0; l < DROP_LANES; l++)
+                mask[(r0 + l) * d + j] = (uint8_t)(m[l] & 1);
+        }
+    for (int64_t r = r0; r < r0 + DROP_LANES; r++)
+            for (int j = 0; j < d; j++)
+                y[r * d + j] = mask[r * d + j] ? x[r * d + j] / keep : 0.0f;
+    }
+    if (r0 < rows) /* the rows left over (all rows when p <= 0: no draws) */
+        cpu_dropout_fwd_ref(rows - r0, d, p, row_keys + r0, site, x + r0 * d, y + r0 * d,
+                            mask + r0 * d);
 }
 
 FS_SIMD

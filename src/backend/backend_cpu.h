@@ -49,6 +49,9 @@ void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, con
                            float *lse);
 double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
                               const int64_t *tcol, float gscale, float *s);
+/* backend_cpu.c: the reference of dropout_fwd (the op is a faster form of it) */
+void cpu_dropout_fwd_ref(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
+                         const float *x, float *y, uint8_t *mask);
 /* backend_cpu_emb.c: the embedding engine */
 struct emb_optim_conf;
 int64_t cpu_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
