@@ -293,10 +293,12 @@ static void cpu_dropout_bwd(int64_t rows, int d, float p, const uint8_t *mask, c
         dx[i] = mask[i] ? dy[i] / keep : 0.0f;
 }
 
+FS_SIMD
 static void cpu_gather_rows(int64_t n, int d, const float *table, const int64_t *idx, float *out)
 {
-    for (int64_t i = 0; i < n; i++)
-        memcpy(out + i * d, table + idx[i] * d, (size_t)d * sizeof(float));
+    for (int64_t i = 0; i < n; i++) /* rows of d floats: a loop, not a call each */
+        for (int j = 0; j < d; j++)
+            out[i * d + j] = table[idx[i] * d + j];
 }
 
 FS_SIMD

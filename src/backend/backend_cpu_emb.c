@@ -13,6 +13,7 @@
 
 #include "backend/backend_cpu.h"
 #include "base/check.h"
+#include "base/simd.h"
 #include "embedding/emb_optim.h"
 
 /* Sort pos[n] (initially 0..n-1, or any order) stably by key[pos[i]]
@@ -253,11 +254,13 @@ int64_t cpu_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int
     return nu;
 }
 
+FS_SIMD
 void cpu_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids, int G,
                           float *out)
 {
-    for (int64_t i = 0; i < n; i++)
-        memcpy(out + i * dim, w + ids[i] / G * dim, (size_t)dim * sizeof *out);
+    for (int64_t i = 0; i < n; i++) /* rows of dim floats: a loop, not a call each */
+        for (int j = 0; j < dim; j++)
+            out[i * dim + j] = w[ids[i] / G * dim + j];
 }
 
 int64_t cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,

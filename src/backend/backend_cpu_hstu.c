@@ -99,22 +99,12 @@ static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, int64_t rows,
         if (pos_bias) /* pos_bias[N - 1 + j - i]: consecutive in j */
             for (int64_t jj = 0; jj <= last; jj++)
                 rab[jj] += pos_bias[N - 1 + c0 + jj - i];
-        if (time_bias) { /* a row's gaps change bucket rarely (sorted times: monotone) */
-            const uint64_t *thr = cpu_time_bucket_table.thr;
+        if (time_bias) {
             const int64_t ti = ts[s0 + i];
-            uint64_t lo = 1, hi = 0; /* the last bucket's range [lo, hi): none yet */
-            int32_t k = 0;
-            for (int64_t jj = 0; jj <= last; jj++) {
-                const int64_t dt = ti - ts[s0 + c0 + jj];
-                const uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
-                if (a < lo || a >= hi) {
-                    k = cpu_time_bucket_abs(a);
-                    lo = thr[k];
-                    hi = thr[k + 1];
-                }
-                bucket[jj] = k;
-                rab[jj] += time_bias[k];
-            }
+            for (int64_t jj = 0; jj <= last; jj++)
+                bucket[jj] = cpu_time_bucket(ti - ts[s0 + c0 + jj]);
+            for (int64_t jj = 0; jj <= last; jj++)
+                rab[jj] += time_bias[bucket[jj]];
         }
     }
 }

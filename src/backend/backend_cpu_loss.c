@@ -64,10 +64,11 @@ static double softmax_loss_impl(int64_t T, int d, int R, float inv_tau, const fl
     for (int64_t i = 0; i < T; i++) {
         const float *ui = u + i * d;
         float *dui = du + i * d;
-        memset(dui, 0, (size_t)d * sizeof(float));
         int64_t p = pos[i];
-        if (p < 0)
+        if (p < 0) {
+            memset(dui, 0, (size_t)d * sizeof(float));
             continue;
+        }
         loss_check_index(what, i, p, nu);
         const int64_t *ni = neg + i * R;
         const float *ep = e + p * d;
@@ -96,7 +97,8 @@ static double softmax_loss_impl(int64_t T, int d, int R, float inv_tau, const fl
         /* d loss / d s_0 = pi_0 - 1, d loss / d s_r = pi_r; ds/de = u / tau */
         float inv_sum = (float)(1.0 / sum);
         float g0 = (s[0] * inv_sum - 1.0f) * gscale;
-        loss_axpy(d, g0, ep, dui);
+        for (int j = 0; j < d; j++) /* dui = 0 + g0 ep: zeroed, then the first axpy */
+            dui[j] = 0.0f + g0 * ep[j];
         loss_axpy(d, g0, ui, de + p * d);
         for (int r = 0; r < R; r++) {
             if (s[r + 1] == 0.0f)

@@ -38,9 +38,15 @@ static void time_buckets_fill(void)
         tb->thr[k] = lo;
     }
     tb->thr[0] = 0;
-    tb->thr[HSTU_TIME_BUCKETS + 1] = UINT64_MAX;
-    for (int e = 0; e < 64; e++)
+    for (int k = HSTU_TIME_BUCKETS + 1; k <= HSTU_TIME_BUCKETS + CPU_TIME_STEPS; k++)
+        tb->thr[k] = UINT64_MAX;
+    for (int e = 0; e < 64; e++) {
         tb->first[e] = cpu_time_bucket_abs_ref((uint64_t)1 << e);
+        const uint64_t top = e == 63 ? UINT64_MAX : ((uint64_t)1 << (e + 1)) - 1;
+        if (cpu_time_bucket_abs_ref(top) - tb->first[e] > CPU_TIME_STEPS)
+            fatal("time buckets: more than %d thresholds in [2^%d, 2^%d)", CPU_TIME_STEPS, e,
+                  e + 1);
+    }
 }
 
 void cpu_time_buckets_init(void)

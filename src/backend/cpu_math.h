@@ -64,28 +64,27 @@ static inline int32_t cpu_time_bucket_abs_ref(uint64_t a)
 }
 
 /* thr[k] = the smallest |dt| whose reference bucket is >= k (k = 1 ..
- * HSTU_TIME_BUCKETS; the reference is non-decreasing in |dt|; thr[0] = 0,
- * thr[HSTU_TIME_BUCKETS + 1] = UINT64_MAX, so that bucket k holds exactly
- * [thr[k], thr[k + 1])), first[e] = the reference bucket of 2^e. Set once
- * by cpu_time_buckets_init(). */
+ * HSTU_TIME_BUCKETS; the reference is non-decreasing in |dt|); thr[0] = 0
+ * and thr[k] = UINT64_MAX above, so that bucket k holds exactly [thr[k],
+ * thr[k + 1]); first[e] = the reference bucket of 2^e. Set once by
+ * cpu_time_buckets_init(), which checks that no octave [2^e, 2^(e+1)) holds
+ * more than CPU_TIME_STEPS thresholds (the buckets are ln(2) / 0.301 = 2.3
+ * to an octave). */
+#define CPU_TIME_STEPS 3
 struct cpu_time_buckets {
-    uint64_t thr[HSTU_TIME_BUCKETS + 2];
+    uint64_t thr[HSTU_TIME_BUCKETS + 1 + CPU_TIME_STEPS];
     int32_t first[64];
 };
 extern struct cpu_time_buckets cpu_time_bucket_table;
 void cpu_time_buckets_init(void); /* thread-safe, once per process */
 
-/* a = |dt| in [2^e, 2^(e+1)) spans about 2.3 buckets: start at 2^e's,
- * step up. */
+/* The bucket of a = |dt|: 2^e's, then up one for each threshold of the
+ * octave that a reaches. No branch: a loop of it vectorises. */
 static inline int32_t cpu_time_bucket_abs(uint64_t a)
 {
     const struct cpu_time_buckets *tb = &cpu_time_bucket_table;
-    if (a <= 1)
-        return 0;
-    int32_t k = tb->first[63 - __builtin_clzll(a)];
-    while (k < HSTU_TIME_BUCKETS && a >= tb->thr[k + 1])
-        k++;
-    return k;
+    const int32_t k = tb->first[63 - __builtin_clzll(a | 1)];
+    return k + (a >= tb->thr[k + 1]) + (a >= tb->thr[k + 2]) + (a >= tb->thr[k + 3]);
 }
 
 static inline int32_t cpu_time_bucket(int64_t dt)
