@@ -97,6 +97,25 @@ refused "attribute num_items = 1073741824 is far beyond the largest item id used
 expect_error "attribute num_items = 1073741824 is far beyond the largest item id used" \
     "$FS" data stats "$T/bad.h5"
 
+# --- data gen writes synthetic features; the file does not depend on the chunk size
+G="--users 50 --items 80 --length uniform:3,20 --item-feature genres:12:3 --user-feature age:6 --event-feature act:4"
+expect_ok "$FS" data gen $G -o "$T/g1.h5"
+expect_ok "$FS" data gen $G --chunk-events 7 -o "$T/g2.h5"
+expect_ok "$FS" data stats "$T/g1.h5"
+for want in "^features: 3$" "^feature items/genres: categorical multi-valued, cardinality 12$" \
+    "^feature events/act distinct values used: 3 of 3$" "^feature users/age values: 50$"; do
+    grep -q "$want" "$T/out" || fail "gen stats lack '$want': $(grep '^feature' "$T/out")"
+done
+"$PY" -c "
+import h5py, numpy as np
+a, b = h5py.File('$T/g1.h5', 'r'), h5py.File('$T/g2.h5', 'r')
+for k in ('item_ids', 'events/act', 'users/age', 'items/genres/offsets', 'items/genres/values'):
+    assert np.array_equal(a[k][:], b[k][:]), k
+" || fail "data gen features depend on --chunk-events"
+expect_error "--item-feature: 'genres:1' is not NAME:CARD[:K]" "$FS" data gen $G --item-feature genres:1 -o "$T/g3.h5"
+expect_error "--event-feature: 'a:5:2': event features are single-valued" "$FS" data gen $G --event-feature a:5:2 -o "$T/g3.h5"
+no_file "$T/g3.h5"
+
 # training refuses the absurd file (num_items = 2^63 - 1 with 200 items used)
 mk "$T/huge.h5" 'attrs["num_items"] = 2**63 - 1'
 expect_error "huge.h5: attribute num_items = 9223372036854775807 is beyond any item table" \
