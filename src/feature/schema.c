@@ -192,9 +192,10 @@ void feat_schema_table(const struct feat_schema *s, int k, struct emb_table_conf
 
 void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t len)
 {
-    static const char *role[] = {"item", "event", "user (contextual token)"};
+    static const char *role[] = {"item", "event", "user"};
     const struct feat_spec *f = &s->f[i];
-    snprintf(buf, len, "%s feature %s: %s%lld rows x %d, %s%s", role[f->role], f->name,
+    snprintf(buf, len, "%s feature %s%s: %s%lld rows x %d, %s%s", role[f->role], f->name,
+             f->role == FEAT_USER ? " (contextual token)" : "",
              f->multi ? "multi-valued, " : "", (long long)f->rows, f->width,
              f->replicated ? "replicated" : "sharded",
              f->proj >= 0 ? ", projected to model.dim" : "");
