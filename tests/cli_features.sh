@@ -75,6 +75,12 @@ same_losses "$T/a1p.jsonl" "$T/a2p.jsonl" "all features (adam): P=2 pipeline vs 
 grep -q "user feature occ (contextual token): multi-valued, 14 rows x 5, sharded, projected to model.dim" \
     "$T/a3.out" || fail "occ line: $(grep feature "$T/a3.out")"
 
+# item and event features on sequences cut into chunks on several ranks (split_long)
+E="data.path=$T/all.h5 features.item=genres,brand features.event=act features.dims=brand:8"
+train e1 1 $E
+train esl 2 $E parallel.split_long=auto debug.split_chunks=2
+same_losses "$T/e1.jsonl" "$T/esl.jsonl" "item and event features: split_long P=2 vs P=1" 0 1e-6
+
 # resume: a P = 2 checkpoint at step 4 resumed at P = 3 equals the uninterrupted run
 mkdir -p "$T/ck"
 train full 2 $A "output.checkpoint_dir=$T/ck" train.checkpoint_every=4
