@@ -140,11 +140,37 @@ for want in "^features: 16$" "^feature events/is_click: categorical, cardinality
 done
 grep -q "^timestamp min: 1649433600 " "$T/out" || fail "time_ms not in seconds: $(grep timestamp "$T/out")"
 
-# --- training on each import ---------------------------------------------------
+# --- JSON lines with event fields (strings, numbers, booleans, null, absent) ----
+printf '%s\n' '{"u": "a", "i": "x", "t": 1, "device": "ios", "liked": true, "dwell": 3.5}' \
+    '{"u": "a", "i": "y", "t": 2, "device": "web", "liked": false, "dwell": 1}' \
+    '{"u": "a", "i": "z", "t": 3, "device": null, "dwell": 0.25}' \
+    '{"u": "b", "i": "x", "t": 1, "device": "ios", "liked": true, "dwell": 2}' \
+    '{"u": "b", "i": "z", "t": 5, "device": "android", "liked": true, "dwell": 7}' > "$T/ev.jsonl"
+expect_ok "$FS" data import --format jsonl --string-ids --user-col u --item-col i --time-col t \
+    --no-rating --event-cols device,liked,dwell:float "$T/ev.jsonl" -o "$T/ev.h5"
+expect_ok "$FS" data stats "$T/ev.h5"
+for want in "^feature events/device: categorical, cardinality 4, value map$" \
+    "^feature events/device events without a value: 1 (20.0%)$" \
+    "^feature events/liked: categorical, cardinality 3, value map$" \
+    "^feature events/liked events without a value: 1 (20.0%)$" \
+    "^feature events/dwell range: 0.25 .. 7, mean 2.75$"; do
+    grep -q "$want" "$T/out" || fail "jsonl event columns lack '$want': $(grep '^feature' "$T/out")"
+done
+printf '%s\n' '{"u": "a", "i": "x", "t": 1, "dwell": "long"}' > "$T/evbad.jsonl"
+expect_error "evbad.jsonl:1: field 'dwell' = 'long' is not a number (a float event column)" \
+    "$FS" data import --format jsonl --string-ids --user-col u --item-col i --time-col t \
+    --no-rating --event-cols dwell:float "$T/evbad.jsonl" -o "$O"
+no_file "$O"
+
+# --- training on each import, with its features ----------------------------------
+F_ml="features.item=genres,year features.user=gender,age,occupation,zip_prefix"
+F_kr="features.item=video_type,tag,author_id features.event=is_click,tab features.user=user_active_degree"
 for f in ml1m ml100k kr; do
+    feats=$F_ml; [ $f = kr ] && feats=$F_kr
     expect_ok "$MPIRUN" -np 2 "$FS" train "$TOP_SRCDIR/input/tiny.in" "data.path=$T/$f.h5" \
-        train.epochs=1 data.max_seq_len=8 "output.metrics=$T/$f.jsonl"
+        train.epochs=1 data.max_seq_len=8 "output.metrics=$T/$f.jsonl" $feats
     grep -q '"event":"eval","split":"test"' "$T/$f.jsonl" || fail "$f: no test line"
+    grep -q "user feature .* (contextual token)" "$T/out" || fail "$f: features not used: $(head -c 600 "$T/out")"
 done
 
 # --- bad side files: FILE:LINE, no output ----------------------------------------
