@@ -120,4 +120,10 @@ no_file "$T/g3.h5"
 mk "$T/huge.h5" 'attrs["num_items"] = 2**63 - 1'
 expect_error "huge.h5: attribute num_items = 9223372036854775807 is beyond any item table" \
     "$MPIRUN" -np 2 "$FS" train "$TOP_SRCDIR/input/tiny.in" "data.path=$T/huge.h5" train.max_steps=1
+# ... and a table that no node could hold (2^39 rows of dim 16 and their state)
+mk "$T/big.h5" 'attrs["num_items"] = 2**39' 'data = {k: v for k, v in data.items() if "items/" not in k}' \
+    'card = {k: v for k, v in card.items() if "items/" not in k}'
+expect_error "big.h5: attribute num_items = 549755813888: table 'items' needs" \
+    "$MPIRUN" -np 2 "$FS" train "$TOP_SRCDIR/input/tiny.in" "data.path=$T/big.h5" train.max_steps=1
+grep -q "more than this node's" "$T/err" || fail "memory figures: $(head -c 400 "$T/err")"
 finish
