@@ -44,7 +44,7 @@ fi
 
 # --- check and stats on a good file ----------------------------------------
 expect_ok "$FS" data check "$T/a.h5"
-grep -q "^$T/a.h5: ok (500 users, 300 items, [0-9]* events)$" "$T/out" ||
+grep -q "^$T/a.h5: ok (500 users, 300 items, [0-9]* events, 0 features)$" "$T/out" ||
     fail "check line: $(cat "$T/out")"
 expect_ok "$FS" data stats "$T/a.h5"
 [ "$(val users)" = 500 ] && [ "$(val items)" = 300 ] || fail "stats sizes: $(head -4 "$T/out")"

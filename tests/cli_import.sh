@@ -152,7 +152,7 @@ bad "bad.in:4: field 'movieId' = 'x' is not an integer" \
     'userId,movieId,rating,timestamp,title\n1,2,3,4,"two\nlines"\n1,x,3,4,t\n' --format csv
 bad "bad.in:2: expected 4 fields user::item::rating::timestamp separated by '::', found 3" \
     '1::2::3::4\n1:2::3::4\n' --format movielens
-bad "bad.in:1: expected 4 fields" '1,2,3,4\n' --format movielens
+bad "bad.in:1: expected 4 fields" '1 2 3 4\n' --format movielens
 bad "bad.in:1: field 'rating' = 'x' is not a number" '1::2::x::4\n' --format movielens
 bad "bad.in: empty file (no events)" '' --format movielens
 bad "bad.in:2: expected 2 fields 'user item', found 3" '1 2\n1 2 3\n' --format sasrec

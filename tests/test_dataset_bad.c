@@ -137,8 +137,8 @@ static void test_attributes(void **state)
     s.format = "something-else";
     expect_error(&s, "attribute format = 'something-else', expected 'freescale-seq'");
     s = good();
-    s.version = 2;
-    expect_error(&s, "attribute version = 2, this program reads version 1");
+    s.version = 3;
+    expect_error(&s, "attribute version = 3, this program reads versions 1 and 2");
 }
 
 static void test_types_and_shapes(void **state)

@@ -104,7 +104,7 @@ static void test_unknown_names(void **state)
                       "'train.batch_size'?");
     expect_file_error("[model]\nlr = 1\n",
                       ":2: unknown key 'lr' in section [model]; did you mean 'train.lr' or "
-                      "'embedding.lr'?");
+                      "'embedding.lr' or 'features.lr'?");
     expect_file_error("[model]\nzzzzzz = 1\n", "valid keys in [model]: type dim layers");
     expect_file_error("lr = 1\n", ":1: key 'lr' outside any [section]");
 }

@@ -78,6 +78,34 @@ X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "a plain table")
 X(embedding, subspace_basis, CHOICE, "random", 0, 0, "random|identity",
   "test hook: identity = U the first k unit vectors and F = 0 (k = dim is the plain table)")
+X(features, item, STRING, "", 0, 0, NULL,
+  "item features of the dataset (/items/NAME), comma-separated: each one's rows (pooled over "
+  "its values: features.pooling) are added to the item's token and to its output "
+  "representation (the loss, evaluation, recommend and export score items with them)")
+X(features, event, STRING, "", 0, 0, NULL,
+  "event features of the dataset (/events/NAME), comma-separated: each one's row is added to "
+  "its event's token")
+X(features, user, STRING, "", 0, 0, NULL,
+  "user features of the dataset (/users/NAME), comma-separated: each one becomes a contextual "
+  "token in front of the user's sequence (never a loss target)")
+X(features, placement, CHOICE, "auto", 0, 0, "auto|replicated|sharded",
+  "where each feature table lives: replicated on every rank (its gradient summed over the "
+  "ranks) or row-sharded over the embedding group like the item table (one exchange for all "
+  "sharded feature tables); auto = replicated up to features.replicate_below values")
+X(features, replicate_below, INT, "1048576", 0, 1e15, NULL,
+  "features.placement = auto: a table of at most this many values (rows x width) is "
+  "replicated, a larger one sharded")
+X(features, dim, INT, "0", 0, 65536, NULL,
+  "width of the feature tables (0 = model.dim); another width is projected to model.dim by a "
+  "learned matrix (trained like a replicated table)")
+X(features, dims, STRING, "", 0, 0, NULL,
+  "per-feature widths NAME:WIDTH,... overriding features.dim")
+X(features, pooling, CHOICE, "sum", 0, 0, "sum|mean",
+  "how the rows of a multi-valued feature's values are pooled (a value 0 is missing: no row)")
+X(features, optimizer, CHOICE, "same", 0, 0, "same|sgd|adagrad|adam",
+  "sparse optimizer of the feature tables and projections (same = embedding.optimizer)")
+X(features, lr, FLOAT, "0", 0, 100, NULL,
+  "learning rate of the feature tables and projections (0 = embedding.lr)")
 X(parallel, balance, CHOICE, "kk", 0, 0, "none|lpt|kk",
   "assign each global batch's sequences to ranks by predicted cost: none (equal "
   "contiguous shares), lpt (greedy), kk (Karmarkar-Karp)")

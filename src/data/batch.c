@@ -34,6 +34,7 @@ void batch_alloc(struct seq_batch *b, int64_t B, int64_t T, int with_ts, int eva
     b->B = B;
     b->T = T;
     b->users = xmalloc((size_t)(B ? B : 1) * sizeof *b->users);
+    b->ev0 = xmalloc((size_t)(B ? B : 1) * sizeof *b->ev0);
     b->offsets = xmalloc((size_t)(B + 1) * sizeof *b->offsets);
     b->items = xmalloc((size_t)(T ? T : 1) * sizeof *b->items);
     b->targets = xcalloc((size_t)(T ? T : 1), sizeof *b->targets);
@@ -95,6 +96,7 @@ void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with
                 memcpy(b->key_ts + b->key_off[i], ts + first, (size_t)z * sizeof *ts);
         }
         b->users[i] = u;
+        b->ev0[i] = ds->offsets[u] + first + a;
         b->offsets[i + 1] = t;
     }
     free(items);
@@ -129,6 +131,7 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
         memcpy(b->hist + h, items, (size_t)tgt * sizeof *items);
         h += tgt;
         b->users[i] = u;
+        b->ev0[i] = ds->offsets[u] + first;
         b->offsets[i + 1] = t;
         b->hist_off[i + 1] = h;
     }
@@ -142,6 +145,7 @@ void batch_free(struct seq_batch *b)
     free(b->key_off);
     free(b->key_ts);
     free(b->users);
+    free(b->ev0);
     free(b->offsets);
     free(b->items);
     free(b->targets);

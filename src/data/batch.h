@@ -20,6 +20,8 @@ struct seq_batch {
     int64_t *targets;   /* [T] next item (train) or 0; eval: target at the last position */
     int64_t *ts;        /* [T] timestamps, or NULL */
     uint64_t *keys;     /* [T] per-token random key */
+    int64_t *ev0;       /* [B] the file's index of entry i's first token's event (its
+                           tokens are consecutive events): event features */
     int64_t *hist_off;  /* eval only: [B + 1] CSR of the whole history to exclude */
     int64_t *hist;      /* eval only */
     /* train with pieces (parallel.split_long), else NULL: */

@@ -361,15 +361,22 @@ static int read_attributes(struct dataset *ds, char *err, size_t errlen)
                       DATASET_FORMAT);
     if (read_attr_i64(ds, "version", &version, err, errlen))
         return -1;
-    if (version != DATASET_VERSION)
-        return errorf(err, errlen, "%s: attribute version = %lld, this program reads version %d",
-                      ds->path, (long long)version, DATASET_VERSION);
+    if (version != DATASET_VERSION && version != DATASET_VERSION_FEATURES)
+        return errorf(err, errlen, "%s: attribute version = %lld, this program reads versions "
+                      "%d and %d", ds->path, (long long)version, DATASET_VERSION,
+                      DATASET_VERSION_FEATURES);
+    ds->version = version;
     if (read_attr_i64(ds, "num_items", &ds->num_items, err, errlen) ||
         read_attr_i64(ds, "num_users", &ds->num_users, err, errlen))
         return -1;
     if (ds->num_items < 1 || ds->num_users < 0 || ds->num_users > ((int64_t)1 << 62))
         return errorf(err, errlen, "%s: attributes num_items = %lld, num_users = %lld out of range",
                       ds->path, (long long)ds->num_items, (long long)ds->num_users);
+    if (ds->num_items > DATASET_MAX_ROWS)
+        return errorf(err, errlen,
+                      "%s: attribute num_items = %lld is beyond any item table (at most 2^40 = "
+                      "%lld rows): the item ids of a dataset are 1 .. num_items", ds->path,
+                      (long long)ds->num_items, (long long)DATASET_MAX_ROWS);
     return 0;
 }
 
@@ -449,7 +456,7 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         errorf(err, errlen, "%s: cannot open the event datasets", path);
         goto fail;
     }
-    if (read_offsets(ds, &t_off, err, errlen))
+    if (read_offsets(ds, &t_off, err, errlen) || dataset_feat_open(ds, err, errlen))
         goto fail;
     return 0;
 fail:
@@ -463,6 +470,7 @@ void dataset_close(struct dataset *ds)
     if (ds->d_ts >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_ts));
     if (ds->d_actions >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_actions));
     ds->d_items = ds->d_ts = ds->d_actions = -1;
+    dataset_feat_close(ds);
     if (ds->file >= 0)
         H5_CHECK(H5Fclose((hid_t)ds->file));
     ds->file = -1;
@@ -562,11 +570,35 @@ char **dataset_read_map_str(const struct dataset *ds, const char *name, char *er
         errorf(err, errlen, "%s: has no /%s", ds->path, name);
         return NULL;
     }
-    char path[64];
+    return dataset_read_strings(ds, name, n, err, errlen);
+}
+
+char **dataset_read_strings(const struct dataset *ds, const char *name, int64_t n, char *err,
+                            size_t errlen)
+{
+    char path[256];
     snprintf(path, sizeof path, "/%s", name);
     hid_t d = H5Dopen2((hid_t)ds->file, path, H5P_DEFAULT);
     hid_t t = d < 0 ? -1 : H5Dget_type(d), s = d < 0 ? -1 : H5Dget_space(d), mt = -1;
     char **out = NULL;
+    hsize_t dim = 0;
+    int bad = 0;
+    if (d >= 0 && (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING ||
+                   H5Sget_simple_extent_type(s) != H5S_SIMPLE ||
+                   H5Sget_simple_extent_ndims(s) != 1 ||
+                   H5Sget_simple_extent_dims(s, &dim, NULL) < 0))
+        bad = errorf(err, errlen, "%s: %s is not a 1-D dataset of strings", ds->path, path);
+    else if (d >= 0 && (int64_t)dim != n)
+        bad = errorf(err, errlen, "%s: %s has %lld strings, expected %lld", ds->path, path,
+                     (long long)dim, (long long)n);
+    else if (d >= 0)
+        bad = dataset_h5_storage_check(d, ds->path, path, err, errlen);
+    if (bad) {
+        H5Dclose(d);
+        if (t >= 0) H5Tclose(t);
+        if (s >= 0) H5Sclose(s);
+        return NULL;
+    }
     if (d >= 0 && dataset_h5_vlen_check(d, ds->path, path, err, errlen)) {
         H5Dclose(d); /* the heap is damaged: not read */
         H5Tclose(t);
@@ -606,7 +638,7 @@ int dataset_validate(const struct dataset *ds, char *err, size_t errlen)
     int64_t *ts = ds->has_timestamps ? xmalloc((size_t)VALIDATE_EVENTS * sizeof *ts) : NULL;
     int32_t *act = ds->has_actions ? xmalloc((size_t)VALIDATE_EVENTS * sizeof *act) : NULL;
     int rc = 0;
-    int64_t u0 = 0;
+    int64_t u0 = 0, max_id = 0;
     while (rc == 0 && u0 < ds->num_users) {
         /* as many whole users as fit; a longer user is read alone */
         int64_t u1 = u0 + 1;
@@ -621,6 +653,8 @@ int dataset_validate(const struct dataset *ds, char *err, size_t errlen)
             ba = act ? xmalloc((size_t)n * sizeof *ba) : NULL;
         }
         rc = dataset_read_users(ds, u0, u1, bi, bt, ba, err, errlen);
+        for (int64_t i = 0; rc == 0 && i < n; i++)
+            max_id = bi[i] > max_id ? bi[i] : max_id;
         if (bi != items) {
             free(bi);
             free(bt);
@@ -631,5 +665,11 @@ int dataset_validate(const struct dataset *ds, char *err, size_t errlen)
     free(items);
     free(ts);
     free(act);
-    return rc;
+    if (rc == 0 && dataset_rows_absurd(ds->num_items, max_id))
+        rc = errorf(err, errlen,
+                    "%s: attribute num_items = %lld is far beyond the largest item id used, "
+                    "%lld: the item table would have %lld rows for at most %lld items (set "
+                    "num_items to the largest id)", ds->path, (long long)ds->num_items,
+                    (long long)max_id, (long long)ds->num_items, (long long)max_id);
+    return rc ? rc : dataset_feat_validate(ds, err, errlen);
 }

@@ -1,6 +1,6 @@
 /* dataset: reader and writer of the HDF5 sequence format (DESIGN.md §4).
  *
- *   /              attrs format="freescale-seq", version=1, num_items, num_users
+ *   /              attrs format="freescale-seq", version=1 or 2, num_items, num_users
  *   /offsets       int64 [num_users + 1]  CSR offsets, 0 .. num_events
  *   /item_ids      int64 [num_events]     1 .. num_items
  *   /timestamps    int64 [num_events]     optional, non-decreasing per user
@@ -9,6 +9,17 @@
  *   /user_map      int64 [num_users]      optional: original id of user u
  *   /item_map_str  string [num_items]     optional: the same for string ids
  *   /user_map_str  string [num_users]     optional
+ * Version 2 adds features (each optional; dataset_feat.c):
+ *   /events/NAME   [num_events]           one value per event
+ *   /users/NAME    [num_users]            one value per user
+ *   /items/NAME    [num_items]            one value per item (row i: item i + 1)
+ *   or, multi-valued (users and items), a group NAME holding CSR
+ *     offsets [n + 1] (0, non-decreasing, ends at len(values)) and values.
+ * A categorical feature has integer values 0 .. cardinality - 1 (0 =
+ * missing) and an int64 attribute `cardinality` (on the dataset, or on the
+ * group of a multi-valued one); a float feature (float32/64, finite values,
+ * single-valued) has none. /feature_maps/KIND/NAME: optional strings
+ * [cardinality - 1], the original value of categorical id k + 1.
  *
  * What the reader accepts is what a correct writer, h5py's defaults
  * included, produces: string attributes of variable or fixed length, ASCII
@@ -29,11 +40,39 @@
 #include <stdint.h>
 
 #define DATASET_FORMAT "freescale-seq"
-#define DATASET_VERSION 1
+#define DATASET_VERSION 1   /* written when the file has no features */
+#define DATASET_VERSION_FEATURES 2
+/* The most rows of any table: num_items and cardinalities beyond it are
+ * refused on open (no table of 2^40 rows fits any cluster). */
+#define DATASET_MAX_ROWS ((int64_t)1 << 40)
+#define DATASET_MAX_FEATURES 64
+/* A table of `rows` rows whose largest id used is max_used is absurd
+ * when rows exceeds both 2^26 and 1024 x max_used (data check refuses it). */
+static inline int dataset_rows_absurd(int64_t rows, int64_t max_used)
+{
+    return rows > ((int64_t)1 << 26) && rows / 1024 > (max_used > 0 ? max_used : 1);
+}
+#define DATASET_FEATURE_NAME 48
 
 /* The integer type of a dataset as stored: bytes (1..8) and sign. */
 struct dataset_int {
     int8_t bytes, is_signed;
+};
+
+enum dataset_feat_kind { DS_EVENTS, DS_USERS, DS_ITEMS };
+
+/* One feature of a version 2 file, as found and checked by dataset_open. */
+struct dataset_feature {
+    char name[DATASET_FEATURE_NAME];
+    enum dataset_feat_kind kind;
+    int multi;                /* CSR: offsets + values (users, items) */
+    int is_float;             /* float values (else categorical integers) */
+    int64_t cardinality;      /* categorical: values 0 .. cardinality - 1 */
+    int64_t n;                /* entities: num_events, num_users or num_items */
+    int64_t n_values;         /* values stored (n unless multi) */
+    int has_map;              /* /feature_maps/KIND/NAME exists */
+    struct dataset_int t_val, t_off; /* stored integer types (t_off: multi) */
+    int64_t d_val, d_off;     /* open hid_t (values; offsets of multi), -1 if none */
 };
 
 struct dataset {
@@ -45,6 +84,9 @@ struct dataset {
     int64_t *offsets; /* [num_users + 1], read and validated by dataset_open */
     int64_t d_items, d_ts, d_actions; /* open hid_t (-1 if absent), with a chunk cache */
     struct dataset_int t_items, t_ts, t_actions, t_item_map, t_user_map; /* stored types */
+    int64_t version;
+    int nfeat;
+    struct dataset_feature *feat; /* [nfeat], events then users then items, by name */
 };
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
@@ -68,11 +110,47 @@ int64_t *dataset_read_map(const struct dataset *ds, const char *name, char *err,
  * [num_users]) whole: NUL-terminated strings, in one allocation (free() the
  * result once); NULL + err if absent. */
 char **dataset_read_map_str(const struct dataset *ds, const char *name, char *err, size_t errlen);
-/* Validate every event by streaming over users in bounded memory. */
+/* A 1-D string dataset /name of n strings read whole (as
+ * dataset_read_map_str); NULL + err when missing or of another shape. */
+char **dataset_read_strings(const struct dataset *ds, const char *name, int64_t n, char *err,
+                            size_t errlen);
+/* Validate every event by streaming over users in bounded memory, then
+ * every feature (dataset_feat_validate). */
 int dataset_validate(const struct dataset *ds, char *err, size_t errlen);
 
+/* --- features (version 2; dataset_feat.c) --------------------------------- */
+
+const char *dataset_feat_kind_name(enum dataset_feat_kind k); /* "events", "users", "items" */
+/* The feature KIND/name, or NULL. */
+const struct dataset_feature *dataset_feat_find(const struct dataset *ds,
+                                                enum dataset_feat_kind kind, const char *name);
+/* Find, check (type, shape, cardinality attribute, storage) and open the
+ * features of a version 2 file into ds->feat (called by dataset_open). */
+int dataset_feat_open(struct dataset *ds, char *err, size_t errlen);
+void dataset_feat_close(struct dataset *ds);
+/* CSR offsets of entities [first, first + n) of feature f: off[n + 1]
+ * (absolute indexes into the values; single-valued: first .. first + n),
+ * checked: within the values, non-decreasing (errors name the first bad
+ * index). */
+int dataset_feat_offsets(const struct dataset *ds, const struct dataset_feature *f,
+                         int64_t first, int64_t n, int64_t *off, char *err, size_t errlen);
+/* Values [v0, v0 + n) of a categorical feature, checked in 0 ..
+ * cardinality - 1: out[n]. */
+int dataset_feat_ints(const struct dataset *ds, const struct dataset_feature *f, int64_t v0,
+                      int64_t n, int32_t *out, char *err, size_t errlen);
+/* Values [v0, v0 + n) of a float feature, checked finite: out[n]. */
+int dataset_feat_floats(const struct dataset *ds, const struct dataset_feature *f, int64_t v0,
+                        int64_t n, float *out, char *err, size_t errlen);
+/* Every value and offset of every feature, streamed in bounded memory. */
+int dataset_feat_validate(const struct dataset *ds, char *err, size_t errlen);
+/* The value map of categorical feature f (/feature_maps/KIND/NAME): as
+ * dataset_read_map_str, [cardinality - 1] strings; NULL + err if absent. */
+char **dataset_feat_map(const struct dataset *ds, const struct dataset_feature *f, char *err,
+                        size_t errlen);
+
 /* Streaming writer. Writes to "PATH.tmp.PID" and renames to PATH only in
- * dataset_writer_close(); dataset_writer_abort() removes the temporary. */
+ * dataset_writer_close(); dataset_writer_abort() removes the temporary.
+ * Version 1 unless a feature is written, then 2. */
 struct dataset_writer;
 struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps,
                                            int with_actions, char *err, size_t errlen);
@@ -87,6 +165,24 @@ int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t
 /* String maps ("item_map_str", "user_map_str"): s[i][0 .. len[i]), i < n. */
 int dataset_writer_map_str(struct dataset_writer *w, const char *name, const char *const *s,
                            const size_t *len, int64_t n, char *err, size_t errlen);
+/* Features. An event feature is declared before the first append
+ * (returns its index k) and its values appended after each
+ * dataset_writer_append, as many as that call's events (ints: categorical
+ * ids, or floats when declared float); user and item features are written
+ * whole: n entities, off [n + 1] CSR (NULL: single-valued) into ints or
+ * floats. cardinality: categorical values 0 .. cardinality - 1 (0 =
+ * missing), 0 for float values. Maps: strings [cardinality - 1]. */
+int dataset_writer_event_feature(struct dataset_writer *w, const char *name, int is_float,
+                                 int64_t cardinality, char *err, size_t errlen);
+int dataset_writer_append_feature(struct dataset_writer *w, int k, int64_t n,
+                                  const int32_t *ints, const float *floats, char *err,
+                                  size_t errlen);
+int dataset_writer_feature(struct dataset_writer *w, enum dataset_feat_kind kind,
+                           const char *name, int64_t cardinality, int64_t n, const int64_t *off,
+                           const int32_t *ints, const float *floats, char *err, size_t errlen);
+int dataset_writer_feature_map(struct dataset_writer *w, enum dataset_feat_kind kind,
+                               const char *name, const char *const *s, const size_t *len,
+                               int64_t n, char *err, size_t errlen);
 /* Write offsets and attributes, close, rename. Frees w (also on error,
  * after removing the temporary). */
 int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen);

@@ -15,11 +15,25 @@
 #define CHUNK_EVENTS ((hsize_t)1 << 16) /* 64 Ki events = 512 KiB of int64 */
 #define CHUNK_STRING_BYTES ((size_t)1 << 20) /* string maps: about 1 MiB chunks */
 
+#define MAX_EVENT_FEATURES 32
+
+/* A feature written: its kind and entity count (checked at close); event
+ * features: the open dataset and the values appended so far. */
+struct writer_feature {
+    enum dataset_feat_kind kind;
+    char name[DATASET_FEATURE_NAME];
+    int is_float;
+    int64_t n;
+    hid_t d;
+};
+
 struct dataset_writer {
     char path[4096], tmp[4200];
     hid_t file, d_items, d_ts, d_actions;
     int64_t events, users, cap_users;
     int64_t *offsets;
+    int nfeat;                       /* features written: version 2 when > 0 */
+    struct writer_feature feat[DATASET_MAX_FEATURES];
 };
 
 static hid_t create_extendible(hid_t f, const char *name, hid_t type)
@@ -53,7 +67,17 @@ static int append_slab(hid_t d, hid_t mem_type, int64_t first, int64_t n, const 
     return rc;
 }
 
+static int write_whole_as(hid_t f, const char *name, hid_t type, hid_t mem, const void *buf,
+                          int64_t n);
+
 static int write_whole(hid_t f, const char *name, hid_t type, const void *buf, int64_t n)
+{
+    return write_whole_as(f, name, type, H5T_NATIVE_INT64, buf, n);
+}
+
+/* A whole 1-D dataset of type from memory of type mem. */
+static int write_whole_as(hid_t f, const char *name, hid_t type, hid_t mem, const void *buf,
+                          int64_t n)
 {
     hsize_t dim = (hsize_t)n;
     hid_t s = H5Screate_simple(1, &dim, NULL);
@@ -66,7 +90,7 @@ static int write_whole(hid_t f, const char *name, hid_t type, const void *buf, i
             n = -1;
     }
     hid_t d = n < 0 ? -1 : H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
-    int rc = d < 0 || (n > 0 && H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    int rc = d < 0 || (n > 0 && H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
                  ? -1 : 0;
     if (d >= 0) H5Dclose(d);
     H5Pclose(pl);
@@ -103,6 +127,9 @@ static int write_attr_str(hid_t f, const char *name, const char *v)
 
 static void writer_free(struct dataset_writer *w)
 {
+    for (int i = 0; i < w->nfeat; i++)
+        if (w->feat[i].d >= 0)
+            H5Dclose(w->feat[i].d);
     if (w->d_items >= 0) H5Dclose(w->d_items);
     if (w->d_ts >= 0) H5Dclose(w->d_ts);
     if (w->d_actions >= 0) H5Dclose(w->d_actions);
@@ -239,7 +266,7 @@ int dataset_writer_map_str(struct dataset_writer *w, const char *name, const cha
         if (utf8 && !valid_utf8((const unsigned char *)s[i], len[i]))
             utf8 = 0;
     }
-    char path[64];
+    char path[256];
     snprintf(path, sizeof path, "/%s", name);
     hsize_t dim = (hsize_t)n;
     hsize_t chunk = (hsize_t)(CHUNK_STRING_BYTES / size ? CHUNK_STRING_BYTES / size : 1);
@@ -285,9 +312,22 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
         dataset_writer_abort(w);
         return -1;
     }
+    for (int i = 0; i < w->nfeat; i++) {
+        const struct writer_feature *f = &w->feat[i];
+        const int64_t want = f->kind == DS_EVENTS ? w->events : f->kind == DS_USERS ? w->users
+                                                                                    : num_items;
+        if (f->n != want) {
+            errorf(err, errlen, "%s: internal: feature %s/%s has %lld values for %lld %s",
+                   w->path, dataset_feat_kind_name(f->kind), f->name, (long long)f->n,
+                   (long long)want, dataset_feat_kind_name(f->kind));
+            dataset_writer_abort(w);
+            return -1;
+        }
+    }
     if (write_whole(w->file, "/offsets", H5T_STD_I64LE, w->offsets, w->users + 1) ||
         write_attr_str(w->file, "format", DATASET_FORMAT) ||
-        write_attr_i64(w->file, "version", DATASET_VERSION) ||
+        write_attr_i64(w->file, "version",
+                       w->nfeat ? DATASET_VERSION_FEATURES : DATASET_VERSION) ||
         write_attr_i64(w->file, "num_items", num_items) ||
         write_attr_i64(w->file, "num_users", w->users)) {
         errorf(err, errlen, "%s: cannot write offsets or attributes to %s", w->path, w->tmp);
@@ -317,4 +357,149 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
         return errorf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp, strerror(e));
     }
     return 0;
+}
+
+/* --- features ------------------------------------------------------------------ */
+
+/* The group path (created when missing); 0 or -1. */
+static int ensure_group(hid_t f, const char *path)
+{
+    if (H5Lexists(f, path, H5P_DEFAULT) > 0)
+        return 0;
+    hid_t g = H5Gcreate2(f, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0)
+        return -1;
+    H5Gclose(g);
+    return 0;
+}
+
+/* A new feature's slot, its name checked; NULL + err. */
+static struct writer_feature *feature_add(struct dataset_writer *w, enum dataset_feat_kind kind,
+                                          const char *name, int is_float, int64_t cardinality,
+                                          char *err, size_t errlen)
+{
+    size_t n = strlen(name);
+    int ok = n > 0 && n < DATASET_FEATURE_NAME && name[0] != '.';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+             (name[i] >= '0' && name[i] <= '9') || strchr("_-.", name[i]);
+    if (!ok) {
+        errorf(err, errlen, "%s: feature name '%s': 1 to %d characters of A-Z a-z 0-9 _ - .",
+               w->path, name, DATASET_FEATURE_NAME - 1);
+        return NULL;
+    }
+    for (int i = 0; i < w->nfeat; i++)
+        if (w->feat[i].kind == kind && !strcmp(w->feat[i].name, name)) {
+            errorf(err, errlen, "%s: feature %s/%s written twice", w->path,
+                   dataset_feat_kind_name(kind), name);
+            return NULL;
+        }
+    if (w->nfeat == DATASET_MAX_FEATURES) {
+        errorf(err, errlen, "%s: more than %d features", w->path, DATASET_MAX_FEATURES);
+        return NULL;
+    }
+    if (is_float ? cardinality != 0 : cardinality < 1 || cardinality > DATASET_MAX_ROWS ||
+                                          cardinality > INT32_MAX) {
+        errorf(err, errlen, "%s: feature %s/%s: cardinality %lld (categorical: 1 .. 2^31 - 1; "
+               "float: 0)", w->path, dataset_feat_kind_name(kind), name, (long long)cardinality);
+        return NULL;
+    }
+    char group[16];
+    snprintf(group, sizeof group, "/%s", dataset_feat_kind_name(kind));
+    if (ensure_group(w->file, group)) {
+        errorf(err, errlen, "%s: cannot create %s in %s", w->path, group, w->tmp);
+        return NULL;
+    }
+    struct writer_feature *f = &w->feat[w->nfeat++];
+    *f = (struct writer_feature){.kind = kind, .is_float = is_float, .d = -1};
+    snprintf(f->name, sizeof f->name, "%s", name);
+    return f;
+}
+
+int dataset_writer_event_feature(struct dataset_writer *w, const char *name, int is_float,
+                                 int64_t cardinality, char *err, size_t errlen)
+{
+    if (w->events > 0 || w->users > 0)
+        return errorf(err, errlen, "%s: internal: event feature '%s' declared after events",
+                      w->path, name);
+    struct writer_feature *f = feature_add(w, DS_EVENTS, name, is_float, cardinality, err, errlen);
+    if (!f)
+        return -1;
+    char path[128];
+    snprintf(path, sizeof path, "/events/%s", name);
+    f->d = create_extendible(w->file, path, is_float ? H5T_IEEE_F32LE : H5T_STD_I32LE);
+    if (f->d < 0 || (!is_float && write_attr_i64(f->d, "cardinality", cardinality)))
+        return errorf(err, errlen, "%s: cannot create %s in %s", w->path, path, w->tmp);
+    return w->nfeat - 1;
+}
+
+int dataset_writer_append_feature(struct dataset_writer *w, int k, int64_t n,
+                                  const int32_t *ints, const float *floats, char *err,
+                                  size_t errlen)
+{
+    struct writer_feature *f = k >= 0 && k < w->nfeat ? &w->feat[k] : NULL;
+    if (!f || f->kind != DS_EVENTS || (f->is_float ? !floats : !ints) || f->n + n > w->events)
+        return errorf(err, errlen, "%s: internal: event feature %d appended inconsistently",
+                      w->path, k);
+    errno = 0;
+    if (append_slab(f->d, f->is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32, f->n, n,
+                    f->is_float ? (const void *)floats : (const void *)ints)) {
+        int e = errno;
+        return errorf(err, errlen, "%s: write to %s failed: %s", w->path, w->tmp,
+                      e ? strerror(e) : "disk full?");
+    }
+    f->n += n;
+    return 0;
+}
+
+int dataset_writer_feature(struct dataset_writer *w, enum dataset_feat_kind kind,
+                           const char *name, int64_t cardinality, int64_t n, const int64_t *off,
+                           const int32_t *ints, const float *floats, char *err, size_t errlen)
+{
+    const int is_float = floats != NULL;
+    if (kind == DS_EVENTS || (off && is_float) || (!ints == !floats))
+        return errorf(err, errlen, "%s: internal: feature '%s' written inconsistently", w->path,
+                      name);
+    struct writer_feature *f = feature_add(w, kind, name, is_float, cardinality, err, errlen);
+    if (!f)
+        return -1;
+    f->n = n;
+    char path[128], sub[160];
+    snprintf(path, sizeof path, "/%s/%s", dataset_feat_kind_name(kind), name);
+    int rc = 0;
+    if (off) {
+        hid_t g = H5Gcreate2(w->file, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        rc = g < 0 || write_attr_i64(g, "cardinality", cardinality) ? -1 : 0;
+        if (g >= 0)
+            H5Gclose(g);
+        snprintf(sub, sizeof sub, "%s/offsets", path);
+        rc = rc || write_whole(w->file, sub, H5T_STD_I64LE, off, n + 1);
+        snprintf(sub, sizeof sub, "%s/values", path);
+        rc = rc || write_whole_as(w->file, sub, H5T_STD_I32LE, H5T_NATIVE_INT32, ints, off[n]);
+    } else {
+        rc = write_whole_as(w->file, path, is_float ? H5T_IEEE_F32LE : H5T_STD_I32LE,
+                            is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32,
+                            is_float ? (const void *)floats : (const void *)ints, n);
+        if (rc == 0 && !is_float) {
+            hid_t d = H5Dopen2(w->file, path, H5P_DEFAULT);
+            rc = d < 0 || write_attr_i64(d, "cardinality", cardinality) ? -1 : 0;
+            if (d >= 0)
+                H5Dclose(d);
+        }
+    }
+    if (rc)
+        return errorf(err, errlen, "%s: cannot write %s to %s", w->path, path, w->tmp);
+    return 0;
+}
+
+int dataset_writer_feature_map(struct dataset_writer *w, enum dataset_feat_kind kind,
+                               const char *name, const char *const *s, const size_t *len,
+                               int64_t n, char *err, size_t errlen)
+{
+    char group[64], path[160];
+    snprintf(group, sizeof group, "/feature_maps/%s", dataset_feat_kind_name(kind));
+    snprintf(path, sizeof path, "feature_maps/%s/%s", dataset_feat_kind_name(kind), name);
+    if (ensure_group(w->file, "/feature_maps") || ensure_group(w->file, group))
+        return errorf(err, errlen, "%s: cannot create %s in %s", w->path, group, w->tmp);
+    return dataset_writer_map_str(w, path, s, len, n, err, errlen);
 }

@@ -314,6 +314,7 @@ void emb_exchange_progress(struct emb_exchange *x)
 int64_t emb_exchange_nuniq(const struct emb_exchange *x) { return x->nuniq; }
 const int64_t *emb_exchange_inverse(const struct emb_exchange *x) { return x->inverse; }
 const float *emb_exchange_rows(const struct emb_exchange *x) { return x->rows; }
+const int64_t *emb_exchange_uniq(const struct emb_exchange *x) { return x->uniq; }
 
 int emb_exchange_spans(const struct emb_exchange *x, int k, const struct emb_span **spans)
 {

@@ -83,6 +83,8 @@ void emb_exchange_progress(struct emb_exchange *x);
 int64_t emb_exchange_nuniq(const struct emb_exchange *x);
 const int64_t *emb_exchange_inverse(const struct emb_exchange *x);
 const float *emb_exchange_rows(const struct emb_exchange *x);
+/* The unique ids [nuniq] in the rows' order (item features: tokens.h). */
+const int64_t *emb_exchange_uniq(const struct emb_exchange *x);
 /* Chunk k's rows as spans (one per owner, some empty): *spans points into
  * x; returns their number. */
 int emb_exchange_spans(const struct emb_exchange *x, int k, const struct emb_span **spans);

@@ -50,8 +50,8 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
     memset(t, 0, sizeof *t);
     t->conf = *conf;
     t->be = conf->placement ? conf->placement : &backend_cpu;
-    t->G = c->g[COMM_EMB].size;
-    t->shard = c->g[COMM_EMB].rank;
+    t->G = conf->replicated ? 1 : c->g[COMM_EMB].size;
+    t->shard = conf->replicated ? 0 : c->g[COMM_EMB].rank;
     t->local_rows = conf->rows / t->G + 1;
     t->width = conf->subspace_k > 0 ? conf->subspace_k : conf->dim;
     if (conf->subspace_k > 0) {

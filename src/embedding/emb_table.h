@@ -8,6 +8,9 @@
  * not depend on G or P, and untouched rows cost no memory pages. With
  * G < P the P/G groups hold replicas of the same shards, kept identical by
  * summing every sparse gradient across the emb_replica communicator.
+ * A replicated table (conf.replicated: the small feature tables, DESIGN.md
+ * §5) is whole on every rank: G = 1, shard 0 (emb_multi.h looks it up and
+ * sums its gradients over dp).
  *
  * Lookups and sparse updates of a table are exchanges between the ranks of
  * the emb group: emb_exchange.h. */
@@ -29,7 +32,7 @@ struct emb_subspace;
 #define EMB_SCRATCH 4
 
 struct emb_table_conf {
-    char name[32];
+    char name[64];
     int64_t rows; /* valid ids 1..rows */
     int dim;
     enum emb_init init;
@@ -47,6 +50,7 @@ struct emb_table_conf {
      * a plain table; else rows are F(i) + U c[i], c[i] of subspace_k values
      * stored (host tables only); identity: U = I[:, :k], F = 0 (a test hook) */
     int subspace_k, subspace_identity;
+    int replicated; /* whole on every rank (G = 1), not sharded over emb */
 };
 
 /* Bytes the exchanges of a table sent, counted by every rank for what it
@@ -77,7 +81,7 @@ struct emb_table {
     struct emb_wire_stats wire;         /* this rank's, since the last emb_table_wire_take */
 };
 
-#define EMB_MAX_TABLES 16
+#define EMB_MAX_TABLES 136 /* the item table, up to 64 feature tables and their projections */
 struct emb_registry {
     int n;
     struct emb_table tables[EMB_MAX_TABLES];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "train/step_feat.h"
 
 #define EVAL_CHUNK 256 /* users per forward pass */
 
@@ -13,23 +14,48 @@ void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *ou
 {
     const struct backend_ops *be = tr->be;
     const int d = tr->conf.d;
-    const size_t td = (size_t)(b->T ? b->T : 1) * (size_t)d * sizeof(float);
+    size_t td = (size_t)(b->T ? b->T : 1) * (size_t)d * sizeof(float);
     float *emb = xmalloc(td);
     emb_exchange_free(emb_lookup(tr->items, tr->c, b->items, b->T, emb, NULL));
-    struct batch mb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
-                       .row_keys = b->keys, .train = 0};
+    const struct batch eb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
+                             .row_keys = b->keys, .train = 0};
+    struct batch mb = eb;
+    struct tokens *tk = NULL;
+    if (tr->feat) { /* the tokens with their features (step_feat.h; collective) */
+        float *x;
+        tk = step_feat_inputs(tr, b, emb, &eb, &mb, &x);
+        free(emb);
+        emb = x;
+        td = (size_t)(mb.T ? mb.T : 1) * (size_t)d * sizeof(float);
+    }
     void *own_emb, *own_y;
     const float *demb = backend_upload(be, emb, td, &own_emb);
     float *y = be->alloc(td);
-    if (b->T > 0)
+    if (mb.T > 0)
         tr->m.vt->forward(&tr->m, &mb, demb, y);
     const float *hy = backend_download(be, y, td, &own_y);
-    for (int64_t i = 0; i < b->B; i++)
-        memcpy(out + i * d, hy + (b->offsets[i + 1] - 1) * d, (size_t)d * sizeof *out);
+    for (int64_t i = 0; i < b->B; i++) /* the last token of each sequence */
+        memcpy(out + i * d, hy + (mb.offsets[i + 1] - 1) * d, (size_t)d * sizeof *out);
     free(own_y);
     be->free(y);
     be->free(own_emb);
     free(emb);
+    if (tk) {
+        tokens_free(tk);
+        free(tk);
+    }
+}
+
+/* eval_conf's item hook: an item's representation includes its features. */
+static void item_rows_hook(void *ctx, const int64_t *ids, int64_t n, float *rows)
+{
+    step_feat_item_rows(ctx, ids, n, rows);
+}
+
+void eval_conf_items(struct trainer *tr, struct eval_conf *ec)
+{
+    ec->item_rows = tr->feat ? item_rows_hook : NULL;
+    ec->item_ctx = tr;
 }
 
 void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
@@ -62,6 +88,7 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
         batch_free(&sb);
     }
     struct eval_conf conf = {.normalize_items = tr->conf.normalize_items};
+    eval_conf_items(tr, &conf);
     struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
                              .hist_ids = hist};
     int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);

@@ -14,6 +14,9 @@
 void eval_split(struct trainer *tr, int test, struct eval_metrics *out);
 /* The most-popular-items baseline on the same split (eval_popular.c). */
 void eval_popular(struct trainer *tr, int test, struct eval_metrics *out);
+/* Set ec's item hook: with item features, items are scored by their
+ * representation (row + item features; train/step_feat.h). */
+void eval_conf_items(struct trainer *tr, struct eval_conf *ec);
 /* Add "hr@K", "ndcg@K" and "mrr" fields to a metrics line. */
 void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l);
 

@@ -90,7 +90,8 @@ struct shard_mat {
 };
 
 static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
-                            const struct backend_ops *be, int normalize)
+                            const struct backend_ops *be, int normalize,
+                            const struct eval_conf *conf)
 {
     const int G = t->G, d = t->conf.dim;
     const int64_t rows = t->conf.rows;
@@ -99,6 +100,13 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
     size_t bytes = (size_t)(sm->m ? sm->m : 1) * (size_t)d * sizeof(float);
     float *host = xmalloc(bytes);
     emb_table_get_slots(t, sm->first / G, sm->m, host, NULL, NULL); /* any placement */
+    if (conf->item_rows) { /* the items' representation */
+        int64_t *ids = xmalloc((size_t)(sm->m ? sm->m : 1) * sizeof *ids);
+        for (int64_t k = 0; k < sm->m; k++)
+            ids[k] = sm->first + k * G;
+        conf->item_rows(conf->item_ctx, ids, sm->m, host);
+        free(ids);
+    }
     sm->dev = be->alloc(bytes);
     be->to_device(sm->dev, host, (size_t)sm->m * (size_t)d * sizeof(float));
     if (normalize && sm->m > 0) {
@@ -113,13 +121,16 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
 
 /* Target scores st[n] = u_q . e_target (float dot, e as in the shard). */
 static void target_scores(struct emb_table *t, struct comm *c, const struct backend_ops *be,
-                          int normalize, const struct eval_queries *q, float *st)
+                          const struct eval_conf *conf, const struct eval_queries *q, float *st)
 {
+    const int normalize = conf->normalize_items;
     const int d = t->conf.dim;
     const int64_t n = q->n;
     size_t bytes = (size_t)(n ? n : 1) * (size_t)d * sizeof(float);
     float *rows = xmalloc(bytes);
     emb_exchange_free(emb_lookup(t, c, q->targets, n, rows, NULL)); /* collective over emb */
+    if (conf->item_rows)
+        conf->item_rows(conf->item_ctx, q->targets, n, rows);
     if (normalize && n > 0) {
         float *a = be->alloc(bytes), *b = be->alloc(bytes), *nrm = be->alloc((size_t)n * 4);
         be->to_device(a, rows, (size_t)n * (size_t)d * sizeof(float));
@@ -421,12 +432,12 @@ static void rank_queries(struct emb_table *t, struct comm *c, const struct backe
 
     float *st = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *st);
     if (with_targets)
-        target_scores(t, c, be, conf.normalize_items, q, st);
+        target_scores(t, c, be, &conf, q, st);
     else /* no item scores above +inf: nothing counted */
         for (int64_t i = 0; i < q->n; i++)
             st[i] = INFINITY;
     struct shard_mat sm;
-    shard_mat_build(&sm, t, be, conf.normalize_items);
+    shard_mat_build(&sm, t, be, conf.normalize_items, &conf);
 
     int64_t *nq = xmalloc((size_t)G * sizeof *nq), rounds = 0;
     comm_allgather_i64(c, COMM_EMB, q->n, nq);

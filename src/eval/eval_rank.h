@@ -57,6 +57,12 @@ struct eval_conf {
     int64_t round;       /* queries per rank gathered per round (default 4096 / G, >= 16) */
     int64_t qblock;      /* queries per score block (default 256) */
     int64_t iblock;      /* items per score block (default 4096) */
+    /* the items' representation: rows [n, d] of ids[n] as read from the table
+     * are changed in place (item features, eval.h: eval_conf_items); NULL:
+     * the rows themselves. Called collectively over the group: once for the
+     * targets, once for each rank's shard. */
+    void (*item_rows)(void *ctx, const int64_t *ids, int64_t n, float *rows);
+    void *item_ctx;
 };
 
 /* Rank every query of this rank against the whole table t (sharded over c's

@@ -218,6 +218,7 @@ static void history_batch(const struct trainer *tr, const int64_t *users, int64_
         memcpy(b->hist + h, items, (size_t)L * sizeof *items);
         h += L;
         b->users[i] = u;
+        b->ev0[i] = ds->offsets[u] + first;
         b->offsets[i + 1] = t;
         b->hist_off[i + 1] = h;
     }

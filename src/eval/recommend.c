@@ -22,7 +22,9 @@
 
 #include "base/check.h"
 #include "cli/cli.h"
+#include "eval/eval.h"
 #include "eval/eval_rank.h"
+#include "train/step_feat.h"
 #include "eval/rec_ids.h"
 #include "eval/rec_out.h"
 #include "model/loss.h"
@@ -190,6 +192,8 @@ static void rescore(struct trainer *tr, int64_t m, int K, const float *u, int64_
         look[i] = ids[i] ? ids[i] : 1; /* any valid row for the padding */
     float *rows = xmalloc((size_t)(n ? n : 1) * (size_t)d * sizeof *rows);
     emb_exchange_free(emb_lookup(tr->items, tr->c, look, n, rows, NULL));
+    if (tr->feat) /* items are scored by their representation (collective) */
+        step_feat_item_rows(tr, look, n, rows);
     struct cand *l = xmalloc((size_t)K * sizeof *l);
     for (int64_t i = 0; i < m; i++) {
         for (int j = 0; j < K; j++) {
@@ -277,7 +281,8 @@ int recommend_main(int argc, char **argv)
                            tr.conf.model.type == MODEL_HSTU ? "hstu" : "sasrec", tr.step);
     struct rec_plan pl;
     rec_plan_init(&pl, n, c.size, o.batch, o.round);
-    const struct eval_conf ec = {.normalize_items = tr.conf.normalize_items, .topk = K};
+    struct eval_conf ec = {.normalize_items = tr.conf.normalize_items, .topk = K};
+    eval_conf_items(&tr, &ec);
     for (int64_t k = 0; k < pl.rounds; k++) {
         int64_t lo, cnt, *hist_off, *hist;
         watchdog_step(k + 1);

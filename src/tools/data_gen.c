@@ -3,6 +3,8 @@
  *   freescale data gen --users N --items N --length DIST -o OUT.h5
  *                      [--zipf S] [--seed N] [--timestamps] [--actions]
  *                      [--max-length L] [--chunk-events N]
+ *                      [--item-feature NAME:CARD[:K]] [--user-feature ...]
+ *                      [--event-feature NAME:CARD]  (data_gen_feat.h)
  *
  * Every random choice is keyed by (seed, user, purpose) (rng.h), so the
  * output is a function of the options only: not of the chunk size, nor of
@@ -34,6 +36,7 @@
 #include "base/log.h"
 #include "base/rng.h"
 #include "base/zipf.h"
+#include "tools/data_gen_feat.h"
 
 /* Purposes of the random streams (third word of rng_key). */
 enum { KEY_LENGTH = 1, KEY_ITEMS = 2, KEY_TIMES = 3, KEY_ACTIONS = 4, KEY_MAP = 5 };
@@ -236,10 +239,13 @@ struct gen_opts {
     double zipf_s;
     int timestamps, actions;
     const char *out, *length_text;
+    int nfeat;
+    struct gen_feature feat[GEN_MAX_FEATURES];
 };
 
 /* One chunk of whole users: lengths[users], events in user order. */
 struct gen_buf {
+    int64_t u0;  /* the first user of the chunk */
     int64_t cap_users, cap_events, users, events;
     int64_t *lengths, *items, *ts;
     int32_t *actions;
@@ -282,7 +288,7 @@ static void gen_user(const struct gen_opts *o, const struct zipf *z, const struc
     }
 }
 
-static void gen_flush(struct dataset_writer *w, struct gen_buf *b)
+static void gen_flush(struct dataset_writer *w, struct gen_buf *b, const struct gen_opts *o)
 {
     char err[4400];
     if (b->users == 0)
@@ -292,6 +298,8 @@ static void gen_flush(struct dataset_writer *w, struct gen_buf *b)
         dataset_writer_abort(w);
         fatal("%s", err);
     }
+    gen_features_events(w, o->feat, o->nfeat, (uint64_t)o->seed, b->u0, b->users, b->lengths);
+    b->u0 += b->users;
     b->users = b->events = 0;
 }
 
@@ -308,6 +316,7 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
                                                    sizeof err);
     if (!w)
         fatal("%s", err);
+    gen_features_declare(w, (struct gen_feature *)o->feat, o->nfeat);
     struct gen_buf b = {0};
     b.cap_users = o->chunk; /* every user has >= 1 event */
     b.lengths = xmalloc((size_t)b.cap_users * sizeof *b.lengths);
@@ -319,7 +328,7 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
         rng_init(&r, rng_key((uint64_t)o->seed, (uint64_t)u, KEY_LENGTH));
         int64_t len = len_draw(d, &r, o->max_len);
         if (b.users > 0 && (b.events + len > o->chunk || b.users == b.cap_users))
-            gen_flush(w, &b);
+            gen_flush(w, &b, o);
         buf_reserve(&b, o, len); /* a user longer than a chunk goes alone */
         gen_user(o, &z, &m, u, len, b.items + b.events, o->timestamps ? b.ts + b.events : NULL,
                  o->actions ? b.actions + b.events : NULL);
@@ -331,7 +340,8 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
             fatal("too many events (over 2^50): reduce --users or the lengths");
         }
     }
-    gen_flush(w, &b);
+    gen_flush(w, &b, o);
+    gen_features_entities(w, o->feat, o->nfeat, (uint64_t)o->seed, o->users, o->items);
     free(b.lengths);
     free(b.items);
     free(b.ts);
@@ -361,7 +371,13 @@ static void gen_usage(FILE *f)
             "  --timestamps       write /timestamps (start in 2020, exponential gaps, mean 1 h)\n"
             "  --actions          write /actions (uniform 1..5)\n"
             "  --max-length L     cap on one user's length (default and limit 1e9)\n"
-            "  --chunk-events N   events per write (default 1Mi; output does not depend on it)\n");
+            "  --chunk-events N   events per write (default 1Mi; output does not depend on it)\n"
+            "  --item-feature NAME:CARD[:K]\n"
+            "                     a categorical item feature /items/NAME, values uniform in\n"
+            "                     1..CARD-1; K > 1: multi-valued, 1..K values per item\n"
+            "  --user-feature NAME:CARD[:K]   the same per user (/users/NAME)\n"
+            "  --event-feature NAME:CARD      the same per event (/events/NAME; single-valued)\n"
+            "                     (each repeatable; at most %d features)\n", GEN_MAX_FEATURES);
 }
 
 int data_gen_main(int argc, char **argv)
@@ -369,7 +385,8 @@ int data_gen_main(int argc, char **argv)
     struct gen_opts o = {.users = -1, .items = -1, .max_len = GEN_MAX_LENGTH,
                          .chunk = (int64_t)1 << 20, .seed = 1, .zipf_s = 1.0};
     int have_max = 0;
-    enum { O_USERS = 256, O_ITEMS, O_LENGTH, O_ZIPF, O_SEED, O_TS, O_ACTIONS, O_MAXLEN, O_CHUNK };
+    enum { O_USERS = 256, O_ITEMS, O_LENGTH, O_ZIPF, O_SEED, O_TS, O_ACTIONS, O_MAXLEN, O_CHUNK,
+           O_IFEAT, O_UFEAT, O_EFEAT };
     static const struct option longopts[] = {
         {"users", required_argument, NULL, O_USERS},
         {"items", required_argument, NULL, O_ITEMS},
@@ -381,6 +398,9 @@ int data_gen_main(int argc, char **argv)
         {"actions", no_argument, NULL, O_ACTIONS},
         {"max-length", required_argument, NULL, O_MAXLEN},
         {"chunk-events", required_argument, NULL, O_CHUNK},
+        {"item-feature", required_argument, NULL, O_IFEAT},
+        {"user-feature", required_argument, NULL, O_UFEAT},
+        {"event-feature", required_argument, NULL, O_EFEAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -402,6 +422,23 @@ int data_gen_main(int argc, char **argv)
             have_max = 1;
             break;
         case O_CHUNK: o.chunk = cli_count("--chunk-events", optarg, 1, (int64_t)1 << 30); break;
+        case O_IFEAT:
+        case O_UFEAT:
+        case O_EFEAT: {
+            static const char *const opt[3] = {"--item-feature", "--user-feature",
+                                               "--event-feature"};
+            const int w = c - O_IFEAT;
+            if (o.nfeat == GEN_MAX_FEATURES)
+                fatal("data gen: more than %d features", GEN_MAX_FEATURES);
+            gen_feature_parse(opt[w], optarg, w == 0 ? DS_ITEMS : w == 1 ? DS_USERS : DS_EVENTS,
+                              &o.feat[o.nfeat]);
+            for (int i = 0; i < o.nfeat; i++)
+                if (o.feat[i].kind == o.feat[o.nfeat].kind &&
+                    !strcmp(o.feat[i].name, o.feat[o.nfeat].name))
+                    fatal("data gen: %s %s given twice", opt[w], o.feat[i].name);
+            o.nfeat++;
+            break;
+        }
         case 'h': gen_usage(stdout); return 0;
         case ':': fatal("data gen: option '%s' needs a value", argv[optind - 1]);
         default: fatal("data gen: unknown option '%s' (see 'freescale data gen --help')",

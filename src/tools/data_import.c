@@ -7,8 +7,10 @@
  * dense ids (users 0..U-1 and items 1..N, both in ascending original id:
  * numeric for integer ids, bytewise for string ids; import_ids.c),
  * group by user (stable counting sort), order each user's events by time
- * (stable: ties keep file order), write through the dataset writer, which
- * renames the file into place only when everything succeeded. */
+ * (stable: ties keep file order), join the side files (user and item
+ * features; import_side.h), write through the dataset writer
+ * (import_write.c), which renames the file into place only when everything
+ * succeeded. */
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
@@ -22,9 +24,9 @@
 #include "tools/data_tools.h"
 #include "data/dataset.h"
 #include "tools/import_read.h"
+#include "tools/import_side.h"
+#include "tools/import_write.h"
 #include "base/log.h"
-
-#define WRITE_BATCH ((int64_t)1 << 20) /* events per dataset_writer_append */
 
 static void usage(FILE *out)
 {
@@ -73,12 +75,30 @@ static void usage(FILE *out)
         "  --min-item-events K      events and every item >= K events (default 1: all)\n"
         "  --skip-bad               skip malformed lines (first %d reported, total at the\n"
         "                           end) instead of stopping at the first\n"
+        "  --time-unit s|ms         the time column counts seconds (default) or\n"
+        "                           milliseconds (stored as seconds)\n"
+        "\n"
+        "features (dataset version 2; doc/importing.md):\n"
+        "  --event-cols LIST        csv, jsonl: columns kept per event as /events/NAME:\n"
+        "                           NAME (categorical: values mapped to ids 1..K, empty =\n"
+        "                           missing) or NAME:float\n"
+        "  --items FILE             MovieLens movies.dat, movies.csv or u.item: /items/genres\n"
+        "                           (multi-valued), /items/year (from the title)\n"
+        "  --users FILE             MovieLens users.dat or u.user: /users/gender, age,\n"
+        "                           occupation, zip_prefix\n"
+        "  --item-features FILE     a csv file with a header, one row per item, joined by\n"
+        "  --item-key COL           the item id in column COL; kept columns:\n"
+        "  --item-cols LIST         NAME, NAME:multi or NAME:float (default: all but COL)\n"
+        "  --user-features FILE, --user-key COL, --user-cols LIST: the same for users\n"
+        "  --side-delimiter S       field separator of the feature files (default ,)\n"
+        "  --multi-sep C            separator of the values of NAME:multi (default |)\n"
         "  -h, --help               this text\n"
         "\n"
         "stored: /offsets, /item_ids, /timestamps (int64 seconds) when the input has\n"
         "times, /actions (int32) = round(rating x 10) when it has ratings (3.5 -> 35),\n"
         "/item_map, /user_map (int64) for integer ids, /item_map_str, /user_map_str\n"
-        "(UTF-8 strings) for string ids.\n",
+        "(UTF-8 strings) for string ids; features in /events, /users, /items with their\n"
+        "value maps in /feature_maps.\n",
         10);
 }
 
@@ -88,7 +108,41 @@ struct import_cli {
     struct import_options o;
     const char *input, *output;
     int64_t min_user, min_item;
+    const char *ml_items, *ml_users;          /* --items, --users */
+    struct import_side item_side, user_side;  /* --item-features ..., --user-features ... */
 };
+
+/* --event-cols LIST: NAME or NAME:float, comma-separated. */
+static void parse_event_cols(const char *list, struct import_options *o)
+{
+    static char buf[4096];
+    if (strlen(list) >= sizeof buf)
+        fatal("--event-cols: list too long");
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *type = strchr(tok, ':');
+        int is_float = 0;
+        if (type) {
+            *type++ = 0;
+            if (strcmp(type, "float"))
+                fatal("--event-cols: '%s:%s': the type is float (or none: categorical)", tok,
+                      type);
+            is_float = 1;
+        }
+        if (!import_feat_name_ok(tok, strlen(tok)))
+            fatal("--event-cols: '%s' cannot name a feature (1 to %d characters of A-Z a-z 0-9 "
+                  "_ - .)", tok, DATASET_FEATURE_NAME - 1);
+        for (int c = 0; c < o->nevcols; c++)
+            if (!strcmp(o->evcol[c].name, tok))
+                fatal("--event-cols: '%s' appears twice", tok);
+        if (o->nevcols == IMPORT_MAX_EVCOLS)
+            fatal("--event-cols: more than %d columns", IMPORT_MAX_EVCOLS);
+        o->evcol[o->nevcols++] = (struct import_evcol){.name = tok, .is_float = is_float};
+    }
+    if (o->nevcols == 0)
+        fatal("--event-cols: no column in '%s'", list);
+}
 
 static const char *parse_delimiter(const char *s)
 {
@@ -141,7 +195,9 @@ static int parse_id_kind(const char *opt, const char *s)
 static void parse_args(int argc, char **argv, struct import_cli *c)
 {
     enum { O_USER = 256, O_ITEM, O_RATING, O_TIME, O_NORATING, O_NOTIME, O_DELIM, O_MINR,
-           O_MINU, O_MINI, O_SKIP, O_NOHEADER, O_COLUMNS, O_USERIDS, O_ITEMIDS, O_STRIDS };
+           O_MINU, O_MINI, O_SKIP, O_NOHEADER, O_COLUMNS, O_USERIDS, O_ITEMIDS, O_STRIDS,
+           O_EVCOLS, O_ITEMS, O_USERS, O_IFEAT, O_IKEY, O_ICOLS, O_UFEAT, O_UKEY, O_UCOLS,
+           O_SIDEDELIM, O_MULTISEP, O_TUNIT };
     static const struct option longs[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"user-col", required_argument, NULL, O_USER},
@@ -159,9 +215,22 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
         {"min-user-events", required_argument, NULL, O_MINU},
         {"min-item-events", required_argument, NULL, O_MINI},
         {"skip-bad", no_argument, NULL, O_SKIP}, {"help", no_argument, NULL, 'h'},
+        {"event-cols", required_argument, NULL, O_EVCOLS},
+        {"items", required_argument, NULL, O_ITEMS}, {"users", required_argument, NULL, O_USERS},
+        {"item-features", required_argument, NULL, O_IFEAT},
+        {"item-key", required_argument, NULL, O_IKEY},
+        {"item-cols", required_argument, NULL, O_ICOLS},
+        {"user-features", required_argument, NULL, O_UFEAT},
+        {"user-key", required_argument, NULL, O_UKEY},
+        {"user-cols", required_argument, NULL, O_UCOLS},
+        {"side-delimiter", required_argument, NULL, O_SIDEDELIM},
+        {"multi-sep", required_argument, NULL, O_MULTISEP},
+        {"time-unit", required_argument, NULL, O_TUNIT},
         {NULL, 0, NULL, 0}};
     struct import_options *o = &c->o;
     *c = (struct import_cli){.min_user = 1, .min_item = 1};
+    c->item_side = c->user_side = (struct import_side){.delimiter = ",", .multi_sep = '|'};
+    const char *evcols = NULL;
     *o = (struct import_options){.format = (enum import_format)-1, .user_col = "userId",
                                  .item_col = "movieId", .rating_col = "rating",
                                  .time_col = "timestamp", .delimiter = ",",
@@ -199,6 +268,28 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
         case O_MINU: c->min_user = cli_count("--min-user-events", optarg, 0, INT64_MAX / 2); break;
         case O_MINI: c->min_item = cli_count("--min-item-events", optarg, 0, INT64_MAX / 2); break;
         case O_SKIP: o->skip_bad = 1; break;
+        case O_EVCOLS: evcols = optarg; break;
+        case O_ITEMS: c->ml_items = optarg; break;
+        case O_USERS: c->ml_users = optarg; break;
+        case O_IFEAT: c->item_side.path = optarg; break;
+        case O_IKEY: c->item_side.key = optarg; break;
+        case O_ICOLS: c->item_side.cols = optarg; break;
+        case O_UFEAT: c->user_side.path = optarg; break;
+        case O_UKEY: c->user_side.key = optarg; break;
+        case O_UCOLS: c->user_side.cols = optarg; break;
+        case O_SIDEDELIM:
+            c->item_side.delimiter = c->user_side.delimiter = parse_delimiter(optarg);
+            break;
+        case O_MULTISEP:
+            if (strlen(optarg) != 1 || strchr("\"\n\r", optarg[0]))
+                fatal("--multi-sep: '%s' is not one character", optarg);
+            c->item_side.multi_sep = c->user_side.multi_sep = optarg[0];
+            break;
+        case O_TUNIT:
+            if (strcmp(optarg, "s") && strcmp(optarg, "ms"))
+                fatal("--time-unit: '%s' is not s or ms", optarg);
+            o->time_ms = !strcmp(optarg, "ms");
+            break;
         case 'h': usage(stdout); exit(0);
         case ':': fatal("option '%s' needs a value", argv[optind - 1]);
         default: fatal("unknown option '%s' (see 'freescale data import --help')", argv[optind - 1]);
@@ -241,6 +332,21 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
     int has_rating = o->format == IMPORT_MOVIELENS ||
                      ((o->format == IMPORT_CSV || o->format == IMPORT_JSONL) &&
                       (o->by_position ? o->position[IMPORT_RATING] >= 0 : o->rating_col != NULL));
+    if (evcols) {
+        if (o->format != IMPORT_CSV && o->format != IMPORT_JSONL)
+            fatal("--event-cols applies to --format csv and jsonl only");
+        parse_event_cols(evcols, o);
+    }
+    struct import_side *sides[2] = {&c->item_side, &c->user_side};
+    static const char *const side_opt[2] = {"--item", "--user"};
+    for (int k = 0; k < 2; k++) {
+        if (!sides[k]->path && (sides[k]->key || sides[k]->cols))
+            fatal("%s-key and %s-cols need %s-features FILE", side_opt[k], side_opt[k],
+                  side_opt[k]);
+        if (sides[k]->path && !sides[k]->key)
+            fatal("%s-features %s: name its key column with %s-key COL", side_opt[k],
+                  sides[k]->path, side_opt[k]);
+    }
     if (o->has_min_rating && !has_rating)
         fatal("--min-rating needs ratings, and this input has none (%s)",
               o->format == IMPORT_SASREC ? "--format sasrec" : "no rating column");
@@ -350,81 +456,6 @@ static int64_t *order_events(const struct import_events *ev, const uint8_t *aliv
     return perm;
 }
 
-/* --- write ------------------------------------------------------------------- */
-
-/* The original ids of t in dense order (order [m] from import_ids_rank) as
- * /NAME (int64) or, for string ids, /NAME_str (strings). */
-static int write_map(struct dataset_writer *w, const char *name, const struct import_ids *t,
-                     const int32_t *order, int64_t m, char *err, size_t errlen)
-{
-    int rc;
-    if (!t->strings) {
-        int64_t *ids = xmalloc((size_t)(m ? m : 1) * sizeof *ids);
-        for (int64_t r = 0; r < m; r++)
-            ids[r] = t->ids[order[r]];
-        rc = dataset_writer_map(w, name, ids, m, err, errlen);
-        free(ids);
-        return rc;
-    }
-    const char **s = xmalloc((size_t)(m ? m : 1) * sizeof *s);
-    size_t *len = xmalloc((size_t)(m ? m : 1) * sizeof *len);
-    for (int64_t r = 0; r < m; r++)
-        s[r] = import_ids_str(t, order[r], &len[r]);
-    char sname[64];
-    snprintf(sname, sizeof sname, "%s_str", name);
-    rc = dataset_writer_map_str(w, sname, s, len, m, err, errlen);
-    free(s);
-    free(len);
-    return rc;
-}
-
-/* Write users in batches of about WRITE_BATCH events; the file appears at
- * path only when everything succeeded. uorder [nu], iorder [ni]: the
- * interned indexes in dense order. */
-static void write_dataset(const char *path, const struct import_events *ev, const int64_t *perm,
-                          const int64_t *off, int64_t nu, const int32_t *irank,
-                          const int32_t *uorder, const int32_t *iorder, int64_t ni)
-{
-    int64_t cap = WRITE_BATCH;
-    for (int64_t u = 0; u < nu; u++)
-        if (off[u + 1] - off[u] > cap)
-            cap = off[u + 1] - off[u];
-    int64_t *items = xmalloc((size_t)cap * sizeof *items);
-    int64_t *ts = ev->ts ? xmalloc((size_t)cap * sizeof *ts) : NULL;
-    int32_t *act = ev->act ? xmalloc((size_t)cap * sizeof *act) : NULL;
-    int64_t *lens = xmalloc((size_t)nu * sizeof *lens);
-    char err[1024];
-    struct dataset_writer *w = dataset_writer_open(path, ts != NULL, act != NULL, err, sizeof err);
-    if (!w)
-        fatal("%s", err);
-    for (int64_t u0 = 0, u1; u0 < nu; u0 = u1) {
-        for (u1 = u0; u1 < nu && (u1 == u0 || off[u1 + 1] - off[u0] <= cap); u1++)
-            lens[u1 - u0] = off[u1 + 1] - off[u1];
-        int64_t n = off[u1] - off[u0];
-        const int64_t *p = perm + off[u0];
-        for (int64_t j = 0; j < n; j++) {
-            items[j] = (int64_t)irank[ev->item[p[j]]] + 1;
-            if (ts) ts[j] = ev->ts[p[j]];
-            if (act) act[j] = ev->act[p[j]];
-        }
-        if (dataset_writer_append(w, u1 - u0, lens, items, ts, act, err, sizeof err)) {
-            dataset_writer_abort(w);
-            fatal("%s", err);
-        }
-    }
-    if (write_map(w, "item_map", &ev->items, iorder, ni, err, sizeof err) ||
-        write_map(w, "user_map", &ev->users, uorder, nu, err, sizeof err)) {
-        dataset_writer_abort(w);
-        fatal("%s", err);
-    }
-    if (dataset_writer_close(w, ni, err, sizeof err))
-        fatal("%s", err);
-    free(items);
-    free(ts);
-    free(act);
-    free(lens);
-}
-
 /* --- main --------------------------------------------------------------------- */
 
 int data_import_main(int argc, char **argv)
@@ -471,7 +502,27 @@ int data_import_main(int argc, char **argv)
     int64_t *perm = order_events(&ev, alive, urank, nu, off);
     double t_sort = clock_seconds();
 
-    write_dataset(c.output, &ev, perm, off, nu, irank, uorder, iorder, ni);
+    /* side files, before anything is written: a bad one leaves no output */
+    struct import_features feat = {0};
+    struct import_join ju, ji;
+    import_join_init(&ju, DS_USERS, &ev.users, urank, nu);
+    import_join_init(&ji, DS_ITEMS, &ev.items, irank, ni);
+    if (c.ml_items)
+        import_ml_items(c.ml_items, &ji, &feat);
+    if (c.item_side.path)
+        import_side_read(&c.item_side, &ji, &feat);
+    if (c.ml_users)
+        import_ml_users(c.ml_users, &ju, &feat);
+    if (c.user_side.path)
+        import_side_read(&c.user_side, &ju, &feat);
+    import_join_free(&ju);
+    import_join_free(&ji);
+    for (int k = 0; k < ev.nevf; k++)
+        if (!ev.evf[k].is_float)
+            import_vocab_finish(&ev.evf[k].vocab);
+    double t_side = clock_seconds();
+
+    import_write(c.output, &ev, perm, off, nu, irank, uorder, iorder, ni, &feat);
     double t_end = clock_seconds();
 
     log_info("data import: read %s (%s%s): %lld lines, %lld rows, %lld bad lines skipped, "
@@ -487,8 +538,21 @@ int data_import_main(int argc, char **argv)
              ev.ts ? "timestamps" : "no timestamps",
              ev.act ? ", actions = rating x 10" : ", no actions");
     double dt = t_end - t0 > 1e-9 ? t_end - t0 : 1e-9;
-    log_info("data import: %.2f s (read %.2f, filter+sort %.2f, write %.2f), %.3g rows/s", dt,
-             t_read - t0, t_sort - t_read, t_end - t_sort, (double)ev.rows / dt);
+    if (feat.n || ev.nevf) {
+        char list[2048] = "";
+        size_t at = 0;
+        for (int k = 0; k < ev.nevf && at + 64 < sizeof list; k++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%sevents/%s", at ? ", " : "",
+                                   ev.evf[k].name);
+        for (int k = 0; k < feat.n && at + 64 < sizeof list; k++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s/%s", at ? ", " : "",
+                                   dataset_feat_kind_name(feat.f[k].kind), feat.f[k].name);
+        log_info("data import: features: %s", list);
+    }
+    log_info("data import: %.2f s (read %.2f, filter+sort %.2f, side files %.2f, write %.2f), "
+             "%.3g rows/s", dt, t_read - t0, t_sort - t_read, t_side - t_sort, t_end - t_side,
+             (double)ev.rows / dt);
+    import_features_free(&feat);
 
     free(perm);
     free(off);

@@ -135,7 +135,7 @@ static void stats_events(const struct dataset *ds)
     int64_t cap = STATS_BLOCK_EVENTS;
     int64_t *items = xmalloc((size_t)cap * sizeof *items);
     int64_t *ts = ds->has_timestamps ? xmalloc((size_t)cap * sizeof *ts) : NULL;
-    int64_t t_min = INT64_MAX, t_max = INT64_MIN;
+    int64_t t_min = INT64_MAX, t_max = INT64_MIN, max_id = 0;
     for (int64_t u0 = 0; u0 < ds->num_users;) {
         int64_t u1 = u0 + 1; /* as many whole users as fit; a longer user alone */
         while (u1 < ds->num_users && ds->offsets[u1 + 1] - ds->offsets[u0] <= STATS_BLOCK_EVENTS)
@@ -153,6 +153,8 @@ static void stats_events(const struct dataset *ds)
             for (int64_t i = 0; i < n; i++)
                 if (count[items[i]] != UINT32_MAX)
                     count[items[i]]++;
+        for (int64_t i = 0; i < n; i++)
+            max_id = items[i] > max_id ? items[i] : max_id;
         for (int64_t i = 0; ts && i < n; i++) {
             t_min = ts[i] < t_min ? ts[i] : t_min;
             t_max = ts[i] > t_max ? ts[i] : t_max;
@@ -161,6 +163,10 @@ static void stats_events(const struct dataset *ds)
     }
     free(items);
     free(ts);
+    if (dataset_rows_absurd(ds->num_items, max_id))
+        fatal("%s: attribute num_items = %lld is far beyond the largest item id used, %lld "
+              "(set num_items to the largest id)", ds->path, (long long)ds->num_items,
+              (long long)max_id);
     if (count) {
         int64_t used = 0, top_id = 0;
         for (int64_t i = 1; i <= ds->num_items; i++) {
@@ -252,9 +258,12 @@ int data_stats_main(int argc, char **argv)
     printf("embedding fp32 weights + Adam m, v (x3, dim %lld): %.0f bytes (%s)\n",
            (long long)dim, 3.0 * bytes, h3);
 
-    if (validate)
+    if (validate) {
         stats_events(&ds);
-    printf("validated: %s\n", validate ? "yes (every event)" : "no (--no-validate)");
+        data_stats_features(&ds);
+    } else
+        printf("features: %d (values not read: --no-validate)\n", ds.nfeat);
+    printf("validated: %s\n", validate ? "yes (every event and feature)" : "no (--no-validate)");
     printf("stats seconds: %.2f\n", clock_seconds() - t0);
     dataset_close(&ds);
     return 0;
@@ -288,8 +297,18 @@ int data_check_main(int argc, char **argv)
             dataset_close(&ds);
             fatal("%s", err);
         }
-        printf("%s: ok (%lld users, %lld items, %lld events)\n", argv[i],
-               (long long)ds.num_users, (long long)ds.num_items, (long long)ds.num_events);
+        printf("%s: ok (%lld users, %lld items, %lld events, %d feature%s)\n", argv[i],
+               (long long)ds.num_users, (long long)ds.num_items, (long long)ds.num_events,
+               ds.nfeat, ds.nfeat == 1 ? "" : "s");
+        for (int k = 0; k < ds.nfeat; k++) {
+            const struct dataset_feature *f = &ds.feat[k];
+            if (f->is_float)
+                printf("  %s/%s: float\n", dataset_feat_kind_name(f->kind), f->name);
+            else
+                printf("  %s/%s: categorical%s, cardinality %lld\n",
+                       dataset_feat_kind_name(f->kind), f->name, f->multi ? " multi-valued" : "",
+                       (long long)f->cardinality);
+        }
         dataset_close(&ds);
     }
     return 0;

@@ -9,4 +9,8 @@ int data_gen_main(int argc, char **argv);
 int data_stats_main(int argc, char **argv);
 int data_check_main(int argc, char **argv);
 
+struct dataset;
+/* The feature lines of data stats, every value checked (data_stats_feat.c). */
+void data_stats_features(const struct dataset *ds);
+
 #endif

@@ -12,7 +12,9 @@
  *                      item_norm_eps (the norm's floor), user_ids, item_ids
  *                      ("int" | "string" | "dense": the type of the maps)
  *   /item_embeddings   float32 [num_items, d]  row i: dense item id i + 1,
- *                                              the table as trained (raw)
+ *                                              the table as trained (raw), plus
+ *                                              the item's pooled features with
+ *                                              features.item (what is scored)
  *   /item_map          [num_items]  original item ids (int64 or UTF-8
  *                                   strings; dense: 1..num_items)
  *   /user_embeddings   float32 [num_users, d]  row u: the model's output
@@ -37,6 +39,7 @@
 #include "eval/rec_ids.h"
 #include "eval/recommend.h"
 #include "model/loss.h"
+#include "train/step_feat.h"
 
 #define ITEM_BLOCK ((int64_t)1 << 15) /* table rows per lookup */
 
@@ -96,6 +99,8 @@ static void write_items(struct trainer *tr, hid_t f)
         for (int64_t i = 0; i < n; i++)
             ids[i] = a + 1 + i;
         emb_exchange_free(emb_lookup(tr->items, tr->c, ids, n, rows, NULL));
+        if (tr->feat) /* the representation the items are scored by (collective) */
+            step_feat_item_rows(tr, ids, n, rows);
         if (root)
             rec_h5_write_rows(ds, H5T_NATIVE_FLOAT, a, n, d, rows);
     }

@@ -1,13 +1,8 @@
 /* import_csv: the csv reader of 'freescale data import'. Rows of delimited
- * fields; the columns are chosen by name in a header line, or by position
- * (--columns, with or without a header line, which is then skipped).
- *
- * A one-character delimiter goes through libcsv (RFC 4180 quoting, strict),
- * fed a line at a time so that every record and quoting error has its exact
- * line (a record whose quoted field runs over several lines starts at the
- * line where it began). A longer delimiter ("::", " | ") splits each line
- * literally, without quoting. Both hand a record's fields to row_end(). */
-#include <csv.h>
+ * fields (import_table.h: libcsv for a one-character delimiter, a literal
+ * split for a longer one); the columns are chosen by name in a header line,
+ * or by position (--columns, with or without a header line, which is then
+ * skipped). Columns named by --event-cols are kept as event features. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,113 +10,101 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "tools/import_priv.h"
-
-#define MAX_RECORD ((size_t)1 << 20) /* csv record spanning lines (open quote) */
-
-struct field {
-    size_t off, len;
-};
+#include "tools/import_table.h"
 
 struct csv_state {
     struct reader *r;
     int header_pending;          /* the next record is the header */
     int by_name;                 /* columns chosen by header name */
     char **names;                /* header columns [nnames] (by name) */
-    int32_t nnames, ncap;
+    int32_t nnames;
     int32_t col[IMPORT_NCOLS];   /* field index of each column we keep; -1 none */
     const char *colname[IMPORT_NCOLS];
+    int32_t evcol[IMPORT_MAX_EVCOLS]; /* field index of each event column */
     int32_t need;                /* by position: fields a row must have */
     int32_t last;                /* by position: the column in field need - 1 */
-    /* the current record: its fields' text in buf */
-    char *buf;
-    size_t blen, bcap;
-    struct field *f;
-    int32_t nf, fcap;
-    int64_t rec_line;            /* line where the current record starts */
-    int rows_ended;              /* records ended during the current line */
 };
 
-static void field_add(struct csv_state *st, const char *s, size_t len)
+/* The header's columns as "'a', 'b', ..." for a message. */
+static void header_list(const struct csv_state *st, char *list, size_t size)
 {
-    if (st->nf == st->fcap) {
-        st->fcap = st->fcap ? 2 * st->fcap : 16;
-        st->f = xrealloc(st->f, (size_t)st->fcap * sizeof *st->f);
+    size_t used = 0;
+    list[0] = 0;
+    for (int32_t i = 0; i < st->nnames && used + 8 < size; i++) {
+        int w = snprintf(list + used, size - used, "%s'%s'", i ? ", " : "", st->names[i]);
+        used += w > 0 ? (size_t)w : 0;
     }
-    if (st->blen + len + 1 > st->bcap) {
-        while (st->blen + len + 1 > st->bcap)
-            st->bcap = st->bcap ? 2 * st->bcap : 4096;
-        st->buf = xrealloc(st->buf, st->bcap);
+    if (used >= size)
+        strcpy(list + size - 5, "...");
+}
+
+/* The field of header column name (once), or -1. */
+static int32_t header_find(const struct csv_state *st, const char *name, int64_t line)
+{
+    int32_t at = -1;
+    for (int32_t i = 0; i < st->nnames; i++) {
+        if (strcmp(st->names[i], name))
+            continue;
+        if (at >= 0)
+            fatal("%s:%lld: column '%s' appears twice in the header", st->r->path,
+                  (long long)line, name);
+        at = i;
     }
-    memcpy(st->buf + st->blen, s, len);
-    st->f[st->nf++] = (struct field){st->blen, len};
-    st->blen += len;
-    st->buf[st->blen++] = 0;
+    return at;
 }
 
 /* Find the chosen columns in the header; a missing one ends the program. */
-static void header_names(struct csv_state *st)
+static void header_names(struct csv_state *st, const struct import_record *rec)
 {
     const struct import_options *o = st->r->o;
     const char *want[IMPORT_NCOLS] = {o->user_col, o->item_col, o->rating_col, o->time_col};
     const char *opt[IMPORT_NCOLS] = {"--user-col", "--item-col", "--rating-col", "--time-col"};
-    st->nnames = st->nf;
-    st->names = xmalloc((size_t)(st->nf ? st->nf : 1) * sizeof *st->names);
-    for (int32_t i = 0; i < st->nf; i++)
-        st->names[i] = xstrdup(st->buf + st->f[i].off);
+    st->nnames = rec->nf;
+    st->names = xmalloc((size_t)(rec->nf ? rec->nf : 1) * sizeof *st->names);
+    for (int32_t i = 0; i < rec->nf; i++)
+        st->names[i] = xstrdup(rec->buf + rec->off[i]);
+    char list[1024];
     for (int c = 0; c < IMPORT_NCOLS; c++) {
         st->col[c] = -1;
         st->colname[c] = want[c];
-        if (!want[c])
+        if (!want[c] || (st->col[c] = header_find(st, want[c], rec->line)) >= 0)
             continue;
-        for (int32_t i = 0; i < st->nnames; i++) {
-            if (strcmp(st->names[i], want[c]))
-                continue;
-            if (st->col[c] >= 0)
-                fatal("%s:%lld: column '%s' appears twice in the header", st->r->path,
-                      (long long)st->rec_line, want[c]);
-            st->col[c] = i;
-        }
-        if (st->col[c] >= 0)
-            continue;
-        char list[1024] = "";
-        size_t used = 0;
-        for (int32_t i = 0; i < st->nnames && used + 8 < sizeof list; i++) {
-            int w = snprintf(list + used, sizeof list - used, "%s'%s'", i ? ", " : "",
-                             st->names[i]);
-            used += w > 0 ? (size_t)w : 0;
-        }
-        if (used >= sizeof list)
-            strcpy(list + sizeof list - 5, "...");
+        header_list(st, list, sizeof list);
         fatal("%s:%lld: no column '%s' in the header (columns: %s); choose one with %s NAME%s",
-              st->r->path, (long long)st->rec_line, want[c], list, opt[c],
+              st->r->path, (long long)rec->line, want[c], list, opt[c],
               c >= IMPORT_RATING ? (c == IMPORT_RATING ? " or drop it with --no-rating"
                                                        : " or drop it with --no-time")
                                  : ", or give the columns by position with --columns");
     }
+    for (int c = 0; c < o->nevcols; c++)
+        if ((st->evcol[c] = header_find(st, o->evcol[c].name, rec->line)) < 0) {
+            header_list(st, list, sizeof list);
+            fatal("%s:%lld: --event-cols: no column '%s' in the header (columns: %s)",
+                  st->r->path, (long long)rec->line, o->evcol[c].name, list);
+        }
 }
 
-/* A whole record in st->f [nf]: the header, a blank line, or a row of data. */
-static void row_process(struct csv_state *st)
+/* A whole record: the header or a row of data. */
+static void row_process(void *ctx, const struct import_record *rec)
 {
+    struct csv_state *st = ctx;
     struct reader *r = st->r;
-    int32_t nf = st->nf;
-    if (nf == 0)
-        return; /* blank line */
+    int32_t nf = rec->nf;
     if (st->header_pending) {
         st->header_pending = 0;
         r->in_header = 0;
         if (st->by_name)
-            header_names(st);
+            header_names(st, rec);
         return;
     }
     r->ev->rows++;
     if (st->by_name && nf != st->nnames) {
-        import_bad_line(r, st->rec_line, "%d field%s, expected %d as in the header", nf,
+        import_bad_line(r, rec->line, "%d field%s, expected %d as in the header", nf,
                         nf == 1 ? "" : "s", st->nnames);
         return;
     }
     if (!st->by_name && nf < st->need) {
-        import_bad_line(r, st->rec_line, "%d field%s, but --columns puts '%s' in field %d", nf,
+        import_bad_line(r, rec->line, "%d field%s, but --columns puts '%s' in field %d", nf,
                         nf == 1 ? "" : "s", st->colname[st->last], st->need);
         return;
     }
@@ -132,114 +115,31 @@ static void row_process(struct csv_state *st)
     for (int c = 0; c < IMPORT_NCOLS; c++) {
         if (st->col[c] < 0)
             continue;
-        const struct field *f = &st->f[st->col[c]];
-        if (import_field(r, c, st->colname[c], st->buf + f->off, f->len, c < 2 ? &key[c] : NULL,
-                         &rating, &ts, err, sizeof err)) {
-            import_bad_line(r, st->rec_line, "%s", err);
+        size_t len;
+        const char *s = import_record_field(rec, st->col[c], &len);
+        if (import_field(r, c, st->colname[c], s, len, c < 2 ? &key[c] : NULL, &rating, &ts, err,
+                         sizeof err)) {
+            import_bad_line(r, rec->line, "%s", err);
             return;
         }
     }
-    import_add_event(r, st->rec_line, &key[0], &key[1], rating, ts);
+    struct import_text ev[IMPORT_MAX_EVCOLS];
+    for (int c = 0; c < r->o->nevcols; c++)
+        ev[c].s = import_record_field(rec, st->evcol[c], &ev[c].len);
+    import_add_event(r, rec->line, &key[0], &key[1], rating, ts, ev);
 }
 
-static void row_end(struct csv_state *st)
+static void row_bad(void *ctx, int64_t line, const char *what)
 {
-    st->rows_ended++;
-    row_process(st);
-    st->nf = 0;
-    st->blen = 0;
+    struct csv_state *st = ctx;
+    import_bad_line(st->r, line, "%s", what);
+    st->r->ev->rows++;
 }
 
-static void csv_field_cb(void *data, size_t len, void *arg)
+static void row_line(void *ctx, int64_t line)
 {
-    field_add(arg, data ? data : "", len);
-}
-
-static void csv_row_cb(int c, void *arg)
-{
-    (void)c;
-    row_end(arg);
-}
-
-static void csv_start(struct csv_state *st, struct csv_parser *p)
-{
-    if (csv_init(p, CSV_STRICT | CSV_STRICT_FINI | CSV_REPALL_NL | CSV_APPEND_NULL) != 0)
-        fatal("libcsv: csv_init failed");
-    csv_set_delim(p, (unsigned char)st->r->o->delimiter[0]);
-    st->nf = 0;
-    st->blen = 0;
-}
-
-static void read_libcsv(struct csv_state *st, struct import_input *in)
-{
-    struct reader *r = st->r;
-    struct csv_parser p;
-    csv_start(st, &p);
-    int in_record = 0;
-    size_t record_bytes = 0;
-    char *s;
-    size_t len;
-    while (import_input_line(in, &s, &len)) {
-        r->ev->lines = in->line;
-        if (!in_record)
-            st->rec_line = in->line, record_bytes = 0;
-        record_bytes += len;
-        st->rows_ended = 0;
-        size_t done = csv_parse(&p, s, len, csv_field_cb, csv_row_cb, st);
-        if (done != len) {
-            if (csv_error(&p) != CSV_EPARSE)
-                fatal("%s:%lld: libcsv: %s", r->path, (long long)in->line,
-                      csv_strerror(csv_error(&p)));
-            import_bad_line(r, in->line, "malformed CSV quoting at column %zu (a quote inside "
-                            "an unquoted field, or text after a closing quote)", done + 1);
-            r->ev->rows++;
-            csv_free(&p);
-            csv_start(st, &p);
-            in_record = 0;
-            continue;
-        }
-        in_record = st->rows_ended == 0;
-        if (in_record && record_bytes > MAX_RECORD) {
-            import_bad_line(r, st->rec_line, "quoted field still open after %zu KiB "
-                            "(unbalanced quote?)", MAX_RECORD >> 10);
-            r->ev->rows++;
-            csv_free(&p);
-            csv_start(st, &p);
-            in_record = 0;
-        }
-    }
-    if (csv_fini(&p, csv_field_cb, csv_row_cb, st) != 0) {
-        import_bad_line(r, st->rec_line, "quoted field not closed at the end of the file");
-        r->ev->rows++;
-    }
-    csv_free(&p);
-}
-
-/* A delimiter of several bytes: each line split at every occurrence. */
-static void read_split(struct csv_state *st, struct import_input *in)
-{
-    const char *d = st->r->o->delimiter;
-    size_t dl = strlen(d);
-    char *s;
-    size_t len;
-    while (import_input_line(in, &s, &len)) {
-        st->r->ev->lines = st->rec_line = in->line;
-        if (len && s[len - 1] == '\n')
-            len--;
-        if (len && s[len - 1] == '\r')
-            len--;
-        if (import_blank(s, len))
-            continue;
-        const char *p = s, *end = s + len;
-        for (;;) {
-            const char *q = memmem(p, (size_t)(end - p), d, dl);
-            field_add(st, p, (size_t)((q ? q : end) - p));
-            if (!q)
-                break;
-            p = q + dl;
-        }
-        row_end(st);
-    }
+    struct csv_state *st = ctx;
+    st->r->ev->lines = line;
 }
 
 void import_read_csv(struct reader *r, struct import_input *in)
@@ -249,6 +149,8 @@ void import_read_csv(struct reader *r, struct import_input *in)
     struct csv_state st = {.r = r, .header_pending = !o->no_header, .by_name = !o->by_position};
     r->in_header = st.header_pending;
     if (o->by_position) {
+        if (o->nevcols)
+            fatal("--event-cols names columns of a header: not with --columns / --no-header");
         for (int c = 0; c < IMPORT_NCOLS; c++) {
             int keep = c == IMPORT_RATING ? r->has_rating : c == IMPORT_TIME ? r->has_time : 1;
             st.col[c] = keep ? o->position[c] : -1;
@@ -257,16 +159,13 @@ void import_read_csv(struct reader *r, struct import_input *in)
                 st.need = st.col[c] + 1, st.last = c;
         }
     }
-    if (strlen(o->delimiter) == 1)
-        read_libcsv(&st, in);
-    else
-        read_split(&st, in);
+    const struct import_table_ops ops = {.record = row_process, .bad = row_bad,
+                                         .line = row_line, .ctx = &st};
+    import_table_read(in, o->delimiter, 1, &ops);
     int no_header = st.header_pending && !o->no_header;
     for (int32_t i = 0; i < st.nnames; i++)
         free(st.names[i]);
     free(st.names);
-    free(st.buf);
-    free(st.f);
     if (no_header)
         fatal("%s: empty file (no header)", r->path);
     if (r->ev->rows == 0)

@@ -140,6 +140,28 @@ int32_t import_ids_add_str(struct import_ids *t, const char *s, size_t len)
     return ids_added(t, h);
 }
 
+int32_t import_ids_find_i64(const struct import_ids *t, int64_t id)
+{
+    if (!t->slots || t->strings)
+        return -1;
+    uint64_t h = mix64((uint64_t)id) & t->mask;
+    int32_t k;
+    while ((k = t->slots[h]) != 0 && t->ids[k - 1] != id)
+        h = (h + 1) & t->mask;
+    return k - 1;
+}
+
+int32_t import_ids_find_str(const struct import_ids *t, const char *s, size_t len)
+{
+    if (!t->slots || !t->strings)
+        return -1;
+    uint64_t h = hash_str(s, len) & t->mask;
+    int32_t k;
+    while ((k = t->slots[h]) != 0 && !same_str(t, k - 1, s, len))
+        h = (h + 1) & t->mask;
+    return k - 1;
+}
+
 /* --- ranks -------------------------------------------------------------------- */
 
 /* LSD radix sort of key [n] ascending, val carried along; stable. Bytes

@@ -31,6 +31,9 @@ void import_ids_free(struct import_ids *t);
 /* Index of the id, added when new (fatal past INT32_MAX - 1 distinct ids). */
 int32_t import_ids_add_i64(struct import_ids *t, int64_t id);
 int32_t import_ids_add_str(struct import_ids *t, const char *s, size_t len);
+/* Index of an id interned before, or -1. */
+int32_t import_ids_find_i64(const struct import_ids *t, int64_t id);
+int32_t import_ids_find_str(const struct import_ids *t, const char *s, size_t len);
 
 static inline const char *import_ids_str(const struct import_ids *t, int64_t k, size_t *len)
 {

@@ -132,8 +132,24 @@ static void jsonl_line(struct reader *r, json_tokener *tok, const char *s, size_
                 import_bad_line(r, line, "%s", err);
                 break;
             }
-        if (c == IMPORT_NCOLS)
-            import_add_event(r, line, &key[0], &key[1], rating, ts);
+        if (c == IMPORT_NCOLS) {
+            /* event columns: a string as it is, any other value as its JSON text;
+             * an absent field or null is an empty (missing) value */
+            struct import_text ev[IMPORT_MAX_EVCOLS];
+            for (int k = 0; k < r->o->nevcols; k++) {
+                json_object *v = NULL;
+                ev[k] = (struct import_text){"", 0};
+                if (!json_object_object_get_ex(obj, r->o->evcol[k].name, &v) || !v)
+                    continue;
+                if (json_object_is_type(v, json_type_string))
+                    ev[k].s = json_object_get_string(v),
+                    ev[k].len = (size_t)json_object_get_string_len(v);
+                else
+                    ev[k].s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
+                    ev[k].len = strlen(ev[k].s);
+            }
+            import_add_event(r, line, &key[0], &key[1], rating, ts, ev);
+        }
     }
     json_object_put(obj);
 }

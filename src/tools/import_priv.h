@@ -28,10 +28,19 @@ struct reader {
  * warned about with skip_bad. */
 void import_bad_line(struct reader *r, int64_t line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* One valid row (rating / ts ignored when the input has none). Returns 0,
- * or -1 after reporting a rating out of range. */
+/* The text of a field. */
+struct import_text {
+    const char *s;
+    size_t len;
+};
+
+/* One valid row (rating / ts ignored when the input has none; ev: the
+ * text of the event columns [o->nevcols], NULL without; an empty text is a
+ * missing categorical value). Returns 0, or -1 after reporting a bad row
+ * (a rating out of range, an event column that is not a number). */
 int import_add_event(struct reader *r, int64_t line, const struct import_key *user,
-                     const struct import_key *item, double rating, int64_t ts);
+                     const struct import_key *item, double rating, int64_t ts,
+                     const struct import_text *ev);
 
 /* Decimal int64 / finite number in s[0 .. len), spaces around allowed: 0 or -1. */
 int import_parse_i64(const char *s, size_t len, int64_t *out);

@@ -104,6 +104,12 @@ int import_field(const struct reader *r, int c, const char *name, const char *s,
     if (c == IMPORT_RATING ? import_parse_f64(s, len, rating) == 0
                            : import_parse_i64(s, len, is_id ? &key->i : ts) == 0)
         return 0;
+    double t;
+    if (c == IMPORT_TIME && import_parse_f64(s, len, &t) == 0 && t == floor(t) &&
+        fabs(t) < 9.2e18) { /* 1649433617592.0 */
+        *ts = (int64_t)t;
+        return 0;
+    }
     return errorf(err, errlen, "field '%s' = '%s' is not %s%s", name,
                   import_shown(b, sizeof b, s, len),
                   c == IMPORT_RATING ? "a number" : "an integer",
@@ -127,7 +133,8 @@ void import_bad_line(struct reader *r, int64_t line, const char *fmt, ...)
 }
 
 int import_add_event(struct reader *r, int64_t line, const struct import_key *user,
-                     const struct import_key *item, double rating, int64_t ts)
+                     const struct import_key *item, double rating, int64_t ts,
+                     const struct import_text *evt)
 {
     struct import_events *ev = r->ev;
     const struct import_options *o = r->o;
@@ -136,6 +143,17 @@ int import_add_event(struct reader *r, int64_t line, const struct import_key *us
                         rating);
         return -1;
     }
+    double fv[IMPORT_MAX_EVCOLS];
+    for (int c = 0; c < ev->nevf; c++) /* numbers first: a bad one drops the row */
+        if (ev->evf[c].is_float && import_parse_f64(evt[c].s, evt[c].len, &fv[c])) {
+            char b[48];
+            import_bad_line(r, line, "field '%s' = '%s' is not a number (a float event "
+                            "column)", ev->evf[c].name, import_shown(b, sizeof b, evt[c].s,
+                                                                      evt[c].len));
+            return -1;
+        }
+    if (o->time_ms) /* milliseconds to seconds, rounded down */
+        ts = ts >= 0 ? ts / 1000 : -((-(ts + 1)) / 1000) - 1;
     if (r->has_rating && o->has_min_rating && rating < o->min_rating) {
         ev->below_min++;
         return 0;
@@ -148,6 +166,26 @@ int import_add_event(struct reader *r, int64_t line, const struct import_key *us
             ev->ts = xrealloc(ev->ts, (size_t)ev->cap * sizeof *ev->ts);
         if (ev->act)
             ev->act = xrealloc(ev->act, (size_t)ev->cap * sizeof *ev->act);
+        for (int c = 0; c < ev->nevf; c++) {
+            struct import_evfeat *f = &ev->evf[c];
+            if (f->is_float)
+                f->v = xrealloc(f->v, (size_t)ev->cap * sizeof *f->v);
+            else
+                f->k = xrealloc(f->k, (size_t)ev->cap * sizeof *f->k);
+        }
+    }
+    for (int c = 0; c < ev->nevf; c++) {
+        struct import_evfeat *f = &ev->evf[c];
+        const char *s = evt[c].s;
+        size_t len = evt[c].len;
+        while (len && (*s == ' ' || *s == '\t'))
+            s++, len--;
+        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r'))
+            len--;
+        if (f->is_float)
+            f->v[ev->n] = (float)fv[c];
+        else
+            f->k[ev->n] = len ? import_vocab_add(&f->vocab, s, len) : -1;
     }
     ev->user[ev->n] = o->string_users ? import_ids_add_str(&ev->users, user->s, user->len)
                                       : import_ids_add_i64(&ev->users, user->i);
@@ -174,31 +212,47 @@ static int line_field(struct reader *r, int c, const char *name, const char *s, 
     return -1;
 }
 
-/* "user::item::rating::timestamp" (ML-1M / ML-10M ratings.dat). */
-static void movielens_line(struct reader *r, const char *s, size_t len)
+/* The MovieLens ratings layouts, told apart by the first line. */
+enum ml_layout { ML_UNKNOWN, ML_DAT, ML_CSV, ML_UDATA };
+static const char *const ml_sep[] = {"", "::", ",", "\t"};
+static const char *const ml_what[] = {"", "user::item::rating::timestamp separated by '::'",
+                                      "userId,movieId,rating,timestamp separated by ','",
+                                      "user item rating timestamp separated by tabs (u.data)"};
+
+/* "user::item::rating::timestamp" (ML-1M / ML-10M ratings.dat), the
+ * ratings.csv of ML-20M/25M/latest (header userId,movieId,rating,timestamp)
+ * or ML-100K's u.data (tab-separated): the layout from the first line. */
+static void movielens_line(struct reader *r, enum ml_layout *layout, const char *s, size_t len)
 {
+    if (*layout == ML_UNKNOWN) {
+        *layout = memmem(s, len, "::", 2) ? ML_DAT : memchr(s, '\t', len) ? ML_UDATA
+                  : memchr(s, ',', len) ? ML_CSV : ML_DAT;
+        if (*layout == ML_CSV && len >= 7 && !memcmp(s, "userId,", 7)) {
+            r->ev->rows--; /* the header of ratings.csv: no row */
+            return;
+        }
+    }
+    const char *sep = ml_sep[*layout];
+    const size_t sl = strlen(sep);
     const char *f[5];
     size_t n[5];
     int k = 0;
     const char *p = s, *end = s + len;
     for (;;) {
-        const char *q = p;
-        while (q + 1 < end && !(q[0] == ':' && q[1] == ':'))
-            q++;
-        if (q + 1 >= end)
+        const char *q = memmem(p, (size_t)(end - p), sep, sl);
+        if (!q)
             q = end;
         if (k < 5)
             f[k] = p, n[k] = (size_t)(q - p);
         k++;
         if (q == end)
             break;
-        p = q + 2;
+        p = q + sl;
     }
     if (k != 4) {
         char b[48];
-        import_bad_line(r, r->ev->lines,
-                        "expected 4 fields user::item::rating::timestamp separated by '::', "
-                        "found %d in '%s'", k, import_shown(b, sizeof b, s, len));
+        import_bad_line(r, r->ev->lines, "expected 4 fields %s, found %d in '%s'",
+                        ml_what[*layout], k, import_shown(b, sizeof b, s, len));
         return;
     }
     struct import_key user, item;
@@ -209,7 +263,7 @@ static void movielens_line(struct reader *r, const char *s, size_t len)
         line_field(r, IMPORT_RATING, "rating", f[2], n[2], NULL, &rating, NULL) ||
         line_field(r, IMPORT_TIME, "timestamp", f[3], n[3], NULL, NULL, &ts))
         return;
-    import_add_event(r, r->ev->lines, &user, &item, rating, ts);
+    import_add_event(r, r->ev->lines, &user, &item, rating, ts, NULL);
 }
 
 /* "user item", separated by spaces or tabs. */
@@ -241,13 +295,14 @@ static void sasrec_line(struct reader *r, const char *s, size_t len)
     if (line_field(r, IMPORT_USER, "user", f[0], n[0], &user, NULL, NULL) ||
         line_field(r, IMPORT_ITEM, "item", f[1], n[1], &item, NULL, NULL))
         return;
-    import_add_event(r, r->ev->lines, &user, &item, 0, 0);
+    import_add_event(r, r->ev->lines, &user, &item, 0, 0, NULL);
 }
 
 static void read_simple(struct reader *r, struct import_input *in)
 {
     char *s;
     size_t len;
+    enum ml_layout layout = ML_UNKNOWN;
     while (import_input_line(in, &s, &len)) {
         r->ev->lines = in->line;
         if (len && s[len - 1] == '\n')
@@ -256,7 +311,7 @@ static void read_simple(struct reader *r, struct import_input *in)
             continue;
         r->ev->rows++;
         if (r->o->format == IMPORT_MOVIELENS)
-            movielens_line(r, s, len);
+            movielens_line(r, &layout, s, len);
         else
             sasrec_line(r, s, len);
     }
@@ -290,6 +345,18 @@ void import_read(const char *path, const struct import_options *o, struct import
         ev->ts = xmalloc((size_t)ev->cap * sizeof *ev->ts);
     if (store_rating)
         ev->act = xmalloc((size_t)ev->cap * sizeof *ev->act);
+    ev->nevf = o->nevcols;
+    ev->evf = o->nevcols ? xcalloc((size_t)o->nevcols, sizeof *ev->evf) : NULL;
+    for (int c = 0; c < o->nevcols; c++) {
+        struct import_evfeat *f = &ev->evf[c];
+        snprintf(f->name, sizeof f->name, "%s", o->evcol[c].name);
+        f->is_float = o->evcol[c].is_float;
+        import_vocab_init(&f->vocab);
+        if (f->is_float)
+            f->v = xmalloc((size_t)ev->cap * sizeof *f->v);
+        else
+            f->k = xmalloc((size_t)ev->cap * sizeof *f->k);
+    }
     if (o->format == IMPORT_CSV)
         import_read_csv(&r, &in);
     else if (o->format == IMPORT_JSONL)
@@ -309,6 +376,12 @@ void import_events_free(struct import_events *ev)
     free(ev->item);
     free(ev->ts);
     free(ev->act);
+    for (int c = 0; c < ev->nevf; c++) {
+        free(ev->evf[c].k);
+        free(ev->evf[c].v);
+        import_vocab_free(&ev->evf[c].vocab);
+    }
+    free(ev->evf);
     import_ids_free(&ev->users);
     import_ids_free(&ev->items);
     memset(ev, 0, sizeof *ev);

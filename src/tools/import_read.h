@@ -19,9 +19,19 @@
 
 #include <stdint.h>
 
+#include "tools/import_feat.h"
 #include "tools/import_ids.h"
 
 enum import_format { IMPORT_MOVIELENS, IMPORT_CSV, IMPORT_SASREC, IMPORT_JSONL };
+
+#define IMPORT_MAX_EVCOLS 32
+
+/* A column of the events kept as an event feature (--event-cols NAME or
+ * NAME:float). */
+struct import_evcol {
+    const char *name;
+    int is_float;
+};
 enum import_column { IMPORT_USER, IMPORT_ITEM, IMPORT_RATING, IMPORT_TIME, IMPORT_NCOLS };
 
 struct import_options {
@@ -39,6 +49,9 @@ struct import_options {
     int has_min_rating;
     double min_rating;              /* events with rating < min_rating are dropped */
     int skip_bad;                   /* skip malformed lines instead of failing */
+    int time_ms;                    /* the time column counts milliseconds */
+    int nevcols;                    /* csv, jsonl: columns kept as event features */
+    struct import_evcol evcol[IMPORT_MAX_EVCOLS];
 };
 
 /* The events read, in file order. */
@@ -47,6 +60,8 @@ struct import_events {
     int32_t *user, *item;           /* [n] indexes into users / items */
     int64_t *ts;                    /* [n] seconds; NULL when the input has none */
     int32_t *act;                   /* [n] rating x 10 rounded; NULL when none */
+    int nevf;                       /* event features (options' evcol) */
+    struct import_evfeat *evf;      /* [nevf] their values [n] */
     struct import_ids users, items;
     const char *path;               /* the input's name in messages ("<stdin>" for "-") */
     int gzip;                       /* the input was gzip-compressed */

@@ -166,14 +166,16 @@ struct table_out {
     hid_t w, st, steps;
 };
 
-/* Gather the table rows of block [a, b) from the first embedding group to
- * its rank 0 and write them there (o: NULL on the other ranks). */
-static void write_table(struct trainer *tr, struct ck_out *o, const struct table_out *to)
+/* Gather the rows of table t block by block from the first embedding group
+ * to its rank 0 and write them there (o: NULL on the other ranks); a
+ * replicated table (G = 1) is written by rank 0 from its own copy. */
+static void write_table(struct trainer *tr, struct ck_out *o, struct emb_table *t,
+                        const struct table_out *to)
 {
     struct comm *c = tr->c;
-    struct emb_table *t = tr->items;
     const int G = t->G, d = t->width, sf = (int)t->state_floats; /* stored values per row */
     const int root = c->g[COMM_EMB].rank == 0 && c->rank == 0;
+    const int alone = t->conf.replicated; /* no gather: rank 0 holds every row */
     float *w = xmalloc((size_t)BLOCK_ROWS * (size_t)(d + sf) * sizeof *w), *st = w + BLOCK_ROWS * d;
     int64_t *steps = xmalloc((size_t)BLOCK_ROWS * sizeof *steps);
     float *gw = root ? xmalloc((size_t)BLOCK_ROWS * (size_t)(d + sf) * sizeof *gw) : NULL;
@@ -190,16 +192,24 @@ static void write_table(struct trainer *tr, struct ck_out *o, const struct table
         const int64_t n = id0 < b ? (b - 1 - id0) / G + 1 : 0;
         /* slots id0 / G ..: any placement; the slot of id 0 holds zeros */
         emb_table_get_stored(t, id0 / G, n, w, sf ? st : NULL, steps);
-        comm_gather_i64(c, COMM_EMB, n, counts, 0);
-        if (root)
-            for (int q = 0; q < G; q++) {
-                cw[q] = counts[q] * d;
-                cs[q] = counts[q] * sf;
-            }
-        comm_gatherv(c, COMM_EMB, COMM_F32, w, n * d, gw, cw, 0);
-        if (sf)
-            comm_gatherv(c, COMM_EMB, COMM_F32, st, n * sf, gst, cs, 0);
-        comm_gatherv(c, COMM_EMB, COMM_I64, steps, n, gsteps, counts, 0);
+        if (alone) {
+            counts[0] = n;
+            memcpy(gw, w, (size_t)(n * d) * sizeof *gw);
+            if (sf)
+                memcpy(gst, st, (size_t)(n * sf) * sizeof *gst);
+            memcpy(gsteps, steps, (size_t)n * sizeof *gsteps);
+        } else {
+            comm_gather_i64(c, COMM_EMB, n, counts, 0);
+            if (root)
+                for (int q = 0; q < G; q++) {
+                    cw[q] = counts[q] * d;
+                    cs[q] = counts[q] * sf;
+                }
+            comm_gatherv(c, COMM_EMB, COMM_F32, w, n * d, gw, cw, 0);
+            if (sf)
+                comm_gatherv(c, COMM_EMB, COMM_F32, st, n * sf, gst, cs, 0);
+            comm_gatherv(c, COMM_EMB, COMM_I64, steps, n, gsteps, counts, 0);
+        }
         if (!root)
             continue;
         /* interleave: shard q holds ids = q mod G in ascending order */
@@ -258,7 +268,8 @@ static void write_dense(struct ck_out *o, const char *group, struct trainer *tr,
 }
 
 /* Rank 0: create the temporary file and write everything but the table
- * rows; the table's datasets are created, left open in *to. */
+ * rows; every table's datasets (/emb/NAME: the item table, the feature
+ * tables) are created, left open in to[k]. */
 static void write_header(struct trainer *tr, struct ck_out *o, struct table_out *to)
 {
     hid_t fapl;
@@ -305,14 +316,18 @@ static void write_header(struct trainer *tr, struct ck_out *o, struct table_out 
     write_dense(o, "/dense", tr, NULL);
     write_dense(o, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     write_dense(o, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
-    hid_t g1 = create_group(o, o->f, "/emb"), g2 = create_group(o, g1, "items");
-    int64_t rows = tr->ds.num_items + 1;
-    to->w = create_2d(o, g2, "weight", H5T_IEEE_F32LE, rows, tr->items->width);
-    to->st = tr->items->state_floats
-                 ? create_2d(o, g2, "state", H5T_IEEE_F32LE, rows, tr->items->state_floats)
-                 : -1;
-    to->steps = tr->items->steps ? create_2d(o, g2, "steps", H5T_STD_I64LE, rows, 0) : -1;
-    CK(o, H5Gclose(g2));
+    hid_t g1 = create_group(o, o->f, "/emb");
+    for (int k = 0; k < tr->reg.n; k++) {
+        const struct emb_table *t = &tr->reg.tables[k];
+        hid_t g2 = create_group(o, g1, t->conf.name);
+        const int64_t rows = t->conf.rows + 1; /* ids 0 .. rows, 0 = padding */
+        to[k].w = create_2d(o, g2, "weight", H5T_IEEE_F32LE, rows, t->width);
+        to[k].st = t->state_floats
+                       ? create_2d(o, g2, "state", H5T_IEEE_F32LE, rows, t->state_floats)
+                       : -1;
+        to[k].steps = t->steps ? create_2d(o, g2, "steps", H5T_STD_I64LE, rows, 0) : -1;
+        CK(o, H5Gclose(g2));
+    }
     CK(o, H5Gclose(g1));
 }
 
@@ -329,13 +344,15 @@ static int fsync_path(const char *path, int flags)
 }
 
 /* Rank 0: close, fsync, rename into place, fsync the directory. */
-static void finish_file(struct ck_out *o, const struct table_out *to)
+static void finish_file(struct ck_out *o, const struct table_out *to, int ntables)
 {
-    CK(o, H5Dclose(to->w));
-    if (to->st >= 0)
-        CK(o, H5Dclose(to->st));
-    if (to->steps >= 0)
-        CK(o, H5Dclose(to->steps));
+    for (int k = 0; k < ntables; k++) {
+        CK(o, H5Dclose(to[k].w));
+        if (to[k].st >= 0)
+            CK(o, H5Dclose(to[k].st));
+        if (to[k].steps >= 0)
+            CK(o, H5Dclose(to[k].steps));
+    }
     errno = 0;
     if (H5Fclose(o->f) < 0) {
         int e = errno;
@@ -365,18 +382,23 @@ void checkpoint_write(struct trainer *tr, const char *path)
     struct comm *c = tr->c;
     const int in_first_group = c->rank < tr->items->G; /* world ranks 0..G-1 */
     struct ck_out out = {.path = path, .f = -1}, *o = c->rank == 0 ? &out : NULL;
-    struct table_out to = {-1, -1, -1};
+    struct table_out to[EMB_MAX_TABLES];
+    for (int k = 0; k < EMB_MAX_TABLES; k++)
+        to[k] = (struct table_out){-1, -1, -1};
     snprintf(out.tmp, sizeof out.tmp, "%s.tmp.%ld", path, (long)getpid());
     if (o) {
         tmpguard_begin(out.tmp, 0); /* removed if rank 0 ends mid-write (not on SIGTERM:
                                        the preemption handler's) */
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by ck_fail */
-        write_header(tr, o, &to);
+        write_header(tr, o, to);
     }
-    if (in_first_group)
-        write_table(tr, o, &to);
+    for (int k = 0; k < tr->reg.n; k++) { /* the item table, then the feature tables */
+        struct emb_table *t = &tr->reg.tables[k];
+        if (t->conf.replicated ? c->rank == 0 : in_first_group)
+            write_table(tr, o, t, &to[k]);
+    }
     if (o)
-        finish_file(o, &to);
+        finish_file(o, to, tr->reg.n);
     comm_barrier(c);
 }
 

@@ -343,6 +343,43 @@ static int verify_group(hid_t f, const char *file, const char *group, int64_t ve
     return w.rc;
 }
 
+/* The datasets of table /emb/NAME: weight, and state and steps when there. */
+static int verify_table(hid_t f, const char *path, const char *name, int64_t version, char *err,
+                        size_t len)
+{
+    char d[256];
+    snprintf(d, sizeof d, "/emb/%s/weight", name);
+    if (verify_dataset(f, path, d, H5T_FLOAT, 2, version, err, len))
+        return -1;
+    snprintf(d, sizeof d, "/emb/%s/state", name);
+    if (h5_exists(f, d) && verify_dataset(f, path, d, H5T_FLOAT, 2, version, err, len))
+        return -1;
+    snprintf(d, sizeof d, "/emb/%s/steps", name);
+    if (h5_exists(f, d) && verify_dataset(f, path, d, H5T_INTEGER, 1, version, err, len))
+        return -1;
+    return 0;
+}
+
+struct table_walk {
+    hid_t f;
+    const char *path;
+    int64_t version;
+    char *err;
+    size_t len;
+    int rc;
+};
+
+static herr_t verify_table_member(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)g;
+    (void)info;
+    struct table_walk *w = data;
+    if (!strcmp(name, "items"))
+        return 0;
+    w->rc = verify_table(w->f, w->path, name, w->version, w->err, w->len);
+    return w->rc ? 1 : 0;
+}
+
 static int verify_open(hid_t f, const char *path, char *err, size_t len)
 {
     char format[64];
@@ -364,15 +401,14 @@ static int verify_open(hid_t f, const char *path, char *err, size_t len)
     for (int i = 0; i < 3; i++)
         if (verify_group(f, path, groups[i], version, err, len))
             return -1;
-    if (verify_dataset(f, path, "/emb/items/weight", H5T_FLOAT, 2, version, err, len))
+    if (verify_table(f, path, "items", version, err, len))
         return -1;
-    if (h5_exists(f, "/emb/items/state") &&
-        verify_dataset(f, path, "/emb/items/state", H5T_FLOAT, 2, version, err, len))
-        return -1;
-    if (h5_exists(f, "/emb/items/steps") &&
-        verify_dataset(f, path, "/emb/items/steps", H5T_INTEGER, 1, version, err, len))
-        return -1;
-    return 0;
+    /* every other table (features: /emb/feat.NAME, /emb/proj.NAME) */
+    struct table_walk w = {f, path, version, err, len, 0};
+    if (H5Literate_by_name(f, "/emb", H5_INDEX_NAME, H5_ITER_NATIVE, NULL, verify_table_member,
+                           &w, H5P_DEFAULT) < 0 && w.rc == 0)
+        return errorf(err, len, "%s: group /emb cannot be listed (corrupt?)", path);
+    return w.rc;
 }
 
 int checkpoint_verify(const char *path, char *err, size_t len)
@@ -457,19 +493,71 @@ static void read_strided(hid_t f, const char *path, const char *name, hid_t mem_
 static void check_shard(const char *path, const struct emb_table *t, int64_t n, const float *w,
                         const float *state, const int64_t *steps, int64_t step)
 {
+    const char *name = t->conf.name;
     for (int64_t i = 0; i < n * t->width; i++)
         if (!isfinite(w[i]))
-            fatal("checkpoint %s: /emb/items/weight: a value of row %lld is not finite", path,
-                  (long long)((i / t->width) * t->G + t->shard));
+            fatal("checkpoint %s: /emb/%s/weight: a value of row %lld is not finite", path,
+                  name, (long long)((i / t->width) * t->G + t->shard));
     for (int64_t i = 0; t->state_floats && i < n * t->state_floats; i++)
         if (!isfinite(state[i]))
-            fatal("checkpoint %s: /emb/items/state: a value of row %lld is not finite", path,
+            fatal("checkpoint %s: /emb/%s/state: a value of row %lld is not finite", path, name,
                   (long long)((i / t->state_floats) * t->G + t->shard));
     for (int64_t i = 0; steps && i < n; i++)
         if (steps[i] < 0 || steps[i] > step)
-            fatal("checkpoint %s: /emb/items/steps: row %lld has %lld steps, outside [0, %lld]",
-                  path, (long long)(i * t->G + t->shard), (long long)steps[i],
+            fatal("checkpoint %s: /emb/%s/steps: row %lld has %lld steps, outside [0, %lld]",
+                  path, name, (long long)(i * t->G + t->shard), (long long)steps[i],
                   (long long)step);
+}
+
+/* Table t's rows of this rank (its shard, or all of a replicated table):
+ * straight into a host table, through host buffers into a device one. */
+static void read_table(hid_t f, const char *path, struct emb_table *t, int64_t step)
+{
+    char name[256];
+    snprintf(name, sizeof name, "/emb/%s", t->conf.name);
+    if (!h5_exists(f, name))
+        fatal("checkpoint %s: no table %s: it was written by a run without this %s (the "
+              "features it trained are in its parameters: features.*)", path, name,
+              strncmp(t->conf.name, "proj.", 5) ? "table" : "feature width (a projection)");
+    const int64_t n = (t->conf.rows - t->shard) / t->G + 1, sf = t->state_floats;
+    const int host = backend_is_host(t->be);
+    float *w = host ? t->w : xmalloc((size_t)(n * t->width) * sizeof *w);
+    float *state = !sf ? NULL : host ? t->state : xmalloc((size_t)(n * sf) * sizeof *state);
+    int64_t *steps = !t->steps ? NULL : host ? t->steps : xmalloc((size_t)n * sizeof *steps);
+    snprintf(name, sizeof name, "/emb/%s/weight", t->conf.name);
+    read_strided(f, path, name, H5T_NATIVE_FLOAT, t->width, t, w);
+    snprintf(name, sizeof name, "/emb/%s/state", t->conf.name);
+    if (state)
+        read_strided(f, path, name, H5T_NATIVE_FLOAT, sf, t, state);
+    snprintf(name, sizeof name, "/emb/%s/steps", t->conf.name);
+    if (steps)
+        read_strided(f, path, name, H5T_NATIVE_INT64, 0, t, steps);
+    check_shard(path, t, n, w, state, steps, step);
+    if (host) {
+        memset(t->ready, 0xff, (size_t)(t->local_rows / 8 + 1)); /* every row is loaded */
+    } else {
+        emb_table_set_slots(t, 0, n, w, state, steps);
+        free(w);
+        free(state);
+        free(steps);
+    }
+}
+
+/* Every table of the checkpoint is one of the run's. */
+struct table_names {
+    const struct trainer *tr;
+    char extra[128];
+};
+
+static herr_t find_extra(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)g;
+    (void)info;
+    struct table_names *tn = data;
+    if (emb_registry_find((struct emb_registry *)&tn->tr->reg, name))
+        return 0;
+    snprintf(tn->extra, sizeof tn->extra, "%s", name);
+    return 1;
 }
 
 /* A subspace table (embedding.subspace_k > 0) stores c[i] of k values and
@@ -537,27 +625,16 @@ void checkpoint_read(struct trainer *tr, const char *path)
     read_dense(f, path, "/dense", tr, NULL);
     read_dense(f, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     read_dense(f, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
-    /* the shard's slots 0 .. n - 1 (ids shard, shard + G, ..): straight into
-     * a host table, through host buffers into a device one */
-    struct emb_table *t = tr->items;
-    const int64_t n = (t->conf.rows - t->shard) / t->G + 1, sf = t->state_floats;
-    const int host = backend_is_host(t->be);
-    float *w = host ? t->w : xmalloc((size_t)(n * t->width) * sizeof *w);
-    float *state = !sf ? NULL : host ? t->state : xmalloc((size_t)(n * sf) * sizeof *state);
-    int64_t *steps = !t->steps ? NULL : host ? t->steps : xmalloc((size_t)n * sizeof *steps);
-    read_strided(f, path, "/emb/items/weight", H5T_NATIVE_FLOAT, t->width, t, w);
-    if (state)
-        read_strided(f, path, "/emb/items/state", H5T_NATIVE_FLOAT, sf, t, state);
-    if (steps)
-        read_strided(f, path, "/emb/items/steps", H5T_NATIVE_INT64, 0, t, steps);
-    check_shard(path, t, n, w, state, steps, tr->step);
-    if (host) {
-        memset(t->ready, 0xff, (size_t)(t->local_rows / 8 + 1)); /* every row is loaded */
-    } else {
-        emb_table_set_slots(t, 0, n, w, state, steps);
-        free(w);
-        free(state);
-        free(steps);
-    }
+    /* every table: the item table, the feature tables (any rank count) */
+    struct table_names tn = {.tr = tr};
+    if (H5Literate_by_name(f, "/emb", H5_INDEX_NAME, H5_ITER_NATIVE, NULL, find_extra, &tn,
+                           H5P_DEFAULT) < 0 && !tn.extra[0])
+        fatal("checkpoint %s: group /emb cannot be listed (corrupt?)", path);
+    if (tn.extra[0])
+        fatal("checkpoint %s: it holds table /emb/%s, which this run does not train: resume "
+              "with the features it was written with (its parameters: features.*)", path,
+              tn.extra);
+    for (int k = 0; k < tr->reg.n; k++)
+        read_table(f, path, &tr->reg.tables[k], tr->step);
     H5_CHECK(H5Fclose(f));
 }

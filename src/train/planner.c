@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "balance/cost.h"
+#include "train/step_feat.h"
 #include "train/train.h"
 
 void planner_init(struct planner *pl, struct trainer *tr)
@@ -90,11 +91,12 @@ static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, 
 {
     const int hold = split_holdout(tr->conf.split);
     const int N = tr->conf.N, P = tr->c->size;
+    const int C = tr->feat ? tr->feat->s.n_user : 0; /* contextual tokens: computed too */
     sp->tokens = 0;
     sp->pairs = 0;
     for (int64_t i = 0; i < gB; i++) {
         int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
-        pl->len[i] = L < N ? L : N;
+        pl->len[i] = (L < N ? L : N) + C;
         sp->tokens += pl->len[i];
         sp->pairs += 0.5 * (double)pl->len[i] * (double)(pl->len[i] + 1);
     }

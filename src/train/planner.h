@@ -35,7 +35,8 @@ struct step_plan {
     int64_t n;          /* of which this rank's entries (pieces) */
     int64_t *users;     /* [n] dataset user indexes, in batch order */
     double cost;        /* their predicted cost */
-    int64_t tokens;     /* the global batch's training positions (all ranks) */
+    int64_t tokens;     /* the global batch's tokens: training positions and contextual
+                           tokens (all ranks) */
     double pairs;       /* and its causal attention pairs, sum L (L + 1) / 2 */
     int64_t cap;        /* entries the arrays hold */
     /* split_long: when the step cut a sequence (pieces.nsplit > 0), the

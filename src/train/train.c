@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend/blas.h"
 #include "backend/peak.h"
@@ -27,6 +28,7 @@
 #include "train/checkpoint.h"
 #include "train/guard.h"
 #include "train/preempt.h"
+#include "train/step_feat.h"
 #include "train/watchdog.h"
 
 /* --- start-up ------------------------------------------------------------------- */
@@ -84,6 +86,25 @@ static const struct backend_ops *table_placement(struct trainer *tr)
     return tr->be;
 }
 
+void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *ec)
+{
+    const int64_t G = ec->replicated ? 1 : tr->c->g[COMM_EMB].size;
+    const int width = ec->subspace_k > 0 ? ec->subspace_k : ec->dim;
+    const double slots = (double)(ec->rows / G + 1);
+    const double bytes = slots * (double)(width + emb_optim_state_floats(ec->optim.kind, width)) *
+                             4.0 + (ec->optim.kind == EMB_OPT_ADAM ? 8.0 * slots : 0.0);
+    const double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (mem > 0 && bytes > mem) {
+        const int items = !strcmp(ec->name, "items");
+        fatal("data.path = %s: %s = %lld: table '%s' needs %.4g GiB per rank (%.0f rows of %d "
+              "floats and the %s state%s), more than this node's %.4g GiB of memory",
+              tr->conf.data_path, items ? "attribute num_items" : "attribute cardinality - 1",
+              (long long)ec->rows, ec->name, bytes / 1073741824.0, slots, width,
+              emb_optim_name(ec->optim.kind), ec->replicated ? ", replicated" : "",
+              mem / 1073741824.0);
+    }
+}
+
 void trainer_setup(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
@@ -101,6 +122,7 @@ void trainer_setup(struct trainer *tr)
     log_info("backend %s: %d BLAS thread%s per rank (%d rank%s on this node)", tr->be->name,
              threads, threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,
              tr->c->g[COMM_NODE].size == 1 ? "" : "s");
+    step_feat_setup(tr); /* before the model: contextual tokens are positions */
     if (model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err))
         fatal("%s", err);
     struct emb_table_conf ec = {.rows = tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
@@ -113,7 +135,9 @@ void trainer_setup(struct trainer *tr)
     ec.subspace_identity = cf->subspace_identity;
     if (cf->node_size > 0) /* debug.node_size: the byte counters' nodes */
         comm_set_node_size(tr->c, (int)cf->node_size);
+    trainer_check_table(tr, &ec);
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
+    step_feat_tables(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
     train_step_init(tr);
     tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
@@ -128,6 +152,7 @@ void trainer_free(struct trainer *tr)
     train_step_free(tr);
     dense_optim_free(&tr->optim);
     emb_registry_free(&tr->reg);
+    step_feat_teardown(tr);
     model_free(&tr->m);
     free(tr->train_users);
     dataset_close(&tr->ds);
@@ -489,7 +514,7 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         lc->iv.samples += (double)now->global_B;
         lc->iv.tokens += (double)tokens;
         lc->iv.pairs += now->pairs;
-        lc->iv.flops += tr->flops.per_token * (double)tokens + tr->flops.per_pair * now->pairs;
+        lc->iv.flops += tr->flops.per_token * (double)now->tokens + tr->flops.per_pair * now->pairs;
         lc->split.steps++;
         lc->split.seqs += now->pieces.nsplit;
         lc->split.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);

@@ -21,6 +21,7 @@
 #include "train/train_conf.h"
 
 struct step_state;
+struct train_feat;
 
 struct trainer {
     /* configuration, resolved once at start-up */
@@ -37,6 +38,7 @@ struct trainer {
     struct model m;
     struct emb_registry reg;
     struct emb_table *items;
+    struct train_feat *feat;   /* the features (train/step_feat.h), NULL without */
     struct dense_optim optim;
     /* the step's own state (overlap, buffers, dense all-reduce): train_step.c */
     struct step_state *state;
@@ -63,6 +65,11 @@ struct trainer {
 void trainer_setup(struct trainer *tr);
 /* Release everything trainer_setup and the run allocated (not tr->c). */
 void trainer_free(struct trainer *tr);
+/* End the job when the table of ec (sharded over the emb group unless
+ * replicated) cannot fit this node's memory: its shard, optimizer state
+ * and step counts, named with the dataset and the attribute sizing it. */
+struct emb_table_conf;
+void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *ec);
 
 /* The step's state: parallel.overlap, the dense all-reduce's transport, the
  * between-layers hook (collective: the transport is chosen together). */

@@ -143,6 +143,8 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->patience > 0 && tc->eval_every < 1)
         return errorf(err, errlen, "train.patience = %lld needs train.eval_every >= 1",
                       (long long)tc->patience);
+    if (feat_conf_from_params(p, &tc->features, err, errlen))
+        return -1;
     if (cost_model_from_params(p, &tc->cost, NULL, err, errlen) ||
         split_conf_from_params(p, &tc->cost, &tc->split_long, err, errlen))
         return -1;

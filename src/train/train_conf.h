@@ -13,6 +13,7 @@
 #include "data/split.h"
 #include "embedding/emb_codec.h"
 #include "embedding/emb_optim.h"
+#include "feature/schema.h"
 #include "model/model.h"
 #include "train/dense_optim.h"
 
@@ -41,6 +42,8 @@ struct train_conf {
     enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
     int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
     int subspace_identity;    /* embedding.subspace_basis = identity */
+    /* features.* (resolved against the dataset in step_feat_setup) */
+    struct feat_conf features;
     /* schedule */
     uint64_t seed;
     int64_t batch_size, epochs, max_steps, log_every, eval_every, checkpoint_every;

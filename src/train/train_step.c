@@ -45,7 +45,15 @@
  * Where the backend computes on a device, the exchange's host rows and
  * index and the gradients going back to the owners are mirrored in device
  * memory (backend/mirror.h): the phases below are the same on every
- * backend. */
+ * backend.
+ *
+ * With features (features.*; step_feat.h, CPU backend), each phase does
+ * its part for them too: read plans the tokens and posts the lookup of
+ * every feature table, lookup completes it and makes the item
+ * representations (row + item features) that the inputs and the loss use,
+ * the model runs on the assembled tokens (event features, contextual
+ * tokens), and the grad exchange updates the feature tables. Without them
+ * none of this runs (in->feat is NULL). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -58,6 +66,7 @@
 #include "train/ctx_split.h"
 #include "train/dense_sync.h"
 #include "train/guard.h"
+#include "train/step_feat.h"
 #include "train/train.h"
 
 /* One step's input: this rank's sequences read, negatives drawn, ids
@@ -69,6 +78,7 @@ struct step_input {
     struct ctx_split *split;   /* split_long: the keys/values of cut sequences, else NULL */
     float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
                                   the targets' and negatives' tokens, else NULL */
+    struct step_feat *feat;    /* features: their plan and lookup, else NULL */
 };
 
 struct step_state {
@@ -84,7 +94,8 @@ struct step_state {
     struct mirror rows;        /* the exchange's unique rows [nuniq, d] */
     struct mirror inv;         /* its inverse index [T (2 + R)] */
     struct mirror grads;       /* gradients per unique row [nuniq, d], host gu */
-    struct mirror emb, out, du, demb; /* [T, d] scratch */
+    struct mirror emb, out, du, demb; /* [T, d] scratch ([Tx, d]: out, demb) */
+    struct mirror fx, fout, fdu, fdemb; /* features: [Tx, d] x, du; [T, d] out, demb */
     float *gu;                 /* host gradients per unique row, capacity gu_cap bytes */
     size_t gu_cap;
     /* train.loss = full: the ids of this rank's shard, requested every step
@@ -146,8 +157,11 @@ static void between_layers(void *ctx, int first_final)
         return;
     comm_compute_end();
     for (int k = 0; k < 2; k++) /* the next step's input first */
-        if (s->in[k ^ 1 ^ s->cur].ready)
+        if (s->in[k ^ 1 ^ s->cur].ready) {
             emb_exchange_progress(s->in[k ^ 1 ^ s->cur].x);
+            if (s->in[k ^ 1 ^ s->cur].feat)
+                step_feat_progress(s->in[k ^ 1 ^ s->cur].feat);
+        }
     dense_sync_post_final(s->dense, first_final);
     dense_sync_progress(s->dense);
     comm_compute_begin();
@@ -242,6 +256,8 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     steptime_phase(&tr->st, PH_READ);
     in->x = emb_input_dist(tr->items, tr->c, ids, n_ids, T, NULL);
     free(ids);
+    if (tr->feat)
+        in->feat = step_feat_read(tr, &in->sb, in->x);
     in->ready = 1;
     steptime_phase(&tr->st, PH_INPUT_DIST);
 }
@@ -254,6 +270,8 @@ static void input_release(struct step_input *in)
     in->split = NULL;
     free(in->logq);
     in->logq = NULL;
+    step_feat_free(in->feat);
+    in->feat = NULL;
     batch_free(&in->sb);
     in->ready = 0;
 }
@@ -261,7 +279,9 @@ static void input_release(struct step_input *in)
 /* lookup: owners serve this step's rows (read after the previous step's
  * sparse update); the next step is read meanwhile; chunk 0's rows (all of
  * them unless prioritized) reach the backend, and the inputs' rows are
- * gathered in token order into emb [T, d]. Returns emb. */
+ * gathered in token order into emb [T, d]. With features: the feature
+ * rows too, the item rows become representations (row + item features),
+ * and emb the model's tokens [Tx, d]. Returns emb. */
 static float *phase_lookup(struct step_state *s, struct step_input *in,
                            const struct step_plan *next)
 {
@@ -274,10 +294,15 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     steptime_phase(&tr->st, PH_LOOKUP);
     if (s->lookahead && next)
         phase_read(s, &s->in[1 - s->cur], next);
-    const float *rows = mirror_bind(&s->rows, be, emb_exchange_rows(x),
+    if (in->feat)
+        step_feat_lookup(in->feat);
+    const float *rows = mirror_bind(&s->rows, be,
+                                    in->feat ? step_feat_rep(in->feat) : emb_exchange_rows(x),
                                     rows_bytes(emb_exchange_nuniq(x), d));
     for (int k = 0; k < (s->prioritized ? 1 : 2); k++) {
         emb_output_wait(x, k, NULL);
+        if (in->feat)
+            step_feat_items(in->feat, x, k);
         chunk_up(&s->rows, x, d, k);
     }
     const size_t ib = (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t);
@@ -285,6 +310,12 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     mirror_up(&s->inv, 0, ib);
     float *emb = mirror_bind(&s->emb, be, NULL, rows_bytes(T, d));
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
+    if (in->feat) { /* event features, contextual tokens (host memory: the CPU backend) */
+        const struct tokens *tk = step_feat_tokens(in->feat);
+        float *xt = tk->C ? mirror_bind(&s->fx, be, NULL, rows_bytes(tk->Tx, d)) : emb;
+        tokens_inputs(tk, emb, xt);
+        emb = xt;
+    }
     steptime_phase(&tr->st, PH_LOOKUP);
     return emb;
 }
@@ -326,14 +357,16 @@ static double step_loss(struct step_state *s, struct step_input *in, const float
     return sum;
 }
 
-/* forward + loss: the model over the batch (emb -> out), the next step's
- * ids posted, then the loss against the rows of targets and negatives:
+/* forward + loss: the model over the batch (emb -> out; mb: the model's
+ * batch, b with contextual tokens), the next step's ids posted, then the
+ * loss against the rows of targets and negatives:
  * du [T, d] and the per-row gradients (zeroed, then accumulated by the
  * loss). Prioritized: the loss-only rows' gradients (chunk 1: the
  * backward's scatter touches chunk-0 rows alone) are final and leave now.
  * Returns this rank's loss sum (scale = 1 / global supervised positions). */
 static double phase_forward_loss(struct step_state *s, struct step_input *in,
-                                 const struct batch *b, const float *emb, float scale)
+                                 const struct batch *b, const struct batch *mb, const float *emb,
+                                 float scale)
 {
     struct trainer *tr = s->tr;
     const struct backend_ops *be = tr->be;
@@ -342,15 +375,22 @@ static double phase_forward_loss(struct step_state *s, struct step_input *in,
     const int d = cf->d;
     const int64_t T = b->T, nuniq = emb_exchange_nuniq(x);
     double t_work = clock_seconds();
-    float *out = mirror_bind(&s->out, be, NULL, rows_bytes(T, d));
+    float *out = mirror_bind(&s->out, be, NULL, rows_bytes(mb->T, d));
     comm_compute_begin();
-    tr->m.vt->forward(&tr->m, b, emb, out);
+    tr->m.vt->forward(&tr->m, mb, emb, out);
     comm_compute_end();
+    if (mb->T != T) { /* the event tokens' outputs: the loss's */
+        float *ev = mirror_bind(&s->fout, be, NULL, rows_bytes(T, d));
+        tokens_outputs(step_feat_tokens(in->feat), out, ev);
+        out = ev;
+    }
     struct step_input *nx = &s->in[1 - s->cur];
     if (nx->ready)
         emb_input_post_ids(tr->c, nx->x);
     if (s->prioritized) { /* targets and negatives: chunk 1 */
         emb_output_wait(x, 1, NULL);
+        if (in->feat)
+            step_feat_items(in->feat, x, 1);
         chunk_up(&s->rows, x, d, 1);
     }
     const float *rows = mirror_at(&s->rows);
@@ -377,7 +417,8 @@ static double phase_forward_loss(struct step_state *s, struct step_input *in,
 
 /* backward: the model's backward from du, the input rows' gradients
  * scattered onto the per-row gradients, which come back to the host. */
-static void phase_backward(struct step_state *s, struct step_input *in, const struct batch *b)
+static void phase_backward(struct step_state *s, struct step_input *in, const struct batch *b,
+                           const struct batch *mb)
 {
     struct trainer *tr = s->tr;
     const struct backend_ops *be = tr->be;
@@ -385,10 +426,21 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     double t_work = clock_seconds();
     model_zero_grads(&tr->m);
     dense_sync_begin(s->dense);
-    float *demb = mirror_bind(&s->demb, be, NULL, rows_bytes(b->T, d));
+    const float *du = mirror_at(&s->du);
+    if (mb->T != b->T) { /* no gradient at the contextual tokens */
+        float *dux = mirror_bind(&s->fdu, be, NULL, rows_bytes(mb->T, d));
+        tokens_dout(step_feat_tokens(in->feat), du, dux);
+        du = dux;
+    }
+    float *demb = mirror_bind(&s->demb, be, NULL, rows_bytes(mb->T, d));
     comm_compute_begin();
-    tr->m.vt->backward(&tr->m, b, mirror_at(&s->du), demb);
+    tr->m.vt->backward(&tr->m, mb, du, demb);
     comm_compute_end();
+    if (in->feat) { /* the event and user features' part; demb: the event tokens' */
+        float *dev = mb->T != b->T ? mirror_bind(&s->fdemb, be, NULL, rows_bytes(b->T, d)) : demb;
+        step_feat_backward_inputs(in->feat, demb, dev);
+        demb = dev;
+    }
     be->scatter_add_rows(b->T, d, demb, mirror_at(&s->inv), mirror_at(&s->grads));
     chunk_down(&s->grads, in->x, d, 0);
     if (!s->prioritized) /* chunk 1 still here too */
@@ -408,6 +460,8 @@ static void phase_grad_exchange(struct step_state *s, struct step_input *in, int
     dense_sync_post_last(s->dense);
     if (apply)
         emb_grad_finish(tr->items, tr->c, in->x, NULL);
+    if (apply && in->feat) /* the item representations' gradient: s->gu */
+        step_feat_update(in->feat, s->gu);
     steptime_phase(&tr->st, PH_GRAD_EXCHANGE);
 }
 
@@ -431,10 +485,13 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     const struct batch b = {.B = in->sb.B, .T = in->sb.T, .offsets = in->sb.offsets,
                             .ts = in->sb.ts, .row_keys = in->sb.keys, .train = 1,
                             .split = in->split ? ctx_split_model(in->split) : NULL};
+    struct batch mb = b; /* the model's: with contextual tokens, more */
+    if (in->feat)
+        tokens_batch(step_feat_tokens(in->feat), &b, &mb);
 
     const float *emb = phase_lookup(s, in, next);
-    double loss_sum = phase_forward_loss(s, in, &b, emb, scale);
-    phase_backward(s, in, &b);
+    double loss_sum = phase_forward_loss(s, in, &b, &mb, emb, scale);
+    phase_backward(s, in, &b, &mb);
     const int64_t n_gu = emb_exchange_nuniq(in->x) * tr->conf.d;
     phase_grad_exchange(s, in, guard_before_update(tr, loss_sum, s->gu, n_gu));
     phase_dense_allreduce(s);
@@ -504,7 +561,8 @@ void train_step_free(struct trainer *tr)
         return;
     train_step_drain(tr);
     dense_sync_free(s->dense);
-    struct mirror *m[] = {&s->rows, &s->inv, &s->grads, &s->emb, &s->out, &s->du, &s->demb};
+    struct mirror *m[] = {&s->rows, &s->inv, &s->grads, &s->emb, &s->out, &s->du, &s->demb,
+                          &s->fx, &s->fout, &s->fdu, &s->fdemb};
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         mirror_free(m[i]);
     free(s->gu);

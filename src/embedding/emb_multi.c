@@ -1,0 +1,393 @@
+/* emb_multi: one lookup of many tables, the sharded ones in one exchange;
+ * see emb_multi.h. */
+#include "embedding/emb_multi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+
+/* One table of the lookup. */
+struct mtab {
+    struct emb_table *t;
+    int sharded, width;
+    int64_t n, nuniq;
+    int64_t *uniq;      /* [nuniq] grouped by owner, ascending within an owner */
+    int64_t *inverse;   /* [n] request -> unique row */
+    int64_t *scnt;      /* [G] unique ids per owner (sharded) */
+    int64_t *sfirst;    /* [G] the first of them in uniq */
+    int64_t *rcnt;      /* [G] ids this rank serves to each requester */
+    float *rows;        /* [nuniq, width] */
+};
+
+struct emb_multi {
+    struct comm *c;
+    int nt, ns, G;            /* tables, of which sharded; emb group size */
+    int sidx[EMB_MULTI_MAX];  /* the sharded tables' indexes */
+    struct mtab tab[EMB_MULTI_MAX];
+    int64_t *cnt;             /* [2 G ns]: counts sent [G][ns], then received */
+    struct comm_request req;
+    int counts_pending, done;
+    int64_t *serve;           /* ids served: per requester, table after table */
+    int64_t *sc, *sd, *rc, *rd; /* [G] counts and displacements (elements) */
+};
+
+static void *alloc0(size_t n, size_t size) { return xcalloc(n ? n : 1, size); }
+
+static void displs(const int64_t *counts, int64_t *d, int G)
+{
+    int64_t s = 0;
+    for (int p = 0; p < G; p++) {
+        d[p] = s;
+        s += counts[p];
+    }
+}
+
+struct emb_multi *emb_multi_input(struct emb_table *const *t, int nt, struct comm *c,
+                                  const int64_t *const *ids, const int64_t *n)
+{
+    if (nt < 0 || nt > EMB_MULTI_MAX)
+        fatal("emb_multi: %d tables (at most %d)", nt, EMB_MULTI_MAX);
+    struct emb_multi *x = xcalloc(1, sizeof *x);
+    x->c = c;
+    x->nt = nt;
+    x->G = c->g[COMM_EMB].size;
+    const int G = x->G;
+    char err[512];
+    for (int k = 0; k < nt; k++) {
+        struct mtab *m = &x->tab[k];
+        m->t = t[k];
+        m->n = n[k];
+        m->width = t[k]->width;
+        m->sharded = !t[k]->conf.replicated;
+        if (!t[k]->ready || t[k]->sub)
+            fatal("emb_multi: table '%s' must be a plain table in host memory", t[k]->conf.name);
+        if (m->sharded && t[k]->G != G)
+            fatal("emb_multi: table '%s' is sharded over %d ranks, the emb group has %d",
+                  t[k]->conf.name, t[k]->G, G);
+        if (emb_check_ids(&t[k]->conf, ids[k], n[k], c->rank, err, sizeof err))
+            fatal("%s", err);
+        const int Gt = m->sharded ? G : 1;
+        m->uniq = alloc0((size_t)n[k], sizeof *m->uniq);
+        m->inverse = alloc0((size_t)n[k], sizeof *m->inverse);
+        int64_t *counts = alloc0((size_t)(2 * Gt), sizeof *counts);
+        m->nuniq = backend_cpu.emb_dedup(n[k], ids[k], n[k], Gt, m->uniq, m->inverse, counts);
+        m->rows = alloc0((size_t)(m->nuniq * m->width), sizeof *m->rows);
+        if (!m->sharded) { /* replicated: read in emb_multi_lookup */
+            free(counts);
+            continue;
+        }
+        m->scnt = counts; /* [G] (the second half: chunk 0 counts, unused) */
+        m->sfirst = alloc0((size_t)G, sizeof *m->sfirst);
+        m->rcnt = alloc0((size_t)G, sizeof *m->rcnt);
+        displs(m->scnt, m->sfirst, G);
+        x->sidx[x->ns++] = k;
+    }
+    if (x->ns == 0)
+        return x;
+    x->cnt = alloc0((size_t)(2 * G * x->ns), sizeof *x->cnt);
+    for (int p = 0; p < G; p++)
+        for (int j = 0; j < x->ns; j++)
+            x->cnt[p * x->ns + j] = x->tab[x->sidx[j]].scnt[p];
+    comm_ialltoall_i64(c, COMM_EMB, x->cnt, x->ns, x->cnt + G * x->ns, COMM_PH_COUNTS, &x->req);
+    x->counts_pending = 1;
+    return x;
+}
+
+void emb_multi_progress(struct emb_multi *x)
+{
+    if (x && x->counts_pending && comm_test(&x->req))
+        x->counts_pending = 0;
+}
+
+/* Per-peer element counts of the sharded tables' ids (unit 0) or rows
+ * (unit 1: width floats per id), requester side (req) or owner side. */
+static void peer_counts(const struct emb_multi *x, int rows, int req, int64_t *count)
+{
+    for (int p = 0; p < x->G; p++) {
+        count[p] = 0;
+        for (int j = 0; j < x->ns; j++) {
+            const struct mtab *m = &x->tab[x->sidx[j]];
+            count[p] += (req ? m->scnt[p] : m->rcnt[p]) * (rows ? m->width : 1);
+        }
+    }
+}
+
+void emb_multi_lookup(struct emb_multi *x)
+{
+    if (x->done)
+        return;
+    x->done = 1;
+    /* replicated tables: every row is here, read now (after the updates
+     * applied before this call, as the owners read theirs) */
+    for (int k = 0; k < x->nt; k++) {
+        struct mtab *m = &x->tab[k];
+        if (m->sharded)
+            continue;
+        emb_table_ready(m->t, m->uniq, m->nuniq);
+        backend_cpu.emb_gather_shard(m->nuniq, m->width, m->t->w, m->uniq, 1, m->rows);
+    }
+    const int G = x->G, ns = x->ns;
+    if (ns == 0)
+        return;
+    if (x->counts_pending) {
+        comm_wait(&x->req);
+        x->counts_pending = 0;
+    }
+    for (int p = 0; p < G; p++)
+        for (int j = 0; j < ns; j++)
+            x->tab[x->sidx[j]].rcnt[p] = x->cnt[G * ns + p * ns + j];
+    x->sc = alloc0((size_t)(4 * G), sizeof *x->sc);
+    x->sd = x->sc + G;
+    x->rc = x->sc + 2 * G;
+    x->rd = x->sc + 3 * G;
+    /* ids: per owner, table after table */
+    peer_counts(x, 0, 1, x->sc);
+    peer_counts(x, 0, 0, x->rc);
+    displs(x->sc, x->sd, G);
+    displs(x->rc, x->rd, G);
+    const int64_t nsend = x->sd[G - 1] + x->sc[G - 1], nserve = x->rd[G - 1] + x->rc[G - 1];
+    int64_t *sids = alloc0((size_t)nsend, sizeof *sids);
+    int64_t at = 0;
+    for (int p = 0; p < G; p++)
+        for (int j = 0; j < ns; j++) {
+            const struct mtab *m = &x->tab[x->sidx[j]];
+            memcpy(sids + at, m->uniq + m->sfirst[p], (size_t)m->scnt[p] * sizeof *sids);
+            at += m->scnt[p];
+        }
+    x->serve = alloc0((size_t)nserve, sizeof *x->serve);
+    comm_alltoallv(x->c, COMM_EMB, COMM_I64, sids, x->sc, x->sd, x->serve, x->rc, x->rd,
+                   COMM_PH_IDS);
+    free(sids);
+    /* rows: the owner reads them from its shards, per requester table after table */
+    int64_t *fsc = alloc0((size_t)(4 * G), sizeof *fsc), *fsd = fsc + G, *frc = fsc + 2 * G,
+            *frd = fsc + 3 * G;
+    peer_counts(x, 1, 0, fsc);
+    peer_counts(x, 1, 1, frc);
+    displs(fsc, fsd, G);
+    displs(frc, frd, G);
+    float *out = alloc0((size_t)(fsd[G - 1] + fsc[G - 1]), sizeof *out);
+    float *in = alloc0((size_t)(frd[G - 1] + frc[G - 1]), sizeof *in);
+    for (int p = 0; p < G; p++) {
+        int64_t f_at = fsd[p], id_at = x->rd[p];
+        for (int j = 0; j < ns; j++) {
+            struct mtab *m = &x->tab[x->sidx[j]];
+            const int64_t *ids = x->serve + id_at;
+            for (int64_t i = 0; i < m->rcnt[p]; i++)
+                if (ids[i] % G != m->t->shard)
+                    fatal("emb_multi: table '%s': rank %d asked shard %d for id %lld",
+                          m->t->conf.name, p, m->t->shard, (long long)ids[i]);
+            emb_table_ready(m->t, ids, m->rcnt[p]);
+            backend_cpu.emb_gather_shard(m->rcnt[p], m->width, m->t->w, ids, G, out + f_at);
+            f_at += m->rcnt[p] * m->width;
+            id_at += m->rcnt[p];
+        }
+    }
+    comm_alltoallv(x->c, COMM_EMB, COMM_F32, out, fsc, fsd, in, frc, frd, COMM_PH_ROWS);
+    for (int p = 0; p < G; p++) {
+        int64_t f_at = frd[p];
+        for (int j = 0; j < ns; j++) {
+            struct mtab *m = &x->tab[x->sidx[j]];
+            memcpy(m->rows + m->sfirst[p] * m->width, in + f_at,
+                   (size_t)(m->scnt[p] * m->width) * sizeof *in);
+            f_at += m->scnt[p] * m->width;
+        }
+    }
+    free(out);
+    free(in);
+    free(fsc);
+}
+
+int64_t emb_multi_nuniq(const struct emb_multi *x, int k) { return x->tab[k].nuniq; }
+const int64_t *emb_multi_inverse(const struct emb_multi *x, int k) { return x->tab[k].inverse; }
+const float *emb_multi_rows(const struct emb_multi *x, int k) { return x->tab[k].rows; }
+const int64_t *emb_multi_uniq(const struct emb_multi *x, int k) { return x->tab[k].uniq; }
+
+/* --- backward -------------------------------------------------------------------- */
+
+/* Per-table gradient lists: ids[k] [n[k]], g[k] [n[k], width_k]. */
+struct glist {
+    int64_t *ids[EMB_MULTI_MAX], n[EMB_MULTI_MAX];
+    float *g[EMB_MULTI_MAX];
+};
+
+/* Sum the lists of the tables idx[0 .. m) over group grp: every rank's
+ * entries are gathered in rank order and summed per id (emb_sum_by_id: in
+ * that order), the lists replaced by the sums, the same on every rank. */
+static void group_sum(struct emb_multi *x, enum comm_group grp, const int *idx, int m,
+                      struct glist *l)
+{
+    struct comm *c = x->c;
+    const int R = c->g[grp].size;
+    int64_t *cnt = alloc0((size_t)m, sizeof *cnt), *all = alloc0((size_t)(R * m), sizeof *all);
+    for (int j = 0; j < m; j++)
+        cnt[j] = l->n[idx[j]];
+    comm_allgather_bytes(c, grp, cnt, (size_t)m * sizeof *cnt, all);
+    int64_t *ni = alloc0((size_t)R, sizeof *ni), *nf = alloc0((size_t)R, sizeof *nf);
+    int64_t tot_i = 0, tot_f = 0, mine_i = 0, mine_f = 0;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < m; j++) {
+            ni[r] += all[r * m + j];
+            nf[r] += all[r * m + j] * x->tab[idx[j]].width;
+        }
+    for (int r = 0; r < R; r++)
+        tot_i += ni[r], tot_f += nf[r];
+    mine_i = ni[c->g[grp].rank];
+    mine_f = nf[c->g[grp].rank];
+    int64_t *sid = alloc0((size_t)mine_i, sizeof *sid), *rid = alloc0((size_t)tot_i, sizeof *rid);
+    float *sg = alloc0((size_t)mine_f, sizeof *sg), *rg = alloc0((size_t)tot_f, sizeof *rg);
+    int64_t ai = 0, af = 0;
+    for (int j = 0; j < m; j++) {
+        const int k = idx[j], w = x->tab[k].width;
+        memcpy(sid + ai, l->ids[k], (size_t)l->n[k] * sizeof *sid);
+        memcpy(sg + af, l->g[k], (size_t)(l->n[k] * w) * sizeof *sg);
+        ai += l->n[k];
+        af += l->n[k] * w;
+    }
+    comm_allgatherv(c, grp, COMM_I64, sid, mine_i, rid, ni, COMM_PH_REPLICA);
+    comm_allgatherv(c, grp, COMM_F32, sg, mine_f, rg, nf, COMM_PH_REPLICA);
+    /* table j's entries of rank r start after the earlier ranks' and tables' */
+    int64_t *oi = alloc0((size_t)R, sizeof *oi), *of = alloc0((size_t)R, sizeof *of);
+    for (int r = 1; r < R; r++)
+        oi[r] = oi[r - 1] + ni[r - 1], of[r] = of[r - 1] + nf[r - 1];
+    for (int j = 0; j < m; j++) {
+        const int k = idx[j], w = x->tab[k].width;
+        int64_t total = 0;
+        for (int r = 0; r < R; r++)
+            total += all[r * m + j];
+        int64_t *ids = alloc0((size_t)total, sizeof *ids);
+        float *g = alloc0((size_t)(total * w), sizeof *g);
+        int64_t at = 0;
+        for (int r = 0; r < R; r++) {
+            const int64_t cnt_r = all[r * m + j];
+            memcpy(ids + at, rid + oi[r], (size_t)cnt_r * sizeof *ids);
+            memcpy(g + at * w, rg + of[r], (size_t)(cnt_r * w) * sizeof *g);
+            oi[r] += cnt_r;
+            of[r] += cnt_r * w;
+            at += cnt_r;
+        }
+        free(l->ids[k]);
+        free(l->g[k]);
+        l->ids[k] = alloc0((size_t)total, sizeof *l->ids[k]);
+        l->g[k] = alloc0((size_t)(total * w), sizeof *l->g[k]);
+        l->n[k] = backend_cpu.emb_sum_by_id(total, w, ids, g, l->ids[k], l->g[k]);
+        free(ids);
+        free(g);
+    }
+    free(oi);
+    free(of);
+    free(sid);
+    free(rid);
+    free(sg);
+    free(rg);
+    free(ni);
+    free(nf);
+    free(cnt);
+    free(all);
+}
+
+void emb_multi_backward(struct emb_multi *x, float *const *gu)
+{
+    emb_multi_lookup(x);
+    struct comm *c = x->c;
+    const int G = x->G, ns = x->ns;
+    struct glist l;
+    memset(&l, 0, sizeof l);
+    int rep[EMB_MULTI_MAX], nrep = 0;
+    for (int k = 0; k < x->nt; k++)
+        if (!x->tab[k].sharded) { /* replicated: this rank's unique rows as they are */
+            struct mtab *m = &x->tab[k];
+            l.n[k] = m->nuniq;
+            l.ids[k] = alloc0((size_t)m->nuniq, sizeof *l.ids[k]);
+            l.g[k] = alloc0((size_t)(m->nuniq * m->width), sizeof *l.g[k]);
+            memcpy(l.ids[k], m->uniq, (size_t)m->nuniq * sizeof *l.ids[k]);
+            memcpy(l.g[k], gu[k], (size_t)(m->nuniq * m->width) * sizeof *l.g[k]);
+            rep[nrep++] = k;
+        }
+    if (ns) { /* sharded: the gradients to the owners, one exchange */
+        int64_t *fsc = alloc0((size_t)(4 * G), sizeof *fsc), *fsd = fsc + G,
+                *frc = fsc + 2 * G, *frd = fsc + 3 * G;
+        peer_counts(x, 1, 1, fsc);
+        peer_counts(x, 1, 0, frc);
+        displs(fsc, fsd, G);
+        displs(frc, frd, G);
+        float *out = alloc0((size_t)(fsd[G - 1] + fsc[G - 1]), sizeof *out);
+        float *in = alloc0((size_t)(frd[G - 1] + frc[G - 1]), sizeof *in);
+        for (int p = 0; p < G; p++) {
+            int64_t at = fsd[p];
+            for (int j = 0; j < ns; j++) {
+                const int k = x->sidx[j];
+                const struct mtab *m = &x->tab[k];
+                memcpy(out + at, gu[k] + m->sfirst[p] * m->width,
+                       (size_t)(m->scnt[p] * m->width) * sizeof *out);
+                at += m->scnt[p] * m->width;
+            }
+        }
+        comm_alltoallv(c, COMM_EMB, COMM_F32, out, fsc, fsd, in, frc, frd, COMM_PH_GRADS);
+        /* owner: per table, the served ids and their gradients in requester order */
+        for (int j = 0; j < ns; j++) {
+            const int k = x->sidx[j];
+            const struct mtab *m = &x->tab[k];
+            int64_t total = 0;
+            for (int p = 0; p < G; p++)
+                total += m->rcnt[p];
+            int64_t *ids = alloc0((size_t)total, sizeof *ids);
+            float *g = alloc0((size_t)(total * m->width), sizeof *g);
+            int64_t at = 0;
+            for (int p = 0; p < G; p++) {
+                int64_t id_at = x->rd[p], f_at = frd[p];
+                for (int q = 0; q < j; q++) { /* the earlier tables of requester p */
+                    const struct mtab *mq = &x->tab[x->sidx[q]];
+                    id_at += mq->rcnt[p];
+                    f_at += mq->rcnt[p] * mq->width;
+                }
+                memcpy(ids + at, x->serve + id_at, (size_t)m->rcnt[p] * sizeof *ids);
+                memcpy(g + at * m->width, in + f_at,
+                       (size_t)(m->rcnt[p] * m->width) * sizeof *g);
+                at += m->rcnt[p];
+            }
+            l.ids[k] = alloc0((size_t)total, sizeof *l.ids[k]);
+            l.g[k] = alloc0((size_t)(total * m->width), sizeof *l.g[k]);
+            l.n[k] = backend_cpu.emb_sum_by_id(total, m->width, ids, g, l.ids[k], l.g[k]);
+            free(ids);
+            free(g);
+        }
+        free(out);
+        free(in);
+        free(fsc);
+        if (c->g[COMM_EMB_REPLICA].size > 1)
+            group_sum(x, COMM_EMB_REPLICA, x->sidx, ns, &l);
+    }
+    if (nrep)
+        group_sum(x, COMM_DP, rep, nrep, &l);
+    for (int k = 0; k < x->nt; k++) {
+        struct emb_table *t = x->tab[k].t;
+        emb_table_ready(t, l.ids[k], l.n[k]);
+        backend_cpu.emb_sparse_update(&t->conf.optim, l.n[k], t->width, l.ids[k], t->G, l.g[k],
+                                      t->w, t->state, t->state_floats, t->steps);
+        free(l.ids[k]);
+        free(l.g[k]);
+    }
+}
+
+void emb_multi_free(struct emb_multi *x)
+{
+    if (!x)
+        return;
+    if (x->counts_pending) /* every peer takes part in the same exchanges */
+        comm_wait(&x->req);
+    for (int k = 0; k < x->nt; k++) {
+        struct mtab *m = &x->tab[k];
+        free(m->uniq);
+        free(m->inverse);
+        free(m->scnt);
+        free(m->sfirst);
+        free(m->rcnt);
+        free(m->rows);
+    }
+    free(x->cnt);
+    free(x->serve);
+    free(x->sc);
+    free(x);
+}

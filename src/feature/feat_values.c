@@ -1,0 +1,61 @@
+/* feat_values: the values of a run's features; see feat_values.h. */
+#include "feature/feat_values.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+
+int feat_values_load(struct feat_values *v, const struct feat_schema *s, const struct dataset *ds,
+                     char *err, size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    for (int i = 0; i < s->n; i++) {
+        const struct feat_spec *sp = &s->f[i];
+        if (sp->role == FEAT_EVENT)
+            continue;
+        const struct dataset_feature *f = &ds->feat[sp->df];
+        struct feat_column *c = &v->col[i];
+        c->n = f->n;
+        int64_t *off = xmalloc((size_t)(f->n + 1) * sizeof *off);
+        if (dataset_feat_offsets(ds, f, 0, f->n, off, err, errlen)) {
+            free(off);
+            return -1;
+        }
+        c->val = xmalloc((size_t)(off[f->n] ? off[f->n] : 1) * sizeof *c->val);
+        if (dataset_feat_ints(ds, f, 0, off[f->n], c->val, err, errlen)) {
+            free(off);
+            return -1;
+        }
+        if (f->multi)
+            c->off = off;
+        else
+            free(off);
+    }
+    return 0;
+}
+
+void feat_values_free(struct feat_values *v)
+{
+    for (int i = 0; i < DATASET_MAX_FEATURES; i++) {
+        free(v->col[i].off);
+        free(v->col[i].val);
+    }
+    memset(v, 0, sizeof *v);
+}
+
+void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
+                        const struct seq_batch *b, int32_t *const *out)
+{
+    char err[1024];
+    for (int i = 0; i < s->n; i++) {
+        if (s->f[i].role != FEAT_EVENT)
+            continue;
+        const struct dataset_feature *f = &ds->feat[s->f[i].df];
+        for (int64_t q = 0; q < b->B; q++) {
+            const int64_t t0 = b->offsets[q], len = b->offsets[q + 1] - t0;
+            if (len > 0 && dataset_feat_ints(ds, f, b->ev0[q], len, out[i] + t0, err, sizeof err))
+                fatal("%s", err);
+        }
+    }
+}

@@ -1,0 +1,91 @@
+/* schema: the features of a run, resolved once from the parameters
+ * (features.item, features.event, features.user and their settings) and
+ * the dataset (DESIGN.md §5, §7): for each feature its name, how it enters
+ * the model, its table (rows, width, placement, optimizer) and the
+ * projection of its rows to the model width. Everything else reads it:
+ * the tables are made from it (train.c), the values loaded by it
+ * (feat_values.h), the tokens assembled by it (model/tokens.h).
+ *
+ *   item   /items/NAME: the rows of an item's values, pooled (sum or mean;
+ *          0 = missing, no row), added to the item's token and to its
+ *          output representation;
+ *   event  /events/NAME: the row of the event's value added to its token;
+ *   user   /users/NAME: the pooled rows of the user's values as one
+ *          contextual token in front of the sequence, in the order listed.
+ * Categorical features only (a float feature is a label, for ranking).
+ *
+ * Tables: "feat.NAME" of cardinality - 1 rows (ids 1 .. cardinality - 1)
+ * and width features.dim (or its features.dims entry; 0 = model.dim);
+ * replicated or sharded per features.placement (auto: replicated up to
+ * features.replicate_below values). A width w other than model.dim d
+ * adds "proj.NAME", a replicated table of w rows of width d: the
+ * projection P, pooled rows times P. Their optimizer and learning rate
+ * are features.optimizer and features.lr (same as the item table's by
+ * default). */
+#ifndef FS_FEATURE_SCHEMA_H
+#define FS_FEATURE_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/params.h"
+#include "data/dataset.h"
+#include "embedding/emb_optim.h"
+
+enum feat_role { FEAT_ITEM, FEAT_EVENT, FEAT_USER };
+enum feat_placement { FEAT_PLACE_AUTO, FEAT_PLACE_REPLICATED, FEAT_PLACE_SHARDED };
+
+/* The parameters, as read (train_conf.c). */
+struct feat_conf {
+    const char *item, *event, *user, *dims; /* comma-separated lists */
+    enum feat_placement placement;
+    int64_t replicate_below;
+    int dim;                 /* 0 = model.dim */
+    int mean;                /* pooling = mean (else sum) */
+    int optimizer;           /* enum emb_optimizer, or -1 = embedding.optimizer */
+    float lr;                /* 0 = embedding.lr */
+};
+
+struct feat_spec {
+    char name[DATASET_FEATURE_NAME];
+    enum feat_role role;
+    int df;                  /* index into the dataset's features */
+    int multi;
+    int64_t rows;            /* table rows: cardinality - 1 */
+    int width;               /* table width */
+    int replicated;          /* the table's placement */
+    int table, proj;         /* indexes into the run's feature tables (proj: -1 = none) */
+    int ctx;                 /* user: its contextual token (0 .. n_user - 1) */
+};
+
+struct feat_schema {
+    int n, n_item, n_event, n_user, ntables;
+    struct feat_spec f[DATASET_MAX_FEATURES]; /* items, then events, then users */
+    int d;                   /* model.dim */
+    int mean;
+    struct emb_optim_conf optim;
+    uint64_t seed;
+    float init_std;
+};
+
+/* Read the parameters into fc. 0, or -1 + err naming the parameter. */
+int feat_conf_from_params(const struct params *p, struct feat_conf *fc, char *err,
+                          size_t errlen);
+static inline int feat_conf_any(const struct feat_conf *fc)
+{
+    return fc->item[0] || fc->event[0] || fc->user[0];
+}
+/* Resolve the features of fc against the open dataset ds for model width
+ * d: 0, or -1 + err naming the parameter, the file and the feature.
+ * emb: the item table's optimizer (the default); G: the emb group size. */
+int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const struct dataset *ds,
+                        int d, const struct emb_optim_conf *emb, uint64_t seed, float init_std,
+                        char *err, size_t errlen);
+/* The conf of table k (k < s->ntables): name, rows, width, init, optimizer,
+ * placement. */
+struct emb_table_conf;
+void feat_schema_table(const struct feat_schema *s, int k, struct emb_table_conf *conf);
+/* One line per feature for the log: "items/genres: multi-valued, 19 rows x 50, replicated". */
+void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t len);
+
+#endif

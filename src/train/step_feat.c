@@ -1,0 +1,199 @@
+/* step_feat: the features of a run on the trainer's side; see step_feat.h. */
+#include "train/step_feat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "train/train.h"
+
+/* --- set-up --------------------------------------------------------------------- */
+
+void step_feat_setup(struct trainer *tr)
+{
+    struct train_conf *cf = &tr->conf;
+    tr->feat = NULL;
+    if (!feat_conf_any(&cf->features))
+        return;
+    char err[1024];
+    if (!backend_is_host(tr->be))
+        fatal("features.item, features.event, features.user: the feature tables and the token "
+              "assembly run on the CPU backend only, this rank computes on the %s backend: run "
+              "with device.type = cpu (doc/gpu.md)", tr->be->name);
+    struct train_feat *F = xcalloc(1, sizeof *F);
+    if (feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d, &cf->emb_optim, cf->seed,
+                            cf->emb_init_std, err, sizeof err))
+        fatal("%s", err);
+    if (F->s.n_user > 0 && cf->split_long.on)
+        fatal("features.user = %s: contextual tokens with parallel.split_long = auto are not "
+              "supported (a sequence's chunks would need them on every rank): use one or the "
+              "other", cf->features.user);
+    if (feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err))
+        fatal("%s", err);
+    /* the contextual tokens are positions of the model (and its 1/N scale) */
+    cf->model.max_len = cf->N + F->s.n_user;
+    tr->feat = F;
+}
+
+void step_feat_tables(struct trainer *tr)
+{
+    struct train_feat *F = tr->feat;
+    if (!F)
+        return;
+    if (tr->items->be != &backend_cpu)
+        fatal("features: the item table lives in %s memory (embedding.placement = device); "
+              "features need embedding.placement = host", tr->items->be->name);
+    for (int k = 0; k < F->s.ntables; k++) {
+        struct emb_table_conf ec;
+        feat_schema_table(&F->s, k, &ec);
+        trainer_check_table(tr, &ec);
+        F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
+    }
+    for (int i = 0; i < F->s.n; i++) {
+        char line[256];
+        feat_schema_describe(&F->s, i, line, sizeof line);
+        log_info("%s", line);
+    }
+}
+
+void step_feat_teardown(struct trainer *tr)
+{
+    if (!tr->feat)
+        return;
+    feat_values_free(&tr->feat->v);
+    free(tr->feat);
+    tr->feat = NULL;
+}
+
+/* --- the lookup of a plan ---------------------------------------------------------- */
+
+struct step_feat {
+    struct trainer *tr;
+    struct tokens tk;
+    struct emb_multi *mx;
+    int32_t *evv[DATASET_MAX_FEATURES];
+    float *rep;          /* [nuniq, d] */
+    int looked;
+    const float *rows[TOKENS_MAX_TABLES];
+    const int64_t *inv[TOKENS_MAX_TABLES];
+    int64_t nuniq[TOKENS_MAX_TABLES];
+};
+
+/* Plan items[n] and b, post the lookup of every table. */
+static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t n,
+                              const struct seq_batch *b)
+{
+    struct train_feat *F = tr->feat;
+    struct step_feat *sf = xcalloc(1, sizeof *sf);
+    sf->tr = tr;
+    if (b && F->s.n_event) {
+        for (int i = 0; i < F->s.n; i++)
+            if (F->s.f[i].role == FEAT_EVENT)
+                sf->evv[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(int32_t));
+        feat_values_events(&F->s, &tr->ds, b, sf->evv);
+    }
+    tokens_plan(&sf->tk, &F->s, &F->v, items, n, b, sf->evv);
+    sf->mx = emb_multi_input(F->tab, F->s.ntables, tr->c, sf->tk.req, sf->tk.nreq);
+    return sf;
+}
+
+/* Complete the lookup and run the features' forward. */
+static void lookup(struct step_feat *sf)
+{
+    if (sf->looked)
+        return;
+    sf->looked = 1;
+    emb_multi_lookup(sf->mx);
+    for (int k = 0; k < sf->tr->feat->s.ntables; k++) {
+        sf->rows[k] = emb_multi_rows(sf->mx, k);
+        sf->inv[k] = emb_multi_inverse(sf->mx, k);
+        sf->nuniq[k] = emb_multi_nuniq(sf->mx, k);
+    }
+    tokens_features_fwd(&sf->tk, sf->rows, sf->inv);
+}
+
+void step_feat_free(struct step_feat *sf)
+{
+    if (!sf)
+        return;
+    emb_multi_free(sf->mx);
+    tokens_free(&sf->tk);
+    for (int i = 0; i < DATASET_MAX_FEATURES; i++)
+        free(sf->evv[i]);
+    free(sf->rep);
+    free(sf);
+}
+
+/* --- one training step ---------------------------------------------------------- */
+
+struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
+                                 const struct emb_exchange *x)
+{
+    const int64_t nu = emb_exchange_nuniq(x);
+    struct step_feat *sf = plan(tr, emb_exchange_uniq(x), nu, sb);
+    sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
+    return sf;
+}
+
+void step_feat_lookup(struct step_feat *sf) { lookup(sf); }
+float *step_feat_rep(struct step_feat *sf) { return sf->rep; }
+struct tokens *step_feat_tokens(struct step_feat *sf) { return &sf->tk; }
+void step_feat_progress(struct step_feat *sf) { emb_multi_progress(sf->mx); }
+
+void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k)
+{
+    lookup(sf);
+    const struct emb_span *sp;
+    const float *rows = emb_exchange_rows(x);
+    for (int i = 0, n = emb_exchange_spans(x, k, &sp); i < n; i++)
+        tokens_items_add(&sf->tk, rows, sf->rep, sp[i].first, sp[i].n);
+}
+
+void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *demb)
+{
+    tokens_inputs_bwd(&sf->tk, dx, demb);
+}
+
+void step_feat_update(struct step_feat *sf, const float *drep)
+{
+    const struct train_feat *F = sf->tr->feat;
+    tokens_items_bwd(&sf->tk, drep);
+    float *gu[TOKENS_MAX_TABLES];
+    for (int k = 0; k < F->s.ntables; k++)
+        gu[k] = xmalloc((size_t)(sf->nuniq[k] ? sf->nuniq[k] : 1) * (size_t)F->tab[k]->width *
+                        sizeof(float));
+    tokens_features_bwd(&sf->tk, sf->rows, sf->inv, sf->nuniq, gu);
+    emb_multi_backward(sf->mx, gu);
+    for (int k = 0; k < F->s.ntables; k++)
+        free(gu[k]);
+}
+
+/* --- evaluation, recommend, export ------------------------------------------------- */
+
+struct tokens *step_feat_inputs(struct trainer *tr, const struct seq_batch *b, const float *emb,
+                                const struct batch *eb, struct batch *mb, float **x)
+{
+    const int d = tr->conf.d;
+    struct step_feat *sf = plan(tr, b->items, b->T, b);
+    lookup(sf);
+    float *rep = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *rep);
+    tokens_items_add(&sf->tk, emb, rep, 0, b->T);
+    *x = xmalloc((size_t)(sf->tk.Tx ? sf->tk.Tx : 1) * (size_t)d * sizeof **x);
+    tokens_inputs(&sf->tk, rep, *x);
+    free(rep);
+    struct tokens *tk = xmalloc(sizeof *tk);
+    *tk = sf->tk; /* the plan outlives the lookup */
+    memset(&sf->tk, 0, sizeof sf->tk);
+    tokens_batch(tk, eb, mb);
+    step_feat_free(sf);
+    return tk;
+}
+
+void step_feat_item_rows(struct trainer *tr, const int64_t *ids, int64_t n, float *rows)
+{
+    struct step_feat *sf = plan(tr, ids, n, NULL);
+    lookup(sf);
+    tokens_items_add(&sf->tk, rows, rows, 0, n);
+    step_feat_free(sf);
+}

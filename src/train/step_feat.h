@@ -1,0 +1,80 @@
+/* step_feat: the features of a run on the trainer's side (schema.h,
+ * feat_values.h, model/tokens.h, embedding/emb_multi.h put together):
+ * set-up, one training step's feature lookup and backward, and the inputs
+ * and item representations of evaluation, recommend and export. Without
+ * features (tr->feat NULL) nothing here runs and the step is unchanged.
+ *
+ * In a step (train_step.c):
+ *   read     step_feat_read: the plan (the item exchange's unique ids, the
+ *            batch's events and users), the lookup of every feature table
+ *            posted (one exchange for the sharded ones)
+ *   lookup   step_feat_lookup: the rows (read after the previous step's
+ *            update), the features' forward; step_feat_items per chunk of
+ *            item rows: rep = row + item features, into step_feat_rep
+ *   forward  the model on the tokens (tokens.h: contextual tokens, event
+ *            features), the loss against rep
+ *   backward step_feat_backward_inputs from the model's input gradient;
+ *            step_feat_update: the item features' part from d rep, every
+ *            table's gradient, summed and applied (collective). */
+#ifndef FS_STEP_FEAT_H
+#define FS_STEP_FEAT_H
+
+#include <stdint.h>
+
+#include "embedding/emb_exchange.h"
+#include "embedding/emb_multi.h"
+#include "feature/feat_values.h"
+#include "feature/schema.h"
+#include "model/tokens.h"
+
+struct trainer;
+
+/* The run's features (tr->feat). */
+struct train_feat {
+    struct feat_schema s;
+    struct feat_values v;
+    struct emb_table *tab[TOKENS_MAX_TABLES]; /* the schema's tables, in its order */
+};
+
+/* Resolve the features of tr->conf.features against the dataset, refuse
+ * what cannot run, load the values; model.max_len gains the contextual
+ * tokens. Sets tr->feat (NULL without features). Before the model is
+ * built. */
+void step_feat_setup(struct trainer *tr);
+/* Add the feature tables to tr->reg (after the item table). */
+void step_feat_tables(struct trainer *tr);
+void step_feat_teardown(struct trainer *tr);
+
+/* --- one training step ---------------------------------------------------- */
+
+struct step_feat;
+struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
+                                 const struct emb_exchange *x);
+void step_feat_lookup(struct step_feat *sf);
+/* The item representations [nuniq, d] (host): the loss's rows. */
+float *step_feat_rep(struct step_feat *sf);
+/* rep = rows + item features for chunk k of the item exchange's rows. */
+void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k);
+struct tokens *step_feat_tokens(struct step_feat *sf);
+/* The model's input gradient dx [Tx, d] -> demb [T, d] (may be dx without
+ * contextual tokens). */
+void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *demb);
+/* drep [nuniq, d]: the gradient of the item representations; every
+ * feature table's gradient summed and applied. Collective. */
+void step_feat_update(struct step_feat *sf, const float *drep);
+void step_feat_progress(struct step_feat *sf);
+void step_feat_free(struct step_feat *sf);
+
+/* --- evaluation, recommend, export ---------------------------------------- */
+
+/* The model input of batch b (no dropout) from its tokens' item rows emb
+ * [T, d]: item, event and user features, contextual tokens; *x [Tx, d]
+ * (heap) and the model batch mb (valid until the returned plan is freed
+ * with tokens_free + free). Collective (the lookups). */
+struct tokens *step_feat_inputs(struct trainer *tr, const struct seq_batch *b, const float *emb,
+                                const struct batch *eb, struct batch *mb, float **x);
+/* rows [n, d] of items ids[n] += their item features (the representation
+ * the loss and the ranking score). Collective over the tables' groups. */
+void step_feat_item_rows(struct trainer *tr, const int64_t *ids, int64_t n, float *rows);
+
+#endif
