@@ -2,11 +2,9 @@
  * (see backend.h). BLAS does the matrix work; the rest are plain loops. The
  * attention operations live in backend_cpu_hstu.c and backend_cpu_sasrec.c. */
 #include <cblas.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
@@ -15,55 +13,11 @@
 #include "base/simd.h"
 #include "base/rng.h"
 
-/* Backend buffers are zero-filled. Large ones (activations: megabytes, kept
- * across steps) are mapped straight from the kernel, in transparent huge
- * pages where the system allows them: zero already (calloc would memset
- * them, the allocator keeping freed memory, main.c), and a page fault per
- * 2 MiB instead of per 4 KiB when first touched. Each block carries a
- * header saying which kind it is. */
-#define CPU_ALLOC_HEAD 64                 /* keeps the alignment of 64 */
-#define CPU_ALLOC_MAPPED ((size_t)1 << 20) /* and above: mapped */
-struct cpu_alloc_head {
-    uint64_t magic; /* CPU_ALLOC_MAGIC_HEAP or _MAP */
-    uint64_t bytes; /* of the mapping, header included */
-};
-#define CPU_ALLOC_MAGIC_HEAP 0x6673686561702121ull
-#define CPU_ALLOC_MAGIC_MAP 0x66736d6170202121ull
-
-static void *cpu_alloc(size_t bytes)
-{
-    const size_t total = bytes + CPU_ALLOC_HEAD;
-    struct cpu_alloc_head *h;
-    if (bytes >= CPU_ALLOC_MAPPED) {
-        void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED)
-            fatal("out of memory mapping %zu bytes (backend buffer): %s", total,
-                  strerror(errno));
-        (void)madvise(m, total, MADV_HUGEPAGE); /* a hint: refused where THP is off */
-        h = m;
-        *h = (struct cpu_alloc_head){CPU_ALLOC_MAGIC_MAP, total};
-    } else {
-        h = xcalloc(total, 1);
-        *h = (struct cpu_alloc_head){CPU_ALLOC_MAGIC_HEAP, total};
-    }
-    return (char *)h + CPU_ALLOC_HEAD;
-}
-
-static void cpu_free(void *p)
-{
-    if (!p)
-        return;
-    struct cpu_alloc_head *h = (struct cpu_alloc_head *)((char *)p - CPU_ALLOC_HEAD);
-    if (h->magic == CPU_ALLOC_MAGIC_MAP) {
-        if (munmap(h, h->bytes))
-            fatal("munmap of a backend buffer (%zu bytes): %s", (size_t)h->bytes,
-                  strerror(errno));
-    } else if (h->magic == CPU_ALLOC_MAGIC_HEAP) {
-        free(h);
-    } else {
-        fatal("backend free: %p was not allocated by the CPU backend", p);
-    }
-}
+/* Backend buffers are zero-filled. They come from the heap, which a
+ * training process keeps in transparent huge pages where the system allows
+ * (main.c: huge_heap_env). */
+static void *cpu_alloc(size_t bytes) { return xcalloc(bytes ? bytes : 1, 1); }
+static void cpu_free(void *p) { free(p); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 static void cpu_synchronize(void) {}

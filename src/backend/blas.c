@@ -31,7 +31,7 @@ const char *blas_preferred_coretype(void)
     return NULL;
 }
 
-void blas_select(char **argv)
+int blas_env_prepare(void)
 {
     const char *forced = getenv("FREESCALE_BLAS_CORETYPE");
     const char *was = getenv("FREESCALE_BLAS_ENV_WAS");
@@ -40,31 +40,43 @@ void blas_select(char **argv)
         snprintf(g_reason, sizeof g_reason, "%s%s%s",
                  forced ? "FREESCALE_BLAS_CORETYPE" : "chosen for this CPU",
                  was && was[0] ? "; environment had OPENBLAS_CORETYPE=" : "", was ? was : "");
-        return;
+        return 0;
     }
     const char *env = getenv("OPENBLAS_CORETYPE");
     if (forced && !strcasecmp(forced, "keep")) {
         snprintf(g_reason, sizeof g_reason, "%s", env ? "OPENBLAS_CORETYPE" : "OpenBLAS's own detection");
-        return;
+        return 0;
     }
     const char *want = forced && forced[0] ? forced : blas_preferred_coretype();
     if (!want || !strcasecmp(want, openblas_get_corename())) {
         snprintf(g_reason, sizeof g_reason, "%s",
                  want ? (forced ? "FREESCALE_BLAS_CORETYPE" : "chosen for this CPU")
                       : env ? "OPENBLAS_CORETYPE" : "OpenBLAS's own detection");
-        return;
+        return 0;
     }
     if (setenv("FREESCALE_BLAS_ENV_WAS", env ? env : "", 1) ||
         setenv("OPENBLAS_CORETYPE", want, 1) || setenv("FREESCALE_BLAS_REEXEC", "1", 1)) {
         log_warn("cannot set OPENBLAS_CORETYPE; keeping %s kernels", openblas_get_corename());
-        return;
+        return 0;
     }
+    return 1;
+}
+
+void blas_env_reexec_failed(void)
+{
+    unsetenv("FREESCALE_BLAS_REEXEC");
+    snprintf(g_reason, sizeof g_reason, "re-execution failed");
+}
+
+void blas_select(char **argv)
+{
+    if (!blas_env_prepare())
+        return;
     fflush(NULL);
     execv("/proc/self/exe", argv);
     /* exec failed: carry on with what is loaded */
-    unsetenv("FREESCALE_BLAS_REEXEC");
-    log_warn("cannot re-execute to load %s kernels; keeping %s", want, openblas_get_corename());
-    snprintf(g_reason, sizeof g_reason, "re-execution failed");
+    log_warn("cannot re-execute to load other BLAS kernels; keeping %s", openblas_get_corename());
+    blas_env_reexec_failed();
 }
 
 void blas_describe(char *buf, size_t len)

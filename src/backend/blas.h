@@ -15,6 +15,11 @@
 #include <stddef.h>
 
 void blas_select(char **argv);
+/* Its two halves, for a caller that re-executes for other reasons too
+ * (main.c): set the environment and return 1 when the program must be
+ * re-executed to load other kernels; and, when that exec failed, note it. */
+int blas_env_prepare(void);
+void blas_env_reexec_failed(void);
 /* The kernel set this CPU should use ("SkylakeX", "Haswell", or NULL). */
 const char *blas_preferred_coretype(void);
 /* e.g. "OpenBLAS 0.3.21 (pthread), kernels SkylakeX (chosen for this CPU)" */
