@@ -155,9 +155,11 @@ static void release(struct model *m)
 static void reserve(struct model *m, int64_t B, int64_t T)
 {
     struct hstu_priv *P = m->priv;
-    if (T <= P->cap && B <= P->cap_b)
+    if (P->cap > 0 && T <= P->cap && B <= P->cap_b)
         return;
-    int64_t cap = grown(T, P->cap), cap_b = grown(B, P->cap_b);
+    /* at least one token and sequence: a rank without any sequence in a step still
+     * copies its (empty) batch and takes part in every collective */
+    int64_t cap = grown(T > 0 ? T : 1, P->cap), cap_b = grown(B > 0 ? B : 1, P->cap_b);
     release(m);
     P->cap = cap;
     P->cap_b = cap_b;

@@ -171,7 +171,7 @@ static void reserve(struct model *m, int64_t T)
 {
     struct sasrec_priv *s = m->priv;
     const int d = m->conf.d, H = m->conf.heads;
-    if (T <= s->cap)
+    if (s->cap > 0 && T <= s->cap) /* allocated even for T = 0: a rank with no sequence */
         return;
     release(m);
     const int64_t n = T + T / 4 + 16;
