@@ -1,9 +1,11 @@
 /* main: command-line entry point of freescale; dispatches subcommands. */
+#include <errno.h>
 #include <hdf5.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend/backend.h"
 #include "cli/banner.h"
@@ -11,6 +13,8 @@
 #include "backend/blas.h"
 #include "base/check.h"
 #include "comm/comm.h"
+#include "comm/comm_fail.h"
+#include "data/dataset.h"
 #include "config.h"
 #include "tools/data_tools.h"
 #include "base/params.h"
@@ -57,6 +61,25 @@ static int cmd_params(int argc, char **argv)
     struct comm c;
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
+    /* train's checks (the rank count only when run under mpirun), then the
+     * dataset if it is here: what train would refuse, refused now */
+    char err[1100] = "";
+    int bad = train_conf_check(&p, c.size > 1 ? c.size : 0, err, sizeof err);
+    const char *path = params_str(&p, P_data_path);
+    struct stat st;
+    if (!bad && c.rank == 0 && stat(path, &st) != 0) {
+        log_warn("data.path = %s: %s here (train will need it)", path, strerror(errno));
+    } else if (!bad && c.rank == 0) {
+        struct dataset ds;
+        char derr[1024];
+        bad = dataset_open(&ds, path, derr, sizeof derr) != 0;
+        if (bad)
+            snprintf(err, sizeof err, "data.path: %s", derr);
+        else
+            dataset_close(&ds);
+    }
+    comm_fail_agree(&c, bad, err);
+    banner_show(&c, &p);
     comm_free(&c);
     return 0;
 }

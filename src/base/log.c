@@ -51,18 +51,24 @@ int errorf(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-void vfatal(const char *fmt, va_list ap)
+void log_error(int rank, const char *msg)
 {
     fflush(stdout);
-    if (g_size > 1)
-        fprintf(stderr, "freescale: error [rank %d]: ", g_rank);
+    if (rank >= 0)
+        fprintf(stderr, "freescale: error [rank %d]: %s\n", rank, msg);
     else
-        fprintf(stderr, "freescale: error: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+        fprintf(stderr, "freescale: error: %s\n", msg);
     fflush(stderr);
+}
+
+void vfatal(const char *fmt, va_list ap)
+{
+    char msg[4096];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_error(g_size > 1 ? g_rank : -1, msg);
     log_run_abort_hooks();
-    comm_abort(1);
+    if (g_size > 1) /* one process alone (a serial command) exits without MPI's banner */
+        comm_abort(1);
     exit(1);
 }
 

@@ -152,7 +152,7 @@ X(debug, node_size, INT, "0", 0, 1000000, NULL,
   "(0 = the real nodes)")
 X(debug, nan_in, CHOICE, "loss", 0, 0, "loss|sparse",
   "test hook: where debug.nan_step puts its NaN: the loss, or one embedding gradient of rank 0")
-X(debug, split_chunks, INT, "0", 0, 1000000, NULL,
+X(debug, split_chunks, INT, "0", 0, 64, NULL,
   "test hook: with split_long = auto, cut every sequence into this many chunks (at least "
   "one position each), whatever its cost")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,

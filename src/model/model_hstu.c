@@ -395,6 +395,11 @@ static const struct model_vtable hstu_vtable = {
     .free = hstu_free,
 };
 
+int model_hstu_tensors(const struct model_conf *conf)
+{
+    return 1 + conf->layers * (conf->time_bias ? 5 : 4);
+}
+
 int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
 {
     const struct model_conf *c = &m->conf;
@@ -403,7 +408,7 @@ int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
 
     if (N < 1)
         return errorf(err, errlen, "HSTU: max_len = %d must be >= 1", N);
-    if (c->layers < 0 || 1 + c->layers * (c->time_bias ? 5 : 4) > MODEL_MAX_PARAMS)
+    if (c->layers < 0 || model_hstu_tensors(c) > MODEL_MAX_PARAMS)
         return errorf(err, errlen, "HSTU: layers = %d out of range (at most %d)", c->layers,
                       (MODEL_MAX_PARAMS - 1) / (c->time_bias ? 5 : 4));
     if (!(c->dropout >= 0 && c->dropout < 1))

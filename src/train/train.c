@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "cli/banner.h"
+#include "comm/comm_fail.h"
 #include "eval/eval.h"
 #include "train/checkpoint.h"
 #include "train/guard.h"
@@ -29,17 +30,18 @@
 
 /* --- start-up ------------------------------------------------------------------- */
 
-/* Open data.path: rank 0 first, so that a bad file gives one message. */
+/* Open data.path: rank 0 first, so that a bad file gives one message; then
+ * the others (a rank that cannot see the file is named). */
 static void open_dataset(struct trainer *tr)
 {
-    char err[1024];
+    char err[1024], msg[1100];
     const char *path = tr->conf.data_path;
-    int64_t ok = 1;
-    if (tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err))
-        fatal("data.path: %s", err);
-    comm_bcast_bytes(tr->c, &ok, sizeof ok, 0);
-    if (tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err))
-        fatal("data.path: %s", err);
+    int bad = tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
+    bad = tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
 }
 
 /* embedding.placement: where the item table's shard and its optimizer
@@ -82,15 +84,32 @@ static const struct backend_ops *table_placement(struct trainer *tr)
     return tr->be;
 }
 
+void trainer_open(struct trainer *tr)
+{
+    struct train_conf *cf = &tr->conf;
+    char err[1024] = "";
+    int bad = train_conf_check(tr->p, tr->c->size, err, sizeof err) ||
+              train_conf_resolve(tr->p, tr->c->size, cf, err, sizeof err);
+    comm_fail_agree(tr->c, bad, err); /* every rank finds the same */
+    if (comm_setup_groups(tr->c, cf->embedding_group, err, sizeof err))
+        fatal("%s", err); /* checked above */
+    open_dataset(tr);
+    tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
+    snprintf(err, sizeof err, "%s: no user has enough events to train on (need >= %d)",
+             cf->data_path, split_holdout(cf->split) + 2);
+    comm_fail_agree(tr->c, tr->n_train == 0, err);
+}
+
 void trainer_setup(struct trainer *tr)
+{
+    trainer_open(tr);
+    trainer_build(tr);
+}
+
+void trainer_build(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
     char err[1024];
-    if (train_conf_resolve(tr->p, tr->c->size, cf, err, sizeof err))
-        fatal("%s", err);
-    if (comm_setup_groups(tr->c, cf->embedding_group, err, sizeof err))
-        fatal("%s", err);
-    open_dataset(tr);
     tr->with_ts = cf->use_timestamps && tr->ds.has_timestamps;
     cf->model.time_bias = tr->with_ts;
     device_select(tr->c, tr->p, &tr->dev);
@@ -114,10 +133,6 @@ void trainer_setup(struct trainer *tr)
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
     train_step_init(tr);
-    tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
-    if (tr->n_train == 0)
-        fatal("%s: no user has enough events to train on (need >= %d)", cf->data_path,
-              split_holdout(cf->split) + 2);
 }
 
 void trainer_free(struct trainer *tr)
@@ -499,7 +514,9 @@ int train_main(int argc, char **argv)
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
     struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1};
-    trainer_setup(&tr);
+    trainer_open(&tr); /* a bad parameter or dataset: the first thing on the screen */
+    banner_show(&c, &p);
+    trainer_build(&tr);
     const struct train_conf *cf = &tr.conf;
     const int64_t steps_per_epoch = (tr.n_train + cf->batch_size - 1) / cf->batch_size;
     int64_t total = steps_per_epoch * cf->epochs;

@@ -59,6 +59,11 @@ struct trainer {
  * must be set (banner_start), best_val and best_epoch at -1. Collective;
  * ends the job with a message on any bad input. */
 void trainer_setup(struct trainer *tr);
+/* trainer_setup in two: the inputs checked and opened (the configuration,
+ * the groups, the dataset, the training users: an error there ends every
+ * rank with one message, comm_fail.h), then everything else built. */
+void trainer_open(struct trainer *tr);
+void trainer_build(struct trainer *tr);
 /* Release everything trainer_setup and the run allocated (not tr->c). */
 void trainer_free(struct trainer *tr);
 

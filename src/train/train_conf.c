@@ -23,7 +23,7 @@ static int slow_rank_parse(const char *text, int P, struct train_conf *tc, char 
     if (sscanf(text, "%d:%lf%c", &rank, &factor, &tail) != 2 || rank < 0 || factor < 1)
         return errorf(err, errlen, "debug.slow_rank = '%s': expected RANK:FACTOR with FACTOR >= 1",
                       text);
-    if (rank >= P)
+    if (P > 0 && rank >= P)
         return errorf(err, errlen, "debug.slow_rank = '%s': rank %d does not exist (%d ranks)",
                       text, rank, P);
     tc->slow_rank = rank;
@@ -45,11 +45,63 @@ static int hang_rank_parse(const char *text, int P, struct train_conf *tc, char 
     if (sscanf(text, "%d:%lld%c", &rank, &step, &tail) != 2 || rank < 0 || step < 1)
         return errorf(err, errlen, "debug.hang_rank = '%s': expected RANK:STEP with STEP >= 1",
                       text);
-    if (rank >= P)
+    if (P > 0 && rank >= P)
         return errorf(err, errlen, "debug.hang_rank = '%s': rank %d does not exist (%d ranks)",
                       text, rank, P);
     tc->hang_rank = rank;
     tc->hang_step = step;
+    return 0;
+}
+
+/* What the backends refuse, known from the parameters alone: the CPU
+ * backend has no device buffers, the CUDA backend has neither the full
+ * softmax, nor context-parallel attention, nor the logQ-corrected softmax
+ * (checked again where the backend is chosen: device.type = auto). */
+static int device_check(const struct params *p, const struct train_conf *tc, char *err,
+                        size_t errlen)
+{
+    const char *type = params_str(p, P_device_type), *tp = tc->transport;
+    if (tc->subspace_k > 0 && tc->placement == PLACE_DEVICE)
+        return errorf(err, errlen, "embedding.subspace_k = %d needs embedding.placement = host "
+                      "or auto", tc->subspace_k);
+    if (!strcmp(type, "cpu")) {
+        if (!strcmp(params_str(p, P_device_staging), "direct"))
+            return errorf(err, errlen, "device.staging=direct needs device.type=cuda (the CPU "
+                          "backend has no device buffers)");
+        if (strcmp(tp, "auto") && strcmp(tp, "mpi"))
+            return errorf(err, errlen, "parallel.transport = %s: not available on the CPU "
+                          "backend: it needs the CUDA backend (device.type=cuda); on the CPU only "
+                          "mpi exists: use parallel.transport=mpi or auto", tp);
+        if (tc->placement == PLACE_DEVICE)
+            return errorf(err, errlen, "embedding.placement = device needs the CUDA backend "
+                          "(device.type=cuda or auto with a GPU); use embedding.placement=host "
+                          "or auto");
+    }
+    if (!strcmp(type, "cuda")) {
+        const char *what = tc->full ? "train.loss = full"
+                           : tc->split_long.on ? "parallel.split_long = auto"
+                           : tc->negatives_from != NEG_UNIFORM ? "train.negatives_from"
+                                                              : NULL;
+        if (what)
+            return errorf(err, errlen, "%s: only the CPU backend has it; run with device.type = "
+                          "cpu", what);
+    }
+    return 0;
+}
+
+int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
+{
+    struct train_conf tc;
+    if (train_conf_resolve(p, P, &tc, err, errlen))
+        return -1;
+    tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
+    if (model_conf_check(&tc.model, err, errlen) || device_check(p, &tc, err, errlen))
+        return -1;
+    const int64_t G = tc.embedding_group;
+    if (P > 0 && G > 0 && (G > P || P % G != 0))
+        return errorf(err, errlen,
+                      "parallel.embedding_group = %lld does not divide the %d ranks of this job "
+                      "(use 0 for all ranks, or a divisor of %d)", (long long)G, P, P);
     return 0;
 }
 

@@ -75,8 +75,13 @@ struct train_conf {
 
 /* Fill tc from p (strings point into p, which must outlive tc). Returns 0,
  * or -1 with err naming the parameter (P ranks: the world size, to check
- * rank numbers). */
+ * rank numbers; 0 = not known, those checks skipped). */
 int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, char *err,
                        size_t errlen);
+/* Every check of the parameters that training makes before it starts, in
+ * one place (train and 'freescale params' call it): train_conf_resolve's,
+ * the model's (model_conf_check), what the chosen device type cannot run,
+ * and with P > 0 the rank counts. 0, or -1 with err. */
+int train_conf_check(const struct params *p, int P, char *err, size_t errlen);
 
 #endif
