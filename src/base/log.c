@@ -42,6 +42,18 @@ void log_warn(const char *fmt, ...)
     fflush(stderr);
 }
 
+const char *log_bytes(double bytes, char *buf, size_t len)
+{
+    static const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (bytes >= 1000 && u < 4) {
+        bytes /= 1000;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
+}
+
 int errorf(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;

@@ -23,6 +23,8 @@ void log_set_rank(int rank, int size);
 int log_rank(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* bytes with a decimal unit ("512 B", "12.3 kB", "612.0 MB") into buf; returns buf. */
+const char *log_bytes(double bytes, char *buf, size_t len);
 /* Format an error for the caller into err[errlen]; returns -1, so that
  * modules can write "return errorf(err, errlen, ...);". */
 int errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -135,10 +135,14 @@ X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "exchanges of device buffers: direct = device pointers to MPI (needs CUDA-aware MPI), "
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")
 X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
-  "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints)")
+  "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints; created if missing); it "
+  "belongs to one run: one holding another run's checkpoints is refused")
 X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
-  "keep only the N newest checkpoints in output.checkpoint_dir, deleting older ones once a "
-  "newer one is complete (0 = keep all)")
+  "keep only this run's N newest checkpoints in output.checkpoint_dir, deleting older ones "
+  "once a newer one is complete (0 = keep all)")
+X(output, shared_dir, BOOL, "off", 0, 1, NULL,
+  "on: write into an output.checkpoint_dir that holds other runs' checkpoints (they are never "
+  "resumed from nor deleted; train.keep_best's best.h5 is overwritten)")
 X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")
 X(output, trace, STRING, "", 0, 0, NULL,
   "Chrome trace-event JSON of the phases of every rank (open in Perfetto); empty = none")
@@ -157,3 +161,6 @@ X(debug, split_chunks, INT, "0", 0, 64, NULL,
   "one position each), whatever its cost")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")
+X(debug, signal_rank, STRING, "", 0, 0, NULL,
+  "test hook R:STEP: rank R sends itself SIGTERM during step STEP, as a preemption would "
+  "(the run stops after that step with a checkpoint)")

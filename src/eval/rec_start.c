@@ -132,6 +132,7 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     tr->p = p;
     tr->best_val = -1;
     tr->best_epoch = -1;
+    tr->val_epoch = -1;
     trainer_setup(tr);
     checkpoint_read(tr, cmd->ckpt);
     watchdog_start((double)tr->conf.timeout, c->rank, "round"); /* stopped by trainer_free */

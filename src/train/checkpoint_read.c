@@ -388,6 +388,29 @@ int checkpoint_verify(const char *path, char *err, size_t len)
     return rc;
 }
 
+int checkpoint_identity(const char *path, struct ckpt_identity *id, char *err, size_t len)
+{
+    memset(id, 0, sizeof *id);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return errorf(err, len, "%s: not a readable HDF5 file (truncated or corrupt?)", path);
+    char format[64];
+    int rc = dataset_h5_attrs_check(f, path, "/", err, len) ||
+             h5_attr_str(f, path, "format", format, sizeof format, err, len) ||
+             h5_attr_range(f, path, "step", 0, MAX_STEP, &id->step, err, len);
+    if (!rc && strcmp(format, CKPT_FORMAT))
+        rc = errorf(err, len, "%s: attribute 'format' is '%s', expected '%s'", path, format,
+                    CKPT_FORMAT);
+    if (!rc && H5Aexists(f, "run_id") > 0)
+        rc = h5_attr_str(f, path, "run_id", id->run_id, sizeof id->run_id, err, len) ||
+             h5_attr_str(f, path, "run_params", id->run_params, sizeof id->run_params, err, len);
+    if (!rc && H5Aexists(f, "written_ns") > 0)
+        rc = h5_attr_i64(f, path, "written_ns", &id->written_ns, err, len);
+    H5Fclose(f);
+    return rc ? -1 : 0;
+}
+
 /* --- loading ---------------------------------------------------------------- */
 
 static void expect_attr(hid_t f, const char *path, const char *name, int64_t want,
@@ -534,6 +557,10 @@ void checkpoint_read(struct trainer *tr, const char *path)
     dense_optim_set_steps(&tr->optim, k.adam_t);
     tr->best_epoch = k.best_epoch;
     tr->best_val = k.best_val;
+    tr->val_epoch = -1; /* absent: written before it was recorded, validated again */
+    if (H5Aexists(f, "val_epoch") > 0 &&
+        h5_attr_range(f, path, "val_epoch", -1, k.step, &tr->val_epoch, err, sizeof err))
+        fatal("checkpoint %s", err);
     read_dense(f, path, "/dense", tr, NULL);
     read_dense(f, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     read_dense(f, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));

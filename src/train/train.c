@@ -12,6 +12,7 @@
 #include "train/train.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +25,7 @@
 #include "comm/comm_fail.h"
 #include "eval/eval.h"
 #include "train/checkpoint.h"
+#include "train/ckpt_run.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/watchdog.h"
@@ -150,68 +152,93 @@ void trainer_free(struct trainer *tr)
     tr->metrics = NULL;
 }
 
-/* train.resume = auto: the newest checkpoint in dir that verifies (rank 0;
- * a damaged one is skipped, saying why) into path; "" when there is none. */
-static void newest_good(const char *dir, char *path, size_t len)
+/* The bytes of a checkpoint of this run: the table's rows, their optimizer
+ * state and step counts, the dense parameters and their two moments. */
+static double checkpoint_bytes(const struct trainer *tr)
 {
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
-    path[0] = '\0';
-    for (int64_t i = 0; i < n && !path[0]; i++) {
-        char err[1024];
-        snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
-        if (checkpoint_verify(path, err, sizeof err) != 0) {
-            log_warn("train.resume = auto: skipping a damaged checkpoint: %s", err);
-            path[0] = '\0';
-        }
-    }
-    free(steps);
-    if (n > 0 && !path[0])
-        fatal("train.resume = auto: none of the %lld checkpoints in %s verifies (see above); "
-              "move them away to start afresh", (long long)n, dir);
+    const struct emb_table *t = tr->items;
+    const double rows = (double)tr->ds.num_items + 1;
+    double dense = 0;
+    for (int i = 0; i < tr->m.nparams; i++)
+        dense += (double)tr->m.params[i].n;
+    return rows * (double)(t->width + t->state_floats) * 4.0 + (t->steps ? rows * 8.0 : 0) +
+           3.0 * dense * 4.0;
 }
 
-/* train.resume: "" (afresh), "auto" (the newest good checkpoint in
- * output.checkpoint_dir, if any) or a path, which must verify; rank 0
- * chooses, every rank reads. Then the metrics file (appended to by a
- * resumed run) and the checkpoint folder. */
+/* output.checkpoint_dir: not a file, not another run's (rank 0, before the
+ * banner; a refusal ends every rank with one message). */
+static void check_checkpoint_dir(struct trainer *tr)
+{
+    char err[2400] = "";
+    int bad = 0;
+    if (tr->c->rank == 0 && tr->conf.checkpoint_dir[0]) {
+        struct ckpt_run run;
+        ckpt_run_identity(tr, &run);
+        bad = ckpt_run_check(tr->conf.checkpoint_dir, &run, tr->conf.shared_dir, err, sizeof err);
+    }
+    comm_fail_agree(tr->c, bad, err);
+}
+
+/* train.resume: "" (afresh), "auto" (this run's newest complete checkpoint
+ * in output.checkpoint_dir, if any) or a path, which must verify. Rank 0
+ * prepares the checkpoint directory (created, stale temporaries removed,
+ * write rate measured: how long a checkpoint takes) and chooses; a refusal
+ * ends every rank with one message; every rank reads. Then the metrics file
+ * (appended to by a resumed run). */
 static void resume_or_start(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
     const char *ckdir = cf->checkpoint_dir;
-    char resume[4200] = "", err[1024];
+    char resume[4200] = "", err[2400] = "", verr[1024];
     const int is_auto = !strcmp(cf->resume, "auto");
-    if (is_auto && !ckdir[0])
-        fatal("train.resume = auto needs output.checkpoint_dir");
-    if (tr->c->rank == 0 && is_auto)
-        newest_good(ckdir, resume, sizeof resume);
-    else if (tr->c->rank == 0 && cf->resume[0]) {
-        snprintf(resume, sizeof resume, "%s", cf->resume);
-        if (checkpoint_verify(resume, err, sizeof err) != 0)
-            fatal("train.resume = %s (refused)", err);
+    const double bytes = checkpoint_bytes(tr);
+    double rate = 0;
+    int bad = 0;
+    if (tr->c->rank == 0 && ckdir[0]) {
+        struct ckpt_run run;
+        ckpt_run_identity(tr, &run);
+        bad = ckpt_run_prepare_dir(ckdir, bytes, &rate, err, sizeof err) ||
+              ckpt_run_choose(ckdir, &run, is_auto, resume, sizeof resume, err, sizeof err);
     }
+    if (!bad && tr->c->rank == 0 && !is_auto && cf->resume[0]) {
+        snprintf(resume, sizeof resume, "%s", cf->resume);
+        if (checkpoint_verify(resume, verr, sizeof verr) != 0) {
+            snprintf(err, sizeof err, "train.resume = %s (refused)", verr);
+            bad = 1;
+        }
+    }
+    comm_fail_agree(tr->c, bad, err);
     comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
     if (is_auto && !resume[0])
-        log_info("train.resume = auto: no checkpoint in %s, starting afresh", ckdir);
+        log_info("train.resume = auto: no checkpoint of this run in %s, starting afresh", ckdir);
     if (resume[0]) {
         checkpoint_read(tr, resume);
         log_info("resumed from %s at step %lld", resume, (long long)tr->step);
     }
+    if (tr->c->rank == 0 && ckdir[0] && rate > 0)
+        preempt_advise(bytes, rate, ckdir);
     if (tr->c->rank == 0)
         tr->metrics = metrics_open(cf->metrics, resume[0] != '\0');
-    if (ckdir[0] && tr->c->rank == 0 && mkdir(ckdir, 0777) != 0 && errno != EEXIST)
-        fatal("output.checkpoint_dir = %s: cannot create: %s", ckdir, strerror(errno));
 }
 
 static void save_checkpoint(struct trainer *tr)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/ckpt-%lld.h5", tr->conf.checkpoint_dir, (long long)tr->step);
+    struct ckpt_run run;
+    if (tr->c->rank == 0) { /* ckpt-STEP.h5, unless another run's has that name */
+        ckpt_run_identity(tr, &run);
+        ckpt_run_path(tr->conf.checkpoint_dir, &run, tr->step, path, sizeof path);
+    }
+    comm_bcast_bytes(tr->c, path, sizeof path, 0);
     watchdog_beat("in", "a checkpoint write");
+    const double t0 = clock_seconds();
     checkpoint_write(tr, path);
-    log_info("checkpoint %s", path);
+    const double dt = clock_seconds() - t0, bytes = checkpoint_bytes(tr);
+    char b[32], r[32];
+    log_info("checkpoint %s (%s in %.2f s, %s/s)", path, log_bytes(bytes, b, sizeof b), dt,
+             log_bytes(bytes / (dt > 1e-6 ? dt : 1e-6), r, sizeof r));
     if (tr->c->rank == 0)
-        checkpoint_retain(tr->conf.checkpoint_dir, tr->conf.keep_checkpoints);
+        ckpt_run_retain(tr->conf.checkpoint_dir, &run, tr->conf.keep_checkpoints, path);
 }
 
 /* --- reporting --------------------------------------------------------------- */
@@ -323,6 +350,7 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
     watchdog_beat("in", "validation");
     eval_split(tr, 0, &val);
     report_eval(tr, "val", epochs, &val, loss);
+    tr->val_epoch = epochs;
     if (val.ndcg[0] > tr->best_val) {
         tr->best_val = val.ndcg[0];
         tr->best_epoch = epochs;
@@ -353,13 +381,10 @@ static void test_best(struct trainer *tr, struct eval_metrics *test, double loss
     tr->epoch = epoch;
 }
 
-/* Validation (unless the loop's last step was just validated) and test
- * after the last step (and the popularity baseline). */
-static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss,
-                             int validated)
+/* The test after the last step and its validation (and the popularity
+ * baseline). */
+static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss)
 {
-    if (!validated)
-        validate(tr, tr->epoch, loss);
     watchdog_beat("in", "the test evaluation");
     eval_split(tr, 1, test);
     if (tr->conf.keep_best)
@@ -433,6 +458,30 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
     lc->samples = lc->tokens = 0;
 }
 
+/* After step tr->step of S per epoch: at the end of an epoch due for
+ * validation (train.eval_every; not the last step's: the final one), the
+ * validation; 1 when train.patience ends the run there. */
+static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
+                     struct loop_clock *lc)
+{
+    const struct train_conf *cf = &tr->conf;
+    const int64_t done = tr->step / S; /* epochs completed */
+    if (tr->step % S != 0 || cf->eval_every <= 0 || done % cf->eval_every != 0 ||
+        tr->step >= total)
+        return 0;
+    double t_eval = clock_seconds();
+    validate(tr, done, loss);
+    lc->last += clock_seconds() - t_eval; /* throughput counts training only */
+    if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
+        log_info("patience: no better validation NDCG@10 in %lld validations (best %.4f at "
+                 "epoch %lld): stopping after epoch %lld",
+                 (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
+                 (long long)done);
+        return 1;
+    }
+    return 0;
+}
+
 /* Steps tr->step .. total - 1; returns the signal that stopped it early
  * (0: none). *loss: the last step's; *early: train.patience ended the run
  * right after a validation. */
@@ -445,14 +494,20 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
     const int64_t S = pl.steps_per_epoch;
     const int lookahead = cf->overlap != OVERLAP_NONE;
     struct step_stats stats = {0};
-    int stop = 0, ran = 0;
+    int stop = 0;
     tr->epoch = tr->step / S;
-    while (tr->step < total) {
+    /* resumed from a checkpoint written at an epoch's end before its
+     * validation (a stop): that validation first, as the run would have */
+    if (tr->step > 0 && tr->val_epoch < tr->step / S)
+        *early = epoch_end(tr, S, total, 0, lc); /* 1: patience ends the run there */
+    while (tr->step < total && !*early) {
         tr->epoch = tr->step / S;
         watchdog_step(tr->step + 1);
         steptime_begin(&tr->st);
         if (tr->c->rank == cf->hang_rank && tr->step + 1 == cf->hang_step)
             watchdog_debug_hang(); /* debug.hang_rank */
+        if (tr->c->rank == cf->signal_rank && tr->step + 1 == cf->signal_step)
+            raise(SIGTERM); /* debug.signal_rank */
         const struct step_plan *now = planner_plan(&pl, tr, tr->step);
         const struct step_plan *next =
             lookahead && tr->step + 1 < total ? planner_plan(&pl, tr, tr->step + 1) : NULL;
@@ -462,7 +517,6 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         steptime_end(&tr->st, now->cost);
         tr->step++;
         guard_after_step(tr, loss);
-        ran = 1;
         lc->samples += now->global_B;
         lc->tokens += tokens;
         lc->split.steps++;
@@ -470,29 +524,23 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         lc->split.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);
         after_step(tr, &pl, lc, &stats, *loss, total);
         if ((stop = preempt_requested(tr->c)) != 0)
+            break; /* its checkpoint: train_main */
+        /* the epoch's validation, then the checkpoint, which records it (the
+         * last step's: train_main, after the final validation) */
+        const int64_t validations = tr->val_epoch;
+        if ((*early = epoch_end(tr, S, total, *loss, lc)) != 0)
             break;
-        if (cf->checkpoint_dir[0] && cf->checkpoint_every > 0 &&
-            tr->step % cf->checkpoint_every == 0) {
+        const int ckpt = cf->checkpoint_dir[0] && cf->checkpoint_every > 0 &&
+                         tr->step % cf->checkpoint_every == 0 && tr->step < total;
+        if (ckpt) {
             save_checkpoint(tr);
             *last_ckpt = tr->step;
         }
-        const int64_t done = tr->step / S; /* epochs completed */
-        if (tr->step % S == 0 && cf->eval_every > 0 && done % cf->eval_every == 0 &&
-            tr->step < total) {
-            double t_eval = clock_seconds();
-            validate(tr, done, *loss);
-            lc->last += clock_seconds() - t_eval; /* throughput counts training only */
-            if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
-                log_info("patience: no better validation NDCG@10 in %lld validations (best "
-                         "%.4f at epoch %lld): stopping after epoch %lld",
-                         (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
-                         (long long)done);
-                *early = 1;
-                break;
-            }
-        }
+        /* a signal during a validation or a checkpoint: stop now, not a step later */
+        if ((ckpt || tr->val_epoch != validations) && (stop = preempt_requested(tr->c)) != 0)
+            break;
     }
-    if (ran && !stop) /* the epochs done, counting a partial last one */
+    if (!stop && tr->step > 0) /* the epochs done, counting a partial last one */
         tr->epoch = (tr->step - 1) / S + 1;
     train_step_drain(tr); /* a next step prepared ahead is not run */
     if (steptime_trace_write(&tr->st, tr->c, cf->trace, 1)) /* fewer steps than trace_steps */
@@ -513,8 +561,9 @@ int train_main(int argc, char **argv)
     struct comm c;
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
-    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1};
+    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
     trainer_open(&tr); /* a bad parameter or dataset: the first thing on the screen */
+    check_checkpoint_dir(&tr); /* and a checkpoint directory of another run */
     banner_show(&c, &p);
     trainer_build(&tr);
     const struct train_conf *cf = &tr.conf;
@@ -535,6 +584,10 @@ int train_main(int argc, char **argv)
     double loss = 0;
     int early = 0;
     int stop = train_loop(&tr, total, &last_ckpt, &loss, &lc, &early);
+    /* the final validation before the final checkpoint, which records it */
+    const int validated = early || !cf->final_eval || tr.val_epoch == tr.epoch;
+    if (!stop && !validated)
+        validate(&tr, tr.epoch, loss);
     if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
         save_checkpoint(&tr);
     if (stop) { /* preempted: the state is saved, no evaluation */
@@ -549,7 +602,7 @@ int train_main(int argc, char **argv)
     }
     struct eval_metrics test;
     if (cf->final_eval)
-        final_evaluation(&tr, &test, loss, early);
+        final_evaluation(&tr, &test, loss);
     report_summary(&tr, cf->final_eval ? &test : NULL, loss, tr.step - lc.first_step,
                    clock_seconds() - lc.start);
     trainer_free(&tr);

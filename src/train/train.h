@@ -44,6 +44,7 @@ struct trainer {
     int64_t step, epoch;
     double best_val;           /* best validation NDCG@10 so far (-1: none) */
     int64_t best_epoch;        /* its epoch (-1: none) */
+    int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
     /* the divergence guard (guard.h): steps whose update was dropped */
     int64_t skipped;
     int skip_now;              /* this step's update is dropped (1 sparse and dense, 2 dense) */

@@ -31,25 +31,24 @@ static int slow_rank_parse(const char *text, int P, struct train_conf *tc, char 
     return 0;
 }
 
-/* debug.hang_rank = R:STEP */
-static int hang_rank_parse(const char *text, int P, struct train_conf *tc, char *err,
-                           size_t errlen)
+/* debug.hang_rank, debug.signal_rank = R:STEP (-1, 0: none) */
+static int rank_step_parse(const char *name, const char *text, int P, int *r, int64_t *at,
+                           char *err, size_t errlen)
 {
-    tc->hang_rank = -1;
-    tc->hang_step = 0;
+    *r = -1;
+    *at = 0;
     if (!text[0])
         return 0;
     int rank;
     long long step;
     char tail;
     if (sscanf(text, "%d:%lld%c", &rank, &step, &tail) != 2 || rank < 0 || step < 1)
-        return errorf(err, errlen, "debug.hang_rank = '%s': expected RANK:STEP with STEP >= 1",
-                      text);
+        return errorf(err, errlen, "%s = '%s': expected RANK:STEP with STEP >= 1", name, text);
     if (P > 0 && rank >= P)
-        return errorf(err, errlen, "debug.hang_rank = '%s': rank %d does not exist (%d ranks)",
-                      text, rank, P);
-    tc->hang_rank = rank;
-    tc->hang_step = step;
+        return errorf(err, errlen, "%s = '%s': rank %d does not exist (%d ranks)", name, text,
+                      rank, P);
+    *r = rank;
+    *at = step;
     return 0;
 }
 
@@ -180,12 +179,16 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->trace = params_str(p, P_output_trace);
     tc->trace_steps = params_i64(p, P_output_trace_steps);
     tc->keep_checkpoints = params_i64(p, P_output_keep_checkpoints);
+    tc->shared_dir = (int)params_i64(p, P_output_shared_dir);
     tc->nan_step = params_i64(p, P_debug_nan_step);
     tc->nan_sparse = !strcmp(params_str(p, P_debug_nan_in), "sparse");
     if (!tc->data_path[0])
         return errorf(err, errlen,
                       "data.path is not set: name an HDF5 dataset (freescale data import / "
                       "data gen)");
+    if (!strcmp(tc->resume, "auto") && !tc->checkpoint_dir[0])
+        return errorf(err, errlen, "train.resume = auto needs output.checkpoint_dir (where it "
+                      "looks for this run's checkpoints)");
     if (tc->keep_best && !tc->checkpoint_dir[0])
         return errorf(err, errlen, "train.keep_best = on needs output.checkpoint_dir (where "
                       "best.h5 goes)");
@@ -200,5 +203,10 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         return -1;
     if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
         return -1;
-    return hang_rank_parse(params_str(p, P_debug_hang_rank), P, tc, err, errlen);
+    return rank_step_parse("debug.hang_rank", params_str(p, P_debug_hang_rank), P,
+                           &tc->hang_rank, &tc->hang_step, err, errlen) ||
+                   rank_step_parse("debug.signal_rank", params_str(p, P_debug_signal_rank), P,
+                                   &tc->signal_rank, &tc->signal_step, err, errlen)
+               ? -1
+               : 0;
 }

@@ -62,6 +62,7 @@ struct train_conf {
     const char *checkpoint_dir, *metrics, *trace;
     int64_t trace_steps;
     int64_t keep_checkpoints; /* output.keep_checkpoints (0 = all) */
+    int shared_dir;           /* output.shared_dir: beside other runs' checkpoints */
     /* debug.slow_rank */
     int slow_rank;            /* -1: none */
     double slow_factor;
@@ -70,6 +71,8 @@ struct train_conf {
     int nan_sparse;           /* debug.nan_in = sparse: into rank 0's embedding gradients */
     int hang_rank;            /* -1: none */
     int64_t hang_step;
+    int signal_rank;          /* debug.signal_rank: -1 none */
+    int64_t signal_step;
     int64_t node_size;        /* debug.node_size: 0 = the real nodes */
 };
 
