@@ -41,7 +41,7 @@ static void usage(FILE *out)
             "  export CKPT.h5 [FILE.in] [section.key=value ...] -o MODEL.h5\n"
             "        item table, user vectors and dense parameters as HDF5 arrays (NumPy)\n"
             "  help params          every parameter, its default, range and meaning\n"
-            "  data import --format movielens|csv|sasrec INPUT -o OUT.h5 [options]\n"
+            "  data import --format movielens|csv|sasrec|jsonl INPUT -o OUT.h5 [options]\n"
             "  data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
             "  data stats FILE.h5 [--dim D]\n"
             "  data check FILE.h5   validate every event of a dataset\n"

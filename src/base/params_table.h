@@ -74,8 +74,8 @@ X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "
-  "exchanges carry k values per row (a model change; host placement; no checkpoints yet); 0 = "
-  "a plain table")
+  "exchanges carry k values per row (a model change; host placement; checkpoints store c and "
+  "resume with the same k, basis and seed); 0 = a plain table")
 X(embedding, subspace_basis, CHOICE, "random", 0, 0, "random|identity",
   "test hook: identity = U the first k unit vectors and F = 0 (k = dim is the plain table)")
 X(parallel, balance, CHOICE, "kk", 0, 0, "none|lpt|kk",

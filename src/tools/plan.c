@@ -537,7 +537,7 @@ int plan_main(int argc, char **argv)
            params_str(&p, P_model_type), (long long)params_i64(&p, P_model_dim),
            (long long)params_i64(&p, P_model_layers), (long long)N, params_str(&p, P_data_split));
     printf("cost model: %s (%s per sequence): %s\n",
-           is_auto ? "auto, FLOP counts" : "parallel.cost_model", is_auto ? "FLOPs" : "units",
+           is_auto ? "auto, FLOP counts" : "parallel.cost_model", is_auto ? "FLOPs" : "its units",
            cms);
     printf("lengths: %s: %lld training sequences, mean %.1f, max %lld tokens; the longest 1%% "
            "carry %.1f%% of the cost\n",

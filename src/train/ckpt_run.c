@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,51 +209,84 @@ static void remove_stale(const char *dir)
     closedir(d);
 }
 
-/* Create a file in dir (refused: -1 with err), write min(bytes, 64 MiB)
- * into it, fsync, remove it: *rate in bytes/s (0, with a warning, when the
- * write fails: a full disk, say, which the checkpoints will meet too). */
+/* Write n floats as a checkpoint writes its table (rows of 256 values in
+ * chunks of 1 MiB with Fletcher-32 checksums) into the HDF5 file tmp, and
+ * fsync it; 0, or an errno (EIO when HDF5 says no more). */
+static int probe_hdf5(const char *tmp, size_t n)
+{
+    const hsize_t cols = 256, rows = (n + cols - 1) / cols, block = 4096;
+    hsize_t dims[2] = {rows, cols}, chunk[2] = {1024 < rows ? 1024 : rows, cols};
+    int e = 0;
+    float *buf = xmalloc((size_t)(block * cols) * sizeof *buf);
+    for (size_t i = 0; i < block * cols; i++)
+        buf[i] = (float)(i % 977) * 1e-3f;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    errno = 0;
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), s = -1, d = -1, pl = -1;
+    if (f < 0 || (s = H5Screate_simple(2, dims, NULL)) < 0 ||
+        (pl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(pl, 2, chunk) < 0 ||
+        H5Pset_fletcher32(pl) < 0 ||
+        (d = H5Dcreate2(f, "rows", H5T_IEEE_F32LE, s, H5P_DEFAULT, pl, H5P_DEFAULT)) < 0)
+        e = errno ? errno : EIO;
+    for (hsize_t r = 0; !e && r < rows; r += block) {
+        hsize_t start[2] = {r, 0}, count[2] = {r + block < rows ? block : rows - r, cols};
+        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(2, count, NULL);
+        errno = 0;
+        if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+            H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, buf) < 0)
+            e = errno ? errno : EIO;
+        if (ms >= 0)
+            H5Sclose(ms);
+        if (fs >= 0)
+            H5Sclose(fs);
+    }
+    if (pl >= 0)
+        H5Pclose(pl);
+    if (s >= 0)
+        H5Sclose(s);
+    if (d >= 0 && H5Dclose(d) < 0 && !e)
+        e = errno ? errno : EIO;
+    if (f >= 0 && H5Fclose(f) < 0 && !e)
+        e = errno ? errno : EIO;
+    free(buf);
+    int fd = e ? -1 : open(tmp, O_RDONLY);
+    if (!e && (fd < 0 || fsync(fd) != 0))
+        e = errno;
+    if (fd >= 0)
+        close(fd);
+    return e;
+}
+
+/* Create a file in dir (refused: -1 with err), then time a write of
+ * min(bytes, 64 MiB) the way a checkpoint writes (probe_hdf5) and remove
+ * it: *rate in bytes/s (0, with a warning, when the write fails: a full
+ * disk, say, which the checkpoints would meet too). The gathers of the
+ * table's rows to rank 0 are not in it. */
 static int probe_rate(const char *dir, double bytes, double *rate, char *err, size_t len)
 {
-    const size_t block = (size_t)1 << 20, most = (size_t)64 << 20;
-    const size_t total = bytes > (double)most ? most : bytes < 1 ? 1 : (size_t)bytes;
+    const double most = 64.0 * 1048576.0;
+    const size_t n = (size_t)((bytes > most ? most : bytes < 4 ? 4 : bytes) / 4);
     char base[4200], tmp[4600];
     snprintf(base, sizeof base, "%s/write-rate", dir);
     ckpt_run_tmp_name(base, tmp, sizeof tmp);
     *rate = 0;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return errorf(err, len, "output.checkpoint_dir = %s: cannot write there: %s", dir,
+                      strerror(errno));
+    close(fd);
     tmpguard_begin(tmp, 0);
     const double t0 = clock_seconds();
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-        int e = errno;
-        tmpguard_end();
-        return errorf(err, len, "output.checkpoint_dir = %s: cannot write there: %s", dir,
-                      strerror(e));
-    }
-    char *buf = xmalloc(block);
-    for (size_t i = 0; i < block; i++)
-        buf[i] = (char)(i * 131 + 7);
-    int e = 0;
-    for (size_t done = 0; !e && done < total;) {
-        const size_t n = total - done < block ? total - done : block;
-        ssize_t w = write(fd, buf, n);
-        if (w > 0)
-            done += (size_t)w;
-        else
-            e = w < 0 ? errno : ENOSPC;
-    }
-    if (!e && fsync(fd) != 0)
-        e = errno;
-    close(fd);
-    free(buf);
+    const int e = probe_hdf5(tmp, n);
+    const double dt = clock_seconds() - t0;
     unlink(tmp);
     tmpguard_end();
-    const double dt = clock_seconds() - t0;
     if (e)
         log_warn("output.checkpoint_dir = %s: a test write of %.2f MB failed: %s; the "
                  "checkpoints will fail the same way unless that changes", dir,
-                 (double)total / 1e6, strerror(e));
+                 (double)n * 4 / 1e6, strerror(e));
     else
-        *rate = (double)total / (dt > 1e-6 ? dt : 1e-6);
+        *rate = (double)n * 4 / (dt > 1e-6 ? dt : 1e-6);
     return 0;
 }
 

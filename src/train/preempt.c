@@ -29,22 +29,24 @@ int preempt_requested(struct comm *c)
     return (int)comm_allreduce_max_i64(c, (int64_t)g_signal);
 }
 
-/* Seconds, rounded up generously: twice the estimate, at least 10. */
-static long generous(double secs) { return (long)fmax(10.0, ceil(2.0 * secs / 10.0) * 10.0); }
+/* Seconds to give a checkpoint, generously: 4 times the estimate (the
+ * first checkpoint also draws the rows never trained), at least 10, in
+ * tens. */
+static long generous(double secs) { return (long)fmax(10.0, ceil(4.0 * secs / 10.0) * 10.0); }
 
 void preempt_advise(double bytes, double rate, const char *dir)
 {
     const double secs = bytes / rate;
     char b[32], r[32];
-    log_info("checkpoint: %s each, about %.2f s at the %s/s measured in %s (the gathers and "
-             "checksums add to that)", log_bytes(bytes, b, sizeof b), secs,
-             log_bytes(rate, r, sizeof r), dir);
+    log_info("checkpoint: %s each, about %.2f s at the %s/s measured in %s now (the first "
+             "one takes longer: it draws the rows never trained)", log_bytes(bytes, b, sizeof b),
+             secs, log_bytes(rate, r, sizeof r), dir);
     /* Open MPI's mpirun (4.x: its ranks know its URI); Slurm's job */
     const char *mpi = getenv("OMPI_MCA_orte_hnp_uri"), *slurm = getenv("SLURM_JOB_ID");
     if (mpi) {
         const char *t = getenv("OMPI_MCA_odls_base_sigkill_timeout");
         const double grace = t && atof(t) > 0 ? atof(t) : 1.0;
-        if (secs > 0.5 * grace)
+        if (2 * secs > grace)
             log_info("notice: on Ctrl-C or SIGTERM, mpirun leaves the ranks %.0f s between its "
                      "SIGTERM and SIGKILL, too little for a checkpoint: give it the time with "
                      "'mpirun --mca odls_base_sigkill_timeout %ld' (or "
@@ -52,7 +54,7 @@ void preempt_advise(double bytes, double rate, const char *dir)
                      "the run with 'kill -USR1 MPIRUN_PID' (forwarded to the ranks, no "
                      "deadline)", grace, generous(secs), generous(secs));
     }
-    if (slurm && secs > 15)
+    if (slurm && 2 * secs > 30)
         log_info("notice: Slurm kills a job KillWait seconds after its SIGTERM (30 by default: "
                  "'scontrol show config | grep KillWait'), and a checkpoint takes about %.0f s: "
                  "ask for a warning signal early enough, e.g. 'sbatch --signal=B:USR1@%ld' "

@@ -427,6 +427,25 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
     metrics_end(&l, tr->metrics);
 }
 
+/* A run stopped by signal sig after tr->step: its checkpoint (save: not
+ * yet written), then the metrics line. */
+static void report_stop(struct trainer *tr, int sig, double loss, int save)
+{
+    if (save)
+        save_checkpoint(tr);
+    struct metrics_line l;
+    metrics_begin(&l, "stop");
+    metrics_int(&l, "epoch", tr->epoch);
+    metrics_int(&l, "step", tr->step);
+    metrics_num(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", 0);
+    metrics_num(&l, "tokens_per_s", 0);
+    metrics_int(&l, "signal", sig);
+    metrics_int(&l, "exit_code", PREEMPT_EXIT_CODE);
+    metrics_int(&l, "checkpoint", tr->conf.checkpoint_dir[0] ? 1 : 0);
+    metrics_end(&l, tr->metrics);
+}
+
 /* --- the loop ---------------------------------------------------------------- */
 
 /* Throughput counters of a logging interval. */
@@ -588,7 +607,10 @@ int train_main(int argc, char **argv)
     const int validated = early || !cf->final_eval || tr.val_epoch == tr.epoch;
     if (!stop && !validated)
         validate(&tr, tr.epoch, loss);
-    if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
+    if (stop) /* the metrics file says it first (mpirun, ending, may not pass the ranks' last
+                 lines on, and SIGKILL may follow): the checkpoint, then this line */
+        report_stop(&tr, stop, loss, cf->checkpoint_dir[0] && last_ckpt != tr.step);
+    else if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
         save_checkpoint(&tr);
     if (stop) { /* preempted: the state is saved, no evaluation */
         if (!cf->checkpoint_dir[0])
