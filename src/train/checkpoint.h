@@ -37,6 +37,10 @@ void checkpoint_write(struct trainer *tr, const char *path);
  * rank, shape and range written, is refused with fatal() naming the file
  * and the object. Collective. */
 void checkpoint_read(struct trainer *tr, const char *path);
+/* checkpoint_read's checks of path against tr's model, table and dataset,
+ * without loading (rank 0, so that every rank can end on one message):
+ * 0, or -1 with err. */
+int checkpoint_compatible(const struct trainer *tr, const char *path, char *err, size_t errlen);
 /* Check path without loading it (one process, no MPI): an HDF5 file with
  * this format and version whose datasets all read back (checksums
  * verified) with finite values. 0, or -1 with err saying what failed. */

@@ -413,17 +413,19 @@ int checkpoint_identity(const char *path, struct ckpt_identity *id, char *err, s
 
 /* --- loading ---------------------------------------------------------------- */
 
-static void expect_attr(hid_t f, const char *path, const char *name, int64_t want,
-                        const char *what)
+/* Attribute name = want; -1 with err naming what differs. */
+static int expect_attr(hid_t f, const char *path, const char *name, int64_t want,
+                       const char *what, char *err, size_t len)
 {
     int64_t v;
-    char err[1024];
-    if (h5_attr_i64(f, path, name, &v, err, sizeof err))
-        fatal("checkpoint %s", err);
+    char e[1024];
+    if (h5_attr_i64(f, path, name, &v, e, sizeof e))
+        return errorf(err, len, "checkpoint %s", e);
     if (v != want)
-        fatal("checkpoint %s: %s = %lld in the checkpoint, %lld in this run: it belongs to "
-              "another model or dataset",
-              path, what, (long long)v, (long long)want);
+        return errorf(err, len, "checkpoint %s: %s = %lld in the checkpoint, %lld in this run: "
+                      "it belongs to another model or dataset",
+                      path, what, (long long)v, (long long)want);
+    return 0;
 }
 
 static void read_dense(hid_t f, const char *path, const char *group, struct trainer *tr,
@@ -499,26 +501,67 @@ static void check_shard(const char *path, const struct emb_table *t, int64_t n, 
  * rebuilds its rows from F and U, which derive from the seed: the
  * checkpoint's k, basis and seed must be the run's; a plain table loads only
  * a plain checkpoint (subspace_k absent or 0). */
-static void subspace_check(hid_t f, const char *path, const struct trainer *tr)
+static int subspace_check(hid_t f, const char *path, const struct trainer *tr, char *err,
+                          size_t len)
 {
     const struct emb_table_conf *ec = &tr->items->conf;
     int64_t k = 0;
-    char err[1024];
-    if (H5Aexists(f, "subspace_k") > 0 && h5_attr_i64(f, path, "subspace_k", &k, err, sizeof err))
-        fatal("checkpoint %s", err);
+    char e[1024];
+    if (H5Aexists(f, "subspace_k") > 0 && h5_attr_i64(f, path, "subspace_k", &k, e, sizeof e))
+        return errorf(err, len, "checkpoint %s", e);
     if (k != ec->subspace_k && (k == 0 || ec->subspace_k == 0))
-        fatal("checkpoint %s: %s, this run %s: a plain table and a subspace-factorised one "
-              "(embedding.subspace_k) hold different values; resume with embedding.subspace_k "
-              "= %lld",
-              path, k ? "a subspace table's checkpoint" : "a plain table's checkpoint",
-              ec->subspace_k ? "trains a subspace table" : "a plain table", (long long)k);
+        return errorf(err, len, "checkpoint %s: %s, this run %s: a plain table and a "
+                      "subspace-factorised one (embedding.subspace_k) hold different values; "
+                      "resume with embedding.subspace_k = %lld",
+                      path, k ? "a subspace table's checkpoint" : "a plain table's checkpoint",
+                      ec->subspace_k ? "trains a subspace table" : "a plain table",
+                      (long long)k);
     if (ec->subspace_k == 0)
-        return;
-    expect_attr(f, path, "subspace_k", ec->subspace_k, "embedding.subspace_k");
-    expect_attr(f, path, "subspace_basis", ec->subspace_identity,
-                "embedding.subspace_basis (0 random, 1 identity)");
-    expect_attr(f, path, "seed", (int64_t)tr->conf.seed,
-                "train.seed (the subspace table's F and U derive from it)");
+        return 0;
+    return expect_attr(f, path, "subspace_k", ec->subspace_k, "embedding.subspace_k", err,
+                       len) ||
+                   expect_attr(f, path, "subspace_basis", ec->subspace_identity,
+                               "embedding.subspace_basis (0 random, 1 identity)", err, len) ||
+                   expect_attr(f, path, "seed", (int64_t)tr->conf.seed,
+                               "train.seed (the subspace table's F and U derive from it)", err,
+                               len)
+               ? -1
+               : 0;
+}
+
+/* The file's model, table and dataset are the run's. */
+static int compat_checks(hid_t f, const char *path, const struct trainer *tr, char *err,
+                         size_t len)
+{
+    const struct model_conf *mc = &tr->m.conf;
+    return expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset", err,
+                       len) ||
+                   expect_attr(f, path, "model_type", mc->type, "model.type (0 hstu, 1 sasrec)",
+                               err, len) ||
+                   expect_attr(f, path, "dim", mc->d, "model.dim", err, len) ||
+                   expect_attr(f, path, "layers", mc->layers, "model.layers", err, len) ||
+                   expect_attr(f, path, "heads", mc->heads, "model.heads", err, len) ||
+                   expect_attr(f, path, "max_seq_len", mc->max_len, "data.max_seq_len", err,
+                               len) ||
+                   expect_attr(f, path, "time_bias", mc->time_bias,
+                               "time bias (timestamps in use)", err, len) ||
+                   expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
+                               "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)", err, len) ||
+                   subspace_check(f, path, tr, err, len)
+               ? -1
+               : 0;
+}
+
+int checkpoint_compatible(const struct trainer *tr, const char *path, char *err, size_t len)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return errorf(err, len, "train.resume = %s: not a readable HDF5 file (truncated or "
+                      "corrupt?)", path);
+    int rc = compat_checks(f, path, tr, err, len);
+    H5Fclose(f);
+    return rc;
 }
 
 void checkpoint_read(struct trainer *tr, const char *path)
@@ -539,17 +582,9 @@ void checkpoint_read(struct trainer *tr, const char *path)
     int64_t version;
     if (h5_attr_range(f, path, "version", 1, CKPT_VERSION, &version, err, sizeof err))
         fatal("checkpoint %s", err);
-    const struct model_conf *mc = &tr->m.conf;
-    expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset");
-    expect_attr(f, path, "model_type", mc->type, "model.type (0 hstu, 1 sasrec)");
-    expect_attr(f, path, "dim", mc->d, "model.dim");
-    expect_attr(f, path, "layers", mc->layers, "model.layers");
-    expect_attr(f, path, "heads", mc->heads, "model.heads");
-    expect_attr(f, path, "max_seq_len", mc->max_len, "data.max_seq_len");
-    expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
-    expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
-                "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
-    subspace_check(f, path, tr);
+    char cerr[2048];
+    if (compat_checks(f, path, tr, cerr, sizeof cerr))
+        fatal("%s", cerr);
     struct ckpt_counters k;
     if (read_counters(f, path, &k, err, sizeof err))
         fatal("checkpoint %s", err);

@@ -20,12 +20,14 @@
 
 #define PREEMPT_EXIT_CODE 75 /* EX_TEMPFAIL: checkpointed, run again to continue */
 
+/* The handlers of SIGINT, SIGTERM, SIGUSR1; SIGPIPE ignored. */
 void preempt_install(void);
 /* The signal received by any rank (0 = none). Collective over all ranks. */
 int preempt_requested(struct comm *c);
 /* Rank 0, before training: a checkpoint of `bytes` written at `rate`
- * bytes/s (measured in dir): its size and time, and, where that exceeds
- * the launcher's time between SIGTERM and SIGKILL, how to give it more. */
-void preempt_advise(double bytes, double rate, const char *dir);
+ * bytes/s (measured in dir), the first one `draw` seconds longer (the rows
+ * never trained are drawn): its size and time, and, where that exceeds the
+ * launcher's time between SIGTERM and SIGKILL, how to give it more. */
+void preempt_advise(double bytes, double rate, double draw, const char *dir);
 
 #endif

@@ -179,12 +179,27 @@ static void check_checkpoint_dir(struct trainer *tr)
     comm_fail_agree(tr->c, bad, err);
 }
 
+/* Seconds to draw the initial values of this rank's rows (timed on 16384),
+ * what the first checkpoint does for the rows never trained. */
+static double draw_seconds(const struct trainer *tr)
+{
+    const struct emb_table *t = tr->items;
+    const int64_t n = t->local_rows < 16384 ? t->local_rows : 16384;
+    float *row = xmalloc((size_t)t->width * sizeof *row);
+    const double t0 = clock_seconds();
+    for (int64_t i = 0; i < n; i++)
+        emb_init_row_n(&t->conf, 1 + i, row, t->width);
+    const double dt = clock_seconds() - t0;
+    free(row);
+    return n > 0 ? dt / (double)n * (double)t->local_rows : 0;
+}
+
 /* train.resume: "" (afresh), "auto" (this run's newest complete checkpoint
  * in output.checkpoint_dir, if any) or a path, which must verify. Rank 0
  * prepares the checkpoint directory (created, stale temporaries removed,
  * write rate measured: how long a checkpoint takes) and chooses; a refusal
- * ends every rank with one message; every rank reads. Then the metrics file
- * (appended to by a resumed run). */
+ * ends every rank with one message; every rank reads. The metrics file is
+ * opened there too (appended to by a resumed run). */
 static void resume_or_start(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
@@ -207,6 +222,10 @@ static void resume_or_start(struct trainer *tr)
             bad = 1;
         }
     }
+    if (!bad && tr->c->rank == 0 && resume[0]) /* another model's: one message */
+        bad = checkpoint_compatible(tr, resume, err, sizeof err) != 0;
+    if (!bad && tr->c->rank == 0) /* appended to by a resumed run */
+        bad = metrics_open(cf->metrics, resume[0] != '\0', &tr->metrics, err, sizeof err) != 0;
     comm_fail_agree(tr->c, bad, err);
     comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
     if (is_auto && !resume[0])
@@ -216,9 +235,7 @@ static void resume_or_start(struct trainer *tr)
         log_info("resumed from %s at step %lld", resume, (long long)tr->step);
     }
     if (tr->c->rank == 0 && ckdir[0] && rate > 0)
-        preempt_advise(bytes, rate, ckdir);
-    if (tr->c->rank == 0)
-        tr->metrics = metrics_open(cf->metrics, resume[0] != '\0');
+        preempt_advise(bytes, rate, resume[0] ? 0 : draw_seconds(tr), ckdir);
 }
 
 static void save_checkpoint(struct trainer *tr)
