@@ -2,20 +2,19 @@
  *
  * Start-up resolves the configuration (train_conf.c), opens the dataset,
  * builds the model, the item table and the dense optimizer, and resumes
- * from a checkpoint if asked. The loop runs global steps s = first ..
- * total - 1: the planner says which sequences of the step's global batch
- * this rank trains on (and, with parallel.overlap, which ones it trains on
- * at s + 1, prepared during step s), train_step() runs the step (one loss
- * on any number of ranks), then come the progress line, checkpoints and,
- * at the end of an epoch, validation. The run ends with validation and
- * test, or early on a signal (preempt.c) with a checkpoint. */
+ * from a checkpoint if asked (train_ckpt.c). The loop runs global steps
+ * s = first .. total - 1: the planner says which sequences of the step's
+ * global batch this rank trains on (and, with parallel.overlap, which ones
+ * it trains on at s + 1, prepared during step s), train_step() runs the
+ * step (one loss on any number of ranks), then come the progress line
+ * and, at the end of an epoch, validation, then the checkpoint (which
+ * records it). The run ends with validation, its checkpoint and test, or
+ * early on a signal (preempt.c) with a checkpoint. */
 #include "train/train.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "backend/blas.h"
 #include "base/check.h"
@@ -25,7 +24,7 @@
 #include "comm/comm_fail.h"
 #include "eval/eval.h"
 #include "train/checkpoint.h"
-#include "train/ckpt_run.h"
+#include "train/train_ckpt.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/watchdog.h"
@@ -150,112 +149,6 @@ void trainer_free(struct trainer *tr)
     if (tr->metrics)
         fclose(tr->metrics);
     tr->metrics = NULL;
-}
-
-/* The bytes of a checkpoint of this run: the table's rows, their optimizer
- * state and step counts, the dense parameters and their two moments. */
-static double checkpoint_bytes(const struct trainer *tr)
-{
-    const struct emb_table *t = tr->items;
-    const double rows = (double)tr->ds.num_items + 1;
-    double dense = 0;
-    for (int i = 0; i < tr->m.nparams; i++)
-        dense += (double)tr->m.params[i].n;
-    return rows * (double)(t->width + t->state_floats) * 4.0 + (t->steps ? rows * 8.0 : 0) +
-           3.0 * dense * 4.0;
-}
-
-/* output.checkpoint_dir: not a file, not another run's (rank 0, before the
- * banner; a refusal ends every rank with one message). */
-static void check_checkpoint_dir(struct trainer *tr)
-{
-    char err[2400] = "";
-    int bad = 0;
-    if (tr->c->rank == 0 && tr->conf.checkpoint_dir[0]) {
-        struct ckpt_run run;
-        ckpt_run_identity(tr, &run);
-        bad = ckpt_run_check(tr->conf.checkpoint_dir, &run, tr->conf.shared_dir, err, sizeof err);
-    }
-    comm_fail_agree(tr->c, bad, err);
-}
-
-/* Seconds to draw the initial values of this rank's rows (timed on 16384),
- * what the first checkpoint does for the rows never trained. */
-static double draw_seconds(const struct trainer *tr)
-{
-    const struct emb_table *t = tr->items;
-    const int64_t n = t->local_rows < 16384 ? t->local_rows : 16384;
-    float *row = xmalloc((size_t)t->width * sizeof *row);
-    const double t0 = clock_seconds();
-    for (int64_t i = 0; i < n; i++)
-        emb_init_row_n(&t->conf, 1 + i, row, t->width);
-    const double dt = clock_seconds() - t0;
-    free(row);
-    return n > 0 ? dt / (double)n * (double)t->local_rows : 0;
-}
-
-/* train.resume: "" (afresh), "auto" (this run's newest complete checkpoint
- * in output.checkpoint_dir, if any) or a path, which must verify. Rank 0
- * prepares the checkpoint directory (created, stale temporaries removed,
- * write rate measured: how long a checkpoint takes) and chooses; a refusal
- * ends every rank with one message; every rank reads. The metrics file is
- * opened there too (appended to by a resumed run). */
-static void resume_or_start(struct trainer *tr)
-{
-    const struct train_conf *cf = &tr->conf;
-    const char *ckdir = cf->checkpoint_dir;
-    char resume[4200] = "", err[2400] = "", verr[1024];
-    const int is_auto = !strcmp(cf->resume, "auto");
-    const double bytes = checkpoint_bytes(tr);
-    double rate = 0;
-    int bad = 0;
-    if (tr->c->rank == 0 && ckdir[0]) {
-        struct ckpt_run run;
-        ckpt_run_identity(tr, &run);
-        bad = ckpt_run_prepare_dir(ckdir, bytes, &rate, err, sizeof err) ||
-              ckpt_run_choose(ckdir, &run, is_auto, resume, sizeof resume, err, sizeof err);
-    }
-    if (!bad && tr->c->rank == 0 && !is_auto && cf->resume[0]) {
-        snprintf(resume, sizeof resume, "%s", cf->resume);
-        if (checkpoint_verify(resume, verr, sizeof verr) != 0) {
-            snprintf(err, sizeof err, "train.resume = %s (refused)", verr);
-            bad = 1;
-        }
-    }
-    if (!bad && tr->c->rank == 0 && resume[0]) /* another model's: one message */
-        bad = checkpoint_compatible(tr, resume, err, sizeof err) != 0;
-    if (!bad && tr->c->rank == 0) /* appended to by a resumed run */
-        bad = metrics_open(cf->metrics, resume[0] != '\0', &tr->metrics, err, sizeof err) != 0;
-    comm_fail_agree(tr->c, bad, err);
-    comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
-    if (is_auto && !resume[0])
-        log_info("train.resume = auto: no checkpoint of this run in %s, starting afresh", ckdir);
-    if (resume[0]) {
-        checkpoint_read(tr, resume);
-        log_info("resumed from %s at step %lld", resume, (long long)tr->step);
-    }
-    if (tr->c->rank == 0 && ckdir[0] && rate > 0)
-        preempt_advise(bytes, rate, resume[0] ? 0 : draw_seconds(tr), ckdir);
-}
-
-static void save_checkpoint(struct trainer *tr)
-{
-    char path[4200];
-    struct ckpt_run run;
-    if (tr->c->rank == 0) { /* ckpt-STEP.h5, unless another run's has that name */
-        ckpt_run_identity(tr, &run);
-        ckpt_run_path(tr->conf.checkpoint_dir, &run, tr->step, path, sizeof path);
-    }
-    comm_bcast_bytes(tr->c, path, sizeof path, 0);
-    watchdog_beat("in", "a checkpoint write");
-    const double t0 = clock_seconds();
-    checkpoint_write(tr, path);
-    const double dt = clock_seconds() - t0, bytes = checkpoint_bytes(tr);
-    char b[32], r[32];
-    log_info("checkpoint %s (%s in %.2f s, %s/s)", path, log_bytes(bytes, b, sizeof b), dt,
-             log_bytes(bytes / (dt > 1e-6 ? dt : 1e-6), r, sizeof r));
-    if (tr->c->rank == 0)
-        ckpt_run_retain(tr->conf.checkpoint_dir, &run, tr->conf.keep_checkpoints, path);
 }
 
 /* --- reporting --------------------------------------------------------------- */
@@ -449,7 +342,7 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
 static void report_stop(struct trainer *tr, int sig, double loss, int save)
 {
     if (save)
-        save_checkpoint(tr);
+        train_ckpt_save(tr);
     struct metrics_line l;
     metrics_begin(&l, "stop");
     metrics_int(&l, "epoch", tr->epoch);
@@ -569,7 +462,7 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         const int ckpt = cf->checkpoint_dir[0] && cf->checkpoint_every > 0 &&
                          tr->step % cf->checkpoint_every == 0 && tr->step < total;
         if (ckpt) {
-            save_checkpoint(tr);
+            train_ckpt_save(tr);
             *last_ckpt = tr->step;
         }
         /* a signal during a validation or a checkpoint: stop now, not a step later */
@@ -599,7 +492,7 @@ int train_main(int argc, char **argv)
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
     struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
     trainer_open(&tr); /* a bad parameter or dataset: the first thing on the screen */
-    check_checkpoint_dir(&tr); /* and a checkpoint directory of another run */
+    train_ckpt_check_dir(&tr); /* and a checkpoint directory of another run */
     banner_show(&c, &p);
     trainer_build(&tr);
     const struct train_conf *cf = &tr.conf;
@@ -610,7 +503,7 @@ int train_main(int argc, char **argv)
     log_info("train: %lld users, %lld items, %lld training users, %lld steps per epoch, %lld steps",
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
-    resume_or_start(&tr);
+    train_ckpt_start(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
     steptime_init(&tr.st, cf->log_every, cf->trace[0] ? cf->trace_steps : 0);
@@ -628,7 +521,7 @@ int train_main(int argc, char **argv)
                  lines on, and SIGKILL may follow): the checkpoint, then this line */
         report_stop(&tr, stop, loss, cf->checkpoint_dir[0] && last_ckpt != tr.step);
     else if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
-        save_checkpoint(&tr);
+        train_ckpt_save(&tr);
     if (stop) { /* preempted: the state is saved, no evaluation */
         if (!cf->checkpoint_dir[0])
             log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",
