@@ -41,13 +41,15 @@ expect_error "cannot open parameter file" "$FS" params "$T/none.in"
 expect_error "unknown command 'trian'" "$FS" trian
 expect_error "usage: freescale" "$FS"
 
-# serial commands never print MPI's text; an error is the first line
+# serial commands never print MPI's text; an error is the first line (but
+# for warnings, e.g. mallopt's under the sanitizers)
+nowarn() { grep -v '^freescale: warning: ' "$1"; }
 for cmd in "params $T/dup.in" "params $T/good.in model.heads=3" "help nothing" \
     "data stats $T/none.h5" "plan $T/none.in --batch-per-rank 4"; do
     # shellcheck disable=SC2086
     "$FS" $cmd >"$T/out" 2>"$T/err" && fail "$cmd succeeded"
     if grep -qi "mpi_abort\|open mpi\|mpirun" "$T/out" "$T/err"; then fail "$cmd printed MPI text"
-    elif [ -s "$T/out" ] || [ "$(wc -l < "$T/err")" != 1 ]; then
+    elif [ -s "$T/out" ] || [ "$(nowarn "$T/err" | wc -l)" != 1 ]; then
         fail "$cmd: more than its error line: $(head -c 300 "$T/out" "$T/err")"
     else pass "$cmd: one error line, no MPI text"; fi
 done
@@ -58,13 +60,13 @@ done
 mkdir -p "$T/ml" && printf 'userId,movieId,rating,timestamp\n1,2,3.0,4\n' > "$T/ml/ratings.csv"
 while IFS='|' read -r setting want; do
     expect_error "$want" "$FS" params "$TOP_SRCDIR/input/tiny.in" data.path="$T/d.h5" $setting
-    head -n 1 "$T/err" | grep -qF "freescale: error: " || fail "params $setting: not the first line"
-    cp "$T/err" "$T/params.err"
+    nowarn "$T/err" | head -n 1 | grep -qF "freescale: error: " || fail "params $setting: not the first line"
+    nowarn "$T/err" > "$T/params.err"
     if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
             timeout 60 "$MPIRUN" -np 2 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path="$T/d.h5" \
             $setting </dev/null >"$T/out" 2>"$T/err" && fail "train $setting succeeded"
-        [ "$(grep -c "freescale: error" "$T/err")" = 1 ] && [ "$(head -n 1 "$T/err")" = "$(cat "$T/params.err")" ] &&
+        [ "$(grep -c "freescale: error" "$T/err")" = 1 ] && [ "$(nowarn "$T/err" | head -n 1)" = "$(cat "$T/params.err")" ] &&
             ! grep -q "MPI_ABORT" "$T/err" && [ ! -s "$T/out" ] &&
             pass "train $setting: the same message, once, first, no MPI_ABORT" ||
             fail "train $setting: $(head -c 400 "$T/out" "$T/err")"
@@ -89,7 +91,7 @@ if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
         pass "3 ranks: the error once, no MPI_ABORT" || fail "3 ranks: $(head -c 400 "$T/err")"
     # mpirun -q: nothing but the message
     expect_error "duplicate key" timeout 60 "$MPIRUN" -q -np 3 "$FS" params "$T/dup.in"
-    [ "$(wc -l < "$T/err")" = 1 ] && pass "mpirun -q: the message alone" ||
+    [ "$(nowarn "$T/err" | wc -l)" = 1 ] && pass "mpirun -q: the message alone" ||
         fail "mpirun -q: $(head -c 400 "$T/err")"
     expect_ok timeout 60 "$MPIRUN" -np 3 "$FS" params "$T/good.in" model.heads=5
     [ "$(grep -c '^heads = 5' "$T/out")" = 1 ] || fail "effective parameters not printed once"
