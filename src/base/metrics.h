@@ -14,9 +14,9 @@ struct metrics_line {
     size_t len;
 };
 
-/* Open path (truncated, or appended to when append: a resumed run);
- * NULL path or "" = no file. fatal() on error. */
-FILE *metrics_open(const char *path, int append);
+/* Open path into *f (truncated, or appended to when append: a resumed
+ * run); NULL path or "" = no file (*f NULL). 0, or -1 with err. */
+int metrics_open(const char *path, int append, FILE **f, char *err, size_t len);
 void metrics_begin(struct metrics_line *l, const char *event);
 void metrics_int(struct metrics_line *l, const char *key, int64_t v);
 void metrics_num(struct metrics_line *l, const char *key, double v);

@@ -51,8 +51,8 @@ X(train, final_eval, BOOL, "on", 0, 1, NULL,
 X(train, eval_every, INT, "0", 0, 1000000, NULL,
   "evaluate every N epochs (0 = only at the end)")
 X(train, resume, STRING, "", 0, 0, NULL,
-  "checkpoint to continue from (any rank count); auto = the newest in "
-  "output.checkpoint_dir, if any; empty = start afresh")
+  "checkpoint to continue from (any rank count); auto = this run's newest complete checkpoint "
+  "in output.checkpoint_dir (by write order), if any; empty = start afresh")
 X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
   "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end)")
 X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
@@ -74,8 +74,8 @@ X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "
-  "exchanges carry k values per row (a model change; host placement; no checkpoints yet); 0 = "
-  "a plain table")
+  "exchanges carry k values per row (a model change; host placement; checkpoints store c and "
+  "resume with the same k, basis and seed); 0 = a plain table")
 X(embedding, subspace_basis, CHOICE, "random", 0, 0, "random|identity",
   "test hook: identity = U the first k unit vectors and F = 0 (k = dim is the plain table)")
 X(features, item, STRING, "", 0, 0, NULL,
@@ -166,10 +166,14 @@ X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "exchanges of device buffers: direct = device pointers to MPI (needs CUDA-aware MPI), "
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")
 X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
-  "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints)")
+  "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints; created if missing); it "
+  "belongs to one run: one holding another run's checkpoints is refused")
 X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
-  "keep only the N newest checkpoints in output.checkpoint_dir, deleting older ones once a "
-  "newer one is complete (0 = keep all)")
+  "keep only this run's N newest checkpoints in output.checkpoint_dir, deleting older ones "
+  "once a newer one is complete (0 = keep all)")
+X(output, shared_dir, BOOL, "off", 0, 1, NULL,
+  "on: write into an output.checkpoint_dir that holds other runs' checkpoints (they are never "
+  "resumed from nor deleted; train.keep_best's best.h5 is overwritten)")
 X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")
 X(output, trace, STRING, "", 0, 0, NULL,
   "Chrome trace-event JSON of the phases of every rank (open in Perfetto); empty = none")
@@ -183,8 +187,11 @@ X(debug, node_size, INT, "0", 0, 1000000, NULL,
   "(0 = the real nodes)")
 X(debug, nan_in, CHOICE, "loss", 0, 0, "loss|sparse",
   "test hook: where debug.nan_step puts its NaN: the loss, or one embedding gradient of rank 0")
-X(debug, split_chunks, INT, "0", 0, 1000000, NULL,
+X(debug, split_chunks, INT, "0", 0, 64, NULL,
   "test hook: with split_long = auto, cut every sequence into this many chunks (at least "
   "one position each), whatever its cost")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")
+X(debug, signal_rank, STRING, "", 0, 0, NULL,
+  "test hook R:STEP: rank R sends itself SIGTERM during step STEP, as a preemption would "
+  "(the run stops after that step with a checkpoint)")

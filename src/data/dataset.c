@@ -414,7 +414,7 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         return errorf(err, errlen, "%s: cannot open dataset: %s", path, strerror(errno));
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0)
-        return errorf(err, errlen, "%s: not a readable HDF5 file (truncated or corrupt?)", path);
+        return dataset_hint_not_hdf5(path, err, errlen);
     ds->file = f;
     int present;
     struct dataset_int t_off;

@@ -91,6 +91,9 @@ struct dataset {
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
 int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen);
+/* path, which HDF5 cannot open: -1 with err saying what it is (a directory,
+ * a text or gzip file, a damaged HDF5 file) and how to make a dataset. */
+int dataset_hint_not_hdf5(const char *path, char *err, size_t errlen);
 void dataset_close(struct dataset *ds);
 
 static inline int64_t dataset_length(const struct dataset *ds, int64_t user)

@@ -120,8 +120,12 @@ struct model {
     void *priv;         /* activations saved by forward for backward */
 };
 
+/* Check conf without building anything (what model_init refuses): heads
+ * dividing d, layers within MODEL_MAX_PARAMS tensors, max_len >= 1,
+ * dropout in [0, 1). 0, or -1 with err naming the parameters. */
+int model_conf_check(const struct model_conf *conf, char *err, size_t errlen);
 /* Build the model of conf.type with parameters initialised from seed.
- * Returns 0, or -1 with err (e.g. heads not dividing d). */
+ * Returns 0, or -1 with err (model_conf_check's). */
 int model_init(struct model *m, const struct model_conf *conf, const struct backend_ops *be,
                uint64_t seed, char *err, size_t errlen);
 void model_free(struct model *m);
@@ -148,5 +152,8 @@ void model_fill(const struct model *m, struct dense_tensor *t, float value);
 
 int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen);
 int model_sasrec_init(struct model *m, uint64_t seed, char *err, size_t errlen);
+/* The parameter tensors each model needs for conf (at most MODEL_MAX_PARAMS). */
+int model_hstu_tensors(const struct model_conf *conf);
+int model_sasrec_tensors(const struct model_conf *conf);
 
 #endif

@@ -155,9 +155,11 @@ static void release(struct model *m)
 static void reserve(struct model *m, int64_t B, int64_t T)
 {
     struct hstu_priv *P = m->priv;
-    if (T <= P->cap && B <= P->cap_b)
+    if (P->cap > 0 && T <= P->cap && B <= P->cap_b)
         return;
-    int64_t cap = grown(T, P->cap), cap_b = grown(B, P->cap_b);
+    /* at least one token and sequence: a rank without any sequence in a step still
+     * copies its (empty) batch and takes part in every collective */
+    int64_t cap = grown(T > 0 ? T : 1, P->cap), cap_b = grown(B > 0 ? B : 1, P->cap_b);
     release(m);
     P->cap = cap;
     P->cap_b = cap_b;
@@ -393,6 +395,11 @@ static const struct model_vtable hstu_vtable = {
     .free = hstu_free,
 };
 
+int model_hstu_tensors(const struct model_conf *conf)
+{
+    return 1 + conf->layers * (conf->time_bias ? 5 : 4);
+}
+
 int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
 {
     const struct model_conf *c = &m->conf;
@@ -401,7 +408,7 @@ int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
 
     if (N < 1)
         return errorf(err, errlen, "HSTU: max_len = %d must be >= 1", N);
-    if (c->layers < 0 || 1 + c->layers * (c->time_bias ? 5 : 4) > MODEL_MAX_PARAMS)
+    if (c->layers < 0 || model_hstu_tensors(c) > MODEL_MAX_PARAMS)
         return errorf(err, errlen, "HSTU: layers = %d out of range (at most %d)", c->layers,
                       (MODEL_MAX_PARAMS - 1) / (c->time_bias ? 5 : 4));
     if (!(c->dropout >= 0 && c->dropout < 1))

@@ -1,9 +1,9 @@
 /* checkpoint: writing rank-count-independent HDF5 checkpoints, listing and
  * retention; see checkpoint.h (reading and verification: checkpoint_read.c).
  *
- * Rank 0 writes DIR/ckpt-STEP.h5.tmp.PID, fsyncs it, renames it into place
- * and fsyncs the directory; only then are checkpoints beyond
- * output.keep_checkpoints deleted. Any failure on the way (no space left,
+ * Rank 0 writes DIR/ckpt-STEP.h5.tmp.HOST.PID, fsyncs it, renames it into
+ * place and fsyncs the directory; only then are this run's checkpoints
+ * beyond output.keep_checkpoints deleted (ckpt_run.c). Any failure on the way (no space left,
  * permission, I/O error) closes and removes the temporary file and ends the
  * job with the path and the cause from errno: the checkpoints already
  * there are never touched. Every dataset is chunked with HDF5's Fletcher-32
@@ -11,7 +11,6 @@
  * checksums too. */
 #include "train/checkpoint.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
@@ -24,6 +23,7 @@
 #include "base/log.h"
 #include "base/tmpguard.h"
 #include "train/checkpoint_priv.h"
+#include "train/ckpt_run.h"
 
 #define BLOCK_ROWS ((int64_t)1 << 15)
 #define CHUNK_BYTES ((int64_t)1 << 20)
@@ -310,6 +310,12 @@ static void write_header(struct trainer *tr, struct ck_out *o, struct table_out 
     attr_i64(o, "seed", (int64_t)tr->conf.seed); /* F and U of a subspace table derive from it */
     attr_i64(o, "best_epoch", tr->best_epoch);
     attr_f64(o, "best_val", tr->best_val);
+    attr_i64(o, "val_epoch", tr->val_epoch);
+    struct ckpt_run run; /* the run it belongs to, and the write order (ckpt_run.h) */
+    ckpt_run_identity(tr, &run);
+    attr_str(o, "run_id", run.id);
+    attr_str(o, "run_params", run.params);
+    attr_i64(o, "written_ns", ckpt_run_now_ns());
     char *text = params_serialize(tr->p);
     attr_str(o, "params", text);
     free(text);
@@ -385,7 +391,7 @@ void checkpoint_write(struct trainer *tr, const char *path)
     struct table_out to[EMB_MAX_TABLES];
     for (int k = 0; k < EMB_MAX_TABLES; k++)
         to[k] = (struct table_out){-1, -1, -1};
-    snprintf(out.tmp, sizeof out.tmp, "%s.tmp.%ld", path, (long)getpid());
+    ckpt_run_tmp_name(path, out.tmp, sizeof out.tmp); /* PATH.tmp.HOST.PID */
     if (o) {
         tmpguard_begin(out.tmp, 0); /* removed if rank 0 ends mid-write (not on SIGTERM:
                                        the preemption handler's) */
@@ -400,67 +406,4 @@ void checkpoint_write(struct trainer *tr, const char *path)
     if (o)
         finish_file(o, to, tr->reg.n);
     comm_barrier(c);
-}
-
-/* --- listing and retention ------------------------------------------------------ */
-
-static int by_step_desc(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-int64_t checkpoint_list(const char *dir, int64_t **steps)
-{
-    *steps = NULL;
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int64_t n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long long step;
-        char want[64];
-        /* exactly ckpt-<digits>.h5: temporaries never match */
-        if (sscanf(e->d_name, "ckpt-%lld.h5", &step) != 1 || step < 0)
-            continue;
-        snprintf(want, sizeof want, "ckpt-%lld.h5", step);
-        if (strcmp(want, e->d_name))
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            *steps = xrealloc(*steps, (size_t)cap * sizeof **steps);
-        }
-        (*steps)[n++] = step;
-    }
-    closedir(d);
-    if (n > 0)
-        qsort(*steps, (size_t)n, sizeof **steps, by_step_desc);
-    return n;
-}
-
-int checkpoint_newest(const char *dir, char *path, size_t len)
-{
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
-    if (n > 0)
-        snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[0]);
-    free(steps);
-    return n > 0 ? 0 : -1;
-}
-
-void checkpoint_retain(const char *dir, int64_t keep)
-{
-    if (keep <= 0)
-        return;
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
-    for (int64_t i = keep; i < n; i++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
-        if (unlink(path) != 0)
-            log_warn("output.keep_checkpoints = %lld: cannot delete %s: %s", (long long)keep,
-                     path, strerror(errno));
-    }
-    free(steps);
 }

@@ -4,7 +4,10 @@
  *                   adam_t, best_epoch, best_val (validation NDCG@10),
  *                   num_items, model_type, dim, layers, heads,
  *                   max_seq_len, time_bias, emb_optimizer, params (the
- *                   effective parameters, as text); every attribute scalar
+ *                   effective parameters, as text), run_id, run_params,
+ *                   written_ns (the run and the write order: ckpt_run.h),
+ *                   val_epoch (epochs at the last validation, -1: none);
+ *                   every attribute scalar
  *   /dense/NAME     float32 [n]   dense parameters (and /dense_m, /dense_v:
  *                                 their AdamW moments)
  *   /emb/items/weight  float32 [num_items + 1, d]  rows in global id order
@@ -34,18 +37,24 @@ void checkpoint_write(struct trainer *tr, const char *path);
  * rank, shape and range written, is refused with fatal() naming the file
  * and the object. Collective. */
 void checkpoint_read(struct trainer *tr, const char *path);
+/* checkpoint_read's checks of path against tr's model, table and dataset,
+ * without loading (rank 0, so that every rank can end on one message):
+ * 0, or -1 with err. */
+int checkpoint_compatible(const struct trainer *tr, const char *path, char *err, size_t errlen);
 /* Check path without loading it (one process, no MPI): an HDF5 file with
  * this format and version whose datasets all read back (checksums
  * verified) with finite values. 0, or -1 with err saying what failed. */
 int checkpoint_verify(const char *path, char *err, size_t errlen);
 
-/* The checkpoints DIR/ckpt-STEP.h5 (exactly that name: temporaries never
- * match), newest (largest STEP) first: *steps (heap, free it) and their
- * number (0 without any, or without the directory). */
-int64_t checkpoint_list(const char *dir, int64_t **steps);
-/* The newest into path[len]; 0 if found, -1 if the directory holds none. */
-int checkpoint_newest(const char *dir, char *path, size_t len);
-/* Delete all but the keep newest (keep 0: none deleted). */
-void checkpoint_retain(const char *dir, int64_t keep);
+/* What a checkpoint says of its run (ckpt_run.h), from its attributes
+ * alone (one process, no MPI; the datasets are not read): run_id and
+ * run_params ("" when absent: written before checkpoints recorded their
+ * run), written_ns (0 when absent) and step. 0, or -1 with err. */
+struct ckpt_identity {
+    int64_t step, written_ns;
+    char run_id[32];
+    char run_params[2048];
+};
+int checkpoint_identity(const char *path, struct ckpt_identity *id, char *err, size_t errlen);
 
 #endif

@@ -424,19 +424,44 @@ int checkpoint_verify(const char *path, char *err, size_t len)
     return rc;
 }
 
+int checkpoint_identity(const char *path, struct ckpt_identity *id, char *err, size_t len)
+{
+    memset(id, 0, sizeof *id);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return errorf(err, len, "%s: not a readable HDF5 file (truncated or corrupt?)", path);
+    char format[64];
+    int rc = dataset_h5_attrs_check(f, path, "/", err, len) ||
+             h5_attr_str(f, path, "format", format, sizeof format, err, len) ||
+             h5_attr_range(f, path, "step", 0, MAX_STEP, &id->step, err, len);
+    if (!rc && strcmp(format, CKPT_FORMAT))
+        rc = errorf(err, len, "%s: attribute 'format' is '%s', expected '%s'", path, format,
+                    CKPT_FORMAT);
+    if (!rc && H5Aexists(f, "run_id") > 0)
+        rc = h5_attr_str(f, path, "run_id", id->run_id, sizeof id->run_id, err, len) ||
+             h5_attr_str(f, path, "run_params", id->run_params, sizeof id->run_params, err, len);
+    if (!rc && H5Aexists(f, "written_ns") > 0)
+        rc = h5_attr_i64(f, path, "written_ns", &id->written_ns, err, len);
+    H5Fclose(f);
+    return rc ? -1 : 0;
+}
+
 /* --- loading ---------------------------------------------------------------- */
 
-static void expect_attr(hid_t f, const char *path, const char *name, int64_t want,
-                        const char *what)
+/* Attribute name = want; -1 with err naming what differs. */
+static int expect_attr(hid_t f, const char *path, const char *name, int64_t want,
+                       const char *what, char *err, size_t len)
 {
     int64_t v;
-    char err[1024];
-    if (h5_attr_i64(f, path, name, &v, err, sizeof err))
-        fatal("checkpoint %s", err);
+    char e[1024];
+    if (h5_attr_i64(f, path, name, &v, e, sizeof e))
+        return errorf(err, len, "checkpoint %s", e);
     if (v != want)
-        fatal("checkpoint %s: %s = %lld in the checkpoint, %lld in this run: it belongs to "
-              "another model or dataset",
-              path, what, (long long)v, (long long)want);
+        return errorf(err, len, "checkpoint %s: %s = %lld in the checkpoint, %lld in this run: "
+                      "it belongs to another model or dataset",
+                      path, what, (long long)v, (long long)want);
+    return 0;
 }
 
 static void read_dense(hid_t f, const char *path, const char *group, struct trainer *tr,
@@ -564,26 +589,67 @@ static herr_t find_extra(hid_t g, const char *name, const H5L_info_t *info, void
  * rebuilds its rows from F and U, which derive from the seed: the
  * checkpoint's k, basis and seed must be the run's; a plain table loads only
  * a plain checkpoint (subspace_k absent or 0). */
-static void subspace_check(hid_t f, const char *path, const struct trainer *tr)
+static int subspace_check(hid_t f, const char *path, const struct trainer *tr, char *err,
+                          size_t len)
 {
     const struct emb_table_conf *ec = &tr->items->conf;
     int64_t k = 0;
-    char err[1024];
-    if (H5Aexists(f, "subspace_k") > 0 && h5_attr_i64(f, path, "subspace_k", &k, err, sizeof err))
-        fatal("checkpoint %s", err);
+    char e[1024];
+    if (H5Aexists(f, "subspace_k") > 0 && h5_attr_i64(f, path, "subspace_k", &k, e, sizeof e))
+        return errorf(err, len, "checkpoint %s", e);
     if (k != ec->subspace_k && (k == 0 || ec->subspace_k == 0))
-        fatal("checkpoint %s: %s, this run %s: a plain table and a subspace-factorised one "
-              "(embedding.subspace_k) hold different values; resume with embedding.subspace_k "
-              "= %lld",
-              path, k ? "a subspace table's checkpoint" : "a plain table's checkpoint",
-              ec->subspace_k ? "trains a subspace table" : "a plain table", (long long)k);
+        return errorf(err, len, "checkpoint %s: %s, this run %s: a plain table and a "
+                      "subspace-factorised one (embedding.subspace_k) hold different values; "
+                      "resume with embedding.subspace_k = %lld",
+                      path, k ? "a subspace table's checkpoint" : "a plain table's checkpoint",
+                      ec->subspace_k ? "trains a subspace table" : "a plain table",
+                      (long long)k);
     if (ec->subspace_k == 0)
-        return;
-    expect_attr(f, path, "subspace_k", ec->subspace_k, "embedding.subspace_k");
-    expect_attr(f, path, "subspace_basis", ec->subspace_identity,
-                "embedding.subspace_basis (0 random, 1 identity)");
-    expect_attr(f, path, "seed", (int64_t)tr->conf.seed,
-                "train.seed (the subspace table's F and U derive from it)");
+        return 0;
+    return expect_attr(f, path, "subspace_k", ec->subspace_k, "embedding.subspace_k", err,
+                       len) ||
+                   expect_attr(f, path, "subspace_basis", ec->subspace_identity,
+                               "embedding.subspace_basis (0 random, 1 identity)", err, len) ||
+                   expect_attr(f, path, "seed", (int64_t)tr->conf.seed,
+                               "train.seed (the subspace table's F and U derive from it)", err,
+                               len)
+               ? -1
+               : 0;
+}
+
+/* The file's model, table and dataset are the run's. */
+static int compat_checks(hid_t f, const char *path, const struct trainer *tr, char *err,
+                         size_t len)
+{
+    const struct model_conf *mc = &tr->m.conf;
+    return expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset", err,
+                       len) ||
+                   expect_attr(f, path, "model_type", mc->type, "model.type (0 hstu, 1 sasrec)",
+                               err, len) ||
+                   expect_attr(f, path, "dim", mc->d, "model.dim", err, len) ||
+                   expect_attr(f, path, "layers", mc->layers, "model.layers", err, len) ||
+                   expect_attr(f, path, "heads", mc->heads, "model.heads", err, len) ||
+                   expect_attr(f, path, "max_seq_len", mc->max_len, "data.max_seq_len", err,
+                               len) ||
+                   expect_attr(f, path, "time_bias", mc->time_bias,
+                               "time bias (timestamps in use)", err, len) ||
+                   expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
+                               "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)", err, len) ||
+                   subspace_check(f, path, tr, err, len)
+               ? -1
+               : 0;
+}
+
+int checkpoint_compatible(const struct trainer *tr, const char *path, char *err, size_t len)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return errorf(err, len, "train.resume = %s: not a readable HDF5 file (truncated or "
+                      "corrupt?)", path);
+    int rc = compat_checks(f, path, tr, err, len);
+    H5Fclose(f);
+    return rc;
 }
 
 void checkpoint_read(struct trainer *tr, const char *path)
@@ -604,17 +670,9 @@ void checkpoint_read(struct trainer *tr, const char *path)
     int64_t version;
     if (h5_attr_range(f, path, "version", 1, CKPT_VERSION, &version, err, sizeof err))
         fatal("checkpoint %s", err);
-    const struct model_conf *mc = &tr->m.conf;
-    expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset");
-    expect_attr(f, path, "model_type", mc->type, "model.type (0 hstu, 1 sasrec)");
-    expect_attr(f, path, "dim", mc->d, "model.dim");
-    expect_attr(f, path, "layers", mc->layers, "model.layers");
-    expect_attr(f, path, "heads", mc->heads, "model.heads");
-    expect_attr(f, path, "max_seq_len", mc->max_len, "data.max_seq_len");
-    expect_attr(f, path, "time_bias", mc->time_bias, "time bias (timestamps in use)");
-    expect_attr(f, path, "emb_optimizer", tr->items->conf.optim.kind,
-                "embedding.optimizer (0 sgd, 1 adagrad, 2 adam)");
-    subspace_check(f, path, tr);
+    char cerr[2048];
+    if (compat_checks(f, path, tr, cerr, sizeof cerr))
+        fatal("%s", cerr);
     struct ckpt_counters k;
     if (read_counters(f, path, &k, err, sizeof err))
         fatal("checkpoint %s", err);
@@ -622,6 +680,10 @@ void checkpoint_read(struct trainer *tr, const char *path)
     dense_optim_set_steps(&tr->optim, k.adam_t);
     tr->best_epoch = k.best_epoch;
     tr->best_val = k.best_val;
+    tr->val_epoch = -1; /* absent: written before it was recorded, validated again */
+    if (H5Aexists(f, "val_epoch") > 0 &&
+        h5_attr_range(f, path, "val_epoch", -1, k.step, &tr->val_epoch, err, sizeof err))
+        fatal("checkpoint %s", err);
     read_dense(f, path, "/dense", tr, NULL);
     read_dense(f, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     read_dense(f, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));

@@ -27,17 +27,21 @@ void planner_init(struct planner *pl, struct trainer *tr)
         pl->perm_epoch[k] = -1;
         pl->plan[k].step = -1;
     }
-    log_info("balance: %s%s%s, cost c(L) = %g + %g L + %g L^2", balance_name(pl->mode),
-             pl->equal_count ? ", equal counts" : "", pl->adapt ? ", adapting to rank speeds" : "",
-             cm->c0, cm->a, cm->b);
+    /* auto: FLOP counts; given: its own units (calibrate's are microseconds) */
+    const char *u = !strcmp(params_str(tr->p, P_parallel_cost_model), "auto")
+                        ? "FLOPs"
+                        : "parallel.cost_model's units";
+    log_info("balance: %s%s%s, cost c(L) = %g + %g L + %g L^2 %s per sequence",
+             balance_name(pl->mode), pl->equal_count ? ", equal counts" : "",
+             pl->adapt ? ", adapting to rank speeds" : "", cm->c0, cm->a, cm->b, u);
     if (sc->force >= 2)
         log_info("split_long: every sequence cut into %d chunks (debug.split_chunks)", sc->force);
     else if (sc->on && sc->threshold > 0)
-        log_info("split_long: sequences of predicted cost above %g cut into chunks (key/value "
-                 "row %g)", sc->threshold, sc->kv_cost);
+        log_info("split_long: sequences of predicted cost above %g %s cut into chunks "
+                 "(key/value row %g %s)", sc->threshold, u, sc->kv_cost, u);
     else if (sc->on)
         log_info("split_long: sequences of predicted cost above %g x the step's mean per rank "
-                 "cut into chunks (key/value row %g)", sc->fraction, sc->kv_cost);
+                 "cut into chunks (key/value row %g %s)", sc->fraction, sc->kv_cost, u);
 }
 
 void planner_free(struct planner *pl)

@@ -2,16 +2,18 @@
  *
  * Start-up resolves the configuration (train_conf.c), opens the dataset,
  * builds the model, the item table and the dense optimizer, and resumes
- * from a checkpoint if asked. The loop runs global steps s = first ..
- * total - 1: the planner says which sequences of the step's global batch
- * this rank trains on (and, with parallel.overlap, which ones it trains on
- * at s + 1, prepared during step s), train_step() runs the step (one loss
- * on any number of ranks), then come the progress line, checkpoints and,
- * at the end of an epoch, validation. The run ends with validation and
- * test, or early on a signal (preempt.c) with a checkpoint. */
+ * from a checkpoint if asked (train_ckpt.c). The loop runs global steps
+ * s = first .. total - 1: the planner says which sequences of the step's
+ * global batch this rank trains on (and, with parallel.overlap, which ones
+ * it trains on at s + 1, prepared during step s), train_step() runs the
+ * step (one loss on any number of ranks), then come the progress line
+ * and, at the end of an epoch, validation, then the checkpoint (which
+ * records it). The run ends with validation, its checkpoint and test, or
+ * early on a signal (preempt.c) with a checkpoint. */
 #include "train/train.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +26,10 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "cli/banner.h"
+#include "comm/comm_fail.h"
 #include "eval/eval.h"
 #include "train/checkpoint.h"
+#include "train/train_ckpt.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
@@ -33,17 +37,18 @@
 
 /* --- start-up ------------------------------------------------------------------- */
 
-/* Open data.path: rank 0 first, so that a bad file gives one message. */
+/* Open data.path: rank 0 first, so that a bad file gives one message; then
+ * the others (a rank that cannot see the file is named). */
 static void open_dataset(struct trainer *tr)
 {
-    char err[1024];
+    char err[1024], msg[1100];
     const char *path = tr->conf.data_path;
-    int64_t ok = 1;
-    if (tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err))
-        fatal("data.path: %s", err);
-    comm_bcast_bytes(tr->c, &ok, sizeof ok, 0);
-    if (tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err))
-        fatal("data.path: %s", err);
+    int bad = tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
+    bad = tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
 }
 
 /* embedding.placement: where the item table's shard and its optimizer
@@ -105,15 +110,32 @@ void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *
     }
 }
 
+void trainer_open(struct trainer *tr)
+{
+    struct train_conf *cf = &tr->conf;
+    char err[1024] = "";
+    int bad = train_conf_check(tr->p, tr->c->size, err, sizeof err) ||
+              train_conf_resolve(tr->p, tr->c->size, cf, err, sizeof err);
+    comm_fail_agree(tr->c, bad, err); /* every rank finds the same */
+    if (comm_setup_groups(tr->c, cf->embedding_group, err, sizeof err))
+        fatal("%s", err); /* checked above */
+    open_dataset(tr);
+    tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
+    snprintf(err, sizeof err, "%s: no user has enough events to train on (need >= %d)",
+             cf->data_path, split_holdout(cf->split) + 2);
+    comm_fail_agree(tr->c, tr->n_train == 0, err);
+}
+
 void trainer_setup(struct trainer *tr)
+{
+    trainer_open(tr);
+    trainer_build(tr);
+}
+
+void trainer_build(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
     char err[1024];
-    if (train_conf_resolve(tr->p, tr->c->size, cf, err, sizeof err))
-        fatal("%s", err);
-    if (comm_setup_groups(tr->c, cf->embedding_group, err, sizeof err))
-        fatal("%s", err);
-    open_dataset(tr);
     tr->with_ts = cf->use_timestamps && tr->ds.has_timestamps;
     cf->model.time_bias = tr->with_ts;
     device_select(tr->c, tr->p, &tr->dev);
@@ -140,10 +162,6 @@ void trainer_setup(struct trainer *tr)
     step_feat_tables(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
     train_step_init(tr);
-    tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
-    if (tr->n_train == 0)
-        fatal("%s: no user has enough events to train on (need >= %d)", cf->data_path,
-              split_holdout(cf->split) + 2);
 }
 
 void trainer_free(struct trainer *tr)
@@ -160,70 +178,6 @@ void trainer_free(struct trainer *tr)
     if (tr->metrics)
         fclose(tr->metrics);
     tr->metrics = NULL;
-}
-
-/* train.resume = auto: the newest checkpoint in dir that verifies (rank 0;
- * a damaged one is skipped, saying why) into path; "" when there is none. */
-static void newest_good(const char *dir, char *path, size_t len)
-{
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
-    path[0] = '\0';
-    for (int64_t i = 0; i < n && !path[0]; i++) {
-        char err[1024];
-        snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
-        if (checkpoint_verify(path, err, sizeof err) != 0) {
-            log_warn("train.resume = auto: skipping a damaged checkpoint: %s", err);
-            path[0] = '\0';
-        }
-    }
-    free(steps);
-    if (n > 0 && !path[0])
-        fatal("train.resume = auto: none of the %lld checkpoints in %s verifies (see above); "
-              "move them away to start afresh", (long long)n, dir);
-}
-
-/* train.resume: "" (afresh), "auto" (the newest good checkpoint in
- * output.checkpoint_dir, if any) or a path, which must verify; rank 0
- * chooses, every rank reads. Then the metrics file (appended to by a
- * resumed run) and the checkpoint folder. */
-static void resume_or_start(struct trainer *tr)
-{
-    const struct train_conf *cf = &tr->conf;
-    const char *ckdir = cf->checkpoint_dir;
-    char resume[4200] = "", err[1024];
-    const int is_auto = !strcmp(cf->resume, "auto");
-    if (is_auto && !ckdir[0])
-        fatal("train.resume = auto needs output.checkpoint_dir");
-    if (tr->c->rank == 0 && is_auto)
-        newest_good(ckdir, resume, sizeof resume);
-    else if (tr->c->rank == 0 && cf->resume[0]) {
-        snprintf(resume, sizeof resume, "%s", cf->resume);
-        if (checkpoint_verify(resume, err, sizeof err) != 0)
-            fatal("train.resume = %s (refused)", err);
-    }
-    comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
-    if (is_auto && !resume[0])
-        log_info("train.resume = auto: no checkpoint in %s, starting afresh", ckdir);
-    if (resume[0]) {
-        checkpoint_read(tr, resume);
-        log_info("resumed from %s at step %lld", resume, (long long)tr->step);
-    }
-    if (tr->c->rank == 0)
-        tr->metrics = metrics_open(cf->metrics, resume[0] != '\0');
-    if (ckdir[0] && tr->c->rank == 0 && mkdir(ckdir, 0777) != 0 && errno != EEXIST)
-        fatal("output.checkpoint_dir = %s: cannot create: %s", ckdir, strerror(errno));
-}
-
-static void save_checkpoint(struct trainer *tr)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/ckpt-%lld.h5", tr->conf.checkpoint_dir, (long long)tr->step);
-    watchdog_beat("in", "a checkpoint write");
-    checkpoint_write(tr, path);
-    log_info("checkpoint %s", path);
-    if (tr->c->rank == 0)
-        checkpoint_retain(tr->conf.checkpoint_dir, tr->conf.keep_checkpoints);
 }
 
 /* --- reporting --------------------------------------------------------------- */
@@ -351,6 +305,7 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
     watchdog_beat("in", "validation");
     eval_split(tr, 0, &val);
     report_eval(tr, "val", epochs, &val, loss);
+    tr->val_epoch = epochs;
     if (val.ndcg[0] > tr->best_val) {
         tr->best_val = val.ndcg[0];
         tr->best_epoch = epochs;
@@ -381,13 +336,10 @@ static void test_best(struct trainer *tr, struct eval_metrics *test, double loss
     tr->epoch = epoch;
 }
 
-/* Validation (unless the loop's last step was just validated) and test
- * after the last step (and the popularity baseline). */
-static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss,
-                             int validated)
+/* The test after the last step and its validation (and the popularity
+ * baseline). */
+static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss)
 {
-    if (!validated)
-        validate(tr, tr->epoch, loss);
     watchdog_beat("in", "the test evaluation");
     eval_split(tr, 1, test);
     if (tr->conf.keep_best)
@@ -449,6 +401,25 @@ static void utilisation_setup(struct trainer *tr)
              tr->peak_gflops);
 }
 
+/* A run stopped by signal sig after tr->step: its checkpoint (save: not
+ * yet written), then the metrics line. */
+static void report_stop(struct trainer *tr, int sig, double loss, int save)
+{
+    if (save)
+        train_ckpt_save(tr);
+    struct metrics_line l;
+    metrics_begin(&l, "stop");
+    metrics_int(&l, "epoch", tr->epoch);
+    metrics_int(&l, "step", tr->step);
+    metrics_num(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", 0);
+    metrics_num(&l, "tokens_per_s", 0);
+    metrics_int(&l, "signal", sig);
+    metrics_int(&l, "exit_code", PREEMPT_EXIT_CODE);
+    metrics_int(&l, "checkpoint", tr->conf.checkpoint_dir[0] ? 1 : 0);
+    metrics_end(&l, tr->metrics);
+}
+
 /* --- the loop ---------------------------------------------------------------- */
 
 /* Throughput counters of a logging interval. */
@@ -481,6 +452,30 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
     lc->iv = (struct interval){0};
 }
 
+/* After step tr->step of S per epoch: at the end of an epoch due for
+ * validation (train.eval_every; not the last step's: the final one), the
+ * validation; 1 when train.patience ends the run there. */
+static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
+                     struct loop_clock *lc)
+{
+    const struct train_conf *cf = &tr->conf;
+    const int64_t done = tr->step / S; /* epochs completed */
+    if (tr->step % S != 0 || cf->eval_every <= 0 || done % cf->eval_every != 0 ||
+        tr->step >= total)
+        return 0;
+    double t_eval = clock_seconds();
+    validate(tr, done, loss);
+    lc->last += clock_seconds() - t_eval; /* throughput counts training only */
+    if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
+        log_info("patience: no better validation NDCG@10 in %lld validations (best %.4f at "
+                 "epoch %lld): stopping after epoch %lld",
+                 (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
+                 (long long)done);
+        return 1;
+    }
+    return 0;
+}
+
 /* Steps tr->step .. total - 1; returns the signal that stopped it early
  * (0: none). *loss: the last step's; *early: train.patience ended the run
  * right after a validation. */
@@ -493,14 +488,20 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
     const int64_t S = pl.steps_per_epoch;
     const int lookahead = cf->overlap != OVERLAP_NONE;
     struct step_stats stats = {0};
-    int stop = 0, ran = 0;
+    int stop = 0;
     tr->epoch = tr->step / S;
-    while (tr->step < total) {
+    /* resumed from a checkpoint written at an epoch's end before its
+     * validation (a stop): that validation first, as the run would have */
+    if (tr->step > 0 && tr->val_epoch < tr->step / S)
+        *early = epoch_end(tr, S, total, 0, lc); /* 1: patience ends the run there */
+    while (tr->step < total && !*early) {
         tr->epoch = tr->step / S;
         watchdog_step(tr->step + 1);
         steptime_begin(&tr->st);
         if (tr->c->rank == cf->hang_rank && tr->step + 1 == cf->hang_step)
             watchdog_debug_hang(); /* debug.hang_rank */
+        if (tr->c->rank == cf->signal_rank && tr->step + 1 == cf->signal_step)
+            raise(SIGTERM); /* debug.signal_rank */
         const struct step_plan *now = planner_plan(&pl, tr, tr->step);
         const struct step_plan *next =
             lookahead && tr->step + 1 < total ? planner_plan(&pl, tr, tr->step + 1) : NULL;
@@ -510,7 +511,6 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         steptime_end(&tr->st, now->cost);
         tr->step++;
         guard_after_step(tr, loss);
-        ran = 1;
         lc->iv.samples += (double)now->global_B;
         lc->iv.tokens += (double)tokens;
         lc->iv.pairs += now->pairs;
@@ -520,29 +520,23 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         lc->split.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);
         after_step(tr, &pl, lc, &stats, *loss, total);
         if ((stop = preempt_requested(tr->c)) != 0)
+            break; /* its checkpoint: train_main */
+        /* the epoch's validation, then the checkpoint, which records it (the
+         * last step's: train_main, after the final validation) */
+        const int64_t validations = tr->val_epoch;
+        if ((*early = epoch_end(tr, S, total, *loss, lc)) != 0)
             break;
-        if (cf->checkpoint_dir[0] && cf->checkpoint_every > 0 &&
-            tr->step % cf->checkpoint_every == 0) {
-            save_checkpoint(tr);
+        const int ckpt = cf->checkpoint_dir[0] && cf->checkpoint_every > 0 &&
+                         tr->step % cf->checkpoint_every == 0 && tr->step < total;
+        if (ckpt) {
+            train_ckpt_save(tr);
             *last_ckpt = tr->step;
         }
-        const int64_t done = tr->step / S; /* epochs completed */
-        if (tr->step % S == 0 && cf->eval_every > 0 && done % cf->eval_every == 0 &&
-            tr->step < total) {
-            double t_eval = clock_seconds();
-            validate(tr, done, *loss);
-            lc->last += clock_seconds() - t_eval; /* throughput counts training only */
-            if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
-                log_info("patience: no better validation NDCG@10 in %lld validations (best "
-                         "%.4f at epoch %lld): stopping after epoch %lld",
-                         (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
-                         (long long)done);
-                *early = 1;
-                break;
-            }
-        }
+        /* a signal during a validation or a checkpoint: stop now, not a step later */
+        if ((ckpt || tr->val_epoch != validations) && (stop = preempt_requested(tr->c)) != 0)
+            break;
     }
-    if (ran && !stop) /* the epochs done, counting a partial last one */
+    if (!stop && tr->step > 0) /* the epochs done, counting a partial last one */
         tr->epoch = (tr->step - 1) / S + 1;
     train_step_drain(tr); /* a next step prepared ahead is not run */
     if (steptime_trace_write(&tr->st, tr->c, cf->trace, 1)) /* fewer steps than trace_steps */
@@ -563,8 +557,11 @@ int train_main(int argc, char **argv)
     struct comm c;
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
-    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1};
-    trainer_setup(&tr);
+    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
+    trainer_open(&tr); /* a bad parameter or dataset: the first thing on the screen */
+    train_ckpt_check_dir(&tr); /* and a checkpoint directory of another run */
+    banner_show(&c, &p);
+    trainer_build(&tr);
     const struct train_conf *cf = &tr.conf;
     const int64_t steps_per_epoch = (tr.n_train + cf->batch_size - 1) / cf->batch_size;
     int64_t total = steps_per_epoch * cf->epochs;
@@ -573,6 +570,7 @@ int train_main(int argc, char **argv)
     log_info("train: %lld users, %lld items, %lld training users, %lld steps per epoch, %lld steps",
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
+    train_ckpt_start(&tr);
     resume_or_start(&tr);
     utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
@@ -584,8 +582,15 @@ int train_main(int argc, char **argv)
     double loss = 0;
     int early = 0;
     int stop = train_loop(&tr, total, &last_ckpt, &loss, &lc, &early);
-    if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
-        save_checkpoint(&tr);
+    /* the final validation before the final checkpoint, which records it */
+    const int validated = early || !cf->final_eval || tr.val_epoch == tr.epoch;
+    if (!stop && !validated)
+        validate(&tr, tr.epoch, loss);
+    if (stop) /* the metrics file says it first (mpirun, ending, may not pass the ranks' last
+                 lines on, and SIGKILL may follow): the checkpoint, then this line */
+        report_stop(&tr, stop, loss, cf->checkpoint_dir[0] && last_ckpt != tr.step);
+    else if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
+        train_ckpt_save(&tr);
     if (stop) { /* preempted: the state is saved, no evaluation */
         if (!cf->checkpoint_dir[0])
             log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",
@@ -598,7 +603,7 @@ int train_main(int argc, char **argv)
     }
     struct eval_metrics test;
     if (cf->final_eval)
-        final_evaluation(&tr, &test, loss, early);
+        final_evaluation(&tr, &test, loss);
     report_summary(&tr, cf->final_eval ? &test : NULL, loss, tr.step - lc.first_step,
                    clock_seconds() - lc.start);
     trainer_free(&tr);

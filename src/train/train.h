@@ -46,6 +46,7 @@ struct trainer {
     int64_t step, epoch;
     double best_val;           /* best validation NDCG@10 so far (-1: none) */
     int64_t best_epoch;        /* its epoch (-1: none) */
+    int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
     /* the divergence guard (guard.h): steps whose update was dropped */
     int64_t skipped;
     int skip_now;              /* this step's update is dropped (1 sparse and dense, 2 dense) */
@@ -63,6 +64,11 @@ struct trainer {
  * must be set (banner_start), best_val and best_epoch at -1. Collective;
  * ends the job with a message on any bad input. */
 void trainer_setup(struct trainer *tr);
+/* trainer_setup in two: the inputs checked and opened (the configuration,
+ * the groups, the dataset, the training users: an error there ends every
+ * rank with one message, comm_fail.h), then everything else built. */
+void trainer_open(struct trainer *tr);
+void trainer_build(struct trainer *tr);
 /* Release everything trainer_setup and the run allocated (not tr->c). */
 void trainer_free(struct trainer *tr);
 /* End the job when the table of ec (sharded over the emb group unless
