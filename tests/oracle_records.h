@@ -16,7 +16,9 @@ static inline void oracle_put(FILE *f, const char *prefix, const char *name, cha
                               const void *data)
 {
     char full[64];
-    snprintf(full, sizeof full, "%s.%s", prefix, name);
+    int w = snprintf(full, sizeof full, "%s.%s", prefix, name);
+    if (w < 0 || (size_t)w >= sizeof full)
+        fatal("oracle record %s.%s: name longer than %zu bytes", prefix, name, sizeof full - 1);
     uint8_t len = (uint8_t)strlen(full);
     size_t size = type == 'f' ? 4 : 8;
     if (fwrite(&len, 1, 1, f) != 1 || fwrite(full, 1, len, f) != len ||
