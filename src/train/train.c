@@ -571,7 +571,6 @@ int train_main(int argc, char **argv)
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
     train_ckpt_start(&tr);
-    resume_or_start(&tr);
     utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
