@@ -54,9 +54,8 @@ void labels_read_events(const struct dataset *ds, const struct label_conf *lc, i
     free(iv);
 }
 
-/* The labels of b's file events: b->labels [T, lc->n]. */
-static void read_labels(const struct dataset *ds, const struct label_conf *lc,
-                        struct seq_batch *b)
+void batch_rank_read_labels(const struct dataset *ds, const struct label_conf *lc,
+                            struct seq_batch *b)
 {
     const int K = lc->n;
     b->nlab = K;
@@ -118,7 +117,7 @@ void batch_rank_train(const struct dataset *ds, const struct rsplit *rs,
     }
     free(items);
     free(ts);
-    read_labels(ds, lc, b);
+    batch_rank_read_labels(ds, lc, b);
 }
 
 void batch_rank_eval(const struct dataset *ds, const struct rsplit *rs,
@@ -159,7 +158,7 @@ void batch_rank_eval(const struct dataset *ds, const struct rsplit *rs,
     }
     free(items);
     free(ts);
-    read_labels(ds, lc, b);
+    batch_rank_read_labels(ds, lc, b);
 }
 
 void batch_rank_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
@@ -201,5 +200,5 @@ void batch_rank_pairs(const struct dataset *ds, const struct label_conf *lc, int
     }
     free(items);
     free(ts);
-    read_labels(ds, lc, b);
+    batch_rank_read_labels(ds, lc, b);
 }

@@ -50,6 +50,9 @@ double label_of(const struct label_col *c, double v);
 /* Labels of the file's events [e0, e0 + n): out [n, lc->n] (NaN: missing). */
 void labels_read_events(const struct dataset *ds, const struct label_conf *lc, int64_t e0,
                         int64_t n, float *out);
+/* b->labels [T, lc->n] of b's file events (any batch with ev0). */
+void batch_rank_read_labels(const struct dataset *ds, const struct label_conf *lc,
+                            struct seq_batch *b);
 /* users[B]: the training batch (keys from seed, epoch, user, position). */
 void batch_rank_train(const struct dataset *ds, const struct rsplit *rs,
                       const struct label_conf *lc, int N, int with_ts, uint64_t seed,

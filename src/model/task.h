@@ -84,7 +84,7 @@ struct loss_full_shard;
 /* A step's tensors as a task sees them (backend memory unless noted). */
 struct task_step {
     const struct backend_ops *be;
-    struct comm *c;
+    struct comm *c;          /* NULL: this process alone (tests) */
     int64_t T;               /* event tokens of this rank */
     int d;
     const float *out;        /* [T, d] the model's outputs at the event tokens */
