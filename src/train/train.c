@@ -460,9 +460,10 @@ static void report_summary(struct trainer *tr, const struct eval_result *test, d
 static void utilisation_setup(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
-    const int64_t rows = cf->full ? tr->ds.num_items : (int64_t)cf->R + 1; /* scored per token */
-    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX), cf->bce,
-                    &tr->flops);
+    const int ranking = cf->task.type == TASK_RANKING; /* the head: not counted */
+    const int64_t rows = ranking ? 1 : cf->full ? tr->ds.num_items : (int64_t)cf->R + 1;
+    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX),
+                    cf->bce && !ranking, &tr->flops);
     const double mine = cf->peak_tflops > 0 ? 1e3 * cf->peak_tflops : backend_peak_gflops(tr->be);
     tr->peak_gflops = comm_allreduce_sum_f64(tr->c, COMM_DP, mine);
     log_info("utilisation: model FLOPs %.4g per token + %.4g per attention pair (forward and "
