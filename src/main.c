@@ -21,6 +21,7 @@
 #include "base/params.h"
 #include "tools/plan_tools.h"
 #include "eval/recommend.h"
+#include "eval/score.h"
 #include "train/train.h"
 
 static void usage(FILE *out)
@@ -39,6 +40,8 @@ static void usage(FILE *out)
             "  recommend CKPT.h5 [FILE.in] [section.key=value ...] --top K -o OUT.csv|OUT.h5\n"
             "           [--users FILE]\n"
             "        every user's top-K items after the whole history, in the original ids\n"
+            "  score CKPT.h5 [FILE.in] [section.key=value ...] --pairs PAIRS.csv -o OUT.csv|OUT.h5\n"
+            "        a ranking model's scores of (user, item) pairs after the users' histories\n"
             "  export CKPT.h5 [FILE.in] [section.key=value ...] -o MODEL.h5\n"
             "        item table, user vectors and dense parameters as HDF5 arrays (NumPy)\n"
             "  help params          every parameter, its default, range and meaning\n"
@@ -212,6 +215,8 @@ int main(int argc, char **argv)
         return recommend_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "export"))
         return export_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "score"))
+        return score_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "params"))
         return cmd_params(argc - 1, argv + 1);
     if (!strcmp(cmd, "data"))

@@ -53,6 +53,16 @@ void metrics_num(struct metrics_line *l, const char *key, double v)
     add(l, key, s);
 }
 
+void metrics_num_exact(struct metrics_line *l, const char *key, double v)
+{
+    char s[40];
+    if (isfinite(v))
+        snprintf(s, sizeof s, "%.17g", v);
+    else
+        snprintf(s, sizeof s, "null");
+    add(l, key, s);
+}
+
 void metrics_str(struct metrics_line *l, const char *key, const char *v)
 {
     char s[256];

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 struct metrics_line {
-    char buf[2048];
+    char buf[8192];
     size_t len;
 };
 
@@ -20,6 +20,8 @@ int metrics_open(const char *path, int append, FILE **f, char *err, size_t len);
 void metrics_begin(struct metrics_line *l, const char *event);
 void metrics_int(struct metrics_line *l, const char *key, int64_t v);
 void metrics_num(struct metrics_line *l, const char *key, double v);
+/* The same with every digit of the double (%.17g): values tests recompute. */
+void metrics_num_exact(struct metrics_line *l, const char *key, double v);
 void metrics_str(struct metrics_line *l, const char *key, const char *v);
 /* Close the object and write it as one line (flushed). */
 void metrics_end(struct metrics_line *l, FILE *f);

@@ -15,15 +15,39 @@ X(data, max_seq_len, INT, "200", 2, 1000000, NULL,
   "longest history used; longer sequences keep their most recent events")
 X(data, timestamps, BOOL, "on", 0, 1, NULL,
   "use the dataset's /timestamps (time-bucket bias) when it has them")
-X(data, split, CHOICE, "loo", 0, 0, "loo|hstu",
-  "loo: last event = test, second last = validation; hstu: train on all but the last, "
-  "validate and test on the last")
+X(data, split, STRING, "loo", 0, 0, NULL,
+  "loo: last event = test, second last = validation; hstu (retrieval): train on all but the "
+  "last, validate and test on the last; ranking also: last:K = each user's last K events "
+  "test, the K before them validate (last:P% = P% of each user's events, at least 1); "
+  "time:T = events at or after T (seconds) test, the window of the same length before T "
+  "validates (time:V,T: from V)")
+X(data, candidates, INT, "0", 0, 1000000000, NULL,
+  "ranking evaluation: at most this many of a user's held-out events are candidates (the "
+  "earliest); 0 = all")
 X(model, type, CHOICE, "hstu", 0, 0, "hstu|sasrec",
   "sequence model: HSTU (Zhai et al. 2024) or SASRec (Kang & McAuley 2018)")
 X(model, dim, INT, "50", 1, 65536, NULL, "embedding and model width d")
 X(model, layers, INT, "2", 1, 1024, NULL, "number of attention blocks")
 X(model, heads, INT, "1", 1, 1024, NULL, "attention heads per block (must divide dim)")
 X(model, dropout, FLOAT, "0.2", 0, 0.95, NULL, "dropout probability")
+X(model, actions, CHOICE, "sum", 0, 0, "sum|interleave",
+  "ranking: how each event's action (its labels and features.event) enters the sequence: "
+  "sum = added to the next item's token; interleave = a token of its own after its item "
+  "(item, action, item, action, ...); a position never sees its own labels")
+X(model, head, STRING, "128", 0, 0, NULL,
+  "ranking: hidden widths of the MLP head over the item positions' outputs (ReLU), "
+  "comma-separated; one logit per task after them; empty = a linear head")
+X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
+  "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "
+  "event (train.tasks) by an MLP head at every item position (AUC, GAUC, NE)")
+X(train, tasks, STRING, "", 0, 0, NULL,
+  "ranking: the tasks, NAME:binary:COLUMN[OP X][:WEIGHT] (label = COLUMN OP X, or COLUMN != "
+  "0; OP one of >= > <= < == !=) or NAME:regression:COLUMN[:WEIGHT] (a float column), "
+  "comma-separated; COLUMN = a per-event column /events/COLUMN; e.g. "
+  "like:binary:rating>=4,rating:regression:rating:0.5")
+X(train, select, STRING, "", 0, 0, NULL,
+  "ranking: the binary task whose validation AUC train.keep_best and train.patience follow "
+  "(empty = the first binary task)")
 X(train, batch_size, INT, "128", 1, 1000000000, NULL,
   "sequences per step over all ranks (the global batch)")
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
@@ -57,7 +81,12 @@ X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
   "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end)")
 X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
 X(train, baseline, BOOL, "off", 0, 1, NULL,
-  "also evaluate the most-popular-items baseline (counts of the training events)")
+  "also evaluate baselines on the test split: retrieval: the most popular items (counts of "
+  "the training events); ranking: smoothed means of the labels before the test events "
+  "(global, item, user, additive user+item)")
+X(train, baseline_prior, FLOAT, "5", 0, 1e9, NULL,
+  "ranking baselines: pseudo-counts of the smoothed means (an item's mean = (sum + prior x "
+  "global) / (count + prior))")
 X(train, nonfinite, CHOICE, "stop", 0, 0, "stop|skip",
   "a step whose global loss or dense gradient is not finite: stop = end the run naming the "
   "step (no checkpoint of that state); skip = drop the step's update and count it")
@@ -190,6 +219,9 @@ X(debug, nan_in, CHOICE, "loss", 0, 0, "loss|sparse",
 X(debug, split_chunks, INT, "0", 0, 64, NULL,
   "test hook: with split_long = auto, cut every sequence into this many chunks (at least "
   "one position each), whatever its cost")
+X(debug, rank_dump, STRING, "", 0, 0, NULL,
+  "ranking: write every evaluation's (task, user, label, score) rows to PREFIX-SPLIT.csv "
+  "(rank 0; the exact metrics can be recomputed from them)")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")
 X(debug, signal_rank, STRING, "", 0, 0, NULL,

@@ -267,6 +267,9 @@ int recommend_main(int argc, char **argv)
     struct params p;
     struct trainer tr;
     rec_start(&o.cmd, &argc, &argv, &c, &p, &tr);
+    if (tr.conf.task.type == TASK_RANKING)
+        fatal("recommend: %s is a ranking model (train.task = ranking): it scores given "
+              "candidates, not the whole table: use freescale score --pairs", o.cmd.ckpt);
     const int d = tr.conf.d, K = o.K;
     struct rec_ids um = {0}, im = {0};
     char err[1024];

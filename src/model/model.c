@@ -110,6 +110,10 @@ int model_init(struct model *m, const struct model_conf *conf, const struct back
                                       : model_sasrec_init(m, seed, err, errlen);
     if (rc)
         return rc;
+    for (int i = 0; i < conf->nextra; i++) { /* after the model's own: the hook's order holds */
+        const struct model_extra *x = &conf->extra[i];
+        model_add_param(m, x->name, x->rows, x->cols, x->scale, x->decay, seed);
+    }
     int64_t n = 0;
     for (int i = 0; i < m->nparams; i++)
         n += (m->params[i].n + MODEL_GRAD_ALIGN - 1) / MODEL_GRAD_ALIGN * MODEL_GRAD_ALIGN;
@@ -132,6 +136,14 @@ void model_free(struct model *m)
     m->be->free(m->grad);
     m->grad = NULL;
     m->nparams = 0;
+}
+
+struct dense_tensor *model_param(struct model *m, const char *name)
+{
+    for (int i = 0; i < m->nparams; i++)
+        if (!strcmp(m->params[i].name, name))
+            return &m->params[i];
+    return NULL;
 }
 
 void model_zero_grads(struct model *m)

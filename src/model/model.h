@@ -22,12 +22,25 @@
 
 enum model_type { MODEL_HSTU, MODEL_SASREC };
 
+/* A dense tensor the model holds but does not use: a task's head
+ * (model/task.h), trained, all-reduced and checkpointed with the rest. */
+struct model_extra {
+    char name[48];
+    int rows, cols;
+    float scale;        /* U(-scale, scale) from (seed, name); 0: zeros */
+    int decay;          /* AdamW weight decay applies */
+};
+
+#define MODEL_MAX_EXTRA 24
+
 struct model_conf {
     enum model_type type;
     int d, layers, heads;
     int max_len;        /* N = data.max_seq_len: positions, HSTU's 1/N scale */
     float dropout;
     int time_bias;      /* HSTU: add the time-bucket bias (batch has timestamps) */
+    int nextra;         /* extra tensors, after the model's own (in this order) */
+    struct model_extra extra[MODEL_MAX_EXTRA];
 };
 
 struct dense_tensor {
@@ -129,6 +142,8 @@ int model_conf_check(const struct model_conf *conf, char *err, size_t errlen);
 int model_init(struct model *m, const struct model_conf *conf, const struct backend_ops *be,
                uint64_t seed, char *err, size_t errlen);
 void model_free(struct model *m);
+/* The tensor called name, or NULL. */
+struct dense_tensor *model_param(struct model *m, const char *name);
 void model_zero_grads(struct model *m);
 /* Install the between-layers hook (h.between_layers NULL: none). */
 void model_set_hook(struct model *m, struct model_hook h);

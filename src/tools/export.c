@@ -24,6 +24,9 @@
  *   /user_map          [num_users]  original user ids (dense: 0..U-1)
  *   /dense/NAME        float32 [rows, cols] (vectors [n]) every dense
  *                      parameter of the model by its name
+ *   /head/...          ranking (attribute task = "ranking"): the MLP head,
+ *                      w0 .. wL [in, out], b0 .. bL [out], mean, std [K]
+ *                      (write_head below)
  *
  * Score of user u and item i as recommend computes it:
  *   s = U[u] . E[i] / max(|E[i]|, item_norm_eps)  if item_norm, else U[u] . E[i]
@@ -195,6 +198,53 @@ static void write_attrs(const struct trainer *tr, const struct rec_cmd *cmd, hid
     rec_h5_attr_f64(f, "item_norm_eps", (double)ITEM_NORM_EPS);
     rec_h5_attr_str(f, "user_ids", rec_ids_kind_name(um));
     rec_h5_attr_str(f, "item_ids", rec_ids_kind_name(im));
+    rec_h5_attr_str(f, "task", cf->task.type == TASK_RANKING ? "ranking" : "retrieval");
+}
+
+/* Ranking: /head, the MLP over the item positions' outputs (model/task.h):
+ * w0 .. wL [in, out], b0 .. bL [out], mean, std [K] (regression tasks'
+ * prediction = mean + std z; binary: 0, 1), attributes tasks, kinds,
+ * actions, hidden. */
+static void write_head(struct trainer *tr, hid_t f)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type != TASK_RANKING)
+        return;
+    hid_t g;
+    REC_H5(g = H5Gcreate2(f, "head", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    char tasks[RANK_MAX_TASKS * 40] = "", kinds[RANK_MAX_TASKS * 12] = "", hidden[128] = "";
+    for (int k = 0; k < tc->n; k++) {
+        snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), "%s%s", k ? "," : "",
+                 tc->t[k].name);
+        snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", k ? "," : "",
+                 tc->t[k].kind == TASK_BINARY ? "binary" : "regression");
+    }
+    for (int l = 0; l < tc->nmlp; l++)
+        snprintf(hidden + strlen(hidden), sizeof hidden - strlen(hidden), "%s%d", l ? "," : "",
+                 tc->mlp[l]);
+    rec_h5_attr_str(g, "tasks", tasks);
+    rec_h5_attr_str(g, "kinds", kinds);
+    rec_h5_attr_str(g, "actions", tc->actions == ACT_INTERLEAVE ? "interleave" : "sum");
+    rec_h5_attr_str(g, "hidden", hidden);
+    for (int i = 0; i < tr->m.nparams; i++) {
+        const struct dense_tensor *t = &tr->m.params[i];
+        if (strncmp(t->name, "head.", 5))
+            continue;
+        float *h = xmalloc((size_t)t->n * sizeof *h);
+        tr->be->to_host(h, t->w, (size_t)t->n * sizeof *h);
+        const int stats = !strcmp(t->name, "head.stats");
+        const int two_d = t->rows > 1 && !stats;
+        for (int part = 0; part < (stats ? 2 : 1); part++) {
+            const char *name = stats ? (part ? "std" : "mean") : t->name + 5;
+            const int64_t rows = two_d ? t->rows : stats ? tc->n : t->n;
+            hid_t d = rec_h5_create(g, name, H5T_IEEE_F32LE, rows, two_d ? t->cols : 0);
+            rec_h5_write_rows(d, H5T_NATIVE_FLOAT, 0, rows, two_d ? t->cols : 0,
+                              h + part * tc->n);
+            REC_H5(H5Dclose(d));
+        }
+        free(h);
+    }
+    REC_H5(H5Gclose(g));
 }
 
 int export_main(int argc, char **argv)
@@ -222,6 +272,7 @@ int export_main(int argc, char **argv)
         rec_ids_h5_write(&im, f, "item_map");
         rec_ids_h5_write(&um, f, "user_map");
         write_dense(&tr, f);
+        write_head(&tr, f);
     }
     write_items(&tr, f);
     write_users(&tr, f);

@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "balance/cost.h"
 #include "train/step_feat.h"
+#include "train/step_rank.h"
 #include "train/train.h"
 
 void planner_init(struct planner *pl, struct trainer *tr)
@@ -98,9 +99,11 @@ static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, 
     const int C = tr->feat ? tr->feat->s.n_user : 0; /* contextual tokens: computed too */
     sp->tokens = 0;
     sp->pairs = 0;
+    const int ranking = tr->conf.task.type == TASK_RANKING;
     for (int64_t i = 0; i < gB; i++) {
         int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
-        pl->len[i] = (L < N ? L : N) + C;
+        pl->len[i] = ranking ? step_rank_train_tokens(tr, tr->train_users[perm[i]])
+                             : (L < N ? L : N) + C;
         sp->tokens += pl->len[i];
         sp->pairs += 0.5 * (double)pl->len[i] * (double)(pl->len[i] + 1);
     }

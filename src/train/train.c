@@ -28,11 +28,13 @@
 #include "cli/banner.h"
 #include "comm/comm_fail.h"
 #include "eval/eval.h"
+#include "eval/eval_ranking.h"
 #include "train/checkpoint.h"
 #include "train/train_ckpt.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
+#include "train/step_rank.h"
 #include "train/watchdog.h"
 
 /* --- start-up ------------------------------------------------------------------- */
@@ -120,6 +122,8 @@ void trainer_open(struct trainer *tr)
     if (comm_setup_groups(tr->c, cf->embedding_group, err, sizeof err))
         fatal("%s", err); /* checked above */
     open_dataset(tr);
+    if (cf->task.type == TASK_RANKING)
+        return; /* ranking's split: trainer_build, after the task's set-up */
     tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
     snprintf(err, sizeof err, "%s: no user has enough events to train on (need >= %d)",
              cf->data_path, split_holdout(cf->split) + 2);
@@ -144,7 +148,9 @@ void trainer_build(struct trainer *tr)
     log_info("backend %s: %d BLAS thread%s per rank (%d rank%s on this node)", tr->be->name,
              threads, threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,
              tr->c->g[COMM_NODE].size == 1 ? "" : "s");
+    task_setup_conf(tr);
     step_feat_setup(tr); /* before the model: contextual tokens are positions */
+    task_setup_model(tr);
     if (model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err))
         fatal("%s", err);
     struct emb_table_conf ec = {.rows = tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
@@ -160,8 +166,16 @@ void trainer_build(struct trainer *tr)
     trainer_check_table(tr, &ec);
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
     step_feat_tables(tr);
+    task_setup_init(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
     train_step_init(tr);
+    if (cf->task.type == TASK_RANKING) { /* the retrieval split: trainer_open */
+        char err[8192];
+        tr->n_train = rsplit_train_users(&tr->rsplit, &tr->ds, &tr->train_users);
+        snprintf(err, sizeof err, "%s: no user has a training event under data.split = %s",
+                 cf->data_path, params_str(tr->p, P_data_split));
+        comm_fail_agree(tr->c, tr->n_train == 0, err); /* every rank finds the same */
+    }
 }
 
 void trainer_free(struct trainer *tr)
@@ -171,6 +185,7 @@ void trainer_free(struct trainer *tr)
     dense_optim_free(&tr->optim);
     emb_registry_free(&tr->reg);
     step_feat_teardown(tr);
+    task_teardown(tr);
     model_free(&tr->m);
     free(tr->train_users);
     dataset_close(&tr->ds);
@@ -273,10 +288,10 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
 }
 
 static void report_eval(struct trainer *tr, const char *split, int64_t epoch,
-                        const struct eval_metrics *em, double loss)
+                        const struct eval_result *em, double loss)
 {
-    char line[512];
-    eval_metrics_format(em, line, sizeof line);
+    char line[2048];
+    eval_result_format(tr, em, line, sizeof line);
     log_info("eval %-4s epoch %lld step %lld: %s", split, (long long)epoch, (long long)tr->step,
              line);
     struct metrics_line l;
@@ -287,7 +302,7 @@ static void report_eval(struct trainer *tr, const char *split, int64_t epoch,
     metrics_num(&l, "loss", loss);
     metrics_num(&l, "samples_per_s", 0);
     metrics_num(&l, "tokens_per_s", 0);
-    eval_metrics_json(em, &l);
+    eval_result_json(tr, em, &l);
     metrics_end(&l, tr->metrics);
 }
 
@@ -297,31 +312,31 @@ static void best_path(const struct trainer *tr, char *path, size_t len)
     snprintf(path, len, "%s/best.h5", tr->conf.checkpoint_dir);
 }
 
-/* Validation after `epochs` epochs; keeps the best NDCG@10 (and with
- * train.keep_best its checkpoint). */
+/* Validation after `epochs` epochs; keeps the best NDCG@10 (ranking:
+ * train.select's AUC; and with train.keep_best its checkpoint). */
 static void validate(struct trainer *tr, int64_t epochs, double loss)
 {
-    struct eval_metrics val;
+    struct eval_result val;
     watchdog_beat("in", "validation");
-    eval_split(tr, 0, &val);
+    eval_run(tr, 0, &val);
     report_eval(tr, "val", epochs, &val, loss);
     tr->val_epoch = epochs;
-    if (val.ndcg[0] > tr->best_val) {
-        tr->best_val = val.ndcg[0];
+    if (eval_select(tr, &val) > tr->best_val) {
+        tr->best_val = eval_select(tr, &val);
         tr->best_epoch = epochs;
         if (tr->conf.keep_best) {
             char path[4200];
             best_path(tr, path, sizeof path);
             checkpoint_write(tr, path);
-            log_info("keep_best: validation NDCG@10 %.4f at epoch %lld: %s", tr->best_val,
-                     (long long)epochs, path);
+            log_info("keep_best: validation %s %.4f at epoch %lld: %s", eval_select_name(tr),
+                     tr->best_val, (long long)epochs, path);
         }
     }
 }
 
 /* train.keep_best: the last step's test is reported as test-last, then the
  * best validation's checkpoint is loaded and tested (into test). */
-static void test_best(struct trainer *tr, struct eval_metrics *test, double loss)
+static void test_best(struct trainer *tr, struct eval_result *test, double loss)
 {
     report_eval(tr, "test-last", tr->epoch, test, loss);
     const int64_t step = tr->step, epoch = tr->epoch;
@@ -330,7 +345,7 @@ static void test_best(struct trainer *tr, struct eval_metrics *test, double loss
     checkpoint_read(tr, path);
     log_info("keep_best: testing %s (epoch %lld, step %lld)", path, (long long)tr->best_epoch,
              (long long)tr->step);
-    eval_split(tr, 1, test);
+    eval_run(tr, 1, test);
     report_eval(tr, "test", tr->best_epoch, test, loss);
     tr->step = step;
     tr->epoch = epoch;
@@ -338,29 +353,39 @@ static void test_best(struct trainer *tr, struct eval_metrics *test, double loss
 
 /* The test after the last step and its validation (and the popularity
  * baseline). */
-static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss)
+static void final_evaluation(struct trainer *tr, struct eval_result *test, double loss)
 {
     watchdog_beat("in", "the test evaluation");
-    eval_split(tr, 1, test);
+    eval_run(tr, 1, test);
     if (tr->conf.keep_best)
         test_best(tr, test, loss);
     else
         report_eval(tr, "test", tr->epoch, test, loss);
-    if (tr->conf.baseline) {
-        struct eval_metrics pop;
-        eval_popular(tr, 1, &pop);
+    if (tr->conf.baseline && tr->conf.task.type == TASK_RANKING) {
+        static const char *split[4] = {"test-baseline-global", "test-baseline-item",
+                                       "test-baseline-user", "test-baseline-user+item"};
+        struct rank_metrics base[4];
+        watchdog_beat("in", "the baselines");
+        eval_ranking_baselines(tr, 1, base);
+        for (int m = 0; m < 4; m++) {
+            struct eval_result r = {.ranking = 1, .k = base[m]};
+            report_eval(tr, split[m], tr->epoch, &r, 0);
+        }
+    } else if (tr->conf.baseline) {
+        struct eval_result pop = {0};
+        eval_popular(tr, 1, &pop.r);
         report_eval(tr, "test-popular", tr->epoch, &pop, 0);
     }
 }
 
-static void report_summary(struct trainer *tr, const struct eval_metrics *test, double loss,
+static void report_summary(struct trainer *tr, const struct eval_result *test, double loss,
                            int64_t steps_run, double secs)
 {
     if (tr->best_epoch >= 0)
-        log_info("done: step %lld (%lld steps in this run, %.1f s); best validation NDCG@10 "
+        log_info("done: step %lld (%lld steps in this run, %.1f s); best validation %s "
                  "%.4f at epoch %lld",
-                 (long long)tr->step, (long long)steps_run, secs, tr->best_val,
-                 (long long)tr->best_epoch);
+                 (long long)tr->step, (long long)steps_run, secs, eval_select_name(tr),
+                 tr->best_val, (long long)tr->best_epoch);
     else
         log_info("done: step %lld (%lld steps in this run, %.1f s); no validation was run",
                  (long long)tr->step, (long long)steps_run, secs);
@@ -378,7 +403,7 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
     metrics_int(&l, "best_epoch", tr->best_epoch);
     metrics_int(&l, "skipped_steps", tr->skipped);
     if (test)
-        eval_metrics_json(test, &l);
+        eval_result_json(tr, test, &l);
     metrics_end(&l, tr->metrics);
 }
 
@@ -389,9 +414,10 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
 static void utilisation_setup(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
-    const int64_t rows = cf->full ? tr->ds.num_items : (int64_t)cf->R + 1; /* scored per token */
-    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX), cf->bce,
-                    &tr->flops);
+    const int ranking = cf->task.type == TASK_RANKING; /* the head: not counted */
+    const int64_t rows = ranking ? 1 : cf->full ? tr->ds.num_items : (int64_t)cf->R + 1;
+    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX),
+                    cf->bce && !ranking, &tr->flops);
     const double mine = cf->peak_tflops > 0 ? 1e3 * cf->peak_tflops : backend_peak_gflops(tr->be);
     tr->peak_gflops = comm_allreduce_sum_f64(tr->c, COMM_DP, mine);
     log_info("utilisation: model FLOPs %.4g per token + %.4g per attention pair (forward and "
@@ -467,8 +493,8 @@ static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
     validate(tr, done, loss);
     lc->last += clock_seconds() - t_eval; /* throughput counts training only */
     if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
-        log_info("patience: no better validation NDCG@10 in %lld validations (best %.4f at "
-                 "epoch %lld): stopping after epoch %lld",
+        log_info("patience: no better validation %s in %lld validations (best %.4f at "
+                 "epoch %lld): stopping after epoch %lld", eval_select_name(tr),
                  (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
                  (long long)done);
         return 1;
@@ -600,7 +626,7 @@ int train_main(int argc, char **argv)
         comm_free(&c);
         return PREEMPT_EXIT_CODE;
     }
-    struct eval_metrics test;
+    struct eval_result test;
     if (cf->final_eval)
         final_evaluation(&tr, &test, loss);
     report_summary(&tr, cf->final_eval ? &test : NULL, loss, tr.step - lc.first_step,

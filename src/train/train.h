@@ -15,6 +15,7 @@
 #include "data/dataset.h"
 #include "embedding/emb_exchange.h"
 #include "model/model.h"
+#include "model/task.h"
 #include "train/dense_optim.h"
 #include "train/planner.h"
 #include "train/steptime.h"
@@ -34,17 +35,21 @@ struct trainer {
     struct dataset ds;
     int with_ts;               /* timestamps used: data.timestamps and the dataset has them */
     int64_t n_train, *train_users;
+    struct rsplit rsplit;      /* ranking: the split (data.split) */
     /* the model, its item table and the dense optimizer */
     struct model m;
     struct emb_registry reg;
     struct emb_table *items;
-    struct train_feat *feat;   /* the features (train/step_feat.h), NULL without */
+    struct train_feat *feat;   /* the features (train/step_feat.h), NULL without (ranking:
+                                  always, the labels are features of the actions) */
+    struct task task;          /* what the model is trained for (model/task.h) */
     struct dense_optim optim;
     /* the step's own state (overlap, buffers, dense all-reduce): train_step.c */
     struct step_state *state;
     /* progress: kept in checkpoints */
     int64_t step, epoch;
-    double best_val;           /* best validation NDCG@10 so far (-1: none) */
+    double best_val;           /* best validation NDCG@10 (ranking: train.select's AUC) so
+                                  far (-1: none) */
     int64_t best_epoch;        /* its epoch (-1: none) */
     int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
     /* the divergence guard (guard.h): steps whose update was dropped */

@@ -109,7 +109,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
 {
     memset(tc, 0, sizeof *tc);
     tc->data_path = params_str(p, P_data_path);
-    tc->split = (enum split_mode)params_i64(p, P_data_split);
+    tc->split = !strcmp(params_str(p, P_data_split), "hstu") ? SPLIT_HSTU : SPLIT_LOO;
     tc->N = (int)params_i64(p, P_data_max_seq_len);
     tc->use_timestamps = (int)params_i64(p, P_data_timestamps);
     tc->d = (int)params_i64(p, P_model_dim);
@@ -192,6 +192,11 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->keep_best && !tc->checkpoint_dir[0])
         return errorf(err, errlen, "train.keep_best = on needs output.checkpoint_dir (where "
                       "best.h5 goes)");
+    if (task_conf_from_params(p, &tc->task, err, errlen))
+        return -1;
+    if (tc->task.type == TASK_RANKING && tc->task.select < 0 && (tc->keep_best || tc->patience))
+        return errorf(err, errlen, "train.%s follows the validation AUC of a binary task: "
+                      "train.tasks has none", tc->keep_best ? "keep_best" : "patience");
     if (tc->keep_best && tc->split != SPLIT_LOO)
         return errorf(err, errlen, "train.keep_best = on needs data.split = loo (with hstu "
                       "the validation target is the test target)");

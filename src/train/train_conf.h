@@ -15,6 +15,7 @@
 #include "embedding/emb_optim.h"
 #include "feature/schema.h"
 #include "model/model.h"
+#include "model/task.h"
 #include "train/dense_optim.h"
 
 enum overlap_mode { OVERLAP_NONE, OVERLAP_PIPELINE, OVERLAP_PRIORITIZED };
@@ -42,6 +43,8 @@ struct train_conf {
     enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
     int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
     int subspace_identity;    /* embedding.subspace_basis = identity */
+    /* train.task and the ranking settings (train/step_rank.c resolves them) */
+    struct task_conf task;
     /* features.* (resolved against the dataset in step_feat_setup) */
     struct feat_conf features;
     /* schedule */

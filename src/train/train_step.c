@@ -67,6 +67,7 @@
 #include "train/dense_sync.h"
 #include "train/guard.h"
 #include "train/step_feat.h"
+#include "train/step_rank.h"
 #include "train/train.h"
 
 /* One step's input: this rank's sequences read, negatives drawn, ids
@@ -83,6 +84,7 @@ struct step_input {
 
 struct step_state {
     struct trainer *tr;
+    int ranking;               /* train.task = ranking: no targets, negatives, shard ids */
     int lookahead;             /* the next step is prepared during this one */
     int prioritized;           /* chunk 1 waited for late, its gradients sent early */
     int in_step;               /* inside train_step: the hook acts only then */
@@ -103,13 +105,15 @@ struct step_state {
     int64_t *shard_ids, n_shard;
     float *logq;               /* in-batch negatives: [nuniq] correction, capacity logq_n */
     int64_t logq_n;
+    struct task_step view;     /* the loss's view of the step, for the task's backward */
+    struct loss_full_shard shard; /* the view's, train.loss = full */
 };
 
 /* Ids a step requests for T tokens: inputs, targets, R negatives each, and
- * with train.loss = full this rank's shard. */
+ * with train.loss = full this rank's shard (ranking: the inputs alone). */
 static int64_t step_ids(const struct step_state *s, int64_t T)
 {
-    return T * (2 + s->tr->conf.R) + s->n_shard;
+    return s->ranking ? T : T * (2 + s->tr->conf.R) + s->n_shard;
 }
 
 /* --- helpers ---------------------------------------------------------------- */
@@ -243,16 +247,21 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     struct trainer *tr = s->tr;
     const struct train_conf *cf = &tr->conf;
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
-    batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch, pl->users,
-                pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
+    if (s->ranking) /* the events and their labels (step_rank.h) */
+        step_rank_batch(tr, pl, &in->sb);
+    else
+        batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
+                    pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
     memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
-    memcpy(ids + T, in->sb.targets, (size_t)T * sizeof *ids);
-    draw_negatives(s, in, (uint64_t)pl->epoch, ids + T);
-    if (s->n_shard) /* memcpy from NULL is undefined, even of 0 bytes */
-        memcpy(ids + T * (2 + cf->R), s->shard_ids, (size_t)s->n_shard * sizeof *ids);
+    if (!s->ranking) { /* the targets, their negatives, the shard of train.loss = full */
+        memcpy(ids + T, in->sb.targets, (size_t)T * sizeof *ids);
+        draw_negatives(s, in, (uint64_t)pl->epoch, ids + T);
+        if (s->n_shard) /* memcpy from NULL is undefined, even of 0 bytes */
+            memcpy(ids + T * (2 + cf->R), s->shard_ids, (size_t)s->n_shard * sizeof *ids);
+    }
     steptime_phase(&tr->st, PH_READ);
     in->x = emb_input_dist(tr->items, tr->c, ids, n_ids, T, NULL);
     free(ids);
@@ -312,7 +321,7 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
     if (in->feat) { /* event features, contextual tokens (host memory: the CPU backend) */
         const struct tokens *tk = step_feat_tokens(in->feat);
-        float *xt = tk->C ? mirror_bind(&s->fx, be, NULL, rows_bytes(tk->Tx, d)) : emb;
+        float *xt = tk->Tx != T ? mirror_bind(&s->fx, be, NULL, rows_bytes(tk->Tx, d)) : emb;
         tokens_inputs(tk, emb, xt);
         emb = xt;
     }
@@ -320,40 +329,27 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     return emb;
 }
 
-/* The loss of the step's positions (user vectors out [T, d]) against the
- * unique rows: du [T, d] written, drows [nuniq, d] accumulated; returns
- * this rank's loss sum (loss.h, loss_full.h). The full softmax talks to
- * the emb group, so it runs outside the compute window. */
+/* The loss of the step's positions (outputs out [T, d]) by the task
+ * (model/task.h): retrieval against the unique rows (du [T, d] written,
+ * drows [nuniq, d] accumulated; loss.h, loss_full.h), ranking by the head
+ * and the labels (du written by its backward). Returns this rank's part. */
 static double step_loss(struct step_state *s, struct step_input *in, const float *out,
                         const float *rows, const int64_t *inv, float scale, float *du,
                         float *drows, int64_t *counted)
 {
     struct trainer *tr = s->tr;
-    const struct backend_ops *be = tr->be;
     const struct train_conf *cf = &tr->conf;
-    const int d = cf->d;
-    const int64_t T = in->sb.T, nuniq = emb_exchange_nuniq(in->x);
-    if (cf->full) {
-        const struct loss_full_shard sh = {.G = tr->items->G, .shard = tr->items->shard,
-                                           .num_items = tr->ds.num_items, .m = s->n_shard,
-                                           .idx = inv + T * (2 + cf->R)};
-        return loss_full_softmax(be, tr->c, T, d, cf->temperature, cf->normalize_items, out,
-                                 in->sb.targets, nuniq, rows, &sh, scale, du, drows, counted);
-    }
-    void *owned = NULL;
-    const float *lq = step_logq(s, in);
-    if (lq)
-        lq = backend_upload(be, lq, (size_t)(nuniq ? nuniq : 1) * sizeof(float), &owned);
-    comm_compute_begin();
-    double sum = cf->bce ? loss_bce(be, T, d, out, nuniq, rows, inv + T, inv + 2 * T, scale, du,
-                                    drows, counted)
-                         : loss_sampled_softmax_q(be, T, d, cf->R, cf->temperature,
-                                                  cf->normalize_items, out, nuniq, rows, lq,
-                                                  inv + T, inv + 2 * T, scale, du, drows,
-                                                  counted);
-    comm_compute_end();
-    if (owned)
-        be->free(owned);
+    const int64_t T = in->sb.T;
+    s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
+                                  .num_items = tr->ds.num_items, .m = s->n_shard,
+                                  .idx = inv + T * (2 + cf->R)};
+    s->view = (struct task_step){.be = tr->be, .c = tr->c, .T = T, .d = cf->d, .out = out,
+                                 .du = du, .scale = scale, .nuniq = emb_exchange_nuniq(in->x),
+                                 .rows = rows, .inv = inv, .drows = drows,
+                                 .logq = step_logq(s, in), .shard = &s->shard,
+                                 .targets = in->sb.targets, .labels = in->sb.labels};
+    double sum = tr->task.ops->loss(&tr->task, &s->view);
+    *counted = s->view.counted;
     return sum;
 }
 
@@ -426,6 +422,8 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     double t_work = clock_seconds();
     model_zero_grads(&tr->m);
     dense_sync_begin(s->dense);
+    if (tr->task.ops->backward) /* the head's gradients, and du (ranking) */
+        tr->task.ops->backward(&tr->task, &s->view);
     const float *du = mirror_at(&s->du);
     if (mb->T != b->T) { /* no gradient at the contextual tokens */
         float *dux = mirror_bind(&s->fdu, be, NULL, rows_bytes(mb->T, d));
@@ -506,6 +504,8 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     steptime_phase(&tr->st, PH_ALLREDUCE);
     *tokens = n_global;
     s->in_step = 0;
+    if (s->ranking) /* normalised per task already (task_ranking.c) */
+        return loss;
     return n_global > 0 ? loss / (double)n_global : 0.0;
 }
 
@@ -516,11 +516,12 @@ void train_step_init(struct trainer *tr)
     const struct train_conf *cf = &tr->conf;
     struct step_state *s = xcalloc(1, sizeof *s);
     s->tr = tr;
+    s->ranking = cf->task.type == TASK_RANKING;
     s->lookahead = cf->overlap != OVERLAP_NONE;
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED;
     s->slow = cf->slow_rank == tr->c->rank ? cf->slow_factor : 1.0;
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport, s->prioritized);
-    if (cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
+    if (!s->ranking && cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
         fatal("train.loss = full: only the CPU backend computes the full softmax (backend %s); "
               "run with device.type = cpu", tr->be->name);
     const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
@@ -528,11 +529,11 @@ void train_step_init(struct trainer *tr)
     if (cf->split_long.on && (!ctx_attn || !backend_is_host(tr->be)))
         fatal("parallel.split_long = auto: only the CPU backend has context-parallel attention "
               "(backend %s); run with device.type = cpu", tr->be->name);
-    if (cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
+    if (!s->ranking && cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
         fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
               "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",
               tr->be->name);
-    if (cf->full) {
+    if (cf->full && !s->ranking) {
         s->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
         s->shard_ids = xmalloc((size_t)(s->n_shard ? s->n_shard : 1) * sizeof(int64_t));
         loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, s->shard_ids);
