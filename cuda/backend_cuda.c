@@ -22,12 +22,14 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "backend/backend.h"
+#include "backend/devstats.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
 #include "base/log.h"
@@ -46,6 +48,12 @@ void cuda_check_failed(int err, const char *reason, const char *call, const char
                        int line)
 {
     fatal("%s:%d: CUDA call failed: %s: error %d (%s)", file, line, call, err, reason);
+}
+
+void cuda_host_wait(cudaStream_t s)
+{
+    devstats_sync();
+    CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 static struct cuda_state {
@@ -166,6 +174,26 @@ static int cuda_device_memory(size_t *free_bytes, size_t *total_bytes, char *err
     return 0;
 }
 
+/* "GPU-<uuid> pci 0000:65:00.0": the UUID and the PCI location */
+static int cuda_device_uuid(int device, char *buf, size_t len, char *err, size_t errlen)
+{
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, device);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return errorf(err, errlen, "cudaGetDeviceProperties(%d): %s", device,
+                      cudaGetErrorString(e));
+    }
+    const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+    snprintf(buf, len,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x "
+             "pci %04x:%02x:%02x.0",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+             u[13], u[14], u[15], (unsigned)prop.pciDomainID, (unsigned)prop.pciBusID,
+             (unsigned)prop.pciDeviceID);
+    return 0;
+}
+
 /* "NVIDIA H200 (device 0, 139.8 GiB, sm_90, driver 13.0, runtime 13.0)";
  * informational, so a failing query is described in buf, not fatal */
 static void cuda_device_describe(char *buf, size_t len)
@@ -196,12 +224,13 @@ static void *cuda_alloc(size_t bytes)
     struct cuda_state *st = cuda_state();
     void *p = NULL;
     size_t b = bytes ? bytes : 1; /* never NULL, as on the CPU */
+    devstats_alloc();
     CUDA_CHECK(cudaMalloc(&p, b));
     CUDA_CHECK(cudaMemsetAsync(p, 0, b, st->compute));
     /* zero for every reader, a CUDA-aware MPI or the comm stream included;
      * allocations belong outside the step loop (cudaMalloc/cudaFree are
      * synchronising anyway) */
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    cuda_host_wait(st->compute);
     return p;
 }
 
@@ -211,8 +240,8 @@ static void cuda_free(void *p)
         return;
     struct cuda_state *st = cuda_state();
     /* no kernel or staging copy may still touch p */
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
-    CUDA_CHECK(cudaStreamSynchronize(st->comm));
+    cuda_host_wait(st->compute);
+    cuda_host_wait(st->comm);
     CUDA_CHECK(cudaFree(p));
 }
 
@@ -224,8 +253,9 @@ static void cuda_to_device(void *dst, const void *host_src, size_t bytes)
     struct cuda_state *st = cuda_state();
     if (!bytes)
         return;
+    devstats_h2d(bytes);
     CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, st->compute));
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    cuda_host_wait(st->compute);
 }
 
 static void cuda_to_host(void *host_dst, const void *src, size_t bytes)
@@ -233,8 +263,9 @@ static void cuda_to_host(void *host_dst, const void *src, size_t bytes)
     struct cuda_state *st = cuda_state();
     if (!bytes)
         return;
+    devstats_d2h(bytes);
     CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, st->compute));
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    cuda_host_wait(st->compute);
 }
 
 /* device to device, in stream order (regions must not overlap) */
@@ -254,7 +285,7 @@ static void cuda_zero(void *p, size_t bytes)
     CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, st->compute));
 }
 
-static void cuda_synchronize(void) { CUDA_CHECK(cudaStreamSynchronize(cuda_state()->compute)); }
+static void cuda_synchronize(void) { cuda_host_wait(cuda_state()->compute); }
 
 /* ---- pinned host memory and the comm stream --------------------------- */
 
@@ -262,6 +293,7 @@ static void *cuda_host_alloc(size_t bytes)
 {
     (void)cuda_state(); /* the device must be current before pinning */
     void *p = NULL;
+    devstats_alloc();
     CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
     return p;
 }
@@ -271,7 +303,7 @@ static void cuda_host_free(void *p)
     if (!p)
         return;
     struct cuda_state *st = cuda_state();
-    CUDA_CHECK(cudaStreamSynchronize(st->comm)); /* no staging copy still uses p */
+    cuda_host_wait(st->comm); /* no staging copy still uses p */
     CUDA_CHECK(cudaFreeHost(p));
 }
 
@@ -288,6 +320,7 @@ static void cuda_to_host_async(void *host_dst, const void *src, size_t bytes)
     if (!bytes)
         return;
     cuda_comm_after_compute(st);
+    devstats_d2h(bytes);
     CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, st->comm));
 }
 
@@ -297,13 +330,78 @@ static void cuda_to_device_async(void *dst, const void *host_src, size_t bytes)
     if (!bytes)
         return;
     cuda_comm_after_compute(st); /* kernels enqueued before may still read dst */
+    devstats_h2d(bytes);
     CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, st->comm));
     /* and kernels enqueued after must see the data even without comm_sync */
     CUDA_CHECK(cudaEventRecord(st->comm_mark, st->comm));
     CUDA_CHECK(cudaStreamWaitEvent(st->compute, st->comm_mark, 0));
 }
 
-static void cuda_comm_sync(void) { CUDA_CHECK(cudaStreamSynchronize(cuda_state()->comm)); }
+static void cuda_comm_sync(void) { cuda_host_wait(cuda_state()->comm); }
+
+/* ---- events ------------------------------------------------------------- */
+
+struct backend_event {
+    cudaEvent_t ev;
+    int timing;
+};
+
+static cudaStream_t stream_of(struct cuda_state *st, enum backend_stream s)
+{
+    return s == BACKEND_COMM ? st->comm : st->compute;
+}
+
+static struct backend_event *cuda_event_new(int timing)
+{
+    (void)cuda_state();
+    struct backend_event *e = calloc(1, sizeof *e);
+    if (!e)
+        fatal("backend cuda: out of memory for an event");
+    e->timing = timing;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e->ev, timing ? cudaEventDefault
+                                                       : cudaEventDisableTiming));
+    return e;
+}
+
+static void cuda_event_free(struct backend_event *e)
+{
+    if (!e)
+        return;
+    CUDA_CHECK(cudaEventDestroy(e->ev));
+    free(e);
+}
+
+static void cuda_event_record(struct backend_event *e, enum backend_stream s)
+{
+    CUDA_CHECK(cudaEventRecord(e->ev, stream_of(cuda_state(), s)));
+}
+
+static int cuda_event_query(struct backend_event *e)
+{
+    cudaError_t r = cudaEventQuery(e->ev);
+    if (r == cudaErrorNotReady)
+        return 0;
+    CUDA_CHECK(r);
+    return 1;
+}
+
+static void cuda_event_sync(struct backend_event *e)
+{
+    devstats_sync();
+    CUDA_CHECK(cudaEventSynchronize(e->ev));
+}
+
+static void cuda_stream_wait(enum backend_stream s, struct backend_event *e)
+{
+    CUDA_CHECK(cudaStreamWaitEvent(stream_of(cuda_state(), s), e->ev, 0));
+}
+
+static float cuda_event_ms(struct backend_event *start, struct backend_event *end)
+{
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start->ev, end->ev));
+    return ms;
+}
 
 /* ---- CUDA IPC and the intra-node transports ---------------------------- */
 /* Verified on one H200 shared by several processes; not yet between two
@@ -350,7 +448,7 @@ static void cuda_ipc_close(void *peer_ptr)
     if (!peer_ptr)
         return;
     struct cuda_state *st = cuda_state();
-    CUDA_CHECK(cudaStreamSynchronize(st->comm)); /* no copy still reads the mapping */
+    cuda_host_wait(st->comm); /* no copy still reads the mapping */
     CUDA_CHECK(cudaIpcCloseMemHandle(peer_ptr));
 }
 
@@ -555,10 +653,11 @@ static double cuda_op_sum_squares(int64_t n, const float *x)
     size_t need = cuda_sum_squares_work_bytes(n);
     if (need > st->ss_bytes) {
         if (st->ss_work) {
-            CUDA_CHECK(cudaStreamSynchronize(st->compute));
+            cuda_host_wait(st->compute);
             CUDA_CHECK(cudaFree(st->ss_work));
             st->ss_work = NULL;
         }
+        devstats_alloc();
         CUDA_CHECK(cudaMalloc(&st->ss_work, need));
         st->ss_bytes = need;
     }
@@ -674,6 +773,14 @@ const struct backend_ops backend_cuda = {
     .device_open = cuda_device_open,
     .device_describe = cuda_device_describe,
     .device_memory = cuda_device_memory,
+    .device_uuid = cuda_device_uuid,
+    .event_new = cuda_event_new,
+    .event_free = cuda_event_free,
+    .event_record = cuda_event_record,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
+    .stream_wait = cuda_stream_wait,
+    .event_ms = cuda_event_ms,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .to_host_async = cuda_to_host_async,

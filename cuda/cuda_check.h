@@ -13,6 +13,10 @@ extern "C" {
 
 void cuda_check_failed(int err, const char *reason, const char *call, const char *file,
                        int line) __attribute__((noreturn));
+/* The host waits of the CUDA code, counted (src/backend/devstats.h): every
+ * stream synchronisation goes through cuda_host_wait (backend_cuda.c), so
+ * that `git grep cudaStreamSynchronize` finds it there alone. */
+void cuda_host_wait(cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -103,7 +103,7 @@ static int64_t number_runs(cudaStream_t s, int64_t n, const int64_t *skey, int64
     release(s, heads);
     int64_t runs = 0;
     CUDA_CHECK(cudaMemcpyAsync(&runs, seg + n - 1, sizeof runs, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_host_wait(s);
     return runs;
 }
 
@@ -114,7 +114,7 @@ static int64_t max_key(cudaStream_t s, int64_t n, const int64_t *keys)
     k_max<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, keys, d);
     CUDA_CHECK_LAUNCH("k_max");
     CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_host_wait(s);
     release(s, d);
     return (int64_t)h;
 }
@@ -194,7 +194,7 @@ int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_
     k_remap<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, rank, inverse);
     CUDA_CHECK_LAUNCH("k_remap");
     CUDA_CHECK(cudaMemcpyAsync(counts_host, counts, (size_t)2 * G * 8, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_host_wait(s);
     void *all[] = {skey, spos, seg, uid, group, counts};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         release(s, all[i]);

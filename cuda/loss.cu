@@ -243,7 +243,7 @@ static void loss_finish(cudaStream_t s, const void *work, double *sum, int64_t *
 {
     struct loss_work h;
     CUDA_CHECK(cudaMemcpyAsync(&h, work, sizeof h, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_host_wait(s);
     *sum = h.sum;
     if (count)
         *count = (int64_t)h.count;

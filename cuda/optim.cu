@@ -115,5 +115,5 @@ void cuda_sum_squares(cudaStream_t s, int64_t n, const float *x, void *work, dou
     opt_sumsq_final<<<1, OPT_THREADS, 0, s>>>(G, part);
     CUDA_CHECK_LAUNCH("opt_sumsq_final");
     CUDA_CHECK(cudaMemcpyAsync(out, part + G, sizeof(double), cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_host_wait(s);
 }

@@ -20,6 +20,12 @@
 #include <stdint.h>
 
 struct emb_optim_conf; /* embedding/emb_optim.h */
+struct backend_event;  /* a point in a stream's work (device backends) */
+
+/* The streams of a device backend: every operation runs on the compute
+ * stream; the staging copies and the intra-node transports on the comm
+ * stream (high priority). */
+enum backend_stream { BACKEND_COMPUTE, BACKEND_COMM };
 
 struct backend_ops {
     const char *name;
@@ -235,6 +241,34 @@ struct backend_ops {
     /* free and total bytes of the current device (on the host); 0, or -1
      * with err */
     int (*device_memory)(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+    /* The identity of device `device` (0 .. device_count - 1, before
+     * device_open too): a string that processes seeing the same physical
+     * device get alike (CUDA: the UUID and the PCI bus id), for the choice
+     * of a rank's device among the node's ranks. 0, or -1 with err. */
+    int (*device_uuid)(int device, char *buf, size_t len, char *err, size_t errlen);
+
+    /* Events (NULL on the CPU backend). event_new(timing): a new event
+     * (timing = 1: event_ms can measure it); event_record(e, s): e marks the
+     * work enqueued so far on stream s; event_query: 1 once that work has
+     * completed, else 0, never blocking; event_sync: blocks until it has (a
+     * host wait, counted: devstats.h); stream_wait(s, e): work enqueued
+     * later on stream s waits for e (the host does not); event_ms: the
+     * milliseconds from start to end, two completed timing events. */
+    struct backend_event *(*event_new)(int timing);
+    void (*event_free)(struct backend_event *e);
+    void (*event_record)(struct backend_event *e, enum backend_stream s);
+    int (*event_query)(struct backend_event *e);
+    void (*event_sync)(struct backend_event *e);
+    void (*stream_wait)(enum backend_stream s, struct backend_event *e);
+    float (*event_ms)(struct backend_event *start, struct backend_event *end);
+
+    /* Device memory and MPI. mpi_direct: 1 when MPI may be handed device
+     * pointers (NULL: as MPI says, comm_cuda_aware()). mpi_expose(p, bytes,
+     * on): the region p[bytes] of device memory is (on = 1), or is no longer
+     * (on = 0), read or written by an MPI operation in flight (the fake
+     * device opens its guarded memory to MPI meanwhile; NULL elsewhere). */
+    int (*mpi_direct)(void);
+    void (*mpi_expose)(const void *p, size_t bytes, int on);
 
     /* Pinned host memory and copies on the communication stream, for
      * staging exchanges through the host when MPI cannot read device
@@ -280,9 +314,12 @@ struct backend_ops {
 /* the keys of one context-parallel attention call (hstu_attn_ctx_*) */
 enum hstu_keys { HSTU_KEYS_OWN, HSTU_KEYS_PREFIX };
 
-/* The CPU backend (always available) and the CUDA backend (cuda/, defined
- * only in builds configured --with-cuda: reach it through backend_get). */
+/* The CPU backend (always available), the fake device (fake/: a test
+ * backend, always available: the CPU's operations behind the behaviour of
+ * a discrete GPU) and the CUDA backend (cuda/, defined only in builds
+ * configured --with-cuda: reach it through backend_get). */
 extern const struct backend_ops backend_cpu;
+extern const struct backend_ops backend_fake;
 extern const struct backend_ops backend_cuda;
 
 /* The backends compiled in, e.g. "cpu, cuda". */
@@ -300,7 +337,7 @@ const void *backend_upload(const struct backend_ops *be, const void *host, size_
 const void *backend_download(const struct backend_ops *be, const void *src, size_t bytes,
                              void **owned);
 
-/* "cpu" (and, when compiled in, "cuda"); NULL + err if unavailable. */
+/* "cpu", "fake" (and, when compiled in, "cuda"); NULL + err if unavailable. */
 const struct backend_ops *backend_get(const char *name, char *err, size_t errlen);
 
 #endif

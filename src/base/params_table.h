@@ -125,10 +125,13 @@ X(parallel, timeout, INT, "300", 0, 1000000, NULL,
   "watchdog: a rank that makes no progress (no phase, collective or write completed) for "
   "this many seconds prints its step, phase and the collective it waits in, and aborts the "
   "job (0 = off)")
-X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda",
-  "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the CPU")
+X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda|fake",
+  "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the "
+  "CPU; fake = the fake device, a test backend (the CPU's operations behaving like a discrete "
+  "GPU: guarded memory, deferred copies; doc/gpu.md)")
 X(device, share, BOOL, "off", 0, 1, NULL,
-  "allow more ranks per node than GPUs (ranks share devices round-robin; for tests)")
+  "allow ranks of a node to share a device (the ranks compare device identities; for tests "
+  "and small runs)")
 X(device, tf32, BOOL, "off", 0, 1, NULL,
   "let cuBLAS use TF32 tensor cores for float GEMMs (faster, ~1e-3 relative error)")
 X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "backend/blas.h"
+#include "backend/devstats.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/metrics.h"
@@ -43,10 +44,11 @@ static void open_dataset(struct trainer *tr)
 }
 
 /* embedding.placement: where the item table's shard and its optimizer
- * state live (NULL: host memory). device needs the CUDA backend and room:
- * the shard and its state within half of the device's free memory (ranks
- * sharing a GPU share it), agreed over all ranks. auto = host for now: the
- * device path is not yet verified on a GPU. */
+ * state live (NULL: host memory). device needs a device backend (CUDA, or
+ * the fake device) and room: the shard and its state within half of the
+ * device's free memory divided among the ranks sharing the device,
+ * agreed over all ranks. auto = host for now: the device path is not yet
+ * verified on a GPU. */
 static const struct backend_ops *table_placement(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
@@ -57,9 +59,9 @@ static const struct backend_ops *table_placement(struct trainer *tr)
         return NULL;
     }
     if (backend_is_host(tr->be))
-        fatal("embedding.placement = device needs the CUDA backend (device.type=cuda or auto "
-              "with a GPU); this rank computes on the %s backend: use embedding.placement=host "
-              "or auto",
+        fatal("embedding.placement = device needs a device backend (device.type=cuda, or auto "
+              "with a GPU, or the fake device); this rank computes on the %s backend: use "
+              "embedding.placement=host or auto",
               tr->be->name);
     const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
     const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
@@ -69,14 +71,16 @@ static const struct backend_ops *table_placement(struct trainer *tr)
     char err[256];
     if (tr->be->device_memory(&free_b, &total_b, err, sizeof err))
         fatal("embedding.placement = device: %s", err);
-    int64_t short_here = need > 0.5 * (double)free_b;
+    const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
+    const double room = 0.5 * (double)free_b / sharers;
+    int64_t short_here = need > room;
     if (comm_allreduce_max_i64(tr->c, short_here))
         fatal("embedding.placement = device: the item table's shard and its %s state need "
-              "%.2f GiB per rank, more than half of the %.2f GiB free on a rank's device: use "
-              "embedding.placement=host, or more ranks (a cache of hot rows for tables larger "
-              "than device memory does not exist yet)",
-              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0,
-              (double)free_b / 1073741824.0);
+              "%.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a rank's "
+              "device, shared by %d rank%s): use embedding.placement=host, or more devices (a "
+              "cache of hot rows for tables larger than device memory does not exist yet)",
+              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
+              (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
     log_info("embedding.placement: device (%.3f GiB per rank: the shard and its %s state)",
              need / 1073741824.0, emb_optim_name(cf->emb_optim.kind));
     return tr->be;
@@ -236,9 +240,24 @@ static void report_split(struct trainer *tr, struct split_stats *sx, struct metr
     *sx = (struct split_stats){.kv_mark = kv};
 }
 
+/* The device counters (devstats.h) per step over the interval's steps,
+ * the largest of any rank (collective), onto the metrics line: zeros on
+ * the CPU backend. */
+static void report_device(struct trainer *tr, int64_t steps, struct metrics_line *l)
+{
+    struct devstats d;
+    devstats_take(&d);
+    const double n = steps > 0 ? (double)steps : 1;
+    metrics_num(l, "device_syncs", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.syncs) / n);
+    metrics_num(l, "h2d_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.h2d) / n);
+    metrics_num(l, "d2h_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.d2h) / n);
+    metrics_num(l, "device_allocs",
+                comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.allocs) / n);
+}
+
 static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
                             double samples_s, double tokens_s, double eta, int64_t total,
-                            struct split_stats *sx)
+                            int64_t steps, struct split_stats *sx)
 {
     struct emb_wire_stats w;
     emb_table_wire_take(tr->items, tr->c, &w);
@@ -268,6 +287,7 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);
     metrics_num(&l, "overlap", st->overlap);
     report_wire(&w, &l);
+    report_device(tr, steps, &l);
     if (tr->conf.nonfinite_skip)
         metrics_int(&l, "skipped_steps", tr->skipped);
     if (tr->conf.split_long.on)
@@ -393,7 +413,7 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
 struct loop_clock {
     double start, last;     /* run start, last progress line */
     int64_t first_step;     /* the step this run started at */
-    int64_t samples, tokens;
+    int64_t samples, tokens, steps;
     struct split_stats split; /* this interval's */
 };
 
@@ -413,9 +433,10 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
     double now = clock_seconds(), dt = now - lc->last;
     double eta = (now - lc->start) / (double)(tr->step - lc->first_step) *
                  (double)(total - tr->step);
-    report_progress(tr, stats, loss, lc->samples / dt, lc->tokens / dt, eta, total, &lc->split);
+    report_progress(tr, stats, loss, lc->samples / dt, lc->tokens / dt, eta, total, lc->steps,
+                    &lc->split);
     lc->last = now;
-    lc->samples = lc->tokens = 0;
+    lc->samples = lc->tokens = lc->steps = 0;
 }
 
 /* Steps tr->step .. total - 1; returns the signal that stopped it early
@@ -432,6 +453,8 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
     struct step_stats stats = {0};
     int stop = 0, ran = 0;
     tr->epoch = tr->step / S;
+    struct devstats setup; /* the counters count the steps, not the start-up */
+    devstats_take(&setup);
     while (tr->step < total) {
         tr->epoch = tr->step / S;
         watchdog_step(tr->step + 1);
@@ -449,6 +472,7 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         guard_after_step(tr, loss);
         ran = 1;
         lc->samples += now->global_B;
+        lc->steps++;
         lc->tokens += tokens;
         lc->split.steps++;
         lc->split.seqs += now->pieces.nsplit;
@@ -467,6 +491,8 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
             double t_eval = clock_seconds();
             validate(tr, done, *loss);
             lc->last += clock_seconds() - t_eval; /* throughput counts training only */
+            struct devstats skip; /* the device counters count training only */
+            devstats_take(&skip);
             if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
                 log_info("patience: no better validation NDCG@10 in %lld validations (best "
                          "%.4f at epoch %lld): stopping after epoch %lld",

@@ -1,0 +1,848 @@
+/* backend_fake: the fake device (device.type = fake), a test backend that
+ * behaves like a discrete GPU while running the CPU backend's own
+ * operations (DESIGN.md §6; fake/README, doc/gpu.md):
+ *   - its memory is separate: every allocation stays inaccessible to host
+ *     code except inside an operation on it (fake_mem.c), so a host
+ *     dereference faults at once and the report names the allocation; an
+ *     operation handed host memory ends the job;
+ *   - operations run on the compute stream at once; the staging copies and
+ *     the transports of the comm stream are deferred until synchronised
+ *     (fake_stream.c), so a missing synchronisation shows as stale data;
+ *   - asynchronous copies insist on pinned host memory (host_alloc);
+ *   - IPC maps allocations between the processes of a node through shared
+ *     memory, so the intra-node transports run with 2-4 ranks;
+ *   - it counts what would keep a GPU idle (devstats.h).
+ * Its operations are the CPU's, so its results are the CPU's bit for bit;
+ * it offers what the CUDA backend offers (no full softmax, no logQ
+ * softmax, no context-parallel attention), so the same refusals apply.
+ *
+ * Knobs (environment, read when the device is first queried):
+ *   FREESCALE_FAKE_GPUS   comma-separated names of the devices this
+ *                         process sees (default "fake0"); processes seeing
+ *                         the same name share that device (UUIDs)
+ *   FREESCALE_FAKE_MEM    each device's memory in bytes (suffix K, M, G;
+ *                         default 16G); free = that less this process's
+ *                         allocations
+ *   FREESCALE_FAKE_AWARE  1: act as if MPI were CUDA-aware (device
+ *                         pointers go to MPI, opened to it while in flight);
+ *                         default 0 (exchanges are staged) */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend_cpu.h"
+#include "backend/devstats.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "fake/fake.h"
+
+#define FK_MAX_GPUS 16
+#define FK_MAX_ARGS 16
+
+static struct {
+    int knobs;                      /* read */
+    int ngpus;
+    char names[FK_MAX_GPUS][64];
+    size_t mem;
+    int aware;
+    int open, device;
+} g_fk;
+
+static size_t parse_bytes(const char *v)
+{
+    char *end;
+    double x = strtod(v, &end);
+    double unit = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': unit = 1024.0; end++; break;
+    case 'M': unit = 1024.0 * 1024; end++; break;
+    case 'G': unit = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (end == v || *end != '\0' || !(x > 0))
+        fatal("FREESCALE_FAKE_MEM = '%s': expected a positive number of bytes (suffix K, M, G)",
+              v);
+    return (size_t)(x * unit);
+}
+
+static void knobs(void)
+{
+    if (g_fk.knobs)
+        return;
+    g_fk.knobs = 1;
+    const char *gpus = getenv("FREESCALE_FAKE_GPUS");
+    if (!gpus)
+        gpus = "fake0";
+    for (const char *s = gpus; *s;) {
+        size_t n = strcspn(s, ",");
+        if (n == 0 || n >= sizeof g_fk.names[0] || g_fk.ngpus == FK_MAX_GPUS)
+            fatal("FREESCALE_FAKE_GPUS = '%s': expected up to %d comma-separated names of 1 to "
+                  "%zu characters", gpus, FK_MAX_GPUS, sizeof g_fk.names[0] - 1);
+        memcpy(g_fk.names[g_fk.ngpus], s, n);
+        g_fk.names[g_fk.ngpus++][n] = '\0';
+        s += n + (s[n] == ',');
+    }
+    const char *mem = getenv("FREESCALE_FAKE_MEM");
+    g_fk.mem = mem ? parse_bytes(mem) : (size_t)16 << 30;
+    const char *aware = getenv("FREESCALE_FAKE_AWARE");
+    if (aware && strcmp(aware, "0") != 0 && strcmp(aware, "1") != 0)
+        fatal("FREESCALE_FAKE_AWARE = '%s': expected 0 or 1", aware);
+    g_fk.aware = aware && !strcmp(aware, "1");
+}
+
+static void need_open(void)
+{
+    if (!g_fk.open)
+        fatal("backend fake: no device opened");
+}
+
+/* --- one operation: its operands opened while it runs ----------------------- */
+
+struct fk_op {
+    const char *name;
+    int n;
+    const void *p[FK_MAX_ARGS];
+};
+
+static void op_begin(struct fk_op *o, const char *name)
+{
+    need_open();
+    fake_tick();
+    fake_compute_due(); /* what the compute stream waits for runs first */
+    o->name = name;
+    o->n = 0;
+}
+
+/* a device operand (NULL: an absent optional one) */
+static void op_arg(struct fk_op *o, const void *p, const char *what)
+{
+    if (!p)
+        return;
+    fake_mem_open(p, o->name, what);
+    o->p[o->n++] = p;
+}
+
+static void op_end(struct fk_op *o)
+{
+    for (int i = o->n - 1; i >= 0; i--)
+        fake_mem_close(o->p[i]);
+}
+
+#define OP(name) struct fk_op op_; op_begin(&op_, name)
+#define IN(p) op_arg(&op_, (p), #p)
+#define END() op_end(&op_)
+
+/* --- devices ---------------------------------------------------------------- */
+
+static int fk_device_count(char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    knobs();
+    return g_fk.ngpus;
+}
+
+static int fk_device_uuid(int device, char *buf, size_t len, char *err, size_t errlen)
+{
+    knobs();
+    if (device < 0 || device >= g_fk.ngpus)
+        return errorf(err, errlen, "fake device %d out of range (%d visible)", device,
+                      g_fk.ngpus);
+    snprintf(buf, len, "fake-%s", g_fk.names[device]);
+    return 0;
+}
+
+static int fk_device_open(int device, int tf32, char *err, size_t errlen)
+{
+    (void)tf32; /* the CPU's GEMMs are fp32 */
+    knobs();
+    if (g_fk.open)
+        return device == g_fk.device ? 0
+                                     : errorf(err, errlen, "device %d requested, but device %d "
+                                              "is already open", device, g_fk.device);
+    if (device < 0 || device >= g_fk.ngpus)
+        return errorf(err, errlen, "device %d out of range: %d fake device%s visible", device,
+                      g_fk.ngpus, g_fk.ngpus == 1 ? "" : "s");
+    fake_mem_guard_install();
+    g_fk.open = 1;
+    g_fk.device = device;
+    return 0;
+}
+
+static void fk_device_describe(char *buf, size_t len)
+{
+    snprintf(buf, len, "fake device %d ('%s', %.1f GiB; a test backend: the CPU's operations "
+             "behind guarded memory%s)", g_fk.device, g_fk.names[g_fk.device],
+             (double)g_fk.mem / (1024.0 * 1024 * 1024),
+             g_fk.aware ? ", MPI acting CUDA-aware" : "");
+}
+
+static int fk_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    knobs();
+    size_t used = fake_mem_in_use();
+    *total_bytes = g_fk.mem;
+    *free_bytes = used < g_fk.mem ? g_fk.mem - used : 0;
+    return 0;
+}
+
+static int fk_mpi_direct(void)
+{
+    knobs();
+    return g_fk.aware;
+}
+
+static void fk_mpi_expose(const void *p, size_t bytes, int on)
+{
+    char *base;
+    size_t nb;
+    (void)bytes;
+    if (!fake_mem_find(p, &base, &nb))
+        return; /* host memory */
+    if (on)
+        fake_mem_open(p, "mpi_expose", "buffer");
+    else
+        fake_mem_close(p);
+}
+
+/* --- memory and copies ------------------------------------------------------- */
+
+static void *fk_alloc(size_t bytes)
+{
+    need_open();
+    fake_tick();
+    devstats_alloc();
+    return fake_mem_alloc(bytes, __builtin_return_address(0));
+}
+
+static void fk_free(void *p)
+{
+    if (!p)
+        return;
+    need_open();
+    fake_tick();
+    devstats_sync(); /* as cudaFree: the device is idle first */
+    fake_comm_drain();
+    fake_mem_free(p);
+}
+
+static void not_device(const void *p, const char *op, const char *what)
+{
+    char *b;
+    size_t n;
+    if (fake_mem_find(p, &b, &n))
+        fatal("fake device: %s: %s = %p is device memory, not host memory", op, what, p);
+}
+
+static void fk_to_device(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return;
+    OP("to_device");
+    not_device(src, "to_device", "source");
+    IN(dst);
+    memcpy(dst, src, bytes);
+    END();
+    devstats_h2d(bytes);
+    devstats_sync();
+}
+
+static void fk_to_host(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return;
+    OP("to_host");
+    not_device(dst, "to_host", "destination");
+    IN(src);
+    memcpy(dst, src, bytes);
+    END();
+    devstats_d2h(bytes);
+    devstats_sync();
+}
+
+static void fk_copy(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes || dst == src)
+        return;
+    OP("copy");
+    IN(dst);
+    IN(src);
+    memmove(dst, src, bytes);
+    END();
+}
+
+static void fk_zero(void *p, size_t bytes)
+{
+    if (!bytes)
+        return;
+    OP("zero");
+    IN(p);
+    memset(p, 0, bytes);
+    END();
+}
+
+static void fk_synchronize(void)
+{
+    need_open();
+    fake_tick();
+    fake_compute_due();
+    devstats_sync();
+}
+
+static void *fk_host_alloc(size_t bytes)
+{
+    need_open();
+    fake_tick();
+    devstats_alloc();
+    return fake_pinned_alloc(bytes);
+}
+
+static void fk_host_free(void *p)
+{
+    if (!p)
+        return;
+    need_open();
+    fake_tick();
+    devstats_sync(); /* as cudaFreeHost after the comm stream */
+    fake_comm_drain();
+    fake_pinned_free(p);
+}
+
+static void need_pinned(const void *p, size_t bytes, const char *op)
+{
+    if (!fake_pinned_has(p, bytes))
+        fatal("fake device: %s: the host buffer %p [%zu bytes] is not pinned memory from "
+              "host_alloc", op, p, bytes);
+}
+
+static void need_device(const void *p, const char *op, const char *what)
+{
+    char *b;
+    size_t n;
+    if (!fake_mem_find(p, &b, &n))
+        fatal("fake device: %s: %s = %p is not device memory", op, what, p);
+}
+
+static void fk_to_host_async(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return;
+    need_open();
+    fake_tick();
+    need_pinned(dst, bytes, "to_host_async");
+    need_device(src, "to_host_async", "source");
+    fake_comm_copy(dst, src, bytes);
+    devstats_d2h(bytes);
+}
+
+static void fk_to_device_async(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return;
+    need_open();
+    fake_tick();
+    need_pinned(src, bytes, "to_device_async");
+    need_device(dst, "to_device_async", "destination");
+    fake_comm_copy(dst, src, bytes);
+    fake_compute_after_comm();
+    devstats_h2d(bytes);
+}
+
+static void fk_comm_sync(void)
+{
+    need_open();
+    fake_tick();
+    devstats_sync();
+    fake_comm_drain();
+}
+
+static int fk_ipc_export(void *p, void *handle, char *err, size_t errlen)
+{
+    need_open();
+    return fake_ipc_export(p, handle, err, errlen);
+}
+
+static void *fk_ipc_open(const void *handle, char *err, size_t errlen)
+{
+    need_open();
+    return fake_ipc_open(handle, err, errlen);
+}
+
+static void fk_ipc_close(void *p)
+{
+    if (!p)
+        return;
+    need_open();
+    fake_tick();
+    devstats_sync(); /* after the comm stream, as the CUDA backend */
+    fake_comm_drain();
+    fake_ipc_close(p);
+}
+
+static void fk_peer_copy(void *dst, const void *src, size_t bytes, int use_kernel)
+{
+    (void)use_kernel;
+    if (!bytes || dst == src)
+        return;
+    need_open();
+    fake_tick();
+    need_device(dst, "peer_copy", "destination");
+    need_device(src, "peer_copy", "source");
+    fake_comm_copy(dst, src, bytes);
+}
+
+static void fk_comm_add(float *y, const float *x, int64_t n)
+{
+    if (n <= 0)
+        return;
+    need_open();
+    fake_tick();
+    need_device(y, "comm_add", "y");
+    need_device(x, "comm_add", "x");
+    fake_comm_add(y, x, n);
+}
+
+static struct backend_event *fk_event_new(int timing)
+{
+    need_open();
+    return fake_event_new(timing);
+}
+
+static void fk_event_record(struct backend_event *e, enum backend_stream s)
+{
+    need_open();
+    fake_event_record(e, s);
+}
+
+static int fk_event_query(struct backend_event *e)
+{
+    need_open();
+    return fake_event_query(e);
+}
+
+static void fk_event_sync(struct backend_event *e)
+{
+    need_open();
+    fake_event_sync(e);
+}
+
+static void fk_stream_wait(enum backend_stream s, struct backend_event *e)
+{
+    need_open();
+    fake_stream_wait(s, e);
+}
+
+/* --- compute: the CPU's operations ------------------------------------------- */
+
+static void fk_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    OP("gemm");
+    IN(A);
+    IN(B);
+    IN(C);
+    backend_cpu.gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    END();
+}
+
+static void fk_axpy(int64_t n, float a, const float *x, float *y)
+{
+    OP("axpy");
+    IN(x);
+    IN(y);
+    backend_cpu.axpy(n, a, x, y);
+    END();
+}
+
+static void fk_scale(int64_t n, float a, float *x)
+{
+    OP("scale");
+    IN(x);
+    backend_cpu.scale(n, a, x);
+    END();
+}
+
+static void fk_mul(int64_t n, const float *a, const float *b, float *y)
+{
+    OP("mul");
+    IN(a);
+    IN(b);
+    IN(y);
+    backend_cpu.mul(n, a, b, y);
+    END();
+}
+
+#define FK_UNARY(fn)                                                                       \
+    static void fk_##fn(int64_t n, const float *x, float *y)                               \
+    {                                                                                      \
+        OP(#fn);                                                                           \
+        IN(x);                                                                             \
+        IN(y);                                                                             \
+        backend_cpu.fn(n, x, y);                                                           \
+        END();                                                                             \
+    }
+#define FK_BINARY(fn)                                                                      \
+    static void fk_##fn(int64_t n, const float *x, const float *dy, float *dx)             \
+    {                                                                                      \
+        OP(#fn);                                                                           \
+        IN(x);                                                                             \
+        IN(dy);                                                                            \
+        IN(dx);                                                                            \
+        backend_cpu.fn(n, x, dy, dx);                                                      \
+        END();                                                                             \
+    }
+FK_UNARY(silu_fwd)
+FK_UNARY(relu_fwd)
+FK_BINARY(silu_bwd)
+FK_BINARY(relu_bwd)
+
+static void fk_layernorm_fwd(int64_t rows, int d, float eps, const float *x, const float *gamma,
+                             const float *beta, float *y, float *mean, float *rstd)
+{
+    OP("layernorm_fwd");
+    IN(x);
+    IN(gamma);
+    IN(beta);
+    IN(y);
+    IN(mean);
+    IN(rstd);
+    backend_cpu.layernorm_fwd(rows, d, eps, x, gamma, beta, y, mean, rstd);
+    END();
+}
+
+static void fk_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
+                             const float *rstd, const float *gamma, const float *dy, float *dx,
+                             float *dgamma, float *dbeta)
+{
+    OP("layernorm_bwd");
+    IN(x);
+    IN(mean);
+    IN(rstd);
+    IN(gamma);
+    IN(dy);
+    IN(dx);
+    IN(dgamma);
+    IN(dbeta);
+    backend_cpu.layernorm_bwd(rows, d, x, mean, rstd, gamma, dy, dx, dgamma, dbeta);
+    END();
+}
+
+static void fk_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y, float *norm)
+{
+    OP("l2norm_fwd");
+    IN(x);
+    IN(y);
+    IN(norm);
+    backend_cpu.l2norm_fwd(rows, d, eps, x, y, norm);
+    END();
+}
+
+static void fk_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm, const float *dy,
+                          float *dx)
+{
+    OP("l2norm_bwd");
+    IN(y);
+    IN(norm);
+    IN(dy);
+    IN(dx);
+    backend_cpu.l2norm_bwd(rows, d, y, norm, dy, dx);
+    END();
+}
+
+static void fk_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
+                           const float *x, float *y, uint8_t *mask)
+{
+    OP("dropout_fwd");
+    IN(row_keys);
+    IN(x);
+    IN(y);
+    IN(mask);
+    backend_cpu.dropout_fwd(rows, d, p, row_keys, site, x, y, mask);
+    END();
+}
+
+static void fk_dropout_bwd(int64_t rows, int d, float p, const uint8_t *mask, const float *dy,
+                           float *dx)
+{
+    OP("dropout_bwd");
+    IN(mask);
+    IN(dy);
+    IN(dx);
+    backend_cpu.dropout_bwd(rows, d, p, mask, dy, dx);
+    END();
+}
+
+static void fk_gather_rows(int64_t n, int d, const float *table, const int64_t *idx, float *out)
+{
+    OP("gather_rows");
+    IN(table);
+    IN(idx);
+    IN(out);
+    backend_cpu.gather_rows(n, d, table, idx, out);
+    END();
+}
+
+static void fk_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
+                                float *table)
+{
+    OP("scatter_add_rows");
+    IN(src);
+    IN(idx);
+    IN(table);
+    backend_cpu.scatter_add_rows(n, d, src, idx, table);
+    END();
+}
+
+static void fk_adamw_step(int64_t n, float *w, float *m, float *v, const float *g, float lr,
+                          float b1, float b2, float eps, float wd, int64_t t)
+{
+    OP("adamw_step");
+    IN(w);
+    IN(m);
+    IN(v);
+    IN(g);
+    backend_cpu.adamw_step(n, w, m, v, g, lr, b1, b2, eps, wd, t);
+    END();
+}
+
+static double fk_sum_squares(int64_t n, const float *x)
+{
+    OP("sum_squares");
+    IN(x);
+    double s = backend_cpu.sum_squares(n, x);
+    END();
+    devstats_sync(); /* the result comes back to the host */
+    return s;
+}
+
+static void fk_hstu_attn_fwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
+                             const float *q, const float *k, const float *v,
+                             const float *pos_bias, const float *time_bias, const int64_t *ts,
+                             float *out)
+{
+    OP("hstu_attn_fwd");
+    IN(offsets);
+    IN(q);
+    IN(k);
+    IN(v);
+    IN(pos_bias);
+    IN(time_bias);
+    IN(ts);
+    IN(out);
+    backend_cpu.hstu_attn_fwd(B, offsets, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, out);
+    END();
+}
+
+static void fk_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
+                             const float *q, const float *k, const float *v,
+                             const float *pos_bias, const float *time_bias, const int64_t *ts,
+                             const float *dout, float *dq, float *dk, float *dvv,
+                             float *dpos_bias, float *dtime_bias)
+{
+    OP("hstu_attn_bwd");
+    IN(offsets);
+    IN(q);
+    IN(k);
+    IN(v);
+    IN(pos_bias);
+    IN(time_bias);
+    IN(ts);
+    IN(dout);
+    IN(dq);
+    IN(dk);
+    IN(dvv);
+    IN(dpos_bias);
+    IN(dtime_bias);
+    backend_cpu.hstu_attn_bwd(B, offsets, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, dout,
+                              dq, dk, dvv, dpos_bias, dtime_bias);
+    END();
+}
+
+static void fk_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                               const float *q, const float *k, const float *v, float *out,
+                               float *lse)
+{
+    OP("sasrec_attn_fwd");
+    IN(offsets);
+    IN(q);
+    IN(k);
+    IN(v);
+    IN(out);
+    IN(lse);
+    backend_cpu.sasrec_attn_fwd(B, offsets, H, dh, N, q, k, v, out, lse);
+    END();
+}
+
+static void fk_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
+                               const float *q, const float *k, const float *v, const float *out,
+                               const float *lse, const float *dout, float *dq, float *dk,
+                               float *dv)
+{
+    OP("sasrec_attn_bwd");
+    IN(offsets);
+    IN(q);
+    IN(k);
+    IN(v);
+    IN(out);
+    IN(lse);
+    IN(dout);
+    IN(dq);
+    IN(dk);
+    IN(dv);
+    backend_cpu.sasrec_attn_bwd(B, offsets, H, dh, N, q, k, v, out, lse, dout, dq, dk, dv);
+    END();
+}
+
+static double fk_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                              const float *e, const int64_t *pos, const int64_t *neg,
+                              float scale, float *du, float *de, int64_t *count)
+{
+    OP("softmax_loss");
+    IN(u);
+    IN(e);
+    IN(pos);
+    IN(neg);
+    IN(du);
+    IN(de);
+    double s = backend_cpu.softmax_loss(T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de,
+                                        count);
+    END();
+    devstats_sync();
+    return s;
+}
+
+static double fk_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
+                          const int64_t *pos, const int64_t *neg, float scale, float *du,
+                          float *de, int64_t *count)
+{
+    OP("bce_loss");
+    IN(u);
+    IN(e);
+    IN(pos);
+    IN(neg);
+    IN(du);
+    IN(de);
+    double s = backend_cpu.bce_loss(T, d, u, nu, e, pos, neg, scale, du, de, count);
+    END();
+    devstats_sync();
+    return s;
+}
+
+static int64_t fk_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
+                            int64_t *inverse, int64_t *counts)
+{
+    OP("emb_dedup");
+    IN(ids);
+    IN(uniq);
+    IN(inverse);
+    not_device(counts, "emb_dedup", "counts");
+    int64_t nu = backend_cpu.emb_dedup(n, ids, n_first, G, uniq, inverse, counts);
+    END();
+    devstats_sync(); /* the counts come back to the host */
+    return nu;
+}
+
+static void fk_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids, int G,
+                                float *out)
+{
+    OP("emb_gather_shard");
+    IN(w);
+    IN(ids);
+    IN(out);
+    backend_cpu.emb_gather_shard(n, dim, w, ids, G, out);
+    END();
+}
+
+static int64_t fk_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
+                                int64_t *uid, float *out)
+{
+    OP("emb_sum_by_id");
+    IN(keys);
+    IN(g);
+    IN(uid);
+    IN(out);
+    int64_t k = backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out);
+    END();
+    devstats_sync();
+    return k;
+}
+
+static void fk_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
+                                 const int64_t *ids, int G, const float *g, float *w,
+                                 float *state, int64_t state_floats, int64_t *steps)
+{
+    OP("emb_sparse_update");
+    IN(ids);
+    IN(g);
+    IN(w);
+    IN(state);
+    IN(steps);
+    backend_cpu.emb_sparse_update(opt, k, dim, ids, G, g, w, state, state_floats, steps);
+    END();
+}
+
+const struct backend_ops backend_fake = {
+    .name = "fake",
+    .alloc = fk_alloc,
+    .free = fk_free,
+    .to_device = fk_to_device,
+    .to_host = fk_to_host,
+    .copy = fk_copy,
+    .zero = fk_zero,
+    .synchronize = fk_synchronize,
+    .gemm = fk_gemm,
+    .axpy = fk_axpy,
+    .scale = fk_scale,
+    .mul = fk_mul,
+    .silu_fwd = fk_silu_fwd,
+    .silu_bwd = fk_silu_bwd,
+    .relu_fwd = fk_relu_fwd,
+    .relu_bwd = fk_relu_bwd,
+    .layernorm_fwd = fk_layernorm_fwd,
+    .layernorm_bwd = fk_layernorm_bwd,
+    .l2norm_fwd = fk_l2norm_fwd,
+    .l2norm_bwd = fk_l2norm_bwd,
+    .dropout_fwd = fk_dropout_fwd,
+    .dropout_bwd = fk_dropout_bwd,
+    .gather_rows = fk_gather_rows,
+    .scatter_add_rows = fk_scatter_add_rows,
+    .adamw_step = fk_adamw_step,
+    .sum_squares = fk_sum_squares,
+    .hstu_attn_fwd = fk_hstu_attn_fwd,
+    .hstu_attn_bwd = fk_hstu_attn_bwd,
+    .sasrec_attn_fwd = fk_sasrec_attn_fwd,
+    .sasrec_attn_bwd = fk_sasrec_attn_bwd,
+    .softmax_loss = fk_softmax_loss,
+    .bce_loss = fk_bce_loss,
+    .emb_dedup = fk_emb_dedup,
+    .emb_gather_shard = fk_emb_gather_shard,
+    .emb_sum_by_id = fk_emb_sum_by_id,
+    .emb_sparse_update = fk_emb_sparse_update,
+    .device_count = fk_device_count,
+    .device_open = fk_device_open,
+    .device_describe = fk_device_describe,
+    .device_memory = fk_device_memory,
+    .device_uuid = fk_device_uuid,
+    .event_new = fk_event_new,
+    .event_free = fake_event_free,
+    .event_record = fk_event_record,
+    .event_query = fk_event_query,
+    .event_sync = fk_event_sync,
+    .stream_wait = fk_stream_wait,
+    .event_ms = fake_event_ms,
+    .mpi_direct = fk_mpi_direct,
+    .mpi_expose = fk_mpi_expose,
+    .host_alloc = fk_host_alloc,
+    .host_free = fk_host_free,
+    .to_host_async = fk_to_host_async,
+    .to_device_async = fk_to_device_async,
+    .comm_sync = fk_comm_sync,
+    .ipc_export = fk_ipc_export,
+    .ipc_open = fk_ipc_open,
+    .ipc_close = fk_ipc_close,
+    .peer_copy = fk_peer_copy,
+    .comm_add = fk_comm_add,
+};
