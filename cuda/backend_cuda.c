@@ -13,12 +13,19 @@
  *                   finished results and does not overwrite a buffer that
  *                   a kernel still reads;
  *   cuBLAS handle   bound to the compute stream, TF32 only when asked;
- *   work buffers    sum_squares partials (grown as needed), loss sum+count.
+ *   workspace       the ops' scratch (kernels.h: struct cuda_ws), grown
+ *                   before an op that needs more (a counted allocation),
+ *                   kept: a steady step allocates nothing.
  * Every op before device_open ends the job with a message (cuda_state()).
  *
  * Memory comes from cudaMalloc, not the stream-ordered allocator: buffers
  * may be handed to a CUDA-aware MPI, and pool memory breaks the CUDA IPC of
- * several MPI/UCX versions. */
+ * several MPI/UCX versions (and its pool is trimmed at every
+ * synchronisation). Every host wait goes through cuda_host_wait and every
+ * allocation through cuda_alloc or the workspace: both counted
+ * (devstats.h). FREESCALE_CUDA_SYNC=1 synchronises and checks after every
+ * kernel launch, so that a kernel's fault names that kernel (with
+ * compute-sanitizer, tests/test_backend_ops takes a test name). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,16 +69,65 @@ static struct cuda_state {
     cudaStream_t compute, comm;
     cudaEvent_t compute_mark, comm_mark; /* "work enqueued so far" on each stream */
     cublasHandle_t blas;
-    void *ss_work; /* sum_squares partials, ss_bytes bytes */
-    size_t ss_bytes;
-    void *loss_work; /* cuda_loss_work_bytes() */
+    struct cuda_ws ws; /* the ops' scratch */
 } g_cuda;
+
+static int g_sync_mode = -1; /* FREESCALE_CUDA_SYNC: unread, off, on */
+
+void cuda_check_launch(const char *name, const char *file, int line)
+{
+    cudaError_t e = cudaPeekAtLastError();
+    if (e != cudaSuccess)
+        cuda_check_failed((int)e, cudaGetErrorString(e), name, file, line);
+    if (g_sync_mode < 0) {
+        const char *v = getenv("FREESCALE_CUDA_SYNC");
+        g_sync_mode = v && strcmp(v, "0") != 0;
+    }
+    if (g_sync_mode) { /* the kernel's own faults, reported at its launch */
+        devstats_sync();
+        e = cudaDeviceSynchronize();
+        if (e == cudaSuccess)
+            e = cudaGetLastError();
+        if (e != cudaSuccess)
+            cuda_check_failed((int)e, cudaGetErrorString(e), name, file, line);
+    }
+}
+
+void *cuda_ws_take(struct cuda_ws *ws, size_t bytes)
+{
+    const size_t b = cuda_ws_round(bytes);
+    if (ws->used + b > ws->cap)
+        fatal("backend cuda: workspace of %zu bytes exhausted (%zu more wanted): an op's "
+              "*_ws_bytes is too small", ws->cap, b);
+    void *p = ws->base + ws->used;
+    ws->used += b;
+    return p;
+}
+
+size_t cuda_ws_round(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 static struct cuda_state *cuda_state(void)
 {
     if (!g_cuda.open)
         fatal("backend cuda: no device opened");
     return &g_cuda;
+}
+
+/* The workspace, at least bytes, empty: grown (plain cudaMalloc, counted)
+ * after the device is idle; kept. */
+static struct cuda_ws *ws_for(struct cuda_state *st, size_t bytes)
+{
+    if (bytes > st->ws.cap) {
+        if (st->ws.base) {
+            cuda_host_wait(st->compute); /* no kernel still uses it */
+            CUDA_CHECK(cudaFree(st->ws.base));
+        }
+        st->ws.cap = bytes + bytes / 4;
+        devstats_alloc();
+        CUDA_CHECK(cudaMalloc((void **)&st->ws.base, st->ws.cap));
+    }
+    st->ws.used = 0;
+    return &st->ws;
 }
 
 /* ---- devices ---------------------------------------------------------- */
@@ -91,8 +147,6 @@ static int cuda_device_count(char *err, size_t errlen)
  * created); errors are ignored on this path, the open reports its own. */
 static void cuda_release_partial(struct cuda_state *st)
 {
-    if (st->loss_work)
-        (void)cudaFree(st->loss_work);
     if (st->blas)
         (void)cublasDestroy(st->blas);
     if (st->comm_mark)
@@ -154,7 +208,6 @@ static int cuda_device_open(int device, int tf32, char *err, size_t errlen)
     OPEN_TRY(cudaStreamCreateWithPriority(&st->comm, cudaStreamNonBlocking, greatest));
     OPEN_TRY(cudaEventCreateWithFlags(&st->compute_mark, cudaEventDisableTiming));
     OPEN_TRY(cudaEventCreateWithFlags(&st->comm_mark, cudaEventDisableTiming));
-    OPEN_TRY(cudaMalloc(&st->loss_work, cuda_loss_work_bytes()));
     OPEN_TRY_BLAS(cublasCreate(&st->blas));
     OPEN_TRY_BLAS(cublasSetStream(st->blas, st->compute));
     OPEN_TRY_BLAS(cublasSetMathMode(st->blas, math));
@@ -610,7 +663,9 @@ static void cuda_op_gather_rows(int64_t n, int d, const float *table, const int6
 static int64_t cuda_op_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G,
                                  int64_t *uniq, int64_t *inverse, int64_t *counts)
 {
-    return cuda_emb_dedup(cuda_state()->compute, n, ids, n_first, G, uniq, inverse, counts);
+    struct cuda_state *st = cuda_state();
+    return cuda_emb_dedup(st->compute, n, ids, n_first, G, uniq, inverse, counts,
+                          ws_for(st, cuda_emb_dedup_ws_bytes(n, G)));
 }
 
 static void cuda_op_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids,
@@ -619,10 +674,12 @@ static void cuda_op_emb_gather_shard(int64_t n, int dim, const float *w, const i
     cuda_emb_gather_shard(cuda_state()->compute, n, dim, w, ids, G, out);
 }
 
-static int64_t cuda_op_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
-                                     int64_t *uid, float *out)
+static void cuda_op_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
+                                  int64_t *uid, float *out)
 {
-    return cuda_emb_sum_by_id(cuda_state()->compute, n, dim, keys, g, uid, out);
+    struct cuda_state *st = cuda_state();
+    cuda_emb_sum_by_id(st->compute, n, dim, keys, g, uid, out,
+                       ws_for(st, cuda_emb_sum_by_id_ws_bytes(n)));
 }
 
 static void cuda_op_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
@@ -636,7 +693,9 @@ static void cuda_op_emb_sparse_update(const struct emb_optim_conf *opt, int64_t 
 static void cuda_op_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
                                      float *table)
 {
-    cuda_scatter_add_rows(cuda_state()->compute, n, d, src, idx, table);
+    struct cuda_state *st = cuda_state();
+    cuda_scatter_add_rows(st->compute, n, d, src, idx, table,
+                          ws_for(st, cuda_scatter_add_ws_bytes(n)));
 }
 
 static void cuda_op_adamw_step(int64_t n, float *w, float *m, float *v, const float *g,
@@ -648,22 +707,38 @@ static void cuda_op_adamw_step(int64_t n, float *w, float *m, float *v, const fl
 static double cuda_op_sum_squares(int64_t n, const float *x)
 {
     struct cuda_state *st = cuda_state();
-    if (n <= 0)
-        return 0.0;
-    size_t need = cuda_sum_squares_work_bytes(n);
-    if (need > st->ss_bytes) {
-        if (st->ss_work) {
-            cuda_host_wait(st->compute);
-            CUDA_CHECK(cudaFree(st->ss_work));
-            st->ss_work = NULL;
-        }
-        devstats_alloc();
-        CUDA_CHECK(cudaMalloc(&st->ss_work, need));
-        st->ss_bytes = need;
-    }
     double s = 0;
-    cuda_sum_squares(st->compute, n, x, st->ss_work, &s);
+    cuda_sum_squares(st->compute, n, x, ws_for(st, cuda_sum_squares_ws_bytes(n)), &s);
     return s;
+}
+
+static void cuda_op_sumsq_acc(int64_t n, const float *x, double *acc)
+{
+    struct cuda_state *st = cuda_state();
+    cuda_sumsq_acc(st->compute, n, x, ws_for(st, cuda_sum_squares_ws_bytes(n)), acc);
+}
+
+static void cuda_op_emb_encode(int codec, int64_t n, int dim, const float *rows, uint8_t *wire,
+                               uint64_t *bad)
+{
+    cuda_emb_encode(cuda_state()->compute, codec, n, dim, rows, wire, bad);
+}
+
+static void cuda_op_emb_decode(int codec, int64_t n, int dim, const uint8_t *wire, float *rows)
+{
+    cuda_emb_decode(cuda_state()->compute, codec, n, dim, wire, rows);
+}
+
+static void cuda_op_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi,
+                                int64_t *acc)
+{
+    cuda_count_range(cuda_state()->compute, n, x, lo, hi, acc);
+}
+
+static void cuda_op_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys,
+                                     int64_t T, int R, int64_t num_items, int64_t *out)
+{
+    cuda_sample_negatives(cuda_state()->compute, seed, epoch, keys, T, R, num_items, out);
 }
 
 /* ---- attention and losses --------------------------------------------- */
@@ -703,33 +778,29 @@ static void cuda_op_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, in
                          dq, dk, dv);
 }
 
-static double cuda_op_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u,
-                                   int64_t nu, const float *e, const int64_t *pos,
-                                   const int64_t *neg, float scale, float *du, float *de,
-                                   int64_t *count)
+static void cuda_op_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u,
+                                 int64_t nu, const float *e, const int64_t *pos,
+                                 const int64_t *neg, float scale, float *du, float *de,
+                                 double *acc)
 {
     struct cuda_state *st = cuda_state();
     if (d < 1 || R < 0 || T < 0 || !(inv_tau > 0))
         fatal("backend cuda: softmax_loss: bad arguments T = %lld, d = %d, R = %d, "
               "inv_tau = %g",
               (long long)T, d, R, (double)inv_tau);
-    double sum = 0;
-    cuda_softmax_loss(st->compute, T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de,
-                      st->loss_work, &sum, count);
-    return sum;
+    cuda_softmax_loss(st->compute, T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de, acc,
+                      ws_for(st, cuda_loss_ws_bytes(T, R)));
 }
 
-static double cuda_op_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
-                               const int64_t *pos, const int64_t *neg, float scale, float *du,
-                               float *de, int64_t *count)
+static void cuda_op_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
+                             const int64_t *pos, const int64_t *neg, float scale, float *du,
+                             float *de, double *acc)
 {
     struct cuda_state *st = cuda_state();
     if (d < 1 || T < 0)
         fatal("backend cuda: bce_loss: bad arguments T = %lld, d = %d", (long long)T, d);
-    double sum = 0;
-    cuda_bce_loss(st->compute, T, d, u, nu, e, pos, neg, scale, du, de, st->loss_work, &sum,
-                  count);
-    return sum;
+    cuda_bce_loss(st->compute, T, d, u, nu, e, pos, neg, scale, du, de, acc,
+                  ws_for(st, cuda_loss_ws_bytes(T, 1)));
 }
 
 const struct backend_ops backend_cuda = {
@@ -759,6 +830,7 @@ const struct backend_ops backend_cuda = {
     .scatter_add_rows = cuda_op_scatter_add_rows,
     .adamw_step = cuda_op_adamw_step,
     .sum_squares = cuda_op_sum_squares,
+    .sumsq_acc = cuda_op_sumsq_acc,
     .hstu_attn_fwd = cuda_op_hstu_attn_fwd,
     .hstu_attn_bwd = cuda_op_hstu_attn_bwd,
     .sasrec_attn_fwd = cuda_op_sasrec_attn_fwd,
@@ -769,6 +841,10 @@ const struct backend_ops backend_cuda = {
     .emb_gather_shard = cuda_op_emb_gather_shard,
     .emb_sum_by_id = cuda_op_emb_sum_by_id,
     .emb_sparse_update = cuda_op_emb_sparse_update,
+    .emb_encode = cuda_op_emb_encode,
+    .emb_decode = cuda_op_emb_decode,
+    .count_range = cuda_op_count_range,
+    .sample_negatives = cuda_op_sample_negatives,
     .device_count = cuda_device_count,
     .device_open = cuda_device_open,
     .device_describe = cuda_device_describe,

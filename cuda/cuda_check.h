@@ -30,7 +30,14 @@ void cuda_host_wait(cudaStream_t s);
                               #call, __FILE__, __LINE__);                                \
     } while (0)
 
-/* After a kernel launch: configuration errors are reported here. */
-#define CUDA_CHECK_LAUNCH(name) CUDA_CHECK(cudaPeekAtLastError())
+/* After a kernel launch: configuration errors are reported here; with
+ * FREESCALE_CUDA_SYNC=1 in the environment the device is synchronised and
+ * checked too, so that a kernel's fault is reported at its launch, named
+ * (backend_cuda.c). */
+#ifdef __cplusplus
+extern "C"
+#endif
+void cuda_check_launch(const char *name, const char *file, int line);
+#define CUDA_CHECK_LAUNCH(name) cuda_check_launch((name), __FILE__, __LINE__)
 
 #endif

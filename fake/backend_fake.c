@@ -696,9 +696,9 @@ static void fk_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh,
     END();
 }
 
-static double fk_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                              const float *e, const int64_t *pos, const int64_t *neg,
-                              float scale, float *du, float *de, int64_t *count)
+static void fk_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                            const float *e, const int64_t *pos, const int64_t *neg, float scale,
+                            float *du, float *de, double *acc)
 {
     OP("softmax_loss");
     IN(u);
@@ -707,16 +707,14 @@ static double fk_softmax_loss(int64_t T, int d, int R, float inv_tau, const floa
     IN(neg);
     IN(du);
     IN(de);
-    double s = backend_cpu.softmax_loss(T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de,
-                                        count);
+    IN(acc);
+    backend_cpu.softmax_loss(T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de, acc);
     END();
-    devstats_sync();
-    return s;
 }
 
-static double fk_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
-                          const int64_t *pos, const int64_t *neg, float scale, float *du,
-                          float *de, int64_t *count)
+static void fk_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
+                        const int64_t *pos, const int64_t *neg, float scale, float *du,
+                        float *de, double *acc)
 {
     OP("bce_loss");
     IN(u);
@@ -725,10 +723,57 @@ static double fk_bce_loss(int64_t T, int d, const float *u, int64_t nu, const fl
     IN(neg);
     IN(du);
     IN(de);
-    double s = backend_cpu.bce_loss(T, d, u, nu, e, pos, neg, scale, du, de, count);
+    IN(acc);
+    backend_cpu.bce_loss(T, d, u, nu, e, pos, neg, scale, du, de, acc);
     END();
-    devstats_sync();
-    return s;
+}
+
+static void fk_sumsq_acc(int64_t n, const float *x, double *acc)
+{
+    OP("sumsq_acc");
+    IN(x);
+    IN(acc);
+    backend_cpu.sumsq_acc(n, x, acc);
+    END();
+}
+
+static void fk_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi, int64_t *acc)
+{
+    OP("count_range");
+    IN(x);
+    IN(acc);
+    backend_cpu.count_range(n, x, lo, hi, acc);
+    END();
+}
+
+static void fk_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys, int64_t T,
+                                int R, int64_t num_items, int64_t *out)
+{
+    OP("sample_negatives");
+    IN(keys);
+    IN(out);
+    backend_cpu.sample_negatives(seed, epoch, keys, T, R, num_items, out);
+    END();
+}
+
+static void fk_emb_encode(int codec, int64_t n, int dim, const float *rows, uint8_t *wire,
+                          uint64_t *bad)
+{
+    OP("emb_encode");
+    IN(rows);
+    IN(wire);
+    IN(bad);
+    backend_cpu.emb_encode(codec, n, dim, rows, wire, bad);
+    END();
+}
+
+static void fk_emb_decode(int codec, int64_t n, int dim, const uint8_t *wire, float *rows)
+{
+    OP("emb_decode");
+    IN(wire);
+    IN(rows);
+    backend_cpu.emb_decode(codec, n, dim, wire, rows);
+    END();
 }
 
 static int64_t fk_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
@@ -756,18 +801,16 @@ static void fk_emb_gather_shard(int64_t n, int dim, const float *w, const int64_
     END();
 }
 
-static int64_t fk_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
-                                int64_t *uid, float *out)
+static void fk_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
+                             int64_t *uid, float *out)
 {
     OP("emb_sum_by_id");
     IN(keys);
     IN(g);
     IN(uid);
     IN(out);
-    int64_t k = backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out);
+    backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out);
     END();
-    devstats_sync();
-    return k;
 }
 
 static void fk_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
@@ -811,6 +854,7 @@ const struct backend_ops backend_fake = {
     .scatter_add_rows = fk_scatter_add_rows,
     .adamw_step = fk_adamw_step,
     .sum_squares = fk_sum_squares,
+    .sumsq_acc = fk_sumsq_acc,
     .hstu_attn_fwd = fk_hstu_attn_fwd,
     .hstu_attn_bwd = fk_hstu_attn_bwd,
     .sasrec_attn_fwd = fk_sasrec_attn_fwd,
@@ -821,6 +865,10 @@ const struct backend_ops backend_fake = {
     .emb_gather_shard = fk_emb_gather_shard,
     .emb_sum_by_id = fk_emb_sum_by_id,
     .emb_sparse_update = fk_emb_sparse_update,
+    .emb_encode = fk_emb_encode,
+    .emb_decode = fk_emb_decode,
+    .count_range = fk_count_range,
+    .sample_negatives = fk_sample_negatives,
     .device_count = fk_device_count,
     .device_open = fk_device_open,
     .device_describe = fk_device_describe,

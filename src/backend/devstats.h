@@ -10,7 +10,9 @@
  *   allocs  device and pinned host allocations.
  *
  * One set of counters per process (a rank drives one device); the backends
- * add to them, the training loop takes them per logging interval. */
+ * add to them, the training loop takes them per logging interval. With
+ * FREESCALE_SYNC_TRACE set in the environment every host wait prints its
+ * call stack to stderr (a debugging aid: where do the waits come from). */
 #ifndef FS_DEVSTATS_H
 #define FS_DEVSTATS_H
 

@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/rng.h"
+#include "backend/stage.h"
 
 void model_positions(const struct model *m, const struct batch *b, const char *who,
                      int64_t *pos)
@@ -80,6 +81,7 @@ int model_init(struct model *m, const struct model_conf *conf, const struct back
     memset(m, 0, sizeof *m);
     m->conf = *conf;
     m->be = be;
+    m->stage = stage_new(be);
     if (conf->d < 1 || conf->heads < 1 || conf->d % conf->heads != 0)
         return errorf(err, errlen, "model.heads = %d must divide model.dim = %d", conf->heads,
                       conf->d);
@@ -109,6 +111,13 @@ void model_free(struct model *m)
     m->be->free(m->grad);
     m->grad = NULL;
     m->nparams = 0;
+    stage_free(m->stage);
+    m->stage = NULL;
+}
+
+void model_upload(struct model *m, void *dst, const void *src, size_t bytes)
+{
+    stage_up(m->stage, dst, src, bytes);
 }
 
 void model_zero_grads(struct model *m)

@@ -469,7 +469,7 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         *loss = train_step(tr, now, next, &tokens);
         steptime_end(&tr->st, now->cost);
         tr->step++;
-        guard_after_step(tr, loss);
+        guard_after_step(tr, loss, tr->sparse_sq, tr->dense_sq);
         ran = 1;
         lc->samples += now->global_B;
         lc->steps++;

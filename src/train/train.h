@@ -47,6 +47,7 @@ struct trainer {
     /* the divergence guard (guard.h): steps whose update was dropped */
     int64_t skipped;
     int skip_now;              /* this step's update is dropped (1 sparse and dense, 2 dense) */
+    double sparse_sq, dense_sq; /* the last step's sums of squares of the gradients (guard.h) */
     /* reporting */
     FILE *metrics;
     struct steptime st;
