@@ -37,13 +37,19 @@ struct backend_event {
     double t;       /* host seconds at completion */
 };
 
+#define FK_PENDING 256
+
 static struct {
     struct fk_item *q;
     int64_t head, n, cap; /* pending items q[head .. n) */
     int64_t enq, ran;     /* comm items enqueued, run (monotonic) */
     int64_t compute_need; /* comm items the compute stream waits for */
     uint64_t tick;
+    struct backend_event *pending[FK_PENDING]; /* recorded, not yet complete */
+    int npending;
 } g_st;
+
+static void complete(struct backend_event *e);
 
 void fake_tick(void) { g_st.tick++; }
 
@@ -70,7 +76,8 @@ static void run_one(const struct fk_item *it)
         fake_mem_close(it->dst);
 }
 
-/* Run the comm stream's items up to sequence number upto. */
+/* Run the comm stream's items up to sequence number upto; the events
+ * whose work has run are complete now (their time: now). */
 static void run_comm(int64_t upto)
 {
     while (g_st.ran < upto && g_st.head < g_st.n) {
@@ -79,6 +86,23 @@ static void run_comm(int64_t upto)
     }
     if (g_st.head == g_st.n)
         g_st.head = g_st.n = 0;
+    for (int i = 0; i < g_st.npending;) {
+        if (g_st.pending[i]->need <= g_st.ran) {
+            complete(g_st.pending[i]);
+            g_st.pending[i] = g_st.pending[--g_st.npending];
+        } else {
+            i++;
+        }
+    }
+}
+
+static void unpend(struct backend_event *e)
+{
+    for (int i = 0; i < g_st.npending; i++)
+        if (g_st.pending[i] == e) {
+            g_st.pending[i] = g_st.pending[--g_st.npending];
+            return;
+        }
 }
 
 static void enqueue(void *dst, const void *src, size_t bytes, int add)
@@ -129,7 +153,13 @@ struct backend_event *fake_event_new(int timing)
     return e;
 }
 
-void fake_event_free(struct backend_event *e) { free(e); }
+void fake_event_free(struct backend_event *e)
+{
+    if (!e)
+        return;
+    unpend(e);
+    free(e);
+}
 
 static void complete(struct backend_event *e)
 {
@@ -146,8 +176,14 @@ void fake_event_record(struct backend_event *e, enum backend_stream s)
     e->done = 0;
     e->tick = g_st.tick;
     e->need = s == BACKEND_COMM ? g_st.enq : g_st.compute_need;
-    if (g_st.ran >= e->need)
+    unpend(e);
+    if (g_st.ran >= e->need) {
         complete(e); /* the compute stream's work so far has run */
+    } else {
+        if (g_st.npending == FK_PENDING)
+            fatal("fake device: more than %d events in flight", FK_PENDING);
+        g_st.pending[g_st.npending++] = e;
+    }
 }
 
 int fake_event_query(struct backend_event *e)

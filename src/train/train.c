@@ -255,6 +255,30 @@ static void report_device(struct trainer *tr, int64_t steps, struct metrics_line
                 comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.allocs) / n);
 }
 
+/* The device-side phase timers over the interval (gputime.h), means over
+ * the ranks (collective): v[0] gpu_ms, v[1] gpu_busy, then the phases' ms;
+ * 0 without a device. */
+static int gpu_figures(struct trainer *tr, double v[2 + GPU_NPHASES])
+{
+    if (!gputime_take(&tr->gt, v + 2, &v[0], &v[1]))
+        return 0;
+    const double P = tr->c->g[COMM_DP].size;
+    for (int i = 0; i < 2 + GPU_NPHASES; i++)
+        v[i] = comm_allreduce_sum_f64(tr->c, COMM_DP, v[i]) / P;
+    return 1;
+}
+
+static void report_gpu(const double v[2 + GPU_NPHASES], struct metrics_line *l)
+{
+    metrics_num(l, "gpu_ms", v[0]);
+    metrics_num(l, "gpu_busy", v[1]);
+    char key[48];
+    for (int ph = 0; ph < GPU_NPHASES; ph++) {
+        snprintf(key, sizeof key, "gpu_%s_ms", gputime_name((enum gpu_phase)ph));
+        metrics_num(l, key, v[2 + ph]);
+    }
+}
+
 static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
                             double samples_s, double tokens_s, double eta, int64_t total,
                             int64_t steps, struct split_stats *sx)
@@ -262,13 +286,18 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     struct emb_wire_stats w;
     emb_table_wire_take(tr->items, tr->c, &w);
     const double nw = w.lookups ? (double)w.lookups : 1;
+    double gv[2 + GPU_NPHASES];
+    char gpu[64] = "";
+    const int on_gpu = gpu_figures(tr, gv);
+    if (on_gpu)
+        snprintf(gpu, sizeof gpu, " gpu %.1f ms/step busy %.0f%%", gv[0], 100 * gv[1]);
     log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f bubble %.1f%% "
              "imbalance %.2f comm exposed %.1f ms overlap %.0f%% bytes/step rows %.0f grads "
-             "%.0f (%.3f of fp32 without de-duplication) ETA %.0fs",
+             "%.0f (%.3f of fp32 without de-duplication)%s ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
              tokens_s, 100 * st->bubble, st->imbalance, st->wait_ms, 100 * st->overlap,
              w.rows / nw, w.grads / nw,
-             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, eta);
+             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, gpu, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -288,6 +317,8 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     metrics_num(&l, "overlap", st->overlap);
     report_wire(&w, &l);
     report_device(tr, steps, &l);
+    if (on_gpu)
+        report_gpu(gv, &l);
     if (tr->conf.nonfinite_skip)
         metrics_int(&l, "skipped_steps", tr->skipped);
     if (tr->conf.split_long.on)

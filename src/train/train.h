@@ -16,6 +16,7 @@
 #include "embedding/emb_exchange.h"
 #include "model/model.h"
 #include "train/dense_optim.h"
+#include "train/gputime.h"
 #include "train/planner.h"
 #include "train/steptime.h"
 #include "train/train_conf.h"
@@ -51,6 +52,7 @@ struct trainer {
     /* reporting */
     FILE *metrics;
     struct steptime st;
+    struct gputime gt;         /* device-side phase timers (gputime.h) */
 };
 
 /* Start-up of every command that runs the model (train, and the commands

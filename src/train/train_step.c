@@ -298,6 +298,7 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     struct emb_exchange *x = in->x;
     const int d = tr->conf.d;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
+    gputime_begin(&tr->gt, GPU_EXCHANGE);
     emb_output_post(tr->items, tr->c, x, NULL);
     steptime_phase(&tr->st, PH_LOOKUP);
     if (s->lookahead && next && !s->read_late)
@@ -313,6 +314,7 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     mirror_up(&s->inv, 0, ib);
     float *emb = mirror_bind(&s->emb, be, be, NULL, rows_bytes(T, d));
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
+    gputime_end(&tr->gt, GPU_EXCHANGE);
     steptime_phase(&tr->st, PH_LOOKUP);
     return emb;
 }
@@ -374,9 +376,11 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     const int64_t T = b->T, nuniq = emb_exchange_nuniq(x);
     double t_work = clock_seconds();
     float *out = mirror_bind(&s->out, be, be, NULL, rows_bytes(T, d));
+    gputime_begin(&tr->gt, GPU_FORWARD);
     comm_compute_begin();
     tr->m.vt->forward(&tr->m, b, emb, out);
     comm_compute_end();
+    gputime_end(&tr->gt, GPU_FORWARD);
     struct step_input *nx = &s->in[1 - s->cur];
     if (s->lookahead && next && s->read_late) {
         double t_read = clock_seconds();
@@ -387,16 +391,20 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     if (nx->ready)
         emb_input_post_ids(tr->c, nx->x);
     if (s->prioritized) { /* targets and negatives: chunk 1 */
+        gputime_begin(&tr->gt, GPU_EXCHANGE);
         emb_output_wait(x, 1, NULL);
         chunk_up(&s->rows, x, d, 1);
+        gputime_end(&tr->gt, GPU_EXCHANGE);
     }
     const float *rows = mirror_at(&s->rows);
     const int64_t *inv = mirror_at(&s->inv);
     const size_t ud = rows_bytes(nuniq, d);
     float *du = mirror_bind(&s->du, be, be, NULL, rows_bytes(T, d));
     float *drows = mirror_bind(&s->grads, be, tb, emb_exchange_grads(x), ud);
+    gputime_begin(&tr->gt, GPU_FORWARD);
     be->zero(drows, ud);
     step_loss(s, in, out, rows, inv, scale, du, drows);
+    gputime_end(&tr->gt, GPU_FORWARD);
     if (s->prioritized) {
         chunk_down(&s->grads, x, d, 1);
         emb_grad_post_chunk(tr->items, tr->c, x, 1, NULL);
@@ -417,10 +425,12 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     model_zero_grads(&tr->m);
     dense_sync_begin(s->dense);
     float *demb = mirror_bind(&s->demb, be, be, NULL, rows_bytes(b->T, d));
+    gputime_begin(&tr->gt, GPU_BACKWARD);
     comm_compute_begin();
     tr->m.vt->backward(&tr->m, b, mirror_at(&s->du), demb);
     comm_compute_end();
     be->scatter_add_rows(b->T, d, demb, mirror_at(&s->inv), mirror_at(&s->grads));
+    gputime_end(&tr->gt, GPU_BACKWARD);
     chunk_down(&s->grads, in->x, d, 0);
     if (!s->prioritized) /* chunk 1 still here too */
         chunk_down(&s->grads, in->x, d, 1);
@@ -438,11 +448,13 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
 static void phase_grad_exchange(struct step_state *s, struct step_input *in, int apply)
 {
     struct trainer *tr = s->tr;
+    gputime_begin(&tr->gt, GPU_EXCHANGE);
     if (apply) /* else dropped (guard.h): input_release drains chunk 1's */
         emb_grad_post(tr->items, tr->c, in->x, NULL);
     dense_sync_post_last(s->dense);
     if (apply)
         emb_grad_finish(tr->items, tr->c, in->x, NULL);
+    gputime_end(&tr->gt, GPU_EXCHANGE);
     steptime_phase(&tr->st, PH_GRAD_EXCHANGE);
 }
 
@@ -462,6 +474,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     struct step_state *s = tr->state;
     struct step_input *in = &s->in[s->cur];
     const int skip_mode = tr->conf.nonfinite_skip;
+    const double t_start = clock_seconds();
     s->in_step = 1;
     tr->be->zero(s->sc, sizeof s->hsc);
     s->sparse_host = 0;
@@ -484,14 +497,17 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     phase_dense_allreduce(s);
     if (skip_mode)
         read_scalars(s);
+    gputime_begin(&tr->gt, GPU_OPTIMIZER);
     if (guard_dense_ok(tr, s->hsc[SC_DENSE]))
         dense_optim_step(&tr->optim, &tr->m, tr->step);
+    gputime_end(&tr->gt, GPU_OPTIMIZER);
     steptime_phase(&tr->st, PH_OPTIMIZER);
 
     input_release(in);
     if (s->in[1 - s->cur].ready)
         s->cur = 1 - s->cur;
     read_scalars(s); /* the step's one host wait for its results */
+    gputime_step(&tr->gt, clock_seconds() - t_start);
     tr->sparse_sq = same ? s->hsc[SC_SPARSE] : s->sparse_host;
     tr->dense_sq = s->hsc[SC_DENSE];
     double loss = comm_allreduce_sum_f64(tr->c, COMM_DP, s->hsc[SC_LOSS]);
@@ -510,6 +526,7 @@ void train_step_init(struct trainer *tr)
     s->tr = tr;
     s->lookahead = cf->overlap != OVERLAP_NONE;
     s->read_late = !backend_is_host(tr->be);
+    gputime_init(&tr->gt, tr->be);
     s->sc = tr->be->alloc(sizeof s->hsc);
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED;
     s->slow = cf->slow_rank == tr->c->rank ? cf->slow_factor : 1.0;
@@ -560,6 +577,7 @@ void train_step_free(struct trainer *tr)
         mirror_free(m[i]);
     loss_ws_free(&s->lws);
     tr->be->free(s->sc);
+    gputime_free(&tr->gt);
     free(s->shard_ids);
     free(s->logq);
     free(s);
