@@ -70,7 +70,10 @@ X(embedding, lr, FLOAT, "0.01", 1e-12, 100, NULL, "learning rate of the sparse o
 X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
   "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
 X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
-  "where each rank's shard and its optimizer state live: host memory, or device memory with de-duplication, gathers, gradient sums and the sparse update on the GPU (the CUDA backend; not yet verified on a GPU); auto = host")
+  "where each rank's shard and its optimizer state live: host memory, or device memory, where "
+  "the ids, rows and gradients of the exchanges stay (de-duplication, gathers, codecs, sums and "
+  "the sparse update on the device; the CUDA backend or the fake device; not yet verified on a "
+  "GPU); auto = host")
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "

@@ -101,8 +101,12 @@ static void pool_release(struct model *m, struct buf_pool *bp)
     bp->n = 0;
 }
 
-/* A capacity for need, growing by half at least. */
-static int64_t grown(int64_t need, int64_t cap) { return need > cap + cap / 2 ? need : cap + cap / 2; }
+/* A capacity for need, growing by half at least, with a quarter to spare
+ * (batches vary: a few growths, then none; each one reallocates). */
+static int64_t grown(int64_t need, int64_t cap)
+{
+    return need > cap + cap / 2 ? need + need / 4 : cap + cap / 2;
+}
 
 static void *buf(struct model *m, size_t bytes)
 {
