@@ -114,7 +114,8 @@ void device_select(struct comm *c, const struct params *p, struct device_choice 
     if (want && !have) {
         if (!be)
             fatal("device.type=cuda: %s (configure --with-cuda to build the CUDA backend)", err);
-        fatal("device.type=%s: no usable device on this rank: %s", name, err);
+        fatal("device.type=%s: no usable %s on this rank: %s", name, fake ? "device" : "GPU",
+              err);
     }
     if (!want && nhave < c->size) {
         log_info("notice: device.type=auto: running on the CPU (%s)",
