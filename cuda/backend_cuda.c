@@ -38,18 +38,9 @@
 #include "backend/backend.h"
 #include "backend/devstats.h"
 #include "cuda/cuda_check.h"
+#include "cuda/cuda_priv.h"
 #include "cuda/kernels.h"
 #include "base/log.h"
-
-/* cuBLAS calls: the status number and its description */
-#define CUBLAS_CHECK(call)                                                               \
-    do {                                                                                 \
-        cublasStatus_t cublas_check_st_ = (call);                                        \
-        if (cublas_check_st_ != CUBLAS_STATUS_SUCCESS)                                   \
-            cuda_check_failed((int)cublas_check_st_,                                     \
-                              cublasGetStatusString(cublas_check_st_), #call, __FILE__,  \
-                              __LINE__);                                                 \
-    } while (0)
 
 void cuda_check_failed(int err, const char *reason, const char *call, const char *file,
                        int line)
@@ -63,14 +54,7 @@ void cuda_host_wait(cudaStream_t s)
     CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-static struct cuda_state {
-    int open;
-    int device;
-    cudaStream_t compute, comm;
-    cudaEvent_t compute_mark, comm_mark; /* "work enqueued so far" on each stream */
-    cublasHandle_t blas;
-    struct cuda_ws ws; /* the ops' scratch */
-} g_cuda;
+struct cuda_state g_cuda;
 
 static int g_sync_mode = -1; /* FREESCALE_CUDA_SYNC: unread, off, on */
 
@@ -106,7 +90,7 @@ void *cuda_ws_take(struct cuda_ws *ws, size_t bytes)
 
 size_t cuda_ws_round(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-static struct cuda_state *cuda_state(void)
+struct cuda_state *cuda_state(void)
 {
     if (!g_cuda.open)
         fatal("backend cuda: no device opened");
@@ -128,146 +112,6 @@ static struct cuda_ws *ws_for(struct cuda_state *st, size_t bytes)
     }
     st->ws.used = 0;
     return &st->ws;
-}
-
-/* ---- devices ---------------------------------------------------------- */
-
-static int cuda_device_count(char *err, size_t errlen)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* clear the sticky error */
-        return errorf(err, errlen, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
-    }
-    return n;
-}
-
-/* Release what a failed device_open created (each handle is zero when not
- * created); errors are ignored on this path, the open reports its own. */
-static void cuda_release_partial(struct cuda_state *st)
-{
-    if (st->blas)
-        (void)cublasDestroy(st->blas);
-    if (st->comm_mark)
-        (void)cudaEventDestroy(st->comm_mark);
-    if (st->compute_mark)
-        (void)cudaEventDestroy(st->compute_mark);
-    if (st->comm)
-        (void)cudaStreamDestroy(st->comm);
-    if (st->compute)
-        (void)cudaStreamDestroy(st->compute);
-    (void)cudaGetLastError();
-    memset(st, 0, sizeof *st);
-}
-
-/* In device_open: a failing runtime call is the user's error to read, not a
- * crash; undo what was made and return -1 with the reason. */
-#define OPEN_TRY(call)                                                                   \
-    do {                                                                                 \
-        cudaError_t open_try_e_ = (call);                                                \
-        if (open_try_e_ != cudaSuccess) {                                                \
-            cuda_release_partial(st);                                                    \
-            return errorf(err, errlen, "%s failed: %s (%s)", #call,                      \
-                          cudaGetErrorName(open_try_e_), cudaGetErrorString(open_try_e_)); \
-        }                                                                                \
-    } while (0)
-
-#define OPEN_TRY_BLAS(call)                                                              \
-    do {                                                                                 \
-        cublasStatus_t open_try_s_ = (call);                                             \
-        if (open_try_s_ != CUBLAS_STATUS_SUCCESS) {                                      \
-            cuda_release_partial(st);                                                    \
-            return errorf(err, errlen, "%s failed: %s (%s)", #call,                      \
-                          cublasGetStatusName(open_try_s_),                              \
-                          cublasGetStatusString(open_try_s_));                           \
-        }                                                                                \
-    } while (0)
-
-static int cuda_device_open(int device, int tf32, char *err, size_t errlen)
-{
-    struct cuda_state *st = &g_cuda;
-    const cublasMath_t math = tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
-    if (st->open) {
-        if (device != st->device)
-            return errorf(err, errlen, "device %d requested, but device %d is already open",
-                          device, st->device);
-        CUBLAS_CHECK(cublasSetMathMode(st->blas, math));
-        return 0;
-    }
-    int count = cuda_device_count(err, errlen);
-    if (count < 0)
-        return -1;
-    if (device < 0 || device >= count)
-        return errorf(err, errlen, "device %d out of range: %d CUDA device%s visible", device,
-                      count, count == 1 ? "" : "s");
-    OPEN_TRY(cudaSetDevice(device));
-    int least = 0, greatest = 0; /* numerically: least >= greatest */
-    OPEN_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    OPEN_TRY(cudaStreamCreateWithPriority(&st->compute, cudaStreamNonBlocking, least));
-    OPEN_TRY(cudaStreamCreateWithPriority(&st->comm, cudaStreamNonBlocking, greatest));
-    OPEN_TRY(cudaEventCreateWithFlags(&st->compute_mark, cudaEventDisableTiming));
-    OPEN_TRY(cudaEventCreateWithFlags(&st->comm_mark, cudaEventDisableTiming));
-    OPEN_TRY_BLAS(cublasCreate(&st->blas));
-    OPEN_TRY_BLAS(cublasSetStream(st->blas, st->compute));
-    OPEN_TRY_BLAS(cublasSetMathMode(st->blas, math));
-    st->device = device;
-    st->open = 1;
-    return 0;
-}
-
-static int cuda_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
-{
-    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "cudaMemGetInfo: %s", cudaGetErrorString(e));
-        return -1;
-    }
-    return 0;
-}
-
-/* "GPU-<uuid> pci 0000:65:00.0": the UUID and the PCI location */
-static int cuda_device_uuid(int device, char *buf, size_t len, char *err, size_t errlen)
-{
-    struct cudaDeviceProp prop;
-    cudaError_t e = cudaGetDeviceProperties(&prop, device);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return errorf(err, errlen, "cudaGetDeviceProperties(%d): %s", device,
-                      cudaGetErrorString(e));
-    }
-    const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
-    snprintf(buf, len,
-             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x "
-             "pci %04x:%02x:%02x.0",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-             u[13], u[14], u[15], (unsigned)prop.pciDomainID, (unsigned)prop.pciBusID,
-             (unsigned)prop.pciDeviceID);
-    return 0;
-}
-
-/* "NVIDIA H200 (device 0, 139.8 GiB, sm_90, driver 13.0, runtime 13.0)";
- * informational, so a failing query is described in buf, not fatal */
-static void cuda_device_describe(char *buf, size_t len)
-{
-    int dev = g_cuda.device, drv = 0, rt = 0;
-    cudaError_t e = g_cuda.open ? cudaSuccess : cudaGetDevice(&dev);
-    struct cudaDeviceProp prop;
-    if (e == cudaSuccess)
-        e = cudaGetDeviceProperties(&prop, dev);
-    if (e == cudaSuccess)
-        e = cudaDriverGetVersion(&drv);
-    if (e == cudaSuccess)
-        e = cudaRuntimeGetVersion(&rt);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(buf, len, "CUDA device %d (no description: %s)", dev, cudaGetErrorString(e));
-        return;
-    }
-    snprintf(buf, len, "%s (device %d, %.1f GiB, sm_%d%d, driver %d.%d, runtime %d.%d)",
-             prop.name, dev, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
-             prop.major, prop.minor, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
 }
 
 /* ---- memory ----------------------------------------------------------- */
@@ -361,7 +205,7 @@ static void cuda_host_free(void *p)
 }
 
 /* the comm stream waits for everything enqueued so far on the compute one */
-static void cuda_comm_after_compute(struct cuda_state *st)
+void cuda_comm_after_compute(struct cuda_state *st)
 {
     CUDA_CHECK(cudaEventRecord(st->compute_mark, st->compute));
     CUDA_CHECK(cudaStreamWaitEvent(st->comm, st->compute_mark, 0));
@@ -391,142 +235,6 @@ static void cuda_to_device_async(void *dst, const void *host_src, size_t bytes)
 }
 
 static void cuda_comm_sync(void) { cuda_host_wait(cuda_state()->comm); }
-
-/* ---- events ------------------------------------------------------------- */
-
-struct backend_event {
-    cudaEvent_t ev;
-    int timing;
-};
-
-static cudaStream_t stream_of(struct cuda_state *st, enum backend_stream s)
-{
-    return s == BACKEND_COMM ? st->comm : st->compute;
-}
-
-static struct backend_event *cuda_event_new(int timing)
-{
-    (void)cuda_state();
-    struct backend_event *e = calloc(1, sizeof *e);
-    if (!e)
-        fatal("backend cuda: out of memory for an event");
-    e->timing = timing;
-    CUDA_CHECK(cudaEventCreateWithFlags(&e->ev, timing ? cudaEventDefault
-                                                       : cudaEventDisableTiming));
-    return e;
-}
-
-static void cuda_event_free(struct backend_event *e)
-{
-    if (!e)
-        return;
-    CUDA_CHECK(cudaEventDestroy(e->ev));
-    free(e);
-}
-
-static void cuda_event_record(struct backend_event *e, enum backend_stream s)
-{
-    CUDA_CHECK(cudaEventRecord(e->ev, stream_of(cuda_state(), s)));
-}
-
-static int cuda_event_query(struct backend_event *e)
-{
-    cudaError_t r = cudaEventQuery(e->ev);
-    if (r == cudaErrorNotReady)
-        return 0;
-    CUDA_CHECK(r);
-    return 1;
-}
-
-static void cuda_event_sync(struct backend_event *e)
-{
-    devstats_sync();
-    CUDA_CHECK(cudaEventSynchronize(e->ev));
-}
-
-static void cuda_stream_wait(enum backend_stream s, struct backend_event *e)
-{
-    CUDA_CHECK(cudaStreamWaitEvent(stream_of(cuda_state(), s), e->ev, 0));
-}
-
-static float cuda_event_ms(struct backend_event *start, struct backend_event *end)
-{
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start->ev, end->ev));
-    return ms;
-}
-
-/* ---- CUDA IPC and the intra-node transports ---------------------------- */
-/* Verified on one H200 shared by several processes; not yet between two
- * GPUs (peer access) of a node. The handles travel between the processes of a
- * node (src/comm/dense_ipc.c); a mapping of a buffer on another device enables
- * peer access lazily. Failures to export or map are returned, not fatal:
- * parallel.transport=auto falls back to MPI. */
-
-_Static_assert(sizeof(cudaIpcMemHandle_t) == BACKEND_IPC_HANDLE_BYTES,
-               "BACKEND_IPC_HANDLE_BYTES must be the size of cudaIpcMemHandle_t");
-
-static int cuda_ipc_export(void *dev_ptr, void *handle, char *err, size_t errlen)
-{
-    (void)cuda_state();
-    cudaIpcMemHandle_t h;
-    cudaError_t e = cudaIpcGetMemHandle(&h, dev_ptr);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return errorf(err, errlen, "cudaIpcGetMemHandle failed: %s (%s)", cudaGetErrorName(e),
-                      cudaGetErrorString(e));
-    }
-    memcpy(handle, &h, sizeof h);
-    return 0;
-}
-
-static void *cuda_ipc_open(const void *handle, char *err, size_t errlen)
-{
-    (void)cuda_state();
-    cudaIpcMemHandle_t h;
-    memcpy(&h, handle, sizeof h);
-    void *p = NULL;
-    cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        errorf(err, errlen, "cudaIpcOpenMemHandle failed: %s (%s)", cudaGetErrorName(e),
-               cudaGetErrorString(e));
-        return NULL;
-    }
-    return p;
-}
-
-static void cuda_ipc_close(void *peer_ptr)
-{
-    if (!peer_ptr)
-        return;
-    struct cuda_state *st = cuda_state();
-    cuda_host_wait(st->comm); /* no copy still reads the mapping */
-    CUDA_CHECK(cudaIpcCloseMemHandle(peer_ptr));
-}
-
-/* on the comm stream, after the compute stream's work so far (the buffers
- * it writes are final): the copy engines or a copy kernel (copy.cu) */
-static void cuda_peer_copy(void *dst, const void *src, size_t bytes, int use_kernel)
-{
-    struct cuda_state *st = cuda_state();
-    if (!bytes || dst == src)
-        return;
-    cuda_comm_after_compute(st);
-    if (use_kernel)
-        cuda_copy_kernel(st->comm, dst, src, bytes);
-    else
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st->comm));
-}
-
-static void cuda_comm_add(float *y, const float *x, int64_t n)
-{
-    struct cuda_state *st = cuda_state();
-    if (n <= 0)
-        return;
-    cuda_comm_after_compute(st);
-    cuda_add(st->comm, n, y, x);
-}
 
 /* ---- GEMM ------------------------------------------------------------- */
 

@@ -14,8 +14,10 @@
  *                  synchronisation, an event query that finds them done, a
  *                  compute operation that waits for them), so a missing
  *                  synchronisation shows as stale data.
- *   backend_fake.c the ops table (the CPU's operations, each opening its
- *                  operands) and the device management, with the knobs.
+ *   fake_device.c  the device management with the knobs, memory and copies,
+ *                  events, IPC, the opening of an operation's operands;
+ *   backend_fake.c the compute operations (the CPU's, each opening its
+ *                  operands) and the ops table.
  *
  * Single-threaded like the other backends: operations come from the thread
  * that drives the device. */
@@ -85,5 +87,51 @@ int fake_event_query(struct backend_event *e);
 void fake_event_sync(struct backend_event *e);
 void fake_stream_wait(enum backend_stream s, struct backend_event *e);
 float fake_event_ms(struct backend_event *start, struct backend_event *end);
+
+/* --- fake_device.c: the device, memory, copies, events ----------------------- */
+
+/* One operation: its operands opened while it runs (fake_op_arg: a device
+ * operand, NULL = an absent optional one; fatal() when not device memory). */
+#define FK_MAX_ARGS 16
+struct fk_op {
+    const char *name;
+    int n;
+    const void *p[FK_MAX_ARGS];
+};
+void fake_op_begin(struct fk_op *o, const char *name);
+void fake_op_arg(struct fk_op *o, const void *p, const char *what);
+void fake_op_end(struct fk_op *o);
+/* fatal() when p is device memory (a host buffer was expected) */
+void fake_not_device(const void *p, const char *op, const char *what);
+
+int fk_device_count(char *err, size_t errlen);
+int fk_device_uuid(int device, char *buf, size_t len, char *err, size_t errlen);
+int fk_device_open(int device, int tf32, char *err, size_t errlen);
+void fk_device_describe(char *buf, size_t len);
+int fk_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+int fk_mpi_direct(void);
+void fk_mpi_expose(const void *p, size_t bytes, int on);
+void *fk_alloc(size_t bytes);
+void fk_free(void *p);
+void fk_to_device(void *dst, const void *src, size_t bytes);
+void fk_to_host(void *dst, const void *src, size_t bytes);
+void fk_copy(void *dst, const void *src, size_t bytes);
+void fk_zero(void *p, size_t bytes);
+void fk_synchronize(void);
+void *fk_host_alloc(size_t bytes);
+void fk_host_free(void *p);
+void fk_to_host_async(void *dst, const void *src, size_t bytes);
+void fk_to_device_async(void *dst, const void *src, size_t bytes);
+void fk_comm_sync(void);
+int fk_ipc_export(void *p, void *handle, char *err, size_t errlen);
+void *fk_ipc_open(const void *handle, char *err, size_t errlen);
+void fk_ipc_close(void *p);
+void fk_peer_copy(void *dst, const void *src, size_t bytes, int use_kernel);
+void fk_comm_add(float *y, const float *x, int64_t n);
+struct backend_event *fk_event_new(int timing);
+void fk_event_record(struct backend_event *e, enum backend_stream s);
+int fk_event_query(struct backend_event *e);
+void fk_event_sync(struct backend_event *e);
+void fk_stream_wait(enum backend_stream s, struct backend_event *e);
 
 #endif
