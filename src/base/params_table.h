@@ -99,7 +99,10 @@ X(embedding, lr, FLOAT, "0.01", 1e-12, 100, NULL, "learning rate of the sparse o
 X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
   "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
 X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
-  "where each rank's shard and its optimizer state live: host memory, or device memory with de-duplication, gathers, gradient sums and the sparse update on the GPU (the CUDA backend; not yet verified on a GPU); auto = host")
+  "where each rank's shard and its optimizer state live: host memory, or device memory, where "
+  "the ids, rows and gradients of the exchanges stay (de-duplication, gathers, codecs, sums and "
+  "the sparse update on the device; the CUDA backend or the fake device; not yet verified on a "
+  "GPU); auto = host")
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "
@@ -182,10 +185,13 @@ X(parallel, timeout, INT, "300", 0, 1000000, NULL,
   "watchdog: a rank that makes no progress (no phase, collective or write completed) for "
   "this many seconds prints its step, phase and the collective it waits in, and aborts the "
   "job (0 = off)")
-X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda",
-  "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the CPU")
+X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda|fake",
+  "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the "
+  "CPU; fake = the fake device, a test backend (the CPU's operations behaving like a discrete "
+  "GPU: guarded memory, deferred copies; doc/gpu.md)")
 X(device, share, BOOL, "off", 0, 1, NULL,
-  "allow more ranks per node than GPUs (ranks share devices round-robin; for tests)")
+  "allow ranks of a node to share a device (the ranks compare device identities; for tests "
+  "and small runs)")
 X(device, tf32, BOOL, "off", 0, 1, NULL,
   "let cuBLAS use TF32 tensor cores for float GEMMs (faster, ~1e-3 relative error)")
 X(device, peak_tflops, FLOAT, "0", 0, 1e6, NULL,

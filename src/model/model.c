@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/rng.h"
+#include "backend/stage.h"
 
 void model_positions(const struct model *m, const struct batch *b, const char *who,
                      int64_t *pos)
@@ -106,6 +107,7 @@ int model_init(struct model *m, const struct model_conf *conf, const struct back
     m->be = be;
     if (model_conf_check(conf, err, errlen))
         return -1;
+    m->stage = stage_new(be);
     int rc = conf->type == MODEL_HSTU ? model_hstu_init(m, seed, err, errlen)
                                       : model_sasrec_init(m, seed, err, errlen);
     if (rc)
@@ -136,6 +138,13 @@ void model_free(struct model *m)
     m->be->free(m->grad);
     m->grad = NULL;
     m->nparams = 0;
+    stage_free(m->stage);
+    m->stage = NULL;
+}
+
+void model_upload(struct model *m, void *dst, const void *src, size_t bytes)
+{
+    stage_up(m->stage, dst, src, bytes);
 }
 
 struct dense_tensor *model_param(struct model *m, const char *name)

@@ -112,6 +112,7 @@ struct model_hook {
 };
 
 struct model;
+struct stage;
 struct model_vtable {
     void (*forward)(struct model *m, const struct batch *b, const float *emb, float *out);
     void (*backward)(struct model *m, const struct batch *b, const float *dout, float *demb);
@@ -130,6 +131,7 @@ struct model {
     float *grad;
     int64_t ngrad;
     struct model_hook hook; /* between layers (model_set_hook); none by default */
+    struct stage *stage;    /* the batch's uploads (model_upload) */
     void *priv;         /* activations saved by forward for backward */
 };
 
@@ -151,6 +153,11 @@ void model_set_hook(struct model *m, struct model_hook h);
 void model_between_layers(const struct model *m, int first_final);
 
 #define MODEL_GRAD_ALIGN 64
+
+/* For model files: dst[bytes] (backend memory) = the host bytes src, before
+ * the backend's next operation, without a host wait (backend/stage.h); src
+ * may be reused at once. */
+void model_upload(struct model *m, void *dst, const void *src, size_t bytes);
 
 /* For model files: pos[t] = the position of token t in its sequence
  * (pos0[b] + t - offsets[b] with batch.split, else t - offsets[b]), after

@@ -101,8 +101,12 @@ static void pool_release(struct model *m, struct buf_pool *bp)
     bp->n = 0;
 }
 
-/* A capacity for need, growing by half at least. */
-static int64_t grown(int64_t need, int64_t cap) { return need > cap + cap / 2 ? need : cap + cap / 2; }
+/* A capacity for need, growing by half at least, with a quarter to spare
+ * (batches vary: a few growths, then none; each one reallocates). */
+static int64_t grown(int64_t need, int64_t cap)
+{
+    return need > cap + cap / 2 ? need + need / 4 : cap + cap / 2;
+}
 
 static void *buf(struct model *m, size_t bytes)
 {
@@ -206,7 +210,6 @@ static void reserve(struct model *m, int64_t B, int64_t T)
 static void load_split(struct model *m, const struct batch *b)
 {
     struct hstu_priv *P = m->priv;
-    const struct backend_ops *be = m->be;
     const struct model_split *sp = b->split;
     P->split = sp != NULL;
     if (!sp)
@@ -216,12 +219,12 @@ static void load_split(struct model *m, const struct batch *b)
               "(parallel.split_long)", m->be->name);
     const int64_t K = sp->key_off[b->B];
     kbuf_reserve(m, b->B, K);
-    be->to_device(P->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
-    be->to_device(P->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, P->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
+    model_upload(m, P->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
     if (P->use_ts) {
         if (!sp->key_ts)
             fatal("model_hstu: a split batch with timestamps needs its keys' timestamps");
-        be->to_device(P->key_ts, sp->key_ts, (size_t)K * sizeof(int64_t));
+        model_upload(m, P->key_ts, sp->key_ts, (size_t)K * sizeof(int64_t));
     }
 }
 
@@ -230,19 +233,18 @@ static void load_split(struct model *m, const struct batch *b)
 static void load_batch(struct model *m, const struct batch *b)
 {
     struct hstu_priv *P = m->priv;
-    const struct backend_ops *be = m->be;
     int64_t T = b->T;
     int64_t *pos = xmalloc((size_t)(T > 0 ? T : 1) * sizeof *pos);
     model_positions(m, b, "model_hstu", pos);
-    be->to_device(P->pos, pos, (size_t)T * sizeof *pos);
+    model_upload(m, P->pos, pos, (size_t)T * sizeof *pos);
     free(pos);
-    be->to_device(P->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, P->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
     P->use_ts = m->conf.time_bias && b->ts;
     if (P->use_ts)
-        be->to_device(P->ts, b->ts, (size_t)T * sizeof(int64_t));
+        model_upload(m, P->ts, b->ts, (size_t)T * sizeof(int64_t));
     P->dropped = b->train && m->conf.dropout > 0;
     if (P->dropped)
-        be->to_device(P->keys, b->row_keys, (size_t)T * sizeof(uint64_t));
+        model_upload(m, P->keys, b->row_keys, (size_t)T * sizeof(uint64_t));
     P->B = b->B;
     P->T = T;
     load_split(m, b);

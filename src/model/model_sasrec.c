@@ -162,8 +162,8 @@ static void split_load(struct model *m, const struct batch *b)
         s->kcap = n;
         s->kcap_b = nb;
     }
-    m->be->to_device(s->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
-    m->be->to_device(s->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, s->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
+    model_upload(m, s->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
 }
 
 /* Make every buffer hold T rows (grown per batch, never per sequence). */
@@ -246,11 +246,11 @@ static void positions(struct model *m, const struct batch *b)
         s->cap_b = b->B + 1 + b->B / 2;
         s->offsets = m->be->alloc((size_t)s->cap_b * sizeof(int64_t));
     }
-    m->be->to_device(s->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, s->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
     if (b->train && m->conf.dropout > 0)
-        m->be->to_device(s->keys, b->row_keys, (size_t)b->T * sizeof(uint64_t));
+        model_upload(m, s->keys, b->row_keys, (size_t)b->T * sizeof(uint64_t));
     model_positions(m, b, "sasrec", s->pos_host);
-    m->be->to_device(s->pos, s->pos_host, (size_t)b->T * sizeof(int64_t));
+    model_upload(m, s->pos, s->pos_host, (size_t)b->T * sizeof(int64_t));
 }
 
 /* emb, out: [T, d] */

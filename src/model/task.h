@@ -80,6 +80,7 @@ void task_describe(const struct task_spec *t, char *buf, size_t len);
 /* --- the interface of the training step ------------------------------------ */
 
 struct loss_full_shard;
+struct loss_ws;
 
 /* A step's tensors as a task sees them (backend memory unless noted). */
 struct task_step {
@@ -89,8 +90,10 @@ struct task_step {
     int d;
     const float *out;        /* [T, d] the model's outputs at the event tokens */
     float *du;               /* [T, d] the loss's gradient w.r.t. out */
+    double *acc;             /* [2] the loss's sum and count are added here */
     float scale;             /* retrieval: 1 / the global number of positions */
     /* retrieval: the rows looked up after the inputs (targets, negatives) */
+    struct loss_ws *ws;      /* the normalisation's buffers (loss.h), kept across steps */
     int64_t nuniq;
     const float *rows;       /* [nuniq, d] */
     const int64_t *inv;      /* the exchange's inverse index */
@@ -100,15 +103,16 @@ struct task_step {
     const int64_t *targets;  /* [T] host */
     /* ranking */
     const float *labels;     /* [T, K] host (NaN: missing) */
-    int64_t counted;         /* out: supervised positions (retrieval) */
 };
 
 struct task;
 struct task_ops {
     const char *name;
-    /* forward of the head and the loss; returns this rank's part of the
-     * loss (retrieval: the unscaled sum; ranking: already normalised) */
-    double (*loss)(struct task *t, struct task_step *st);
+    /* forward of the head and the loss: this rank's part of the loss
+     * added to acc[0] (retrieval: the unscaled sum; ranking: already
+     * normalised) and its supervised positions to acc[1] (ranking: every
+     * position), without a host wait (no read of acc) */
+    void (*loss)(struct task *t, struct task_step *st);
     /* the head's parameter gradients (accumulated) and du; retrieval: none */
     void (*backward)(struct task *t, struct task_step *st);
     void (*free)(struct task *t);

@@ -95,7 +95,7 @@ float task_ranking_z(const struct task *t, int k, float y)
 /* softplus(z) - y z, stably. */
 static double bce(double z, double y) { return (z > 0 ? z : 0) - y * z + log1p(exp(-fabs(z))); }
 
-static double rank_loss(struct task *t, struct task_step *st)
+static void rank_loss(struct task *t, struct task_step *st)
 {
     struct rank_priv *r = t->priv;
     const struct task_conf *tc = t->conf;
@@ -128,8 +128,8 @@ static double rank_loss(struct task *t, struct task_step *st)
         }
         sum += wn * s;
     }
-    st->counted = st->T;
-    return sum;
+    st->acc[0] += sum; /* host memory: the head runs on the CPU backend (task_ranking_init) */
+    st->acc[1] += (double)st->T;
 }
 
 static void rank_backward(struct task *t, struct task_step *st)

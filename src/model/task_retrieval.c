@@ -10,30 +10,35 @@
 #include "model/loss_full.h"
 #include "model/task.h"
 
-static double retrieval_loss(struct task *t, struct task_step *st)
+static void retrieval_loss(struct task *t, struct task_step *st)
 {
     const struct retrieval_conf *rc = t->priv;
     const struct backend_ops *be = st->be;
     const int64_t T = st->T;
-    if (rc->full)
-        return loss_full_softmax(be, st->c, T, st->d, rc->temperature, rc->normalize_items,
-                                 st->out, st->targets, st->nuniq, st->rows, st->shard, st->scale,
-                                 st->du, st->drows, &st->counted);
+    if (rc->full) { /* the CPU backend (train_step_init): acc is host memory */
+        int64_t counted = 0;
+        st->acc[0] += loss_full_softmax(be, st->c, T, st->d, rc->temperature, rc->normalize_items,
+                                        st->out, st->targets, st->nuniq, st->rows, st->shard,
+                                        st->scale, st->du, st->drows, &counted);
+        st->acc[1] += (double)counted;
+        return;
+    }
     void *owned = NULL;
     const float *lq = st->logq;
     if (lq)
         lq = backend_upload(be, lq, (size_t)(st->nuniq ? st->nuniq : 1) * sizeof(float), &owned);
     comm_compute_begin();
-    double sum = rc->bce ? loss_bce(be, T, st->d, st->out, st->nuniq, st->rows, st->inv + T,
-                                    st->inv + 2 * T, st->scale, st->du, st->drows, &st->counted)
-                         : loss_sampled_softmax_q(be, T, st->d, rc->R, rc->temperature,
-                                                  rc->normalize_items, st->out, st->nuniq,
-                                                  st->rows, lq, st->inv + T, st->inv + 2 * T,
-                                                  st->scale, st->du, st->drows, &st->counted);
+    if (rc->bce)
+        loss_bce_acc(be, T, st->d, st->out, st->nuniq, st->rows, st->inv + T, st->inv + 2 * T,
+                     st->scale, st->du, st->drows, st->acc);
+    else
+        loss_sampled_softmax_acc(be, st->ws, T, st->d, rc->R, rc->temperature,
+                                 rc->normalize_items, st->out, st->nuniq, st->rows, lq,
+                                 st->inv + T, st->inv + 2 * T, st->scale, st->du, st->drows,
+                                 st->acc);
     comm_compute_end();
     if (owned)
         be->free(owned);
-    return sum;
 }
 
 static void retrieval_free(struct task *t)

@@ -22,6 +22,7 @@
 
 #include "backend/blas.h"
 #include "backend/peak.h"
+#include "backend/devstats.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/metrics.h"
@@ -54,10 +55,11 @@ static void open_dataset(struct trainer *tr)
 }
 
 /* embedding.placement: where the item table's shard and its optimizer
- * state live (NULL: host memory). device needs the CUDA backend and room:
- * the shard and its state within half of the device's free memory (ranks
- * sharing a GPU share it), agreed over all ranks. auto = host for now: the
- * device path is not yet verified on a GPU. */
+ * state live (NULL: host memory). device needs a device backend (CUDA, or
+ * the fake device) and room: the shard and its state within half of the
+ * device's free memory divided among the ranks sharing the device,
+ * agreed over all ranks. auto = host for now: the device path is not yet
+ * verified on a GPU. */
 static const struct backend_ops *table_placement(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
@@ -68,9 +70,9 @@ static const struct backend_ops *table_placement(struct trainer *tr)
         return NULL;
     }
     if (backend_is_host(tr->be))
-        fatal("embedding.placement = device needs the CUDA backend (device.type=cuda or auto "
-              "with a GPU); this rank computes on the %s backend: use embedding.placement=host "
-              "or auto",
+        fatal("embedding.placement = device needs a device backend (device.type=cuda, or auto "
+              "with a GPU, or the fake device); this rank computes on the %s backend: use "
+              "embedding.placement=host or auto",
               tr->be->name);
     const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
     const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
@@ -80,14 +82,16 @@ static const struct backend_ops *table_placement(struct trainer *tr)
     char err[256];
     if (tr->be->device_memory(&free_b, &total_b, err, sizeof err))
         fatal("embedding.placement = device: %s", err);
-    int64_t short_here = need > 0.5 * (double)free_b;
+    const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
+    const double room = 0.5 * (double)free_b / sharers;
+    int64_t short_here = need > room;
     if (comm_allreduce_max_i64(tr->c, short_here))
         fatal("embedding.placement = device: the item table's shard and its %s state need "
-              "%.2f GiB per rank, more than half of the %.2f GiB free on a rank's device: use "
-              "embedding.placement=host, or more ranks (a cache of hot rows for tables larger "
-              "than device memory does not exist yet)",
-              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0,
-              (double)free_b / 1073741824.0);
+              "%.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a rank's "
+              "device, shared by %d rank%s): use embedding.placement=host, or more devices (a "
+              "cache of hot rows for tables larger than device memory does not exist yet)",
+              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
+              (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
     log_info("embedding.placement: device (%.3f GiB per rank: the shard and its %s state)",
              need / 1073741824.0, emb_optim_name(cf->emb_optim.kind));
     return tr->be;
@@ -232,10 +236,50 @@ static void report_split(struct trainer *tr, struct split_stats *sx, struct metr
     *sx = (struct split_stats){.kv_mark = kv};
 }
 
+/* The device counters (devstats.h) per step over the interval's steps,
+ * the largest of any rank (collective), onto the metrics line: zeros on
+ * the CPU backend. */
+static void report_device(struct trainer *tr, int64_t steps, struct metrics_line *l)
+{
+    struct devstats d;
+    devstats_take(&d);
+    const double n = steps > 0 ? (double)steps : 1;
+    metrics_num(l, "device_syncs", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.syncs) / n);
+    metrics_num(l, "h2d_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.h2d) / n);
+    metrics_num(l, "d2h_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.d2h) / n);
+    metrics_num(l, "device_allocs",
+                comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.allocs) / n);
+}
+
+/* The device-side phase timers over the interval (gputime.h), means over
+ * the ranks (collective): v[0] gpu_ms, v[1] gpu_busy, then the phases' ms;
+ * 0 without a device. */
+static int gpu_figures(struct trainer *tr, double v[2 + GPU_NPHASES])
+{
+    if (!gputime_take(&tr->gt, v + 2, &v[0], &v[1]))
+        return 0;
+    const double P = tr->c->g[COMM_DP].size;
+    for (int i = 0; i < 2 + GPU_NPHASES; i++)
+        v[i] = comm_allreduce_sum_f64(tr->c, COMM_DP, v[i]) / P;
+    return 1;
+}
+
+static void report_gpu(const double v[2 + GPU_NPHASES], struct metrics_line *l)
+{
+    metrics_num(l, "gpu_ms", v[0]);
+    metrics_num(l, "gpu_busy", v[1]);
+    char key[48];
+    for (int ph = 0; ph < GPU_NPHASES; ph++) {
+        snprintf(key, sizeof key, "gpu_%s_ms", gputime_name((enum gpu_phase)ph));
+        metrics_num(l, key, v[2 + ph]);
+    }
+}
+
 /* A logging interval's work: its seconds, samples, tokens, attention
  * pairs and model FLOPs (all ranks). */
 struct interval {
     double seconds, samples, tokens, pairs, flops;
+    int64_t steps;
 };
 
 static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
@@ -248,13 +292,18 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     const double samples_s = iv->samples / dt, tokens_s = iv->tokens / dt;
     const double gflops = iv->flops / dt / 1e9;
     const double mfu = tr->peak_gflops > 0 ? gflops / tr->peak_gflops : 0;
+    double gv[2 + GPU_NPHASES];
+    char gpu[64] = "";
+    const int on_gpu = gpu_figures(tr, gv);
+    if (on_gpu)
+        snprintf(gpu, sizeof gpu, " gpu %.1f ms/step busy %.0f%%", gv[0], 100 * gv[1]);
     log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
              "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
-             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication) ETA %.0fs",
+             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
              tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nw,
-             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, eta);
+             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, gpu, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -280,6 +329,9 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);
     metrics_num(&l, "overlap", st->overlap);
     report_wire(&w, &l);
+    report_device(tr, iv->steps, &l);
+    if (on_gpu)
+        report_gpu(gv, &l);
     if (tr->conf.nonfinite_skip)
         metrics_int(&l, "skipped_steps", tr->skipped);
     if (tr->conf.split_long.on)
@@ -492,6 +544,8 @@ static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
     double t_eval = clock_seconds();
     validate(tr, done, loss);
     lc->last += clock_seconds() - t_eval; /* throughput counts training only */
+    struct devstats skip; /* the device counters count training only */
+    devstats_take(&skip);
     if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
         log_info("patience: no better validation %s in %lld validations (best %.4f at "
                  "epoch %lld): stopping after epoch %lld", eval_select_name(tr),
@@ -516,6 +570,8 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
     struct step_stats stats = {0};
     int stop = 0;
     tr->epoch = tr->step / S;
+    struct devstats setup; /* the counters count the steps, not the start-up */
+    devstats_take(&setup);
     /* resumed from a checkpoint written at an epoch's end before its
      * validation (a stop): that validation first, as the run would have */
     if (tr->step > 0 && tr->val_epoch < tr->step / S)
@@ -536,7 +592,8 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         *loss = train_step(tr, now, next, &tokens);
         steptime_end(&tr->st, now->cost);
         tr->step++;
-        guard_after_step(tr, loss);
+        guard_after_step(tr, loss, tr->sparse_sq, tr->dense_sq);
+        lc->iv.steps++;
         lc->iv.samples += (double)now->global_B;
         lc->iv.tokens += (double)tokens;
         lc->iv.pairs += now->pairs;

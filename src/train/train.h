@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "model/task.h"
 #include "train/dense_optim.h"
+#include "train/gputime.h"
 #include "train/planner.h"
 #include "train/steptime.h"
 #include "train/train_conf.h"
@@ -55,11 +56,13 @@ struct trainer {
     /* the divergence guard (guard.h): steps whose update was dropped */
     int64_t skipped;
     int skip_now;              /* this step's update is dropped (1 sparse and dense, 2 dense) */
+    double sparse_sq, dense_sq; /* the last step's sums of squares of the gradients (guard.h) */
     /* reporting */
     FILE *metrics;
     struct steptime st;
     struct flop_model flops;   /* the model's FLOPs per token and pair (cost.h) */
     double peak_gflops;        /* the job's peak: the sum of the ranks' (device.peak_tflops) */
+    struct gputime gt;         /* device-side phase timers (gputime.h) */
 };
 
 /* Start-up of every command that runs the model (train, and the commands
