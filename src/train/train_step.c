@@ -63,7 +63,6 @@
  * or ranking (train.task = ranking, CPU backend: the events' labels by the
  * head; the lookup holds the inputs alone). */
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "backend/mirror.h"
@@ -75,6 +74,7 @@
 #include "train/ctx_split.h"
 #include "train/dense_sync.h"
 #include "train/guard.h"
+#include "train/step_neg.h"
 #include "train/step_feat.h"
 #include "train/step_rank.h"
 #include "train/train.h"
@@ -186,77 +186,6 @@ static void between_layers(void *ctx, int first_final)
     comm_compute_begin();
 }
 
-/* The global batch's targets (all ranks), sorted: the in-batch negatives'
- * population, the same whatever the rank count, in *n. Collective over dp. */
-static int64_t *batch_targets_gather(struct step_state *s, const struct step_input *in,
-                                     int64_t *n)
-{
-    struct comm *c = s->tr->c;
-    const int P = c->g[COMM_DP].size;
-    int64_t *cnt = xmalloc((size_t)P * sizeof *cnt);
-    comm_allgather_i64(c, COMM_DP, in->sb.T, cnt);
-    *n = 0;
-    for (int r = 0; r < P; r++)
-        *n += cnt[r];
-    int64_t *all = xmalloc((size_t)(*n ? *n : 1) * sizeof(int64_t));
-    comm_allgatherv(c, COMM_DP, COMM_I64, in->sb.targets, in->sb.T, all, cnt, COMM_PH_OTHER);
-    loss_batch_targets_sort(all, *n);
-    free(cnt);
-    return all;
-}
-
-/* The negatives of this step's positions (keyed by the token) into the
- * table's ids at T + T = 2T ([T, R]): R uniform (drawn by the table's
- * backend, where the ids are), R in-batch, or R / 2 uniform then the rest
- * in-batch (host tables: drawn on the host); with in-batch ones, in->logq
- * gets the correction of every target and negative token. */
-static void draw_negatives(struct step_state *s, struct step_input *in, uint64_t epoch)
-{
-    struct trainer *tr = s->tr;
-    const struct train_conf *cf = &tr->conf;
-    const int64_t T = in->sb.T, I = tr->ds.num_items;
-    const int R = cf->R, Ru = cf->negatives_from == NEG_UNIFORM ? R
-                              : cf->negatives_from == NEG_MIXED ? R / 2 : 0;
-    if (Ru == R) {
-        emb_ids_negatives(tr->items, 2 * T, cf->seed, epoch, in->sb.keys, T, R, I);
-        return;
-    }
-    int64_t n_batch;
-    int64_t *batch = batch_targets_gather(s, in, &n_batch);
-    int64_t *neg = xmalloc((size_t)(T * R > 0 ? T * R : 1) * sizeof *neg);
-    int64_t *u = xmalloc((size_t)(T * Ru > 0 ? T * Ru : 1) * sizeof *u);
-    loss_sample_negatives(cf->seed, epoch, in->sb.keys, T, Ru, I, u);
-    for (int64_t i = 0; i < T; i++)
-        memcpy(neg + i * R, u + i * Ru, (size_t)Ru * sizeof *u);
-    free(u);
-    loss_sample_in_batch(cf->seed, epoch, in->sb.keys, T, R, Ru, batch, n_batch, neg);
-    emb_ids_put(tr->items, 2 * T, neg, T * R, tr->c->rank);
-    in->logq = xmalloc((size_t)(T ? T * (1 + R) : 1) * sizeof(float));
-    for (int64_t k = 0; k < T * (1 + R); k++)
-        in->logq[k] = loss_logq(k < T ? in->sb.targets[k] : neg[k - T], batch, n_batch, R, Ru, I);
-    free(neg);
-    free(batch);
-}
-
-/* The logQ correction per unique row of the step (host memory; NULL
- * with uniform negatives): that of the target and negative tokens. In-batch
- * negatives need the CPU backend (logQ softmax), so the index is the host's. */
-static const float *step_logq(struct step_state *s, const struct step_input *in)
-{
-    if (!in->logq)
-        return NULL;
-    const int64_t T = in->sb.T, nu = emb_exchange_nuniq(in->x);
-    if (nu > s->logq_n) {
-        free(s->logq);
-        s->logq_n = nu + nu / 4;
-        s->logq = xmalloc((size_t)(s->logq_n ? s->logq_n : 1) * sizeof(float));
-    }
-    const int64_t *inv = emb_exchange_inverse(in->x) + T;
-    for (int64_t k = 0; k < T * (1 + s->tr->conf.R); k++)
-        s->logq[inv[k]] = in->logq[k];
-    return s->logq;
-}
-
 /* The table's memory and the model's are the same (no mirror copies). */
 static int same_memory(const struct backend_ops *a, const struct backend_ops *b)
 {
@@ -292,7 +221,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
     if (!s->ranking) { /* the targets, their negatives, the shard of train.loss = full */
         emb_ids_put(t, T, in->sb.targets, T, tr->c->rank);
-        draw_negatives(s, in, (uint64_t)pl->epoch);
+        in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
         emb_ids_put(t, T * (2 + cf->R), s->shard_ids, s->n_shard, tr->c->rank);
     }
     steptime_phase(&tr->st, PH_READ);
@@ -375,13 +304,15 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
     struct trainer *tr = s->tr;
     const struct train_conf *cf = &tr->conf;
     const int64_t T = in->sb.T;
+    const float *logq = in->logq ? step_neg_logq(in->logq, in->x, T, cf->R, &s->logq, &s->logq_n)
+                                 : NULL; /* uniform negatives: none */
     s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
                                         .num_items = tr->ds.num_items, .m = s->n_shard,
                                         .idx = s->ranking ? NULL : inv + T * (2 + cf->R)};
     s->view = (struct task_step){.be = tr->be, .c = tr->c, .T = T, .d = cf->d, .out = out,
                                  .du = du, .acc = s->sc + SC_LOSS, .scale = scale,
                                  .ws = &s->lws, .nuniq = emb_exchange_nuniq(in->x), .rows = rows,
-                                 .inv = inv, .drows = drows, .logq = step_logq(s, in),
+                                 .inv = inv, .drows = drows, .logq = logq,
                                  .shard = &s->shard, .targets = in->sb.targets,
                                  .labels = in->sb.labels};
     tr->task.ops->loss(&tr->task, &s->view);
