@@ -74,8 +74,8 @@
 #include "train/ctx_split.h"
 #include "train/dense_sync.h"
 #include "train/guard.h"
-#include "train/step_neg.h"
 #include "train/step_feat.h"
+#include "train/step_neg.h"
 #include "train/step_rank.h"
 #include "train/train.h"
 
