@@ -53,9 +53,10 @@ static int rank_step_parse(const char *name, const char *text, int P, int *r, in
 }
 
 /* What the backends refuse, known from the parameters alone: the CPU
- * backend has no device buffers, the CUDA backend has neither the full
- * softmax, nor context-parallel attention, nor the logQ-corrected softmax
- * (checked again where the backend is chosen: device.type = auto). */
+ * backend has no device buffers, the device backends (CUDA, and the fake
+ * device with CUDA's operations) have neither the full softmax, nor
+ * context-parallel attention, nor the logQ-corrected softmax (checked again
+ * where the backend is chosen: device.type = auto). */
 static int device_check(const struct params *p, const struct train_conf *tc, char *err,
                         size_t errlen)
 {
@@ -65,18 +66,18 @@ static int device_check(const struct params *p, const struct train_conf *tc, cha
                       "or auto", tc->subspace_k);
     if (!strcmp(type, "cpu")) {
         if (!strcmp(params_str(p, P_device_staging), "direct"))
-            return errorf(err, errlen, "device.staging=direct needs device.type=cuda (the CPU "
-                          "backend has no device buffers)");
+            return errorf(err, errlen, "device.staging=direct needs device.type=cuda or fake (the "
+                          "CPU backend has no device buffers)");
         if (strcmp(tp, "auto") && strcmp(tp, "mpi"))
             return errorf(err, errlen, "parallel.transport = %s: not available on the CPU "
                           "backend: it needs the CUDA backend (device.type=cuda); on the CPU only "
                           "mpi exists: use parallel.transport=mpi or auto", tp);
         if (tc->placement == PLACE_DEVICE)
-            return errorf(err, errlen, "embedding.placement = device needs the CUDA backend "
-                          "(device.type=cuda or auto with a GPU); use embedding.placement=host "
-                          "or auto");
+            return errorf(err, errlen, "embedding.placement = device needs a device backend "
+                          "(device.type=cuda, or auto with a GPU, or the fake device); use "
+                          "embedding.placement=host or auto");
     }
-    if (!strcmp(type, "cuda")) {
+    if (!strcmp(type, "cuda") || !strcmp(type, "fake")) {
         const char *what = tc->full ? "train.loss = full"
                            : tc->split_long.on ? "parallel.split_long = auto"
                            : tc->negatives_from != NEG_UNIFORM ? "train.negatives_from"
