@@ -135,18 +135,24 @@ void trainer_free(struct trainer *tr)
     tr->metrics = NULL;
 }
 
-/* train.resume = auto: the newest checkpoint in dir that verifies (rank 0;
- * a damaged one is skipped, saying why) into path; "" when there is none. */
-static void newest_good(const char *dir, char *path, size_t len)
+/* train.resume = auto: the newest checkpoint in dir that verifies (rank 0
+ * lists, every rank verifies its share; a damaged one is skipped, saying
+ * why) into path; "" when there is none. Collective. */
+static void newest_good(struct comm *c, const char *dir, char *path, size_t len)
 {
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
+    int64_t *steps = NULL;
+    int64_t n = c->rank == 0 ? checkpoint_list(dir, &steps) : 0;
+    comm_bcast_bytes(c, &n, sizeof n, 0);
+    if (c->rank != 0)
+        steps = xmalloc((size_t)(n ? n : 1) * sizeof *steps);
+    comm_bcast_bytes(c, steps, (size_t)n * sizeof *steps, 0);
     path[0] = '\0';
     for (int64_t i = 0; i < n && !path[0]; i++) {
         char err[1024];
         snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
-        if (checkpoint_verify(path, err, sizeof err) != 0) {
-            log_warn("train.resume = auto: skipping a damaged checkpoint: %s", err);
+        if (checkpoint_verify_all(c, path, err, sizeof err) != 0) {
+            if (c->rank == 0)
+                log_warn("train.resume = auto: skipping a damaged checkpoint: %s", err);
             path[0] = '\0';
         }
     }
@@ -168,19 +174,23 @@ static void resume_or_start(struct trainer *tr)
     const int is_auto = !strcmp(cf->resume, "auto");
     if (is_auto && !ckdir[0])
         fatal("train.resume = auto needs output.checkpoint_dir");
-    if (tr->c->rank == 0 && is_auto)
-        newest_good(ckdir, resume, sizeof resume);
-    else if (tr->c->rank == 0 && cf->resume[0]) {
+    if (is_auto)
+        newest_good(tr->c, ckdir, resume, sizeof resume);
+    else if (cf->resume[0]) {
         snprintf(resume, sizeof resume, "%s", cf->resume);
-        if (checkpoint_verify(resume, err, sizeof err) != 0)
+        if (checkpoint_verify_all(tr->c, resume, err, sizeof err) != 0 && tr->c->rank == 0)
             fatal("train.resume = %s (refused)", err);
     }
     comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
     if (is_auto && !resume[0])
         log_info("train.resume = auto: no checkpoint in %s, starting afresh", ckdir);
     if (resume[0]) {
+        struct checkpoint_io io;
+        char cost[256];
+        checkpoint_io_begin(&io);
         checkpoint_read(tr, resume);
-        log_info("resumed from %s at step %lld", resume, (long long)tr->step);
+        checkpoint_io_end(&io, tr->c, resume, cost, sizeof cost);
+        log_info("resumed from %s at step %lld (read %s)", resume, (long long)tr->step, cost);
     }
     if (tr->c->rank == 0)
         tr->metrics = metrics_open(cf->metrics, resume[0] != '\0');
@@ -193,8 +203,12 @@ static void save_checkpoint(struct trainer *tr)
     char path[4200];
     snprintf(path, sizeof path, "%s/ckpt-%lld.h5", tr->conf.checkpoint_dir, (long long)tr->step);
     watchdog_beat("in", "a checkpoint write");
+    struct checkpoint_io io;
+    char cost[256];
+    checkpoint_io_begin(&io);
     checkpoint_write(tr, path);
-    log_info("checkpoint %s", path);
+    checkpoint_io_end(&io, tr->c, path, cost, sizeof cost);
+    log_info("checkpoint %s (%s)", path, cost);
     if (tr->c->rank == 0)
         checkpoint_retain(tr->conf.checkpoint_dir, tr->conf.keep_checkpoints);
 }
