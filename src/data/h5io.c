@@ -362,6 +362,33 @@ int h5io_write_rows(struct h5io *h, hid_t d, hid_t mtype, int64_t r0, int64_t st
     return 0;
 }
 
+int h5io_write_row_list(struct h5io *h, hid_t d, hid_t mtype, const int64_t *rows, int64_t n,
+                        int64_t cols, const void *buf)
+{
+    if (n == 0 && !h->mpi)
+        return 0;
+    const int nd = cols > 0 ? 2 : 1;
+    hsize_t count[2] = {(hsize_t)n, (hsize_t)cols}, one[2] = {1, 1};
+    hid_t fs, ms;
+    TRY(h, fs = H5Dget_space(d));
+    TRY(h, ms = H5Screate_simple(nd, n > 0 ? count : one, NULL));
+    if (n == 0) {
+        TRY(h, H5Sselect_none(fs));
+        TRY(h, H5Sselect_none(ms));
+    }
+    for (int64_t a = 0, b; a < n; a = b) { /* runs [a, b) of consecutive rows */
+        for (b = a + 1; b < n && rows[b] == rows[b - 1] + 1; b++)
+            ;
+        hsize_t start[2] = {(hsize_t)rows[a], 0}, cnt[2] = {(hsize_t)(b - a), (hsize_t)cols};
+        TRY(h, H5Sselect_hyperslab(fs, a ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, cnt,
+                                   NULL));
+    }
+    TRY(h, H5Dwrite(d, mtype, ms, fs, h->xfer, buf));
+    TRY(h, H5Sclose(ms));
+    TRY(h, H5Sclose(fs));
+    return 0;
+}
+
 int h5io_append(struct h5io *h, hid_t d, hid_t mtype, int64_t r0, int64_t n, const void *buf)
 {
     if (n == 0)
@@ -369,6 +396,13 @@ int h5io_append(struct h5io *h, hid_t d, hid_t mtype, int64_t r0, int64_t n, con
     hsize_t size = (hsize_t)(r0 + n);
     TRY(h, H5Dset_extent(d, &size));
     return h5io_write_rows(h, d, mtype, r0, 1, n, 0, buf);
+}
+
+hid_t h5io_type_copy(struct h5io *h, hid_t t)
+{
+    hid_t c;
+    TRY(h, c = H5Tcopy(t));
+    return c;
 }
 
 hid_t h5io_str_type(struct h5io *h, size_t size, int utf8)

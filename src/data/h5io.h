@@ -118,8 +118,14 @@ hid_t h5io_dset(struct h5io *h, hid_t loc, const char *name, hid_t ftype, int64_
  * MPI-IO (n = 0: this rank writes none). 0, or -1. */
 int h5io_write_rows(struct h5io *h, hid_t d, hid_t mtype, int64_t r0, int64_t stride, int64_t n,
                     int64_t cols, const void *buf);
+/* Write rows[0..n) (ascending) of d from buf [n, cols]: one selection of
+ * the runs of consecutive rows; collective under MPI-IO. */
+int h5io_write_row_list(struct h5io *h, hid_t d, hid_t mtype, const int64_t *rows, int64_t n,
+                        int64_t cols, const void *buf);
 /* Extendible 1-D dataset: grow to r0 + n rows and write [r0, r0 + n). */
 int h5io_append(struct h5io *h, hid_t d, hid_t mtype, int64_t r0, int64_t n, const void *buf);
+/* A copy of type t (close it with h5io_close_obj). */
+hid_t h5io_type_copy(struct h5io *h, hid_t t);
 /* Fixed-length NUL-padded strings of size bytes (>= 1), UTF-8 or ASCII. */
 hid_t h5io_str_type(struct h5io *h, size_t size, int utf8);
 
