@@ -161,6 +161,6 @@ X(debug, split_chunks, INT, "0", 0, 1000000, NULL,
   "one position each), whatever its cost")
 X(debug, checkpoint_block, INT, "0", 0, 1000000000000.0, NULL,
   "test hook: bytes of a table part each rank moves per round when checkpoint rows are "
-  "written or read (0 = 32 MiB); small values make a small table take many rounds")
+  "written or read (0 = 16 MiB); small values make a small table take many rounds")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")

@@ -90,15 +90,16 @@ const char *h5io_failure(const struct h5io *h, char *buf, size_t len)
  * rank reads the metadata it needs itself: the readers' checks differ in
  * what they read, and a collective per attribute costs more than the few
  * KiB of headers on every rank). */
-static hid_t make_fapl(struct h5io *h, const struct comm *c, int checksummed)
+static hid_t make_fapl(struct h5io *h, const struct comm *c, unsigned flags)
 {
+    const int checksummed = (flags & H5IO_CHECKSUMMED) != 0;
     hid_t fapl;
     TRY(h, fapl = H5Pcreate(H5P_FILE_ACCESS));
     TRY(h, H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
     if (checksummed) /* superblock v3, v2 object headers, fixed-array chunk indices */
         TRY(h, H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST));
     if (c)
-        TRY(h, comm_h5_fapl_mpio(c, COMM_WORLD, fapl));
+        TRY(h, comm_h5_fapl_mpio(c, COMM_WORLD, fapl, (flags & H5IO_DIRECT) != 0));
     return fapl;
 }
 
@@ -128,7 +129,7 @@ int h5io_create(struct h5io *h, const char *path, const struct comm *c, unsigned
     h->on_fail = on_fail;
     h->ctx = ctx;
     h->checksummed = (flags & H5IO_CHECKSUMMED) != 0;
-    hid_t fapl = make_fapl(h, c, h->checksummed), fcpl = H5P_DEFAULT;
+    hid_t fapl = make_fapl(h, c, flags), fcpl = H5P_DEFAULT;
     if (fapl < 0)
         return -1;
     if (h->checksummed) { /* attributes and links in the (checksummed) object headers,
@@ -156,7 +157,7 @@ int h5io_open_rw(struct h5io *h, const char *path, const struct comm *c, unsigne
     h->on_fail = on_fail;
     h->ctx = ctx;
     h->checksummed = (flags & H5IO_CHECKSUMMED) != 0;
-    hid_t fapl = make_fapl(h, c, h->checksummed);
+    hid_t fapl = make_fapl(h, c, flags);
     if (fapl < 0)
         return -1;
     errno = 0;
@@ -168,11 +169,11 @@ int h5io_open_rw(struct h5io *h, const char *path, const struct comm *c, unsigne
     return set_xfer(h);
 }
 
-int h5io_open_read(struct h5io *h, const char *path, const struct comm *c, char *err,
-                   size_t errlen)
+int h5io_open_read(struct h5io *h, const char *path, const struct comm *c, unsigned flags,
+                   char *err, size_t errlen)
 {
     init(h, path, c);
-    hid_t fapl = make_fapl(h, c, 0);
+    hid_t fapl = make_fapl(h, c, flags & H5IO_DIRECT);
     if (fapl >= 0)
         h->f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (fapl >= 0)

@@ -37,6 +37,9 @@ enum {
      * object headers (never in a fractal heap): HDF5 checksums all of the
      * metadata (checkpoints) */
     H5IO_CHECKSUMMED = 1,
+    /* under MPI-IO, each rank reads and writes its own large contiguous
+     * pieces directly (no aggregation through one rank per node) */
+    H5IO_DIRECT = 2,
 };
 
 struct h5io {
@@ -68,9 +71,10 @@ int h5io_create(struct h5io *h, const char *path, const struct comm *c, unsigned
  * a dataset with no storage yet when it is opened. */
 int h5io_open_rw(struct h5io *h, const char *path, const struct comm *c, unsigned flags,
                  void (*on_fail)(struct h5io *h), void *ctx);
-/* Open path read-only (c as above); 0, or -1 + err naming the file. */
-int h5io_open_read(struct h5io *h, const char *path, const struct comm *c, char *err,
-                   size_t errlen);
+/* Open path read-only (c as above; flags: H5IO_DIRECT); 0, or -1 + err
+ * naming the file. */
+int h5io_open_read(struct h5io *h, const char *path, const struct comm *c, unsigned flags,
+                   char *err, size_t errlen);
 /* Close (collective under MPI-IO); a write failure (a full disk shows here)
  * goes to on_fail; returns -1 then. */
 int h5io_close(struct h5io *h);

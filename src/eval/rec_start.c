@@ -29,7 +29,7 @@ static char *check_checkpoint(const struct rec_cmd *cmd, int want_params)
         fatal("%s: checkpoint %s: %s", cmd->tool, path, strerror(errno));
     struct h5io h;
     char err[1024], format[64] = "";
-    if (h5io_open_read(&h, path, NULL, err, sizeof err))
+    if (h5io_open_read(&h, path, NULL, 0, err, sizeof err))
         fatal("%s: checkpoint %s", cmd->tool, err);
     if (dataset_h5_attrs_check(h.f, path, "/", err, sizeof err))
         fatal("%s: checkpoint %s", cmd->tool, err);

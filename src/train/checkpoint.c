@@ -206,7 +206,7 @@ static void close_tables(struct trainer *tr, struct ck_out *o, hid_t d[][3])
  * at the open). */
 static void write_rows_collective(struct trainer *tr, struct ck_out *o)
 {
-    h5io_open_rw(&o->h, o->tmp, tr->c, H5IO_CHECKSUMMED, ck_fail, o);
+    h5io_open_rw(&o->h, o->tmp, tr->c, H5IO_CHECKSUMMED | H5IO_DIRECT, ck_fail, o);
     hid_t d[EMB_MAX_TABLES][3];
     for (int k = 0; k < tr->reg.n; k++) {
         struct emb_table *t = &tr->reg.tables[k];

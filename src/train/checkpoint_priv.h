@@ -34,10 +34,10 @@ hid_t ckpt_file_type(const struct ckpt_part *p);
  * d[part] (see there). ckpt_rows_write: collective over every rank (the
  * file opened by all through MPI-IO). ckpt_rows_gather: the first
  * embedding group's rows to rank 0, which writes (h on rank 0 only).
- * ckpt_rows_read: collective; path names the file in messages. */
+ * ckpt_rows_read: collective (d: of the file every rank opened); path names
+ * the file in messages. */
 void ckpt_rows_write(struct trainer *tr, struct h5io *h, struct emb_table *t, const hid_t *d);
 void ckpt_rows_gather(struct trainer *tr, struct h5io *h, struct emb_table *t, const hid_t *d);
-void ckpt_rows_read(struct trainer *tr, const struct h5io *h, const char *path,
-                    struct emb_table *t, const hid_t *d);
+void ckpt_rows_read(struct trainer *tr, const char *path, struct emb_table *t, const hid_t *d);
 
 #endif

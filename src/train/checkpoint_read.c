@@ -166,7 +166,7 @@ static int verify_part(const char *path, int part, int nparts, char *err, size_t
     if (access(path, R_OK) != 0)
         return errorf(err, len, "%s: %s", path, strerror(errno));
     struct h5io h;
-    if (h5io_open_read(&h, path, NULL, err, len))
+    if (h5io_open_read(&h, path, NULL, 0, err, len))
         return -1;
     struct verify v = {.f = h.f, .file = path, .part = part, .nparts = nparts, .err = err,
                        .len = len};
@@ -281,7 +281,7 @@ static void read_tables(struct trainer *tr, const struct h5io *h, const char *pa
             if (d[j] < 0)
                 fatal("checkpoint %s", err);
         }
-        ckpt_rows_read(tr, h, path, t, d);
+        ckpt_rows_read(tr, path, t, d);
         for (int j = 0; j < np; j++)
             h5io_close_obj(NULL, d[j]);
     }
@@ -293,7 +293,7 @@ void checkpoint_read(struct trainer *tr, const char *path)
         fatal("train.resume = %s: %s", path, strerror(errno));
     struct h5io h;
     char err[1024], format[64];
-    if (h5io_open_read(&h, path, tr->c, err, sizeof err))
+    if (h5io_open_read(&h, path, tr->c, H5IO_DIRECT, err, sizeof err))
         fatal("train.resume = %s", err);
     const hid_t f = h.f;
     if (dataset_h5_attrs_check(f, path, "/", err, sizeof err) ||

@@ -14,9 +14,10 @@
  *   write: the ranks of w's embedding group send w the rows of its block
  *          that their shards hold (an all-to-all within each group), and w
  *          writes the block as one hyperslab (a collective H5Dwrite);
- *   read:  w reads its block (HDF5 verifies each chunk's checksum) and
- *          sends every row to the ranks holding its shard, in every group
- *          (an all-to-all over the world), which check and store them.
+ *   read:  w reads its block from the file every rank opened together
+ *          (HDF5 verifies each chunk's checksum) and sends every row to the
+ *          ranks holding its shard, in every group (an all-to-all over the
+ *          world), which check and store them.
  * Every chunk is written or read once, by one rank; no rank holds more
  * than a few blocks of about BLOCK_BYTES at a time, whatever the table's
  * size or the rank counts of the writing and reading jobs. A table whose
@@ -35,7 +36,7 @@
 
 #include "base/check.h"
 
-#define BLOCK_BYTES ((int64_t)32 << 20) /* a rank's block of one part in one round
+#define BLOCK_BYTES ((int64_t)16 << 20) /* a rank's block of one part in one round
                                           (debug.checkpoint_block: another) */
 #define GATHER_ROWS ((int64_t)1 << 15)  /* rows per block of the gathered path */
 
@@ -226,17 +227,20 @@ static void check_rows(const char *path, const struct emb_table *t, const struct
                   (long long)step);
 }
 
-static void read_block(const struct h5io *h, const char *path, const struct emb_table *t,
-                       const struct ckpt_part *p, hid_t d, int64_t a, int64_t n, void *buf)
+/* Rows [a, a + n) of part p: whole chunks of this rank's, read by it alone
+ * (an independent transfer: HDF5 1.10's collective path for filtered
+ * datasets only adds exchanges and buffers here). */
+static void read_block(const char *path, const struct emb_table *t, const struct ckpt_part *p,
+                       hid_t d, int64_t a, int64_t n, void *buf)
 {
-    if (h5io_read_rows(h, d, ckpt_mem_type(p), a, 1, n, p->cols, buf))
+    if (h5io_read_rows(NULL, d, ckpt_mem_type(p), a, 1, n, p->cols, buf))
         fatal("checkpoint %s: cannot read /emb/%s/%s rows %lld..%lld (checksum mismatch or "
               "truncated: the file is damaged)", path, t->conf.name, p->name, (long long)a,
               (long long)(a + n - 1));
 }
 
-static void read_part(struct trainer *tr, const struct h5io *h, const char *path,
-                      struct emb_table *t, const struct ckpt_part *p, hid_t d)
+static void read_part(struct trainer *tr, const char *path, struct emb_table *t,
+                      const struct ckpt_part *p, hid_t d)
 {
     struct comm *c = tr->c;
     const int P = c->size, me = c->rank, whole = whole_table(c, t);
@@ -247,7 +251,7 @@ static void read_part(struct trainer *tr, const struct h5io *h, const char *path
     if (whole) { /* every rank reads all rows, in the same blocks */
         for (int64_t a = 0; a < R; a += W) {
             const int64_t n = a + W < R ? W : R - a;
-            read_block(h, path, t, p, d, a, n, block);
+            read_block(path, t, p, d, a, n, block);
             check_rows(path, t, p, a, 1, n, block, tr->step);
             set_part(t, p, a, n, block);
         }
@@ -261,7 +265,7 @@ static void read_part(struct trainer *tr, const struct h5io *h, const char *path
     int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P;
     for (int64_t k = 0; k < rounds; k++) {
         const int64_t a = (k * P + me) * W, b = a + W < R ? a + W : R, n = a < R ? b - a : 0;
-        read_block(h, path, t, p, d, a, n, block);
+        read_block(path, t, p, d, a, n, block);
         /* to every rank, the rows of my block its shard (r mod G) holds */
         int64_t off = 0;
         for (int r = 0; r < P; r++) {
@@ -292,11 +296,10 @@ static void read_part(struct trainer *tr, const struct h5io *h, const char *path
     free(cnt);
 }
 
-void ckpt_rows_read(struct trainer *tr, const struct h5io *h, const char *path,
-                    struct emb_table *t, const hid_t *d)
+void ckpt_rows_read(struct trainer *tr, const char *path, struct emb_table *t, const hid_t *d)
 {
     struct ckpt_part part[3];
     const int np = ckpt_parts(t, part);
     for (int j = 0; j < np; j++)
-        read_part(tr, h, path, t, &part[j], d[j]);
+        read_part(tr, path, t, &part[j], d[j]);
 }
