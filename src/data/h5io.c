@@ -238,7 +238,8 @@ void h5io_close_obj(struct h5io *h, hid_t id)
     H5I_type_t t = H5Iget_type(id);
     errno = 0;
     herr_t rc = t == H5I_GROUP ? H5Gclose(id) : t == H5I_DATASET ? H5Dclose(id)
-                : t == H5I_DATATYPE ? H5Tclose(id) : t == H5I_ATTR ? H5Aclose(id) : -1;
+                : t == H5I_DATATYPE ? H5Tclose(id) : t == H5I_ATTR ? H5Aclose(id)
+                : t == H5I_GENPROP_LST ? H5Pclose(id) : t == H5I_FILE ? H5Fclose(id) : -1;
     if (rc < 0 && h)
         fail(h, "closing an object", errno);
 }

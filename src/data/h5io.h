@@ -90,8 +90,8 @@ const char *h5io_failure(const struct h5io *h, char *buf, size_t len);
 hid_t h5io_group(struct h5io *h, hid_t loc, const char *name);
 /* Open an existing dataset (of a file being written); -1 on failure. */
 hid_t h5io_dset_reopen(struct h5io *h, hid_t loc, const char *name);
-/* Close a group, dataset, type or attribute (checked as a write of h; h
- * NULL: a read, unchecked). */
+/* Close a group, dataset, type, attribute, property list or file id
+ * (checked as a write of h; h NULL: a read, unchecked). */
 void h5io_close_obj(struct h5io *h, hid_t id);
 /* Scalar attributes of loc: int64, double, a string (fixed length, ASCII:
  * checkpoints) and a variable-length UTF-8 string (as h5py writes one). */
@@ -164,6 +164,28 @@ void h5io_type_name(hid_t t, char *buf, size_t len);
 void h5io_shape_name(hid_t s, char *buf, size_t len);
 /* An integer type of at most 8 bytes: its width and sign; -1 if not. */
 int h5io_int_type(hid_t t, struct h5io_int *it);
+
+/* What a dataset is, for readers that check it themselves. */
+struct h5io_info {
+    H5T_class_t cls;    /* H5T_NO_CLASS: unreadable */
+    int is_int;         /* an integer of 1..8 bytes: it holds its width and sign */
+    struct h5io_int it;
+    int rank;           /* of a simple dataspace; -1: scalar, null or unreadable */
+    int64_t dims[2];    /* the first two extents */
+    char type[32], shape[96]; /* h5io_type_name, h5io_shape_name */
+};
+/* Open dataset name of loc (dapl: access list or H5P_DEFAULT) and describe
+ * it into *info; the dataset, or -1 when it cannot be opened. */
+hid_t h5io_dset_describe(hid_t loc, const char *name, hid_t dapl, struct h5io_info *info);
+/* A dataset access list with a chunk cache of bytes (H5Pset_chunk_cache:
+ * nslots 12421, w0 0.75); close with h5io_close_obj; -1 on failure. */
+hid_t h5io_dapl_cache(size_t bytes);
+/* The n strings of 1-D string dataset name of loc (variable length, its
+ * global heap checked first, or fixed length, either padding), packed in
+ * one allocation: n pointers, then the strings NUL-terminated (free() the
+ * result once); NULL + err naming file and dataset. */
+char **h5io_read_strings(hid_t loc, const char *file, const char *name, int64_t n, char *err,
+                         size_t errlen);
 
 /* Open dataset name of loc: class cls (H5T_INTEGER, H5T_FLOAT, H5T_STRING;
  * numbers of at most 8 bytes), rank `rank` (1 or 2) and extents dims[rank]

@@ -353,6 +353,120 @@ int h5io_read_rows(const struct h5io *h, hid_t d, hid_t mtype, int64_t r0, int64
     return rc;
 }
 
+hid_t h5io_dset_describe(hid_t loc, const char *name, hid_t dapl, struct h5io_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->cls = H5T_NO_CLASS;
+    info->rank = -1;
+    hid_t d = H5Dopen2(loc, name, dapl);
+    if (d < 0)
+        return -1;
+    hid_t t = H5Dget_type(d), s = H5Dget_space(d);
+    if (t >= 0) {
+        info->cls = H5Tget_class(t);
+        info->is_int = h5io_int_type(t, &info->it) == 0;
+        h5io_type_name(t, info->type, sizeof info->type);
+        H5Tclose(t);
+    }
+    if (s >= 0) {
+        h5io_shape_name(s, info->shape, sizeof info->shape);
+        hsize_t dims[H5S_MAX_RANK];
+        int nd = H5Sget_simple_extent_ndims(s);
+        if (H5Sget_simple_extent_type(s) == H5S_SIMPLE && nd >= 1 && nd <= H5S_MAX_RANK &&
+            H5Sget_simple_extent_dims(s, dims, NULL) >= 0) {
+            info->rank = nd;
+            for (int k = 0; k < nd && k < 2; k++)
+                info->dims[k] = (int64_t)dims[k];
+        }
+        H5Sclose(s);
+    }
+    return d;
+}
+
+hid_t h5io_dapl_cache(size_t bytes)
+{
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl >= 0 && H5Pset_chunk_cache(dapl, 12421, bytes, 0.75) < 0) {
+        H5Pclose(dapl);
+        dapl = -1;
+    }
+    return dapl;
+}
+
+/* String i of vlen [n] or of fixed [n * size] (padding dropped): its length. */
+static size_t string_at(char **vlen, const char *fixed, size_t size, int spacepad, int64_t i,
+                        const char **s)
+{
+    if (vlen) {
+        *s = vlen[i] ? vlen[i] : "";
+        return strlen(*s);
+    }
+    *s = fixed + (size_t)i * size;
+    size_t len = strnlen(*s, size);
+    while (spacepad && len && (*s)[len - 1] == ' ')
+        len--;
+    return len;
+}
+
+/* n strings (see string_at) into one block: n pointers, then the strings
+ * NUL-terminated. */
+static char **pack_strings(int64_t n, char **vlen, const char *fixed, size_t size, int spacepad)
+{
+    const char *s;
+    size_t bytes = (size_t)(n ? n : 1) * sizeof(char *);
+    for (int64_t i = 0; i < n; i++)
+        bytes += string_at(vlen, fixed, size, spacepad, i, &s) + 1;
+    char **out = xmalloc(bytes);
+    char *p = (char *)(out + n);
+    for (int64_t i = 0; i < n; i++) {
+        size_t len = string_at(vlen, fixed, size, spacepad, i, &s);
+        memcpy(p, s, len);
+        p[len] = 0;
+        out[i] = p;
+        p += len + 1;
+    }
+    return out;
+}
+
+char **h5io_read_strings(hid_t loc, const char *file, const char *name, int64_t n, char *err,
+                         size_t errlen)
+{
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    hid_t t = d < 0 ? -1 : H5Dget_type(d), s = d < 0 ? -1 : H5Dget_space(d), mt = -1;
+    char **out = NULL;
+    if (d >= 0 && dataset_h5_vlen_check(d, file, name, err, errlen)) {
+        H5Dclose(d); /* the heap is damaged: not read */
+        H5Tclose(t);
+        H5Sclose(s);
+        return NULL;
+    }
+    if (t >= 0 && s >= 0 && H5Tis_variable_str(t) > 0) {
+        char **v = xcalloc((size_t)(n ? n : 1), sizeof *v);
+        if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+            H5Tset_cset(mt, H5Tget_cset(t)) >= 0 &&
+            (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0)) {
+            out = pack_strings(n, v, NULL, 0, 0);
+            if (n)
+                H5Dvlen_reclaim(mt, s, H5P_DEFAULT, v);
+        }
+        free(v);
+    } else if (t >= 0 && s >= 0) {
+        size_t size = H5Tget_size(t);
+        char *buf = xmalloc((size_t)(n ? n : 1) * (size ? size : 1));
+        if ((mt = H5Tcopy(t)) >= 0 && /* same size, padding and character set */
+            (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0))
+            out = pack_strings(n, NULL, buf, size, H5Tget_strpad(t) == H5T_STR_SPACEPAD);
+        free(buf);
+    }
+    if (!out)
+        errorf(err, errlen, "%s: cannot read %s (truncated or corrupt file?)", file, name);
+    if (mt >= 0) H5Tclose(mt);
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    return out;
+}
+
 /* --- group members ------------------------------------------------------------------ */
 
 struct members {
