@@ -28,13 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/h5io.h"
+
 #define DATASET_FORMAT "freescale-seq"
 #define DATASET_VERSION 1
-
-/* The integer type of a dataset as stored: bytes (1..8) and sign. */
-struct dataset_int {
-    int8_t bytes, is_signed;
-};
 
 struct dataset {
     char path[4096];
@@ -44,7 +41,7 @@ struct dataset {
     int has_item_map_str, has_user_map_str;
     int64_t *offsets; /* [num_users + 1], read and validated by dataset_open */
     int64_t d_items, d_ts, d_actions; /* open hid_t (-1 if absent), with a chunk cache */
-    struct dataset_int t_items, t_ts, t_actions, t_item_map, t_user_map; /* stored types */
+    struct h5io_int t_items, t_ts, t_actions, t_item_map, t_user_map; /* stored types */
 };
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
