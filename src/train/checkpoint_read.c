@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "data/dataset.h"
 #include "train/checkpoint_priv.h"
+#include "train/watchdog.h"
 
 #define VERIFY_BLOCK_VALUES ((int64_t)1 << 20)
 #define MAX_STEP ((int64_t)1 << 52) /* any real run: the planner's indices stay far below */
@@ -85,6 +86,7 @@ static int verify_dataset(struct verify *v, const char *name, H5T_class_t cls, i
     double *buf = xmalloc((size_t)(step * (cols ? cols : 1)) * sizeof *buf);
     for (int64_t r = v->part * step; rc == 0 && r < rows && cols > 0; r += v->nparts * step) {
         const int64_t n = r + step < rows ? step : rows - r;
+        watchdog_beat("in", "a checkpoint verification");
         if (h5io_read_rows(NULL, d, H5T_NATIVE_DOUBLE, r, 1, n, rank == 2 ? cols : 0, buf))
             rc = errorf(err, len, "%s: dataset %s: rows %lld..%lld cannot be read (checksum "
                         "mismatch: the file is damaged)", file, name,

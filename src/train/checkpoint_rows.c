@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "train/watchdog.h"
 
 #define BLOCK_BYTES ((int64_t)16 << 20) /* a rank's block of one part in one round
                                           (debug.checkpoint_block: another) */
@@ -112,6 +113,7 @@ static void write_part(struct trainer *tr, struct h5io *h, struct emb_table *t,
     int64_t *sc = cnt, *sd = cnt + G, *rc = cnt + 2 * G, *rd = cnt + 3 * G;
     for (int64_t k = 0; k < rounds; k++) {
         const int64_t a = (k * P + me) * W, b = a + W < R ? a + W : R, n = a < R ? b - a : 0;
+        watchdog_beat("in", "a checkpoint write"); /* progress, round by round */
         if (whole) { /* my block from my own rows */
             get_part(t, p, a, n, block);
             h5io_write_rows(h, d, ckpt_mem_type(p), a, 1, n, p->cols, block);
@@ -175,6 +177,7 @@ void ckpt_rows_gather(struct trainer *tr, struct h5io *h, struct emb_table *t, c
     const int64_t rows = t->conf.rows + 1; /* ids 0 .. rows - 1, 0 = padding */
     for (int64_t a = 0; a < rows; a += GATHER_ROWS) {
         const int64_t b = a + GATHER_ROWS < rows ? a + GATHER_ROWS : rows;
+        watchdog_beat("in", "a checkpoint write");
         const int64_t id0 = shard_first(a, G, q), n = shard_count(a, b, G, q);
         for (int j = 0; j < np; j++) {
             const int64_t rb = (int64_t)part[j].row_bytes;
@@ -251,6 +254,7 @@ static void read_part(struct trainer *tr, const char *path, struct emb_table *t,
     if (whole) { /* every rank reads all rows, in the same blocks */
         for (int64_t a = 0; a < R; a += W) {
             const int64_t n = a + W < R ? W : R - a;
+            watchdog_beat("in", "a checkpoint read");
             read_block(path, t, p, d, a, n, block);
             check_rows(path, t, p, a, 1, n, block, tr->step);
             set_part(t, p, a, n, block);
@@ -265,6 +269,7 @@ static void read_part(struct trainer *tr, const char *path, struct emb_table *t,
     int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P;
     for (int64_t k = 0; k < rounds; k++) {
         const int64_t a = (k * P + me) * W, b = a + W < R ? a + W : R, n = a < R ? b - a : 0;
+        watchdog_beat("in", "a checkpoint read");
         read_block(path, t, p, d, a, n, block);
         /* to every rank, the rows of my block its shard (r mod G) holds */
         int64_t off = 0;
