@@ -95,11 +95,15 @@ static hid_t make_fapl(struct h5io *h, const struct comm *c, unsigned flags)
     const int checksummed = (flags & H5IO_CHECKSUMMED) != 0;
     hid_t fapl;
     TRY(h, fapl = H5Pcreate(H5P_FILE_ACCESS));
-    TRY(h, H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
-    if (checksummed) /* superblock v3, v2 object headers, fixed-array chunk indices */
-        TRY(h, H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST));
-    if (c)
-        TRY(h, comm_h5_fapl_mpio(c, COMM_WORLD, fapl, (flags & H5IO_DIRECT) != 0));
+    errno = 0;
+    if (H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
+        /* superblock v3, v2 object headers, fixed-array chunk indices */
+        (checksummed && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) < 0) ||
+        (c && comm_h5_fapl_mpio(c, COMM_WORLD, fapl, (flags & H5IO_DIRECT) != 0) < 0)) {
+        fail(h, "the file-access property list", errno);
+        H5Pclose(fapl);
+        return -1;
+    }
     return fapl;
 }
 
@@ -178,7 +182,11 @@ int h5io_open_read(struct h5io *h, const char *path, const struct comm *c, unsig
         h->f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (fapl >= 0)
         H5Pclose(fapl);
-    if (h->f < 0 || set_xfer(h))
+    if (h->f >= 0 && set_xfer(h)) {
+        H5Fclose(h->f);
+        h->f = -1;
+    }
+    if (h->f < 0)
         return errorf(err, errlen, "%s: not a readable HDF5 file (truncated or corrupt?)", path);
     return 0;
 }
