@@ -209,6 +209,10 @@ X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
 X(output, shared_dir, BOOL, "off", 0, 1, NULL,
   "on: write into an output.checkpoint_dir that holds other runs' checkpoints (they are never "
   "resumed from nor deleted; train.keep_best's best.h5 is overwritten)")
+X(output, checkpoint_write, CHOICE, "collective", 0, 0, "collective|gathered",
+  "how checkpoints are written: collective = every rank writes its share of the table rows "
+  "into the one file through MPI-IO; gathered = the rows go to rank 0, which writes alone "
+  "(the former path, kept for comparison: bench/ckpt.sh)")
 X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")
 X(output, trace, STRING, "", 0, 0, NULL,
   "Chrome trace-event JSON of the phases of every rank (open in Perfetto); empty = none")
@@ -228,6 +232,9 @@ X(debug, split_chunks, INT, "0", 0, 64, NULL,
 X(debug, rank_dump, STRING, "", 0, 0, NULL,
   "ranking: write every evaluation's (task, user, label, score) rows to PREFIX-SPLIT.csv "
   "(rank 0; the exact metrics can be recomputed from them)")
+X(debug, checkpoint_block, INT, "0", 0, 1000000000000.0, NULL,
+  "test hook: bytes of a table part each rank moves per round when checkpoint rows are "
+  "written or read (0 = 16 MiB); small values make a small table take many rounds")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")
 X(debug, signal_rank, STRING, "", 0, 0, NULL,

@@ -143,6 +143,13 @@ void comm_init(struct comm *c, int *argc, char ***argv)
 {
     int provided;
     memset(c, 0, sizeof *c);
+    /* MPI-IO through ROMIO, not Open MPI's own OMPIO: OMPIO's collective
+     * writes (fcoll vulcan, Open MPI 4.1.4) print "No space left on
+     * device" and return success, leaving holes in a file reported
+     * complete (checkpoints, outputs: data/h5io.c); ROMIO returns the error
+     * on every rank. A choice made on the command line (--mca io) or in
+     * the environment stays. */
+    setenv("OMPI_MCA_io", "^ompio", 0);
     /* SERIALIZED: the progress thread (comm_progress_*) calls MPI while the
      * main thread computes, never at the same time */
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));

@@ -203,4 +203,12 @@ void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const vo
                   int64_t n, void *recv, const int64_t *rcounts, int root);
 void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root);
 
+/* HDF5's MPI-IO driver on the file-access list fapl (a hid_t): the file is
+ * opened by every rank of group g together (comm_h5.c). direct: each rank
+ * reads and writes its own large contiguous pieces itself (ROMIO's
+ * collective buffering and data sieving off); else ROMIO aggregates
+ * interleaved pieces (strided rows) per node. 0, or -1 when HDF5 refuses
+ * (its error stack says why). */
+int comm_h5_fapl_mpio(const struct comm *c, enum comm_group g, int64_t fapl, int direct);
+
 #endif

@@ -4,7 +4,6 @@
 #include "eval/recommend.h"
 
 #include <errno.h>
-#include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,42 +11,15 @@
 #include "base/check.h"
 #include "cli/banner.h"
 #include "comm/comm_fail.h"
+#include "data/dataset.h"
+#include "data/h5io.h"
 #include "eval/rec_file.h"
 #include "train/checkpoint.h"
 #include "train/watchdog.h"
 
 /* --- the checkpoint's head ------------------------------------------------------ */
 
-/* A string attribute (fixed or variable length) into a heap string; NULL
- * when absent or not a string. */
-static char *read_attr_text(hid_t f, const char *name)
-{
-    if (H5Aexists(f, name) <= 0)
-        return NULL;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT), t = a < 0 ? -1 : H5Aget_type(a), mt = -1;
-    char *out = NULL;
-    if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
-        if (H5Tis_variable_str(t) > 0) {
-            char *v = NULL;
-            if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
-                H5Aread(a, mt, &v) >= 0 && v) {
-                out = xstrdup(v);
-                H5free_memory(v);
-            }
-        } else {
-            size_t size = H5Tget_size(t);
-            char *v = xcalloc(size + 1, 1);
-            if ((mt = H5Tcopy(t)) >= 0 && H5Aread(a, mt, v) >= 0)
-                out = v;
-            else
-                free(v);
-        }
-    }
-    if (mt >= 0) H5Tclose(mt);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return out;
-}
+#define MAX_PARAMS_TEXT ((size_t)1 << 20)
 
 /* Rank 0: the checkpoint must be a readable freescale checkpoint; its
  * stored parameters (heap text) into *params when want_params. 0, or -1
@@ -59,21 +31,27 @@ static int check_checkpoint(const struct rec_cmd *cmd, int want_params, char **p
     *params = NULL;
     if (access(path, R_OK) != 0)
         return errorf(err, len, "%s: checkpoint %s: %s", cmd->tool, path, strerror(errno));
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0)
-        return errorf(err, len, "%s: checkpoint %s: not a readable HDF5 file (truncated or "
-                      "corrupt?)", cmd->tool, path);
-    char *format = read_attr_text(f, "format");
+    struct h5io h;
+    char e[1024], format[64] = "";
+    if (h5io_open_read(&h, path, NULL, 0, e, sizeof e))
+        return errorf(err, len, "%s: checkpoint %s", cmd->tool, e);
     int rc = 0;
-    if (!format || strcmp(format, "freescale-ckpt"))
+    if (dataset_h5_attrs_check(h.f, path, "/", e, sizeof e) ||
+        (h5io_has_attr(h.f, "format") &&
+         h5io_attr_read_str(h.f, path, "format", format, sizeof format, e, sizeof e)))
+        rc = errorf(err, len, "%s: checkpoint %s", cmd->tool, e);
+    else if (strcmp(format, "freescale-ckpt"))
         rc = errorf(err, len, "%s: %s is not a freescale checkpoint (attribute format = '%s', "
-                    "expected 'freescale-ckpt')", cmd->tool, path, format ? format : "(none)");
-    free(format);
-    if (!rc && want_params && !(*params = read_attr_text(f, "params")))
+                    "expected 'freescale-ckpt')", cmd->tool, path, format[0] ? format : "(none)");
+    else if (want_params && !h5io_has_attr(h.f, "params"))
         rc = errorf(err, len, "%s: checkpoint %s stores no parameters (attribute 'params'): "
                     "give FILE.in", cmd->tool, path);
-    H5_CHECK(H5Fclose(f));
+    else if (want_params) {
+        *params = xmalloc(MAX_PARAMS_TEXT);
+        if (h5io_attr_read_str(h.f, path, "params", *params, MAX_PARAMS_TEXT, e, sizeof e))
+            rc = errorf(err, len, "%s: checkpoint %s", cmd->tool, e);
+    }
+    h5io_close(&h);
     return rc;
 }
 

@@ -59,14 +59,12 @@ static void write_csv(const char *path, const char *tmp, const struct score_meta
         rec_fatal("%s: write error (disk full?)", path);
 }
 
-static void write_h5(const char *path, const char *tmp, const struct score_meta *m,
-                     const struct rec_ids *um, const struct rec_ids *im, int64_t n,
-                     const int64_t *users, const int64_t *items, const double *pred)
+static void write_h5(struct rec_file *f, const struct score_meta *m, const struct rec_ids *um,
+                     const struct rec_ids *im, int64_t n, const int64_t *users,
+                     const int64_t *items, const double *pred)
 {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t h = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (h < 0)
-        rec_fatal("%s: cannot create %s (directory missing or not writable?)", path, tmp);
+    struct h5io *h = &f->h;
+    rec_h5_create(f); /* this rank alone; every call checked (rec_fatal) */
     char tasks[RANK_MAX_TASKS * 40] = "", kinds[RANK_MAX_TASKS * 12] = "";
     for (int k = 0; k < m->K; k++) {
         snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), "%s%s", k ? "," : "",
@@ -74,48 +72,47 @@ static void write_h5(const char *path, const char *tmp, const struct score_meta 
         snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", k ? "," : "",
                  m->binary[k] ? "binary" : "regression");
     }
-    rec_h5_attr_str(h, "format", "freescale-scores");
-    rec_h5_attr_i64(h, "version", 1);
-    rec_h5_attr_str(h, "tasks", tasks);
-    rec_h5_attr_str(h, "kinds", kinds);
-    rec_h5_attr_i64(h, "step", m->step);
-    rec_h5_attr_str(h, "checkpoint", m->checkpoint);
-    rec_h5_attr_str(h, "dataset", m->dataset);
-    rec_h5_attr_str(h, "user_ids", rec_ids_kind_name(um));
-    rec_h5_attr_str(h, "item_ids", rec_ids_kind_name(im));
-    hid_t tu = rec_ids_h5_type(um), ti = rec_ids_h5_type(im);
+    h5io_attr_utf8(h, h->f, "format", "freescale-scores");
+    h5io_attr_i64(h, h->f, "version", 1);
+    h5io_attr_utf8(h, h->f, "tasks", tasks);
+    h5io_attr_utf8(h, h->f, "kinds", kinds);
+    h5io_attr_i64(h, h->f, "step", m->step);
+    h5io_attr_utf8(h, h->f, "checkpoint", m->checkpoint);
+    h5io_attr_utf8(h, h->f, "dataset", m->dataset);
+    h5io_attr_utf8(h, h->f, "user_ids", rec_ids_kind_name(um));
+    h5io_attr_utf8(h, h->f, "item_ids", rec_ids_kind_name(im));
+    hid_t tu = rec_ids_h5_type(um, h), ti = rec_ids_h5_type(im, h);
     char *ub = xmalloc((size_t)n * rec_ids_h5_size(um));
     char *ib = xmalloc((size_t)n * rec_ids_h5_size(im));
     rec_ids_h5_fill(um, users, n, -1, ub);
     rec_ids_h5_fill(im, items, n, 0, ib);
-    hid_t d = rec_h5_create(h, "users", tu, n, 0);
-    rec_h5_write_rows(d, um->kind == REC_IDS_STRING ? tu : H5T_NATIVE_INT64, 0, n, 0, ub);
-    REC_H5(H5Dclose(d));
-    d = rec_h5_create(h, "items", ti, n, 0);
-    rec_h5_write_rows(d, im->kind == REC_IDS_STRING ? ti : H5T_NATIVE_INT64, 0, n, 0, ib);
-    REC_H5(H5Dclose(d));
-    d = rec_h5_create(h, "user_index", H5T_STD_I64LE, n, 0);
-    rec_h5_write_rows(d, H5T_NATIVE_INT64, 0, n, 0, users);
-    REC_H5(H5Dclose(d));
-    d = rec_h5_create(h, "item_index", H5T_STD_I64LE, n, 0);
-    rec_h5_write_rows(d, H5T_NATIVE_INT64, 0, n, 0, items);
-    REC_H5(H5Dclose(d));
     double *sc = xmalloc((size_t)(n * m->K) * sizeof *sc);
     for (int64_t i = 0; i < n * m->K; i++)
         sc[i] = shown(m, (int)(i % m->K), pred[i]);
-    d = rec_h5_create(h, "scores", H5T_IEEE_F64LE, n, m->K);
-    rec_h5_write_rows(d, H5T_NATIVE_DOUBLE, 0, n, m->K, sc);
-    REC_H5(H5Dclose(d));
-    d = rec_h5_create(h, "logits", H5T_IEEE_F64LE, n, m->K);
-    rec_h5_write_rows(d, H5T_NATIVE_DOUBLE, 0, n, m->K, pred);
-    REC_H5(H5Dclose(d));
-    REC_H5(H5Tclose(tu));
-    REC_H5(H5Tclose(ti));
+    const struct {
+        const char *name;
+        hid_t ftype, mtype;
+        int64_t cols;
+        const void *data;
+    } out[] = {
+        {"users", tu, um->kind == REC_IDS_STRING ? tu : H5T_NATIVE_INT64, 0, ub},
+        {"items", ti, im->kind == REC_IDS_STRING ? ti : H5T_NATIVE_INT64, 0, ib},
+        {"user_index", H5T_STD_I64LE, H5T_NATIVE_INT64, 0, users},
+        {"item_index", H5T_STD_I64LE, H5T_NATIVE_INT64, 0, items},
+        {"scores", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->K, sc},
+        {"logits", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->K, pred},
+    };
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++) {
+        hid_t d = rec_h5_dset(f, h->f, out[i].name, out[i].ftype, n, out[i].cols);
+        h5io_write_rows(h, d, out[i].mtype, 0, 1, n, out[i].cols, out[i].data);
+        h5io_close_obj(h, d);
+    }
+    h5io_close_obj(h, tu);
+    h5io_close_obj(h, ti);
     free(sc);
     free(ub);
     free(ib);
-    if (H5Fclose(h) < 0)
-        rec_fatal("%s: writing failed (disk full?)", path);
+    rec_h5_close(f);
 }
 
 void score_write(const char *path, const struct score_meta *m, const struct rec_ids *um,
@@ -123,10 +120,10 @@ void score_write(const char *path, const struct score_meta *m, const struct rec_
                  const double *pred)
 {
     struct rec_file f;
-    rec_file_begin(&f, path);
+    rec_file_begin(&f, path, NULL); /* rank 0 alone */
     if (rec_out_format(path) == 1)
         write_csv(path, f.tmp, m, um, im, n, users, items, pred);
     else
-        write_h5(path, f.tmp, m, um, im, n, users, items, pred);
-    rec_file_commit(&f);
+        write_h5(&f, m, um, im, n, users, items, pred);
+    rec_file_commit(&f, NULL);
 }

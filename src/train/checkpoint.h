@@ -14,15 +14,20 @@
  *   /emb/items/state   float32 [num_items + 1, s]  sparse optimizer state
  *   /emb/items/steps   int64 [num_items + 1]       lazy Adam step counts
  *
+ * /emb/NAME/...: the same for every table of the registry.
+ *
  * Every dataset is chunked with a Fletcher-32 checksum per chunk (version
  * 2; version 1 files, without, are still read). All randomness is keyed by
- * (seed, epoch, sample), so the step number is the whole data cursor. Rank
- * 0 writes under a temporary name, fsyncs and renames when complete; any
- * write failure removes the temporary file, keeps the checkpoints already
- * there and ends the job with the path and the errno text. The table rows
- * come from the first embedding group in blocks. On resume every rank reads
- * its own shard with a strided hyperslab, whatever the rank count was when
- * the file was written. */
+ * (seed, epoch, sample), so the step number is the whole data cursor. The
+ * file is written under a temporary name by every rank together through
+ * MPI-IO, each rank its share of the table rows (output.checkpoint_write =
+ * collective; = gathered: by rank 0 from rows gathered to it), fsynced and
+ * renamed when complete; any write failure on any rank removes the
+ * temporary file, keeps the checkpoints already there and ends the job
+ * with the path and the errno text. On resume the ranks read the file
+ * together, each its share of the rows, which go to the shards that own
+ * them, whatever the rank count and embedding group were when the file
+ * was written (checkpoint_rows.c). */
 #ifndef FS_CHECKPOINT_H
 #define FS_CHECKPOINT_H
 
@@ -31,6 +36,7 @@
 
 #include "train/train.h"
 
+/* Write path (collective: every rank calls it). */
 void checkpoint_write(struct trainer *tr, const char *path);
 /* Load path into tr (built for the current parameters); a file that does
  * not match them, or whose attributes and datasets are not of the class,
@@ -45,6 +51,22 @@ int checkpoint_compatible(const struct trainer *tr, const char *path, char *err,
  * this format and version whose datasets all read back (checksums
  * verified) with finite values. 0, or -1 with err saying what failed. */
 int checkpoint_verify(const char *path, char *err, size_t errlen);
+/* The same check with the work spread over the ranks of c (collective:
+ * each reads its share of every dataset's blocks): 0 on every rank, or -1
+ * on every rank with err the first failing rank's message. */
+int checkpoint_verify_all(struct comm *c, const char *path, char *err, size_t errlen);
+
+/* What writing or reading a checkpoint cost: checkpoint_io_begin before
+ * (every rank: resets the peak memory mark, starts the clock),
+ * checkpoint_io_end after (collective) into buf: "B GB in S s (R GB/s);
+ * peak memory rank 0 M MiB, others up to N MiB" (B: path's size). */
+struct checkpoint_io {
+    double t0;
+    int peak_ok;
+};
+void checkpoint_io_begin(struct checkpoint_io *io);
+void checkpoint_io_end(struct checkpoint_io *io, struct comm *c, const char *path, char *buf,
+                       size_t len);
 
 /* What a checkpoint says of its run (ckpt_run.h), from its attributes
  * alone (one process, no MPI; the datasets are not read): run_id and

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/tmpguard.h"
+#include "data/h5io.h"
 #include "train/checkpoint.h"
 
 /* The parameters a resume must keep: what a step, a position and a table
@@ -214,40 +214,23 @@ static void remove_stale(const char *dir)
  * fsync it; 0, or an errno (EIO when HDF5 says no more). */
 static int probe_hdf5(const char *tmp, size_t n)
 {
-    const hsize_t cols = 256, rows = (n + cols - 1) / cols, block = 4096;
-    hsize_t dims[2] = {rows, cols}, chunk[2] = {1024 < rows ? 1024 : rows, cols};
+    const int64_t cols = 256, rows = (int64_t)((n + 255) / 256), block = 4096;
     int e = 0;
     float *buf = xmalloc((size_t)(block * cols) * sizeof *buf);
-    for (size_t i = 0; i < block * cols; i++)
+    for (int64_t i = 0; i < block * cols; i++)
         buf[i] = (float)(i % 977) * 1e-3f;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    errno = 0;
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), s = -1, d = -1, pl = -1;
-    if (f < 0 || (s = H5Screate_simple(2, dims, NULL)) < 0 ||
-        (pl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(pl, 2, chunk) < 0 ||
-        H5Pset_fletcher32(pl) < 0 ||
-        (d = H5Dcreate2(f, "rows", H5T_IEEE_F32LE, s, H5P_DEFAULT, pl, H5P_DEFAULT)) < 0)
-        e = errno ? errno : EIO;
-    for (hsize_t r = 0; !e && r < rows; r += block) {
-        hsize_t start[2] = {r, 0}, count[2] = {r + block < rows ? block : rows - r, cols};
-        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(2, count, NULL);
-        errno = 0;
-        if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-            H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, buf) < 0)
-            e = errno ? errno : EIO;
-        if (ms >= 0)
-            H5Sclose(ms);
-        if (fs >= 0)
-            H5Sclose(fs);
+    struct h5io h; /* no on_fail: the calls return -1, h.errnum says why */
+    if (h5io_create(&h, tmp, NULL, H5IO_CHECKSUMMED, NULL, NULL) == 0) {
+        const struct h5io_layout lay = {.chunk_rows = 1024 < rows ? 1024 : rows, .checksum = 1};
+        hid_t d = h5io_dset(&h, h.f, "rows", H5T_IEEE_F32LE, rows, cols, &lay);
+        for (int64_t r = 0; d >= 0 && !h.failed && r < rows; r += block)
+            h5io_write_rows(&h, d, H5T_NATIVE_FLOAT, r, 1, r + block < rows ? block : rows - r,
+                            cols, buf);
+        h5io_close_obj(&h, d);
     }
-    if (pl >= 0)
-        H5Pclose(pl);
-    if (s >= 0)
-        H5Sclose(s);
-    if (d >= 0 && H5Dclose(d) < 0 && !e)
-        e = errno ? errno : EIO;
-    if (f >= 0 && H5Fclose(f) < 0 && !e)
-        e = errno ? errno : EIO;
+    h5io_close(&h);
+    if (h.failed)
+        e = h.errnum ? h.errnum : EIO;
     free(buf);
     int fd = e ? -1 : open(tmp, O_RDONLY);
     if (!e && (fd < 0 || fsync(fd) != 0))
@@ -419,8 +402,9 @@ int ckpt_run_check(const char *dir, const struct ckpt_run *run, int shared, char
     return 0;
 }
 
-int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto, char *path,
-                    size_t pathlen, char *err, size_t len)
+int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto,
+                    int (*verify)(void *ctx, const char *path, char *err, size_t len), void *ctx,
+                    char *path, size_t pathlen, char *err, size_t len)
 {
     struct held *h;
     const int64_t n = scan(dir, &h);
@@ -442,7 +426,7 @@ int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto, ch
         if (!is_ckpt(&h[i]) || strcmp(h[i].id.run_id, run->id))
             continue;
         mine++;
-        if (checkpoint_verify(p, verr, sizeof verr) != 0) {
+        if (verify(ctx, p, verr, sizeof verr) != 0) {
             log_warn("train.resume = auto: skipping a damaged checkpoint: %s", verr);
             continue;
         }

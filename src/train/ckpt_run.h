@@ -65,10 +65,13 @@ int ckpt_run_prepare_dir(const char *dir, double bytes, double *rate, char *err,
 
 /* Rank 0, at start, after ckpt_run_check: the checkpoint train.resume =
  * auto continues from (is_auto; path "" when there is none: start
- * afresh); says what it took and what it skipped. 0, or -1 with err (none
- * of this run's checkpoints verifies). */
-int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto, char *path,
-                    size_t pathlen, char *err, size_t len);
+ * afresh), the newest of this run's for which verify(ctx, PATH, err, len)
+ * (checkpoint_verify, or a collective verification led by rank 0) returns
+ * 0; says what it took and what it skipped. 0, or -1 with err (none of
+ * this run's checkpoints verifies). */
+int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto,
+                    int (*verify)(void *ctx, const char *path, char *err, size_t len), void *ctx,
+                    char *path, size_t pathlen, char *err, size_t len);
 
 /* Rank 0, after writing just_written: delete this run's checkpoints beyond
  * the keep newest by write order (keep 0: none); never just_written nor

@@ -181,6 +181,8 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->trace_steps = params_i64(p, P_output_trace_steps);
     tc->keep_checkpoints = params_i64(p, P_output_keep_checkpoints);
     tc->shared_dir = (int)params_i64(p, P_output_shared_dir);
+    tc->ckpt_gathered = !strcmp(params_str(p, P_output_checkpoint_write), "gathered");
+    tc->ckpt_block = params_i64(p, P_debug_checkpoint_block);
     tc->nan_step = params_i64(p, P_debug_nan_step);
     tc->nan_sparse = !strcmp(params_str(p, P_debug_nan_in), "sparse");
     if (!tc->data_path[0])

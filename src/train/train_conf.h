@@ -70,6 +70,8 @@ struct train_conf {
     int64_t trace_steps;
     int64_t keep_checkpoints; /* output.keep_checkpoints (0 = all) */
     int shared_dir;           /* output.shared_dir: beside other runs' checkpoints */
+    int ckpt_gathered;        /* output.checkpoint_write = gathered (through rank 0) */
+    int64_t ckpt_block;       /* debug.checkpoint_block: bytes per round (0 = default) */
     /* debug.slow_rank */
     int slow_rank;            /* -1: none */
     double slow_factor;
