@@ -22,7 +22,7 @@ def main(src, dst, pairs, split):
     L = np.diff(off)
     spec = split.split(":", 1)[1]
     if spec.endswith("%"):
-        K = np.maximum(1, np.floor(float(spec[:-1]) / 100.0 * L).astype(np.int64))
+        K = np.maximum(1, np.floor(float(spec[:-1]) * L / 100.0).astype(np.int64))
     else:
         K = np.full(len(L), int(spec))
     K = np.minimum(K, L)

@@ -199,7 +199,9 @@ void rsplit_bounds(const struct rsplit *s, const struct dataset *ds, int64_t u, 
         k = s->conf.k;
         break;
     case RSPLIT_LAST_PCT:
-        k = (int64_t)floor(s->conf.pct / 100.0 * (double)L);
+        /* P x L first: exact for P with few binary digits (an integer P
+         * and L < 2^45), so floor(29% x 100) is 29, not the 28 of 0.29 x 100 */
+        k = (int64_t)floor(s->conf.pct * (double)L / 100.0);
         k = k < 1 ? 1 : k;
         break;
     case RSPLIT_LOO:

@@ -27,7 +27,7 @@ enum rsplit_mode { RSPLIT_LOO, RSPLIT_LAST, RSPLIT_LAST_PCT, RSPLIT_TIME };
 struct rsplit_conf {
     enum rsplit_mode mode;
     int64_t k;           /* last:K */
-    double pct;          /* last:P% (0 < P < 100) */
+    double pct;          /* last:P% (0 < P < 50) */
     int64_t t_val, t_test; /* time: [t_val, t_test) validates, >= t_test tests */
     int mirrored;        /* time:T: t_val from the dataset (2T - t_max) */
 };
