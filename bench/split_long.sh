@@ -35,8 +35,11 @@ DATA="data.path=$W/long.h5 data.max_seq_len=8192"
 CM=$("$FS" calibrate "$IN" $DATA --ranks-per-node "$NP" --points 5 --reps 2 2>/dev/null |
     sed -n 's/^cost_model = //p')
 [ -n "$CM" ] || { echo "split_long: freescale calibrate failed"; exit 1; }
+# a progress line every LOG steps: at least 3 intervals after the first
+LOG=$((STEPS / 4)); [ "$LOG" -ge 1 ] || LOG=1
+[ "$LOG" -gt 10 ] && LOG=10
 COMMON="$DATA parallel.cost_model=$CM train.batch_size=$BATCH train.max_steps=$STEPS
-train.log_every=10 train.eval_every=0 train.final_eval=off"
+train.log_every=$LOG train.eval_every=0 train.final_eval=off"
 echo "data: 2000 users, pareto(40, 1.1) lengths up to 8192; HSTU d=50 2 layers (input/mls-hstu.in)"
 echo "cost model (freescale calibrate): $CM"
 echo "      $NP ranks, $BATCH sequences per step, $STEPS steps; machine: $(nproc) CPUs"
@@ -46,11 +49,12 @@ run() {
     name=$1; shift
     mpirun -np "$NP" "$FS" train "$IN" $COMMON output.metrics="$W/m.jsonl" "$@" > "$W/log" 2>&1 ||
         { echo "split_long: $name failed"; tail -n 20 "$W/log"; exit 1; }
-    grep '"event":"train"' "$W/m.jsonl" | tail -n +2 > "$W/lines"
+    grep '"event":"train"' "$W/m.jsonl" > "$W/all" # after the first interval, if more
+    if [ "$(wc -l < "$W/all")" -gt 1 ]; then tail -n +2 "$W/all" > "$W/lines"; else cp "$W/all" "$W/lines"; fi
     sed -n 's/.*"samples_per_s":\([^,]*\),.*"bubble":\([^,]*\),"imbalance":\([^,]*\),.*/\1 \2 \3/p' \
         "$W/lines" > "$W/v"
-    BUBBLE=$(awk '{ s += $2 } END { printf "%.4f", s / NR }' "$W/v")
-    IMB=$(awk '{ s += $3 } END { printf "%.3f", s / NR }' "$W/v")
+    BUBBLE=$(awk '{ s += $2 } END { printf "%.4f", NR ? s / NR : 0 }' "$W/v")
+    IMB=$(awk '{ s += $3 } END { printf "%.3f", NR ? s / NR : 0 }' "$W/v")
     SPS=$(cut -d' ' -f1 "$W/v" | sort -g | awk '{ v[NR] = $1 } END { printf "%.1f", v[int((NR + 1) / 2)] }')
     KV=$(grep -o '"kv_bytes":[0-9.e+]*' "$W/lines" | cut -d: -f2 |
         awk '{ s += $1 } END { if (NR) printf "  keys/values %.2f MB/step", s / NR / 1e6 }')
@@ -64,7 +68,8 @@ B1=$BUBBLE S1=$SPS
 run "kk, split_long=auto" parallel.balance=kk parallel.split_long=auto
 B2=$BUBBLE S2=$SPS
 awk -v a="$B0" -v b="$B1" -v c="$B2" -v s0="$S0" -v s1="$S1" -v s2="$S2" 'BEGIN {
-    printf "measured: kk removes %.1f%% of the bubble of none; kk with splitting %.1f%% (and %.1f%% of kk'"'"'s)\n", 100 * (1 - b / a), 100 * (1 - c / a), 100 * (1 - c / b)
+    if (a > 0 && b > 0) printf "measured: kk removes %.1f%% of the bubble of none; kk with splitting %.1f%% (and %.1f%% of kk'"'"'s)\n", 100 * (1 - b / a), 100 * (1 - c / a), 100 * (1 - c / b)
+    else printf "measured: bubbles none %.2f%%, kk %.2f%%, kk with splitting %.2f%%\n", 100 * a, 100 * b, 100 * c
     printf "          samples/s x%.2f (kk) and x%.2f (kk with splitting) against none\n", s1 / s0, s2 / s0 }'
 if "$FS" plan "$IN" $COMMON parallel.split_long=auto --ranks "$NP" \
     --batch-per-rank $((BATCH / NP)) --csv "$W/plan.csv" > "$W/plan.log" 2>&1; then

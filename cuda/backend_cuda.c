@@ -13,34 +13,34 @@
  *                   finished results and does not overwrite a buffer that
  *                   a kernel still reads;
  *   cuBLAS handle   bound to the compute stream, TF32 only when asked;
- *   work buffers    sum_squares partials (grown as needed), loss sum+count.
+ *   workspace       the ops' scratch (kernels.h: struct cuda_ws), grown
+ *                   before an op that needs more (a counted allocation),
+ *                   kept: a steady step allocates nothing.
  * Every op before device_open ends the job with a message (cuda_state()).
  *
  * Memory comes from cudaMalloc, not the stream-ordered allocator: buffers
  * may be handed to a CUDA-aware MPI, and pool memory breaks the CUDA IPC of
- * several MPI/UCX versions. */
+ * several MPI/UCX versions (and its pool is trimmed at every
+ * synchronisation). Every host wait goes through cuda_host_wait and every
+ * allocation through cuda_alloc or the workspace: both counted
+ * (devstats.h). FREESCALE_CUDA_SYNC=1 synchronises and checks after every
+ * kernel launch, so that a kernel's fault names that kernel (with
+ * compute-sanitizer, tests/test_backend_ops takes a test name). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "backend/backend.h"
+#include "backend/devstats.h"
 #include "cuda/cuda_check.h"
+#include "cuda/cuda_priv.h"
 #include "cuda/kernels.h"
 #include "base/log.h"
-
-/* cuBLAS calls: the status number and its description */
-#define CUBLAS_CHECK(call)                                                               \
-    do {                                                                                 \
-        cublasStatus_t cublas_check_st_ = (call);                                        \
-        if (cublas_check_st_ != CUBLAS_STATUS_SUCCESS)                                   \
-            cuda_check_failed((int)cublas_check_st_,                                     \
-                              cublasGetStatusString(cublas_check_st_), #call, __FILE__,  \
-                              __LINE__);                                                 \
-    } while (0)
 
 void cuda_check_failed(int err, const char *reason, const char *call, const char *file,
                        int line)
@@ -48,145 +48,70 @@ void cuda_check_failed(int err, const char *reason, const char *call, const char
     fatal("%s:%d: CUDA call failed: %s: error %d (%s)", file, line, call, err, reason);
 }
 
-static struct cuda_state {
-    int open;
-    int device;
-    cudaStream_t compute, comm;
-    cudaEvent_t compute_mark, comm_mark; /* "work enqueued so far" on each stream */
-    cublasHandle_t blas;
-    void *ss_work; /* sum_squares partials, ss_bytes bytes */
-    size_t ss_bytes;
-    void *loss_work; /* cuda_loss_work_bytes() */
-} g_cuda;
+void cuda_host_wait(cudaStream_t s)
+{
+    devstats_sync();
+    CUDA_CHECK(cudaStreamSynchronize(s));
+}
 
-static struct cuda_state *cuda_state(void)
+struct cuda_state g_cuda;
+
+static int g_sync_mode = -1; /* FREESCALE_CUDA_SYNC: unread, off, on */
+
+void cuda_check_launch(const char *name, const char *file, int line)
+{
+    cudaError_t e = cudaPeekAtLastError();
+    if (e != cudaSuccess)
+        cuda_check_failed((int)e, cudaGetErrorString(e), name, file, line);
+    if (g_sync_mode < 0) {
+        const char *v = getenv("FREESCALE_CUDA_SYNC");
+        g_sync_mode = v && strcmp(v, "0") != 0;
+    }
+    if (g_sync_mode) { /* the kernel's own faults, reported at its launch */
+        devstats_sync();
+        e = cudaDeviceSynchronize();
+        if (e == cudaSuccess)
+            e = cudaGetLastError();
+        if (e != cudaSuccess)
+            cuda_check_failed((int)e, cudaGetErrorString(e), name, file, line);
+    }
+}
+
+void *cuda_ws_take(struct cuda_ws *ws, size_t bytes)
+{
+    const size_t b = cuda_ws_round(bytes);
+    if (ws->used + b > ws->cap)
+        fatal("backend cuda: workspace of %zu bytes exhausted (%zu more wanted): an op's "
+              "*_ws_bytes is too small", ws->cap, b);
+    void *p = ws->base + ws->used;
+    ws->used += b;
+    return p;
+}
+
+size_t cuda_ws_round(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+struct cuda_state *cuda_state(void)
 {
     if (!g_cuda.open)
         fatal("backend cuda: no device opened");
     return &g_cuda;
 }
 
-/* ---- devices ---------------------------------------------------------- */
-
-static int cuda_device_count(char *err, size_t errlen)
+/* The workspace, at least bytes, empty: grown (plain cudaMalloc, counted)
+ * after the device is idle; kept. */
+static struct cuda_ws *ws_for(struct cuda_state *st, size_t bytes)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* clear the sticky error */
-        return errorf(err, errlen, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+    if (bytes > st->ws.cap) {
+        if (st->ws.base) {
+            cuda_host_wait(st->compute); /* no kernel still uses it */
+            CUDA_CHECK(cudaFree(st->ws.base));
+        }
+        st->ws.cap = bytes + bytes / 4;
+        devstats_alloc();
+        CUDA_CHECK(cudaMalloc((void **)&st->ws.base, st->ws.cap));
     }
-    return n;
-}
-
-/* Release what a failed device_open created (each handle is zero when not
- * created); errors are ignored on this path, the open reports its own. */
-static void cuda_release_partial(struct cuda_state *st)
-{
-    if (st->loss_work)
-        (void)cudaFree(st->loss_work);
-    if (st->blas)
-        (void)cublasDestroy(st->blas);
-    if (st->comm_mark)
-        (void)cudaEventDestroy(st->comm_mark);
-    if (st->compute_mark)
-        (void)cudaEventDestroy(st->compute_mark);
-    if (st->comm)
-        (void)cudaStreamDestroy(st->comm);
-    if (st->compute)
-        (void)cudaStreamDestroy(st->compute);
-    (void)cudaGetLastError();
-    memset(st, 0, sizeof *st);
-}
-
-/* In device_open: a failing runtime call is the user's error to read, not a
- * crash; undo what was made and return -1 with the reason. */
-#define OPEN_TRY(call)                                                                   \
-    do {                                                                                 \
-        cudaError_t open_try_e_ = (call);                                                \
-        if (open_try_e_ != cudaSuccess) {                                                \
-            cuda_release_partial(st);                                                    \
-            return errorf(err, errlen, "%s failed: %s (%s)", #call,                      \
-                          cudaGetErrorName(open_try_e_), cudaGetErrorString(open_try_e_)); \
-        }                                                                                \
-    } while (0)
-
-#define OPEN_TRY_BLAS(call)                                                              \
-    do {                                                                                 \
-        cublasStatus_t open_try_s_ = (call);                                             \
-        if (open_try_s_ != CUBLAS_STATUS_SUCCESS) {                                      \
-            cuda_release_partial(st);                                                    \
-            return errorf(err, errlen, "%s failed: %s (%s)", #call,                      \
-                          cublasGetStatusName(open_try_s_),                              \
-                          cublasGetStatusString(open_try_s_));                           \
-        }                                                                                \
-    } while (0)
-
-static int cuda_device_open(int device, int tf32, char *err, size_t errlen)
-{
-    struct cuda_state *st = &g_cuda;
-    const cublasMath_t math = tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
-    if (st->open) {
-        if (device != st->device)
-            return errorf(err, errlen, "device %d requested, but device %d is already open",
-                          device, st->device);
-        CUBLAS_CHECK(cublasSetMathMode(st->blas, math));
-        return 0;
-    }
-    int count = cuda_device_count(err, errlen);
-    if (count < 0)
-        return -1;
-    if (device < 0 || device >= count)
-        return errorf(err, errlen, "device %d out of range: %d CUDA device%s visible", device,
-                      count, count == 1 ? "" : "s");
-    OPEN_TRY(cudaSetDevice(device));
-    int least = 0, greatest = 0; /* numerically: least >= greatest */
-    OPEN_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    OPEN_TRY(cudaStreamCreateWithPriority(&st->compute, cudaStreamNonBlocking, least));
-    OPEN_TRY(cudaStreamCreateWithPriority(&st->comm, cudaStreamNonBlocking, greatest));
-    OPEN_TRY(cudaEventCreateWithFlags(&st->compute_mark, cudaEventDisableTiming));
-    OPEN_TRY(cudaEventCreateWithFlags(&st->comm_mark, cudaEventDisableTiming));
-    OPEN_TRY(cudaMalloc(&st->loss_work, cuda_loss_work_bytes()));
-    OPEN_TRY_BLAS(cublasCreate(&st->blas));
-    OPEN_TRY_BLAS(cublasSetStream(st->blas, st->compute));
-    OPEN_TRY_BLAS(cublasSetMathMode(st->blas, math));
-    st->device = device;
-    st->open = 1;
-    return 0;
-}
-
-static int cuda_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
-{
-    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "cudaMemGetInfo: %s", cudaGetErrorString(e));
-        return -1;
-    }
-    return 0;
-}
-
-/* "NVIDIA H200 (device 0, 139.8 GiB, sm_90, driver 13.0, runtime 13.0)";
- * informational, so a failing query is described in buf, not fatal */
-static void cuda_device_describe(char *buf, size_t len)
-{
-    int dev = g_cuda.device, drv = 0, rt = 0;
-    cudaError_t e = g_cuda.open ? cudaSuccess : cudaGetDevice(&dev);
-    struct cudaDeviceProp prop;
-    if (e == cudaSuccess)
-        e = cudaGetDeviceProperties(&prop, dev);
-    if (e == cudaSuccess)
-        e = cudaDriverGetVersion(&drv);
-    if (e == cudaSuccess)
-        e = cudaRuntimeGetVersion(&rt);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(buf, len, "CUDA device %d (no description: %s)", dev, cudaGetErrorString(e));
-        return;
-    }
-    snprintf(buf, len, "%s (device %d, %.1f GiB, sm_%d%d, driver %d.%d, runtime %d.%d)",
-             prop.name, dev, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
-             prop.major, prop.minor, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    st->ws.used = 0;
+    return &st->ws;
 }
 
 /* ---- memory ----------------------------------------------------------- */
@@ -196,12 +121,13 @@ static void *cuda_alloc(size_t bytes)
     struct cuda_state *st = cuda_state();
     void *p = NULL;
     size_t b = bytes ? bytes : 1; /* never NULL, as on the CPU */
+    devstats_alloc();
     CUDA_CHECK(cudaMalloc(&p, b));
     CUDA_CHECK(cudaMemsetAsync(p, 0, b, st->compute));
     /* zero for every reader, a CUDA-aware MPI or the comm stream included;
      * allocations belong outside the step loop (cudaMalloc/cudaFree are
      * synchronising anyway) */
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    cuda_host_wait(st->compute);
     return p;
 }
 
@@ -211,8 +137,8 @@ static void cuda_free(void *p)
         return;
     struct cuda_state *st = cuda_state();
     /* no kernel or staging copy may still touch p */
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
-    CUDA_CHECK(cudaStreamSynchronize(st->comm));
+    cuda_host_wait(st->compute);
+    cuda_host_wait(st->comm);
     CUDA_CHECK(cudaFree(p));
 }
 
@@ -224,8 +150,9 @@ static void cuda_to_device(void *dst, const void *host_src, size_t bytes)
     struct cuda_state *st = cuda_state();
     if (!bytes)
         return;
+    devstats_h2d(bytes);
     CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, st->compute));
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    cuda_host_wait(st->compute);
 }
 
 static void cuda_to_host(void *host_dst, const void *src, size_t bytes)
@@ -233,8 +160,9 @@ static void cuda_to_host(void *host_dst, const void *src, size_t bytes)
     struct cuda_state *st = cuda_state();
     if (!bytes)
         return;
+    devstats_d2h(bytes);
     CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, st->compute));
-    CUDA_CHECK(cudaStreamSynchronize(st->compute));
+    cuda_host_wait(st->compute);
 }
 
 /* device to device, in stream order (regions must not overlap) */
@@ -254,7 +182,7 @@ static void cuda_zero(void *p, size_t bytes)
     CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, st->compute));
 }
 
-static void cuda_synchronize(void) { CUDA_CHECK(cudaStreamSynchronize(cuda_state()->compute)); }
+static void cuda_synchronize(void) { cuda_host_wait(cuda_state()->compute); }
 
 /* ---- pinned host memory and the comm stream --------------------------- */
 
@@ -262,6 +190,7 @@ static void *cuda_host_alloc(size_t bytes)
 {
     (void)cuda_state(); /* the device must be current before pinning */
     void *p = NULL;
+    devstats_alloc();
     CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
     return p;
 }
@@ -271,12 +200,12 @@ static void cuda_host_free(void *p)
     if (!p)
         return;
     struct cuda_state *st = cuda_state();
-    CUDA_CHECK(cudaStreamSynchronize(st->comm)); /* no staging copy still uses p */
+    cuda_host_wait(st->comm); /* no staging copy still uses p */
     CUDA_CHECK(cudaFreeHost(p));
 }
 
 /* the comm stream waits for everything enqueued so far on the compute one */
-static void cuda_comm_after_compute(struct cuda_state *st)
+void cuda_comm_after_compute(struct cuda_state *st)
 {
     CUDA_CHECK(cudaEventRecord(st->compute_mark, st->compute));
     CUDA_CHECK(cudaStreamWaitEvent(st->comm, st->compute_mark, 0));
@@ -288,6 +217,7 @@ static void cuda_to_host_async(void *host_dst, const void *src, size_t bytes)
     if (!bytes)
         return;
     cuda_comm_after_compute(st);
+    devstats_d2h(bytes);
     CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, st->comm));
 }
 
@@ -297,85 +227,14 @@ static void cuda_to_device_async(void *dst, const void *host_src, size_t bytes)
     if (!bytes)
         return;
     cuda_comm_after_compute(st); /* kernels enqueued before may still read dst */
+    devstats_h2d(bytes);
     CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, st->comm));
     /* and kernels enqueued after must see the data even without comm_sync */
     CUDA_CHECK(cudaEventRecord(st->comm_mark, st->comm));
     CUDA_CHECK(cudaStreamWaitEvent(st->compute, st->comm_mark, 0));
 }
 
-static void cuda_comm_sync(void) { CUDA_CHECK(cudaStreamSynchronize(cuda_state()->comm)); }
-
-/* ---- CUDA IPC and the intra-node transports ---------------------------- */
-/* Verified on one H200 shared by several processes; not yet between two
- * GPUs (peer access) of a node. The handles travel between the processes of a
- * node (src/comm/dense_ipc.c); a mapping of a buffer on another device enables
- * peer access lazily. Failures to export or map are returned, not fatal:
- * parallel.transport=auto falls back to MPI. */
-
-_Static_assert(sizeof(cudaIpcMemHandle_t) == BACKEND_IPC_HANDLE_BYTES,
-               "BACKEND_IPC_HANDLE_BYTES must be the size of cudaIpcMemHandle_t");
-
-static int cuda_ipc_export(void *dev_ptr, void *handle, char *err, size_t errlen)
-{
-    (void)cuda_state();
-    cudaIpcMemHandle_t h;
-    cudaError_t e = cudaIpcGetMemHandle(&h, dev_ptr);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return errorf(err, errlen, "cudaIpcGetMemHandle failed: %s (%s)", cudaGetErrorName(e),
-                      cudaGetErrorString(e));
-    }
-    memcpy(handle, &h, sizeof h);
-    return 0;
-}
-
-static void *cuda_ipc_open(const void *handle, char *err, size_t errlen)
-{
-    (void)cuda_state();
-    cudaIpcMemHandle_t h;
-    memcpy(&h, handle, sizeof h);
-    void *p = NULL;
-    cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        errorf(err, errlen, "cudaIpcOpenMemHandle failed: %s (%s)", cudaGetErrorName(e),
-               cudaGetErrorString(e));
-        return NULL;
-    }
-    return p;
-}
-
-static void cuda_ipc_close(void *peer_ptr)
-{
-    if (!peer_ptr)
-        return;
-    struct cuda_state *st = cuda_state();
-    CUDA_CHECK(cudaStreamSynchronize(st->comm)); /* no copy still reads the mapping */
-    CUDA_CHECK(cudaIpcCloseMemHandle(peer_ptr));
-}
-
-/* on the comm stream, after the compute stream's work so far (the buffers
- * it writes are final): the copy engines or a copy kernel (copy.cu) */
-static void cuda_peer_copy(void *dst, const void *src, size_t bytes, int use_kernel)
-{
-    struct cuda_state *st = cuda_state();
-    if (!bytes || dst == src)
-        return;
-    cuda_comm_after_compute(st);
-    if (use_kernel)
-        cuda_copy_kernel(st->comm, dst, src, bytes);
-    else
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st->comm));
-}
-
-static void cuda_comm_add(float *y, const float *x, int64_t n)
-{
-    struct cuda_state *st = cuda_state();
-    if (n <= 0)
-        return;
-    cuda_comm_after_compute(st);
-    cuda_add(st->comm, n, y, x);
-}
+static void cuda_comm_sync(void) { cuda_host_wait(cuda_state()->comm); }
 
 /* ---- GEMM ------------------------------------------------------------- */
 
@@ -512,7 +371,9 @@ static void cuda_op_gather_rows(int64_t n, int d, const float *table, const int6
 static int64_t cuda_op_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G,
                                  int64_t *uniq, int64_t *inverse, int64_t *counts)
 {
-    return cuda_emb_dedup(cuda_state()->compute, n, ids, n_first, G, uniq, inverse, counts);
+    struct cuda_state *st = cuda_state();
+    return cuda_emb_dedup(st->compute, n, ids, n_first, G, uniq, inverse, counts,
+                          ws_for(st, cuda_emb_dedup_ws_bytes(n, G)));
 }
 
 static void cuda_op_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids,
@@ -521,10 +382,12 @@ static void cuda_op_emb_gather_shard(int64_t n, int dim, const float *w, const i
     cuda_emb_gather_shard(cuda_state()->compute, n, dim, w, ids, G, out);
 }
 
-static int64_t cuda_op_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
-                                     int64_t *uid, float *out)
+static void cuda_op_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
+                                  int64_t *uid, float *out)
 {
-    return cuda_emb_sum_by_id(cuda_state()->compute, n, dim, keys, g, uid, out);
+    struct cuda_state *st = cuda_state();
+    cuda_emb_sum_by_id(st->compute, n, dim, keys, g, uid, out,
+                       ws_for(st, cuda_emb_sum_by_id_ws_bytes(n)));
 }
 
 static void cuda_op_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
@@ -538,7 +401,9 @@ static void cuda_op_emb_sparse_update(const struct emb_optim_conf *opt, int64_t 
 static void cuda_op_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
                                      float *table)
 {
-    cuda_scatter_add_rows(cuda_state()->compute, n, d, src, idx, table);
+    struct cuda_state *st = cuda_state();
+    cuda_scatter_add_rows(st->compute, n, d, src, idx, table,
+                          ws_for(st, cuda_scatter_add_ws_bytes(n)));
 }
 
 static void cuda_op_adamw_step(int64_t n, float *w, float *m, float *v, const float *g,
@@ -550,21 +415,38 @@ static void cuda_op_adamw_step(int64_t n, float *w, float *m, float *v, const fl
 static double cuda_op_sum_squares(int64_t n, const float *x)
 {
     struct cuda_state *st = cuda_state();
-    if (n <= 0)
-        return 0.0;
-    size_t need = cuda_sum_squares_work_bytes(n);
-    if (need > st->ss_bytes) {
-        if (st->ss_work) {
-            CUDA_CHECK(cudaStreamSynchronize(st->compute));
-            CUDA_CHECK(cudaFree(st->ss_work));
-            st->ss_work = NULL;
-        }
-        CUDA_CHECK(cudaMalloc(&st->ss_work, need));
-        st->ss_bytes = need;
-    }
     double s = 0;
-    cuda_sum_squares(st->compute, n, x, st->ss_work, &s);
+    cuda_sum_squares(st->compute, n, x, ws_for(st, cuda_sum_squares_ws_bytes(n)), &s);
     return s;
+}
+
+static void cuda_op_sumsq_acc(int64_t n, const float *x, double *acc)
+{
+    struct cuda_state *st = cuda_state();
+    cuda_sumsq_acc(st->compute, n, x, ws_for(st, cuda_sum_squares_ws_bytes(n)), acc);
+}
+
+static void cuda_op_emb_encode(int codec, int64_t n, int dim, const float *rows, uint8_t *wire,
+                               uint64_t *bad)
+{
+    cuda_emb_encode(cuda_state()->compute, codec, n, dim, rows, wire, bad);
+}
+
+static void cuda_op_emb_decode(int codec, int64_t n, int dim, const uint8_t *wire, float *rows)
+{
+    cuda_emb_decode(cuda_state()->compute, codec, n, dim, wire, rows);
+}
+
+static void cuda_op_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi,
+                                int64_t *acc)
+{
+    cuda_count_range(cuda_state()->compute, n, x, lo, hi, acc);
+}
+
+static void cuda_op_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys,
+                                     int64_t T, int R, int64_t num_items, int64_t *out)
+{
+    cuda_sample_negatives(cuda_state()->compute, seed, epoch, keys, T, R, num_items, out);
 }
 
 /* ---- attention and losses --------------------------------------------- */
@@ -604,33 +486,29 @@ static void cuda_op_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, in
                          dq, dk, dv);
 }
 
-static double cuda_op_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u,
-                                   int64_t nu, const float *e, const int64_t *pos,
-                                   const int64_t *neg, float scale, float *du, float *de,
-                                   int64_t *count)
+static void cuda_op_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u,
+                                 int64_t nu, const float *e, const int64_t *pos,
+                                 const int64_t *neg, float scale, float *du, float *de,
+                                 double *acc)
 {
     struct cuda_state *st = cuda_state();
     if (d < 1 || R < 0 || T < 0 || !(inv_tau > 0))
         fatal("backend cuda: softmax_loss: bad arguments T = %lld, d = %d, R = %d, "
               "inv_tau = %g",
               (long long)T, d, R, (double)inv_tau);
-    double sum = 0;
-    cuda_softmax_loss(st->compute, T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de,
-                      st->loss_work, &sum, count);
-    return sum;
+    cuda_softmax_loss(st->compute, T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de, acc,
+                      ws_for(st, cuda_loss_ws_bytes(T, R)));
 }
 
-static double cuda_op_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
-                               const int64_t *pos, const int64_t *neg, float scale, float *du,
-                               float *de, int64_t *count)
+static void cuda_op_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
+                             const int64_t *pos, const int64_t *neg, float scale, float *du,
+                             float *de, double *acc)
 {
     struct cuda_state *st = cuda_state();
     if (d < 1 || T < 0)
         fatal("backend cuda: bce_loss: bad arguments T = %lld, d = %d", (long long)T, d);
-    double sum = 0;
-    cuda_bce_loss(st->compute, T, d, u, nu, e, pos, neg, scale, du, de, st->loss_work, &sum,
-                  count);
-    return sum;
+    cuda_bce_loss(st->compute, T, d, u, nu, e, pos, neg, scale, du, de, acc,
+                  ws_for(st, cuda_loss_ws_bytes(T, 1)));
 }
 
 const struct backend_ops backend_cuda = {
@@ -660,6 +538,7 @@ const struct backend_ops backend_cuda = {
     .scatter_add_rows = cuda_op_scatter_add_rows,
     .adamw_step = cuda_op_adamw_step,
     .sum_squares = cuda_op_sum_squares,
+    .sumsq_acc = cuda_op_sumsq_acc,
     .hstu_attn_fwd = cuda_op_hstu_attn_fwd,
     .hstu_attn_bwd = cuda_op_hstu_attn_bwd,
     .sasrec_attn_fwd = cuda_op_sasrec_attn_fwd,
@@ -670,10 +549,22 @@ const struct backend_ops backend_cuda = {
     .emb_gather_shard = cuda_op_emb_gather_shard,
     .emb_sum_by_id = cuda_op_emb_sum_by_id,
     .emb_sparse_update = cuda_op_emb_sparse_update,
+    .emb_encode = cuda_op_emb_encode,
+    .emb_decode = cuda_op_emb_decode,
+    .count_range = cuda_op_count_range,
+    .sample_negatives = cuda_op_sample_negatives,
     .device_count = cuda_device_count,
     .device_open = cuda_device_open,
     .device_describe = cuda_device_describe,
     .device_memory = cuda_device_memory,
+    .device_uuid = cuda_device_uuid,
+    .event_new = cuda_event_new,
+    .event_free = cuda_event_free,
+    .event_record = cuda_event_record,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
+    .stream_wait = cuda_stream_wait,
+    .event_ms = cuda_event_ms,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .to_host_async = cuda_to_host_async,

@@ -5,18 +5,24 @@
  *   dedup       stable radix sort of (id, token) pairs (CUB), segment heads,
  *               an inclusive scan numbers the distinct ids; each id's first
  *               token decides its chunk; a second stable sort by (owner,
- *               chunk) keeps ascending ids within a group; the inverse index
- *               is remapped through the ranks. The orders equal the CPU's.
+ *               chunk) keeps ascending ids within a group (every slot past
+ *               the distinct ids carries the group 2G: it sorts last); the
+ *               inverse index is remapped through the ranks. The orders
+ *               equal the CPU's. One host wait: the counts and the number
+ *               of distinct ids, copied down together.
  *   sum_by_id   the same sort of (key, position), then one block per distinct
  *               key sums its rows in position order in double: no float
- *               atomics, the same bits as the CPU.
+ *               atomics, the same bits as the CPU. The number of keys stays
+ *               on the device: uid past them is -1.
  *   gather      one thread per element of out.
  *   update      one thread per row applies emb_optim_row (embedding/
- *               emb_optim.h, compiled for the device).
+ *               emb_optim.h, compiled for the device: the CPU's bits); ids
+ *               < 0 are skipped.
  *
- * dedup and sum_by_id return counts to the host, so they synchronise the
- * stream. Scratch memory is allocated on the stream (cudaMallocAsync). */
+ * Every grid that depends on a count kept on the device covers the upper
+ * bound (n) and reads the count. Scratch memory: the workspace (kernels.h). */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
@@ -27,6 +33,7 @@
 
 #define EMB_THREADS 256
 #define EMB_MAX_BLOCKS 65536
+#define EMB_KEY_BITS 63 /* ids and keys are >= 0; their bound is not known here */
 
 static unsigned emb_blocks(int64_t n)
 {
@@ -37,15 +44,6 @@ static unsigned emb_blocks(int64_t n)
 #define GRID_LOOP(i, n)                                                                    \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);               \
          i += (int64_t)gridDim.x * blockDim.x)
-
-static void *scratch(cudaStream_t s, size_t bytes)
-{
-    void *p = NULL;
-    CUDA_CHECK(cudaMallocAsync(&p, bytes ? bytes : 1, s));
-    return p;
-}
-
-static void release(cudaStream_t s, void *p) { CUDA_CHECK(cudaFreeAsync(p, s)); }
 
 /* Bits that hold keys up to kmax (at least 1). */
 static int key_bits(uint64_t kmax)
@@ -61,84 +59,53 @@ static __global__ void k_iota(int64_t n, int64_t *p)
     GRID_LOOP(i, n) p[i] = i;
 }
 
+static __global__ void k_fill(int64_t n, int64_t v, int64_t *p)
+{
+    GRID_LOOP(i, n) p[i] = v;
+}
+
 /* heads[i] = 1 where a run of equal sorted keys starts */
 static __global__ void k_heads(int64_t n, const int64_t *skey, int64_t *heads)
 {
     GRID_LOOP(i, n) heads[i] = i == 0 || skey[i] != skey[i - 1];
 }
 
-static __global__ void k_max(int64_t n, const int64_t *keys, unsigned long long *out)
+/* CUB scratch for n pairs or an n scan */
+static size_t cub_bytes(int64_t n)
 {
-    GRID_LOOP(i, n) atomicMax(out, (unsigned long long)keys[i]);
-}
-
-/* Stable sort of positions 0..n-1 by keys (CUB radix sort): skey, spos. */
-static void sort_pairs(cudaStream_t s, int64_t n, const int64_t *keys, int bits, int64_t *skey,
-                       int64_t *spos)
-{
-    int64_t *pos = (int64_t *)scratch(s, (size_t)n * sizeof *pos);
-    k_iota<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, pos);
-    CUDA_CHECK_LAUNCH("k_iota");
-    size_t tb = 0;
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(NULL, tb, (const uint64_t *)keys,
-                                               (uint64_t *)skey, pos, spos, n, 0, bits, s));
-    void *tmp = scratch(s, tb);
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, (const uint64_t *)keys, (uint64_t *)skey,
-                                               pos, spos, n, 0, bits, s));
-    release(s, tmp);
-    release(s, pos);
-}
-
-/* seg[i] = number of heads in [0, i] (inclusive scan); returns seg[n - 1]. */
-static int64_t number_runs(cudaStream_t s, int64_t n, const int64_t *skey, int64_t *seg)
-{
-    int64_t *heads = (int64_t *)scratch(s, (size_t)n * sizeof *heads);
-    k_heads<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, heads);
-    CUDA_CHECK_LAUNCH("k_heads");
-    size_t tb = 0;
-    CUDA_CHECK(cub::DeviceScan::InclusiveSum(NULL, tb, heads, seg, n, s));
-    void *tmp = scratch(s, tb);
-    CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp, tb, heads, seg, n, s));
-    release(s, tmp);
-    release(s, heads);
-    int64_t runs = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&runs, seg + n - 1, sizeof runs, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    return runs;
-}
-
-static int64_t max_key(cudaStream_t s, int64_t n, const int64_t *keys)
-{
-    unsigned long long *d = (unsigned long long *)scratch(s, sizeof *d), h = 0;
-    CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof *d, s));
-    k_max<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, keys, d);
-    CUDA_CHECK_LAUNCH("k_max");
-    CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    release(s, d);
-    return (int64_t)h;
+    size_t a = 0, b = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(NULL, a, (const uint64_t *)NULL,
+                                               (uint64_t *)NULL, (const int64_t *)NULL,
+                                               (int64_t *)NULL, n, 0, 64, (cudaStream_t)0));
+    CUDA_CHECK(cub::DeviceScan::InclusiveSum(NULL, b, (const int64_t *)NULL, (int64_t *)NULL, n,
+                                             (cudaStream_t)0));
+    return a > b ? a : b;
 }
 
 /* The runs of equal keys of keys[n]: skey, spos (positions stably sorted
- * by key) and seg (each position's run number, from 1), all [n] scratch
- * from the stream (release them); returns the number of runs. */
-static int64_t sorted_runs(cudaStream_t s, int64_t n, const int64_t *keys, int64_t **skey,
-                           int64_t **spos, int64_t **seg)
+ * by key) and seg (each position's run number, from 1); tmp: cub_bytes(n);
+ * heads: [n] scratch. */
+static void sorted_runs(cudaStream_t s, int64_t n, const int64_t *keys, int bits, int64_t *skey,
+                        int64_t *spos, int64_t *seg, int64_t *heads, void *tmp)
 {
-    *skey = (int64_t *)scratch(s, (size_t)n * 8);
-    *spos = (int64_t *)scratch(s, (size_t)n * 8);
-    *seg = (int64_t *)scratch(s, (size_t)n * 8);
-    sort_pairs(s, n, keys, key_bits((uint64_t)max_key(s, n, keys)), *skey, *spos);
-    return number_runs(s, n, *skey, *seg);
+    size_t tb = cub_bytes(n);
+    k_iota<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, heads);
+    CUDA_CHECK_LAUNCH("k_iota");
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, (const uint64_t *)keys, (uint64_t *)skey,
+                                               heads, spos, n, 0, bits, s));
+    k_heads<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, heads);
+    CUDA_CHECK_LAUNCH("k_heads");
+    tb = cub_bytes(n);
+    CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp, tb, heads, seg, n, s));
 }
 
 /* --- dedup ------------------------------------------------------------------ */
 
 /* For each run (distinct id) u: its id, its (owner, chunk) group; every
- * token's run index. */
+ * token's run index; the number of runs into *nu. */
 static __global__ void k_runs(int64_t n, const int64_t *skey, const int64_t *spos,
                               const int64_t *seg, int64_t n_first, int G, int64_t *uid,
-                              int64_t *group, int64_t *tinv)
+                              int64_t *group, int64_t *tinv, int64_t *nu)
 {
     GRID_LOOP(i, n)
     {
@@ -148,22 +115,27 @@ static __global__ void k_runs(int64_t n, const int64_t *skey, const int64_t *spo
             uid[u] = skey[i];
             group[u] = (skey[i] % G) * 2 + (spos[i] < n_first ? 0 : 1);
         }
+        if (i == n - 1)
+            *nu = seg[i];
     }
 }
 
-static __global__ void k_place(int64_t nu, const int64_t *order, const int64_t *uid,
-                               const int64_t *group, int G, int64_t *uniq, int64_t *rank,
-                               unsigned long long *counts)
+/* counts[2G]: integer atomics (exact in any order) */
+static __global__ void k_place(int64_t n, const int64_t *nu, const int64_t *order,
+                               const int64_t *uid, const int64_t *group, int G, int64_t *uniq,
+                               int64_t *rank, unsigned long long *counts)
 {
-    GRID_LOOP(j, nu)
+    const int64_t m = *nu;
+    GRID_LOOP(j, m)
     {
         int64_t u = order[j];
         uniq[j] = uid[u];
         rank[u] = j;
-        atomicAdd(&counts[group[u] / 2], 1ull); /* integer counts: exact in any order */
+        atomicAdd(&counts[group[u] / 2], 1ull);
         if (group[u] % 2 == 0)
             atomicAdd(&counts[G + group[u] / 2], 1ull);
     }
+    (void)n;
 }
 
 static __global__ void k_remap(int64_t n, const int64_t *rank, int64_t *inverse)
@@ -171,33 +143,58 @@ static __global__ void k_remap(int64_t n, const int64_t *rank, int64_t *inverse)
     GRID_LOOP(i, n) inverse[i] = rank[inverse[i]];
 }
 
+size_t cuda_emb_dedup_ws_bytes(int64_t n, int G)
+{
+    const size_t v = cuda_ws_round((size_t)(n > 0 ? n : 1) * 8);
+    return 7 * v + cuda_ws_round((size_t)(2 * G + 1) * 8) + cuda_ws_round(cub_bytes(n > 0 ? n : 1));
+}
+
 int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first, int G,
-                       int64_t *uniq, int64_t *inverse, int64_t *counts_host)
+                       int64_t *uniq, int64_t *inverse, int64_t *counts_host,
+                       struct cuda_ws *ws)
 {
     for (int p = 0; p < 2 * G; p++)
         counts_host[p] = 0;
     if (n <= 0)
         return 0;
-    int64_t *skey, *spos, *seg;
-    const int64_t nu = sorted_runs(s, n, ids, &skey, &spos, &seg);
-    int64_t *uid = (int64_t *)scratch(s, (size_t)nu * 8), *group = (int64_t *)scratch(s, (size_t)nu * 8);
+    const size_t v = (size_t)n * 8;
+    int64_t *skey = (int64_t *)cuda_ws_take(ws, v), *spos = (int64_t *)cuda_ws_take(ws, v);
+    int64_t *seg = (int64_t *)cuda_ws_take(ws, v), *tmp_n = (int64_t *)cuda_ws_take(ws, v);
+    int64_t *uid = (int64_t *)cuda_ws_take(ws, v), *group = (int64_t *)cuda_ws_take(ws, v);
+    int64_t *order = (int64_t *)cuda_ws_take(ws, v);
+    /* counts [2G] then the number of distinct ids: one copy down */
+    int64_t *out = (int64_t *)cuda_ws_take(ws, (size_t)(2 * G + 1) * 8);
+    void *tmp = cuda_ws_take(ws, cub_bytes(n));
+    sorted_runs(s, n, ids, EMB_KEY_BITS, skey, spos, seg, tmp_n, tmp);
+    k_fill<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, 2 * (int64_t)G, group); /* past nu: last */
+    CUDA_CHECK_LAUNCH("k_fill");
+    CUDA_CHECK(cudaMemsetAsync(out, 0, (size_t)(2 * G + 1) * 8, s));
     k_runs<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, spos, seg, n_first, G, uid, group,
-                                                 inverse);
+                                                 inverse, out + 2 * G);
     CUDA_CHECK_LAUNCH("k_runs");
-    int64_t *sgroup = skey, *order = spos; /* reuse: nu <= n */
-    sort_pairs(s, nu, group, key_bits((uint64_t)(2 * G - 1)), sgroup, order);
+    /* groups in order, stable: ascending ids within a group */
+    int64_t *sgroup = skey;
+    k_iota<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, tmp_n);
+    CUDA_CHECK_LAUNCH("k_iota");
+    size_t tb = cub_bytes(n);
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, (const uint64_t *)group,
+                                               (uint64_t *)sgroup, tmp_n, order, n, 0,
+                                               key_bits((uint64_t)(2 * G)), s));
     int64_t *rank = seg;
-    unsigned long long *counts = (unsigned long long *)scratch(s, (size_t)2 * G * 8);
-    CUDA_CHECK(cudaMemsetAsync(counts, 0, (size_t)2 * G * 8, s));
-    k_place<<<emb_blocks(nu), EMB_THREADS, 0, s>>>(nu, order, uid, group, G, uniq, rank, counts);
+    k_place<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, out + 2 * G, order, uid, group, G, uniq,
+                                                  rank, (unsigned long long *)out);
     CUDA_CHECK_LAUNCH("k_place");
     k_remap<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, rank, inverse);
     CUDA_CHECK_LAUNCH("k_remap");
-    CUDA_CHECK(cudaMemcpyAsync(counts_host, counts, (size_t)2 * G * 8, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    void *all[] = {skey, spos, seg, uid, group, counts};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        release(s, all[i]);
+    int64_t *h = (int64_t *)malloc((size_t)(2 * G + 1) * 8);
+    if (!h)
+        cuda_check_failed(0, "out of host memory", "malloc", __FILE__, __LINE__);
+    CUDA_CHECK(cudaMemcpyAsync(h, out, (size_t)(2 * G + 1) * 8, cudaMemcpyDeviceToHost, s));
+    cuda_host_wait(s);
+    for (int p = 0; p < 2 * G; p++)
+        counts_host[p] = h[p];
+    const int64_t nu = h[2 * G];
+    free(h);
     return nu;
 }
 
@@ -224,21 +221,36 @@ void cuda_emb_gather_shard(cudaStream_t s, int64_t n, int dim, const float *w, c
 
 /* --- sums per key ------------------------------------------------------------- */
 
+/* start[run] = its first position, uid[run] = its key; *k = the runs */
 static __global__ void k_starts(int64_t n, const int64_t *skey, const int64_t *seg,
-                                int64_t *start, int64_t *uid)
+                                int64_t *start, int64_t *uid, int64_t *k)
 {
     GRID_LOOP(i, n)
-    if (i == 0 || skey[i] != skey[i - 1]) {
-        start[seg[i] - 1] = i;
-        uid[seg[i] - 1] = skey[i];
+    {
+        if (i == 0 || skey[i] != skey[i - 1]) {
+            start[seg[i] - 1] = i;
+            uid[seg[i] - 1] = skey[i];
+        }
+        if (i == n - 1)
+            *k = seg[i];
     }
 }
 
-/* One block per run (grid-stride), threads over the columns: the run's rows
- * in position order, summed in double. */
-static __global__ void k_run_sums(int64_t k, int64_t n, int dim, const int64_t *start,
+/* uid[u] = -1 for u >= k */
+static __global__ void k_tail(int64_t n, const int64_t *k, int64_t *uid)
+{
+    const int64_t m = *k;
+    GRID_LOOP(u, n)
+    if (u >= m)
+        uid[u] = -1;
+}
+
+/* One block per run (grid-stride over *k), threads over the columns: the
+ * run's rows in position order, summed in double. */
+static __global__ void k_run_sums(const int64_t *kp, int64_t n, int dim, const int64_t *start,
                                   const int64_t *spos, const float *g, float *out)
 {
+    const int64_t k = *kp;
     for (int64_t r = blockIdx.x; r < k; r += gridDim.x) {
         const int64_t lo = start[r], hi = r + 1 < k ? start[r + 1] : n;
         for (int j = threadIdx.x; j < dim; j += blockDim.x) {
@@ -250,24 +262,31 @@ static __global__ void k_run_sums(int64_t k, int64_t n, int dim, const int64_t *
     }
 }
 
-int64_t cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys,
-                           const float *g, int64_t *uid, float *out)
+size_t cuda_emb_sum_by_id_ws_bytes(int64_t n)
+{
+    const size_t v = cuda_ws_round((size_t)(n > 0 ? n : 1) * 8);
+    return 5 * v + cuda_ws_round(8) + cuda_ws_round(cub_bytes(n > 0 ? n : 1));
+}
+
+void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys, const float *g,
+                        int64_t *uid, float *out, struct cuda_ws *ws)
 {
     if (n <= 0)
-        return 0;
-    int64_t *skey, *spos, *seg;
-    const int64_t k = sorted_runs(s, n, keys, &skey, &spos, &seg);
-    int64_t *start = (int64_t *)scratch(s, (size_t)k * 8);
-    k_starts<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, seg, start, uid);
+        return;
+    const size_t v = (size_t)n * 8;
+    int64_t *skey = (int64_t *)cuda_ws_take(ws, v), *spos = (int64_t *)cuda_ws_take(ws, v);
+    int64_t *seg = (int64_t *)cuda_ws_take(ws, v), *heads = (int64_t *)cuda_ws_take(ws, v);
+    int64_t *start = (int64_t *)cuda_ws_take(ws, v), *k = (int64_t *)cuda_ws_take(ws, 8);
+    void *tmp = cuda_ws_take(ws, cub_bytes(n));
+    sorted_runs(s, n, keys, EMB_KEY_BITS, skey, spos, seg, heads, tmp);
+    k_starts<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, seg, start, uid, k);
     CUDA_CHECK_LAUNCH("k_starts");
-    unsigned blocks = (unsigned)(k < EMB_MAX_BLOCKS ? k : EMB_MAX_BLOCKS);
+    k_tail<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, k, uid);
+    CUDA_CHECK_LAUNCH("k_tail");
+    const unsigned blocks = (unsigned)(n < EMB_MAX_BLOCKS ? n : EMB_MAX_BLOCKS);
     k_run_sums<<<blocks, dim < 128 ? 32 * ((dim + 31) / 32) : 128, 0, s>>>(k, n, dim, start,
                                                                             spos, g, out);
     CUDA_CHECK_LAUNCH("k_run_sums");
-    void *all[] = {skey, spos, seg, start};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        release(s, all[i]);
-    return k;
 }
 
 /* --- sparse update --------------------------------------------------------------- */
@@ -278,6 +297,8 @@ static __global__ void k_sparse_update(struct emb_optim_conf o, int64_t k, int d
 {
     GRID_LOOP(i, k)
     {
+        if (ids[i] < 0)
+            continue; /* past the distinct ids of emb_sum_by_id */
         int64_t slot = ids[i] / G;
         emb_optim_row(&o, dim, w + slot * dim, state ? state + slot * state_floats : NULL,
                       steps ? steps + slot : NULL, g + i * dim);

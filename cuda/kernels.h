@@ -5,7 +5,13 @@
  * CUDA_CHECK_LAUNCH. Shapes and semantics are those of the backend_ops
  * entry of the same name in src/backend/backend.h; all pointers are device memory
  * unless a parameter says "host". Sizes of zero are valid and launch
- * nothing. */
+ * nothing.
+ *
+ * Scratch memory comes from a workspace the backend keeps (plain cudaMalloc,
+ * grown before an op when the op's *_ws_bytes says so: counted, never in a
+ * steady step), carved by cuda_ws_take; never from the stream-ordered
+ * allocator, whose pool is trimmed at every synchronisation. Sums that must
+ * repeat run in a fixed order: no float atomics. */
 #ifndef FS_CUDA_KERNELS_H
 #define FS_CUDA_KERNELS_H
 
@@ -17,6 +23,17 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* the workspace of one op: base[cap], used from the start */
+struct cuda_ws {
+    char *base;
+    size_t cap, used;
+};
+/* bytes (256-aligned) of ws; ends the job when the op's *_ws_bytes was
+ * too small */
+void *cuda_ws_take(struct cuda_ws *ws, size_t bytes);
+/* the bytes of cuda_ws_take(bytes) */
+size_t cuda_ws_round(size_t bytes);
 
 /* elementwise.cu */
 void cuda_axpy(cudaStream_t s, int64_t n, float alpha, const float *x, float *y);
@@ -45,45 +62,76 @@ void cuda_dropout_fwd(cudaStream_t s, int64_t rows, int d, float p, const uint64
 void cuda_dropout_bwd(cudaStream_t s, int64_t rows, int d, float p, const uint8_t *mask,
                       const float *dy, float *dx);
 
-/* rows.cu */
+/* rows.cu. The scatter-add runs in the CPU's order: entries stably sorted
+ * by row, each row's entries added in order, one rounding per operation,
+ * so it gives the CPU's bits. The segments behind it serve the losses too:
+ * M entries with keys[e] (a row, or >= bound: none) grouped by row in
+ * order; cuda_segments_add adds, per row k and column j, (coef[e] *)
+ * vec[(e / per) * d + j] over its entries e in order onto table[k, j]. */
 void cuda_gather_rows(cudaStream_t s, int64_t n, int d, const float *table, const int64_t *idx,
                       float *out);
+size_t cuda_scatter_add_ws_bytes(int64_t n);
 void cuda_scatter_add_rows(cudaStream_t s, int64_t n, int d, const float *src,
-                           const int64_t *idx, float *table);
+                           const int64_t *idx, float *table, struct cuda_ws *ws);
+struct cuda_segments {
+    int64_t *skey, *spos, *start, *nseg; /* [M] x 3, [1] (device) */
+};
+size_t cuda_segments_ws_bytes(int64_t M);
+void cuda_segments_build(cudaStream_t s, int64_t M, const int64_t *keys, int64_t bound,
+                         struct cuda_ws *ws, struct cuda_segments *out);
+void cuda_segments_add(cudaStream_t s, const struct cuda_segments *g, int64_t M, int d,
+                       int64_t per, int64_t bound, const float *coef, const float *vec,
+                       float *table);
 
-/* emb.cu: the embedding engine; dedup and sum_by_id synchronise s and
- * return their counts on the host (counts_host: [2G]) */
+/* emb.cu: the embedding engine; dedup waits once for its counts (on the
+ * host: counts_host [2G]); nothing else waits */
 struct emb_optim_conf;
+size_t cuda_emb_dedup_ws_bytes(int64_t n, int G);
 int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first, int G,
-                       int64_t *uniq, int64_t *inverse, int64_t *counts_host);
+                       int64_t *uniq, int64_t *inverse, int64_t *counts_host,
+                       struct cuda_ws *ws);
 void cuda_emb_gather_shard(cudaStream_t s, int64_t n, int dim, const float *w, const int64_t *ids,
                            int G, float *out);
-int64_t cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys,
-                           const float *g, int64_t *uid, float *out);
+size_t cuda_emb_sum_by_id_ws_bytes(int64_t n);
+void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys, const float *g,
+                        int64_t *uid, float *out, struct cuda_ws *ws);
 void cuda_emb_sparse_update(cudaStream_t s, const struct emb_optim_conf *opt, int64_t k, int dim,
                             const int64_t *ids, int G, const float *g, float *w, float *state,
                             int64_t state_floats, int64_t *steps);
 
-/* optim.cu; sum_squares: partial sums in the device buffer `work` (at least
- * cuda_sum_squares_work_bytes(n) bytes), result copied to host *out
- * (synchronous on s). */
+/* optim.cu; sum_squares: a fixed-order two-pass reduction in double into
+ * ws; cuda_sum_squares copies it to host *out (a host wait),
+ * cuda_sumsq_acc adds it to acc[0] (device). */
 void cuda_adamw_step(cudaStream_t s, int64_t n, float *w, float *m, float *v, const float *g,
                      float lr, float beta1, float beta2, float eps, float weight_decay,
                      int64_t t);
-size_t cuda_sum_squares_work_bytes(int64_t n);
-void cuda_sum_squares(cudaStream_t s, int64_t n, const float *x, void *work, double *out);
+size_t cuda_sum_squares_ws_bytes(int64_t n);
+void cuda_sum_squares(cudaStream_t s, int64_t n, const float *x, struct cuda_ws *ws,
+                      double *out);
+void cuda_sumsq_acc(cudaStream_t s, int64_t n, const float *x, struct cuda_ws *ws, double *acc);
 
-/* loss.cu; the loss sum and count are accumulated in the device buffer
- * `work` (cuda_loss_work_bytes()) and copied to host *sum, *count
- * (synchronous on s). */
-size_t cuda_loss_work_bytes(void);
+/* loss.cu: the per-position losses and the rows' gradient coefficients
+ * into ws, then the fixed-order sums: de through cuda_segments, the loss
+ * sum and count added to acc[0], acc[1] (device; no host wait). */
+size_t cuda_loss_ws_bytes(int64_t T, int R);
 void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, const float *u,
                        int64_t nu, const float *e, const int64_t *pos, const int64_t *neg,
-                       float scale, float *du, float *de, void *work, double *sum,
-                       int64_t *count);
+                       float scale, float *du, float *de, double *acc, struct cuda_ws *ws);
 void cuda_bce_loss(cudaStream_t s, int64_t T, int d, const float *u, int64_t nu, const float *e,
                    const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
-                   void *work, double *sum, int64_t *count);
+                   double *acc, struct cuda_ws *ws);
+
+/* exchange.cu: the exchanges' device ops (backend.h): the wire codecs
+ * (src/embedding/emb_codec_row.h, the CPU's own row functions), the keyed
+ * negatives (src/model/loss_sample.h), a count of values in a range. */
+void cuda_emb_encode(cudaStream_t s, int codec, int64_t n, int dim, const float *rows,
+                     uint8_t *wire, uint64_t *bad);
+void cuda_emb_decode(cudaStream_t s, int codec, int64_t n, int dim, const uint8_t *wire,
+                     float *rows);
+void cuda_sample_negatives(cudaStream_t s, uint64_t seed, uint64_t epoch, const uint64_t *keys,
+                           int64_t T, int R, int64_t num_items, int64_t *out);
+void cuda_count_range(cudaStream_t s, int64_t n, const int64_t *x, int64_t lo, int64_t hi,
+                      int64_t *acc);
 
 /* attn_hstu.cu */
 void cuda_hstu_attn_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H, int dqk,

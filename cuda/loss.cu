@@ -1,5 +1,6 @@
 /* loss: sampled softmax and BCE against the rows e: [nu, d] (backend.h,
- * loss.h), the per-position maths of the CPU reference in src/model/loss.c.
+ * loss.h), the per-position maths of the CPU reference in
+ * src/backend/backend_cpu_loss.c.
  *
  * Softmax: one block per position i (grid-stride over T). The block stages
  * u_i in shared memory with the R + 1 candidate rows (candidate 0 = pos[i],
@@ -12,13 +13,16 @@
  * is 0 (masked or underflowed) gets no gradient, as on the CPU. Then
  *   du_i[j] = sum_c g_c e[k_c, j]       one thread per j, candidates in the
  *                                       CPU's order (0, 1, ..., R)
- *   de[k_c, j] += g_c u_i[j]            atomicAdd, one thread per (c, j)
- * BCE: one warp per position, the two dots reduced over the warp.
+ * and the coefficient g_c and row k_c of every candidate go to the
+ * workspace. BCE: one warp per position, the two dots reduced over the
+ * warp, candidates (pos, neg).
  *
- * The loss sum (double) and the count of supervised positions (unsigned
- * 64-bit) are atomically added into the work buffer, zeroed first and
- * copied to the host at the end (the launchers synchronise the stream).
- * Unsupervised positions (pos < 0) get a zero du row and nothing else. */
+ * No float atomics: de[k, j] += g_c u_i[j] is summed per row in the
+ * candidates' order (i, c ascending: the CPU's) by the ordered segments of
+ * rows.cu; the per-position losses and supervised flags are reduced by one
+ * block in a fixed order and added to acc[0], acc[1]. Runs repeat bit for
+ * bit; nothing waits. Unsupervised positions (pos < 0) get a zero du row
+ * and nothing else. */
 #include <math.h>
 #include <stdint.h>
 
@@ -28,11 +32,6 @@
 #define LOSS_SM_THREADS 128 /* softmax: 4 warps per position */
 #define LOSS_BCE_THREADS 256 /* BCE: 8 positions (warps) per block */
 #define LOSS_MAX_BLOCKS 65536
-
-struct loss_work {
-    double sum;
-    unsigned long long count;
-};
 
 static __device__ float loss_warp_sum(float v)
 {
@@ -76,7 +75,8 @@ static __device__ double loss_block_sum(double v, double *scratch)
  * memory: ks [R + 1] int64, sc [R + 1] float, us [d] float. */
 static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, const float *u,
                                     const float *e, const int64_t *pos, const int64_t *neg,
-                                    float gscale, float *du, float *de, struct loss_work *work)
+                                    float gscale, float *du, int64_t nu, double *li,
+                                    float *coef, int64_t *key)
 {
     extern __shared__ double loss_smem[]; /* double: 8-byte alignment for ks */
     __shared__ float red_f[32];
@@ -92,6 +92,10 @@ static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, cons
         if (p < 0) { /* the same branch for the whole block */
             for (int j = tid; j < d; j += blockDim.x)
                 dui[j] = 0.0f;
+            for (int c = tid; c <= R; c += blockDim.x)
+                key[i * (R + 1) + c] = nu; /* no row */
+            if (tid == 0)
+                li[2 * i] = li[2 * i + 1] = 0;
             continue;
         }
         for (int j = tid; j < d; j += blockDim.x)
@@ -128,8 +132,8 @@ static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, cons
         }
         const double sum = loss_block_sum(part, red_d);
         if (tid == 0) {
-            atomicAdd(&work->sum, log(sum) + (double)m - (double)s0);
-            atomicAdd(&work->count, 1ull);
+            li[2 * i] = log(sum) + (double)m - (double)s0;
+            li[2 * i + 1] = 1;
         }
 
         /* d loss / d s_0 = pi_0 - 1, d loss / d s_r = pi_r; ds/de = u / tau */
@@ -154,12 +158,9 @@ static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, cons
             }
             dui[j] = acc;
         }
-        const int64_t cells = (int64_t)(R + 1) * d;
-        for (int64_t x = tid; x < cells; x += blockDim.x) {
-            const int c = (int)(x / d), j = (int)(x - (int64_t)c * d);
-            const int64_t k = ks[c];
-            if (k >= 0)
-                atomicAdd(&de[k * d + j], sc[c] * us[j]);
+        for (int c = tid; c <= R; c += blockDim.x) { /* de: summed in order later */
+            key[i * (R + 1) + c] = ks[c] >= 0 ? ks[c] : nu;
+            coef[i * (R + 1) + c] = sc[c];
         }
         __syncthreads(); /* shared arrays reused by the next position */
     }
@@ -183,7 +184,7 @@ static __device__ float loss_sigmoid(float x)
 /* u, du: [T, d]; e, de: [nu, d]; pos, neg: [T]; one warp per position */
 static __global__ void loss_bce(int64_t T, int d, const float *u, const float *e,
                                 const int64_t *pos, const int64_t *neg, float scale, float *du,
-                                float *de, struct loss_work *work)
+                                int64_t nu, double *li, float *coef, int64_t *key)
 {
     const int lane = threadIdx.x % 32, wpb = blockDim.x / 32;
     for (int64_t i = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; i < T;
@@ -194,6 +195,10 @@ static __global__ void loss_bce(int64_t T, int d, const float *u, const float *e
         if (p < 0) {
             for (int j = lane; j < d; j += 32)
                 dui[j] = 0.0f;
+            if (lane == 0) {
+                key[2 * i] = key[2 * i + 1] = nu;
+                li[2 * i] = li[2 * i + 1] = 0;
+            }
             continue;
         }
         const float *ep = e + p * d;
@@ -225,42 +230,73 @@ static __global__ void loss_bce(int64_t T, int d, const float *u, const float *e
             if (has_neg)
                 acc += gn * ek[j];
             dui[j] = acc;
-            atomicAdd(&de[p * d + j], gp * uj);
-            if (has_neg)
-                atomicAdd(&de[k * d + j], gn * uj);
+            (void)uj;
         }
-        if (lane == 0) {
-            atomicAdd(&work->sum, loss);
-            atomicAdd(&work->count, 1ull);
+        if (lane == 0) { /* de: summed in order later */
+            key[2 * i] = p;
+            coef[2 * i] = gp;
+            key[2 * i + 1] = has_neg ? k : nu;
+            coef[2 * i + 1] = gn;
+            li[2 * i] = loss;
+            li[2 * i + 1] = 1;
         }
     }
 }
 
-size_t cuda_loss_work_bytes(void) { return sizeof(struct loss_work); }
-
-/* copy the sum and the count back (synchronous on s) */
-static void loss_finish(cudaStream_t s, const void *work, double *sum, int64_t *count)
+/* acc[0] += sum of li[2 i], acc[1] += sum of li[2 i + 1] over i < T: one
+ * block, each thread its strided share in order, then the threads in order */
+static __global__ void loss_total(int64_t T, const double *li, double *acc)
 {
-    struct loss_work h;
-    CUDA_CHECK(cudaMemcpyAsync(&h, work, sizeof h, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    *sum = h.sum;
-    if (count)
-        *count = (int64_t)h.count;
+    __shared__ double part[2][LOSS_SM_THREADS];
+    double a = 0, b = 0;
+    for (int64_t i = threadIdx.x; i < T; i += blockDim.x) {
+        a += li[2 * i];
+        b += li[2 * i + 1];
+    }
+    part[0][threadIdx.x] = a;
+    part[1][threadIdx.x] = b;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sa = 0, sb = 0;
+        for (unsigned t = 0; t < blockDim.x; t++) {
+            sa += part[0][t];
+            sb += part[1][t];
+        }
+        acc[0] += sa;
+        acc[1] += sb;
+    }
+}
+
+size_t cuda_loss_ws_bytes(int64_t T, int R)
+{
+    const int64_t M = T * (R + 1) > 0 ? T * (R + 1) : 1;
+    return cuda_ws_round((size_t)(T > 0 ? T : 1) * 16) + cuda_ws_round((size_t)M * 4) +
+           cuda_ws_round((size_t)M * 8) + cuda_segments_ws_bytes(M);
+}
+
+/* the fixed-order sums of both losses: de per row, the loss sum and count */
+static void loss_finish(cudaStream_t s, int64_t T, int d, int per, int64_t nu, const float *u,
+                        const double *li, const float *coef, const int64_t *key, float *de,
+                        double *acc, struct cuda_ws *ws)
+{
+    struct cuda_segments g;
+    const int64_t M = T * per;
+    cuda_segments_build(s, M, key, nu, ws, &g);
+    cuda_segments_add(s, &g, M, d, per, nu, coef, u, de);
+    loss_total<<<1, LOSS_SM_THREADS, 0, s>>>(T, li, acc);
+    CUDA_CHECK_LAUNCH("loss_total");
 }
 
 void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, const float *u,
                        int64_t nu, const float *e, const int64_t *pos, const int64_t *neg,
-                       float scale, float *du, float *de, void *work, double *sum,
-                       int64_t *count)
+                       float scale, float *du, float *de, double *acc, struct cuda_ws *ws)
 {
-    (void)nu; /* indexes are trusted (backend.h) */
-    *sum = 0;
-    if (count)
-        *count = 0;
     if (T <= 0)
         return;
-    CUDA_CHECK(cudaMemsetAsync(work, 0, sizeof(struct loss_work), s));
+    const int64_t M = T * (R + 1);
+    double *li = (double *)cuda_ws_take(ws, (size_t)T * 16);
+    float *coef = (float *)cuda_ws_take(ws, (size_t)M * 4);
+    int64_t *key = (int64_t *)cuda_ws_take(ws, (size_t)M * 8);
     const size_t shmem = (size_t)(R + 1) * (sizeof(int64_t) + sizeof(float)) +
                          (size_t)d * sizeof(float);
     if (shmem > 48 * 1024) /* above the default limit: opt in (fails beyond the device's) */
@@ -268,27 +304,24 @@ void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, c
                                         (int)shmem));
     const unsigned blocks = (unsigned)(T < LOSS_MAX_BLOCKS ? T : LOSS_MAX_BLOCKS);
     loss_softmax<<<blocks, LOSS_SM_THREADS, shmem, s>>>(T, d, R, inv_tau, u, e, pos, neg,
-                                                        scale * inv_tau, du, de,
-                                                        (struct loss_work *)work);
+                                                        scale * inv_tau, du, nu, li, coef, key);
     CUDA_CHECK_LAUNCH("loss_softmax");
-    loss_finish(s, work, sum, count);
+    loss_finish(s, T, d, R + 1, nu, u, li, coef, key, de, acc, ws);
 }
 
 void cuda_bce_loss(cudaStream_t s, int64_t T, int d, const float *u, int64_t nu, const float *e,
                    const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
-                   void *work, double *sum, int64_t *count)
+                   double *acc, struct cuda_ws *ws)
 {
-    (void)nu;
-    *sum = 0;
-    if (count)
-        *count = 0;
     if (T <= 0)
         return;
-    CUDA_CHECK(cudaMemsetAsync(work, 0, sizeof(struct loss_work), s));
+    double *li = (double *)cuda_ws_take(ws, (size_t)T * 16);
+    float *coef = (float *)cuda_ws_take(ws, (size_t)T * 2 * 4);
+    int64_t *key = (int64_t *)cuda_ws_take(ws, (size_t)T * 2 * 8);
     const int64_t wpb = LOSS_BCE_THREADS / 32, b = (T + wpb - 1) / wpb;
     const unsigned blocks = (unsigned)(b < LOSS_MAX_BLOCKS ? b : LOSS_MAX_BLOCKS);
-    loss_bce<<<blocks, LOSS_BCE_THREADS, 0, s>>>(T, d, u, e, pos, neg, scale, du, de,
-                                                 (struct loss_work *)work);
+    loss_bce<<<blocks, LOSS_BCE_THREADS, 0, s>>>(T, d, u, e, pos, neg, scale, du, nu, li, coef,
+                                                 key);
     CUDA_CHECK_LAUNCH("loss_bce");
-    loss_finish(s, work, sum, count);
+    loss_finish(s, T, d, 2, nu, u, li, coef, key, de, acc, ws);
 }

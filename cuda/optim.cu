@@ -7,8 +7,10 @@
  *
  * sum_squares: deterministic two-pass reduction in double. The number of
  * partial sums G depends on n only (not on the device), each block writes
- * one partial (work[0 .. G-1]), one block then adds them in a fixed order
- * into work[G], which is copied to the host. Same n and x, same bits. */
+ * one partial (part[0 .. G-1] in the workspace), one block then adds them
+ * in a fixed order into part[G], which is copied to the host
+ * (cuda_sum_squares) or added to a device accumulator (cuda_sumsq_acc).
+ * Same n and x, same bits. */
 #include <math.h>
 #include <stdint.h>
 
@@ -65,15 +67,18 @@ static __global__ void opt_sumsq_partial(int64_t n, const float *x, double *part
         part[blockIdx.x] = s;
 }
 
-/* part[G] = sum of part[0 .. G-1]; one block */
-static __global__ void opt_sumsq_final(int G, double *part)
+/* part[G] = sum of part[0 .. G-1]; one block; acc: also added there */
+static __global__ void opt_sumsq_final(int G, double *part, double *acc)
 {
     double s = 0;
     for (int i = threadIdx.x; i < G; i += blockDim.x)
         s += part[i];
     s = opt_block_sum(s);
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         part[G] = s;
+        if (acc)
+            acc[0] += s;
+    }
 }
 
 static int opt_partials(int64_t n)
@@ -97,23 +102,37 @@ void cuda_adamw_step(cudaStream_t s, int64_t n, float *w, float *m, float *v, co
     CUDA_CHECK_LAUNCH("opt_adamw");
 }
 
-size_t cuda_sum_squares_work_bytes(int64_t n)
+size_t cuda_sum_squares_ws_bytes(int64_t n)
 {
-    return (size_t)(opt_partials(n) + 1) * sizeof(double);
+    return cuda_ws_round((size_t)(opt_partials(n) + 1) * sizeof(double));
 }
 
-void cuda_sum_squares(cudaStream_t s, int64_t n, const float *x, void *work, double *out)
+/* the sum into part[G] of the workspace; returns part */
+static double *opt_sumsq(cudaStream_t s, int64_t n, const float *x, struct cuda_ws *ws,
+                         double *acc)
 {
-    if (n <= 0) {
-        *out = 0;
-        return;
-    }
     const int G = opt_partials(n);
-    double *part = (double *)work;
+    double *part = (double *)cuda_ws_take(ws, (size_t)(G + 1) * sizeof(double));
     opt_sumsq_partial<<<G, OPT_THREADS, 0, s>>>(n, x, part);
     CUDA_CHECK_LAUNCH("opt_sumsq_partial");
-    opt_sumsq_final<<<1, OPT_THREADS, 0, s>>>(G, part);
+    opt_sumsq_final<<<1, OPT_THREADS, 0, s>>>(G, part, acc);
     CUDA_CHECK_LAUNCH("opt_sumsq_final");
-    CUDA_CHECK(cudaMemcpyAsync(out, part + G, sizeof(double), cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    return part + G;
+}
+
+void cuda_sum_squares(cudaStream_t s, int64_t n, const float *x, struct cuda_ws *ws,
+                      double *out)
+{
+    *out = 0;
+    if (n <= 0)
+        return;
+    double *sum = opt_sumsq(s, n, x, ws, NULL);
+    CUDA_CHECK(cudaMemcpyAsync(out, sum, sizeof(double), cudaMemcpyDeviceToHost, s));
+    cuda_host_wait(s);
+}
+
+void cuda_sumsq_acc(cudaStream_t s, int64_t n, const float *x, struct cuda_ws *ws, double *acc)
+{
+    if (n > 0)
+        opt_sumsq(s, n, x, ws, acc);
 }

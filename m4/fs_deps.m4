@@ -1,12 +1,26 @@
 # freescale dependency checks. Each names the Debian package to install
 # when the dependency is missing.
 
-# FS_HDF5: serial HDF5 through pkg-config. libhdf5-openmpi-dev flips the
-# plain 'hdf5' module to the MPI build, so ask for 'hdf5-serial' first.
+# FS_HDF5: the parallel (Open MPI) build of HDF5 through pkg-config, as
+# Debian's libhdf5-openmpi-dev installs it: checkpoints and the outputs of
+# recommend and export are written by every rank through MPI-IO. The serial
+# tools (data import, gen, stats) use the same library with the default
+# file driver. Not the plain 'hdf5' module: it names whichever build
+# update-alternatives chose last.
 AC_DEFUN([FS_HDF5], [
-  PKG_CHECK_MODULES([HDF5], [hdf5-serial], [],
-    [PKG_CHECK_MODULES([HDF5], [hdf5], [],
-      [AC_MSG_ERROR([HDF5 not found by pkg-config (hdf5-serial or hdf5): install libhdf5-dev])])])
+  PKG_CHECK_MODULES([HDF5], [hdf5-openmpi], [],
+    [AC_MSG_ERROR([the parallel HDF5 (pkg-config hdf5-openmpi) was not found: install libhdf5-openmpi-dev])])
+  fs_save_CPPFLAGS=$CPPFLAGS
+  CPPFLAGS="$CPPFLAGS $HDF5_CFLAGS"
+  AC_MSG_CHECKING([whether HDF5 was built with MPI-IO (H5_HAVE_PARALLEL)])
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <hdf5.h>
+#ifndef H5_HAVE_PARALLEL
+#error serial HDF5
+#endif]], [[hid_t p = H5Pcreate(H5P_FILE_ACCESS); (void)p;]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no])
+     AC_MSG_ERROR([the HDF5 that pkg-config hdf5-openmpi names is not the parallel build: install libhdf5-openmpi-dev])])
+  CPPFLAGS=$fs_save_CPPFLAGS
 ])
 
 # FS_INIH: the inih INI parser.

@@ -4,7 +4,7 @@
 FREESCALE_PACKAGES=(
     autoconf automake libtool pkg-config make gcc
     libopenmpi-dev openmpi-bin
-    libhdf5-dev hdf5-tools
+    libhdf5-openmpi-dev hdf5-tools
     libinih-dev libcsv-dev libjson-c-dev zlib1g-dev libopenblas-dev libcmocka-dev
     python3 python3-numpy python3-h5py python3-torch
     gnuplot-nox munge slurmctld slurmd slurm-client

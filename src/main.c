@@ -1,9 +1,11 @@
 /* main: command-line entry point of freescale; dispatches subcommands. */
+#include <errno.h>
 #include <hdf5.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -12,11 +14,14 @@
 #include "backend/blas.h"
 #include "base/check.h"
 #include "comm/comm.h"
+#include "comm/comm_fail.h"
+#include "data/dataset.h"
 #include "config.h"
 #include "tools/data_tools.h"
 #include "base/params.h"
 #include "tools/plan_tools.h"
 #include "eval/recommend.h"
+#include "eval/score.h"
 #include "train/train.h"
 
 static void usage(FILE *out)
@@ -35,10 +40,12 @@ static void usage(FILE *out)
             "  recommend CKPT.h5 [FILE.in] [section.key=value ...] --top K -o OUT.csv|OUT.h5\n"
             "           [--users FILE]\n"
             "        every user's top-K items after the whole history, in the original ids\n"
+            "  score CKPT.h5 [FILE.in] [section.key=value ...] --pairs PAIRS.csv -o OUT.csv|OUT.h5\n"
+            "        a ranking model's scores of (user, item) pairs after the users' histories\n"
             "  export CKPT.h5 [FILE.in] [section.key=value ...] -o MODEL.h5\n"
             "        item table, user vectors and dense parameters as HDF5 arrays (NumPy)\n"
             "  help params          every parameter, its default, range and meaning\n"
-            "  data import --format movielens|csv|sasrec INPUT -o OUT.h5 [options]\n"
+            "  data import --format movielens|csv|sasrec|jsonl INPUT -o OUT.h5 [options]\n"
             "  data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
             "  data stats FILE.h5 [--dim D]\n"
             "  data check FILE.h5   validate every event of a dataset\n"
@@ -58,6 +65,25 @@ static int cmd_params(int argc, char **argv)
     struct comm c;
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
+    /* train's checks (the rank count only when run under mpirun), then the
+     * dataset if it is here: what train would refuse, refused now */
+    char err[1100] = "";
+    int bad = train_conf_check(&p, c.size > 1 ? c.size : 0, err, sizeof err);
+    const char *path = params_str(&p, P_data_path);
+    struct stat st;
+    if (!bad && c.rank == 0 && stat(path, &st) != 0) {
+        log_warn("data.path = %s: %s here (train will need it)", path, strerror(errno));
+    } else if (!bad && c.rank == 0) {
+        struct dataset ds;
+        char derr[1024];
+        bad = dataset_open(&ds, path, derr, sizeof derr) != 0;
+        if (bad)
+            snprintf(err, sizeof err, "data.path: %s", derr);
+        else
+            dataset_close(&ds);
+    }
+    comm_fail_agree(&c, bad, err);
+    banner_show(&c, &p);
     comm_free(&c);
     return 0;
 }
@@ -189,6 +215,8 @@ int main(int argc, char **argv)
         return recommend_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "export"))
         return export_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "score"))
+        return score_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "params"))
         return cmd_params(argc - 1, argv + 1);
     if (!strcmp(cmd, "data"))

@@ -39,20 +39,20 @@ INT_ATTRS = ["version", "num_items", "model_type", "dim", "layers", "heads", "ma
 
 # an array where a scalar belongs: every attribute the reader uses
 for key in INT_ATTRS:
-    case("array_" + key, "attribute '%s' is not a scalar (an array of 2 values)" % key)(
+    case("array_" + key, "attribute '%s' has shape [2], expected a scalar" % key)(
         lambda f, k=key: set_attr(f, k, np.array([f.attrs[k]] * 2, dtype=np.int64)))
-case("array_best_val", "attribute 'best_val' is not a scalar")(
+case("array_best_val", "attribute 'best_val' has shape [2], expected a scalar")(
     lambda f: set_attr(f, "best_val", np.array([0.5, 0.5])))
-case("array_format", "attribute 'format' is not a scalar")(
+case("array_format", "attribute 'format' has shape [3], expected a scalar")(
     lambda f: set_attr(f, "format", np.array([b"freescale-ckpt"] * 3)))
 # the wrong class or size
-case("int_format", "attribute 'format' is of the wrong class (integer, expected string)")(
+case("int_format", "attribute 'format' has type int64, expected a string")(
     lambda f: set_attr(f, "format", np.int64(7)))
-case("float_step", "attribute 'step' is of the wrong class (float, expected integer)")(
+case("float_step", "attribute 'step' has type float64, expected an integer")(
     lambda f: set_attr(f, "step", np.float64(2.0)))
-case("string_dim", "attribute 'dim' is of the wrong class (string, expected integer)")(
+case("string_dim", "attribute 'dim' has type string, expected an integer")(
     lambda f: set_attr(f, "dim", "16"))
-case("string_best_val", "attribute 'best_val' is of the wrong class")(
+case("string_best_val", "attribute 'best_val' has type string, expected a float")(
     lambda f: set_attr(f, "best_val", "0.5"))
 case("long_format", "attribute 'format' is too long")(
     lambda f: set_attr(f, "format", "freescale-ckpt" * 20))
@@ -67,7 +67,7 @@ case("negative_step", "attribute 'step' = -5 is out of range")(
     lambda f: set_attr(f, "step", np.int64(-5)))
 case("huge_step", "attribute 'step' = 4611686018427387904 is out of range")(
     lambda f: set_attr(f, "step", np.int64(1 << 62)))
-case("overflowing_step", "attribute 'step': value out of range")(
+case("overflowing_step", "attribute 'step' = 9223372036854775813 does not fit int64")(
     lambda f: set_attr(f, "step", np.uint64((1 << 63) + 5)))
 case("adam_t_past_step", "attribute 'adam_t' = 99 is out of range [0, 2]")(
     lambda f: set_attr(f, "adam_t", np.int64(99)))

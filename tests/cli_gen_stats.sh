@@ -225,7 +225,7 @@ expect_error "data stats: expected one FILE.h5" "$FS" data stats
 expect_error "--dim: 0 is out of range" "$FS" data stats "$T/a.h5" --dim 0
 expect_error "missing.h5" "$FS" data check "$T/missing.h5"
 printf 'not hdf5\n' > "$T/junk.h5"
-expect_error "junk.h5: not a readable HDF5 file" "$FS" data check "$T/junk.h5"
+expect_error "junk.h5 is not an HDF5 file (a text file, a CSV of ratings?): make a dataset of it with 'freescale data import" "$FS" data check "$T/junk.h5"
 
 # --- damaged datasets through the program ----------------------------------
 "$FS" data gen --users 2000 --items 500 --length fixed:100 --timestamps -o "$T/big.h5" >/dev/null

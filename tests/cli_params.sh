@@ -41,12 +41,58 @@ expect_error "cannot open parameter file" "$FS" params "$T/none.in"
 expect_error "unknown command 'trian'" "$FS" trian
 expect_error "usage: freescale" "$FS"
 
-# several ranks: rank 0's error ends the whole job (no hang)
+# serial commands never print MPI's text; an error is the first line (but
+# for warnings, e.g. mallopt's under the sanitizers)
+nowarn() { grep -v '^freescale: warning: ' "$1"; }
+for cmd in "params $T/dup.in" "params $T/good.in model.heads=3" "help nothing" \
+    "data stats $T/none.h5" "plan $T/none.in --batch-per-rank 4"; do
+    # shellcheck disable=SC2086
+    "$FS" $cmd >"$T/out" 2>"$T/err" && fail "$cmd succeeded"
+    if grep -qi "mpi_abort\|open mpi\|mpirun" "$T/out" "$T/err"; then fail "$cmd printed MPI text"
+    elif [ -s "$T/out" ] || [ "$(nowarn "$T/err" | wc -l)" != 1 ]; then
+        fail "$cmd: more than its error line: $(head -c 300 "$T/out" "$T/err")"
+    else pass "$cmd: one error line, no MPI text"; fi
+done
+
+# 'freescale params' refuses what train refuses, with the same message,
+# before anything else is printed (train: once, on every rank's behalf)
+"$FS" data gen --users 16 --items 50 --length uniform:5,20 -o "$T/d.h5" >/dev/null || fail "data gen"
+mkdir -p "$T/ml" && printf 'userId,movieId,rating,timestamp\n1,2,3.0,4\n' > "$T/ml/ratings.csv"
+while IFS='|' read -r setting want; do
+    expect_error "$want" "$FS" params "$TOP_SRCDIR/input/tiny.in" data.path="$T/d.h5" $setting
+    nowarn "$T/err" | head -n 1 | grep -qF "freescale: error: " || fail "params $setting: not the first line"
+    nowarn "$T/err" > "$T/params.err"
+    if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+            timeout 60 "$MPIRUN" -np 2 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path="$T/d.h5" \
+            $setting </dev/null >"$T/out" 2>"$T/err" && fail "train $setting succeeded"
+        [ "$(grep -c "freescale: error" "$T/err")" = 1 ] && [ "$(nowarn "$T/err" | head -n 1)" = "$(cat "$T/params.err")" ] &&
+            ! grep -q "MPI_ABORT" "$T/err" && [ ! -s "$T/out" ] &&
+            pass "train $setting: the same message, once, first, no MPI_ABORT" ||
+            fail "train $setting: $(head -c 400 "$T/out" "$T/err")"
+    fi
+done <<EOF2
+model.heads=3|model.heads = 3 must divide model.dim = 16
+train.keep_best=on|train.keep_best = on needs output.checkpoint_dir
+debug.split_chunks=65|debug.split_chunks = '65': out of range [0, 64]
+model.layers=40|model.layers = 40: hstu takes 0 to 25 layers
+data.path=$T/ml|data.path: $T/ml is a directory, not a dataset: make one of its ratings with 'freescale data import --format csv $T/ml/ratings.csv
+data.path=$T/ml/ratings.csv|is not an HDF5 file (a text file, a CSV of ratings?): make a dataset of it with 'freescale data import --format csv
+device.type=cpu parallel.transport=kernel|parallel.transport = kernel: not available on the CPU backend
+EOF2
+
+# several ranks: rank 0's error ends the whole job (no hang), printed once
 if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-    expect_error "error [rank 0]: $T/dup.in:3: duplicate key" \
+    expect_error "freescale: error: $T/dup.in:3: duplicate key" \
         timeout 60 "$MPIRUN" -np 3 "$FS" params "$T/dup.in"
+    [ "$(grep -c "duplicate key" "$T/err")" = 1 ] && ! grep -q MPI_ABORT "$T/err" &&
+        pass "3 ranks: the error once, no MPI_ABORT" || fail "3 ranks: $(head -c 400 "$T/err")"
+    # mpirun -q: nothing but the message
+    expect_error "duplicate key" timeout 60 "$MPIRUN" -q -np 3 "$FS" params "$T/dup.in"
+    [ "$(nowarn "$T/err" | wc -l)" = 1 ] && pass "mpirun -q: the message alone" ||
+        fail "mpirun -q: $(head -c 400 "$T/err")"
     expect_ok timeout 60 "$MPIRUN" -np 3 "$FS" params "$T/good.in" model.heads=5
     [ "$(grep -c '^heads = 5' "$T/out")" = 1 ] || fail "effective parameters not printed once"
     grep -q "3 ranks" "$T/out" || fail "banner lacks the rank count"

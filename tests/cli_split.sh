@@ -77,7 +77,7 @@ same_losses "$T/s-off-3.jsonl" "$T/s-k3.jsonl" "SASRec P=3: every sequence into 
 B="parallel.split_long=auto output.metrics=$T/bad.jsonl output.checkpoint_dir=$T/badck"
 expect_error "parallel.split_threshold" train 2 $B parallel.split_threshold=100
 expect_error "debug.split_chunks = 1" train 2 $B debug.split_chunks=1
-expect_error "debug.split_chunks = 65: at most 64" train 2 $B debug.split_chunks=65
+expect_error "debug.split_chunks = '65': out of range [0, 64]" train 2 $B debug.split_chunks=65
 expect_error "parallel.split_kv_cost" train 2 $B parallel.split_kv_cost=lots
 expect_error "parallel.split_kv_cost" train 2 $B parallel.split_kv_cost=-1
 expect_error "parallel.split_fraction" train 2 $B parallel.split_fraction=0

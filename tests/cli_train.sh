@@ -81,9 +81,9 @@ expect_error "train.resume = $T/cut.h5: not a readable HDF5 file" train 1 train.
 expect_error "output.metrics = $T/no/dir/m.jsonl: cannot open" train 1 train.max_steps=1 \
     output.metrics="$T/no/dir/m.jsonl"
 "$FS" data gen --users 64 --items 300 --length uniform:5,40 --timestamps -o "$T/tiny300.h5" >/dev/null
-expect_ok train 1 model.dim=24 train.max_steps=2 output.checkpoint_dir="$T/ck"
+expect_ok train 1 model.dim=24 train.max_steps=2 output.checkpoint_dir="$T/ck24"
 expect_error "model.dim = 24 in the checkpoint, 16 in this run" \
-    train 1 train.resume="$T/ck/ckpt-2.h5"
+    train 1 train.resume="$T/ck24/ckpt-2.h5"
 expect_error "num_items of the dataset = 200 in the checkpoint, 300 in this run" \
     train 1 data.path="$T/tiny300.h5" train.resume="$T/ck/ckpt-10.h5"
 finish

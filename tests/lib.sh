@@ -85,6 +85,22 @@ same_losses() {
     else fail "$3: losses differ by $worst relative"; fi
 }
 
+# same_state A B NAME: two checkpoints hold the same model, optimizer state
+# and tables bit for bit (h5diff of every dataset; the parameters dumped as
+# attributes may differ).
+same_state() {
+    if ! command -v h5diff >/dev/null 2>&1; then
+        pass "$3: state not compared (h5diff, of hdf5-tools, is not installed)"
+        return
+    fi
+    for obj in /dense /dense_m /dense_v /emb; do
+        if ! h5diff -q "$1" "$2" $obj $obj >/dev/null 2>&1; then
+            fail "$3: $obj differs: $(h5diff -r "$1" "$2" $obj $obj 2>&1 | head -n 3 | tr '\n' ' ')"
+            return
+        fi
+    done
+    pass "$3: the same state bit for bit"
+}
 
 # tiny_data: the dataset of input/tiny.in in $T/tiny.h5, and IN = that file.
 tiny_data() {

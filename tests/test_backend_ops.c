@@ -4,16 +4,22 @@
  * 32 or above 1024, in-place calls, jagged batches with empty sequences,
  * L = 1 and L = N, several heads, HSTU with dqk != dv.
  *
- *   test_backend_ops [BACKEND]      (default "cuda"; "cpu" checks the harness)
+ *   test_backend_ops [BACKEND [TESTS]]   (BACKEND: default "cuda"; "cpu" checks the
+ *                                         harness, "fake" the fake device; TESTS: the
+ *                                         comma-separated names of the tests to run, e.g.
+ *                                         "rows,emb_engine" for a compute-sanitizer run)
  *
  * Inputs are made on the host and copied to both backends (to_device); each
  * op runs on both; device results come back with to_host. A result passes
  * when its norm-wise relative error ||got - want|| / max(||want||, 1e-6)
  * (row by row for layernorm, l2norm and dropout) is within TOL (1e-4:
- * reductions whose order may differ, and AdamW), TOL_ACCUM (1e-5:
- * scatter-add, sum of squares) or TOL_EXACT (2e-6: elementwise maths);
- * relu, masks, gathers and copies must be bit-identical, and the loss
- * counts equal. Outputs that ops accumulate (+=) start from nonzero
+ * reductions whose order may differ, and AdamW), TOL_ACCUM (1e-5: sums
+ * of squares) or TOL_EXACT (2e-6: elementwise maths); relu, masks,
+ * gathers, copies, the scatter-add (a fixed order, the CPU's), the
+ * embedding engine (sparse updates included: no FMA contraction, one power
+ * helper), the codecs and the negative sampler must be bit-identical, and
+ * the loss counts equal. Ops with sums (losses, scatter-add, sums of
+ * squares) must repeat bit for bit on the device. Outputs that ops accumulate (+=) start from nonzero
  * values and are compared by their increments; outputs that ops write start
  * from junk. Each mismatch prints "FAIL op [case] what: ..."; a summary per
  * op follows. Exit 0 pass, 1 fail, 77 skip (the backend is not built in, or
@@ -29,6 +35,7 @@
 #include "backend_test.h"
 #include "base/check.h"
 #include "base/rng.h"
+#include "embedding/emb_codec.h"
 #include "embedding/emb_optim.h"
 
 #define TOL 1e-4        /* sums whose order may differ (gemm, norms, attention, losses) */
@@ -217,6 +224,43 @@ static void expect_i64(const char *op, const char *cas, const char *what, int64_
                (long long)want);
         failures++;
     }
+}
+
+/* the loss accumulator [2] (sum, count), started from nonzero values */
+static struct pair acc_pair(void)
+{
+    const double a0[2] = {0.25, 3};
+    return pair_new(a0, sizeof a0);
+}
+
+/* the device's loss sum and count added to acc against the CPU's */
+static void expect_acc(const char *op, const char *cas, const struct pair *acc)
+{
+    double g[2], *c = acc->c;
+    dev->to_host(g, acc->g, sizeof g);
+    expect_scalar(op, cas, "sum", g[0] - 0.25, c[0] - 0.25, TOL);
+    expect_i64(op, cas, "count", (int64_t)(g[1] - 3), (int64_t)(c[1] - 3));
+}
+
+/* a second device run of an op with sums gave the same bits */
+static void expect_repeat(const char *op, const char *cas, const char *what,
+                          const struct pair *a, const struct pair *b, const struct pair *acc_a,
+                          const struct pair *acc_b)
+{
+    uint8_t *x = fetch(a), *y = fetch(b), *s = fetch(acc_a), *t = fetch(acc_b);
+    size_t i = 0;
+    while (i < a->bytes && x[i] == y[i])
+        i++;
+    int ok = i == a->bytes && !memcmp(s, t, acc_a->bytes);
+    note(op, ok ? 0.0 : 1.0);
+    if (!ok) {
+        printf("FAIL %s [%s] %s: a second run on the device gave other bits\n", op, cas, what);
+        failures++;
+    }
+    free(x);
+    free(y);
+    free(s);
+    free(t);
 }
 
 /* -- memory --------------------------------------------------------------- */
@@ -610,7 +654,7 @@ static void test_rows(void)
             struct pair acc = pair_f32(t0, nt * d), src = pair_rand(n * d, 1);
             cpu->scatter_add_rows(n, d, src.c, idx.c, acc.c);
             dev->scatter_add_rows(n, d, src.g, idx.g, acc.g);
-            expect_f32("scatter_add_rows", cas, "table", &acc, t0, 1, nt * d, TOL_ACCUM);
+            expect_bytes("scatter_add_rows", cas, "table (the CPU's order)", &acc);
             free(t0);
             struct pair *all[] = {&idx, &table, &out, &acc, &src};
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -665,12 +709,14 @@ static void test_emb_engine(void)
                 for (int by = 0; by < 2; by++) {
                     const struct pair *keys = by ? &ids : &inv;
                     struct pair uid = pair_i64(NULL, n), out = pair_f32(NULL, n * dim);
-                    int64_t kc = cpu->emb_sum_by_id(n, dim, keys->c, g.c, uid.c, out.c);
-                    int64_t kg = dev->emb_sum_by_id(n, dim, keys->g, g.g, uid.g, out.g);
-                    expect_i64("emb_sum_by_id", cas, "keys", kg, kc);
-                    uid.bytes = (size_t)kc * 8;
+                    cpu->emb_sum_by_id(n, dim, keys->c, g.c, uid.c, out.c);
+                    dev->emb_sum_by_id(n, dim, keys->g, g.g, uid.g, out.g);
+                    int64_t kc = 0; /* the distinct keys, then -1 */
+                    while (kc < n && ((int64_t *)uid.c)[kc] >= 0)
+                        kc++;
+                    expect_bytes("emb_sum_by_id", cas, by ? "ids, then -1" : "uid, then -1",
+                                 &uid);
                     out.bytes = fbytes(kc * dim);
-                    expect_bytes("emb_sum_by_id", cas, by ? "ids" : "uid", &uid);
                     expect_bytes("emb_sum_by_id", cas, "sums", &out);
                     uid.bytes = (size_t)n * 8;
                     out.bytes = fbytes(n * dim);
@@ -681,10 +727,13 @@ static void test_emb_engine(void)
                 int64_t slots = 100000 / Gs + 2, *hu = xmalloc((size_t)(nc + 1) * 8);
                 memcpy(hu, uniq.c, (size_t)nc * 8);
                 int64_t m = 0; /* the ids of shard 0 */
+                hu = xrealloc(hu, (size_t)(nc + 3) * 8);
                 for (int64_t u = 0; u < nc; u++)
                     if (hu[u] % Gs == 0)
                         hu[m++] = hu[u];
                 struct pair mine = pair_i64(hu, m), w = pair_rand(slots * dim, 1);
+                hu[m] = hu[m + 1] = -1; /* emb_sum_by_id's tail: skipped by the update */
+                struct pair mine_tail = pair_i64(hu, m + 2), gr_tail = pair_rand((m + 2) * dim, 1);
                 struct pair rows = pair_f32(NULL, m * dim), gr = pair_rand(m * dim, 1);
                 cpu->emb_gather_shard(m, dim, w.c, mine.c, Gs, rows.c);
                 dev->emb_gather_shard(m, dim, w.g, mine.g, Gs, rows.g);
@@ -698,14 +747,18 @@ static void test_emb_engine(void)
                     struct pair ww = pair_f32(w0, slots * dim);
                     struct pair st = pair_f32(NULL, slots * (sf ? sf : 1));
                     struct pair steps = pair_i64(NULL, slots);
-                    for (int rep = 0; rep < 2; rep++) { /* adam: step counts advance */
-                        cpu->emb_sparse_update(&oc, m, dim, mine.c, Gs, gr.c, ww.c,
+                    for (int rep = 0; rep < 3; rep++) { /* adam: step counts advance */
+                        const struct pair *ii = rep == 2 ? &mine_tail : &mine;
+                        const struct pair *gg = rep == 2 ? &gr_tail : &gr;
+                        const int64_t k = rep == 2 ? m + 2 : m;
+                        cpu->emb_sparse_update(&oc, k, dim, ii->c, Gs, gg->c, ww.c,
                                                sf ? st.c : NULL, sf, o == 2 ? steps.c : NULL);
-                        dev->emb_sparse_update(&oc, m, dim, mine.g, Gs, gr.g, ww.g,
+                        dev->emb_sparse_update(&oc, k, dim, ii->g, Gs, gg->g, ww.g,
                                                sf ? st.g : NULL, sf, o == 2 ? steps.g : NULL);
                     }
-                    expect_f32("emb_sparse_update", cas, emb_optim_name(oc.kind), &ww, w0, 1,
-                               slots * dim, TOL);
+                    expect_bytes("emb_sparse_update", cas, emb_optim_name(oc.kind), &ww);
+                    if (sf)
+                        expect_bytes("emb_sparse_update", cas, "state", &st);
                     expect_bytes("emb_sparse_update", cas, "steps", &steps);
                     free(w0);
                     pair_free(&ww);
@@ -713,7 +766,8 @@ static void test_emb_engine(void)
                     pair_free(&steps);
                 }
                 uniq.bytes = (size_t)n * 8;
-                struct pair *all[] = {&ids, &uniq, &inv, &g, &mine, &w, &rows, &gr};
+                struct pair *all[] = {&ids, &uniq, &inv, &g, &mine, &w, &rows, &gr, &mine_tail,
+                                      &gr_tail};
                 for (size_t i = 0; i < sizeof all / sizeof *all; i++)
                     pair_free(all[i]);
                 free(hu);
@@ -766,6 +820,16 @@ static void test_sum_squares(void)
         struct pair x = pair_rand(n, 2);
         double want = cpu->sum_squares(n, x.c), got = dev->sum_squares(n, x.g);
         expect_scalar("sum_squares", cas, "sum", got, want, TOL_ACCUM);
+        /* into the device, added: twice, the same bits */
+        const double a0[2] = {0.5, 0.5};
+        struct pair acc = pair_new(a0, sizeof a0);
+        dev->sumsq_acc(n, x.g, acc.g);
+        dev->sumsq_acc(n, x.g, (double *)acc.g + 1);
+        double h[2];
+        dev->to_host(h, acc.g, sizeof h);
+        expect_scalar("sumsq_acc", cas, "sum", h[0] - 0.5, want, TOL_ACCUM);
+        expect_same("sumsq_acc", cas, (const uint8_t *)&h[1], (const uint8_t *)&h[0], 8);
+        pair_free(&acc);
         pair_free(&x);
     }
 }
@@ -832,21 +896,23 @@ static void test_softmax_loss(void)
         struct pair u = pair_f32(hu, T * d), e = pair_f32(he, nu * d), pos = pair_i64(hp, T),
                     neg = pair_i64(hn, T * R), du = pair_rand(T * d, 9), de = pair_f32(de0, nu * d);
         float scale = 1.0f / (float)(T > 0 ? T : 1);
-        int64_t cnt_c = -1, cnt_g = -1;
-        double lc = cpu->softmax_loss(T, d, R, cases[c].inv_tau, u.c, nu, e.c, pos.c, neg.c,
-                                      scale, du.c, de.c, &cnt_c);
-        double lg = dev->softmax_loss(T, d, R, cases[c].inv_tau, u.g, nu, e.g, pos.g, neg.g,
-                                      scale, du.g, de.g, &cnt_g);
-        expect_scalar("softmax_loss", cas, "sum", lg, lc, TOL);
-        expect_i64("softmax_loss", cas, "count", cnt_g, cnt_c);
+        struct pair acc = acc_pair(), de2 = pair_f32(de0, nu * d), acc2 = acc_pair();
+        cpu->softmax_loss(T, d, R, cases[c].inv_tau, u.c, nu, e.c, pos.c, neg.c, scale, du.c,
+                          de.c, acc.c);
+        dev->softmax_loss(T, d, R, cases[c].inv_tau, u.g, nu, e.g, pos.g, neg.g, scale, du.g,
+                          de.g, acc.g);
+        expect_acc("softmax_loss", cas, &acc);
         expect_f32("softmax_loss", cas, "du", &du, NULL, 1, T * d, TOL);
         expect_f32("softmax_loss", cas, "de", &de, de0, 1, nu * d, TOL);
+        dev->softmax_loss(T, d, R, cases[c].inv_tau, u.g, nu, e.g, pos.g, neg.g, scale, du.g,
+                          de2.g, acc2.g);
+        expect_repeat("softmax_loss", cas, "de, sum", &de, &de2, &acc, &acc2);
         free(hu);
         free(he);
         free(hp);
         free(hn);
         free(de0);
-        struct pair *all[] = {&u, &e, &pos, &neg, &du, &de};
+        struct pair *all[] = {&u, &e, &pos, &neg, &du, &de, &acc, &de2, &acc2};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             pair_free(all[i]);
     }
@@ -884,19 +950,20 @@ static void test_bce_loss(void)
         struct pair u = pair_f32(hu, T * d), e = pair_f32(he, nu * d), pos = pair_i64(hp, T),
                     neg = pair_i64(hn, T), du = pair_rand(T * d, 9), de = pair_f32(de0, nu * d);
         float scale = 1.0f / (float)(T > 0 ? T : 1);
-        int64_t cnt_c = -1, cnt_g = -1;
-        double lc = cpu->bce_loss(T, d, u.c, nu, e.c, pos.c, neg.c, scale, du.c, de.c, &cnt_c);
-        double lg = dev->bce_loss(T, d, u.g, nu, e.g, pos.g, neg.g, scale, du.g, de.g, &cnt_g);
-        expect_scalar("bce_loss", cas, "sum", lg, lc, TOL);
-        expect_i64("bce_loss", cas, "count", cnt_g, cnt_c);
+        struct pair acc = acc_pair(), de2 = pair_f32(de0, nu * d), acc2 = acc_pair();
+        cpu->bce_loss(T, d, u.c, nu, e.c, pos.c, neg.c, scale, du.c, de.c, acc.c);
+        dev->bce_loss(T, d, u.g, nu, e.g, pos.g, neg.g, scale, du.g, de.g, acc.g);
+        expect_acc("bce_loss", cas, &acc);
         expect_f32("bce_loss", cas, "du", &du, NULL, 1, T * d, TOL);
         expect_f32("bce_loss", cas, "de", &de, de0, 1, nu * d, TOL);
+        dev->bce_loss(T, d, u.g, nu, e.g, pos.g, neg.g, scale, du.g, de2.g, acc2.g);
+        expect_repeat("bce_loss", cas, "de, sum", &de, &de2, &acc, &acc2);
         free(hu);
         free(he);
         free(hp);
         free(hn);
         free(de0);
-        struct pair *all[] = {&u, &e, &pos, &neg, &du, &de};
+        struct pair *all[] = {&u, &e, &pos, &neg, &du, &de, &acc, &de2, &acc2};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             pair_free(all[i]);
     }
@@ -1041,6 +1108,75 @@ static void test_sasrec(void)
     }
 }
 
+/* -- the exchanges' device ops: codecs, negatives, counts ------------------- */
+
+static void test_exchange_ops(void)
+{
+    static const int64_t rows[] = {0, 1, 37, 2000};
+    static const int dims[] = {1, 7, 64, 130};
+    char cas[256];
+    for (size_t a = 0; a < sizeof rows / sizeof *rows; a++)
+        for (size_t b = 0; b < sizeof dims / sizeof *dims; b++)
+            for (int codec = 1; codec < EMB_NCODECS; codec++) {
+                const int64_t n = rows[a];
+                const int d = dims[b];
+                const int64_t rb = emb_codec_row_bytes((enum emb_codec)codec, d);
+                snprintf(cas, sizeof cas, "%s n=%lld d=%d", emb_codec_name((enum emb_codec)codec),
+                         (long long)n, d);
+                float *h = rand_f32(n * d, 3);
+                for (int64_t i = 0; i < n; i += 5) /* tiny, zero, large rows */
+                    for (int j = 0; j < d; j++)
+                        h[i * d + j] *= i % 15 == 0 ? 1e-30f : i % 15 == 5 ? 0.0f : 1.0f;
+                if (n > 20)
+                    h[17 * d + d / 2] = NAN; /* row 17: refused by every lossy codec */
+                struct pair x = pair_f32(h, n * d), w = pair_new(NULL, (size_t)(n * rb) + 1);
+                const uint64_t z[2] = {0, 0};
+                struct pair bad = pair_new(z, sizeof z), y = pair_f32(NULL, n * d);
+                cpu->emb_encode(codec, n, d, x.c, w.c, bad.c);
+                dev->emb_encode(codec, n, d, x.g, w.g, bad.g);
+                expect_bytes("emb_encode", cas, "the refused rows' flag", &bad);
+                if (n > 20) {
+                    uint64_t first = UINT64_MAX - *(uint64_t *)bad.c;
+                    expect_i64("emb_encode", cas, "the first refused row", (int64_t)first, 17);
+                    memset((uint8_t *)w.c + 17 * rb, 0, (size_t)rb); /* unspecified there */
+                    dev->to_device((uint8_t *)w.g + 17 * rb, (uint8_t *)w.c + 17 * rb, (size_t)rb);
+                }
+                expect_bytes("emb_encode", cas, "wire", &w);
+                cpu->emb_decode(codec, n, d, w.c, y.c);
+                dev->emb_decode(codec, n, d, w.g, y.g);
+                expect_bytes("emb_decode", cas, "rows", &y);
+                free(h);
+                struct pair *all[] = {&x, &w, &bad, &y};
+                for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+                    pair_free(all[i]);
+            }
+    static const int64_t Ts[] = {0, 1, 333};
+    static const int Rs[] = {1, 16, 129};
+    for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
+        for (size_t b = 0; b < sizeof Rs / sizeof *Rs; b++) {
+            const int64_t T = Ts[a], items = b == 2 ? ((int64_t)1 << 40) + 7 : 1000 + (int64_t)b;
+            const int R = Rs[b];
+            snprintf(cas, sizeof cas, "T=%lld R=%d items=%lld", (long long)T, R,
+                     (long long)items);
+            uint64_t *hk = xmalloc((size_t)(T + 1) * sizeof *hk);
+            for (int64_t i = 0; i < T; i++)
+                hk[i] = rng_u64(&G);
+            struct pair keys = pair_new(hk, (size_t)T * sizeof *hk), out = pair_i64(NULL, T * R);
+            cpu->sample_negatives(7, 3, keys.c, T, R, items, out.c);
+            dev->sample_negatives(7, 3, keys.g, T, R, items, out.g);
+            expect_bytes("sample_negatives", cas, "ids", &out);
+            const int64_t lo = items / 4, hi = items / 2, z[1] = {5};
+            struct pair cnt = pair_i64(z, 1);
+            cpu->count_range(T * R, out.c, lo, hi, cnt.c);
+            dev->count_range(T * R, out.g, lo, hi, cnt.g);
+            expect_bytes("count_range", cas, "count", &cnt);
+            free(hk);
+            pair_free(&keys);
+            pair_free(&out);
+            pair_free(&cnt);
+        }
+}
+
 /* -- staging through pinned host memory ----------------------------------- */
 
 static void test_staging(void)
@@ -1101,7 +1237,8 @@ static int ops_present(const struct backend_ops *be)
         OP(dropout_fwd), OP(dropout_bwd), OP(gather_rows), OP(scatter_add_rows), OP(adamw_step),
         OP(sum_squares), OP(hstu_attn_fwd), OP(hstu_attn_bwd), OP(sasrec_attn_fwd),
         OP(sasrec_attn_bwd), OP(softmax_loss), OP(bce_loss), OP(emb_dedup),
-        OP(emb_gather_shard), OP(emb_sum_by_id), OP(emb_sparse_update),
+        OP(emb_gather_shard), OP(emb_sum_by_id), OP(emb_sparse_update), OP(sumsq_acc),
+        OP(emb_encode), OP(emb_decode), OP(count_range), OP(sample_negatives),
     };
     const struct {
         const char *name;
@@ -1109,7 +1246,9 @@ static int ops_present(const struct backend_ops *be)
     } devops[] = {
         OP(device_count), OP(device_open), OP(device_describe), OP(device_memory),
         OP(host_alloc), OP(host_free),
-        OP(to_host_async), OP(to_device_async), OP(comm_sync),
+        OP(to_host_async), OP(to_device_async), OP(comm_sync), OP(device_uuid),
+        OP(event_new), OP(event_free), OP(event_record), OP(event_query), OP(event_sync),
+        OP(stream_wait), OP(event_ms),
     };
 #undef OP
     int missing = 0;
@@ -1125,6 +1264,19 @@ static int ops_present(const struct backend_ops *be)
                 missing++;
             }
     return missing;
+}
+
+/* name is one of the comma-separated names of list */
+static int name_listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *s = list; *s;) {
+        size_t k = strcspn(s, ",");
+        if (k == n && !strncmp(s, name, n))
+            return 1;
+        s += k + (s[k] == ',');
+    }
+    return 0;
 }
 
 static double now(void)
@@ -1153,14 +1305,23 @@ int main(int argc, char **argv)
         {"sum_squares", test_sum_squares}, {"softmax_loss", test_softmax_loss},
         {"bce_loss", test_bce_loss},     {"hstu_attn", test_hstu},
         {"sasrec_attn", test_sasrec},    {"staging", test_staging},
-        {"emb_engine", test_emb_engine},
+        {"emb_engine", test_emb_engine}, {"exchange_ops", test_exchange_ops},
     };
+    const char *only = argc > 2 ? argv[2] : NULL; /* comma-separated test names */
+    int ran = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (only && !name_listed(only, tests[i].name))
+            continue;
+        ran++;
         double t0 = now();
         int f0 = failures;
         tests[i].fn();
         printf("# %-12s %s (%.2f s)\n", tests[i].name, failures == f0 ? "ok" : "FAILED",
                now() - t0);
+    }
+    if (only && !ran) {
+        printf("FAIL: no test named in '%s'\n", only);
+        return 1;
     }
     printf("# %-20s %7s %12s\n", "op", "checks", "worst err");
     for (int i = 0; i < nstats; i++)

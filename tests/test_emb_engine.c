@@ -72,7 +72,20 @@ static void check_sums(const int64_t *keys, int64_t n, int dim, struct rng *r, c
     int64_t *uid = xmalloc((size_t)(n + 1) * 8);
     for (int64_t i = 0; i < n * dim; i++)
         g[i] = (float)(rng_uniform(r) - 0.5);
-    int64_t k = backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out);
+    backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out);
+    int64_t k = 0, distinct = 0; /* the distinct keys, then -1 to n */
+    while (k < n && uid[k] >= 0)
+        k++;
+    for (int64_t i = k; i < n; i++)
+        EXPECT(uid[i] == -1, "%s: uid[%lld] = %lld past the distinct keys", cas, (long long)i,
+               (long long)uid[i]);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = 0;
+        while (j < i && keys[j] != keys[i])
+            j++;
+        distinct += j == i;
+    }
+    EXPECT(k == distinct, "%s: %lld keys, %lld distinct", cas, (long long)k, (long long)distinct);
     for (int64_t u = 0; u < k; u++) {
         EXPECT(u == 0 || uid[u - 1] < uid[u], "%s: keys not ascending at %lld", cas,
                (long long)u);

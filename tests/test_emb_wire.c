@@ -10,7 +10,10 @@
  *     rank's unique ids owned by another rank) * row bytes, gradients the
  *     same with the gradient codec, fp32 = tokens owned by another rank *
  *     4 dim; none to other nodes on one node, all with debug.node_size = 1
- *     (comm_set_node_size), half of them with node_size = P / 2. */
+ *     (comm_set_node_size), half of them with node_size = P / 2;
+ * with the table in host memory, and in the fake device's memory with the
+ * exchanges staged through pinned buffers and handed to MPI directly (the
+ * device-resident exchange, the codecs on the device). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +58,15 @@ static int64_t count_unique_remote(const int64_t *ids, int64_t n, int G, int sha
     return u;
 }
 
-static void run(struct comm *c, int G, enum emb_codec cd)
+static void run(struct comm *c, int G, enum emb_codec cd, const struct backend_ops *place,
+                int direct)
 {
     char err[512];
     T_CHECK(!comm_setup_groups(c, G, err, sizeof err), "%s", err);
     struct emb_table_conf conf = {.rows = ROWS, .dim = DIM, .init = EMB_INIT_NORMAL,
                                   .init_scale = 0.3f, .seed = 5, .rows_codec = cd,
-                                  .grads_codec = cd};
+                                  .grads_codec = cd, .placement = place, .direct = direct};
+    const char *where = !place ? "host" : direct ? "fake device, direct" : "fake device, staged";
     snprintf(conf.name, sizeof conf.name, "items");
     conf.optim = (struct emb_optim_conf){.kind = EMB_OPT_SGD, .lr = 0.5f};
     struct emb_registry reg = {0};
@@ -76,24 +81,33 @@ static void run(struct comm *c, int G, enum emb_codec cd)
     emb_output_post(t, c, x, NULL);
     emb_output_wait(x, 0, NULL);
     emb_output_wait(x, 1, NULL);
-    const int64_t nu = emb_exchange_nuniq(x), *inv = emb_exchange_inverse(x);
-    const float *rows = emb_exchange_rows(x);
+    const struct backend_ops *be = t->be;
+    const int64_t nu = emb_exchange_nuniq(x);
+    void *o_inv, *o_rows;
+    const int64_t *inv = backend_download(be, emb_exchange_inverse(x), (size_t)n * 8, &o_inv);
+    const float *rows = backend_download(be, emb_exchange_rows(x), (size_t)nu * DIM * 4, &o_rows);
     for (int64_t i = 0; i < n; i++) {
         emb_init_row(&conf, ids[i], init);
         T_CHECK(!emb_codec_encode(cd, 1, DIM, init, w, &bad), "encode");
         emb_codec_decode(cd, 1, DIM, w, want);
-        T_CHECK(!memcmp(rows + inv[i] * DIM, want, sizeof want), "%s G=%d: row of id %lld is "
-                "not the codec's", emb_codec_name(cd), G, (long long)ids[i]);
+        T_CHECK(!memcmp(rows + inv[i] * DIM, want, sizeof want), "%s G=%d %s: row of id %lld "
+                "is not the codec's", emb_codec_name(cd), G, where, (long long)ids[i]);
     }
     /* backward: every token of id carries f(id) / 2, so each requester's sum is f(id) */
     float *gu = xcalloc((size_t)nu * DIM, sizeof *gu);
     for (int64_t i = 0; i < n; i++)
         for (int j = 0; j < DIM; j++)
             gu[inv[i] * DIM + j] = f_of(ids[i], j);
-    emb_grad_post(t, c, x, gu, NULL);
+    if (backend_is_host(be))
+        memcpy(emb_exchange_grads(x), gu, (size_t)nu * DIM * sizeof *gu);
+    else
+        be->to_device(emb_exchange_grads(x), gu, (size_t)nu * DIM * sizeof *gu);
+    emb_grad_post(t, c, x, NULL);
     emb_grad_finish(t, c, x, NULL);
     emb_exchange_free(x);
     free(gu);
+    free(o_inv);
+    free(o_rows);
     /* the rows after the update: k(id) requesters per replica group */
     int64_t k[ROWS + 1] = {0};
     for (int64_t i = 0; i < n; i += 2)
@@ -111,9 +125,9 @@ static void run(struct comm *c, int G, enum emb_codec cd)
         emb_shard_row(t, id, row);
         for (int j = 0; j < DIM; j++) {
             double exp = init[j] - 0.5 * (double)(k[id] * q[j]);
-            T_CHECK(fabs(row[j] - exp) <= 1e-6 * (1 + fabs(exp)), "%s G=%d: id %lld [%d] = %.9g, "
-                    "expected %.9g (k = %lld)", emb_codec_name(cd), G, (long long)id, j, row[j],
-                    exp, (long long)k[id]);
+            T_CHECK(fabs(row[j] - exp) <= 1e-6 * (1 + fabs(exp)), "%s G=%d %s: id %lld [%d] = "
+                    "%.9g, expected %.9g (k = %lld)", emb_codec_name(cd), G, where, (long long)id,
+                    j, row[j], exp, (long long)k[id]);
         }
     }
     /* the counters against the formula */
@@ -132,8 +146,8 @@ static void run(struct comm *c, int G, enum emb_codec cd)
     emb_table_wire_take(t, c, &s);
     T_CHECK(s.rows == 0 && s.lookups == 0, "take did not reset");
     if (c->rank == 0)
-        printf("ok: %s G=%d: %lld row bytes (%lld unique remote ids x %lld), fp32 without "
-               "de-duplication %lld\n", emb_codec_name(cd), G, (long long)(v[0] * rb),
+        printf("ok: %s G=%d %s: %lld row bytes (%lld unique remote ids x %lld), fp32 without "
+               "de-duplication %lld\n", emb_codec_name(cd), G, where, (long long)(v[0] * rb),
                (long long)v[0], (long long)rb, (long long)(v[1] * 4 * DIM));
     emb_registry_free(&reg);
     free(w);
@@ -180,11 +194,15 @@ int main(int argc, char **argv)
 {
     struct comm c;
     comm_init(&c, &argc, &argv);
-    for (int cd = 0; cd < EMB_NCODECS; cd++) {
-        run(&c, c.size, (enum emb_codec)cd);
-        if (c.size > 1)
-            run(&c, 1, (enum emb_codec)cd);
-    }
+    char err[256];
+    T_CHECK(!backend_fake.device_open(0, 0, err, sizeof err), "fake device: %s", err);
+    for (int where = 0; where < 3; where++)
+        for (int cd = 0; cd < EMB_NCODECS; cd++) {
+            const struct backend_ops *place = where ? &backend_fake : NULL;
+            run(&c, c.size, (enum emb_codec)cd, place, where == 2);
+            if (c.size > 1)
+                run(&c, 1, (enum emb_codec)cd, place, where == 2);
+        }
     run_nodes(&c, 1);
     if (c.size % 2 == 0)
         run_nodes(&c, c.size / 2);

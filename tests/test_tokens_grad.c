@@ -119,7 +119,7 @@ static int run_case(FILE *fp, int k, enum model_type type, int mean, int time_bi
     memcpy(evv_act, act, sizeof act);
     int32_t *evv[DATASET_MAX_FEATURES] = {NULL, NULL, evv_act};
     struct tokens tk;
-    tokens_plan(&tk, &s, &v, ids, N_ITEMS, &b, evv);
+    tokens_plan(&tk, &s, &v, ids, N_ITEMS, &b, evv, NULL);
 
     /* the tables (row 0 unused) and the lookups, de-duplicated locally */
     struct rng r;

@@ -10,9 +10,9 @@
 #include "base/log.h"
 
 #ifdef HAVE_CUDA
-#define BACKEND_NAMES "cpu, cuda"
+#define BACKEND_NAMES "cpu, fake, cuda"
 #else
-#define BACKEND_NAMES "cpu"
+#define BACKEND_NAMES "cpu, fake"
 #endif
 
 const char *backend_names(void) { return BACKEND_NAMES; }
@@ -21,6 +21,8 @@ const struct backend_ops *backend_get(const char *name, char *err, size_t errlen
 {
     if (!strcmp(name, "cpu"))
         return &backend_cpu;
+    if (!strcmp(name, "fake"))
+        return &backend_fake;
 #ifdef HAVE_CUDA
     if (!strcmp(name, "cuda"))
         return &backend_cuda;

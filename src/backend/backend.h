@@ -20,6 +20,12 @@
 #include <stdint.h>
 
 struct emb_optim_conf; /* embedding/emb_optim.h */
+struct backend_event;  /* a point in a stream's work (device backends) */
+
+/* The streams of a device backend: every operation runs on the compute
+ * stream; the staging copies and the intra-node transports on the comm
+ * stream (high priority). */
+enum backend_stream { BACKEND_COMPUTE, BACKEND_COMM };
 
 struct backend_ops {
     const char *name;
@@ -79,6 +85,10 @@ struct backend_ops {
                        float beta1, float beta2, float eps, float weight_decay, int64_t t);
     /* sum of squares of n values (gradient clipping), returned on the host */
     double (*sum_squares)(int64_t n, const float *x);
+    /* The same, added to acc[0] (backend memory) in double, in a fixed
+     * order: it stays on the device until the caller reads it (the
+     * divergence guard reads it with the loss at the end of the step). */
+    void (*sumsq_acc)(int64_t n, const float *x, double *acc);
 
     /* HSTU pointwise attention, per sequence b (tokens offsets[b] ..
      * offsets[b+1]) and head h, causal (j <= i):
@@ -155,25 +165,26 @@ struct backend_ops {
      * unsupervised; neg: [T, R] indexes, masked when < 0 or == pos[i].
      * s_0 = u_i . e_pos * inv_tau, s_r likewise. Writes du: [T, d] (zero rows
      * for unsupervised positions), ACCUMULATES de: [nu, d]; both are the
-     * gradients of scale * sum_i loss_i. Returns the unscaled sum of the
-     * losses on the host, and the number of supervised positions in *count.
-     * Indexes are trusted (the caller built them). */
-    double (*softmax_loss)(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                           const float *e, const int64_t *pos, const int64_t *neg, float scale,
-                           float *du, float *de, int64_t *count);
+     * gradients of scale * sum_i loss_i. Adds the unscaled sum of the
+     * losses to acc[0] and the number of supervised positions to acc[1]
+     * (acc: 2 doubles of backend memory, read when the caller needs them:
+     * no host wait here). Sums in a fixed order (no float atomics), so runs
+     * repeat bit for bit. Indexes are trusted (the caller built them). */
+    void (*softmax_loss)(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                         const float *e, const int64_t *pos, const int64_t *neg, float scale,
+                         float *du, float *de, double *acc);
     /* Binary cross-entropy with one negative per position (loss.h): pos,
      * neg: [T]; same conventions as softmax_loss (no temperature). */
-    double (*bce_loss)(int64_t T, int d, const float *u, int64_t nu, const float *e,
-                       const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
-                       int64_t *count);
+    void (*bce_loss)(int64_t T, int d, const float *u, int64_t nu, const float *e,
+                     const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
+                     double *acc);
     /* softmax_loss with a correction per row: logq[k] (backend memory,
      * [nu]) is subtracted from the logit of every candidate that is row k,
      * the positive included (in-batch negatives, loss.h). NULL where the
      * backend does not have it. */
-    double (*softmax_loss_q)(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                             const float *e, const float *logq, const int64_t *pos,
-                             const int64_t *neg, float scale, float *du, float *de,
-                             int64_t *count);
+    void (*softmax_loss_q)(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                           const float *e, const float *logq, const int64_t *pos,
+                           const int64_t *neg, float scale, float *du, float *de, double *acc);
     /* Blocks of the full softmax (model/loss_full.h). s: [n, m] logits
      * before the temperature (u_i . e_j), row stride lds.
      * softmax_block_lse: lse[i] = log sum_j exp(s[i, j] inv_tau) ([n],
@@ -209,19 +220,39 @@ struct backend_ops {
      * out: [n, dim]) */
     void (*emb_gather_shard)(int64_t n, int dim, const float *w, const int64_t *ids, int G,
                              float *out);
-    /* The rows of g[n, dim] summed per distinct key: uid[k] the distinct
-     * keys in ascending order, out[k, :] = the sum of the rows i with
-     * keys[i] = uid[k] in increasing i, accumulated in double. Returns k
-     * (on the host). keys >= 0. */
-    int64_t (*emb_sum_by_id)(int64_t n, int dim, const int64_t *keys, const float *g,
-                             int64_t *uid, float *out);
+    /* The rows of g[n, dim] summed per distinct key: uid[0 .. k) the
+     * distinct keys in ascending order, out[u, :] = the sum of the rows i
+     * with keys[i] = uid[u] in increasing i, accumulated in double;
+     * uid[k .. n) = -1 (their out rows unspecified). k stays on the device:
+     * emb_sparse_update skips the -1. keys >= 0. */
+    void (*emb_sum_by_id)(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
+                          float *out);
     /* The sparse optimizer (embedding/emb_optim.h: emb_optim_row) on the
-     * rows ids[k] of a shard (distinct; local slot id / G) with gradients
-     * g[k, dim]: w [slots, dim], state [slots, state_floats] (NULL for
-     * sgd), steps [slots] (adam, else NULL); opt on the host. */
+     * rows ids[k] of a shard (distinct, local slot id / G; an id < 0 is
+     * skipped) with gradients g[k, dim]: w [slots, dim], state [slots,
+     * state_floats] (NULL for sgd), steps [slots] (adam, else NULL); opt on
+     * the host. */
     void (*emb_sparse_update)(const struct emb_optim_conf *opt, int64_t k, int dim, const int64_t *ids, int G,
                               const float *g, float *w, float *state, int64_t state_floats,
                               int64_t *steps);
+
+    /* The wire codecs of the exchanges (embedding/emb_codec.h), on the
+     * memory the rows are in: emb_encode writes wire [n, row bytes] from
+     * rows [n, dim]; a row a lossy codec cannot carry (NaN, infinity) sets
+     * bad[0] = max(bad[0], UINT64_MAX - i) (bad: backend memory, 0 = none:
+     * UINT64_MAX - bad[0] is the first such row i); emb_decode is the
+     * reverse. Bit for bit the CPU reference's (emb_codec_row.h). */
+    void (*emb_encode)(int codec, int64_t n, int dim, const float *rows, uint8_t *wire,
+                       uint64_t *bad);
+    void (*emb_decode)(int codec, int64_t n, int dim, const uint8_t *wire, float *rows);
+    /* acc[0] += the number of i < n with lo <= x[i] < hi (acc: backend
+     * memory; the exchanges' counters). */
+    void (*count_range)(int64_t n, const int64_t *x, int64_t lo, int64_t hi, int64_t *acc);
+    /* The uniform negatives of T positions (model/loss.h:
+     * loss_sample_negatives, the same draws): out[i R + r] in 1..num_items
+     * keyed by (seed, epoch, keys[i]); keys [T], out [T, R] backend memory. */
+    void (*sample_negatives)(uint64_t seed, uint64_t epoch, const uint64_t *keys, int64_t T,
+                             int R, int64_t num_items, int64_t *out);
 
     /* Device management; NULL on backends without devices (the CPU).
      * device_count: devices visible, or -1 with err set to the runtime's
@@ -235,6 +266,34 @@ struct backend_ops {
     /* free and total bytes of the current device (on the host); 0, or -1
      * with err */
     int (*device_memory)(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+    /* The identity of device `device` (0 .. device_count - 1, before
+     * device_open too): a string that processes seeing the same physical
+     * device get alike (CUDA: the UUID and the PCI bus id), for the choice
+     * of a rank's device among the node's ranks. 0, or -1 with err. */
+    int (*device_uuid)(int device, char *buf, size_t len, char *err, size_t errlen);
+
+    /* Events (NULL on the CPU backend). event_new(timing): a new event
+     * (timing = 1: event_ms can measure it); event_record(e, s): e marks the
+     * work enqueued so far on stream s; event_query: 1 once that work has
+     * completed, else 0, never blocking; event_sync: blocks until it has (a
+     * host wait, counted: devstats.h); stream_wait(s, e): work enqueued
+     * later on stream s waits for e (the host does not); event_ms: the
+     * milliseconds from start to end, two completed timing events. */
+    struct backend_event *(*event_new)(int timing);
+    void (*event_free)(struct backend_event *e);
+    void (*event_record)(struct backend_event *e, enum backend_stream s);
+    int (*event_query)(struct backend_event *e);
+    void (*event_sync)(struct backend_event *e);
+    void (*stream_wait)(enum backend_stream s, struct backend_event *e);
+    float (*event_ms)(struct backend_event *start, struct backend_event *end);
+
+    /* Device memory and MPI. mpi_direct: 1 when MPI may be handed device
+     * pointers (NULL: as MPI says, comm_cuda_aware()). mpi_expose(p, bytes,
+     * on): the region p[bytes] of device memory is (on = 1), or is no longer
+     * (on = 0), read or written by an MPI operation in flight (the fake
+     * device opens its guarded memory to MPI meanwhile; NULL elsewhere). */
+    int (*mpi_direct)(void);
+    void (*mpi_expose)(const void *p, size_t bytes, int on);
 
     /* Pinned host memory and copies on the communication stream, for
      * staging exchanges through the host when MPI cannot read device
@@ -280,9 +339,12 @@ struct backend_ops {
 /* the keys of one context-parallel attention call (hstu_attn_ctx_*) */
 enum hstu_keys { HSTU_KEYS_OWN, HSTU_KEYS_PREFIX };
 
-/* The CPU backend (always available) and the CUDA backend (cuda/, defined
- * only in builds configured --with-cuda: reach it through backend_get). */
+/* The CPU backend (always available), the fake device (fake/: a test
+ * backend, always available: the CPU's operations behind the behaviour of
+ * a discrete GPU) and the CUDA backend (cuda/, defined only in builds
+ * configured --with-cuda: reach it through backend_get). */
 extern const struct backend_ops backend_cpu;
+extern const struct backend_ops backend_fake;
 extern const struct backend_ops backend_cuda;
 
 /* The backends compiled in, e.g. "cpu, cuda". */
@@ -300,7 +362,7 @@ const void *backend_upload(const struct backend_ops *be, const void *host, size_
 const void *backend_download(const struct backend_ops *be, const void *src, size_t bytes,
                              void **owned);
 
-/* "cpu" (and, when compiled in, "cuda"); NULL + err if unavailable. */
+/* "cpu", "fake" (and, when compiled in, "cuda"); NULL + err if unavailable. */
 const struct backend_ops *backend_get(const char *name, char *err, size_t errlen);
 
 #endif

@@ -12,6 +12,8 @@
 #include "base/check.h"
 #include "base/simd.h"
 #include "base/rng.h"
+#include "embedding/emb_codec.h"
+#include "model/loss_sample.h"
 
 /* Backend buffers are zero-filled. They come from the heap, which a
  * training process keeps in transparent huge pages where the system allows
@@ -284,6 +286,38 @@ static double cpu_sum_squares(int64_t n, const float *x)
     return s;
 }
 
+static void cpu_sumsq_acc(int64_t n, const float *x, double *acc) { acc[0] += cpu_sum_squares(n, x); }
+
+static void cpu_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi, int64_t *acc)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        k += x[i] >= lo && x[i] < hi;
+    acc[0] += k;
+}
+
+static void cpu_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys, int64_t T,
+                                 int R, int64_t num_items, int64_t *out)
+{
+#pragma omp parallel for schedule(static) if (T * R >= (1 << 16))
+    for (int64_t i = 0; i < T; i++)
+        loss_negatives_row(seed, epoch, keys[i], R, num_items, out + i * R);
+}
+
+static void cpu_emb_encode(int codec, int64_t n, int dim, const float *rows, uint8_t *wire,
+                           uint64_t *bad)
+{
+    int64_t first = -1;
+    if (emb_codec_encode((enum emb_codec)codec, n, dim, rows, wire, &first) && first >= 0 &&
+        UINT64_MAX - (uint64_t)first > *bad)
+        *bad = UINT64_MAX - (uint64_t)first;
+}
+
+static void cpu_emb_decode(int codec, int64_t n, int dim, const uint8_t *wire, float *rows)
+{
+    emb_codec_decode((enum emb_codec)codec, n, dim, wire, rows);
+}
+
 const struct backend_ops backend_cpu = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -311,6 +345,7 @@ const struct backend_ops backend_cpu = {
     .scatter_add_rows = cpu_scatter_add_rows,
     .adamw_step = cpu_adamw_step,
     .sum_squares = cpu_sum_squares,
+    .sumsq_acc = cpu_sumsq_acc,
     .hstu_attn_fwd = cpu_hstu_attn_fwd,
     .hstu_attn_bwd = cpu_hstu_attn_bwd,
     .hstu_attn_ctx_fwd = cpu_hstu_attn_ctx_fwd,
@@ -328,5 +363,9 @@ const struct backend_ops backend_cpu = {
     .emb_gather_shard = cpu_emb_gather_shard,
     .emb_sum_by_id = cpu_emb_sum_by_id,
     .emb_sparse_update = cpu_emb_sparse_update,
+    .emb_encode = cpu_emb_encode,
+    .emb_decode = cpu_emb_decode,
+    .count_range = cpu_count_range,
+    .sample_negatives = cpu_sample_negatives,
     /* no devices, no staging: host memory is the backend's memory */
 };

@@ -36,15 +36,15 @@ void cpu_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *p
                              const float *kb, const float *vb, const float *out,
                              const float *lse, const float *dout, float *dq, float *dkb,
                              float *dvb);
-double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                        const float *e, const int64_t *pos, const int64_t *neg, float scale,
-                        float *du, float *de, int64_t *count);
-double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
-                    const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
-                    int64_t *count);
-double cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                          const float *e, const float *logq, const int64_t *pos,
-                          const int64_t *neg, float scale, float *du, float *de, int64_t *count);
+void cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                      const float *e, const int64_t *pos, const int64_t *neg, float scale,
+                      float *du, float *de, double *acc);
+void cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
+                  const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
+                  double *acc);
+void cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                        const float *e, const float *logq, const int64_t *pos,
+                        const int64_t *neg, float scale, float *du, float *de, double *acc);
 void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                            float *lse);
 double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
@@ -58,8 +58,8 @@ int64_t cpu_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int
                       int64_t *inverse, int64_t *counts);
 void cpu_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids, int G,
                           float *out);
-int64_t cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
-                          float *out);
+void cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
+                       float *out);
 void cpu_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
                            const int64_t *ids, int G, const float *g, float *w, float *state,
                            int64_t state_floats, int64_t *steps);

@@ -263,8 +263,8 @@ void cpu_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids
             out[i * dim + j] = w[ids[i] / G * dim + j];
 }
 
-int64_t cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
-                          float *out)
+void cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
+                       float *out)
 {
     int64_t *pos = iota(n);
     radix_sort(n, keys, pos);
@@ -281,9 +281,10 @@ int64_t cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *
             out[k * dim + j] = (float)acc[j];
         k++;
     }
+    for (int64_t u = k; u < n; u++)
+        uid[u] = -1; /* k stays with the data: the update skips these */
     free(acc);
     free(pos);
-    return k;
 }
 
 void cpu_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
@@ -293,6 +294,8 @@ void cpu_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
     /* distinct rows: in parallel, bitwise the same as in order */
 #pragma omp parallel for schedule(static) if (k >= 256)
     for (int64_t i = 0; i < k; i++) {
+        if (ids[i] < 0)
+            continue; /* past the distinct ids of emb_sum_by_id */
         int64_t slot = ids[i] / G;
         emb_optim_row(opt, dim, w + slot * dim, state ? state + slot * state_floats : NULL,
                       steps ? steps + slot : NULL, g + i * dim);

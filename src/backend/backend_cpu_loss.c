@@ -116,18 +116,22 @@ static double softmax_loss_impl(int64_t T, int d, int R, float inv_tau, const fl
     return total;
 }
 
-double cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                        const float *e, const int64_t *pos, const int64_t *neg, float scale,
-                        float *du, float *de, int64_t *count)
+void cpu_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                      const float *e, const int64_t *pos, const int64_t *neg, float scale,
+                      float *du, float *de, double *acc)
 {
-    return softmax_loss_impl(T, d, R, inv_tau, u, nu, e, NULL, pos, neg, scale, du, de, count);
+    int64_t n = 0;
+    acc[0] += softmax_loss_impl(T, d, R, inv_tau, u, nu, e, NULL, pos, neg, scale, du, de, &n);
+    acc[1] += (double)n;
 }
 
-double cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
-                          const float *e, const float *logq, const int64_t *pos,
-                          const int64_t *neg, float scale, float *du, float *de, int64_t *count)
+void cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                        const float *e, const float *logq, const int64_t *pos,
+                        const int64_t *neg, float scale, float *du, float *de, double *acc)
 {
-    return softmax_loss_impl(T, d, R, inv_tau, u, nu, e, logq, pos, neg, scale, du, de, count);
+    int64_t n = 0;
+    acc[0] += softmax_loss_impl(T, d, R, inv_tau, u, nu, e, logq, pos, neg, scale, du, de, &n);
+    acc[1] += (double)n;
 }
 
 /* log(1 + exp(x)) without overflow */
@@ -142,9 +146,9 @@ static float loss_sigmoid(float x)
 }
 
 FS_SIMD
-double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
-                    const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
-                    int64_t *count)
+void cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *rows,
+                  const int64_t *pos, const int64_t *neg, float scale, float *du, float *drows,
+                  double *acc)
 {
     static const char *what = "bce_loss";
     double total = 0;
@@ -174,9 +178,8 @@ double cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *r
         loss_axpy(d, gn, rows + k * d, dui);
         loss_axpy(d, gn, ui, drows + k * d);
     }
-    if (count)
-        *count = n;
-    return total;
+    acc[0] += total;
+    acc[1] += (double)n;
 }
 
 /* --- blocks of the full softmax (model/loss_full.c) --------------------------- */

@@ -1,19 +1,28 @@
-/* mirror: a host buffer's backend copy; see mirror.h. */
+/* mirror: one backend's buffer where another computes; see mirror.h. */
 #include "backend/mirror.h"
 
 #include <string.h>
 
-static int aliased(const struct mirror *mr) { return mr->host && backend_is_host(mr->be); }
+#include "base/log.h"
 
-void *mirror_bind(struct mirror *mr, const struct backend_ops *be, const void *host,
-                  size_t bytes)
+static int shared(const struct backend_ops *a, const struct backend_ops *b)
+{
+    return a == b || (backend_is_host(a) && backend_is_host(b));
+}
+
+void *mirror_bind(struct mirror *mr, const struct backend_ops *be,
+                  const struct backend_ops *from, const void *src, size_t bytes)
 {
     if (mr->be && mr->be != be) /* a mirror stays on one backend */
         mirror_free(mr);
     mr->be = be;
-    mr->host = (void *)host;
-    if (aliased(mr))
-        return mr->at = mr->host;
+    mr->src = (void *)src;
+    mr->alias = src && shared(from, be);
+    if (src && !mr->alias && !backend_is_host(from))
+        fatal("mirror: a buffer of the %s backend cannot be mirrored on the %s backend",
+              from->name, be->name);
+    if (mr->alias)
+        return mr->at = mr->src;
     if (bytes > mr->cap) {
         be->free(mr->dev);
         mr->cap = bytes + bytes / 4;
@@ -26,14 +35,14 @@ void *mirror_at(const struct mirror *mr) { return mr->at; }
 
 void mirror_up(const struct mirror *mr, size_t off, size_t n)
 {
-    if (n > 0 && mr->host && !aliased(mr))
-        mr->be->to_device((char *)mr->dev + off, (const char *)mr->host + off, n);
+    if (n > 0 && mr->src && !mr->alias)
+        mr->be->to_device((char *)mr->dev + off, (const char *)mr->src + off, n);
 }
 
 void mirror_down(const struct mirror *mr, size_t off, size_t n)
 {
-    if (n > 0 && mr->host && !aliased(mr))
-        mr->be->to_host((char *)mr->host + off, (const char *)mr->dev + off, n);
+    if (n > 0 && mr->src && !mr->alias)
+        mr->be->to_host((char *)mr->src + off, (const char *)mr->dev + off, n);
 }
 
 void mirror_free(struct mirror *mr)

@@ -1,10 +1,12 @@
-/* mirror: the backend's copy of a host buffer, for code that runs on any
- * backend without a branch per buffer. On a host backend the mirror IS the
- * host buffer: nothing is allocated and mirror_up / mirror_down do nothing.
- * On a device backend it is a device allocation, grown as needed and kept
- * across calls (device allocations synchronise), and mirror_up /
- * mirror_down copy byte ranges between the two. A mirror bound to no host
- * buffer is a backend scratch buffer. */
+/* mirror: a buffer of one backend's memory as another backend computes on
+ * it, for code that runs on any pair of backends without a branch per
+ * buffer (the training step: the model's backend, the table's). When both
+ * share memory (the same backend, or two host backends) the mirror IS the
+ * buffer: nothing is allocated and mirror_up / mirror_down do nothing.
+ * Otherwise (host buffer, device computing) it is a device allocation,
+ * grown as needed and kept across calls, and mirror_up / mirror_down copy
+ * byte ranges between the two. A mirror bound to no buffer is a scratch
+ * buffer of the computing backend. */
 #ifndef FS_BACKEND_MIRROR_H
 #define FS_BACKEND_MIRROR_H
 
@@ -13,21 +15,22 @@
 #include "backend/backend.h"
 
 struct mirror {
-    const struct backend_ops *be;
-    void *host;  /* the host buffer bound, or NULL */
-    void *dev;   /* the device allocation (device backends and scratch buffers) */
+    const struct backend_ops *be; /* computes */
+    void *src;   /* the buffer bound (host memory when copied), or NULL */
+    void *dev;   /* be's allocation (copies and scratch buffers) */
     size_t cap;  /* its bytes */
-    void *at;    /* the buffer the backend computes on: host or dev */
+    void *at;    /* the buffer be computes on: src or dev */
+    int alias;   /* at == src */
 };
 
-/* Bind mr to host[bytes] (NULL: scratch of `bytes`) and return the buffer
- * the backend computes on; its contents are those of host only where
- * mirror_up copied them (always, on a host backend). */
-void *mirror_bind(struct mirror *mr, const struct backend_ops *be, const void *host,
-                  size_t bytes);
+/* Bind mr to src[bytes] of backend `from`'s memory (NULL: a scratch of
+ * `bytes`) and return the buffer be computes on; its contents are src's
+ * only where mirror_up copied them (always, when they share memory). */
+void *mirror_bind(struct mirror *mr, const struct backend_ops *be,
+                  const struct backend_ops *from, const void *src, size_t bytes);
 /* The buffer the last mirror_bind returned. */
 void *mirror_at(const struct mirror *mr);
-/* Copy bytes [off, off + n) host -> backend, or backend -> host. */
+/* Copy bytes [off, off + n) src -> be, or be -> src. */
 void mirror_up(const struct mirror *mr, size_t off, size_t n);
 void mirror_down(const struct mirror *mr, size_t off, size_t n);
 void mirror_free(struct mirror *mr);

@@ -42,6 +42,18 @@ void log_warn(const char *fmt, ...)
     fflush(stderr);
 }
 
+const char *log_bytes(double bytes, char *buf, size_t len)
+{
+    static const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (bytes >= 1000 && u < 4) {
+        bytes /= 1000;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
+}
+
 int errorf(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
@@ -51,18 +63,24 @@ int errorf(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-void vfatal(const char *fmt, va_list ap)
+void log_error(int rank, const char *msg)
 {
     fflush(stdout);
-    if (g_size > 1)
-        fprintf(stderr, "freescale: error [rank %d]: ", g_rank);
+    if (rank >= 0)
+        fprintf(stderr, "freescale: error [rank %d]: %s\n", rank, msg);
     else
-        fprintf(stderr, "freescale: error: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+        fprintf(stderr, "freescale: error: %s\n", msg);
     fflush(stderr);
+}
+
+void vfatal(const char *fmt, va_list ap)
+{
+    char msg[4096];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_error(g_size > 1 ? g_rank : -1, msg);
     log_run_abort_hooks();
-    comm_abort(1);
+    if (g_size > 1) /* one process alone (a serial command) exits without MPI's banner */
+        comm_abort(1);
     exit(1);
 }
 

@@ -4,8 +4,11 @@
  * log_warn    every rank, to stderr, prefixed with the rank.
  * fatal       every rank that calls it: prints "freescale: error [rank R]: ..."
  *             to stderr, runs the abort hooks and aborts the whole job
- *             (MPI_Abort through comm), or exits 1 when MPI is not running
- *             (serial tools).
+ *             (MPI_Abort through comm), or exits 1 in a job of one process
+ *             (serial tools, which never print MPI's text). An error that
+ *             every rank meets alike ends the job through comm_fail_agree
+ *             (comm/comm_fail.h) instead: one message, no MPI_Abort.
+ * log_error   the error line of fatal(): rank >= 0 names the rank.
  * log_at_abort  a hook that fatal() and the watchdog (whose abort skips the
  *             exit handlers) run before the job ends: removing a temporary
  *             output, say. Hooks may run on another thread than the one
@@ -20,9 +23,12 @@ void log_set_rank(int rank, int size);
 int log_rank(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* bytes with a decimal unit ("512 B", "12.3 kB", "612.0 MB") into buf; returns buf. */
+const char *log_bytes(double bytes, char *buf, size_t len);
 /* Format an error for the caller into err[errlen]; returns -1, so that
  * modules can write "return errorf(err, errlen, ...);". */
 int errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void log_error(int rank, const char *msg);
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
 /* Register fn (at most 8 hooks; a repeated fn once). */

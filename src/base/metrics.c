@@ -8,14 +8,16 @@
 
 #include "base/log.h"
 
-FILE *metrics_open(const char *path, int append)
+int metrics_open(const char *path, int append, FILE **f, char *err, size_t len)
 {
+    *f = NULL;
     if (!path || !path[0])
-        return NULL;
-    FILE *f = fopen(path, append ? "a" : "w");
-    if (!f)
-        fatal("output.metrics = %s: cannot open for writing: %s", path, strerror(errno));
-    return f;
+        return 0;
+    *f = fopen(path, append ? "a" : "w");
+    if (!*f)
+        return errorf(err, len, "output.metrics = %s: cannot open for writing: %s", path,
+                      strerror(errno));
+    return 0;
 }
 
 static void add(struct metrics_line *l, const char *key, const char *val)
@@ -48,6 +50,16 @@ void metrics_num(struct metrics_line *l, const char *key, double v)
         snprintf(s, sizeof s, "%.9g", v);
     else
         snprintf(s, sizeof s, "null"); /* JSON has no NaN */
+    add(l, key, s);
+}
+
+void metrics_num_exact(struct metrics_line *l, const char *key, double v)
+{
+    char s[40];
+    if (isfinite(v))
+        snprintf(s, sizeof s, "%.17g", v);
+    else
+        snprintf(s, sizeof s, "null");
     add(l, key, s);
 }
 

@@ -10,16 +10,18 @@
 #include <stdio.h>
 
 struct metrics_line {
-    char buf[2048];
+    char buf[8192];
     size_t len;
 };
 
-/* Open path (truncated, or appended to when append: a resumed run);
- * NULL path or "" = no file. fatal() on error. */
-FILE *metrics_open(const char *path, int append);
+/* Open path into *f (truncated, or appended to when append: a resumed
+ * run); NULL path or "" = no file (*f NULL). 0, or -1 with err. */
+int metrics_open(const char *path, int append, FILE **f, char *err, size_t len);
 void metrics_begin(struct metrics_line *l, const char *event);
 void metrics_int(struct metrics_line *l, const char *key, int64_t v);
 void metrics_num(struct metrics_line *l, const char *key, double v);
+/* The same with every digit of the double (%.17g): values tests recompute. */
+void metrics_num_exact(struct metrics_line *l, const char *key, double v);
 void metrics_str(struct metrics_line *l, const char *key, const char *v);
 /* Close the object and write it as one line (flushed). */
 void metrics_end(struct metrics_line *l, FILE *f);

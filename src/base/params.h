@@ -57,8 +57,9 @@ int params_set(struct params *p, const char *section, const char *key, const cha
                const char *where, char *err, size_t errlen);
 
 /* Rank 0 reads path and applies overrides, then broadcasts; the other ranks
- * never open the file. Any error ends the job with fatal(). */
-void params_load(struct params *p, const struct comm *c, const char *path, int noverrides,
+ * never open the file. An error ends the job with one message on every
+ * rank's behalf (comm_fail_agree: no MPI_Abort). */
+void params_load(struct params *p, struct comm *c, const char *path, int noverrides,
                  char **overrides);
 
 static inline int64_t params_i64(const struct params *p, enum param_id id) { return p->v[id].i; }

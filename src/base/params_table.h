@@ -15,15 +15,39 @@ X(data, max_seq_len, INT, "200", 2, 1000000, NULL,
   "longest history used; longer sequences keep their most recent events")
 X(data, timestamps, BOOL, "on", 0, 1, NULL,
   "use the dataset's /timestamps (time-bucket bias) when it has them")
-X(data, split, CHOICE, "loo", 0, 0, "loo|hstu",
-  "loo: last event = test, second last = validation; hstu: train on all but the last, "
-  "validate and test on the last")
+X(data, split, STRING, "loo", 0, 0, NULL,
+  "loo: last event = test, second last = validation; hstu (retrieval): train on all but the "
+  "last, validate and test on the last; ranking also: last:K = each user's last K events "
+  "test, the K before them validate (last:P% = P% of each user's events, at least 1); "
+  "time:T = events at or after T (seconds) test, the window of the same length before T "
+  "validates (time:V,T: from V)")
+X(data, candidates, INT, "0", 0, 1000000000, NULL,
+  "ranking evaluation: at most this many of a user's held-out events are candidates (the "
+  "earliest); 0 = all")
 X(model, type, CHOICE, "hstu", 0, 0, "hstu|sasrec",
   "sequence model: HSTU (Zhai et al. 2024) or SASRec (Kang & McAuley 2018)")
 X(model, dim, INT, "50", 1, 65536, NULL, "embedding and model width d")
 X(model, layers, INT, "2", 1, 1024, NULL, "number of attention blocks")
 X(model, heads, INT, "1", 1, 1024, NULL, "attention heads per block (must divide dim)")
 X(model, dropout, FLOAT, "0.2", 0, 0.95, NULL, "dropout probability")
+X(model, actions, CHOICE, "sum", 0, 0, "sum|interleave",
+  "ranking: how each event's action (its labels and features.event) enters the sequence: "
+  "sum = added to the next item's token; interleave = a token of its own after its item "
+  "(item, action, item, action, ...); a position never sees its own labels")
+X(model, head, STRING, "128", 0, 0, NULL,
+  "ranking: hidden widths of the MLP head over the item positions' outputs (ReLU), "
+  "comma-separated; one logit per task after them; empty = a linear head")
+X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
+  "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "
+  "event (train.tasks) by an MLP head at every item position (AUC, GAUC, NE)")
+X(train, tasks, STRING, "", 0, 0, NULL,
+  "ranking: the tasks, NAME:binary:COLUMN[OP X][:WEIGHT] (label = COLUMN OP X, or COLUMN != "
+  "0; OP one of >= > <= < == !=) or NAME:regression:COLUMN[:WEIGHT] (a float column), "
+  "comma-separated; COLUMN = a per-event column /events/COLUMN; e.g. "
+  "like:binary:rating>=4,rating:regression:rating:0.5")
+X(train, select, STRING, "", 0, 0, NULL,
+  "ranking: the binary task whose validation AUC train.keep_best and train.patience follow "
+  "(empty = the first binary task)")
 X(train, batch_size, INT, "128", 1, 1000000000, NULL,
   "sequences per step over all ranks (the global batch)")
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
@@ -51,13 +75,18 @@ X(train, final_eval, BOOL, "on", 0, 1, NULL,
 X(train, eval_every, INT, "0", 0, 1000000, NULL,
   "evaluate every N epochs (0 = only at the end)")
 X(train, resume, STRING, "", 0, 0, NULL,
-  "checkpoint to continue from (any rank count); auto = the newest in "
-  "output.checkpoint_dir, if any; empty = start afresh")
+  "checkpoint to continue from (any rank count); auto = this run's newest complete checkpoint "
+  "in output.checkpoint_dir (by write order), if any; empty = start afresh")
 X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
   "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end)")
 X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
 X(train, baseline, BOOL, "off", 0, 1, NULL,
-  "also evaluate the most-popular-items baseline (counts of the training events)")
+  "also evaluate baselines on the test split: retrieval: the most popular items (counts of "
+  "the training events); ranking: smoothed means of the labels before the test events "
+  "(global, item, user, additive user+item)")
+X(train, baseline_prior, FLOAT, "5", 0, 1e9, NULL,
+  "ranking baselines: pseudo-counts of the smoothed means (an item's mean = (sum + prior x "
+  "global) / (count + prior))")
 X(train, nonfinite, CHOICE, "stop", 0, 0, "stop|skip",
   "a step whose global loss or dense gradient is not finite: stop = end the run naming the "
   "step (no checkpoint of that state); skip = drop the step's update and count it")
@@ -70,12 +99,15 @@ X(embedding, lr, FLOAT, "0.01", 1e-12, 100, NULL, "learning rate of the sparse o
 X(embedding, weight_decay, FLOAT, "0", 0, 1, NULL,
   "weight decay of the tables (L2 for sgd/adagrad, decoupled for adam)")
 X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
-  "where each rank's shard and its optimizer state live: host memory, or device memory with de-duplication, gathers, gradient sums and the sparse update on the GPU (the CUDA backend; not yet verified on a GPU); auto = host")
+  "where each rank's shard and its optimizer state live: host memory, or device memory, where "
+  "the ids, rows and gradients of the exchanges stay (de-duplication, gathers, codecs, sums and "
+  "the sparse update on the device; the CUDA backend or the fake device; not yet verified on a "
+  "GPU); auto = host")
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "
-  "exchanges carry k values per row (a model change; host placement; no checkpoints yet); 0 = "
-  "a plain table")
+  "exchanges carry k values per row (a model change; host placement; checkpoints store c and "
+  "resume with the same k, basis and seed); 0 = a plain table")
 X(embedding, subspace_basis, CHOICE, "random", 0, 0, "random|identity",
   "test hook: identity = U the first k unit vectors and F = 0 (k = dim is the plain table)")
 X(features, item, STRING, "", 0, 0, NULL,
@@ -153,10 +185,13 @@ X(parallel, timeout, INT, "300", 0, 1000000, NULL,
   "watchdog: a rank that makes no progress (no phase, collective or write completed) for "
   "this many seconds prints its step, phase and the collective it waits in, and aborts the "
   "job (0 = off)")
-X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda",
-  "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the CPU")
+X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda|fake",
+  "where the dense model runs: auto = CUDA when compiled in and a GPU is visible, else the "
+  "CPU; fake = the fake device, a test backend (the CPU's operations behaving like a discrete "
+  "GPU: guarded memory, deferred copies; doc/gpu.md)")
 X(device, share, BOOL, "off", 0, 1, NULL,
-  "allow more ranks per node than GPUs (ranks share devices round-robin; for tests)")
+  "allow ranks of a node to share a device (the ranks compare device identities; for tests "
+  "and small runs)")
 X(device, tf32, BOOL, "off", 0, 1, NULL,
   "let cuBLAS use TF32 tensor cores for float GEMMs (faster, ~1e-3 relative error)")
 X(device, peak_tflops, FLOAT, "0", 0, 1e6, NULL,
@@ -166,10 +201,18 @@ X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "exchanges of device buffers: direct = device pointers to MPI (needs CUDA-aware MPI), "
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")
 X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
-  "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints)")
+  "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints; created if missing); it "
+  "belongs to one run: one holding another run's checkpoints is refused")
 X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
-  "keep only the N newest checkpoints in output.checkpoint_dir, deleting older ones once a "
-  "newer one is complete (0 = keep all)")
+  "keep only this run's N newest checkpoints in output.checkpoint_dir, deleting older ones "
+  "once a newer one is complete (0 = keep all)")
+X(output, shared_dir, BOOL, "off", 0, 1, NULL,
+  "on: write into an output.checkpoint_dir that holds other runs' checkpoints (they are never "
+  "resumed from nor deleted; train.keep_best's best.h5 is overwritten)")
+X(output, checkpoint_write, CHOICE, "collective", 0, 0, "collective|gathered",
+  "how checkpoints are written: collective = every rank writes its share of the table rows "
+  "into the one file through MPI-IO; gathered = the rows go to rank 0, which writes alone "
+  "(the former path, kept for comparison: bench/ckpt.sh)")
 X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = none)")
 X(output, trace, STRING, "", 0, 0, NULL,
   "Chrome trace-event JSON of the phases of every rank (open in Perfetto); empty = none")
@@ -183,8 +226,17 @@ X(debug, node_size, INT, "0", 0, 1000000, NULL,
   "(0 = the real nodes)")
 X(debug, nan_in, CHOICE, "loss", 0, 0, "loss|sparse",
   "test hook: where debug.nan_step puts its NaN: the loss, or one embedding gradient of rank 0")
-X(debug, split_chunks, INT, "0", 0, 1000000, NULL,
+X(debug, split_chunks, INT, "0", 0, 64, NULL,
   "test hook: with split_long = auto, cut every sequence into this many chunks (at least "
   "one position each), whatever its cost")
+X(debug, rank_dump, STRING, "", 0, 0, NULL,
+  "ranking: write every evaluation's (task, user, label, score) rows to PREFIX-SPLIT.csv "
+  "(rank 0; the exact metrics can be recomputed from them)")
+X(debug, checkpoint_block, INT, "0", 0, 1000000000000.0, NULL,
+  "test hook: bytes of a table part each rank moves per round when checkpoint rows are "
+  "written or read (0 = 16 MiB); small values make a small table take many rounds")
 X(debug, hang_rank, STRING, "", 0, 0, NULL,
   "test hook R:STEP: rank R stops making progress (sleeps) at step STEP (the watchdog's test)")
+X(debug, signal_rank, STRING, "", 0, 0, NULL,
+  "test hook R:STEP: rank R sends itself SIGTERM during step STEP, as a preemption would "
+  "(the run stops after that step with a checkpoint)")

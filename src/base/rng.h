@@ -67,19 +67,27 @@ static inline RNG_HD uint64_t rng_u64(struct rng *r)
 /* Uniform double in [0, 1) with 53 random bits. */
 static inline RNG_HD double rng_uniform(struct rng *r) { return (double)(rng_u64(r) >> 11) * 0x1.0p-53; }
 
-/* Uniform integer in [0, n), n > 0 (Lemire's multiply-shift, unbiased). */
-static inline uint64_t rng_below(struct rng *r, uint64_t n)
+/* The 128-bit product a b: its high word, the low one in *lo. */
+static inline RNG_HD uint64_t rng_mul128(uint64_t a, uint64_t b, uint64_t *lo)
 {
-    unsigned __int128 m = (unsigned __int128)rng_u64(r) * n;
-    uint64_t lo = (uint64_t)m;
+    *lo = a * b;
+#ifdef __CUDA_ARCH__
+    return __umul64hi(a, b);
+#else
+    return (uint64_t)(((unsigned __int128)a * b) >> 64);
+#endif
+}
+
+/* Uniform integer in [0, n), n > 0 (Lemire's multiply-shift, unbiased). */
+static inline RNG_HD uint64_t rng_below(struct rng *r, uint64_t n)
+{
+    uint64_t lo, hi = rng_mul128(rng_u64(r), n, &lo);
     if (lo < n) {
         uint64_t t = -n % n;
-        while (lo < t) {
-            m = (unsigned __int128)rng_u64(r) * n;
-            lo = (uint64_t)m;
-        }
+        while (lo < t)
+            hi = rng_mul128(rng_u64(r), n, &lo);
     }
-    return (uint64_t)(m >> 64);
+    return hi;
 }
 
 /* Standard normal (Box-Muller, one value per call). */

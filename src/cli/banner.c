@@ -25,8 +25,12 @@ void banner_start(struct comm *c, struct params *p, int *argc, char ***argv, con
                   int noverrides, char **overrides)
 {
     comm_init(c, argc, argv);
-    banner_print(c);
     params_load(p, c, path, noverrides, overrides);
+}
+
+void banner_show(const struct comm *c, const struct params *p)
+{
+    banner_print(c);
     if (c->rank == 0) {
         params_dump(p, stdout);
         fflush(stdout);

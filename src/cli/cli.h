@@ -25,6 +25,10 @@ void cli_file_or_override(const char *tool, char *word, const char **file, char 
                           int *n);
 /* A "Key: N kB" field of /proc/self/status (VmRSS, VmHWM, VmSize), -1 if absent. */
 int64_t cli_proc_status_kib(const char *key);
+/* Reset this process's peak resident size (VmHWM) to its current size, so
+ * that VmHWM then measures the peak of what follows; 0, or -1 when the
+ * kernel does not offer it. */
+int cli_peak_reset(void);
 /* Median of v[n] (sorts v in place). */
 double cli_median(double *v, int n);
 

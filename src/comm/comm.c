@@ -111,6 +111,23 @@ static MPI_Datatype mpi_type(enum comm_dtype t)
 }
 static size_t type_size(enum comm_dtype t) { return t == COMM_F32 ? 4 : t == COMM_BYTE ? 1 : 8; }
 
+/* The MPI type of a row of width elements of t: a contiguous type (*made =
+ * 1: free it once the call that uses it is posted), or t itself (width 1).
+ * Counts in rows keep large exchanges within MPI's int counts. */
+static MPI_Datatype row_type(enum comm_dtype t, int64_t width, int *made)
+{
+    *made = 0;
+    if (width == 1)
+        return mpi_type(t);
+    if (width < 1 || width > INT_MAX)
+        fatal("exchange: rows of %lld elements", (long long)width);
+    MPI_Datatype r;
+    MPI_CHECK(MPI_Type_contiguous((int)width, mpi_type(t), &r));
+    MPI_CHECK(MPI_Type_commit(&r));
+    *made = 1;
+    return r;
+}
+
 static void set_group(struct comm *c, enum comm_group grp, MPI_Comm m)
 {
     MPI_Comm *p = xmalloc(sizeof *p);
@@ -126,6 +143,13 @@ void comm_init(struct comm *c, int *argc, char ***argv)
 {
     int provided;
     memset(c, 0, sizeof *c);
+    /* MPI-IO through ROMIO, not Open MPI's own OMPIO: OMPIO's collective
+     * writes (fcoll vulcan, Open MPI 4.1.4) print "No space left on
+     * device" and return success, leaving holes in a file reported
+     * complete (checkpoints, outputs: data/h5io.c); ROMIO returns the error
+     * on every rank. A choice made on the command line (--mca io) or in
+     * the environment stays. */
+    setenv("OMPI_MCA_io", "^ompio", 0);
     /* SERIALIZED: the progress thread (comm_progress_*) calls MPI while the
      * main thread computes, never at the same time */
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
@@ -378,20 +402,23 @@ static void request_done(struct comm_request *req)
     memset(req, 0, sizeof *req);
 }
 
-void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
-                     const int64_t *scounts, const int64_t *sdispls, void *recv,
-                     const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph,
-                     struct comm_request *req)
+void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, int64_t width,
+                     const void *send, const int64_t *scounts, const int64_t *sdispls,
+                     void *recv, const int64_t *rcounts, const int64_t *rdispls,
+                     enum comm_phase ph, struct comm_request *req)
 {
-    int n = c->g[g].size;
-    count_sends(c, g, scounts, type_size(t), ph);
+    int n = c->g[g].size, made;
+    count_sends(c, g, scounts, type_size(t) * (size_t)width, ph);
     req->scounts = to_int(scounts, n, "send count");
     req->sdispls = to_int(sdispls, n, "send displacement");
     req->rcounts = to_int(rcounts, n, "receive count");
     req->rdispls = to_int(rdispls, n, "receive displacement");
     request_start(req, "MPI_Wait for MPI_Ialltoallv", g);
-    MPI_CHECK(MPI_Ialltoallv(send, req->scounts, req->sdispls, mpi_type(t), recv, req->rcounts,
-                             req->rdispls, mpi_type(t), MCOMM(c, g), (MPI_Request *)req->mpi));
+    MPI_Datatype rt = row_type(t, width, &made);
+    MPI_CHECK(MPI_Ialltoallv(send, req->scounts, req->sdispls, rt, recv, req->rcounts,
+                             req->rdispls, rt, MCOMM(c, g), (MPI_Request *)req->mpi));
+    if (made)
+        MPI_CHECK(MPI_Type_free(&rt));
 }
 
 void comm_ialltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int per_peer,
@@ -455,30 +482,54 @@ void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const 
     free(rd);
 }
 
-void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
+void comm_post_rows(struct comm *c, enum comm_group g, enum comm_dtype t, int64_t width,
                     const struct comm_msg *m, int n, int send, enum comm_phase ph,
                     struct comm_msgs *out)
 {
     MPI_Request *req = xmalloc((size_t)(n ? n : 1) * sizeof *req);
-    const size_t elem = type_size(t);
+    const size_t elem = type_size(t) * (size_t)width;
+    int made;
+    MPI_Datatype rt = row_type(t, width, &made);
     for (int i = 0; i < n; i++) {
         if (m[i].n < 0 || m[i].n > INT_MAX)
-            fatal("exchange: a message of %lld elements does not fit an MPI count",
+            fatal("exchange: a message of %lld rows does not fit an MPI count",
                   (long long)m[i].n);
         if (!send) {
-            MPI_CHECK(MPI_Irecv(m[i].buf, (int)m[i].n, mpi_type(t), m[i].peer, m[i].tag,
-                                MCOMM(c, g), &req[i]));
+            MPI_CHECK(MPI_Irecv(m[i].buf, (int)m[i].n, rt, m[i].peer, m[i].tag, MCOMM(c, g),
+                                &req[i]));
             continue;
         }
         count_send(c, g, m[i].peer, m[i].n, elem, ph);
-        MPI_CHECK(MPI_Isend(m[i].buf, (int)m[i].n, mpi_type(t), m[i].peer, m[i].tag,
-                            MCOMM(c, g), &req[i]));
+        MPI_CHECK(MPI_Isend(m[i].buf, (int)m[i].n, rt, m[i].peer, m[i].tag, MCOMM(c, g),
+                            &req[i]));
     }
+    if (made)
+        MPI_CHECK(MPI_Type_free(&rt));
     if (send)
         c->counters.calls[ph]++;
     out->mpi = req;
     out->n = n;
     out->group = (int)g;
+}
+
+void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
+                    const struct comm_msg *m, int n, int send, enum comm_phase ph,
+                    struct comm_msgs *out)
+{
+    comm_post_rows(c, g, t, 1, m, n, send, ph, out);
+}
+
+int comm_test_msgs(struct comm_msgs *r)
+{
+    int done = 1;
+    if (r->n > 0)
+        MPI_CHECK(MPI_Testall(r->n, r->mpi, &done, MPI_STATUSES_IGNORE));
+    if (done) {
+        free(r->mpi);
+        r->mpi = NULL;
+        r->n = 0;
+    }
+    return done;
 }
 
 void comm_wait_msgs(struct comm_msgs *r)

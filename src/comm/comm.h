@@ -131,14 +131,17 @@ void comm_allreduce_sum_i64v(struct comm *c, enum comm_group g, int64_t *buf, in
 void comm_alltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int64_t *recv,
                        enum comm_phase ph);
 /* All-to-allv of elements of type t (counts and displacements in elements,
- * one per peer of group g), blocking and non-blocking. */
+ * one per peer of group g), blocking; non-blocking in rows of width
+ * elements (counts and displacements in rows: MPI's int counts hold rows,
+ * not their values). Host memory only for the non-blocking one (device
+ * pointers never reach a non-blocking collective). */
 void comm_alltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
                     const int64_t *scounts, const int64_t *sdispls, void *recv,
                     const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph);
-void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
-                     const int64_t *scounts, const int64_t *sdispls, void *recv,
-                     const int64_t *rcounts, const int64_t *rdispls, enum comm_phase ph,
-                     struct comm_request *req);
+void comm_ialltoallv(struct comm *c, enum comm_group g, enum comm_dtype t, int64_t width,
+                     const void *send, const int64_t *scounts, const int64_t *sdispls,
+                     void *recv, const int64_t *rcounts, const int64_t *rdispls,
+                     enum comm_phase ph, struct comm_request *req);
 /* All-to-all of per_peer int64 per peer, non-blocking. */
 void comm_ialltoall_i64(struct comm *c, enum comm_group g, const int64_t *send, int per_peer,
                         int64_t *recv, enum comm_phase ph, struct comm_request *req);
@@ -170,8 +173,15 @@ struct comm_msgs {
 void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
                     const struct comm_msg *m, int n, int send, enum comm_phase ph,
                     struct comm_msgs *out);
+/* The same with messages of n rows of width elements each. */
+void comm_post_rows(struct comm *c, enum comm_group g, enum comm_dtype t, int64_t width,
+                    const struct comm_msg *m, int n, int send, enum comm_phase ph,
+                    struct comm_msgs *out);
 /* Wait for every message of r (timed as communication; r is released). */
 void comm_wait_msgs(struct comm_msgs *r);
+/* 1 once every message of r has completed (r is then released), else 0;
+ * never blocks. */
+int comm_test_msgs(struct comm_msgs *r);
 
 /* Progress thread (parallel.progress=thread): started once; between
  * comm_compute_begin() and comm_compute_end() the main thread makes no comm
@@ -192,5 +202,13 @@ void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *o
 void comm_gatherv(struct comm *c, enum comm_group g, enum comm_dtype t, const void *send,
                   int64_t n, void *recv, const int64_t *rcounts, int root);
 void comm_gather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out, int root);
+
+/* HDF5's MPI-IO driver on the file-access list fapl (a hid_t): the file is
+ * opened by every rank of group g together (comm_h5.c). direct: each rank
+ * reads and writes its own large contiguous pieces itself (ROMIO's
+ * collective buffering and data sieving off); else ROMIO aggregates
+ * interleaved pieces (strided rows) per node. 0, or -1 when HDF5 refuses
+ * (its error stack says why). */
+int comm_h5_fapl_mpio(const struct comm *c, enum comm_group g, int64_t fapl, int direct);
 
 #endif

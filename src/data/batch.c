@@ -153,5 +153,7 @@ void batch_free(struct seq_batch *b)
     free(b->keys);
     free(b->hist_off);
     free(b->hist);
+    free(b->ncand);
+    free(b->labels);
     memset(b, 0, sizeof *b);
 }

@@ -16,7 +16,6 @@
 #include "data/dataset.h"
 
 #include <errno.h>
-#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,176 +30,23 @@
 
 void dataset_h5_quiet(void)
 {
-    static int done = 0;
-    if (!done) { /* we report errors ourselves */
-        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-        done = 1;
-    }
-}
-
-/* "int64", "uint8", "float32", "string", ... for error messages. */
-static void type_name(hid_t t, char *buf, size_t len)
-{
-    H5T_class_t cls = H5Tget_class(t);
-    size_t bits = 8 * H5Tget_size(t);
-    if (cls == H5T_INTEGER)
-        snprintf(buf, len, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
-    else if (cls == H5T_FLOAT)
-        snprintf(buf, len, "float%zu", bits);
-    else if (cls == H5T_STRING)
-        snprintf(buf, len, "string");
-    else if (cls == H5T_ENUM)
-        snprintf(buf, len, "enum (h5py bool?)");
-    else if (cls == H5T_COMPOUND)
-        snprintf(buf, len, "compound");
-    else
-        snprintf(buf, len, "HDF5 class %d", (int)cls);
-}
-
-/* "scalar", "[3]", "[2, 5]", "null (no data)" of a dataspace. */
-static void shape_name(hid_t s, char *buf, size_t len)
-{
-    H5S_class_t cls = H5Sget_simple_extent_type(s);
-    if (cls == H5S_SCALAR) {
-        snprintf(buf, len, "scalar");
-        return;
-    }
-    int rank = H5Sget_simple_extent_ndims(s);
-    hsize_t dims[H5S_MAX_RANK];
-    if (cls != H5S_SIMPLE || rank < 0 || rank > H5S_MAX_RANK ||
-        H5Sget_simple_extent_dims(s, dims, NULL) < 0) {
-        snprintf(buf, len, cls == H5S_NULL ? "null (no data)" : "unknown");
-        return;
-    }
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < rank && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%llu", i ? ", " : "",
-                                 (unsigned long long)dims[i]);
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
-/* An integer type of at most 8 bytes: its width and sign into *it; -1 if not. */
-static int int_type(hid_t t, struct dataset_int *it)
-{
-    if (H5Tget_class(t) != H5T_INTEGER || H5Tget_size(t) < 1 || H5Tget_size(t) > 8)
-        return -1;
-    it->bytes = (int8_t)H5Tget_size(t);
-    it->is_signed = H5Tget_sign(t) != H5T_SGN_NONE;
-    return 0;
+    h5io_quiet(); /* we report errors ourselves */
 }
 
 /* --- attributes ----------------------------------------------------------- */
 
-/* Open scalar attribute name on /, its type in *type; -1 + err (nothing
- * left open) when it is missing or not a scalar. */
-static hid_t attr_open(const struct dataset *ds, const char *name, hid_t *type, char *err,
-                       size_t errlen)
-{
-    hid_t f = (hid_t)ds->file;
-    if (H5Aexists(f, name) <= 0)
-        return errorf(err, errlen, "%s: missing attribute '%s' on / (not a freescale dataset?)",
-                      ds->path, name);
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    hid_t t = a < 0 ? -1 : H5Aget_type(a);
-    hid_t s = a < 0 ? -1 : H5Aget_space(a);
-    int rc = 0;
-    char shape[96];
-    if (a < 0 || t < 0 || s < 0)
-        rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
-    else if (H5Sget_simple_extent_type(s) != H5S_SCALAR) {
-        shape_name(s, shape, sizeof shape);
-        rc = errorf(err, errlen, "%s: attribute '%s' has shape %s, expected a scalar", ds->path,
-                    name, shape);
-    }
-    if (s >= 0) H5Sclose(s);
-    if (rc) {
-        if (t >= 0) H5Tclose(t);
-        if (a >= 0) H5Aclose(a);
-        return -1;
-    }
-    *type = t;
-    return a;
-}
-
 static int read_attr_i64(const struct dataset *ds, const char *name, int64_t *v, char *err,
                          size_t errlen)
 {
-    hid_t t, a = attr_open(ds, name, &t, err, errlen);
-    if (a < 0)
-        return -1;
-    struct dataset_int it;
-    int rc = 0;
-    char tn[32];
-    uint64_t u = 0;
-    if (int_type(t, &it)) {
-        type_name(t, tn, sizeof tn);
-        rc = errorf(err, errlen, "%s: attribute '%s' has type %s, expected an integer", ds->path,
-                    name, tn);
-    } else if (!it.is_signed && it.bytes == 8) {
-        if (H5Aread(a, H5T_NATIVE_UINT64, &u) < 0)
-            rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
-        else if (u > (uint64_t)INT64_MAX)
-            rc = errorf(err, errlen, "%s: attribute '%s' = %llu does not fit int64", ds->path,
-                        name, (unsigned long long)u);
-        *v = (int64_t)u;
-    } else if (H5Aread(a, H5T_NATIVE_INT64, v) < 0)
-        rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
-    H5Tclose(t);
-    H5Aclose(a);
-    return rc;
+    return h5io_attr_read_i64((hid_t)ds->file, ds->path, name, v, err, errlen);
 }
 
 /* A scalar string attribute, variable or fixed length, any character set,
- * into val[len] (NUL-terminated; longer values are cut). */
+ * into val[len] (NUL-terminated). */
 static int read_attr_str(const struct dataset *ds, const char *name, char *val, size_t len,
                          char *err, size_t errlen)
 {
-    hid_t t, a = attr_open(ds, name, &t, err, errlen);
-    if (a < 0)
-        return -1;
-    int rc = 0;
-    char tn[32];
-    hid_t mt = -1;
-    val[0] = 0;
-    if (H5Tget_class(t) != H5T_STRING) {
-        type_name(t, tn, sizeof tn);
-        rc = errorf(err, errlen, "%s: attribute '%s' has type %s, expected a string", ds->path,
-                    name, tn);
-    } else if (H5Tis_variable_str(t) > 0) {
-        char *s = NULL, what[96];
-        snprintf(what, sizeof what, "attribute '%s' on /", name);
-        if (dataset_h5_vlen_check(a, ds->path, what, err, errlen))
-            rc = -1;
-        else if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
-            H5Tset_cset(mt, H5Tget_cset(t)) < 0 || H5Aread(a, mt, &s) < 0)
-            rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
-        else
-            snprintf(val, len, "%s", s ? s : "");
-        if (s)
-            H5free_memory(s);
-    } else {
-        size_t n = H5Tget_size(t);
-        if (n == 0 || n > MAX_ATTR_STRING)
-            rc = errorf(err, errlen, "%s: attribute '%s' is a string of %zu bytes, expected "
-                        "1 to %d", ds->path, name, n, MAX_ATTR_STRING);
-        char *s = rc ? NULL : xcalloc(n + 1, 1);
-        /* the file's own type: same size, padding and character set */
-        if (!rc && ((mt = H5Tcopy(t)) < 0 || H5Aread(a, mt, s) < 0))
-            rc = errorf(err, errlen, "%s: cannot read attribute '%s'", ds->path, name);
-        if (!rc) {
-            size_t used = strnlen(s, n);
-            if (H5Tget_strpad(t) == H5T_STR_SPACEPAD)
-                while (used && s[used - 1] == ' ')
-                    used--;
-            snprintf(val, len, "%.*s", (int)used, s);
-        }
-        free(s);
-    }
-    if (mt >= 0) H5Tclose(mt);
-    H5Tclose(t);
-    H5Aclose(a);
-    return rc;
+    return h5io_attr_read_str((hid_t)ds->file, ds->path, name, val, len, err, errlen);
 }
 
 /* --- datasets ------------------------------------------------------------- */
@@ -212,47 +58,40 @@ enum want { WANT_INT, WANT_STRING };
  * (optional datasets). dest: the type it is read as, for messages. */
 static int check_dataset(const struct dataset *ds, const char *name, enum want want,
                          const char *dest, int64_t n, int required, int *present,
-                         struct dataset_int *it, char *err, size_t errlen)
+                         struct h5io_int *it, char *err, size_t errlen)
 {
     hid_t f = (hid_t)ds->file;
     char path[64];
     snprintf(path, sizeof path, "/%s", name);
-    *present = H5Lexists(f, path, H5P_DEFAULT) > 0;
+    *present = h5io_exists(f, path);
     if (!*present)
         return required ? errorf(err, errlen, "%s: missing dataset %s", ds->path, path) : 0;
-    hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+    struct h5io_info info;
+    hid_t d = h5io_dset_describe(f, path, H5P_DEFAULT, &info);
     if (d < 0)
         return errorf(err, errlen, "%s: %s is not a readable dataset", ds->path, path);
-    hid_t t = H5Dget_type(d), s = H5Dget_space(d);
     int rc = 0;
-    char tn[32], shape[96];
-    struct dataset_int dummy;
-    if (t < 0 || s < 0)
+    if (info.cls == H5T_NO_CLASS || !info.shape[0])
         rc = errorf(err, errlen, "%s: cannot read the type of %s", ds->path, path);
-    else if (want == WANT_INT && int_type(t, it ? it : &dummy)) {
-        type_name(t, tn, sizeof tn);
+    else if (want == WANT_INT && !info.is_int) {
         rc = errorf(err, errlen, "%s: %s has type %s, expected %s (or another integer type)",
-                    ds->path, path, tn, dest);
-    } else if (want == WANT_STRING && H5Tget_class(t) != H5T_STRING) {
-        type_name(t, tn, sizeof tn);
-        rc = errorf(err, errlen, "%s: %s has type %s, expected strings", ds->path, path, tn);
-    } else if (H5Sget_simple_extent_type(s) != H5S_SIMPLE ||
-               H5Sget_simple_extent_ndims(s) != 1) {
-        shape_name(s, shape, sizeof shape);
+                    ds->path, path, info.type, dest);
+    } else if (want == WANT_STRING && info.cls != H5T_STRING) {
+        rc = errorf(err, errlen, "%s: %s has type %s, expected strings", ds->path, path,
+                    info.type);
+    } else if (info.rank != 1) {
         rc = errorf(err, errlen, "%s: %s has shape %s, expected 1 dimension", ds->path, path,
-                    shape);
+                    info.shape);
     } else {
-        hsize_t dim = 0; /* rank 1, checked above */
-        H5Sget_simple_extent_dims(s, &dim, NULL);
-        if (n >= 0 && (int64_t)dim != n)
+        if (it)
+            *it = info.it;
+        if (n >= 0 && info.dims[0] != n)
             rc = errorf(err, errlen, "%s: %s has %lld elements, expected %lld", ds->path, path,
-                        (long long)dim, (long long)n);
+                        (long long)info.dims[0], (long long)n);
         else
             rc = dataset_h5_storage_check(d, ds->path, path, err, errlen);
     }
-    if (s >= 0) H5Sclose(s);
-    if (t >= 0) H5Tclose(t);
-    H5Dclose(d);
+    h5io_close_obj(NULL, d);
     return rc;
 }
 
@@ -274,26 +113,20 @@ static int read_slab(const struct dataset *ds, const char *name, hid_t mem_type,
     char path[64];
     snprintf(path, sizeof path, "/%s", name);
     hid_t kept = open_event_dataset(ds, name);
-    hid_t d = kept >= 0 ? kept : H5Dopen2((hid_t)ds->file, path, H5P_DEFAULT);
-    hid_t fs = d < 0 ? -1 : H5Dget_space(d);
-    hsize_t start = (hsize_t)first, count = (hsize_t)n;
-    hid_t ms = H5Screate_simple(1, &count, NULL);
+    struct h5io_info info;
+    hid_t d = kept >= 0 ? kept : h5io_dset_describe((hid_t)ds->file, path, H5P_DEFAULT, &info);
     int rc = 0;
-    if (d < 0 || fs < 0 || ms < 0 ||
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-        H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0)
+    if (d < 0 || h5io_read_rows(NULL, d, mem_type, first, 1, n, 0, buf))
         rc = errorf(err, errlen, "%s: cannot read %s[%lld..%lld) (truncated or corrupt file?)",
                     ds->path, path, (long long)first, (long long)(first + n));
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    if (d >= 0 && d != kept) H5Dclose(d);
+    if (d >= 0 && d != kept) h5io_close_obj(NULL, d);
     return rc;
 }
 
 /* Elements [first, first + n) of integer dataset /name (stored type *it)
  * into out64 [n] or, when out64 is NULL, out32 [n]; values that do not fit
  * are errors naming the first bad index. */
-static int read_ints(const struct dataset *ds, const char *name, const struct dataset_int *it,
+static int read_ints(const struct dataset *ds, const char *name, const struct h5io_int *it,
                      int64_t first, int64_t n, int64_t *out64, int32_t *out32, char *err,
                      size_t errlen)
 {
@@ -339,13 +172,12 @@ static int read_ints(const struct dataset *ds, const char *name, const struct da
  * scattered reads of whole chunks (HDF5's default is 1 MiB). */
 static hid_t open_cached(hid_t f, const char *path)
 {
-    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    hid_t dapl = h5io_dapl_cache(CHUNK_CACHE_BYTES);
     if (dapl < 0)
         return -1;
-    hid_t d = -1;
-    if (H5Pset_chunk_cache(dapl, 12421, CHUNK_CACHE_BYTES, 0.75) >= 0)
-        d = H5Dopen2(f, path, dapl);
-    H5Pclose(dapl);
+    struct h5io_info info;
+    hid_t d = h5io_dset_describe(f, path, dapl, &info);
+    h5io_close_obj(NULL, dapl);
     return d;
 }
 
@@ -381,7 +213,7 @@ static int read_attributes(struct dataset *ds, char *err, size_t errlen)
 }
 
 /* /offsets read whole and checked: 0, non-decreasing, ends at num_events. */
-static int read_offsets(struct dataset *ds, const struct dataset_int *it, char *err,
+static int read_offsets(struct dataset *ds, const struct h5io_int *it, char *err,
                         size_t errlen)
 {
     const char *path = ds->path;
@@ -412,12 +244,13 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
     struct stat st;
     if (stat(path, &st) != 0)
         return errorf(err, errlen, "%s: cannot open dataset: %s", path, strerror(errno));
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0)
-        return errorf(err, errlen, "%s: not a readable HDF5 file (truncated or corrupt?)", path);
+    struct h5io h;
+    if (h5io_open_read(&h, path, NULL, 0, err, errlen))
+        return dataset_hint_not_hdf5(path, err, errlen);
+    hid_t f = h.f;
     ds->file = f;
     int present;
-    struct dataset_int t_off;
+    struct h5io_int t_off;
     if (dataset_h5_attrs_check(f, path, "/", err, errlen) || read_attributes(ds, err, errlen) ||
         check_dataset(ds, "offsets", WANT_INT, "int64", ds->num_users + 1, 1, &present, &t_off,
                       err, errlen) ||
@@ -426,14 +259,12 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         goto fail;
     /* the event count is the length of /item_ids (rank 1, checked above) */
     {
-        hid_t d, s;
-        hsize_t n = 0;
-        H5_CHECK(d = H5Dopen2(f, "/item_ids", H5P_DEFAULT));
-        H5_CHECK(s = H5Dget_space(d));
-        H5_CHECK(H5Sget_simple_extent_dims(s, &n, NULL));
-        H5_CHECK(H5Sclose(s));
-        H5_CHECK(H5Dclose(d));
-        ds->num_events = (int64_t)n;
+        struct h5io_info info;
+        hid_t d = h5io_dset_describe(f, "/item_ids", H5P_DEFAULT, &info);
+        if (d < 0 || info.rank != 1)
+            fatal("%s: /item_ids: HDF5 failed on a dataset it had opened", path);
+        h5io_close_obj(NULL, d);
+        ds->num_events = info.dims[0];
     }
     if (check_dataset(ds, "timestamps", WANT_INT, "int64", ds->num_events, 0, &ds->has_timestamps,
                       &ds->t_ts, err, errlen) ||
@@ -466,13 +297,12 @@ fail:
 
 void dataset_close(struct dataset *ds)
 {
-    if (ds->d_items >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_items));
-    if (ds->d_ts >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_ts));
-    if (ds->d_actions >= 0) H5_CHECK(H5Dclose((hid_t)ds->d_actions));
+    h5io_close_obj(NULL, (hid_t)ds->d_items);
+    h5io_close_obj(NULL, (hid_t)ds->d_ts);
+    h5io_close_obj(NULL, (hid_t)ds->d_actions);
     ds->d_items = ds->d_ts = ds->d_actions = -1;
     dataset_feat_close(ds);
-    if (ds->file >= 0)
-        H5_CHECK(H5Fclose((hid_t)ds->file));
+    h5io_close_obj(NULL, (hid_t)ds->file);
     ds->file = -1;
     free(ds->offsets);
     ds->offsets = NULL;
@@ -527,41 +357,6 @@ int64_t *dataset_read_map(const struct dataset *ds, const char *name, char *err,
     return m;
 }
 
-/* String i of vlen [n] or of fixed [n * size] (padding dropped): its length. */
-static size_t string_at(char **vlen, const char *fixed, size_t size, int spacepad, int64_t i,
-                        const char **s)
-{
-    if (vlen) {
-        *s = vlen[i] ? vlen[i] : "";
-        return strlen(*s);
-    }
-    *s = fixed + (size_t)i * size;
-    size_t len = strnlen(*s, size);
-    while (spacepad && len && (*s)[len - 1] == ' ')
-        len--;
-    return len;
-}
-
-/* n strings (see string_at) into one block: n pointers, then the strings
- * NUL-terminated. */
-static char **pack_strings(int64_t n, char **vlen, const char *fixed, size_t size, int spacepad)
-{
-    const char *s;
-    size_t bytes = (size_t)(n ? n : 1) * sizeof(char *);
-    for (int64_t i = 0; i < n; i++)
-        bytes += string_at(vlen, fixed, size, spacepad, i, &s) + 1;
-    char **out = xmalloc(bytes);
-    char *p = (char *)(out + n);
-    for (int64_t i = 0; i < n; i++) {
-        size_t len = string_at(vlen, fixed, size, spacepad, i, &s);
-        memcpy(p, s, len);
-        p[len] = 0;
-        out[i] = p;
-        p += len + 1;
-    }
-    return out;
-}
-
 char **dataset_read_map_str(const struct dataset *ds, const char *name, char *err, size_t errlen)
 {
     int items = !strcmp(name, "item_map_str");
@@ -578,58 +373,7 @@ char **dataset_read_strings(const struct dataset *ds, const char *name, int64_t 
 {
     char path[256];
     snprintf(path, sizeof path, "/%s", name);
-    hid_t d = H5Dopen2((hid_t)ds->file, path, H5P_DEFAULT);
-    hid_t t = d < 0 ? -1 : H5Dget_type(d), s = d < 0 ? -1 : H5Dget_space(d), mt = -1;
-    char **out = NULL;
-    hsize_t dim = 0;
-    int bad = 0;
-    if (d >= 0 && (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING ||
-                   H5Sget_simple_extent_type(s) != H5S_SIMPLE ||
-                   H5Sget_simple_extent_ndims(s) != 1 ||
-                   H5Sget_simple_extent_dims(s, &dim, NULL) < 0))
-        bad = errorf(err, errlen, "%s: %s is not a 1-D dataset of strings", ds->path, path);
-    else if (d >= 0 && (int64_t)dim != n)
-        bad = errorf(err, errlen, "%s: %s has %lld strings, expected %lld", ds->path, path,
-                     (long long)dim, (long long)n);
-    else if (d >= 0)
-        bad = dataset_h5_storage_check(d, ds->path, path, err, errlen);
-    if (bad) {
-        H5Dclose(d);
-        if (t >= 0) H5Tclose(t);
-        if (s >= 0) H5Sclose(s);
-        return NULL;
-    }
-    if (d >= 0 && dataset_h5_vlen_check(d, ds->path, path, err, errlen)) {
-        H5Dclose(d); /* the heap is damaged: not read */
-        H5Tclose(t);
-        H5Sclose(s);
-        return NULL;
-    }
-    if (t >= 0 && s >= 0 && H5Tis_variable_str(t) > 0) {
-        char **v = xcalloc((size_t)(n ? n : 1), sizeof *v);
-        if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
-            H5Tset_cset(mt, H5Tget_cset(t)) >= 0 &&
-            (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0)) {
-            out = pack_strings(n, v, NULL, 0, 0);
-            if (n)
-                H5Dvlen_reclaim(mt, s, H5P_DEFAULT, v);
-        }
-        free(v);
-    } else if (t >= 0 && s >= 0) {
-        size_t size = H5Tget_size(t);
-        char *buf = xmalloc((size_t)(n ? n : 1) * (size ? size : 1));
-        if ((mt = H5Tcopy(t)) >= 0 && /* same size, padding and character set */
-            (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0))
-            out = pack_strings(n, NULL, buf, size, H5Tget_strpad(t) == H5T_STR_SPACEPAD);
-        free(buf);
-    }
-    if (!out)
-        errorf(err, errlen, "%s: cannot read %s (truncated or corrupt file?)", ds->path, path);
-    if (mt >= 0) H5Tclose(mt);
-    if (s >= 0) H5Sclose(s);
-    if (t >= 0) H5Tclose(t);
-    if (d >= 0) H5Dclose(d);
-    return out;
+    return h5io_read_strings((hid_t)ds->file, ds->path, path, n, err, errlen);
 }
 
 int dataset_validate(const struct dataset *ds, char *err, size_t errlen)

@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/h5io.h"
+
 #define DATASET_FORMAT "freescale-seq"
 #define DATASET_VERSION 1   /* written when the file has no features */
 #define DATASET_VERSION_FEATURES 2
@@ -54,11 +56,6 @@ static inline int dataset_rows_absurd(int64_t rows, int64_t max_used)
 }
 #define DATASET_FEATURE_NAME 48
 
-/* The integer type of a dataset as stored: bytes (1..8) and sign. */
-struct dataset_int {
-    int8_t bytes, is_signed;
-};
-
 enum dataset_feat_kind { DS_EVENTS, DS_USERS, DS_ITEMS };
 
 /* One feature of a version 2 file, as found and checked by dataset_open. */
@@ -71,7 +68,7 @@ struct dataset_feature {
     int64_t n;                /* entities: num_events, num_users or num_items */
     int64_t n_values;         /* values stored (n unless multi) */
     int has_map;              /* /feature_maps/KIND/NAME exists */
-    struct dataset_int t_val, t_off; /* stored integer types (t_off: multi) */
+    struct h5io_int t_val, t_off; /* stored integer types (t_off: multi) */
     int64_t d_val, d_off;     /* open hid_t (values; offsets of multi), -1 if none */
 };
 
@@ -83,7 +80,7 @@ struct dataset {
     int has_item_map_str, has_user_map_str;
     int64_t *offsets; /* [num_users + 1], read and validated by dataset_open */
     int64_t d_items, d_ts, d_actions; /* open hid_t (-1 if absent), with a chunk cache */
-    struct dataset_int t_items, t_ts, t_actions, t_item_map, t_user_map; /* stored types */
+    struct h5io_int t_items, t_ts, t_actions, t_item_map, t_user_map; /* stored types */
     int64_t version;
     int nfeat;
     struct dataset_feature *feat; /* [nfeat], events then users then items, by name */
@@ -91,6 +88,9 @@ struct dataset {
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
 int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen);
+/* path, which HDF5 cannot open: -1 with err saying what it is (a directory,
+ * a text or gzip file, a damaged HDF5 file) and how to make a dataset. */
+int dataset_hint_not_hdf5(const char *path, char *err, size_t errlen);
 void dataset_close(struct dataset *ds);
 
 static inline int64_t dataset_length(const struct dataset *ds, int64_t user)

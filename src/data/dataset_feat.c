@@ -9,8 +9,8 @@
  * attribute and its range, the storage); the readers check every value
  * they return (categorical ids in 0 .. cardinality - 1, finite floats,
  * offsets within the values and non-decreasing), naming the dataset and
- * the first bad index, and dataset_feat_validate streams them all. */
-#include <hdf5.h>
+ * the first bad index, and dataset_feat_validate streams them all. Every
+ * HDF5 call goes through data/h5io. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +62,10 @@ struct listing {
     char bad[96];
 };
 
-static herr_t list_member(hid_t g, const char *name, const H5L_info_t *info, void *data)
+static int list_member(const char *name, int hard, void *data)
 {
-    (void)g;
     struct listing *l = data;
-    if (info->type != H5L_TYPE_HARD) {
+    if (!hard) {
         l->hard = 1;
         snprintf(l->bad, sizeof l->bad, "%.80s", name);
         return 1;
@@ -91,31 +90,14 @@ static int cmp_names(const void *a, const void *b) { return strcmp(a, b); }
 static int read_cardinality(const struct dataset *ds, hid_t obj, const char *path, int *present,
                             int64_t *v, char *err, size_t errlen)
 {
-    *present = H5Aexists(obj, "cardinality") > 0;
+    *present = h5io_has_attr(obj, "cardinality");
     if (!*present)
         return 0;
     if (dataset_h5_attrs_check(obj, ds->path, path, err, errlen))
         return -1;
-    hid_t a = H5Aopen(obj, "cardinality", H5P_DEFAULT);
-    hid_t t = a < 0 ? -1 : H5Aget_type(a), s = a < 0 ? -1 : H5Aget_space(a);
-    int rc = 0;
-    if (a < 0 || t < 0 || s < 0)
-        rc = errorf(err, errlen, "%s: %s: cannot read attribute 'cardinality'", ds->path, path);
-    else if (H5Tget_class(t) != H5T_INTEGER || H5Tget_size(t) > 8 ||
-             H5Sget_simple_extent_type(s) != H5S_SCALAR)
-        rc = errorf(err, errlen, "%s: %s: attribute 'cardinality' is not a scalar integer",
-                    ds->path, path);
-    else if (H5Tget_sign(t) == H5T_SGN_NONE && H5Tget_size(t) == 8) {
-        uint64_t u = 0;
-        if (H5Aread(a, H5T_NATIVE_UINT64, &u) < 0)
-            rc = errorf(err, errlen, "%s: %s: cannot read attribute 'cardinality'", ds->path,
-                        path);
-        *v = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
-    } else if (H5Aread(a, H5T_NATIVE_INT64, v) < 0)
-        rc = errorf(err, errlen, "%s: %s: cannot read attribute 'cardinality'", ds->path, path);
-    if (s >= 0) H5Sclose(s);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
+    char where[4300];
+    snprintf(where, sizeof where, "%s: %s", ds->path, path);
+    int rc = h5io_attr_read_i64(obj, where, "cardinality", v, err, errlen);
     if (rc == 0 && (*v < 1 || *v > DATASET_MAX_ROWS))
         rc = errorf(err, errlen,
                     "%s: %s: attribute cardinality = %lld is outside 1 .. 2^40 (no table can "
@@ -127,47 +109,40 @@ static int read_cardinality(const struct dataset *ds, hid_t obj, const char *pat
 /* Open 1-D dataset path (with a chunk cache): integer (is_float 0, stored
  * type into *it) or float; n elements (n < 0: any, the count into *count). */
 static hid_t open_1d(const struct dataset *ds, const char *path, int want_float, int64_t n,
-                     struct dataset_int *it, int64_t *count, char *err, size_t errlen)
+                     struct h5io_int *it, int64_t *count, char *err, size_t errlen)
 {
-    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS), d = -1;
-    if (dapl >= 0 && H5Pset_chunk_cache(dapl, 12421, FEAT_CACHE_BYTES, 0.75) >= 0)
-        d = H5Dopen2((hid_t)ds->file, path, dapl);
+    hid_t dapl = h5io_dapl_cache(FEAT_CACHE_BYTES), d = -1;
+    struct h5io_info info;
     if (dapl >= 0)
-        H5Pclose(dapl);
+        d = h5io_dset_describe((hid_t)ds->file, path, dapl, &info);
+    h5io_close_obj(NULL, dapl);
     if (d < 0) {
         errorf(err, errlen, "%s: %s is not a readable dataset", ds->path, path);
         return -1;
     }
-    hid_t t = H5Dget_type(d), s = H5Dget_space(d);
-    H5T_class_t cls = t < 0 ? H5T_NO_CLASS : H5Tget_class(t);
-    hsize_t dim = 0;
+    const H5T_class_t cls = info.cls;
+    const int float_ok = cls == H5T_FLOAT && atoi(info.type + 5) <= 64;
     int rc = 0;
-    if (t < 0 || s < 0)
+    if (cls == H5T_NO_CLASS || !info.shape[0])
         rc = errorf(err, errlen, "%s: cannot read the type of %s", ds->path, path);
-    else if (want_float ? cls != H5T_FLOAT || H5Tget_size(t) > 8
-                        : cls != H5T_INTEGER || H5Tget_size(t) > 8)
+    else if (want_float ? !float_ok : !info.is_int)
         rc = errorf(err, errlen, "%s: %s has %s values, expected %s", ds->path, path,
                     cls == H5T_INTEGER ? "integer" : cls == H5T_FLOAT ? "float"
                     : cls == H5T_STRING ? "string" : cls == H5T_ENUM ? "enum (h5py bool?)" : "other",
                     want_float ? "floats (float32 or float64)" : "integers");
-    else if (H5Sget_simple_extent_type(s) != H5S_SIMPLE || H5Sget_simple_extent_ndims(s) != 1 ||
-             H5Sget_simple_extent_dims(s, &dim, NULL) < 0)
+    else if (info.rank != 1)
         rc = errorf(err, errlen, "%s: %s is not 1-dimensional", ds->path, path);
-    else if (n >= 0 && (int64_t)dim != n)
+    else if (n >= 0 && info.dims[0] != n)
         rc = errorf(err, errlen, "%s: %s has %lld elements, expected %lld", ds->path, path,
-                    (long long)dim, (long long)n);
+                    (long long)info.dims[0], (long long)n);
     else
         rc = dataset_h5_storage_check(d, ds->path, path, err, errlen);
-    if (rc == 0 && it) {
-        it->bytes = (int8_t)H5Tget_size(t);
-        it->is_signed = H5Tget_sign(t) != H5T_SGN_NONE;
-    }
+    if (rc == 0 && it)
+        *it = info.it;
     if (count)
-        *count = (int64_t)dim;
-    if (s >= 0) H5Sclose(s);
-    if (t >= 0) H5Tclose(t);
+        *count = info.rank == 1 ? info.dims[0] : 0;
     if (rc) {
-        H5Dclose(d);
+        h5io_close_obj(NULL, d);
         return -1;
     }
     return d;
@@ -176,13 +151,11 @@ static hid_t open_1d(const struct dataset *ds, const char *path, int want_float,
 /* Is KIND/name a group (multi-valued) or a dataset? 1, 0, or -1 + err. */
 static int is_group(const struct dataset *ds, const char *path, char *err, size_t errlen)
 {
-    H5O_info_t oi;
-    if (H5Oget_info_by_name2((hid_t)ds->file, path, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+    const int kind = h5io_obj_kind((hid_t)ds->file, path);
+    if (kind < 0)
         return errorf(err, errlen, "%s: %s cannot be read (corrupt?)", ds->path, path);
-    if (oi.type == H5O_TYPE_GROUP)
-        return 1;
-    if (oi.type == H5O_TYPE_DATASET)
-        return 0;
+    if (kind == 1 || kind == 0)
+        return kind;
     return errorf(err, errlen, "%s: %s is neither a dataset nor a group", ds->path, path);
 }
 
@@ -200,35 +173,33 @@ static int open_feature(struct dataset *ds, struct dataset_feature *f, char *err
     if (grp && f->kind == DS_EVENTS)
         return errorf(err, errlen, "%s: %s is a group: event features are single-valued (a "
                       "dataset of num_events values)", ds->path, path);
-    hid_t obj = grp ? H5Gopen2((hid_t)ds->file, path, H5P_DEFAULT)
-                    : H5Dopen2((hid_t)ds->file, path, H5P_DEFAULT);
+    hid_t obj = h5io_obj_open((hid_t)ds->file, path);
     if (obj < 0)
         return errorf(err, errlen, "%s: %s cannot be opened", ds->path, path);
     int has_card = 0;
     int rc = read_cardinality(ds, obj, path, &has_card, &f->cardinality, err, errlen);
     int is_float = 0;
     if (rc == 0 && !grp) {
-        hid_t t = H5Dget_type(obj);
-        H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+        struct h5io_info info;
+        hid_t d = h5io_dset_describe((hid_t)ds->file, path, H5P_DEFAULT, &info);
+        const H5T_class_t cls = info.cls;
+        h5io_close_obj(NULL, d);
         is_float = cls == H5T_FLOAT;
         if (cls != H5T_FLOAT && cls != H5T_INTEGER)
             rc = errorf(err, errlen, "%s: %s has %s values, expected integers (categorical) or "
                         "floats", ds->path, path, cls == H5T_STRING ? "string"
                         : cls == H5T_ENUM ? "enum (h5py bool?)" : "other");
-        if (t >= 0)
-            H5Tclose(t);
     }
+    h5io_close_obj(NULL, obj);
     if (grp) {
-        H5Gclose(obj);
         feat_path(f, "offsets", opath, sizeof opath);
         feat_path(f, "values", vpath, sizeof vpath);
-        if (rc == 0 && (H5Lexists((hid_t)ds->file, opath, H5P_DEFAULT) <= 0 ||
-                        H5Lexists((hid_t)ds->file, vpath, H5P_DEFAULT) <= 0))
+        if (rc == 0 && (!h5io_exists((hid_t)ds->file, opath) ||
+                        !h5io_exists((hid_t)ds->file, vpath)))
             rc = errorf(err, errlen, "%s: %s is a group but lacks offsets and values (a "
                         "multi-valued feature is CSR: %s [%lld + 1], %s)", ds->path, path,
                         opath, (long long)f->n, vpath);
-    } else
-        H5Dclose(obj);
+    }
     if (rc)
         return -1;
     f->is_float = is_float;
@@ -244,14 +215,13 @@ static int open_feature(struct dataset *ds, struct dataset_feature *f, char *err
             return -1;
         f->d_val = open_1d(ds, vpath, 0, -1, &f->t_val, &f->n_values, err, errlen);
         if (f->d_val < 0) {
-            hid_t vt = -1;
             /* a float multi-valued feature: say so rather than "expected integers" */
-            hid_t d = H5Dopen2((hid_t)ds->file, vpath, H5P_DEFAULT);
-            if (d >= 0 && (vt = H5Dget_type(d)) >= 0 && H5Tget_class(vt) == H5T_FLOAT)
+            struct h5io_info info;
+            hid_t d = h5io_dset_describe((hid_t)ds->file, vpath, H5P_DEFAULT, &info);
+            if (d >= 0 && info.cls == H5T_FLOAT)
                 errorf(err, errlen, "%s: %s: multi-valued features are categorical (integer "
                        "values), this one has floats", ds->path, vpath);
-            if (vt >= 0) H5Tclose(vt);
-            if (d >= 0) H5Dclose(d);
+            h5io_close_obj(NULL, d);
             return -1;
         }
     } else {
@@ -263,8 +233,7 @@ static int open_feature(struct dataset *ds, struct dataset_feature *f, char *err
     }
     char mpath[176];
     snprintf(mpath, sizeof mpath, "/feature_maps/%s/%s", kind_names[f->kind], f->name);
-    f->has_map = !f->is_float && H5Lexists((hid_t)ds->file, "/feature_maps", H5P_DEFAULT) > 0 &&
-                 H5Lexists((hid_t)ds->file, mpath, H5P_DEFAULT) > 0 ? 1 : 0;
+    f->has_map = !f->is_float && h5io_exists((hid_t)ds->file, mpath);
     return 0;
 }
 
@@ -273,7 +242,11 @@ int dataset_feat_open(struct dataset *ds, char *err, size_t errlen)
     hid_t file = (hid_t)ds->file;
     int any = 0;
     for (int k = 0; k < 3; k++)
-        any |= H5Lexists(file, kind_names[k], H5P_DEFAULT) > 0;
+    {
+        char gpath[16];
+        snprintf(gpath, sizeof gpath, "/%s", kind_names[k]);
+        any |= h5io_exists(file, gpath);
+    }
     if (!any)
         return 0;
     if (ds->version < DATASET_VERSION_FEATURES)
@@ -284,16 +257,14 @@ int dataset_feat_open(struct dataset *ds, char *err, size_t errlen)
     for (int k = 0; k < 3; k++) {
         char gpath[16];
         snprintf(gpath, sizeof gpath, "/%s", kind_names[k]);
-        if (H5Lexists(file, gpath, H5P_DEFAULT) <= 0)
+        if (!h5io_exists(file, gpath))
             continue;
-        H5O_info_t oi;
-        if (H5Oget_info_by_name2(file, gpath, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
-            oi.type != H5O_TYPE_GROUP)
+        if (h5io_obj_kind(file, gpath) != 1)
             return errorf(err, errlen, "%s: %s is not a group (features are /%s/NAME)",
                           ds->path, gpath, kind_names[k]);
         struct listing *l = xcalloc(1, sizeof *l);
-        herr_t it = H5Literate_by_name(file, gpath, H5_INDEX_NAME, H5_ITER_NATIVE, NULL,
-                                       list_member, l, H5P_DEFAULT);
+        char lerr[512];
+        const int it = h5io_links(file, ds->path, gpath, list_member, l, lerr, sizeof lerr);
         int rc = 0;
         if (l->hard)
             rc = errorf(err, errlen, "%s: %s/%s is a soft or external link: features are "
@@ -324,8 +295,8 @@ int dataset_feat_open(struct dataset *ds, char *err, size_t errlen)
 void dataset_feat_close(struct dataset *ds)
 {
     for (int i = 0; ds->feat && i < ds->nfeat; i++) {
-        if (ds->feat[i].d_val >= 0) H5_CHECK(H5Dclose((hid_t)ds->feat[i].d_val));
-        if (ds->feat[i].d_off >= 0) H5_CHECK(H5Dclose((hid_t)ds->feat[i].d_off));
+        h5io_close_obj(NULL, (hid_t)ds->feat[i].d_val);
+        h5io_close_obj(NULL, (hid_t)ds->feat[i].d_off);
     }
     free(ds->feat);
     ds->feat = NULL;
@@ -339,22 +310,15 @@ static int read_hyperslab(const struct dataset *ds, hid_t d, const char *path, h
 {
     if (n == 0)
         return 0;
-    hsize_t start = (hsize_t)first, count = (hsize_t)n;
-    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
-    int rc = 0;
-    if (fs < 0 || ms < 0 ||
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-        H5Dread(d, mem, ms, fs, H5P_DEFAULT, buf) < 0)
-        rc = errorf(err, errlen, "%s: cannot read %s[%lld..%lld) (truncated or corrupt file?)",
-                    ds->path, path, (long long)first, (long long)(first + n));
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    return rc;
+    if (h5io_read_rows(NULL, d, mem, first, 1, n, 0, buf))
+        return errorf(err, errlen, "%s: cannot read %s[%lld..%lld) (truncated or corrupt file?)",
+                      ds->path, path, (long long)first, (long long)(first + n));
+    return 0;
 }
 
 /* int64 values [first, first + n) of an integer dataset (uint64 beyond
  * int64 are errors): out[n]. */
-static int read_i64(const struct dataset *ds, hid_t d, const struct dataset_int *it,
+static int read_i64(const struct dataset *ds, hid_t d, const struct h5io_int *it,
                     const char *path, int64_t first, int64_t n, int64_t *out, char *err,
                     size_t errlen)
 {

@@ -4,7 +4,6 @@
 #include "data/dataset.h"
 
 #include <errno.h>
-#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,7 @@
 
 #include "base/check.h"
 
-#define CHUNK_EVENTS ((hsize_t)1 << 16) /* 64 Ki events = 512 KiB of int64 */
+#define CHUNK_EVENTS ((int64_t)1 << 16) /* 64 Ki events = 512 KiB of int64 */
 #define CHUNK_STRING_BYTES ((size_t)1 << 20) /* string maps: about 1 MiB chunks */
 
 #define MAX_EVENT_FEATURES 32
@@ -29,111 +28,54 @@ struct writer_feature {
 
 struct dataset_writer {
     char path[4096], tmp[4200];
-    hid_t file, d_items, d_ts, d_actions;
+    struct h5io h; /* the file being written (no on_fail: calls return -1) */
+    hid_t d_items, d_ts, d_actions;
     int64_t events, users, cap_users;
     int64_t *offsets;
     int nfeat;                       /* features written: version 2 when > 0 */
     struct writer_feature feat[DATASET_MAX_FEATURES];
 };
 
-static hid_t create_extendible(hid_t f, const char *name, hid_t type)
+static hid_t create_extendible(struct dataset_writer *w, const char *name, hid_t type)
 {
-    hsize_t dim = 0, maxdim = H5S_UNLIMITED, chunk = CHUNK_EVENTS;
-    hid_t s = H5Screate_simple(1, &dim, &maxdim);
-    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
-    hid_t d = -1;
-    if (s >= 0 && pl >= 0 && H5Pset_chunk(pl, 1, &chunk) >= 0 && H5Pset_shuffle(pl) >= 0 &&
-        H5Pset_deflate(pl, 1) >= 0 && H5Pset_obj_track_times(pl, 0) >= 0)
-        d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
-    if (pl >= 0) H5Pclose(pl);
-    if (s >= 0) H5Sclose(s);
-    return d;
+    const struct h5io_layout lay = {.chunk_rows = CHUNK_EVENTS, .deflate = 1, .extendible = 1};
+    return h5io_dset(&w->h, w->h.f, name, type, 0, 0, &lay);
 }
 
-static int append_slab(hid_t d, hid_t mem_type, int64_t first, int64_t n, const void *buf)
+static int append_slab(struct dataset_writer *w, hid_t d, hid_t mem_type, int64_t first,
+                       int64_t n, const void *buf)
 {
-    if (n == 0)
-        return 0;
-    hsize_t size = (hsize_t)(first + n), start = (hsize_t)first, count = (hsize_t)n;
-    if (H5Dset_extent(d, &size) < 0)
-        return -1;
-    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
-    int rc = (fs < 0 || ms < 0 ||
-              H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-              H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0)
-                 ? -1 : 0;
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    return rc;
-}
-
-static int write_whole_as(hid_t f, const char *name, hid_t type, hid_t mem, const void *buf,
-                          int64_t n);
-
-static int write_whole(hid_t f, const char *name, hid_t type, const void *buf, int64_t n)
-{
-    return write_whole_as(f, name, type, H5T_NATIVE_INT64, buf, n);
+    return h5io_append(&w->h, d, mem_type, first, n, buf);
 }
 
 /* A whole 1-D dataset of type from memory of type mem. */
-static int write_whole_as(hid_t f, const char *name, hid_t type, hid_t mem, const void *buf,
-                          int64_t n)
+static int write_whole_as(struct dataset_writer *w, const char *name, hid_t type, hid_t mem,
+                          const void *buf, int64_t n)
 {
-    hsize_t dim = (hsize_t)n;
-    hid_t s = H5Screate_simple(1, &dim, NULL);
-    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
-    if (H5Pset_obj_track_times(pl, 0) < 0)
-        n = -1;
-    if (n > 0) {
-        hsize_t chunk = (hsize_t)n < CHUNK_EVENTS ? (hsize_t)n : CHUNK_EVENTS;
-        if (H5Pset_chunk(pl, 1, &chunk) < 0 || H5Pset_shuffle(pl) < 0 || H5Pset_deflate(pl, 1) < 0)
-            n = -1;
-    }
-    hid_t d = n < 0 ? -1 : H5Dcreate2(f, name, type, s, H5P_DEFAULT, pl, H5P_DEFAULT);
-    int rc = d < 0 || (n > 0 && H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
-                 ? -1 : 0;
-    if (d >= 0) H5Dclose(d);
-    H5Pclose(pl);
-    H5Sclose(s);
-    return rc;
+    const struct h5io_layout lay = {
+        .chunk_rows = n > 0 ? (n < (int64_t)CHUNK_EVENTS ? n : (int64_t)CHUNK_EVENTS) : 0,
+        .deflate = n > 0};
+    hid_t d = h5io_dset(&w->h, w->h.f, name, type, n, 0, &lay);
+    int rc = d < 0 || h5io_write_rows(&w->h, d, mem, 0, 1, n, 0, buf) ? -1 : 0;
+    if (d >= 0)
+        h5io_close_obj(&w->h, d);
+    return rc || w->h.failed ? -1 : 0;
 }
 
-static int write_attr_i64(hid_t f, const char *name, int64_t v)
+static int write_whole(struct dataset_writer *w, const char *name, hid_t type, const void *buf,
+                       int64_t n)
 {
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    return rc;
-}
-
-/* A scalar variable-length UTF-8 string attribute, as h5py writes one (and
- * reads back as str). */
-static int write_attr_str(hid_t f, const char *name, const char *v)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = -1;
-    if (t >= 0 && s >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 &&
-        H5Tset_cset(t, H5T_CSET_UTF8) >= 0)
-        a = H5Acreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 || H5Awrite(a, t, &v) < 0 ? -1 : 0;
-    if (a >= 0) H5Aclose(a);
-    if (s >= 0) H5Sclose(s);
-    if (t >= 0) H5Tclose(t);
-    return rc;
+    return write_whole_as(w, name, type, H5T_NATIVE_INT64, buf, n);
 }
 
 static void writer_free(struct dataset_writer *w)
 {
     for (int i = 0; i < w->nfeat; i++)
-        if (w->feat[i].d >= 0)
-            H5Dclose(w->feat[i].d);
-    if (w->d_items >= 0) H5Dclose(w->d_items);
-    if (w->d_ts >= 0) H5Dclose(w->d_ts);
-    if (w->d_actions >= 0) H5Dclose(w->d_actions);
-    if (w->file >= 0) H5Fclose(w->file);
+        h5io_close_obj(NULL, w->feat[i].d);
+    h5io_close_obj(NULL, w->d_items);
+    h5io_close_obj(NULL, w->d_ts);
+    h5io_close_obj(NULL, w->d_actions);
+    h5io_abandon(&w->h);
     free(w->offsets);
     free(w);
 }
@@ -153,35 +95,26 @@ struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps
 {
     dataset_h5_quiet();
     struct dataset_writer *w = xcalloc(1, sizeof *w);
-    w->file = w->d_items = w->d_ts = w->d_actions = -1;
+    w->d_items = w->d_ts = w->d_actions = -1;
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid());
     w->cap_users = 1024;
     w->offsets = xmalloc((size_t)w->cap_users * sizeof(int64_t));
     w->offsets[0] = 0;
-    /* strong close: a failed H5Fclose (a full disk) leaves no object open
-     * for HDF5's exit handler to trip over */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
-        errorf(err, errlen, "%s: HDF5 file-access properties could not be made", path);
-        writer_free(w);
-        return NULL;
-    }
-    errno = 0;
-    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    int e = errno;
-    H5Pclose(fapl);
-    if (w->file < 0) {
+    /* strong close (h5io): a failed H5Fclose (a full disk) leaves no object
+     * open for HDF5's exit handler to trip over */
+    if (h5io_create(&w->h, w->tmp, NULL, 0, NULL, NULL)) {
+        int e = w->h.errnum;
         errorf(err, errlen, "%s: cannot create output file %s: %s", path, w->tmp,
                e ? strerror(e) : "directory missing or not writable?");
         dataset_writer_abort(w); /* removes a temporary file HDF5 may have begun */
         return NULL;
     }
-    w->d_items = create_extendible(w->file, "/item_ids", H5T_STD_I64LE);
+    w->d_items = create_extendible(w, "/item_ids", H5T_STD_I64LE);
     if (with_timestamps)
-        w->d_ts = create_extendible(w->file, "/timestamps", H5T_STD_I64LE);
+        w->d_ts = create_extendible(w, "/timestamps", H5T_STD_I64LE);
     if (with_actions)
-        w->d_actions = create_extendible(w->file, "/actions", H5T_STD_I32LE);
+        w->d_actions = create_extendible(w, "/actions", H5T_STD_I32LE);
     if (w->d_items < 0 || (with_timestamps && w->d_ts < 0) || (with_actions && w->d_actions < 0)) {
         errorf(err, errlen, "%s: cannot create datasets in %s", path, w->tmp);
         dataset_writer_abort(w);
@@ -208,11 +141,11 @@ int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *le
         total += lengths[i];
         w->offsets[w->users + i + 1] = w->events + total;
     }
-    errno = 0;
-    if (append_slab(w->d_items, H5T_NATIVE_INT64, w->events, total, items) ||
-        (ts && append_slab(w->d_ts, H5T_NATIVE_INT64, w->events, total, ts)) ||
-        (actions && append_slab(w->d_actions, H5T_NATIVE_INT32, w->events, total, actions))) {
-        int e = errno;
+    if (append_slab(w, w->d_items, H5T_NATIVE_INT64, w->events, total, items) ||
+        (ts && append_slab(w, w->d_ts, H5T_NATIVE_INT64, w->events, total, ts)) ||
+        (actions && append_slab(w, w->d_actions, H5T_NATIVE_INT32, w->events, total, actions))) {
+        int e = w->h.errnum;
+        w->h.failed = 0; /* the writer reports it; the caller aborts */
         return errorf(err, errlen, "%s: write to %s failed: %s", w->path, w->tmp,
                       e ? strerror(e) : "disk full?");
     }
@@ -226,7 +159,7 @@ int dataset_writer_map(struct dataset_writer *w, const char *name, const int64_t
 {
     char path[64];
     snprintf(path, sizeof path, "/%s", name);
-    if (write_whole(w->file, path, H5T_STD_I64LE, ids, n))
+    if (write_whole(w, path, H5T_STD_I64LE, ids, n))
         return errorf(err, errlen, "%s: cannot write %s to %s", w->path, path, w->tmp);
     return 0;
 }
@@ -268,40 +201,31 @@ int dataset_writer_map_str(struct dataset_writer *w, const char *name, const cha
     }
     char path[256];
     snprintf(path, sizeof path, "/%s", name);
-    hsize_t dim = (hsize_t)n;
-    hsize_t chunk = (hsize_t)(CHUNK_STRING_BYTES / size ? CHUNK_STRING_BYTES / size : 1);
-    if (chunk > dim)
-        chunk = dim;
-    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &dim, NULL);
-    hid_t pl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
-    if (t >= 0 && sp >= 0 && pl >= 0 && H5Tset_size(t, size) >= 0 &&
-        H5Tset_strpad(t, H5T_STR_NULLPAD) >= 0 &&
-        H5Tset_cset(t, utf8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII) >= 0 &&
-        H5Pset_obj_track_times(pl, 0) >= 0 &&
-        (n == 0 || (H5Pset_chunk(pl, 1, &chunk) >= 0 && H5Pset_deflate(pl, 1) >= 0)))
-        d = H5Dcreate2(w->file, path, t, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    int64_t chunk = (int64_t)(CHUNK_STRING_BYTES / size ? CHUNK_STRING_BYTES / size : 1);
+    if (chunk > n)
+        chunk = n;
+    hid_t t = h5io_str_type(&w->h, size, utf8), d = -1;
+    if (t >= 0) {
+        const struct h5io_layout lay = {.chunk_rows = n ? chunk : 0, .deflate = n > 0,
+                                        .deflate_noshuffle = 1};
+        d = h5io_dset(&w->h, w->h.f, path, t, n, 0, &lay);
+    }
     int rc = d < 0 ? -1 : 0;
     char *buf = n ? xmalloc((size_t)chunk * size) : NULL;
-    for (int64_t b = 0; rc == 0 && b < n; b += (int64_t)chunk) {
-        hsize_t start = (hsize_t)b, count = (hsize_t)(n - b) < chunk ? (hsize_t)(n - b) : chunk;
+    for (int64_t b = 0; rc == 0 && b < n; b += chunk) {
+        const int64_t count = n - b < chunk ? n - b : chunk;
         memset(buf, 0, (size_t)count * size);
-        for (hsize_t i = 0; i < count; i++)
-            memcpy(buf + i * size, s[b + (int64_t)i], len[b + (int64_t)i]);
-        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
-        if (fs < 0 || ms < 0 ||
-            H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-            H5Dwrite(d, t, ms, fs, H5P_DEFAULT, buf) < 0)
-            rc = -1;
-        if (ms >= 0) H5Sclose(ms);
-        if (fs >= 0) H5Sclose(fs);
+        for (int64_t i = 0; i < count; i++)
+            memcpy(buf + i * (int64_t)size, s[b + i], len[b + i]);
+        rc = h5io_write_rows(&w->h, d, t, b, 1, count, 0, buf);
     }
     free(buf);
-    if (d >= 0) H5Dclose(d);
-    if (pl >= 0) H5Pclose(pl);
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (rc)
+    h5io_close_obj(&w->h, d);
+    h5io_close_obj(&w->h, t);
+    if (rc || w->h.failed) {
+        w->h.failed = 0;
         return errorf(err, errlen, "%s: cannot write %s to %s", w->path, path, w->tmp);
+    }
     return 0;
 }
 
@@ -324,12 +248,12 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
             return -1;
         }
     }
-    if (write_whole(w->file, "/offsets", H5T_STD_I64LE, w->offsets, w->users + 1) ||
-        write_attr_str(w->file, "format", DATASET_FORMAT) ||
-        write_attr_i64(w->file, "version",
-                       w->nfeat ? DATASET_VERSION_FEATURES : DATASET_VERSION) ||
-        write_attr_i64(w->file, "num_items", num_items) ||
-        write_attr_i64(w->file, "num_users", w->users)) {
+    struct h5io *h = &w->h;
+    if (write_whole(w, "/offsets", H5T_STD_I64LE, w->offsets, w->users + 1) ||
+        h5io_attr_utf8(h, h->f, "format", DATASET_FORMAT) ||
+        h5io_attr_i64(h, h->f, "version", w->nfeat ? DATASET_VERSION_FEATURES : DATASET_VERSION) ||
+        h5io_attr_i64(h, h->f, "num_items", num_items) ||
+        h5io_attr_i64(h, h->f, "num_users", w->users)) {
         errorf(err, errlen, "%s: cannot write offsets or attributes to %s", w->path, w->tmp);
         dataset_writer_abort(w);
         return -1;
@@ -337,24 +261,25 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
     char tmp[sizeof w->tmp], path[sizeof w->path];
     memcpy(tmp, w->tmp, sizeof tmp);
     memcpy(path, w->path, sizeof path);
-    hid_t f = w->file;
-    w->file = -1;
-    H5Dclose(w->d_items);
-    w->d_items = -1;
-    if (w->d_ts >= 0) { H5Dclose(w->d_ts); w->d_ts = -1; }
-    if (w->d_actions >= 0) { H5Dclose(w->d_actions); w->d_actions = -1; }
+    h5io_close_obj(NULL, w->d_items);
+    h5io_close_obj(NULL, w->d_ts);
+    h5io_close_obj(NULL, w->d_actions);
+    w->d_items = w->d_ts = w->d_actions = -1;
+    for (int i = 0; i < w->nfeat; i++) {
+        h5io_close_obj(NULL, w->feat[i].d);
+        w->feat[i].d = -1;
+    }
+    int rc = h5io_close(h), e = h->errnum;
     writer_free(w);
-    errno = 0;
-    if (H5Fclose(f) < 0) {
-        int e = errno;
+    if (rc) {
         unlink(tmp);
         return errorf(err, errlen, "%s: closing %s failed: %s", path, tmp,
                       e ? strerror(e) : "disk full?");
     }
     if (rename(tmp, path) != 0) {
-        int e = errno;
+        int e2 = errno;
         unlink(tmp);
-        return errorf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp, strerror(e));
+        return errorf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp, strerror(e2));
     }
     return 0;
 }
@@ -362,15 +287,23 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
 /* --- features ------------------------------------------------------------------ */
 
 /* The group path (created when missing); 0 or -1. */
-static int ensure_group(hid_t f, const char *path)
+static int ensure_group(struct dataset_writer *w, const char *path)
 {
-    if (H5Lexists(f, path, H5P_DEFAULT) > 0)
+    if (h5io_exists(w->h.f, path))
         return 0;
-    hid_t g = H5Gcreate2(f, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = h5io_group(&w->h, w->h.f, path);
     if (g < 0)
         return -1;
-    H5Gclose(g);
-    return 0;
+    h5io_close_obj(&w->h, g);
+    return w->h.failed ? -1 : 0;
+}
+
+/* The failure recorded by h5io, reported by the caller: errno's text. */
+static const char *failure(struct dataset_writer *w)
+{
+    const int e = w->h.errnum;
+    w->h.failed = 0;
+    return e ? strerror(e) : "disk full?";
 }
 
 /* A new feature's slot, its name checked; NULL + err. */
@@ -406,8 +339,9 @@ static struct writer_feature *feature_add(struct dataset_writer *w, enum dataset
     }
     char group[16];
     snprintf(group, sizeof group, "/%s", dataset_feat_kind_name(kind));
-    if (ensure_group(w->file, group)) {
-        errorf(err, errlen, "%s: cannot create %s in %s", w->path, group, w->tmp);
+    if (ensure_group(w, group)) {
+        errorf(err, errlen, "%s: cannot create %s in %s: %s", w->path, group, w->tmp,
+               failure(w));
         return NULL;
     }
     struct writer_feature *f = &w->feat[w->nfeat++];
@@ -427,9 +361,11 @@ int dataset_writer_event_feature(struct dataset_writer *w, const char *name, int
         return -1;
     char path[128];
     snprintf(path, sizeof path, "/events/%s", name);
-    f->d = create_extendible(w->file, path, is_float ? H5T_IEEE_F32LE : H5T_STD_I32LE);
-    if (f->d < 0 || (!is_float && write_attr_i64(f->d, "cardinality", cardinality)))
-        return errorf(err, errlen, "%s: cannot create %s in %s", w->path, path, w->tmp);
+    f->d = create_extendible(w, path, is_float ? H5T_IEEE_F32LE : H5T_STD_I32LE);
+    if (f->d < 0 || (!is_float && h5io_attr_i64(&w->h, f->d, "cardinality", cardinality)) ||
+        w->h.failed)
+        return errorf(err, errlen, "%s: cannot create %s in %s: %s", w->path, path, w->tmp,
+                      failure(w));
     return w->nfeat - 1;
 }
 
@@ -441,13 +377,10 @@ int dataset_writer_append_feature(struct dataset_writer *w, int k, int64_t n,
     if (!f || f->kind != DS_EVENTS || (f->is_float ? !floats : !ints) || f->n + n > w->events)
         return errorf(err, errlen, "%s: internal: event feature %d appended inconsistently",
                       w->path, k);
-    errno = 0;
-    if (append_slab(f->d, f->is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32, f->n, n,
-                    f->is_float ? (const void *)floats : (const void *)ints)) {
-        int e = errno;
-        return errorf(err, errlen, "%s: write to %s failed: %s", w->path, w->tmp,
-                      e ? strerror(e) : "disk full?");
-    }
+    if (append_slab(w, f->d, f->is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32, f->n, n,
+                    f->is_float ? (const void *)floats : (const void *)ints) ||
+        w->h.failed)
+        return errorf(err, errlen, "%s: write to %s failed: %s", w->path, w->tmp, failure(w));
     f->n += n;
     return 0;
 }
@@ -468,27 +401,28 @@ int dataset_writer_feature(struct dataset_writer *w, enum dataset_feat_kind kind
     snprintf(path, sizeof path, "/%s/%s", dataset_feat_kind_name(kind), name);
     int rc = 0;
     if (off) {
-        hid_t g = H5Gcreate2(w->file, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        rc = g < 0 || write_attr_i64(g, "cardinality", cardinality) ? -1 : 0;
+        hid_t g = h5io_group(&w->h, w->h.f, path);
+        rc = g < 0 || h5io_attr_i64(&w->h, g, "cardinality", cardinality) ? -1 : 0;
         if (g >= 0)
-            H5Gclose(g);
+            h5io_close_obj(&w->h, g);
         snprintf(sub, sizeof sub, "%s/offsets", path);
-        rc = rc || write_whole(w->file, sub, H5T_STD_I64LE, off, n + 1);
+        rc = rc || write_whole(w, sub, H5T_STD_I64LE, off, n + 1);
         snprintf(sub, sizeof sub, "%s/values", path);
-        rc = rc || write_whole_as(w->file, sub, H5T_STD_I32LE, H5T_NATIVE_INT32, ints, off[n]);
+        rc = rc || write_whole_as(w, sub, H5T_STD_I32LE, H5T_NATIVE_INT32, ints, off[n]);
     } else {
-        rc = write_whole_as(w->file, path, is_float ? H5T_IEEE_F32LE : H5T_STD_I32LE,
+        rc = write_whole_as(w, path, is_float ? H5T_IEEE_F32LE : H5T_STD_I32LE,
                             is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32,
                             is_float ? (const void *)floats : (const void *)ints, n);
         if (rc == 0 && !is_float) {
-            hid_t d = H5Dopen2(w->file, path, H5P_DEFAULT);
-            rc = d < 0 || write_attr_i64(d, "cardinality", cardinality) ? -1 : 0;
+            hid_t d = h5io_dset_reopen(&w->h, w->h.f, path);
+            rc = d < 0 || h5io_attr_i64(&w->h, d, "cardinality", cardinality) ? -1 : 0;
             if (d >= 0)
-                H5Dclose(d);
+                h5io_close_obj(&w->h, d);
         }
     }
-    if (rc)
-        return errorf(err, errlen, "%s: cannot write %s to %s", w->path, path, w->tmp);
+    if (rc || w->h.failed)
+        return errorf(err, errlen, "%s: cannot write %s to %s: %s", w->path, path, w->tmp,
+                      failure(w));
     return 0;
 }
 
@@ -499,7 +433,8 @@ int dataset_writer_feature_map(struct dataset_writer *w, enum dataset_feat_kind 
     char group[64], path[160];
     snprintf(group, sizeof group, "/feature_maps/%s", dataset_feat_kind_name(kind));
     snprintf(path, sizeof path, "feature_maps/%s/%s", dataset_feat_kind_name(kind), name);
-    if (ensure_group(w->file, "/feature_maps") || ensure_group(w->file, group))
-        return errorf(err, errlen, "%s: cannot create %s in %s", w->path, group, w->tmp);
+    if (ensure_group(w, "/feature_maps") || ensure_group(w, group))
+        return errorf(err, errlen, "%s: cannot create %s in %s: %s", w->path, group, w->tmp,
+                      failure(w));
     return dataset_writer_map_str(w, path, s, len, n, err, errlen);
 }

@@ -3,6 +3,9 @@
  *
  * The contract, in the order a caller goes through it:
  *
+ *   emb_ids_*           (optional) assemble the ids in the table's memory:
+ *                       host parts uploaded without a host wait, uniform
+ *                       negatives drawn by the table's backend
  *   emb_input_dist      de-duplicates the requested ids (the inverse index
  *                       maps every token to its unique id), buckets them by
  *                       owner and posts the counts exchange (non-blocking).
@@ -14,6 +17,8 @@
  *                       applied before this call) and post them back, chunk
  *                       0 first.
  *   emb_output_wait     chunk k's rows have arrived in emb_exchange_rows().
+ *   emb_exchange_grads  the buffer the caller fills with the gradients per
+ *                       unique row.
  *   emb_grad_post_chunk sends chunk k's gradients to the owners (a chunk
  *                       whose gradients are final early can travel while the
  *                       caller computes); emb_grad_post sends the chunks not
@@ -29,6 +34,15 @@
  * by owner; chunk k of them is the set of row spans emb_exchange_spans
  * returns (the one place the two-chunk layout is computed). The exchange's
  * state is private to the embedding module.
+ *
+ * Where the data lives: in the table's memory (emb_table.h: t->be), host
+ * memory for host tables and device memory for device tables: ids, unique
+ * ids, the inverse index, rows and gradients never leave the device; only
+ * the per-owner counts travel to the host. The transfers (host: MPI
+ * all-to-alls on host memory; device: staged through pinned buffers, or
+ * device buffers handed to CUDA-aware MPI point to point) and what they
+ * keep are in emb_exchange_priv.h. Buffers are kept across exchanges: a
+ * step allocates nothing once they have grown.
  *
  * Rows and gradients travel in the table's wire formats (conf.rows_codec,
  * conf.grads_codec; emb_codec.h): owners encode every row they serve (to
@@ -61,11 +75,25 @@ struct emb_span {
     int64_t first, n;
 };
 
-/* Check ids[n] (fatal() naming the table and the token when one is outside
- * 1..rows), de-duplicate them and post the counts exchange. ids[0..n_first)
- * form chunk 0 (pass n for one chunk). Returns the new exchange. */
+/* Check ids[n] (host memory; fatal() naming the table and the token when
+ * one is outside 1..rows), de-duplicate them and post the counts exchange.
+ * ids[0..n_first) form chunk 0 (pass n for one chunk). Returns the new
+ * exchange. */
 struct emb_exchange *emb_input_dist(struct emb_table *t, struct comm *c, const int64_t *ids,
                                     int64_t n, int64_t n_first, struct emb_times *tm);
+/* The same for the ids assembled by emb_ids_* (checked there). */
+struct emb_exchange *emb_input_dist_at(struct emb_table *t, struct comm *c, int64_t n,
+                                       int64_t n_first, struct emb_times *tm);
+/* The ids of the next lookup in the table's memory: emb_ids_reserve(t, n)
+ * makes room for n; emb_ids_put copies host ids into [off, off + count)
+ * (checked as emb_input_dist does; no host wait); emb_ids_negatives draws
+ * the uniform negatives of T positions into [off, off + T R) with the
+ * table's backend (model/loss.h: loss_sample_negatives' draws; keys: host
+ * [T]). Valid until the next emb_ids_reserve. */
+int64_t *emb_ids_reserve(struct emb_table *t, int64_t n);
+void emb_ids_put(struct emb_table *t, int64_t off, const int64_t *ids, int64_t count, int rank);
+void emb_ids_negatives(struct emb_table *t, int64_t off, uint64_t seed, uint64_t epoch,
+                       const uint64_t *keys, int64_t T, int R, int64_t num_items);
 /* Complete the counts (blocking if needed) and post the ids exchange. */
 void emb_input_post_ids(struct comm *c, struct emb_exchange *x);
 /* Owners gather the rows and post both chunks back, non-blocking. */
@@ -78,24 +106,26 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm);
 void emb_exchange_progress(struct emb_exchange *x);
 
 /* Unique ids requested (the rows' count), the inverse index [n] (token ->
- * unique row) and the unique rows [nuniq, dim] (host memory; chunk k's part
- * is valid after emb_output_wait(x, k)). */
+ * unique row) and the unique rows [nuniq, dim], in the table's memory
+ * (chunk k's part of the rows is valid after emb_output_wait(x, k)). */
 int64_t emb_exchange_nuniq(const struct emb_exchange *x);
 const int64_t *emb_exchange_inverse(const struct emb_exchange *x);
 const float *emb_exchange_rows(const struct emb_exchange *x);
 /* The unique ids [nuniq] in the rows' order (item features: tokens.h). */
 const int64_t *emb_exchange_uniq(const struct emb_exchange *x);
+/* The gradients per unique row [nuniq, dim] in the table's memory, in the
+ * rows' order: the caller fills them (unset values are not zero); chunk k's
+ * rows are read by emb_grad_post_chunk(k) until emb_grad_finish returns. */
+float *emb_exchange_grads(struct emb_exchange *x);
 /* Chunk k's rows as spans (one per owner, some empty): *spans points into
  * x; returns their number. */
 int emb_exchange_spans(const struct emb_exchange *x, int k, const struct emb_span **spans);
 
-/* Post chunk k's gradients to the owners. gu: [nuniq, dim] summed per
- * unique row, in the rows' order; only chunk k's rows are read, until
- * emb_grad_finish returns. */
-void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchange *x,
-                         const float *gu, int k, struct emb_times *tm);
+/* Post chunk k's gradients (emb_exchange_grads) to the owners. */
+void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchange *x, int k,
+                         struct emb_times *tm);
 /* Post every chunk not posted yet, in chunk order. */
-void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *gu,
+void emb_grad_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                    struct emb_times *tm);
 /* Complete the gradients (every chunk posted): sum per row, across
  * replicas, and apply the sparse optimizer. */
@@ -103,12 +133,13 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
                      struct emb_times *tm);
 void emb_exchange_free(struct emb_exchange *x);
 
-/* The whole lookup, blocking. out: [n, dim] rows in token order. Returns
- * the exchange, kept for emb_backward (or to be freed). */
+/* The whole lookup, blocking, host memory in and out. out: [n, dim] rows
+ * in token order. Returns the exchange, kept for emb_backward (or to be
+ * freed). */
 struct emb_exchange *emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids,
                                 int64_t n, float *out, struct emb_times *tm);
-/* The whole backward of a lookup, blocking. grad: [n, dim] in token order
- * (summed per unique id in double, then sent as floats). */
+/* The whole backward of a lookup, blocking. grad: [n, dim] in token order,
+ * host memory (summed per unique id in double, then sent as floats). */
 void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *grad,
                   struct emb_times *tm);
 

@@ -1,53 +1,142 @@
-/* emb_exchange_priv: the state of one lookup in flight or done, private to
- * the embedding module (emb_exchange.c, emb_backward.c); callers use
- * emb_exchange.h. */
+/* emb_exchange_priv: the state of the exchanges, private to the embedding
+ * module (emb_exchange.c, emb_backward.c, emb_xfer.c, emb_xstate.c);
+ * callers use emb_exchange.h.
+ *
+ * Every buffer of an exchange lives in the table's memory (its backend's:
+ * host memory for host tables, device memory for device tables) and is
+ * kept: exchanges are recycled through a per-table pool, so a step
+ * allocates nothing once its buffers have grown to the step's sizes. Only
+ * the per-owner counts and the layout derived from them are host arrays. */
 #ifndef FS_EMB_EXCHANGE_PRIV_H
 #define FS_EMB_EXCHANGE_PRIV_H
 
+#include "backend/stage.h"
 #include "embedding/emb_exchange.h"
+
+/* A buffer of a backend's memory, grown as needed (zero-filled when new)
+ * and kept. */
+struct emb_buf {
+    void *p;
+    size_t cap;
+};
+void *emb_buf_get(const struct backend_ops *be, struct emb_buf *b, size_t bytes);
+void emb_buf_free(const struct backend_ops *be, struct emb_buf *b);
+
+/* --- transfers (emb_xfer.c) ---------------------------------------------------
+ * One exchange of rows between the ranks of the emb group: rows of width
+ * elements of a type, per peer a segment of a send buffer to a segment of
+ * a receive buffer (counts and displacements in rows, [G] each), both in
+ * the table's memory. How it travels depends on the table:
+ *   host      MPI_Ialltoallv on host memory (the CPU's way, as always);
+ *   staged    device tables, MPI not CUDA-aware: the send segments go down
+ *             to pinned buffers on the comm stream (one copy per peer), the
+ *             sends are posted once those copies are done (found by an
+ *             event query, or waited for), point-to-point on the pinned
+ *             buffers; received segments go up on the comm stream and the
+ *             compute stream waits for them, not the host; the pinned
+ *             buffers are kept per kind of transfer;
+ *   direct    device tables, CUDA-aware MPI: point-to-point sends and
+ *             receives of the device segments themselves, posted once the
+ *             compute stream has produced them (never a non-blocking
+ *             collective on device memory).
+ * A rank's own segment is a device copy. post / test / wait are the
+ * phases; a later kind never waits for an earlier one. */
+enum emb_xkind { EMB_X_IDS, EMB_X_ROWS0, EMB_X_ROWS1, EMB_X_GRADS0, EMB_X_GRADS1, EMB_NX };
+enum emb_xmode { EMB_XF_HOST, EMB_XF_STAGED, EMB_XF_DIRECT };
+
+struct emb_xfer {
+    int active, kind;
+    struct emb_table *t;
+    struct comm *c;
+    enum comm_dtype type;
+    int64_t width;           /* elements per row */
+    size_t rb;               /* bytes per row */
+    enum comm_phase ph;
+    const char *send;
+    char *recv;
+    int64_t *lay;            /* [4G] rows: send counts, displs, receive counts, displs */
+    struct comm_request req; /* host: the all-to-all */
+    struct comm_msgs sq, rq; /* device: the messages */
+    int sends_posted, recvd;
+};
+
+void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int kind,
+                   enum comm_dtype type, int64_t width, const void *send, const int64_t *sc,
+                   const int64_t *sd, void *recv, const int64_t *rc, const int64_t *rd,
+                   enum comm_phase ph);
+/* Advance without blocking; 1 once complete (or never posted). */
+int emb_xfer_test(struct emb_xfer *f);
+/* Block until the rows are in the receive buffer (device tables: before
+ * the compute stream's next operation). */
+void emb_xfer_wait(struct emb_xfer *f);
+
+/* --- what a table's exchanges share (emb_xstate.c) ----------------------------- */
+
+#define EMB_POOL 4
+
+struct emb_xstate {
+    enum emb_xmode mode;
+    struct emb_exchange *pool[EMB_POOL]; /* released exchanges, their buffers kept */
+    int npool;
+    struct emb_buf pin_s[EMB_NX], pin_r[EMB_NX]; /* staged: pinned buffers per kind */
+    struct backend_event *ready[EMB_NX];  /* the send segments of a kind are staged / final */
+    struct backend_event *landed[EMB_NX]; /* its received segments went up */
+    int landing[EMB_NX];                  /* landed[k] recorded */
+    struct emb_buf ids, keys;             /* the ids of the next lookup (emb_ids_*) */
+    struct stage *up;                     /* their uploads */
+    struct emb_buf stats;                 /* int64 [1]: tokens owned here, counted */
+    int64_t tokens;                       /* tokens of the counted lookups */
+};
+
+/* The table's state, made on first use. */
+struct emb_xstate *emb_xstate(struct emb_table *t);
+void emb_xstate_free(struct emb_table *t);
+/* Fold the counters kept in the table's memory into t->wire. */
+void emb_xstate_wire(struct emb_table *t);
+/* A pooled exchange (zeroed but for its buffers), and its release. */
+struct emb_exchange *emb_xstate_get(struct emb_table *t);
+void emb_xstate_put(struct emb_table *t, struct emb_exchange *x);
+
+/* --- one exchange --------------------------------------------------------------- */
 
 enum emb_stage { EMB_IDLE, EMB_COUNTS_POSTED, EMB_COUNTS_DONE, EMB_IDS_POSTED, EMB_IDS_DONE };
 
 /* Unique ids are in two chunks (emb_exchange.h); within each owner's block
- * of uniq, chunk 0 comes first. */
+ * of uniq, chunk 0 comes first. [n] etc.: sizes; "t": table memory. */
 struct emb_exchange {
     struct comm *c;
+    struct emb_table *tab;
     int G;
     int64_t n;                 /* tokens */
     int64_t nuniq;             /* unique ids requested */
-    int64_t *uniq;             /* [nuniq] grouped by owner, chunk 0 first */
-    int64_t *inverse;          /* [n] token -> index in uniq */
+    int64_t nserve;            /* ids this rank serves as owner */
+    int dim, width;            /* a row's values; of them on the wire (subspace: k) */
+    enum emb_codec rcodec, gcodec; /* wire formats (emb_codec.h) */
+    int counted;               /* counted in the table's wire stats */
+    /* host: the layout */
     int64_t *scounts, *sdispls, *rcounts, *rdispls; /* [G] ids per peer */
     int64_t *scounts0, *rcounts0; /* [G] of which in chunk 0 */
     struct emb_span *spans;    /* [2G] the requester's rows of chunk 0, then chunk 1 */
     int64_t *cnt;              /* [4G] counts sent and received */
-    int64_t nserve;            /* ids this rank serves as owner */
-    int64_t *serve;            /* [nserve] grouped by requester */
-    float *served;             /* [nserve, dim] rows on their way out */
-    float *rows;               /* [nuniq, dim] rows of uniq */
     enum emb_stage stage;      /* of the counts and ids exchange */
-    struct comm_request req;   /* counts, then ids, in flight */
-    struct comm_request rreq[2]; /* rows of chunk 0 and chunk 1 */
-    int rpending[2];
-    struct comm_request greq[2]; /* gradients to the owners, per chunk */
-    float *gs;                 /* [nserve, dim] gradients received */
-    int gposted[2], gpending[2];
-    /* wire formats (emb_codec.h): with a codec other than fp32 the rows and
-     * gradients travel encoded, as bytes */
-    enum emb_codec rcodec, gcodec;
-    int dim;
-    /* a subspace table (emb_subspace.h): width = k values travel per row;
-     * cw [nuniq, k] receives c, gk [nuniq, k] holds U^T g; else width = dim */
-    const struct emb_table *tab;
-    int width;
-    float *cw, *gk;
+    struct comm_request req;   /* counts in flight */
+    struct emb_xfer xf[EMB_NX];
     int rmade[2];              /* chunk k's rows are in rows (decoded, rebuilt) */
-    int counted;               /* counted in the table's wire stats */
-    int64_t remote_tokens;     /* tokens owned by another rank (the fp32 figure) */
-    uint8_t *served_w;         /* [nserve, row bytes] encoded rows on their way out */
-    uint8_t *rows_w;           /* [nuniq, row bytes] encoded rows received */
-    uint8_t *gu_w;             /* [nuniq, gradient bytes] encoded gradients sent */
-    uint8_t *gs_w;             /* [nserve, gradient bytes] encoded gradients received */
+    int gposted[2];
+    /* t: the buffers, kept across uses */
+    struct emb_buf b_uniq, b_inv, b_serve, b_served, b_rows, b_cw, b_gu, b_gk, b_gs;
+    struct emb_buf b_served_w, b_rows_w, b_gu_w, b_gs_w, b_sid, b_sg, b_bad;
+    int64_t *uniq;             /* t [nuniq] grouped by owner, chunk 0 first */
+    int64_t *inverse;          /* t [n] token -> index in uniq */
+    int64_t *serve;            /* t [nserve] grouped by requester */
+    float *served;             /* t [nserve, width] rows on their way out */
+    float *rows;               /* t [nuniq, dim] rows of uniq */
+    float *cw;                 /* a subspace table's c[i] received [nuniq, k] */
+    float *gu;                 /* t [nuniq, dim] gradients per unique row */
+    float *gk;                 /* a subspace table's U^T g [nuniq, k] */
+    float *gs;                 /* t [nserve, width] gradients received */
+    uint8_t *served_w, *rows_w, *gu_w, *gs_w; /* t encoded rows / gradients */
+    uint64_t *bad;             /* t [2] rows / gradients a codec refused (backend.h) */
 };
 
 /* Chunk k's counts and displacements, in units of `scale` (1: ids, dim:
@@ -58,10 +147,15 @@ struct emb_exchange {
 void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_t *req_c,
                       int64_t *req_d, int64_t *own_c, int64_t *own_d);
 
-/* Encode rows[n, width] of ids[n] into wire with codec cd (what: "row"
- * or "gradient"); a row the codec cannot carry ends the job naming the
- * table and the id. */
-void emb_wire_encode(const struct emb_table *t, enum emb_codec cd, int64_t n, int width,
-                     const float *rows, uint8_t *wire, const int64_t *ids, const char *what);
+/* Encode rows[n, width] (table memory) into wire with codec cd on the
+ * table's backend; a row the codec refuses is noted in x->bad[which] (0:
+ * rows, 1: gradients), and on a host table reported at once. */
+void emb_wire_encode(struct emb_exchange *x, enum emb_codec cd, int64_t n, int width,
+                     const float *rows, uint8_t *wire, int which);
+/* End the job naming the table and the id when a codec refused a row of
+ * this exchange: host tables at every encode; device tables when the
+ * exchange is released (the flags read back: one host wait, only with a
+ * lossy codec). */
+void emb_codec_check(struct emb_exchange *x, int which);
 
 #endif

@@ -212,6 +212,19 @@ struct glist {
     float *g[EMB_MULTI_MAX];
 };
 
+/* g [n, w] summed per key (the backend's emb_sum_by_id, host memory) into
+ * uid, out; returns the number of distinct keys (the -1 after them
+ * dropped). */
+static int64_t sum_by_id(int64_t n, int w, const int64_t *keys, const float *g, int64_t *uid,
+                         float *out)
+{
+    backend_cpu.emb_sum_by_id(n, w, keys, g, uid, out);
+    int64_t k = 0;
+    while (k < n && uid[k] >= 0)
+        k++;
+    return k;
+}
+
 /* Sum the lists of the tables idx[0 .. m) over group grp: every rank's
  * entries are gathered in rank order and summed per id (emb_sum_by_id: in
  * that order), the lists replaced by the sums, the same on every rank. */
@@ -271,7 +284,7 @@ static void group_sum(struct emb_multi *x, enum comm_group grp, const int *idx, 
         free(l->g[k]);
         l->ids[k] = alloc0((size_t)total, sizeof *l->ids[k]);
         l->g[k] = alloc0((size_t)(total * w), sizeof *l->g[k]);
-        l->n[k] = backend_cpu.emb_sum_by_id(total, w, ids, g, l->ids[k], l->g[k]);
+        l->n[k] = sum_by_id(total, w, ids, g, l->ids[k], l->g[k]);
         free(ids);
         free(g);
     }
@@ -349,7 +362,7 @@ void emb_multi_backward(struct emb_multi *x, float *const *gu)
             }
             l.ids[k] = alloc0((size_t)total, sizeof *l.ids[k]);
             l.g[k] = alloc0((size_t)(total * m->width), sizeof *l.g[k]);
-            l.n[k] = backend_cpu.emb_sum_by_id(total, m->width, ids, g, l.ids[k], l.g[k]);
+            l.n[k] = sum_by_id(total, m->width, ids, g, l.ids[k], l.g[k]);
             free(ids);
             free(g);
         }

@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/rng.h"
+#include "embedding/emb_exchange_priv.h"
 #include "embedding/emb_subspace.h"
 
 #define INIT_BLOCK ((int64_t)1 << 16) /* slots initialised per upload (device tables) */
@@ -49,6 +50,7 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
     struct emb_table *t = &r->tables[r->n++];
     memset(t, 0, sizeof *t);
     t->conf = *conf;
+    t->index = r->n - 1;
     t->be = conf->placement ? conf->placement : &backend_cpu;
     t->G = conf->replicated ? 1 : c->g[COMM_EMB].size;
     t->shard = conf->replicated ? 0 : c->g[COMM_EMB].rank;
@@ -115,8 +117,7 @@ void emb_registry_free(struct emb_registry *r)
             t->be->free(t->state);
             t->be->free(t->steps);
         }
-        for (int k = 0; k < EMB_SCRATCH; k++)
-            mirror_free(&t->scratch[k]);
+        emb_xstate_free(t);
         if (t->sub)
             emb_subspace_free(t->sub);
         free(t->sub);
@@ -252,6 +253,7 @@ int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t
 void emb_table_wire_take(struct emb_table *t, struct comm *c, struct emb_wire_stats *out)
 {
     struct emb_wire_stats *w = &t->wire;
+    emb_xstate_wire(t); /* the figures counted in the table's memory */
     int64_t v[6] = {w->lookups, w->rows, w->grads, w->rows_xnode, w->grads_xnode, w->fp32};
     comm_allreduce_sum_i64v(c, COMM_WORLD, v, 6);
     *out = (struct emb_wire_stats){.lookups = v[0] / c->size, .rows = v[1], .grads = v[2],

@@ -20,7 +20,6 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "backend/mirror.h"
 #include "comm/comm.h"
 #include "embedding/emb_codec.h"
 #include "embedding/emb_optim.h"
@@ -28,8 +27,7 @@
 enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
 
 struct emb_subspace;
-
-#define EMB_SCRATCH 4
+struct emb_xstate; /* the exchanges' shared state (emb_exchange_priv.h) */
 
 struct emb_table_conf {
     char name[64];
@@ -43,6 +41,9 @@ struct emb_table_conf {
      * (embedding.placement): NULL = host memory (the CPU backend), else a
      * device backend, on which the shard is initialised eagerly */
     const struct backend_ops *placement;
+    /* a device table's exchanges: 1 = device buffers handed to MPI
+     * (CUDA-aware), 0 = staged through pinned host memory */
+    int direct;
     /* wire formats of the row and gradient exchanges (parallel.rows_codec,
      * parallel.grads_codec; emb_codec.h); 0 = fp32 */
     enum emb_codec rows_codec, grads_codec;
@@ -77,7 +78,8 @@ struct emb_table {
     int64_t *steps;       /* [local_rows] adam step counts, else NULL */
     uint8_t *ready;       /* [local_rows / 8 + 1] bitmap: row initialised (host
                            * tables: lazy); NULL on a device (initialised eagerly) */
-    struct mirror scratch[EMB_SCRATCH]; /* the engine ops' operands on be (exchanges) */
+    int index;                /* in its registry: the exchanges' message tags */
+    struct emb_xstate *xs;    /* what its exchanges keep across steps (created on first use) */
     struct emb_wire_stats wire;         /* this rank's, since the last emb_table_wire_take */
 };
 

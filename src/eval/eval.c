@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "base/check.h"
+#include "eval/eval_ranking.h"
 #include "train/step_feat.h"
 
 #define EVAL_CHUNK 256 /* users per forward pass */
@@ -118,4 +121,59 @@ void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l)
     }
     metrics_num(l, "mrr", m->mrr);
     metrics_int(l, "eval_users", m->count);
+}
+
+/* --- either task ------------------------------------------------------------------ */
+
+void eval_run(struct trainer *tr, int test, struct eval_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ranking = tr->conf.task.type == TASK_RANKING;
+    if (out->ranking)
+        eval_ranking_split(tr, test, &out->k);
+    else
+        eval_split(tr, test, &out->r);
+}
+
+double eval_select(const struct trainer *tr, const struct eval_result *e)
+{
+    if (!e->ranking)
+        return e->r.ndcg[0];
+    const double auc = e->k.t[tr->conf.task.select].auc;
+    return isnan(auc) ? -1 : auc;
+}
+
+const char *eval_select_name(const struct trainer *tr)
+{
+    static char name[64];
+    if (tr->conf.task.type != TASK_RANKING)
+        return "NDCG@10";
+    snprintf(name, sizeof name, "%s AUC", tr->conf.task.t[tr->conf.task.select].name);
+    return name;
+}
+
+void eval_result_format(const struct trainer *tr, const struct eval_result *e, char *buf,
+                        size_t len)
+{
+    if (!e->ranking) {
+        eval_metrics_format(&e->r, buf, len);
+        return;
+    }
+    const char *names[RANK_MAX_TASKS];
+    int binary[RANK_MAX_TASKS];
+    eval_ranking_names(tr, names, binary);
+    rank_metrics_format(&e->k, names, binary, buf, len);
+}
+
+void eval_result_json(const struct trainer *tr, const struct eval_result *e,
+                      struct metrics_line *l)
+{
+    if (!e->ranking) {
+        eval_metrics_json(&e->r, l);
+        return;
+    }
+    const char *names[RANK_MAX_TASKS];
+    int binary[RANK_MAX_TASKS];
+    eval_ranking_names(tr, names, binary);
+    rank_metrics_json(&e->k, names, binary, l);
 }

@@ -5,6 +5,7 @@
 #define FS_EVAL_H
 
 #include "eval/eval_rank.h"
+#include "eval/metrics_rank.h"
 #include "base/metrics.h"
 #include "train/train.h"
 
@@ -19,5 +20,24 @@ void eval_popular(struct trainer *tr, int test, struct eval_metrics *out);
 void eval_conf_items(struct trainer *tr, struct eval_conf *ec);
 /* Add "hr@K", "ndcg@K" and "mrr" fields to a metrics line. */
 void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l);
+
+/* An evaluation of either task (train.task). */
+struct eval_result {
+    int ranking;
+    struct eval_metrics r;   /* retrieval */
+    struct rank_metrics k;   /* ranking (eval_ranking.h) */
+};
+/* Evaluate split test (1) or validation (0) as the run's task does.
+ * Collective over all ranks. */
+void eval_run(struct trainer *tr, int test, struct eval_result *out);
+/* What train.keep_best and train.patience follow: NDCG@10, or ranking's
+ * train.select AUC (NaN: -1, never better); its name. */
+double eval_select(const struct trainer *tr, const struct eval_result *e);
+const char *eval_select_name(const struct trainer *tr);
+/* The eval line's text and its metrics fields. */
+void eval_result_format(const struct trainer *tr, const struct eval_result *e, char *buf,
+                        size_t len);
+void eval_result_json(const struct trainer *tr, const struct eval_result *e,
+                      struct metrics_line *l);
 
 #endif

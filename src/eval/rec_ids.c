@@ -119,13 +119,11 @@ int64_t rec_ids_find(struct rec_ids *m, const char *text)
     return hit ? r + base_of(m) : -1;
 }
 
-hid_t rec_ids_h5_type(const struct rec_ids *m)
+hid_t rec_ids_h5_type(const struct rec_ids *m, struct h5io *h)
 {
     if (m->kind == REC_IDS_STRING)
-        return rec_h5_str_type(m->maxlen);
-    hid_t t;
-    REC_H5(t = H5Tcopy(H5T_STD_I64LE));
-    return t;
+        return h5io_str_type(h, m->maxlen, 1);
+    return h5io_type_copy(h, H5T_STD_I64LE);
 }
 
 size_t rec_ids_h5_size(const struct rec_ids *m)
@@ -151,22 +149,21 @@ void rec_ids_h5_fill(const struct rec_ids *m, const int64_t *ids, int64_t n, int
         o[i] = ids[i] == pad ? 0 : m->kind == REC_IDS_INT ? m->ints[ids[i] - base] : ids[i];
 }
 
-void rec_ids_h5_write(const struct rec_ids *m, hid_t loc, const char *name)
+void rec_ids_h5_write(const struct rec_ids *m, struct h5io *h, hid_t d, int part, int nparts)
 {
-    const int64_t B = 1 << 16, base = base_of(m);
-    hid_t ft = rec_ids_h5_type(m), mt = m->kind == REC_IDS_STRING ? ft : H5T_NATIVE_INT64;
-    hid_t d = rec_h5_create(loc, name, ft, m->n, 0);
+    const int64_t B = 1 << 16, base = base_of(m), blocks = (m->n + B - 1) / B;
+    hid_t ft = rec_ids_h5_type(m, h), mt = m->kind == REC_IDS_STRING ? ft : H5T_NATIVE_INT64;
     int64_t *ids = xmalloc((size_t)B * sizeof *ids);
     char *buf = xmalloc((size_t)B * rec_ids_h5_size(m));
-    for (int64_t a = 0; a < m->n; a += B) {
-        int64_t k = m->n - a < B ? m->n - a : B;
+    for (int64_t r = 0; r < (blocks + nparts - 1) / nparts; r++) { /* the same calls on all */
+        const int64_t a = (r * nparts + part) * B;
+        const int64_t k = a >= m->n ? 0 : m->n - a < B ? m->n - a : B;
         for (int64_t i = 0; i < k; i++)
             ids[i] = a + i + base;
         rec_ids_h5_fill(m, ids, k, -1, buf);
-        rec_h5_write_rows(d, mt, a, k, 0, buf);
+        h5io_write_rows(h, d, mt, a < m->n ? a : 0, 1, k, 0, buf);
     }
     free(ids);
     free(buf);
-    REC_H5(H5Dclose(d));
-    REC_H5(H5Tclose(ft));
+    h5io_close_obj(h, ft);
 }

@@ -8,11 +8,11 @@
 #ifndef FS_REC_IDS_H
 #define FS_REC_IDS_H
 
-#include <hdf5.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "data/dataset.h"
+#include "data/h5io.h"
 
 enum rec_ids_kind { REC_IDS_DENSE, REC_IDS_INT, REC_IDS_STRING };
 
@@ -40,13 +40,15 @@ const char *rec_ids_text(const struct rec_ids *m, int64_t id, char *buf, size_t 
 int64_t rec_ids_find(struct rec_ids *m, const char *text);
 
 /* HDF5: the file type of these ids (int64, or fixed-length strings of
- * maxlen bytes; H5Tclose it) and the ids of dense ids[n] into buf in that
- * type (8 or maxlen bytes each; id == pad gives 0 or ""). */
-hid_t rec_ids_h5_type(const struct rec_ids *m);
+ * maxlen bytes; close it with h5io_close_obj) and the ids of dense ids[n]
+ * into buf in that type (8 or maxlen bytes each; id == pad gives 0 or ""). */
+hid_t rec_ids_h5_type(const struct rec_ids *m, struct h5io *h);
 size_t rec_ids_h5_size(const struct rec_ids *m);
 void rec_ids_h5_fill(const struct rec_ids *m, const int64_t *ids, int64_t n, int64_t pad,
                      void *buf);
-/* The whole map as a 1-D dataset NAME [n] of loc (row i: dense id i + base). */
-void rec_ids_h5_write(const struct rec_ids *m, hid_t loc, const char *name);
+/* The whole map into dataset d [n] of h (row i: dense id i + base), in
+ * blocks dealt round-robin to the nparts ranks writing it (this one: part;
+ * collective under MPI-IO). */
+void rec_ids_h5_write(const struct rec_ids *m, struct h5io *h, hid_t d, int part, int nparts);
 
 #endif

@@ -12,11 +12,12 @@
 struct rec_out {
     char path[4096];
     struct rec_file file;                      /* the output being written */
+    struct comm *c;                            /* every rank writes (HDF5); rank 0 (CSV) */
     int csv, K;
-    int64_t n, done;
+    int64_t n, done;                           /* users; CSV: written so far */
     const struct rec_ids *users, *items;
     FILE *f;                                   /* CSV */
-    hid_t h5, d_users, d_uidx, d_items, d_iidx, d_scores; /* HDF5 */
+    hid_t d_users, d_uidx, d_items, d_iidx, d_scores; /* HDF5 */
     hid_t t_users, t_items;                    /* their file (= memory) types */
 };
 
@@ -75,35 +76,59 @@ static void csv_rows(struct rec_out *o, int64_t m, const int64_t *users, const i
 
 /* --- HDF5 ----------------------------------------------------------------------- */
 
+static const char *const NAMES[5] = {"users", "user_index", "items", "item_index", "scores"};
+
+static void h5_close_all(struct rec_out *o)
+{
+    hid_t *d[5] = {&o->d_users, &o->d_uidx, &o->d_items, &o->d_iidx, &o->d_scores};
+    for (int i = 0; i < 5; i++) {
+        h5io_close_obj(&o->file.h, *d[i]);
+        *d[i] = -1;
+    }
+}
+
+/* Rank 0 creates the file with its attributes and empty datasets; then
+ * every rank opens it (MPI-IO) and the datasets. */
 static void h5_open(struct rec_out *o, const char *checkpoint, const char *dataset,
                     const char *model_type, int64_t step)
 {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    o->h5 = H5Fcreate(o->file.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (o->h5 < 0)
-        rec_fatal("%s: cannot create %s (directory missing or not writable?)", o->path,
-                  o->file.tmp);
-    rec_h5_attr_str(o->h5, "format", "freescale-recs");
-    rec_h5_attr_i64(o->h5, "version", 1);
-    rec_h5_attr_i64(o->h5, "k", o->K);
-    rec_h5_attr_i64(o->h5, "step", step);
-    rec_h5_attr_str(o->h5, "checkpoint", checkpoint);
-    rec_h5_attr_str(o->h5, "dataset", dataset);
-    rec_h5_attr_str(o->h5, "model_type", model_type);
-    rec_h5_attr_str(o->h5, "user_ids", rec_ids_kind_name(o->users));
-    rec_h5_attr_str(o->h5, "item_ids", rec_ids_kind_name(o->items));
-    o->t_users = rec_ids_h5_type(o->users);
-    o->t_items = rec_ids_h5_type(o->items);
-    o->d_users = rec_h5_create(o->h5, "users", o->t_users, o->n, 0);
-    o->d_uidx = rec_h5_create(o->h5, "user_index", H5T_STD_I64LE, o->n, 0);
-    o->d_items = rec_h5_create(o->h5, "items", o->t_items, o->n, o->K);
-    o->d_iidx = rec_h5_create(o->h5, "item_index", H5T_STD_I64LE, o->n, o->K);
-    o->d_scores = rec_h5_create(o->h5, "scores", H5T_IEEE_F32LE, o->n, o->K);
+    struct h5io *h = &o->file.h;
+    if (o->c->rank == 0) {
+        rec_h5_create(&o->file);
+        const hid_t f = h->f;
+        h5io_attr_utf8(h, f, "format", "freescale-recs");
+        h5io_attr_i64(h, f, "version", 1);
+        h5io_attr_i64(h, f, "k", o->K);
+        h5io_attr_i64(h, f, "step", step);
+        h5io_attr_utf8(h, f, "checkpoint", checkpoint);
+        h5io_attr_utf8(h, f, "dataset", dataset);
+        h5io_attr_utf8(h, f, "model_type", model_type);
+        h5io_attr_utf8(h, f, "user_ids", rec_ids_kind_name(o->users));
+        h5io_attr_utf8(h, f, "item_ids", rec_ids_kind_name(o->items));
+        hid_t tu = rec_ids_h5_type(o->users, h), ti = rec_ids_h5_type(o->items, h);
+        o->d_users = rec_h5_dset(&o->file, f, NAMES[0], tu, o->n, 0);
+        o->d_uidx = rec_h5_dset(&o->file, f, NAMES[1], H5T_STD_I64LE, o->n, 0);
+        o->d_items = rec_h5_dset(&o->file, f, NAMES[2], ti, o->n, o->K);
+        o->d_iidx = rec_h5_dset(&o->file, f, NAMES[3], H5T_STD_I64LE, o->n, o->K);
+        o->d_scores = rec_h5_dset(&o->file, f, NAMES[4], H5T_IEEE_F32LE, o->n, o->K);
+        h5io_close_obj(h, tu);
+        h5io_close_obj(h, ti);
+        h5_close_all(o);
+        rec_h5_close(&o->file);
+    }
+    rec_h5_reopen(&o->file, o->c);
+    o->t_users = rec_ids_h5_type(o->users, h);
+    o->t_items = rec_ids_h5_type(o->items, h);
+    hid_t *d[5] = {&o->d_users, &o->d_uidx, &o->d_items, &o->d_iidx, &o->d_scores};
+    for (int i = 0; i < 5; i++)
+        *d[i] = rec_h5_open(&o->file, NAMES[i]);
 }
 
-static void h5_rows(struct rec_out *o, int64_t m, const int64_t *users, const int64_t *ids,
-                    const float *scores)
+/* This rank's m users at list positions [row0, row0 + m) (collective). */
+static void h5_rows(struct rec_out *o, int64_t row0, int64_t m, const int64_t *users,
+                    const int64_t *ids, const float *scores)
 {
+    struct h5io *h = &o->file.h;
     const int64_t mk = m * o->K;
     hid_t mu = o->users->kind == REC_IDS_STRING ? o->t_users : H5T_NATIVE_INT64;
     hid_t mi = o->items->kind == REC_IDS_STRING ? o->t_items : H5T_NATIVE_INT64;
@@ -111,44 +136,45 @@ static void h5_rows(struct rec_out *o, int64_t m, const int64_t *users, const in
     char *ib = xmalloc((size_t)(mk ? mk : 1) * rec_ids_h5_size(o->items));
     rec_ids_h5_fill(o->users, users, m, -1, ub);
     rec_ids_h5_fill(o->items, ids, mk, 0, ib);
-    rec_h5_write_rows(o->d_users, mu, o->done, m, 0, ub);
-    rec_h5_write_rows(o->d_uidx, H5T_NATIVE_INT64, o->done, m, 0, users);
-    rec_h5_write_rows(o->d_items, mi, o->done, m, o->K, ib);
-    rec_h5_write_rows(o->d_iidx, H5T_NATIVE_INT64, o->done, m, o->K, ids);
-    rec_h5_write_rows(o->d_scores, H5T_NATIVE_FLOAT, o->done, m, o->K, scores);
+    h5io_write_rows(h, o->d_users, mu, row0, 1, m, 0, ub);
+    h5io_write_rows(h, o->d_uidx, H5T_NATIVE_INT64, row0, 1, m, 0, users);
+    h5io_write_rows(h, o->d_items, mi, row0, 1, m, o->K, ib);
+    h5io_write_rows(h, o->d_iidx, H5T_NATIVE_INT64, row0, 1, m, o->K, ids);
+    h5io_write_rows(h, o->d_scores, H5T_NATIVE_FLOAT, row0, 1, m, o->K, scores);
     free(ub);
     free(ib);
 }
 
 static void h5_close(struct rec_out *o)
 {
-    REC_H5(H5Dclose(o->d_users));
-    REC_H5(H5Dclose(o->d_uidx));
-    REC_H5(H5Dclose(o->d_items));
-    REC_H5(H5Dclose(o->d_iidx));
-    REC_H5(H5Dclose(o->d_scores));
-    REC_H5(H5Tclose(o->t_users));
-    REC_H5(H5Tclose(o->t_items));
-    if (H5Fclose(o->h5) < 0)
-        rec_fatal("%s: writing failed (disk full?)", o->path);
+    h5_close_all(o);
+    h5io_close_obj(&o->file.h, o->t_users);
+    h5io_close_obj(&o->file.h, o->t_items);
+    rec_h5_close(&o->file);
 }
 
 /* --- the writer -------------------------------------------------------------------- */
 
-struct rec_out *rec_out_open(const char *path, int64_t n, int K, const struct rec_ids *users,
-                             const struct rec_ids *items, const char *checkpoint,
-                             const char *dataset, const char *model_type, int64_t step)
+struct rec_out *rec_out_open(struct comm *c, const char *path, int64_t n, int K,
+                             const struct rec_ids *users, const struct rec_ids *items,
+                             const char *checkpoint, const char *dataset, const char *model_type,
+                             int64_t step)
 {
+    const int csv = rec_out_format(path) == 1;
+    if (csv && c->rank != 0)
+        return NULL;
     struct rec_out *o = xcalloc(1, sizeof *o);
     if (strlen(path) >= sizeof o->path)
         fatal("%s: path too long", path);
     memcpy(o->path, path, strlen(path) + 1);
-    o->csv = rec_out_format(path) == 1;
+    o->c = c;
+    o->csv = csv;
     o->K = K;
     o->n = n;
     o->users = users;
     o->items = items;
-    rec_file_begin(&o->file, path);
+    o->d_users = o->d_uidx = o->d_items = o->d_iidx = o->d_scores = -1;
+    rec_file_begin(&o->file, path, csv ? NULL : c);
     if (!o->csv) {
         h5_open(o, checkpoint, dataset, model_type, step);
         return o;
@@ -160,24 +186,29 @@ struct rec_out *rec_out_open(const char *path, int64_t n, int K, const struct re
     return o;
 }
 
-void rec_out_write(struct rec_out *o, int64_t m, const int64_t *users, const int64_t *ids,
-                   const float *scores)
+int rec_out_is_csv(const struct rec_out *o)
 {
-    if (o->done + m > o->n)
-        rec_fatal("%s: %lld users written, %lld expected", o->path,
-                       (long long)(o->done + m), (long long)o->n);
+    return o->csv;
+}
+
+void rec_out_write(struct rec_out *o, int64_t row0, int64_t m, const int64_t *users,
+                   const int64_t *ids, const float *scores)
+{
+    if (row0 < 0 || row0 + m > o->n || (o->csv && row0 != o->done))
+        rec_fatal("%s: users %lld..%lld written, %lld expected", o->path, (long long)row0,
+                  (long long)(row0 + m), (long long)o->n);
     if (o->csv)
         csv_rows(o, m, users, ids, scores);
     else
-        h5_rows(o, m, users, ids, scores);
+        h5_rows(o, row0, m, users, ids, scores);
     o->done += m;
 }
 
 void rec_out_close(struct rec_out *o)
 {
-    if (o->done != o->n)
+    if (o->csv && o->done != o->n)
         rec_fatal("%s: %lld of %lld users written", o->path, (long long)o->done,
-                       (long long)o->n);
+                  (long long)o->n);
     if (o->csv) {
         int bad = ferror(o->f);
         if (fclose(o->f) != 0 || bad)
@@ -185,6 +216,6 @@ void rec_out_close(struct rec_out *o)
     } else {
         h5_close(o);
     }
-    rec_file_commit(&o->file);
+    rec_file_commit(&o->file, o->csv ? NULL : o->c);
     free(o);
 }

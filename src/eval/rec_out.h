@@ -1,6 +1,7 @@
 /* rec_out: the file 'freescale recommend' writes, CSV or HDF5 by the name's
- * ending (.csv; .h5 or .hdf5), on one process (rank 0), under a temporary
- * name renamed when complete (rec_file.h).
+ * ending (.csv; .h5 or .hdf5), under a temporary name renamed when complete
+ * (rec_file.h): CSV by rank 0 (from the lists gathered to it), HDF5 by
+ * every rank together through MPI-IO, each its own lists' rows.
  *
  * CSV: a header line "user,rank,item,score", then per user (in list order)
  * one line per recommended item, rank 1..K, best first; user and item in
@@ -25,6 +26,7 @@
 
 #include <stdint.h>
 
+#include "comm/comm.h"
 #include "eval/rec_ids.h"
 
 struct rec_out;
@@ -33,15 +35,20 @@ struct rec_out;
  * refuses it). */
 int rec_out_format(const char *path);
 
-/* Open path's temporary for n users of K items each. The metadata strings
- * go to the HDF5 attributes. ids must outlive the writer. */
-struct rec_out *rec_out_open(const char *path, int64_t n, int K, const struct rec_ids *users,
-                             const struct rec_ids *items, const char *checkpoint,
-                             const char *dataset, const char *model_type, int64_t step);
-/* The next m users: dense users[m], items ids[m, K] (0 = none), scores[m, K]. */
-void rec_out_write(struct rec_out *o, int64_t m, const int64_t *users, const int64_t *ids,
-                   const float *scores);
-/* Complete, close and rename into place (all n users written). */
+/* Open path's temporary for n users of K items each; collective over c's
+ * ranks (CSV: NULL on every rank but 0). The metadata strings go to the
+ * HDF5 attributes. ids must outlive the writer (HDF5: on every rank). */
+struct rec_out *rec_out_open(struct comm *c, const char *path, int64_t n, int K,
+                             const struct rec_ids *users, const struct rec_ids *items,
+                             const char *checkpoint, const char *dataset, const char *model_type,
+                             int64_t step);
+int rec_out_is_csv(const struct rec_out *o);
+/* m users at list positions [row0, row0 + m): dense users[m], items ids[m,
+ * K] (0 = none), scores[m, K]. CSV: in order, on rank 0; HDF5: every rank
+ * its own (m = 0: none), collective. */
+void rec_out_write(struct rec_out *o, int64_t row0, int64_t m, const int64_t *users,
+                   const int64_t *ids, const float *scores);
+/* Complete, close and rename into place (CSV: all n users written); collective for HDF5. */
 void rec_out_close(struct rec_out *o);
 
 #endif

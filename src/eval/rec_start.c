@@ -4,117 +4,109 @@
 #include "eval/recommend.h"
 
 #include <errno.h>
-#include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/check.h"
 #include "cli/banner.h"
+#include "comm/comm_fail.h"
+#include "data/dataset.h"
+#include "data/h5io.h"
 #include "eval/rec_file.h"
 #include "train/checkpoint.h"
 #include "train/watchdog.h"
 
 /* --- the checkpoint's head ------------------------------------------------------ */
 
-/* A string attribute (fixed or variable length) into a heap string; NULL
- * when absent or not a string. */
-static char *read_attr_text(hid_t f, const char *name)
-{
-    if (H5Aexists(f, name) <= 0)
-        return NULL;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT), t = a < 0 ? -1 : H5Aget_type(a), mt = -1;
-    char *out = NULL;
-    if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
-        if (H5Tis_variable_str(t) > 0) {
-            char *v = NULL;
-            if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
-                H5Aread(a, mt, &v) >= 0 && v) {
-                out = xstrdup(v);
-                H5free_memory(v);
-            }
-        } else {
-            size_t size = H5Tget_size(t);
-            char *v = xcalloc(size + 1, 1);
-            if ((mt = H5Tcopy(t)) >= 0 && H5Aread(a, mt, v) >= 0)
-                out = v;
-            else
-                free(v);
-        }
-    }
-    if (mt >= 0) H5Tclose(mt);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return out;
-}
+#define MAX_PARAMS_TEXT ((size_t)1 << 20)
 
 /* Rank 0: the checkpoint must be a readable freescale checkpoint; its
- * stored parameters (heap text) when want_params. */
-static char *check_checkpoint(const struct rec_cmd *cmd, int want_params)
+ * stored parameters (heap text) into *params when want_params. 0, or -1
+ * with err. */
+static int check_checkpoint(const struct rec_cmd *cmd, int want_params, char **params,
+                            char *err, size_t len)
 {
     const char *path = cmd->ckpt;
+    *params = NULL;
     if (access(path, R_OK) != 0)
-        fatal("%s: checkpoint %s: %s", cmd->tool, path, strerror(errno));
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0)
-        fatal("%s: checkpoint %s: not a readable HDF5 file (truncated or corrupt?)", cmd->tool,
-              path);
-    char *format = read_attr_text(f, "format");
-    if (!format || strcmp(format, "freescale-ckpt"))
-        fatal("%s: %s is not a freescale checkpoint (attribute format = '%s', expected "
-              "'freescale-ckpt')",
-              cmd->tool, path, format ? format : "(none)");
-    free(format);
-    char *params = want_params ? read_attr_text(f, "params") : NULL;
-    if (want_params && !params)
-        fatal("%s: checkpoint %s stores no parameters (attribute 'params'): give FILE.in",
-              cmd->tool, path);
-    H5_CHECK(H5Fclose(f));
-    return params;
+        return errorf(err, len, "%s: checkpoint %s: %s", cmd->tool, path, strerror(errno));
+    struct h5io h;
+    char e[1024], format[64] = "";
+    if (h5io_open_read(&h, path, NULL, 0, e, sizeof e))
+        return errorf(err, len, "%s: checkpoint %s", cmd->tool, e);
+    int rc = 0;
+    if (dataset_h5_attrs_check(h.f, path, "/", e, sizeof e) ||
+        (h5io_has_attr(h.f, "format") &&
+         h5io_attr_read_str(h.f, path, "format", format, sizeof format, e, sizeof e)))
+        rc = errorf(err, len, "%s: checkpoint %s", cmd->tool, e);
+    else if (strcmp(format, "freescale-ckpt"))
+        rc = errorf(err, len, "%s: %s is not a freescale checkpoint (attribute format = '%s', "
+                    "expected 'freescale-ckpt')", cmd->tool, path, format[0] ? format : "(none)");
+    else if (want_params && !h5io_has_attr(h.f, "params"))
+        rc = errorf(err, len, "%s: checkpoint %s stores no parameters (attribute 'params'): "
+                    "give FILE.in", cmd->tool, path);
+    else if (want_params) {
+        *params = xmalloc(MAX_PARAMS_TEXT);
+        if (h5io_attr_read_str(h.f, path, "params", *params, MAX_PARAMS_TEXT, e, sizeof e))
+            rc = errorf(err, len, "%s: checkpoint %s", cmd->tool, e);
+    }
+    h5io_close(&h);
+    return rc;
 }
 
 /* --- the parameters -------------------------------------------------------------- */
 
 /* Rank 0: p from FILE.in or the checkpoint's stored lines (those that
  * differ from the defaults, so that the dump shows where each came from),
- * then the overrides. */
-static void params_of_command(const struct rec_cmd *cmd, struct params *p, char *stored)
+ * then the overrides. 0, or -1 with err. */
+static int params_of_command(const struct rec_cmd *cmd, struct params *p, char *stored,
+                             char *err, size_t len)
 {
-    char err[PARAM_ERR_MAX], origin[4200];
+    char origin[4200];
     params_defaults(p);
-    if (cmd->file && params_read_file(p, cmd->file, err, sizeof err))
-        fatal("%s", err);
+    if (cmd->file && params_read_file(p, cmd->file, err, len))
+        return -1;
     if (!cmd->file) {
         struct params dp;
         params_defaults(&dp);
         char *defaults = params_serialize(&dp);
         snprintf(origin, sizeof origin, "%s (stored parameters)", cmd->ckpt);
-        for (char *line = strtok(stored, "\n"); line; line = strtok(NULL, "\n")) {
+        int rc = 0;
+        char perr[PARAM_ERR_MAX];
+        for (char *line = strtok(stored, "\n"); line && !rc; line = strtok(NULL, "\n")) {
             size_t l = strlen(line);
             const char *hit = strstr(defaults, line);
             int is_default = hit && (hit == defaults || hit[-1] == '\n') && hit[l] == '\n';
-            if (!is_default && params_override(p, line, origin, err, sizeof err))
-                fatal("%s: the parameters stored in %s no longer apply (%s): give FILE.in",
-                      cmd->tool, cmd->ckpt, err);
+            if (!is_default && params_override(p, line, origin, perr, sizeof perr))
+                rc = errorf(err, len, "%s: the parameters stored in %s no longer apply (%s): "
+                            "give FILE.in", cmd->tool, cmd->ckpt, perr);
         }
         free(defaults);
+        if (rc)
+            return -1;
     }
     for (int i = 0; i < cmd->noverrides; i++)
-        if (params_override(p, cmd->overrides[i], "command line", err, sizeof err))
-            fatal("%s", err);
+        if (params_override(p, cmd->overrides[i], "command line", err, len))
+            return -1;
+    return 0;
 }
 
 void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *c,
                struct params *p, struct trainer *tr)
 {
     comm_init(c, argc, argv);
-    banner_print(c);
-    char *text = NULL, err[PARAM_ERR_MAX];
-    if (c->rank == 0) {
-        char *stored = check_checkpoint(cmd, cmd->file == NULL);
-        params_of_command(cmd, p, stored);
+    char *text = NULL, err[PARAM_ERR_MAX + 4400] = "";
+    int bad = 0;
+    if (c->rank == 0) { /* a bad checkpoint or parameter: every rank ends, one message */
+        char *stored = NULL;
+        bad = check_checkpoint(cmd, cmd->file == NULL, &stored, err, sizeof err) ||
+              params_of_command(cmd, p, stored, err, sizeof err);
         free(stored);
+    }
+    comm_fail_agree(c, bad, err);
+    banner_print(c);
+    if (c->rank == 0) {
         text = params_serialize(p);
         params_dump(p, stdout);
         fflush(stdout);
@@ -132,6 +124,7 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     tr->p = p;
     tr->best_val = -1;
     tr->best_epoch = -1;
+    tr->val_epoch = -1;
     trainer_setup(tr);
     checkpoint_read(tr, cmd->ckpt);
     watchdog_start((double)tr->conf.timeout, c->rank, "round"); /* stopped by trainer_free */
@@ -224,6 +217,8 @@ static void history_batch(const struct trainer *tr, const int64_t *users, int64_
     }
     free(items);
     free(ts);
+    if (tr->conf.task.type == TASK_RANKING) /* the labels: the events' actions */
+        batch_rank_read_labels(ds, &tr->conf.task.labels, b);
 }
 
 void rec_user_vectors(struct trainer *tr, const struct rec_plan *pl, const int64_t *users,

@@ -9,9 +9,10 @@
  * (eval_rank_topk: every owner scores its shard, the lists are merged);
  * then the K scores of each list are recomputed exactly (a double dot
  * product with the looked-up row: the ranking's blocked gemm may round
- * differently with the shard layout) and the list re-sorted by them; rank 0
- * gathers each round in rank order, which is list order, and appends it to
- * the file. The same file on any P. */
+ * differently with the shard layout) and the list re-sorted by them. An
+ * HDF5 output is written by every rank, its own lists at their positions
+ * (MPI-IO); a CSV output by rank 0, which gathers each round in rank order
+ * (list order) and appends it. The same file on any P. */
 #include "eval/recommend.h"
 
 #include <errno.h>
@@ -230,8 +231,9 @@ static void rescore(struct trainer *tr, int64_t m, int K, const float *u, int64_
     free(look);
 }
 
-/* Gather a round's results to rank 0 in rank order and append them. */
-static void gather_round(struct comm *c, struct rec_out *out, int K, int64_t cnt,
+/* CSV: gather a round's results (list positions from first) to rank 0 in
+ * rank order, which is list order, and append them. */
+static void gather_round(struct comm *c, struct rec_out *out, int K, int64_t first, int64_t cnt,
                          const int64_t *users, const int64_t *ids, const float *scores)
 {
     int64_t *counts = c->rank == 0 ? xmalloc((size_t)c->size * 2 * sizeof *counts) : NULL;
@@ -252,7 +254,7 @@ static void gather_round(struct comm *c, struct rec_out *out, int K, int64_t cnt
     comm_gatherv(c, COMM_WORLD, COMM_I64, ids, cnt * K, gi, ck, 0);
     comm_gatherv(c, COMM_WORLD, COMM_F32, scores, cnt * K, gs, ck, 0);
     if (c->rank == 0)
-        rec_out_write(out, total, gu, gi, gs);
+        rec_out_write(out, first, total, gu, gi, gs);
     free(counts);
     free(gu);
     free(gi);
@@ -267,18 +269,22 @@ int recommend_main(int argc, char **argv)
     struct params p;
     struct trainer tr;
     rec_start(&o.cmd, &argc, &argv, &c, &p, &tr);
+    if (tr.conf.task.type == TASK_RANKING)
+        fatal("recommend: %s is a ranking model (train.task = ranking): it scores given "
+              "candidates, not the whole table: use freescale score --pairs", o.cmd.ckpt);
     const int d = tr.conf.d, K = o.K;
     struct rec_ids um = {0}, im = {0};
     char err[1024];
-    if (c.rank == 0 && (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
-                        rec_ids_load(&im, &tr.ds, 1, err, sizeof err)))
+    /* the original ids: where they are written (rank 0 for CSV, every rank for HDF5) */
+    const int csv = rec_out_format(o.out) == 1;
+    if ((c.rank == 0 || !csv) && (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
+                                  rec_ids_load(&im, &tr.ds, 1, err, sizeof err)))
         fatal("recommend: %s", err);
     int64_t *users;
     const int64_t n = user_list(&tr, &o, &um, &users);
-    struct rec_out *out = NULL;
-    if (c.rank == 0)
-        out = rec_out_open(o.out, n, K, &um, &im, o.cmd.ckpt, tr.conf.data_path,
-                           tr.conf.model.type == MODEL_HSTU ? "hstu" : "sasrec", tr.step);
+    struct rec_out *out = rec_out_open(&c, o.out, n, K, &um, &im, o.cmd.ckpt, tr.conf.data_path,
+                                       tr.conf.model.type == MODEL_HSTU ? "hstu" : "sasrec",
+                                       tr.step);
     struct rec_plan pl;
     rec_plan_init(&pl, n, c.size, o.batch, o.round);
     struct eval_conf ec = {.normalize_items = tr.conf.normalize_items, .topk = K};
@@ -297,14 +303,17 @@ int recommend_main(int argc, char **argv)
         const struct eval_queries q = {.n = cnt, .u = u, .hist_off = hist_off, .hist_ids = hist};
         eval_rank_topk(tr.items, &c, &backend_cpu, &ec, &q, ids, scores);
         rescore(&tr, cnt, K, u, ids, scores);
-        gather_round(&c, out, K, cnt, users + lo, ids, scores);
+        if (csv)
+            gather_round(&c, out, K, rec_plan_first(&pl, k), cnt, users + lo, ids, scores);
+        else /* every rank its own rows, at their list positions */
+            rec_out_write(out, lo, cnt, users + lo, ids, scores);
         free(u);
         free(hist_off);
         free(hist);
         free(ids);
         free(scores);
     }
-    if (c.rank == 0)
+    if (out)
         rec_out_close(out);
     comm_barrier(&c);
     log_info("recommend: top-%d items of %lld users -> %s", K, (long long)n, o.out);

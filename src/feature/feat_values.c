@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "data/batch_rank.h"
 
 int feat_values_load(struct feat_values *v, const struct feat_schema *s, const struct dataset *ds,
                      char *err, size_t errlen)
@@ -49,13 +50,16 @@ void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
 {
     char err[1024];
     for (int i = 0; i < s->n; i++) {
-        if (s->f[i].role != FEAT_EVENT)
+        if (s->f[i].role != FEAT_EVENT || s->f[i].label) /* labels: the task's */
             continue;
         const struct dataset_feature *f = &ds->feat[s->f[i].df];
-        for (int64_t q = 0; q < b->B; q++) {
-            const int64_t t0 = b->offsets[q], len = b->offsets[q + 1] - t0;
+        for (int64_t q = 0; q < b->B; q++) { /* candidates that are not events: missing */
+            const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0;
+            const int64_t len = batch_file_events(b, q);
             if (len > 0 && dataset_feat_ints(ds, f, b->ev0[q], len, out[i] + t0, err, sizeof err))
                 fatal("%s", err);
+            for (int64_t j = len; j < L; j++)
+                out[i][t0 + j] = 0;
         }
     }
 }

@@ -161,6 +161,24 @@ int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const
     return 0;
 }
 
+void feat_schema_add_label(struct feat_schema *s, const char *name, int k, int binary)
+{
+    if (s->n == DATASET_MAX_FEATURES)
+        fatal("features: more than %d features with the tasks' labels", DATASET_MAX_FEATURES);
+    struct feat_spec *sp = &s->f[s->n++];
+    memset(sp, 0, sizeof *sp);
+    snprintf(sp->name, sizeof sp->name, "%s", name);
+    sp->role = FEAT_EVENT;
+    sp->df = -1;
+    sp->label = k + 1;
+    sp->rows = binary ? 2 : 1;
+    sp->width = s->d;
+    sp->replicated = 1;
+    sp->table = s->ntables++;
+    sp->proj = -1;
+    s->n_event++;
+}
+
 void feat_schema_table(const struct feat_schema *s, int k, struct emb_table_conf *conf)
 {
     memset(conf, 0, sizeof *conf);
@@ -171,7 +189,8 @@ void feat_schema_table(const struct feat_schema *s, int k, struct emb_table_conf
         conf->seed = s->seed;
         conf->optim = s->optim;
         if (f->table == k) {
-            snprintf(conf->name, sizeof conf->name, "feat.%s", f->name);
+            snprintf(conf->name, sizeof conf->name, "%s.%s", f->label ? "label" : "feat",
+                     f->name);
             conf->rows = f->rows;
             conf->dim = f->width;
             conf->init = EMB_INIT_NORMAL;
@@ -195,7 +214,10 @@ void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t 
     static const char *role[] = {"item", "event", "user"};
     const struct feat_spec *f = &s->f[i];
     snprintf(buf, len, "%s feature %s%s: %s%lld rows x %d, %s%s", role[f->role], f->name,
-             f->role == FEAT_USER ? " (contextual token)" : "",
+             f->role == FEAT_USER                ? " (contextual token)"
+             : f->label                          ? " (the task's label, in the actions)"
+             : f->role == FEAT_EVENT && s->actions ? " (in the actions)"
+                                                   : "",
              f->multi ? "multi-valued, " : "", (long long)f->rows, f->width,
              f->replicated ? "replicated" : "sharded",
              f->proj >= 0 ? ", projected to model.dim" : "");

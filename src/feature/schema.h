@@ -9,7 +9,8 @@
  *   item   /items/NAME: the rows of an item's values, pooled (sum or mean;
  *          0 = missing, no row), added to the item's token and to its
  *          output representation;
- *   event  /events/NAME: the row of the event's value added to its token;
+ *   event  /events/NAME: the row of the event's value added to its token
+ *          (ranking: to its action, enum action_mode);
  *   user   /users/NAME: the pooled rows of the user's values as one
  *          contextual token in front of the sequence, in the order listed.
  * Categorical features only (a float feature is a label, for ranking).
@@ -33,6 +34,10 @@
 #include "embedding/emb_optim.h"
 
 enum feat_role { FEAT_ITEM, FEAT_EVENT, FEAT_USER };
+/* How the event features enter the sequence: added to their own event's
+ * token (retrieval), or as the event's action (ranking, model.actions):
+ * summed into the next item's token, or a token of its own after its item. */
+enum action_mode { ACT_NONE, ACT_SUM, ACT_INTERLEAVE };
 enum feat_placement { FEAT_PLACE_AUTO, FEAT_PLACE_REPLICATED, FEAT_PLACE_SHARDED };
 
 /* The parameters, as read (train_conf.c). */
@@ -56,12 +61,16 @@ struct feat_spec {
     int replicated;          /* the table's placement */
     int table, proj;         /* indexes into the run's feature tables (proj: -1 = none) */
     int ctx;                 /* user: its contextual token (0 .. n_user - 1) */
+    int label;               /* 0: a dataset column; k + 1: the label of ranking task k
+                                (binary: value 1 negative, 2 positive; regression: 1,
+                                weighted by the standardised label); table label.NAME */
 };
 
 struct feat_schema {
     int n, n_item, n_event, n_user, ntables;
-    struct feat_spec f[DATASET_MAX_FEATURES]; /* items, then events, then users */
+    struct feat_spec f[DATASET_MAX_FEATURES]; /* items, events, users, then labels */
     int d;                   /* model.dim */
+    enum action_mode actions;
     int mean;
     struct emb_optim_conf optim;
     uint64_t seed;
@@ -81,6 +90,10 @@ static inline int feat_conf_any(const struct feat_conf *fc)
 int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const struct dataset *ds,
                         int d, const struct emb_optim_conf *emb, uint64_t seed, float init_std,
                         char *err, size_t errlen);
+/* Ranking: the label of task k (name) as an event feature of the actions
+ * (binary: 2 rows, else 1, of width d, replicated); actions: model.actions.
+ * After feat_schema_resolve. */
+void feat_schema_add_label(struct feat_schema *s, const char *name, int k, int binary);
 /* The conf of table k (k < s->ntables): name, rows, width, init, optimizer,
  * placement. */
 struct emb_table_conf;

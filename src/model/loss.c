@@ -11,9 +11,8 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "model/loss.h"
+#include "model/loss_sample.h"
 #include "base/rng.h"
-
-#define LOSS_NEG_SITE 0x6e65676174697665ull /* "negative": the sampler's stream */
 
 void loss_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *pos_keys, int64_t T,
                            int R, int64_t num_items, int64_t *neg_ids)
@@ -21,12 +20,20 @@ void loss_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *pos_ke
     if (num_items < 1)
         fatal("loss_sample_negatives: no items to sample from (num_items = %lld)",
               (long long)num_items);
-    for (int64_t i = 0; i < T; i++) {
-        struct rng g;
-        rng_init(&g, rng_key(rng_key(seed, epoch, pos_keys[i]), LOSS_NEG_SITE, 0));
-        for (int r = 0; r < R; r++)
-            neg_ids[i * R + r] = 1 + (int64_t)rng_below(&g, (uint64_t)num_items);
-    }
+    for (int64_t i = 0; i < T; i++)
+        loss_negatives_row(seed, epoch, pos_keys[i], R, num_items, neg_ids + i * R);
+}
+
+/* The sum and count of a loss computed into a temporary acc (backend
+ * memory), back on the host. */
+static double acc_read(const struct backend_ops *be, double *acc, int64_t *count)
+{
+    double h[2];
+    be->to_host(h, acc, sizeof h);
+    be->free(acc);
+    if (count)
+        *count = (int64_t)h[1];
+    return h[0];
 }
 
 double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int R, float tau,
@@ -34,44 +41,69 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
                             const int64_t *pos, const int64_t *neg, float scale, float *du,
                             float *drows, int64_t *count)
 {
-    return loss_sampled_softmax_q(be, T, d, R, tau, normalize_items, u, nu, rows, NULL, pos, neg,
-                                  scale, du, drows, count);
+    struct loss_ws ws = {0};
+    double *acc = be->alloc(2 * sizeof(double));
+    loss_sampled_softmax_acc(be, &ws, T, d, R, tau, normalize_items, u, nu, rows, NULL, pos, neg,
+                             scale, du, drows, acc);
+    loss_ws_free(&ws);
+    return acc_read(be, acc, count);
 }
 
-double loss_sampled_softmax_q(const struct backend_ops *be, int64_t T, int d, int R, float tau,
-                              int normalize_items, const float *u, int64_t nu, const float *rows,
-                              const float *logq, const int64_t *pos, const int64_t *neg,
-                              float scale, float *du, float *drows, int64_t *count)
+void loss_ws_free(struct loss_ws *ws)
+{
+    if (ws->be) {
+        ws->be->free(ws->en);
+        ws->be->free(ws->norms);
+        ws->be->free(ws->de);
+        ws->be->free(ws->dx);
+    }
+    *ws = (struct loss_ws){0};
+}
+
+/* ws holds nu rows of d */
+static void ws_reserve(struct loss_ws *ws, const struct backend_ops *be, int64_t nu, int d)
+{
+    if (ws->be == be && nu <= ws->cap && d == ws->d)
+        return;
+    loss_ws_free(ws);
+    ws->be = be;
+    ws->d = d;
+    ws->cap = nu + nu / 4 + 1;
+    const size_t rows = (size_t)ws->cap * (size_t)d * sizeof(float);
+    ws->en = be->alloc(rows);
+    ws->norms = be->alloc((size_t)ws->cap * sizeof(float));
+    ws->de = be->alloc(rows);
+    ws->dx = be->alloc(rows);
+}
+
+void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, int64_t T, int d,
+                              int R, float tau, int normalize_items, const float *u, int64_t nu,
+                              const float *rows, const float *logq, const int64_t *pos,
+                              const int64_t *neg, float scale, float *du, float *drows,
+                              double *acc)
 {
     if (d < 1 || R < 0 || !(tau > 0))
         fatal("loss_sampled_softmax: bad arguments d = %d, R = %d, tau = %g", d, R, (double)tau);
     /* e: the rows the scores use; de: gradient of scale * sum loss w.r.t. e */
-    size_t table_bytes = (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float);
-    float *en = NULL, *norms = NULL;
     const float *e = rows;
+    float *de = drows;
     if (normalize_items) {
-        en = be->alloc(table_bytes);
-        norms = be->alloc((size_t)(nu ? nu : 1) * sizeof(float));
-        be->l2norm_fwd(nu, d, ITEM_NORM_EPS, rows, en, norms);
-        e = en;
+        ws_reserve(ws, be, nu, d);
+        be->l2norm_fwd(nu, d, ITEM_NORM_EPS, rows, ws->en, ws->norms);
+        e = ws->en;
+        de = ws->de;
+        be->zero(de, (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float));
     }
-    float *de = normalize_items ? be->alloc(table_bytes) : drows;
     if (logq && !be->softmax_loss_q)
-        fatal("loss_sampled_softmax_q: the %s backend has no logQ-corrected softmax", be->name);
-    double total =
-        logq ? be->softmax_loss_q(T, d, R, 1.0f / tau, u, nu, e, logq, pos, neg, scale, du, de,
-                                  count)
-             : be->softmax_loss(T, d, R, 1.0f / tau, u, nu, e, pos, neg, scale, du, de, count);
+        fatal("loss_sampled_softmax: the %s backend has no logQ-corrected softmax", be->name);
+    if (logq)
+        be->softmax_loss_q(T, d, R, 1.0f / tau, u, nu, e, logq, pos, neg, scale, du, de, acc);
+    else
+        be->softmax_loss(T, d, R, 1.0f / tau, u, nu, e, pos, neg, scale, du, de, acc);
     if (normalize_items) {
-        float *dx = be->alloc(table_bytes);
-        be->l2norm_bwd(nu, d, en, norms, de, dx);
-        be->axpy(nu * d, 1.0f, dx, drows);
-        be->free(dx);
-        be->free(de);
-        be->free(en);
-        be->free(norms);
+        be->l2norm_bwd(nu, d, ws->en, ws->norms, de, ws->dx);
+        be->axpy(nu * d, 1.0f, ws->dx, drows);
     }
-    return total;
 }
 
 static int cmp_i64(const void *pa, const void *pb)
@@ -126,7 +158,16 @@ double loss_bce(const struct backend_ops *be, int64_t T, int d, const float *u, 
                 const float *rows, const int64_t *pos, const int64_t *neg, float scale, float *du,
                 float *drows, int64_t *count)
 {
+    double *acc = be->alloc(2 * sizeof(double));
+    loss_bce_acc(be, T, d, u, nu, rows, pos, neg, scale, du, drows, acc);
+    return acc_read(be, acc, count);
+}
+
+void loss_bce_acc(const struct backend_ops *be, int64_t T, int d, const float *u, int64_t nu,
+                  const float *rows, const int64_t *pos, const int64_t *neg, float scale,
+                  float *du, float *drows, double *acc)
+{
     if (d < 1)
         fatal("loss_bce: bad dimension d = %d", d);
-    return be->bce_loss(T, d, u, nu, rows, pos, neg, scale, du, drows, count);
+    be->bce_loss(T, d, u, nu, rows, pos, neg, scale, du, drows, acc);
 }

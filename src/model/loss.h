@@ -59,15 +59,28 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
                             const int64_t *pos, const int64_t *neg, float scale, float *du,
                             float *drows, int64_t *count);
 
-/* loss_sampled_softmax with a correction logq: [nu] (backend memory, NULL =
- * none) subtracted from the logit of every candidate, the positive
- * included: s_0 = u_i . e_pos / tau - logq[pos], s_r likewise (sampled
- * softmax with the logQ correction, as TensorFlow's sampled_softmax_loss
- * with subtract_log_q). Dispatches to be->softmax_loss_q. */
-double loss_sampled_softmax_q(const struct backend_ops *be, int64_t T, int d, int R, float tau,
-                              int normalize_items, const float *u, int64_t nu, const float *rows,
-                              const float *logq, const int64_t *pos, const int64_t *neg,
-                              float scale, float *du, float *drows, int64_t *count);
+/* The buffers of the normalisation, kept across calls (a training step
+ * allocates nothing): zero-initialise, loss_ws_free at the end. */
+struct loss_ws {
+    const struct backend_ops *be;
+    float *en, *norms, *de, *dx; /* [cap, d] x 3 and [cap] */
+    int64_t cap, d;
+};
+void loss_ws_free(struct loss_ws *ws);
+
+/* loss_sampled_softmax as the training step calls it: the loss sum and the
+ * count of supervised positions ADDED to acc[0], acc[1] (2 doubles of
+ * backend memory, read when the caller wants them: no host wait here), the
+ * normalisation's buffers from ws. logq: [nu] (backend memory, NULL = none)
+ * subtracted from the logit of every candidate, the positive included:
+ * s_0 = u_i . e_pos / tau - logq[pos], s_r likewise (sampled softmax with
+ * the logQ correction, as TensorFlow's sampled_softmax_loss with
+ * subtract_log_q; be->softmax_loss_q). */
+void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, int64_t T, int d,
+                              int R, float tau, int normalize_items, const float *u, int64_t nu,
+                              const float *rows, const float *logq, const int64_t *pos,
+                              const int64_t *neg, float scale, float *du, float *drows,
+                              double *acc);
 
 /* In-batch negatives (train.negatives_from = in_batch | mixed). The
  * population is the global batch's targets, one entry per supervised
@@ -94,5 +107,9 @@ float loss_logq(int64_t id, const int64_t *batch, int64_t n, int R, int Ru, int6
 double loss_bce(const struct backend_ops *be, int64_t T, int d, const float *u, int64_t nu,
                 const float *rows, const int64_t *pos, const int64_t *neg, float scale, float *du,
                 float *drows, int64_t *count);
+/* loss_bce with the sum and the count added to acc (as above). */
+void loss_bce_acc(const struct backend_ops *be, int64_t T, int d, const float *u, int64_t nu,
+                  const float *rows, const int64_t *pos, const int64_t *neg, float scale,
+                  float *du, float *drows, double *acc);
 
 #endif

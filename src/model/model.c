@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/rng.h"
+#include "backend/stage.h"
 
 void model_positions(const struct model *m, const struct batch *b, const char *who,
                      int64_t *pos)
@@ -74,19 +75,47 @@ void model_fill(const struct model *m, struct dense_tensor *t, float value)
     free(h);
 }
 
+int model_conf_check(const struct model_conf *conf, char *err, size_t errlen)
+{
+    if (conf->d < 1 || conf->heads < 1 || conf->d % conf->heads != 0)
+        return errorf(err, errlen, "model.heads = %d must divide model.dim = %d", conf->heads,
+                      conf->d);
+    if (conf->max_len < 1)
+        return errorf(err, errlen, "data.max_seq_len = %d must be >= 1", conf->max_len);
+    if (!(conf->dropout >= 0 && conf->dropout < 1))
+        return errorf(err, errlen, "model.dropout = %g must be in [0, 1)", (double)conf->dropout);
+    const int hstu = conf->type == MODEL_HSTU;
+    if (conf->layers < (hstu ? 0 : 1) ||
+        (hstu ? model_hstu_tensors(conf) : model_sasrec_tensors(conf)) > MODEL_MAX_PARAMS) {
+        struct model_conf c = *conf; /* the most layers that fit */
+        for (c.layers = 1; (hstu ? model_hstu_tensors(&c) : model_sasrec_tensors(&c)) <=
+                           MODEL_MAX_PARAMS;)
+            c.layers++;
+        const int most = c.layers - 1;
+        return errorf(err, errlen, "model.layers = %d: %s takes %d to %d layers%s",
+                      conf->layers, hstu ? "hstu" : "sasrec", hstu ? 0 : 1, most,
+                      hstu && conf->time_bias ? " with the time bias" : "");
+    }
+    return 0;
+}
+
 int model_init(struct model *m, const struct model_conf *conf, const struct backend_ops *be,
                uint64_t seed, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     m->conf = *conf;
     m->be = be;
-    if (conf->d < 1 || conf->heads < 1 || conf->d % conf->heads != 0)
-        return errorf(err, errlen, "model.heads = %d must divide model.dim = %d", conf->heads,
-                      conf->d);
+    if (model_conf_check(conf, err, errlen))
+        return -1;
+    m->stage = stage_new(be);
     int rc = conf->type == MODEL_HSTU ? model_hstu_init(m, seed, err, errlen)
                                       : model_sasrec_init(m, seed, err, errlen);
     if (rc)
         return rc;
+    for (int i = 0; i < conf->nextra; i++) { /* after the model's own: the hook's order holds */
+        const struct model_extra *x = &conf->extra[i];
+        model_add_param(m, x->name, x->rows, x->cols, x->scale, x->decay, seed);
+    }
     int64_t n = 0;
     for (int i = 0; i < m->nparams; i++)
         n += (m->params[i].n + MODEL_GRAD_ALIGN - 1) / MODEL_GRAD_ALIGN * MODEL_GRAD_ALIGN;
@@ -109,6 +138,21 @@ void model_free(struct model *m)
     m->be->free(m->grad);
     m->grad = NULL;
     m->nparams = 0;
+    stage_free(m->stage);
+    m->stage = NULL;
+}
+
+void model_upload(struct model *m, void *dst, const void *src, size_t bytes)
+{
+    stage_up(m->stage, dst, src, bytes);
+}
+
+struct dense_tensor *model_param(struct model *m, const char *name)
+{
+    for (int i = 0; i < m->nparams; i++)
+        if (!strcmp(m->params[i].name, name))
+            return &m->params[i];
+    return NULL;
 }
 
 void model_zero_grads(struct model *m)

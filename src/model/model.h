@@ -22,12 +22,25 @@
 
 enum model_type { MODEL_HSTU, MODEL_SASREC };
 
+/* A dense tensor the model holds but does not use: a task's head
+ * (model/task.h), trained, all-reduced and checkpointed with the rest. */
+struct model_extra {
+    char name[48];
+    int rows, cols;
+    float scale;        /* U(-scale, scale) from (seed, name); 0: zeros */
+    int decay;          /* AdamW weight decay applies */
+};
+
+#define MODEL_MAX_EXTRA 24
+
 struct model_conf {
     enum model_type type;
     int d, layers, heads;
     int max_len;        /* N = data.max_seq_len: positions, HSTU's 1/N scale */
     float dropout;
     int time_bias;      /* HSTU: add the time-bucket bias (batch has timestamps) */
+    int nextra;         /* extra tensors, after the model's own (in this order) */
+    struct model_extra extra[MODEL_MAX_EXTRA];
 };
 
 struct dense_tensor {
@@ -99,6 +112,7 @@ struct model_hook {
 };
 
 struct model;
+struct stage;
 struct model_vtable {
     void (*forward)(struct model *m, const struct batch *b, const float *emb, float *out);
     void (*backward)(struct model *m, const struct batch *b, const float *dout, float *demb);
@@ -117,14 +131,21 @@ struct model {
     float *grad;
     int64_t ngrad;
     struct model_hook hook; /* between layers (model_set_hook); none by default */
+    struct stage *stage;    /* the batch's uploads (model_upload) */
     void *priv;         /* activations saved by forward for backward */
 };
 
+/* Check conf without building anything (what model_init refuses): heads
+ * dividing d, layers within MODEL_MAX_PARAMS tensors, max_len >= 1,
+ * dropout in [0, 1). 0, or -1 with err naming the parameters. */
+int model_conf_check(const struct model_conf *conf, char *err, size_t errlen);
 /* Build the model of conf.type with parameters initialised from seed.
- * Returns 0, or -1 with err (e.g. heads not dividing d). */
+ * Returns 0, or -1 with err (model_conf_check's). */
 int model_init(struct model *m, const struct model_conf *conf, const struct backend_ops *be,
                uint64_t seed, char *err, size_t errlen);
 void model_free(struct model *m);
+/* The tensor called name, or NULL. */
+struct dense_tensor *model_param(struct model *m, const char *name);
 void model_zero_grads(struct model *m);
 /* Install the between-layers hook (h.between_layers NULL: none). */
 void model_set_hook(struct model *m, struct model_hook h);
@@ -132,6 +153,11 @@ void model_set_hook(struct model *m, struct model_hook h);
 void model_between_layers(const struct model *m, int first_final);
 
 #define MODEL_GRAD_ALIGN 64
+
+/* For model files: dst[bytes] (backend memory) = the host bytes src, before
+ * the backend's next operation, without a host wait (backend/stage.h); src
+ * may be reused at once. */
+void model_upload(struct model *m, void *dst, const void *src, size_t bytes);
 
 /* For model files: pos[t] = the position of token t in its sequence
  * (pos0[b] + t - offsets[b] with batch.split, else t - offsets[b]), after
@@ -148,5 +174,8 @@ void model_fill(const struct model *m, struct dense_tensor *t, float value);
 
 int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen);
 int model_sasrec_init(struct model *m, uint64_t seed, char *err, size_t errlen);
+/* The parameter tensors each model needs for conf (at most MODEL_MAX_PARAMS). */
+int model_hstu_tensors(const struct model_conf *conf);
+int model_sasrec_tensors(const struct model_conf *conf);
 
 #endif

@@ -101,8 +101,12 @@ static void pool_release(struct model *m, struct buf_pool *bp)
     bp->n = 0;
 }
 
-/* A capacity for need, growing by half at least. */
-static int64_t grown(int64_t need, int64_t cap) { return need > cap + cap / 2 ? need : cap + cap / 2; }
+/* A capacity for need, growing by half at least, with a quarter to spare
+ * (batches vary: a few growths, then none; each one reallocates). */
+static int64_t grown(int64_t need, int64_t cap)
+{
+    return need > cap + cap / 2 ? need + need / 4 : cap + cap / 2;
+}
 
 static void *buf(struct model *m, size_t bytes)
 {
@@ -155,9 +159,11 @@ static void release(struct model *m)
 static void reserve(struct model *m, int64_t B, int64_t T)
 {
     struct hstu_priv *P = m->priv;
-    if (T <= P->cap && B <= P->cap_b)
+    if (P->cap > 0 && T <= P->cap && B <= P->cap_b)
         return;
-    int64_t cap = grown(T, P->cap), cap_b = grown(B, P->cap_b);
+    /* at least one token and sequence: a rank without any sequence in a step still
+     * copies its (empty) batch and takes part in every collective */
+    int64_t cap = grown(T > 0 ? T : 1, P->cap), cap_b = grown(B > 0 ? B : 1, P->cap_b);
     release(m);
     P->cap = cap;
     P->cap_b = cap_b;
@@ -204,7 +210,6 @@ static void reserve(struct model *m, int64_t B, int64_t T)
 static void load_split(struct model *m, const struct batch *b)
 {
     struct hstu_priv *P = m->priv;
-    const struct backend_ops *be = m->be;
     const struct model_split *sp = b->split;
     P->split = sp != NULL;
     if (!sp)
@@ -214,12 +219,12 @@ static void load_split(struct model *m, const struct batch *b)
               "(parallel.split_long)", m->be->name);
     const int64_t K = sp->key_off[b->B];
     kbuf_reserve(m, b->B, K);
-    be->to_device(P->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
-    be->to_device(P->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, P->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
+    model_upload(m, P->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
     if (P->use_ts) {
         if (!sp->key_ts)
             fatal("model_hstu: a split batch with timestamps needs its keys' timestamps");
-        be->to_device(P->key_ts, sp->key_ts, (size_t)K * sizeof(int64_t));
+        model_upload(m, P->key_ts, sp->key_ts, (size_t)K * sizeof(int64_t));
     }
 }
 
@@ -228,19 +233,18 @@ static void load_split(struct model *m, const struct batch *b)
 static void load_batch(struct model *m, const struct batch *b)
 {
     struct hstu_priv *P = m->priv;
-    const struct backend_ops *be = m->be;
     int64_t T = b->T;
     int64_t *pos = xmalloc((size_t)(T > 0 ? T : 1) * sizeof *pos);
     model_positions(m, b, "model_hstu", pos);
-    be->to_device(P->pos, pos, (size_t)T * sizeof *pos);
+    model_upload(m, P->pos, pos, (size_t)T * sizeof *pos);
     free(pos);
-    be->to_device(P->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, P->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
     P->use_ts = m->conf.time_bias && b->ts;
     if (P->use_ts)
-        be->to_device(P->ts, b->ts, (size_t)T * sizeof(int64_t));
+        model_upload(m, P->ts, b->ts, (size_t)T * sizeof(int64_t));
     P->dropped = b->train && m->conf.dropout > 0;
     if (P->dropped)
-        be->to_device(P->keys, b->row_keys, (size_t)T * sizeof(uint64_t));
+        model_upload(m, P->keys, b->row_keys, (size_t)T * sizeof(uint64_t));
     P->B = b->B;
     P->T = T;
     load_split(m, b);
@@ -393,6 +397,11 @@ static const struct model_vtable hstu_vtable = {
     .free = hstu_free,
 };
 
+int model_hstu_tensors(const struct model_conf *conf)
+{
+    return 1 + conf->layers * (conf->time_bias ? 5 : 4);
+}
+
 int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
 {
     const struct model_conf *c = &m->conf;
@@ -401,7 +410,7 @@ int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
 
     if (N < 1)
         return errorf(err, errlen, "HSTU: max_len = %d must be >= 1", N);
-    if (c->layers < 0 || 1 + c->layers * (c->time_bias ? 5 : 4) > MODEL_MAX_PARAMS)
+    if (c->layers < 0 || model_hstu_tensors(c) > MODEL_MAX_PARAMS)
         return errorf(err, errlen, "HSTU: layers = %d out of range (at most %d)", c->layers,
                       (MODEL_MAX_PARAMS - 1) / (c->time_bias ? 5 : 4));
     if (!(c->dropout >= 0 && c->dropout < 1))

@@ -162,8 +162,8 @@ static void split_load(struct model *m, const struct batch *b)
         s->kcap = n;
         s->kcap_b = nb;
     }
-    m->be->to_device(s->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
-    m->be->to_device(s->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, s->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
+    model_upload(m, s->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
 }
 
 /* Make every buffer hold T rows (grown per batch, never per sequence). */
@@ -171,7 +171,7 @@ static void reserve(struct model *m, int64_t T)
 {
     struct sasrec_priv *s = m->priv;
     const int d = m->conf.d, H = m->conf.heads;
-    if (T <= s->cap)
+    if (s->cap > 0 && T <= s->cap) /* allocated even for T = 0: a rank with no sequence */
         return;
     release(m);
     const int64_t n = T + T / 4 + 16;
@@ -246,11 +246,11 @@ static void positions(struct model *m, const struct batch *b)
         s->cap_b = b->B + 1 + b->B / 2;
         s->offsets = m->be->alloc((size_t)s->cap_b * sizeof(int64_t));
     }
-    m->be->to_device(s->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
+    model_upload(m, s->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
     if (b->train && m->conf.dropout > 0)
-        m->be->to_device(s->keys, b->row_keys, (size_t)b->T * sizeof(uint64_t));
+        model_upload(m, s->keys, b->row_keys, (size_t)b->T * sizeof(uint64_t));
     model_positions(m, b, "sasrec", s->pos_host);
-    m->be->to_device(s->pos, s->pos_host, (size_t)b->T * sizeof(int64_t));
+    model_upload(m, s->pos, s->pos_host, (size_t)b->T * sizeof(int64_t));
 }
 
 /* emb, out: [T, d] */
@@ -402,6 +402,8 @@ static const struct model_vtable sasrec_vtable = {
     .free = sasrec_free,
 };
 
+int model_sasrec_tensors(const struct model_conf *conf) { return 1 + conf->layers * L_COUNT + 2; }
+
 int model_sasrec_init(struct model *m, uint64_t seed, char *err, size_t errlen)
 {
     const struct model_conf *c = &m->conf;
@@ -411,7 +413,7 @@ int model_sasrec_init(struct model *m, uint64_t seed, char *err, size_t errlen)
                       c->layers, N);
     if (!(c->dropout >= 0 && c->dropout < 1))
         return errorf(err, errlen, "sasrec: dropout %g outside [0, 1)", (double)c->dropout);
-    if (1 + c->layers * L_COUNT + 2 > MODEL_MAX_PARAMS)
+    if (model_sasrec_tensors(c) > MODEL_MAX_PARAMS)
         return errorf(err, errlen, "sasrec: %d layers need more than %d parameter tensors",
                       c->layers, MODEL_MAX_PARAMS);
 

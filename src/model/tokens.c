@@ -18,9 +18,10 @@ static void add_values(struct tok_feat *f, int64_t *at, const int32_t *vals, int
             f->req[(*at)++] = vals[j];
 }
 
-/* Plan feature i over ne entities; values(e) from the column or evv. */
+/* Plan feature i over ne entities; values(e) from the column or evv (and
+ * their weights evw, NULL: 1). */
 static void plan_feature(struct tokens *tk, const struct feat_values *v, int i, int64_t ne,
-                         const int64_t *entity, const int32_t *evv)
+                         const int64_t *entity, const int32_t *evv, const float *evw)
 {
     const struct feat_spec *sp = &tk->s->f[i];
     struct tok_feat *f = &tk->f[i];
@@ -31,8 +32,11 @@ static void plan_feature(struct tokens *tk, const struct feat_values *v, int i, 
     for (int64_t e = 0; e < ne; e++)
         total += evv ? 1 : feat_values_of(v, i, entity[e], &vals);
     f->req = zalloc(total, sizeof *f->req);
+    f->w = evw ? zalloc(total, sizeof *f->w) : NULL;
     int64_t at = 0;
     for (int64_t e = 0; e < ne; e++) {
+        if (evw && evv[e] != 0)
+            f->w[at] = evw[e];
         if (evv)
             add_values(f, &at, evv + e, 1);
         else
@@ -54,9 +58,62 @@ static void plan_feature(struct tokens *tk, const struct feat_values *v, int i, 
     }
 }
 
+/* The model batch's layout: per sequence C contextual tokens, then each
+ * event's item (and its action token when interleaved), the candidates
+ * last (their item alone). */
+static void plan_layout(struct tokens *tk, const struct seq_batch *b)
+{
+    const int m = tk->s->actions == ACT_INTERLEAVE ? 2 : 1;
+    const int64_t B = b->B, C = tk->C;
+    tk->ncand = b->ncand;
+    int64_t Tx = 0;
+    for (int64_t q = 0; q < B; q++) {
+        const int64_t L = b->offsets[q + 1] - b->offsets[q], K = b->ncand ? b->ncand[q] : 0;
+        Tx += C + m * (L - K) + K;
+    }
+    tk->Tx = Tx;
+    tk->xoff = zalloc(B + 1, sizeof *tk->xoff);
+    tk->xts = b->ts ? zalloc(Tx, sizeof *tk->xts) : NULL;
+    tk->xkeys = zalloc(Tx, sizeof *tk->xkeys);
+    tk->xrow = zalloc(tk->T, sizeof *tk->xrow);
+    if (m == 2)
+        tk->xact = zalloc(tk->T, sizeof *tk->xact);
+    if (tk->s->actions == ACT_SUM)
+        tk->aprev = zalloc(tk->T, sizeof *tk->aprev);
+    int64_t x = 0;
+    for (int64_t q = 0; q < B; q++) {
+        const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0;
+        const int64_t H = L - (b->ncand ? b->ncand[q] : 0);
+        tk->xoff[q] = x;
+        for (int64_t c = 0; c < C; c++, x++) { /* the first event's time; keys from its key */
+            if (tk->xts)
+                tk->xts[x] = L ? b->ts[t0] : 0;
+            tk->xkeys[x] = L && b->keys[t0] ? rng_key(b->keys[t0], 0x63747874ull, (uint64_t)c)
+                                            : 0;
+        }
+        for (int64_t j = 0; j < L; j++) {
+            const int64_t t = t0 + j;
+            tk->xrow[t] = x;
+            if (tk->xts)
+                tk->xts[x] = b->ts[t];
+            tk->xkeys[x++] = b->keys[t];
+            if (tk->aprev) /* candidates: the last history event's action */
+                tk->aprev[t] = j < H ? (j > 0 ? t - 1 : -1) : (H > 0 ? t0 + H - 1 : -1);
+            if (tk->xact && j < H) { /* the action token after its item */
+                tk->xact[t] = x;
+                if (tk->xts)
+                    tk->xts[x] = b->ts[t];
+                tk->xkeys[x++] = b->keys[t] ? rng_key(b->keys[t], 0x61637469ull, 1) : 0;
+            } else if (tk->xact)
+                tk->xact[t] = -1;
+        }
+    }
+    tk->xoff[B] = x;
+}
+
 void tokens_plan(struct tokens *tk, const struct feat_schema *s, const struct feat_values *v,
                  const int64_t *items, int64_t n_items, const struct seq_batch *b,
-                 int32_t *const *evv)
+                 int32_t *const *evv, float *const *evw)
 {
     memset(tk, 0, sizeof *tk);
     tk->s = s;
@@ -68,39 +125,20 @@ void tokens_plan(struct tokens *tk, const struct feat_schema *s, const struct fe
     for (int i = 0; i < s->n; i++) {
         const struct feat_spec *sp = &s->f[i];
         if (sp->role == FEAT_ITEM)
-            plan_feature(tk, v, i, n_items, item_rows, NULL);
+            plan_feature(tk, v, i, n_items, item_rows, NULL, NULL);
         else if (sp->role == FEAT_EVENT)
-            plan_feature(tk, v, i, b ? b->T : 0, NULL, b ? evv[i] : NULL);
+            plan_feature(tk, v, i, b ? b->T : 0, NULL, b ? evv[i] : NULL,
+                         b && evw ? evw[i] : NULL);
         else
-            plan_feature(tk, v, i, b ? b->B : 0, b ? b->users : NULL, NULL);
+            plan_feature(tk, v, i, b ? b->B : 0, b ? b->users : NULL, NULL, NULL);
     }
     free(item_rows);
     if (!b)
         return;
-    /* the model batch: C contextual tokens, then the events, per sequence */
-    const int64_t B = b->B, T = b->T, C = s->n_user;
-    tk->B = B, tk->T = T, tk->C = C, tk->Tx = T + B * C;
-    tk->xoff = zalloc(B + 1, sizeof *tk->xoff);
-    tk->xts = b->ts ? zalloc(tk->Tx, sizeof *tk->xts) : NULL;
-    tk->xkeys = zalloc(tk->Tx, sizeof *tk->xkeys);
-    tk->xrow = zalloc(T, sizeof *tk->xrow);
-    for (int64_t q = 0; q < B; q++) {
-        const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0, x0 = t0 + q * C;
-        tk->xoff[q] = x0;
-        tk->xoff[q + 1] = x0 + C + L;
-        for (int64_t c = 0; c < C; c++) { /* the first event's time; keys derived from its key */
-            if (tk->xts)
-                tk->xts[x0 + c] = L ? b->ts[t0] : 0;
-            tk->xkeys[x0 + c] = L && b->keys[t0] ? rng_key(b->keys[t0], 0x63747874ull, (uint64_t)c)
-                                                 : 0;
-        }
-        for (int64_t j = 0; j < L; j++) {
-            tk->xrow[t0 + j] = x0 + C + j;
-            if (tk->xts)
-                tk->xts[x0 + C + j] = b->ts[t0 + j];
-            tk->xkeys[x0 + C + j] = b->keys[t0 + j];
-        }
-    }
+    tk->B = b->B, tk->T = b->T, tk->C = s->n_user;
+    plan_layout(tk, b);
+    if (s->actions != ACT_NONE)
+        tk->act = zalloc(tk->T * tk->d, sizeof *tk->act);
 }
 
 void tokens_free(struct tokens *tk)
@@ -114,12 +152,17 @@ void tokens_free(struct tokens *tk)
         free(f->pool);
         free(f->dout);
         free(f->P);
+        free(f->w);
         free(tk->proj_ids[i]);
     }
+    tokens_target_free(tk);
     free(tk->xoff);
     free(tk->xts);
     free(tk->xkeys);
     free(tk->xrow);
+    free(tk->xact);
+    free(tk->aprev);
+    free(tk->act);
     memset(tk, 0, sizeof *tk);
 }
 
@@ -143,9 +186,11 @@ void tokens_features_fwd(struct tokens *tk, const float *const *rows, const int6
             float *p = f->pool + e * w;
             const int64_t a = f->off[e], z = f->off[e + 1];
             memset(p, 0, (size_t)w * sizeof *p);
-            for (int64_t r = a; r < z; r++)
+            for (int64_t r = a; r < z; r++) {
+                const float wt = f->w ? f->w[r] : 1.0f;
                 for (int j = 0; j < w; j++)
-                    p[j] += R[iv[r] * w + j];
+                    p[j] += wt * R[iv[r] * w + j];
+            }
             if (tk->s->mean && z - a > 1)
                 for (int j = 0; j < w; j++)
                     p[j] /= (float)(z - a);
@@ -175,24 +220,37 @@ void tokens_items_add(const struct tokens *tk, const float *base, float *rep, in
     }
 }
 
-void tokens_batch(const struct tokens *tk, const struct batch *b, struct batch *mb)
+void tokens_batch(struct tokens *tk, const struct batch *b, struct batch *mb)
 {
     *mb = *b;
-    if (tk->C == 0)
+    if (tk->Tx == tk->T && !tk->ncand) /* the event tokens are the model's */
         return;
     if (b->split)
-        fatal("tokens: contextual tokens with split sequences (parallel.split_long)");
+        fatal("tokens: contextual or action tokens with split sequences (parallel.split_long)");
     mb->T = tk->Tx;
     mb->offsets = tk->xoff;
     mb->ts = b->ts ? tk->xts : NULL;
     mb->row_keys = tk->xkeys;
+    if (tk->ncand)
+        tokens_target_batch(tk, mb);
+}
+
+/* a_t: the sum of the event features (the labels among them) of token t. */
+static void actions_fwd(const struct tokens *tk)
+{
+    const int d = tk->d;
+    memset(tk->act, 0, (size_t)(tk->T * d) * sizeof *tk->act);
+    for (int i = 0; i < tk->s->n; i++)
+        if (tk->s->f[i].role == FEAT_EVENT)
+            for (int64_t k = 0; k < tk->T * d; k++)
+                tk->act[k] += tk->f[i].out[k];
 }
 
 void tokens_inputs(const struct tokens *tk, const float *emb, float *x)
 {
     const int d = tk->d;
     const int64_t T = tk->T;
-    if (tk->C > 0) {
+    if (tk->Tx != T) {
         for (int64_t t = 0; t < T; t++)
             memcpy(x + tk->xrow[t] * d, emb + t * d, (size_t)d * sizeof *x);
         for (int i = 0; i < tk->s->n; i++) {
@@ -204,13 +262,27 @@ void tokens_inputs(const struct tokens *tk, const float *emb, float *x)
         }
     } else if (x != emb)
         memcpy(x, emb, (size_t)(T * d) * sizeof *x);
-    for (int i = 0; i < tk->s->n; i++)
-        if (tk->s->f[i].role == FEAT_EVENT)
-            for (int64_t t = 0; t < T; t++) {
-                float *r = x + (tk->C ? tk->xrow[t] : t) * d;
-                for (int k = 0; k < d; k++)
-                    r[k] += tk->f[i].out[t * d + k];
-            }
+    if (tk->s->actions == ACT_NONE) { /* event features on their own token */
+        for (int i = 0; i < tk->s->n; i++)
+            if (tk->s->f[i].role == FEAT_EVENT)
+                for (int64_t t = 0; t < T; t++) {
+                    float *r = x + tk->xrow[t] * d;
+                    for (int k = 0; k < d; k++)
+                        r[k] += tk->f[i].out[t * d + k];
+                }
+        return;
+    }
+    actions_fwd(tk);
+    for (int64_t t = 0; t < T; t++) {
+        if (tk->xact && tk->xact[t] >= 0)
+            memcpy(x + tk->xact[t] * d, tk->act + t * d, (size_t)d * sizeof *x);
+        if (tk->aprev && tk->aprev[t] >= 0) {
+            float *r = x + tk->xrow[t] * d;
+            const float *a = tk->act + tk->aprev[t] * d;
+            for (int k = 0; k < d; k++)
+                r[k] += a[k];
+        }
+    }
 }
 
 void tokens_outputs(const struct tokens *tk, const float *out_x, float *out_ev)
@@ -228,22 +300,44 @@ void tokens_dout(const struct tokens *tk, const float *du_ev, float *du_x)
 
 /* --- backward ----------------------------------------------------------------- */
 
+/* The actions' gradient into tk->act (reused): the action tokens' rows
+ * (interleave) or the sum of the rows of the tokens that added them (sum,
+ * in token order). */
+static void actions_bwd(const struct tokens *tk, const float *dx)
+{
+    const int d = tk->d;
+    memset(tk->act, 0, (size_t)(tk->T * d) * sizeof *tk->act);
+    for (int64_t t = 0; t < tk->T; t++) {
+        if (tk->xact && tk->xact[t] >= 0)
+            memcpy(tk->act + t * d, dx + tk->xact[t] * d, (size_t)d * sizeof *tk->act);
+        if (tk->aprev && tk->aprev[t] >= 0) {
+            float *g = tk->act + tk->aprev[t] * d;
+            const float *r = dx + tk->xrow[t] * d;
+            for (int k = 0; k < d; k++)
+                g[k] += r[k];
+        }
+    }
+}
+
 void tokens_inputs_bwd(struct tokens *tk, const float *dx, float *demb)
 {
     const int d = tk->d;
+    if (tk->s->actions != ACT_NONE)
+        actions_bwd(tk, dx); /* before demb, which may be dx */
     for (int i = 0; i < tk->s->n; i++) {
         const struct feat_spec *sp = &tk->s->f[i];
         struct tok_feat *f = &tk->f[i];
-        if (sp->role == FEAT_EVENT)
+        if (sp->role == FEAT_EVENT && tk->s->actions != ACT_NONE)
+            memcpy(f->dout, tk->act, (size_t)(tk->T * d) * sizeof *f->dout);
+        else if (sp->role == FEAT_EVENT)
             for (int64_t t = 0; t < tk->T; t++)
-                memcpy(f->dout + t * d, dx + (tk->C ? tk->xrow[t] : t) * d,
-                       (size_t)d * sizeof *f->dout);
+                memcpy(f->dout + t * d, dx + tk->xrow[t] * d, (size_t)d * sizeof *f->dout);
         else if (sp->role == FEAT_USER)
             for (int64_t q = 0; q < tk->B; q++)
                 memcpy(f->dout + q * d, dx + (tk->xoff[q] + sp->ctx) * d,
                        (size_t)d * sizeof *f->dout);
     }
-    if (tk->C > 0)
+    if (tk->Tx != tk->T)
         for (int64_t t = 0; t < tk->T; t++)
             memcpy(demb + t * d, dx + tk->xrow[t] * d, (size_t)d * sizeof *demb);
     else if (demb != dx)
@@ -290,9 +384,11 @@ void tokens_features_bwd(struct tokens *tk, const float *const *rows, const int6
             } else
                 memcpy(dp, go, (size_t)w * sizeof *dp);
             const float scale = tk->s->mean ? 1.0f / (float)(z - a) : 1.0f;
-            for (int64_t r = a; r < z; r++)
+            for (int64_t r = a; r < z; r++) {
+                const float s = f->w ? scale * f->w[r] : scale;
                 for (int j = 0; j < w; j++)
-                    g[iv[r] * w + j] += scale * dp[j];
+                    g[iv[r] * w + j] += s * dp[j];
+            }
         }
         if (sp->proj >= 0) {
             float *gp = gu[sp->proj];

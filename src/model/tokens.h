@@ -6,7 +6,23 @@
  *                        pool_f(i) P_f   (the item's input token and the
  *                        row the loss and the ranking score it by)
  *   event token          x_t = rep_{item_t} + sum over event features g of
- *                        row_g(value_t) P_g
+ *                        row_g(value_t) P_g        (retrieval: actions none)
+ *   actions (ranking)    a_t = sum over event features g of row_g(value_t)
+ *                        P_g, the tasks' labels among them (schema.h: a
+ *                        label is an event feature of 2 rows, binary, or 1
+ *                        row times the standardised value, regression);
+ *                        sum: x_t = rep_{item_t} + a_{t-1} (the previous
+ *                        event's action; none at a sequence's first);
+ *                        interleave: the tokens are rep_{item_0}, a_0,
+ *                        rep_{item_1}, a_1, ... So a position never sees
+ *                        its own labels.
+ *   candidates           (evaluation, score; seq_batch.ncand) the last
+ *                        tokens of a sequence: rep_{item} alone (sum:
+ *                        + the last history event's action), all at the
+ *                        position after the history; each attends to the
+ *                        contextual and history tokens and to itself, not
+ *                        to the other candidates (the target mask:
+ *                        tokens_target.c builds it as a split batch)
  *   contextual tokens    C = the user features: token c of sequence b is
  *                        pool_c(user_b) P_c, in front of the sequence
  *                        (positions 0 .. C - 1; the events follow at C ..);
@@ -20,7 +36,8 @@
  * on host memory (the CPU backend). Shapes: d = model width; the plan's
  * item entities n_items (the unique rows of the item exchange in training,
  * the tokens in evaluation); T event tokens of B sequences; Tx = T + B C
- * model tokens. */
+ * model tokens: B C contextual, the items and, interleaved, the actions of
+ * the events that are not candidates. */
 #ifndef FS_MODEL_TOKENS_H
 #define FS_MODEL_TOKENS_H
 
@@ -42,7 +59,10 @@ struct tok_feat {
     float *out;        /* [ne, d] pool P (= pool when not projected) */
     float *dout;       /* [ne, d] its gradient */
     float *P;          /* [width, d] the projection's rows (projected features) */
+    float *w;          /* [nreq] weight of each request (NULL: 1) */
 };
+
+struct tok_target;     /* the target mask (tokens_target.c) */
 
 struct tokens {
     const struct feat_schema *s;
@@ -57,16 +77,23 @@ struct tokens {
     int64_t *xoff;     /* [B + 1] */
     int64_t *xts;      /* [Tx] or NULL */
     uint64_t *xkeys;   /* [Tx] */
-    int64_t *xrow;     /* [T] row of event token t among the Tx */
+    int64_t *xrow;     /* [T] row of event token t's item among the Tx */
+    int64_t *xact;     /* interleave: [T] row of its action token (-1: none) */
+    int64_t *aprev;    /* sum: [T] the event whose action token t adds (-1: none) */
+    const int64_t *ncand; /* [B] candidates at the end of each sequence, or NULL */
+    float *act;        /* actions: [T, d] a_t */
+    struct tok_target *tgt; /* the target mask's split batch (candidates), or NULL */
 };
 
 /* Plan: the item features of items[n_items] (ids; NULL, 0: none), the
  * event features of b's tokens (evv[i] [T]: values of event feature i,
- * NULL for the others or without event features) and the user features of
- * b's users; b may be NULL when only item representations are wanted. */
+ * NULL for the others or without event features; evw[i] [T] their
+ * weights, NULL: 1) and the user features of b's users; b may be NULL
+ * when only item representations are wanted. The layout follows
+ * s->actions and b->ncand. */
 void tokens_plan(struct tokens *tk, const struct feat_schema *s, const struct feat_values *v,
                  const int64_t *items, int64_t n_items, const struct seq_batch *b,
-                 int32_t *const *evv);
+                 int32_t *const *evv, float *const *evw);
 void tokens_free(struct tokens *tk);
 
 /* Forward of every feature from its table's rows: rows[k] [nuniq_k,
@@ -77,10 +104,14 @@ void tokens_features_fwd(struct tokens *tk, const float *const *rows, const int6
  * (base may be rep). */
 void tokens_items_add(const struct tokens *tk, const float *base, float *rep, int64_t i0,
                       int64_t n);
-/* The model's batch over the Tx tokens (b: the event tokens' batch). */
-void tokens_batch(const struct tokens *tk, const struct batch *b, struct batch *mb);
-/* x [Tx, d] from the event tokens' rows emb [T, d]: event features added,
- * contextual tokens in front (x may be emb when C = 0). */
+/* The model's batch over the Tx tokens (b: the event tokens' batch); with
+ * candidates, the target mask's (split) batch, kept in tk. */
+void tokens_batch(struct tokens *tk, const struct batch *b, struct batch *mb);
+/* tokens_target.c: build tk->tgt and mb's segments, and free it. */
+void tokens_target_batch(struct tokens *tk, struct batch *mb);
+void tokens_target_free(struct tokens *tk);
+/* x [Tx, d] from the event tokens' rows emb [T, d]: event features added
+ * (or the actions), contextual tokens in front (x may be emb when Tx = T). */
 void tokens_inputs(const struct tokens *tk, const float *emb, float *x);
 /* The event tokens' rows of the model output: out_ev [T, d] from out_x [Tx, d]. */
 void tokens_outputs(const struct tokens *tk, const float *out_x, float *out_ev);
@@ -88,7 +119,7 @@ void tokens_outputs(const struct tokens *tk, const float *out_x, float *out_ev);
 void tokens_dout(const struct tokens *tk, const float *du_ev, float *du_x);
 
 /* Backward of tokens_inputs: dx [Tx, d] -> demb [T, d] (the event tokens:
- * the gradient of their item rows; demb may be dx when C = 0) and the
+ * the gradient of their item rows; demb may be dx when Tx = T) and the
  * event and user features' dout (set here). */
 void tokens_inputs_bwd(struct tokens *tk, const float *dx, float *demb);
 /* Backward of tokens_items_add over all item entities: drep [n_items, d]

@@ -24,11 +24,16 @@
  *   /user_map          [num_users]  original user ids (dense: 0..U-1)
  *   /dense/NAME        float32 [rows, cols] (vectors [n]) every dense
  *                      parameter of the model by its name
+ *   /head/...          ranking (attribute task = "ranking"): the MLP head,
+ *                      w0 .. wL [in, out], b0 .. bL [out], mean, std [K]
+ *                      (write_head below)
  *
  * Score of user u and item i as recommend computes it:
  *   s = U[u] . E[i] / max(|E[i]|, item_norm_eps)  if item_norm, else U[u] . E[i]
- * Rank 0 writes, under a temporary name renamed at the end: the table in
- * blocks looked up from the shards, the user vectors round by round. */
+ * Written under a temporary name renamed at the end: rank 0 writes the
+ * attributes and the dense parameters, then every rank its own rows through
+ * MPI-IO: its share of the maps, its shard of the table, its users'
+ * vectors round by round (rec_file.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,116 +90,166 @@ static void parse_args(int argc, char **argv, struct rec_cmd *cmd, const char **
         fatal("export: no output file given (-o MODEL.h5)");
 }
 
-/* /item_embeddings: rank 0 looks the rows up block by block (the other
- * ranks take part in each lookup with no ids). */
-static void write_items(struct trainer *tr, hid_t f)
+/* /item_embeddings: every rank of the first embedding group writes its
+ * shard's rows (ids shard, shard + G, ...: rows id - 1, strided), in blocks
+ * of ITEM_BLOCK; the other ranks take part in each write with none. */
+static void write_items(struct trainer *tr, struct rec_file *file, hid_t ds)
 {
-    const int d = tr->conf.d, root = tr->c->rank == 0;
-    const int64_t ni = tr->ds.num_items;
-    hid_t ds = root ? rec_h5_create(f, "item_embeddings", H5T_IEEE_F32LE, ni, d) : -1;
-    int64_t *ids = xmalloc((size_t)ITEM_BLOCK * sizeof *ids);
+    struct emb_table *t = tr->items;
+    const int G = t->G, d = tr->conf.d, mine = tr->c->rank < G;
+    const int64_t ni = tr->ds.num_items, id0 = t->shard ? t->shard : G;
+    const int64_t n = mine && id0 <= ni ? (ni - id0) / G + 1 : 0;
+    const int64_t calls = ((ni + G - 1) / G + ITEM_BLOCK - 1) / ITEM_BLOCK; /* the same on all */
     float *rows = xmalloc((size_t)ITEM_BLOCK * (size_t)d * sizeof *rows);
-    for (int64_t a = 0; a < ni; a += ITEM_BLOCK) {
-        int64_t n = root ? (ni - a < ITEM_BLOCK ? ni - a : ITEM_BLOCK) : 0;
-        for (int64_t i = 0; i < n; i++)
-            ids[i] = a + 1 + i;
-        emb_exchange_free(emb_lookup(tr->items, tr->c, ids, n, rows, NULL));
-        if (tr->feat) /* the representation the items are scored by (collective) */
-            step_feat_item_rows(tr, ids, n, rows);
-        if (root)
-            rec_h5_write_rows(ds, H5T_NATIVE_FLOAT, a, n, d, rows);
+    int64_t *ids = tr->feat ? xmalloc((size_t)ITEM_BLOCK * sizeof *ids) : NULL;
+    for (int64_t b = 0; b < calls; b++) {
+        const int64_t a = b * ITEM_BLOCK, k = a >= n ? 0 : n - a < ITEM_BLOCK ? n - a : ITEM_BLOCK;
+        if (k)
+            emb_table_get_slots(t, id0 / G + a, k, rows, NULL, NULL);
+        if (tr->feat) { /* the representation the items are scored by (collective) */
+            for (int64_t i = 0; i < k; i++)
+                ids[i] = id0 + (a + i) * G;
+            step_feat_item_rows(tr, ids, k, rows);
+        }
+        h5io_write_rows(&file->h, ds, H5T_NATIVE_FLOAT, k ? id0 - 1 + a * G : 0, G, k, d, rows);
     }
-    if (root)
-        REC_H5(H5Dclose(ds));
     free(ids);
     free(rows);
 }
 
-/* /user_embeddings: the users with events in rounds; rank 0 writes each
- * run of consecutive user indexes with one hyperslab (the rest stay 0). */
-static void write_users(struct trainer *tr, hid_t f)
+/* /user_embeddings: the users with events in rounds; every rank writes its
+ * own users' rows (user indexes ascending; the rest stay 0). */
+static void write_users(struct trainer *tr, struct rec_file *file, hid_t ds)
 {
     struct comm *c = tr->c;
-    const int d = tr->conf.d, root = c->rank == 0;
-    hid_t ds = root ? rec_h5_create(f, "user_embeddings", H5T_IEEE_F32LE, tr->ds.num_users, d)
-                    : -1;
+    const int d = tr->conf.d;
     int64_t *users;
     const int64_t n = rec_users_with_events(&tr->ds, &users);
     struct rec_plan pl;
     rec_plan_init(&pl, n, c->size, REC_BATCH, REC_ROUND);
-    int64_t *counts = xmalloc((size_t)c->size * 2 * sizeof *counts), *cd = counts + c->size;
     for (int64_t k = 0; k < pl.rounds; k++) {
-        int64_t lo, cnt, total = 0;
+        int64_t lo, cnt;
         rec_plan_span(&pl, k, c->rank, &lo, &cnt);
         float *u = xmalloc((size_t)(cnt ? cnt : 1) * (size_t)d * sizeof *u);
         rec_user_vectors(tr, &pl, users, lo, cnt, u, NULL, NULL);
-        comm_gather_i64(c, COMM_WORLD, cnt, counts, 0);
-        if (root)
-            for (int r = 0; r < c->size; r++) {
-                total += counts[r];
-                cd[r] = counts[r] * d;
-            }
-        float *gu = root ? xmalloc((size_t)(total ? total : 1) * (size_t)d * sizeof *gu) : NULL;
-        comm_gatherv(c, COMM_WORLD, COMM_F32, u, cnt * d, gu, cd, 0);
-        if (root) { /* the round is the list positions [k0, k0 + total) */
-            const int64_t k0 = rec_plan_first(&pl, k);
-            for (int64_t a = 0, b; a < total; a = b) {
-                for (b = a + 1; b < total && users[k0 + b] == users[k0 + b - 1] + 1; b++)
-                    ;
-                rec_h5_write_rows(ds, H5T_NATIVE_FLOAT, users[k0 + a], b - a, d, gu + a * d);
-            }
-        }
+        h5io_write_row_list(&file->h, ds, H5T_NATIVE_FLOAT, users + lo, cnt, d, u);
         free(u);
-        free(gu);
     }
-    if (root)
-        REC_H5(H5Dclose(ds));
-    free(counts);
     free(users);
 }
 
-/* /dense/NAME: the model's parameters as it holds them. */
-static void write_dense(struct trainer *tr, hid_t f)
+/* /dense/NAME: the model's parameters as it holds them (rank 0). */
+static void write_dense(struct trainer *tr, struct rec_file *file)
 {
-    hid_t g;
-    REC_H5(g = H5Gcreate2(f, "dense", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    struct h5io *h = &file->h;
+    hid_t g = h5io_group(h, h->f, "dense");
     for (int i = 0; i < tr->m.nparams; i++) {
         const struct dense_tensor *t = &tr->m.params[i];
-        float *h = xmalloc((size_t)t->n * sizeof *h);
-        tr->be->to_host(h, t->w, (size_t)t->n * sizeof *h);
+        float *v = xmalloc((size_t)t->n * sizeof *v);
+        tr->be->to_host(v, t->w, (size_t)t->n * sizeof *v);
         int two_d = t->rows > 1 && (int64_t)t->rows * t->cols == t->n;
-        hid_t d = rec_h5_create(g, t->name, H5T_IEEE_F32LE, two_d ? t->rows : t->n,
-                                two_d ? t->cols : 0);
-        rec_h5_write_rows(d, H5T_NATIVE_FLOAT, 0, two_d ? t->rows : t->n, two_d ? t->cols : 0,
-                          h);
-        REC_H5(H5Dclose(d));
-        free(h);
+        const int64_t rows = two_d ? t->rows : t->n, cols = two_d ? t->cols : 0;
+        hid_t dd = rec_h5_dset(file, g, t->name, H5T_IEEE_F32LE, rows, cols);
+        h5io_write_rows(h, dd, H5T_NATIVE_FLOAT, 0, 1, rows, cols, v);
+        h5io_close_obj(h, dd);
+        free(v);
     }
-    REC_H5(H5Gclose(g));
+    h5io_close_obj(h, g);
 }
 
-static void write_attrs(const struct trainer *tr, const struct rec_cmd *cmd, hid_t f,
+static void write_attrs(const struct trainer *tr, const struct rec_cmd *cmd, struct h5io *h,
                         const struct rec_ids *um, const struct rec_ids *im)
 {
     const struct train_conf *cf = &tr->conf;
-    rec_h5_attr_str(f, "format", "freescale-model");
-    rec_h5_attr_i64(f, "version", 1);
-    rec_h5_attr_str(f, "model_type", cf->model.type == MODEL_HSTU ? "hstu" : "sasrec");
-    rec_h5_attr_i64(f, "dim", cf->d);
-    rec_h5_attr_i64(f, "layers", cf->model.layers);
-    rec_h5_attr_i64(f, "heads", cf->model.heads);
-    rec_h5_attr_i64(f, "max_seq_len", cf->N);
-    rec_h5_attr_i64(f, "num_items", tr->ds.num_items);
-    rec_h5_attr_i64(f, "num_users", tr->ds.num_users);
-    rec_h5_attr_i64(f, "step", tr->step);
-    rec_h5_attr_str(f, "checkpoint", cmd->ckpt);
-    rec_h5_attr_str(f, "dataset", cf->data_path);
-    rec_h5_attr_str(f, "loss", cf->bce ? "bce" : "softmax");
-    rec_h5_attr_f64(f, "temperature", params_f64(tr->p, P_train_temperature));
-    rec_h5_attr_i64(f, "item_norm", cf->normalize_items);
-    rec_h5_attr_f64(f, "item_norm_eps", (double)ITEM_NORM_EPS);
-    rec_h5_attr_str(f, "user_ids", rec_ids_kind_name(um));
-    rec_h5_attr_str(f, "item_ids", rec_ids_kind_name(im));
+    const hid_t f = h->f;
+    h5io_attr_utf8(h, f, "format", "freescale-model");
+    h5io_attr_i64(h, f, "version", 1);
+    h5io_attr_utf8(h, f, "model_type", cf->model.type == MODEL_HSTU ? "hstu" : "sasrec");
+    h5io_attr_i64(h, f, "dim", cf->d);
+    h5io_attr_i64(h, f, "layers", cf->model.layers);
+    h5io_attr_i64(h, f, "heads", cf->model.heads);
+    h5io_attr_i64(h, f, "max_seq_len", cf->N);
+    h5io_attr_i64(h, f, "num_items", tr->ds.num_items);
+    h5io_attr_i64(h, f, "num_users", tr->ds.num_users);
+    h5io_attr_i64(h, f, "step", tr->step);
+    h5io_attr_utf8(h, f, "checkpoint", cmd->ckpt);
+    h5io_attr_utf8(h, f, "dataset", cf->data_path);
+    h5io_attr_utf8(h, f, "loss", cf->bce ? "bce" : "softmax");
+    h5io_attr_f64(h, f, "temperature", params_f64(tr->p, P_train_temperature));
+    h5io_attr_i64(h, f, "item_norm", cf->normalize_items);
+    h5io_attr_f64(h, f, "item_norm_eps", (double)ITEM_NORM_EPS);
+    h5io_attr_utf8(h, f, "user_ids", rec_ids_kind_name(um));
+    h5io_attr_utf8(h, f, "item_ids", rec_ids_kind_name(im));
+    h5io_attr_utf8(h, f, "task", cf->task.type == TASK_RANKING ? "ranking" : "retrieval");
+}
+
+/* Ranking: /head, the MLP over the item positions' outputs (model/task.h):
+ * w0 .. wL [in, out], b0 .. bL [out], mean, std [K] (regression tasks'
+ * prediction = mean + std z; binary: 0, 1), attributes tasks, kinds,
+ * actions, hidden. Rank 0. */
+static void write_task_head(struct trainer *tr, struct rec_file *file)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type != TASK_RANKING)
+        return;
+    struct h5io *h = &file->h;
+    hid_t g = h5io_group(h, h->f, "head");
+    char tasks[RANK_MAX_TASKS * 40] = "", kinds[RANK_MAX_TASKS * 12] = "", hidden[128] = "";
+    for (int k = 0; k < tc->n; k++) {
+        snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), "%s%s", k ? "," : "",
+                 tc->t[k].name);
+        snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", k ? "," : "",
+                 tc->t[k].kind == TASK_BINARY ? "binary" : "regression");
+    }
+    for (int l = 0; l < tc->nmlp; l++)
+        snprintf(hidden + strlen(hidden), sizeof hidden - strlen(hidden), "%s%d", l ? "," : "",
+                 tc->mlp[l]);
+    h5io_attr_utf8(h, g, "tasks", tasks);
+    h5io_attr_utf8(h, g, "kinds", kinds);
+    h5io_attr_utf8(h, g, "actions", tc->actions == ACT_INTERLEAVE ? "interleave" : "sum");
+    h5io_attr_utf8(h, g, "hidden", hidden);
+    for (int i = 0; i < tr->m.nparams; i++) {
+        const struct dense_tensor *t = &tr->m.params[i];
+        if (strncmp(t->name, "head.", 5))
+            continue;
+        float *v = xmalloc((size_t)t->n * sizeof *v);
+        tr->be->to_host(v, t->w, (size_t)t->n * sizeof *v);
+        const int stats = !strcmp(t->name, "head.stats");
+        const int two_d = t->rows > 1 && !stats;
+        for (int part = 0; part < (stats ? 2 : 1); part++) {
+            const char *name = stats ? (part ? "std" : "mean") : t->name + 5;
+            const int64_t rows = two_d ? t->rows : stats ? tc->n : t->n;
+            const int64_t cols = two_d ? t->cols : 0;
+            hid_t d = rec_h5_dset(file, g, name, H5T_IEEE_F32LE, rows, cols);
+            h5io_write_rows(h, d, H5T_NATIVE_FLOAT, 0, 1, rows, cols, v + part * tc->n);
+            h5io_close_obj(h, d);
+        }
+        free(v);
+    }
+    h5io_close_obj(h, g);
+}
+
+/* Rank 0: the attributes, the dense parameters and the empty large
+ * datasets (/item_map, /user_map, /item_embeddings, /user_embeddings). */
+static void write_head(struct trainer *tr, const struct rec_cmd *cmd, struct rec_file *file,
+                       const struct rec_ids *um, const struct rec_ids *im)
+{
+    struct h5io *h = &file->h;
+    const int64_t ni = tr->ds.num_items, nu = tr->ds.num_users;
+    rec_h5_create(file);
+    write_attrs(tr, cmd, h, um, im);
+    hid_t ti = rec_ids_h5_type(im, h), tu = rec_ids_h5_type(um, h);
+    hid_t d[4] = {rec_h5_dset(file, h->f, "item_map", ti, ni, 0),
+                  rec_h5_dset(file, h->f, "user_map", tu, nu, 0),
+                  rec_h5_dset(file, h->f, "item_embeddings", H5T_IEEE_F32LE, ni, tr->conf.d),
+                  rec_h5_dset(file, h->f, "user_embeddings", H5T_IEEE_F32LE, nu, tr->conf.d)};
+    for (int i = 0; i < 4; i++)
+        h5io_close_obj(h, d[i]);
+    h5io_close_obj(h, ti);
+    h5io_close_obj(h, tu);
+    write_dense(tr, file);
+    write_task_head(tr, file);
+    rec_h5_close(file);
 }
 
 int export_main(int argc, char **argv)
@@ -208,29 +263,24 @@ int export_main(int argc, char **argv)
     rec_start(&cmd, &argc, &argv, &c, &p, &tr);
     struct rec_ids um = {0}, im = {0};
     char err[1024];
+    if (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
+        rec_ids_load(&im, &tr.ds, 1, err, sizeof err))
+        fatal("export: %s", err);
     struct rec_file file;
-    hid_t f = -1;
-    if (c.rank == 0) {
-        if (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
-            rec_ids_load(&im, &tr.ds, 1, err, sizeof err))
-            fatal("export: %s", err);
-        rec_file_begin(&file, out);
-        f = H5Fcreate(file.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-        if (f < 0)
-            rec_fatal("%s: cannot create %s (directory missing or not writable?)", out, file.tmp);
-        write_attrs(&tr, &cmd, f, &um, &im);
-        rec_ids_h5_write(&im, f, "item_map");
-        rec_ids_h5_write(&um, f, "user_map");
-        write_dense(&tr, f);
-    }
-    write_items(&tr, f);
-    write_users(&tr, f);
-    if (c.rank == 0) {
-        if (H5Fclose(f) < 0)
-            rec_fatal("%s: writing failed (disk full?)", out);
-        rec_file_commit(&file);
-    }
-    comm_barrier(&c);
+    rec_file_begin(&file, out, &c);
+    if (c.rank == 0)
+        write_head(&tr, &cmd, &file, &um, &im);
+    rec_h5_reopen(&file, &c); /* every rank, its own rows */
+    hid_t d[4] = {rec_h5_open(&file, "item_map"), rec_h5_open(&file, "user_map"),
+                  rec_h5_open(&file, "item_embeddings"), rec_h5_open(&file, "user_embeddings")};
+    rec_ids_h5_write(&im, &file.h, d[0], c.rank, c.size);
+    rec_ids_h5_write(&um, &file.h, d[1], c.rank, c.size);
+    write_items(&tr, &file, d[2]);
+    write_users(&tr, &file, d[3]);
+    for (int i = 0; i < 4; i++)
+        h5io_close_obj(&file.h, d[i]);
+    rec_h5_close(&file);
+    rec_file_commit(&file, &c);
     log_info("export: %lld items, %lld users, %d dense parameters -> %s",
              (long long)tr.ds.num_items, (long long)tr.ds.num_users, tr.m.nparams, out);
     free(cmd.overrides);

@@ -537,7 +537,7 @@ int plan_main(int argc, char **argv)
            params_str(&p, P_model_type), (long long)params_i64(&p, P_model_dim),
            (long long)params_i64(&p, P_model_layers), (long long)N, params_str(&p, P_data_split));
     printf("cost model: %s (%s per sequence): %s\n",
-           is_auto ? "auto, FLOP counts" : "parallel.cost_model", is_auto ? "FLOPs" : "units",
+           is_auto ? "auto, FLOP counts" : "parallel.cost_model", is_auto ? "FLOPs" : "its units",
            cms);
     printf("lengths: %s: %lld training sequences, mean %.1f, max %lld tokens; the longest 1%% "
            "carry %.1f%% of the cost\n",
@@ -551,18 +551,19 @@ int plan_main(int argc, char **argv)
     else
         printf("the cost model taken as exact\n");
     const int64_t dim = params_i64(&p, P_model_dim), layers = params_i64(&p, P_model_layers);
+    const char *units = is_auto ? "FLOPs" : "cost model units";
     if (sc.force >= 2)
         printf("split_long: lpt and kk on pieces, every sequence cut into %d chunks "
                "(debug.split_chunks); ", sc.force);
     else if (split && sc.threshold > 0)
-        printf("split_long: lpt and kk on pieces, sequences of predicted cost above %g cut; ",
-               sc.threshold);
+        printf("split_long: lpt and kk on pieces, sequences of predicted cost above %g %s cut; ",
+               sc.threshold, units);
     else if (split)
         printf("split_long: lpt and kk on pieces, sequences of predicted cost above %g x the "
                "step's mean per rank cut; ", sc.fraction);
     if (split)
-        printf("key/value row %g, chunks of >= %d positions; p2p = rows x %lld layers x 2 x 2 x "
-               "d %lld x 4 bytes\n", sc.kv_cost, sc.min_chunk, (long long)layers,
+        printf("key/value row %g %s, chunks of >= %d positions; p2p = rows x %lld layers x 2 "
+               "x 2 x d %lld x 4 bytes\n", sc.kv_cost, units, sc.min_chunk, (long long)layers,
                (long long)dim);
     printf("\n");
     if (split)

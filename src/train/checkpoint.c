@@ -1,334 +1,181 @@
-/* checkpoint: writing rank-count-independent HDF5 checkpoints, listing and
- * retention; see checkpoint.h (reading and verification: checkpoint_read.c).
+/* checkpoint: writing rank-count-independent HDF5 checkpoints; see
+ * checkpoint.h (reading and verification: checkpoint_read.c; the table
+ * rows: checkpoint_rows.c; which run a checkpoint belongs to, listing and
+ * retention: ckpt_run.c).
  *
- * Rank 0 writes DIR/ckpt-STEP.h5.tmp.PID, fsyncs it, renames it into place
- * and fsyncs the directory; only then are checkpoints beyond
- * output.keep_checkpoints deleted. Any failure on the way (no space left,
- * permission, I/O error) closes and removes the temporary file and ends the
- * job with the path and the cause from errno: the checkpoints already
- * there are never touched. Every dataset is chunked with HDF5's Fletcher-32
- * checksum, and the file uses the v2 object headers whose metadata HDF5
- * checksums too. */
+ * The file DIR/ckpt-STEP.h5.tmp.HOST.PID (HOST, PID: rank 0's) is written by every
+ * rank together through MPI-IO (output.checkpoint_write = collective: each
+ * rank writes its share of every table's rows; attributes and dense
+ * parameters once), or by rank 0 alone from rows gathered to it (=
+ * gathered, the former path). It is fsynced, renamed into place by rank 0
+ * and the directory fsynced; only then are this run's checkpoints beyond
+ * output.keep_checkpoints deleted (ckpt_run.c). Any failure on any rank on the way (no
+ * space left, permission, I/O error) removes the temporary file and ends
+ * the job with the path and the cause from errno (or MPI-IO's error text):
+ * the checkpoints already there are never touched. Every dataset is
+ * chunked with HDF5's Fletcher-32 checksum, and the file uses the v2
+ * object headers whose metadata HDF5 checksums too. */
 #include "train/checkpoint.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/tmpguard.h"
+#include "cli/cli.h"
 #include "train/checkpoint_priv.h"
-
-#define BLOCK_ROWS ((int64_t)1 << 15)
-#define CHUNK_BYTES ((int64_t)1 << 20)
-#define COMPACT_MAX 4096 /* links and attributes kept in the object header */
+#include "train/ckpt_run.h"
 
 /* --- failing cleanly ----------------------------------------------------------- */
 
-/* The file rank 0 is writing. */
+/* The file being written (every rank, or rank 0 alone). */
 struct ck_out {
     const char *path; /* the checkpoint's final name */
     char tmp[4200];   /* the temporary file written */
-    hid_t f;
+    struct h5io h;
 };
 
-/* HDF5 reports a failed write()/open() as "... errno = N, error message =
- * '...'" somewhere on its error stack: keep N. */
-static herr_t find_errno(unsigned n, const H5E_error2_t *e, void *data)
+/* what failed (a call, or a description: h5io's record, or `what` with
+ * errno e); removes the temporary file and ends the job. A rank that fails
+ * under MPI-IO ends the others too (the close is collective: never
+ * attempted). */
+static void __attribute__((noreturn)) ck_die(struct ck_out *o, const char *what, int e)
 {
-    (void)n;
-    const char *p = e->desc ? strstr(e->desc, "errno = ") : NULL;
-    if (p && *(int *)data == 0)
-        *(int *)data = atoi(p + 8);
-    return 0;
-}
-
-static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data)
-{
-    if (n == 0 && e->desc)
-        snprintf(data, 256, "%s", e->desc);
-    return 0;
-}
-
-/* what failed (a call, or a description); saved_errno: errno right after it.
- * Removes the temporary file and ends the job. */
-static void __attribute__((noreturn)) ck_fail(struct ck_out *o, const char *what, int saved_errno)
-{
-    int e = 0;
-    char desc[256] = "";
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_errno, &e);
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, desc);
-    if (e == 0)
-        e = saved_errno;
-    if (o->f >= 0) {
-        H5E_BEGIN_TRY { H5Fclose(o->f); } /* strong close degree: every object goes */
-        H5E_END_TRY;
-        o->f = -1;
-    }
+    h5io_abandon(&o->h);
     unlink(o->tmp);
     tmpguard_end();
     if (e != 0)
-        fatal("checkpoint %s: cannot write %s: %s (%s%s%s); the temporary file was removed, "
+        fatal("checkpoint %s: cannot write %s: %s (%s); the temporary file was removed, "
               "earlier checkpoints are kept",
-              o->path, o->tmp, strerror(e), what, desc[0] ? ": " : "", desc);
-    fatal("checkpoint %s: cannot write %s (%s%s%s); the temporary file was removed, earlier "
+              o->path, o->tmp, strerror(e), what);
+    fatal("checkpoint %s: cannot write %s (%s); the temporary file was removed, earlier "
           "checkpoints are kept",
-          o->path, o->tmp, what, desc[0] ? ": " : "", desc);
+          o->path, o->tmp, what);
 }
 
-/* Run an HDF5 call of the writer; on failure, ck_fail. */
-#define CK(o, call)                                                                      \
-    do {                                                                                 \
-        errno = 0;                                                                       \
-        if ((call) < 0)                                                                  \
-            ck_fail((o), #call, errno);                                                  \
-    } while (0)
-
-/* --- small HDF5 helpers ---------------------------------------------------- */
-
-static void attr_write(struct ck_out *o, const char *name, hid_t file_type, hid_t mem_type,
-                       const void *v)
+/* h5io's on_fail: every HDF5 call of the writer */
+static void ck_fail(struct h5io *h)
 {
-    hid_t s, a;
-    CK(o, s = H5Screate(H5S_SCALAR));
-    CK(o, a = H5Acreate2(o->f, name, file_type, s, H5P_DEFAULT, H5P_DEFAULT));
-    CK(o, H5Awrite(a, mem_type, v));
-    CK(o, H5Aclose(a));
-    CK(o, H5Sclose(s));
-}
-
-static void attr_i64(struct ck_out *o, const char *name, int64_t v)
-{
-    attr_write(o, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
-}
-
-static void attr_f64(struct ck_out *o, const char *name, double v)
-{
-    attr_write(o, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
-}
-
-static void attr_str(struct ck_out *o, const char *name, const char *v)
-{
-    hid_t t;
-    CK(o, t = H5Tcopy(H5T_C_S1));
-    CK(o, H5Tset_size(t, strlen(v) + 1));
-    attr_write(o, name, t, t, v);
-    CK(o, H5Tclose(t));
-}
-
-/* A dataset [rows] (cols 0) or [rows, cols] in chunks of about CHUNK_BYTES
- * (whole blocks of BLOCK_ROWS rows: rows of a power of two), each with its
- * Fletcher-32 checksum. */
-static hid_t create_2d(struct ck_out *o, hid_t loc, const char *name, hid_t type, int64_t rows,
-                       int64_t cols)
-{
-    hsize_t dims[2] = {(hsize_t)rows, (hsize_t)cols};
-    int64_t per_row = (cols > 0 ? cols : 1) * (int64_t)H5Tget_size(type), crows = 1;
-    while (crows * 2 * per_row <= CHUNK_BYTES && crows * 2 <= BLOCK_ROWS && crows * 2 <= rows)
-        crows *= 2;
-    hsize_t chunk[2] = {(hsize_t)crows, (hsize_t)cols};
-    hid_t s, d, dcpl;
-    CK(o, s = H5Screate_simple(cols > 0 ? 2 : 1, dims, NULL));
-    CK(o, dcpl = H5Pcreate(H5P_DATASET_CREATE));
-    CK(o, H5Pset_chunk(dcpl, cols > 0 ? 2 : 1, chunk));
-    CK(o, H5Pset_fletcher32(dcpl));
-    CK(o, d = H5Dcreate2(loc, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    CK(o, H5Pclose(dcpl));
-    CK(o, H5Sclose(s));
-    return d;
-}
-
-/* Write rows [r0, r0 + n) (of cols values, cols 0 = 1-D) of dataset d. */
-static void write_rows(struct ck_out *o, hid_t d, hid_t mem_type, int64_t r0, int64_t n,
-                       int64_t cols, const void *buf)
-{
-    int nd = cols > 0 ? 2 : 1;
-    hsize_t start[2] = {(hsize_t)r0, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
-    hid_t fs, ms;
-    CK(o, fs = H5Dget_space(d));
-    CK(o, ms = H5Screate_simple(nd, count, NULL));
-    CK(o, H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
-    CK(o, H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf));
-    CK(o, H5Sclose(ms));
-    CK(o, H5Sclose(fs));
+    char what[512];
+    ck_die(h->ctx, h5io_failure(h, what, sizeof what), h->errnum);
 }
 
 /* --- writing ---------------------------------------------------------------- */
 
-/* The table's datasets (rank 0 only; -1 where absent). */
-struct table_out {
-    hid_t w, st, steps;
-};
-
-/* Gather the rows of table t block by block from the first embedding group
- * to its rank 0 and write them there (o: NULL on the other ranks); a
- * replicated table (G = 1) is written by rank 0 from its own copy. */
-static void write_table(struct trainer *tr, struct ck_out *o, struct emb_table *t,
-                        const struct table_out *to)
+int ckpt_parts(const struct emb_table *t, struct ckpt_part part[3])
 {
-    struct comm *c = tr->c;
-    const int G = t->G, d = t->width, sf = (int)t->state_floats; /* stored values per row */
-    const int root = c->g[COMM_EMB].rank == 0 && c->rank == 0;
-    const int alone = t->conf.replicated; /* no gather: rank 0 holds every row */
-    float *w = xmalloc((size_t)BLOCK_ROWS * (size_t)(d + sf) * sizeof *w), *st = w + BLOCK_ROWS * d;
-    int64_t *steps = xmalloc((size_t)BLOCK_ROWS * sizeof *steps);
-    float *gw = root ? xmalloc((size_t)BLOCK_ROWS * (size_t)(d + sf) * sizeof *gw) : NULL;
-    float *gst = root ? gw + BLOCK_ROWS * d : NULL;
-    int64_t *gsteps = root ? xmalloc((size_t)BLOCK_ROWS * sizeof *gsteps) : NULL;
-    float *ow = root ? xmalloc((size_t)BLOCK_ROWS * (size_t)(d + sf) * sizeof *ow) : NULL;
-    float *ost = root ? ow + BLOCK_ROWS * d : NULL;
-    int64_t *osteps = root ? xmalloc((size_t)BLOCK_ROWS * sizeof *osteps) : NULL;
-    int64_t *counts = xmalloc((size_t)G * 3 * sizeof *counts), *cw = counts + G, *cs = counts + 2 * G;
-    const int64_t rows = t->conf.rows + 1; /* ids 0 .. rows - 1, 0 = padding */
-    for (int64_t a = 0; a < rows; a += BLOCK_ROWS) {
-        const int64_t b = a + BLOCK_ROWS < rows ? a + BLOCK_ROWS : rows;
-        const int64_t id0 = a + ((t->shard - a % G) + G) % G; /* this shard's ids: id0 + k G */
-        const int64_t n = id0 < b ? (b - 1 - id0) / G + 1 : 0;
-        /* slots id0 / G ..: any placement; the slot of id 0 holds zeros */
-        emb_table_get_stored(t, id0 / G, n, w, sf ? st : NULL, steps);
-        if (alone) {
-            counts[0] = n;
-            memcpy(gw, w, (size_t)(n * d) * sizeof *gw);
-            if (sf)
-                memcpy(gst, st, (size_t)(n * sf) * sizeof *gst);
-            memcpy(gsteps, steps, (size_t)n * sizeof *gsteps);
-        } else {
-            comm_gather_i64(c, COMM_EMB, n, counts, 0);
-            if (root)
-                for (int q = 0; q < G; q++) {
-                    cw[q] = counts[q] * d;
-                    cs[q] = counts[q] * sf;
-                }
-            comm_gatherv(c, COMM_EMB, COMM_F32, w, n * d, gw, cw, 0);
-            if (sf)
-                comm_gatherv(c, COMM_EMB, COMM_F32, st, n * sf, gst, cs, 0);
-            comm_gatherv(c, COMM_EMB, COMM_I64, steps, n, gsteps, counts, 0);
-        }
-        if (!root)
-            continue;
-        /* interleave: shard q holds ids = q mod G in ascending order */
-        int64_t base = 0;
-        for (int q = 0; q < G; q++) {
-            int64_t first = a + ((q - a % G) + G) % G;
-            for (int64_t k = 0; k < counts[q]; k++) {
-                int64_t r = first + k * G - a;
-                memcpy(ow + r * d, gw + (base + k) * d, (size_t)d * sizeof *ow);
-                if (sf)
-                    memcpy(ost + r * sf, gst + (base + k) * sf, (size_t)sf * sizeof *ost);
-                osteps[r] = gsteps[base + k];
-            }
-            base += counts[q];
-        }
-        write_rows(o, to->w, H5T_NATIVE_FLOAT, a, b - a, d, ow);
-        if (sf)
-            write_rows(o, to->st, H5T_NATIVE_FLOAT, a, b - a, sf, ost);
-        if (to->steps >= 0)
-            write_rows(o, to->steps, H5T_NATIVE_INT64, a, b - a, 0, osteps);
-    }
-    free(w);
-    free(steps);
-    free(gw);
-    free(gsteps);
-    free(ow);
-    free(osteps);
-    free(counts);
+    int n = 0;
+    part[n++] = (struct ckpt_part){CKPT_WEIGHT, "weight", t->width,
+                                   (size_t)t->width * sizeof(float), 1};
+    if (t->state_floats)
+        part[n++] = (struct ckpt_part){CKPT_STATE, "state", t->state_floats,
+                                       (size_t)t->state_floats * sizeof(float), 1};
+    if (t->steps)
+        part[n++] = (struct ckpt_part){CKPT_STEPS, "steps", 0, sizeof(int64_t), 0};
+    return n;
 }
 
-/* A group whose links stay in its (checksummed) object header. */
-static hid_t create_group(struct ck_out *o, hid_t loc, const char *name)
+hid_t ckpt_mem_type(const struct ckpt_part *p)
 {
-    hid_t gcpl, g;
-    CK(o, gcpl = H5Pcreate(H5P_GROUP_CREATE));
-    CK(o, H5Pset_link_phase_change(gcpl, COMPACT_MAX, COMPACT_MAX));
-    CK(o, g = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT));
-    CK(o, H5Pclose(gcpl));
-    return g;
+    return p->is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64;
 }
 
+hid_t ckpt_file_type(const struct ckpt_part *p)
+{
+    return p->is_float ? H5T_IEEE_F32LE : H5T_STD_I64LE;
+}
+
+/* A dataset [rows(, cols)] in checksummed chunks of about 1 MiB. */
+static hid_t create_checksummed(struct ck_out *o, hid_t loc, const char *name, hid_t type,
+                                int64_t rows, int64_t cols)
+{
+    const struct h5io_layout lay = {
+        .chunk_rows = h5io_chunk_rows(type, rows, cols), .checksum = 1};
+    return h5io_dset(&o->h, loc, name, type, rows, cols, &lay);
+}
+
+/* /GROUP/NAME for every dense parameter (which: NULL = the weights, else
+ * the optimizer's moments). */
 static void write_dense(struct ck_out *o, const char *group, struct trainer *tr,
                         float *const *which)
 {
-    hid_t g = create_group(o, o->f, group);
+    hid_t g = h5io_group(&o->h, o->h.f, group);
     for (int i = 0; i < tr->m.nparams; i++) {
         struct dense_tensor *t = &tr->m.params[i];
         float *h = xmalloc((size_t)t->n * sizeof *h);
         tr->be->to_host(h, which ? which[i] : t->w, (size_t)t->n * sizeof *h);
-        hid_t d = create_2d(o, g, t->name, H5T_IEEE_F32LE, t->n, 0);
-        write_rows(o, d, H5T_NATIVE_FLOAT, 0, t->n, 0, h);
-        CK(o, H5Dclose(d));
+        hid_t d = create_checksummed(o, g, t->name, H5T_IEEE_F32LE, t->n, 0);
+        h5io_write_rows(&o->h, d, H5T_NATIVE_FLOAT, 0, 1, t->n, 0, h);
+        h5io_close_obj(&o->h, d);
         free(h);
     }
-    CK(o, H5Gclose(g));
+    h5io_close_obj(&o->h, g);
+}
+
+/* The tables' datasets /emb/NAME/PART, left open in d[table][part]. */
+static void create_tables(struct trainer *tr, struct ck_out *o, hid_t d[][3])
+{
+    hid_t emb = h5io_group(&o->h, o->h.f, "/emb");
+    for (int k = 0; k < tr->reg.n; k++) {
+        struct emb_table *t = &tr->reg.tables[k];
+        struct ckpt_part part[3];
+        const int np = ckpt_parts(t, part);
+        hid_t g = h5io_group(&o->h, emb, t->conf.name);
+        for (int j = 0; j < np; j++)
+            d[k][j] = create_checksummed(o, g, part[j].name, ckpt_file_type(&part[j]),
+                                         t->conf.rows + 1, part[j].cols);
+        h5io_close_obj(&o->h, g);
+    }
+    h5io_close_obj(&o->h, emb);
 }
 
 /* Rank 0: create the temporary file and write everything but the table
- * rows; every table's datasets (/emb/NAME: the item table, the feature
- * tables) are created, left open in to[k]. */
-static void write_header(struct trainer *tr, struct ck_out *o, struct table_out *to)
+ * rows (the tables' datasets are created, left open in d). */
+static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
 {
-    hid_t fapl;
-    CK(o, fapl = H5Pcreate(H5P_FILE_ACCESS));
-    /* superblock v3, v2 object headers, fixed-array chunk indices: HDF5
-     * checksums all of the metadata */
-    CK(o, H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST));
-    CK(o, H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
-    /* attributes and links in the object headers (checksummed), never in a
-     * fractal heap (not checksummed: a damaged one crashes HDF5 1.10) */
-    hid_t fcpl;
-    CK(o, fcpl = H5Pcreate(H5P_FILE_CREATE));
-    CK(o, H5Pset_attr_phase_change(fcpl, COMPACT_MAX, COMPACT_MAX));
-    CK(o, H5Pset_link_phase_change(fcpl, COMPACT_MAX, COMPACT_MAX));
-    errno = 0;
-    o->f = H5Fcreate(o->tmp, H5F_ACC_TRUNC, fcpl, fapl);
-    if (o->f < 0)
-        ck_fail(o, "cannot create the file", errno);
-    CK(o, H5Pclose(fapl));
-    CK(o, H5Pclose(fcpl));
+    h5io_create(&o->h, o->tmp, NULL, H5IO_CHECKSUMMED, ck_fail, o);
+    struct h5io *h = &o->h;
+    const hid_t f = h->f;
     const struct model_conf *mc = &tr->m.conf;
-    attr_str(o, "format", CKPT_FORMAT);
-    attr_i64(o, "version", CKPT_VERSION);
-    attr_i64(o, "step", tr->step);
-    attr_i64(o, "adam_t", dense_optim_steps(&tr->optim));
-    attr_i64(o, "num_items", tr->ds.num_items);
-    attr_i64(o, "model_type", mc->type);
-    attr_i64(o, "dim", mc->d);
-    attr_i64(o, "layers", mc->layers);
-    attr_i64(o, "heads", mc->heads);
-    attr_i64(o, "max_seq_len", mc->max_len);
-    attr_i64(o, "time_bias", mc->time_bias);
-    attr_i64(o, "emb_optimizer", tr->items->conf.optim.kind);
-    attr_str(o, "rows_codec", emb_codec_name(tr->items->conf.rows_codec)); /* recorded, */
-    attr_str(o, "grads_codec", emb_codec_name(tr->items->conf.grads_codec)); /* not checked */
-    attr_i64(o, "subspace_k", tr->items->conf.subspace_k); /* /emb/items/weight: c[i] then */
-    attr_i64(o, "subspace_basis", tr->items->conf.subspace_identity);
-    attr_i64(o, "seed", (int64_t)tr->conf.seed); /* F and U of a subspace table derive from it */
-    attr_i64(o, "best_epoch", tr->best_epoch);
-    attr_f64(o, "best_val", tr->best_val);
+    h5io_attr_str(h, f, "format", CKPT_FORMAT);
+    h5io_attr_i64(h, f, "version", CKPT_VERSION);
+    h5io_attr_i64(h, f, "step", tr->step);
+    h5io_attr_i64(h, f, "adam_t", dense_optim_steps(&tr->optim));
+    h5io_attr_i64(h, f, "num_items", tr->ds.num_items);
+    h5io_attr_i64(h, f, "model_type", mc->type);
+    h5io_attr_i64(h, f, "dim", mc->d);
+    h5io_attr_i64(h, f, "layers", mc->layers);
+    h5io_attr_i64(h, f, "heads", mc->heads);
+    h5io_attr_i64(h, f, "max_seq_len", mc->max_len);
+    h5io_attr_i64(h, f, "time_bias", mc->time_bias);
+    h5io_attr_i64(h, f, "emb_optimizer", tr->items->conf.optim.kind);
+    h5io_attr_str(h, f, "rows_codec", emb_codec_name(tr->items->conf.rows_codec)); /* recorded, */
+    h5io_attr_str(h, f, "grads_codec", emb_codec_name(tr->items->conf.grads_codec)); /* not checked */
+    h5io_attr_i64(h, f, "subspace_k", tr->items->conf.subspace_k); /* /emb/items/weight: c[i] then */
+    h5io_attr_i64(h, f, "subspace_basis", tr->items->conf.subspace_identity);
+    h5io_attr_i64(h, f, "seed", (int64_t)tr->conf.seed); /* F and U of a subspace table derive from it */
+    h5io_attr_i64(h, f, "best_epoch", tr->best_epoch);
+    h5io_attr_f64(h, f, "best_val", tr->best_val);
+    h5io_attr_i64(h, f, "val_epoch", tr->val_epoch);
+    struct ckpt_run run; /* the run it belongs to, and the write order (ckpt_run.h) */
+    ckpt_run_identity(tr, &run);
+    h5io_attr_str(h, f, "run_id", run.id);
+    h5io_attr_str(h, f, "run_params", run.params);
+    h5io_attr_i64(h, f, "written_ns", ckpt_run_now_ns());
     char *text = params_serialize(tr->p);
-    attr_str(o, "params", text);
+    h5io_attr_str(h, f, "params", text);
     free(text);
     write_dense(o, "/dense", tr, NULL);
     write_dense(o, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     write_dense(o, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
-    hid_t g1 = create_group(o, o->f, "/emb");
-    for (int k = 0; k < tr->reg.n; k++) {
-        const struct emb_table *t = &tr->reg.tables[k];
-        hid_t g2 = create_group(o, g1, t->conf.name);
-        const int64_t rows = t->conf.rows + 1; /* ids 0 .. rows, 0 = padding */
-        to[k].w = create_2d(o, g2, "weight", H5T_IEEE_F32LE, rows, t->width);
-        to[k].st = t->state_floats
-                       ? create_2d(o, g2, "state", H5T_IEEE_F32LE, rows, t->state_floats)
-                       : -1;
-        to[k].steps = t->steps ? create_2d(o, g2, "steps", H5T_STD_I64LE, rows, 0) : -1;
-        CK(o, H5Gclose(g2));
-    }
-    CK(o, H5Gclose(g1));
+    create_tables(tr, o, d);
 }
 
 /* fsync path (a file or a directory); -1 with errno on failure. */
@@ -343,27 +190,50 @@ static int fsync_path(const char *path, int flags)
     return rc;
 }
 
-/* Rank 0: close, fsync, rename into place, fsync the directory. */
-static void finish_file(struct ck_out *o, const struct table_out *to, int ntables)
+/* Close (collective under MPI-IO) and fsync: every writing rank flushes
+ * what its node cached. */
+static void close_file(struct ck_out *o)
 {
-    for (int k = 0; k < ntables; k++) {
-        CK(o, H5Dclose(to[k].w));
-        if (to[k].st >= 0)
-            CK(o, H5Dclose(to[k].st));
-        if (to[k].steps >= 0)
-            CK(o, H5Dclose(to[k].steps));
-    }
-    errno = 0;
-    if (H5Fclose(o->f) < 0) {
-        int e = errno;
-        o->f = -1; /* the strong close degree released it, even on failure */
-        ck_fail(o, "H5Fclose", e);
-    }
-    o->f = -1;
+    h5io_close(&o->h); /* a failure went to ck_fail */
     if (fsync_path(o->tmp, O_RDONLY) != 0)
-        ck_fail(o, "fsync", errno);
+        ck_die(o, "fsync", errno);
+}
+
+static void close_tables(struct trainer *tr, struct ck_out *o, hid_t d[][3])
+{
+    for (int k = 0; k < tr->reg.n; k++) {
+        struct ckpt_part part[3];
+        for (int j = 0, np = ckpt_parts(&tr->reg.tables[k], part); j < np; j++)
+            h5io_close_obj(&o->h, d[k][j]);
+    }
+}
+
+/* Every rank: the file rank 0 made, opened together through MPI-IO, and
+ * every table's rows written into it (the datasets' storage is allocated
+ * at the open). */
+static void write_rows_collective(struct trainer *tr, struct ck_out *o)
+{
+    h5io_open_rw(&o->h, o->tmp, tr->c, H5IO_CHECKSUMMED | H5IO_DIRECT, ck_fail, o);
+    hid_t d[EMB_MAX_TABLES][3];
+    for (int k = 0; k < tr->reg.n; k++) {
+        struct emb_table *t = &tr->reg.tables[k];
+        struct ckpt_part part[3];
+        for (int j = 0, np = ckpt_parts(t, part); j < np; j++) {
+            char name[300];
+            snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, part[j].name);
+            d[k][j] = h5io_dset_reopen(&o->h, o->h.f, name);
+        }
+        ckpt_rows_write(tr, &o->h, t, d[k]);
+    }
+    close_tables(tr, o, d);
+    close_file(o);
+}
+
+/* Rank 0: rename into place, fsync the directory. */
+static void commit_file(struct ck_out *o)
+{
     if (rename(o->tmp, o->path) != 0)
-        ck_fail(o, "rename into place", errno);
+        ck_die(o, "rename into place", errno);
     tmpguard_end();
     char dir[4200];
     snprintf(dir, sizeof dir, "%s", o->path);
@@ -380,87 +250,65 @@ static void finish_file(struct ck_out *o, const struct table_out *to, int ntable
 void checkpoint_write(struct trainer *tr, const char *path)
 {
     struct comm *c = tr->c;
-    const int in_first_group = c->rank < tr->items->G; /* world ranks 0..G-1 */
-    struct ck_out out = {.path = path, .f = -1}, *o = c->rank == 0 ? &out : NULL;
-    struct table_out to[EMB_MAX_TABLES];
-    for (int k = 0; k < EMB_MAX_TABLES; k++)
-        to[k] = (struct table_out){-1, -1, -1};
-    snprintf(out.tmp, sizeof out.tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (o) {
-        tmpguard_begin(out.tmp, 0); /* removed if rank 0 ends mid-write (not on SIGTERM:
+    const int collective = !tr->conf.ckpt_gathered, root = c->rank == 0;
+    struct ck_out out = {.path = path};
+    hid_t d[EMB_MAX_TABLES][3];
+    if (root) /* the temporary's name: PATH.tmp.HOST.PID of rank 0 */
+        ckpt_run_tmp_name(path, out.tmp, sizeof out.tmp);
+    comm_bcast_bytes(c, out.tmp, sizeof out.tmp, 0);
+    if (root || collective)
+        tmpguard_begin(out.tmp, 0); /* removed if this rank ends mid-write (not on SIGTERM:
                                        the preemption handler's) */
-        H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by ck_fail */
-        write_header(tr, o, to);
+    /* rank 0 alone: the attributes, the dense parameters and the datasets
+     * (a few hundred small HDF5 calls, not worth as many collectives) */
+    if (root)
+        write_header(tr, &out, d);
+    if (collective) {
+        if (root) {
+            close_tables(tr, &out, d);
+            close_file(&out);
+        }
+        comm_barrier(c); /* the header is complete (a failure there ended the job) */
+        write_rows_collective(tr, &out);
+    } else {
+        for (int k = 0; k < tr->reg.n; k++)
+            ckpt_rows_gather(tr, root ? &out.h : NULL, &tr->reg.tables[k], d[k]);
+        if (root) {
+            close_tables(tr, &out, d);
+            close_file(&out);
+        }
     }
-    for (int k = 0; k < tr->reg.n; k++) { /* the item table, then the feature tables */
-        struct emb_table *t = &tr->reg.tables[k];
-        if (t->conf.replicated ? c->rank == 0 : in_first_group)
-            write_table(tr, o, t, &to[k]);
-    }
-    if (o)
-        finish_file(o, to, tr->reg.n);
+    comm_barrier(c); /* every rank's part is on disk */
+    if (root)
+        commit_file(&out);
+    else if (collective)
+        tmpguard_end(); /* rank 0 removes it if the rename fails */
     comm_barrier(c);
 }
 
-/* --- listing and retention ------------------------------------------------------ */
+/* --- what it cost ------------------------------------------------------------------ */
 
-static int by_step_desc(const void *a, const void *b)
+void checkpoint_io_begin(struct checkpoint_io *io)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
+    io->peak_ok = cli_peak_reset() == 0;
+    io->t0 = clock_seconds();
 }
 
-int64_t checkpoint_list(const char *dir, int64_t **steps)
+void checkpoint_io_end(struct checkpoint_io *io, struct comm *c, const char *path, char *buf,
+                       size_t len)
 {
-    *steps = NULL;
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int64_t n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long long step;
-        char want[64];
-        /* exactly ckpt-<digits>.h5: temporaries never match */
-        if (sscanf(e->d_name, "ckpt-%lld.h5", &step) != 1 || step < 0)
-            continue;
-        snprintf(want, sizeof want, "ckpt-%lld.h5", step);
-        if (strcmp(want, e->d_name))
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            *steps = xrealloc(*steps, (size_t)cap * sizeof **steps);
-        }
-        (*steps)[n++] = step;
-    }
-    closedir(d);
-    if (n > 0)
-        qsort(*steps, (size_t)n, sizeof **steps, by_step_desc);
-    return n;
-}
-
-int checkpoint_newest(const char *dir, char *path, size_t len)
-{
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
-    if (n > 0)
-        snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[0]);
-    free(steps);
-    return n > 0 ? 0 : -1;
-}
-
-void checkpoint_retain(const char *dir, int64_t keep)
-{
-    if (keep <= 0)
-        return;
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
-    for (int64_t i = keep; i < n; i++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
-        if (unlink(path) != 0)
-            log_warn("output.keep_checkpoints = %lld: cannot delete %s: %s", (long long)keep,
-                     path, strerror(errno));
-    }
-    free(steps);
+    const double s = clock_seconds() - io->t0;
+    const int64_t peak = io->peak_ok ? cli_proc_status_kib("VmHWM") : -1;
+    int64_t *all = xmalloc((size_t)c->size * sizeof *all), others = -1;
+    comm_allgather_i64(c, COMM_WORLD, peak, all);
+    for (int r = 1; r < c->size; r++)
+        others = all[r] > others ? all[r] : others;
+    struct stat st;
+    const double gb = stat(path, &st) == 0 ? (double)st.st_size / 1e9 : 0;
+    int n = snprintf(buf, len, "%.3f GB in %.2f s (%.2f GB/s)", gb, s, s > 0 ? gb / s : 0);
+    if (all[0] >= 0 && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "; peak memory rank 0 %.0f MiB", all[0] / 1024.0);
+    if (others >= 0 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ", others up to %.0f MiB", others / 1024.0);
+    free(all);
 }

@@ -45,7 +45,6 @@ void dense_optim_step(struct dense_optim *o, struct model *m, int64_t step)
         be->adamw_step(t->n, t->w, o->m[i], o->v[i], t->g, (float)lr, c->beta1, c->beta2, c->eps,
                        t->decay ? c->weight_decay : 0.0f, o->t);
     }
-    be->synchronize();
 }
 
 float *const *dense_optim_moments(const struct dense_optim *o, int k) { return k ? o->v : o->m; }

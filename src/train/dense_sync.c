@@ -76,9 +76,11 @@ struct dense_sync *dense_sync_init(struct comm *c, const struct device_choice *d
     s->be = dev->be;
     s->m = m;
     transport_choose(s, dev, transport);
-    /* buckets need gradients MPI can read where they are; the IPC
-     * transports reduce the whole arena at once */
-    s->bucketed = want_buckets && !s->ipc && (backend_is_host(s->be) || dev->direct);
+    /* buckets are non-blocking all-reduces: on host memory only (CUDA-aware
+     * Open MPI takes device buffers in point-to-point calls and blocking
+     * collectives, not in non-blocking collectives); the IPC transports
+     * reduce the whole arena at once */
+    s->bucketed = want_buckets && !s->ipc && backend_is_host(s->be);
     if (!backend_is_host(s->be) && !dev->direct && !s->ipc)
         s->stage = s->be->host_alloc((size_t)m->ngrad * sizeof(float));
     return s;
@@ -111,7 +113,6 @@ static void bucket_post(struct dense_sync *s, int first)
         return;
     if (s->nbuckets == DENSE_MAX_BUCKETS)
         fatal("train: more than %d gradient buckets", DENSE_MAX_BUCKETS);
-    s->be->synchronize(); /* the gradients are final on the device too */
     comm_iallreduce_sum_f32(s->c, COMM_DP, s->m->grad + lo, s->bucket_end - lo, COMM_PH_DENSE,
                             &s->buckets[s->nbuckets++]);
     s->bucket_end = lo;

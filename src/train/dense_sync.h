@@ -3,11 +3,11 @@
  * host backend or with CUDA-aware MPI, else staged through pinned host
  * memory), or CUDA IPC within a node (comm/dense_ipc.c).
  *
- * Bucketed (parallel.overlap = prioritized, when MPI can read the
- * gradients where they are): the arena is posted in buckets during the
- * backward, each as soon as the model's between-layers hook reports its
- * tensors final; the bucket of the first tensors is posted last, after the
- * sparse gradients. Otherwise the arena is summed at once in
+ * Bucketed (parallel.overlap = prioritized, gradients in host memory: no
+ * device pointer ever reaches a non-blocking collective): the arena is
+ * posted in buckets during the backward, each as soon as the model's
+ * between-layers hook reports its tensors final; the bucket of the first
+ * tensors is posted last, after the sparse gradients. Otherwise the arena is summed at once in
  * dense_sync_finish. Either way the sum has the same bits. */
 #ifndef FS_DENSE_SYNC_H
 #define FS_DENSE_SYNC_H

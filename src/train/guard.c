@@ -17,39 +17,36 @@ static int injected(const struct trainer *tr, int64_t step)
 /* What skip_now says was not finite. */
 enum { SKIP_NONE, SKIP_LOSS, SKIP_DENSE, SKIP_SPARSE };
 
-int guard_before_update(struct trainer *tr, double loss_sum, float *gu, int64_t n)
+void guard_inject_sparse(struct trainer *tr, const struct backend_ops *be, float *gu, int64_t n)
 {
     const struct train_conf *cf = &tr->conf;
-    if (cf->nan_sparse && cf->nan_step == step_number(tr) && tr->c->rank == 0 && n > 0)
-        gu[0] = NAN; /* debug.nan_in = sparse */
-    const int loss_ok = !injected(tr, step_number(tr)) && isfinite(loss_sum);
-    double sq = 0; /* NaN or inf in any gradient makes the sum non-finite */
-    for (int64_t i = 0; i < n; i++)
-        sq += (double)gu[i] * gu[i];
-    if (!cf->nonfinite_skip) {
-        /* stop: the rank that holds them says so (its fatal() ends the job
-         * before the sparse update, no checkpoint of it); a non-finite
-         * loss is reported after the step, by every rank alike */
-        if (loss_ok && !isfinite(sq))
-            fatal("step %lld: the embedding gradients of the rows this rank looked up are not "
-                  "finite (train.nonfinite = stop): training diverged; the state of this step "
-                  "was not saved (lower embedding.lr or train.lr, or train.nonfinite = skip)",
-                  (long long)step_number(tr));
-        return 1;
+    if (cf->nan_sparse && cf->nan_step == step_number(tr) && tr->c->rank == 0 && n > 0) {
+        const float nan = NAN; /* debug.nan_in = sparse */
+        if (backend_is_host(be))
+            gu[0] = nan;
+        else
+            be->to_device(gu, &nan, sizeof nan);
     }
+}
+
+int guard_before_update(struct trainer *tr, double loss_sum, double sparse_sq)
+{
+    if (!tr->conf.nonfinite_skip)
+        return 1; /* stop: guard_after_step looks */
+    const int loss_ok = !injected(tr, step_number(tr)) && isfinite(loss_sum);
     /* one all-reduce tells both: NaN = a loss was not finite, +inf = only
      * sparse gradients were */
-    double local = !loss_ok ? NAN : !isfinite(sq) ? INFINITY : loss_sum;
+    double local = !loss_ok ? NAN : !isfinite(sparse_sq) ? INFINITY : loss_sum;
     double global = comm_allreduce_sum_f64(tr->c, COMM_DP, local);
     tr->skip_now = isnan(global) ? SKIP_LOSS : !isfinite(global) ? SKIP_SPARSE : SKIP_NONE;
     return !tr->skip_now;
 }
 
-int guard_dense_ok(struct trainer *tr)
+int guard_dense_ok(struct trainer *tr, double dense_sq)
 {
     if (!tr->conf.nonfinite_skip)
         return 1;
-    if (!tr->skip_now && !isfinite(tr->be->sum_squares(tr->m.ngrad, tr->m.grad)))
+    if (!tr->skip_now && !isfinite(dense_sq))
         tr->skip_now = SKIP_DENSE; /* the sparse rows had finite gradients and were updated */
     return !tr->skip_now;
 }
@@ -78,7 +75,7 @@ static void quiet_unless_rank0(const struct trainer *tr)
             ;
 }
 
-void guard_after_step(struct trainer *tr, double *loss)
+void guard_after_step(struct trainer *tr, double *loss, double sparse_sq, double dense_sq)
 {
     const int64_t step = tr->step; /* counted: the step just run */
     if (injected(tr, step))
@@ -98,7 +95,14 @@ void guard_after_step(struct trainer *tr, double *loss)
         tr->skip_now = 0;
         return;
     }
-    const char *bad = isfinite(*loss) ? first_nonfinite_grad(tr) : NULL;
+    /* the loss is global: every rank alike; a rank's embedding gradients:
+     * that rank says so (its fatal() ends the job) */
+    if (isfinite(*loss) && !isfinite(sparse_sq))
+        fatal("step %lld: the embedding gradients of the rows this rank looked up are not "
+              "finite (train.nonfinite = stop): training diverged; the state of this step "
+              "was not saved (lower embedding.lr or train.lr, or train.nonfinite = skip)",
+              (long long)step);
+    const char *bad = isfinite(*loss) && !isfinite(dense_sq) ? first_nonfinite_grad(tr) : NULL;
     if (!isfinite(*loss) || bad)
         quiet_unless_rank0(tr);
     if (!isfinite(*loss))

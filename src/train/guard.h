@@ -1,21 +1,24 @@
 /* guard: the divergence guard (train.nonfinite, debug.nan_step).
  *
- * After each step the global loss and the dense gradient (summed over dp,
- * the same on every rank) must be finite.
+ * After each step the global loss, this rank's embedding gradients and the
+ * dense gradient (summed over dp, the same on every rank) must be finite.
+ * Their sums of squares are computed where the gradients are (device
+ * memory too) into the step's scalars, which the step reads back with its
+ * loss at its end: no host wait of its own.
  *   stop (default)  guard_after_step() ends the run with a message naming
- *                   the step and the first non-finite tensor; the loop has
- *                   not written the bad state, so the newest checkpoint is
- *                   the last good one. No extra collective: the loss is
- *                   already global. A rank whose loss is finite but whose
- *                   embedding gradients are not stops the job itself, in
- *                   guard_before_update (before the sparse update).
+ *                   the step and what is not finite (the loss: every rank
+ *                   alike; a rank's embedding gradients: that rank; the
+ *                   dense gradient: its first non-finite tensor); the loop
+ *                   has not written the bad state, so the newest
+ *                   checkpoint is the last good one.
  *   skip            the step decides BEFORE its updates: guard_before_update
- *                   (one all-reduce of a double over dp: this rank's loss
- *                   sum, NaN if it is not finite, +inf if only its sparse
- *                   gradients are not) says whether the sparse update is
- *                   applied, guard_dense_ok (after the dense all-reduce)
- *                   whether the dense one is; a dropped update is counted in
- *                   tr->skipped and the warning names what was not finite.
+ *                   (the loss and the sparse sum read now, one all-reduce of
+ *                   a double over dp: this rank's loss sum, NaN if it is not
+ *                   finite, +inf if only its sparse gradients are not) says
+ *                   whether the sparse update is applied, guard_dense_ok
+ *                   (after the dense all-reduce) whether the dense one is; a
+ *                   dropped update is counted in tr->skipped and the warning
+ *                   names what was not finite.
  * debug.nan_step = S makes step S's loss NaN (both modes), or with
  * debug.nan_in = sparse one of rank 0's embedding gradients, for tests. */
 #ifndef FS_GUARD_H
@@ -25,17 +28,22 @@
 
 #include "train/train.h"
 
+/* debug.nan_in = sparse at this step: a NaN into gu[0] (rank 0; gu of
+ * backend be's memory). */
+void guard_inject_sparse(struct trainer *tr, const struct backend_ops *be, float *gu, int64_t n);
 /* Step tr->step (not yet counted): 1 = apply this step's sparse update, 0 =
- * drop it (skip mode, every rank agrees). loss_sum: this rank's loss sum;
- * gu[n]: its per-row sparse gradients (debug.nan_in = sparse writes a NaN
- * into them). Collective in skip mode only. */
-int guard_before_update(struct trainer *tr, double loss_sum, float *gu, int64_t n);
+ * drop it (skip mode, every rank agrees; collective). loss_sum: this
+ * rank's loss sum, sparse_sq: the sum of squares of its sparse gradients
+ * (host values: the caller read them). Stop mode: 1 without looking. */
+int guard_before_update(struct trainer *tr, double loss_sum, double sparse_sq);
 /* After the dense all-reduce: 1 = apply the dense update. Skip mode only
- * looks (the dense gradient is the same on every rank); stop mode: 1. */
-int guard_dense_ok(struct trainer *tr);
+ * looks (dense_sq: the dense gradient's sum of squares, the same on every
+ * rank); stop mode: 1. */
+int guard_dense_ok(struct trainer *tr, double dense_sq);
 /* After step tr->step (counted): *loss is the global loss (NaN-injected
- * here at debug.nan_step). stop: fatal() when it or the dense gradient is
- * not finite; skip: reports a dropped update. */
-void guard_after_step(struct trainer *tr, double *loss);
+ * here at debug.nan_step), sparse_sq and dense_sq the step's sums of
+ * squares. stop: fatal() when one is not finite; skip: reports a dropped
+ * update. */
+void guard_after_step(struct trainer *tr, double *loss, double sparse_sq, double dense_sq);
 
 #endif

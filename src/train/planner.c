@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "balance/cost.h"
 #include "train/step_feat.h"
+#include "train/step_rank.h"
 #include "train/train.h"
 
 void planner_init(struct planner *pl, struct trainer *tr)
@@ -27,17 +28,21 @@ void planner_init(struct planner *pl, struct trainer *tr)
         pl->perm_epoch[k] = -1;
         pl->plan[k].step = -1;
     }
-    log_info("balance: %s%s%s, cost c(L) = %g + %g L + %g L^2", balance_name(pl->mode),
-             pl->equal_count ? ", equal counts" : "", pl->adapt ? ", adapting to rank speeds" : "",
-             cm->c0, cm->a, cm->b);
+    /* auto: FLOP counts; given: its own units (calibrate's are microseconds) */
+    const char *u = !strcmp(params_str(tr->p, P_parallel_cost_model), "auto")
+                        ? "FLOPs"
+                        : "parallel.cost_model's units";
+    log_info("balance: %s%s%s, cost c(L) = %g + %g L + %g L^2 %s per sequence",
+             balance_name(pl->mode), pl->equal_count ? ", equal counts" : "",
+             pl->adapt ? ", adapting to rank speeds" : "", cm->c0, cm->a, cm->b, u);
     if (sc->force >= 2)
         log_info("split_long: every sequence cut into %d chunks (debug.split_chunks)", sc->force);
     else if (sc->on && sc->threshold > 0)
-        log_info("split_long: sequences of predicted cost above %g cut into chunks (key/value "
-                 "row %g)", sc->threshold, sc->kv_cost);
+        log_info("split_long: sequences of predicted cost above %g %s cut into chunks "
+                 "(key/value row %g %s)", sc->threshold, u, sc->kv_cost, u);
     else if (sc->on)
         log_info("split_long: sequences of predicted cost above %g x the step's mean per rank "
-                 "cut into chunks (key/value row %g)", sc->fraction, sc->kv_cost);
+                 "cut into chunks (key/value row %g %s)", sc->fraction, sc->kv_cost, u);
 }
 
 void planner_free(struct planner *pl)
@@ -94,9 +99,11 @@ static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, 
     const int C = tr->feat ? tr->feat->s.n_user : 0; /* contextual tokens: computed too */
     sp->tokens = 0;
     sp->pairs = 0;
+    const int ranking = tr->conf.task.type == TASK_RANKING;
     for (int64_t i = 0; i < gB; i++) {
         int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
-        pl->len[i] = (L < N ? L : N) + C;
+        pl->len[i] = ranking ? step_rank_train_tokens(tr, tr->train_users[perm[i]])
+                             : (L < N ? L : N) + C;
         sp->tokens += pl->len[i];
         sp->pairs += 0.5 * (double)pl->len[i] * (double)(pl->len[i] + 1);
     }

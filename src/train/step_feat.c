@@ -1,6 +1,7 @@
 /* step_feat: the features of a run on the trainer's side; see step_feat.h. */
 #include "train/step_feat.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,10 @@
 void step_feat_setup(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
+    const struct task_conf *tc = &cf->task;
+    const int ranking = tc->type == TASK_RANKING;
     tr->feat = NULL;
-    if (!feat_conf_any(&cf->features))
+    if (!feat_conf_any(&cf->features) && !ranking)
         return;
     char err[1024];
     if (!backend_is_host(tr->be))
@@ -25,14 +28,19 @@ void step_feat_setup(struct trainer *tr)
     if (feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d, &cf->emb_optim, cf->seed,
                             cf->emb_init_std, err, sizeof err))
         fatal("%s", err);
+    if (ranking) { /* the actions: the event features and the tasks' labels */
+        F->s.actions = tc->actions;
+        for (int k = 0; k < tc->n; k++)
+            feat_schema_add_label(&F->s, tc->t[k].name, k, tc->t[k].kind == TASK_BINARY);
+    }
     if (F->s.n_user > 0 && cf->split_long.on)
         fatal("features.user = %s: contextual tokens with parallel.split_long = auto are not "
               "supported (a sequence's chunks would need them on every rank): use one or the "
               "other", cf->features.user);
     if (feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err))
         fatal("%s", err);
-    /* the contextual tokens are positions of the model (and its 1/N scale) */
-    cf->model.max_len = cf->N + F->s.n_user;
+    /* the contextual and action tokens are positions of the model (and its 1/N scale) */
+    cf->model.max_len = (ranking && tc->actions == ACT_INTERLEAVE ? 2 : 1) * cf->N + F->s.n_user;
     tr->feat = F;
 }
 
@@ -73,12 +81,35 @@ struct step_feat {
     struct tokens tk;
     struct emb_multi *mx;
     int32_t *evv[DATASET_MAX_FEATURES];
+    float *evw[DATASET_MAX_FEATURES];
     float *rep;          /* [nuniq, d] */
     int looked;
     const float *rows[TOKENS_MAX_TABLES];
     const int64_t *inv[TOKENS_MAX_TABLES];
     int64_t nuniq[TOKENS_MAX_TABLES];
 };
+
+/* The values of the tasks' label features of b's tokens (schema.h):
+ * binary 1 negative, 2 positive; regression 1 weighted by the standardised
+ * label; 0 where missing. */
+static void label_values(struct trainer *tr, const struct seq_batch *b, struct step_feat *sf)
+{
+    const struct feat_schema *s = &tr->feat->s;
+    for (int i = 0; i < s->n; i++) {
+        const int k = s->f[i].label - 1, K = b->nlab;
+        if (k < 0)
+            continue;
+        const int bin = tr->conf.task.t[k].kind == TASK_BINARY;
+        if (!bin)
+            sf->evw[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(float));
+        for (int64_t t = 0; t < b->T; t++) {
+            const float y = b->labels[t * K + k];
+            sf->evv[i][t] = isnan(y) ? 0 : bin ? (y != 0 ? 2 : 1) : 1;
+            if (!bin)
+                sf->evw[i][t] = isnan(y) ? 0.0f : task_ranking_z(&tr->task, k, y);
+        }
+    }
+}
 
 /* Plan items[n] and b, post the lookup of every table. */
 static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t n,
@@ -92,8 +123,9 @@ static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t 
             if (F->s.f[i].role == FEAT_EVENT)
                 sf->evv[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(int32_t));
         feat_values_events(&F->s, &tr->ds, b, sf->evv);
+        label_values(tr, b, sf);
     }
-    tokens_plan(&sf->tk, &F->s, &F->v, items, n, b, sf->evv);
+    tokens_plan(&sf->tk, &F->s, &F->v, items, n, b, sf->evv, sf->evw);
     sf->mx = emb_multi_input(F->tab, F->s.ntables, tr->c, sf->tk.req, sf->tk.nreq);
     return sf;
 }
@@ -119,8 +151,10 @@ void step_feat_free(struct step_feat *sf)
         return;
     emb_multi_free(sf->mx);
     tokens_free(&sf->tk);
-    for (int i = 0; i < DATASET_MAX_FEATURES; i++)
+    for (int i = 0; i < DATASET_MAX_FEATURES; i++) {
         free(sf->evv[i]);
+        free(sf->evw[i]);
+    }
     free(sf->rep);
     free(sf);
 }

@@ -2,16 +2,18 @@
  *
  * Start-up resolves the configuration (train_conf.c), opens the dataset,
  * builds the model, the item table and the dense optimizer, and resumes
- * from a checkpoint if asked. The loop runs global steps s = first ..
- * total - 1: the planner says which sequences of the step's global batch
- * this rank trains on (and, with parallel.overlap, which ones it trains on
- * at s + 1, prepared during step s), train_step() runs the step (one loss
- * on any number of ranks), then come the progress line, checkpoints and,
- * at the end of an epoch, validation. The run ends with validation and
- * test, or early on a signal (preempt.c) with a checkpoint. */
+ * from a checkpoint if asked (train_ckpt.c). The loop runs global steps
+ * s = first .. total - 1: the planner says which sequences of the step's
+ * global batch this rank trains on (and, with parallel.overlap, which ones
+ * it trains on at s + 1, prepared during step s), train_step() runs the
+ * step (one loss on any number of ranks), then come the progress line
+ * and, at the end of an epoch, validation, then the checkpoint (which
+ * records it). The run ends with validation, its checkpoint and test, or
+ * early on a signal (preempt.c) with a checkpoint. */
 #include "train/train.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,37 +22,44 @@
 
 #include "backend/blas.h"
 #include "backend/peak.h"
+#include "backend/devstats.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "cli/banner.h"
+#include "comm/comm_fail.h"
 #include "eval/eval.h"
+#include "eval/eval_ranking.h"
 #include "train/checkpoint.h"
+#include "train/train_ckpt.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
+#include "train/step_rank.h"
 #include "train/watchdog.h"
 
 /* --- start-up ------------------------------------------------------------------- */
 
-/* Open data.path: rank 0 first, so that a bad file gives one message. */
+/* Open data.path: rank 0 first, so that a bad file gives one message; then
+ * the others (a rank that cannot see the file is named). */
 static void open_dataset(struct trainer *tr)
 {
-    char err[1024];
+    char err[1024], msg[1100];
     const char *path = tr->conf.data_path;
-    int64_t ok = 1;
-    if (tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err))
-        fatal("data.path: %s", err);
-    comm_bcast_bytes(tr->c, &ok, sizeof ok, 0);
-    if (tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err))
-        fatal("data.path: %s", err);
+    int bad = tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
+    bad = tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
 }
 
 /* embedding.placement: where the item table's shard and its optimizer
- * state live (NULL: host memory). device needs the CUDA backend and room:
- * the shard and its state within half of the device's free memory (ranks
- * sharing a GPU share it), agreed over all ranks. auto = host for now: the
- * device path is not yet verified on a GPU. */
+ * state live (NULL: host memory). device needs a device backend (CUDA, or
+ * the fake device) and room: the shard and its state within half of the
+ * device's free memory divided among the ranks sharing the device,
+ * agreed over all ranks. auto = host for now: the device path is not yet
+ * verified on a GPU. */
 static const struct backend_ops *table_placement(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
@@ -61,9 +70,9 @@ static const struct backend_ops *table_placement(struct trainer *tr)
         return NULL;
     }
     if (backend_is_host(tr->be))
-        fatal("embedding.placement = device needs the CUDA backend (device.type=cuda or auto "
-              "with a GPU); this rank computes on the %s backend: use embedding.placement=host "
-              "or auto",
+        fatal("embedding.placement = device needs a device backend (device.type=cuda, or auto "
+              "with a GPU, or the fake device); this rank computes on the %s backend: use "
+              "embedding.placement=host or auto",
               tr->be->name);
     const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
     const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
@@ -73,14 +82,16 @@ static const struct backend_ops *table_placement(struct trainer *tr)
     char err[256];
     if (tr->be->device_memory(&free_b, &total_b, err, sizeof err))
         fatal("embedding.placement = device: %s", err);
-    int64_t short_here = need > 0.5 * (double)free_b;
+    const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
+    const double room = 0.5 * (double)free_b / sharers;
+    int64_t short_here = need > room;
     if (comm_allreduce_max_i64(tr->c, short_here))
         fatal("embedding.placement = device: the item table's shard and its %s state need "
-              "%.2f GiB per rank, more than half of the %.2f GiB free on a rank's device: use "
-              "embedding.placement=host, or more ranks (a cache of hot rows for tables larger "
-              "than device memory does not exist yet)",
-              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0,
-              (double)free_b / 1073741824.0);
+              "%.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a rank's "
+              "device, shared by %d rank%s): use embedding.placement=host, or more devices (a "
+              "cache of hot rows for tables larger than device memory does not exist yet)",
+              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
+              (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
     log_info("embedding.placement: device (%.3f GiB per rank: the shard and its %s state)",
              need / 1073741824.0, emb_optim_name(cf->emb_optim.kind));
     return tr->be;
@@ -105,15 +116,34 @@ void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *
     }
 }
 
+void trainer_open(struct trainer *tr)
+{
+    struct train_conf *cf = &tr->conf;
+    char err[1024] = "";
+    int bad = train_conf_check(tr->p, tr->c->size, err, sizeof err) ||
+              train_conf_resolve(tr->p, tr->c->size, cf, err, sizeof err);
+    comm_fail_agree(tr->c, bad, err); /* every rank finds the same */
+    if (comm_setup_groups(tr->c, cf->embedding_group, err, sizeof err))
+        fatal("%s", err); /* checked above */
+    open_dataset(tr);
+    if (cf->task.type == TASK_RANKING)
+        return; /* ranking's split: trainer_build, after the task's set-up */
+    tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
+    snprintf(err, sizeof err, "%s: no user has enough events to train on (need >= %d)",
+             cf->data_path, split_holdout(cf->split) + 2);
+    comm_fail_agree(tr->c, tr->n_train == 0, err);
+}
+
 void trainer_setup(struct trainer *tr)
+{
+    trainer_open(tr);
+    trainer_build(tr);
+}
+
+void trainer_build(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
     char err[1024];
-    if (train_conf_resolve(tr->p, tr->c->size, cf, err, sizeof err))
-        fatal("%s", err);
-    if (comm_setup_groups(tr->c, cf->embedding_group, err, sizeof err))
-        fatal("%s", err);
-    open_dataset(tr);
     tr->with_ts = cf->use_timestamps && tr->ds.has_timestamps;
     cf->model.time_bias = tr->with_ts;
     device_select(tr->c, tr->p, &tr->dev);
@@ -122,7 +152,9 @@ void trainer_setup(struct trainer *tr)
     log_info("backend %s: %d BLAS thread%s per rank (%d rank%s on this node)", tr->be->name,
              threads, threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,
              tr->c->g[COMM_NODE].size == 1 ? "" : "s");
+    task_setup_conf(tr);
     step_feat_setup(tr); /* before the model: contextual tokens are positions */
+    task_setup_model(tr);
     if (model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err))
         fatal("%s", err);
     struct emb_table_conf ec = {.rows = tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
@@ -138,12 +170,16 @@ void trainer_setup(struct trainer *tr)
     trainer_check_table(tr, &ec);
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
     step_feat_tables(tr);
+    task_setup_init(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
     train_step_init(tr);
-    tr->n_train = split_train_users(&tr->ds, cf->split, &tr->train_users);
-    if (tr->n_train == 0)
-        fatal("%s: no user has enough events to train on (need >= %d)", cf->data_path,
-              split_holdout(cf->split) + 2);
+    if (cf->task.type == TASK_RANKING) { /* the retrieval split: trainer_open */
+        char err[8192];
+        tr->n_train = rsplit_train_users(&tr->rsplit, &tr->ds, &tr->train_users);
+        snprintf(err, sizeof err, "%s: no user has a training event under data.split = %s",
+                 cf->data_path, params_str(tr->p, P_data_split));
+        comm_fail_agree(tr->c, tr->n_train == 0, err); /* every rank finds the same */
+    }
 }
 
 void trainer_free(struct trainer *tr)
@@ -153,6 +189,7 @@ void trainer_free(struct trainer *tr)
     dense_optim_free(&tr->optim);
     emb_registry_free(&tr->reg);
     step_feat_teardown(tr);
+    task_teardown(tr);
     model_free(&tr->m);
     free(tr->train_users);
     dataset_close(&tr->ds);
@@ -160,70 +197,6 @@ void trainer_free(struct trainer *tr)
     if (tr->metrics)
         fclose(tr->metrics);
     tr->metrics = NULL;
-}
-
-/* train.resume = auto: the newest checkpoint in dir that verifies (rank 0;
- * a damaged one is skipped, saying why) into path; "" when there is none. */
-static void newest_good(const char *dir, char *path, size_t len)
-{
-    int64_t *steps;
-    int64_t n = checkpoint_list(dir, &steps);
-    path[0] = '\0';
-    for (int64_t i = 0; i < n && !path[0]; i++) {
-        char err[1024];
-        snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)steps[i]);
-        if (checkpoint_verify(path, err, sizeof err) != 0) {
-            log_warn("train.resume = auto: skipping a damaged checkpoint: %s", err);
-            path[0] = '\0';
-        }
-    }
-    free(steps);
-    if (n > 0 && !path[0])
-        fatal("train.resume = auto: none of the %lld checkpoints in %s verifies (see above); "
-              "move them away to start afresh", (long long)n, dir);
-}
-
-/* train.resume: "" (afresh), "auto" (the newest good checkpoint in
- * output.checkpoint_dir, if any) or a path, which must verify; rank 0
- * chooses, every rank reads. Then the metrics file (appended to by a
- * resumed run) and the checkpoint folder. */
-static void resume_or_start(struct trainer *tr)
-{
-    const struct train_conf *cf = &tr->conf;
-    const char *ckdir = cf->checkpoint_dir;
-    char resume[4200] = "", err[1024];
-    const int is_auto = !strcmp(cf->resume, "auto");
-    if (is_auto && !ckdir[0])
-        fatal("train.resume = auto needs output.checkpoint_dir");
-    if (tr->c->rank == 0 && is_auto)
-        newest_good(ckdir, resume, sizeof resume);
-    else if (tr->c->rank == 0 && cf->resume[0]) {
-        snprintf(resume, sizeof resume, "%s", cf->resume);
-        if (checkpoint_verify(resume, err, sizeof err) != 0)
-            fatal("train.resume = %s (refused)", err);
-    }
-    comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
-    if (is_auto && !resume[0])
-        log_info("train.resume = auto: no checkpoint in %s, starting afresh", ckdir);
-    if (resume[0]) {
-        checkpoint_read(tr, resume);
-        log_info("resumed from %s at step %lld", resume, (long long)tr->step);
-    }
-    if (tr->c->rank == 0)
-        tr->metrics = metrics_open(cf->metrics, resume[0] != '\0');
-    if (ckdir[0] && tr->c->rank == 0 && mkdir(ckdir, 0777) != 0 && errno != EEXIST)
-        fatal("output.checkpoint_dir = %s: cannot create: %s", ckdir, strerror(errno));
-}
-
-static void save_checkpoint(struct trainer *tr)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/ckpt-%lld.h5", tr->conf.checkpoint_dir, (long long)tr->step);
-    watchdog_beat("in", "a checkpoint write");
-    checkpoint_write(tr, path);
-    log_info("checkpoint %s", path);
-    if (tr->c->rank == 0)
-        checkpoint_retain(tr->conf.checkpoint_dir, tr->conf.keep_checkpoints);
 }
 
 /* --- reporting --------------------------------------------------------------- */
@@ -263,10 +236,50 @@ static void report_split(struct trainer *tr, struct split_stats *sx, struct metr
     *sx = (struct split_stats){.kv_mark = kv};
 }
 
+/* The device counters (devstats.h) per step over the interval's steps,
+ * the largest of any rank (collective), onto the metrics line: zeros on
+ * the CPU backend. */
+static void report_device(struct trainer *tr, int64_t steps, struct metrics_line *l)
+{
+    struct devstats d;
+    devstats_take(&d);
+    const double n = steps > 0 ? (double)steps : 1;
+    metrics_num(l, "device_syncs", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.syncs) / n);
+    metrics_num(l, "h2d_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.h2d) / n);
+    metrics_num(l, "d2h_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.d2h) / n);
+    metrics_num(l, "device_allocs",
+                comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.allocs) / n);
+}
+
+/* The device-side phase timers over the interval (gputime.h), means over
+ * the ranks (collective): v[0] gpu_ms, v[1] gpu_busy, then the phases' ms;
+ * 0 without a device. */
+static int gpu_figures(struct trainer *tr, double v[2 + GPU_NPHASES])
+{
+    if (!gputime_take(&tr->gt, v + 2, &v[0], &v[1]))
+        return 0;
+    const double P = tr->c->g[COMM_DP].size;
+    for (int i = 0; i < 2 + GPU_NPHASES; i++)
+        v[i] = comm_allreduce_sum_f64(tr->c, COMM_DP, v[i]) / P;
+    return 1;
+}
+
+static void report_gpu(const double v[2 + GPU_NPHASES], struct metrics_line *l)
+{
+    metrics_num(l, "gpu_ms", v[0]);
+    metrics_num(l, "gpu_busy", v[1]);
+    char key[48];
+    for (int ph = 0; ph < GPU_NPHASES; ph++) {
+        snprintf(key, sizeof key, "gpu_%s_ms", gputime_name((enum gpu_phase)ph));
+        metrics_num(l, key, v[2 + ph]);
+    }
+}
+
 /* A logging interval's work: its seconds, samples, tokens, attention
  * pairs and model FLOPs (all ranks). */
 struct interval {
     double seconds, samples, tokens, pairs, flops;
+    int64_t steps;
 };
 
 static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
@@ -279,13 +292,18 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     const double samples_s = iv->samples / dt, tokens_s = iv->tokens / dt;
     const double gflops = iv->flops / dt / 1e9;
     const double mfu = tr->peak_gflops > 0 ? gflops / tr->peak_gflops : 0;
+    double gv[2 + GPU_NPHASES];
+    char gpu[64] = "";
+    const int on_gpu = gpu_figures(tr, gv);
+    if (on_gpu)
+        snprintf(gpu, sizeof gpu, " gpu %.1f ms/step busy %.0f%%", gv[0], 100 * gv[1]);
     log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
              "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
-             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication) ETA %.0fs",
+             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
              tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nw,
-             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, eta);
+             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, gpu, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -311,6 +329,9 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);
     metrics_num(&l, "overlap", st->overlap);
     report_wire(&w, &l);
+    report_device(tr, iv->steps, &l);
+    if (on_gpu)
+        report_gpu(gv, &l);
     if (tr->conf.nonfinite_skip)
         metrics_int(&l, "skipped_steps", tr->skipped);
     if (tr->conf.split_long.on)
@@ -319,10 +340,10 @@ static void report_progress(struct trainer *tr, const struct step_stats *st, dou
 }
 
 static void report_eval(struct trainer *tr, const char *split, int64_t epoch,
-                        const struct eval_metrics *em, double loss)
+                        const struct eval_result *em, double loss)
 {
-    char line[512];
-    eval_metrics_format(em, line, sizeof line);
+    char line[2048];
+    eval_result_format(tr, em, line, sizeof line);
     log_info("eval %-4s epoch %lld step %lld: %s", split, (long long)epoch, (long long)tr->step,
              line);
     struct metrics_line l;
@@ -333,7 +354,7 @@ static void report_eval(struct trainer *tr, const char *split, int64_t epoch,
     metrics_num(&l, "loss", loss);
     metrics_num(&l, "samples_per_s", 0);
     metrics_num(&l, "tokens_per_s", 0);
-    eval_metrics_json(em, &l);
+    eval_result_json(tr, em, &l);
     metrics_end(&l, tr->metrics);
 }
 
@@ -343,30 +364,31 @@ static void best_path(const struct trainer *tr, char *path, size_t len)
     snprintf(path, len, "%s/best.h5", tr->conf.checkpoint_dir);
 }
 
-/* Validation after `epochs` epochs; keeps the best NDCG@10 (and with
- * train.keep_best its checkpoint). */
+/* Validation after `epochs` epochs; keeps the best NDCG@10 (ranking:
+ * train.select's AUC; and with train.keep_best its checkpoint). */
 static void validate(struct trainer *tr, int64_t epochs, double loss)
 {
-    struct eval_metrics val;
+    struct eval_result val;
     watchdog_beat("in", "validation");
-    eval_split(tr, 0, &val);
+    eval_run(tr, 0, &val);
     report_eval(tr, "val", epochs, &val, loss);
-    if (val.ndcg[0] > tr->best_val) {
-        tr->best_val = val.ndcg[0];
+    tr->val_epoch = epochs;
+    if (eval_select(tr, &val) > tr->best_val) {
+        tr->best_val = eval_select(tr, &val);
         tr->best_epoch = epochs;
         if (tr->conf.keep_best) {
             char path[4200];
             best_path(tr, path, sizeof path);
             checkpoint_write(tr, path);
-            log_info("keep_best: validation NDCG@10 %.4f at epoch %lld: %s", tr->best_val,
-                     (long long)epochs, path);
+            log_info("keep_best: validation %s %.4f at epoch %lld: %s", eval_select_name(tr),
+                     tr->best_val, (long long)epochs, path);
         }
     }
 }
 
 /* train.keep_best: the last step's test is reported as test-last, then the
  * best validation's checkpoint is loaded and tested (into test). */
-static void test_best(struct trainer *tr, struct eval_metrics *test, double loss)
+static void test_best(struct trainer *tr, struct eval_result *test, double loss)
 {
     report_eval(tr, "test-last", tr->epoch, test, loss);
     const int64_t step = tr->step, epoch = tr->epoch;
@@ -375,40 +397,47 @@ static void test_best(struct trainer *tr, struct eval_metrics *test, double loss
     checkpoint_read(tr, path);
     log_info("keep_best: testing %s (epoch %lld, step %lld)", path, (long long)tr->best_epoch,
              (long long)tr->step);
-    eval_split(tr, 1, test);
+    eval_run(tr, 1, test);
     report_eval(tr, "test", tr->best_epoch, test, loss);
     tr->step = step;
     tr->epoch = epoch;
 }
 
-/* Validation (unless the loop's last step was just validated) and test
- * after the last step (and the popularity baseline). */
-static void final_evaluation(struct trainer *tr, struct eval_metrics *test, double loss,
-                             int validated)
+/* The test after the last step and its validation (and the popularity
+ * baseline). */
+static void final_evaluation(struct trainer *tr, struct eval_result *test, double loss)
 {
-    if (!validated)
-        validate(tr, tr->epoch, loss);
     watchdog_beat("in", "the test evaluation");
-    eval_split(tr, 1, test);
+    eval_run(tr, 1, test);
     if (tr->conf.keep_best)
         test_best(tr, test, loss);
     else
         report_eval(tr, "test", tr->epoch, test, loss);
-    if (tr->conf.baseline) {
-        struct eval_metrics pop;
-        eval_popular(tr, 1, &pop);
+    if (tr->conf.baseline && tr->conf.task.type == TASK_RANKING) {
+        static const char *split[4] = {"test-baseline-global", "test-baseline-item",
+                                       "test-baseline-user", "test-baseline-user+item"};
+        struct rank_metrics base[4];
+        watchdog_beat("in", "the baselines");
+        eval_ranking_baselines(tr, 1, base);
+        for (int m = 0; m < 4; m++) {
+            struct eval_result r = {.ranking = 1, .k = base[m]};
+            report_eval(tr, split[m], tr->epoch, &r, 0);
+        }
+    } else if (tr->conf.baseline) {
+        struct eval_result pop = {0};
+        eval_popular(tr, 1, &pop.r);
         report_eval(tr, "test-popular", tr->epoch, &pop, 0);
     }
 }
 
-static void report_summary(struct trainer *tr, const struct eval_metrics *test, double loss,
+static void report_summary(struct trainer *tr, const struct eval_result *test, double loss,
                            int64_t steps_run, double secs)
 {
     if (tr->best_epoch >= 0)
-        log_info("done: step %lld (%lld steps in this run, %.1f s); best validation NDCG@10 "
+        log_info("done: step %lld (%lld steps in this run, %.1f s); best validation %s "
                  "%.4f at epoch %lld",
-                 (long long)tr->step, (long long)steps_run, secs, tr->best_val,
-                 (long long)tr->best_epoch);
+                 (long long)tr->step, (long long)steps_run, secs, eval_select_name(tr),
+                 tr->best_val, (long long)tr->best_epoch);
     else
         log_info("done: step %lld (%lld steps in this run, %.1f s); no validation was run",
                  (long long)tr->step, (long long)steps_run, secs);
@@ -426,7 +455,7 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
     metrics_int(&l, "best_epoch", tr->best_epoch);
     metrics_int(&l, "skipped_steps", tr->skipped);
     if (test)
-        eval_metrics_json(test, &l);
+        eval_result_json(tr, test, &l);
     metrics_end(&l, tr->metrics);
 }
 
@@ -437,9 +466,10 @@ static void report_summary(struct trainer *tr, const struct eval_metrics *test, 
 static void utilisation_setup(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
-    const int64_t rows = cf->full ? tr->ds.num_items : (int64_t)cf->R + 1; /* scored per token */
-    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX), cf->bce,
-                    &tr->flops);
+    const int ranking = cf->task.type == TASK_RANKING; /* the head: not counted */
+    const int64_t rows = ranking ? 1 : cf->full ? tr->ds.num_items : (int64_t)cf->R + 1;
+    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX),
+                    cf->bce && !ranking, &tr->flops);
     const double mine = cf->peak_tflops > 0 ? 1e3 * cf->peak_tflops : backend_peak_gflops(tr->be);
     tr->peak_gflops = comm_allreduce_sum_f64(tr->c, COMM_DP, mine);
     log_info("utilisation: model FLOPs %.4g per token + %.4g per attention pair (forward and "
@@ -447,6 +477,25 @@ static void utilisation_setup(struct trainer *tr)
              tr->flops.per_token, tr->flops.per_pair, mine,
              cf->peak_tflops > 0 ? "device.peak_tflops" : "measured: fp32 gemm",
              tr->peak_gflops);
+}
+
+/* A run stopped by signal sig after tr->step: its checkpoint (save: not
+ * yet written), then the metrics line. */
+static void report_stop(struct trainer *tr, int sig, double loss, int save)
+{
+    if (save)
+        train_ckpt_save(tr);
+    struct metrics_line l;
+    metrics_begin(&l, "stop");
+    metrics_int(&l, "epoch", tr->epoch);
+    metrics_int(&l, "step", tr->step);
+    metrics_num(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", 0);
+    metrics_num(&l, "tokens_per_s", 0);
+    metrics_int(&l, "signal", sig);
+    metrics_int(&l, "exit_code", PREEMPT_EXIT_CODE);
+    metrics_int(&l, "checkpoint", tr->conf.checkpoint_dir[0] ? 1 : 0);
+    metrics_end(&l, tr->metrics);
 }
 
 /* --- the loop ---------------------------------------------------------------- */
@@ -481,6 +530,32 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
     lc->iv = (struct interval){0};
 }
 
+/* After step tr->step of S per epoch: at the end of an epoch due for
+ * validation (train.eval_every; not the last step's: the final one), the
+ * validation; 1 when train.patience ends the run there. */
+static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
+                     struct loop_clock *lc)
+{
+    const struct train_conf *cf = &tr->conf;
+    const int64_t done = tr->step / S; /* epochs completed */
+    if (tr->step % S != 0 || cf->eval_every <= 0 || done % cf->eval_every != 0 ||
+        tr->step >= total)
+        return 0;
+    double t_eval = clock_seconds();
+    validate(tr, done, loss);
+    lc->last += clock_seconds() - t_eval; /* throughput counts training only */
+    struct devstats skip; /* the device counters count training only */
+    devstats_take(&skip);
+    if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
+        log_info("patience: no better validation %s in %lld validations (best %.4f at "
+                 "epoch %lld): stopping after epoch %lld", eval_select_name(tr),
+                 (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
+                 (long long)done);
+        return 1;
+    }
+    return 0;
+}
+
 /* Steps tr->step .. total - 1; returns the signal that stopped it early
  * (0: none). *loss: the last step's; *early: train.patience ended the run
  * right after a validation. */
@@ -493,14 +568,22 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
     const int64_t S = pl.steps_per_epoch;
     const int lookahead = cf->overlap != OVERLAP_NONE;
     struct step_stats stats = {0};
-    int stop = 0, ran = 0;
+    int stop = 0;
     tr->epoch = tr->step / S;
-    while (tr->step < total) {
+    struct devstats setup; /* the counters count the steps, not the start-up */
+    devstats_take(&setup);
+    /* resumed from a checkpoint written at an epoch's end before its
+     * validation (a stop): that validation first, as the run would have */
+    if (tr->step > 0 && tr->val_epoch < tr->step / S)
+        *early = epoch_end(tr, S, total, 0, lc); /* 1: patience ends the run there */
+    while (tr->step < total && !*early) {
         tr->epoch = tr->step / S;
         watchdog_step(tr->step + 1);
         steptime_begin(&tr->st);
         if (tr->c->rank == cf->hang_rank && tr->step + 1 == cf->hang_step)
             watchdog_debug_hang(); /* debug.hang_rank */
+        if (tr->c->rank == cf->signal_rank && tr->step + 1 == cf->signal_step)
+            raise(SIGTERM); /* debug.signal_rank */
         const struct step_plan *now = planner_plan(&pl, tr, tr->step);
         const struct step_plan *next =
             lookahead && tr->step + 1 < total ? planner_plan(&pl, tr, tr->step + 1) : NULL;
@@ -509,8 +592,8 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         *loss = train_step(tr, now, next, &tokens);
         steptime_end(&tr->st, now->cost);
         tr->step++;
-        guard_after_step(tr, loss);
-        ran = 1;
+        guard_after_step(tr, loss, tr->sparse_sq, tr->dense_sq);
+        lc->iv.steps++;
         lc->iv.samples += (double)now->global_B;
         lc->iv.tokens += (double)tokens;
         lc->iv.pairs += now->pairs;
@@ -520,29 +603,23 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         lc->split.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);
         after_step(tr, &pl, lc, &stats, *loss, total);
         if ((stop = preempt_requested(tr->c)) != 0)
+            break; /* its checkpoint: train_main */
+        /* the epoch's validation, then the checkpoint, which records it (the
+         * last step's: train_main, after the final validation) */
+        const int64_t validations = tr->val_epoch;
+        if ((*early = epoch_end(tr, S, total, *loss, lc)) != 0)
             break;
-        if (cf->checkpoint_dir[0] && cf->checkpoint_every > 0 &&
-            tr->step % cf->checkpoint_every == 0) {
-            save_checkpoint(tr);
+        const int ckpt = cf->checkpoint_dir[0] && cf->checkpoint_every > 0 &&
+                         tr->step % cf->checkpoint_every == 0 && tr->step < total;
+        if (ckpt) {
+            train_ckpt_save(tr);
             *last_ckpt = tr->step;
         }
-        const int64_t done = tr->step / S; /* epochs completed */
-        if (tr->step % S == 0 && cf->eval_every > 0 && done % cf->eval_every == 0 &&
-            tr->step < total) {
-            double t_eval = clock_seconds();
-            validate(tr, done, *loss);
-            lc->last += clock_seconds() - t_eval; /* throughput counts training only */
-            if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
-                log_info("patience: no better validation NDCG@10 in %lld validations (best "
-                         "%.4f at epoch %lld): stopping after epoch %lld",
-                         (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
-                         (long long)done);
-                *early = 1;
-                break;
-            }
-        }
+        /* a signal during a validation or a checkpoint: stop now, not a step later */
+        if ((ckpt || tr->val_epoch != validations) && (stop = preempt_requested(tr->c)) != 0)
+            break;
     }
-    if (ran && !stop) /* the epochs done, counting a partial last one */
+    if (!stop && tr->step > 0) /* the epochs done, counting a partial last one */
         tr->epoch = (tr->step - 1) / S + 1;
     train_step_drain(tr); /* a next step prepared ahead is not run */
     if (steptime_trace_write(&tr->st, tr->c, cf->trace, 1)) /* fewer steps than trace_steps */
@@ -563,8 +640,11 @@ int train_main(int argc, char **argv)
     struct comm c;
     struct params p;
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
-    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1};
-    trainer_setup(&tr);
+    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
+    trainer_open(&tr); /* a bad parameter or dataset: the first thing on the screen */
+    train_ckpt_check_dir(&tr); /* and a checkpoint directory of another run */
+    banner_show(&c, &p);
+    trainer_build(&tr);
     const struct train_conf *cf = &tr.conf;
     const int64_t steps_per_epoch = (tr.n_train + cf->batch_size - 1) / cf->batch_size;
     int64_t total = steps_per_epoch * cf->epochs;
@@ -573,7 +653,7 @@ int train_main(int argc, char **argv)
     log_info("train: %lld users, %lld items, %lld training users, %lld steps per epoch, %lld steps",
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
-    resume_or_start(&tr);
+    train_ckpt_start(&tr);
     utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
@@ -584,8 +664,15 @@ int train_main(int argc, char **argv)
     double loss = 0;
     int early = 0;
     int stop = train_loop(&tr, total, &last_ckpt, &loss, &lc, &early);
-    if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
-        save_checkpoint(&tr);
+    /* the final validation before the final checkpoint, which records it */
+    const int validated = early || !cf->final_eval || tr.val_epoch == tr.epoch;
+    if (!stop && !validated)
+        validate(&tr, tr.epoch, loss);
+    if (stop) /* the metrics file says it first (mpirun, ending, may not pass the ranks' last
+                 lines on, and SIGKILL may follow): the checkpoint, then this line */
+        report_stop(&tr, stop, loss, cf->checkpoint_dir[0] && last_ckpt != tr.step);
+    else if (cf->checkpoint_dir[0] && last_ckpt != tr.step)
+        train_ckpt_save(&tr);
     if (stop) { /* preempted: the state is saved, no evaluation */
         if (!cf->checkpoint_dir[0])
             log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",
@@ -596,9 +683,9 @@ int train_main(int argc, char **argv)
         comm_free(&c);
         return PREEMPT_EXIT_CODE;
     }
-    struct eval_metrics test;
+    struct eval_result test;
     if (cf->final_eval)
-        final_evaluation(&tr, &test, loss, early);
+        final_evaluation(&tr, &test, loss);
     report_summary(&tr, cf->final_eval ? &test : NULL, loss, tr.step - lc.first_step,
                    clock_seconds() - lc.start);
     trainer_free(&tr);

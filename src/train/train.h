@@ -15,7 +15,9 @@
 #include "data/dataset.h"
 #include "embedding/emb_exchange.h"
 #include "model/model.h"
+#include "model/task.h"
 #include "train/dense_optim.h"
+#include "train/gputime.h"
 #include "train/planner.h"
 #include "train/steptime.h"
 #include "train/train_conf.h"
@@ -34,26 +36,33 @@ struct trainer {
     struct dataset ds;
     int with_ts;               /* timestamps used: data.timestamps and the dataset has them */
     int64_t n_train, *train_users;
+    struct rsplit rsplit;      /* ranking: the split (data.split) */
     /* the model, its item table and the dense optimizer */
     struct model m;
     struct emb_registry reg;
     struct emb_table *items;
-    struct train_feat *feat;   /* the features (train/step_feat.h), NULL without */
+    struct train_feat *feat;   /* the features (train/step_feat.h), NULL without (ranking:
+                                  always, the labels are features of the actions) */
+    struct task task;          /* what the model is trained for (model/task.h) */
     struct dense_optim optim;
     /* the step's own state (overlap, buffers, dense all-reduce): train_step.c */
     struct step_state *state;
     /* progress: kept in checkpoints */
     int64_t step, epoch;
-    double best_val;           /* best validation NDCG@10 so far (-1: none) */
+    double best_val;           /* best validation NDCG@10 (ranking: train.select's AUC) so
+                                  far (-1: none) */
     int64_t best_epoch;        /* its epoch (-1: none) */
+    int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
     /* the divergence guard (guard.h): steps whose update was dropped */
     int64_t skipped;
     int skip_now;              /* this step's update is dropped (1 sparse and dense, 2 dense) */
+    double sparse_sq, dense_sq; /* the last step's sums of squares of the gradients (guard.h) */
     /* reporting */
     FILE *metrics;
     struct steptime st;
     struct flop_model flops;   /* the model's FLOPs per token and pair (cost.h) */
     double peak_gflops;        /* the job's peak: the sum of the ranks' (device.peak_tflops) */
+    struct gputime gt;         /* device-side phase timers (gputime.h) */
 };
 
 /* Start-up of every command that runs the model (train, and the commands
@@ -63,6 +72,11 @@ struct trainer {
  * must be set (banner_start), best_val and best_epoch at -1. Collective;
  * ends the job with a message on any bad input. */
 void trainer_setup(struct trainer *tr);
+/* trainer_setup in two: the inputs checked and opened (the configuration,
+ * the groups, the dataset, the training users: an error there ends every
+ * rank with one message, comm_fail.h), then everything else built. */
+void trainer_open(struct trainer *tr);
+void trainer_build(struct trainer *tr);
 /* Release everything trainer_setup and the run allocated (not tr->c). */
 void trainer_free(struct trainer *tr);
 /* End the job when the table of ec (sharded over the emb group unless

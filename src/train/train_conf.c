@@ -23,7 +23,7 @@ static int slow_rank_parse(const char *text, int P, struct train_conf *tc, char 
     if (sscanf(text, "%d:%lf%c", &rank, &factor, &tail) != 2 || rank < 0 || factor < 1)
         return errorf(err, errlen, "debug.slow_rank = '%s': expected RANK:FACTOR with FACTOR >= 1",
                       text);
-    if (rank >= P)
+    if (P > 0 && rank >= P)
         return errorf(err, errlen, "debug.slow_rank = '%s': rank %d does not exist (%d ranks)",
                       text, rank, P);
     tc->slow_rank = rank;
@@ -31,25 +31,77 @@ static int slow_rank_parse(const char *text, int P, struct train_conf *tc, char 
     return 0;
 }
 
-/* debug.hang_rank = R:STEP */
-static int hang_rank_parse(const char *text, int P, struct train_conf *tc, char *err,
-                           size_t errlen)
+/* debug.hang_rank, debug.signal_rank = R:STEP (-1, 0: none) */
+static int rank_step_parse(const char *name, const char *text, int P, int *r, int64_t *at,
+                           char *err, size_t errlen)
 {
-    tc->hang_rank = -1;
-    tc->hang_step = 0;
+    *r = -1;
+    *at = 0;
     if (!text[0])
         return 0;
     int rank;
     long long step;
     char tail;
     if (sscanf(text, "%d:%lld%c", &rank, &step, &tail) != 2 || rank < 0 || step < 1)
-        return errorf(err, errlen, "debug.hang_rank = '%s': expected RANK:STEP with STEP >= 1",
-                      text);
-    if (rank >= P)
-        return errorf(err, errlen, "debug.hang_rank = '%s': rank %d does not exist (%d ranks)",
-                      text, rank, P);
-    tc->hang_rank = rank;
-    tc->hang_step = step;
+        return errorf(err, errlen, "%s = '%s': expected RANK:STEP with STEP >= 1", name, text);
+    if (P > 0 && rank >= P)
+        return errorf(err, errlen, "%s = '%s': rank %d does not exist (%d ranks)", name, text,
+                      rank, P);
+    *r = rank;
+    *at = step;
+    return 0;
+}
+
+/* What the backends refuse, known from the parameters alone: the CPU
+ * backend has no device buffers, the device backends (CUDA, and the fake
+ * device with CUDA's operations) have neither the full softmax, nor
+ * context-parallel attention, nor the logQ-corrected softmax (checked again
+ * where the backend is chosen: device.type = auto). */
+static int device_check(const struct params *p, const struct train_conf *tc, char *err,
+                        size_t errlen)
+{
+    const char *type = params_str(p, P_device_type), *tp = tc->transport;
+    if (tc->subspace_k > 0 && tc->placement == PLACE_DEVICE)
+        return errorf(err, errlen, "embedding.subspace_k = %d needs embedding.placement = host "
+                      "or auto", tc->subspace_k);
+    if (!strcmp(type, "cpu")) {
+        if (!strcmp(params_str(p, P_device_staging), "direct"))
+            return errorf(err, errlen, "device.staging=direct needs device.type=cuda or fake (the "
+                          "CPU backend has no device buffers)");
+        if (strcmp(tp, "auto") && strcmp(tp, "mpi"))
+            return errorf(err, errlen, "parallel.transport = %s: not available on the CPU "
+                          "backend: it needs the CUDA backend (device.type=cuda); on the CPU only "
+                          "mpi exists: use parallel.transport=mpi or auto", tp);
+        if (tc->placement == PLACE_DEVICE)
+            return errorf(err, errlen, "embedding.placement = device needs a device backend "
+                          "(device.type=cuda, or auto with a GPU, or the fake device); use "
+                          "embedding.placement=host or auto");
+    }
+    if (!strcmp(type, "cuda") || !strcmp(type, "fake")) {
+        const char *what = tc->full ? "train.loss = full"
+                           : tc->split_long.on ? "parallel.split_long = auto"
+                           : tc->negatives_from != NEG_UNIFORM ? "train.negatives_from"
+                                                              : NULL;
+        if (what)
+            return errorf(err, errlen, "%s: only the CPU backend has it; run with device.type = "
+                          "cpu", what);
+    }
+    return 0;
+}
+
+int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
+{
+    struct train_conf tc;
+    if (train_conf_resolve(p, P, &tc, err, errlen))
+        return -1;
+    tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
+    if (model_conf_check(&tc.model, err, errlen) || device_check(p, &tc, err, errlen))
+        return -1;
+    const int64_t G = tc.embedding_group;
+    if (P > 0 && G > 0 && (G > P || P % G != 0))
+        return errorf(err, errlen,
+                      "parallel.embedding_group = %lld does not divide the %d ranks of this job "
+                      "(use 0 for all ranks, or a divisor of %d)", (long long)G, P, P);
     return 0;
 }
 
@@ -58,7 +110,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
 {
     memset(tc, 0, sizeof *tc);
     tc->data_path = params_str(p, P_data_path);
-    tc->split = (enum split_mode)params_i64(p, P_data_split);
+    tc->split = !strcmp(params_str(p, P_data_split), "hstu") ? SPLIT_HSTU : SPLIT_LOO;
     tc->N = (int)params_i64(p, P_data_max_seq_len);
     tc->use_timestamps = (int)params_i64(p, P_data_timestamps);
     tc->d = (int)params_i64(p, P_model_dim);
@@ -128,15 +180,26 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->trace = params_str(p, P_output_trace);
     tc->trace_steps = params_i64(p, P_output_trace_steps);
     tc->keep_checkpoints = params_i64(p, P_output_keep_checkpoints);
+    tc->shared_dir = (int)params_i64(p, P_output_shared_dir);
+    tc->ckpt_gathered = !strcmp(params_str(p, P_output_checkpoint_write), "gathered");
+    tc->ckpt_block = params_i64(p, P_debug_checkpoint_block);
     tc->nan_step = params_i64(p, P_debug_nan_step);
     tc->nan_sparse = !strcmp(params_str(p, P_debug_nan_in), "sparse");
     if (!tc->data_path[0])
         return errorf(err, errlen,
                       "data.path is not set: name an HDF5 dataset (freescale data import / "
                       "data gen)");
+    if (!strcmp(tc->resume, "auto") && !tc->checkpoint_dir[0])
+        return errorf(err, errlen, "train.resume = auto needs output.checkpoint_dir (where it "
+                      "looks for this run's checkpoints)");
     if (tc->keep_best && !tc->checkpoint_dir[0])
         return errorf(err, errlen, "train.keep_best = on needs output.checkpoint_dir (where "
                       "best.h5 goes)");
+    if (task_conf_from_params(p, &tc->task, err, errlen))
+        return -1;
+    if (tc->task.type == TASK_RANKING && tc->task.select < 0 && (tc->keep_best || tc->patience))
+        return errorf(err, errlen, "train.%s follows the validation AUC of a binary task: "
+                      "train.tasks has none", tc->keep_best ? "keep_best" : "patience");
     if (tc->keep_best && tc->split != SPLIT_LOO)
         return errorf(err, errlen, "train.keep_best = on needs data.split = loo (with hstu "
                       "the validation target is the test target)");
@@ -151,5 +214,10 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->peak_tflops = params_f64(p, P_device_peak_tflops);
     if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
         return -1;
-    return hang_rank_parse(params_str(p, P_debug_hang_rank), P, tc, err, errlen);
+    return rank_step_parse("debug.hang_rank", params_str(p, P_debug_hang_rank), P,
+                           &tc->hang_rank, &tc->hang_step, err, errlen) ||
+                   rank_step_parse("debug.signal_rank", params_str(p, P_debug_signal_rank), P,
+                                   &tc->signal_rank, &tc->signal_step, err, errlen)
+               ? -1
+               : 0;
 }

@@ -15,6 +15,7 @@
 #include "embedding/emb_optim.h"
 #include "feature/schema.h"
 #include "model/model.h"
+#include "model/task.h"
 #include "train/dense_optim.h"
 
 enum overlap_mode { OVERLAP_NONE, OVERLAP_PIPELINE, OVERLAP_PRIORITIZED };
@@ -42,6 +43,8 @@ struct train_conf {
     enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
     int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
     int subspace_identity;    /* embedding.subspace_basis = identity */
+    /* train.task and the ranking settings (train/step_rank.c resolves them) */
+    struct task_conf task;
     /* features.* (resolved against the dataset in step_feat_setup) */
     struct feat_conf features;
     /* schedule */
@@ -66,6 +69,9 @@ struct train_conf {
     const char *checkpoint_dir, *metrics, *trace;
     int64_t trace_steps;
     int64_t keep_checkpoints; /* output.keep_checkpoints (0 = all) */
+    int shared_dir;           /* output.shared_dir: beside other runs' checkpoints */
+    int ckpt_gathered;        /* output.checkpoint_write = gathered (through rank 0) */
+    int64_t ckpt_block;       /* debug.checkpoint_block: bytes per round (0 = default) */
     /* debug.slow_rank */
     int slow_rank;            /* -1: none */
     double slow_factor;
@@ -74,13 +80,20 @@ struct train_conf {
     int nan_sparse;           /* debug.nan_in = sparse: into rank 0's embedding gradients */
     int hang_rank;            /* -1: none */
     int64_t hang_step;
+    int signal_rank;          /* debug.signal_rank: -1 none */
+    int64_t signal_step;
     int64_t node_size;        /* debug.node_size: 0 = the real nodes */
 };
 
 /* Fill tc from p (strings point into p, which must outlive tc). Returns 0,
  * or -1 with err naming the parameter (P ranks: the world size, to check
- * rank numbers). */
+ * rank numbers; 0 = not known, those checks skipped). */
 int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, char *err,
                        size_t errlen);
+/* Every check of the parameters that training makes before it starts, in
+ * one place (train and 'freescale params' call it): train_conf_resolve's,
+ * the model's (model_conf_check), what the chosen device type cannot run,
+ * and with P > 0 the rank counts. 0, or -1 with err. */
+int train_conf_check(const struct params *p, int P, char *err, size_t errlen);
 
 #endif

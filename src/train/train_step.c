@@ -42,10 +42,15 @@
  * same losses. Every rank posts its collectives in the same program order
  * on each communicator; the hook only tests them.
  *
- * Where the backend computes on a device, the exchange's host rows and
- * index and the gradients going back to the owners are mirrored in device
- * memory (backend/mirror.h): the phases below are the same on every
- * backend.
+ * Where things live: the exchange's rows, inverse index and gradients are
+ * in the table's memory (embedding.placement: device memory for device
+ * tables, where they stay); where the model computes on another memory
+ * (host tables, a device computing) they are mirrored (backend/mirror.h):
+ * the phases below are the same on every backend. The step's loss, count
+ * and the guard's sums of squares stay in the model's memory until the
+ * step's end reads them back at once (one host wait). On a device the next
+ * step is read after this step's forward is enqueued (the device computes
+ * while the host reads); on the host before (while the rows travel).
  *
  * With features (features.*; step_feat.h, CPU backend), each phase does
  * its part for them too: read plans the tokens and posts the lookup of
@@ -53,12 +58,15 @@
  * representations (row + item features) that the inputs and the loss use,
  * the model runs on the assembled tokens (event features, contextual
  * tokens), and the grad exchange updates the feature tables. Without them
- * none of this runs (in->feat is NULL). */
+ * none of this runs (in->feat is NULL). The loss is the task's
+ * (model/task.h): retrieval against the rows of the targets and negatives,
+ * or ranking (train.task = ranking, CPU backend: the events' labels by the
+ * head; the lookup holds the inputs alone). */
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "backend/mirror.h"
+#include "backend/stage.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "model/loss.h"
@@ -67,6 +75,8 @@
 #include "train/dense_sync.h"
 #include "train/guard.h"
 #include "train/step_feat.h"
+#include "train/step_neg.h"
+#include "train/step_rank.h"
 #include "train/train.h"
 
 /* One step's input: this rank's sequences read, negatives drawn, ids
@@ -81,9 +91,14 @@ struct step_input {
     struct step_feat *feat;    /* features: their plan and lookup, else NULL */
 };
 
+/* The step's scalars (model backend's memory), read back at the step's end. */
+enum { SC_LOSS, SC_COUNT, SC_SPARSE, SC_DENSE, SC_N };
+
 struct step_state {
     struct trainer *tr;
+    int ranking;               /* train.task = ranking: no targets, negatives, shard ids */
     int lookahead;             /* the next step is prepared during this one */
+    int read_late;             /* ... after this step's forward is enqueued (devices) */
     int prioritized;           /* chunk 1 waited for late, its gradients sent early */
     int in_step;               /* inside train_step: the hook acts only then */
     struct step_input in[2];   /* this step's and the next step's input */
@@ -93,23 +108,27 @@ struct step_state {
     /* backend buffers, kept across steps */
     struct mirror rows;        /* the exchange's unique rows [nuniq, d] */
     struct mirror inv;         /* its inverse index [T (2 + R)] */
-    struct mirror grads;       /* gradients per unique row [nuniq, d], host gu */
+    struct mirror grads;       /* its gradients per unique row [nuniq, d] */
     struct mirror emb, out, du, demb; /* [T, d] scratch ([Tx, d]: out, demb) */
     struct mirror fx, fout, fdu, fdemb; /* features: [Tx, d] x, du; [T, d] out, demb */
-    float *gu;                 /* host gradients per unique row, capacity gu_cap bytes */
-    size_t gu_cap;
+    struct loss_ws lws;        /* the loss's normalisation buffers */
+    double *sc;                /* [SC_N] model backend memory */
+    double hsc[SC_N];          /* read back */
+    double sparse_host;        /* SC_SPARSE when the table's memory is the host's, the model's not */
     /* train.loss = full: the ids of this rank's shard, requested every step
      * after the inputs, targets and negatives (loss_full.h) */
     int64_t *shard_ids, n_shard;
     float *logq;               /* in-batch negatives: [nuniq] correction, capacity logq_n */
     int64_t logq_n;
+    struct task_step view;     /* the loss's view of the step, for the task's backward */
+    struct loss_full_shard shard; /* the view's, train.loss = full */
 };
 
 /* Ids a step requests for T tokens: inputs, targets, R negatives each, and
- * with train.loss = full this rank's shard. */
+ * with train.loss = full this rank's shard (ranking: the inputs alone). */
 static int64_t step_ids(const struct step_state *s, int64_t T)
 {
-    return T * (2 + s->tr->conf.R) + s->n_shard;
+    return s->ranking ? T : T * (2 + s->tr->conf.R) + s->n_shard;
 }
 
 /* --- helpers ---------------------------------------------------------------- */
@@ -167,95 +186,46 @@ static void between_layers(void *ctx, int first_final)
     comm_compute_begin();
 }
 
-/* The global batch's targets (all ranks), sorted: the in-batch negatives'
- * population, the same whatever the rank count, in *n. Collective over dp. */
-static int64_t *batch_targets_gather(struct step_state *s, const struct step_input *in,
-                                     int64_t *n)
+/* The table's memory and the model's are the same (no mirror copies). */
+static int same_memory(const struct backend_ops *a, const struct backend_ops *b)
 {
-    struct comm *c = s->tr->c;
-    const int P = c->g[COMM_DP].size;
-    int64_t *cnt = xmalloc((size_t)P * sizeof *cnt);
-    comm_allgather_i64(c, COMM_DP, in->sb.T, cnt);
-    *n = 0;
-    for (int r = 0; r < P; r++)
-        *n += cnt[r];
-    int64_t *all = xmalloc((size_t)(*n ? *n : 1) * sizeof(int64_t));
-    comm_allgatherv(c, COMM_DP, COMM_I64, in->sb.targets, in->sb.T, all, cnt, COMM_PH_OTHER);
-    loss_batch_targets_sort(all, *n);
-    free(cnt);
-    return all;
+    return a == b || (backend_is_host(a) && backend_is_host(b));
 }
 
-/* The negatives of this step's positions (keyed by the token) after the
- * targets: ids[T] targets, then ids[T + i R + r] the negatives: R uniform,
- * R in-batch, or R / 2 uniform then the rest in-batch; with in-batch ones,
- * in->logq gets the correction of every token of ids[0 .. T (1 + R)). */
-static void draw_negatives(struct step_state *s, struct step_input *in, uint64_t epoch,
-                           int64_t *ids)
+/* The step's scalars, read back (a host wait on a device). */
+static void read_scalars(struct step_state *s)
 {
-    const struct train_conf *cf = &s->tr->conf;
-    const int64_t T = in->sb.T, I = s->tr->ds.num_items;
-    const int R = cf->R, Ru = cf->negatives_from == NEG_UNIFORM ? R
-                              : cf->negatives_from == NEG_MIXED ? R / 2 : 0;
-    int64_t *neg = ids + T;
-    if (Ru == R) {
-        loss_sample_negatives(cf->seed, epoch, in->sb.keys, T, R, I, neg);
-        return;
-    }
-    int64_t n_batch;
-    int64_t *batch = batch_targets_gather(s, in, &n_batch);
-    int64_t *u = xmalloc((size_t)(T * Ru > 0 ? T * Ru : 1) * sizeof *u);
-    loss_sample_negatives(cf->seed, epoch, in->sb.keys, T, Ru, I, u);
-    for (int64_t i = 0; i < T; i++)
-        memcpy(neg + i * R, u + i * Ru, (size_t)Ru * sizeof *u);
-    free(u);
-    loss_sample_in_batch(cf->seed, epoch, in->sb.keys, T, R, Ru, batch, n_batch, neg);
-    in->logq = xmalloc((size_t)(T ? T * (1 + R) : 1) * sizeof(float));
-    for (int64_t k = 0; k < T * (1 + R); k++)
-        in->logq[k] = loss_logq(ids[k], batch, n_batch, R, Ru, I);
-    free(batch);
-}
-
-/* The logQ correction per unique row of the step (host memory; NULL
- * with uniform negatives): that of the target and negative tokens. */
-static const float *step_logq(struct step_state *s, const struct step_input *in)
-{
-    if (!in->logq)
-        return NULL;
-    const int64_t T = in->sb.T, nu = emb_exchange_nuniq(in->x);
-    if (nu > s->logq_n) {
-        free(s->logq);
-        s->logq_n = nu + nu / 4;
-        s->logq = xmalloc((size_t)(s->logq_n ? s->logq_n : 1) * sizeof(float));
-    }
-    const int64_t *inv = emb_exchange_inverse(in->x) + T;
-    for (int64_t k = 0; k < T * (1 + s->tr->conf.R); k++)
-        s->logq[inv[k]] = in->logq[k];
-    return s->logq;
+    s->tr->be->to_host(s->hsc, s->sc, sizeof s->hsc);
 }
 
 /* --- the phases --------------------------------------------------------------- */
 
-/* read: this rank's sequences of plan pl, the negatives, and the lookup of
- * inputs (chunk 0), targets and negatives (chunk 1) posted. */
+/* read: this rank's sequences of plan pl, the ids of the lookup (inputs,
+ * chunk 0; targets, negatives and the full softmax's shard ids, chunk 1)
+ * assembled in the table's memory, its de-duplication and counts posted;
+ * with features their plan and lookups too. */
 static void phase_read(struct step_state *s, struct step_input *in, const struct step_plan *pl)
 {
     struct trainer *tr = s->tr;
     const struct train_conf *cf = &tr->conf;
+    struct emb_table *t = tr->items;
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
-    batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch, pl->users,
-                pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
+    if (s->ranking) /* the events and their labels (step_rank.h) */
+        step_rank_batch(tr, pl, &in->sb);
+    else
+        batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
+                    pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
-    int64_t *ids = xmalloc((size_t)(n_ids ? n_ids : 1) * sizeof *ids);
-    memcpy(ids, in->sb.items, (size_t)T * sizeof *ids);
-    memcpy(ids + T, in->sb.targets, (size_t)T * sizeof *ids);
-    draw_negatives(s, in, (uint64_t)pl->epoch, ids + T);
-    if (s->n_shard) /* memcpy from NULL is undefined, even of 0 bytes */
-        memcpy(ids + T * (2 + cf->R), s->shard_ids, (size_t)s->n_shard * sizeof *ids);
+    emb_ids_reserve(t, n_ids);
+    emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
+    if (!s->ranking) { /* the targets, their negatives, the shard of train.loss = full */
+        emb_ids_put(t, T, in->sb.targets, T, tr->c->rank);
+        in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
+        emb_ids_put(t, T * (2 + cf->R), s->shard_ids, s->n_shard, tr->c->rank);
+    }
     steptime_phase(&tr->st, PH_READ);
-    in->x = emb_input_dist(tr->items, tr->c, ids, n_ids, T, NULL);
-    free(ids);
+    in->x = emb_input_dist_at(t, tr->c, n_ids, T, NULL);
     if (tr->feat)
         in->feat = step_feat_read(tr, &in->sb, in->x);
     in->ready = 1;
@@ -277,26 +247,27 @@ static void input_release(struct step_input *in)
 }
 
 /* lookup: owners serve this step's rows (read after the previous step's
- * sparse update); the next step is read meanwhile; chunk 0's rows (all of
- * them unless prioritized) reach the backend, and the inputs' rows are
- * gathered in token order into emb [T, d]. With features: the feature
- * rows too, the item rows become representations (row + item features),
- * and emb the model's tokens [Tx, d]. Returns emb. */
+ * sparse update); on the host the next step is read meanwhile; chunk 0's
+ * rows (all of them unless prioritized) reach the model's memory, and the
+ * inputs' rows are gathered in token order into emb [T, d]. With features:
+ * the feature rows too, the item rows become representations (row + item
+ * features), and emb the model's tokens [Tx, d]. Returns emb. */
 static float *phase_lookup(struct step_state *s, struct step_input *in,
                            const struct step_plan *next)
 {
     struct trainer *tr = s->tr;
-    const struct backend_ops *be = tr->be;
+    const struct backend_ops *be = tr->be, *tb = tr->items->be;
     struct emb_exchange *x = in->x;
     const int d = tr->conf.d;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
+    gputime_begin(&tr->gt, GPU_EXCHANGE);
     emb_output_post(tr->items, tr->c, x, NULL);
     steptime_phase(&tr->st, PH_LOOKUP);
-    if (s->lookahead && next)
+    if (s->lookahead && next && !s->read_late)
         phase_read(s, &s->in[1 - s->cur], next);
-    if (in->feat)
+    if (in->feat) /* the representations: host memory, as the table's (step_feat_tables) */
         step_feat_lookup(in->feat);
-    const float *rows = mirror_bind(&s->rows, be,
+    const float *rows = mirror_bind(&s->rows, be, tb,
                                     in->feat ? step_feat_rep(in->feat) : emb_exchange_rows(x),
                                     rows_bytes(emb_exchange_nuniq(x), d));
     for (int k = 0; k < (s->prioritized ? 1 : 2); k++) {
@@ -306,13 +277,14 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
         chunk_up(&s->rows, x, d, k);
     }
     const size_t ib = (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t);
-    const int64_t *inv = mirror_bind(&s->inv, be, emb_exchange_inverse(x), ib);
+    const int64_t *inv = mirror_bind(&s->inv, be, tb, emb_exchange_inverse(x), ib);
     mirror_up(&s->inv, 0, ib);
-    float *emb = mirror_bind(&s->emb, be, NULL, rows_bytes(T, d));
+    float *emb = mirror_bind(&s->emb, be, be, NULL, rows_bytes(T, d));
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
+    gputime_end(&tr->gt, GPU_EXCHANGE);
     if (in->feat) { /* event features, contextual tokens (host memory: the CPU backend) */
         const struct tokens *tk = step_feat_tokens(in->feat);
-        float *xt = tk->C ? mirror_bind(&s->fx, be, NULL, rows_bytes(tk->Tx, d)) : emb;
+        float *xt = tk->Tx != T ? mirror_bind(&s->fx, be, be, NULL, rows_bytes(tk->Tx, d)) : emb;
         tokens_inputs(tk, emb, xt);
         emb = xt;
     }
@@ -320,156 +292,165 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     return emb;
 }
 
-/* The loss of the step's positions (user vectors out [T, d]) against the
- * unique rows: du [T, d] written, drows [nuniq, d] accumulated; returns
- * this rank's loss sum (loss.h, loss_full.h). The full softmax talks to
- * the emb group, so it runs outside the compute window. */
-static double step_loss(struct step_state *s, struct step_input *in, const float *out,
-                        const float *rows, const int64_t *inv, float scale, float *du,
-                        float *drows, int64_t *counted)
+/* The loss of the step's positions (outputs out [T, d]) by the task
+ * (model/task.h): retrieval against the unique rows (du [T, d] written,
+ * drows [nuniq, d] accumulated; loss.h, loss_full.h), ranking by the head
+ * and the labels (du written by its backward); the loss sum and count
+ * added to the step's scalars. */
+static void step_loss(struct step_state *s, struct step_input *in, const float *out,
+                      const float *rows, const int64_t *inv, float scale, float *du,
+                      float *drows)
 {
     struct trainer *tr = s->tr;
-    const struct backend_ops *be = tr->be;
     const struct train_conf *cf = &tr->conf;
-    const int d = cf->d;
-    const int64_t T = in->sb.T, nuniq = emb_exchange_nuniq(in->x);
-    if (cf->full) {
-        const struct loss_full_shard sh = {.G = tr->items->G, .shard = tr->items->shard,
-                                           .num_items = tr->ds.num_items, .m = s->n_shard,
-                                           .idx = inv + T * (2 + cf->R)};
-        return loss_full_softmax(be, tr->c, T, d, cf->temperature, cf->normalize_items, out,
-                                 in->sb.targets, nuniq, rows, &sh, scale, du, drows, counted);
-    }
-    void *owned = NULL;
-    const float *lq = step_logq(s, in);
-    if (lq)
-        lq = backend_upload(be, lq, (size_t)(nuniq ? nuniq : 1) * sizeof(float), &owned);
-    comm_compute_begin();
-    double sum = cf->bce ? loss_bce(be, T, d, out, nuniq, rows, inv + T, inv + 2 * T, scale, du,
-                                    drows, counted)
-                         : loss_sampled_softmax_q(be, T, d, cf->R, cf->temperature,
-                                                  cf->normalize_items, out, nuniq, rows, lq,
-                                                  inv + T, inv + 2 * T, scale, du, drows,
-                                                  counted);
-    comm_compute_end();
-    if (owned)
-        be->free(owned);
-    return sum;
+    const int64_t T = in->sb.T;
+    const float *logq = in->logq ? step_neg_logq(in->logq, in->x, T, cf->R, &s->logq, &s->logq_n)
+                                 : NULL; /* uniform negatives: none */
+    s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
+                                        .num_items = tr->ds.num_items, .m = s->n_shard,
+                                        .idx = s->ranking ? NULL : inv + T * (2 + cf->R)};
+    s->view = (struct task_step){.be = tr->be, .c = tr->c, .T = T, .d = cf->d, .out = out,
+                                 .du = du, .acc = s->sc + SC_LOSS, .scale = scale,
+                                 .ws = &s->lws, .nuniq = emb_exchange_nuniq(in->x), .rows = rows,
+                                 .inv = inv, .drows = drows, .logq = logq,
+                                 .shard = &s->shard, .targets = in->sb.targets,
+                                 .labels = in->sb.labels};
+    tr->task.ops->loss(&tr->task, &s->view);
 }
 
 /* forward + loss: the model over the batch (emb -> out; mb: the model's
- * batch, b with contextual tokens), the next step's ids posted, then the
- * loss against the rows of targets and negatives:
- * du [T, d] and the per-row gradients (zeroed, then accumulated by the
- * loss). Prioritized: the loss-only rows' gradients (chunk 1: the
- * backward's scatter touches chunk-0 rows alone) are final and leave now.
- * Returns this rank's loss sum (scale = 1 / global supervised positions). */
-static double phase_forward_loss(struct step_state *s, struct step_input *in,
-                                 const struct batch *b, const struct batch *mb, const float *emb,
-                                 float scale)
+ * batch, b with contextual tokens); on a device the next step is read now,
+ * the forward enqueued; the next step's ids posted; then the loss against
+ * the rows of targets and negatives: du [T, d] and the per-row gradients
+ * (zeroed, then accumulated by the loss). Prioritized: the loss-only rows'
+ * gradients (chunk 1: the backward's scatter touches chunk-0 rows alone)
+ * are final and leave now. */
+static void phase_forward_loss(struct step_state *s, struct step_input *in,
+                               const struct batch *b, const struct batch *mb, const float *emb,
+                               float scale, const struct step_plan *next)
 {
     struct trainer *tr = s->tr;
-    const struct backend_ops *be = tr->be;
-    const struct train_conf *cf = &tr->conf;
+    const struct backend_ops *be = tr->be, *tb = tr->items->be;
     struct emb_exchange *x = in->x;
-    const int d = cf->d;
+    const int d = tr->conf.d;
     const int64_t T = b->T, nuniq = emb_exchange_nuniq(x);
     double t_work = clock_seconds();
-    float *out = mirror_bind(&s->out, be, NULL, rows_bytes(mb->T, d));
+    float *out = mirror_bind(&s->out, be, be, NULL, rows_bytes(mb->T, d));
+    gputime_begin(&tr->gt, GPU_FORWARD);
     comm_compute_begin();
     tr->m.vt->forward(&tr->m, mb, emb, out);
     comm_compute_end();
+    gputime_end(&tr->gt, GPU_FORWARD);
     if (mb->T != T) { /* the event tokens' outputs: the loss's */
-        float *ev = mirror_bind(&s->fout, be, NULL, rows_bytes(T, d));
+        float *ev = mirror_bind(&s->fout, be, be, NULL, rows_bytes(T, d));
         tokens_outputs(step_feat_tokens(in->feat), out, ev);
         out = ev;
     }
     struct step_input *nx = &s->in[1 - s->cur];
+    if (s->lookahead && next && s->read_late) {
+        double t_read = clock_seconds();
+        steptime_phase(&tr->st, PH_FORWARD);
+        phase_read(s, nx, next);
+        t_work += clock_seconds() - t_read; /* not this step's work */
+    }
     if (nx->ready)
         emb_input_post_ids(tr->c, nx->x);
     if (s->prioritized) { /* targets and negatives: chunk 1 */
+        gputime_begin(&tr->gt, GPU_EXCHANGE);
         emb_output_wait(x, 1, NULL);
         if (in->feat)
             step_feat_items(in->feat, x, 1);
         chunk_up(&s->rows, x, d, 1);
+        gputime_end(&tr->gt, GPU_EXCHANGE);
     }
     const float *rows = mirror_at(&s->rows);
     const int64_t *inv = mirror_at(&s->inv);
     const size_t ud = rows_bytes(nuniq, d);
-    if (ud > s->gu_cap) {
-        free(s->gu);
-        s->gu_cap = ud + ud / 4;
-        s->gu = xmalloc(s->gu_cap);
-    }
-    float *du = mirror_bind(&s->du, be, NULL, rows_bytes(T, d));
-    float *drows = mirror_bind(&s->grads, be, s->gu, ud);
+    float *du = mirror_bind(&s->du, be, be, NULL, rows_bytes(T, d));
+    float *drows = mirror_bind(&s->grads, be, tb, emb_exchange_grads(x), ud);
+    gputime_begin(&tr->gt, GPU_FORWARD);
     be->zero(drows, ud);
-    int64_t counted = 0;
-    double loss_sum = step_loss(s, in, out, rows, inv, scale, du, drows, &counted);
+    step_loss(s, in, out, rows, inv, scale, du, drows);
+    gputime_end(&tr->gt, GPU_FORWARD);
     if (s->prioritized) {
         chunk_down(&s->grads, x, d, 1);
-        emb_grad_post_chunk(tr->items, tr->c, x, s->gu, 1, NULL);
+        emb_grad_post_chunk(tr->items, tr->c, x, 1, NULL);
     }
     slow_down(s, clock_seconds() - t_work);
     steptime_phase(&tr->st, PH_FORWARD);
-    return loss_sum;
 }
 
-/* backward: the model's backward from du, the input rows' gradients
- * scattered onto the per-row gradients, which come back to the host. */
+/* backward: the task's (ranking: the head's, and du), the model's backward
+ * from du, the input rows' gradients scattered onto the per-row gradients,
+ * which reach the table's memory; the guard's sum of squares of them. */
 static void phase_backward(struct step_state *s, struct step_input *in, const struct batch *b,
                            const struct batch *mb)
 {
     struct trainer *tr = s->tr;
-    const struct backend_ops *be = tr->be;
+    const struct backend_ops *be = tr->be, *tb = tr->items->be;
     const int d = tr->conf.d;
     double t_work = clock_seconds();
     model_zero_grads(&tr->m);
     dense_sync_begin(s->dense);
+    if (tr->task.ops->backward) /* the head's gradients, and du (ranking) */
+        tr->task.ops->backward(&tr->task, &s->view);
     const float *du = mirror_at(&s->du);
     if (mb->T != b->T) { /* no gradient at the contextual tokens */
-        float *dux = mirror_bind(&s->fdu, be, NULL, rows_bytes(mb->T, d));
+        float *dux = mirror_bind(&s->fdu, be, be, NULL, rows_bytes(mb->T, d));
         tokens_dout(step_feat_tokens(in->feat), du, dux);
         du = dux;
     }
-    float *demb = mirror_bind(&s->demb, be, NULL, rows_bytes(mb->T, d));
+    float *demb = mirror_bind(&s->demb, be, be, NULL, rows_bytes(mb->T, d));
+    gputime_begin(&tr->gt, GPU_BACKWARD);
     comm_compute_begin();
     tr->m.vt->backward(&tr->m, mb, du, demb);
     comm_compute_end();
     if (in->feat) { /* the event and user features' part; demb: the event tokens' */
-        float *dev = mb->T != b->T ? mirror_bind(&s->fdemb, be, NULL, rows_bytes(b->T, d)) : demb;
+        float *dev = mb->T != b->T ? mirror_bind(&s->fdemb, be, be, NULL, rows_bytes(b->T, d))
+                                   : demb;
         step_feat_backward_inputs(in->feat, demb, dev);
         demb = dev;
     }
     be->scatter_add_rows(b->T, d, demb, mirror_at(&s->inv), mirror_at(&s->grads));
+    gputime_end(&tr->gt, GPU_BACKWARD);
     chunk_down(&s->grads, in->x, d, 0);
     if (!s->prioritized) /* chunk 1 still here too */
         chunk_down(&s->grads, in->x, d, 1);
+    const int64_t n = emb_exchange_nuniq(in->x) * d;
+    float *gu = emb_exchange_grads(in->x);
+    guard_inject_sparse(tr, tb, gu, n);
+    tb->sumsq_acc(n, gu, same_memory(tb, be) ? s->sc + SC_SPARSE : &s->sparse_host);
     slow_down(s, clock_seconds() - t_work);
     steptime_phase(&tr->st, PH_BACKWARD);
 }
 
 /* grad exchange: the gradients not yet sent go to their owners (sparse
  * first: the next step's lookup waits for the update); with buckets, the
- * first tensors' bucket follows them; owners apply the sparse update. */
+ * first tensors' bucket follows them; owners apply the sparse update; with
+ * features the feature tables' update follows. */
 static void phase_grad_exchange(struct step_state *s, struct step_input *in, int apply)
 {
     struct trainer *tr = s->tr;
+    gputime_begin(&tr->gt, GPU_EXCHANGE);
     if (apply) /* else dropped (guard.h): input_release drains chunk 1's */
-        emb_grad_post(tr->items, tr->c, in->x, s->gu, NULL);
+        emb_grad_post(tr->items, tr->c, in->x, NULL);
     dense_sync_post_last(s->dense);
     if (apply)
         emb_grad_finish(tr->items, tr->c, in->x, NULL);
-    if (apply && in->feat) /* the item representations' gradient: s->gu */
-        step_feat_update(in->feat, s->gu);
+    gputime_end(&tr->gt, GPU_EXCHANGE);
+    if (apply && in->feat) /* d rep = the item rows' gradients (host: a host table) */
+        step_feat_update(in->feat, emb_exchange_grads(in->x));
     steptime_phase(&tr->st, PH_GRAD_EXCHANGE);
 }
 
-/* dense all-reduce: the arena holds the sum over dp. */
+/* dense all-reduce: the arena holds the sum over dp; its sum of squares
+ * (the guard's) is enqueued. */
 static void phase_dense_allreduce(struct step_state *s)
 {
+    struct trainer *tr = s->tr;
     dense_sync_finish(s->dense);
-    steptime_phase(&s->tr->st, PH_ALLREDUCE);
+    tr->be->sumsq_acc(tr->m.ngrad, tr->m.grad, s->sc + SC_DENSE);
+    steptime_phase(&tr->st, PH_ALLREDUCE);
 }
 
 double train_step(struct trainer *tr, const struct step_plan *now, const struct step_plan *next,
@@ -477,7 +458,11 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
 {
     struct step_state *s = tr->state;
     struct step_input *in = &s->in[s->cur];
+    const int skip_mode = tr->conf.nonfinite_skip;
+    const double t_start = clock_seconds();
     s->in_step = 1;
+    tr->be->zero(s->sc, sizeof s->hsc);
+    s->sparse_host = 0;
     if (!in->ready) /* else read during the previous step */
         phase_read(s, in, now);
     const int64_t n_global = comm_allreduce_sum_i64(tr->c, in->sb.T);
@@ -490,22 +475,35 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
         tokens_batch(step_feat_tokens(in->feat), &b, &mb);
 
     const float *emb = phase_lookup(s, in, next);
-    double loss_sum = phase_forward_loss(s, in, &b, &mb, emb, scale);
+    phase_forward_loss(s, in, &b, &mb, emb, scale, next);
     phase_backward(s, in, &b, &mb);
-    const int64_t n_gu = emb_exchange_nuniq(in->x) * tr->conf.d;
-    phase_grad_exchange(s, in, guard_before_update(tr, loss_sum, s->gu, n_gu));
+    if (skip_mode) /* the guard decides before the updates: the sums now */
+        read_scalars(s);
+    const int same = same_memory(tr->items->be, tr->be);
+    phase_grad_exchange(s, in, guard_before_update(tr, s->hsc[SC_LOSS],
+                                                   same ? s->hsc[SC_SPARSE] : s->sparse_host));
     phase_dense_allreduce(s);
-    if (guard_dense_ok(tr))
+    if (skip_mode)
+        read_scalars(s);
+    gputime_begin(&tr->gt, GPU_OPTIMIZER);
+    if (guard_dense_ok(tr, s->hsc[SC_DENSE]))
         dense_optim_step(&tr->optim, &tr->m, tr->step);
+    gputime_end(&tr->gt, GPU_OPTIMIZER);
     steptime_phase(&tr->st, PH_OPTIMIZER);
 
     input_release(in);
     if (s->in[1 - s->cur].ready)
         s->cur = 1 - s->cur;
-    double loss = comm_allreduce_sum_f64(tr->c, COMM_DP, loss_sum);
+    read_scalars(s); /* the step's one host wait for its results */
+    gputime_step(&tr->gt, clock_seconds() - t_start);
+    tr->sparse_sq = same ? s->hsc[SC_SPARSE] : s->sparse_host;
+    tr->dense_sq = s->hsc[SC_DENSE];
+    double loss = comm_allreduce_sum_f64(tr->c, COMM_DP, s->hsc[SC_LOSS]);
     steptime_phase(&tr->st, PH_ALLREDUCE);
     *tokens = n_global;
     s->in_step = 0;
+    if (s->ranking) /* normalised per task already (task_ranking.c) */
+        return loss;
     return n_global > 0 ? loss / (double)n_global : 0.0;
 }
 
@@ -516,11 +514,15 @@ void train_step_init(struct trainer *tr)
     const struct train_conf *cf = &tr->conf;
     struct step_state *s = xcalloc(1, sizeof *s);
     s->tr = tr;
+    s->ranking = cf->task.type == TASK_RANKING;
     s->lookahead = cf->overlap != OVERLAP_NONE;
+    s->read_late = !backend_is_host(tr->be);
+    gputime_init(&tr->gt, tr->be);
+    s->sc = tr->be->alloc(sizeof s->hsc);
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED;
     s->slow = cf->slow_rank == tr->c->rank ? cf->slow_factor : 1.0;
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport, s->prioritized);
-    if (cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
+    if (!s->ranking && cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
         fatal("train.loss = full: only the CPU backend computes the full softmax (backend %s); "
               "run with device.type = cpu", tr->be->name);
     const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
@@ -528,11 +530,11 @@ void train_step_init(struct trainer *tr)
     if (cf->split_long.on && (!ctx_attn || !backend_is_host(tr->be)))
         fatal("parallel.split_long = auto: only the CPU backend has context-parallel attention "
               "(backend %s); run with device.type = cpu", tr->be->name);
-    if (cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
+    if (!s->ranking && cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
         fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
               "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",
               tr->be->name);
-    if (cf->full) {
+    if (cf->full && !s->ranking) {
         s->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
         s->shard_ids = xmalloc((size_t)(s->n_shard ? s->n_shard : 1) * sizeof(int64_t));
         loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, s->shard_ids);
@@ -565,7 +567,9 @@ void train_step_free(struct trainer *tr)
                           &s->fx, &s->fout, &s->fdu, &s->fdemb};
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         mirror_free(m[i]);
-    free(s->gu);
+    loss_ws_free(&s->lws);
+    tr->be->free(s->sc);
+    gputime_free(&tr->gt);
     free(s->shard_ids);
     free(s->logq);
     free(s);

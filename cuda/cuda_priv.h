@@ -1,0 +1,60 @@
+/* cuda_priv: what the CUDA backend's C files share (backend_cuda.c: the
+ * state, memory, copies, GEMM and the ops table; cuda_device.c: the
+ * devices, events and IPC). Nothing outside cuda/ includes it. */
+#ifndef FS_CUDA_PRIV_H
+#define FS_CUDA_PRIV_H
+
+#include <stddef.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "backend/backend.h"
+#include "cuda/kernels.h"
+
+/* cuBLAS calls: the status number and its description */
+#define CUBLAS_CHECK(call)                                                               \
+    do {                                                                                 \
+        cublasStatus_t cublas_check_st_ = (call);                                        \
+        if (cublas_check_st_ != CUBLAS_STATUS_SUCCESS)                                   \
+            cuda_check_failed((int)cublas_check_st_,                                     \
+                              cublasGetStatusString(cublas_check_st_), #call, __FILE__,  \
+                              __LINE__);                                                 \
+    } while (0)
+
+/* One device per process, made current by device_open (backend_cuda.c). */
+struct cuda_state {
+    int open;
+    int device;
+    cudaStream_t compute, comm;
+    cudaEvent_t compute_mark, comm_mark; /* "work enqueued so far" on each stream */
+    cublasHandle_t blas;
+    struct cuda_ws ws; /* the ops' scratch */
+};
+extern struct cuda_state g_cuda;
+
+/* The state; every op before device_open ends the job with a message. */
+struct cuda_state *cuda_state(void);
+/* The comm stream waits for everything enqueued so far on the compute one. */
+void cuda_comm_after_compute(struct cuda_state *st);
+
+/* cuda_device.c: the backend_ops entries of the same names */
+int cuda_device_count(char *err, size_t errlen);
+int cuda_device_open(int device, int tf32, char *err, size_t errlen);
+int cuda_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+int cuda_device_uuid(int device, char *buf, size_t len, char *err, size_t errlen);
+void cuda_device_describe(char *buf, size_t len);
+struct backend_event *cuda_event_new(int timing);
+void cuda_event_free(struct backend_event *e);
+void cuda_event_record(struct backend_event *e, enum backend_stream s);
+int cuda_event_query(struct backend_event *e);
+void cuda_event_sync(struct backend_event *e);
+void cuda_stream_wait(enum backend_stream s, struct backend_event *e);
+float cuda_event_ms(struct backend_event *start, struct backend_event *end);
+int cuda_ipc_export(void *dev_ptr, void *handle, char *err, size_t errlen);
+void *cuda_ipc_open(const void *handle, char *err, size_t errlen);
+void cuda_ipc_close(void *peer_ptr);
+void cuda_peer_copy(void *dst, const void *src, size_t bytes, int use_kernel);
+void cuda_comm_add(float *y, const float *x, int64_t n);
+
+#endif

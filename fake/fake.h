@@ -1,0 +1,137 @@
+/* fake: the fake device's parts, shared by its files (fake/README):
+ *
+ *   fake_mem.c     guarded "device" memory: every allocation is an mmap
+ *                  region kept PROT_NONE except while an operation (or an
+ *                  MPI transfer, or a deferred copy) uses it, so that a host
+ *                  dereference faults at once; the SIGSEGV handler names the
+ *                  allocation. Pinned host memory is registered too (async
+ *                  copies must use it), and IPC maps allocations between
+ *                  the processes of a node through shared memory.
+ *   fake_stream.c  the two streams and their events: operations on the
+ *                  compute stream run at once (on the host, the CPU's
+ *                  code); copies and transports on the comm stream are
+ *                  deferred until something makes them due (a
+ *                  synchronisation, an event query that finds them done, a
+ *                  compute operation that waits for them), so a missing
+ *                  synchronisation shows as stale data.
+ *   fake_device.c  the device management with the knobs, memory and copies,
+ *                  events, IPC, the opening of an operation's operands;
+ *   backend_fake.c the compute operations (the CPU's, each opening its
+ *                  operands) and the ops table.
+ *
+ * Single-threaded like the other backends: operations come from the thread
+ * that drives the device. */
+#ifndef FS_FAKE_H
+#define FS_FAKE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* --- fake_mem.c ---------------------------------------------------------- */
+
+/* A new guarded allocation of bytes (zero-filled); site: the caller's
+ * address, named in fault reports. */
+void *fake_mem_alloc(size_t bytes, const void *site);
+/* Release p (the start of an allocation; NULL: nothing). */
+void fake_mem_free(void *p);
+/* The allocation holding p (NULL if p is no device memory): its start and
+ * bytes in *base, *bytes. */
+int fake_mem_find(const void *p, char **base, size_t *bytes);
+/* Open the allocation holding p for host access (counted: opens nest) or
+ * close it again; fatal() naming op and what when p is not device memory. */
+void fake_mem_open(const void *p, const char *op, const char *what);
+void fake_mem_close(const void *p);
+/* Bytes of device memory allocated now. */
+size_t fake_mem_in_use(void);
+/* Pinned host memory: ordinary host memory, registered so that the
+ * asynchronous copies can insist on it. */
+void *fake_pinned_alloc(size_t bytes);
+void fake_pinned_free(void *p);
+/* 1 when p[bytes] lies in one pinned buffer. */
+int fake_pinned_has(const void *p, size_t bytes);
+/* Install the SIGSEGV handler that names the allocation a fault hit. */
+void fake_mem_guard_install(void);
+/* IPC (backend.h): export an allocation through shared memory, map a
+ * peer's, unmap it. */
+int fake_ipc_export(void *p, void *handle, char *err, size_t errlen);
+void *fake_ipc_open(const void *handle, char *err, size_t errlen);
+void fake_ipc_close(void *p);
+
+/* --- fake_stream.c ------------------------------------------------------- */
+
+/* Every call into the device advances the clock of "device time": an event
+ * recorded before the latest call has had time to complete (event_query
+ * then says so); one recorded by the latest call has not. */
+void fake_tick(void);
+/* Run the deferred work the compute stream waits for (before a compute
+ * operation or a compute-stream synchronisation). */
+void fake_compute_due(void);
+/* Enqueue a copy on the comm stream: dst[bytes] = src[bytes] when it runs
+ * (either side may be device memory, opened then); add: dst += src as
+ * floats instead (comm_add). */
+void fake_comm_copy(void *dst, const void *src, size_t bytes);
+void fake_comm_add(float *y, const float *x, int64_t n);
+/* Run everything enqueued on the comm stream. */
+void fake_comm_drain(void);
+/* The work enqueued so far on the comm stream will have run before the
+ * next compute operation (to_device_async: kernels enqueued after it see
+ * the data). */
+void fake_compute_after_comm(void);
+
+struct backend_event *fake_event_new(int timing);
+void fake_event_free(struct backend_event *e);
+void fake_event_record(struct backend_event *e, enum backend_stream s);
+int fake_event_query(struct backend_event *e);
+void fake_event_sync(struct backend_event *e);
+void fake_stream_wait(enum backend_stream s, struct backend_event *e);
+float fake_event_ms(struct backend_event *start, struct backend_event *end);
+
+/* --- fake_device.c: the device, memory, copies, events ----------------------- */
+
+/* One operation: its operands opened while it runs (fake_op_arg: a device
+ * operand, NULL = an absent optional one; fatal() when not device memory). */
+#define FK_MAX_ARGS 16
+struct fk_op {
+    const char *name;
+    int n;
+    const void *p[FK_MAX_ARGS];
+};
+void fake_op_begin(struct fk_op *o, const char *name);
+void fake_op_arg(struct fk_op *o, const void *p, const char *what);
+void fake_op_end(struct fk_op *o);
+/* fatal() when p is device memory (a host buffer was expected) */
+void fake_not_device(const void *p, const char *op, const char *what);
+
+int fk_device_count(char *err, size_t errlen);
+int fk_device_uuid(int device, char *buf, size_t len, char *err, size_t errlen);
+int fk_device_open(int device, int tf32, char *err, size_t errlen);
+void fk_device_describe(char *buf, size_t len);
+int fk_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+int fk_mpi_direct(void);
+void fk_mpi_expose(const void *p, size_t bytes, int on);
+void *fk_alloc(size_t bytes);
+void fk_free(void *p);
+void fk_to_device(void *dst, const void *src, size_t bytes);
+void fk_to_host(void *dst, const void *src, size_t bytes);
+void fk_copy(void *dst, const void *src, size_t bytes);
+void fk_zero(void *p, size_t bytes);
+void fk_synchronize(void);
+void *fk_host_alloc(size_t bytes);
+void fk_host_free(void *p);
+void fk_to_host_async(void *dst, const void *src, size_t bytes);
+void fk_to_device_async(void *dst, const void *src, size_t bytes);
+void fk_comm_sync(void);
+int fk_ipc_export(void *p, void *handle, char *err, size_t errlen);
+void *fk_ipc_open(const void *handle, char *err, size_t errlen);
+void fk_ipc_close(void *p);
+void fk_peer_copy(void *dst, const void *src, size_t bytes, int use_kernel);
+void fk_comm_add(float *y, const float *x, int64_t n);
+struct backend_event *fk_event_new(int timing);
+void fk_event_record(struct backend_event *e, enum backend_stream s);
+int fk_event_query(struct backend_event *e);
+void fk_event_sync(struct backend_event *e);
+void fk_stream_wait(enum backend_stream s, struct backend_event *e);
+
+#endif

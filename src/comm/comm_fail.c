@@ -1,0 +1,24 @@
+/* comm_fail: errors agreed by all ranks; see comm_fail.h. */
+#include "comm/comm_fail.h"
+
+#include <stdlib.h>
+
+#include "base/check.h"
+#include "base/log.h"
+
+void comm_fail_agree(struct comm *c, int failed, const char *err)
+{
+    /* the lowest failing rank: size - max(size - rank) */
+    const int64_t first = comm_allreduce_max_i64(c, failed ? (int64_t)(c->size - c->rank) : 0);
+    if (first == 0)
+        return;
+    const int who = c->size - (int)first;
+    char *msg = who == c->rank ? xstrdup(err && err[0] ? err : "(no message)") : NULL;
+    comm_bcast_string(c, &msg, who);
+    if (c->rank == 0)
+        log_error(who == 0 ? -1 : who, msg);
+    free(msg);
+    log_run_abort_hooks();
+    comm_free(c);
+    exit(1);
+}

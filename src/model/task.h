@@ -1,0 +1,151 @@
+/* task: what the sequence model is trained for (train.task), behind one
+ * interface (DESIGN.md §5):
+ *
+ *   retrieval  the next item, scored against the item table (sampled
+ *              softmax, BCE with one negative, or the exact full softmax;
+ *              task_retrieval.c, the maths in loss.h, loss_full.h);
+ *   ranking    the labels of each event (train.tasks: binary or regression
+ *              tasks from per-event columns), predicted at every item
+ *              position by an MLP head from the model's output there: BCE
+ *              for binary tasks, MSE of the standardised label for
+ *              regression, weighted and normalised by the global count of
+ *              labelled positions of each task (task_ranking.c).
+ *
+ * The training step (train/train_step.c) calls, after the model's forward,
+ * ops->loss on the outputs of the event tokens, and in its backward, after
+ * the dense gradients were zeroed and before the model's backward,
+ * ops->backward, which completes du. Configuration: task_conf, resolved
+ * once from the parameters (task_conf_from_params) and the dataset
+ * (task_conf_resolve, task_conf.c). */
+#ifndef FS_MODEL_TASK_H
+#define FS_MODEL_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "base/params.h"
+#include "comm/comm.h"
+#include "data/batch_rank.h"
+#include "data/dataset.h"
+#include "data/split_rank.h"
+#include "feature/schema.h"
+#include "model/model.h"
+
+#define TASK_NAME 32
+#define TASK_MAX_MLP 8
+
+enum task_type { TASK_RETRIEVAL, TASK_RANKING };
+enum task_kind { TASK_BINARY, TASK_REGRESSION };
+
+/* One ranking task: NAME:binary:COLUMN[OP X][:WEIGHT] or
+ * NAME:regression:COLUMN[:WEIGHT]. */
+struct task_spec {
+    char name[TASK_NAME];
+    enum task_kind kind;
+    char column[DATASET_FEATURE_NAME];
+    enum label_op op;        /* LOP_VALUE for regression */
+    double x;
+    double weight;
+};
+
+struct task_conf {
+    enum task_type type;
+    int n;                   /* ranking tasks */
+    struct task_spec t[RANK_MAX_TASKS];
+    int select;              /* train.select: the task keep_best and patience follow */
+    enum action_mode actions; /* model.actions (feature/schema.h) */
+    int nmlp, mlp[TASK_MAX_MLP]; /* model.head: hidden widths */
+    int64_t candidates;      /* data.candidates (0 = all) */
+    double prior;            /* train.baseline_prior */
+    const char *dump;        /* debug.rank_dump: prefix of the (user, label, score) dumps */
+    struct rsplit_conf split;
+    /* resolved against the dataset (task_conf_resolve): */
+    struct label_conf labels;
+    double *decode[RANK_MAX_TASKS]; /* categorical columns: value of each id (heap) */
+};
+
+/* The ranking parameters (train.task, train.tasks, train.select,
+ * model.actions, model.head, data.split, data.candidates, ...): 0, or -1 +
+ * err naming the parameter. Retrieval: the ranking ones must be unset. */
+int task_conf_from_params(const struct params *p, struct task_conf *tc, char *err,
+                          size_t errlen);
+/* The tasks' columns in ds: present, per event, numeric; regression on a
+ * float column. 0, or -1 + err naming the task, the file and the column. */
+int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err, size_t errlen);
+void task_conf_free(struct task_conf *tc);
+/* "like: binary, rating >= 4, weight 1" */
+void task_describe(const struct task_spec *t, char *buf, size_t len);
+
+/* --- the interface of the training step ------------------------------------ */
+
+struct loss_full_shard;
+struct loss_ws;
+
+/* A step's tensors as a task sees them (backend memory unless noted). */
+struct task_step {
+    const struct backend_ops *be;
+    struct comm *c;          /* NULL: this process alone (tests) */
+    int64_t T;               /* event tokens of this rank */
+    int d;
+    const float *out;        /* [T, d] the model's outputs at the event tokens */
+    float *du;               /* [T, d] the loss's gradient w.r.t. out */
+    double *acc;             /* [2] the loss's sum and count are added here */
+    float scale;             /* retrieval: 1 / the global number of positions */
+    /* retrieval: the rows looked up after the inputs (targets, negatives) */
+    struct loss_ws *ws;      /* the normalisation's buffers (loss.h), kept across steps */
+    int64_t nuniq;
+    const float *rows;       /* [nuniq, d] */
+    const int64_t *inv;      /* the exchange's inverse index */
+    float *drows;            /* [nuniq, d] accumulated */
+    const float *logq;       /* [nuniq] host, or NULL */
+    const struct loss_full_shard *shard; /* train.loss = full */
+    const int64_t *targets;  /* [T] host */
+    /* ranking */
+    const float *labels;     /* [T, K] host (NaN: missing) */
+};
+
+struct task;
+struct task_ops {
+    const char *name;
+    /* forward of the head and the loss: this rank's part of the loss
+     * added to acc[0] (retrieval: the unscaled sum; ranking: already
+     * normalised) and its supervised positions to acc[1] (ranking: every
+     * position), without a host wait (no read of acc) */
+    void (*loss)(struct task *t, struct task_step *st);
+    /* the head's parameter gradients (accumulated) and du; retrieval: none */
+    void (*backward)(struct task *t, struct task_step *st);
+    void (*free)(struct task *t);
+};
+
+struct task {
+    const struct task_ops *ops;
+    const struct task_conf *conf;
+    void *priv;
+};
+
+/* Retrieval (task_retrieval.c): the loss of train.loss with its settings. */
+struct retrieval_conf {
+    int full, bce, R, normalize_items;
+    float temperature;
+};
+void task_retrieval_init(struct task *t, const struct retrieval_conf *rc);
+
+/* Ranking (task_ranking.c). The head's tensors join the model's dense
+ * parameters (model_conf.extra, before model_init): head.w0 .. head.wL,
+ * head.b0 .. head.bL, head.stats [2, K] (the regression labels' mean and
+ * standard deviation: constant, their gradient is 0). */
+void task_ranking_params(const struct task_conf *tc, struct model_conf *mc);
+/* After model_init: the head in m. */
+void task_ranking_init(struct task *t, const struct task_conf *tc, struct model *m);
+/* Set head.stats from the training labels' sums s[3K] (count, sum, sum of
+ * squares per task). */
+void task_ranking_set_stats(struct task *t, const double *sums);
+/* The head's forward without gradients: logits [n, K] from x [n, d]
+ * (host); predictions: binary tasks their logit, regression tasks mean +
+ * std z (double). */
+void task_ranking_predict(struct task *t, int64_t n, const float *x, double *pred);
+/* The regression label's z-score: (y - mean) / std of task k. */
+float task_ranking_z(const struct task *t, int k, float y);
+
+#endif

@@ -1,0 +1,300 @@
+/* task_conf: the task of a run, from the parameters and the dataset; see
+ * task.h. */
+#include "model/task.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+
+/* s[0 .. n) without surrounding blanks into out[cap]; its length, or -1
+ * when it does not fit. */
+static int trimmed(const char *s, size_t n, char *out, size_t cap)
+{
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (n >= cap)
+        return -1;
+    memcpy(out, s, n);
+    out[n] = 0;
+    return (int)n;
+}
+
+static int number(const char *s, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return s[0] && !*end && !errno && isfinite(*v) ? 0 : -1;
+}
+
+static int valid_name(const char *s)
+{
+    if (!s[0])
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '-'))
+            return 0;
+    return 1;
+}
+
+/* The comparison of expr (COLUMN OP X, or COLUMN): its column and op. */
+static int parse_expr(const char *expr, struct task_spec *t)
+{
+    static const struct {
+        const char *s;
+        enum label_op op;
+    } ops[] = {{">=", LOP_GE}, {"<=", LOP_LE}, {"==", LOP_EQ}, {"!=", LOP_NE},
+               {">", LOP_GT},  {"<", LOP_LT}};
+    const char *at = NULL;
+    size_t k = 0;
+    for (const char *p = expr; *p && !at; p++)
+        for (k = 0; k < sizeof ops / sizeof *ops; k++)
+            if (!strncmp(p, ops[k].s, strlen(ops[k].s))) {
+                at = p;
+                break;
+            }
+    char x[64];
+    if (!at) {
+        t->op = t->kind == TASK_BINARY ? LOP_NONZERO : LOP_VALUE;
+        return trimmed(expr, strlen(expr), t->column, sizeof t->column) > 0 &&
+                       valid_name(t->column) ? 0 : -1;
+    }
+    if (t->kind == TASK_REGRESSION)
+        return -1;
+    t->op = ops[k].op;
+    if (trimmed(expr, (size_t)(at - expr), t->column, sizeof t->column) <= 0 ||
+        !valid_name(t->column))
+        return -1;
+    const char *rhs = at + strlen(ops[k].s);
+    return trimmed(rhs, strlen(rhs), x, sizeof x) > 0 && !number(x, &t->x) ? 0 : -1;
+}
+
+/* One entry NAME:KIND:EXPR[:WEIGHT] of train.tasks. */
+static int parse_task(const char *text, const char *entry, size_t n, struct task_spec *t,
+                      char *err, size_t errlen)
+{
+    char buf[256], *f[5];
+    int nf = 0;
+    if (trimmed(entry, n, buf, sizeof buf) < 0)
+        return errorf(err, errlen, "train.tasks = %s: the entry '%.*s' is too long", text,
+                      (int)n, entry);
+    for (char *p = buf; nf < 5;) {
+        f[nf++] = p;
+        char *c = strchr(p, ':');
+        if (!c)
+            break;
+        *c = 0;
+        p = c + 1;
+    }
+    memset(t, 0, sizeof *t);
+    t->weight = 1;
+    char kind[32];
+    if (nf < 3 || nf > 4 || trimmed(f[0], strlen(f[0]), t->name, sizeof t->name) <= 0 ||
+        !valid_name(t->name) || trimmed(f[1], strlen(f[1]), kind, sizeof kind) < 0)
+        return errorf(err, errlen, "train.tasks = %s: '%.*s' is not NAME:binary:COLUMN[OP X]"
+                      "[:WEIGHT] or NAME:regression:COLUMN[:WEIGHT] (names of letters, digits, "
+                      "'_' and '-')", text, (int)n, entry);
+    if (!strcmp(kind, "binary"))
+        t->kind = TASK_BINARY;
+    else if (!strcmp(kind, "regression"))
+        t->kind = TASK_REGRESSION;
+    else
+        return errorf(err, errlen, "train.tasks = %s: task %s: kind '%s' is not binary or "
+                      "regression", text, t->name, kind);
+    if (parse_expr(f[2], t))
+        return errorf(err, errlen, "train.tasks = %s: task %s: '%s' is not %s", text, t->name,
+                      f[2], t->kind == TASK_BINARY
+                                ? "COLUMN, or COLUMN OP X with OP one of >= > <= < == != and "
+                                  "X a number (e.g. rating>=4)"
+                                : "a column name (a regression task's label is the value)");
+    char w[64];
+    if (nf == 4 && (trimmed(f[3], strlen(f[3]), w, sizeof w) <= 0 || number(w, &t->weight) ||
+                    !(t->weight > 0)))
+        return errorf(err, errlen, "train.tasks = %s: task %s: the weight '%s' is not a number "
+                      "above 0", text, t->name, f[3]);
+    return 0;
+}
+
+static int parse_tasks(const char *text, struct task_conf *tc, char *err, size_t errlen)
+{
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, ",");
+        if (tc->n == RANK_MAX_TASKS)
+            return errorf(err, errlen, "train.tasks = %s: more than %d tasks", text,
+                          RANK_MAX_TASKS);
+        struct task_spec *t = &tc->t[tc->n];
+        if (parse_task(text, p, n, t, err, errlen))
+            return -1;
+        for (int i = 0; i < tc->n; i++)
+            if (!strcmp(tc->t[i].name, t->name))
+                return errorf(err, errlen, "train.tasks = %s: task '%s' is defined twice", text,
+                              t->name);
+        tc->n++;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* model.head: hidden widths "W1,W2,..." ("" = a linear head). */
+static int parse_mlp(const char *text, struct task_conf *tc, char *err, size_t errlen)
+{
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, ",");
+        char w[32];
+        double v;
+        if (tc->nmlp == TASK_MAX_MLP || trimmed(p, n, w, sizeof w) <= 0 || number(w, &v) ||
+            v < 1 || v > 65536 || v != floor(v))
+            return errorf(err, errlen, "model.head = %s: expected at most %d hidden widths, "
+                          "integers in 1 .. 65536, separated by commas (empty: a linear head)",
+                          text, TASK_MAX_MLP);
+        tc->mlp[tc->nmlp++] = (int)v;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+int task_conf_from_params(const struct params *p, struct task_conf *tc, char *err,
+                          size_t errlen)
+{
+    memset(tc, 0, sizeof *tc);
+    tc->type = !strcmp(params_str(p, P_train_task), "ranking") ? TASK_RANKING : TASK_RETRIEVAL;
+    const char *tasks = params_str(p, P_train_tasks), *select = params_str(p, P_train_select);
+    const char *split = params_str(p, P_data_split);
+    tc->select = -1;
+    if (tc->type == TASK_RETRIEVAL) {
+        if (tasks[0] || select[0])
+            return errorf(err, errlen, "%s = %s: for train.task = ranking (this run: "
+                          "retrieval)", tasks[0] ? "train.tasks" : "train.select",
+                          tasks[0] ? tasks : select);
+        if (strcmp(split, "loo") && strcmp(split, "hstu"))
+            return errorf(err, errlen, "data.split = '%s': retrieval takes loo or hstu (last:K "
+                          "and time:T split for train.task = ranking)", split);
+        return 0;
+    }
+    if (!tasks[0])
+        return errorf(err, errlen, "train.task = ranking needs train.tasks (e.g. "
+                      "train.tasks = like:binary:rating>=4,rating:regression:rating)");
+    if (parse_tasks(tasks, tc, err, errlen) ||
+        parse_mlp(params_str(p, P_model_head), tc, err, errlen) ||
+        rsplit_parse(split, &tc->split, err, errlen))
+        return -1;
+    for (int i = 0; i < tc->n && select[0]; i++)
+        if (!strcmp(tc->t[i].name, select))
+            tc->select = i;
+    for (int i = 0; i < tc->n && !select[0] && tc->select < 0; i++)
+        if (tc->t[i].kind == TASK_BINARY)
+            tc->select = i;
+    if (select[0] && tc->select < 0)
+        return errorf(err, errlen, "train.select = %s: no such task (train.tasks = %s)", select,
+                      tasks);
+    if (tc->select >= 0 && tc->t[tc->select].kind != TASK_BINARY)
+        return errorf(err, errlen, "train.select = %s: a regression task has no AUC to follow "
+                      "(name a binary task)", select);
+    tc->actions = !strcmp(params_str(p, P_model_actions), "interleave") ? ACT_INTERLEAVE
+                                                                          : ACT_SUM;
+    tc->candidates = params_i64(p, P_data_candidates);
+    tc->prior = params_f64(p, P_train_baseline_prior);
+    tc->dump = params_str(p, P_debug_rank_dump);
+    return 0;
+}
+
+/* The names of ds's event columns, for a message. */
+static void event_columns(const struct dataset *ds, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < ds->nfeat && at + 4 < len; i++)
+        if (ds->feat[i].kind == DS_EVENTS)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", ds->feat[i].name);
+    if (!buf[0])
+        snprintf(buf, len, "none");
+}
+
+/* Categorical column f's numeric values: decode[id] (id 0: missing). */
+static int decode_map(const struct dataset *ds, const struct dataset_feature *f,
+                      const struct task_spec *t, double **out, char *err, size_t errlen)
+{
+    double *dec = xmalloc((size_t)f->cardinality * sizeof *dec);
+    dec[0] = NAN;
+    if (!f->has_map) { /* the ids are the values */
+        for (int64_t k = 1; k < f->cardinality; k++)
+            dec[k] = (double)k;
+        *out = dec;
+        return 0;
+    }
+    char **map = dataset_feat_map(ds, f, err, errlen);
+    if (!map) {
+        free(dec);
+        return -1;
+    }
+    for (int64_t k = 1; k < f->cardinality; k++)
+        if (number(map[k - 1], &dec[k])) {
+            errorf(err, errlen, "train.tasks: task %s: /events/%s of %s is categorical and its "
+                   "value '%s' (id %lld) is not a number: a binary task compares numbers",
+                   t->name, f->name, ds->path, map[k - 1], (long long)k);
+            free(map);
+            free(dec);
+            return -1;
+        }
+    free(map);
+    *out = dec;
+    return 0;
+}
+
+int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err, size_t errlen)
+{
+    tc->labels.n = tc->n;
+    for (int i = 0; i < tc->n; i++) {
+        const struct task_spec *t = &tc->t[i];
+        const struct dataset_feature *f = dataset_feat_find(ds, DS_EVENTS, t->column);
+        if (!f) {
+            char list[1024];
+            event_columns(ds, list, sizeof list);
+            return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s (its event "
+                          "columns: %s; data import --event-cols keeps them)", t->name, ds->path,
+                          t->column, list);
+        }
+        if (t->kind == TASK_REGRESSION && !f->is_float)
+            return errorf(err, errlen, "train.tasks: task %s: regression on /events/%s, a "
+                          "categorical column (cardinality %lld) of %s: a regression label "
+                          "needs a float column (import it as %s:float)", t->name, t->column,
+                          (long long)f->cardinality, ds->path, t->column);
+        struct label_col *c = &tc->labels.c[i];
+        c->f = f;
+        c->op = t->op;
+        c->x = t->x;
+        if (!f->is_float) {
+            if (decode_map(ds, f, t, &tc->decode[i], err, errlen))
+                return -1;
+            c->decode = tc->decode[i];
+        }
+    }
+    return 0;
+}
+
+void task_conf_free(struct task_conf *tc)
+{
+    for (int i = 0; i < RANK_MAX_TASKS; i++) {
+        free(tc->decode[i]);
+        tc->decode[i] = NULL;
+    }
+}
+
+void task_describe(const struct task_spec *t, char *buf, size_t len)
+{
+    static const char *ops[] = {"", "!= 0", ">=", ">", "<=", "<", "==", "!="};
+    if (t->kind == TASK_REGRESSION)
+        snprintf(buf, len, "%s: regression on %s, weight %g", t->name, t->column, t->weight);
+    else if (t->op == LOP_NONZERO)
+        snprintf(buf, len, "%s: binary, %s != 0, weight %g", t->name, t->column, t->weight);
+    else
+        snprintf(buf, len, "%s: binary, %s %s %g, weight %g", t->name, t->column, ops[t->op],
+                 t->x, t->weight);
+}

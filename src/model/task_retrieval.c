@@ -1,0 +1,64 @@
+/* task_retrieval: the retrieval task's loss (train.loss), against the rows
+ * of the item table the step looked up after its inputs; see task.h (the
+ * maths: loss.h, loss_full.h). The full softmax talks to the emb group, so
+ * it runs outside the compute window. No head: backward has nothing to do
+ * (the loss wrote du). */
+#include <stdlib.h>
+
+#include "base/check.h"
+#include "model/loss.h"
+#include "model/loss_full.h"
+#include "model/task.h"
+
+static void retrieval_loss(struct task *t, struct task_step *st)
+{
+    const struct retrieval_conf *rc = t->priv;
+    const struct backend_ops *be = st->be;
+    const int64_t T = st->T;
+    if (rc->full) { /* the CPU backend (train_step_init): acc is host memory */
+        int64_t counted = 0;
+        st->acc[0] += loss_full_softmax(be, st->c, T, st->d, rc->temperature, rc->normalize_items,
+                                        st->out, st->targets, st->nuniq, st->rows, st->shard,
+                                        st->scale, st->du, st->drows, &counted);
+        st->acc[1] += (double)counted;
+        return;
+    }
+    void *owned = NULL;
+    const float *lq = st->logq;
+    if (lq)
+        lq = backend_upload(be, lq, (size_t)(st->nuniq ? st->nuniq : 1) * sizeof(float), &owned);
+    comm_compute_begin();
+    if (rc->bce)
+        loss_bce_acc(be, T, st->d, st->out, st->nuniq, st->rows, st->inv + T, st->inv + 2 * T,
+                     st->scale, st->du, st->drows, st->acc);
+    else
+        loss_sampled_softmax_acc(be, st->ws, T, st->d, rc->R, rc->temperature,
+                                 rc->normalize_items, st->out, st->nuniq, st->rows, lq,
+                                 st->inv + T, st->inv + 2 * T, st->scale, st->du, st->drows,
+                                 st->acc);
+    comm_compute_end();
+    if (owned)
+        be->free(owned);
+}
+
+static void retrieval_free(struct task *t)
+{
+    free(t->priv);
+    t->priv = NULL;
+}
+
+static const struct task_ops retrieval_ops = {
+    .name = "retrieval",
+    .loss = retrieval_loss,
+    .backward = NULL,
+    .free = retrieval_free,
+};
+
+void task_retrieval_init(struct task *t, const struct retrieval_conf *rc)
+{
+    struct retrieval_conf *c = xmalloc(sizeof *c);
+    *c = *rc;
+    t->ops = &retrieval_ops;
+    t->conf = NULL;
+    t->priv = c;
+}

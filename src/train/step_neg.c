@@ -1,0 +1,69 @@
+/* step_neg: the negatives of a training step; see step_neg.h. */
+#include "train/step_neg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "model/loss.h"
+#include "train/train.h"
+
+/* The global batch's targets (all ranks), sorted: the in-batch negatives'
+ * population, the same whatever the rank count, in *n. Collective over dp. */
+static int64_t *batch_targets_gather(struct comm *c, const struct seq_batch *sb, int64_t *n)
+{
+    const int P = c->g[COMM_DP].size;
+    int64_t *cnt = xmalloc((size_t)P * sizeof *cnt);
+    comm_allgather_i64(c, COMM_DP, sb->T, cnt);
+    *n = 0;
+    for (int r = 0; r < P; r++)
+        *n += cnt[r];
+    int64_t *all = xmalloc((size_t)(*n ? *n : 1) * sizeof(int64_t));
+    comm_allgatherv(c, COMM_DP, COMM_I64, sb->targets, sb->T, all, cnt, COMM_PH_OTHER);
+    loss_batch_targets_sort(all, *n);
+    free(cnt);
+    return all;
+}
+
+float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t epoch)
+{
+    const struct train_conf *cf = &tr->conf;
+    const int64_t T = sb->T, I = tr->ds.num_items;
+    const int R = cf->R, Ru = cf->negatives_from == NEG_UNIFORM ? R
+                              : cf->negatives_from == NEG_MIXED ? R / 2 : 0;
+    if (Ru == R) {
+        emb_ids_negatives(tr->items, 2 * T, cf->seed, epoch, sb->keys, T, R, I);
+        return NULL;
+    }
+    int64_t n_batch;
+    int64_t *batch = batch_targets_gather(tr->c, sb, &n_batch);
+    int64_t *neg = xmalloc((size_t)(T * R > 0 ? T * R : 1) * sizeof *neg);
+    int64_t *u = xmalloc((size_t)(T * Ru > 0 ? T * Ru : 1) * sizeof *u);
+    loss_sample_negatives(cf->seed, epoch, sb->keys, T, Ru, I, u);
+    for (int64_t i = 0; i < T; i++)
+        memcpy(neg + i * R, u + i * Ru, (size_t)Ru * sizeof *u);
+    free(u);
+    loss_sample_in_batch(cf->seed, epoch, sb->keys, T, R, Ru, batch, n_batch, neg);
+    emb_ids_put(tr->items, 2 * T, neg, T * R, tr->c->rank);
+    float *logq = xmalloc((size_t)(T ? T * (1 + R) : 1) * sizeof(float));
+    for (int64_t k = 0; k < T * (1 + R); k++)
+        logq[k] = loss_logq(k < T ? sb->targets[k] : neg[k - T], batch, n_batch, R, Ru, I);
+    free(neg);
+    free(batch);
+    return logq;
+}
+
+const float *step_neg_logq(const float *logq, const struct emb_exchange *x, int64_t T, int R,
+                           float **buf, int64_t *cap)
+{
+    const int64_t nu = emb_exchange_nuniq(x);
+    if (nu > *cap) {
+        free(*buf);
+        *cap = nu + nu / 4;
+        *buf = xmalloc((size_t)(*cap ? *cap : 1) * sizeof(float));
+    }
+    const int64_t *inv = emb_exchange_inverse(x) + T; /* the targets' and negatives' */
+    for (int64_t k = 0; k < T * (1 + R); k++)
+        (*buf)[inv[k]] = logq[k];
+    return *buf;
+}

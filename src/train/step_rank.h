@@ -1,0 +1,35 @@
+/* step_rank: the task of a run on the trainer's side (model/task.h): its
+ * start-up and what the training step and the planner ask of it.
+ *
+ * Start-up (trainer_setup), in this order:
+ *   task_setup_conf   ranking: the tasks' columns in the dataset, the split
+ *                     (data.split), the log lines; refusals of what cannot
+ *                     run (before the features: the labels become features)
+ *   task_setup_model  ranking: the head's tensors into the model's conf
+ *                     (before model_init)
+ *   task_setup_init   the task (tr->task): retrieval's loss, or the head
+ *                     bound to the model and the regression labels'
+ *                     statistics from the training events
+ * Ranking also needs the token assembly (step_feat.h), which then always
+ * runs: the labels are event features of the actions. */
+#ifndef FS_STEP_RANK_H
+#define FS_STEP_RANK_H
+
+#include <stdint.h>
+
+struct trainer;
+struct step_plan;
+struct seq_batch;
+
+void task_setup_conf(struct trainer *tr);
+void task_setup_model(struct trainer *tr);
+void task_setup_init(struct trainer *tr);
+void task_teardown(struct trainer *tr);
+
+/* Ranking: the training batch of plan pl (batch_rank_train). */
+void step_rank_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb);
+/* Ranking: the model tokens of user u's training sequence (the planner's
+ * cost): C + (2 with interleaved actions, else 1) x min(training events, N). */
+int64_t step_rank_train_tokens(const struct trainer *tr, int64_t u);
+
+#endif

@@ -1,0 +1,94 @@
+#!/bin/sh
+# cli_ckpt_run: a checkpoint directory belongs to one run (src/train/ckpt_run.h),
+# and a resumed run reports what the uninterrupted one would.
+#   - another run's directory is refused before training, naming its
+#     checkpoints and the way out; output.checkpoint_dir = a file is refused;
+#   - the preemption example in a directory that also holds an earlier,
+#     different run's later steps (output.shared_dir=on): resume=auto takes
+#     the preempted run's checkpoint, says what it skipped, and the losses
+#     are the uninterrupted run's; the other run's files are untouched, a
+#     step they share gets its own name;
+#   - keep_checkpoints=2 in that directory deletes only the run's own files;
+#   - the final checkpoint is written after the final validation (its
+#     best_epoch is the one reported); a run stopped at an epoch's end
+#     before its validation, resumed, reports the uninterrupted run's
+#     validations (each once), best epoch and test metrics.
+. "$(dirname "$0")/lib.sh"
+need_mpirun
+tiny_data
+COMMON="data.path=$T/tiny.h5 device.type=cpu train.log_every=1"
+train() { ranks=$1; shift; timeout 300 "$MPIRUN" -np "$ranks" "$FS" train "$IN" $COMMON "$@" </dev/null; }
+
+# an earlier, different run: ckpt-4, ckpt-8, ckpt-12 (model.dim=24)
+expect_ok train 2 model.dim=24 train.epochs=3 train.checkpoint_every=4 \
+    output.checkpoint_dir="$T/ck"
+cksum "$T"/ck/ckpt-4.h5 "$T"/ck/ckpt-8.h5 "$T"/ck/ckpt-12.h5 > "$T/other.sum"
+
+# a fresh run into it: refused by name, before training
+expect_error "output.checkpoint_dir = $T/ck holds 3 checkpoints of another run" \
+    train 2 train.max_steps=10 output.checkpoint_dir="$T/ck"
+grep -q "ckpt-12.h5" "$T/err" && grep -q "model.dim: 24 there, 16 here" "$T/err" &&
+    grep -q "output.shared_dir=on" "$T/err" && pass "the refusal names the files, the difference, the way out" ||
+    fail "refusal: $(cat "$T/err")"
+grep -q "^epoch" "$T/out" && fail "trained before refusing"
+expect_error "output.checkpoint_dir = $T/ck holds 3 checkpoints of another run" \
+    train 2 train.resume=auto output.checkpoint_dir="$T/ck"
+# a file as the directory: refused before training
+: > "$T/afile"
+expect_error "output.checkpoint_dir = $T/afile is a file, not a directory" \
+    train 2 train.max_steps=10 output.checkpoint_dir="$T/afile"
+grep -q "^epoch" "$T/out" && fail "trained before refusing the file"
+
+# the uninterrupted run (its own directory), 3 epochs of 4 steps, validated each
+E="train.epochs=3 train.eval_every=1"
+expect_ok train 2 $E output.metrics="$T/u.jsonl" output.checkpoint_dir="$T/cu"
+best_u=$(grep -o 'best validation NDCG@10 [0-9.]* at epoch [0-9]*' "$T/out")
+test_u=$(grep '"split":"test"' "$T/u.jsonl" | grep -o '"hr@1".*')
+[ -n "$best_u" ] && [ -n "$test_u" ] || fail "no summary in the uninterrupted run"
+
+# the preemption example: stopped by a signal during step 6, shared directory
+S="output.checkpoint_dir=$T/ck output.shared_dir=on output.keep_checkpoints=2"
+train 2 $E $S train.checkpoint_every=4 debug.signal_rank=1:6 \
+    output.metrics="$T/p.jsonl" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 75 ] && pass "stopped by a signal: mpirun's exit code 75" || fail "exit code $rc: $(tail -c 300 "$T/err")"
+grep -q "stopped by signal 15 after step 6" "$T/out" && pass "stopped after step 6" ||
+    fail "no stop after step 6: $(tail -n 3 "$T/out")"
+[ -f "$T/ck/ckpt-4-"*.h5 ] && pass "step 4, which the other run also has, got its own name" ||
+    fail "no ckpt-4-RUNID.h5: $(ls "$T/ck")"
+expect_ok train 2 $E $S train.checkpoint_every=4 train.resume=auto output.metrics="$T/p.jsonl"
+grep -q "train.resume = auto: $T/ck/ckpt-6.h5, step 6: this run's newest complete checkpoint" "$T/out" &&
+    grep -q "skipped: ckpt-" "$T/out" && pass "resume=auto took the preempted run's ckpt-6.h5" ||
+    fail "resume=auto: $(grep -i resum "$T/out")"
+same_losses "$T/u.jsonl" "$T/p.jsonl" "preempted and resumed vs uninterrupted"
+cksum "$T"/ck/ckpt-4.h5 "$T"/ck/ckpt-8.h5 "$T"/ck/ckpt-12.h5 > "$T/after.sum"
+cmp -s "$T/other.sum" "$T/after.sum" && pass "the other run's checkpoints untouched" ||
+    fail "the other run's checkpoints changed: $(cat "$T/after.sum")"
+mine=$(ls "$T/ck" | grep -v '^ckpt-\(4\|8\|12\)\.h5$' | tr '\n' ' ')
+[ "$mine" = "ckpt-12-$(ls "$T/ck" | sed -n 's/^ckpt-12-\(.*\)\.h5$/\1/p').h5 ckpt-8-$(ls "$T/ck" | sed -n 's/^ckpt-8-\(.*\)\.h5$/\1/p').h5 " ] &&
+    pass "keep_checkpoints=2 kept this run's two newest only: $mine" || fail "left: $mine"
+
+# the final checkpoint records the final validation; resumed runs report alike
+for f in "$T/cu/ckpt-12.h5"; do
+    if have_h5py; then
+        got=$("$PY" -c "import h5py,sys; print(int(h5py.File(sys.argv[1],'r').attrs['best_epoch']))" "$f")
+        [ "epoch $got" = "${best_u##* at }" ] && pass "final checkpoint's best_epoch $got" ||
+            fail "final checkpoint's best_epoch $got, reported ${best_u##* at }"
+    fi
+done
+expect_ok train 2 $E train.resume="$T/cu/ckpt-12.h5" output.metrics="$T/again.jsonl"
+grep -qF "$best_u" "$T/out" && pass "resumed at the end: $best_u" ||
+    fail "resumed at the end: $(grep done "$T/out") vs $best_u"
+# stopped at the end of epoch 2, before its validation
+train 2 $E debug.signal_rank=0:8 output.checkpoint_dir="$T/ce" output.metrics="$T/e.jsonl" \
+    >"$T/out" 2>&1
+expect_ok train 2 $E train.resume=auto output.checkpoint_dir="$T/ce" output.metrics="$T/e.jsonl"
+grep -qF "$best_u" "$T/out" && pass "stopped before a validation, resumed: $best_u" ||
+    fail "stopped before a validation: $(grep done "$T/out") vs $best_u"
+evals() { grep '"split":"val"' "$1" | grep -o '"epoch":[0-9]*.*"ndcg@10":[^,]*' | sed 's/"loss":[^,]*,//'; }
+evals "$T/u.jsonl" > "$T/ev.u"; evals "$T/e.jsonl" > "$T/ev.e"
+[ -s "$T/ev.u" ] && cmp -s "$T/ev.u" "$T/ev.e" && pass "the same validations, each once" ||
+    fail "validations differ: $(diff "$T/ev.u" "$T/ev.e" | head -5)"
+[ "$(grep '"split":"test"' "$T/e.jsonl" | grep -o '"hr@1".*')" = "$test_u" ] &&
+    pass "the same test metrics" || fail "test metrics differ"
+finish

@@ -1,0 +1,185 @@
+#!/bin/sh
+# cli_rank: ranking (train.task = ranking) from the command line.
+#   - the metrics of an evaluation equal their recomputation in Python from
+#     the dumped (user, label, score) rows (tests/rank_metrics.py, 1e-9) at
+#     P = 1, 2, 3, with tied scores; a checkpoint evaluated at P = 1, 2, 3
+#     gives the same metrics bit for bit;
+#   - the losses agree at P = 1, 2, 4 and with an embedding group (1e-6),
+#     for summed and interleaved actions, with item, user and event
+#     features; a run resumed on another P equals the uninterrupted one;
+#   - the baselines (train.baseline) are reported, the global one at AUC 0.5;
+#   - keep_best follows the validation AUC of train.select;
+#   - score: the same file at P = 1 and 2; the test events scored from a
+#     dataset without them reproduce the evaluation's AUC (1e-6); bad pairs
+#     are refused with FILE:LINE and nothing is written; export writes the
+#     head;
+#   - bad parameters are refused before training.
+. "$(dirname "$0")/lib.sh"
+need_mpirun
+have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
+IN=$TOP_SRCDIR/input/tiny.in
+
+# ratings with a float rating and a 0/1 click column (categorical), genres,
+# an age per user; users 1..4 share one history (tied scores)
+awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp,click"
+    for (u = 1; u <= 48; u++) { n = 8 + (u <= 4 ? 20 : int(rand() * 40)); s = u <= 4 ? 1 : u
+        for (k = 0; k < n; k++) { it = 1 + int(rand() * rand() * 90); r = 0.5 + int(rand() * 10) / 2
+            if (u <= 4) { it = 1 + (k * 7) % 40; r = 1 + (k * 3) % 5 }
+            if (u <= 4 && k >= 26) r = 1 + (k + u) % 5
+            printf "%d,%d,%.1f,%d,%d\n", u, it, r, 964980000 + 1000 * s + 37 * k, (r >= 3.5) != (k % 7 == 0) } } }' \
+    > "$T/ratings.csv"
+awk 'BEGIN { split("Action,Comedy,Drama,Thriller,Romance", g, ","); print "movieId,title,genres"
+    for (m = 1; m <= 90; m++) printf "%d,Movie %d (%d),%s|%s\n", m, m, 1990 + m % 20, g[1 + m % 5], g[1 + (m * 3) % 5] }' \
+    > "$T/movies.csv"
+awk 'BEGIN { print "userId,age"; for (u = 1; u <= 48; u++) printf "%d,%d\n", u, u <= 4 ? 25 : 18 + u % 5 * 10 }' \
+    > "$T/users.csv"
+"$FS" data import --format csv "$T/ratings.csv" --items "$T/movies.csv" --event-cols rating:float,click \
+    --user-features "$T/users.csv" --user-key userId -o "$T/r.h5" >/dev/null || { fail "import"; finish; }
+
+TASKS="train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5"
+R="data.path=$T/r.h5 $TASKS data.split=last:20% train.batch_size=12 features.item=genres"
+
+# run NAME P [overrides]: a short ranking run, metrics in $T/NAME.jsonl
+run() {
+    name=$1 np=$2; shift 2
+    if "$MPIRUN" -np "$np" "$FS" train "$IN" $R train.log_every=1 "output.metrics=$T/$name.jsonl" \
+        "$@" >"$T/$name.out" 2>&1; then
+        :
+    else
+        fail "train $name: $(tail -5 "$T/$name.out")"
+    fi
+}
+# field FILE SPLIT KEY: KEY of the last eval line of SPLIT
+field() { sed -n "s/.*\"split\":\"$2\".*\"$3\":\([^,}]*\).*/\1/p" "$1" | tail -1; }
+
+# --- exact metrics at P = 1, 2, 3 (with tied scores) ---------------------------
+for np in 1 2 3; do
+    run m$np $np train.max_steps=6 train.baseline=on "debug.rank_dump=$T/d$np"
+    for split in val test; do
+        if "$PY" "$TOP_SRCDIR/tests/rank_metrics.py" "$T/m$np.jsonl" $split "$T/d$np-$split.csv" \
+            like:binary rating:regression > "$T/rm.out" 2>&1; then
+            pass "P=$np $split: metrics = their recomputation ($(grep -c diff "$T/rm.out") values)"
+        else
+            fail "P=$np $split metrics: $(grep -E 'FAIL|Error' "$T/rm.out" | head -5)"
+        fi
+    done
+    ties=$(sed -n 's/.*test like: [0-9]* candidates, \([0-9]*\) tied.*/\1/p' "$T/rm.out")
+    [ "${ties:-0}" -gt 0 ] || fail "P=$np: no tied scores in the test split"
+done
+grep -q '"split":"test-baseline-global".*"like.auc":0.5,' "$T/m1.jsonl" ||
+    fail "global baseline AUC: $(grep test-baseline-global "$T/m1.jsonl")"
+for b in item user user+item; do
+    grep -q "\"split\":\"test-baseline-$b\".*\"like.gauc\"" "$T/m2.jsonl" || fail "baseline $b missing"
+done
+
+# --- the losses on any rank count, with an embedding group ---------------------
+F="features.user=age features.event=click"
+run s1 1 train.max_steps=8 train.final_eval=off $F
+run s2 2 train.max_steps=8 train.final_eval=off $F
+run s4 4 train.max_steps=8 train.final_eval=off $F
+run s4g 4 train.max_steps=8 train.final_eval=off $F parallel.embedding_group=2 features.placement=sharded
+same_losses "$T/s1.jsonl" "$T/s2.jsonl" "sum: P=2 vs P=1" 0 1e-6
+same_losses "$T/s1.jsonl" "$T/s4.jsonl" "sum: P=4 vs P=1" 0 1e-6
+same_losses "$T/s1.jsonl" "$T/s4g.jsonl" "sum: P=4, embedding group 2, sharded vs P=1" 0 1e-6
+run i1 1 train.max_steps=8 train.final_eval=off $F model.actions=interleave model.type=sasrec
+run i3 3 train.max_steps=8 train.final_eval=off $F model.actions=interleave model.type=sasrec \
+    parallel.overlap=none
+same_losses "$T/i1.jsonl" "$T/i3.jsonl" "interleave (SASRec): P=3 vs P=1" 0 1e-6
+
+# --- resume on another rank count ----------------------------------------------
+run full 2 train.max_steps=8 train.final_eval=off "output.checkpoint_dir=$T/ckf" \
+    train.checkpoint_every=4
+run half 3 train.max_steps=8 train.final_eval=off "train.resume=$T/ckf/ckpt-4.h5"
+same_losses "$T/full.jsonl" "$T/half.jsonl" "resumed P=2 -> P=3 at step 4" 4 1e-6
+
+# --- one checkpoint evaluated at P = 1, 2, 3: the same bits ---------------------
+for np in 1 2 3; do
+    run e$np $np "train.resume=$T/ckf/ckpt-8.h5" train.max_steps=8
+done
+for np in 2 3; do
+    for key in like.auc like.gauc like.ne rating.mse; do
+        a=$(field "$T/e1.jsonl" test $key) b=$(field "$T/e$np.jsonl" test $key)
+        [ -n "$a" ] && [ "$a" = "$b" ] || fail "checkpoint at P=$np: test $key $b, at P=1 $a"
+    done
+done
+pass "one checkpoint, P = 1, 2, 3: test like.auc $(field "$T/e1.jsonl" test like.auc) each time"
+
+# --- keep_best follows train.select's validation AUC --------------------------
+run kb 2 train.epochs=3 train.eval_every=1 train.keep_best=on "output.checkpoint_dir=$T/ckb"
+grep -q "keep_best: validation like AUC" "$T/kb.out" || fail "keep_best line: $(grep keep_best "$T/kb.out")"
+grep -q '"split":"test-last"' "$T/kb.jsonl" || fail "no test-last line with keep_best"
+
+# --- score ------------------------------------------------------------------
+"$PY" "$TOP_SRCDIR/tests/rank_truncate.py" "$T/r.h5" "$T/hist.h5" "$T/pairs.csv" last:20% ||
+    fail "rank_truncate"
+CK=$T/ckf/ckpt-8.h5
+for np in 1 2; do
+    expect_ok "$MPIRUN" -np $np "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/pairs.csv" \
+        -o "$T/sc$np.csv"
+done
+cmp -s "$T/sc1.csv" "$T/sc2.csv" && pass "score: the same file at P = 1 and 2" ||
+    fail "score differs between P = 1 and 2"
+expect_ok "$MPIRUN" -np 2 "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/pairs.csv" -o "$T/sc.h5"
+"$PY" -c '
+import sys, h5py, numpy as np
+sys.path.insert(0, sys.argv[1])
+from rank_metrics import auc
+s = np.loadtxt(sys.argv[2], delimiter=",", skiprows=1, usecols=(2, 3))
+lab = np.genfromtxt(sys.argv[3], delimiter=",", names=True)
+y = (lab["rating"] >= 4).astype(float)
+a, want = auc(y, s[:, 0]), float(sys.argv[5])
+h = h5py.File(sys.argv[4], "r")
+same = np.array_equal(h["scores"][:], s) and h.attrs["tasks"] == "like,rating"
+print(f"score AUC {a:.17g}, evaluation {want:.17g}, h5 = csv: {same}")
+sys.exit(0 if abs(a - want) <= 1e-6 and same else 1)
+' "$TOP_SRCDIR/tests" "$T/sc1.csv" "$T/pairs-labels.csv" "$T/sc.h5" "$(field "$T/e1.jsonl" test like.auc)" \
+    > "$T/auc.out" 2>&1 && pass "$(cat "$T/auc.out")" || fail "score AUC: $(cat "$T/auc.out")"
+# bad pairs: FILE:LINE, nothing written
+u=$(sed -n 2p "$T/pairs.csv" | cut -d, -f1) i=$(sed -n 2p "$T/pairs.csv" | cut -d, -f2)
+printf 'user,item\n%s,%s\n99999,%s\n' "$u" "$i" "$i" > "$T/p1.csv"
+expect_error "p1.csv:3: user '99999' is not in the dataset" \
+    "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p1.csv" -o "$T/bad.csv"
+printf 'user,item\n%s,777\n' "$u" > "$T/p2.csv"
+expect_error "p2.csv:2: item '777' is not in the dataset" \
+    "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p2.csv" -o "$T/bad.csv"
+printf 'user,item,time\n%s,%s,12\n%s,%s\n' "$u" "$i" "$u" "$i" > "$T/p3.csv"
+expect_error "p3.csv:3: 2 fields, expected 3" \
+    "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p3.csv" -o "$T/bad.csv"
+printf 'user,item,time\n%s,%s,soon\n' "$u" "$i" > "$T/p4.csv"
+expect_error "p4.csv:2: time 'soon' is not an integer" \
+    "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p4.csv" -o "$T/bad.csv"
+printf 'item,user\n' > "$T/p5.csv"
+expect_error "p5.csv:1: expected the header line user,item" \
+    "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p5.csv" -o "$T/bad.csv"
+no_file "$T/bad.csv"
+expect_error "is a ranking model" "$FS" recommend "$CK" --top 5 -o "$T/bad.csv"
+run ret 1 train.task=retrieval train.tasks= train.max_steps=2 data.split=loo \
+    "output.checkpoint_dir=$T/ckr" train.final_eval=off
+expect_error "is a retrieval model" "$FS" score "$T/ckr/ckpt-2.h5" --pairs "$T/p1.csv" -o "$T/bad.csv"
+expect_ok "$FS" export "$CK" -o "$T/model.h5"
+"$PY" -c 'import h5py, sys; h = h5py.File(sys.argv[1], "r"); g = h["head"]
+assert h.attrs["task"] == "ranking" and g.attrs["tasks"] == "like,rating", dict(g.attrs)
+assert g["w0"].shape == (16, 128) and g["b1"].shape == (2,) and g["mean"].shape == (2,), list(g)
+assert g["mean"][0] == 0 and g["std"][1] > 0' "$T/model.h5" && pass "export: /head" ||
+    fail "export /head"
+
+# --- refused before training -----------------------------------------------------
+ok() { "$FS" train "$IN" "data.path=$T/r.h5" train.max_steps=1 train.final_eval=off "$@"; }
+expect_error "train.select = nope: no such task" ok $TASKS train.select=nope
+expect_error "task like: $T/r.h5 has no /events/stars (its event columns: click, rating" \
+    ok train.task=ranking train.tasks=like:binary:stars\>=4
+expect_error "task c: regression on /events/click, a categorical column" \
+    ok train.task=ranking train.tasks=c:regression:click
+expect_error "data.split = last:0: K of last:K must be an integer >= 1" ok $TASKS data.split=last:0
+expect_error "train.task = ranking needs train.tasks" ok train.task=ranking
+expect_error "train.tasks = x:binary:click: for train.task = ranking" ok train.tasks=x:binary:click
+expect_error "kind 'bin' is not binary or regression" ok train.task=ranking train.tasks=x:bin:click
+expect_error "data.split = hstu: validation and test share" ok $TASKS data.split=hstu
+expect_error "retrieval takes loo or hstu" ok data.split=last:2
+expect_error "a regression task has no AUC" ok $TASKS train.select=rating
+expect_error "with parallel.split_long = auto: not supported" ok $TASKS parallel.split_long=auto
+expect_error "run on the CPU backend only; this rank computes on the fake backend" \
+    ok $TASKS device.type=fake
+expect_error "train.keep_best follows the validation AUC of a binary task" \
+    ok train.task=ranking train.tasks=r:regression:rating train.keep_best=on output.checkpoint_dir=$T/x
+finish
