@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "backend/blas.h"
-#include "backend/peak.h"
 #include "backend/devstats.h"
 #include "base/check.h"
 #include "base/clock.h"
@@ -32,6 +31,7 @@
 #include "eval/eval_ranking.h"
 #include "train/checkpoint.h"
 #include "train/train_ckpt.h"
+#include "train/train_report.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
@@ -199,165 +199,6 @@ void trainer_free(struct trainer *tr)
     tr->metrics = NULL;
 }
 
-/* --- reporting --------------------------------------------------------------- */
-
-/* The item table's wire bytes per step since the last progress line, summed
- * over ranks (collective: every rank reports), into metrics fields. */
-static void report_wire(const struct emb_wire_stats *w, struct metrics_line *l)
-{
-    const double n = w->lookups ? (double)w->lookups : 1, base = (double)w->fp32;
-    metrics_num(l, "rows_bytes", w->rows / n);
-    metrics_num(l, "grads_bytes", w->grads / n);
-    metrics_num(l, "rows_bytes_xnode", w->rows_xnode / n);
-    metrics_num(l, "grads_bytes_xnode", w->grads_xnode / n);
-    metrics_num(l, "fp32_bytes_nodedup", base / n);
-    metrics_num(l, "rows_ratio", w->fp32 > 0 ? (double)w->rows / base : 0);
-    metrics_num(l, "grads_ratio", w->fp32 > 0 ? (double)w->grads / base : 0);
-}
-
-/* parallel.split_long over a logging interval: the sequences cut, their
- * chunks, and the key/value bytes sent to other ranks per step (summed
- * over ranks; collective), onto the progress line's metrics. */
-struct split_stats {
-    int64_t steps, seqs, chunks, kv_mark;
-};
-
-static void report_split(struct trainer *tr, struct split_stats *sx, struct metrics_line *l)
-{
-    const int64_t kv = tr->c->counters.bytes[COMM_PH_KV];
-    const double bytes = comm_allreduce_sum_f64(tr->c, COMM_DP, (double)(kv - sx->kv_mark));
-    const double n = sx->steps ? (double)sx->steps : 1;
-    log_info("split_long: %lld sequence%s cut into %lld chunks in %lld step%s; keys/values "
-             "%.0f bytes/step between ranks", (long long)sx->seqs, sx->seqs == 1 ? "" : "s",
-             (long long)sx->chunks, (long long)sx->steps, sx->steps == 1 ? "" : "s", bytes / n);
-    metrics_int(l, "split_sequences", sx->seqs);
-    metrics_int(l, "split_chunks", sx->chunks);
-    metrics_num(l, "kv_bytes", bytes / n);
-    *sx = (struct split_stats){.kv_mark = kv};
-}
-
-/* The device counters (devstats.h) per step over the interval's steps,
- * the largest of any rank (collective), onto the metrics line: zeros on
- * the CPU backend. */
-static void report_device(struct trainer *tr, int64_t steps, struct metrics_line *l)
-{
-    struct devstats d;
-    devstats_take(&d);
-    const double n = steps > 0 ? (double)steps : 1;
-    metrics_num(l, "device_syncs", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.syncs) / n);
-    metrics_num(l, "h2d_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.h2d) / n);
-    metrics_num(l, "d2h_bytes", comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.d2h) / n);
-    metrics_num(l, "device_allocs",
-                comm_allreduce_max_f64(tr->c, COMM_DP, (double)d.allocs) / n);
-}
-
-/* The device-side phase timers over the interval (gputime.h), means over
- * the ranks (collective): v[0] gpu_ms, v[1] gpu_busy, then the phases' ms;
- * 0 without a device. */
-static int gpu_figures(struct trainer *tr, double v[2 + GPU_NPHASES])
-{
-    if (!gputime_take(&tr->gt, v + 2, &v[0], &v[1]))
-        return 0;
-    const double P = tr->c->g[COMM_DP].size;
-    for (int i = 0; i < 2 + GPU_NPHASES; i++)
-        v[i] = comm_allreduce_sum_f64(tr->c, COMM_DP, v[i]) / P;
-    return 1;
-}
-
-static void report_gpu(const double v[2 + GPU_NPHASES], struct metrics_line *l)
-{
-    metrics_num(l, "gpu_ms", v[0]);
-    metrics_num(l, "gpu_busy", v[1]);
-    char key[48];
-    for (int ph = 0; ph < GPU_NPHASES; ph++) {
-        snprintf(key, sizeof key, "gpu_%s_ms", gputime_name((enum gpu_phase)ph));
-        metrics_num(l, key, v[2 + ph]);
-    }
-}
-
-/* A logging interval's work: its seconds, samples, tokens, attention
- * pairs and model FLOPs (all ranks). */
-struct interval {
-    double seconds, samples, tokens, pairs, flops;
-    int64_t steps;
-};
-
-static void report_progress(struct trainer *tr, const struct step_stats *st, double loss,
-                            const struct interval *iv, double eta, int64_t total,
-                            struct split_stats *sx)
-{
-    struct emb_wire_stats w;
-    emb_table_wire_take(tr->items, tr->c, &w);
-    const double nw = w.lookups ? (double)w.lookups : 1, dt = iv->seconds > 0 ? iv->seconds : 1;
-    const double samples_s = iv->samples / dt, tokens_s = iv->tokens / dt;
-    const double gflops = iv->flops / dt / 1e9;
-    const double mfu = tr->peak_gflops > 0 ? gflops / tr->peak_gflops : 0;
-    double gv[2 + GPU_NPHASES];
-    char gpu[64] = "";
-    const int on_gpu = gpu_figures(tr, gv);
-    if (on_gpu)
-        snprintf(gpu, sizeof gpu, " gpu %.1f ms/step busy %.0f%%", gv[0], 100 * gv[1]);
-    log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
-             "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
-             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s ETA %.0fs",
-             (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
-             tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
-             100 * st->overlap, w.rows / nw, w.grads / nw,
-             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, gpu, eta);
-    struct metrics_line l;
-    metrics_begin(&l, "train");
-    metrics_int(&l, "epoch", tr->epoch + 1);
-    metrics_int(&l, "step", tr->step);
-    metrics_num(&l, "loss", loss);
-    metrics_num(&l, "samples_per_s", samples_s);
-    metrics_num(&l, "tokens_per_s", tokens_s);
-    metrics_num(&l, "gflops", gflops);
-    metrics_num(&l, "mfu", mfu);
-    metrics_num(&l, "interval_s", iv->seconds);
-    metrics_num(&l, "tokens", iv->tokens);
-    metrics_num(&l, "attn_pairs", iv->pairs);
-    metrics_num(&l, "flops", iv->flops);
-    metrics_num(&l, "peak_gflops", tr->peak_gflops);
-    metrics_num(&l, "bubble", st->bubble);
-    metrics_num(&l, "imbalance", st->imbalance);
-    char key[48];
-    for (int ph = 0; ph < PH_COUNT; ph++) {
-        snprintf(key, sizeof key, "%s_ms", phase_name((enum phase)ph));
-        metrics_num(&l, key, st->phase_ms[ph]);
-    }
-    metrics_num(&l, "wait_ms", st->wait_ms);
-    metrics_num(&l, "exposed_comm_ms", st->wait_ms);
-    metrics_num(&l, "overlap", st->overlap);
-    report_wire(&w, &l);
-    report_device(tr, iv->steps, &l);
-    if (on_gpu)
-        report_gpu(gv, &l);
-    if (tr->conf.nonfinite_skip)
-        metrics_int(&l, "skipped_steps", tr->skipped);
-    if (tr->conf.split_long.on)
-        report_split(tr, sx, &l);
-    metrics_end(&l, tr->metrics);
-}
-
-static void report_eval(struct trainer *tr, const char *split, int64_t epoch,
-                        const struct eval_result *em, double loss)
-{
-    char line[2048];
-    eval_result_format(tr, em, line, sizeof line);
-    log_info("eval %-4s epoch %lld step %lld: %s", split, (long long)epoch, (long long)tr->step,
-             line);
-    struct metrics_line l;
-    metrics_begin(&l, "eval");
-    metrics_str(&l, "split", split);
-    metrics_int(&l, "epoch", epoch);
-    metrics_int(&l, "step", tr->step);
-    metrics_num(&l, "loss", loss);
-    metrics_num(&l, "samples_per_s", 0);
-    metrics_num(&l, "tokens_per_s", 0);
-    eval_result_json(tr, em, &l);
-    metrics_end(&l, tr->metrics);
-}
-
 /* train.keep_best: the best validation's checkpoint, DIR/best.h5 */
 static void best_path(const struct trainer *tr, char *path, size_t len)
 {
@@ -371,7 +212,7 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
     struct eval_result val;
     watchdog_beat("in", "validation");
     eval_run(tr, 0, &val);
-    report_eval(tr, "val", epochs, &val, loss);
+    train_report_eval(tr, "val", epochs, &val, loss);
     tr->val_epoch = epochs;
     if (eval_select(tr, &val) > tr->best_val) {
         tr->best_val = eval_select(tr, &val);
@@ -390,7 +231,7 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
  * best validation's checkpoint is loaded and tested (into test). */
 static void test_best(struct trainer *tr, struct eval_result *test, double loss)
 {
-    report_eval(tr, "test-last", tr->epoch, test, loss);
+    train_report_eval(tr, "test-last", tr->epoch, test, loss);
     const int64_t step = tr->step, epoch = tr->epoch;
     char path[4200];
     best_path(tr, path, sizeof path);
@@ -398,7 +239,7 @@ static void test_best(struct trainer *tr, struct eval_result *test, double loss)
     log_info("keep_best: testing %s (epoch %lld, step %lld)", path, (long long)tr->best_epoch,
              (long long)tr->step);
     eval_run(tr, 1, test);
-    report_eval(tr, "test", tr->best_epoch, test, loss);
+    train_report_eval(tr, "test", tr->best_epoch, test, loss);
     tr->step = step;
     tr->epoch = epoch;
 }
@@ -412,7 +253,7 @@ static void final_evaluation(struct trainer *tr, struct eval_result *test, doubl
     if (tr->conf.keep_best)
         test_best(tr, test, loss);
     else
-        report_eval(tr, "test", tr->epoch, test, loss);
+        train_report_eval(tr, "test", tr->epoch, test, loss);
     if (tr->conf.baseline && tr->conf.task.type == TASK_RANKING) {
         static const char *split[4] = {"test-baseline-global", "test-baseline-item",
                                        "test-baseline-user", "test-baseline-user+item"};
@@ -421,62 +262,13 @@ static void final_evaluation(struct trainer *tr, struct eval_result *test, doubl
         eval_ranking_baselines(tr, 1, base);
         for (int m = 0; m < 4; m++) {
             struct eval_result r = {.ranking = 1, .k = base[m]};
-            report_eval(tr, split[m], tr->epoch, &r, 0);
+            train_report_eval(tr, split[m], tr->epoch, &r, 0);
         }
     } else if (tr->conf.baseline) {
         struct eval_result pop = {0};
         eval_popular(tr, 1, &pop.r);
-        report_eval(tr, "test-popular", tr->epoch, &pop, 0);
+        train_report_eval(tr, "test-popular", tr->epoch, &pop, 0);
     }
-}
-
-static void report_summary(struct trainer *tr, const struct eval_result *test, double loss,
-                           int64_t steps_run, double secs)
-{
-    if (tr->best_epoch >= 0)
-        log_info("done: step %lld (%lld steps in this run, %.1f s); best validation %s "
-                 "%.4f at epoch %lld",
-                 (long long)tr->step, (long long)steps_run, secs, eval_select_name(tr),
-                 tr->best_val, (long long)tr->best_epoch);
-    else
-        log_info("done: step %lld (%lld steps in this run, %.1f s); no validation was run",
-                 (long long)tr->step, (long long)steps_run, secs);
-    if (tr->skipped)
-        log_info("%lld step%s had a non-finite loss or gradient and no update "
-                 "(train.nonfinite = skip)", (long long)tr->skipped, tr->skipped == 1 ? "" : "s");
-    struct metrics_line l;
-    metrics_begin(&l, "summary");
-    metrics_int(&l, "epoch", tr->epoch);
-    metrics_int(&l, "step", tr->step);
-    metrics_num(&l, "loss", loss);
-    metrics_num(&l, "samples_per_s", 0);
-    metrics_num(&l, "tokens_per_s", 0);
-    metrics_num(&l, "seconds", secs);
-    metrics_int(&l, "best_epoch", tr->best_epoch);
-    metrics_int(&l, "skipped_steps", tr->skipped);
-    if (test)
-        eval_result_json(tr, test, &l);
-    metrics_end(&l, tr->metrics);
-}
-
-/* The model's FLOPs per token and attention pair, and the job's peak: each
- * rank's (device.peak_tflops, else its gemm rate measured now, all ranks
- * at once so that ranks sharing cores share the measurement) summed. MFU =
- * achieved model FLOP/s / that peak (doc/training.md). Collective. */
-static void utilisation_setup(struct trainer *tr)
-{
-    const struct train_conf *cf = &tr->conf;
-    const int ranking = cf->task.type == TASK_RANKING; /* the head: not counted */
-    const int64_t rows = ranking ? 1 : cf->full ? tr->ds.num_items : (int64_t)cf->R + 1;
-    cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX),
-                    cf->bce && !ranking, &tr->flops);
-    const double mine = cf->peak_tflops > 0 ? 1e3 * cf->peak_tflops : backend_peak_gflops(tr->be);
-    tr->peak_gflops = comm_allreduce_sum_f64(tr->c, COMM_DP, mine);
-    log_info("utilisation: model FLOPs %.4g per token + %.4g per attention pair (forward and "
-             "backward); peak %.1f GFLOP/s on rank 0 (%s), %.1f GFLOP/s for the job",
-             tr->flops.per_token, tr->flops.per_pair, mine,
-             cf->peak_tflops > 0 ? "device.peak_tflops" : "measured: fp32 gemm",
-             tr->peak_gflops);
 }
 
 /* A run stopped by signal sig after tr->step: its checkpoint (save: not
@@ -525,7 +317,7 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
     double eta = (now - lc->start) / (double)(tr->step - lc->first_step) *
                  (double)(total - tr->step);
     lc->iv.seconds = now - lc->last;
-    report_progress(tr, stats, loss, &lc->iv, eta, total, &lc->split);
+    train_report_progress(tr, stats, loss, &lc->iv, eta, total, &lc->split);
     lc->last = now;
     lc->iv = (struct interval){0};
 }
@@ -654,7 +446,7 @@ int train_main(int argc, char **argv)
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
     train_ckpt_start(&tr);
-    utilisation_setup(&tr);
+    train_utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
     steptime_init(&tr.st, cf->log_every, cf->trace[0] ? cf->trace_steps : 0);
@@ -686,7 +478,7 @@ int train_main(int argc, char **argv)
     struct eval_result test;
     if (cf->final_eval)
         final_evaluation(&tr, &test, loss);
-    report_summary(&tr, cf->final_eval ? &test : NULL, loss, tr.step - lc.first_step,
+    train_report_summary(&tr, cf->final_eval ? &test : NULL, loss, tr.step - lc.first_step,
                    clock_seconds() - lc.start);
     trainer_free(&tr);
     comm_free(&c);
