@@ -7,13 +7,12 @@
 #include "base/check.h"
 #include "base/rng.h"
 
-static uint64_t token_key(uint64_t seed, uint64_t epoch, int64_t user, int64_t pos)
+uint64_t batch_token_key(uint64_t seed, uint64_t epoch, int64_t user, int64_t pos)
 {
     return rng_key(rng_key(seed, epoch, 0x746f6b6eull), (uint64_t)user, (uint64_t)pos);
 }
 
-/* Read user u's events [0, end) into growable buffers; returns end. */
-static void read_user(const struct dataset *ds, int64_t u, int with_ts, int64_t **items,
+void batch_read_user(const struct dataset *ds, int64_t u, int with_ts, int64_t **items,
                       int64_t **ts, int64_t *cap)
 {
     int64_t L = dataset_length(ds, u);
@@ -79,7 +78,7 @@ void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         int64_t u = users[i];
-        read_user(ds, u, with_ts, &items, &ts, &cap);
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         int64_t n_in = train_inputs(ds, hold, N, u, &first);
         int64_t a = p0 ? p0[i] : 0, z = p1 ? p1[i] : n_in;
         for (int64_t p = a; p < z; p++, t++) {
@@ -87,7 +86,7 @@ void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with
             b->targets[t] = items[first + p + 1];
             if (with_ts)
                 b->ts[t] = ts[first + p];
-            b->keys[t] = token_key(seed, epoch, u, p);
+            b->keys[t] = batch_token_key(seed, epoch, u, p);
         }
         if (p0) {
             b->pos0[i] = a;
@@ -118,7 +117,7 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
     b->offsets[0] = b->hist_off[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         int64_t u = users[i];
-        read_user(ds, u, with_ts, &items, &ts, &cap);
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         int64_t tgt = split_eval_target(ds, mode, test, u);
         int64_t n_in = tgt < N ? tgt : N, first = tgt - n_in;
         for (int64_t p = 0; p < n_in; p++, t++) {

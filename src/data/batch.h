@@ -52,5 +52,12 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
  * the caller allocates hist). */
 void batch_alloc(struct seq_batch *b, int64_t B, int64_t T, int with_ts, int eval);
 void batch_free(struct seq_batch *b);
+/* The dropout key of user u's token at position pos in an epoch (the same
+ * on any number of ranks: a function of the seed, epoch, user, position). */
+uint64_t batch_token_key(uint64_t seed, uint64_t epoch, int64_t user, int64_t pos);
+/* User u's events (with timestamps when with_ts) into growable buffers of
+ * capacity *cap; fatal() naming the dataset on a read error. */
+void batch_read_user(const struct dataset *ds, int64_t u, int with_ts, int64_t **items,
+                     int64_t **ts, int64_t *cap);
 
 #endif

@@ -67,27 +67,6 @@ void batch_rank_read_labels(const struct dataset *ds, const struct label_conf *l
                            b->labels + b->offsets[q] * K);
 }
 
-static uint64_t token_key(uint64_t seed, uint64_t epoch, int64_t user, int64_t pos)
-{
-    return rng_key(rng_key(seed, epoch, 0x746f6b6eull), (uint64_t)user, (uint64_t)pos);
-}
-
-/* A user's events [first, end) (with timestamps) into growable buffers. */
-static void read_user(const struct dataset *ds, int64_t u, int with_ts, int64_t **items,
-                      int64_t **ts, int64_t *cap)
-{
-    int64_t L = dataset_length(ds, u);
-    if (L > *cap) {
-        *cap = L;
-        *items = xrealloc(*items, (size_t)L * sizeof **items);
-        if (with_ts)
-            *ts = xrealloc(*ts, (size_t)L * sizeof **ts);
-    }
-    char err[1024];
-    if (dataset_read_users(ds, u, u + 1, *items, with_ts ? *ts : NULL, NULL, err, sizeof err))
-        fatal("%s", err);
-}
-
 void batch_rank_train(const struct dataset *ds, const struct rsplit *rs,
                       const struct label_conf *lc, int N, int with_ts, uint64_t seed,
                       uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
@@ -102,14 +81,14 @@ void batch_rank_train(const struct dataset *ds, const struct rsplit *rs,
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i];
-        read_user(ds, u, with_ts, &items, &ts, &cap);
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         rsplit_bounds(rs, ds, u, &a, &bb);
         const int64_t n = a < N ? a : N, first = a - n;
         for (int64_t p = 0; p < n; p++, t++) {
             b->items[t] = items[first + p];
             if (with_ts)
                 b->ts[t] = ts[first + p];
-            b->keys[t] = token_key(seed, epoch, u, p);
+            b->keys[t] = batch_token_key(seed, epoch, u, p);
         }
         b->users[i] = u;
         b->ev0[i] = ds->offsets[u] + first;
@@ -138,7 +117,7 @@ void batch_rank_eval(const struct dataset *ds, const struct rsplit *rs,
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i];
-        read_user(ds, u, with_ts, &items, &ts, &cap);
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         rsplit_candidates(rs, ds, test, u, &c0, &c1);
         if (max_cand > 0 && c1 - c0 > max_cand)
             c1 = c0 + max_cand;
@@ -179,7 +158,7 @@ void batch_rank_pairs(const struct dataset *ds, const struct label_conf *lc, int
         const int64_t u = users[i], L = dataset_length(ds, u);
         if (L < 1)
             fatal("batch_rank_pairs: user %lld has no events", (long long)u);
-        read_user(ds, u, with_ts, &items, &ts, &cap);
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         const int64_t first = L - (L < N - 1 ? L : N - 1);
         for (int64_t e = first; e < L; e++, t++) {
             b->items[t] = items[e];

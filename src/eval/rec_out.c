@@ -38,8 +38,7 @@ int rec_out_format(const char *path)
 
 /* --- CSV ------------------------------------------------------------------------ */
 
-/* One field, quoted when it needs to be. */
-static void csv_field(FILE *f, const char *s)
+void rec_csv_field(FILE *f, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
         fputs(s, f);
@@ -64,9 +63,9 @@ static void csv_rows(struct rec_out *o, int64_t m, const int64_t *users, const i
             int64_t id = ids[i * o->K + j];
             if (id == 0)
                 break; /* padding comes last */
-            csv_field(o->f, u);
+            rec_csv_field(o->f, u);
             fprintf(o->f, ",%d,", j + 1);
-            csv_field(o->f, rec_ids_text(o->items, id, ib, sizeof ib));
+            rec_csv_field(o->f, rec_ids_text(o->items, id, ib, sizeof ib));
             fprintf(o->f, ",%.9g\n", (double)scores[i * o->K + j]);
         }
     }

@@ -25,6 +25,7 @@
 #define FS_REC_OUT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "comm/comm.h"
 #include "eval/rec_ids.h"
@@ -34,6 +35,8 @@ struct rec_out;
 /* 1 if path names a CSV file, 0 for HDF5, -1 for neither (the caller
  * refuses it). */
 int rec_out_format(const char *path);
+/* One CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line end. */
+void rec_csv_field(FILE *f, const char *s);
 
 /* Open path's temporary for n users of K items each; collective over c's
  * ranks (CSV: NULL on every rank but 0). The metadata strings go to the

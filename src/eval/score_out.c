@@ -18,22 +18,6 @@ static double shown(const struct score_meta *m, int k, double pred)
     return m->binary[k] ? 1.0 / (1.0 + exp(-pred)) : pred;
 }
 
-/* One CSV field, quoted when it needs to be. */
-static void csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void write_csv(const char *path, const char *tmp, const struct score_meta *m,
                       const struct rec_ids *um, const struct rec_ids *im, int64_t n,
                       const int64_t *users, const int64_t *items, const double *pred)
@@ -47,9 +31,9 @@ static void write_csv(const char *path, const char *tmp, const struct score_meta
     fputc('\n', f);
     char ub[32], ib[32];
     for (int64_t i = 0; i < n; i++) {
-        csv_field(f, rec_ids_text(um, users[i], ub, sizeof ub));
+        rec_csv_field(f, rec_ids_text(um, users[i], ub, sizeof ub));
         fputc(',', f);
-        csv_field(f, rec_ids_text(im, items[i], ib, sizeof ib));
+        rec_csv_field(f, rec_ids_text(im, items[i], ib, sizeof ib));
         for (int k = 0; k < m->K; k++)
             fprintf(f, ",%.17g", shown(m, k, pred[i * m->K + k]));
         fputc('\n', f);
