@@ -46,7 +46,7 @@ run() { # NAME INPUT OVERRIDES...
     awk -v n="$name" -v t="$(median tokens_per_s)" -v g="$(median gflops)" \
         -v m="$(median mfu)" -v w="$wall" -v r="$(awk '{ printf "%.0f", $1 / 1024 }' "$W/rss")" 'BEGIN {
         printf "%-8s %9.0f tokens/s  %5.2f s/epoch (660k tokens)  run %6.2f s  %7.1f GFLOP/s  MFU %4.1f%%  peak RSS %s MiB (one rank)\n",
-            n, t, t > 0 ? 660000 / t : 0, w, g, 100 * m, r }'
+            n, t, (t > 0 ? 660000 / t : 0), w, g, 100 * m, r }'
 }
 run sasrec ml1m-sasrec.in
 run hstu ml1m-hstu.in
