@@ -149,11 +149,13 @@ X(parallel, cost_model, STRING, "auto", 0, 0, NULL,
   "sequence cost c(L) = c0 + a L + b L^2 as 'c0,a,b'; auto = from the model's FLOP counts")
 X(parallel, embedding_group, INT, "0", 0, 1000000, NULL,
   "ranks per embedding shard group (must divide the rank count; 0 = all ranks)")
-X(parallel, overlap, CHOICE, "prioritized", 0, 0, "none|pipeline|prioritized",
+X(parallel, overlap, CHOICE, "prioritized", 0, 0, "none|pipeline|prioritized|prefetch",
   "embedding communication: none = blocking; pipeline = the next batch is read and its id "
   "exchange runs during this step's compute; prioritized = pipeline + rows in two chunks "
   "(inputs first), sparse gradients before the dense all-reduce, dense all-reduce bucketed "
-  "per layer during the backward")
+  "per layer during the backward; prefetch = prioritized + the next step's rows that this "
+  "step's update does not touch are served during this step's backward, the colliding ones "
+  "right after the update (exact: the same losses)")
 X(parallel, rows_codec, CHOICE, "fp32", 0, 0, "fp32|bf16|fp16|fp8|int8",
   "wire format of the embedding rows owners send back (doc/compression.md): fp32 as they "
   "are; bf16; fp16 with a power-of-two scale per row; fp8 (e4m3) with a scale per row; int8 "

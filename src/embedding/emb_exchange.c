@@ -155,14 +155,24 @@ void emb_input_post_ids(struct comm *c, struct emb_exchange *x)
         post_ids(c, x);
 }
 
-/* Block until the ids have arrived at their owners. */
-static void input_wait(struct comm *c, struct emb_exchange *x)
+void emb_input_wait(struct comm *c, struct emb_exchange *x)
 {
     emb_input_post_ids(c, x);
     if (x->stage == EMB_IDS_POSTED) {
         emb_xfer_wait(&x->xf[EMB_X_IDS]);
         x->stage = EMB_IDS_DONE;
     }
+}
+
+void emb_count_lookup(struct emb_table *t, struct emb_exchange *x)
+{
+    if (!x->counted) /* this lookup's figures, counted when its rows leave */
+        return;
+    struct emb_xstate *xs = emb_xstate(t);
+    t->wire.lookups++;
+    xs->tokens += x->n; /* less those owned here (emb_xstate_wire) */
+    t->be->count_range(x->n, x->inverse, x->sdispls[t->shard],
+                       x->sdispls[t->shard] + x->scounts[t->shard], xs->stats.p);
 }
 
 /* The rows of serve[first, first + count) from the shard into served. */
@@ -181,7 +191,7 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     const int G = t->G, dim = t->width; /* values per row on the wire */
     const struct backend_ops *be = t->be;
     double t0 = clock_seconds();
-    input_wait(c, x);
+    emb_input_wait(c, x);
     double t1 = clock_seconds();
     x->served = emb_buf_get(be, &x->b_served, at_least1(x->nserve) * dim * sizeof(float));
     x->rows = emb_buf_get(be, &x->b_rows, at_least1(x->nuniq) * t->conf.dim * sizeof(float));
@@ -202,13 +212,7 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
     int64_t *sc = v, *sd = v + G, *rc = v + 2 * G, *rd = v + 3 * G;
     double t2 = t1;
-    if (x->counted) { /* this lookup's figures, counted when its rows leave */
-        struct emb_xstate *xs = emb_xstate(t);
-        t->wire.lookups++;
-        xs->tokens += x->n; /* less those owned here (emb_xstate_wire) */
-        be->count_range(x->n, x->inverse, x->sdispls[t->shard],
-                        x->sdispls[t->shard] + x->scounts[t->shard], xs->stats.p);
-    }
+    emb_count_lookup(t, x);
     for (int k = 0; k < 2; k++) {
         emb_chunk_layout(x, k, 1, rc, rd, sc, sd); /* owner -> requester, in rows */
         double g0 = clock_seconds();
@@ -241,6 +245,13 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
 {
     double t0 = clock_seconds();
     const struct emb_table *t = x->tab;
+    if (x->pf_on) { /* prefetched: both chunks' rows come together */
+        if (!x->rmade[0])
+            emb_prefetch_wait(x);
+        if (tm)
+            tm->rows += clock_seconds() - t0;
+        return;
+    }
     emb_xfer_wait(&x->xf[EMB_X_ROWS0 + k]);
     if (!x->rmade[k] && (x->rows_w || x->cw)) { /* chunk k's spans from the wire */
         const int64_t rb = emb_codec_row_bytes(x->rcodec, x->width);
@@ -314,7 +325,7 @@ void emb_exchange_free(struct emb_exchange *x)
 {
     if (!x)
         return;
-    input_wait(x->c, x); /* drain: every peer takes part in the same exchanges */
+    emb_input_wait(x->c, x); /* drain: every peer takes part in the same exchanges */
     for (int k = EMB_X_ROWS0; k < EMB_NX; k++)
         emb_xfer_wait(&x->xf[k]);
     if (!backend_is_host(x->tab->be)) { /* the codecs' flags, read once */

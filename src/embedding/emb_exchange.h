@@ -133,6 +133,25 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
                      struct emb_times *tm);
 void emb_exchange_free(struct emb_exchange *x);
 
+/* parallel.overlap = prefetch (doc/overlap.md): the rows of the next
+ * lookup y while the current one x (rows served, update not yet applied)
+ * is in its backward, exactly (emb_prefetch.c):
+ *   emb_prefetch_plan  (y's ids posted; x's update not applied) owners mark
+ *                      the rows of y that x's update touches (x's served
+ *                      ids, over the replicas of the shard: collective over
+ *                      emb_replica) and post the marks to the requesters
+ *   emb_prefetch_post  owners gather and post y's unmarked rows
+ *   emb_prefetch_late  after x's emb_grad_finish: owners post the marked
+ *                      (colliding) rows, read now
+ * then emb_output_wait(y, 0) completes every row of y (chunk 1 with them;
+ * emb_output_post is not called for y): bitwise the rows emb_output_post
+ * would have served after x's update. Every rank calls them in the same
+ * order. */
+void emb_prefetch_plan(struct emb_table *t, struct comm *c, struct emb_exchange *y,
+                       const struct emb_exchange *x);
+void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange *y);
+void emb_prefetch_late(struct emb_table *t, struct comm *c, struct emb_exchange *y);
+
 /* The whole lookup, blocking, host memory in and out. out: [n, dim] rows
  * in token order. Returns the exchange, kept for emb_backward (or to be
  * freed). */

@@ -41,7 +41,11 @@ void emb_buf_free(const struct backend_ops *be, struct emb_buf *b);
  *             collective on device memory).
  * A rank's own segment is a device copy. post / test / wait are the
  * phases; a later kind never waits for an earlier one. */
-enum emb_xkind { EMB_X_IDS, EMB_X_ROWS0, EMB_X_ROWS1, EMB_X_GRADS0, EMB_X_GRADS1, EMB_NX };
+enum emb_xkind {
+    EMB_X_IDS, EMB_X_ROWS0, EMB_X_ROWS1, EMB_X_GRADS0, EMB_X_GRADS1,
+    EMB_X_MASK, EMB_X_PF, EMB_X_LATE, /* parallel.overlap = prefetch (emb_prefetch.c) */
+    EMB_NX
+};
 enum emb_xmode { EMB_XF_HOST, EMB_XF_STAGED, EMB_XF_DIRECT };
 
 struct emb_xfer {
@@ -86,6 +90,8 @@ struct emb_xstate {
     struct stage *up;                     /* their uploads */
     struct emb_buf stats;                 /* int64 [1]: tokens owned here, counted */
     int64_t tokens;                       /* tokens of the counted lookups */
+    uint8_t *touched;                     /* prefetch: [local_rows / 8 + 1] bits, clear
+                                             between uses (emb_prefetch.c) */
 };
 
 /* The table's state, made on first use. */
@@ -137,6 +143,9 @@ struct emb_exchange {
     float *gs;                 /* t [nserve, width] gradients received */
     uint8_t *served_w, *rows_w, *gu_w, *gs_w; /* t encoded rows / gradients */
     uint64_t *bad;             /* t [2] rows / gradients a codec refused (backend.h) */
+    struct emb_pf *pf;         /* parallel.overlap = prefetch: its state, kept across uses
+                                  (emb_prefetch.c); pf_on: this use's rows come by it */
+    int pf_on;
 };
 
 /* Chunk k's counts and displacements, in units of `scale` (1: ids, dim:
@@ -146,6 +155,15 @@ struct emb_exchange {
  * req -> own. The one place the two-chunk layout is computed. */
 void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_t *req_c,
                       int64_t *req_d, int64_t *own_c, int64_t *own_d);
+
+/* Block until the ids have arrived at their owners (emb_exchange.c). */
+void emb_input_wait(struct comm *c, struct emb_exchange *x);
+/* Count a lookup in the table's wire figures when its rows leave. */
+void emb_count_lookup(struct emb_table *t, struct emb_exchange *x);
+/* A prefetched exchange's rows: wait for both parts and lay them out as
+ * emb_output_post's would be (emb_prefetch.c); release its state. */
+void emb_prefetch_wait(struct emb_exchange *x);
+void emb_prefetch_release(const struct backend_ops *be, struct emb_pf *pf);
 
 /* Encode rows[n, width] (table memory) into wire with codec cd on the
  * table's backend; a row the codec refuses is noted in x->bad[which] (0:

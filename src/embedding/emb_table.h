@@ -63,6 +63,8 @@ struct emb_wire_stats {
     int64_t fp32;                 /* fp32 without de-duplication: 4 dim bytes per
                                    * requested token owned by another rank (the
                                    * rows'; the gradients' is the same) */
+    int64_t pf_rows, pf_late;     /* prefetch: unique rows requested that came
+                                   * ahead, and late (collided with the update) */
 };
 
 struct emb_table {

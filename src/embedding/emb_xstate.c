@@ -54,6 +54,7 @@ static void exchange_release(const struct backend_ops *be, struct emb_exchange *
                            &x->b_gs_w,     &x->b_sid,    &x->b_sg,    &x->b_bad};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         emb_buf_free(be, b[i]);
+    emb_prefetch_release(be, x->pf);
     free(x->scounts);
     free(x->spans);
     free(x->cnt);
@@ -83,6 +84,7 @@ void emb_xstate_free(struct emb_table *t)
     emb_buf_free(be, &xs->ids);
     emb_buf_free(be, &xs->keys);
     emb_buf_free(be, &xs->stats);
+    free(xs->touched);
     stage_free(xs->up);
     free(xs);
     t->xs = NULL;
@@ -110,6 +112,7 @@ struct emb_exchange *emb_xstate_get(struct emb_table *t)
     x->scounts = keep.scounts;
     x->spans = keep.spans;
     x->cnt = keep.cnt;
+    x->pf = keep.pf;
     for (int k = 0; k < EMB_NX; k++)
         x->xf[k] = (struct emb_xfer){.lay = keep.xf[k].lay};
     memset(x->scounts, 0, (size_t)t->G * 6 * sizeof(int64_t));

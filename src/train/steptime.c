@@ -16,7 +16,7 @@ const char *phase_name(enum phase ph)
 {
     static const char *names[PH_COUNT] = {"read", "plan", "input_dist", "lookup", "forward",
                                           "backward", "grad_exchange", "allreduce", "optimizer",
-                                          "kv_wait"};
+                                          "kv_wait", "prefetch", "late_fetch"};
     return names[ph];
 }
 

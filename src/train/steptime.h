@@ -21,6 +21,8 @@ enum phase {
     PH_READ, PH_PLAN, PH_INPUT_DIST, PH_LOOKUP, PH_FORWARD, PH_BACKWARD, PH_GRAD_EXCHANGE,
     PH_ALLREDUCE, PH_OPTIMIZER,
     PH_KV, /* split_long: waiting for keys/values inside forward and backward */
+    PH_PREFETCH, /* overlap = prefetch: the next step's rows planned and posted ahead */
+    PH_LATE,     /* ... its colliding rows posted after the update */
     PH_COUNT
 };
 

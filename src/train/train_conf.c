@@ -163,6 +163,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     const char *ov = params_str(p, P_parallel_overlap);
     tc->overlap = !strcmp(ov, "none")       ? OVERLAP_NONE
                   : !strcmp(ov, "pipeline") ? OVERLAP_PIPELINE
+                  : !strcmp(ov, "prefetch") ? OVERLAP_PREFETCH
                                             : OVERLAP_PRIORITIZED;
     tc->progress_thread = !strcmp(params_str(p, P_parallel_progress), "thread");
     tc->transport = params_str(p, P_parallel_transport);

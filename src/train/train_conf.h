@@ -18,7 +18,7 @@
 #include "model/task.h"
 #include "train/dense_optim.h"
 
-enum overlap_mode { OVERLAP_NONE, OVERLAP_PIPELINE, OVERLAP_PRIORITIZED };
+enum overlap_mode { OVERLAP_NONE, OVERLAP_PIPELINE, OVERLAP_PRIORITIZED, OVERLAP_PREFETCH };
 
 struct train_conf {
     /* data */

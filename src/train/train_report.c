@@ -23,6 +23,23 @@ static void report_wire(const struct emb_wire_stats *w, struct metrics_line *l)
     metrics_num(l, "grads_ratio", w->fp32 > 0 ? (double)w->grads / base : 0);
 }
 
+/* parallel.overlap = prefetch: the unique rows requested (summed over
+ * ranks, per step) that came ahead and late, and the collision fraction
+ * (late / both); 0 when nothing was prefetched. */
+static double collision(const struct emb_wire_stats *w)
+{
+    const int64_t all = w->pf_rows + w->pf_late;
+    return all > 0 ? (double)w->pf_late / (double)all : 0;
+}
+
+static void report_prefetch(const struct emb_wire_stats *w, struct metrics_line *l)
+{
+    const double n = w->lookups ? (double)w->lookups : 1;
+    metrics_num(l, "collision", collision(w));
+    metrics_num(l, "rows_prefetched", w->pf_rows / n);
+    metrics_num(l, "rows_late", w->pf_late / n);
+}
+
 /* parallel.split_long over a logging interval: the sequences cut, their
  * chunks, and the key/value bytes sent to other ranks per step (summed
  * over ranks; collective), onto the progress line's metrics. */
@@ -94,13 +111,18 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     const int on_gpu = gpu_figures(tr, gv);
     if (on_gpu)
         snprintf(gpu, sizeof gpu, " gpu %.1f ms/step busy %.0f%%", gv[0], 100 * gv[1]);
+    char pf[80] = "";
+    const int prefetch = tr->conf.overlap == OVERLAP_PREFETCH;
+    if (prefetch)
+        snprintf(pf, sizeof pf, " prefetch %.0f rows/step late %.0f (collision %.1f%%)",
+                 w.pf_rows / nw, w.pf_late / nw, 100 * collision(&w));
     log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
              "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
-             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s ETA %.0fs",
+             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
              tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nw,
-             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, gpu, eta);
+             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, gpu, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -126,6 +148,8 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);
     metrics_num(&l, "overlap", st->overlap);
     report_wire(&w, &l);
+    if (prefetch)
+        report_prefetch(&w, &l);
     report_device(tr, iv->steps, &l);
     if (on_gpu)
         report_gpu(gv, &l);

@@ -37,9 +37,16 @@
  *                input rows' gradients are posted before the last bucket and
  *                the sparse update is completed before the dense buckets are
  *                waited for.
- * Rows are always read by their owners after the previous step's sparse
- * update, and every reduction keeps its order, so all three modes give the
- * same losses. Every rank posts its collectives in the same program order
+ *   prefetch     prioritized, and: the next step's ids are posted before
+ *                this step's forward; after the forward the owners find
+ *                which of its rows this step's update touches (collisions,
+ *                emb_prefetch_plan), after the loss they post the others,
+ *                which travel during the backward; right after this step's
+ *                sparse update they post the colliding rows, read now
+ *                (emb_exchange.h). The next step's lookup only waits.
+ * Rows are always read by their owners after the last sparse update that
+ * changes them, and every reduction keeps its order, so all four modes
+ * give the same losses. Every rank posts its collectives in the same program order
  * on each communicator; the hook only tests them.
  *
  * Where things live: the exchange's rows, inverse index and gradients are
@@ -89,6 +96,8 @@ struct step_input {
     float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
                                   the targets' and negatives' tokens, else NULL */
     struct step_feat *feat;    /* features: their plan and lookup, else NULL */
+    int prefetched;            /* overlap = prefetch: its rows were posted during the
+                                  previous step (emb_prefetch_*), not by its lookup */
 };
 
 /* The step's scalars (model backend's memory), read back at the step's end. */
@@ -100,6 +109,7 @@ struct step_state {
     int lookahead;             /* the next step is prepared during this one */
     int read_late;             /* ... after this step's forward is enqueued (devices) */
     int prioritized;           /* chunk 1 waited for late, its gradients sent early */
+    int prefetch;              /* the next step's rows served during this step */
     int in_step;               /* inside train_step: the hook acts only then */
     struct step_input in[2];   /* this step's and the next step's input */
     int cur;
@@ -243,7 +253,7 @@ static void input_release(struct step_input *in)
     step_feat_free(in->feat);
     in->feat = NULL;
     batch_free(&in->sb);
-    in->ready = 0;
+    in->ready = in->prefetched = 0;
 }
 
 /* lookup: owners serve this step's rows (read after the previous step's
@@ -261,10 +271,14 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     const int d = tr->conf.d;
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     gputime_begin(&tr->gt, GPU_EXCHANGE);
-    emb_output_post(tr->items, tr->c, x, NULL);
+    if (!in->prefetched) /* else posted during the previous step */
+        emb_output_post(tr->items, tr->c, x, NULL);
     steptime_phase(&tr->st, PH_LOOKUP);
-    if (s->lookahead && next && !s->read_late)
+    if (s->lookahead && next && !s->read_late) {
         phase_read(s, &s->in[1 - s->cur], next);
+        if (s->prefetch) /* its ids reach the owners during the forward */
+            emb_input_post_ids(tr->c, s->in[1 - s->cur].x);
+    }
     if (in->feat) /* the representations: host memory, as the table's (step_feat_tables) */
         step_feat_lookup(in->feat);
     const float *rows = mirror_bind(&s->rows, be, tb,
@@ -355,6 +369,11 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     }
     if (nx->ready)
         emb_input_post_ids(tr->c, nx->x);
+    if (s->prefetch && nx->ready) { /* which of its rows this step's update touches */
+        steptime_phase(&tr->st, PH_FORWARD);
+        emb_prefetch_plan(tr->items, tr->c, nx->x, x);
+        steptime_phase(&tr->st, PH_PREFETCH);
+    }
     if (s->prioritized) { /* targets and negatives: chunk 1 */
         gputime_begin(&tr->gt, GPU_EXCHANGE);
         emb_output_wait(x, 1, NULL);
@@ -378,6 +397,10 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     }
     slow_down(s, clock_seconds() - t_work);
     steptime_phase(&tr->st, PH_FORWARD);
+    if (s->prefetch && nx->ready) { /* its other rows travel during the backward */
+        emb_prefetch_post(tr->items, tr->c, nx->x);
+        steptime_phase(&tr->st, PH_PREFETCH);
+    }
 }
 
 /* backward: the task's (ranking: the head's, and du), the model's backward
@@ -441,6 +464,12 @@ static void phase_grad_exchange(struct step_state *s, struct step_input *in, int
     if (apply && in->feat) /* d rep = the item rows' gradients (host: a host table) */
         step_feat_update(in->feat, emb_exchange_grads(in->x));
     steptime_phase(&tr->st, PH_GRAD_EXCHANGE);
+    struct step_input *nx = &s->in[1 - s->cur];
+    if (s->prefetch && nx->ready) { /* the next step's rows this update touched, read now */
+        emb_prefetch_late(tr->items, tr->c, nx->x);
+        nx->prefetched = 1;
+        steptime_phase(&tr->st, PH_LATE);
+    }
 }
 
 /* dense all-reduce: the arena holds the sum over dp; its sum of squares
@@ -519,7 +548,8 @@ void train_step_init(struct trainer *tr)
     s->read_late = !backend_is_host(tr->be);
     gputime_init(&tr->gt, tr->be);
     s->sc = tr->be->alloc(sizeof s->hsc);
-    s->prioritized = cf->overlap == OVERLAP_PRIORITIZED;
+    s->prefetch = cf->overlap == OVERLAP_PREFETCH;
+    s->prioritized = cf->overlap == OVERLAP_PRIORITIZED || s->prefetch;
     s->slow = cf->slow_rank == tr->c->rank ? cf->slow_factor : 1.0;
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport, s->prioritized);
     if (!s->ranking && cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
