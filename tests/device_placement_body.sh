@@ -4,7 +4,8 @@
 # Item tables in device memory (embedding.placement=device) train as the
 # host tables do: 20 steps of tiny.in, HSTU and SASRec, at 1, 2 and 4 ranks
 # sharing one device (device.share=on), against the CPU backend and
-# against host placement on the same device; every overlap mode; staged
+# against host placement on the same device; every overlap mode (prefetch
+# too: the next step's rows through the device-resident exchange); staged
 # and direct (CUDA-aware MPI; FREESCALE_FAKE_AWARE=1 on the fake device);
 # the copy-engine transport; embedding groups smaller than the job (G < P:
 # replicas summed); the wire codecs; a second identical run repeats the
@@ -51,7 +52,7 @@ for model in hstu sasrec; do
     expect_ok train 2 $M $GPU embedding.placement=device parallel.transport=mpi \
         output.metrics="$T/$model-dev-again.jsonl"
     same_losses "$T/$model-dev-2.jsonl" "$T/$model-dev-again.jsonl" "$model: a device run repeats" 0 $TOL_DEV
-    for ov in none pipeline; do
+    for ov in none pipeline prefetch; do
         expect_ok train 2 $M $GPU embedding.placement=device parallel.overlap=$ov \
             parallel.transport=mpi output.metrics="$T/$model-dev-$ov.jsonl"
         same_losses "$T/$model-dev-2.jsonl" "$T/$model-dev-$ov.jsonl" "$model: overlap=$ov" 0 $TOL_DEV
@@ -62,7 +63,7 @@ for model in hstu sasrec; do
 done
 # direct: device buffers handed to (CUDA-aware) MPI, every overlap mode
 [ "$DEV" = fake ] && export FREESCALE_FAKE_AWARE=1
-for ov in prioritized none; do
+for ov in prioritized none prefetch; do
     if train 2 $GPU embedding.placement=device device.staging=direct parallel.transport=mpi \
         parallel.overlap=$ov output.metrics="$T/direct-$ov.jsonl" >"$T/out" 2>"$T/err"; then
         same_losses "$T/hstu-cpu-2.jsonl" "$T/direct-$ov.jsonl" "direct, overlap=$ov vs CPU" 0 $TOL
@@ -78,6 +79,12 @@ expect_ok train 4 device.type=cpu parallel.embedding_group=2 output.metrics="$T/
 expect_ok train 4 $GPU embedding.placement=device parallel.embedding_group=2 \
     parallel.transport=mpi output.metrics="$T/g2-dev.jsonl"
 same_losses "$T/g2-cpu.jsonl" "$T/g2-dev.jsonl" "G=2 < P=4: device tables vs CPU" 0 $TOL
+expect_ok train 4 device.type=cpu parallel.embedding_group=2 parallel.overlap=none \
+    output.metrics="$T/g2-cpu-none.jsonl"
+expect_ok train 4 $GPU embedding.placement=device parallel.embedding_group=2 \
+    parallel.overlap=prefetch parallel.transport=mpi output.metrics="$T/g2-dev-pf.jsonl"
+same_losses "$T/g2-cpu-none.jsonl" "$T/g2-dev-pf.jsonl" \
+    "G=2 < P=4: device tables under prefetch vs CPU overlap=none" 0 $TOL
 for codec in bf16 int8; do
     W="parallel.rows_codec=$codec parallel.grads_codec=$codec"
     expect_ok train 2 device.type=cpu $W output.metrics="$T/$codec-cpu.jsonl"

@@ -551,7 +551,10 @@ void train_step_init(struct trainer *tr)
     s->prefetch = cf->overlap == OVERLAP_PREFETCH;
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED || s->prefetch;
     s->slow = cf->slow_rank == tr->c->rank ? cf->slow_factor : 1.0;
-    s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport, s->prioritized);
+    /* prefetch keeps the dense all-reduce in one piece, as none does: MPI's
+     * non-blocking all-reduces of buckets may sum in another order at P >= 3 */
+    s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport,
+                               cf->overlap == OVERLAP_PRIORITIZED);
     if (!s->ranking && cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
         fatal("train.loss = full: only the CPU backend computes the full softmax (backend %s); "
               "run with device.type = cpu", tr->be->name);
