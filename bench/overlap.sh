@@ -1,26 +1,33 @@
 #!/bin/sh
-# overlap: parallel.overlap = none | pipeline | prioritized side by side, on
-# 2 ranks, with a vocabulary large enough that the embedding exchanges
-# matter: 10^7 items, d = 64, 8192 users of 20..80 events (Zipf 0.8), HSTU
-# with 2 layers and 64 sampled negatives per position (~150k unique rows
-# per rank and step, ~40 MB of rows each way).
+# overlap: parallel.overlap modes side by side on 2 ranks, on a
+# communication-heavy configuration: 2*10^6 items, d = 128 (OVERLAP_DIM),
+# 8192 users of 40..160 events (Zipf 0.8, up to 128 per sequence), HSTU
+# with 2 layers and 64 sampled negatives per position: ~10^5 unique rows
+# per rank and step, tens of MB of rows each way.
 #
-#   bench/overlap.sh [STEPS] [ROUNDS]     (default 60 steps, 2 rounds)
+#   bench/overlap.sh [STEPS] [ROUNDS]     (default 40 steps, 2 rounds)
 #   OVERLAP_BTL=tcp bench/overlap.sh      the ranks talk over TCP loopback
 #                                         instead of shared memory (a slower,
 #                                         network-like transport)
+#   OVERLAP_MODES="none pipeline prioritized prefetch prioritized+thread"
+#                                         the modes (default: none prioritized
+#                                         prefetch); +thread = parallel.progress=thread
+#   OVERLAP_DIM=64                        the embedding width
 #
-# The modes run interleaved (none, pipeline, prioritized, and the last two
-# with parallel.progress=thread; then again) after one discarded warm-up run. Per mode it prints medians over the progress
-# intervals of all its runs (the first interval of each run is dropped):
-# the exposed communication per step (step time - busy compute time; it
-# includes waiting for a slower rank), its ratio to none, the overlap ratio
-# (hidden / (hidden + exposed) communication time) and the step time.
+# The modes run interleaved (each mode once per round) after one discarded
+# warm-up run. Per mode it prints medians over the progress intervals of
+# all its runs (the first interval of each run is dropped): the exposed
+# communication per step (step time - busy compute time, mean over ranks;
+# it includes waiting for a slower rank), its ratios to none and to
+# prioritized, the overlap ratio (hidden / (hidden + exposed)
+# communication time), the step time and its ratio to none, and with
+# prefetch the collision fraction (next-step rows that this step's update
+# touches / rows looked up).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
 [ -x "$FS" ] || { echo "overlap: $FS not built"; exit 1; }
-STEPS=${1:-60}
+STEPS=${1:-40}
 ROUNDS=${2:-2}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-overlap.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
@@ -32,15 +39,16 @@ if [ -n "${OVERLAP_BTL:-}" ]; then
     export OMPI_MCA_btl="self,$OVERLAP_BTL"
 fi
 
-"$FS" data gen --users 8192 --items 10000000 --length uniform:20,80 --zipf 0.8 --seed 5 \
+DIM=${OVERLAP_DIM:-128}
+"$FS" data gen --users 8192 --items 2000000 --length uniform:40,160 --zipf 0.8 --seed 5 \
     -o "$W/big.h5" >/dev/null || exit 1
 cat > "$W/ov.in" <<IN
 [data]
 path = $W/big.h5
-max_seq_len = 64
+max_seq_len = 128
 [model]
 type = hstu
-dim = 64
+dim = $DIM
 layers = 2
 heads = 2
 dropout = 0
@@ -54,9 +62,9 @@ final_eval = off
 optimizer = adagrad
 IN
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
-echo "data: 8192 users, 1e7 items, d = 64; 2 ranks, $STEPS steps per run, $ROUNDS runs per mode; MPI transport: ${OVERLAP_BTL:-default (shared memory)}"
+echo "data: 8192 users, 2e6 items, d = $DIM; 2 ranks, $STEPS steps per run, $ROUNDS runs per mode; MPI transport: ${OVERLAP_BTL:-default (shared memory)}"
 
-MODES="none pipeline prioritized pipeline+thread prioritized+thread"
+MODES=${OVERLAP_MODES:-none prioritized prefetch}
 run() { # MODE ROUND; MODE = OVERLAP[+thread]
     ov=${1%+thread} pr=test
     [ "$ov" != "$1" ] && pr=thread
@@ -72,13 +80,17 @@ done
 field() { sed -n "s/.*\"event\":\"train\".*\"$2\":\([^,}]*\).*/\1/p" "$1"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)] }'; }
 stat() { # MODE FIELD [step]
-    for f in "$W/$1"-[0-9]*.jsonl; do field "$f" "$2" | tail -n +2; done | median
+    for f in "$W/$1"-[0-9]*.jsonl; do [ -f "$f" ] && field "$f" "$2" | tail -n +2; done | median
 }
-base=$(stat none exposed_comm_ms)
-printf '%-20s %15s %8s %8s %8s %8s\n' mode "exposed ms/step" "vs none" overlap "step ms" "vs none"
-sbase=$(stat none samples_per_s)
+base=$(stat none exposed_comm_ms) sbase=$(stat none samples_per_s)
+pbase=$(stat prioritized exposed_comm_ms)
+printf '%-20s %15s %8s %8s %8s %8s %8s %9s\n' mode "exposed ms/step" "vs none" "vs prio" \
+    overlap "step ms" "vs none" collision
 for m in $MODES; do
     e=$(stat $m exposed_comm_ms) o=$(stat $m overlap) s=$(stat $m samples_per_s)
-    awk -v m=$m -v e="$e" -v b="$base" -v o="$o" -v s="$s" -v sb="$sbase" 'BEGIN {
-        printf "%-20s %15.1f %8.2f %7.0f%% %8.0f %8.2f\n", m, e, e / b, 100 * o, 128000 / s, sb / s }'
+    c=$(stat $m collision)
+    awk -v m=$m -v e="$e" -v b="$base" -v pb="$pbase" -v o="$o" -v s="$s" -v sb="$sbase" -v c="$c" 'BEGIN {
+        printf "%-20s %15.1f %8.2f %8s %7.0f%% %8.0f %8.2f %9s\n", m, e, e / b,
+            pb == "nan" ? "-" : sprintf("%.2f", e / pb), 100 * o, 128000 / s, sb / s,
+            c == "nan" ? "-" : sprintf("%.3f", c) }'
 done
