@@ -85,6 +85,9 @@ run i1 1 train.max_steps=8 train.final_eval=off $F model.actions=interleave mode
 run i3 3 train.max_steps=8 train.final_eval=off $F model.actions=interleave model.type=sasrec \
     parallel.overlap=none
 same_losses "$T/i1.jsonl" "$T/i3.jsonl" "interleave (SASRec): P=3 vs P=1" 0 1e-6
+run i3p 3 train.max_steps=8 train.final_eval=off $F model.actions=interleave model.type=sasrec \
+    parallel.overlap=prefetch
+same_losses "$T/i3.jsonl" "$T/i3p.jsonl" "ranking with features at P=3: overlap=prefetch vs none" 0 0
 
 # --- resume on another rank count ----------------------------------------------
 run full 2 train.max_steps=8 train.final_eval=off "output.checkpoint_dir=$T/ckf" \
