@@ -25,8 +25,10 @@
 #                also 4) on the GPU with device tables: against the CPU
 #                references at 1e-5, against host tables on the GPU bit for
 #                bit
-#   transports   2 ranks: copy-engine and kernel against mpi, and device
-#                buffers handed to MPI when it is CUDA-aware
+#   transports   2 ranks: copy-engine and kernel against mpi, device
+#                buffers handed to MPI when it is CUDA-aware, and
+#                parallel.overlap=prefetch (the next step's rows through the
+#                device-resident exchange) against prioritized
 #   ml20m        HSTU at the ML-20M configuration (data of its shape), host
 #                tables against device tables: tokens/s, step ms, gpu_busy,
 #                the device's phases, host waits per step
@@ -282,6 +284,10 @@ else
     finish "FAIL: direct"
 fi
 unset FREESCALE_FAKE_AWARE
+check "overlap=prefetch, device tables" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" \
+    data.path="$DATA" $TINY $GPU embedding.placement=device parallel.overlap=prefetch \
+    output.metrics="$W/prefetch.jsonl"
+same "prefetch vs prioritized, device tables" "$W/prefetch.jsonl" "$W/hstu-dev-2.jsonl" 1e-5
 
 # --- ml20m ---------------------------------------------------------------------------
 stage ml20m 170
