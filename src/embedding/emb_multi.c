@@ -114,6 +114,23 @@ static void peer_counts(const struct emb_multi *x, int rows, int req, int64_t *c
     }
 }
 
+/* The floats of one exchange of the sharded tables' rows (grads = 0: owner
+ * -> requester) or gradients (grads = 1: requester -> owner): send counts,
+ * displacements, receive counts, displacements per peer ([4G], free()
+ * it), and the send (*out) and receive (*in) buffers they size. */
+static int64_t *float_layout(const struct emb_multi *x, int grads, float **out, float **in)
+{
+    const int G = x->G;
+    int64_t *l = alloc0((size_t)(4 * G), sizeof *l);
+    peer_counts(x, 1, grads, l);
+    peer_counts(x, 1, !grads, l + 2 * G);
+    displs(l, l + G, G);
+    displs(l + 2 * G, l + 3 * G, G);
+    *out = alloc0((size_t)(l[2 * G - 1] + l[G - 1]), sizeof **out);
+    *in = alloc0((size_t)(l[4 * G - 1] + l[3 * G - 1]), sizeof **in);
+    return l;
+}
+
 void emb_multi_lookup(struct emb_multi *x)
 {
     if (x->done)
@@ -161,14 +178,9 @@ void emb_multi_lookup(struct emb_multi *x)
                    COMM_PH_IDS);
     free(sids);
     /* rows: the owner reads them from its shards, per requester table after table */
-    int64_t *fsc = alloc0((size_t)(4 * G), sizeof *fsc), *fsd = fsc + G, *frc = fsc + 2 * G,
+    float *out, *in;
+    int64_t *fsc = float_layout(x, 0, &out, &in), *fsd = fsc + G, *frc = fsc + 2 * G,
             *frd = fsc + 3 * G;
-    peer_counts(x, 1, 0, fsc);
-    peer_counts(x, 1, 1, frc);
-    displs(fsc, fsd, G);
-    displs(frc, frd, G);
-    float *out = alloc0((size_t)(fsd[G - 1] + fsc[G - 1]), sizeof *out);
-    float *in = alloc0((size_t)(frd[G - 1] + frc[G - 1]), sizeof *in);
     for (int p = 0; p < G; p++) {
         int64_t f_at = fsd[p], id_at = x->rd[p];
         for (int j = 0; j < ns; j++) {
@@ -319,14 +331,9 @@ void emb_multi_backward(struct emb_multi *x, float *const *gu)
             rep[nrep++] = k;
         }
     if (ns) { /* sharded: the gradients to the owners, one exchange */
-        int64_t *fsc = alloc0((size_t)(4 * G), sizeof *fsc), *fsd = fsc + G,
-                *frc = fsc + 2 * G, *frd = fsc + 3 * G;
-        peer_counts(x, 1, 1, fsc);
-        peer_counts(x, 1, 0, frc);
-        displs(fsc, fsd, G);
-        displs(frc, frd, G);
-        float *out = alloc0((size_t)(fsd[G - 1] + fsc[G - 1]), sizeof *out);
-        float *in = alloc0((size_t)(frd[G - 1] + frc[G - 1]), sizeof *in);
+        float *out, *in;
+        int64_t *fsc = float_layout(x, 1, &out, &in), *fsd = fsc + G, *frc = fsc + 2 * G,
+                *frd = fsc + 3 * G;
         for (int p = 0; p < G; p++) {
             int64_t at = fsd[p];
             for (int j = 0; j < ns; j++) {
