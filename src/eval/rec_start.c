@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "cli/banner.h"
+#include "cli/cli.h"
 #include "comm/comm_fail.h"
 #include "data/dataset.h"
 #include "data/h5io.h"
@@ -251,4 +252,14 @@ void rec_user_vectors(struct trainer *tr, const struct rec_plan *pl, const int64
         *hist_off = ho;
         *hist = hs ? hs : xmalloc(sizeof *hs);
     }
+}
+
+void rec_cmd_word(struct rec_cmd *cmd, char *word)
+{
+    if (word[0] == '-')
+        fatal("%s: unknown option '%s' (see 'freescale %s --help')", cmd->tool, word, cmd->tool);
+    else if (!cmd->ckpt)
+        cmd->ckpt = word;
+    else
+        cli_file_or_override(cmd->tool, word, &cmd->file, cmd->overrides, &cmd->noverrides);
 }

@@ -87,13 +87,8 @@ static void parse_args(int argc, char **argv, struct rec_opts *o)
             o->batch = cli_count("recommend: --batch", v, 1, 1 << 20);
         else if (k == 5)
             o->round = cli_count("recommend: --round", v, 1, (int64_t)1 << 22);
-        else if (argv[i][0] == '-')
-            fatal("recommend: unknown option '%s' (see 'freescale recommend --help')", argv[i]);
-        else if (!o->cmd.ckpt)
-            o->cmd.ckpt = argv[i];
         else
-            cli_file_or_override("recommend", argv[i], &o->cmd.file, o->cmd.overrides,
-                                 &o->cmd.noverrides);
+            rec_cmd_word(&o->cmd, argv[i]);
     }
     if (!o->cmd.ckpt) {
         usage(stderr);

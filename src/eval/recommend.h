@@ -38,6 +38,11 @@ struct rec_cmd {
     char **overrides;        /* [noverrides] (argv strings) */
 };
 
+/* A word of the command line that is not one of the tool's options: the
+ * checkpoint first, then the parameter file or an override; an unknown
+ * option ('-...') ends the job naming it. */
+void rec_cmd_word(struct rec_cmd *cmd, char *word);
+
 /* MPI, the banner, the parameters, the trainer and the checkpoint's weights
  * (tr->c, tr->p set here). A checkpoint that is missing, unreadable, not a
  * checkpoint or made for another model or dataset ends the job naming it. */

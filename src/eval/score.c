@@ -53,13 +53,8 @@ static void parse_args(int argc, char **argv, struct score_opts *o)
             o->pairs = v;
         else if (k == 1 || k == 2)
             o->out = v;
-        else if (argv[i][0] == '-')
-            fatal("score: unknown option '%s' (see 'freescale score --help')", argv[i]);
-        else if (!o->cmd.ckpt)
-            o->cmd.ckpt = argv[i];
         else
-            cli_file_or_override("score", argv[i], &o->cmd.file, o->cmd.overrides,
-                                 &o->cmd.noverrides);
+            rec_cmd_word(&o->cmd, argv[i]);
     }
     if (!o->cmd.ckpt) {
         usage(stderr);

@@ -74,13 +74,8 @@ static void parse_args(int argc, char **argv, struct rec_cmd *cmd, const char **
         }
         if (cli_option("export", argc, argv, &i, names, 2, &v) >= 0)
             *out = v;
-        else if (argv[i][0] == '-')
-            fatal("export: unknown option '%s' (see 'freescale export --help')", argv[i]);
-        else if (!cmd->ckpt)
-            cmd->ckpt = argv[i];
         else
-            cli_file_or_override("export", argv[i], &cmd->file, cmd->overrides,
-                                 &cmd->noverrides);
+            rec_cmd_word(cmd, argv[i]);
     }
     if (!cmd->ckpt) {
         usage(stderr);
