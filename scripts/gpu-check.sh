@@ -298,17 +298,17 @@ stage ctxloss 45
 for cfg in "split parallel.split_long=auto debug.split_chunks=2" "full train.loss=full" \
     "inbatch train.negatives_from=in_batch"; do
     set -- $cfg
-    name=$1
+    cl=$1 # (check sets name)
     shift
-    ref=$REFS/$name-cpu-2.jsonl
+    ref=$REFS/$cl-cpu-2.jsonl
     if [ ! -f "$ref" ]; then
-        ref=$W/$name-cpu-2.jsonl
-        check "$name P=2 on the CPU" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" \
+        ref=$W/$cl-cpu-2.jsonl
+        check "$cl P=2 on the CPU" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" \
             data.path="$DATA" $TINY device.type=cpu "$@" output.metrics="$ref"
     fi
-    check "$name P=2" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" data.path="$DATA" $TINY $GPU \
-        "$@" output.metrics="$W/$name-dev-2.jsonl"
-    same "$name P=2: the GPU vs the CPU" "$W/$name-dev-2.jsonl" "$ref" 1e-3
+    check "$cl P=2" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" data.path="$DATA" $TINY $GPU \
+        "$@" output.metrics="$W/$cl-dev-2.jsonl"
+    same "$cl P=2: the GPU vs the CPU" "$W/$cl-dev-2.jsonl" "$ref" 1e-3
 done
 
 # --- ml20m ---------------------------------------------------------------------------
