@@ -511,6 +511,9 @@ static void cuda_op_bce_loss(int64_t T, int d, const float *u, int64_t nu, const
                   ws_for(st, cuda_loss_ws_bytes(T, 1)));
 }
 
+/* the workspace for the ops of the other C files (cuda_priv.h) */
+struct cuda_ws *cuda_ws_get(struct cuda_state *st, size_t bytes) { return ws_for(st, bytes); }
+
 const struct backend_ops backend_cuda = {
     .name = "cuda",
     .alloc = cuda_alloc,
@@ -545,6 +548,13 @@ const struct backend_ops backend_cuda = {
     .sasrec_attn_bwd = cuda_op_sasrec_attn_bwd,
     .softmax_loss = cuda_op_softmax_loss,
     .bce_loss = cuda_op_bce_loss,
+    .hstu_attn_ctx_fwd = cuda_op_hstu_attn_ctx_fwd,
+    .hstu_attn_ctx_bwd = cuda_op_hstu_attn_ctx_bwd,
+    .sasrec_attn_ctx_fwd = cuda_op_sasrec_attn_ctx_fwd,
+    .sasrec_attn_ctx_bwd = cuda_op_sasrec_attn_ctx_bwd,
+    .softmax_loss_q = cuda_op_softmax_loss_q,
+    .softmax_block_lse = cuda_op_softmax_block_lse,
+    .softmax_block_grad = cuda_op_softmax_block_grad,
     .emb_dedup = cuda_op_emb_dedup,
     .emb_gather_shard = cuda_op_emb_gather_shard,
     .emb_sum_by_id = cuda_op_emb_sum_by_id,

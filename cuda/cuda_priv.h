@@ -5,6 +5,7 @@
 #define FS_CUDA_PRIV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -37,6 +38,37 @@ extern struct cuda_state g_cuda;
 struct cuda_state *cuda_state(void);
 /* The comm stream waits for everything enqueued so far on the compute one. */
 void cuda_comm_after_compute(struct cuda_state *st);
+
+/* The ops' workspace of at least bytes, empty (backend_cuda.c). */
+struct cuda_ws *cuda_ws_get(struct cuda_state *st, size_t bytes);
+
+/* backend_cuda_ctx.c: the backend_ops entries of the same names */
+void cuda_op_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                               const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
+                               const float *q, const float *kb, const float *vb,
+                               const float *pos_bias, const float *time_bias,
+                               const int64_t *key_ts, float *out);
+void cuda_op_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                               const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
+                               const float *q, const float *kb, const float *vb,
+                               const float *pos_bias, const float *time_bias,
+                               const int64_t *key_ts, const float *dout, float *dq, float *dkb,
+                               float *dvb, float *dpos_bias, float *dtime_bias);
+void cuda_op_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                                 const int64_t *key_off, int keys, int H, int dh, const float *q,
+                                 const float *kb, const float *vb, float *out, float *lse);
+void cuda_op_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                                 const int64_t *key_off, int keys, int H, int dh, const float *q,
+                                 const float *kb, const float *vb, const float *out,
+                                 const float *lse, const float *dout, float *dq, float *dkb,
+                                 float *dvb);
+void cuda_op_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                            const float *e, const float *logq, const int64_t *pos,
+                            const int64_t *neg, float scale, float *du, float *de, double *acc);
+void cuda_op_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
+                               float *lse);
+double cuda_op_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                                  const float *lse, const int64_t *tcol, float gscale, float *s);
 
 /* cuda_device.c: the backend_ops entries of the same names */
 int cuda_device_count(char *err, size_t errlen);

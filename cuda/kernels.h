@@ -120,6 +120,20 @@ void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, c
 void cuda_bce_loss(cudaStream_t s, int64_t T, int d, const float *u, int64_t nu, const float *e,
                    const int64_t *pos, const int64_t *neg, float scale, float *du, float *de,
                    double *acc, struct cuda_ws *ws);
+/* softmax_loss with logq [nu] subtracted from every candidate's logit */
+void cuda_softmax_loss_q(cudaStream_t s, int64_t T, int d, int R, float inv_tau, const float *u,
+                         int64_t nu, const float *e, const float *logq, const int64_t *pos,
+                         const int64_t *neg, float scale, float *du, float *de, double *acc,
+                         struct cuda_ws *ws);
+
+/* loss_full.cu: the blocks of the full softmax; block_grad copies the
+ * target logits' sum to the host (a host wait) */
+void cuda_softmax_block_lse(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
+                            const float *S, float *lse);
+size_t cuda_softmax_block_grad_ws_bytes(int64_t n);
+double cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
+                               const float *lse, const int64_t *tcol, float gscale, float *S,
+                               struct cuda_ws *ws);
 
 /* exchange.cu: the exchanges' device ops (backend.h): the wire codecs
  * (src/embedding/emb_codec_row.h, the CPU's own row functions), the keyed
@@ -152,6 +166,28 @@ void cuda_sasrec_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int
                           int N, const float *q, const float *k, const float *v,
                           const float *out, const float *lse, const float *dout, float *dq,
                           float *dk, float *dv);
+
+/* attn_ctx.cu: the context forms (parallel.split_long) of both attentions */
+void cuda_hstu_attn_ctx_fwd(cudaStream_t s, int64_t B, const int64_t *offsets,
+                            const int64_t *pos0, const int64_t *key_off, int keys, int H, int dqk,
+                            int dv, int N, const float *q, const float *kb, const float *vb,
+                            const float *pos_bias, const float *time_bias, const int64_t *key_ts,
+                            float *out);
+void cuda_hstu_attn_ctx_bwd(cudaStream_t s, int64_t B, const int64_t *offsets,
+                            const int64_t *pos0, const int64_t *key_off, int keys, int H, int dqk,
+                            int dv, int N, const float *q, const float *kb, const float *vb,
+                            const float *pos_bias, const float *time_bias, const int64_t *key_ts,
+                            const float *dout, float *dq, float *dkb, float *dvb,
+                            float *dpos_bias, float *dtime_bias);
+void cuda_sasrec_attn_ctx_fwd(cudaStream_t s, int64_t B, const int64_t *offsets,
+                              const int64_t *pos0, const int64_t *key_off, int keys, int H,
+                              int dh, const float *q, const float *kb, const float *vb,
+                              float *out, float *lse);
+void cuda_sasrec_attn_ctx_bwd(cudaStream_t s, int64_t B, const int64_t *offsets,
+                              const int64_t *pos0, const int64_t *key_off, int keys, int H,
+                              int dh, const float *q, const float *kb, const float *vb,
+                              const float *out, const float *lse, const float *dout, float *dq,
+                              float *dkb, float *dvb);
 
 /* copy.cu: the intra-node transports (backend.h: peer_copy, comm_add).
  * cuda_copy_kernel: dst[bytes] = src[bytes] by a copy kernel on a bounded

@@ -2,7 +2,8 @@
  * loss.h), the per-position maths of the CPU reference in
  * src/backend/backend_cpu_loss.c.
  *
- * Softmax: one block per position i (grid-stride over T). The block stages
+ * Softmax (and softmax_loss_q: logq[k] subtracted from the logit of every
+ * candidate that is row k): one block per position i (grid-stride over T). The block stages
  * u_i in shared memory with the R + 1 candidate rows (candidate 0 = pos[i],
  * candidate r + 1 = neg[i, r], -1 when masked: < 0 or == pos[i]), computes
  * the scores one warp per candidate (lanes split d), then the max, the
@@ -74,9 +75,9 @@ static __device__ double loss_block_sum(double v, double *scratch)
 /* u, du: [T, d]; e, de: [nu, d]; pos: [T]; neg: [T, R]. Dynamic shared
  * memory: ks [R + 1] int64, sc [R + 1] float, us [d] float. */
 static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, const float *u,
-                                    const float *e, const int64_t *pos, const int64_t *neg,
-                                    float gscale, float *du, int64_t nu, double *li,
-                                    float *coef, int64_t *key)
+                                    const float *e, const float *logq, const int64_t *pos,
+                                    const int64_t *neg, float gscale, float *du, int64_t nu,
+                                    double *li, float *coef, int64_t *key)
 {
     extern __shared__ double loss_smem[]; /* double: 8-byte alignment for ks */
     __shared__ float red_f[32];
@@ -106,7 +107,8 @@ static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, cons
         }
         __syncthreads();
 
-        /* scores s_c = u_i . e_k * inv_tau; masked: -inf (exp gives 0) */
+        /* scores s_c = u_i . e_k * inv_tau (- logq[k], softmax_loss_q); masked:
+         * -inf (exp gives 0) */
         for (int c = warp; c <= R; c += nwarps) {
             const int64_t k = ks[c];
             float dot = 0;
@@ -115,7 +117,7 @@ static __global__ void loss_softmax(int64_t T, int d, int R, float inv_tau, cons
                     dot += us[j] * e[k * d + j];
             dot = loss_warp_sum(dot);
             if (lane == 0)
-                sc[c] = k >= 0 ? dot * inv_tau : -INFINITY;
+                sc[c] = k >= 0 ? dot * inv_tau - (logq ? logq[k] : 0.0f) : -INFINITY;
         }
         __syncthreads();
 
@@ -291,6 +293,14 @@ void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, c
                        int64_t nu, const float *e, const int64_t *pos, const int64_t *neg,
                        float scale, float *du, float *de, double *acc, struct cuda_ws *ws)
 {
+    cuda_softmax_loss_q(s, T, d, R, inv_tau, u, nu, e, NULL, pos, neg, scale, du, de, acc, ws);
+}
+
+void cuda_softmax_loss_q(cudaStream_t s, int64_t T, int d, int R, float inv_tau, const float *u,
+                         int64_t nu, const float *e, const float *logq, const int64_t *pos,
+                         const int64_t *neg, float scale, float *du, float *de, double *acc,
+                         struct cuda_ws *ws)
+{
     if (T <= 0)
         return;
     const int64_t M = T * (R + 1);
@@ -303,7 +313,7 @@ void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, c
         CUDA_CHECK(cudaFuncSetAttribute(loss_softmax, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)shmem));
     const unsigned blocks = (unsigned)(T < LOSS_MAX_BLOCKS ? T : LOSS_MAX_BLOCKS);
-    loss_softmax<<<blocks, LOSS_SM_THREADS, shmem, s>>>(T, d, R, inv_tau, u, e, pos, neg,
+    loss_softmax<<<blocks, LOSS_SM_THREADS, shmem, s>>>(T, d, R, inv_tau, u, e, logq, pos, neg,
                                                         scale * inv_tau, du, nu, li, coef, key);
     CUDA_CHECK_LAUNCH("loss_softmax");
     loss_finish(s, T, d, R + 1, nu, u, li, coef, key, de, acc, ws);

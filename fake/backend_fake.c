@@ -13,8 +13,8 @@
  *     memory, so the intra-node transports run with 2-4 ranks;
  *   - it counts what would keep a GPU idle (devstats.h).
  * Its operations are the CPU's, so its results are the CPU's bit for bit;
- * it offers what the CUDA backend offers (no full softmax, no logQ
- * softmax, no context-parallel attention), so the same refusals apply.
+ * it offers what the CUDA backend offers (the context-parallel attention,
+ * the full and logQ-corrected softmax: backend_fake_ctx.c).
  * This file: the compute operations (each opens its operands, runs
  * backend_cpu's op, closes them) and the ops table; the device, memory,
  * copies and events are fake_device.c, the knobs there. */
@@ -451,6 +451,13 @@ const struct backend_ops backend_fake = {
     .hstu_attn_bwd = fk_hstu_attn_bwd,
     .sasrec_attn_fwd = fk_sasrec_attn_fwd,
     .sasrec_attn_bwd = fk_sasrec_attn_bwd,
+    .hstu_attn_ctx_fwd = fk_hstu_attn_ctx_fwd,
+    .hstu_attn_ctx_bwd = fk_hstu_attn_ctx_bwd,
+    .sasrec_attn_ctx_fwd = fk_sasrec_attn_ctx_fwd,
+    .sasrec_attn_ctx_bwd = fk_sasrec_attn_ctx_bwd,
+    .softmax_loss_q = fk_softmax_loss_q,
+    .softmax_block_lse = fk_softmax_block_lse,
+    .softmax_block_grad = fk_softmax_block_grad,
     .softmax_loss = fk_softmax_loss,
     .bce_loss = fk_bce_loss,
     .emb_dedup = fk_emb_dedup,

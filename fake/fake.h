@@ -134,4 +134,30 @@ int fk_event_query(struct backend_event *e);
 void fk_event_sync(struct backend_event *e);
 void fk_stream_wait(enum backend_stream s, struct backend_event *e);
 
+/* --- backend_fake_ctx.c: context-parallel attention, full and logQ softmax --- */
+
+void fk_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                          const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
+                          const float *q, const float *kb, const float *vb, const float *pos_bias,
+                          const float *time_bias, const int64_t *key_ts, float *out);
+void fk_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                          const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
+                          const float *q, const float *kb, const float *vb, const float *pos_bias,
+                          const float *time_bias, const int64_t *key_ts, const float *dout,
+                          float *dq, float *dkb, float *dvb, float *dpos_bias, float *dtime_bias);
+void fk_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                            const int64_t *key_off, int keys, int H, int dh, const float *q,
+                            const float *kb, const float *vb, float *out, float *lse);
+void fk_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
+                            const int64_t *key_off, int keys, int H, int dh, const float *q,
+                            const float *kb, const float *vb, const float *out, const float *lse,
+                            const float *dout, float *dq, float *dkb, float *dvb);
+void fk_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                       const float *e, const float *logq, const int64_t *pos, const int64_t *neg,
+                       float scale, float *du, float *de, double *acc);
+void fk_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
+                          float *lse);
+double fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
+                             const int64_t *tcol, float gscale, float *s);
+
 #endif

@@ -29,6 +29,8 @@
 #                buffers handed to MPI when it is CUDA-aware, and
 #                parallel.overlap=prefetch (the next step's rows through the
 #                device-resident exchange) against prioritized
+#   ctxloss      2 ranks: parallel.split_long, train.loss = full and in-batch
+#                negatives on the GPU against the CPU at 1e-3
 #   ml20m        HSTU at the ML-20M configuration (data of its shape), host
 #                tables against device tables: tokens/s, step ms, gpu_busy,
 #                the device's phases, host waits per step
@@ -96,6 +98,12 @@ refs() { # DIR
                 output.metrics="$1/$model-cpu-$np.jsonl" >/dev/null 2>&1 || return 1
         done
     done
+    train 2 device.type=cpu parallel.split_long=auto debug.split_chunks=2 \
+        output.metrics="$1/split-cpu-2.jsonl" >/dev/null 2>&1 || return 1
+    train 2 device.type=cpu train.loss=full output.metrics="$1/full-cpu-2.jsonl" \
+        >/dev/null 2>&1 || return 1
+    train 2 device.type=cpu train.negatives_from=in_batch \
+        output.metrics="$1/inbatch-cpu-2.jsonl" >/dev/null 2>&1 || return 1
 }
 
 if [ "$MODE" = --refs ]; then
@@ -289,6 +297,26 @@ check "overlap=prefetch, device tables" $TRAIN 2 "$FS" train "$TOP/input/tiny.in
     output.metrics="$W/prefetch.jsonl"
 same "prefetch vs prioritized, device tables" "$W/prefetch.jsonl" "$W/hstu-dev-2.jsonl" 1e-5
 
+# --- ctxloss: split_long, train.loss = full, in-batch negatives (2 ranks, host
+# tables) against the CPU at 1e-3 (other summation orders than the CPU's, as
+# tests/cuda_ctx_loss.sh); CPU references not carried are computed now
+stage ctxloss 45
+for cfg in "split parallel.split_long=auto debug.split_chunks=2" "full train.loss=full" \
+    "inbatch train.negatives_from=in_batch"; do
+    set -- $cfg
+    cl=$1 # (check sets name)
+    shift
+    ref=$REFS/$cl-cpu-2.jsonl
+    if [ ! -f "$ref" ]; then
+        ref=$W/$cl-cpu-2.jsonl
+        check "$cl P=2 on the CPU" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" \
+            data.path="$DATA" $TINY device.type=cpu "$@" output.metrics="$ref"
+    fi
+    check "$cl P=2" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" data.path="$DATA" $TINY $GPU \
+        "$@" output.metrics="$W/$cl-dev-2.jsonl"
+    same "$cl P=2: the GPU vs the CPU" "$W/$cl-dev-2.jsonl" "$ref" 1e-3
+done
+
 # --- ml20m ---------------------------------------------------------------------------
 stage ml20m 170
 check "ML-20M-shape data" "$FS" data gen --users 20000 --items 26744 \
@@ -330,7 +358,7 @@ if [ "$MODE" = --full ]; then
     DEADLINE=$((DEADLINE + ${GPU_CHECK_FULL_SECONDS:-1800}))
     stage tests 1500
     export FREESCALE="$FS" TOP_SRCDIR="$TOP" MPIRUN
-    for t in cuda_train cuda_placement cli_device cli_overlap; do
+    for t in cuda_train cuda_placement cuda_ctx_loss cli_device cli_overlap; do
         check "$t" sh "tests/$t.sh"
     done
     check bench_gpu env FREESCALE="$FS" BENCH_GEMM="${FREESCALE_PREBUILT:+$FREESCALE_PREBUILT/bin/}bench_gemm" \

@@ -2,7 +2,9 @@
  * a device backend against the CPU reference (backend_cpu), over seeded
  * random inputs and awkward shapes: sizes 0, 1 and odd, d not a multiple of
  * 32 or above 1024, in-place calls, jagged batches with empty sequences,
- * L = 1 and L = N, several heads, HSTU with dqk != dv.
+ * L = 1 and L = N, several heads, HSTU with dqk != dv; the context forms of
+ * the attentions (split_long: both key windows, segments at position 0 and
+ * past it), the logQ softmax and the full softmax's blocks (TOL each).
  *
  *   test_backend_ops [BACKEND [TESTS]]   (BACKEND: default "cuda"; "cpu" checks the
  *                                         harness, "fake" the fake device; TESTS: the
@@ -49,7 +51,7 @@ static int failures;
 
 /* -- per-op summary ------------------------------------------------------- */
 
-#define MAX_STATS 64
+#define MAX_STATS 128
 static struct {
     const char *op;
     int checks;
@@ -1108,6 +1110,236 @@ static void test_sasrec(void)
     }
 }
 
+/* -- in-batch negatives and the full softmax's blocks ---------------------- */
+
+/* softmax_loss_q: softmax_loss with logq [nu] subtracted from every
+ * candidate's logit (TOL, as softmax_loss) */
+static void test_softmax_loss_q(void)
+{
+    static const struct {
+        int64_t T, nu;
+        int d, R;
+    } cases[] = {{0, 5, 7, 3}, {1, 1, 1, 1}, {7, 3, 7, 7}, {100, 40, 50, 128},
+                 {33, 17, 256, 128}, {300, 64, 50, 128}};
+    char cas[256];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t T = cases[c].T, nu = cases[c].nu;
+        const int d = cases[c].d, R = cases[c].R;
+        snprintf(cas, sizeof cas, "T=%lld nu=%lld d=%d R=%d", (long long)T, (long long)nu, d, R);
+        float *hu = rand_rows(T, d, 0.3, 1), *he = rand_rows(nu, d, 0.3, 1);
+        float *hq = rand_f32(nu, 2.0); /* log Q: [-2, 2] */
+        int64_t *hp = xmalloc((size_t)(T + 1) * sizeof *hp);
+        int64_t *hn = xmalloc((size_t)(T * R + 1) * sizeof *hn);
+        rand_targets(T, R, nu, hp, hn);
+        float *de0 = rand_f32(nu * d, 1e-2);
+        struct pair u = pair_f32(hu, T * d), e = pair_f32(he, nu * d), lq = pair_f32(hq, nu),
+                    pos = pair_i64(hp, T), neg = pair_i64(hn, T * R), du = pair_rand(T * d, 9),
+                    de = pair_f32(de0, nu * d), acc = acc_pair(), de2 = pair_f32(de0, nu * d),
+                    acc2 = acc_pair();
+        const float scale = 1.0f / (float)(T > 0 ? T : 1);
+        cpu->softmax_loss_q(T, d, R, 20.0f, u.c, nu, e.c, lq.c, pos.c, neg.c, scale, du.c, de.c,
+                            acc.c);
+        dev->softmax_loss_q(T, d, R, 20.0f, u.g, nu, e.g, lq.g, pos.g, neg.g, scale, du.g, de.g,
+                            acc.g);
+        expect_acc("softmax_loss_q", cas, &acc);
+        expect_f32("softmax_loss_q", cas, "du", &du, NULL, 1, T * d, TOL);
+        expect_f32("softmax_loss_q", cas, "de", &de, de0, 1, nu * d, TOL);
+        dev->softmax_loss_q(T, d, R, 20.0f, u.g, nu, e.g, lq.g, pos.g, neg.g, scale, du.g, de2.g,
+                            acc2.g);
+        expect_repeat("softmax_loss_q", cas, "de, sum", &de, &de2, &acc, &acc2);
+        free(hu);
+        free(he);
+        free(hq);
+        free(hp);
+        free(hn);
+        free(de0);
+        struct pair *all[] = {&u, &e, &lq, &pos, &neg, &du, &de, &acc, &de2, &acc2};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
+/* softmax_block_lse and softmax_block_grad on logits [n, m] of row stride
+ * lds (TOL; the returned target sum too; m = 0: -inf, bit for bit) */
+static void test_full_blocks(void)
+{
+    static const struct {
+        int64_t n, m, lds;
+        float inv_tau;
+    } cases[] = {{0, 5, 5, 1.0f},      {1, 1, 1, 20.0f},      {3, 0, 1, 20.0f},
+                 {7, 300, 310, 20.0f}, {64, 1000, 1000, 1.0f}, {256, 4097, 4100, 20.0f}};
+    char cas[256];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t n = cases[c].n, m = cases[c].m, lds = cases[c].lds;
+        const float it = cases[c].inv_tau;
+        snprintf(cas, sizeof cas, "n=%lld m=%lld lds=%lld inv_tau=%g", (long long)n,
+                 (long long)m, (long long)lds, (double)it);
+        int64_t *tc = xmalloc((size_t)(n + 1) * sizeof *tc);
+        for (int64_t i = 0; i < n; i++)
+            tc[i] = m == 0 || rng_uniform(&G) < 0.2 ? -1 : (int64_t)rng_below(&G, (uint64_t)m);
+        struct pair s = pair_rand(n * lds, 0.5), lse = pair_rand(n, 9), tcol = pair_i64(tc, n);
+        cpu->softmax_block_lse(n, m, lds, it, s.c, lse.c);
+        dev->softmax_block_lse(n, m, lds, it, s.g, lse.g);
+        if (m == 0)
+            expect_bytes("softmax_block_lse", cas, "lse (-inf)", &lse);
+        else
+            expect_f32("softmax_block_lse", cas, "lse", &lse, NULL, 1, n, TOL);
+        if (m > 0) { /* the gradient from the CPU's lse */
+            struct pair l2 = pair_clone(&lse);
+            const double want = cpu->softmax_block_grad(n, m, lds, it, l2.c, tcol.c, 0.01f, s.c);
+            const double got = dev->softmax_block_grad(n, m, lds, it, l2.g, tcol.g, 0.01f, s.g);
+            expect_scalar("softmax_block_grad", cas, "target sum", got, want, TOL);
+            expect_f32("softmax_block_grad", cas, "s", &s, NULL, n, lds, TOL);
+            pair_free(&l2);
+        }
+        free(tc);
+        pair_free(&s);
+        pair_free(&lse);
+        pair_free(&tcol);
+    }
+}
+
+/* -- context-parallel attention (parallel.split_long) ----------------------- */
+
+struct ccase {
+    const char *name;
+    int B;
+    int64_t lens[MAX_SEQ], pos0[MAX_SEQ];
+    int H, dqk, dv, N; /* SASRec: dh = dqk */
+};
+
+static const struct ccase ctx_cases[] = {
+    {"mixed", 4, {3, 0, 20, 11}, {0, 5, 70, 1}, 2, 8, 5, 128},
+    {"long", 2, {150, 77}, {64, 200}, 3, 64, 32, 300},
+    {"d = 256", 2, {9, 40}, {33, 0}, 1, 256, 256, 64},
+    {"single", 1, {1}, {0}, 1, 1, 1, 1},
+    {"B = 0", 0, {0}, {0}, 2, 8, 8, 4},
+};
+
+/* offsets [B + 1], key_off [B + 1] (key rows pos0 + L per segment); T, K */
+static void ctx_layout(const struct ccase *c, int64_t *off, int64_t *ko, int64_t *T, int64_t *K)
+{
+    off[0] = ko[0] = 0;
+    for (int b = 0; b < c->B; b++) {
+        off[b + 1] = off[b] + c->lens[b];
+        ko[b + 1] = ko[b] + c->pos0[b] + c->lens[b];
+    }
+    *T = off[c->B];
+    *K = ko[c->B];
+}
+
+/* hstu_attn_ctx_*: both key windows, with both biases (out, dq, the bias
+ * gradients accumulate: increments compared; dkb, dvb: the window's rows
+ * written, the others left as they were) */
+static void test_hstu_ctx(void)
+{
+    char cas[256];
+    for (size_t k = 0; k < sizeof ctx_cases / sizeof ctx_cases[0]; k++)
+        for (int keys = HSTU_KEYS_OWN; keys <= HSTU_KEYS_PREFIX; keys++) {
+            const struct ccase *c = &ctx_cases[k];
+            const int H = c->H, dqk = c->dqk, dv = c->dv, N = c->N, nb = HSTU_TIME_BUCKETS + 1;
+            int64_t off[MAX_SEQ + 1], ko[MAX_SEQ + 1], T, K;
+            ctx_layout(c, off, ko, &T, &K);
+            snprintf(cas, sizeof cas, "%s %s: B=%d T=%lld K=%lld H=%d dqk=%d dv=%d", c->name,
+                     keys == HSTU_KEYS_OWN ? "own" : "prefix", c->B, (long long)T, (long long)K,
+                     H, dqk, dv);
+            const struct acase tc = {.B = 1, .lens = {K}};
+            int64_t kof[2] = {0, K}, *hts = xmalloc((size_t)(K + 1) * sizeof *hts);
+            make_ts(&tc, kof, hts);
+            struct pair o = pair_i64(off, c->B + 1), kop = pair_i64(ko, c->B + 1),
+                        p0 = pair_i64(c->pos0, c->B), ts = pair_i64(hts, K);
+            free(hts);
+            float *out0 = rand_f32(T * H * dv, 1), *dq0 = rand_f32(T * H * dqk, 1);
+            float *dp0 = rand_f32(2 * N - 1, 1e-2), *dt0 = rand_f32(nb, 1e-2);
+            struct pair q = pair_rand(T * H * dqk, 1), kb = pair_rand(K * H * dqk, 1),
+                        vb = pair_rand(K * H * dv, 1), pb = pair_rand(2 * N - 1, 1),
+                        tb = pair_rand(nb, 1), out = pair_f32(out0, T * H * dv);
+            cpu->hstu_attn_ctx_fwd(c->B, o.c, p0.c, kop.c, keys, H, dqk, dv, N, q.c, kb.c, vb.c,
+                                   pb.c, tb.c, ts.c, out.c);
+            dev->hstu_attn_ctx_fwd(c->B, o.g, p0.g, kop.g, keys, H, dqk, dv, N, q.g, kb.g, vb.g,
+                                   pb.g, tb.g, ts.g, out.g);
+            expect_f32("hstu_attn_ctx_fwd", cas, "out", &out, out0, 1, T * H * dv, TOL);
+            struct pair dout = pair_rand(T * H * dv, 1), dq = pair_f32(dq0, T * H * dqk),
+                        dkb = pair_rand(K * H * dqk, 9), dvb = pair_rand(K * H * dv, 9),
+                        dp = pair_f32(dp0, 2 * N - 1), dt = pair_f32(dt0, nb);
+            cpu->hstu_attn_ctx_bwd(c->B, o.c, p0.c, kop.c, keys, H, dqk, dv, N, q.c, kb.c, vb.c,
+                                   pb.c, tb.c, ts.c, dout.c, dq.c, dkb.c, dvb.c, dp.c, dt.c);
+            dev->hstu_attn_ctx_bwd(c->B, o.g, p0.g, kop.g, keys, H, dqk, dv, N, q.g, kb.g, vb.g,
+                                   pb.g, tb.g, ts.g, dout.g, dq.g, dkb.g, dvb.g, dp.g, dt.g);
+            expect_f32("hstu_attn_ctx_bwd", cas, "dq", &dq, dq0, 1, T * H * dqk, TOL);
+            expect_f32("hstu_attn_ctx_bwd", cas, "dkb", &dkb, NULL, 1, K * H * dqk, TOL);
+            expect_f32("hstu_attn_ctx_bwd", cas, "dvb", &dvb, NULL, 1, K * H * dv, TOL);
+            expect_f32("hstu_attn_ctx_bwd", cas, "dpos_bias", &dp, dp0, 1, 2 * N - 1, TOL);
+            expect_f32("hstu_attn_ctx_bwd", cas, "dtime_bias", &dt, dt0, 1, nb, TOL);
+            free(out0);
+            free(dq0);
+            free(dp0);
+            free(dt0);
+            struct pair *all[] = {&o, &kop, &p0, &ts, &q, &kb, &vb, &pb, &tb, &out,
+                                  &dout, &dq, &dkb, &dvb, &dp, &dt};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                pair_free(all[i]);
+        }
+}
+
+/* sasrec_attn_ctx_*: the own window (out, lse written), then the earlier
+ * keys merged into the CPU's result, then both backwards from the CPU's
+ * merged out, lse (dq accumulates; dkb, dvb: the window's rows). TOL. */
+static void test_sasrec_ctx(void)
+{
+    char cas[256];
+    for (size_t k = 0; k < sizeof ctx_cases / sizeof ctx_cases[0]; k++) {
+        const struct ccase *c = &ctx_cases[k];
+        const int H = c->H, dh = c->dqk;
+        int64_t off[MAX_SEQ + 1], ko[MAX_SEQ + 1], T, K;
+        ctx_layout(c, off, ko, &T, &K);
+        const int64_t n = T * H * dh, nk = K * H * dh;
+        snprintf(cas, sizeof cas, "%s: B=%d T=%lld K=%lld H=%d dh=%d", c->name, c->B,
+                 (long long)T, (long long)K, H, dh);
+        struct pair o = pair_i64(off, c->B + 1), kop = pair_i64(ko, c->B + 1),
+                    p0 = pair_i64(c->pos0, c->B), q = pair_rand(n, 2), kb = pair_rand(nk, 2),
+                    vb = pair_rand(nk, 1), out = pair_rand(n, 9), lse = pair_rand(T * H, 9);
+        cpu->sasrec_attn_ctx_fwd(c->B, o.c, p0.c, kop.c, HSTU_KEYS_OWN, H, dh, q.c, kb.c, vb.c,
+                                 out.c, lse.c);
+        dev->sasrec_attn_ctx_fwd(c->B, o.g, p0.g, kop.g, HSTU_KEYS_OWN, H, dh, q.g, kb.g, vb.g,
+                                 out.g, lse.g);
+        expect_f32("sasrec_attn_ctx_fwd", cas, "own: out", &out, NULL, 1, n, TOL);
+        expect_f32("sasrec_attn_ctx_fwd", cas, "own: lse", &lse, NULL, 1, T * H, TOL);
+        struct pair out2 = pair_clone(&out), lse2 = pair_clone(&lse);
+        cpu->sasrec_attn_ctx_fwd(c->B, o.c, p0.c, kop.c, HSTU_KEYS_PREFIX, H, dh, q.c, kb.c, vb.c,
+                                 out2.c, lse2.c);
+        dev->sasrec_attn_ctx_fwd(c->B, o.g, p0.g, kop.g, HSTU_KEYS_PREFIX, H, dh, q.g, kb.g,
+                                 vb.g, out2.g, lse2.g);
+        expect_f32("sasrec_attn_ctx_fwd", cas, "merged: out", &out2, NULL, 1, n, TOL);
+        expect_f32("sasrec_attn_ctx_fwd", cas, "merged: lse", &lse2, NULL, 1, T * H, TOL);
+        struct pair out3 = pair_clone(&out2), lse3 = pair_clone(&lse2), dout = pair_rand(n, 1);
+        for (int keys = HSTU_KEYS_OWN; keys <= HSTU_KEYS_PREFIX; keys++) {
+            float *dq0 = rand_f32(n, 1);
+            struct pair dq = pair_f32(dq0, n), dkb = pair_rand(nk, 9), dvb = pair_rand(nk, 9);
+            cpu->sasrec_attn_ctx_bwd(c->B, o.c, p0.c, kop.c, keys, H, dh, q.c, kb.c, vb.c, out3.c,
+                                     lse3.c, dout.c, dq.c, dkb.c, dvb.c);
+            dev->sasrec_attn_ctx_bwd(c->B, o.g, p0.g, kop.g, keys, H, dh, q.g, kb.g, vb.g, out3.g,
+                                     lse3.g, dout.g, dq.g, dkb.g, dvb.g);
+            const char *w = keys == HSTU_KEYS_OWN ? "own" : "prefix";
+            char what[64];
+            snprintf(what, sizeof what, "%s: dq", w);
+            expect_f32("sasrec_attn_ctx_bwd", cas, what, &dq, dq0, 1, n, TOL);
+            snprintf(what, sizeof what, "%s: dkb", w);
+            expect_f32("sasrec_attn_ctx_bwd", cas, what, &dkb, NULL, 1, nk, TOL);
+            snprintf(what, sizeof what, "%s: dvb", w);
+            expect_f32("sasrec_attn_ctx_bwd", cas, what, &dvb, NULL, 1, nk, TOL);
+            free(dq0);
+            pair_free(&dq);
+            pair_free(&dkb);
+            pair_free(&dvb);
+        }
+        struct pair *all[] = {&o, &kop, &p0, &q, &kb, &vb, &out, &lse, &out2, &lse2, &out3,
+                              &lse3, &dout};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
 /* -- the exchanges' device ops: codecs, negatives, counts ------------------- */
 
 static void test_exchange_ops(void)
@@ -1239,6 +1471,9 @@ static int ops_present(const struct backend_ops *be)
         OP(sasrec_attn_bwd), OP(softmax_loss), OP(bce_loss), OP(emb_dedup),
         OP(emb_gather_shard), OP(emb_sum_by_id), OP(emb_sparse_update), OP(sumsq_acc),
         OP(emb_encode), OP(emb_decode), OP(count_range), OP(sample_negatives),
+        OP(hstu_attn_ctx_fwd), OP(hstu_attn_ctx_bwd), OP(sasrec_attn_ctx_fwd),
+        OP(sasrec_attn_ctx_bwd), OP(softmax_loss_q), OP(softmax_block_lse),
+        OP(softmax_block_grad),
     };
     const struct {
         const char *name;
@@ -1306,6 +1541,8 @@ int main(int argc, char **argv)
         {"bce_loss", test_bce_loss},     {"hstu_attn", test_hstu},
         {"sasrec_attn", test_sasrec},    {"staging", test_staging},
         {"emb_engine", test_emb_engine}, {"exchange_ops", test_exchange_ops},
+        {"softmax_loss_q", test_softmax_loss_q}, {"full_blocks", test_full_blocks},
+        {"hstu_ctx", test_hstu_ctx},     {"sasrec_ctx", test_sasrec_ctx},
     };
     const char *only = argc > 2 ? argv[2] : NULL; /* comma-separated test names */
     int ran = 0;

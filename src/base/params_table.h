@@ -55,7 +55,7 @@ X(train, lr, FLOAT, "1e-3", 1e-12, 100, NULL, "learning rate")
 X(train, negatives, INT, "128", 1, 1000000, NULL, "sampled negatives per position")
 X(train, loss, CHOICE, "softmax", 0, 0, "softmax|bce|full",
   "sampled softmax over train.negatives negatives (see train.negatives_from), BCE with one "
-  "negative, or full = the exact softmax over all items (the sharded table; CPU backend)")
+  "negative, or full = the exact softmax over all items (the sharded table)")
 X(train, negatives_from, CHOICE, "uniform", 0, 0, "uniform|in_batch|mixed",
   "where the sampled softmax's negatives come from: uniform over the items; in_batch = the "
   "global batch's targets (with the logQ correction of their frequency in the batch); mixed = "
@@ -173,8 +173,7 @@ X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
   "has only mpi")
 X(parallel, split_long, CHOICE, "off", 0, 0, "off|auto",
   "auto: a sequence whose predicted cost exceeds parallel.split_threshold is cut into "
-  "chunks of equal cost on several ranks (context-parallel attention, HSTU and SASRec; the "
-  "CPU backend)")
+  "chunks of equal cost on several ranks (context-parallel attention, HSTU and SASRec)")
 X(parallel, split_threshold, FLOAT, "0", 0, 1e300, NULL,
   "predicted cost above which split_long cuts a sequence, in the cost model's units; 0 = "
   "parallel.split_fraction x the step's mean cost per rank")

@@ -66,7 +66,15 @@ static void full_gather(struct full_ctx *x, int64_t T, const float *u, const int
     for (int r = 0; r < G; r++)
         rc[r] = x->cnt[r] * d;
     x->U = be->alloc(nbytes(x->ng * d, sizeof(float)));
-    comm_allgatherv(x->c, COMM_EMB, COMM_F32, u_me, x->n_me * d, x->U, rc, COMM_PH_OTHER);
+    void *owned = NULL; /* a device's vectors go through host copies */
+    const float *src = backend_download(be, u_me, (size_t)(x->n_me * d) * sizeof(float), &owned);
+    float *dst = backend_is_host(be) ? x->U : xmalloc(nbytes(x->ng * d, sizeof(float)));
+    comm_allgatherv(x->c, COMM_EMB, COMM_F32, src, x->n_me * d, dst, rc, COMM_PH_OTHER);
+    if (dst != x->U) {
+        be->to_device(x->U, dst, (size_t)(x->ng * d) * sizeof(float));
+        free(dst);
+    }
+    free(owned);
     x->tg = xmalloc(nbytes(x->ng, sizeof(int64_t)));
     comm_allgatherv(x->c, COMM_EMB, COMM_I64, mine, x->n_me, x->tg, x->cnt, COMM_PH_OTHER);
     free(rc);
@@ -212,8 +220,16 @@ static void full_du_home(const struct full_ctx *x, const float *du_part, int64_t
         v[3 * G + r] = r * nd;
     }
     float *recv = be->alloc(nbytes((int64_t)G * nd, sizeof(float)));
-    comm_alltoallv(x->c, COMM_EMB, COMM_F32, du_part, v, v + G, recv, v + 2 * G, v + 3 * G,
+    void *owned = NULL; /* a device's parts go through host copies */
+    const float *src = backend_download(be, du_part, (size_t)(x->ng * d) * sizeof(float), &owned);
+    float *dst = backend_is_host(be) ? recv : xmalloc(nbytes((int64_t)G * nd, sizeof(float)));
+    comm_alltoallv(x->c, COMM_EMB, COMM_F32, src, v, v + G, dst, v + 2 * G, v + 3 * G,
                    COMM_PH_OTHER);
+    if (dst != recv) {
+        be->to_device(recv, dst, (size_t)((int64_t)G * nd) * sizeof(float));
+        free(dst);
+    }
+    free(owned);
     for (int r = 1; r < G; r++)
         be->axpy(nd, 1.0f, recv + r * nd, recv);
     be->zero(du, nbytes(T * d, sizeof(float)));
@@ -244,7 +260,7 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
                          int64_t nu, const float *rows, const struct loss_full_shard *sh,
                          float scale, float *du, float *drows, int64_t *count)
 {
-    if (!be->softmax_block_lse || !be->softmax_block_grad || !backend_is_host(be))
+    if (!be->softmax_block_lse || !be->softmax_block_grad)
         fatal("train.loss = full: not available on the %s backend (use device.type = cpu)",
               be->name);
     if (d < 1 || !(tau > 0) || sh->G != c->g[COMM_EMB].size || sh->shard != c->g[COMM_EMB].rank)

@@ -42,8 +42,11 @@
  * supervised positions). Sums are in fixed orders (rank order across the
  * group), so the loss is the same on any number of ranks and any
  * embedding_group to float rounding. The pointers u, rows, du, drows and
- * sh->idx are backend memory of a HOST backend (they go to MPI as they
- * are); the trainer refuses train.loss = full on other backends. */
+ * sh->idx are backend memory; targets are host memory. On a host backend
+ * the gathered vectors and the partial gradients go to MPI as they are, on
+ * a device through host copies (the log-sum-exps and target columns of
+ * each block cross to the host anyway: one host wait per block). On a
+ * device the logits live in device memory: the same LOSS_FULL_LOGITS bound. */
 #ifndef FS_LOSS_FULL_H
 #define FS_LOSS_FULL_H
 

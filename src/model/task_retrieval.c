@@ -15,12 +15,20 @@ static void retrieval_loss(struct task *t, struct task_step *st)
     const struct retrieval_conf *rc = t->priv;
     const struct backend_ops *be = st->be;
     const int64_t T = st->T;
-    if (rc->full) { /* the CPU backend (train_step_init): acc is host memory */
+    if (rc->full) { /* acc: backend memory, added to on the host (a device: a copy) */
         int64_t counted = 0;
-        st->acc[0] += loss_full_softmax(be, st->c, T, st->d, rc->temperature, rc->normalize_items,
-                                        st->out, st->targets, st->nuniq, st->rows, st->shard,
-                                        st->scale, st->du, st->drows, &counted);
-        st->acc[1] += (double)counted;
+        const double loss = loss_full_softmax(be, st->c, T, st->d, rc->temperature,
+                                              rc->normalize_items, st->out, st->targets,
+                                              st->nuniq, st->rows, st->shard, st->scale, st->du,
+                                              st->drows, &counted);
+        double acc[2];
+        double *a = backend_is_host(be) ? st->acc : acc;
+        if (a == acc)
+            be->to_host(acc, st->acc, sizeof acc);
+        a[0] += loss;
+        a[1] += (double)counted;
+        if (a == acc)
+            be->to_device(st->acc, acc, sizeof acc);
         return;
     }
     void *owned = NULL;

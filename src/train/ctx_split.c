@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "base/check.h"
 
 /* tags: forward keys/values below TAG_BACK, their gradients from it on */
@@ -31,6 +32,17 @@ struct ctx_split {
     struct comm_msgs rq, sq; /* receives, and the backward's sends, in flight */
     struct comm_msgs *pending; /* the forward's sends of each layer */
     int npending, maxpending;
+    /* a device computing (ctx_split_device): the buffers the model hands
+     * over are its memory, staged through host copies */
+    const struct backend_ops *be; /* NULL: host memory */
+    float **hsend;          /* [layers] forward: the layer's k, v rows [2, T, w] */
+    float *hkv;             /* the received rows (forward) or the gradients sent
+                               (backward): [2, keys, w] as kb, vb */
+    float *dtmp;            /* backward: the received gradients, device copy */
+    int64_t hkv_n, dtmp_n, hsend_n;
+    int64_t w;              /* floats per key row (post_kv's) */
+    int64_t tmp_used;       /* floats of tmp the backward received */
+    float *kb, *vb;         /* the forward's key buffers (device) */
 };
 
 static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb, float *vb);
@@ -97,6 +109,117 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
     return x;
 }
 
+/* --- a device computing (ctx_split_device): staged through host copies --- */
+
+void ctx_split_device(struct ctx_split *x, const struct backend_ops *be)
+{
+    if (x && be && !backend_is_host(be)) {
+        x->be = be;
+        x->hsend = xcalloc((size_t)x->maxpending, sizeof *x->hsend);
+    }
+}
+
+/* host[n] floats, grown as needed */
+static float *host_buf(float *p, int64_t *cap, int64_t n)
+{
+    if (n > *cap) {
+        free(p);
+        *cap = n;
+        p = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    }
+    return p;
+}
+
+/* Forward: k, v [T, w] of this layer to the host (the sends' source; kept
+ * until the sends complete in the backward), room for the received rows. */
+static void dev_stage_kv(struct ctx_split *x, int64_t w, const float *k, const float *v,
+                         float *kb, float *vb)
+{
+    const struct backend_ops *be = x->be;
+    const int64_t T = x->offsets[x->B], K = x->ms.key_off[x->B];
+    if (x->npending == x->maxpending)
+        fatal("ctx_split: more layers than the %d the exchange was set up for", x->maxpending);
+    float **hs = &x->hsend[x->npending];
+    if (!*hs)
+        *hs = xmalloc((size_t)(2 * T * w > 0 ? 2 * T * w : 1) * sizeof **hs);
+    int sends = 0;
+    for (int64_t b = 0; b < x->B; b++)
+        sends |= x->chunk[b] < x->nchunks[b] - 1;
+    if (sends && T > 0) { /* a host wait for this layer's k, v */
+        be->to_host(*hs, k, (size_t)(T * w) * sizeof(float));
+        be->to_host(*hs + T * w, v, (size_t)(T * w) * sizeof(float));
+    }
+    x->hkv = host_buf(x->hkv, &x->hkv_n, 2 * K * w);
+    x->kb = kb;
+    x->vb = vb;
+    for (int64_t b = 0; b < x->B; b++) { /* the segments' own rows, on the device */
+        const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
+        const int64_t own = (x->ms.key_off[b] + x->ms.pos0[b]) * w;
+        be->copy(kb + own, k + s0 * w, (size_t)(L * w) * sizeof *kb);
+        be->copy(vb + own, v + s0 * w, (size_t)(L * w) * sizeof *vb);
+    }
+}
+
+/* After the receives: the earlier chunks' rows into the device's kb, vb
+ * [keys, w]. */
+static void dev_put_rows(struct ctx_split *x, float *kb, float *vb)
+{
+    const struct backend_ops *be = x->be;
+    const int64_t w = x->w, K = x->ms.key_off[x->B];
+    for (int64_t b = 0; b < x->B; b++) {
+        const struct chunk *ch = x->chunks + x->first[b];
+        for (int j = 0; j < x->chunk[b]; j++) {
+            const int64_t at = (x->ms.key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
+            be->to_device(kb + at, x->hkv + at, (size_t)n * sizeof(float));
+            be->to_device(vb + at, x->hkv + K * w + at, (size_t)n * sizeof(float));
+        }
+    }
+}
+
+/* Backward: the gradients of the earlier chunks' rows (of dkb, dvb on the
+ * device) to the host copy the sends read. */
+static void dev_take_rows(struct ctx_split *x, int64_t w, const float *dkb, const float *dvb)
+{
+    const struct backend_ops *be = x->be;
+    const int64_t K = x->ms.key_off[x->B];
+    x->hkv = host_buf(x->hkv, &x->hkv_n, 2 * K * w);
+    for (int64_t b = 0; b < x->B; b++) {
+        const struct chunk *ch = x->chunks + x->first[b];
+        for (int j = 0; j < x->chunk[b]; j++) {
+            const int64_t at = (x->ms.key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
+            be->to_host(x->hkv + at, dkb + at, (size_t)n * sizeof(float));
+            be->to_host(x->hkv + K * w + at, dvb + at, (size_t)n * sizeof(float));
+        }
+    }
+}
+
+/* wait_dkv on the device: dk, dv = the own rows of dkb, dvb, plus the
+ * received gradients (uploaded once) in chunk order: the CPU's sums. */
+static void dev_add_grads(struct ctx_split *x, int64_t w, const float *dkb, const float *dvb,
+                          float *dk, float *dv)
+{
+    const struct backend_ops *be = x->be;
+    if (x->tmp_used > x->dtmp_n) {
+        if (x->dtmp)
+            be->free(x->dtmp);
+        x->dtmp_n = x->tmp_used;
+        x->dtmp = be->alloc((size_t)x->dtmp_n * sizeof(float));
+    }
+    if (x->tmp_used > 0)
+        be->to_device(x->dtmp, x->tmp, (size_t)x->tmp_used * sizeof(float));
+    const float *t = x->dtmp;
+    for (int64_t b = 0; b < x->B; b++) {
+        const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
+        const int64_t own = (x->ms.key_off[b] + x->ms.pos0[b]) * w;
+        be->copy(dk + s0 * w, dkb + own, (size_t)(L * w) * sizeof *dk);
+        be->copy(dv + s0 * w, dvb + own, (size_t)(L * w) * sizeof *dv);
+        for (int j = x->chunk[b] + 1; j < x->nchunks[b]; j++, t += 2 * L * w) {
+            be->axpy(L * w, 1.0f, t, dk + s0 * w);
+            be->axpy(L * w, 1.0f, t + L * w, dv + s0 * w);
+        }
+    }
+}
+
 /* Forward: kb, vb [keys, w] get the segments' own rows; the earlier
  * chunks' rows are received into them and ours leave for the later chunks
  * (those sends complete in the backward: the sender does not wait for the
@@ -105,11 +228,21 @@ static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float 
 {
     struct ctx_split *x = ctx;
     int ns = 0, nr = 0;
+    x->w = w;
+    if (x->be) { /* device memory: the rows to send, and those received, in host copies */
+        dev_stage_kv(x, w, k, v, kb, vb);
+        k = x->hsend[x->npending];
+        v = k + x->offsets[x->B] * w;
+        kb = x->hkv;
+        vb = x->hkv + x->ms.key_off[x->B] * w;
+    }
     for (int64_t b = 0; b < x->B; b++) {
         const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
         const int64_t own = (x->ms.key_off[b] + x->ms.pos0[b]) * w;
-        memcpy(kb + own, k + s0 * w, (size_t)(L * w) * sizeof *kb);
-        memcpy(vb + own, v + s0 * w, (size_t)(L * w) * sizeof *vb);
+        if (!x->be) {
+            memcpy(kb + own, k + s0 * w, (size_t)(L * w) * sizeof *kb);
+            memcpy(vb + own, v + s0 * w, (size_t)(L * w) * sizeof *vb);
+        }
         const int me = x->chunk[b], nk = x->nchunks[b];
         const struct chunk *ch = x->chunks + x->first[b];
         for (int j = 0; j < nk; j++) {
@@ -155,6 +288,8 @@ static void wait_kv(void *ctx)
     wait_begin(x, PH_FORWARD);
     comm_wait_msgs(&x->rq);
     wait_end(x);
+    if (x->be)
+        dev_put_rows(x, x->kb, x->vb);
 }
 
 /* The forward's sends, completed (every rank is past its forward). */
@@ -180,6 +315,12 @@ static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb)
     }
     int ns = 0, nr = 0;
     float *t = x->tmp;
+    x->tmp_used = need;
+    if (x->be) { /* the gradients to send, in a host copy */
+        dev_take_rows(x, w, dkb, dvb);
+        dkb = x->hkv;
+        dvb = x->hkv + x->ms.key_off[x->B] * w;
+    }
     for (int64_t b = 0; b < x->B; b++) {
         const int64_t L = x->offsets[b + 1] - x->offsets[b];
         const int me = x->chunk[b], nk = x->nchunks[b];
@@ -217,6 +358,10 @@ static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, f
     comm_wait_msgs(&x->rq);
     comm_wait_msgs(&x->sq);
     wait_end(x);
+    if (x->be) {
+        dev_add_grads(x, w, dkb, dvb, dk, dv);
+        return;
+    }
     const float *t = x->tmp;
     for (int64_t b = 0; b < x->B; b++) {
         const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
@@ -248,5 +393,11 @@ void ctx_split_free(struct ctx_split *x)
     free(x->send);
     free(x->recv);
     free(x->tmp);
+    for (int i = 0; x->hsend && i < x->maxpending; i++)
+        free(x->hsend[i]);
+    free(x->hsend);
+    free(x->hkv);
+    if (x->dtmp)
+        x->be->free(x->dtmp);
     free(x);
 }

@@ -15,8 +15,11 @@
  * over the blocks is the unsplit output.
  *
  * The exchange copies what it needs from the plan, so the plan slot may be
- * reused while the step runs. Buffers are host memory (the CPU backend:
- * train_step refuses split_long elsewhere). */
+ * reused while the step runs. The buffers the model hands over are host
+ * memory, or a device's (ctx_split_device): then the rows to send and
+ * those received are staged through host copies (to_host, MPI, to_device;
+ * a host wait per layer for the rows sent), whatever device.staging says,
+ * and the received gradients are added on the device in the same order. */
 #ifndef FS_CTX_SPLIT_H
 #define FS_CTX_SPLIT_H
 
@@ -35,6 +38,9 @@ struct ctx_split;
  * (so the trace shows them). */
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
                                 const struct seq_batch *sb, int layers, struct steptime *st);
+/* The model computes on `be`: on a device backend the buffers it hands
+ * to the exchange are device memory (x NULL, or a host backend: nothing). */
+void ctx_split_device(struct ctx_split *x, const struct backend_ops *be);
 /* The batch.split of the model for it (valid until ctx_split_free). */
 const struct model_split *ctx_split_model(const struct ctx_split *x);
 void ctx_split_free(struct ctx_split *x);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "base/check.h"
 #include "model/loss.h"
 #include "train/train.h"
@@ -53,8 +54,9 @@ float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t ep
     return logq;
 }
 
-const float *step_neg_logq(const float *logq, const struct emb_exchange *x, int64_t T, int R,
-                           float **buf, int64_t *cap)
+const float *step_neg_logq(const float *logq, const struct emb_exchange *x,
+                           const struct backend_ops *tbe, int64_t T, int R, float **buf,
+                           int64_t *cap)
 {
     const int64_t nu = emb_exchange_nuniq(x);
     if (nu > *cap) {
@@ -62,8 +64,12 @@ const float *step_neg_logq(const float *logq, const struct emb_exchange *x, int6
         *cap = nu + nu / 4;
         *buf = xmalloc((size_t)(*cap ? *cap : 1) * sizeof(float));
     }
-    const int64_t *inv = emb_exchange_inverse(x) + T; /* the targets' and negatives' */
+    void *owned = NULL; /* the index on the host (a copy when in device memory) */
+    const int64_t *inv = backend_download(tbe ? tbe : &backend_cpu, emb_exchange_inverse(x),
+                                          (size_t)(T * (2 + R)) * sizeof(int64_t), &owned);
+    inv += T; /* the targets' and negatives' */
     for (int64_t k = 0; k < T * (1 + R); k++)
         (*buf)[inv[k]] = logq[k];
+    free(owned);
     return *buf;
 }

@@ -9,6 +9,7 @@
 struct trainer;
 struct seq_batch;
 struct emb_exchange;
+struct backend_ops;
 
 /* The negatives of sb's T positions (keyed by the token) into the item
  * table's ids at 2T ([T, R], after the inputs and targets: emb_ids_put):
@@ -20,10 +21,12 @@ struct emb_exchange;
 float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t epoch);
 
 /* The correction per unique row of exchange x from that of the tokens,
- * logq [T (1 + R)] (host memory, as the index: in-batch negatives need the
- * CPU backend's logQ softmax), into *buf [nuniq] (grown as needed,
- * capacity *cap). Returns *buf. */
-const float *step_neg_logq(const float *logq, const struct emb_exchange *x, int64_t T, int R,
-                           float **buf, int64_t *cap);
+ * logq [T (1 + R)] (host memory), into *buf [nuniq] (host memory, grown as
+ * needed, capacity *cap; the loss uploads it). The exchange's inverse
+ * index is in the memory of tbe, the table's backend (NULL: the host),
+ * read back when that is a device. Returns *buf. */
+const float *step_neg_logq(const float *logq, const struct emb_exchange *x,
+                           const struct backend_ops *tbe, int64_t T, int R, float **buf,
+                           int64_t *cap);
 
 #endif

@@ -53,10 +53,8 @@ static int rank_step_parse(const char *name, const char *text, int P, int *r, in
 }
 
 /* What the backends refuse, known from the parameters alone: the CPU
- * backend has no device buffers, the device backends (CUDA, and the fake
- * device with CUDA's operations) have neither the full softmax, nor
- * context-parallel attention, nor the logQ-corrected softmax (checked again
- * where the backend is chosen: device.type = auto). */
+ * backend has no device buffers. (An operation a backend lacks is refused
+ * where the backend is known: train_step_init.) */
 static int device_check(const struct params *p, const struct train_conf *tc, char *err,
                         size_t errlen)
 {
@@ -76,15 +74,6 @@ static int device_check(const struct params *p, const struct train_conf *tc, cha
             return errorf(err, errlen, "embedding.placement = device needs a device backend "
                           "(device.type=cuda, or auto with a GPU, or the fake device); use "
                           "embedding.placement=host or auto");
-    }
-    if (!strcmp(type, "cuda") || !strcmp(type, "fake")) {
-        const char *what = tc->full ? "train.loss = full"
-                           : tc->split_long.on ? "parallel.split_long = auto"
-                           : tc->negatives_from != NEG_UNIFORM ? "train.negatives_from"
-                                                              : NULL;
-        if (what)
-            return errorf(err, errlen, "%s: only the CPU backend has it; run with device.type = "
-                          "cpu", what);
     }
     return 0;
 }

@@ -226,6 +226,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
         batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
                     pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
+    ctx_split_device(in->split, tr->be);
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     emb_ids_reserve(t, n_ids);
     emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
@@ -318,7 +319,8 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
     struct trainer *tr = s->tr;
     const struct train_conf *cf = &tr->conf;
     const int64_t T = in->sb.T;
-    const float *logq = in->logq ? step_neg_logq(in->logq, in->x, T, cf->R, &s->logq, &s->logq_n)
+    const float *logq = in->logq ? step_neg_logq(in->logq, in->x, tr->items->be, T, cf->R, &s->logq,
+                                               &s->logq_n)
                                  : NULL; /* uniform negatives: none */
     s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
                                         .num_items = tr->ds.num_items, .m = s->n_shard,
@@ -555,14 +557,14 @@ void train_step_init(struct trainer *tr)
      * non-blocking all-reduces of buckets may sum in another order at P >= 3 */
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport,
                                cf->overlap == OVERLAP_PRIORITIZED);
-    if (!s->ranking && cf->full && (!tr->be->softmax_block_lse || !backend_is_host(tr->be)))
-        fatal("train.loss = full: only the CPU backend computes the full softmax (backend %s); "
-              "run with device.type = cpu", tr->be->name);
+    if (!s->ranking && cf->full && !tr->be->softmax_block_lse)
+        fatal("train.loss = full: the %s backend has no full softmax; run with device.type = "
+              "cpu", tr->be->name);
     const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
                                                       : tr->be->sasrec_attn_ctx_fwd != NULL;
-    if (cf->split_long.on && (!ctx_attn || !backend_is_host(tr->be)))
-        fatal("parallel.split_long = auto: only the CPU backend has context-parallel attention "
-              "(backend %s); run with device.type = cpu", tr->be->name);
+    if (cf->split_long.on && !ctx_attn)
+        fatal("parallel.split_long = auto: the %s backend has no context-parallel attention; "
+              "run with device.type = cpu", tr->be->name);
     if (!s->ranking && cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
         fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
               "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",
