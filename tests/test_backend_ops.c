@@ -1224,6 +1224,8 @@ static void test_staging(void)
 /* -- driver --------------------------------------------------------------- */
 
 /* every operation present (device and staging ops only on device backends) */
+#include "backend_ops_feat.h" /* test_feat */
+
 static int ops_present(const struct backend_ops *be)
 {
 #define OP(name) {#name, be->name != NULL}
@@ -1239,6 +1241,7 @@ static int ops_present(const struct backend_ops *be)
         OP(sasrec_attn_bwd), OP(softmax_loss), OP(bce_loss), OP(emb_dedup),
         OP(emb_gather_shard), OP(emb_sum_by_id), OP(emb_sparse_update), OP(sumsq_acc),
         OP(emb_encode), OP(emb_decode), OP(count_range), OP(sample_negatives),
+        OP(index_rows), OP(col_sums), OP(rank_loss),
     };
     const struct {
         const char *name;
@@ -1306,6 +1309,7 @@ int main(int argc, char **argv)
         {"bce_loss", test_bce_loss},     {"hstu_attn", test_hstu},
         {"sasrec_attn", test_sasrec},    {"staging", test_staging},
         {"emb_engine", test_emb_engine}, {"exchange_ops", test_exchange_ops},
+        {"feat", test_feat},
     };
     const char *only = argc > 2 ? argv[2] : NULL; /* comma-separated test names */
     int ran = 0;
