@@ -122,7 +122,7 @@ static void rank_loss(struct task *t, struct task_step *st)
     const struct backend_ops *be = st->be;
     const size_t lb = (size_t)(st->T > 0 ? st->T : 1) * (size_t)K * sizeof(float);
     const float *lab = mirror_bind(&r->lab, be, &backend_cpu, st->labels, lb);
-    mirror_up(&r->lab, 0, lb);
+    mirror_up(&r->lab, 0, (size_t)(st->T * K) * sizeof(float));
     const double *coef = mirror_bind(&r->coef, be, &backend_cpu, r->hcoef, sizeof r->hcoef);
     mirror_up(&r->coef, 0, sizeof r->hcoef);
     be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);

@@ -9,12 +9,14 @@
 #include "base/check.h"
 
 static size_t fbytes(int64_t n, int d) { return (size_t)(n > 0 ? n : 1) * (size_t)d * sizeof(float); }
-static size_t ibytes(int64_t n) { return (size_t)(n > 0 ? n : 1) * sizeof(int64_t); }
 
-/* Mirror host[bytes] on be and copy it there. */
-static void up(struct mirror *mr, const struct backend_ops *be, const void *host, size_t bytes)
+/* Mirror host[n] (elements of size bytes) on be and copy it there (at
+ * least one element's room). */
+static void up(struct mirror *mr, const struct backend_ops *be, const void *host, int64_t n,
+               size_t size)
 {
-    mirror_bind(mr, be, &backend_cpu, host, bytes);
+    const size_t bytes = (size_t)(n > 0 ? n : 0) * size;
+    mirror_bind(mr, be, &backend_cpu, host, bytes > 0 ? bytes : size);
     mirror_up(mr, 0, bytes);
 }
 
@@ -22,11 +24,11 @@ void tokens_dev_load(struct tokens_dev *D, const struct backend_ops *be, const s
 {
     const int d = tk->d;
     D->be = be;
-    up(&D->xrow, be, tk->xrow, ibytes(tk->T));
+    up(&D->xrow, be, tk->xrow, tk->T, sizeof(int64_t));
     if (tk->xact)
-        up(&D->xact, be, tk->xact, ibytes(tk->T));
+        up(&D->xact, be, tk->xact, tk->T, sizeof(int64_t));
     if (tk->aprev)
-        up(&D->aprev, be, tk->aprev, ibytes(tk->T));
+        up(&D->aprev, be, tk->aprev, tk->T, sizeof(int64_t));
     if (tk->act)
         mirror_bind(&D->act, be, be, NULL, fbytes(tk->T, d));
     if (tk->B > D->hctx_cap) {
@@ -38,11 +40,11 @@ void tokens_dev_load(struct tokens_dev *D, const struct backend_ops *be, const s
         const struct tok_feat *f = &tk->f[i];
         if (sp->role == FEAT_ITEM) /* in the representations (host) */
             continue;
-        up(&D->out[i], be, f->out, fbytes(f->ne, d));
+        up(&D->out[i], be, f->out, f->ne, (size_t)d * sizeof(float));
         if (sp->role == FEAT_USER) {
             for (int64_t q = 0; q < tk->B; q++)
                 D->hctx[q] = tk->xoff[q] + sp->ctx;
-            up(&D->ctxrow[i], be, D->hctx, ibytes(tk->B));
+            up(&D->ctxrow[i], be, D->hctx, tk->B, sizeof(int64_t));
         }
     }
 }
