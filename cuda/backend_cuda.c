@@ -513,6 +513,24 @@ static void cuda_op_bce_loss(int64_t T, int d, const float *u, int64_t nu, const
 
 /* the workspace for the ops of the other C files (cuda_priv.h) */
 struct cuda_ws *cuda_ws_get(struct cuda_state *st, size_t bytes) { return ws_for(st, bytes); }
+/* ---- features and the ranking head (feat.cu) ------------------------------ */
+
+static void cuda_op_index_rows(int64_t n, int d, const float *src, const int64_t *sidx,
+                               float *dst, const int64_t *didx, int add)
+{
+    cuda_index_rows(cuda_state()->compute, n, d, src, sidx, dst, didx, add);
+}
+
+static void cuda_op_col_sums(int64_t n, int m, const float *x, float *acc)
+{
+    cuda_col_sums(cuda_state()->compute, n, m, x, acc);
+}
+
+static void cuda_op_rank_loss(int64_t T, int K, const float *z, const float *labels,
+                              const double *coef, float *dz, double *acc)
+{
+    cuda_rank_loss(cuda_state()->compute, T, K, z, labels, coef, dz, acc);
+}
 
 const struct backend_ops backend_cuda = {
     .name = "cuda",
@@ -563,6 +581,9 @@ const struct backend_ops backend_cuda = {
     .emb_decode = cuda_op_emb_decode,
     .count_range = cuda_op_count_range,
     .sample_negatives = cuda_op_sample_negatives,
+    .index_rows = cuda_op_index_rows,
+    .col_sums = cuda_op_col_sums,
+    .rank_loss = cuda_op_rank_loss,
     .device_count = cuda_device_count,
     .device_open = cuda_device_open,
     .device_describe = cuda_device_describe,

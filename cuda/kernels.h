@@ -196,6 +196,14 @@ void cuda_sasrec_attn_ctx_bwd(cudaStream_t s, int64_t B, const int64_t *offsets,
 void cuda_copy_kernel(cudaStream_t s, void *dst, const void *src, size_t bytes);
 void cuda_add(cudaStream_t s, int64_t n, float *y, const float *x);
 
+/* feat.cu: the features' and the ranking head's operations (backend.h:
+ * index_rows, col_sums, rank_loss) */
+void cuda_index_rows(cudaStream_t s, int64_t n, int d, const float *src, const int64_t *sidx,
+                     float *dst, const int64_t *didx, int add);
+void cuda_col_sums(cudaStream_t s, int64_t n, int m, const float *x, float *acc);
+void cuda_rank_loss(cudaStream_t s, int64_t T, int K, const float *z, const float *labels,
+                    const double *coef, float *dz, double *acc);
+
 #ifdef __cplusplus
 }
 #endif

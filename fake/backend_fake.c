@@ -419,6 +419,41 @@ static void fk_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, in
     END();
 }
 
+/* the features' and the ranking head's operations */
+static void fk_index_rows(int64_t n, int d, const float *src, const int64_t *sidx, float *dst,
+                          const int64_t *didx, int add)
+{
+    OP("index_rows");
+    IN(src);
+    IN(sidx);
+    IN(dst);
+    IN(didx);
+    backend_cpu.index_rows(n, d, src, sidx, dst, didx, add);
+    END();
+}
+
+static void fk_col_sums(int64_t n, int m, const float *x, float *acc)
+{
+    OP("col_sums");
+    IN(x);
+    IN(acc);
+    backend_cpu.col_sums(n, m, x, acc);
+    END();
+}
+
+static void fk_rank_loss(int64_t T, int K, const float *z, const float *labels,
+                         const double *coef, float *dz, double *acc)
+{
+    OP("rank_loss");
+    IN(z);
+    IN(labels);
+    IN(coef);
+    IN(dz);
+    IN(acc);
+    backend_cpu.rank_loss(T, K, z, labels, coef, dz, acc);
+    END();
+}
+
 const struct backend_ops backend_fake = {
     .name = "fake",
     .alloc = fk_alloc,
@@ -468,6 +503,9 @@ const struct backend_ops backend_fake = {
     .emb_decode = fk_emb_decode,
     .count_range = fk_count_range,
     .sample_negatives = fk_sample_negatives,
+    .index_rows = fk_index_rows,
+    .col_sums = fk_col_sums,
+    .rank_loss = fk_rank_loss,
     .device_count = fk_device_count,
     .device_open = fk_device_open,
     .device_describe = fk_device_describe,

@@ -19,7 +19,8 @@
 # Stages, each with a budget; before each the deadline (7 minutes from the
 # start) is checked, and a stage that cannot fit fails:
 #   env          nvidia-smi, the programs and their libraries, the backends
-#   ops          tests/test_backend_ops and tests/test_model_backends (CUDA
+#   ops          tests/test_backend_ops (every op, the features' and ranking's
+#                feat.cu among them) and tests/test_model_backends (CUDA
 #                against the CPU, op by op and whole models)
 #   placement    20 steps of tiny.in, HSTU and SASRec, 1 and 2 ranks (HSTU
 #                also 4) on the GPU with device tables: against the CPU
@@ -358,7 +359,7 @@ if [ "$MODE" = --full ]; then
     DEADLINE=$((DEADLINE + ${GPU_CHECK_FULL_SECONDS:-1800}))
     stage tests 1500
     export FREESCALE="$FS" TOP_SRCDIR="$TOP" MPIRUN
-    for t in cuda_train cuda_placement cuda_ctx_loss cli_device cli_overlap; do
+    for t in cuda_train cuda_placement cuda_ctx_loss cli_device cli_overlap cuda_feat; do
         check "$t" sh "tests/$t.sh"
     done
     check bench_gpu env FREESCALE="$FS" BENCH_GEMM="${FREESCALE_PREBUILT:+$FREESCALE_PREBUILT/bin/}bench_gemm" \

@@ -136,6 +136,7 @@ expect_error "features.user = age: contextual tokens with parallel.split_long = 
     "$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/all.h5" features.user=age parallel.split_long=auto
 expect_error "features.placement = 'somewhere': expected one of auto|replicated|sharded" \
     "$FS" params "$IN" features.placement=somewhere
-expect_error "run on the CPU backend only, this rank computes on the fake backend" \
-    "$FS" train "$IN" "data.path=$T/all.h5" features.item=genres device.type=fake train.max_steps=1
+expect_error "features need embedding.placement = host" \
+    "$FS" train "$IN" "data.path=$T/all.h5" features.item=genres device.type=fake \
+    embedding.placement=device train.max_steps=1
 finish

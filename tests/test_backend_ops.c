@@ -1456,6 +1456,8 @@ static void test_staging(void)
 /* -- driver --------------------------------------------------------------- */
 
 /* every operation present (device and staging ops only on device backends) */
+#include "backend_ops_feat.h" /* test_feat */
+
 static int ops_present(const struct backend_ops *be)
 {
 #define OP(name) {#name, be->name != NULL}
@@ -1474,6 +1476,7 @@ static int ops_present(const struct backend_ops *be)
         OP(hstu_attn_ctx_fwd), OP(hstu_attn_ctx_bwd), OP(sasrec_attn_ctx_fwd),
         OP(sasrec_attn_ctx_bwd), OP(softmax_loss_q), OP(softmax_block_lse),
         OP(softmax_block_grad),
+        OP(index_rows), OP(col_sums), OP(rank_loss),
     };
     const struct {
         const char *name;
@@ -1543,6 +1546,7 @@ int main(int argc, char **argv)
         {"emb_engine", test_emb_engine}, {"exchange_ops", test_exchange_ops},
         {"softmax_loss_q", test_softmax_loss_q}, {"full_blocks", test_full_blocks},
         {"hstu_ctx", test_hstu_ctx},     {"sasrec_ctx", test_sasrec_ctx},
+        {"feat", test_feat},
     };
     const char *only = argc > 2 ? argv[2] : NULL; /* comma-separated test names */
     int ran = 0;

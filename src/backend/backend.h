@@ -254,6 +254,26 @@ struct backend_ops {
     void (*sample_negatives)(uint64_t seed, uint64_t epoch, const uint64_t *keys, int64_t T,
                              int R, int64_t num_items, int64_t *out);
 
+    /* Features and ranking (model/tokens_dev.c, model/task_ranking.c).
+     * index_rows: for i < n, s = sidx ? sidx[i] : i, t = didx ? didx[i] : i,
+     * skipped unless both >= 0: dst[t, :] = src[s, :] (add = 0) or
+     * dst[t, :] += src[s, :] (add = 1; the t distinct); rows of d floats,
+     * src and dst not overlapping.
+     * col_sums: acc[j] += (float)(the sum over i < n of x[i, j] in row
+     * order, in double); x: [n, m] (a bias's gradient).
+     * rank_loss: the ranking head's losses (task_ranking.c) of logits z
+     * [T, K] against labels [T, K] (NaN: missing); coef [4K] per task k:
+     * binary (1) or regression (0), its weight over its labelled count
+     * w_k, the labels' mean and standard deviation. Writes dz = w_k times
+     * the loss's derivative (0 where missing); acc[0] += the sum over k of
+     * w_k (sum over i of the losses, in token order, in double), acc[1] +=
+     * T. */
+    void (*index_rows)(int64_t n, int d, const float *src, const int64_t *sidx, float *dst,
+                       const int64_t *didx, int add);
+    void (*col_sums)(int64_t n, int m, const float *x, float *acc);
+    void (*rank_loss)(int64_t T, int K, const float *z, const float *labels, const double *coef,
+                      float *dz, double *acc);
+
     /* Device management; NULL on backends without devices (the CPU).
      * device_count: devices visible, or -1 with err set to the runtime's
      * reason. device_open: make `device` current for this process, create

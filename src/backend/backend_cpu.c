@@ -367,5 +367,8 @@ const struct backend_ops backend_cpu = {
     .emb_decode = cpu_emb_decode,
     .count_range = cpu_count_range,
     .sample_negatives = cpu_sample_negatives,
+    .index_rows = cpu_index_rows,
+    .col_sums = cpu_col_sums,
+    .rank_loss = cpu_rank_loss,
     /* no devices, no staging: host memory is the backend's memory */
 };

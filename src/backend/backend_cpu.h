@@ -63,5 +63,11 @@ void cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, 
 void cpu_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
                            const int64_t *ids, int G, const float *g, float *w, float *state,
                            int64_t state_floats, int64_t *steps);
+/* backend_cpu_feat.c: the features' and the ranking head's operations */
+void cpu_index_rows(int64_t n, int d, const float *src, const int64_t *sidx, float *dst,
+                    const int64_t *didx, int add);
+void cpu_col_sums(int64_t n, int m, const float *x, float *acc);
+void cpu_rank_loss(int64_t T, int K, const float *z, const float *labels, const double *coef,
+                   float *dz, double *acc);
 
 #endif

@@ -22,6 +22,9 @@ void rank_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
 {
     const struct backend_ops *be = tr->be;
     const int d = tr->conf.d;
+    if (tr->conf.model.type == MODEL_HSTU ? !be->hstu_attn_ctx_fwd : !be->sasrec_attn_ctx_fwd)
+        fatal("ranking: the candidates' target mask needs context-parallel attention, which the "
+              "%s backend does not have: run with device.type = cpu (doc/gpu.md)", be->name);
     float *emb = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *emb);
     emb_exchange_free(emb_lookup(tr->items, tr->c, b->items, b->T, emb, NULL));
     const struct batch eb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
@@ -30,19 +33,25 @@ void rank_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
     float *x;
     struct tokens *tk = step_feat_inputs(tr, b, emb, &eb, &mb, &x); /* collective */
     free(emb);
-    float *y = be->alloc((size_t)(mb.T ? mb.T : 1) * (size_t)d * sizeof *y);
+    const size_t xb = (size_t)(mb.T ? mb.T : 1) * (size_t)d * sizeof *x;
+    void *own_x, *own_y;
+    const float *dx = backend_upload(be, x, xb, &own_x);
+    float *y = be->alloc(xb);
     if (mb.T > 0)
-        tr->m.vt->forward(&tr->m, &mb, x, y);
+        tr->m.vt->forward(&tr->m, &mb, dx, y);
+    const float *hy = backend_download(be, y, xb, &own_y);
     int64_t nc = 0;
     for (int64_t q = 0; q < b->B; q++)
         nc += b->ncand[q];
     float *xc = xmalloc((size_t)(nc ? nc : 1) * (size_t)d * sizeof *xc);
     for (int64_t q = 0, i = 0; q < b->B; q++)
         for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++)
-            memcpy(xc + i * d, y + tk->xrow[t] * d, (size_t)d * sizeof *xc);
+            memcpy(xc + i * d, hy + tk->xrow[t] * d, (size_t)d * sizeof *xc);
     task_ranking_predict(&tr->task, nc, xc, pred);
     free(xc);
+    free(own_y);
     be->free(y);
+    be->free(own_x);
     free(x);
     tokens_free(tk);
     free(tk);

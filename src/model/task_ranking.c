@@ -10,13 +10,17 @@
  *               deviation (head.stats); the prediction is mean_k + std_k z
  * loss = sum_k w_k (sum_t loss_tk) / N_k, N_k = the labelled positions of
  * task k over all ranks (one all-reduce), so the loss and its gradients are
- * the same on any number of ranks. The CPU backend (host memory); sums in
- * double, in token order. */
+ * the same on any number of ranks. On the model's backend (its memory: the
+ * activations, the logits, dz; the labels and the tasks' coefficients
+ * copied there each step): the GEMMs, the bias broadcast (index_rows of
+ * row 0), ReLU, the losses (rank_loss) and the bias gradients (col_sums);
+ * sums in double, in token order. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/mirror.h"
 #include "base/check.h"
 #include "model/task.h"
 
@@ -24,6 +28,7 @@
 
 struct rank_priv {
     struct model *m;
+    const struct backend_ops *be;     /* the model's: every buffer below is in its memory */
     int K, L;
     int width[HEAD_MAX + 1];          /* width[0] = d, width[L] = K */
     struct dense_tensor *W[HEAD_MAX], *b[HEAD_MAX], *stats;
@@ -31,6 +36,9 @@ struct rank_priv {
     float *h[HEAD_MAX + 1];           /* h[1 .. L]: [cap, width[l]] (h[0]: the input) */
     float *dh[2];                     /* [cap, max width] work */
     float *dz;                        /* [cap, K] d loss / d z */
+    int64_t *zidx;                    /* [cap] zeros: the bias broadcast's source rows */
+    struct mirror lab, coef, xin;     /* the labels [T, K], coef [4K], predict's input */
+    double hcoef[4 * RANK_MAX_TASKS]; /* host */
     int64_t T;                        /* rows of the last forward */
     float mean[RANK_MAX_TASKS], std[RANK_MAX_TASKS];
 };
@@ -43,16 +51,19 @@ static void reserve(struct rank_priv *r, int64_t n)
     int wmax = 0;
     for (int l = 0; l <= r->L; l++)
         wmax = r->width[l] > wmax ? r->width[l] : wmax;
+    const struct backend_ops *be = r->be;
     for (int l = 1; l <= r->L; l++) {
-        free(r->h[l]);
-        r->h[l] = xmalloc((size_t)(r->cap * r->width[l]) * sizeof(float));
+        be->free(r->h[l]);
+        r->h[l] = be->alloc((size_t)(r->cap * r->width[l]) * sizeof(float));
     }
     for (int k = 0; k < 2; k++) {
-        free(r->dh[k]);
-        r->dh[k] = xmalloc((size_t)(r->cap * wmax) * sizeof(float));
+        be->free(r->dh[k]);
+        r->dh[k] = be->alloc((size_t)(r->cap * wmax) * sizeof(float));
     }
-    free(r->dz);
-    r->dz = xmalloc((size_t)(r->cap * r->K) * sizeof(float));
+    be->free(r->dz);
+    r->dz = be->alloc((size_t)(r->cap * r->K) * sizeof(float));
+    be->free(r->zidx);
+    r->zidx = be->alloc((size_t)r->cap * sizeof(int64_t)); /* zero-filled */
 }
 
 /* z = the head on x [n, d]: r->h[L] [n, K] (activations kept). */
@@ -65,13 +76,11 @@ static void head_fwd(const struct backend_ops *be, struct rank_priv *r, int64_t 
     for (int l = 0; l < r->L; l++) {
         const int a = r->width[l], o = r->width[l + 1];
         float *y = r->h[l + 1];
-        for (int64_t t = 0; t < n; t++)
-            memcpy(y + t * o, r->b[l]->w, (size_t)o * sizeof *y);
+        be->index_rows(n, o, r->b[l]->w, r->zidx, y, NULL, 0); /* every row: the bias */
         if (n > 0)
             be->gemm(0, 0, n, o, a, 1.0f, in, a, r->W[l]->w, o, 1.0f, y, o);
         if (l + 1 < r->L)
-            for (int64_t i = 0; i < n * o; i++)
-                y[i] = y[i] > 0 ? y[i] : 0.0f;
+            be->relu_fwd(n * o, y, y);
         in = y;
     }
 }
@@ -88,12 +97,9 @@ static void read_stats(struct rank_priv *r, const struct backend_ops *be)
 
 float task_ranking_z(const struct task *t, int k, float y)
 {
-    const struct rank_priv *r = t->priv; /* host memory (task_ranking_init) */
-    return (y - r->stats->w[k]) / r->stats->w[r->K + k];
+    const struct rank_priv *r = t->priv; /* head.stats as last read (read_stats) */
+    return (y - r->mean[k]) / r->std[k];
 }
-
-/* softplus(z) - y z, stably. */
-static double bce(double z, double y) { return (z > 0 ? z : 0) - y * z + log1p(exp(-fabs(z))); }
 
 static void rank_loss(struct task *t, struct task_step *st)
 {
@@ -102,34 +108,24 @@ static void rank_loss(struct task *t, struct task_step *st)
     const int K = r->K;
     read_stats(r, st->be);
     head_fwd(st->be, r, st->T, st->out);
-    const float *z = r->h[r->L];
     int64_t cnt[RANK_MAX_TASKS] = {0};
     for (int64_t i = 0; i < st->T * K; i++)
         cnt[i % K] += !isnan(st->labels[i]);
     if (st->c) /* NULL: this process alone (tests) */
         comm_allreduce_sum_i64v(st->c, COMM_DP, cnt, K);
-    double sum = 0;
-    for (int k = 0; k < K; k++) {
-        const double wn = cnt[k] > 0 ? tc->t[k].weight / (double)cnt[k] : 0;
-        const int bin = tc->t[k].kind == TASK_BINARY;
-        double s = 0;
-        for (int64_t i = 0; i < st->T; i++) {
-            const float y = st->labels[i * K + k], zi = z[i * K + k];
-            float g = 0;
-            if (!isnan(y) && bin) {
-                s += bce(zi, y);
-                g = (float)(1.0 / (1.0 + exp(-(double)zi)) - y);
-            } else if (!isnan(y)) {
-                const double u = (y - r->mean[k]) / r->std[k], e = zi - u;
-                s += e * e;
-                g = (float)(2 * e);
-            }
-            r->dz[i * K + k] = (float)(wn * g);
-        }
-        sum += wn * s;
+    for (int k = 0; k < K; k++) { /* rank_loss's coefficients (backend.h) */
+        r->hcoef[4 * k] = tc->t[k].kind == TASK_BINARY;
+        r->hcoef[4 * k + 1] = cnt[k] > 0 ? tc->t[k].weight / (double)cnt[k] : 0;
+        r->hcoef[4 * k + 2] = r->mean[k];
+        r->hcoef[4 * k + 3] = r->std[k];
     }
-    st->acc[0] += sum; /* host memory: the head runs on the CPU backend (task_ranking_init) */
-    st->acc[1] += (double)st->T;
+    const struct backend_ops *be = st->be;
+    const size_t lb = (size_t)(st->T > 0 ? st->T : 1) * (size_t)K * sizeof(float);
+    const float *lab = mirror_bind(&r->lab, be, &backend_cpu, st->labels, lb);
+    mirror_up(&r->lab, 0, (size_t)(st->T * K) * sizeof(float));
+    const double *coef = mirror_bind(&r->coef, be, &backend_cpu, r->hcoef, sizeof r->hcoef);
+    mirror_up(&r->coef, 0, sizeof r->hcoef);
+    be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);
 }
 
 static void rank_backward(struct task *t, struct task_step *st)
@@ -145,19 +141,13 @@ static void rank_backward(struct task *t, struct task_step *st)
         const int a = r->width[l], o = r->width[l + 1];
         const float *in = l ? r->h[l] : st->out;
         float *dx = l ? r->dh[l & 1] : st->du;
-        for (int j = 0; j < o; j++) { /* db = column sums of dy, in row order */
-            double s = 0;
-            for (int64_t i = 0; i < n; i++)
-                s += dy[i * o + j];
-            r->b[l]->g[j] += (float)s;
-        }
+        be->col_sums(n, o, dy, r->b[l]->g); /* db = column sums of dy, in row order */
         if (n > 0) {
             be->gemm(1, 0, a, o, n, 1.0f, in, a, dy, o, 1.0f, r->W[l]->g, o);
             be->gemm(0, 1, n, a, o, 1.0f, dy, o, r->W[l]->w, o, 0.0f, dx, a);
         }
         if (l > 0) /* through the ReLU of h_l (h_l > 0 iff its input was) */
-            for (int64_t i = 0; i < n * a; i++)
-                dx[i] = in[i] > 0 ? dx[i] : 0.0f;
+            be->relu_bwd(n * a, in, dx, dx);
         dy = dx;
     }
 }
@@ -168,10 +158,14 @@ static void rank_free(struct task *t)
     if (!r)
         return;
     for (int l = 1; l <= r->L; l++)
-        free(r->h[l]);
-    free(r->dh[0]);
-    free(r->dh[1]);
-    free(r->dz);
+        r->be->free(r->h[l]);
+    r->be->free(r->dh[0]);
+    r->be->free(r->dh[1]);
+    r->be->free(r->dz);
+    r->be->free(r->zidx);
+    mirror_free(&r->lab);
+    mirror_free(&r->coef);
+    mirror_free(&r->xin);
     free(r);
     t->priv = NULL;
 }
@@ -216,6 +210,7 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
 {
     struct rank_priv *r = xcalloc(1, sizeof *r);
     r->m = m;
+    r->be = m->be;
     r->K = tc->n;
     r->L = tc->nmlp + 1;
     r->width[0] = m->conf.d;
@@ -231,8 +226,8 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
                   name);
     }
     r->stats = model_param(m, "head.stats");
-    if (!r->stats || !backend_is_host(m->be))
-        fatal("task_ranking: no head.stats, or the head on a device backend (%s)", m->be->name);
+    if (!r->stats)
+        fatal("task_ranking: the model has no head.stats (task_ranking_params before model_init)");
     for (int k = 0; k < r->K; k++)
         r->std[k] = 1;
     t->ops = &ranking_ops;
@@ -260,12 +255,20 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, double *pre
 {
     struct rank_priv *r = t->priv;
     const struct task_conf *tc = t->conf;
-    read_stats(r, r->m->be);
-    head_fwd(r->m->be, r, n, x);
-    const float *z = r->h[r->L];
+    const struct backend_ops *be = r->be;
+    read_stats(r, be);
+    if (n <= 0)
+        return;
+    const size_t xb = (size_t)(n > 0 ? n : 1) * (size_t)r->width[0] * sizeof(float);
+    const float *dx = mirror_bind(&r->xin, be, &backend_cpu, x, xb);
+    mirror_up(&r->xin, 0, (size_t)n * (size_t)r->width[0] * sizeof(float));
+    head_fwd(be, r, n, dx);
+    void *own;
+    const float *z = backend_download(be, r->h[r->L], (size_t)(n * r->K) * sizeof(float), &own);
     for (int64_t i = 0; i < n; i++)
         for (int k = 0; k < r->K; k++)
             pred[i * r->K + k] = tc->t[k].kind == TASK_BINARY
                                      ? (double)z[i * r->K + k]
                                      : (double)r->mean[k] + (double)r->std[k] * z[i * r->K + k];
+    free(own);
 }

@@ -110,6 +110,10 @@ void tokens_batch(struct tokens *tk, const struct batch *b, struct batch *mb);
 /* tokens_target.c: build tk->tgt and mb's segments, and free it. */
 void tokens_target_batch(struct tokens *tk, struct batch *mb);
 void tokens_target_free(struct tokens *tk);
+/* The target mask's key copies and their gradients' sums on backend be
+ * (gather_rows, scatter_add_rows: the same rows in the same order), for a
+ * model on a device; without it, host memory. */
+void tokens_target_device(struct tokens *tk, const struct backend_ops *be);
 /* x [Tx, d] from the event tokens' rows emb [T, d]: event features added
  * (or the actions), contextual tokens in front (x may be emb when Tx = T). */
 void tokens_inputs(const struct tokens *tk, const float *emb, float *x);

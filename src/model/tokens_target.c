@@ -26,6 +26,8 @@ struct tok_target {
     int64_t *key_off;    /* [S + 1] */
     int64_t *key_ts;     /* [Kr] or NULL */
     int64_t *src;        /* [Kr] the token row each key row copies */
+    const struct backend_ops *be; /* a device's (tokens_target_device), or NULL: the host */
+    int64_t *dsrc;       /* src in be's memory */
     struct model_split split;
 };
 
@@ -35,6 +37,11 @@ static void *zalloc(int64_t n, size_t size) { return xcalloc((size_t)(n > 0 ? n 
 static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float *kb, float *vb)
 {
     const struct tok_target *g = ctx;
+    if (g->be) {
+        g->be->gather_rows(g->Kr, (int)w, k, g->dsrc, kb);
+        g->be->gather_rows(g->Kr, (int)w, v, g->dsrc, vb);
+        return;
+    }
     for (int64_t r = 0; r < g->Kr; r++) {
         memcpy(kb + r * w, k + g->src[r] * w, (size_t)w * sizeof *kb);
         memcpy(vb + r * w, v + g->src[r] * w, (size_t)w * sizeof *vb);
@@ -53,6 +60,14 @@ static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, f
                      float *dv)
 {
     const struct tok_target *g = ctx;
+    if (g->be) {
+        const size_t bytes = (size_t)(g->off[g->S] * w) * sizeof *dk;
+        g->be->zero(dk, bytes > 0 ? bytes : 1);
+        g->be->zero(dv, bytes > 0 ? bytes : 1);
+        g->be->scatter_add_rows(g->Kr, (int)w, dkb, g->dsrc, dk);
+        g->be->scatter_add_rows(g->Kr, (int)w, dvb, g->dsrc, dv);
+        return;
+    }
     memset(dk, 0, (size_t)(g->off[g->S] * w) * sizeof *dk);
     memset(dv, 0, (size_t)(g->off[g->S] * w) * sizeof *dv);
     for (int64_t r = 0; r < g->Kr; r++) {
@@ -108,11 +123,22 @@ void tokens_target_batch(struct tokens *tk, struct batch *mb)
     mb->split = &g->split;
 }
 
+void tokens_target_device(struct tokens *tk, const struct backend_ops *be)
+{
+    struct tok_target *g = tk->tgt;
+    g->be = be;
+    const size_t bytes = (size_t)(g->Kr > 0 ? g->Kr : 1) * sizeof *g->dsrc;
+    g->dsrc = be->alloc(bytes);
+    be->to_device(g->dsrc, g->src, bytes);
+}
+
 void tokens_target_free(struct tokens *tk)
 {
     struct tok_target *g = tk->tgt;
     if (!g)
         return;
+    if (g->be)
+        g->be->free(g->dsrc);
     free(g->off);
     free(g->pos0);
     free(g->key_off);

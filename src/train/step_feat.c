@@ -20,10 +20,6 @@ void step_feat_setup(struct trainer *tr)
     if (!feat_conf_any(&cf->features) && !ranking)
         return;
     char err[1024];
-    if (!backend_is_host(tr->be))
-        fatal("features.item, features.event, features.user: the feature tables and the token "
-              "assembly run on the CPU backend only, this rank computes on the %s backend: run "
-              "with device.type = cpu (doc/gpu.md)", tr->be->name);
     struct train_feat *F = xcalloc(1, sizeof *F);
     if (feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d, &cf->emb_optim, cf->seed,
                             cf->emb_init_std, err, sizeof err))
@@ -70,6 +66,7 @@ void step_feat_teardown(struct trainer *tr)
     if (!tr->feat)
         return;
     feat_values_free(&tr->feat->v);
+    tokens_dev_free(&tr->feat->dev);
     free(tr->feat);
     tr->feat = NULL;
 }
@@ -184,9 +181,41 @@ void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k)
         tokens_items_add(&sf->tk, rows, sf->rep, sp[i].first, sp[i].n);
 }
 
+/* The token assembly where the model computes: the host functions on a
+ * host backend, their device form elsewhere (tokens_dev.h: the same bits). */
+void step_feat_assemble(struct step_feat *sf, const float *emb, float *x)
+{
+    const struct backend_ops *be = sf->tr->be;
+    if (backend_is_host(be)) {
+        tokens_inputs(&sf->tk, emb, x);
+        return;
+    }
+    tokens_dev_load(&sf->tr->feat->dev, be, &sf->tk);
+    tokens_dev_inputs(&sf->tr->feat->dev, &sf->tk, emb, x);
+}
+
+void step_feat_outputs(struct step_feat *sf, const float *out_x, float *out_ev)
+{
+    if (backend_is_host(sf->tr->be))
+        tokens_outputs(&sf->tk, out_x, out_ev);
+    else
+        tokens_dev_outputs(&sf->tr->feat->dev, &sf->tk, out_x, out_ev);
+}
+
+void step_feat_dout(struct step_feat *sf, const float *du_ev, float *du_x)
+{
+    if (backend_is_host(sf->tr->be))
+        tokens_dout(&sf->tk, du_ev, du_x);
+    else
+        tokens_dev_dout(&sf->tr->feat->dev, &sf->tk, du_ev, du_x);
+}
+
 void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *demb)
 {
-    tokens_inputs_bwd(&sf->tk, dx, demb);
+    if (backend_is_host(sf->tr->be))
+        tokens_inputs_bwd(&sf->tk, dx, demb);
+    else
+        tokens_dev_inputs_bwd(&sf->tr->feat->dev, &sf->tk, dx, demb);
 }
 
 void step_feat_update(struct step_feat *sf, const float *drep)
@@ -220,6 +249,8 @@ struct tokens *step_feat_inputs(struct trainer *tr, const struct seq_batch *b, c
     *tk = sf->tk; /* the plan outlives the lookup */
     memset(&sf->tk, 0, sizeof sf->tk);
     tokens_batch(tk, eb, mb);
+    if (tk->tgt && !backend_is_host(tr->be)) /* the target mask's key copies there */
+        tokens_target_device(tk, tr->be);
     step_feat_free(sf);
     return tk;
 }

@@ -26,6 +26,7 @@
 #include "feature/feat_values.h"
 #include "feature/schema.h"
 #include "model/tokens.h"
+#include "model/tokens_dev.h"
 
 struct trainer;
 
@@ -34,6 +35,7 @@ struct train_feat {
     struct feat_schema s;
     struct feat_values v;
     struct emb_table *tab[TOKENS_MAX_TABLES]; /* the schema's tables, in its order */
+    struct tokens_dev dev; /* a device backend's buffers of the token assembly */
 };
 
 /* Resolve the features of tr->conf.features against the dataset, refuse
@@ -56,6 +58,13 @@ float *step_feat_rep(struct step_feat *sf);
 /* rep = rows + item features for chunk k of the item exchange's rows. */
 void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k);
 struct tokens *step_feat_tokens(struct step_feat *sf);
+/* The token assembly in the model's memory (tokens.h; on a device,
+ * tokens_dev.h): x [Tx, d] from the inputs' representations emb [T, d]
+ * (x may be emb when Tx = T), the event tokens' outputs out_ev [T, d] from
+ * the model's out_x [Tx, d], and du_x [Tx, d] from du_ev [T, d]. */
+void step_feat_assemble(struct step_feat *sf, const float *emb, float *x);
+void step_feat_outputs(struct step_feat *sf, const float *out_x, float *out_ev);
+void step_feat_dout(struct step_feat *sf, const float *du_ev, float *du_x);
 /* The model's input gradient dx [Tx, d] -> demb [T, d] (may be dx without
  * contextual tokens). */
 void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *demb);

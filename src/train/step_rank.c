@@ -17,10 +17,13 @@ void task_setup_conf(struct trainer *tr)
     if (cf->task.type != TASK_RANKING)
         return;
     char err[1024];
-    if (!backend_is_host(tr->be))
-        fatal("train.task = ranking: the head, the actions and the target mask run on the CPU "
-              "backend only; this rank computes on the %s backend: run with device.type = cpu "
-              "(doc/gpu.md)", tr->be->name);
+    const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
+                                                      : tr->be->sasrec_attn_ctx_fwd != NULL;
+    if (!ctx_attn && (cf->final_eval || cf->eval_every > 0))
+        fatal("train.task = ranking: the evaluation's target mask (each candidate attends to its "
+              "history and itself) needs context-parallel attention, which the %s backend does "
+              "not have: run with train.final_eval = off and train.eval_every = 0 (training "
+              "alone), or device.type = cpu (doc/gpu.md)", tr->be->name);
     if (cf->split_long.on)
         fatal("train.task = ranking with parallel.split_long = auto: not supported (the action "
               "tokens and the target mask of a sequence cut into chunks): use one or the other");

@@ -59,7 +59,7 @@
  * step is read after this step's forward is enqueued (the device computes
  * while the host reads); on the host before (while the rows travel).
  *
- * With features (features.*; step_feat.h, CPU backend), each phase does
+ * With features (features.*; step_feat.h), each phase does
  * its part for them too: read plans the tokens and posts the lookup of
  * every feature table, lookup completes it and makes the item
  * representations (row + item features) that the inputs and the loss use,
@@ -67,8 +67,8 @@
  * tokens), and the grad exchange updates the feature tables. Without them
  * none of this runs (in->feat is NULL). The loss is the task's
  * (model/task.h): retrieval against the rows of the targets and negatives,
- * or ranking (train.task = ranking, CPU backend: the events' labels by the
- * head; the lookup holds the inputs alone). */
+ * or ranking (train.task = ranking: the events' labels by the head; the
+ * lookup holds the inputs alone). */
 #include <stdlib.h>
 #include <time.h>
 
@@ -297,10 +297,10 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     float *emb = mirror_bind(&s->emb, be, be, NULL, rows_bytes(T, d));
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
     gputime_end(&tr->gt, GPU_EXCHANGE);
-    if (in->feat) { /* event features, contextual tokens (host memory: the CPU backend) */
+    if (in->feat) { /* event features, contextual tokens (step_feat_assemble) */
         const struct tokens *tk = step_feat_tokens(in->feat);
         float *xt = tk->Tx != T ? mirror_bind(&s->fx, be, be, NULL, rows_bytes(tk->Tx, d)) : emb;
-        tokens_inputs(tk, emb, xt);
+        step_feat_assemble(in->feat, emb, xt);
         emb = xt;
     }
     steptime_phase(&tr->st, PH_LOOKUP);
@@ -359,7 +359,7 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     gputime_end(&tr->gt, GPU_FORWARD);
     if (mb->T != T) { /* the event tokens' outputs: the loss's */
         float *ev = mirror_bind(&s->fout, be, be, NULL, rows_bytes(T, d));
-        tokens_outputs(step_feat_tokens(in->feat), out, ev);
+        step_feat_outputs(in->feat, out, ev);
         out = ev;
     }
     struct step_input *nx = &s->in[1 - s->cur];
@@ -422,7 +422,7 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     const float *du = mirror_at(&s->du);
     if (mb->T != b->T) { /* no gradient at the contextual tokens */
         float *dux = mirror_bind(&s->fdu, be, be, NULL, rows_bytes(mb->T, d));
-        tokens_dout(step_feat_tokens(in->feat), du, dux);
+        step_feat_dout(in->feat, du, dux);
         du = dux;
     }
     float *demb = mirror_bind(&s->demb, be, be, NULL, rows_bytes(mb->T, d));

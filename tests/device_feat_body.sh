@@ -1,0 +1,93 @@
+# device_feat_body.sh: the body of tests/fake_feat.sh and tests/cuda_feat.sh,
+# sourced after lib.sh with DEV = fake | cuda.
+#
+# Features (features.item, .event, .user: the token assembly on the
+# device, tokens_dev.c) and ranking (train.task = ranking: the head, its
+# losses and metrics inputs on the device, task_ranking.c) train on the
+# device as on the CPU: at P = 1, 2, 3 (ranks sharing one device) the
+# losses and the evaluation's metrics of the two backends agree; on the
+# fake device (the CPU's own operations) exactly, tolerance 0. Ranking:
+# summed and interleaved actions, with item, user and event features. Its
+# evaluation (the candidates' target mask) needs context-parallel
+# attention: where the backend refuses it with that reason, the training
+# losses alone are compared (and the refusal is checked). CUDA: SKIP (77)
+# when no GPU is usable or the build has no CUDA backend.
+need_mpirun
+IN=$TOP_SRCDIR/input/tiny.in
+run() { name=$1 np=$2; shift 2
+    timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" train.max_steps=6 train.log_every=1 \
+        device.share=on "output.metrics=$T/$name.jsonl" "$@" >"$T/$name.out" 2>&1; }
+if [ "$DEV" = fake ]; then TOL=0 MTOL=0; else TOL=1e-3 MTOL=2e-3; fi
+
+"$FS" data gen --users 60 --items 150 --length uniform:4,30 --timestamps --item-feature genres:12:3 \
+    --item-feature brand:30 --user-feature age:7 --user-feature occ:15:2 --event-feature act:5 \
+    -o "$T/all.h5" >/dev/null || { fail "data gen"; finish; }
+if ! run probe 1 device.type=$DEV train.max_steps=1 train.final_eval=off "data.path=$T/all.h5"; then
+    [ "$DEV" = fake ] && { fail "the fake device does not train: $(tail -c 300 "$T/probe.out")"; finish; }
+    echo "SKIP: no usable GPU: $(grep -o 'device.type=cuda: .*' "$T/probe.out" | head -n 1)"
+    exit 77
+fi
+
+# same_evals A B NAME TOL: the metrics of every eval line agree (absolute TOL)
+same_evals() {
+    ev() { sed -n 's/.*"event":"eval","split":"\([a-z]*\)".*"step":\([0-9]*\),"loss":[^,]*,"samples_per_s":[^,]*,"tokens_per_s":[^,]*,\(.*\)}.*/\1 \2 \3/p' "$1" |
+        tr ',:' '  ' | tr -d '"'; }
+    ev "$1" > "$T/ea"; ev "$2" > "$T/eb"
+    if [ ! -s "$T/ea" ] || [ "$(wc -l < "$T/ea")" != "$(wc -l < "$T/eb")" ]; then
+        fail "$3: eval lines $(wc -l < "$T/ea") vs $(wc -l < "$T/eb")"; return; fi
+    worst=$(paste -d' ' "$T/ea" "$T/eb" | awk '{ h = NF / 2; for (i = 1; i <= h; i++) {
+        if ($i ~ /^[0-9.e+-]+$/) { d = $i - $(i + h); if (d < 0) d = -d; if (d > w) w = d }
+        else if ($i != $(i + h)) { print "names"; exit } } } END { printf "%.3g", w }')
+    if [ "$worst" = names ]; then fail "$3: eval lines differ in their fields"
+    elif awk -v w="$worst" -v t="$4" 'BEGIN { exit !(w <= t) }'; then pass "$3: metrics agree (worst $worst)"
+    else fail "$3: metrics differ by $worst"; fi
+}
+
+# --- features: item, user (contextual tokens) and event features --------------
+F="data.path=$T/all.h5 features.item=genres,brand features.user=age,occ features.event=act"
+for np in 1 2 3; do
+    run fc$np $np $F device.type=cpu || fail "features cpu P=$np: $(tail -3 "$T/fc$np.out")"
+    run fd$np $np $F device.type=$DEV || fail "features $DEV P=$np: $(tail -3 "$T/fd$np.out")"
+    same_losses "$T/fc$np.jsonl" "$T/fd$np.jsonl" "features, $DEV vs cpu, P=$np" 0 $TOL
+    same_evals "$T/fc$np.jsonl" "$T/fd$np.jsonl" "features, $DEV vs cpu, P=$np" $MTOL
+done
+run fs2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=cpu ||
+    fail "sasrec features cpu"
+run fsd2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=$DEV ||
+    fail "sasrec features $DEV: $(tail -3 "$T/fsd2.out")"
+same_losses "$T/fs2.jsonl" "$T/fsd2.jsonl" "sasrec, event features on their tokens, $DEV vs cpu" 0 $TOL
+
+# --- ranking ---------------------------------------------------------------------
+awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp,click"
+    for (u = 1; u <= 48; u++) { n = 8 + int(rand() * 40)
+        for (k = 0; k < n; k++) { it = 1 + int(rand() * rand() * 90); r = 0.5 + int(rand() * 10) / 2
+            printf "%d,%d,%.1f,%d,%d\n", u, it, r, 964980000 + 1000 * u + 37 * k, (r >= 3.5) != (k % 7 == 0) } } }' \
+    > "$T/ratings.csv"
+awk 'BEGIN { split("Action,Comedy,Drama,Thriller,Romance", g, ","); print "movieId,title,genres"
+    for (m = 1; m <= 90; m++) printf "%d,Movie %d (%d),%s|%s\n", m, m, 1990 + m % 20, g[1 + m % 5], g[1 + (m * 3) % 5] }' \
+    > "$T/movies.csv"
+awk 'BEGIN { print "userId,age"; for (u = 1; u <= 48; u++) printf "%d,%d\n", u, 18 + u % 5 * 10 }' > "$T/users.csv"
+"$FS" data import --format csv "$T/ratings.csv" --items "$T/movies.csv" --event-cols rating:float,click \
+    --user-features "$T/users.csv" --user-key userId -o "$T/r.h5" >/dev/null || { fail "import"; finish; }
+R="data.path=$T/r.h5 train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5 \
+data.split=last:20% train.batch_size=12 features.item=genres features.user=age model.head=16"
+EVAL=on
+if ! run rprobe 1 $R device.type=$DEV train.max_steps=1; then
+    if grep -q "needs context-parallel attention, which the $DEV backend does not have" "$T/rprobe.out"; then
+        pass "ranking evaluation on $DEV: refused for want of context-parallel attention"
+        EVAL=off
+    else
+        fail "ranking on $DEV: $(tail -3 "$T/rprobe.out")"
+    fi
+fi
+for np in 1 2 3; do
+    for act in sum interleave; do
+        A="model.actions=$act train.final_eval=$EVAL"
+        run rc$np$act $np $R $A device.type=cpu || fail "ranking cpu P=$np $act: $(tail -3 "$T/rc$np$act.out")"
+        run rd$np$act $np $R $A device.type=$DEV || fail "ranking $DEV P=$np $act: $(tail -3 "$T/rd$np$act.out")"
+        same_losses "$T/rc$np$act.jsonl" "$T/rd$np$act.jsonl" "ranking ($act), $DEV vs cpu, P=$np" 0 $TOL
+        [ $EVAL = on ] && same_evals "$T/rc$np$act.jsonl" "$T/rd$np$act.jsonl" \
+            "ranking ($act), $DEV vs cpu, P=$np" $MTOL
+    done
+done
+finish
