@@ -160,6 +160,11 @@ void cuda_sasrec_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int
 void cuda_copy_kernel(cudaStream_t s, void *dst, const void *src, size_t bytes);
 void cuda_add(cudaStream_t s, int64_t n, float *y, const float *x);
 
+/* gemm_bf16.cu: y[rows, cols] (packed, bf16 bits) = x (row stride ldx)
+ * rounded to bf16, nearest even (emb_codec_row.h: ecr_f32_to_bf16_rn) */
+void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                     uint16_t *y);
+
 #ifdef __cplusplus
 }
 #endif
