@@ -18,11 +18,23 @@ static const char *where(const struct params *p, enum param_id id)
     return p->origin[id][0] ? p->origin[id] : "default";
 }
 
+/* Whether the run set parameter id: where it was set is known on rank 0;
+ * the other ranks have every value from rank 0 ("broadcast": params.c)
+ * and take one as set when it is not the default. That gives the same
+ * precision on every rank, and rank 0 alone finds the contradictions
+ * (train_conf_check's verdict is agreed by all). */
+static int was_set(const struct params *p, enum param_id id)
+{
+    if (!p->origin[id][0])
+        return 0;
+    return strcmp(p->origin[id], "broadcast") || strcmp(p->str[id], param_defs[id].def);
+}
+
 int precision_resolve(const struct params *p, enum precision *out, char *note, size_t notelen,
                       char *err, size_t errlen)
 {
     const enum precision pr = (enum precision)params_i64(p, P_device_precision);
-    const int alias_set = p->origin[P_device_tf32][0] != 0;
+    const int alias_set = was_set(p, P_device_tf32);
     const int tf32 = (int)params_i64(p, P_device_tf32);
     const enum precision alias = tf32 ? PRECISION_TF32 : PRECISION_FP32;
     if (note && notelen)
@@ -30,7 +42,7 @@ int precision_resolve(const struct params *p, enum precision *out, char *note, s
     *out = pr;
     if (!alias_set)
         return 0;
-    if (p->origin[P_device_precision][0] && pr != alias)
+    if (was_set(p, P_device_precision) && pr != alias)
         return errorf(err, errlen, "%s: device.tf32 = %s (a deprecated alias of "
                       "device.precision = %s) contradicts device.precision = %s (%s): set "
                       "device.precision only",
