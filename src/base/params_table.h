@@ -201,8 +201,8 @@ X(device, tf32, BOOL, "off", 0, 1, NULL,
   "deprecated alias: on = device.precision=tf32, off = fp32 (a warning; contradicting "
   "device.precision is an error)")
 X(device, peak_tflops, FLOAT, "0", 0, 1e6, NULL,
-  "the peak fp32 rate of one rank's device (or cores) in TFLOP/s that MFU is reported "
-  "against (0 = measured at start-up: a short gemm at the run's threads or device mode)")
+  "the peak rate of one rank's device (or cores) in TFLOP/s that MFU is reported against "
+  "(0 = measured at start-up: a short gemm at the run's threads and device.precision)")
 X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "exchanges of device buffers: direct = device pointers to MPI (needs CUDA-aware MPI), "
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")
