@@ -305,7 +305,7 @@ ml20m "ML-20M device tables" embedding.placement=device output.metrics="$OUTDIR/
 row "ML-20M, 1 rank, device tables" "$OUTDIR/ml20m-dev.jsonl"
 same "ML-20M: device vs host tables" "$OUTDIR/ml20m-dev.jsonl" "$OUTDIR/ml20m-host.jsonl" 1e-5
 h=$(metric "$OUTDIR/ml20m-host.jsonl" tokens_per_s) d=$(metric "$OUTDIR/ml20m-dev.jsonl" tokens_per_s)
-table "$(awk -v h="$h" -v d="$d" 'BEGIN { printf "device / host tables: %.2fx tokens/s (the aim: >= 5x)", h > 0 ? d / h : 0 }')"
+table "$(awk -v h="$h" -v d="$d" 'BEGIN { printf "device / host tables: %.2fx tokens/s (the aim: >= 5x)", (h > 0 ? d / h : 0) }')"
 
 # --- precision -------------------------------------------------------------------------
 # device.precision at the ML-20M configuration (host tables; fp32: the run
@@ -326,7 +326,7 @@ done
 same "ML-20M: tf32 vs fp32 losses" "$OUTDIR/ml20m-tf32.jsonl" "$OUTDIR/ml20m-host.jsonl" 1e-2
 same "ML-20M: bf16 vs fp32 losses" "$OUTDIR/ml20m-bf16.jsonl" "$OUTDIR/ml20m-host.jsonl" 3e-2
 t=$(metric "$OUTDIR/ml20m-tf32.jsonl" tokens_per_s) b=$(metric "$OUTDIR/ml20m-bf16.jsonl" tokens_per_s)
-table "$(awk -v t="$t" -v b="$b" 'BEGIN { printf "bf16 / tf32: %.2fx tokens/s (the aim: >= 1.5x)", t > 0 ? b / t : 0 }')"
+table "$(awk -v t="$t" -v b="$b" 'BEGIN { printf "bf16 / tf32: %.2fx tokens/s (the aim: >= 1.5x)", (t > 0 ? b / t : 0) }')"
 
 # --- heavy ---------------------------------------------------------------------------
 stage heavy 90
