@@ -312,7 +312,7 @@ table "$(awk -v h="$h" -v d="$d" 'BEGIN { printf "device / host tables: %.2fx to
 # above): tokens/s, MFU against the run's own measured gemm peak (the
 # peak's column), the losses of tf32 and bf16 within 1e-2 and 3e-2 of
 # fp32's (relative, step by step), bf16 / tf32 tokens/s (the aim: >= 1.5x)
-stage precision 90
+stage precision 120
 table "$(printf '%-28s %10s %7s %12s' precision tokens/s mfu peak_gflops)"
 for pr in fp32 tf32 bf16; do
     f=$OUTDIR/ml20m-host.jsonl
