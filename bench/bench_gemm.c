@@ -1,9 +1,10 @@
 /* bench_gemm: the matrix peak a backend reaches here, the baseline that
  * bench/bench_gpu.sh divides training throughput by. For the CUDA backend
  * (when compiled in and a GPU is visible) it times an n^3 float GEMM through
- * be->gemm with TF32 off and on; for the CPU backend through OpenBLAS.
+ * be->gemm with TF32 off and on, and gemm_bf16; for the CPU backend through
+ * OpenBLAS.
  * Prints the median of 9 runs (after 2 warm-ups) in GFLOP/s, one line per
- * setting:  "cuda fp32 N GFLOP/s", "cuda tf32 N GFLOP/s", "cpu fp32 ...".
+ * setting:  "cuda fp32 N GFLOP/s", "cuda tf32 ...", "cuda bf16 ...", "cpu fp32 ...".
  *   build: make bench/bench_gemm      run: bench/bench_gemm [cpu|cuda] [n] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,12 @@ int main(int argc, char **argv)
             be->device_describe(desc, sizeof desc);
             printf("%s %s %.0f GFLOP/s (n = %d, %s)\n", name, tf32 ? "tf32" : "fp32",
                    gemm_gflops(be, n), n, desc);
+        }
+        if (be->gemm_bf16 && !be->device_open(0, 0, err, sizeof err)) {
+            struct backend_ops bf = *be; /* device.precision = bf16 (precision.h) */
+            bf.gemm = be->gemm_bf16;
+            printf("%s bf16 %.0f GFLOP/s (n = %d; operands rounded, fp32 sums)\n", name,
+                   gemm_gflops(&bf, n), n);
         }
         return 0;
     }

@@ -10,13 +10,13 @@
 #
 # Prints the median tokens/s over the progress intervals (the first dropped)
 # for 1 rank on the GPU with host and with device tables
-# (embedding.placement), 1 rank with device.tf32=on, and 2 ranks sharing the
-# GPU (device.share=on) with either placement; the model FLOPs per token
-# (forward + backward = 3 x forward, with the mean causal span of the data),
-# the fraction of the measured fp32 / tf32 GEMM peak and the ratio of
-# device to host tables; then an embedding-heavy case (10^7 rows x d = 128,
-# 2 ranks sharing the GPU): looked-up rows per second (130 per token: input,
-# target, 128 negatives) and lookup + backward + update ms per step.
+# (embedding.placement), 1 rank with device.precision=tf32 and =bf16, and 2
+# ranks sharing the GPU (device.share=on) with either placement; the model
+# FLOPs per token (forward + backward = 3 x forward, with the mean causal span
+# of the data), the fraction of the measured fp32 / tf32 GEMM peak and the
+# ratio of device to host tables; then an embedding-heavy case (10^7 rows x d
+# = 128, 2 ranks sharing the GPU): looked-up rows per second (130 per token:
+# input, target, 128 negatives) and lookup + backward + update ms per step.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
@@ -68,7 +68,8 @@ run() { # NAME NP OVERRIDES...
 }
 run "1 rank" 1 embedding.placement=host
 run "1 rank, device tables" 1 embedding.placement=device
-run "1 rank, tf32" 1 device.tf32=on embedding.placement=host
+run "1 rank, tf32" 1 device.precision=tf32 embedding.placement=host
+run "1 rank, bf16" 1 device.precision=bf16 embedding.placement=host
 run "2 ranks sharing" 2 device.share=on embedding.placement=host
 run "2 sharing, device tab." 2 device.share=on embedding.placement=device
 # the tokens/s figure is the field before "tokens/s" (the names have spaces)

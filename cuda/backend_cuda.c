@@ -286,6 +286,36 @@ static void cuda_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
                              ilda, &beta, C, ildc));
 }
 
+/* gemm with bf16 operands (device.precision = bf16): op(A) and op(B)
+ * rounded into the workspace as stored (packed: leading dimension = the
+ * stored row's length), then cublasGemmEx with fp32 accumulation and an
+ * fp32 C; the operand mapping as in cuda_gemm. */
+static void cuda_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                           float *C, int64_t ldc)
+{
+    struct cuda_state *st = cuda_state();
+    if (m == 0 || n == 0)
+        return;
+    if (k == 0) {
+        cuda_gemm_scale_c(st, m, n, beta, C, ldc);
+        return;
+    }
+    const int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
+    const size_t ba = (size_t)(ra * ca) * 2, bb = (size_t)(rb * cb) * 2;
+    struct cuda_ws *ws = ws_for(st, cuda_ws_round(ba) + cuda_ws_round(bb));
+    uint16_t *a16 = cuda_ws_take(ws, ba), *b16 = cuda_ws_take(ws, bb);
+    cuda_round_bf16(st->compute, ra, ca, A, lda, a16);
+    cuda_round_bf16(st->compute, rb, cb, B, ldb, b16);
+    const int im = cuda_gemm_dim("m", m), in = cuda_gemm_dim("n", n),
+              ik = cuda_gemm_dim("k", k), ilda = cuda_gemm_dim("lda", ca),
+              ildb = cuda_gemm_dim("ldb", cb), ildc = cuda_gemm_dim("ldc", ldc);
+    CUBLAS_CHECK(cublasGemmEx(st->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              ta ? CUBLAS_OP_T : CUBLAS_OP_N, in, im, ik, &alpha, b16,
+                              CUDA_R_16BF, ildb, a16, CUDA_R_16BF, ilda, &beta, C, CUDA_R_32F,
+                              ildc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 /* ---- elementwise, norms, dropout, rows, optimizer --------------------- */
 
 static void cuda_op_axpy(int64_t n, float a, const float *x, float *y)
@@ -542,6 +572,7 @@ const struct backend_ops backend_cuda = {
     .zero = cuda_zero,
     .synchronize = cuda_synchronize,
     .gemm = cuda_gemm,
+    .gemm_bf16 = cuda_gemm_bf16,
     .axpy = cuda_op_axpy,
     .scale = cuda_op_scale,
     .mul = cuda_op_mul,

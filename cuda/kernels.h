@@ -203,6 +203,10 @@ void cuda_index_rows(cudaStream_t s, int64_t n, int d, const float *src, const i
 void cuda_col_sums(cudaStream_t s, int64_t n, int m, const float *x, float *acc);
 void cuda_rank_loss(cudaStream_t s, int64_t T, int K, const float *z, const float *labels,
                     const double *coef, float *dz, double *acc);
+/* gemm_bf16.cu: y[rows, cols] (packed, bf16 bits) = x (row stride ldx)
+ * rounded to bf16, nearest even (emb_codec_row.h: ecr_f32_to_bf16_rn) */
+void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                     uint16_t *y);
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,18 @@ static void fk_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha
     END();
 }
 
+static void fk_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc)
+{
+    OP("gemm_bf16");
+    IN(A);
+    IN(B);
+    IN(C);
+    backend_cpu.gemm_bf16(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    END();
+}
+
 static void fk_axpy(int64_t n, float a, const float *x, float *y)
 {
     OP("axpy");
@@ -464,6 +476,7 @@ const struct backend_ops backend_fake = {
     .zero = fk_zero,
     .synchronize = fk_synchronize,
     .gemm = fk_gemm,
+    .gemm_bf16 = fk_gemm_bf16,
     .axpy = fk_axpy,
     .scale = fk_scale,
     .mul = fk_mul,

@@ -3,7 +3,7 @@
 # (doc/gpu.md):
 #
 #   scripts/gpu-check.sh --quick OUT   the check that fits one run of at most
-#                                      7 minutes on a 16-core H200 host
+#                                      8 minutes on a 16-core H200 host
 #   scripts/gpu-check.sh --full OUT    the same, then every CUDA test script
 #                                      and bench/bench_gpu.sh (longer)
 #   scripts/gpu-check.sh --refs DIR    (on any machine) the CPU reference runs
@@ -16,7 +16,7 @@
 # FREESCALE_REFS=DIR (default: REFS beside the bundle, else computed now on
 # the CPU, which costs the budget's time).
 #
-# Stages, each with a budget; before each the deadline (7 minutes from the
+# Stages, each with a budget; before each the deadline (8 minutes from the
 # start) is checked, and a stage that cannot fit fails:
 #   env          nvidia-smi, the programs and their libraries, the backends
 #   ops          tests/test_backend_ops (every op, the features' and ranking's
@@ -35,6 +35,8 @@
 #   ml20m        HSTU at the ML-20M configuration (data of its shape), host
 #                tables against device tables: tokens/s, step ms, gpu_busy,
 #                the device's phases, host waits per step
+#   precision    the ML-20M configuration in tf32 and bf16 (device.precision)
+#                beside fp32: tokens/s, MFU, the losses within tolerance
 #   heavy        the embedding-heavy case (10^7 rows, d = 128): looked-up
 #                rows per second, host against device tables
 # The first failure stops the check, printing the command and the tail of
@@ -51,7 +53,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$(pwd)
 START=$(date +%s)
-DEADLINE=$((START + ${GPU_CHECK_SECONDS:-420}))
+DEADLINE=$((START + ${GPU_CHECK_SECONDS:-480}))
 MODE=${1:-}
 OUTDIR=${2:-}
 case $MODE in
@@ -338,7 +340,28 @@ ml20m "ML-20M device tables" embedding.placement=device output.metrics="$OUTDIR/
 row "ML-20M, 1 rank, device tables" "$OUTDIR/ml20m-dev.jsonl"
 same "ML-20M: device vs host tables" "$OUTDIR/ml20m-dev.jsonl" "$OUTDIR/ml20m-host.jsonl" 1e-5
 h=$(metric "$OUTDIR/ml20m-host.jsonl" tokens_per_s) d=$(metric "$OUTDIR/ml20m-dev.jsonl" tokens_per_s)
-table "$(awk -v h="$h" -v d="$d" 'BEGIN { printf "device / host tables: %.2fx tokens/s (the aim: >= 5x)", h > 0 ? d / h : 0 }')"
+table "$(awk -v h="$h" -v d="$d" 'BEGIN { printf "device / host tables: %.2fx tokens/s (the aim: >= 5x)", (h > 0 ? d / h : 0) }')"
+
+# --- precision -------------------------------------------------------------------------
+# device.precision at the ML-20M configuration (host tables; fp32: the run
+# above): tokens/s, MFU against the run's own measured gemm peak (the
+# peak's column), the losses of tf32 and bf16 within 1e-2 and 3e-2 of
+# fp32's (relative, step by step), bf16 / tf32 tokens/s (the aim: >= 1.5x)
+stage precision 120
+table "$(printf '%-28s %10s %7s %12s' precision tokens/s mfu peak_gflops)"
+for pr in fp32 tf32 bf16; do
+    f=$OUTDIR/ml20m-host.jsonl
+    [ $pr = fp32 ] || {
+        f=$OUTDIR/ml20m-$pr.jsonl
+        ml20m "ML-20M $pr" embedding.placement=host device.precision=$pr output.metrics="$f"
+    }
+    table "$(printf '%-28s %10.0f %6.1f%% %12.0f' "ML-20M, 1 rank, $pr" "$(metric "$f" tokens_per_s)" \
+        "$(awk -v m="$(metric "$f" mfu)" 'BEGIN { print 100 * m }')" "$(metric "$f" peak_gflops)")"
+done
+same "ML-20M: tf32 vs fp32 losses" "$OUTDIR/ml20m-tf32.jsonl" "$OUTDIR/ml20m-host.jsonl" 1e-2
+same "ML-20M: bf16 vs fp32 losses" "$OUTDIR/ml20m-bf16.jsonl" "$OUTDIR/ml20m-host.jsonl" 3e-2
+t=$(metric "$OUTDIR/ml20m-tf32.jsonl" tokens_per_s) b=$(metric "$OUTDIR/ml20m-bf16.jsonl" tokens_per_s)
+table "$(awk -v t="$t" -v b="$b" 'BEGIN { printf "bf16 / tf32: %.2fx tokens/s (the aim: >= 1.5x)", (t > 0 ? b / t : 0) }')"
 
 # --- heavy ---------------------------------------------------------------------------
 stage heavy 90

@@ -24,8 +24,9 @@
  * squares) must repeat bit for bit on the device. Outputs that ops accumulate (+=) start from nonzero
  * values and are compared by their increments; outputs that ops write start
  * from junk. Each mismatch prints "FAIL op [case] what: ..."; a summary per
- * op follows. Exit 0 pass, 1 fail, 77 skip (the backend is not built in, or
- * no device is visible). */
+ * op follows. gemm_bf16 (device.precision = bf16): TOL on a device, bit
+ * for bit on the fake device. Exit 0 pass, 1 fail, 77 skip (the backend
+ * is not built in, or no device is visible). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -392,6 +393,59 @@ static void test_gemm(void)
                     pair_free(&B);
                     pair_free(&C);
                 }
+}
+
+/* gemm_bf16 (device.precision = bf16): both backends round the operands by
+ * the same function (emb_codec_row.h), so only the order of the fp32 sums
+ * differs: TOL on CUDA, bit for bit on the fake device (the CPU's own op).
+ * The CPU's bf16 result must be farther than 10 TOL from its fp32 one
+ * (k >= 7), so a device that skipped the rounding would fail. */
+static void test_gemm_bf16(void)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1},   {7, 5, 3},    {50, 64, 7},  {64, 50, 256},
+                                        {33, 1, 65}, {130, 70, 129}, {4, 6, 0}, {300, 64, 96}};
+    const int exact = !strcmp(dev->name, "fake");
+    char cas[256];
+    int variant = 0;
+    if (!cpu->gemm_bf16 || !dev->gemm_bf16) {
+        printf("FAIL gemm_bf16: backend %s has none\n", cpu->gemm_bf16 ? dev->name : cpu->name);
+        failures++;
+        return;
+    }
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                const int64_t pad = (variant++ % 2) ? 3 : 0;
+                const int64_t ra = ta ? k : m, lda = (ta ? m : k) + pad + (k == 0);
+                const int64_t rb = tb ? n : k, ldb = (tb ? k : n) + pad, ldc = n + pad;
+                const float alpha = variant % 3 ? 1.0f : 0.5f, beta = variant % 3 == 1 ? 0.0f : 1.0f;
+                snprintf(cas, sizeof cas, "m=%lld n=%lld k=%lld ta=%d tb=%d lda=%lld ldb=%lld",
+                         (long long)m, (long long)n, (long long)k, ta, tb, (long long)lda,
+                         (long long)ldb);
+                struct pair A = pair_rand(ra * lda, 1), B = pair_rand(rb * ldb, 1),
+                            C = pair_rand(m * ldc, 1);
+                float *Cf = xmalloc(fbytes(m * ldc) + sizeof(float));
+                memcpy(Cf, C.c, fbytes(m * ldc));
+                cpu->gemm_bf16(ta, tb, m, n, k, alpha, A.c, lda, B.c, ldb, beta, C.c, ldc);
+                dev->gemm_bf16(ta, tb, m, n, k, alpha, A.g, lda, B.g, ldb, beta, C.g, ldc);
+                if (exact)
+                    expect_bytes("gemm_bf16", cas, "C", &C);
+                else
+                    expect_f32("gemm_bf16", cas, "C", &C, NULL, 1, m * ldc, TOL);
+                cpu->gemm(ta, tb, m, n, k, alpha, A.c, lda, B.c, ldb, beta, Cf, ldc);
+                int64_t at;
+                const double gap = rel_err(C.c, Cf, m * ldc, &at);
+                if (k >= 7 && m * n > 1 && !(gap > 10 * TOL)) {
+                    printf("FAIL gemm_bf16 [%s]: the CPU's bf16 result is within %.3g of its fp32 "
+                           "one: the check cannot tell them apart\n", cas, gap);
+                    failures++;
+                }
+                free(Cf);
+                pair_free(&A);
+                pair_free(&B);
+                pair_free(&C);
+            }
 }
 
 /* -- elementwise ---------------------------------------------------------- */
@@ -1466,7 +1520,7 @@ static int ops_present(const struct backend_ops *be)
         int ok;
     } ops[] = {
         OP(alloc), OP(free), OP(to_device), OP(to_host), OP(copy), OP(zero), OP(synchronize),
-        OP(gemm), OP(axpy), OP(scale), OP(mul), OP(silu_fwd), OP(silu_bwd), OP(relu_fwd),
+        OP(gemm), OP(gemm_bf16), OP(axpy), OP(scale), OP(mul), OP(silu_fwd), OP(silu_bwd), OP(relu_fwd),
         OP(relu_bwd), OP(layernorm_fwd), OP(layernorm_bwd), OP(l2norm_fwd), OP(l2norm_bwd),
         OP(dropout_fwd), OP(dropout_bwd), OP(gather_rows), OP(scatter_add_rows), OP(adamw_step),
         OP(sum_squares), OP(hstu_attn_fwd), OP(hstu_attn_bwd), OP(sasrec_attn_fwd),
@@ -1547,6 +1601,7 @@ int main(int argc, char **argv)
         {"softmax_loss_q", test_softmax_loss_q}, {"full_blocks", test_full_blocks},
         {"hstu_ctx", test_hstu_ctx},     {"sasrec_ctx", test_sasrec_ctx},
         {"feat", test_feat},
+        {"gemm_bf16", test_gemm_bf16},
     };
     const char *only = argc > 2 ? argv[2] : NULL; /* comma-separated test names */
     int ran = 0;

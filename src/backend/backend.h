@@ -44,6 +44,15 @@ struct backend_ops {
     void (*gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                  int64_t ldc);
+    /* The same with bf16 operands (device.precision = bf16): every element
+     * of op(A) and op(B) rounded to bf16 (nearest even, emb_codec_row.h:
+     * ecr_f32_to_bf16_rn), the products summed in fp32; alpha, beta and C
+     * fp32. The CPU backend emulates it (backend_cpu_bf16.c: rounded copies,
+     * sgemm), CUDA runs cublasGemmEx (CUDA_R_16BF, CUBLAS_COMPUTE_32F). NULL
+     * on backends without it (device.precision = bf16 refused). */
+    void (*gemm_bf16)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                      float *C, int64_t ldc);
 
     /* elementwise on n values */
     void (*axpy)(int64_t n, float alpha, const float *x, float *y);      /* y += a x */

@@ -328,6 +328,7 @@ const struct backend_ops backend_cpu = {
     .zero = cpu_zero,
     .synchronize = cpu_synchronize,
     .gemm = cpu_gemm,
+    .gemm_bf16 = cpu_gemm_bf16,
     .axpy = cpu_axpy,
     .scale = cpu_scale,
     .mul = cpu_mul,

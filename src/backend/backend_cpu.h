@@ -49,6 +49,11 @@ void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, con
                            float *lse);
 double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
                               const int64_t *tcol, float gscale, float *s);
+/* backend_cpu_bf16.c: gemm_bf16's emulation; y[rows, cols] (packed) = x
+ * (row stride ldx) rounded to bf16 and back (ecr_f32_to_bf16_rn) */
+void cpu_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+void cpu_round_bf16(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y);
 /* backend_cpu.c: the reference of dropout_fwd (the op is a faster form of it) */
 void cpu_dropout_fwd_ref(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
                          const float *x, float *y, uint8_t *mask);

@@ -84,7 +84,8 @@ static void assign(struct comm *c, const struct backend_ops *be, int count, int 
     free(all);
 }
 
-void device_select(struct comm *c, const struct params *p, struct device_choice *out)
+static void choose(struct comm *c, const struct params *p, enum precision pr,
+                   struct device_choice *out)
 {
     memset(out, 0, sizeof *out);
     out->be = &backend_cpu;
@@ -134,7 +135,7 @@ void device_select(struct comm *c, const struct params *p, struct device_choice 
               "node rank %d: start one rank per device (e.g. srun --gpus-per-task=1), or set "
               "device.share=on to let ranks share devices",
               c->g[COMM_NODE].rank, dev, count, other);
-    if (be->device_open(dev, (int)params_i64(p, P_device_tf32), err, sizeof err))
+    if (be->device_open(dev, pr == PRECISION_TF32, err, sizeof err))
         fatal("device: cannot open device %d: %s", dev, err);
     out->be = be;
     out->device = dev;
@@ -150,4 +151,27 @@ void device_select(struct comm *c, const struct params *p, struct device_choice 
              sharers > 1 ? "shared by ranks of this node (device.share)" : "this rank's own",
              out->direct ? "go to CUDA-aware MPI directly"
                          : "are staged through pinned host memory");
+}
+
+void device_select(struct comm *c, const struct params *p, struct device_choice *out)
+{
+    enum precision pr;
+    char note[1024], err[2048];
+    if (precision_resolve(p, &pr, note, sizeof note, err, sizeof err))
+        fatal("%s", err); /* train_conf_check refused it first */
+    if (note[0] && c->rank == 0)
+        log_warn("%s", note);
+    choose(c, p, pr, out);
+    out->precision = pr;
+    if (pr == PRECISION_TF32 && backend_is_host(out->be))
+        log_info("notice: device.precision = tf32: the CPU backend has no TF32; its GEMMs are "
+                 "fp32");
+    const struct backend_ops *be = backend_at_precision(out->be, pr, err, sizeof err);
+    if (!be)
+        fatal("%s", err);
+    if (pr == PRECISION_BF16)
+        log_info("device.precision = bf16: the dense GEMMs take bf16 operands and accumulate "
+                 "in fp32 (%s)", backend_is_host(be) || !strcmp(be->name, "fake")
+                                     ? "the CPU's emulation" : "cublasGemmEx");
+    out->be = be;
 }

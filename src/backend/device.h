@@ -5,6 +5,7 @@
 #define FS_DEVICE_H
 
 #include "backend/backend.h"
+#include "backend/precision.h"
 #include "comm/comm.h"
 #include "base/params.h"
 
@@ -14,11 +15,14 @@ struct device_choice {
     int sharers;       /* ranks of the node on this device (1: its own; 0 on the CPU) */
     int direct;        /* 1: device pointers go to MPI (CUDA-aware); 0: staged */
     char desc[256];    /* the device, for the log */
+    enum precision precision; /* device.precision (be computes at it: precision.h) */
 };
 
-/* Apply device.type, device.share, device.tf32 and device.staging: picks
- * the backend and the device, opens it. The ranks of a node compare the
- * identities of the devices they see (backend.h: device_uuid): in node-rank
+/* Apply device.type, device.share, device.precision (device.tf32) and
+ * device.staging: picks the backend and the device, opens it; out->be is
+ * the backend at that precision (precision.h: backend_at_precision). The
+ * ranks of a node compare the identities of the devices they see
+ * (backend.h: device_uuid): in node-rank
  * order each rank takes a device no earlier rank took, else (device.share =
  * on) the visible one with the fewest ranks so far; so one GPU per task
  * (Slurm --gpus-per-task=1), all GPUs visible to every rank, and ranks

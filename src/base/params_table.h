@@ -193,11 +193,17 @@ X(device, type, CHOICE, "auto", 0, 0, "auto|cpu|cuda|fake",
 X(device, share, BOOL, "off", 0, 1, NULL,
   "allow ranks of a node to share a device (the ranks compare device identities; for tests "
   "and small runs)")
+X(device, precision, CHOICE, "fp32", 0, 0, "fp32|tf32|bf16",
+  "the dense GEMMs: fp32; tf32 = cuBLAS TF32 tensor cores (~1e-3 relative error; fp32 on the "
+  "CPU); bf16 = operands rounded to bf16, fp32 accumulation (cuBLAS GemmEx; the CPU emulates "
+  "it). Norms, softmax, losses, reductions, weights, optimizer state and embedding tables "
+  "stay fp32 (doc/gpu.md)")
 X(device, tf32, BOOL, "off", 0, 1, NULL,
-  "let cuBLAS use TF32 tensor cores for float GEMMs (faster, ~1e-3 relative error)")
+  "deprecated alias: on = device.precision=tf32, off = fp32 (a warning; contradicting "
+  "device.precision is an error)")
 X(device, peak_tflops, FLOAT, "0", 0, 1e6, NULL,
-  "the peak fp32 rate of one rank's device (or cores) in TFLOP/s that MFU is reported "
-  "against (0 = measured at start-up: a short gemm at the run's threads or device mode)")
+  "the peak rate of one rank's device (or cores) in TFLOP/s that MFU is reported against "
+  "(0 = measured at start-up: a short gemm at the run's threads and device.precision)")
 X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "exchanges of device buffers: direct = device pointers to MPI (needs CUDA-aware MPI), "
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")

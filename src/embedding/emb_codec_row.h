@@ -43,13 +43,32 @@ static inline ECR_HD float ecr_float(uint32_t u)
     return x;
 }
 
+/* fp32 bits u rounded to bf16's, nearest even (a NaN's or an overflow's
+ * result is the callers' to fix) */
+static inline ECR_HD uint16_t ecr_bf16_round(uint32_t u)
+{
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* The wire's: finite x rounded, saturating at bf16's largest finite value
+ * (the codec refuses rows that are not finite). */
 static inline ECR_HD uint16_t ecr_f32_to_bf16(float x)
 {
     uint32_t u = ecr_bits(x);
-    uint16_t b = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16); /* nearest even */
+    uint16_t b = ecr_bf16_round(u);
     if ((b & 0x7F80u) == 0x7F80u) /* a finite value rounded up to infinity: saturate */
         b = (uint16_t)(((u >> 16) & 0x8000u) | 0x7F7Fu);
     return b;
+}
+
+/* x rounded to bf16 as IEEE arithmetic does: a finite value beyond bf16's
+ * range becomes an infinity, infinities stay, a NaN becomes the quiet NaN
+ * 0x7FC0 (as torch.bfloat16). The GEMM operands of device.precision = bf16
+ * (backend_cpu_bf16.c, cuda/gemm_bf16.cu). */
+static inline ECR_HD uint16_t ecr_f32_to_bf16_rn(float x)
+{
+    const uint32_t u = ecr_bits(x);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)0x7FC0u : ecr_bf16_round(u);
 }
 
 static inline ECR_HD float ecr_bf16_to_f32(uint16_t b) { return ecr_float((uint32_t)b << 16); }

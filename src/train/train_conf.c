@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/precision.h"
 #include "base/log.h"
 
 /* Adam's constants, for the dense parameters and the tables alike. */
@@ -84,7 +85,9 @@ int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
     if (train_conf_resolve(p, P, &tc, err, errlen))
         return -1;
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
-    if (model_conf_check(&tc.model, err, errlen) || device_check(p, &tc, err, errlen))
+    enum precision pr;
+    if (model_conf_check(&tc.model, err, errlen) || device_check(p, &tc, err, errlen) ||
+        precision_resolve(p, &pr, NULL, 0, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
     if (P > 0 && G > 0 && (G > P || P % G != 0))

@@ -221,10 +221,11 @@ void train_utilisation_setup(struct trainer *tr)
                     cf->bce && !ranking, &tr->flops);
     const double mine = cf->peak_tflops > 0 ? 1e3 * cf->peak_tflops : backend_peak_gflops(tr->be);
     tr->peak_gflops = comm_allreduce_sum_f64(tr->c, COMM_DP, mine);
+    char gemm[64]; /* the precision the run's gemm has (device.precision) */
+    snprintf(gemm, sizeof gemm, "measured: %s gemm", precision_name(tr->dev.precision));
     log_info("utilisation: model FLOPs %.4g per token + %.4g per attention pair (forward and "
              "backward); peak %.1f GFLOP/s on rank 0 (%s), %.1f GFLOP/s for the job",
              tr->flops.per_token, tr->flops.per_pair, mine,
-             cf->peak_tflops > 0 ? "device.peak_tflops" : "measured: fp32 gemm",
-             tr->peak_gflops);
+             cf->peak_tflops > 0 ? "device.peak_tflops" : gemm, tr->peak_gflops);
 }
 
