@@ -9,8 +9,8 @@
  *   - G = P, G = 1 and (P = 4) G = 2: with replicas a row that another
  *     replica's requesters updated collides too;
  *   - fp32 and bf16 rows on the wire;
- *   - the table in host memory, and in the fake device's memory staged
- *     and direct;
+ *   - the table in host memory (every case), and in the fake device's
+ *     memory staged (mixed, both codecs) and direct (mixed, fp32);
  * and the counters (wire stats pf_rows, pf_late) agree with the case. */
 #include <math.h>
 #include <stdlib.h>
@@ -177,10 +177,12 @@ int main(int argc, char **argv)
     const enum emb_codec codecs[] = {EMB_CODEC_FP32, EMB_CODEC_BF16};
     int Gs[3] = {c.size, 1, c.size / 2}; /* sharded; replicated; both (P = 4) */
     const int nG = c.size == 1 ? 1 : c.size == 4 ? 3 : 2;
+    /* host tables: every case; the fake device's: the mixed case (both
+     * parts), staged with both codecs, direct in fp32 */
     for (int where = 0; where < 3; where++)
         for (int g = 0; g < nG; g++)
-            for (int kase = 0; kase < 3; kase++)
-                for (int k = 0; k < 2; k++)
+            for (int kase = where ? MIX : 0; kase < 3; kase++)
+                for (int k = 0; k < (where == 2 ? 1 : 2); k++)
                     run(&c, Gs[g], kase, codecs[k], where ? &backend_fake : NULL, where == 2);
     comm_free(&c);
     return 0;
