@@ -38,8 +38,10 @@ struct emb_pf {
     int64_t *ids;         /* owner: [nserve] clean ids (by requester), then late ones */
     int64_t *perm;        /* requester: [nuniq] row u -> its place in the compact buffer */
     const int64_t *ids_t; /* ids in the table's memory */
+    const int64_t *want;  /* owner: y's served ids on the host (plan to post) */
+    void *want_own;       /* ... the copy behind them on a device table, else NULL */
     int64_t *marked;      /* owner: the ids marked in the bitmap (to clear) */
-    size_t cap_mask, cap_ids, cap_uniq;
+    size_t cap_mask, cap_ids, cap_uniq, cap_marked;
     int64_t *lay;         /* [8G] owner clean c/d, late c/d; requester clean c/d, late c/d */
     int G;
     int64_t clean_s, clean_r; /* clean rows served / received (late: the rest) */
@@ -62,6 +64,7 @@ void emb_prefetch_release(const struct backend_ops *be, struct emb_pf *pf)
     free(pf->ids);
     free(pf->perm);
     free(pf->marked);
+    free(pf->want_own);
     free(pf->lay);
     free(pf);
 }
@@ -87,6 +90,8 @@ static struct emb_pf *pf_of(struct emb_exchange *x)
     pf->ids = grow(pf->ids, &pf->cap_ids, at_least1(x->nserve), sizeof(int64_t));
     pf->perm = grow(pf->perm, &pf->cap_uniq, at_least1(x->nuniq), sizeof(int64_t));
     pf->posted = pf->late = 0;
+    free(pf->want_own); /* a plan whose post never came (the run drained) */
+    pf->want_own = NULL;
     return pf;
 }
 
@@ -130,8 +135,7 @@ static int64_t mark_updated(struct emb_table *t, struct comm *c, struct emb_pf *
         xs->touched = xcalloc((size_t)(t->local_rows / 8 + 1), 1);
     void *own;
     const int64_t *served = backend_download(t->be, x->serve, at_least1(x->nserve) * 8, &own);
-    free(pf->marked); /* room for every id served */
-    pf->marked = xmalloc(at_least1(x->nserve) * sizeof(int64_t));
+    pf->marked = grow(pf->marked, &pf->cap_marked, at_least1(x->nserve), sizeof(int64_t));
     int64_t nm = 0;
     mark(t, pf, served, x->nserve, &nm);
     free(own);
@@ -144,7 +148,10 @@ static int64_t mark_updated(struct emb_table *t, struct comm *c, struct emb_pf *
         int64_t *all = xmalloc(at_least1(total) * sizeof *all);
         comm_allgatherv(c, COMM_EMB_REPLICA, COMM_I64, pf->marked, nm, all, counts,
                         COMM_PH_REPLICA);
-        pf->marked = xrealloc(pf->marked, at_least1(nm + total) * sizeof(int64_t));
+        if ((size_t)(nm + total) > pf->cap_marked) { /* keeping the nm marked so far */
+            pf->cap_marked = (size_t)(nm + total);
+            pf->marked = xrealloc(pf->marked, pf->cap_marked * sizeof(int64_t));
+        }
         mark(t, pf, all, total, &nm);
         free(all);
         free(counts);
@@ -160,16 +167,14 @@ void emb_prefetch_plan(struct emb_table *t, struct comm *c, struct emb_exchange 
     struct emb_pf *pf = pf_of(y);
     y->pf_on = 1;
     const int64_t nm = mark_updated(t, c, pf, x);
-    void *own;
-    const int64_t *want = backend_download(t->be, y->serve, at_least1(y->nserve) * 8, &own);
-    const uint8_t *m = emb_xstate(t)->touched;
+    /* y's served ids on the host, kept for emb_prefetch_post */
+    pf->want = backend_download(t->be, y->serve, at_least1(y->nserve) * 8, &pf->want_own);
+    uint8_t *m = emb_xstate(t)->touched;
     for (int64_t i = 0; i < y->nserve; i++)
-        pf->mask[i] = (uint8_t)bit(m, want[i] / G);
-    free(own);
-    uint8_t *tm = emb_xstate(t)->touched; /* cleared for the next use */
-    for (int64_t i = 0; i < nm; i++) {
+        pf->mask[i] = (uint8_t)bit(m, pf->want[i] / G);
+    for (int64_t i = 0; i < nm; i++) { /* cleared for the next use */
         const int64_t s = pf->marked[i] / G;
-        tm[s >> 3] &= (uint8_t)~(1u << (s & 7));
+        m[s >> 3] &= (uint8_t)~(1u << (s & 7));
     }
     /* the marks go back the way the ids came (owner -> requester, one
      * byte per requested row) */
@@ -254,16 +259,16 @@ void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange 
     /* owner: the clean ids per requester, then the late ones */
     pf->clean_s = split_counts(G, pf->mask, y->rcounts, y->rdispls, L, L + G, L + 2 * G,
                                L + 3 * G);
-    void *own;
-    const int64_t *want = backend_download(be, y->serve, at_least1(y->nserve) * 8, &own);
     for (int p = 0; p < G; p++) {
         int64_t ci = L[G + p], li = L[3 * G + p];
         for (int64_t i = y->rdispls[p]; i < y->rdispls[p] + y->rcounts[p]; i++)
-            pf->ids[pf->mask[i] ? li++ : ci++] = want[i];
+            pf->ids[pf->mask[i] ? li++ : ci++] = pf->want[i];
     }
-    free(own);
+    free(pf->want_own);
+    pf->want_own = NULL;
     pf->ids_t = in_table(be, &pf->b_ids, pf->ids, at_least1(y->nserve) * sizeof(int64_t));
     /* requester: the marks of its rows, per owner; row u's place */
+    void *own;
     const uint8_t *rm = backend_download(be, pf->b_rmask.p, at_least1(y->nuniq), &own);
     pf->clean_r = split_counts(G, rm, y->scounts, y->sdispls, L + 4 * G, L + 5 * G, L + 6 * G,
                                L + 7 * G);
