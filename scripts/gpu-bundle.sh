@@ -22,7 +22,8 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 git -C "$TOP" rev-parse --is-inside-work-tree >/dev/null
 git clone -q "$TOP" "$W/src"
-PROGS="freescale tests/test_backend_ops tests/test_model_backends bench/bench_gemm bench/bench_transport"
+PROGS="freescale tests/test_backend_ops tests/test_model_backends tests/test_emb_ipc bench/bench_gemm
+    bench/bench_transport"
 (cd "$W/src" && autoreconf -fi && ./configure -q --with-cuda && make -j"$(nproc)" $PROGS) \
     > "$W/build.log" 2>&1 || { tail -n 30 "$W/build.log"; exit 1; }
 if grep -E '^[^ ]+:[0-9]+:[0-9]+: warning:|\([0-9]+\): warning' "$W/build.log"; then

@@ -26,7 +26,10 @@
 #                also 4) on the GPU with device tables: against the CPU
 #                references at 1e-5, against host tables on the GPU bit for
 #                bit
-#   transports   2 ranks: copy-engine and kernel against mpi, device
+#   transports   2 ranks: copy-engine and kernel against mpi (with device
+#                tables their rows and gradients through CUDA IPC too;
+#                tests/test_emb_ipc at 4 ranks: those transfers bitwise
+#                MPI's, windows growing, nodes of 2), device
 #                buffers handed to MPI when it is CUDA-aware, and
 #                parallel.overlap=prefetch (the next step's rows through the
 #                device-resident exchange) against prioritized
@@ -69,8 +72,10 @@ if [ -n "${FREESCALE_PREBUILT:-}" ]; then
     B=$FREESCALE_PREBUILT
     export PATH="$B/bin:$PATH" LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     FS=$B/bin/freescale TBO=$B/bin/test_backend_ops TMB=$B/bin/test_model_backends
+    TEI=$B/bin/test_emb_ipc
 else
     FS=$TOP/freescale TBO=$TOP/tests/test_backend_ops TMB=$TOP/tests/test_model_backends
+    TEI=$TOP/tests/test_emb_ipc
 fi
 MPIRUN=$(command -v mpirun || echo mpirun)
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -283,6 +288,8 @@ for tp in copy-engine kernel; do
         output.metrics="$W/tp-$tp.jsonl"
     same "transport $tp vs mpi" "$W/tp-$tp.jsonl" "$W/hstu-dev-2.jsonl" 1e-5
 done
+check "embedding transfers through CUDA IPC (test_emb_ipc)" env FREESCALE_TEST_DEVICE=$DEV \
+    $MPIRUN --bind-to none -np 4 "$TEI"
 [ "$DEV" = fake ] && export FREESCALE_FAKE_AWARE=1
 if train 2 $GPU embedding.placement=device device.staging=direct \
     output.metrics="$W/direct.jsonl" > "$W/cmd.out" 2>&1; then

@@ -7,7 +7,8 @@
 # against host placement on the same device; every overlap mode (prefetch
 # too: the next step's rows through the device-resident exchange); staged
 # and direct (CUDA-aware MPI; FREESCALE_FAKE_AWARE=1 on the fake device);
-# the copy-engine transport; embedding groups smaller than the job (G < P:
+# the copy-engine transport (the embedding rows and gradients too, within
+# a node and, with debug.node_size, MPI between nodes); embedding groups smaller than the job (G < P:
 # replicas summed); the wire codecs; a second identical run repeats the
 # first; a checkpoint written by a CPU run resumes on the device with
 # device placement and one written there resumes on the CPU, both
@@ -61,6 +62,20 @@ for model in hstu sasrec; do
         output.metrics="$T/$model-dev-ce.jsonl"
     same_losses "$T/$model-dev-2.jsonl" "$T/$model-dev-ce.jsonl" "$model: copy-engine" 0 $TOL
 done
+# the embedding rows and gradients through CUDA IPC too (emb_ipc.c): 4 ranks
+# in nodes of 2 (IPC within, MPI across) with prefetch, against host tables
+# under the same dense transport; the copy kernel at 2 ranks
+expect_ok train 4 $GPU embedding.placement=host parallel.transport=copy-engine \
+    debug.node_size=2 parallel.overlap=prefetch output.metrics="$T/ce4-host.jsonl"
+expect_ok train 4 $GPU embedding.placement=device parallel.transport=copy-engine \
+    debug.node_size=2 parallel.overlap=prefetch output.metrics="$T/ce4-dev.jsonl"
+grep -q 'embedding rows and gradients of 1 device table through CUDA IPC to 1 peer' "$T/out" &&
+    pass "embedding transfers through CUDA IPC reported" ||
+    fail "embedding IPC not reported: $(grep 'transport' "$T/out" | head -n 2)"
+same_losses "$T/ce4-host.jsonl" "$T/ce4-dev.jsonl" "rows through IPC in nodes of 2, prefetch" 0 $TOL_DEV
+expect_ok train 2 $GPU embedding.placement=device parallel.transport=kernel \
+    output.metrics="$T/k2-dev.jsonl"
+same_losses "$T/hstu-dev-2.jsonl" "$T/k2-dev.jsonl" "rows through IPC by a copy kernel" 0 $TOL
 # direct: device buffers handed to (CUDA-aware) MPI, every overlap mode
 [ "$DEV" = fake ] && export FREESCALE_FAKE_AWARE=1
 for ov in prioritized none prefetch; do

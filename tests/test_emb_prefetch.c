@@ -12,13 +12,13 @@
  *   - the table in host memory (every case), and in the fake device's
  *     memory staged (mixed, both codecs) and direct (mixed, fp32);
  * and the counters (wire stats pf_rows, pf_late) agree with the case. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/check.h"
 #include "comm/comm.h"
 #include "embedding/emb_exchange.h"
+#include "emb_steps.h"
 #include "mpitest.h"
 
 #define ROWS 997
@@ -54,41 +54,6 @@ static struct emb_table *table(struct emb_registry *reg, struct comm *c, enum em
     return emb_registry_add(reg, c, &conf);
 }
 
-/* x's gradients: a function of the id and the rank (so replicas differ). */
-static void set_grads(struct emb_table *t, struct emb_exchange *x, int rank)
-{
-    const int64_t nu = emb_exchange_nuniq(x);
-    void *o;
-    const int64_t *u = backend_download(t->be, emb_exchange_uniq(x), (size_t)(nu ? nu : 1) * 8,
-                                        &o);
-    float *g = xmalloc((size_t)(nu ? nu : 1) * DIM * sizeof *g);
-    for (int64_t i = 0; i < nu; i++)
-        for (int j = 0; j < DIM; j++)
-            g[i * DIM + j] = (float)sin(0.37 * (double)u[i] + 0.9 * j + rank);
-    if (backend_is_host(t->be))
-        memcpy(emb_exchange_grads(x), g, (size_t)nu * DIM * sizeof *g);
-    else
-        t->be->to_device(emb_exchange_grads(x), g, (size_t)nu * DIM * sizeof *g);
-    free(g);
-    free(o);
-}
-
-/* y's rows in token order (host, [n, DIM]). */
-static float *token_rows(struct emb_table *t, struct emb_exchange *y, int64_t n)
-{
-    const int64_t nu = emb_exchange_nuniq(y);
-    void *oi, *or;
-    const int64_t *inv = backend_download(t->be, emb_exchange_inverse(y), (size_t)n * 8, &oi);
-    const float *rows = backend_download(t->be, emb_exchange_rows(y),
-                                         (size_t)(nu ? nu : 1) * DIM * 4, &or);
-    float *out = xmalloc((size_t)n * DIM * sizeof *out);
-    for (int64_t i = 0; i < n; i++)
-        memcpy(out + i * DIM, rows + inv[i] * DIM, DIM * sizeof *out);
-    free(oi);
-    free(or);
-    return out;
-}
-
 static void run(struct comm *c, int G, int kase, enum emb_codec cd,
                 const struct backend_ops *place, int direct)
 {
@@ -106,14 +71,14 @@ static void run(struct comm *c, int G, int kase, enum emb_codec cd,
         emb_output_post(t, c, x, NULL);
         emb_output_wait(x, 0, NULL);
         emb_output_wait(x, 1, NULL);
-        set_grads(t, x, c->rank);
+        emb_steps_grads(t, x, c->rank, DIM);
         emb_grad_post(t, c, x, NULL);
         emb_grad_finish(t, c, x, NULL);
         struct emb_exchange *y = emb_input_dist(t, c, yi, ny, ny / 2, NULL);
         emb_output_post(t, c, y, NULL);
         emb_output_wait(y, 0, NULL);
         emb_output_wait(y, 1, NULL);
-        ref = token_rows(t, y, ny);
+        ref = emb_steps_rows(t, y, ny, DIM);
         emb_exchange_free(x);
         emb_exchange_free(y);
         emb_registry_free(&reg);
@@ -129,14 +94,14 @@ static void run(struct comm *c, int G, int kase, enum emb_codec cd,
         emb_output_wait(x, 0, NULL);
         emb_output_wait(x, 1, NULL);
         emb_prefetch_plan(t, c, y, x);
-        set_grads(t, x, c->rank);
+        emb_steps_grads(t, x, c->rank, DIM);
         emb_prefetch_post(t, c, y);
         emb_grad_post(t, c, x, NULL);
         emb_grad_finish(t, c, x, NULL);
         emb_prefetch_late(t, c, y);
         emb_output_wait(y, 0, NULL);
         emb_output_wait(y, 1, NULL);
-        got = token_rows(t, y, ny);
+        got = emb_steps_rows(t, y, ny, DIM);
         emb_exchange_free(x);
         emb_exchange_free(y);
         emb_table_wire_take(t, c, &s);

@@ -167,10 +167,10 @@ X(parallel, progress, CHOICE, "test", 0, 0, "test|thread",
   "what moves non-blocking exchanges while the model computes: test = MPI_Test between "
   "layers; thread = a thread polling MPI's progress engine during compute")
 X(parallel, transport, CHOICE, "auto", 0, 0, "auto|mpi|copy-engine|kernel",
-  "how the dense gradient all-reduce moves device buffers: mpi; copy-engine = CUDA IPC with "
-  "cudaMemcpyAsync within a node (no SMs); kernel = a copy kernel over the same mappings; auto "
-  "= copy-engine on the CUDA backend with several ranks on a node, else mpi; the CPU backend "
-  "has only mpi")
+  "how device buffers move within a node: mpi; copy-engine = CUDA IPC with cudaMemcpyAsync "
+  "(no SMs) for the dense gradient all-reduce and the rows and gradients of device tables; "
+  "kernel = a copy kernel over the same mappings; auto = copy-engine for the dense all-reduce "
+  "on the CUDA backend with several ranks on a node, else mpi; the CPU backend has only mpi")
 X(parallel, split_long, CHOICE, "off", 0, 0, "off|auto",
   "auto: a sequence whose predicted cost exceeds parallel.split_threshold is cut into "
   "chunks of equal cost on several ranks (context-parallel attention, HSTU and SASRec)")

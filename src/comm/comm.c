@@ -349,6 +349,13 @@ static void count_send(struct comm *c, enum comm_group g, int p, int64_t n, size
         c->counters.xbytes[ph] += n * (int64_t)elem;
 }
 
+void comm_count_ipc(struct comm *c, enum comm_group g, int p, int64_t bytes, enum comm_phase ph)
+{
+    count_send(c, g, p, bytes, 1, ph);
+    if (p != c->g[g].rank && bytes > 0)
+        c->counters.ipc[ph] += bytes;
+}
+
 /* Count what this rank sends to the other ranks of the group. */
 static void count_sends(struct comm *c, enum comm_group g, const int64_t *scounts, size_t elem,
                         enum comm_phase ph)

@@ -48,6 +48,8 @@ struct comm_counters {
     int64_t calls[COMM_NPHASES];    /* exchanges */
     int64_t xbytes[COMM_NPHASES];   /* of bytes, those to ranks on other nodes
                                      * (all-to-alls and gathers) */
+    int64_t ipc[COMM_NPHASES];      /* of bytes, those copied through CUDA IPC
+                                     * (comm_count_ipc), not sent by MPI */
 };
 
 struct comm_group_info {
@@ -84,6 +86,9 @@ void comm_free(struct comm *c);
 void comm_set_node_size(struct comm *c, int n);
 /* 1 when rank p of group g is on another node than this rank. */
 int comm_peer_remote(const struct comm *c, enum comm_group g, int p);
+/* Count bytes that rank p of group g received from this rank outside MPI
+ * (a copy through CUDA IPC): in bytes, messages and ipc. */
+void comm_count_ipc(struct comm *c, enum comm_group g, int p, int64_t bytes, enum comm_phase ph);
 int comm_active(void); /* MPI initialised and not finalised */
 void comm_abort(int code); /* MPI_Abort when active, else returns */
 void comm_error_string(int err, char *buf, size_t len);

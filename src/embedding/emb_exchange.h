@@ -152,6 +152,15 @@ void emb_prefetch_plan(struct emb_table *t, struct comm *c, struct emb_exchange 
 void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange *y);
 void emb_prefetch_late(struct emb_table *t, struct comm *c, struct emb_exchange *y);
 
+/* parallel.transport = copy-engine | kernel (emb_ipc.c): a device table's
+ * rows and gradients between ranks of one node (comm_peer_remote) go
+ * through CUDA IPC mappings, copied by the copy engines (use_kernel = 0)
+ * or a copy kernel (1); between nodes by MPI as before. Collective over
+ * the emb group, before the table's first exchange; 0, or -1 with err
+ * (host tables, a backend without CUDA IPC, a table not sharded over the
+ * group). */
+int emb_ipc_init(struct emb_table *t, struct comm *c, int use_kernel, char *err, size_t errlen);
+
 /* The whole lookup, blocking, host memory in and out. out: [n, dim] rows
  * in token order. Returns the exchange, kept for emb_backward (or to be
  * freed). */

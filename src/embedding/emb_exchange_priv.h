@@ -39,6 +39,11 @@ void emb_buf_free(const struct backend_ops *be, struct emb_buf *b);
  *             receives of the device segments themselves, posted once the
  *             compute stream has produced them (never a non-blocking
  *             collective on device memory).
+ * With parallel.transport = copy-engine | kernel, a device table's
+ * segments between ranks of one node go through CUDA IPC instead (on top
+ * of staged or direct, which carry the segments between nodes): through a
+ * window per kind of transfer that the node's peers map, copied by the
+ * copy engines (or a copy kernel) on the comm stream; emb_ipc.c.
  * A rank's own segment is a device copy. post / test / wait are the
  * phases; a later kind never waits for an earlier one. */
 enum emb_xkind {
@@ -74,6 +79,22 @@ int emb_xfer_test(struct emb_xfer *f);
  * the compute stream's next operation). */
 void emb_xfer_wait(struct emb_xfer *f);
 
+/* --- within a node through CUDA IPC (emb_ipc.c) ---------------------------------
+ * emb_ipc_init (emb_exchange.h) turns it on. emb_ipc_peer: peer p's
+ * segments go that way. emb_ipc_post (in emb_xfer_post): wait for the
+ * acknowledgements of the kind's last transfer, copy the segments for the
+ * node's peers into the window, post the hand-off receives; 1 when
+ * segments were copied (the ready event must follow them on the comm
+ * stream). emb_ipc_send (once ready): the hand-offs. emb_ipc_test:
+ * progress; 1 once the segments arrived and the hand-offs are out (block:
+ * wait for both). emb_ipc_free: collective, in emb_xstate_free. */
+struct emb_ipc;
+int emb_ipc_peer(const struct emb_table *t, int p);
+int emb_ipc_post(struct emb_xfer *f);
+void emb_ipc_send(struct emb_xfer *f);
+int emb_ipc_test(struct emb_xfer *f, int block);
+void emb_ipc_free(struct emb_table *t);
+
 /* --- what a table's exchanges share (emb_xstate.c) ----------------------------- */
 
 #define EMB_POOL 4
@@ -90,6 +111,8 @@ struct emb_xstate {
     struct stage *up;                     /* their uploads */
     struct emb_buf stats;                 /* int64 [1]: tokens owned here, counted */
     int64_t tokens;                       /* tokens of the counted lookups */
+    struct emb_ipc *ipc;                  /* parallel.transport = copy-engine | kernel:
+                                             the node's peers' state (emb_ipc.c), or NULL */
     uint8_t *touched;                     /* prefetch: [local_rows / 8 + 1] bits, clear
                                              between uses (emb_prefetch.c) */
 };

@@ -1,5 +1,6 @@
 /* emb_xfer: one transfer of rows between the ranks of the emb group, host,
- * staged or direct; see emb_exchange_priv.h. */
+ * staged or direct, and through CUDA IPC within a node (emb_ipc.c); see
+ * emb_exchange_priv.h. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,12 @@ static char *pinned(const struct backend_ops *be, struct emb_buf *b, size_t byte
     return b->p;
 }
 
+/* peer p's segments travel by MPI (not to itself, not through IPC) */
+static int by_mpi(const struct emb_xfer *f, int p, int me)
+{
+    return p != me && !emb_ipc_peer(f->t, p);
+}
+
 /* Post this rank's messages: sends (send = 1, from base) or receives. */
 static void post(struct emb_xfer *f, int send, const char *base, struct comm_msgs *out)
 {
@@ -44,7 +51,7 @@ static void post(struct emb_xfer *f, int send, const char *base, struct comm_msg
     struct comm_msg *m = xmalloc((size_t)G * sizeof *m);
     int n = 0;
     for (int p = 0; p < G; p++)
-        if (p != me && cnt[p] > 0) {
+        if (by_mpi(f, p, me) && cnt[p] > 0) {
             m[n] = (struct comm_msg){.peer = p, .tag = xfer_tag(f),
                                      .buf = (void *)(base + (size_t)dsp[p] * f->rb),
                                      .n = cnt[p]};
@@ -66,7 +73,7 @@ static void unexpose(struct emb_xfer *f, int send)
     const int64_t *cnt = send ? sc_of(f) : rc_of(f), *dsp = send ? sd_of(f) : rd_of(f);
     const char *base = send ? f->send : f->recv;
     for (int p = 0; p < G; p++)
-        if (p != me && cnt[p] > 0)
+        if (by_mpi(f, p, me) && cnt[p] > 0)
             be->mpi_expose(base + (size_t)dsp[p] * f->rb, (size_t)cnt[p] * f->rb, 0);
 }
 
@@ -75,6 +82,8 @@ static void send_now(struct emb_xfer *f)
     struct emb_xstate *xs = f->t->xs;
     const char *base = xs->mode == EMB_XF_STAGED ? xs->pin_s[f->kind].p : f->send;
     post(f, 1, base, &f->sq);
+    if (xs->ipc)
+        emb_ipc_send(f);
     f->sends_posted = 1;
 }
 
@@ -93,7 +102,7 @@ static void land(struct emb_xfer *f)
     const char *pin = xs->pin_r[f->kind].p;
     int any = 0;
     for (int p = 0; p < G; p++)
-        if (p != me && rc[p] > 0) {
+        if (by_mpi(f, p, me) && rc[p] > 0) {
             be->to_device_async(f->recv + (size_t)rd[p] * f->rb, pin + (size_t)rd[p] * f->rb,
                                 (size_t)rc[p] * f->rb);
             any = 1;
@@ -141,7 +150,9 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
     }
     int remote_sends = 0;
     for (int p = 0; p < G; p++)
-        remote_sends += p != me && sc[p] > 0;
+        remote_sends += by_mpi(f, p, me) && sc[p] > 0;
+    /* within the node: the segments into this rank's window (comm stream) */
+    const int ipc_sends = xs->ipc ? emb_ipc_post(f) : 0;
     if (xs->mode == EMB_XF_STAGED) {
         char *pin_s = pinned(be, &xs->pin_s[kind], (size_t)extent(sc, sd, G) * f->rb);
         char *pin_r = pinned(be, &xs->pin_r[kind], (size_t)extent(rc, rd, G) * f->rb);
@@ -151,16 +162,16 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
         xs->landing[kind] = 0;
         post(f, 0, pin_r, &f->rq);
         for (int p = 0; p < G; p++) /* down, one copy per peer, on the comm stream */
-            if (p != me && sc[p] > 0)
+            if (by_mpi(f, p, me) && sc[p] > 0)
                 be->to_host_async(pin_s + (size_t)sd[p] * f->rb,
                                   (const char *)send + (size_t)sd[p] * f->rb,
                                   (size_t)sc[p] * f->rb);
-        if (remote_sends)
+        if (remote_sends || ipc_sends)
             be->event_record(xs->ready[kind], BACKEND_COMM);
     } else { /* direct: MPI reads the segments once the compute stream made them */
         post(f, 0, recv, &f->rq);
-        if (remote_sends)
-            be->event_record(xs->ready[kind], BACKEND_COMPUTE);
+        if (remote_sends || ipc_sends) /* the window copies follow the compute stream's work */
+            be->event_record(xs->ready[kind], ipc_sends ? BACKEND_COMM : BACKEND_COMPUTE);
     }
     if (sc[me] != rc[me])
         fatal("embedding table '%s': transfer %d: %lld rows to itself, %lld expected",
@@ -171,8 +182,8 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
     /* the sends leave once their segments are ready: at a later test (an
      * event query) or the wait; a rank posts them before it waits for its
      * peers', and every rank posts and waits in the same order */
-    if (!remote_sends)
-        send_now(f); /* no message: nothing to wait for */
+    if (!remote_sends && !ipc_sends)
+        send_now(f); /* no segment to make ready: nothing to wait for */
 }
 
 int emb_xfer_test(struct emb_xfer *f)
@@ -189,7 +200,8 @@ int emb_xfer_test(struct emb_xfer *f)
         send_now(f);
     if (!f->recvd && comm_test_msgs(&f->rq))
         land(f);
-    if (f->sends_posted && f->recvd && comm_test_msgs(&f->sq)) {
+    const int ipc_done = !f->t->xs->ipc || emb_ipc_test(f, 0);
+    if (f->sends_posted && f->recvd && ipc_done && comm_test_msgs(&f->sq)) {
         finish(f);
         return 1;
     }
@@ -216,6 +228,8 @@ void emb_xfer_wait(struct emb_xfer *f)
         comm_wait_msgs(&f->rq);
         land(f);
     }
+    if (f->t->xs->ipc)
+        emb_ipc_test(f, 1);
     comm_wait_msgs(&f->sq);
     finish(f);
 }

@@ -69,6 +69,7 @@ void emb_xstate_free(struct emb_table *t)
     if (!xs)
         return;
     const struct backend_ops *be = t->be;
+    emb_ipc_free(t); /* collective: the peers' mappings of its windows */
     for (int i = 0; i < xs->npool; i++)
         exchange_release(be, xs->pool[i]);
     for (int k = 0; k < EMB_NX; k++) {

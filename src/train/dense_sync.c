@@ -28,7 +28,7 @@ struct dense_sync {
  * CUDA and some node runs several ranks, else mpi; it falls back to mpi
  * when the CUDA IPC mappings cannot be made, where an explicit choice ends
  * the job. Every rank takes the same branch (same backend, global rank
- * counts). The embedding exchanges (host memory) always go through MPI. */
+ * counts). The embedding exchanges: train.c (table_transport). */
 static void transport_choose(struct dense_sync *s, const struct device_choice *dev,
                              const char *tp)
 {
@@ -61,7 +61,7 @@ static void transport_choose(struct dense_sync *s, const struct device_choice *d
     }
     s->ipc = 1;
     log_info("parallel.transport: %s%s: dense all-reduce by %s through CUDA IPC within a "
-             "node (%d ranks), %s across the %d nodes; embedding exchanges by MPI",
+             "node (%d ranks), %s across the %d nodes",
              use_kernel ? "kernel" : "copy-engine", is_auto ? " (chosen by auto)" : "",
              use_kernel ? "a copy kernel" : "the copy engines", s->dipc.L,
              s->dipc.nodes < 2 ? "nothing" : s->dipc.stage ? "staged MPI" : "CUDA-aware MPI",

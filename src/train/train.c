@@ -97,6 +97,41 @@ static const struct backend_ops *table_placement(struct trainer *tr)
     return tr->be;
 }
 
+/* parallel.transport = copy-engine | kernel: the rows and gradients of the
+ * tables in device memory go through CUDA IPC between the ranks of a node
+ * too (emb_ipc.c), MPI between nodes. auto leaves them on MPI (the dense
+ * all-reduce alone takes IPC): this path is not yet verified on a GPU.
+ * Collective. */
+static void table_transport(struct trainer *tr)
+{
+    const char *tp = tr->conf.transport;
+    const int kernel = !strcmp(tp, "kernel");
+    if (!kernel && strcmp(tp, "copy-engine") != 0)
+        return;
+    int n = 0;
+    for (int i = 0; i < tr->reg.n; i++) {
+        struct emb_table *t = &tr->reg.tables[i];
+        if (backend_is_host(t->be) || t->G < 2)
+            continue;
+        char err[512], msg[700];
+        int bad = emb_ipc_init(t, tr->c, kernel, err, sizeof err);
+        snprintf(msg, sizeof msg, "parallel.transport = %s: embedding table '%s': %s", tp,
+                 t->conf.name, err);
+        comm_fail_agree(tr->c, bad, msg);
+        n++;
+    }
+    int64_t local = 0;
+    for (int p = 0; p < tr->c->g[COMM_EMB].size; p++)
+        local += p != tr->c->g[COMM_EMB].rank && !comm_peer_remote(tr->c, COMM_EMB, p);
+    if (n)
+        log_info("parallel.transport: %s: embedding rows and gradients of %d device table%s "
+                 "through CUDA IPC to %lld peer%s on this node, MPI to the others", tp, n,
+                 n == 1 ? "" : "s", (long long)local, local == 1 ? "" : "s");
+    else
+        log_info("parallel.transport: %s: embedding exchanges by MPI (no table in device memory "
+                 "shared by several ranks; embedding.placement=device moves them to IPC)", tp);
+}
+
 void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *ec)
 {
     const int64_t G = ec->replicated ? 1 : tr->c->g[COMM_EMB].size;
@@ -170,6 +205,7 @@ void trainer_build(struct trainer *tr)
     trainer_check_table(tr, &ec);
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
     step_feat_tables(tr);
+    table_transport(tr);
     task_setup_init(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
     train_step_init(tr);
