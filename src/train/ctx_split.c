@@ -33,8 +33,14 @@ struct ctx_split {
     struct comm_msgs *pending; /* the forward's sends of each layer */
     int npending, maxpending;
     /* a device computing (ctx_split_device): the buffers the model hands
-     * over are its memory, staged through host copies */
+     * over are its memory, staged through host copies, or (direct) handed
+     * to CUDA-aware MPI */
     const struct backend_ops *be; /* NULL: host memory */
+    int direct;
+    struct comm_msg **pend_msgs; /* direct: [layers] the forward's sends of each layer, exposed
+                                    to MPI until they complete */
+    int *pend_n;
+    int nrecv, nsend;       /* direct: the messages of recv, send in flight */
     float **hsend;          /* [layers] forward: the layer's k, v rows [2, T, w] */
     float *hkv;             /* the received rows (forward) or the gradients sent
                                (backward): [2, keys, w] as kb, vb */
@@ -111,12 +117,28 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
 
 /* --- a device computing (ctx_split_device): staged through host copies --- */
 
-void ctx_split_device(struct ctx_split *x, const struct backend_ops *be)
+void ctx_split_device(struct ctx_split *x, const struct backend_ops *be, int direct)
 {
     if (x && be && !backend_is_host(be)) {
         x->be = be;
+        x->direct = direct;
         x->hsend = xcalloc((size_t)x->maxpending, sizeof *x->hsend);
+        if (direct) {
+            x->pend_msgs = xcalloc((size_t)x->maxpending, sizeof *x->pend_msgs);
+            x->pend_n = xcalloc((size_t)x->maxpending, sizeof *x->pend_n);
+        }
     }
+}
+
+/* direct: the device buffers of messages m[n] are (on = 1), or no longer
+ * (0), in an MPI operation */
+static void expose(const struct ctx_split *x, const struct comm_msg *m, int n, int on)
+{
+    if (!x->direct || !x->be->mpi_expose)
+        return;
+    for (int i = 0; i < n; i++)
+        if (m[i].n > 0)
+            x->be->mpi_expose(m[i].buf, (size_t)m[i].n * sizeof(float), on);
 }
 
 /* host[n] floats, grown as needed */
@@ -205,7 +227,7 @@ static void dev_add_grads(struct ctx_split *x, int64_t w, const float *dkb, cons
         x->dtmp_n = x->tmp_used;
         x->dtmp = be->alloc((size_t)x->dtmp_n * sizeof(float));
     }
-    if (x->tmp_used > 0)
+    if (x->tmp_used > 0 && !x->direct) /* direct: received there */
         be->to_device(x->dtmp, x->tmp, (size_t)x->tmp_used * sizeof(float));
     const float *t = x->dtmp;
     for (int64_t b = 0; b < x->B; b++) {
@@ -229,7 +251,15 @@ static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float 
     struct ctx_split *x = ctx;
     int ns = 0, nr = 0;
     x->w = w;
-    if (x->be) { /* device memory: the rows to send, and those received, in host copies */
+    if (x->direct) { /* device memory to MPI: the segments' own rows, then k, v final */
+        for (int64_t b = 0; b < x->B; b++) {
+            const int64_t s0 = x->offsets[b], L = x->offsets[b + 1] - s0;
+            const int64_t own = (x->ms.key_off[b] + x->ms.pos0[b]) * w;
+            x->be->copy(kb + own, k + s0 * w, (size_t)(L * w) * sizeof *kb);
+            x->be->copy(vb + own, v + s0 * w, (size_t)(L * w) * sizeof *vb);
+        }
+        x->be->synchronize(); /* and nothing still reads kb, vb when MPI writes them */
+    } else if (x->be) { /* device memory: the rows to send, and those received, in host copies */
         dev_stage_kv(x, w, k, v, kb, vb);
         k = x->hsend[x->npending];
         v = k + x->offsets[x->B] * w;
@@ -259,9 +289,18 @@ static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float 
         }
     }
     comm_compute_end();
+    expose(x, x->recv, nr, 1);
+    x->nrecv = nr;
     comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->recv, nr, 0, COMM_PH_KV, &x->rq);
     if (x->npending == x->maxpending)
         fatal("ctx_split: more layers than the %d the exchange was set up for", x->maxpending);
+    if (x->direct) { /* kept to close when they complete, in the backward */
+        free(x->pend_msgs[x->npending]);
+        x->pend_msgs[x->npending] = xmalloc((size_t)(ns ? ns : 1) * sizeof *x->send);
+        memcpy(x->pend_msgs[x->npending], x->send, (size_t)ns * sizeof *x->send);
+        x->pend_n[x->npending] = ns;
+        expose(x, x->send, ns, 1);
+    }
     comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, 1, COMM_PH_KV,
                    &x->pending[x->npending++]);
     comm_compute_begin();
@@ -288,15 +327,19 @@ static void wait_kv(void *ctx)
     wait_begin(x, PH_FORWARD);
     comm_wait_msgs(&x->rq);
     wait_end(x);
-    if (x->be)
+    expose(x, x->recv, x->nrecv, 0);
+    if (x->be && !x->direct)
         dev_put_rows(x, x->kb, x->vb);
 }
 
 /* The forward's sends, completed (every rank is past its forward). */
 static void finish_forward(struct ctx_split *x)
 {
-    for (int i = 0; i < x->npending; i++)
+    for (int i = 0; i < x->npending; i++) {
         comm_wait_msgs(&x->pending[i]);
+        if (x->direct)
+            expose(x, x->pend_msgs[i], x->pend_n[i], 0);
+    }
     x->npending = 0;
 }
 
@@ -316,7 +359,16 @@ static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb)
     int ns = 0, nr = 0;
     float *t = x->tmp;
     x->tmp_used = need;
-    if (x->be) { /* the gradients to send, in a host copy */
+    if (x->direct) { /* device memory to MPI: received into the device's tmp */
+        if (need > x->dtmp_n) {
+            if (x->dtmp)
+                x->be->free(x->dtmp);
+            x->dtmp_n = need;
+            x->dtmp = x->be->alloc((size_t)need * sizeof(float));
+        }
+        t = x->dtmp;
+        x->be->synchronize(); /* dkb, dvb final */
+    } else if (x->be) { /* the gradients to send, in a host copy */
         dev_take_rows(x, w, dkb, dvb);
         dkb = x->hkv;
         dvb = x->hkv + x->ms.key_off[x->B] * w;
@@ -342,8 +394,12 @@ static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb)
     }
     wait_begin(x, PH_BACKWARD);
     finish_forward(x);
+    expose(x, x->recv, nr, 1);
+    expose(x, x->send, ns, 1);
+    x->nrecv = nr;
     comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->recv, nr, 0, COMM_PH_KV, &x->rq);
     comm_post_msgs(x->c, COMM_WORLD, COMM_F32, x->send, ns, 1, COMM_PH_KV, &x->sq);
+    x->nsend = ns;
     wait_end(x);
 }
 
@@ -358,6 +414,9 @@ static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, f
     comm_wait_msgs(&x->rq);
     comm_wait_msgs(&x->sq);
     wait_end(x);
+    expose(x, x->recv, x->nrecv, 0);
+    expose(x, x->send, x->nsend, 0);
+    x->nrecv = x->nsend = 0;
     if (x->be) {
         dev_add_grads(x, w, dkb, dvb, dk, dv);
         return;
@@ -385,6 +444,12 @@ void ctx_split_free(struct ctx_split *x)
     finish_forward(x); /* a forward without backward: its sends still complete */
     comm_wait_msgs(&x->rq);
     comm_wait_msgs(&x->sq);
+    expose(x, x->recv, x->nrecv, 0);
+    expose(x, x->send, x->nsend, 0);
+    for (int i = 0; x->pend_msgs && i < x->maxpending; i++)
+        free(x->pend_msgs[i]);
+    free(x->pend_msgs);
+    free(x->pend_n);
     free(x->pending);
     free(x->chunk);
     free(x->nchunks);

@@ -18,8 +18,10 @@
  * reused while the step runs. The buffers the model hands over are host
  * memory, or a device's (ctx_split_device): then the rows to send and
  * those received are staged through host copies (to_host, MPI, to_device;
- * a host wait per layer for the rows sent), whatever device.staging says,
- * and the received gradients are added on the device in the same order. */
+ * a host wait per layer for the rows sent), or with device.staging =
+ * direct (CUDA-aware MPI) the device buffers go to MPI themselves (a host
+ * wait per layer for the compute stream before the messages are posted);
+ * the received gradients are added on the device in the same order. */
 #ifndef FS_CTX_SPLIT_H
 #define FS_CTX_SPLIT_H
 
@@ -39,8 +41,9 @@ struct ctx_split;
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
                                 const struct seq_batch *sb, int layers, struct steptime *st);
 /* The model computes on `be`: on a device backend the buffers it hands
- * to the exchange are device memory (x NULL, or a host backend: nothing). */
-void ctx_split_device(struct ctx_split *x, const struct backend_ops *be);
+ * to the exchange are device memory (x NULL, or a host backend: nothing);
+ * direct: MPI takes device pointers (device_choice.direct). */
+void ctx_split_device(struct ctx_split *x, const struct backend_ops *be, int direct);
 /* The batch.split of the model for it (valid until ctx_split_free). */
 const struct model_split *ctx_split_model(const struct ctx_split *x);
 void ctx_split_free(struct ctx_split *x);

@@ -226,7 +226,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
         batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
                     pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
-    ctx_split_device(in->split, tr->be);
+    ctx_split_device(in->split, tr->be, tr->dev.direct);
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     emb_ids_reserve(t, n_ids);
     emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
