@@ -7,8 +7,9 @@
 # sequence cut into P chunks, at P = 1 too: chunks on one rank),
 # train.loss = full and train.negatives_from = in_batch | mixed, at P = 1, 2
 # and 3, with host tables and (P = 2) device tables; split_long's keys and
-# values handed to MPI as device buffers (device.staging = direct; on CUDA
-# only with CUDA-aware MPI) at P = 3. The fake device runs
+# values and the full softmax's vectors and gradients handed to MPI as
+# device buffers (device.staging = direct; on CUDA only with CUDA-aware
+# MPI) at P = 3. The fake device runs
 # the CPU's own operations: tolerance 0. CUDA: other summation orders, 1e-3;
 # SKIP (77) when no GPU is usable or the build has no CUDA backend.
 need_mpirun
@@ -46,19 +47,23 @@ for np in 1 2 3; do
     cmp in_batch-$np $np train.negatives_from=in_batch
 done
 cmp mixed-2 2 train.negatives_from=mixed model.type=sasrec
-# split_long with the device buffers handed to (CUDA-aware) MPI
+# split_long and the full softmax with the device buffers handed to
+# (CUDA-aware) MPI
 [ "$DEV" = fake ] && export FREESCALE_FAKE_AWARE=1
-for model in hstu sasrec; do
-    L=
-    [ $model = sasrec ] && L=train.loss=softmax
-    if train 3 device.type=$DEV model.type=$model $L parallel.split_long=auto debug.split_chunks=3 \
-        device.staging=direct output.metrics="$T/direct-$model.jsonl" >"$T/out" 2>"$T/err"; then
-        same_losses "$T/$model-split-3-cpu.jsonl" "$T/direct-$model.jsonl" \
-            "$model split_long, direct: $DEV vs CPU, P=3" 0 $TOL
+for run in hstu-split sasrec-split full; do
+    case $run in
+        hstu-split) O="parallel.split_long=auto debug.split_chunks=3" ;;
+        sasrec-split) O="model.type=sasrec train.loss=softmax parallel.split_long=auto debug.split_chunks=3" ;;
+        full) O="train.loss=full" ;;
+    esac
+    if train 3 device.type=$DEV $O device.staging=direct output.metrics="$T/direct-$run.jsonl" \
+        >"$T/out" 2>"$T/err"; then
+        same_losses "$T/$run-3-cpu.jsonl" "$T/direct-$run.jsonl" "$run, direct: $DEV vs CPU, P=3" \
+            0 $TOL
     elif [ "$DEV" = cuda ] && grep -q 'is not CUDA-aware' "$T/err"; then
         pass "staging=direct refused: MPI is not CUDA-aware here (that path is untested)"
     else
-        fail "$model split_long, direct: $(head -c 400 "$T/err")"
+        fail "$run, direct: $(head -c 400 "$T/err")"
     fi
 done
 unset FREESCALE_FAKE_AWARE

@@ -28,6 +28,7 @@ static size_t nbytes(int64_t n, size_t elem) { return (size_t)(n > 0 ? n : 1) * 
 /* The step's positions, gathered over the emb group. */
 struct full_ctx {
     const struct backend_ops *be;
+    int direct;                   /* device buffers to MPI (loss_full_shard) */
     struct comm *c;
     int d, G, me;
     float inv_tau, gscale;
@@ -39,6 +40,20 @@ struct full_ctx {
     float *raw, *e, *norms, *de;  /* [m, d] rows, rows used (normalised), their gradient */
     int64_t cp, ci, nib;          /* positions and items per block, item blocks */
 };
+
+/* direct: the device buffers a[na], b[nb] floats are (on = 1), or no
+ * longer (0), in an MPI call; opening waits for the compute stream (the
+ * buffers are final) */
+static void mpi_open(const struct full_ctx *x, const float *a, int64_t na, const float *b,
+                     int64_t nb, int on)
+{
+    if (on)
+        x->be->synchronize();
+    if (!x->be->mpi_expose)
+        return;
+    x->be->mpi_expose(a, nbytes(na, sizeof(float)), on);
+    x->be->mpi_expose(b, nbytes(nb, sizeof(float)), on);
+}
 
 static void full_gather(struct full_ctx *x, int64_t T, const float *u, const int64_t *targets)
 {
@@ -66,15 +81,22 @@ static void full_gather(struct full_ctx *x, int64_t T, const float *u, const int
     for (int r = 0; r < G; r++)
         rc[r] = x->cnt[r] * d;
     x->U = be->alloc(nbytes(x->ng * d, sizeof(float)));
-    void *owned = NULL; /* a device's vectors go through host copies */
-    const float *src = backend_download(be, u_me, (size_t)(x->n_me * d) * sizeof(float), &owned);
-    float *dst = backend_is_host(be) ? x->U : xmalloc(nbytes(x->ng * d, sizeof(float)));
-    comm_allgatherv(x->c, COMM_EMB, COMM_F32, src, x->n_me * d, dst, rc, COMM_PH_OTHER);
-    if (dst != x->U) {
-        be->to_device(x->U, dst, (size_t)(x->ng * d) * sizeof(float));
-        free(dst);
+    if (x->direct) { /* the device's buffers to MPI */
+        mpi_open(x, u_me, x->n_me * d, x->U, x->ng * d, 1);
+        comm_allgatherv(x->c, COMM_EMB, COMM_F32, u_me, x->n_me * d, x->U, rc, COMM_PH_OTHER);
+        mpi_open(x, u_me, x->n_me * d, x->U, x->ng * d, 0);
+    } else { /* a device's vectors go through host copies */
+        void *owned = NULL;
+        const float *src = backend_download(be, u_me, (size_t)(x->n_me * d) * sizeof(float),
+                                            &owned);
+        float *dst = backend_is_host(be) ? x->U : xmalloc(nbytes(x->ng * d, sizeof(float)));
+        comm_allgatherv(x->c, COMM_EMB, COMM_F32, src, x->n_me * d, dst, rc, COMM_PH_OTHER);
+        if (dst != x->U) {
+            be->to_device(x->U, dst, (size_t)(x->ng * d) * sizeof(float));
+            free(dst);
+        }
+        free(owned);
     }
-    free(owned);
     x->tg = xmalloc(nbytes(x->ng, sizeof(int64_t)));
     comm_allgatherv(x->c, COMM_EMB, COMM_I64, mine, x->n_me, x->tg, x->cnt, COMM_PH_OTHER);
     free(rc);
@@ -220,16 +242,24 @@ static void full_du_home(const struct full_ctx *x, const float *du_part, int64_t
         v[3 * G + r] = r * nd;
     }
     float *recv = be->alloc(nbytes((int64_t)G * nd, sizeof(float)));
-    void *owned = NULL; /* a device's parts go through host copies */
-    const float *src = backend_download(be, du_part, (size_t)(x->ng * d) * sizeof(float), &owned);
-    float *dst = backend_is_host(be) ? recv : xmalloc(nbytes((int64_t)G * nd, sizeof(float)));
-    comm_alltoallv(x->c, COMM_EMB, COMM_F32, src, v, v + G, dst, v + 2 * G, v + 3 * G,
-                   COMM_PH_OTHER);
-    if (dst != recv) {
-        be->to_device(recv, dst, (size_t)((int64_t)G * nd) * sizeof(float));
-        free(dst);
+    if (x->direct) { /* the device's buffers to MPI */
+        mpi_open(x, du_part, x->ng * d, recv, (int64_t)G * nd, 1);
+        comm_alltoallv(x->c, COMM_EMB, COMM_F32, du_part, v, v + G, recv, v + 2 * G, v + 3 * G,
+                       COMM_PH_OTHER);
+        mpi_open(x, du_part, x->ng * d, recv, (int64_t)G * nd, 0);
+    } else { /* a device's parts go through host copies */
+        void *owned = NULL;
+        const float *src = backend_download(be, du_part, (size_t)(x->ng * d) * sizeof(float),
+                                            &owned);
+        float *dst = backend_is_host(be) ? recv : xmalloc(nbytes((int64_t)G * nd, sizeof(float)));
+        comm_alltoallv(x->c, COMM_EMB, COMM_F32, src, v, v + G, dst, v + 2 * G, v + 3 * G,
+                       COMM_PH_OTHER);
+        if (dst != recv) {
+            be->to_device(recv, dst, (size_t)((int64_t)G * nd) * sizeof(float));
+            free(dst);
+        }
+        free(owned);
     }
-    free(owned);
     for (int r = 1; r < G; r++)
         be->axpy(nd, 1.0f, recv + r * nd, recv);
     be->zero(du, nbytes(T * d, sizeof(float)));
@@ -267,8 +297,9 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
         fatal("loss_full_softmax: bad arguments d = %d, tau = %g, shard %d of %d", d,
               (double)tau, sh->shard, sh->G);
     (void)nu;
-    struct full_ctx x = {.be = be, .c = c, .d = d, .G = sh->G, .me = sh->shard,
-                         .inv_tau = 1.0f / tau, .gscale = scale / tau};
+    struct full_ctx x = {.be = be, .direct = sh->direct && !backend_is_host(be), .c = c, .d = d,
+                         .G = sh->G, .me = sh->shard, .inv_tau = 1.0f / tau,
+                         .gscale = scale / tau};
     full_gather(&x, T, u, targets);
     full_shard(&x, sh, rows, normalize_items);
     const int64_t cp = x.cp;

@@ -67,6 +67,9 @@ struct loss_full_shard {
     int64_t num_items;
     int64_t m;        /* ids of the shard */
     const int64_t *idx; /* [m] */
+    int direct;       /* a device's vectors and gradients go to MPI as device
+                         buffers (CUDA-aware: device_choice.direct), else
+                         through host copies */
 };
 
 /* The ids of shard `shard` of G over 1..num_items, ascending, into
