@@ -217,8 +217,10 @@ int emb_ipc_post(struct emb_xfer *f)
         if (ip->local[p] && rc[p] > 0)
             m[n++] = (struct comm_msg){.peer = p, .tag = ctl_tag(t, f->kind), .buf = &q->in[p],
                                        .n = 1};
-    comm_post_rows(f->c, COMM_EMB, COMM_BYTE, sizeof(struct emb_ipc_ctl), m, n, 0, f->ph, &q->cr);
     q->handoffs_in = n > 0;
+    if (n > 0) /* (cr is waited for only then) */
+        comm_post_rows(f->c, COMM_EMB, COMM_BYTE, sizeof(struct emb_ipc_ctl), m, n, 0, f->ph,
+                       &q->cr);
     free(m);
     return rows > 0;
 }
