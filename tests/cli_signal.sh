@@ -17,7 +17,8 @@ need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
 "$FS" data gen --users 512 --items 1000000 --length uniform:5,40 --timestamps -o "$T/big.h5" \
     >/dev/null || { fail "data gen"; finish; }
-GRACE=60 # seconds mpirun leaves between its SIGTERM and SIGKILL (and before its SIGTERM)
+GRACE=20 # seconds mpirun leaves between its SIGTERM and SIGKILL (and before its SIGTERM):
+# the checkpoint of the 10^6-row table takes about a second
 COMMON="data.path=$T/big.h5 device.type=cpu model.dim=8 train.log_every=1 train.final_eval=off
 train.epochs=1000 parallel.timeout=0"
 train() { ranks=$1; shift; timeout 300 "$MPIRUN" -np "$ranks" "$FS" train "$IN" $COMMON "$@" </dev/null; }
