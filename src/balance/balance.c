@@ -71,21 +71,28 @@ static void assign_lpt(const double *cost, int64_t n, int P, const double *speed
 }
 
 /* Karmarkar-Karp works on partial partitions of P subsets. They are kept
- * sparse: only the k non-empty subsets are stored, sorted by sum descending
- * (the other P - k are empty), so memory stays O(n) even for P = 4096. */
+ * sparse: only the k non-empty subsets are stored (the other P - k are
+ * empty), so memory stays O(n) even for P = 4096. The k subsets are a
+ * binary min-heap (subs[0] the lightest, in the order of by_sum_desc
+ * reversed) with the heaviest sum beside it: most merges add one sequence
+ * to a partition (its lightest subset takes it, or a new subset does),
+ * O(log k); a merge of two partitions of several subsets sorts both. The
+ * order is total (ties by first item), so the subsets' sorted order, and
+ * the assignment, do not depend on how they are stored. */
 struct kk_sub {
     double sum;
     int64_t *items, len, cap;
 };
 
 struct kk_part {
-    int64_t k;
-    struct kk_sub *subs;
+    int64_t k, cap;      /* subsets, room for them in subs */
+    struct kk_sub *subs; /* [k] a min-heap */
+    double top;          /* the heaviest subset's sum */
 };
 
 static double kk_spread(const struct kk_part *p, int P)
 {
-    return p->k == 0 ? 0 : p->subs[0].sum - (p->k == P ? p->subs[P - 1].sum : 0.0);
+    return p->k == 0 ? 0 : p->top - (p->k == P ? p->subs[0].sum : 0.0);
 }
 
 static int by_sum_desc(const void *a, const void *b)
@@ -116,22 +123,71 @@ static void sub_absorb(struct kk_sub *a, struct kk_sub *b)
     free(b->items);
 }
 
-/* Merge the sorted runs x[nx] and y[ny] into out (by sum descending). */
-static int64_t merge_runs(const struct kk_sub *x, int64_t nx, const struct kk_sub *y, int64_t ny,
-                          struct kk_sub *out)
+/* Merge the sorted run y[ny] into the sorted run x[nx] in place (x has
+ * room for nx + ny), by sum descending, x's first on ties: from the back,
+ * so that x's entries heavier than all of y's do not move. */
+static int64_t merge_into(struct kk_sub *x, int64_t nx, const struct kk_sub *y, int64_t ny)
 {
-    int64_t i = 0, j = 0, k = 0;
-    while (i < nx || j < ny) {
-        int take_x = j >= ny || (i < nx && by_sum_desc(&x[i], &y[j]) <= 0);
-        out[k++] = take_x ? x[i++] : y[j++];
+    int64_t i = nx - 1, j = ny - 1, out = nx + ny - 1;
+    while (j >= 0) {
+        const int x_after = i >= 0 && by_sum_desc(&x[i], &y[j]) > 0;
+        x[out--] = x_after ? x[i--] : y[j--];
     }
-    return k;
+    return nx + ny;
+}
+
+/* the min-heap of subsets: x lighter than y */
+static int lighter(const struct kk_sub *x, const struct kk_sub *y) { return by_sum_desc(x, y) > 0; }
+
+static void sub_up(struct kk_sub *h, int64_t i)
+{
+    while (i > 0 && lighter(&h[i], &h[(i - 1) / 2])) {
+        struct kk_sub t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static void sub_down(struct kk_sub *h, int64_t k, int64_t i)
+{
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < k && lighter(&h[l], &h[m]))
+            m = l;
+        if (r < k && lighter(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        struct kk_sub t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* p's subsets sorted heaviest first (no longer a heap) */
+static void part_sort_desc(struct kk_part *p)
+{
+    qsort(p->subs, (size_t)p->k, sizeof *p->subs, by_sum_desc);
+}
+
+/* room for k subsets in p */
+static void part_room(struct kk_part *p, int64_t k, int P)
+{
+    if (k > p->cap) {
+        p->cap = k < P / 2 ? 2 * k : P;
+        p->subs = xrealloc(p->subs, (size_t)p->cap * sizeof *p->subs);
+    }
 }
 
 /* a's s-th heaviest subset with b's (P-1-s)-th heaviest; returns the merge.
- * The pairing is symmetric, so b is taken as the one with fewer subsets:
- * then a's heaviest P - b.k subsets are untouched (still sorted), and only
- * the other b.k entries are sorted and merged in: O(P + b.k log b.k). */
+ * The pairing is symmetric, so b is taken as the one with fewer subsets.
+ * b of one subset (most merges): it joins a's lightest subset when a has
+ * P, else it is a new subset: a heap update. Else both are sorted: a's
+ * heaviest P - b.k subsets are untouched, the other b.k entries are sorted
+ * and merged into them in place, and the result (heaviest first) is
+ * reversed into a heap. */
 static struct kk_part kk_merge(struct kk_part *a, struct kk_part *b, int P)
 {
     if (b->k > a->k) {
@@ -139,6 +195,28 @@ static struct kk_part kk_merge(struct kk_part *a, struct kk_part *b, int P)
         a = b;
         b = t;
     }
+    struct kk_part m = *a;
+    if (b->k == 1) {
+        struct kk_sub x = b->subs[0];
+        if (m.k == P) { /* the lightest takes it */
+            struct kk_sub low = m.subs[0];
+            sub_absorb(&low, &x);
+            m.subs[0] = low;
+            sub_down(m.subs, m.k, 0);
+            x = low;
+        } else {
+            part_room(&m, m.k + 1, P);
+            m.subs[m.k++] = x;
+            sub_up(m.subs, m.k - 1);
+        }
+        if (x.sum > m.top)
+            m.top = x.sum;
+        free(b->subs);
+        return m;
+    }
+    part_sort_desc(a);
+    part_sort_desc(b);
+    m = *a;
     int64_t keep = a->k < P - b->k ? a->k : P - b->k; /* untouched prefix of a */
     struct kk_sub *tail = xmalloc((size_t)(b->k ? b->k : 1) * sizeof *tail);
     int64_t nt = 0;
@@ -153,11 +231,15 @@ static struct kk_part kk_merge(struct kk_part *a, struct kk_part *b, int P)
         tail[nt++] = x;
     }
     qsort(tail, (size_t)nt, sizeof *tail, by_sum_desc);
-    struct kk_part m;
-    m.subs = xmalloc((size_t)(keep + nt ? keep + nt : 1) * sizeof *m.subs);
-    m.k = merge_runs(a->subs, keep, tail, nt, m.subs);
+    part_room(&m, keep + nt, P);
+    m.k = merge_into(m.subs, keep, tail, nt);
+    m.top = m.subs[0].sum;
+    for (int64_t i = 0, j = m.k - 1; i < j; i++, j--) { /* lightest first: a heap */
+        struct kk_sub t = m.subs[i];
+        m.subs[i] = m.subs[j];
+        m.subs[j] = t;
+    }
     free(tail);
-    free(a->subs);
     free(b->subs);
     return m;
 }
@@ -209,7 +291,8 @@ static void assign_kk(const double *cost, int64_t n, int P, int *owner)
     struct kk_heap h = {.v = xcalloc((size_t)(np ? np : 1), sizeof *h.v), .n = 0, .P = P};
     for (int64_t q = 0; q < np; q++) {
         /* each sequence starts as a partition of one non-empty subset */
-        struct kk_part p = {.k = 1, .subs = xcalloc(1, sizeof(struct kk_sub))};
+        struct kk_part p = {.k = 1, .cap = 1, .subs = xcalloc(1, sizeof(struct kk_sub)),
+                            .top = cost[ord[q]]};
         p.subs[0].items = xmalloc(sizeof(int64_t));
         p.subs[0].items[0] = ord[q];
         p.subs[0].len = p.subs[0].cap = 1;
@@ -222,6 +305,7 @@ static void assign_kk(const double *cost, int64_t n, int P, int *owner)
     }
     if (h.n == 1) {
         struct kk_part f = h.v[0];
+        part_sort_desc(&f);
         for (int64_t s = 0; s < f.k; s++) { /* subset s (heaviest first) -> rank s */
             for (int64_t j = 0; j < f.subs[s].len; j++)
                 owner[f.subs[s].items[j]] = (int)s;
