@@ -56,15 +56,8 @@ for run in hstu-split sasrec-split full; do
         sasrec-split) O="model.type=sasrec train.loss=softmax parallel.split_long=auto debug.split_chunks=3" ;;
         full) O="train.loss=full" ;;
     esac
-    if train 3 device.type=$DEV $O device.staging=direct output.metrics="$T/direct-$run.jsonl" \
-        >"$T/out" 2>"$T/err"; then
-        same_losses "$T/$run-3-cpu.jsonl" "$T/direct-$run.jsonl" "$run, direct: $DEV vs CPU, P=3" \
-            0 $TOL
-    elif [ "$DEV" = cuda ] && grep -q 'is not CUDA-aware' "$T/err"; then
-        pass "staging=direct refused: MPI is not CUDA-aware here (that path is untested)"
-    else
-        fail "$run, direct: $(head -c 400 "$T/err")"
-    fi
+    direct_run "$run, direct: $DEV vs CPU, P=3" "$T/$run-3-cpu.jsonl" "$T/direct-$run.jsonl" $TOL \
+        train 3 device.type=$DEV $O device.staging=direct output.metrics="$T/direct-$run.jsonl"
 done
 unset FREESCALE_FAKE_AWARE
 # device tables: the exchange's index and rows in device memory

@@ -103,6 +103,21 @@ same_state() {
 }
 
 # tiny_data: the dataset of input/tiny.in in $T/tiny.h5, and IN = that file.
+# direct_run NAME REF OUT TOL CMD...: CMD, a run with device.staging=direct
+# writing metrics OUT, gives REF's losses within TOL; on CUDA a refusal
+# because MPI is not CUDA-aware passes (that path is then untested)
+direct_run() {
+    dr_name=$1 dr_ref=$2 dr_out=$3 dr_tol=$4
+    shift 4
+    if "$@" >"$T/out" 2>"$T/err"; then
+        same_losses "$dr_ref" "$dr_out" "$dr_name" 0 "$dr_tol"
+    elif [ "${DEV:-}" = cuda ] && grep -q 'is not CUDA-aware' "$T/err"; then
+        pass "$dr_name: staging=direct refused: MPI is not CUDA-aware here (that path is untested)"
+    else
+        fail "$dr_name: $(head -c 400 "$T/err")"
+    fi
+}
+
 tiny_data() {
     IN="$TOP_SRCDIR/input/tiny.in"
     "$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" \
