@@ -246,12 +246,17 @@ static int cuda_gemm_dim(const char *what, int64_t v)
     return (int)v;
 }
 
-/* C: [m, n] (row r at C + r ldc) *= beta, for k == 0 (no product term) */
-static void cuda_gemm_scale_c(struct cuda_state *st, int64_t m, int64_t n, float beta, float *C,
-                              int64_t ldc)
+/* A gemm with no product term: m or n is 0 (nothing), or k is 0 (C: [m, n],
+ * row r at C + r ldc, *= beta); 1 when so (the gemm is done), else 0. */
+static int cuda_gemm_empty(struct cuda_state *st, int64_t m, int64_t n, int64_t k, float beta,
+                           float *C, int64_t ldc)
 {
+    if (m == 0 || n == 0)
+        return 1;
+    if (k != 0)
+        return 0;
     if (beta == 1.0f)
-        return;
+        return 1;
     if (beta == 0.0f) { /* as BLAS: C is not read, so NaNs there do not survive */
         CUDA_CHECK(cudaMemset2DAsync(C, (size_t)ldc * sizeof(float), 0,
                                      (size_t)n * sizeof(float), (size_t)m, st->compute));
@@ -261,6 +266,7 @@ static void cuda_gemm_scale_c(struct cuda_state *st, int64_t m, int64_t n, float
         for (int64_t r = 0; r < m; r++)
             cuda_scale(st->compute, n, beta, C + r * ldc);
     }
+    return 1;
 }
 
 /* Row-major C = alpha op(A) op(B) + beta C is column-major
@@ -272,12 +278,8 @@ static void cuda_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
                       float *C, int64_t ldc)
 {
     struct cuda_state *st = cuda_state();
-    if (m == 0 || n == 0)
+    if (cuda_gemm_empty(st, m, n, k, beta, C, ldc))
         return;
-    if (k == 0) {
-        cuda_gemm_scale_c(st, m, n, beta, C, ldc);
-        return;
-    }
     const int im = cuda_gemm_dim("m", m), in = cuda_gemm_dim("n", n),
               ik = cuda_gemm_dim("k", k), ilda = cuda_gemm_dim("lda", lda),
               ildb = cuda_gemm_dim("ldb", ldb), ildc = cuda_gemm_dim("ldc", ldc);
@@ -295,12 +297,8 @@ static void cuda_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, floa
                            float *C, int64_t ldc)
 {
     struct cuda_state *st = cuda_state();
-    if (m == 0 || n == 0)
+    if (cuda_gemm_empty(st, m, n, k, beta, C, ldc))
         return;
-    if (k == 0) {
-        cuda_gemm_scale_c(st, m, n, beta, C, ldc);
-        return;
-    }
     const int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
     const size_t ba = (size_t)(ra * ca) * 2, bb = (size_t)(rb * cb) * 2;
     struct cuda_ws *ws = ws_for(st, cuda_ws_round(ba) + cuda_ws_round(bb));
