@@ -1,27 +1,48 @@
 #!/bin/sh
 # gpu-bundle: build the CUDA configuration of this commit and pack, into the
-# folder DIR, what a GPU machine WITHOUT the build's Debian packages needs to
-# run scripts/gpu-check.sh --quick (doc/gpu.md):
-#   DIR/bundle.tar.xz  the programs (/opt/freescale/bin), the shared libraries
-#                      they and Open MPI load (/opt/freescale/lib) and Open MPI
-#                      itself (launcher, plugins, PMIx, help files), to unpack
-#                      at /; the C library, libstdc++ and the CUDA libraries
-#                      are left out (the GPU machine has its own)
-#   DIR/ref/           the CPU reference runs of the check's placement stage
-#                      and their dataset (gpu-check.sh --refs), computed here
-# It refuses (exit 1, naming them) when ldd finds a library missing for a
-# program or an Open MPI plugin: such a bundle would fail on the GPU machine.
+# folder DIR, what a bare GPU machine (no Open MPI, no HDF5, no compilers, no
+# package registry; its own C library, libstdc++ and CUDA libraries) needs
+# to run scripts/gpu-check.sh --quick (doc/gpu.md):
+#   DIR/bundle.tar.xz  a relocatable prefix, unpacked anywhere:
+#                        bin/   the programs, Open MPI's launcher (orterun,
+#                               with mpirun and mpiexec as links to it) and
+#                               orted
+#                        lib/   every shared library they and Open MPI's
+#                               plugins load, except the C library's pieces,
+#                               libstdc++, libgcc_s and the CUDA libraries
+#                        usr/, etc/  Open MPI's and PMIx's plugins, help
+#                               files and configuration, in the build
+#                               machine's layout (scripts/gpu-env.sh points
+#                               Open MPI at them)
+#                        cuda-libs  the CUDA libraries the programs need
+#                               (sonames), which scripts/gpu-env.sh finds
+#                               on the GPU machine
+#   DIR/ref/           the CPU reference runs of the check and their
+#                      dataset (gpu-check.sh --refs), computed here
+# It refuses (exit 1, naming them) when the closure is incomplete: a
+# library that ldd cannot find for a program or plugin, or one found only
+# outside the bundle that is not the C library's, libstdc++, libgcc_s or
+# CUDA's; and when DIR exceeds 40 MiB (it travels with the working tree).
 #   scripts/gpu-bundle.sh DIR
-# On the GPU machine, from a copy of this tree (DIR carried along):
-#   tar xJf DIR/bundle.tar.xz -C / &&
-#   FREESCALE_PREBUILT=/opt/freescale FREESCALE_REFS=DIR/ref scripts/gpu-check.sh --quick OUT
+# On the GPU machine, from a copy of this tree with DIR beside it:
+#   FREESCALE_BUNDLE=DIR scripts/gpu-check.sh --quick OUT
+# Rehearsed on a bare root file system: scripts/gpu-rehearse.sh.
 set -eu
 DIR=$(realpath -m "${1:?usage: scripts/gpu-bundle.sh DIR}")
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+MAX_MIB=40
 W=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 git -C "$TOP" rev-parse --is-inside-work-tree >/dev/null
-git clone -q "$TOP" "$W/src"
+# the committed tree, unless FREESCALE_BUNDLE_DIRTY=1 (the working tree's
+# tracked and untracked-not-ignored files, as the GPU machine receives them)
+if [ "${FREESCALE_BUNDLE_DIRTY:-0}" = 1 ]; then
+    mkdir -p "$W/src"
+    (cd "$TOP" && git ls-files -co --exclude-standard -z | xargs -0 tar cf - 2>/dev/null) |
+        tar xf - -C "$W/src"
+else
+    git clone -q "$TOP" "$W/src"
+fi
 PROGS="freescale tests/test_backend_ops tests/test_model_backends tests/test_emb_ipc bench/bench_gemm
     bench/bench_transport"
 (cd "$W/src" && autoreconf -fi && ./configure -q --with-cuda && make -j"$(nproc)" $PROGS) \
@@ -31,34 +52,85 @@ if grep -E '^[^ ]+:[0-9]+:[0-9]+: warning:|\([0-9]+\): warning' "$W/build.log"; 
     exit 1
 fi
 R=$W/root
-mkdir -p "$R/opt/freescale/bin" "$R/opt/freescale/lib"
+MA=x86_64-linux-gnu
+mkdir -p "$R/bin" "$R/lib"
 for p in $PROGS; do
-    cp "$W/src/$p" "$R/opt/freescale/bin/"
+    cp "$W/src/$p" "$R/bin/"
 done
-# Open MPI: launcher, plugins, PMIx, help files, configuration
-for f in /usr/bin/mpirun /usr/bin/mpiexec /usr/bin/orterun /usr/bin/orted; do
-    [ -e "$f" ] && mkdir -p "$R/usr/bin" && cp -P "$f" "$R/usr/bin/"
+# Open MPI's launcher as a real file (Debian's mpirun and mpiexec are links
+# through /etc/alternatives, which the GPU machine does not have)
+cp /usr/bin/orterun /usr/bin/orted "$R/bin/"
+ln -s orterun "$R/bin/mpirun"
+ln -s orterun "$R/bin/mpiexec"
+# Open MPI's and PMIx's plugins, help files and configuration, in their
+# build-machine paths below the prefix; headers and static libraries left out
+for d in /usr/lib/$MA/openmpi/lib /usr/lib/$MA/pmix2/lib /usr/lib/$MA/pmix2/share \
+    /usr/share/openmpi /etc/openmpi; do
+    mkdir -p "$R$(dirname "$d")"
+    cp -a "$d" "$R$(dirname "$d")/"
 done
-for d in /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 \
-    /usr/share/openmpi /usr/share/pmix /etc/openmpi; do
-    [ -d "$d" ] && mkdir -p "$R$(dirname "$d")" && cp -a "$d" "$R$(dirname "$d")/"
+find "$R/usr" \( -name '*.a' -o -name '*.la' -o -name pkgconfig \) -prune -exec rm -rf {} +
+# the fabric plugins (UCX, OFI, PSM, verbs): one GPU host needs shared
+# memory and TCP; they would bring 10 MB of network libraries
+for f in "$R/usr/lib/$MA/openmpi/lib/openmpi3"/*.so; do
+    if ldd "$f" 2>/dev/null | grep -Eq 'libuc[pst]|libfabric|libpsm|libibverbs|librdmacm|libefa'; then
+        rm -f "$f"
+    fi
 done
-# the shared libraries of the programs and of every Open MPI plugin; none may be missing
-find "$R/opt/freescale/bin" "$R/usr" -type f \( -perm -u+x -o -name '*.so*' \) > "$W/objs"
-: > "$W/missing"
+rm -f "$R/usr/lib/$MA/openmpi/lib"/libmca_common_ucx* "$R/usr/lib/$MA/openmpi/lib"/libmca_common_ofi* \
+    "$R/usr/lib/$MA/openmpi/lib"/libmca_common_verbs*
+# what the GPU machine must have itself: the C library's pieces, the C++
+# and GCC runtime, CUDA's libraries and the driver
+SYSTEM='^(linux-vdso\.so|ld-linux[-a-z0-9_]*\.so|libc|libm|libmvec|libdl|libpthread|librt|libresolv|libnss_[a-z]*|libanl|libutil|libcrypt|libBrokenLocale|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvidia-[a-z-]*)\.so'
+find "$R/bin" "$R/usr" -type f \( -perm -u+x -o -name '*.so*' \) > "$W/objs"
+# the libraries of the objects, copied into lib/ until nothing new comes
+: > "$W/have"
+while :; do
+    while read -r f; do ldd "$f" 2>/dev/null; done < "$W/objs" |
+        awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u > "$W/deps"
+    new=0
+    while read -r name path; do
+        echo "$name" | grep -Eq "$SYSTEM" && continue
+        grep -qx "$name" "$W/have" && continue
+        cp -L "$path" "$R/lib/$name"
+        echo "$name" >> "$W/have"
+        new=1
+    done < "$W/deps"
+    [ $new = 0 ] && break
+    find "$R/lib" -type f > "$W/objs.lib"
+    cat "$W/objs.lib" >> "$W/objs"
+    sort -u -o "$W/objs" "$W/objs"
+done
+# the closure, checked as the GPU machine will see it: with only lib/ added,
+# every library resolves inside the bundle or is one of the system's
+: > "$W/bad"
 while read -r f; do
-    ldd "$f" 2>/dev/null | awk -v f="$f" '/not found/ { print f ": " $1 }' >> "$W/missing"
-done < "$W/objs"
-if [ -s "$W/missing" ]; then
-    echo "gpu-bundle: refused: ldd finds libraries missing:"
-    sed "s|$R||" "$W/missing"
+    LD_LIBRARY_PATH="$R/lib" ldd "$f" 2>/dev/null | awk -v f="${f#"$R"/}" '
+        /not found/ { print f ": " $1 " not found"; next }
+        $2 == "=>" && $3 ~ /^\// { print f ": " $1 " " $3 }' |
+        while read -r obj name path; do
+            [ "$path" = "not" ] && { echo "$obj $name not found"; continue; }
+            case $path in "$R"/*) continue ;; esac
+            echo "$name" | grep -Eq "$SYSTEM" || echo "$obj $name only at $path (outside the bundle)"
+        done
+done < "$W/objs" >> "$W/bad"
+if [ -s "$W/bad" ]; then
+    echo "gpu-bundle: refused: the closure is incomplete:"
+    sort -u "$W/bad" | head -n 40
     exit 1
 fi
-skip='linux-vdso|ld-linux|/libc\.so|/libm\.so|/libdl\.so|/libpthread\.so|/librt\.so|libstdc\+\+|libgcc_s|libcuda|libcublas|libcudart|libnvidia'
-while read -r f; do ldd "$f" 2>/dev/null; done < "$W/objs" | awk '$3 ~ /^\// { print $3 }' |
-    sort -u | grep -Ev "$skip" | while read -r lib; do cp -L "$lib" "$R/opt/freescale/lib/"; done
+# the CUDA libraries the programs need, for scripts/gpu-env.sh
+for p in $PROGS; do
+    readelf -d "$R/bin/$(basename "$p")" | sed -n 's/.*NEEDED.*\[\(libcu[a-zA-Z]*\.so[.0-9]*\)\].*/\1/p'
+done | sort -u > "$R/cuda-libs"
+rm -rf "$DIR"
 mkdir -p "$DIR/ref"
 tar cJf "$DIR/bundle.tar.xz" -C "$R" .
 # the CPU references, with the programs just built
-FREESCALE_PREBUILT="$R/opt/freescale" sh "$TOP/scripts/gpu-check.sh" --refs "$DIR/ref" >/dev/null
-echo "gpu-bundle: $DIR: bundle.tar.xz ($(du -h "$DIR/bundle.tar.xz" | cut -f1); $(ls "$R/opt/freescale/bin" | tr '\n' ' ')), ref/ ($(ls "$DIR/ref" | wc -l) files)"
+FREESCALE_PREBUILT="$R" sh "$TOP/scripts/gpu-check.sh" --refs "$DIR/ref" >/dev/null
+kib=$(du -sk "$DIR" | cut -f1)
+if [ "$kib" -gt $((MAX_MIB * 1024)) ]; then
+    echo "gpu-bundle: refused: $DIR is $((kib / 1024)) MiB (at most $MAX_MIB: it travels with the working tree)"
+    exit 1
+fi
+echo "gpu-bundle: $DIR: $((kib / 1024)).$((kib % 1024 * 10 / 1024)) MiB: bundle.tar.xz ($(ls "$R/bin" | tr '\n' ' '); $(ls "$R/lib" | wc -l) libraries; needs $(tr '\n' ' ' < "$R/cuda-libs")from the GPU machine), ref/ ($(ls "$DIR/ref" | wc -l) files)"
