@@ -937,6 +937,9 @@ static void test_softmax_loss(void)
         {0, 5, 7, 3, 20.0f, 1},     {1, 1, 1, 1, 20.0f, 1},      {7, 3, 7, 7, 20.0f, 1},
         {100, 40, 50, 128, 20.0f, 1}, {64, 1000, 64, 5, 1.0f, 0}, {33, 17, 256, 128, 20.0f, 1},
         {300, 64, 50, 128, 20.0f, 1}, {50, 2, 1030, 9, 2.0f, 0},
+        /* shared memory (R + 1) 12 + 4 d bytes: under 48 KiB, past it with
+         * the kernel's 384 static bytes; then past 48 KiB (opt-in) */
+        {4, 300, 64, 4049, 20.0f, 1}, {3, 500, 64, 8191, 20.0f, 1},
     };
     char cas[256];
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
