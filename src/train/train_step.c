@@ -550,6 +550,7 @@ void train_step_init(struct trainer *tr)
     s->lookahead = cf->overlap != OVERLAP_NONE;
     s->read_late = !backend_is_host(tr->be);
     gputime_init(&tr->gt, tr->be);
+    emb_set_wait_hook(gputime_wait_hook, &tr->gt); /* the exchanges' waits: not device time */
     s->sc = tr->be->alloc(sizeof s->hsc);
     s->prefetch = cf->overlap == OVERLAP_PREFETCH;
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED || s->prefetch;
@@ -605,6 +606,7 @@ void train_step_free(struct trainer *tr)
         mirror_free(m[i]);
     loss_ws_free(&s->lws);
     tr->be->free(s->sc);
+    emb_set_wait_hook(NULL, NULL);
     gputime_free(&tr->gt);
     free(s->shard_ids);
     free(s->logq);
