@@ -128,6 +128,7 @@ struct step_state {
     /* train.loss = full: the ids of this rank's shard, requested every step
      * after the inputs, targets and negatives (loss_full.h) */
     int64_t *shard_ids, n_shard;
+    struct ctx_stage *kv_stage; /* split_long, staged on a device: pinned buffers per layer */
     struct mirror lq_tok;      /* in-batch negatives: the tokens' logQ [T (1 + R)] */
     struct mirror lq_row;      /* and the unique rows' [nuniq] (step_logq) */
     struct task_step view;     /* the loss's view of the step, for the task's backward */
@@ -226,7 +227,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
         batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
                     pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
-    ctx_split_device(in->split, tr->be, tr->dev.direct);
+    ctx_split_device(in->split, tr->be, tr->dev.direct, s->kv_stage);
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     emb_ids_reserve(t, n_ids);
     emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
@@ -566,6 +567,7 @@ void train_step_init(struct trainer *tr)
     s->read_late = !backend_is_host(tr->be);
     gputime_init(&tr->gt, tr->be);
     emb_set_wait_hook(gputime_wait_hook, &tr->gt); /* the exchanges' waits: not device time */
+    s->kv_stage = ctx_stage_new(tr->be, cf->model.layers); /* NULL on the host */
     s->sc = tr->be->alloc(sizeof s->hsc);
     s->prefetch = cf->overlap == OVERLAP_PREFETCH;
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED || s->prefetch;
@@ -623,6 +625,7 @@ void train_step_free(struct trainer *tr)
     tr->be->free(s->sc);
     emb_set_wait_hook(NULL, NULL);
     gputime_free(&tr->gt);
+    ctx_stage_free(s->kv_stage);
     free(s->shard_ids);
     free(s);
     tr->state = NULL;
