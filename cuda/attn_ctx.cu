@@ -10,8 +10,7 @@
  *
  *   HSTU   A(i, j) = SiLU(q_i . k_j + rab(i, j)) / N; the forward adds
  *          sum_j A v_j to out; the backward adds dq, writes dkb, dvb on
- *          the window's key rows and adds the bias gradients (float
- *          atomics: their order, and so their last bits, vary).
+ *          the window's key rows and adds the bias gradients.
  *   SASRec the forward with OWN writes out and lse (the softmax over the
  *          own keys); with PREFIX it computes the softmax over the earlier
  *          keys and merges it: lse = log(e^l1 + e^l2), out = o1 e^(l1 -
@@ -27,7 +26,14 @@
  * are combined in a fixed order (SASRec's forward: per warp an online
  * softmax, merged by max and rescale). Blocks stride over the rows, whose
  * count is read on the device (offsets[B], key_off[B]): no host wait.
- * Each output row belongs to one block: no atomics but the bias gradients.
+ * Each output row belongs to one block: no atomics. The bias gradients are
+ * fixed-order sums (runs repeat bit for bit): each block of hc_bwd_dq owns
+ * a slot of partials in the workspace, pos [N] (a warp's lane 0 adds dS of
+ * its keys j, distinct for one query, onto pos[N - 1 + j - i]; queries in
+ * the block's order) and time [CTX_NB] (per warp in shared memory in the
+ * warp's key order, the warps added in order at the end); cuda_hstu_bias_sum
+ * (attn_hstu.cu) adds the slots in slot order. The grid of hc_bwd_dq is
+ * narrowed so that the partials stay within CTX_PART_BYTES.
  * Time buckets as in attn_hstu.cu: thresholds found once on the host with
  * the CPU's own formula, a binary search per pair. */
 #include <math.h>
@@ -43,6 +49,7 @@
 #define CTX_DMAX 256  /* the largest head dimension */
 #define CTX_GRID 4096 /* blocks along the rows (they stride) */
 #define CTX_NB (HSTU_TIME_BUCKETS + 1)
+#define CTX_PART_BYTES ((size_t)32 << 20) /* bound of hc_bwd_dq's partials */
 
 struct ctx_args {
     int64_t B;
@@ -53,6 +60,7 @@ struct ctx_args {
     const float *q, *kb, *vb, *pos_bias, *time_bias, *dout, *lse_in, *out_in;
     const int64_t *key_ts;
     float *out, *lse, *dq, *dkb, *dvb, *dpos_bias, *dtime_bias;
+    float *ppos, *ptime; /* hc_bwd_dq's partials: [slots][N], [slots][CTX_NB] */
     uint64_t thr[HSTU_TIME_BUCKETS]; /* thr[k - 1]: smallest |dt| of bucket >= k */
 };
 
@@ -61,6 +69,7 @@ struct ctx_smem {
     float wm[CTX_WARPS], wl[CTX_WARPS];
     uint64_t thr[HSTU_TIME_BUCKETS];
     float tb[CTX_NB];
+    float th[CTX_WARPS][CTX_NB]; /* hc_bwd_dq: the warps' dtime_bias */
 };
 
 /* the segment of row t: the smallest b with off[b + 1] > t (off[0] <= t < off[B]) */
@@ -207,9 +216,16 @@ static __device__ float hc_ds(const ctx_args &a, const ctx_smem &sm, int64_t k0,
 static __global__ void __launch_bounds__(CTX_THREADS) hc_bwd_dq(ctx_args a)
 {
     __shared__ ctx_smem sm;
-    ctx_load_tb(a, sm);
     const int h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t ldq = (int64_t)a.H * a.dqk, ldv = (int64_t)a.H * a.dv;
+    const bool dpos = a.pos_bias && a.dpos_bias, dtime = a.time_bias && a.dtime_bias;
+    const int64_t slot = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
+    float *ppos = dpos ? a.ppos + slot * a.N : NULL;
+    for (int e = threadIdx.x; dpos && e < a.N; e += CTX_THREADS)
+        ppos[e] = 0.0f;
+    for (int e = threadIdx.x; e < CTX_WARPS * CTX_NB; e += CTX_THREADS)
+        sm.th[e / CTX_NB][e % CTX_NB] = 0.0f;
+    ctx_load_tb(a, sm); /* its barrier publishes the zeros */
     for (int64_t t = a.offsets[0] + blockIdx.x; t < a.offsets[a.B]; t += gridDim.x) {
         int64_t k0, i, jlo, jhi;
         ctx_query(a, t, &k0, &i, &jlo, &jhi);
@@ -225,14 +241,21 @@ static __global__ void __launch_bounds__(CTX_THREADS) hc_bwd_dq(ctx_args a)
             const float ds = hc_ds(a, sm, k0, i, j, s, dA, &A, &bk);
             for (int c = lane; c < a.dqk; c += 32)
                 sm.acc[0][warp][c] += ds * kj[c];
-            if (lane == 0 && ds != 0.0f) {
-                if (a.pos_bias && a.dpos_bias)
-                    atomicAdd(&a.dpos_bias[a.N - 1 + j - i], ds);
-                if (bk >= 0 && a.dtime_bias)
-                    atomicAdd(&a.dtime_bias[bk], ds);
+            if (lane == 0 && ds != 0.0f) { /* j: this warp's alone for query t */
+                if (dpos)
+                    ppos[a.N - 1 + j - i] += ds;
+                if (dtime && bk >= 0)
+                    sm.th[warp][bk] += ds;
             }
         }
         ctx_store(sm, 0, a.dqk, 1.0f, a.dq + t * ldq + (int64_t)h * a.dqk, true);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; dtime && e < CTX_NB; e += CTX_THREADS) {
+        float sum = 0.0f;
+        for (int w = 0; w < CTX_WARPS; w++)
+            sum += sm.th[w][e];
+        a.ptime[slot * CTX_NB + e] = sum;
     }
 }
 
@@ -437,11 +460,29 @@ static void ctx_hstu_bias(ctx_args *a, int N, const float *pos_bias, const float
     }
 }
 
-#define CTX_LAUNCH(kernel, H, s, a)                                                      \
+#define CTX_LAUNCH_N(kernel, nx, H, s, a)                                                \
     do {                                                                                 \
-        kernel<<<dim3(CTX_GRID, (unsigned)(H)), CTX_THREADS, 0, s>>>(a);                 \
+        kernel<<<dim3((unsigned)(nx), (unsigned)(H)), CTX_THREADS, 0, s>>>(a);           \
         CUDA_CHECK_LAUNCH(#kernel);                                                      \
     } while (0)
+#define CTX_LAUNCH(kernel, H, s, a) CTX_LAUNCH_N(kernel, CTX_GRID, H, s, a)
+
+/* hc_bwd_dq's blocks along the rows: CTX_GRID, fewer when the partials
+ * [blocks H][N + CTX_NB] would pass CTX_PART_BYTES */
+static int64_t ctx_dq_blocks(int H, int N)
+{
+    const int64_t cap =
+        (int64_t)(CTX_PART_BYTES / ((size_t)H * ((size_t)N + CTX_NB) * sizeof(float)));
+    return cap >= CTX_GRID ? CTX_GRID : cap > 1 ? cap : 1;
+}
+
+size_t cuda_hstu_attn_ctx_bwd_ws_bytes(int H, int N)
+{
+    if (H <= 0 || N <= 0)
+        return 0;
+    const int64_t slots = ctx_dq_blocks(H, N) * H;
+    return cuda_hstu_bias_sum_ws_bytes(slots, N) + cuda_hstu_bias_sum_ws_bytes(slots, CTX_NB);
+}
 
 void cuda_hstu_attn_ctx_fwd(cudaStream_t s, int64_t B, const int64_t *offsets,
                             const int64_t *pos0, const int64_t *key_off, int keys, int H, int dqk,
@@ -462,7 +503,7 @@ void cuda_hstu_attn_ctx_bwd(cudaStream_t s, int64_t B, const int64_t *offsets,
                             int dv, int N, const float *q, const float *kb, const float *vb,
                             const float *pos_bias, const float *time_bias, const int64_t *key_ts,
                             const float *dout, float *dq, float *dkb, float *dvb,
-                            float *dpos_bias, float *dtime_bias)
+                            float *dpos_bias, float *dtime_bias, struct cuda_ws *ws)
 {
     if (B <= 0 || H <= 0 || N <= 0)
         return;
@@ -470,8 +511,19 @@ void cuda_hstu_attn_ctx_bwd(cudaStream_t s, int64_t B, const int64_t *offsets,
     ctx_hstu_bias(&a, N, pos_bias, time_bias, key_ts);
     a.q = q, a.kb = kb, a.vb = vb, a.dout = dout;
     a.dq = dq, a.dkb = dkb, a.dvb = dvb, a.dpos_bias = dpos_bias, a.dtime_bias = dtime_bias;
-    CTX_LAUNCH(hc_bwd_dq, H, s, a);
+    const bool dpos = a.pos_bias && dpos_bias, dtime = a.time_bias && dtime_bias;
+    const int64_t nx = ctx_dq_blocks(H, N), slots = nx * H;
+    float *tpos = NULL, *ttime = NULL;
+    if (dpos)
+        a.ppos = cuda_hstu_bias_take(ws, slots, N, &tpos);
+    if (dtime)
+        a.ptime = cuda_hstu_bias_take(ws, slots, CTX_NB, &ttime);
+    CTX_LAUNCH_N(hc_bwd_dq, nx, H, s, a);
     CTX_LAUNCH(hc_bwd_dkdv, H, s, a);
+    if (dpos) /* the pairs j <= i: dpos_bias[0 .. N) */
+        cuda_hstu_bias_sum(s, slots, N, a.ppos, tpos, dpos_bias);
+    if (dtime)
+        cuda_hstu_bias_sum(s, slots, CTX_NB, a.ptime, ttime, dtime_bias);
 }
 
 void cuda_sasrec_attn_ctx_fwd(cudaStream_t s, int64_t B, const int64_t *offsets,

@@ -141,16 +141,23 @@ struct attn_tile {
     int L, t0, rows, h;
 };
 
-/* Fill *t for this block (offsets: device memory, [B + 1]); own tile index
- * `tile`. False: nothing to do. */
-static __device__ bool attn_tile_init(const int64_t *offsets, int tile, attn_tile *t)
+/* Fill *t for sequence b of this block (offsets: device memory, [B + 1]);
+ * own tile index `tile`. False: nothing to do. */
+static __device__ bool attn_tile_init_seq(const int64_t *offsets, int64_t b, int tile,
+                                          attn_tile *t)
 {
-    t->s0 = offsets[blockIdx.x];
-    t->L = (int)(offsets[blockIdx.x + 1] - t->s0);
+    t->s0 = offsets[b];
+    t->L = (int)(offsets[b + 1] - t->s0);
     t->t0 = tile * ATTN_BM;
     t->rows = t->L - t->t0 < ATTN_BM ? t->L - t->t0 : ATTN_BM;
     t->h = blockIdx.y;
     return t->t0 < t->L;
+}
+
+/* the same for sequence b = blockIdx.x */
+static __device__ bool attn_tile_init(const int64_t *offsets, int tile, attn_tile *t)
+{
+    return attn_tile_init_seq(offsets, blockIdx.x, tile, t);
 }
 
 /* ---- host side ---- */

@@ -494,8 +494,11 @@ static void cuda_op_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int 
                                   const int64_t *ts, const float *dout, float *dq, float *dk,
                                   float *dvv, float *dpos_bias, float *dtime_bias)
 {
-    cuda_hstu_attn_bwd(cuda_state()->compute, B, offsets, H, dqk, dv, N, q, k, v, pos_bias,
-                       time_bias, ts, dout, dq, dk, dvv, dpos_bias, dtime_bias);
+    struct cuda_state *st = cuda_state();
+    const int bias = dpos_bias != NULL || dtime_bias != NULL;
+    cuda_hstu_attn_bwd(st->compute, B, offsets, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts,
+                       dout, dq, dk, dvv, dpos_bias, dtime_bias,
+                       ws_for(st, cuda_hstu_attn_bwd_ws_bytes(B, H, N, bias)));
 }
 
 static void cuda_op_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,

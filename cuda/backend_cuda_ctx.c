@@ -24,9 +24,10 @@ void cuda_op_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t 
                                const int64_t *key_ts, const float *dout, float *dq,
                                float *dkb, float *dvb, float *dpos_bias, float *dtime_bias)
 {
-    cuda_hstu_attn_ctx_bwd(cuda_state()->compute, B, offsets, pos0, key_off, keys, H, dqk, dv, N,
-                           q, kb, vb, pos_bias, time_bias, key_ts, dout, dq, dkb, dvb, dpos_bias,
-                           dtime_bias);
+    struct cuda_state *st = cuda_state();
+    cuda_hstu_attn_ctx_bwd(st->compute, B, offsets, pos0, key_off, keys, H, dqk, dv, N, q, kb, vb,
+                           pos_bias, time_bias, key_ts, dout, dq, dkb, dvb, dpos_bias, dtime_bias,
+                           cuda_ws_get(st, cuda_hstu_attn_ctx_bwd_ws_bytes(H, N)));
 }
 
 void cuda_op_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,

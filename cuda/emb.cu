@@ -15,9 +15,11 @@
  *               atomics, the same bits as the CPU. The number of keys stays
  *               on the device: uid past them is -1.
  *   gather      one thread per element of out.
- *   update      one thread per row applies emb_optim_row (embedding/
- *               emb_optim.h, compiled for the device: the CPU's bits); ids
- *               < 0 are skipped.
+ *   update      one warp per row applies emb_optim_row (embedding/
+ *               emb_optim.h) with its columns split over the lanes
+ *               (emb_optim_row_warp: the same maths per column, adagrad's
+ *               sum in the CPU's order: the CPU's bits); ids < 0 are
+ *               skipped.
  *
  * Every grid that depends on a count kept on the device covers the upper
  * bound (n) and reads the count. Scratch memory: the workspace (kernels.h). */
@@ -291,17 +293,81 @@ void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys,
 
 /* --- sparse update --------------------------------------------------------------- */
 
+/* emb_optim_row (embedding/emb_optim.h) by the 32 lanes of a warp, term for
+ * term: lane l takes the columns l, l + 32, ..; every column's maths is the
+ * CPU's. Adagrad's sum of squares runs in the CPU's order (columns 0, 1,
+ * ..): each lane squares its column, then every lane adds the 32 squares of
+ * a round in lane order (shuffles), so all lanes hold the CPU's sum. Adam's
+ * step count is read by all lanes, written by lane 0. */
+static __device__ void emb_optim_row_warp(const struct emb_optim_conf &o, int dim, float *w,
+                                          float *state, int64_t *step, const float *g)
+{
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x % 32;
+    const float lr = o.lr, wd = o.weight_decay;
+    switch (o.kind) {
+    case EMB_OPT_SGD:
+        for (int j = lane; j < dim; j += 32)
+            w[j] = EMB_SUB(w[j], EMB_MUL(lr, EMB_ADD(g[j], EMB_MUL(wd, w[j]))));
+        break;
+    case EMB_OPT_ADAGRAD: {
+        float sq = 0;
+        for (int j0 = 0; j0 < dim; j0 += 32) {
+            const int j = j0 + lane;
+            float q = 0;
+            if (j < dim) {
+                const float gj = EMB_ADD(g[j], EMB_MUL(wd, w[j]));
+                q = EMB_MUL(gj, gj);
+            }
+            const int nj = dim - j0 < 32 ? dim - j0 : 32;
+            for (int k = 0; k < 32; k++) {
+                const float qk = __shfl_sync(full, q, k);
+                if (k < nj)
+                    sq = EMB_ADD(sq, qk);
+            }
+        }
+        const float s = EMB_ADD(state[0], sq / (float)dim);
+        __syncwarp(); /* every lane read state[0] */
+        if (lane == 0)
+            state[0] = s;
+        const float scale = lr / EMB_ADD(sqrtf(s), o.eps);
+        for (int j = lane; j < dim; j += 32)
+            w[j] = EMB_SUB(w[j], EMB_MUL(scale, EMB_ADD(g[j], EMB_MUL(wd, w[j]))));
+        break;
+    }
+    case EMB_OPT_ADAM: {
+        float *m = state, *v = state + dim;
+        const int64_t t = *step + 1;
+        __syncwarp(); /* every lane read *step */
+        if (lane == 0)
+            *step = t;
+        const float c1 = 1.0f - (float)emb_optim_pow(o.beta1, t);
+        const float c2 = 1.0f - (float)emb_optim_pow(o.beta2, t);
+        for (int j = lane; j < dim; j += 32) {
+            m[j] = EMB_ADD(EMB_MUL(o.beta1, m[j]), EMB_MUL(1.0f - o.beta1, g[j]));
+            v[j] = EMB_ADD(EMB_MUL(o.beta2, v[j]), EMB_MUL(EMB_MUL(1.0f - o.beta2, g[j]), g[j]));
+            const float mhat = m[j] / c1, vhat = v[j] / c2;
+            w[j] = EMB_SUB(w[j], EMB_MUL(lr, EMB_ADD(mhat / EMB_ADD(sqrtf(vhat), o.eps),
+                                                     EMB_MUL(wd, w[j]))));
+        }
+        break;
+    }
+    }
+}
+
+/* one warp per row (ids distinct: no two warps share a row) */
 static __global__ void k_sparse_update(struct emb_optim_conf o, int64_t k, int dim,
                                        const int64_t *ids, int G, const float *g, float *w,
                                        float *state, int64_t state_floats, int64_t *steps)
 {
-    GRID_LOOP(i, k)
-    {
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t i = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; i < k;
+         i += warps) {
         if (ids[i] < 0)
-            continue; /* past the distinct ids of emb_sum_by_id */
-        int64_t slot = ids[i] / G;
-        emb_optim_row(&o, dim, w + slot * dim, state ? state + slot * state_floats : NULL,
-                      steps ? steps + slot : NULL, g + i * dim);
+            continue; /* past the distinct ids of emb_sum_by_id (the whole warp) */
+        const int64_t slot = ids[i] / G;
+        emb_optim_row_warp(o, dim, w + slot * dim, state ? state + slot * state_floats : NULL,
+                           steps ? steps + slot : NULL, g + i * dim);
     }
 }
 
@@ -311,7 +377,9 @@ void cuda_emb_sparse_update(cudaStream_t s, const struct emb_optim_conf *opt, in
 {
     if (k <= 0)
         return;
-    k_sparse_update<<<emb_blocks(k), EMB_THREADS, 0, s>>>(*opt, k, dim, ids, G, g, w, state,
-                                                          state_floats, steps);
+    const int64_t b = (k + EMB_THREADS / 32 - 1) / (EMB_THREADS / 32);
+    const unsigned blocks = (unsigned)(b < EMB_MAX_BLOCKS ? b : EMB_MAX_BLOCKS);
+    k_sparse_update<<<blocks, EMB_THREADS, 0, s>>>(*opt, k, dim, ids, G, g, w, state,
+                                                   state_floats, steps);
     CUDA_CHECK_LAUNCH("k_sparse_update");
 }

@@ -147,7 +147,16 @@ void cuda_sample_negatives(cudaStream_t s, uint64_t seed, uint64_t epoch, const 
 void cuda_count_range(cudaStream_t s, int64_t n, const int64_t *x, int64_t lo, int64_t hi,
                       int64_t *acc);
 
-/* attn_hstu.cu */
+/* attn_hstu.cu. The backward's bias gradients: per-block partials in ws
+ * (cuda_hstu_attn_bwd_ws_bytes; bias: a bias gradient is asked for), summed
+ * in a fixed order by cuda_hstu_bias_sum: acc[k] += the sum over slots of
+ * part[slot][k] (part: [slots, width]), which attn_ctx.cu uses too.
+ * cuda_hstu_bias_take carves part and its scratch *tmp from ws
+ * (cuda_hstu_bias_sum_ws_bytes of them). */
+size_t cuda_hstu_bias_sum_ws_bytes(int64_t slots, int width);
+float *cuda_hstu_bias_take(struct cuda_ws *ws, int64_t slots, int width, float **tmp);
+void cuda_hstu_bias_sum(cudaStream_t s, int64_t slots, int width, const float *part, float *tmp,
+                        float *acc);
 void cuda_hstu_attn_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H, int dqk,
                         int dv, int N, const float *q, const float *k, const float *v,
                         const float *pos_bias, const float *time_bias, const int64_t *ts,
@@ -156,7 +165,8 @@ void cuda_hstu_attn_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H
                         int dv, int N, const float *q, const float *k, const float *v,
                         const float *pos_bias, const float *time_bias, const int64_t *ts,
                         const float *dout, float *dq, float *dk, float *dvv, float *dpos_bias,
-                        float *dtime_bias);
+                        float *dtime_bias, struct cuda_ws *ws);
+size_t cuda_hstu_attn_bwd_ws_bytes(int64_t B, int H, int N, int bias);
 
 /* attn_sasrec.cu */
 void cuda_sasrec_attn_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int H, int dh,
@@ -178,7 +188,8 @@ void cuda_hstu_attn_ctx_bwd(cudaStream_t s, int64_t B, const int64_t *offsets,
                             int dv, int N, const float *q, const float *kb, const float *vb,
                             const float *pos_bias, const float *time_bias, const int64_t *key_ts,
                             const float *dout, float *dq, float *dkb, float *dvb,
-                            float *dpos_bias, float *dtime_bias);
+                            float *dpos_bias, float *dtime_bias, struct cuda_ws *ws);
+size_t cuda_hstu_attn_ctx_bwd_ws_bytes(int H, int N);
 void cuda_sasrec_attn_ctx_fwd(cudaStream_t s, int64_t B, const int64_t *offsets,
                               const int64_t *pos0, const int64_t *key_off, int keys, int H,
                               int dh, const float *q, const float *kb, const float *vb,

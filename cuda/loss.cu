@@ -26,6 +26,7 @@
  * and nothing else. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
@@ -289,6 +290,40 @@ static void loss_finish(cudaStream_t s, int64_t T, int d, int per, int64_t nu, c
     CUDA_CHECK_LAUNCH("loss_total");
 }
 
+/* loss_softmax may take dyn bytes of dynamic shared memory: its static
+ * shared memory (red_f, red_d) plus dyn within the device's opt-in limit
+ * (else the job ends naming both), the opt-in raised when dyn passes what
+ * the kernel allows by default (48 KiB less its static part). The
+ * attributes are read once per process (one device per process); the
+ * largest dyn set so far is remembered. The only kernel of cuda/ with
+ * dynamic shared memory. */
+static void loss_smem_fit(size_t dyn)
+{
+    static cudaFuncAttributes fa;
+    static int optin = -1;
+    static size_t allowed;
+    if (optin < 0) {
+        int dev;
+        CUDA_CHECK(cudaFuncGetAttributes(&fa, loss_softmax));
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        allowed = (size_t)fa.maxDynamicSharedSizeBytes;
+    }
+    if (dyn <= allowed)
+        return;
+    if (fa.sharedSizeBytes + dyn > (size_t)optin) {
+        char why[256];
+        snprintf(why, sizeof why,
+                 "softmax loss: %zu bytes of shared memory per block (%zu static + %zu for R + 1 "
+                 "candidates and d), the device allows %d: use fewer negatives or a smaller d",
+                 fa.sharedSizeBytes + dyn, (size_t)fa.sharedSizeBytes, dyn, optin);
+        cuda_check_failed((int)cudaErrorInvalidValue, why, "loss_smem_fit", __FILE__, __LINE__);
+    }
+    CUDA_CHECK(cudaFuncSetAttribute(loss_softmax, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)dyn));
+    allowed = dyn;
+}
+
 void cuda_softmax_loss(cudaStream_t s, int64_t T, int d, int R, float inv_tau, const float *u,
                        int64_t nu, const float *e, const int64_t *pos, const int64_t *neg,
                        float scale, float *du, float *de, double *acc, struct cuda_ws *ws)
@@ -309,9 +344,7 @@ void cuda_softmax_loss_q(cudaStream_t s, int64_t T, int d, int R, float inv_tau,
     int64_t *key = (int64_t *)cuda_ws_take(ws, (size_t)M * 8);
     const size_t shmem = (size_t)(R + 1) * (sizeof(int64_t) + sizeof(float)) +
                          (size_t)d * sizeof(float);
-    if (shmem > 48 * 1024) /* above the default limit: opt in (fails beyond the device's) */
-        CUDA_CHECK(cudaFuncSetAttribute(loss_softmax, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)shmem));
+    loss_smem_fit(shmem);
     const unsigned blocks = (unsigned)(T < LOSS_MAX_BLOCKS ? T : LOSS_MAX_BLOCKS);
     loss_softmax<<<blocks, LOSS_SM_THREADS, shmem, s>>>(T, d, R, inv_tau, u, e, logq, pos, neg,
                                                         scale * inv_tau, du, nu, li, coef, key);

@@ -20,6 +20,7 @@
 
 #define ROWS_THREADS 256
 #define ROWS_MAX_BLOCKS 65536
+#define ROWS_BATCH 8 /* a segment's entries loaded ahead of their adds */
 
 #define ROWS_LOOP(i, n)                                                                  \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
@@ -133,7 +134,11 @@ void cuda_segments_build(cudaStream_t s, int64_t M, const int64_t *keys, int64_t
 }
 
 /* One block per segment (grid-stride over *nseg), threads over the
- * columns: the segment's entries in order onto table[key]. */
+ * columns: the segment's entries in order onto table[key]. The adds of a
+ * column form one chain in entry order (the CPU's bits: a hot row cannot
+ * be split into partial sums without changing them); its loads are issued
+ * ROWS_BATCH entries at a time ahead of their adds, so that a long segment
+ * (a hot in-batch row) waits on memory once per batch, not per entry. */
 static __global__ void rows_segment_add(int64_t M, int d, int64_t per, int64_t bound,
                                         const int64_t *skey, const int64_t *spos,
                                         const int64_t *start, const int64_t *nseg,
@@ -146,10 +151,23 @@ static __global__ void rows_segment_add(int64_t M, int d, int64_t per, int64_t b
             continue; /* entries without a row */
         for (int j = threadIdx.x; j < d; j += blockDim.x) {
             float acc = table[k * d + j];
-            for (int64_t i = lo; i < hi; i++) {
+            int64_t i = lo;
+            for (; i + ROWS_BATCH <= hi; i += ROWS_BATCH) { /* loads first, then the adds */
+                float x[ROWS_BATCH];
+#pragma unroll
+                for (int u = 0; u < ROWS_BATCH; u++) {
+                    const int64_t e = spos[i + u];
+                    const float v = vec[(e / per) * d + j];
+                    x[u] = coef ? __fmul_rn(coef[e], v) : v;
+                }
+#pragma unroll
+                for (int u = 0; u < ROWS_BATCH; u++)
+                    acc = __fadd_rn(acc, x[u]);
+            }
+            for (; i < hi; i++) {
                 const int64_t e = spos[i];
-                const float x = vec[(e / per) * d + j];
-                acc = __fadd_rn(acc, coef ? __fmul_rn(coef[e], x) : x);
+                const float v = vec[(e / per) * d + j];
+                acc = __fadd_rn(acc, coef ? __fmul_rn(coef[e], v) : v);
             }
             table[k * d + j] = acc;
         }

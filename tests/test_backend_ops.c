@@ -21,7 +21,7 @@
  * embedding engine (sparse updates included: no FMA contraction, one power
  * helper), the codecs and the negative sampler must be bit-identical, and
  * the loss counts equal. Ops with sums (losses, scatter-add, sums of
- * squares) must repeat bit for bit on the device. Outputs that ops accumulate (+=) start from nonzero
+ * squares, the HSTU bias gradients) must repeat bit for bit on the device. Outputs that ops accumulate (+=) start from nonzero
  * values and are compared by their increments; outputs that ops write start
  * from junk. Each mismatch prints "FAIL op [case] what: ..."; a summary per
  * op follows. gemm_bf16 (device.precision = bf16): TOL on a device, bit
@@ -694,11 +694,12 @@ static void test_rows(void)
             if (n > 300 && d > 64)
                 continue;
             int64_t nt = n > 300 ? 3 : 13; /* table rows: indexes repeat, heavily at n = 5000 */
-            snprintf(cas, sizeof cas, "n=%lld d=%d table rows=%lld", (long long)n, d,
-                     (long long)nt);
+            const int hot = n == 5000 && d == 64; /* 9 in 10 entries on row 1: one long segment */
+            snprintf(cas, sizeof cas, "n=%lld d=%d table rows=%lld%s", (long long)n, d,
+                     (long long)nt, hot ? " hot row" : "");
             int64_t *hi = xmalloc((size_t)(n + 1) * sizeof *hi);
             for (int64_t i = 0; i < n; i++)
-                hi[i] = (int64_t)rng_below(&G, (uint64_t)nt);
+                hi[i] = hot && rng_below(&G, 10) ? 1 : (int64_t)rng_below(&G, (uint64_t)nt);
             struct pair idx = pair_i64(hi, n);
             free(hi);
             struct pair table = pair_rand(nt * d, 1), out = pair_rand(n * d, 9);
@@ -760,7 +761,7 @@ static void test_emb_engine(void)
                 expect_same("emb_dedup", cas, (const uint8_t *)cg, (const uint8_t *)cc,
                             (size_t)2 * Gs * 8);
                 /* per-key sums of token rows: by the inverse index and by raw ids */
-                const int dim = kind == 2 ? 16 : 7;
+                const int dim = kind == 2 ? 16 : kind == 3 ? 70 : 7; /* 70: lanes past 2 rounds */
                 struct pair g = pair_rand(n * dim, 1);
                 for (int by = 0; by < 2; by++) {
                     const struct pair *keys = by ? &ids : &inv;
@@ -937,6 +938,9 @@ static void test_softmax_loss(void)
         {0, 5, 7, 3, 20.0f, 1},     {1, 1, 1, 1, 20.0f, 1},      {7, 3, 7, 7, 20.0f, 1},
         {100, 40, 50, 128, 20.0f, 1}, {64, 1000, 64, 5, 1.0f, 0}, {33, 17, 256, 128, 20.0f, 1},
         {300, 64, 50, 128, 20.0f, 1}, {50, 2, 1030, 9, 2.0f, 0},
+        /* shared memory (R + 1) 12 + 4 d bytes: under 48 KiB, past it with
+         * the kernel's 384 static bytes; then past 48 KiB (opt-in) */
+        {4, 300, 64, 4049, 20.0f, 1}, {3, 500, 64, 8191, 20.0f, 1},
     };
     char cas[256];
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -1075,6 +1079,7 @@ static void test_hstu(void)
         {"long", 3, {150, 0, 77}, 3, 50, 64, 150, 1, 1},
         {"aligned", 3, {64, 64, 31}, 4, 64, 64, 64, 1, 1},
         {"L > 256", 2, {300, 5}, 2, 32, 24, 300, 1, 1},
+        {"96 blocks", 8, {150, 3, 64, 0, 129, 77, 1, 100}, 4, 16, 16, 150, 1, 1},
         {"single", 1, {1}, 1, 1, 1, 1, 1, 1},
         {"all empty", 3, {0, 0, 0}, 2, 8, 8, 4, 1, 1},
         {"B = 0", 0, {0}, 2, 8, 8, 4, 1, 1},
@@ -1113,9 +1118,15 @@ static void test_hstu(void)
         expect_f32("hstu_attn_bwd", cas, "dv", &dvv, NULL, 1, T * H * dv, TOL);
         expect_f32("hstu_attn_bwd", cas, "dpos_bias", &dp, dp0, 1, 2 * N - 1, TOL);
         expect_f32("hstu_attn_bwd", cas, "dtime_bias", &dt, dt0, 1, nb, TOL);
+        /* the bias gradients are fixed-order sums: a second run, the same bits */
+        struct pair dp2 = pair_f32(dp0, 2 * N - 1), dt2 = pair_f32(dt0, nb);
+        dev->hstu_attn_bwd(c->B, o.g, H, dqk, dv, N, q.g, kk.g, v.g, pbg, tbg, tsg, dout.g, dq.g,
+                           dk.g, dvv.g, c->pos ? dp2.g : NULL, c->time ? dt2.g : NULL);
+        expect_repeat("hstu_attn_bwd", cas, "dpos_bias, dtime_bias", &dp, &dp2, &dt, &dt2);
         free(dp0);
         free(dt0);
-        struct pair *all[] = {&o, &ts, &q, &kk, &v, &pb, &tb, &out, &dout, &dq, &dk, &dvv, &dp, &dt};
+        struct pair *all[] = {&o,   &ts,  &q,  &kk, &v,  &pb,  &tb, &out,
+                              &dout, &dq, &dk, &dvv, &dp, &dt, &dp2, &dt2};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             pair_free(all[i]);
     }
@@ -1325,12 +1336,20 @@ static void test_hstu_ctx(void)
             expect_f32("hstu_attn_ctx_bwd", cas, "dvb", &dvb, NULL, 1, K * H * dv, TOL);
             expect_f32("hstu_attn_ctx_bwd", cas, "dpos_bias", &dp, dp0, 1, 2 * N - 1, TOL);
             expect_f32("hstu_attn_ctx_bwd", cas, "dtime_bias", &dt, dt0, 1, nb, TOL);
+            /* fixed-order bias gradients: a second run (dq from its start), the same bits */
+            struct pair dq2 = pair_f32(dq0, T * H * dqk), dp2 = pair_f32(dp0, 2 * N - 1),
+                        dt2 = pair_f32(dt0, nb);
+            dev->hstu_attn_ctx_bwd(c->B, o.g, p0.g, kop.g, keys, H, dqk, dv, N, q.g, kb.g, vb.g,
+                                   pb.g, tb.g, ts.g, dout.g, dq2.g, dkb.g, dvb.g, dp2.g, dt2.g);
+            expect_repeat("hstu_attn_ctx_bwd", cas, "dpos_bias, dtime_bias", &dp, &dp2, &dt,
+                          &dt2);
+            expect_repeat("hstu_attn_ctx_bwd", cas, "dq", &dq, &dq2, &dt, &dt2);
             free(out0);
             free(dq0);
             free(dp0);
             free(dt0);
-            struct pair *all[] = {&o, &kop, &p0, &ts, &q, &kb, &vb, &pb, &tb, &out,
-                                  &dout, &dq, &dkb, &dvb, &dp, &dt};
+            struct pair *all[] = {&o,   &kop, &p0,  &ts,  &q,  &kb, &vb,  &pb,  &tb, &out,
+                                  &dout, &dq, &dkb, &dvb, &dp, &dt, &dq2, &dp2, &dt2};
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
                 pair_free(all[i]);
         }

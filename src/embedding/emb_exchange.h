@@ -101,6 +101,10 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
                      struct emb_times *tm);
 /* Block until chunk k's rows are in emb_exchange_rows(x). */
 void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm);
+/* hook(arg, 1) before and hook(arg, 0) after each blocking wait of a
+ * transfer (MPI, device events), process-wide (the step's device timers,
+ * train/gputime.h, take the waits out of their spans); NULL: none. */
+void emb_set_wait_hook(void (*hook)(void *arg, int begin), void *arg);
 /* Advance whatever of x is in flight (counts, ids, rows, gradients) without
  * blocking. */
 void emb_exchange_progress(struct emb_exchange *x);

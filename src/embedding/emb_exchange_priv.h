@@ -67,6 +67,8 @@ struct emb_xfer {
     struct comm_request req; /* host: the all-to-all */
     struct comm_msgs sq, rq; /* device: the messages */
     int sends_posted, recvd;
+    struct backend_event *reuse; /* device: recv may be written once this completed (the
+                                    compute stream's last use of the pooled buffers), or NULL */
 };
 
 void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int kind,
@@ -155,6 +157,9 @@ struct emb_exchange {
     /* t: the buffers, kept across uses */
     struct emb_buf b_uniq, b_inv, b_serve, b_served, b_rows, b_cw, b_gu, b_gk, b_gs;
     struct emb_buf b_served_w, b_rows_w, b_gu_w, b_gs_w, b_sid, b_sg, b_bad;
+    struct backend_event *freed; /* device: the compute stream's work up to the last release
+                                    (every use of the buffers), recorded when freed_set */
+    int freed_set;
     int64_t *uniq;             /* t [nuniq] grouped by owner, chunk 0 first */
     int64_t *inverse;          /* t [n] token -> index in uniq */
     int64_t *serve;            /* t [nserve] grouped by requester */

@@ -7,6 +7,22 @@
 #include "base/check.h"
 #include "embedding/emb_exchange_priv.h"
 
+/* the host's blocking waits, announced (emb_set_wait_hook) */
+static void (*wait_hook)(void *arg, int begin);
+static void *wait_arg;
+
+void emb_set_wait_hook(void (*hook)(void *arg, int begin), void *arg)
+{
+    wait_hook = hook;
+    wait_arg = arg;
+}
+
+static void blocking(int begin)
+{
+    if (wait_hook)
+        wait_hook(wait_arg, begin);
+}
+
 /* point-to-point tags: one per table and kind (the emb communicator) */
 static int xfer_tag(const struct emb_xfer *f) { return 0x2000 + f->t->index * EMB_NX + f->kind; }
 
@@ -101,6 +117,8 @@ static void land(struct emb_xfer *f)
     const int64_t *rc = rc_of(f), *rd = rd_of(f);
     const char *pin = xs->pin_r[f->kind].p;
     int any = 0;
+    if (f->reuse) /* the uploads into the pooled recv after its last use (no host wait) */
+        be->stream_wait(BACKEND_COMM, f->reuse);
     for (int p = 0; p < G; p++)
         if (by_mpi(f, p, me) && rc[p] > 0) {
             be->to_device_async(f->recv + (size_t)rd[p] * f->rb, pin + (size_t)rd[p] * f->rb,
@@ -157,8 +175,11 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
         char *pin_s = pinned(be, &xs->pin_s[kind], (size_t)extent(sc, sd, G) * f->rb);
         char *pin_r = pinned(be, &xs->pin_r[kind], (size_t)extent(rc, rd, G) * f->rb);
         /* MPI may overwrite pin_r once the last landing out of it has run */
-        if (xs->landing[kind] && !be->event_query(xs->landed[kind]))
+        if (xs->landing[kind] && !be->event_query(xs->landed[kind])) {
+            blocking(1);
             be->event_sync(xs->landed[kind]);
+            blocking(0);
+        }
         xs->landing[kind] = 0;
         post(f, 0, pin_r, &f->rq);
         for (int p = 0; p < G; p++) /* down, one copy per peer, on the comm stream */
@@ -169,6 +190,13 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
         if (remote_sends || ipc_sends)
             be->event_record(xs->ready[kind], BACKEND_COMM);
     } else { /* direct: MPI reads the segments once the compute stream made them */
+        /* and writes recv, a pooled buffer: not before the compute stream's
+         * last use of it (recorded at its release: long done, as a rule) */
+        if (f->reuse && !be->event_query(f->reuse)) {
+            blocking(1);
+            be->event_sync(f->reuse);
+            blocking(0);
+        }
         post(f, 0, recv, &f->rq);
         if (remote_sends || ipc_sends) /* the window copies follow the compute stream's work */
             be->event_record(xs->ready[kind], ipc_sends ? BACKEND_COMM : BACKEND_COMPUTE);
@@ -213,23 +241,32 @@ void emb_xfer_wait(struct emb_xfer *f)
     if (!f->active)
         return;
     if (f->t->xs->mode == EMB_XF_HOST) {
+        blocking(1);
         comm_wait(&f->req);
+        blocking(0);
         f->active = 0;
         return;
     }
     if (!f->sends_posted) { /* this rank's segments must be out before it waits for others' */
         const struct backend_ops *be = f->t->be;
         struct backend_event *e = f->t->xs->ready[f->kind];
-        if (!be->event_query(e))
+        if (!be->event_query(e)) {
+            blocking(1);
             be->event_sync(e);
+            blocking(0);
+        }
         send_now(f);
     }
     if (!f->recvd) {
+        blocking(1);
         comm_wait_msgs(&f->rq);
-        land(f);
+        blocking(0);
+        land(f); /* device work: outside the wait */
     }
+    blocking(1);
     if (f->t->xs->ipc)
         emb_ipc_test(f, 1);
     comm_wait_msgs(&f->sq);
+    blocking(0);
     finish(f);
 }

@@ -55,6 +55,8 @@ static void exchange_release(const struct backend_ops *be, struct emb_exchange *
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         emb_buf_free(be, b[i]);
     emb_prefetch_release(be, x->pf);
+    if (x->freed)
+        be->event_free(x->freed);
     free(x->scounts);
     free(x->spans);
     free(x->cnt);
@@ -114,8 +116,9 @@ struct emb_exchange *emb_xstate_get(struct emb_table *t)
     x->spans = keep.spans;
     x->cnt = keep.cnt;
     x->pf = keep.pf;
-    for (int k = 0; k < EMB_NX; k++)
-        x->xf[k] = (struct emb_xfer){.lay = keep.xf[k].lay};
+    for (int k = 0; k < EMB_NX; k++) /* receives into the buffers wait for their last use */
+        x->xf[k] = (struct emb_xfer){.lay = keep.xf[k].lay,
+                                     .reuse = x->freed_set ? x->freed : NULL};
     memset(x->scounts, 0, (size_t)t->G * 6 * sizeof(int64_t));
     x->sdispls = x->scounts + t->G;
     x->rcounts = x->scounts + 2 * t->G;
@@ -130,10 +133,17 @@ struct emb_exchange *emb_xstate_get(struct emb_table *t)
 void emb_xstate_put(struct emb_table *t, struct emb_exchange *x)
 {
     struct emb_xstate *xs = emb_xstate(t);
-    if (xs->npool == EMB_POOL)
+    if (xs->npool == EMB_POOL) {
         exchange_release(t->be, x);
-    else
-        xs->pool[xs->npool++] = x;
+        return;
+    }
+    if (t->be->event_record) { /* device buffers: their last use is enqueued by now */
+        if (!x->freed)
+            x->freed = t->be->event_new(0);
+        t->be->event_record(x->freed, BACKEND_COMPUTE);
+        x->freed_set = 1;
+    }
+    xs->pool[xs->npool++] = x;
 }
 
 void emb_xstate_wire(struct emb_table *t)

@@ -98,7 +98,7 @@ struct task_step {
     const float *rows;       /* [nuniq, d] */
     const int64_t *inv;      /* the exchange's inverse index */
     float *drows;            /* [nuniq, d] accumulated */
-    const float *logq;       /* [nuniq] host, or NULL */
+    const float *logq;       /* [nuniq] backend memory (be's), or NULL */
     const struct loss_full_shard *shard; /* train.loss = full */
     const int64_t *targets;  /* [T] host */
     /* ranking */

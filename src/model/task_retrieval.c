@@ -31,22 +31,16 @@ static void retrieval_loss(struct task *t, struct task_step *st)
             be->to_device(st->acc, acc, sizeof acc);
         return;
     }
-    void *owned = NULL;
-    const float *lq = st->logq;
-    if (lq)
-        lq = backend_upload(be, lq, (size_t)(st->nuniq ? st->nuniq : 1) * sizeof(float), &owned);
     comm_compute_begin();
     if (rc->bce)
         loss_bce_acc(be, T, st->d, st->out, st->nuniq, st->rows, st->inv + T, st->inv + 2 * T,
                      st->scale, st->du, st->drows, st->acc);
     else
         loss_sampled_softmax_acc(be, st->ws, T, st->d, rc->R, rc->temperature,
-                                 rc->normalize_items, st->out, st->nuniq, st->rows, lq,
+                                 rc->normalize_items, st->out, st->nuniq, st->rows, st->logq,
                                  st->inv + T, st->inv + 2 * T, st->scale, st->du, st->drows,
                                  st->acc);
     comm_compute_end();
-    if (owned)
-        be->free(owned);
 }
 
 static void retrieval_free(struct task *t)

@@ -41,11 +41,12 @@ struct ctx_split {
                                     to MPI until they complete */
     int *pend_n;
     int nrecv, nsend;       /* direct: the messages of recv, send in flight */
-    float **hsend;          /* [layers] forward: the layer's k, v rows [2, T, w] */
-    float *hkv;             /* the received rows (forward) or the gradients sent
-                               (backward): [2, keys, w] as kb, vb */
+    struct ctx_stage *stage; /* staged: the pinned buffers per layer (kept across steps) */
+    float *hkv;             /* the layer's received rows (forward) or gradients sent
+                               (backward): [2, keys, w] as kb, vb, in its stage buffer */
     float *dtmp;            /* backward: the received gradients, device copy */
-    int64_t hkv_n, dtmp_n, hsend_n;
+    int64_t dtmp_n;
+    int nfwd, nbwd;         /* staged: the forward's layers; the backward's so far */
     int64_t w;              /* floats per key row (post_kv's) */
     int64_t tmp_used;       /* floats of tmp the backward received */
     float *kb, *vb;         /* the forward's key buffers (device) */
@@ -117,12 +118,15 @@ struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
 
 /* --- a device computing (ctx_split_device): staged through host copies --- */
 
-void ctx_split_device(struct ctx_split *x, const struct backend_ops *be, int direct)
+void ctx_split_device(struct ctx_split *x, const struct backend_ops *be, int direct,
+                      struct ctx_stage *stage)
 {
     if (x && be && !backend_is_host(be)) {
         x->be = be;
         x->direct = direct;
-        x->hsend = xcalloc((size_t)x->maxpending, sizeof *x->hsend);
+        x->stage = stage;
+        if (!direct && !stage)
+            fatal("ctx_split: a staged exchange on %s without its pinned buffers", be->name);
         if (direct) {
             x->pend_msgs = xcalloc((size_t)x->maxpending, sizeof *x->pend_msgs);
             x->pend_n = xcalloc((size_t)x->maxpending, sizeof *x->pend_n);
@@ -141,19 +145,79 @@ static void expose(const struct ctx_split *x, const struct comm_msg *m, int n, i
             x->be->mpi_expose(m[i].buf, (size_t)m[i].n * sizeof(float), on);
 }
 
-/* host[n] floats, grown as needed */
-static float *host_buf(float *p, int64_t *cap, int64_t n)
+/* --- the staged exchange's pinned buffers ------------------------------------ */
+
+/* Per layer one pinned buffer: [2, T, w] the layer's k, v rows sent in the
+ * forward (kept until those sends complete, in the backward), then [2,
+ * keys, w] the rows received (forward) and the gradients sent (backward);
+ * up[l]: the comm stream's uploads out of it (recorded when upped[l]). */
+struct ctx_stage {
+    const struct backend_ops *be;
+    int layers;
+    float **buf;
+    size_t *cap; /* bytes */
+    struct backend_event **up;
+    int *upped;
+};
+
+struct ctx_stage *ctx_stage_new(const struct backend_ops *be, int layers)
 {
-    if (n > *cap) {
-        free(p);
-        *cap = n;
-        p = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    }
-    return p;
+    if (!be || backend_is_host(be) || !be->host_alloc)
+        return NULL;
+    struct ctx_stage *g = xcalloc(1, sizeof *g);
+    g->be = be;
+    g->layers = layers > 0 ? layers : 1;
+    g->buf = xcalloc((size_t)g->layers, sizeof *g->buf);
+    g->cap = xcalloc((size_t)g->layers, sizeof *g->cap);
+    g->up = xcalloc((size_t)g->layers, sizeof *g->up);
+    g->upped = xcalloc((size_t)g->layers, sizeof *g->upped);
+    for (int l = 0; l < g->layers; l++)
+        g->up[l] = be->event_new(0);
+    return g;
 }
 
-/* Forward: k, v [T, w] of this layer to the host (the sends' source; kept
- * until the sends complete in the backward), room for the received rows. */
+void ctx_stage_free(struct ctx_stage *g)
+{
+    if (!g)
+        return;
+    g->be->comm_sync(); /* no copy still reads or writes the buffers */
+    for (int l = 0; l < g->layers; l++) {
+        if (g->buf[l])
+            g->be->host_free(g->buf[l]);
+        g->be->event_free(g->up[l]);
+    }
+    free(g->buf);
+    free(g->cap);
+    free(g->up);
+    free(g->upped);
+    free(g);
+}
+
+/* Layer l's buffer of at least n floats, once the comm stream's uploads
+ * out of it have run (MPI may write it; usually long done: no wait). */
+static float *stage_buf(struct ctx_split *x, int l, int64_t n)
+{
+    struct ctx_stage *g = x->stage;
+    if (l >= g->layers)
+        fatal("ctx_split: layer %d of the %d the staging was set up for", l + 1, g->layers);
+    if (g->upped[l] && !g->be->event_query(g->up[l]))
+        g->be->event_sync(g->up[l]);
+    g->upped[l] = 0;
+    const size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
+    if (bytes > g->cap[l]) {
+        if (g->buf[l]) {
+            g->be->comm_sync(); /* a download into it may be in flight */
+            g->be->host_free(g->buf[l]);
+        }
+        g->cap[l] = bytes + bytes / 4;
+        g->buf[l] = g->be->host_alloc(g->cap[l]);
+    }
+    return g->buf[l];
+}
+
+/* Forward: k, v [T, w] of this layer into its pinned buffer (the sends'
+ * source; async copies on the comm stream, after the compute stream's
+ * work, then one host wait), room for the received rows after them. */
 static void dev_stage_kv(struct ctx_split *x, int64_t w, const float *k, const float *v,
                          float *kb, float *vb)
 {
@@ -161,17 +225,16 @@ static void dev_stage_kv(struct ctx_split *x, int64_t w, const float *k, const f
     const int64_t T = x->offsets[x->B], K = x->ms.key_off[x->B];
     if (x->npending == x->maxpending)
         fatal("ctx_split: more layers than the %d the exchange was set up for", x->maxpending);
-    float **hs = &x->hsend[x->npending];
-    if (!*hs)
-        *hs = xmalloc((size_t)(2 * T * w > 0 ? 2 * T * w : 1) * sizeof **hs);
+    float *hs = stage_buf(x, x->npending, 2 * T * w + 2 * K * w);
     int sends = 0;
     for (int64_t b = 0; b < x->B; b++)
         sends |= x->chunk[b] < x->nchunks[b] - 1;
-    if (sends && T > 0) { /* a host wait for this layer's k, v */
-        be->to_host(*hs, k, (size_t)(T * w) * sizeof(float));
-        be->to_host(*hs + T * w, v, (size_t)(T * w) * sizeof(float));
+    if (sends && T > 0) { /* one host wait for this layer's k, v */
+        be->to_host_async(hs, k, (size_t)(T * w) * sizeof(float));
+        be->to_host_async(hs + T * w, v, (size_t)(T * w) * sizeof(float));
+        be->comm_sync();
     }
-    x->hkv = host_buf(x->hkv, &x->hkv_n, 2 * K * w);
+    x->hkv = hs + 2 * T * w;
     x->kb = kb;
     x->vb = vb;
     for (int64_t b = 0; b < x->B; b++) { /* the segments' own rows, on the device */
@@ -183,36 +246,50 @@ static void dev_stage_kv(struct ctx_split *x, int64_t w, const float *k, const f
 }
 
 /* After the receives: the earlier chunks' rows into the device's kb, vb
- * [keys, w]. */
+ * [keys, w], async on the comm stream (the compute stream's later work
+ * waits for them: to_device_async); no host wait. */
 static void dev_put_rows(struct ctx_split *x, float *kb, float *vb)
 {
     const struct backend_ops *be = x->be;
     const int64_t w = x->w, K = x->ms.key_off[x->B];
+    int any = 0;
     for (int64_t b = 0; b < x->B; b++) {
         const struct chunk *ch = x->chunks + x->first[b];
         for (int j = 0; j < x->chunk[b]; j++) {
             const int64_t at = (x->ms.key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
-            be->to_device(kb + at, x->hkv + at, (size_t)n * sizeof(float));
-            be->to_device(vb + at, x->hkv + K * w + at, (size_t)n * sizeof(float));
+            be->to_device_async(kb + at, x->hkv + at, (size_t)n * sizeof(float));
+            be->to_device_async(vb + at, x->hkv + K * w + at, (size_t)n * sizeof(float));
+            any = 1;
         }
+    }
+    if (any) { /* the buffer is read until these ran (stage_buf) */
+        const int l = x->npending - 1;
+        be->event_record(x->stage->up[l], BACKEND_COMM);
+        x->stage->upped[l] = 1;
     }
 }
 
 /* Backward: the gradients of the earlier chunks' rows (of dkb, dvb on the
- * device) to the host copy the sends read. */
+ * device) into the layer's pinned buffer the sends read: async copies on
+ * the comm stream, then one host wait. */
 static void dev_take_rows(struct ctx_split *x, int64_t w, const float *dkb, const float *dvb)
 {
     const struct backend_ops *be = x->be;
-    const int64_t K = x->ms.key_off[x->B];
-    x->hkv = host_buf(x->hkv, &x->hkv_n, 2 * K * w);
+    const int64_t T = x->offsets[x->B], K = x->ms.key_off[x->B];
+    const int l = x->nfwd - 1 - x->nbwd++; /* the layers in reverse */
+    x->hkv = stage_buf(x, l > 0 ? l : 0, 2 * T * w + 2 * K * w) + 2 * T * w;
+    int any = 0;
     for (int64_t b = 0; b < x->B; b++) {
         const struct chunk *ch = x->chunks + x->first[b];
         for (int j = 0; j < x->chunk[b]; j++) {
             const int64_t at = (x->ms.key_off[b] + ch[j].p0) * w, n = (ch[j].p1 - ch[j].p0) * w;
-            be->to_host(x->hkv + at, dkb + at, (size_t)n * sizeof(float));
-            be->to_host(x->hkv + K * w + at, dvb + at, (size_t)n * sizeof(float));
+            be->to_host_async(x->hkv + at, dkb + at, (size_t)n * sizeof(float));
+            be->to_host_async(x->hkv + K * w + at, dvb + at, (size_t)n * sizeof(float));
+            any = 1;
         }
     }
+    if (any)
+        be->comm_sync();
 }
 
 /* wait_dkv on the device: dk, dv = the own rows of dkb, dvb, plus the
@@ -261,7 +338,7 @@ static void post_kv(void *ctx, int64_t w, const float *k, const float *v, float 
         x->be->synchronize(); /* and nothing still reads kb, vb when MPI writes them */
     } else if (x->be) { /* device memory: the rows to send, and those received, in host copies */
         dev_stage_kv(x, w, k, v, kb, vb);
-        k = x->hsend[x->npending];
+        k = x->hkv - 2 * x->offsets[x->B] * w; /* the layer's buffer: k, v, then received */
         v = k + x->offsets[x->B] * w;
         kb = x->hkv;
         vb = x->hkv + x->ms.key_off[x->B] * w;
@@ -359,6 +436,10 @@ static void post_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb)
     int ns = 0, nr = 0;
     float *t = x->tmp;
     x->tmp_used = need;
+    if (x->npending > 0) { /* the first layer back: the staged layers count down from here */
+        x->nfwd = x->npending;
+        x->nbwd = 0;
+    }
     if (x->direct) { /* device memory to MPI: received into the device's tmp */
         if (need > x->dtmp_n) {
             if (x->dtmp)
@@ -458,10 +539,6 @@ void ctx_split_free(struct ctx_split *x)
     free(x->send);
     free(x->recv);
     free(x->tmp);
-    for (int i = 0; x->hsend && i < x->maxpending; i++)
-        free(x->hsend[i]);
-    free(x->hsend);
-    free(x->hkv);
     if (x->dtmp)
         x->be->free(x->dtmp);
     free(x);

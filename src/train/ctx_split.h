@@ -17,8 +17,10 @@
  * The exchange copies what it needs from the plan, so the plan slot may be
  * reused while the step runs. The buffers the model hands over are host
  * memory, or a device's (ctx_split_device): then the rows to send and
- * those received are staged through host copies (to_host, MPI, to_device;
- * a host wait per layer for the rows sent), or with device.staging =
+ * those received are staged through the layer's pinned buffer (async
+ * copies on the comm stream, MPI, async uploads the compute stream waits
+ * for; one host wait per layer for the rows sent, one for the gradients
+ * sent), or with device.staging =
  * direct (CUDA-aware MPI) the device buffers go to MPI themselves (a host
  * wait per layer for the compute stream before the messages are posted);
  * the received gradients are added on the device in the same order. */
@@ -40,10 +42,17 @@ struct ctx_split;
  * (so the trace shows them). */
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
                                 const struct seq_batch *sb, int layers, struct steptime *st);
+/* The staged exchange's pinned host buffers, one per layer, kept across
+ * steps (the caller's, for every step's exchange): NULL on a host backend. */
+struct ctx_stage;
+struct ctx_stage *ctx_stage_new(const struct backend_ops *be, int layers);
+void ctx_stage_free(struct ctx_stage *g);
 /* The model computes on `be`: on a device backend the buffers it hands
  * to the exchange are device memory (x NULL, or a host backend: nothing);
- * direct: MPI takes device pointers (device_choice.direct). */
-void ctx_split_device(struct ctx_split *x, const struct backend_ops *be, int direct);
+ * direct: MPI takes device pointers (device_choice.direct); else staged
+ * through stage (ctx_stage_new of be). */
+void ctx_split_device(struct ctx_split *x, const struct backend_ops *be, int direct,
+                      struct ctx_stage *stage);
 /* The batch.split of the model for it (valid until ctx_split_free). */
 const struct model_split *ctx_split_model(const struct ctx_split *x);
 void ctx_split_free(struct ctx_split *x);

@@ -15,6 +15,9 @@ void gputime_init(struct gputime *g, const struct backend_ops *be)
         for (int s = 0; s < GPU_SPANS; s++)
             for (int k = 0; k < 2; k++)
                 g->ev[p][s][k] = be->event_new(1);
+    for (int w = 0; w < GPU_WAITS; w++)
+        for (int k = 0; k < 2; k++)
+            g->wev[w][k] = be->event_new(1);
 }
 
 void gputime_free(struct gputime *g)
@@ -24,6 +27,10 @@ void gputime_free(struct gputime *g)
             for (int s = 0; s < GPU_SPANS; s++)
                 for (int k = 0; k < 2; k++)
                     g->be->event_free(g->ev[p][s][k]);
+    if (g->be)
+        for (int w = 0; w < GPU_WAITS; w++)
+            for (int k = 0; k < 2; k++)
+                g->be->event_free(g->wev[w][k]);
     memset(g, 0, sizeof *g);
 }
 
@@ -35,16 +42,38 @@ void gputime_begin(struct gputime *g, enum gpu_phase ph)
         fatal("gputime: phase %s begun inside another", gputime_name(ph));
     g->be->event_record(g->ev[ph][g->spans[ph]][0], BACKEND_COMPUTE);
     g->open = 1;
+    g->phase = (int)ph;
 }
 
 void gputime_end(struct gputime *g, enum gpu_phase ph)
 {
     if (!g->be || g->spans[ph] == GPU_SPANS)
         return;
+    if (g->in_wait)
+        fatal("gputime: phase %s ended inside a host wait", gputime_name(ph));
     g->be->event_record(g->ev[ph][g->spans[ph]][1], BACKEND_COMPUTE);
     g->spans[ph]++;
     g->open = 0;
 }
+
+void gputime_wait(struct gputime *g, int begin)
+{
+    if (!g->be)
+        return;
+    if (begin) {
+        if (!g->open || g->in_wait || g->waits == GPU_WAITS)
+            return; /* outside the spans, nested, or past the bound: not subtracted */
+        g->be->event_record(g->wev[g->waits][0], BACKEND_COMPUTE);
+        g->wph[g->waits] = g->phase;
+        g->in_wait = 1;
+    } else if (g->in_wait) {
+        g->be->event_record(g->wev[g->waits][1], BACKEND_COMPUTE);
+        g->waits++;
+        g->in_wait = 0;
+    }
+}
+
+void gputime_wait_hook(void *g, int begin) { gputime_wait(g, begin); }
 
 void gputime_step(struct gputime *g, double wall_s)
 {
@@ -55,6 +84,9 @@ void gputime_step(struct gputime *g, double wall_s)
             g->ms[p] += g->be->event_ms(g->ev[p][s][0], g->ev[p][s][1]);
         g->spans[p] = 0;
     }
+    for (int w = 0; w < g->waits; w++) /* the compute stream's idle time in the waits */
+        g->ms[g->wph[w]] -= g->be->event_ms(g->wev[w][0], g->wev[w][1]);
+    g->waits = 0;
     g->wall_ms += 1e3 * wall_s;
     g->steps++;
 }

@@ -1,13 +1,19 @@
 /* gputime: device-side phase timers of the training step (DESIGN.md §9):
  * timing events on the compute stream around forward + loss, backward, the
- * exchanges' device work and waits (rows arriving, gathers, the sparse
- * update) and the optimizer, read at the end of the step, after its
- * read-back: they have completed by then, so reading them costs no host
- * wait. gpu_ms (the device time of those spans per step) and gpu_busy
- * (gpu_ms over the step's wall time) go on the progress line and into the
- * metrics. The fake device times its operations on the host, so the same
- * code runs in the tests; on the CPU backend (no events) nothing is
- * recorded. */
+ * exchanges' device work (rows landing, gathers, the sparse update) and
+ * the optimizer, read at the end of the step, after its read-back: they
+ * have completed by then, so reading them costs no host wait.
+ *
+ * Only the compute stream's busy time counts: the host's blocking waits
+ * inside a span (the exchanges' MPI and event waits: emb_set_wait_hook)
+ * are bracketed by two more events, recorded before the wait and after
+ * it; the stream runs out of work meanwhile, so their interval is its
+ * idle time (less when the stream was still busy), subtracted from the
+ * span. gpu_ms (the device time of the spans per step, less those
+ * intervals) and gpu_busy (gpu_ms over the step's wall time) go on the
+ * progress line and into the metrics. The fake device times its
+ * operations on the host, so the same code runs in the tests; on the CPU
+ * backend (no events) nothing is recorded. */
 #ifndef FS_GPUTIME_H
 #define FS_GPUTIME_H
 
@@ -17,12 +23,16 @@
 
 enum gpu_phase { GPU_FORWARD, GPU_BACKWARD, GPU_EXCHANGE, GPU_OPTIMIZER, GPU_NPHASES };
 
-#define GPU_SPANS 4 /* spans of one phase per step, at most */
+#define GPU_SPANS 4  /* spans of one phase per step, at most */
+#define GPU_WAITS 64 /* host waits inside spans per step, at most (later ones not subtracted) */
 
 struct gputime {
     const struct backend_ops *be;  /* NULL: no events (host backends) */
     struct backend_event *ev[GPU_NPHASES][GPU_SPANS][2];
+    struct backend_event *wev[GPU_WAITS][2]; /* before, after a host wait */
+    int wph[GPU_WAITS];            /* the phase of the span around wait w */
     int spans[GPU_NPHASES], open;  /* this step's spans; one begun */
+    int phase, waits, in_wait;     /* the open span's phase; this step's waits; one begun */
     double ms[GPU_NPHASES];        /* the interval's device milliseconds */
     double wall_ms;                /* the interval's step wall time */
     int64_t steps;
@@ -33,6 +43,11 @@ void gputime_free(struct gputime *g);
 /* A span of phase ph begins / ends here (in the compute stream's order). */
 void gputime_begin(struct gputime *g, enum gpu_phase ph);
 void gputime_end(struct gputime *g, enum gpu_phase ph);
+/* The host blocks (begin = 1) / blocked (begin = 0) here: inside an open
+ * span, the interval between the two is taken out of it. */
+void gputime_wait(struct gputime *g, int begin);
+/* gputime_wait for a void * (emb_set_wait_hook's form) */
+void gputime_wait_hook(void *g, int begin);
 /* The step is over (its work completed: after the read-back) and took
  * wall_s seconds: its spans are read. */
 void gputime_step(struct gputime *g, double wall_s);

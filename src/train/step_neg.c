@@ -53,23 +53,3 @@ float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t ep
     free(batch);
     return logq;
 }
-
-const float *step_neg_logq(const float *logq, const struct emb_exchange *x,
-                           const struct backend_ops *tbe, int64_t T, int R, float **buf,
-                           int64_t *cap)
-{
-    const int64_t nu = emb_exchange_nuniq(x);
-    if (nu > *cap) {
-        free(*buf);
-        *cap = nu + nu / 4;
-        *buf = xmalloc((size_t)(*cap ? *cap : 1) * sizeof(float));
-    }
-    void *owned = NULL; /* the index on the host (a copy when in device memory) */
-    const int64_t *inv = backend_download(tbe ? tbe : &backend_cpu, emb_exchange_inverse(x),
-                                          (size_t)(T * (2 + R)) * sizeof(int64_t), &owned);
-    inv += T; /* the targets' and negatives' */
-    for (int64_t k = 0; k < T * (1 + R); k++)
-        (*buf)[inv[k]] = logq[k];
-    free(owned);
-    return *buf;
-}

@@ -8,8 +8,6 @@
 
 struct trainer;
 struct seq_batch;
-struct emb_exchange;
-struct backend_ops;
 
 /* The negatives of sb's T positions (keyed by the token) into the item
  * table's ids at 2T ([T, R], after the inputs and targets: emb_ids_put):
@@ -19,14 +17,5 @@ struct backend_ops;
  * logQ correction of every target and negative token [T (1 + R)] (heap)
  * with in-batch negatives, else NULL. */
 float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t epoch);
-
-/* The correction per unique row of exchange x from that of the tokens,
- * logq [T (1 + R)] (host memory), into *buf [nuniq] (host memory, grown as
- * needed, capacity *cap; the loss uploads it). The exchange's inverse
- * index is in the memory of tbe, the table's backend (NULL: the host),
- * read back when that is a device. Returns *buf. */
-const float *step_neg_logq(const float *logq, const struct emb_exchange *x,
-                           const struct backend_ops *tbe, int64_t T, int R, float **buf,
-                           int64_t *cap);
 
 #endif

@@ -128,8 +128,9 @@ struct step_state {
     /* train.loss = full: the ids of this rank's shard, requested every step
      * after the inputs, targets and negatives (loss_full.h) */
     int64_t *shard_ids, n_shard;
-    float *logq;               /* in-batch negatives: [nuniq] correction, capacity logq_n */
-    int64_t logq_n;
+    struct ctx_stage *kv_stage; /* split_long, staged on a device: pinned buffers per layer */
+    struct mirror lq_tok;      /* in-batch negatives: the tokens' logQ [T (1 + R)] */
+    struct mirror lq_row;      /* and the unique rows' [nuniq] (step_logq) */
     struct task_step view;     /* the loss's view of the step, for the task's backward */
     struct loss_full_shard shard; /* the view's, train.loss = full */
 };
@@ -226,7 +227,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
         batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
                     pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
-    ctx_split_device(in->split, tr->be, tr->dev.direct);
+    ctx_split_device(in->split, tr->be, tr->dev.direct, s->kv_stage);
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
     emb_ids_reserve(t, n_ids);
     emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
@@ -307,6 +308,23 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     return emb;
 }
 
+/* The logQ correction per unique row [nuniq] (the computing backend's
+ * memory) from the tokens' (in->logq [T (1 + R)], host memory): one
+ * upload, then row inv[T + k] = token k's (index_rows; tokens of one row
+ * carry the same value), kept in s's buffers across steps. */
+static const float *step_logq(struct step_state *s, const struct step_input *in,
+                              const int64_t *inv)
+{
+    const struct backend_ops *be = s->tr->be;
+    const int64_t n = in->sb.T * (1 + s->tr->conf.R), nu = emb_exchange_nuniq(in->x);
+    const size_t bytes = (size_t)(n ? n : 1) * sizeof(float);
+    const float *tok = mirror_bind(&s->lq_tok, be, &backend_cpu, in->logq, bytes);
+    mirror_up(&s->lq_tok, 0, bytes);
+    float *row = mirror_bind(&s->lq_row, be, be, NULL, (size_t)(nu ? nu : 1) * sizeof(float));
+    be->index_rows(n, 1, tok, NULL, row, inv + in->sb.T, 0);
+    return row;
+}
+
 /* The loss of the step's positions (outputs out [T, d]) by the task
  * (model/task.h): retrieval against the unique rows (du [T, d] written,
  * drows [nuniq, d] accumulated; loss.h, loss_full.h), ranking by the head
@@ -319,9 +337,7 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
     struct trainer *tr = s->tr;
     const struct train_conf *cf = &tr->conf;
     const int64_t T = in->sb.T;
-    const float *logq = in->logq ? step_neg_logq(in->logq, in->x, tr->items->be, T, cf->R, &s->logq,
-                                               &s->logq_n)
-                                 : NULL; /* uniform negatives: none */
+    const float *logq = in->logq ? step_logq(s, in, inv) : NULL; /* uniform negatives: none */
     s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
                                         .num_items = tr->ds.num_items, .m = s->n_shard,
                                         .idx = s->ranking ? NULL : inv + T * (2 + cf->R),
@@ -550,6 +566,8 @@ void train_step_init(struct trainer *tr)
     s->lookahead = cf->overlap != OVERLAP_NONE;
     s->read_late = !backend_is_host(tr->be);
     gputime_init(&tr->gt, tr->be);
+    emb_set_wait_hook(gputime_wait_hook, &tr->gt); /* the exchanges' waits: not device time */
+    s->kv_stage = ctx_stage_new(tr->be, cf->model.layers); /* NULL on the host */
     s->sc = tr->be->alloc(sizeof s->hsc);
     s->prefetch = cf->overlap == OVERLAP_PREFETCH;
     s->prioritized = cf->overlap == OVERLAP_PRIORITIZED || s->prefetch;
@@ -600,14 +618,15 @@ void train_step_free(struct trainer *tr)
     train_step_drain(tr);
     dense_sync_free(s->dense);
     struct mirror *m[] = {&s->rows, &s->inv, &s->grads, &s->emb, &s->out, &s->du, &s->demb,
-                          &s->fx, &s->fout, &s->fdu, &s->fdemb};
+                          &s->fx, &s->fout, &s->fdu, &s->fdemb, &s->lq_tok, &s->lq_row};
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         mirror_free(m[i]);
     loss_ws_free(&s->lws);
     tr->be->free(s->sc);
+    emb_set_wait_hook(NULL, NULL);
     gputime_free(&tr->gt);
+    ctx_stage_free(s->kv_stage);
     free(s->shard_ids);
-    free(s->logq);
     free(s);
     tr->state = NULL;
 }
