@@ -150,6 +150,10 @@ void dense_ipc_allreduce(struct dense_ipc *d)
      * the same for all of them, so all or none call) */
     if (d->nodes > 1 && m > 0) {
         device_allreduce_sum_f32(be, c, COMM_XNODE, d->grad + lo, m, d->stage);
+        /* staged: the sum comes up on the comm stream, and the node's peers
+         * read the slice (step 3) once the barrier says it is there */
+        if (L > 1 && d->stage)
+            be->comm_sync();
     }
     if (L > 1) {
         comm_barrier_group(c, COMM_NODE); /* every owned slice is final */

@@ -62,6 +62,7 @@ struct trainer {
     struct steptime st;
     struct flop_model flops;   /* the model's FLOPs per token and pair (cost.h) */
     double peak_gflops;        /* the job's peak: the sum of the ranks' (device.peak_tflops) */
+    int64_t ipc_mark;          /* comm counters' IPC bytes at the last progress line */
     struct gputime gt;         /* device-side phase timers (gputime.h) */
 };
 

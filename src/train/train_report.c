@@ -40,6 +40,19 @@ static void report_prefetch(const struct emb_wire_stats *w, struct metrics_line 
     metrics_num(l, "rows_late", w->pf_late / n);
 }
 
+/* The bytes copied through CUDA IPC (parallel.transport = copy-engine |
+ * kernel: rows, gradients, the dense all-reduce within a node) per step of
+ * the interval, summed over ranks (collective). */
+static void report_ipc(struct trainer *tr, int64_t steps, struct metrics_line *l)
+{
+    int64_t ipc = 0;
+    for (int ph = 0; ph < COMM_NPHASES; ph++)
+        ipc += tr->c->counters.ipc[ph];
+    const double b = comm_allreduce_sum_f64(tr->c, COMM_DP, (double)(ipc - tr->ipc_mark));
+    tr->ipc_mark = ipc;
+    metrics_num(l, "ipc_bytes", b / (double)(steps > 0 ? steps : 1));
+}
+
 /* parallel.split_long over a logging interval: the sequences cut, their
  * chunks, and the key/value bytes sent to other ranks per step (summed
  * over ranks; collective), onto the progress line's metrics. */
@@ -151,6 +164,7 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     if (prefetch)
         report_prefetch(&w, &l);
     report_device(tr, iv->steps, &l);
+    report_ipc(tr, iv->steps, &l);
     if (on_gpu)
         report_gpu(gv, &l);
     if (tr->conf.nonfinite_skip)
