@@ -42,6 +42,12 @@ run_pair() { # NAME NP ARGS...: none vs prefetch
     expect_ok train $np "$@" parallel.overlap=prefetch output.metrics="$T/p.jsonl"
     identical "$name" "$T/n.jsonl" "$T/p.jsonl"
     prefetched "$name" "$T/p.jsonl"
+    # the gradient bytes per step are none's (counted per backward, not per
+    # lookup: a prefetched lookup is counted a step before its gradients)
+    gn=$(grep -o '"grads_bytes":[0-9.e+]*' "$T/n.jsonl" | tr '\n' ' ')
+    gp=$(grep -o '"grads_bytes":[0-9.e+]*' "$T/p.jsonl" | tr '\n' ' ')
+    [ -n "$gn" ] && [ "$gn" = "$gp" ] && pass "$name: grads_bytes per step as none's" ||
+        fail "$name: grads_bytes: none $gn, prefetch $gp"
 }
 for np in 1 2 3 4; do
     run_pair "HSTU P=$np" $np model.type=hstu

@@ -151,6 +151,8 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
     double t1 = clock_seconds();
     if (!x->gposted[0] || !x->gposted[1])
         fatal("emb_grad_finish: table '%s': a chunk's gradients were not posted", t->conf.name);
+    if (x->counted)
+        t->wire.backwards++;
     for (int k = 0; k < 2; k++)
         emb_xfer_wait(&x->xf[EMB_X_GRADS0 + k]);
     if (x->gs_w && x->nserve) /* from the wire */

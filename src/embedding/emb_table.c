@@ -254,11 +254,12 @@ void emb_table_wire_take(struct emb_table *t, struct comm *c, struct emb_wire_st
 {
     struct emb_wire_stats *w = &t->wire;
     emb_xstate_wire(t); /* the figures counted in the table's memory */
-    int64_t v[8] = {w->lookups,     w->rows, w->grads,   w->rows_xnode,
-                    w->grads_xnode, w->fp32, w->pf_rows, w->pf_late};
-    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 8);
+    int64_t v[9] = {w->lookups,     w->rows, w->grads,   w->rows_xnode,
+                    w->grads_xnode, w->fp32, w->pf_rows, w->pf_late, w->backwards};
+    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 9);
     *out = (struct emb_wire_stats){.lookups = v[0] / c->size, .rows = v[1], .grads = v[2],
                                    .rows_xnode = v[3], .grads_xnode = v[4], .fp32 = v[5],
-                                   .pf_rows = v[6], .pf_late = v[7]};
+                                   .pf_rows = v[6], .pf_late = v[7],
+                                   .backwards = v[8] / c->size};
     memset(w, 0, sizeof *w);
 }

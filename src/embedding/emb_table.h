@@ -57,7 +57,10 @@ struct emb_table_conf {
 /* Bytes the exchanges of a table sent, counted by every rank for what it
  * sends (emb_lookup, used by evaluation and export, is not counted). */
 struct emb_wire_stats {
-    int64_t lookups;              /* exchanges counted */
+    int64_t lookups;              /* exchanges counted (with prefetch: the next
+                                   * step's too, once posted) */
+    int64_t backwards;            /* of those, whose gradients went back: the
+                                   * steps the gradient bytes belong to */
     int64_t rows, grads;          /* bytes to other ranks of the emb group */
     int64_t rows_xnode, grads_xnode; /* of which to ranks on other nodes */
     int64_t fp32;                 /* fp32 without de-duplication: 4 dim bytes per

@@ -13,11 +13,14 @@
  * over ranks (collective: every rank reports), into metrics fields. */
 static void report_wire(const struct emb_wire_stats *w, struct metrics_line *l)
 {
+    /* gradients per backward: under prefetch a lookup is counted when the
+     * next step's ids go out, one step before its gradients */
     const double n = w->lookups ? (double)w->lookups : 1, base = (double)w->fp32;
+    const double nb = w->backwards ? (double)w->backwards : n;
     metrics_num(l, "rows_bytes", w->rows / n);
-    metrics_num(l, "grads_bytes", w->grads / n);
+    metrics_num(l, "grads_bytes", w->grads / nb);
     metrics_num(l, "rows_bytes_xnode", w->rows_xnode / n);
-    metrics_num(l, "grads_bytes_xnode", w->grads_xnode / n);
+    metrics_num(l, "grads_bytes_xnode", w->grads_xnode / nb);
     metrics_num(l, "fp32_bytes_nodedup", base / n);
     metrics_num(l, "rows_ratio", w->fp32 > 0 ? (double)w->rows / base : 0);
     metrics_num(l, "grads_ratio", w->fp32 > 0 ? (double)w->grads / base : 0);
@@ -116,6 +119,7 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     struct emb_wire_stats w;
     emb_table_wire_take(tr->items, tr->c, &w);
     const double nw = w.lookups ? (double)w.lookups : 1, dt = iv->seconds > 0 ? iv->seconds : 1;
+    const double nbw = w.backwards ? (double)w.backwards : nw; /* report_wire */
     const double samples_s = iv->samples / dt, tokens_s = iv->tokens / dt;
     const double gflops = iv->flops / dt / 1e9;
     const double mfu = tr->peak_gflops > 0 ? gflops / tr->peak_gflops : 0;
@@ -134,7 +138,7 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
              "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
              tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
-             100 * st->overlap, w.rows / nw, w.grads / nw,
+             100 * st->overlap, w.rows / nw, w.grads / nbw,
              w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, gpu, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
