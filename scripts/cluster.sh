@@ -161,9 +161,15 @@ case $cmd in
     run) check_node "${1:-}"; i=$1; shift; enter "$i" "$@" ;;
     mpirun)
         [ "$(nodes)" -gt 0 ] || die "no nodes up (scripts/cluster.sh up N)"
-        # TCP between nodes on the cluster's interface; the agent starts orted
+        # TCP between nodes on the cluster's interface; the agent starts
+        # orted; TCP keepalives on the daemons' connections, so that a node
+        # whose link is gone is noticed in ~5 s (Open MPI's default, 300 s of
+        # silence then 9 probes 20 s apart, leaves mpirun waiting for it
+        # after the job's ranks are gone)
         enter 1 "${MPIRUN:-mpirun}" --mca plm_rsh_agent "$SELF agent" --mca plm_rsh_no_tree_spawn 1 \
-            --mca oob_tcp_if_include "$NET.0/24" --mca btl_tcp_if_include "$NET.0/24" "$@"
+            --mca oob_tcp_if_include "$NET.0/24" --mca btl_tcp_if_include "$NET.0/24" \
+            --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \
+            --mca oob_tcp_keepalive_probes 3 "$@"
         ;;
     agent) # HOST CMD...: what mpirun's rsh launcher calls instead of ssh
         host=${1:?agent HOST CMD}

@@ -44,9 +44,13 @@ static void __attribute__((noreturn)) bark(double idle)
     double waited;
     comm_wait_state(op, sizeof op, &group, &waited);
     char in[256];
+    const char *what = __atomic_load_n(&g_dog.what, __ATOMIC_RELAXED);
     if (op[0])
         snprintf(in, sizeof in, "waiting in %s on communicator '%s' for %.1f s", op, group,
                  waited);
+    else if (strstr(what, "checkpoint")) /* HDF5's MPI-IO: collective, not counted by comm */
+        snprintf(in, sizeof in, "inside HDF5's collective file I/O (MPI-IO: waiting for the "
+                                "other ranks, or for the file system)");
     else
         snprintf(in, sizeof in, "not in any MPI call (this rank itself is stuck: computing, "
                                 "or blocked outside MPI)");
@@ -58,8 +62,7 @@ static void __attribute__((noreturn)) bark(double idle)
             "freescale: error [rank %d]: watchdog: no progress for %.0f s (parallel.timeout = "
             "%g): %s%s %s; %s; aborting the job\n",
             g_dog.rank, idle, g_dog.timeout, unit,
-            __atomic_load_n(&g_dog.where, __ATOMIC_RELAXED),
-            __atomic_load_n(&g_dog.what, __ATOMIC_RELAXED), in);
+            __atomic_load_n(&g_dog.where, __ATOMIC_RELAXED), what, in);
     fflush(stderr);
     alarm(10); /* if the abort itself hangs, SIGALRM ends the process (and the launcher the job) */
     log_run_abort_hooks(); /* temporary outputs (_exit runs no exit handlers) */
