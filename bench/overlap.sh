@@ -6,6 +6,13 @@
 # per rank and step, tens of MB of rows each way.
 #
 #   bench/overlap.sh [STEPS] [ROUNDS]     (default 40 steps, 2 rounds)
+#   bench/overlap.sh --cluster [STEPS] [ROUNDS]
+#                                         the 2 ranks on 2 nodes of
+#                                         scripts/cluster.sh (as root), every
+#                                         exchange over a link limited to
+#                                         OVERLAP_RATE (tc's units; default
+#                                         400mbit) each way: the wire time is
+#                                         real, not a CPU copying inside MPI
 #   OVERLAP_BTL=tcp bench/overlap.sh      the ranks talk over TCP loopback
 #                                         instead of shared memory (a slower,
 #                                         network-like transport)
@@ -27,10 +34,20 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
 [ -x "$FS" ] || { echo "overlap: $FS not built"; exit 1; }
+CLUSTER=0
+[ "${1:-}" = --cluster ] && { CLUSTER=1; shift; }
 STEPS=${1:-40}
 ROUNDS=${2:-2}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-overlap.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+LAUNCH="mpirun -np 2"
+if [ $CLUSTER = 1 ]; then
+    CL=$TOP/scripts/cluster.sh RATE=${OVERLAP_RATE:-400mbit}
+    export FREESCALE_CLUSTER_DIR=$W/cluster
+    "$CL" up 2 --rate "$RATE" > "$W/up.log" 2>&1 || { cat "$W/up.log"; exit 1; }
+    trap '"$CL" down >/dev/null 2>&1; rm -rf "$W"' EXIT
+    LAUNCH="$CL mpirun --hostfile $W/cluster/hostfile -np 2 --map-by node"
+fi
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
@@ -62,13 +79,18 @@ final_eval = off
 optimizer = adagrad
 IN
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
-echo "data: 8192 users, 2e6 items, d = $DIM; 2 ranks, $STEPS steps per run, $ROUNDS runs per mode; MPI transport: ${OVERLAP_BTL:-default (shared memory)}"
+if [ $CLUSTER = 1 ]; then
+    where="2 nodes of scripts/cluster.sh, one rank each, TCP over links of $RATE each way"
+else
+    where="one node; MPI transport: ${OVERLAP_BTL:-default (shared memory)}"
+fi
+echo "data: 8192 users, 2e6 items, d = $DIM; 2 ranks, $STEPS steps per run, $ROUNDS runs per mode; $where"
 
 MODES=${OVERLAP_MODES:-none prioritized prefetch}
 run() { # MODE ROUND; MODE = OVERLAP[+thread]
     ov=${1%+thread} pr=test
     [ "$ov" != "$1" ] && pr=thread
-    mpirun -np 2 "$FS" train "$W/ov.in" parallel.overlap="$ov" parallel.progress=$pr \
+    $LAUNCH "$FS" train "$W/ov.in" parallel.overlap="$ov" parallel.progress=$pr \
         train.max_steps="$STEPS" output.metrics="$W/$1-$2.jsonl" > "$W/log" 2>&1 ||
         { echo "overlap: $1 failed:"; tail -n 20 "$W/log"; exit 1; }
 }
