@@ -12,23 +12,7 @@
 # Skips (77) where network namespaces are refused or a cluster is up.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
-CL="$TOP_SRCDIR/scripts/cluster.sh"
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
-    echo "SKIP: network namespaces need root, ip and nsenter"
-    exit 77
-fi
-if ip netns list 2>/dev/null | grep -q '^fs-sw\b'; then
-    echo "SKIP: a cluster is already up (scripts/cluster.sh down)"
-    exit 77
-fi
-if ! ip netns add "fs-probe-$$" 2>/dev/null; then
-    echo "SKIP: this machine refuses network namespaces"
-    exit 77
-fi
-ip netns del "fs-probe-$$"
-export FREESCALE_CLUSTER_DIR="$T/cluster" MPIRUN
-trap '"$CL" down >/dev/null 2>&1; rm -rf "$T"' EXIT
-"$CL" up 2 > "$T/up.log" 2>&1 || { cat "$T/up.log"; fail "cluster.sh up 2"; finish; }
+need_cluster 2
 tiny_data
 CK="$T/ck"
 COMMON="data.path=$T/tiny.h5 device.type=cpu model.dropout=0 train.epochs=100000 train.log_every=10

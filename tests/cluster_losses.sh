@@ -13,25 +13,7 @@
 # namespaces are refused (not root, no ip) or a cluster is already up.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
-CL="$TOP_SRCDIR/scripts/cluster.sh"
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
-    echo "SKIP: network namespaces need root, ip and nsenter"
-    exit 77
-fi
-if ip netns list 2>/dev/null | grep -q '^fs-sw\b'; then
-    echo "SKIP: a cluster is already up (scripts/cluster.sh down)"
-    exit 77
-fi
-if ! ip netns add "fs-probe-$$" 2>/dev/null; then
-    echo "SKIP: this machine refuses network namespaces"
-    exit 77
-fi
-ip netns del "fs-probe-$$"
-export FREESCALE_CLUSTER_DIR="$T/cluster"
-trap '"$CL" down >/dev/null 2>&1; rm -rf "$T"' EXIT
-"$CL" up 2 > "$T/up.log" 2>&1 || { cat "$T/up.log"; fail "cluster.sh up 2"; finish; }
-pass "cluster.sh up 2: $(tr '\n' ';' < "$T/up.log")"
-export MPIRUN
+need_cluster 2
 tiny_data
 COMMON="data.path=$T/tiny.h5 device.type=cpu train.epochs=10 train.max_steps=6 train.log_every=1
 train.eval_every=0 train.final_eval=off"

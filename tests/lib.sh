@@ -123,3 +123,28 @@ tiny_data() {
     "$FS" data gen --users 64 --items 200 --length uniform:5,40 --timestamps -o "$T/tiny.h5" \
         >/dev/null || { fail "data gen"; finish; }
 }
+
+# need_cluster N: skip (77) where network namespaces are refused (not root,
+# no ip or nsenter, refused by the kernel) or a cluster is already up;
+# else bring up N nodes of scripts/cluster.sh (its state in $T/cluster),
+# taken down on exit. Sets CL (the script); exports MPIRUN for it.
+need_cluster() {
+    CL="$TOP_SRCDIR/scripts/cluster.sh"
+    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
+        echo "SKIP: network namespaces need root, ip and nsenter"
+        exit 77
+    fi
+    if ip netns list 2>/dev/null | grep -q '^fs-sw\b'; then
+        echo "SKIP: a cluster is already up (scripts/cluster.sh down)"
+        exit 77
+    fi
+    if ! ip netns add "fs-probe-$$" 2>/dev/null; then
+        echo "SKIP: this machine refuses network namespaces"
+        exit 77
+    fi
+    ip netns del "fs-probe-$$"
+    export FREESCALE_CLUSTER_DIR="$T/cluster" MPIRUN
+    trap '"$CL" down >/dev/null 2>&1; rm -rf "$T"' EXIT
+    "$CL" up "$1" > "$T/up.log" 2>&1 || { cat "$T/up.log"; fail "cluster.sh up $1"; finish; }
+    pass "cluster.sh up $1: $(grep '^node' "$T/up.log" | tr '\n' ';')"
+}
