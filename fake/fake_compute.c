@@ -20,10 +20,15 @@
  * structure passed by pointer. The queue is a growable ring under one
  * mutex; the host signals the thread only when it must run (over N queued,
  * or a waiter), so a run of enqueues costs a lock each and no system call.
- * After fork() the child starts with an empty stream (its thread is
- * started again on first use). */
+ * The thread's OpenMP regions take the host thread's number of threads
+ * (omp_set_num_threads is per thread: a new thread would take the default,
+ * every core). After fork() the child starts with an empty stream (its
+ * thread is started again on first use). */
 #include "fake/fake.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -52,6 +57,7 @@ static struct {
     int64_t enq;            /* items enqueued (monotonic) */
     _Atomic int64_t done;   /* items run */
     int64_t target;         /* run at least this far (an event query's nudge) */
+    int threads;            /* the host thread's OpenMP threads */
     int waiters;
     int atfork;
 } g_cs = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
@@ -77,6 +83,7 @@ static void run_call(const struct fk_call *c)
 static void *worker(void *arg)
 {
     (void)arg;
+    int threads = 0;
     lock();
     for (;;) {
         while (!(g_cs.count > g_cs.lag ||
@@ -85,7 +92,13 @@ static void *worker(void *arg)
         struct fk_call c = g_cs.q[g_cs.head]; /* a copy: the ring may grow meanwhile */
         g_cs.head = (g_cs.head + 1) % g_cs.cap;
         g_cs.count--;
+        const int want = g_cs.threads;
         unlock();
+#ifdef _OPENMP
+        if (want != threads)
+            omp_set_num_threads(want);
+#endif
+        threads = want;
         run_call(&c);
         lock();
         atomic_store_explicit(&g_cs.done, atomic_load(&g_cs.done) + 1, memory_order_release);
@@ -162,6 +175,11 @@ static void push(const struct fk_call *c)
         g_cs.head = 0;
     }
     g_cs.q[(g_cs.head + g_cs.count) % g_cs.cap] = *c;
+#ifdef _OPENMP
+    g_cs.threads = omp_get_max_threads();
+#else
+    g_cs.threads = 1;
+#endif
     g_cs.count++;
     g_cs.enq++;
     if (g_cs.count > g_cs.lag)
