@@ -20,6 +20,10 @@
  * structure passed by pointer. The queue is a growable ring under one
  * mutex; the host signals the thread only when it must run (over N queued,
  * or a waiter), so a run of enqueues costs a lock each and no system call.
+ * The CPU backend's operations then run in two threads at once (the
+ * host's own work and the stream's): those with static scratch must not
+ * run in both, and do not: emb_dedup runs in the caller (the host reads
+ * its result), gemm_bf16 (its rounded copies) only on device data.
  * The thread's OpenMP regions take the host thread's number of threads
  * (omp_set_num_threads is per thread: a new thread would take the default,
  * every core). After fork() the child starts with an empty stream (its

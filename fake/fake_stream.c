@@ -210,7 +210,6 @@ void fake_event_record(struct backend_event *e, enum backend_stream s)
     e->done = 0;
     e->tick = g_st.tick;
     e->compute = s == BACKEND_COMPUTE;
-    e->tc = 0;
     uint64_t gen = atomic_load(&e->gen) + 1;
     atomic_store(&e->gen, gen);
     e->need = s == BACKEND_COMM ? g_st.enq : g_st.compute_need;
