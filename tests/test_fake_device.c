@@ -1,7 +1,8 @@
 /* test_fake_device: the fake device (fake/) behaves like a discrete GPU in
  * what host code can get wrong:
  *   - a host dereference of device memory faults at once, and the report
- *     names the allocation (a child process does it);
+ *     names the allocation (a child process does it); so does an
+ *     operation that runs past the end of its operand;
  *   - an operation handed host memory, an asynchronous copy from pageable
  *     memory, a free of host memory end the process naming the mistake;
  *   - copies on the comm stream are deferred: a pinned buffer read before
@@ -65,6 +66,12 @@ static int in_child(void (*fn)(void *), void *arg, char *out, size_t len)
 
 static void touch(void *p) { ((volatile float *)p)[3] = 1.0f; }
 
+static void overrun(void *p)
+{
+    be->scale(4096, 2.0f, p); /* a 100-float operand */
+    be->synchronize();
+}
+
 static void test_fault(void)
 {
     float *x = be->alloc(100 * sizeof(float));
@@ -74,6 +81,10 @@ static void test_fault(void)
           "fault (status %d)", st);
     CHECK(strstr(out, "host code touched device memory") && strstr(out, "byte 12 of allocation #")
           && strstr(out, "(448 bytes"), "the fault report does not name the allocation: %s", out);
+    st = in_child(overrun, x, out, sizeof out);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV && strstr(out, "an operation ran 0 bytes "
+          "past the end of its operand, allocation #") && strstr(out, "(448 bytes"),
+          "an operation's overrun: status %d, %s", st, out);
     be->free(x);
 }
 
