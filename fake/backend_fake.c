@@ -15,19 +15,29 @@
  * Its operations are the CPU's, so its results are the CPU's bit for bit;
  * it offers what the CUDA backend offers (the context-parallel attention,
  * the full and logQ-corrected softmax: backend_fake_ctx.c).
- * This file: the compute operations (each opens its operands, runs
- * backend_cpu's op, closes them) and the ops table; the device, memory,
- * copies and events are fake_device.c, the knobs there. */
+ * This file: the compute operations (each translates its device operands
+ * to the operations' view of the memory and launches backend_cpu's op on
+ * the compute stream, fake_compute.c: a closure of its arguments and a run
+ * function; an operation whose result the host reads waits for the stream
+ * and runs in the caller) and the ops table; the device, memory, copies
+ * and events are fake_device.c, the knobs there. */
 #include <string.h>
 
 #include "backend/backend_cpu.h"
 #include "backend/devstats.h"
 #include "base/check.h"
+#include "embedding/emb_optim.h"
 #include "fake/fake.h"
 
 #define OP(name) struct fk_op op_; fake_op_begin(&op_, name)
-#define IN(p) fake_op_arg(&op_, (p), #p)
-#define END() fake_op_end(&op_)
+#define IN(p) ((p) = fake_op_arg(&op_, (p), #p))
+
+static void run_gemm(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.gemm((int)a[0].i, (int)a[1].i, a[2].i, a[3].i, a[4].i, (float)a[5].d, a[6].p,
+                     a[7].i, a[8].p, a[9].i, (float)a[10].d, a[11].p, a[12].i);
+}
 
 static void fk_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
@@ -36,8 +46,15 @@ static void fk_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha
     IN(A);
     IN(B);
     IN(C);
-    backend_cpu.gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    END();
+    LAUNCH(run_gemm, AI(ta), AI(tb), AI(m), AI(n), AI(k), AF(alpha), AP(A), AI(lda), AP(B), AI(ldb),
+           AF(beta), AP(C), AI(ldc));
+}
+
+static void run_gemm_bf16(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.gemm_bf16((int)a[0].i, (int)a[1].i, a[2].i, a[3].i, a[4].i, (float)a[5].d, a[6].p,
+                          a[7].i, a[8].p, a[9].i, (float)a[10].d, a[11].p, a[12].i);
 }
 
 static void fk_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -48,8 +65,14 @@ static void fk_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float 
     IN(A);
     IN(B);
     IN(C);
-    backend_cpu.gemm_bf16(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    END();
+    LAUNCH(run_gemm_bf16, AI(ta), AI(tb), AI(m), AI(n), AI(k), AF(alpha), AP(A), AI(lda), AP(B),
+           AI(ldb), AF(beta), AP(C), AI(ldc));
+}
+
+static void run_axpy(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.axpy(a[0].i, (float)a[1].d, a[2].p, a[3].p);
 }
 
 static void fk_axpy(int64_t n, float a, const float *x, float *y)
@@ -57,16 +80,26 @@ static void fk_axpy(int64_t n, float a, const float *x, float *y)
     OP("axpy");
     IN(x);
     IN(y);
-    backend_cpu.axpy(n, a, x, y);
-    END();
+    LAUNCH(run_axpy, AI(n), AF(a), AP(x), AP(y));
+}
+
+static void run_scale(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.scale(a[0].i, (float)a[1].d, a[2].p);
 }
 
 static void fk_scale(int64_t n, float a, float *x)
 {
     OP("scale");
     IN(x);
-    backend_cpu.scale(n, a, x);
-    END();
+    LAUNCH(run_scale, AI(n), AF(a), AP(x));
+}
+
+static void run_mul(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.mul(a[0].i, a[1].p, a[2].p, a[3].p);
 }
 
 static void fk_mul(int64_t n, const float *a, const float *b, float *y)
@@ -75,33 +108,47 @@ static void fk_mul(int64_t n, const float *a, const float *b, float *y)
     IN(a);
     IN(b);
     IN(y);
-    backend_cpu.mul(n, a, b, y);
-    END();
+    LAUNCH(run_mul, AI(n), AP(a), AP(b), AP(y));
 }
 
 #define FK_UNARY(fn)                                                                       \
+    static void run_##fn(const union fk_arg *a, const void *blob)                          \
+    {                                                                                      \
+        (void)blob;                                                                        \
+        backend_cpu.fn(a[0].i, a[1].p, a[2].p);                                            \
+    }                                                                                      \
     static void fk_##fn(int64_t n, const float *x, float *y)                               \
     {                                                                                      \
         OP(#fn);                                                                           \
         IN(x);                                                                             \
         IN(y);                                                                             \
-        backend_cpu.fn(n, x, y);                                                           \
-        END();                                                                             \
+        LAUNCH(run_##fn, AI(n), AP(x), AP(y));                                             \
     }
 #define FK_BINARY(fn)                                                                      \
+    static void run_##fn(const union fk_arg *a, const void *blob)                          \
+    {                                                                                      \
+        (void)blob;                                                                        \
+        backend_cpu.fn(a[0].i, a[1].p, a[2].p, a[3].p);                                    \
+    }                                                                                      \
     static void fk_##fn(int64_t n, const float *x, const float *dy, float *dx)             \
     {                                                                                      \
         OP(#fn);                                                                           \
         IN(x);                                                                             \
         IN(dy);                                                                            \
         IN(dx);                                                                            \
-        backend_cpu.fn(n, x, dy, dx);                                                      \
-        END();                                                                             \
+        LAUNCH(run_##fn, AI(n), AP(x), AP(dy), AP(dx));                                    \
     }
 FK_UNARY(silu_fwd)
 FK_UNARY(relu_fwd)
 FK_BINARY(silu_bwd)
 FK_BINARY(relu_bwd)
+
+static void run_layernorm_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.layernorm_fwd(a[0].i, (int)a[1].i, (float)a[2].d, a[3].p, a[4].p, a[5].p, a[6].p,
+                              a[7].p, a[8].p);
+}
 
 static void fk_layernorm_fwd(int64_t rows, int d, float eps, const float *x, const float *gamma,
                              const float *beta, float *y, float *mean, float *rstd)
@@ -113,8 +160,15 @@ static void fk_layernorm_fwd(int64_t rows, int d, float eps, const float *x, con
     IN(y);
     IN(mean);
     IN(rstd);
-    backend_cpu.layernorm_fwd(rows, d, eps, x, gamma, beta, y, mean, rstd);
-    END();
+    LAUNCH(run_layernorm_fwd, AI(rows), AI(d), AF(eps), AP(x), AP(gamma), AP(beta), AP(y), AP(mean),
+           AP(rstd));
+}
+
+static void run_layernorm_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.layernorm_bwd(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p, a[5].p, a[6].p, a[7].p,
+                              a[8].p, a[9].p);
 }
 
 static void fk_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
@@ -130,8 +184,14 @@ static void fk_layernorm_bwd(int64_t rows, int d, const float *x, const float *m
     IN(dx);
     IN(dgamma);
     IN(dbeta);
-    backend_cpu.layernorm_bwd(rows, d, x, mean, rstd, gamma, dy, dx, dgamma, dbeta);
-    END();
+    LAUNCH(run_layernorm_bwd, AI(rows), AI(d), AP(x), AP(mean), AP(rstd), AP(gamma), AP(dy), AP(dx),
+           AP(dgamma), AP(dbeta));
+}
+
+static void run_l2norm_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.l2norm_fwd(a[0].i, (int)a[1].i, (float)a[2].d, a[3].p, a[4].p, a[5].p);
 }
 
 static void fk_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y, float *norm)
@@ -140,8 +200,13 @@ static void fk_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float 
     IN(x);
     IN(y);
     IN(norm);
-    backend_cpu.l2norm_fwd(rows, d, eps, x, y, norm);
-    END();
+    LAUNCH(run_l2norm_fwd, AI(rows), AI(d), AF(eps), AP(x), AP(y), AP(norm));
+}
+
+static void run_l2norm_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.l2norm_bwd(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p, a[5].p);
 }
 
 static void fk_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm, const float *dy,
@@ -152,8 +217,14 @@ static void fk_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm
     IN(norm);
     IN(dy);
     IN(dx);
-    backend_cpu.l2norm_bwd(rows, d, y, norm, dy, dx);
-    END();
+    LAUNCH(run_l2norm_bwd, AI(rows), AI(d), AP(y), AP(norm), AP(dy), AP(dx));
+}
+
+static void run_dropout_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.dropout_fwd(a[0].i, (int)a[1].i, (float)a[2].d, a[3].p, a[4].u, a[5].p, a[6].p,
+                            a[7].p);
 }
 
 static void fk_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_keys, uint64_t site,
@@ -164,8 +235,13 @@ static void fk_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_key
     IN(x);
     IN(y);
     IN(mask);
-    backend_cpu.dropout_fwd(rows, d, p, row_keys, site, x, y, mask);
-    END();
+    LAUNCH(run_dropout_fwd, AI(rows), AI(d), AF(p), AP(row_keys), AU(site), AP(x), AP(y), AP(mask));
+}
+
+static void run_dropout_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.dropout_bwd(a[0].i, (int)a[1].i, (float)a[2].d, a[3].p, a[4].p, a[5].p);
 }
 
 static void fk_dropout_bwd(int64_t rows, int d, float p, const uint8_t *mask, const float *dy,
@@ -175,8 +251,13 @@ static void fk_dropout_bwd(int64_t rows, int d, float p, const uint8_t *mask, co
     IN(mask);
     IN(dy);
     IN(dx);
-    backend_cpu.dropout_bwd(rows, d, p, mask, dy, dx);
-    END();
+    LAUNCH(run_dropout_bwd, AI(rows), AI(d), AF(p), AP(mask), AP(dy), AP(dx));
+}
+
+static void run_gather_rows(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.gather_rows(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p);
 }
 
 static void fk_gather_rows(int64_t n, int d, const float *table, const int64_t *idx, float *out)
@@ -185,8 +266,13 @@ static void fk_gather_rows(int64_t n, int d, const float *table, const int64_t *
     IN(table);
     IN(idx);
     IN(out);
-    backend_cpu.gather_rows(n, d, table, idx, out);
-    END();
+    LAUNCH(run_gather_rows, AI(n), AI(d), AP(table), AP(idx), AP(out));
+}
+
+static void run_scatter_add_rows(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.scatter_add_rows(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p);
 }
 
 static void fk_scatter_add_rows(int64_t n, int d, const float *src, const int64_t *idx,
@@ -196,8 +282,14 @@ static void fk_scatter_add_rows(int64_t n, int d, const float *src, const int64_
     IN(src);
     IN(idx);
     IN(table);
-    backend_cpu.scatter_add_rows(n, d, src, idx, table);
-    END();
+    LAUNCH(run_scatter_add_rows, AI(n), AI(d), AP(src), AP(idx), AP(table));
+}
+
+static void run_adamw_step(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.adamw_step(a[0].i, a[1].p, a[2].p, a[3].p, a[4].p, (float)a[5].d, (float)a[6].d,
+                           (float)a[7].d, (float)a[8].d, (float)a[9].d, a[10].i);
 }
 
 static void fk_adamw_step(int64_t n, float *w, float *m, float *v, const float *g, float lr,
@@ -208,18 +300,25 @@ static void fk_adamw_step(int64_t n, float *w, float *m, float *v, const float *
     IN(m);
     IN(v);
     IN(g);
-    backend_cpu.adamw_step(n, w, m, v, g, lr, b1, b2, eps, wd, t);
-    END();
+    LAUNCH(run_adamw_step, AI(n), AP(w), AP(m), AP(v), AP(g), AF(lr), AF(b1), AF(b2), AF(eps),
+           AF(wd), AI(t));
 }
 
 static double fk_sum_squares(int64_t n, const float *x)
 {
     OP("sum_squares");
     IN(x);
+    fake_compute_wait(); /* the host reads the result */
     double s = backend_cpu.sum_squares(n, x);
-    END();
     devstats_sync(); /* the result comes back to the host */
     return s;
+}
+
+static void run_hstu_attn_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.hstu_attn_fwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, (int)a[4].i, (int)a[5].i,
+                              a[6].p, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p, a[12].p);
 }
 
 static void fk_hstu_attn_fwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
@@ -236,8 +335,16 @@ static void fk_hstu_attn_fwd(int64_t B, const int64_t *offsets, int H, int dqk, 
     IN(time_bias);
     IN(ts);
     IN(out);
-    backend_cpu.hstu_attn_fwd(B, offsets, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, out);
-    END();
+    LAUNCH(run_hstu_attn_fwd, AI(B), AP(offsets), AI(H), AI(dqk), AI(dv), AI(N), AP(q), AP(k),
+           AP(v), AP(pos_bias), AP(time_bias), AP(ts), AP(out));
+}
+
+static void run_hstu_attn_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.hstu_attn_bwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, (int)a[4].i, (int)a[5].i,
+                              a[6].p, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p, a[12].p, a[13].p,
+                              a[14].p, a[15].p, a[16].p, a[17].p);
 }
 
 static void fk_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, int dv, int N,
@@ -260,9 +367,16 @@ static void fk_hstu_attn_bwd(int64_t B, const int64_t *offsets, int H, int dqk, 
     IN(dvv);
     IN(dpos_bias);
     IN(dtime_bias);
-    backend_cpu.hstu_attn_bwd(B, offsets, H, dqk, dv, N, q, k, v, pos_bias, time_bias, ts, dout,
-                              dq, dk, dvv, dpos_bias, dtime_bias);
-    END();
+    LAUNCH(run_hstu_attn_bwd, AI(B), AP(offsets), AI(H), AI(dqk), AI(dv), AI(N), AP(q), AP(k),
+           AP(v), AP(pos_bias), AP(time_bias), AP(ts), AP(dout), AP(dq), AP(dk), AP(dvv),
+           AP(dpos_bias), AP(dtime_bias));
+}
+
+static void run_sasrec_attn_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.sasrec_attn_fwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, (int)a[4].i, a[5].p,
+                                a[6].p, a[7].p, a[8].p, a[9].p);
 }
 
 static void fk_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
@@ -276,8 +390,16 @@ static void fk_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh,
     IN(v);
     IN(out);
     IN(lse);
-    backend_cpu.sasrec_attn_fwd(B, offsets, H, dh, N, q, k, v, out, lse);
-    END();
+    LAUNCH(run_sasrec_attn_fwd, AI(B), AP(offsets), AI(H), AI(dh), AI(N), AP(q), AP(k), AP(v),
+           AP(out), AP(lse));
+}
+
+static void run_sasrec_attn_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.sasrec_attn_bwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, (int)a[4].i, a[5].p,
+                                a[6].p, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p, a[12].p,
+                                a[13].p);
 }
 
 static void fk_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
@@ -296,8 +418,15 @@ static void fk_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh,
     IN(dq);
     IN(dk);
     IN(dv);
-    backend_cpu.sasrec_attn_bwd(B, offsets, H, dh, N, q, k, v, out, lse, dout, dq, dk, dv);
-    END();
+    LAUNCH(run_sasrec_attn_bwd, AI(B), AP(offsets), AI(H), AI(dh), AI(N), AP(q), AP(k), AP(v),
+           AP(out), AP(lse), AP(dout), AP(dq), AP(dk), AP(dv));
+}
+
+static void run_softmax_loss(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.softmax_loss(a[0].i, (int)a[1].i, (int)a[2].i, (float)a[3].d, a[4].p, a[5].i,
+                             a[6].p, a[7].p, a[8].p, (float)a[9].d, a[10].p, a[11].p, a[12].p);
 }
 
 static void fk_softmax_loss(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
@@ -312,8 +441,15 @@ static void fk_softmax_loss(int64_t T, int d, int R, float inv_tau, const float 
     IN(du);
     IN(de);
     IN(acc);
-    backend_cpu.softmax_loss(T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de, acc);
-    END();
+    LAUNCH(run_softmax_loss, AI(T), AI(d), AI(R), AF(inv_tau), AP(u), AI(nu), AP(e), AP(pos),
+           AP(neg), AF(scale), AP(du), AP(de), AP(acc));
+}
+
+static void run_bce_loss(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.bce_loss(a[0].i, (int)a[1].i, a[2].p, a[3].i, a[4].p, a[5].p, a[6].p, (float)a[7].d,
+                         a[8].p, a[9].p, a[10].p);
 }
 
 static void fk_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *e,
@@ -328,8 +464,14 @@ static void fk_bce_loss(int64_t T, int d, const float *u, int64_t nu, const floa
     IN(du);
     IN(de);
     IN(acc);
-    backend_cpu.bce_loss(T, d, u, nu, e, pos, neg, scale, du, de, acc);
-    END();
+    LAUNCH(run_bce_loss, AI(T), AI(d), AP(u), AI(nu), AP(e), AP(pos), AP(neg), AF(scale), AP(du),
+           AP(de), AP(acc));
+}
+
+static void run_sumsq_acc(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.sumsq_acc(a[0].i, a[1].p, a[2].p);
 }
 
 static void fk_sumsq_acc(int64_t n, const float *x, double *acc)
@@ -337,8 +479,13 @@ static void fk_sumsq_acc(int64_t n, const float *x, double *acc)
     OP("sumsq_acc");
     IN(x);
     IN(acc);
-    backend_cpu.sumsq_acc(n, x, acc);
-    END();
+    LAUNCH(run_sumsq_acc, AI(n), AP(x), AP(acc));
+}
+
+static void run_count_range(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.count_range(a[0].i, a[1].p, a[2].i, a[3].i, a[4].p);
 }
 
 static void fk_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi, int64_t *acc)
@@ -346,8 +493,13 @@ static void fk_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi, 
     OP("count_range");
     IN(x);
     IN(acc);
-    backend_cpu.count_range(n, x, lo, hi, acc);
-    END();
+    LAUNCH(run_count_range, AI(n), AP(x), AI(lo), AI(hi), AP(acc));
+}
+
+static void run_sample_negatives(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.sample_negatives(a[0].u, a[1].u, a[2].p, a[3].i, (int)a[4].i, a[5].i, a[6].p);
 }
 
 static void fk_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys, int64_t T,
@@ -356,8 +508,14 @@ static void fk_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *k
     OP("sample_negatives");
     IN(keys);
     IN(out);
-    backend_cpu.sample_negatives(seed, epoch, keys, T, R, num_items, out);
-    END();
+    LAUNCH(run_sample_negatives, AU(seed), AU(epoch), AP(keys), AI(T), AI(R), AI(num_items),
+           AP(out));
+}
+
+static void run_emb_encode(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.emb_encode((int)a[0].i, a[1].i, (int)a[2].i, a[3].p, a[4].p, a[5].p);
 }
 
 static void fk_emb_encode(int codec, int64_t n, int dim, const float *rows, uint8_t *wire,
@@ -367,8 +525,13 @@ static void fk_emb_encode(int codec, int64_t n, int dim, const float *rows, uint
     IN(rows);
     IN(wire);
     IN(bad);
-    backend_cpu.emb_encode(codec, n, dim, rows, wire, bad);
-    END();
+    LAUNCH(run_emb_encode, AI(codec), AI(n), AI(dim), AP(rows), AP(wire), AP(bad));
+}
+
+static void run_emb_decode(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.emb_decode((int)a[0].i, a[1].i, (int)a[2].i, a[3].p, a[4].p);
 }
 
 static void fk_emb_decode(int codec, int64_t n, int dim, const uint8_t *wire, float *rows)
@@ -376,8 +539,7 @@ static void fk_emb_decode(int codec, int64_t n, int dim, const uint8_t *wire, fl
     OP("emb_decode");
     IN(wire);
     IN(rows);
-    backend_cpu.emb_decode(codec, n, dim, wire, rows);
-    END();
+    LAUNCH(run_emb_decode, AI(codec), AI(n), AI(dim), AP(wire), AP(rows));
 }
 
 static int64_t fk_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
@@ -388,10 +550,16 @@ static int64_t fk_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int 
     IN(uniq);
     IN(inverse);
     fake_not_device(counts, "emb_dedup", "counts");
+    fake_compute_wait(); /* the host reads the result */
     int64_t nu = backend_cpu.emb_dedup(n, ids, n_first, G, uniq, inverse, counts);
-    END();
     devstats_sync(); /* the counts come back to the host */
     return nu;
+}
+
+static void run_emb_gather_shard(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.emb_gather_shard(a[0].i, (int)a[1].i, a[2].p, a[3].p, (int)a[4].i, a[5].p);
 }
 
 static void fk_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids, int G,
@@ -401,8 +569,13 @@ static void fk_emb_gather_shard(int64_t n, int dim, const float *w, const int64_
     IN(w);
     IN(ids);
     IN(out);
-    backend_cpu.emb_gather_shard(n, dim, w, ids, G, out);
-    END();
+    LAUNCH(run_emb_gather_shard, AI(n), AI(dim), AP(w), AP(ids), AI(G), AP(out));
+}
+
+static void run_emb_sum_by_id(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.emb_sum_by_id(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p, a[5].p);
 }
 
 static void fk_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
@@ -413,8 +586,13 @@ static void fk_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const floa
     IN(g);
     IN(uid);
     IN(out);
-    backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out);
-    END();
+    LAUNCH(run_emb_sum_by_id, AI(n), AI(dim), AP(keys), AP(g), AP(uid), AP(out));
+}
+
+static void run_emb_sparse_update(const union fk_arg *a, const void *blob)
+{
+    backend_cpu.emb_sparse_update(blob, a[0].i, (int)a[1].i, a[2].p, (int)a[3].i, a[4].p, a[5].p,
+                                  a[6].p, a[7].i, a[8].p);
 }
 
 static void fk_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
@@ -427,11 +605,17 @@ static void fk_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, in
     IN(w);
     IN(state);
     IN(steps);
-    backend_cpu.emb_sparse_update(opt, k, dim, ids, G, g, w, state, state_floats, steps);
-    END();
+    LAUNCH_BLOB(run_emb_sparse_update, opt, sizeof *opt, AI(k), AI(dim), AP(ids), AI(G), AP(g),
+                AP(w), AP(state), AI(state_floats), AP(steps));
 }
 
 /* the features' and the ranking head's operations */
+static void run_index_rows(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.index_rows(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p, a[5].p, (int)a[6].i);
+}
+
 static void fk_index_rows(int64_t n, int d, const float *src, const int64_t *sidx, float *dst,
                           const int64_t *didx, int add)
 {
@@ -440,8 +624,13 @@ static void fk_index_rows(int64_t n, int d, const float *src, const int64_t *sid
     IN(sidx);
     IN(dst);
     IN(didx);
-    backend_cpu.index_rows(n, d, src, sidx, dst, didx, add);
-    END();
+    LAUNCH(run_index_rows, AI(n), AI(d), AP(src), AP(sidx), AP(dst), AP(didx), AI(add));
+}
+
+static void run_col_sums(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.col_sums(a[0].i, (int)a[1].i, a[2].p, a[3].p);
 }
 
 static void fk_col_sums(int64_t n, int m, const float *x, float *acc)
@@ -449,8 +638,13 @@ static void fk_col_sums(int64_t n, int m, const float *x, float *acc)
     OP("col_sums");
     IN(x);
     IN(acc);
-    backend_cpu.col_sums(n, m, x, acc);
-    END();
+    LAUNCH(run_col_sums, AI(n), AI(m), AP(x), AP(acc));
+}
+
+static void run_rank_loss(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.rank_loss(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p, a[5].p, a[6].p);
 }
 
 static void fk_rank_loss(int64_t T, int K, const float *z, const float *labels,
@@ -462,8 +656,7 @@ static void fk_rank_loss(int64_t T, int K, const float *z, const float *labels,
     IN(coef);
     IN(dz);
     IN(acc);
-    backend_cpu.rank_loss(T, K, z, labels, coef, dz, acc);
-    END();
+    LAUNCH(run_rank_loss, AI(T), AI(K), AP(z), AP(labels), AP(coef), AP(dz), AP(acc));
 }
 
 const struct backend_ops backend_fake = {

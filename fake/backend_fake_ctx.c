@@ -1,7 +1,7 @@
 /* backend_fake_ctx: the fake device's context-parallel attention
  * (parallel.split_long) and its full and logQ-corrected softmax (train.loss
  * = full, train.negatives_from = in_batch | mixed): the CPU's operations,
- * each opening its operands like those of backend_fake.c, so that the host
+ * each launched with its operands translated like those of backend_fake.c, so that the host
  * flow around them (keys and values exchanged from device buffers, the
  * blocks of the full softmax) runs against a GPU's memory behaviour. */
 #include "backend/backend_cpu.h"
@@ -9,8 +9,15 @@
 #include "fake/fake.h"
 
 #define OP(name) struct fk_op op_; fake_op_begin(&op_, name)
-#define IN(p) fake_op_arg(&op_, (p), #p)
-#define END() fake_op_end(&op_)
+#define IN(p) ((p) = fake_op_arg(&op_, (p), #p))
+
+static void run_hstu_attn_ctx_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.hstu_attn_ctx_fwd(a[0].i, a[1].p, a[2].p, a[3].p, (int)a[4].i, (int)a[5].i,
+                                  (int)a[6].i, (int)a[7].i, (int)a[8].i, a[9].p, a[10].p, a[11].p,
+                                  a[12].p, a[13].p, a[14].p, a[15].p);
+}
 
 void fk_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                           const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
@@ -28,9 +35,18 @@ void fk_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0
     IN(time_bias);
     IN(key_ts);
     IN(out);
-    backend_cpu.hstu_attn_ctx_fwd(B, offsets, pos0, key_off, keys, H, dqk, dv, N, q, kb, vb,
-                                  pos_bias, time_bias, key_ts, out);
-    END();
+    LAUNCH(run_hstu_attn_ctx_fwd, AI(B), AP(offsets), AP(pos0), AP(key_off), AI(keys), AI(H),
+           AI(dqk), AI(dv), AI(N), AP(q), AP(kb), AP(vb), AP(pos_bias), AP(time_bias), AP(key_ts),
+           AP(out));
+}
+
+static void run_hstu_attn_ctx_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.hstu_attn_ctx_bwd(a[0].i, a[1].p, a[2].p, a[3].p, (int)a[4].i, (int)a[5].i,
+                                  (int)a[6].i, (int)a[7].i, (int)a[8].i, a[9].p, a[10].p, a[11].p,
+                                  a[12].p, a[13].p, a[14].p, a[15].p, a[16].p, a[17].p, a[18].p,
+                                  a[19].p, a[20].p);
 }
 
 void fk_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
@@ -55,10 +71,16 @@ void fk_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0
     IN(dvb);
     IN(dpos_bias);
     IN(dtime_bias);
-    backend_cpu.hstu_attn_ctx_bwd(B, offsets, pos0, key_off, keys, H, dqk, dv, N, q, kb, vb,
-                                  pos_bias, time_bias, key_ts, dout, dq, dkb, dvb, dpos_bias,
-                                  dtime_bias);
-    END();
+    LAUNCH(run_hstu_attn_ctx_bwd, AI(B), AP(offsets), AP(pos0), AP(key_off), AI(keys), AI(H),
+           AI(dqk), AI(dv), AI(N), AP(q), AP(kb), AP(vb), AP(pos_bias), AP(time_bias), AP(key_ts),
+           AP(dout), AP(dq), AP(dkb), AP(dvb), AP(dpos_bias), AP(dtime_bias));
+}
+
+static void run_sasrec_attn_ctx_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.sasrec_attn_ctx_fwd(a[0].i, a[1].p, a[2].p, a[3].p, (int)a[4].i, (int)a[5].i,
+                                    (int)a[6].i, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p);
 }
 
 void fk_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
@@ -74,8 +96,16 @@ void fk_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *po
     IN(vb);
     IN(out);
     IN(lse);
-    backend_cpu.sasrec_attn_ctx_fwd(B, offsets, pos0, key_off, keys, H, dh, q, kb, vb, out, lse);
-    END();
+    LAUNCH(run_sasrec_attn_ctx_fwd, AI(B), AP(offsets), AP(pos0), AP(key_off), AI(keys), AI(H),
+           AI(dh), AP(q), AP(kb), AP(vb), AP(out), AP(lse));
+}
+
+static void run_sasrec_attn_ctx_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.sasrec_attn_ctx_bwd(a[0].i, a[1].p, a[2].p, a[3].p, (int)a[4].i, (int)a[5].i,
+                                    (int)a[6].i, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p, a[12].p,
+                                    a[13].p, a[14].p, a[15].p);
 }
 
 void fk_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
@@ -96,9 +126,16 @@ void fk_sasrec_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *po
     IN(dq);
     IN(dkb);
     IN(dvb);
-    backend_cpu.sasrec_attn_ctx_bwd(B, offsets, pos0, key_off, keys, H, dh, q, kb, vb, out, lse,
-                                    dout, dq, dkb, dvb);
-    END();
+    LAUNCH(run_sasrec_attn_ctx_bwd, AI(B), AP(offsets), AP(pos0), AP(key_off), AI(keys), AI(H),
+           AI(dh), AP(q), AP(kb), AP(vb), AP(out), AP(lse), AP(dout), AP(dq), AP(dkb), AP(dvb));
+}
+
+static void run_softmax_loss_q(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.softmax_loss_q(a[0].i, (int)a[1].i, (int)a[2].i, (float)a[3].d, a[4].p, a[5].i,
+                               a[6].p, a[7].p, a[8].p, a[9].p, (float)a[10].d, a[11].p, a[12].p,
+                               a[13].p);
 }
 
 void fk_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
@@ -114,8 +151,14 @@ void fk_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, i
     IN(du);
     IN(de);
     IN(acc);
-    backend_cpu.softmax_loss_q(T, d, R, inv_tau, u, nu, e, logq, pos, neg, scale, du, de, acc);
-    END();
+    LAUNCH(run_softmax_loss_q, AI(T), AI(d), AI(R), AF(inv_tau), AP(u), AI(nu), AP(e), AP(logq),
+           AP(pos), AP(neg), AF(scale), AP(du), AP(de), AP(acc));
+}
+
+static void run_softmax_block_lse(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.softmax_block_lse(a[0].i, a[1].i, a[2].i, (float)a[3].d, a[4].p, a[5].p);
 }
 
 void fk_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
@@ -124,8 +167,7 @@ void fk_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, cons
     OP("softmax_block_lse");
     IN(s);
     IN(lse);
-    backend_cpu.softmax_block_lse(n, m, lds, inv_tau, s, lse);
-    END();
+    LAUNCH(run_softmax_block_lse, AI(n), AI(m), AI(lds), AF(inv_tau), AP(s), AP(lse));
 }
 
 double fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
@@ -135,8 +177,8 @@ double fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, c
     IN(lse);
     IN(tcol);
     IN(s);
+    fake_compute_wait(); /* the host reads the result */
     double t = backend_cpu.softmax_block_grad(n, m, lds, inv_tau, lse, tcol, gscale, s);
-    END();
     devstats_sync(); /* the target logits' sum comes back to the host */
     return t;
 }

@@ -1,26 +1,29 @@
 /* fake: the fake device's parts, shared by its files (fake/README):
  *
  *   fake_mem.c     guarded "device" memory: every allocation is an mmap
- *                  region kept PROT_NONE except while an operation (or an
- *                  MPI transfer, or a deferred copy) uses it, so that a host
- *                  dereference faults at once; the SIGSEGV handler names the
- *                  allocation. Pinned host memory is registered too (async
- *                  copies must use it), and IPC maps allocations between
- *                  the processes of a node through shared memory.
- *   fake_stream.c  the two streams and their events: operations on the
- *                  compute stream run at once (on the host, the CPU's
- *                  code); copies and transports on the comm stream are
- *                  deferred until something makes them due (a
- *                  synchronisation, an event query that finds them done, a
- *                  compute operation that waits for them), so a missing
- *                  synchronisation shows as stale data.
+ *                  region whose address (the one host code holds) stays
+ *                  PROT_NONE except while MPI transfers from or into it, so
+ *                  that a host dereference faults at once; the SIGSEGV
+ *                  handler names the allocation. Operations reach the same
+ *                  pages through a second, read-write mapping (the shadow)
+ *                  that only they see. Pinned host memory is registered too
+ *                  (async copies must use it), and IPC maps allocations
+ *                  between the processes of a node through shared memory.
+ *   fake_compute.c the compute stream: operations run at once, or
+ *                  (FREESCALE_FAKE_ASYNC=N) in a thread of their own, in
+ *                  order, up to N operations behind the host.
+ *   fake_stream.c  the comm stream and the events: copies and transports on
+ *                  the comm stream are deferred until something makes them
+ *                  due (a synchronisation, an event query that finds them
+ *                  done, a compute operation that waits for them), so a
+ *                  missing synchronisation shows as stale data.
  *   fake_device.c  the device management with the knobs, memory and copies,
- *                  events, IPC, the opening of an operation's operands;
- *   backend_fake.c the compute operations (the CPU's, each opening its
- *                  operands) and the ops table.
+ *                  events, IPC, the translation of an operation's operands;
+ *   backend_fake.c the compute operations (the CPU's, each launched with its
+ *                  operands translated) and the ops table.
  *
- * Single-threaded like the other backends: operations come from the thread
- * that drives the device. */
+ * Operations come from one thread, the one that drives the device (the
+ * stream's own thread only runs them). */
 #ifndef FS_FAKE_H
 #define FS_FAKE_H
 
@@ -39,8 +42,12 @@ void fake_mem_free(void *p);
 /* The allocation holding p (NULL if p is no device memory): its start and
  * bytes in *base, *bytes. */
 int fake_mem_find(const void *p, char **base, size_t *bytes);
-/* Open the allocation holding p for host access (counted: opens nest) or
- * close it again; fatal() naming op and what when p is not device memory. */
+/* The operations' view (the shadow mapping) of device address p, NULL for
+ * NULL; fatal() naming op and what when p is not device memory. */
+void *fake_mem_shadow(const void *p, const char *op, const char *what);
+/* Open the allocation holding p for host access at its own address (MPI
+ * of the direct path; counted: opens nest) or close it again; fatal()
+ * naming op and what when p is not device memory. */
 void fake_mem_open(const void *p, const char *op, const char *what);
 void fake_mem_close(const void *p);
 /* Bytes of device memory allocated now. */
@@ -58,6 +65,51 @@ void fake_mem_guard_install(void);
 int fake_ipc_export(void *p, void *handle, char *err, size_t errlen);
 void *fake_ipc_open(const void *handle, char *err, size_t errlen);
 void fake_ipc_close(void *p);
+
+/* --- fake_compute.c: the compute stream ------------------------------------- */
+
+/* An operation's arguments, by value: integers, floats (as double: exact),
+ * pointers (device operands already translated by fake_mem_shadow). */
+union fk_arg {
+    int64_t i;
+    uint64_t u;
+    double d;
+    void *p;
+};
+#define FK_MAX_ARGS 24
+#define FK_BLOB 64 /* bytes of a host structure an operation takes by pointer */
+typedef void (*fk_run_fn)(const union fk_arg *a, const void *blob);
+/* 0: operations run at once in the caller (default); N > 0: in the
+ * stream's thread, up to N behind the host (FREESCALE_FAKE_ASYNC). */
+void fake_compute_async(int lag);
+int fake_compute_lag(void);
+/* Enqueue an operation: run(a, blob) with copies of a[n] and blob. */
+void fake_launch(fk_run_fn run, const union fk_arg *a, int n, const void *blob,
+                 size_t blob_bytes);
+/* LAUNCH(run, AI(n), AF(alpha), AP(x), ...): the arguments in order (AI
+ * integers, AU uint64_t, AF float or double, AP pointers); LAUNCH_BLOB
+ * also copies the host structure *ptr (bytes). */
+#define AI(x) {.i = (x)}
+#define AU(x) {.u = (x)}
+#define AF(x) {.d = (x)}
+#define AP(x) {.p = (void *)(x)}
+#define LAUNCH(run, ...) LAUNCH_BLOB(run, NULL, 0, __VA_ARGS__)
+#define LAUNCH_BLOB(run, ptr, bytes, ...)                                               \
+    do {                                                                                \
+        const union fk_arg a_[] = {__VA_ARGS__};                                        \
+        fake_launch(run, a_, (int)(sizeof a_ / sizeof a_[0]), ptr, bytes);              \
+    } while (0)
+/* Items enqueued so far (0 when synchronous); whether the stream has run
+ * the first seq; wait until it has (a host wait: the stream runs); nudge
+ * it to run that far without waiting; wait for everything enqueued. */
+int64_t fake_compute_enqueued(void);
+int fake_compute_passed(int64_t seq);
+void fake_compute_wait_for(int64_t seq);
+void fake_compute_kick(int64_t seq);
+void fake_compute_wait(void);
+/* Enqueue event e's mark (record generation gen): when the stream reaches
+ * it, fake_event_mark(e, gen) runs there. Returns the mark's position. */
+int64_t fake_compute_mark(struct backend_event *e, uint64_t gen);
 
 /* --- fake_stream.c ------------------------------------------------------- */
 
@@ -87,20 +139,22 @@ int fake_event_query(struct backend_event *e);
 void fake_event_sync(struct backend_event *e);
 void fake_stream_wait(enum backend_stream s, struct backend_event *e);
 float fake_event_ms(struct backend_event *start, struct backend_event *end);
+/* The compute stream has reached e's mark of record generation gen (runs
+ * in the stream's thread). */
+void fake_event_mark(struct backend_event *e, uint64_t gen);
 
 /* --- fake_device.c: the device, memory, copies, events ----------------------- */
 
-/* One operation: its operands opened while it runs (fake_op_arg: a device
- * operand, NULL = an absent optional one; fatal() when not device memory). */
-#define FK_MAX_ARGS 16
+/* One operation: begun (what the compute stream waits for is due first),
+ * then its device operands translated to the operations' view (fake_op_arg:
+ * NULL = an absent optional one; fatal() when not device memory), then
+ * launched (fake_launch) or, when the host reads its result, run in the
+ * caller once the stream has caught up (fake_compute_wait). */
 struct fk_op {
     const char *name;
-    int n;
-    const void *p[FK_MAX_ARGS];
 };
 void fake_op_begin(struct fk_op *o, const char *name);
-void fake_op_arg(struct fk_op *o, const void *p, const char *what);
-void fake_op_end(struct fk_op *o);
+void *fake_op_arg(struct fk_op *o, const void *p, const char *what);
 /* fatal() when p is device memory (a host buffer was expected) */
 void fake_not_device(const void *p, const char *op, const char *what);
 

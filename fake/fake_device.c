@@ -12,7 +12,11 @@
  *                         allocations
  *   FREESCALE_FAKE_AWARE  1: act as if MPI were CUDA-aware (device
  *                         pointers go to MPI, opened to it while in flight);
- *                         default 0 (exchanges are staged) */
+ *                         default 0 (exchanges are staged)
+ *   FREESCALE_FAKE_ASYNC  N >= 1: the compute stream runs in a thread of its
+ *                         own, up to N operations behind the host
+ *                         (fake_compute.c); default 0 (operations run at
+ *                         once, in the caller) */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,7 @@ static struct {
     char names[FK_MAX_GPUS][64];
     size_t mem;
     int aware;
+    int async;
     int open, device;
 } g_fk;
 
@@ -74,6 +79,16 @@ static void knobs(void)
     if (aware && strcmp(aware, "0") != 0 && strcmp(aware, "1") != 0)
         fatal("FREESCALE_FAKE_AWARE = '%s': expected 0 or 1", aware);
     g_fk.aware = aware && !strcmp(aware, "1");
+    const char *async = getenv("FREESCALE_FAKE_ASYNC");
+    if (async) {
+        char *end;
+        long n = strtol(async, &end, 10);
+        if (end == async || *end != '\0' || n < 0 || n > 1000000)
+            fatal("FREESCALE_FAKE_ASYNC = '%s': expected 0 (operations run at once) or the "
+                  "number of operations the compute stream may run behind the host, 1 to "
+                  "1000000", async);
+        g_fk.async = (int)n;
+    }
 }
 
 static void need_open(void)
@@ -82,7 +97,7 @@ static void need_open(void)
         fatal("backend fake: no device opened");
 }
 
-/* --- one operation: its operands opened while it runs ----------------------- */
+/* --- one operation: its operands translated to the operations' view --------- */
 
 void fake_op_begin(struct fk_op *o, const char *name)
 {
@@ -90,22 +105,12 @@ void fake_op_begin(struct fk_op *o, const char *name)
     fake_tick();
     fake_compute_due(); /* what the compute stream waits for runs first */
     o->name = name;
-    o->n = 0;
 }
 
 /* a device operand (NULL: an absent optional one) */
-void fake_op_arg(struct fk_op *o, const void *p, const char *what)
+void *fake_op_arg(struct fk_op *o, const void *p, const char *what)
 {
-    if (!p)
-        return;
-    fake_mem_open(p, o->name, what);
-    o->p[o->n++] = p;
-}
-
-void fake_op_end(struct fk_op *o)
-{
-    for (int i = o->n - 1; i >= 0; i--)
-        fake_mem_close(o->p[i]);
+    return fake_mem_shadow(p, o->name, what);
 }
 
 
@@ -141,6 +146,7 @@ int fk_device_open(int device, int tf32, char *err, size_t errlen)
         return errorf(err, errlen, "device %d out of range: %d fake device%s visible", device,
                       g_fk.ngpus, g_fk.ngpus == 1 ? "" : "s");
     fake_mem_guard_install();
+    fake_compute_async(g_fk.async);
     g_fk.open = 1;
     g_fk.device = device;
     return 0;
@@ -148,10 +154,14 @@ int fk_device_open(int device, int tf32, char *err, size_t errlen)
 
 void fk_device_describe(char *buf, size_t len)
 {
+    char async[96] = "";
+    if (g_fk.async)
+        snprintf(async, sizeof async, ", a compute stream up to %d operation%s behind the host",
+                 g_fk.async, g_fk.async == 1 ? "" : "s");
     snprintf(buf, len, "fake device %d ('%s', %.1f GiB; a test backend: the CPU's operations "
-             "behind guarded memory%s)", g_fk.device, g_fk.names[g_fk.device],
+             "behind guarded memory%s%s)", g_fk.device, g_fk.names[g_fk.device],
              (double)g_fk.mem / (1024.0 * 1024 * 1024),
-             g_fk.aware ? ", MPI acting CUDA-aware" : "");
+             g_fk.aware ? ", MPI acting CUDA-aware" : "", async);
 }
 
 int fk_device_memory(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
@@ -201,6 +211,7 @@ void fk_free(void *p)
     need_open();
     fake_tick();
     devstats_sync(); /* as cudaFree: the device is idle first */
+    fake_compute_wait();
     fake_comm_drain();
     fake_mem_free(p);
 }
@@ -213,6 +224,8 @@ void fake_not_device(const void *p, const char *op, const char *what)
         fatal("fake device: %s: %s = %p is device memory, not host memory", op, what, p);
 }
 
+/* Synchronous copies (as the CUDA backend's: in stream order, then a host
+ * wait): the stream catches up, the host copies. */
 void fk_to_device(void *dst, const void *src, size_t bytes)
 {
     if (!bytes)
@@ -220,9 +233,9 @@ void fk_to_device(void *dst, const void *src, size_t bytes)
     struct fk_op op_;
     fake_op_begin(&op_, "to_device");
     fake_not_device(src, "to_device", "source");
-    fake_op_arg(&op_, dst, "dst");
-    memcpy(dst, src, bytes);
-    fake_op_end(&op_);
+    void *d = fake_op_arg(&op_, dst, "dst");
+    fake_compute_wait();
+    memcpy(d, src, bytes);
     devstats_h2d(bytes);
     devstats_sync();
 }
@@ -234,23 +247,35 @@ void fk_to_host(void *dst, const void *src, size_t bytes)
     struct fk_op op_;
     fake_op_begin(&op_, "to_host");
     fake_not_device(dst, "to_host", "destination");
-    fake_op_arg(&op_, src, "src");
-    memcpy(dst, src, bytes);
-    fake_op_end(&op_);
+    const void *s = fake_op_arg(&op_, src, "src");
+    fake_compute_wait();
+    memcpy(dst, s, bytes);
     devstats_d2h(bytes);
     devstats_sync();
 }
 
+static void run_copy(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    memmove(a[0].p, a[1].p, (size_t)a[2].u);
+}
+
+static void run_zero(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    memset(a[0].p, 0, (size_t)a[1].u);
+}
+
+/* device to device and memset: in stream order, the host does not wait */
 void fk_copy(void *dst, const void *src, size_t bytes)
 {
     if (!bytes || dst == src)
         return;
     struct fk_op op_;
     fake_op_begin(&op_, "copy");
-    fake_op_arg(&op_, dst, "dst");
-    fake_op_arg(&op_, src, "src");
-    memmove(dst, src, bytes);
-    fake_op_end(&op_);
+    const union fk_arg a[] = {{.p = fake_op_arg(&op_, dst, "dst")},
+                              {.p = fake_op_arg(&op_, src, "src")}, {.u = bytes}};
+    fake_launch(run_copy, a, 3, NULL, 0);
 }
 
 void fk_zero(void *p, size_t bytes)
@@ -259,9 +284,8 @@ void fk_zero(void *p, size_t bytes)
         return;
     struct fk_op op_;
     fake_op_begin(&op_, "zero");
-    fake_op_arg(&op_, p, "p");
-    memset(p, 0, bytes);
-    fake_op_end(&op_);
+    const union fk_arg a[] = {{.p = fake_op_arg(&op_, p, "p")}, {.u = bytes}};
+    fake_launch(run_zero, a, 2, NULL, 0);
 }
 
 void fk_synchronize(void)
@@ -269,6 +293,7 @@ void fk_synchronize(void)
     need_open();
     fake_tick();
     fake_compute_due();
+    fake_compute_wait();
     devstats_sync();
 }
 
@@ -342,6 +367,8 @@ void fk_comm_sync(void)
 int fk_ipc_export(void *p, void *handle, char *err, size_t errlen)
 {
     need_open();
+    fake_compute_wait(); /* the allocation's pages move to shared memory */
+    fake_comm_drain();
     return fake_ipc_export(p, handle, err, errlen);
 }
 
@@ -358,6 +385,7 @@ void fk_ipc_close(void *p)
     need_open();
     fake_tick();
     devstats_sync(); /* after the comm stream, as the CUDA backend */
+    fake_compute_wait();
     fake_comm_drain();
     fake_ipc_close(p);
 }

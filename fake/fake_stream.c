@@ -1,8 +1,9 @@
-/* fake_stream: the fake device's streams and events (fake.h).
+/* fake_stream: the fake device's comm stream and events (fake.h).
  *
- * The compute stream runs each operation when it is enqueued (the CPU's
- * code, on the host). The comm stream is a queue: its copies and additions
- * run only when they become due, in order:
+ * The compute stream is fake_compute.c (at once, or a thread behind the
+ * host). The comm stream is a queue: its copies and additions
+ * run only when they become due, in order, each after the compute work
+ * enqueued before it (as the CUDA backend orders them):
  *   - comm_sync, or event_sync of an event recorded on it;
  *   - event_query of such an event once the device has "had time" (a later
  *     call into the device was made since the record);
@@ -12,9 +13,10 @@
  * the buffer as it was before the copy. Sequence numbers count the comm
  * stream's work: an event is the number of items enqueued at its record
  * (the compute stream's events also carry what the compute stream waited
- * for). */
+ * for, and a mark in the compute stream that must have been reached). */
 #include "fake/fake.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +30,7 @@ struct fk_item {
     const void *src;
     size_t bytes; /* a copy; or, with add, n floats dst += src */
     int add;
+    int64_t cseq; /* the compute stream's items enqueued before it */
 };
 
 struct backend_event {
@@ -35,6 +38,12 @@ struct backend_event {
     int64_t need;   /* comm items that must have run */
     uint64_t tick;  /* the device call that recorded it */
     double t;       /* host seconds at completion */
+    int compute;    /* recorded on the compute stream: a mark there too */
+    int comm_ready; /* its comm work had run at the record */
+    int64_t cseq;   /* the mark's position in the compute stream */
+    _Atomic uint64_t gen;    /* record generation (the host) */
+    _Atomic uint64_t marked; /* the generation whose mark the stream passed */
+    double tc;               /* host seconds then (written before marked) */
 };
 
 #define FK_PENDING 256
@@ -57,37 +66,47 @@ static void run_one(const struct fk_item *it)
 {
     char *b;
     size_t nb;
-    int dst_dev = fake_mem_find(it->dst, &b, &nb), src_dev = fake_mem_find(it->src, &b, &nb);
-    if (dst_dev)
-        fake_mem_open(it->dst, "comm stream", "destination");
-    if (src_dev)
-        fake_mem_open(it->src, "comm stream", "source");
+    void *dst = fake_mem_find(it->dst, &b, &nb)
+                    ? fake_mem_shadow(it->dst, "comm stream", "destination") : it->dst;
+    const void *src = fake_mem_find(it->src, &b, &nb)
+                          ? fake_mem_shadow(it->src, "comm stream", "source") : it->src;
     if (it->add) {
-        float *y = it->dst;
-        const float *x = it->src;
+        float *y = dst;
+        const float *x = src;
         for (size_t i = 0; i < it->bytes; i++)
             y[i] += x[i];
     } else {
-        memmove(it->dst, it->src, it->bytes);
+        memmove(dst, src, it->bytes);
     }
-    if (src_dev)
-        fake_mem_close(it->src);
-    if (dst_dev)
-        fake_mem_close(it->dst);
 }
 
-/* Run the comm stream's items up to sequence number upto; the events
- * whose work has run are complete now (their time: now). */
-static void run_comm(int64_t upto)
+static int mark_passed(const struct backend_event *e)
+{
+    return !e->compute ||
+           atomic_load_explicit(&e->marked, memory_order_acquire) == atomic_load(&e->gen);
+}
+
+/* Run the comm stream's items up to sequence number upto, each once the
+ * compute work before it has run (block: wait for it; else stop there);
+ * the events whose work has run are complete now. */
+static void run_comm(int64_t upto, int block)
 {
     while (g_st.ran < upto && g_st.head < g_st.n) {
-        run_one(&g_st.q[g_st.head++]);
+        const struct fk_item *it = &g_st.q[g_st.head];
+        if (block)
+            fake_compute_wait_for(it->cseq);
+        else if (!fake_compute_passed(it->cseq)) {
+            fake_compute_kick(it->cseq); /* a poll finds it done later */
+            break;
+        }
+        run_one(it);
+        g_st.head++;
         g_st.ran++;
     }
     if (g_st.head == g_st.n)
         g_st.head = g_st.n = 0;
     for (int i = 0; i < g_st.npending;) {
-        if (g_st.pending[i]->need <= g_st.ran) {
+        if (g_st.pending[i]->need <= g_st.ran && mark_passed(g_st.pending[i])) {
             complete(g_st.pending[i]);
             g_st.pending[i] = g_st.pending[--g_st.npending];
         } else {
@@ -118,7 +137,7 @@ static void enqueue(void *dst, const void *src, size_t bytes, int add)
             g_st.q = xrealloc(g_st.q, (size_t)g_st.cap * sizeof *g_st.q);
         }
     }
-    g_st.q[g_st.n++] = (struct fk_item){dst, src, bytes, add};
+    g_st.q[g_st.n++] = (struct fk_item){dst, src, bytes, add, fake_compute_enqueued()};
     g_st.enq++;
 }
 
@@ -134,9 +153,9 @@ void fake_comm_add(float *y, const float *x, int64_t n)
         enqueue(y, x, (size_t)n, 1);
 }
 
-void fake_comm_drain(void) { run_comm(g_st.enq); }
+void fake_comm_drain(void) { run_comm(g_st.enq, 1); }
 
-void fake_compute_due(void) { run_comm(g_st.compute_need); }
+void fake_compute_due(void) { run_comm(g_st.compute_need, 1); }
 
 void fake_compute_after_comm(void)
 {
@@ -157,6 +176,8 @@ void fake_event_free(struct backend_event *e)
 {
     if (!e)
         return;
+    if (e->recorded && e->compute)
+        fake_compute_wait_for(e->cseq); /* the stream must not reach a freed mark */
     unpend(e);
     free(e);
 }
@@ -165,20 +186,39 @@ static void complete(struct backend_event *e)
 {
     if (!e->done) {
         e->done = 1;
-        e->t = clock_seconds();
+        /* a compute event: when the stream reached it, unless comm work it
+         * waits for ran later (found now) */
+        e->t = e->compute && e->comm_ready ? e->tc : clock_seconds();
+        if (e->compute && e->tc > e->t)
+            e->t = e->tc;
     }
+}
+
+/* in the compute stream's thread (or at once, synchronous) */
+void fake_event_mark(struct backend_event *e, uint64_t gen)
+{
+    if (atomic_load(&e->gen) != gen)
+        return; /* recorded again since: that record's mark counts */
+    e->tc = clock_seconds();
+    atomic_store_explicit(&e->marked, gen, memory_order_release);
 }
 
 void fake_event_record(struct backend_event *e, enum backend_stream s)
 {
     fake_tick();
-    e->recorded = 1;
+    e->recorded = 1; /* an earlier record's mark still queued: its generation no longer counts */
     e->done = 0;
     e->tick = g_st.tick;
+    e->compute = s == BACKEND_COMPUTE;
+    uint64_t gen = atomic_load(&e->gen) + 1;
+    atomic_store(&e->gen, gen);
     e->need = s == BACKEND_COMM ? g_st.enq : g_st.compute_need;
+    e->comm_ready = g_st.ran >= e->need;
+    if (e->compute)
+        e->cseq = fake_compute_mark(e, gen);
     unpend(e);
-    if (g_st.ran >= e->need) {
-        complete(e); /* the compute stream's work so far has run */
+    if (g_st.ran >= e->need && mark_passed(e)) {
+        complete(e); /* the work it follows has run */
     } else {
         if (g_st.npending == FK_PENDING)
             fatal("fake device: more than %d events in flight", FK_PENDING);
@@ -190,8 +230,14 @@ int fake_event_query(struct backend_event *e)
 {
     if (!e->recorded)
         return 1; /* as CUDA: an event never recorded counts as completed */
-    if (!e->done && g_st.tick > e->tick) {
-        run_comm(e->need);
+    if (e->done)
+        return 1;
+    if (e->compute)
+        fake_compute_kick(e->cseq); /* the stream runs on to it; a later query finds it */
+    if (g_st.tick > e->tick)
+        run_comm(e->need, 0);
+    if ((g_st.tick > e->tick || e->compute) && g_st.ran >= e->need && mark_passed(e)) {
+        unpend(e);
         complete(e);
     }
     return e->done;
@@ -203,7 +249,10 @@ void fake_event_sync(struct backend_event *e)
     devstats_sync();
     if (!e->recorded)
         return;
-    run_comm(e->need);
+    if (e->compute)
+        fake_compute_wait_for(e->cseq);
+    run_comm(e->need, 1);
+    unpend(e);
     complete(e);
 }
 
@@ -212,13 +261,21 @@ void fake_stream_wait(enum backend_stream s, struct backend_event *e)
     fake_tick();
     if (s == BACKEND_COMPUTE && e->recorded && e->need > g_st.compute_need)
         g_st.compute_need = e->need;
-    /* the comm stream waiting for a compute event: that work has run */
+    /* the comm stream waiting for a compute event: each comm item follows
+     * all the compute work enqueued before it anyway */
 }
 
 float fake_event_ms(struct backend_event *start, struct backend_event *end)
 {
     if (!start->timing || !end->timing)
         fatal("fake device: event_ms of an event made without timing");
+    for (int i = 0; i < 2; i++) { /* found complete now (a host wait since ran the stream) */
+        struct backend_event *e = i ? end : start;
+        if (!e->done && e->recorded && g_st.ran >= e->need && mark_passed(e)) {
+            unpend(e);
+            complete(e);
+        }
+    }
     if (!start->done || !end->done)
         fatal("fake device: event_ms of an event not yet completed");
     return (float)(1e3 * (end->t - start->t));

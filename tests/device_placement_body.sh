@@ -6,7 +6,8 @@
 # sharing one device (device.share=on), against the CPU backend and
 # against host placement on the same device; every overlap mode (prefetch
 # too: the next step's rows through the device-resident exchange); staged
-# and direct (CUDA-aware MPI; FREESCALE_FAKE_AWARE=1 on the fake device);
+# and direct (CUDA-aware MPI; FREESCALE_FAKE_AWARE=1 on the fake device,
+# its compute stream behind the host: FREESCALE_FAKE_ASYNC);
 # the copy-engine transport (the embedding rows and gradients too, within
 # a node and, with debug.node_size, MPI between nodes); embedding groups smaller than the job (G < P:
 # replicas summed); the wire codecs; a second identical run repeats the
@@ -62,6 +63,12 @@ for model in hstu sasrec; do
         output.metrics="$T/$model-dev-ce.jsonl"
     same_losses "$T/$model-dev-2.jsonl" "$T/$model-dev-ce.jsonl" "$model: copy-engine" 0 $TOL
 done
+# from here to the direct runs, the fake device's compute stream runs in a
+# thread behind the host (FREESCALE_FAKE_ASYNC=1000: an operation runs only
+# when the host waits for the stream), so that a peer's IPC write or an MPI
+# receive into a buffer that an enqueued operation still uses, without an
+# ordering in between, changes the losses
+[ "$DEV" = fake ] && export FREESCALE_FAKE_ASYNC=1000
 # the embedding rows and gradients through CUDA IPC too (emb_ipc.c): 4 ranks
 # in nodes of 2 (IPC within, MPI across) with prefetch, against host tables
 # under the same dense transport; the copy kernel at 2 ranks
@@ -72,6 +79,11 @@ expect_ok train 4 $GPU embedding.placement=device parallel.transport=copy-engine
 grep -q 'embedding rows and gradients of 1 device table through CUDA IPC to 1 peer' "$T/out" &&
     pass "embedding transfers through CUDA IPC reported" ||
     fail "embedding IPC not reported: $(grep 'transport' "$T/out" | head -n 2)"
+if [ "$DEV" = fake ]; then
+    grep -q "a compute stream up to 1000 operations behind the host" "$T/out" &&
+        pass "the fake device's compute stream runs behind the host" ||
+        fail "FREESCALE_FAKE_ASYNC not in effect: $(grep '^device' "$T/out")"
+fi
 same_losses "$T/ce4-host.jsonl" "$T/ce4-dev.jsonl" "rows through IPC in nodes of 2, prefetch" 0 $TOL_DEV
 expect_ok train 2 $GPU embedding.placement=device parallel.transport=kernel \
     output.metrics="$T/k2-dev.jsonl"
@@ -83,7 +95,7 @@ for ov in prioritized none prefetch; do
         train 2 $GPU embedding.placement=device device.staging=direct parallel.transport=mpi \
         parallel.overlap=$ov output.metrics="$T/direct-$ov.jsonl"
 done
-unset FREESCALE_FAKE_AWARE
+unset FREESCALE_FAKE_AWARE FREESCALE_FAKE_ASYNC
 # G < P: two embedding groups of 2 at 4 ranks (replicas summed), and the codecs
 expect_ok train 4 device.type=cpu parallel.embedding_group=2 output.metrics="$T/g2-cpu.jsonl"
 expect_ok train 4 $GPU embedding.placement=device parallel.embedding_group=2 \

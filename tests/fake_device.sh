@@ -5,7 +5,8 @@
 # Slurm job):
 #   - two tasks each shown its own GPU (srun --gpus-per-task=1): both train
 #     without device.share, each on its own device;
-#   - both shown the same one GPU: refused without device.share, trained
+#   - both shown the same one GPU: refused without device.share (the
+#     message names FREESCALE_FAKE_GPUS, whose advice then works), trained
 #     with it; the table's fit check divides the free memory among the
 #     ranks sharing the device (FREESCALE_FAKE_MEM): a table that fits a
 #     rank's own device is refused on a shared one;
@@ -29,6 +30,14 @@ grep -q "^device: fake device 0 ('gpu0'.*this rank's own" "$T/out" &&
 expect_error "would share its device" node gpu0 gpu0
 grep -q "set device.share=on" "$T/err" && pass "the error says what to do" ||
     fail "no advice in: $(head -c 300 "$T/err")"
+grep -q "devices named in FREESCALE_FAKE_GPUS (comma-separated names, default fake0.*FREESCALE_FAKE_GPUS=fake0,fake1 gives 2 ranks one each" "$T/err" &&
+    pass "on the fake device the error names FREESCALE_FAKE_GPUS" ||
+    fail "FREESCALE_FAKE_GPUS not named: $(head -c 600 "$T/err")"
+# the advice as given: two ranks of one mpirun, no device.share
+expect_ok env FREESCALE_FAKE_GPUS=fake0,fake1 timeout 300 "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON
+[ "$(grep -c "^device: fake device [01] ('fake[01]'.*this rank's own" "$T/out")" -ge 1 ] &&
+    pass "FREESCALE_FAKE_GPUS=fake0,fake1: each rank its own device" ||
+    fail "the advice: $(grep '^device' "$T/out")"
 expect_ok node gpu0 gpu0 device.share=on
 grep -q "^device: .*shared by ranks of this node" "$T/out" && pass "sharing reported" ||
     fail "sharing not reported: $(grep '^device' "$T/out")"

@@ -1,7 +1,8 @@
 /* test_fake_device: the fake device (fake/) behaves like a discrete GPU in
  * what host code can get wrong:
  *   - a host dereference of device memory faults at once, and the report
- *     names the allocation (a child process does it);
+ *     names the allocation (a child process does it); so does an
+ *     operation that runs past the end of its operand;
  *   - an operation handed host memory, an asynchronous copy from pageable
  *     memory, a free of host memory end the process naming the mistake;
  *   - copies on the comm stream are deferred: a pinned buffer read before
@@ -13,9 +14,16 @@
  *     what the device receives;
  *   - IPC: another process maps an exported allocation through shared
  *     memory and copies both ways;
+ *   - the compute stream behind the host (FREESCALE_FAKE_ASYNC): a buffer
+ *     that MPI writes (direct path) while an operation enqueued before
+ *     still reads it, with no wait in between, changes that operation's
+ *     result (the missing ordering is caught); with the wait it does not;
+ *     a polled compute event completes; everything above passes again
+ *     with the stream in its thread;
  *   - the counters (devstats.h) count host waits, bytes and allocations;
  *   - device identities and the knobs (FREESCALE_FAKE_GPUS, _MEM, _AWARE).
  * Exit 0 pass, 1 fail. */
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +33,7 @@
 #include "backend/backend.h"
 #include "backend/devstats.h"
 #include "expect.h"
+#include "fake/fake.h"
 
 static const struct backend_ops *be = &backend_fake;
 
@@ -57,6 +66,12 @@ static int in_child(void (*fn)(void *), void *arg, char *out, size_t len)
 
 static void touch(void *p) { ((volatile float *)p)[3] = 1.0f; }
 
+static void overrun(void *p)
+{
+    be->scale(4096, 2.0f, p); /* a 100-float operand */
+    be->synchronize();
+}
+
 static void test_fault(void)
 {
     float *x = be->alloc(100 * sizeof(float));
@@ -66,6 +81,10 @@ static void test_fault(void)
           "fault (status %d)", st);
     CHECK(strstr(out, "host code touched device memory") && strstr(out, "byte 12 of allocation #")
           && strstr(out, "(448 bytes"), "the fault report does not name the allocation: %s", out);
+    st = in_child(overrun, x, out, sizeof out);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV && strstr(out, "an operation ran 0 bytes "
+          "past the end of its operand, allocation #") && strstr(out, "(448 bytes"),
+          "an operation's overrun: status %d, %s", st, out);
     be->free(x);
 }
 
@@ -205,6 +224,60 @@ static void test_ipc(void)
     be->free(d);
 }
 
+/* y = x on the stream, then x written by "MPI" (through its own address,
+ * opened by mpi_expose as for a receive of the direct path); sync: wait
+ * for the stream (an event of the compute stream) before the receive.
+ * Returns y[0] as the host finally reads it. */
+static float recv_after_use(int sync)
+{
+    const int n = 16;
+    float *x = be->alloc(n * sizeof(float)), *y = be->alloc(n * sizeof(float)), h[16];
+    for (int i = 0; i < n; i++)
+        h[i] = 1.0f;
+    be->to_device(x, h, sizeof h);
+    be->zero(y, sizeof h);
+    be->axpy(n, 1.0f, x, y); /* the earlier use of x */
+    struct backend_event *e = be->event_new(0);
+    be->event_record(e, BACKEND_COMPUTE);
+    if (sync)
+        be->event_sync(e);
+    be->mpi_expose(x, sizeof h, 1); /* the receive into x */
+    for (int i = 0; i < n; i++)
+        x[i] = 5.0f;
+    be->mpi_expose(x, sizeof h, 0);
+    be->to_host(h, y, sizeof h);
+    be->event_free(e);
+    be->free(x);
+    be->free(y);
+    return h[0];
+}
+
+static void test_async(void)
+{
+    fake_compute_async(1000);
+    float y = recv_after_use(0);
+    CHECK(y == 5.0f, "a receive into a buffer that an operation enqueued before still reads, "
+          "with no wait in between, went unseen (y = %g, want 5: the operation ran late and read "
+          "the received data)", y);
+    y = recv_after_use(1);
+    CHECK(y == 1.0f, "with the wait for the compute stream the operation read y = %g, want 1", y);
+
+    /* a compute event found by polling alone: the stream is nudged to it */
+    float *d = be->alloc(64);
+    be->zero(d, 64);
+    struct backend_event *e = be->event_new(0);
+    be->event_record(e, BACKEND_COMPUTE);
+    long polls = 0;
+    while (!be->event_query(e) && polls < 100000000L) {
+        polls++;
+        sched_yield();
+    }
+    CHECK(be->event_query(e), "a polled compute event never completed (%ld polls)", polls);
+    be->event_free(e);
+    be->free(d);
+    fake_compute_wait();
+}
+
 static void test_counters(void)
 {
     struct devstats s;
@@ -256,6 +329,16 @@ int main(void)
     test_deferred();
     test_ipc();
     test_counters();
+    /* the compute stream in a thread, behind the host: the same behaviour */
+    test_async();
+    fake_compute_async(4);
+    test_fault();
+    test_misuse();
+    test_deferred();
+    test_ipc();
+    test_counters();
+    fake_compute_wait();
+    fake_compute_async(0);
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;

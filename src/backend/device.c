@@ -133,8 +133,13 @@ static void choose(struct comm *c, const struct params *p, enum precision pr,
     if (sharers > 1 && !share)
         fatal("device: node rank %d would share its device (index %d of the %d it sees) with "
               "node rank %d: start one rank per device (e.g. srun --gpus-per-task=1), or set "
-              "device.share=on to let ranks share devices",
-              c->g[COMM_NODE].rank, dev, count, other);
+              "device.share=on to let ranks share devices%s",
+              c->g[COMM_NODE].rank, dev, count, other,
+              fake ? "; the fake device shows each process the devices named in "
+                     "FREESCALE_FAKE_GPUS (comma-separated names, default fake0; processes "
+                     "seeing the same name share that device): FREESCALE_FAKE_GPUS=fake0,fake1 "
+                     "gives 2 ranks one each"
+                   : "");
     if (be->device_open(dev, pr == PRECISION_TF32, err, sizeof err))
         fatal("device: cannot open device %d: %s", dev, err);
     out->be = be;
