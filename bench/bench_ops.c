@@ -154,7 +154,7 @@ int main(int argc, char **argv)
     int64_t *inv = xmalloc((size_t)n * 8), counts[4];
     for (int64_t i = 0; i < n; i++)
         ids[i] = 1 + (int64_t)rng_below(&g_rng, (uint64_t)items);
-    row("emb_dedup T(2+R) ids, G=2", TIME(be->emb_dedup(n, ids, T, 2, uniq, inv, counts)), 1);
+    row("emb_dedup T(2+R) ids, G=2", TIME(be->emb_dedup(n, ids, T, 2, uniq, inv, counts, 0)), 1);
     printf("%-28s %36.2f ms/step (the ops above, 2 layers)\n", "total", total);
     return 0;
 }

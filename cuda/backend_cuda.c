@@ -397,10 +397,10 @@ static void cuda_op_gather_rows(int64_t n, int d, const float *table, const int6
 }
 
 static int64_t cuda_op_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G,
-                                 int64_t *uniq, int64_t *inverse, int64_t *counts)
+                                 int64_t *uniq, int64_t *inverse, int64_t *counts, int64_t key_max)
 {
     struct cuda_state *st = cuda_state();
-    return cuda_emb_dedup(st->compute, n, ids, n_first, G, uniq, inverse, counts,
+    return cuda_emb_dedup(st->compute, n, ids, n_first, G, uniq, inverse, counts, key_max,
                           ws_for(st, cuda_emb_dedup_ws_bytes(n, G)));
 }
 
@@ -411,10 +411,10 @@ static void cuda_op_emb_gather_shard(int64_t n, int dim, const float *w, const i
 }
 
 static void cuda_op_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
-                                  int64_t *uid, float *out)
+                                  int64_t *uid, float *out, int64_t key_max)
 {
     struct cuda_state *st = cuda_state();
-    cuda_emb_sum_by_id(st->compute, n, dim, keys, g, uid, out,
+    cuda_emb_sum_by_id(st->compute, n, dim, keys, g, uid, out, key_max,
                        ws_for(st, cuda_emb_sum_by_id_ws_bytes(n)));
 }
 

@@ -35,7 +35,7 @@
 
 #define EMB_THREADS 256
 #define EMB_MAX_BLOCKS 65536
-#define EMB_KEY_BITS 63 /* ids and keys are >= 0; their bound is not known here */
+#define EMB_KEY_BITS 63 /* ids and keys are >= 0: the bits of an unknown bound */
 
 static unsigned emb_blocks(int64_t n)
 {
@@ -54,6 +54,13 @@ static int key_bits(uint64_t kmax)
     while (b < 64 && (kmax >> b) != 0)
         b++;
     return b;
+}
+
+/* The radix sort's bits for keys 0 .. key_max (the caller's bound: a
+ * table's rows need 15-24 bits, not 63; 0 = not known) */
+static int sort_bits(int64_t key_max)
+{
+    return key_max > 0 ? key_bits((uint64_t)key_max) : EMB_KEY_BITS;
 }
 
 static __global__ void k_iota(int64_t n, int64_t *p)
@@ -152,7 +159,7 @@ size_t cuda_emb_dedup_ws_bytes(int64_t n, int G)
 }
 
 int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first, int G,
-                       int64_t *uniq, int64_t *inverse, int64_t *counts_host,
+                       int64_t *uniq, int64_t *inverse, int64_t *counts_host, int64_t key_max,
                        struct cuda_ws *ws)
 {
     for (int p = 0; p < 2 * G; p++)
@@ -167,7 +174,7 @@ int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_
     /* counts [2G] then the number of distinct ids: one copy down */
     int64_t *out = (int64_t *)cuda_ws_take(ws, (size_t)(2 * G + 1) * 8);
     void *tmp = cuda_ws_take(ws, cub_bytes(n));
-    sorted_runs(s, n, ids, EMB_KEY_BITS, skey, spos, seg, tmp_n, tmp);
+    sorted_runs(s, n, ids, sort_bits(key_max), skey, spos, seg, tmp_n, tmp);
     k_fill<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, 2 * (int64_t)G, group); /* past nu: last */
     CUDA_CHECK_LAUNCH("k_fill");
     CUDA_CHECK(cudaMemsetAsync(out, 0, (size_t)(2 * G + 1) * 8, s));
@@ -271,7 +278,7 @@ size_t cuda_emb_sum_by_id_ws_bytes(int64_t n)
 }
 
 void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys, const float *g,
-                        int64_t *uid, float *out, struct cuda_ws *ws)
+                        int64_t *uid, float *out, int64_t key_max, struct cuda_ws *ws)
 {
     if (n <= 0)
         return;
@@ -280,7 +287,7 @@ void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys,
     int64_t *seg = (int64_t *)cuda_ws_take(ws, v), *heads = (int64_t *)cuda_ws_take(ws, v);
     int64_t *start = (int64_t *)cuda_ws_take(ws, v), *k = (int64_t *)cuda_ws_take(ws, 8);
     void *tmp = cuda_ws_take(ws, cub_bytes(n));
-    sorted_runs(s, n, keys, EMB_KEY_BITS, skey, spos, seg, heads, tmp);
+    sorted_runs(s, n, keys, sort_bits(key_max), skey, spos, seg, heads, tmp);
     k_starts<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, seg, start, uid, k);
     CUDA_CHECK_LAUNCH("k_starts");
     k_tail<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, k, uid);

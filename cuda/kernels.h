@@ -88,13 +88,13 @@ void cuda_segments_add(cudaStream_t s, const struct cuda_segments *g, int64_t M,
 struct emb_optim_conf;
 size_t cuda_emb_dedup_ws_bytes(int64_t n, int G);
 int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first, int G,
-                       int64_t *uniq, int64_t *inverse, int64_t *counts_host,
+                       int64_t *uniq, int64_t *inverse, int64_t *counts_host, int64_t key_max,
                        struct cuda_ws *ws);
 void cuda_emb_gather_shard(cudaStream_t s, int64_t n, int dim, const float *w, const int64_t *ids,
                            int G, float *out);
 size_t cuda_emb_sum_by_id_ws_bytes(int64_t n);
 void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys, const float *g,
-                        int64_t *uid, float *out, struct cuda_ws *ws);
+                        int64_t *uid, float *out, int64_t key_max, struct cuda_ws *ws);
 void cuda_emb_sparse_update(cudaStream_t s, const struct emb_optim_conf *opt, int64_t k, int dim,
                             const int64_t *ids, int G, const float *g, float *w, float *state,
                             int64_t state_floats, int64_t *steps);

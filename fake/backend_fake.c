@@ -543,7 +543,7 @@ static void fk_emb_decode(int codec, int64_t n, int dim, const uint8_t *wire, fl
 }
 
 static int64_t fk_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
-                            int64_t *inverse, int64_t *counts)
+                            int64_t *inverse, int64_t *counts, int64_t key_max)
 {
     OP("emb_dedup");
     IN(ids);
@@ -551,7 +551,7 @@ static int64_t fk_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int 
     IN(inverse);
     fake_not_device(counts, "emb_dedup", "counts");
     fake_compute_wait(); /* the host reads the result */
-    int64_t nu = backend_cpu.emb_dedup(n, ids, n_first, G, uniq, inverse, counts);
+    int64_t nu = backend_cpu.emb_dedup(n, ids, n_first, G, uniq, inverse, counts, key_max);
     devstats_sync(); /* the counts come back to the host */
     return nu;
 }
@@ -575,18 +575,18 @@ static void fk_emb_gather_shard(int64_t n, int dim, const float *w, const int64_
 static void run_emb_sum_by_id(const union fk_arg *a, const void *blob)
 {
     (void)blob;
-    backend_cpu.emb_sum_by_id(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p, a[5].p);
+    backend_cpu.emb_sum_by_id(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p, a[5].p, a[6].i);
 }
 
 static void fk_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g,
-                             int64_t *uid, float *out)
+                             int64_t *uid, float *out, int64_t key_max)
 {
     OP("emb_sum_by_id");
     IN(keys);
     IN(g);
     IN(uid);
     IN(out);
-    LAUNCH(run_emb_sum_by_id, AI(n), AI(dim), AP(keys), AP(g), AP(uid), AP(out));
+    LAUNCH(run_emb_sum_by_id, AI(n), AI(dim), AP(keys), AP(g), AP(uid), AP(out), AI(key_max));
 }
 
 static void run_emb_sparse_update(const union fk_arg *a, const void *blob)

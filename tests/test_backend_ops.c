@@ -752,8 +752,13 @@ static void test_emb_engine(void)
                 int64_t *h = engine_ids(n, kind, Gs);
                 struct pair ids = pair_i64(h, n), uniq = pair_i64(NULL, n), inv = pair_i64(NULL, n);
                 int64_t *cc = xmalloc((size_t)2 * Gs * 8), *cg = xmalloc((size_t)2 * Gs * 8);
-                int64_t nc = cpu->emb_dedup(n, ids.c, n_first, Gs, uniq.c, inv.c, cc);
-                int64_t ng = dev->emb_dedup(n, ids.g, n_first, Gs, uniq.g, inv.g, cg);
+                /* the ids' bound given (a device sorts its bits) or not (63 bits) */
+                int64_t kmax = 0;
+                for (int64_t i = 0; i < n; i++)
+                    kmax = h[i] > kmax ? h[i] : kmax;
+                const int64_t bound = kind % 2 ? kmax : 0;
+                int64_t nc = cpu->emb_dedup(n, ids.c, n_first, Gs, uniq.c, inv.c, cc, bound);
+                int64_t ng = dev->emb_dedup(n, ids.g, n_first, Gs, uniq.g, inv.g, cg, bound);
                 expect_i64("emb_dedup", cas, "unique ids", ng, nc);
                 uniq.bytes = (size_t)nc * 8;
                 expect_bytes("emb_dedup", cas, "uniq", &uniq);
@@ -766,8 +771,9 @@ static void test_emb_engine(void)
                 for (int by = 0; by < 2; by++) {
                     const struct pair *keys = by ? &ids : &inv;
                     struct pair uid = pair_i64(NULL, n), out = pair_f32(NULL, n * dim);
-                    cpu->emb_sum_by_id(n, dim, keys->c, g.c, uid.c, out.c);
-                    dev->emb_sum_by_id(n, dim, keys->g, g.g, uid.g, out.g);
+                    const int64_t kb = by ? bound : kind % 2 ? nc : 0; /* inverse < nc */
+                    cpu->emb_sum_by_id(n, dim, keys->c, g.c, uid.c, out.c, kb);
+                    dev->emb_sum_by_id(n, dim, keys->g, g.g, uid.g, out.g, kb);
                     int64_t kc = 0; /* the distinct keys, then -1 */
                     while (kc < n && ((int64_t *)uid.c)[kc] >= 0)
                         kc++;

@@ -31,7 +31,7 @@ static void check_dedup(const int64_t *ids, int64_t n, int64_t n_first, int G, c
 {
     int64_t *uniq = xmalloc((size_t)(n + 1) * 8), *inv = xmalloc((size_t)(n + 1) * 8);
     int64_t *counts = xmalloc((size_t)2 * G * 8);
-    int64_t nu = backend_cpu.emb_dedup(n, ids, n_first, G, uniq, inv, counts);
+    int64_t nu = backend_cpu.emb_dedup(n, ids, n_first, G, uniq, inv, counts, 0);
     /* every token maps to its id */
     for (int64_t i = 0; i < n; i++)
         EXPECT(inv[i] >= 0 && inv[i] < nu && uniq[inv[i]] == ids[i], "%s: token %lld", cas,
@@ -72,7 +72,7 @@ static void check_sums(const int64_t *keys, int64_t n, int dim, struct rng *r, c
     int64_t *uid = xmalloc((size_t)(n + 1) * 8);
     for (int64_t i = 0; i < n * dim; i++)
         g[i] = (float)(rng_uniform(r) - 0.5);
-    backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out);
+    backend_cpu.emb_sum_by_id(n, dim, keys, g, uid, out, 0);
     int64_t k = 0, distinct = 0; /* the distinct keys, then -1 to n */
     while (k < n && uid[k] >= 0)
         k++;

@@ -162,7 +162,7 @@ static int run_case(FILE *fp, int k, enum action_mode mode)
         uniq[t] = xmalloc((size_t)(n ? n : 1) * sizeof(int64_t));
         inv[t] = xmalloc((size_t)(n ? n : 1) * sizeof(int64_t));
         int64_t counts[2];
-        nuniq[t] = backend_cpu.emb_dedup(n, tk.req[t], n, 1, uniq[t], inv[t], counts);
+        nuniq[t] = backend_cpu.emb_dedup(n, tk.req[t], n, 1, uniq[t], inv[t], counts, 0);
         rows[t] = xmalloc((size_t)(nuniq[t] ? nuniq[t] : 1) * D * sizeof(float));
         gu[t] = xmalloc((size_t)(nuniq[t] ? nuniq[t] : 1) * D * sizeof(float));
         for (int64_t u = 0; u < nuniq[t]; u++)

@@ -222,9 +222,10 @@ struct backend_ops {
      * group in ascending id order; inverse[i] = the index of ids[i] in
      * uniq. counts[2G] (on the host): counts[p] = the unique ids owned by
      * p, counts[G + p] = of which in chunk 0. Returns the number of unique
-     * ids (on the host). */
+     * ids (on the host). key_max: no id exceeds it (the table's rows; 0 =
+     * not known): a device sorts only the bits it needs. */
     int64_t (*emb_dedup)(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
-                         int64_t *inverse, int64_t *counts);
+                         int64_t *inverse, int64_t *counts, int64_t key_max);
     /* out[i, :] = w[ids[i] / G, :] (rows of a shard: local slot id / G;
      * out: [n, dim]) */
     void (*emb_gather_shard)(int64_t n, int dim, const float *w, const int64_t *ids, int G,
@@ -233,9 +234,10 @@ struct backend_ops {
      * distinct keys in ascending order, out[u, :] = the sum of the rows i
      * with keys[i] = uid[u] in increasing i, accumulated in double;
      * uid[k .. n) = -1 (their out rows unspecified). k stays on the device:
-     * emb_sparse_update skips the -1. keys >= 0. */
+     * emb_sparse_update skips the -1. 0 <= keys <= key_max (0 = not
+     * known), as emb_dedup's. */
     void (*emb_sum_by_id)(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
-                          float *out);
+                          float *out, int64_t key_max);
     /* The sparse optimizer (embedding/emb_optim.h: emb_optim_row) on the
      * rows ids[k] of a shard (distinct, local slot id / G; an id < 0 is
      * skipped) with gradients g[k, dim]: w [slots, dim], state [slots,

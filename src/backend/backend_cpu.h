@@ -60,11 +60,11 @@ void cpu_dropout_fwd_ref(int64_t rows, int d, float p, const uint64_t *row_keys,
 /* backend_cpu_emb.c: the embedding engine */
 struct emb_optim_conf;
 int64_t cpu_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
-                      int64_t *inverse, int64_t *counts);
+                      int64_t *inverse, int64_t *counts, int64_t key_max);
 void cpu_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids, int G,
                           float *out);
 void cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
-                       float *out);
+                       float *out, int64_t key_max);
 void cpu_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
                            const int64_t *ids, int G, const float *g, float *w, float *state,
                            int64_t state_floats, int64_t *steps);

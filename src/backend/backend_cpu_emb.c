@@ -161,8 +161,9 @@ static inline void dedup_set(struct dedup_slots *sl, int dense, int64_t id, int6
 }
 
 int64_t cpu_emb_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
-                      int64_t *inverse, int64_t *counts)
+                      int64_t *inverse, int64_t *counts, int64_t key_max)
 {
+    (void)key_max; /* a device's sort bound; the host finds its own */
     int64_t kmax = 0;
     for (int64_t i = 0; i < n; i++)
         kmax = ids[i] > kmax ? ids[i] : kmax;
@@ -264,8 +265,9 @@ void cpu_emb_gather_shard(int64_t n, int dim, const float *w, const int64_t *ids
 }
 
 void cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
-                       float *out)
+                       float *out, int64_t key_max)
 {
+    (void)key_max;
     int64_t *pos = iota(n);
     radix_sort(n, keys, pos);
     double *acc = xmalloc((size_t)dim * sizeof *acc);

@@ -32,7 +32,7 @@ void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, c
     void *own_g = NULL;
     const float *g = backend_upload(be, grad, (size_t)x->n * dim * sizeof(float), &own_g);
     int64_t *uid = be->alloc(at_least1(x->n) * sizeof *uid);
-    be->emb_sum_by_id(x->n, dim, x->inverse, g, uid, gu);
+    be->emb_sum_by_id(x->n, dim, x->inverse, g, uid, gu, x->nuniq); /* inverse < nuniq */
     be->free(uid);
     if (own_g)
         be->free(own_g);
@@ -126,7 +126,7 @@ static int64_t replica_sum(struct emb_table *t, struct comm *c, struct emb_excha
     free(o_g);
     int64_t *sid = xmalloc(at_least1(total) * sizeof *sid);
     float *sg = xmalloc(at_least1(total) * dim * sizeof *sg);
-    backend_cpu.emb_sum_by_id(total, dim, all_ids, all_g, sid, sg);
+    backend_cpu.emb_sum_by_id(total, dim, all_ids, all_g, sid, sg, t->conf.rows);
     k = 0;
     while (k < total && sid[k] >= 0)
         k++;
@@ -161,7 +161,7 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
     /* sum per row over the requesters (serve order: requester order) */
     int64_t *ids = emb_buf_get(be, &x->b_sid, at_least1(x->nserve) * sizeof(int64_t));
     float *g = emb_buf_get(be, &x->b_sg, at_least1(x->nserve) * dim * sizeof(float));
-    be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g);
+    be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g, t->conf.rows);
     int64_t k = x->nserve; /* the distinct ones first, then -1: skipped */
     double t3 = clock_seconds();
     if (c->g[COMM_EMB_REPLICA].size > 1) { /* on the host: the same sums on any backend */

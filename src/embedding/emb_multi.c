@@ -72,7 +72,8 @@ struct emb_multi *emb_multi_input(struct emb_table *const *t, int nt, struct com
         m->uniq = alloc0((size_t)n[k], sizeof *m->uniq);
         m->inverse = alloc0((size_t)n[k], sizeof *m->inverse);
         int64_t *counts = alloc0((size_t)(2 * Gt), sizeof *counts);
-        m->nuniq = backend_cpu.emb_dedup(n[k], ids[k], n[k], Gt, m->uniq, m->inverse, counts);
+        m->nuniq = backend_cpu.emb_dedup(n[k], ids[k], n[k], Gt, m->uniq, m->inverse, counts,
+                                         t[k]->conf.rows);
         m->rows = alloc0((size_t)(m->nuniq * m->width), sizeof *m->rows);
         if (!m->sharded) { /* replicated: read in emb_multi_lookup */
             free(counts);
@@ -230,7 +231,7 @@ struct glist {
 static int64_t sum_by_id(int64_t n, int w, const int64_t *keys, const float *g, int64_t *uid,
                          float *out)
 {
-    backend_cpu.emb_sum_by_id(n, w, keys, g, uid, out);
+    backend_cpu.emb_sum_by_id(n, w, keys, g, uid, out, 0);
     int64_t k = 0;
     while (k < n && uid[k] >= 0)
         k++;
