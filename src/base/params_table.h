@@ -52,20 +52,24 @@ X(train, batch_size, INT, "128", 1, 1000000000, NULL,
   "sequences per step over all ranks (the global batch)")
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
 X(train, lr, FLOAT, "1e-3", 1e-12, 100, NULL, "learning rate")
-X(train, negatives, INT, "128", 1, 1000000, NULL, "sampled negatives per position")
+X(train, negatives, INT, "128", 1, 1000000, NULL,
+  "retrieval: sampled negatives per position")
 X(train, loss, CHOICE, "softmax", 0, 0, "softmax|bce|full",
-  "sampled softmax over train.negatives negatives (see train.negatives_from), BCE with one "
-  "negative, or full = the exact softmax over all items (the sharded table)")
+  "retrieval: sampled softmax over train.negatives negatives (see train.negatives_from), BCE "
+  "with one negative, or full = the exact softmax over all items (the sharded table)")
 X(train, negatives_from, CHOICE, "uniform", 0, 0, "uniform|in_batch|mixed",
   "where the sampled softmax's negatives come from: uniform over the items; in_batch = the "
   "global batch's targets (with the logQ correction of their frequency in the batch); mixed = "
   "half of each")
 X(train, keep_best, BOOL, "off", 0, 1, NULL,
-  "write best.h5 into output.checkpoint_dir whenever validation NDCG@10 improves, and "
-  "report the test metrics of that checkpoint (also those of the last step)")
+  "write best.h5 into output.checkpoint_dir whenever the validation metric improves (retrieval: "
+  "NDCG@10; ranking: train.select, by default the first binary task's AUC), and report the "
+  "test metrics of that checkpoint (also those of the last step)")
 X(train, patience, INT, "0", 0, 1000000, NULL,
-  "stop after this many validations (train.eval_every) without a better NDCG@10 (0 = never)")
-X(train, temperature, FLOAT, "0.05", 1e-6, 100, NULL, "sampled softmax temperature tau")
+  "stop after this many validations (train.eval_every) without a better validation metric "
+  "(retrieval: NDCG@10; ranking: train.select's) (0 = never)")
+X(train, temperature, FLOAT, "0.05", 1e-6, 100, NULL,
+  "retrieval: sampled softmax temperature tau")
 X(train, weight_decay, FLOAT, "0", 0, 10, NULL, "AdamW weight decay of the dense parameters")
 X(train, warmup_steps, INT, "0", 0, 1000000000, NULL, "linear learning-rate warmup (steps)")
 X(train, clip_norm, FLOAT, "0", 0, 1e6, NULL, "clip the dense gradient's global norm (0 = off)")

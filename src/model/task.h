@@ -145,6 +145,11 @@ void task_ranking_set_stats(struct task *t, const double *sums);
  * (host); predictions: binary tasks their logit, regression tasks mean +
  * std z (double). */
 void task_ranking_predict(struct task *t, int64_t n, const float *x, double *pred);
+/* Each task's loss (unweighted: BCE, or the squared error of the
+ * standardised label) per step, over the steps since the last call (their
+ * number returned), summed over the ranks of c (NULL: this process);
+ * collective over COMM_DP. loss [K]. */
+int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss);
 /* The regression label's z-score: (y - mean) / std of task k. */
 float task_ranking_z(const struct task *t, int k, float y);
 

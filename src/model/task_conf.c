@@ -258,8 +258,11 @@ int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err,
             char list[1024];
             event_columns(ds, list, sizeof list);
             return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s (its event "
-                          "columns: %s; data import --event-cols keeps them)", t->name, ds->path,
-                          t->column, list);
+                          "columns: %s; data import --event-cols keeps them%s)", t->name,
+                          ds->path, t->column, list, ds->has_actions
+                          ? "; its /actions (round(rating x 10), the retrieval's action "
+                            "tokens) are no task's column: import again with --event-cols "
+                            "rating:float (--format movielens keeps it by default)" : "");
         }
         if (t->kind == TASK_REGRESSION && !f->is_float)
             return errorf(err, errlen, "train.tasks: task %s: regression on /events/%s, a "

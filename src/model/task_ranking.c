@@ -40,6 +40,10 @@ struct rank_priv {
     struct mirror lab, coef, xin;     /* the labels [T, K], coef [4K], predict's input */
     double hcoef[4 * RANK_MAX_TASKS]; /* host */
     int64_t T;                        /* rows of the last forward */
+    double *tacc;                     /* [2K] each task's loss sum since the last read */
+    struct mirror tcoef;              /* [K, 4K] coef with the other tasks' weights 0 */
+    double htcoef[4 * RANK_MAX_TASKS * RANK_MAX_TASKS];
+    int64_t tsteps;                   /* losses added to tacc since the last read */
     float mean[RANK_MAX_TASKS], std[RANK_MAX_TASKS];
 };
 
@@ -126,6 +130,34 @@ static void rank_loss(struct task *t, struct task_step *st)
     const double *coef = mirror_bind(&r->coef, be, &backend_cpu, r->hcoef, sizeof r->hcoef);
     mirror_up(&r->coef, 0, sizeof r->hcoef);
     be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);
+    /* each task's part alone, for the progress line (task_ranking_losses):
+     * the same loss with the other tasks' weights 0, its dz into scratch */
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < 4 * K; j++)
+            r->htcoef[4 * K * k + j] = j / 4 == k || j % 4 != 1 ? r->hcoef[j] : 0.0;
+    const double *tcoef = mirror_bind(&r->tcoef, be, &backend_cpu, r->htcoef,
+                                      (size_t)(4 * K * K) * sizeof(double));
+    mirror_up(&r->tcoef, 0, (size_t)(4 * K * K) * sizeof(double));
+    for (int k = 0; k < K; k++)
+        be->rank_loss(st->T, K, r->h[r->L], lab, tcoef + 4 * K * k, r->dh[0], r->tacc + 2 * k);
+    r->tsteps++;
+}
+
+int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss)
+{
+    struct rank_priv *r = t->priv;
+    const int K = r->K;
+    double h[2 * RANK_MAX_TASKS];
+    r->be->to_host(h, r->tacc, (size_t)(2 * K) * sizeof *h);
+    const int64_t n = r->tsteps;
+    for (int k = 0; k < K; k++) {
+        const double sum = c ? comm_allreduce_sum_f64(c, COMM_DP, h[2 * k]) : h[2 * k];
+        loss[k] = n > 0 ? sum / (double)n / t->conf->t[k].weight : 0;
+    }
+    double zero[2 * RANK_MAX_TASKS] = {0};
+    r->be->to_device(r->tacc, zero, (size_t)(2 * K) * sizeof *zero);
+    r->tsteps = 0;
+    return n;
 }
 
 static void rank_backward(struct task *t, struct task_step *st)
@@ -163,6 +195,8 @@ static void rank_free(struct task *t)
     r->be->free(r->dh[1]);
     r->be->free(r->dz);
     r->be->free(r->zidx);
+    r->be->free(r->tacc);
+    mirror_free(&r->tcoef);
     mirror_free(&r->lab);
     mirror_free(&r->coef);
     mirror_free(&r->xin);
@@ -230,6 +264,7 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
         fatal("task_ranking: the model has no head.stats (task_ranking_params before model_init)");
     for (int k = 0; k < r->K; k++)
         r->std[k] = 1;
+    r->tacc = r->be->alloc((size_t)(2 * r->K) * sizeof(double)); /* zero-filled */
     t->ops = &ranking_ops;
     t->conf = tc;
     t->priv = r;
