@@ -56,9 +56,12 @@ void task_setup_conf(struct trainer *tr)
         log_info("task %s", line);
     }
     rsplit_describe(&tr->rsplit, line, sizeof line);
-    log_info("ranking: data.split = %s; actions %s; head %d hidden layer%s", line,
+    log_info("ranking: data.split = %s; actions %s; head %d hidden layer%s%s", line,
              cf->task.actions == ACT_INTERLEAVE ? "interleaved" : "summed into the next item",
-             cf->task.nmlp, cf->task.nmlp == 1 ? "" : "s");
+             cf->task.nmlp, cf->task.nmlp == 1 ? "" : "s",
+             cf->task.bias ? "; per-item and per-user logit biases" : "");
+    cf->task.bias_items = tr->ds.num_items + 1;
+    cf->task.bias_users = tr->ds.num_users;
 }
 
 void task_setup_model(struct trainer *tr)
@@ -127,6 +130,7 @@ void task_setup_init(struct trainer *tr)
                   : "hold out fewer events per user");
     }
     task_ranking_set_stats(&tr->task, sums);
+    step_bias_init(tr);
     for (int k = 0; k < cf->task.n; k++) {
         const double n = sums[3 * k];
         log_info("task %s: %.0f training labels, mean %.6g", cf->task.t[k].name, n,

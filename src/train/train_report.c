@@ -156,6 +156,7 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     metrics_int(&l, "epoch", tr->epoch + 1);
     metrics_int(&l, "step", tr->step);
     metrics_num(&l, "loss", loss);
+    metrics_num(&l, "lr", dense_optim_lr(&tr->optim, tr->step - 1)); /* the last step's */
     for (int k = 0; k < K; k++) {
         char key[TASK_NAME + 8];
         snprintf(key, sizeof key, "loss.%s", tr->conf.task.t[k].name);
@@ -220,7 +221,7 @@ void train_report_summary(struct trainer *tr, const struct eval_result *test, do
         log_info("done: step %lld (%lld steps in this run, %.1f s); best validation %s "
                  "%.4f at epoch %lld",
                  (long long)tr->step, (long long)steps_run, secs, eval_select_name(tr),
-                 tr->best_val, (long long)tr->best_epoch);
+                 eval_select_value(tr, tr->best_val), (long long)tr->best_epoch);
     else
         log_info("done: step %lld (%lld steps in this run, %.1f s); no validation was run",
                  (long long)tr->step, (long long)steps_run, secs);
