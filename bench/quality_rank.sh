@@ -9,14 +9,25 @@
 # median of each column, and the baseline's own GAUC, NE and MSE (the same
 # for every seed: it depends on the data alone).
 #
-# usage: bench/quality_rank.sh [DIR]   (DIR holds ratings.csv and movies.csv;
-#   default ../shared/data/ml-latest-small next to the repo; skipped with a
-#   message when it is absent)
-# environment: FREESCALE (the program), SEEDS ("1 2 3"), NP (ranks per run,
-# 2), and extra parameter overrides in ARGS (e.g. ARGS="train.epochs=8").
-# Nothing is asserted; the figures are printed.
+# usage: bench/quality_rank.sh [--seeds N] [DIR]   (DIR holds ratings.csv and
+#   movies.csv; default ../shared/data/ml-latest-small next to the repo;
+#   skipped with a message when it is absent; --seeds N: seeds 1 .. N)
+# environment: FREESCALE (the program), SEEDS ("1 2 3", unless --seeds),
+# NP (ranks per run, 2), and extra parameter overrides in ARGS (e.g.
+# ARGS="train.epochs=8").
+# Printed: a row per seed (like AUC, GAUC, NE, logloss, accuracy, rating
+# MSE, MAE of the test line, the run's wall seconds), then per column the
+# median, min, max and standard deviation (population) over the seeds, and
+# the user+item baseline's row (the same for every seed). Nothing is
+# asserted.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
+SEEDS=${SEEDS:-1 2 3}
+if [ "${1:-}" = "--seeds" ]; then
+    [ -n "${2:-}" ] && [ "$2" -ge 1 ] 2>/dev/null || { echo "quality_rank.sh: --seeds N (N >= 1)" >&2; exit 2; }
+    SEEDS=$(seq 1 "$2")
+    shift 2
+fi
 DIR=${1:-$here/../shared/data/ml-latest-small}
 if [ ! -f "$DIR/ratings.csv" ] || [ ! -f "$DIR/movies.csv" ]; then
     echo "quality_rank.sh: skipped: no ratings.csv and movies.csv in $DIR"
@@ -27,7 +38,6 @@ if [ -z "$FS" ]; then
     for f in ./freescale "$here/freescale"; do [ -x "$f" ] && FS=$f && break; done
 fi
 [ -n "$FS" ] && [ -x "$FS" ] || { echo "quality_rank.sh: set FREESCALE to the program" >&2; exit 2; }
-SEEDS=${SEEDS:-1 2 3}
 NP=${NP:-2}
 ARGS=${ARGS:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -35,16 +45,17 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-qrank.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-"$FS" data import --format csv "$DIR/ratings.csv" --items "$DIR/movies.csv" \
-    --event-cols rating:float -o "$W/mls-rank.h5" > /dev/null
+"$FS" data import --format movielens "$DIR/ratings.csv" --items "$DIR/movies.csv" \
+    -o "$W/mls-rank.h5" > /dev/null
 
 # num FILE SPLIT KEY: KEY of the last eval line of SPLIT in the metrics FILE
 num() { sed -n "s/.*\"split\":\"$2\".*\"$3\":\([^,}]*\).*/\1/p" "$1" | tail -1; }
+KEYS="like.auc like.gauc like.ne like.logloss like.accuracy rating.mse rating.mae"
 
-printf '# ml-latest-small, input/mls-rank.in, %s ranks, seeds %s%s\n' "$NP" "$SEEDS" \
+printf '# ml-latest-small, input/mls-rank.in, %s ranks, seeds %s%s\n' "$NP" "$(echo $SEEDS)" \
     "${ARGS:+, $ARGS}"
-printf '| seed | like AUC | baseline AUC | like GAUC | like NE | rating MSE | s |\n'
-printf '|---|---|---|---|---|---|---|\n'
+printf '| seed | like AUC | GAUC | NE | logloss | acc | rating MSE | MAE | s |\n'
+printf '|---|---|---|---|---|---|---|---|---|\n'
 : > "$W/rows"
 for seed in $SEEDS; do
     out="$W/s$seed"
@@ -58,21 +69,27 @@ for seed in $SEEDS; do
         exit 1
     fi
     t1=$(date +%s.%N)
-    m=$out.jsonl
-    row="$seed $(num "$m" test like.auc) $(num "$m" test-baseline-user+item like.auc) \
-$(num "$m" test like.gauc) $(num "$m" test like.ne) $(num "$m" test rating.mse) \
-$(echo "$t1 $t0" | awk '{ printf "%.0f", $1 - $2 }')"
+    row="$seed"
+    for k in $KEYS; do row="$row $(num "$out.jsonl" test "$k")"; done
+    row="$row $(echo "$t1 $t0" | awk '{ printf "%.0f", $1 - $2 }')"
     echo "$row" >> "$W/rows"
-    echo "$row" | awk '{ printf "| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %s |\n",
-        $1, $2, $3, $4, $5, $6, $7 }'
+    echo "$row" | awk '{ printf "| %s |", $1; for (i = 2; i < NF; i++) printf " %.4f |", $i
+        printf " %s |\n", $NF }'
+    base=$out.jsonl
     rm -rf "$out.ck"
 done
-# the median of each column (the middle value; the mean of the two middle ones)
-med() { awk -v c="$1" '{ print $c }' "$W/rows" | sort -g |
-    awk '{ v[NR] = $1 } END { printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-printf '| median | %s | %s | %s | %s | %s | %.0f |\n' "$(med 2)" "$(med 3)" "$(med 4)" "$(med 5)" \
-    "$(med 6)" "$(med 7)"
-m=$W/s$(echo "$SEEDS" | awk '{ print $1 }').jsonl
-printf '| user+item baseline | %.4f | | %.4f | %.4f | %.4f | |\n' \
-    "$(num "$m" test-baseline-user+item like.auc)" "$(num "$m" test-baseline-user+item like.gauc)" \
-    "$(num "$m" test-baseline-user+item like.ne)" "$(num "$m" test-baseline-user+item rating.mse)"
+# per column: median (the middle value; the mean of the two middle ones), min, max, std
+stat() { awk -v c="$1" '{ print $c }' "$W/rows" | sort -g | awk -v what="$2" '
+    { v[NR] = $1; s += $1; q += $1 * $1 }
+    END { if (what == "median") r = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+          else if (what == "min") r = v[1]; else if (what == "max") r = v[NR]
+          else { m = s / NR; r = q / NR - m * m; r = r > 0 ? sqrt(r) : 0 }
+          printf "%.4f", r }'; }
+for what in median min max std; do
+    printf '| %s |' "$what"
+    for c in 2 3 4 5 6 7 8; do printf ' %s |' "$(stat $c $what)"; done
+    printf ' %.0f |\n' "$(stat 9 $what)"
+done
+printf '| user+item baseline |'
+for k in $KEYS; do printf ' %.4f |' "$(num "$base" test-baseline-user+item "$k")"; done
+printf ' |\n'

@@ -24,7 +24,7 @@ awk 'BEGIN { split("Action|Comedy,Drama,Animation|Children'"'"'s|Comedy,Thriller
     > "$T/movies.dat"
 expect_ok "$FS" data import --format movielens "$T/ratings.dat" --users "$T/users.dat" \
     --items "$T/movies.dat" -o "$T/ml1m.h5"
-grep -q "features: items/genres, items/year, users/gender, users/age, users/occupation, users/zip_prefix" \
+grep -q "features: events/rating, items/genres, items/year, users/gender, users/age, users/occupation, users/zip_prefix" \
     "$T/out" || fail "ml-1m features: $(cat "$T/out")"
 expect_ok "$FS" data stats "$T/ml1m.h5"
 for want in "^feature items/genres: categorical multi-valued, cardinality 7, value map$" \
@@ -211,6 +211,6 @@ bad "short.item:1: 7 fields, expected 24 (u.item: id|title" --format movielens "
     --items "$T/short.item"
 bad "--item-features $T/video_features_basic_pure.csv: name its key column with --item-key COL" \
     --format csv "$T/ratings.csv" --item-features "$T/video_features_basic_pure.csv"
-bad "--event-cols applies to --format csv and jsonl only" --format movielens "$T/ratings.dat" \
-    --event-cols rating
+bad "--event-cols: 'stars': the MovieLens ratings have the columns user, item, rating, timestamp" \
+    --format movielens "$T/ratings.dat" --event-cols stars
 finish

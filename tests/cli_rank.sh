@@ -151,8 +151,8 @@ expect_error "p3.csv:3: 2 fields, expected 3" \
 printf 'user,item,time\n%s,%s,soon\n' "$u" "$i" > "$T/p4.csv"
 expect_error "p4.csv:2: time 'soon' is not an integer" \
     "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p4.csv" -o "$T/bad.csv"
-printf 'item,user\n' > "$T/p5.csv"
-expect_error "p5.csv:1: expected the header line user,item" \
+printf 'id,item\n' > "$T/p5.csv"
+expect_error "p5.csv:1: expected a header line naming the user and item columns" \
     "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p5.csv" -o "$T/bad.csv"
 no_file "$T/bad.csv"
 expect_error "is a ranking model" "$FS" recommend "$CK" --top 5 -o "$T/bad.csv"

@@ -12,7 +12,9 @@
  *   sequence 2: 6 history events, 3 candidates
  * Some labels are missing (NaN), some event feature values too (0). The
  * loss covers every item position, candidates included, so that the target
- * mask's gradient is checked. Case 0: sum, case 1: interleave. Written as
+ * mask's gradient is checked. Case 0: sum, case 1: interleave, case 2: sum
+ * with model.bias (per-item and per-user logit terms, set to random values,
+ * as is the head's last layer, which model.bias starts at 0). Written as
  * oracle records (tests/oracle_records.h), prefix "cK.".
  *
  *   test_rank_grad FILE    exit 0 (written), 1 on failure */
@@ -92,7 +94,7 @@ static void task_init(struct task_conf *tc)
     tc->mlp[0] = 6;
 }
 
-static int run_case(FILE *fp, int k, enum action_mode mode)
+static int run_case(FILE *fp, int k, enum action_mode mode, int bias)
 {
     char pre[8];
     snprintf(pre, sizeof pre, "c%d", k);
@@ -112,6 +114,9 @@ static int run_case(FILE *fp, int k, enum action_mode mode)
     v.col[1].val = (int32_t *)age;
     struct task_conf tc;
     task_init(&tc);
+    tc.bias = bias;
+    tc.bias_items = N_ITEMS + 1;
+    tc.bias_users = B_SEQ;
 
     /* the model with the head's tensors, the task */
     struct model_conf mc = {.type = MODEL_HSTU, .d = D, .layers = 2, .heads = 2,
@@ -125,6 +130,15 @@ static int run_case(FILE *fp, int k, enum action_mode mode)
     task_ranking_init(&task, &tc, &m);
     const double sums[3 * K_TASKS] = {0, 0, 0, 40, 130, 480}; /* rating: mean 3.25 */
     task_ranking_set_stats(&task, sums);
+    if (bias) { /* random biases, and the head's last layer (model.bias starts it at 0) */
+        float bi[(N_ITEMS + 1) * K_TASKS], bu[B_SEQ * K_TASKS];
+        fill(&r, bi, (N_ITEMS + 1) * K_TASKS, 0.8f);
+        fill(&r, bu, B_SEQ * K_TASKS, 0.8f);
+        task_ranking_set_bias(&task, bi, bu);
+        struct dense_tensor *w1 = model_param(&m, "head.w1"), *b1 = model_param(&m, "head.b1");
+        fill(&r, w1->w, w1->n, 0.4f);
+        fill(&r, b1->w, b1->n, 0.4f);
+    }
 
     /* the tokens: event values of act and of the labels */
     int64_t users[B_SEQ] = {0, 1, 2}, nc[B_SEQ];
@@ -188,7 +202,8 @@ static int run_case(FILE *fp, int k, enum action_mode mode)
     tokens_outputs(&tk, out_x, out);
     double acc[2] = {0, 0};
     struct task_step st = {.be = &backend_cpu, .c = NULL, .T = T_TOK, .d = D, .out = out,
-                           .du = du, .acc = acc, .labels = labels};
+                           .du = du, .acc = acc, .labels = labels, .items = items,
+                           .B = B_SEQ, .users = users, .offsets = offsets};
     task.ops->loss(&task, &st);
     const double loss = acc[0];
 
@@ -207,7 +222,11 @@ static int run_case(FILE *fp, int k, enum action_mode mode)
             for (int j = 0; j < D; j++)
                 G[t][uniq[t][u] * D + j] += gu[t][u * D + j];
     double pred[T_TOK * K_TASKS];
-    task_ranking_predict(&task, T_TOK, out, pred);
+    int64_t tok_user[T_TOK];
+    for (int q = 0; q < B_SEQ; q++)
+        for (int64_t t = offsets[q]; t < offsets[q + 1]; t++)
+            tok_user[t] = users[q];
+    task_ranking_predict(&task, T_TOK, out, items, tok_user, pred);
 
     /* the records */
     int64_t cfg[10] = {mode == ACT_INTERLEAVE, D, mc.layers, mc.heads, mc.max_len, B_SEQ, T_TOK,
@@ -257,8 +276,8 @@ static int run_case(FILE *fp, int k, enum action_mode mode)
     int finite = isfinite(loss);
     for (int i = 0; i < T_TOK * D; i++)
         finite &= isfinite(out[i]) && isfinite(demb[i]);
-    printf("case %d (%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n", k,
-           mode == ACT_INTERLEAVE ? "interleave" : "sum", (long long)Tx, (long long)B_SEQ,
+    printf("case %d (%s%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n", k,
+           mode == ACT_INTERLEAVE ? "interleave" : "sum", bias ? ", model.bias" : "", (long long)Tx, (long long)B_SEQ,
            (int)(ncand[0] + ncand[1] + ncand[2]), loss);
     task.ops->free(&task);
     model_free(&m);
@@ -287,7 +306,8 @@ int main(int argc, char **argv)
     FILE *fp = fopen(argv[1], "wb");
     if (!fp)
         fatal("test_rank_grad: cannot write %s", argv[1]);
-    int bad = run_case(fp, 0, ACT_SUM) + run_case(fp, 1, ACT_INTERLEAVE);
+    int bad = run_case(fp, 0, ACT_SUM, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0) +
+              run_case(fp, 2, ACT_SUM, 1);
     if (fclose(fp) != 0)
         fatal("test_rank_grad: write to %s failed", argv[1]);
     return bad ? 1 : 0;

@@ -13,7 +13,8 @@ Rebuilds in float64 from the definitions (model/tokens.h, model/task.h):
   mask      the history causal; a candidate sees the history and itself;
   HSTU      torch_hstu.py's layers with explicit positions, timestamps and
             that mask (each token's rab from its own position and time);
-  head      ReLU MLP -> one logit per task; loss = sum_k w_k mean over the
+  head      ReLU MLP -> one logit per task (model.bias: + bias.item[item] +
+            bias.user[user], the sequence's index its user); loss = sum_k w_k mean over the
             labelled positions of BCE(logit, y) (binary) or (logit - z)^2
             (regression, z = (y - mean) / std)
 then autograd of the loss. Compares the outputs, the predictions, the loss,
@@ -138,6 +139,10 @@ def case(rec, c):
         h = h @ P[f"head.w{l}"] + P[f"head.b{l}"]
         if l + 1 < nl:
             h = F.relu(h)
+    if "bias.item" in P:
+        tok_user = np.repeat(np.arange(B), np.diff(off).astype(np.int64))
+        h = h + P["bias.item"][torch.tensor(items.astype(np.int64))] \
+            + P["bias.user"][torch.tensor(tok_user)]
     loss = 0
     y = torch.tensor(lab)
     m0 = ~torch.isnan(y[:, 0])
@@ -152,7 +157,8 @@ def case(rec, c):
     checks += [(f"grad table {t}", g(f"gtable{t}"), W[t].grad) for t in range(nfeat)]
     checks += [(f"grad {n}", pg[n], P[n].grad if P[n].grad is not None else torch.zeros_like(P[n]))
                for n in names]
-    print(f"case {c}: hstu, actions {'interleave' if inter else 'sum'}, {len(xs)} tokens, "
+    print(f"case {c}: hstu, actions {'interleave' if inter else 'sum'}"
+          f"{', model.bias' if 'bias.item' in P else ''}, {len(xs)} tokens, "
           f"{int(ncand.sum())} candidates, loss {float(loss):.6f}")
     bad = 0
     for name, cv, tv in checks:

@@ -37,6 +37,10 @@ X(model, actions, CHOICE, "sum", 0, 0, "sum|interleave",
 X(model, head, STRING, "128", 0, 0, NULL,
   "ranking: hidden widths of the MLP head over the item positions' outputs (ReLU), "
   "comma-separated; one logit per task after them; empty = a linear head")
+X(model, bias, BOOL, "off", 0, 1, NULL,
+  "ranking: per-item and per-user terms added to each task's logit (a wide part beside the "
+  "head), started at the training labels' smoothed user+item means (train.baseline_prior) "
+  "with the head's last layer at 0: the model starts where the user+item baseline ends")
 X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
   "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "
   "event (train.tasks) by an MLP head at every item position (AUC, GAUC, NE)")
@@ -46,28 +50,38 @@ X(train, tasks, STRING, "", 0, 0, NULL,
   "comma-separated; COLUMN = a per-event column /events/COLUMN; e.g. "
   "like:binary:rating>=4,rating:regression:rating:0.5")
 X(train, select, STRING, "", 0, 0, NULL,
-  "ranking: the binary task whose validation AUC train.keep_best and train.patience follow "
-  "(empty = the first binary task)")
+  "ranking: the validation metric train.keep_best and train.patience follow: TASK.METRIC, "
+  "METRIC one of auc, gauc, accuracy, ne, logloss (binary tasks) or mse, mae (regression; "
+  "lower is better for ne, logloss, mse, mae); TASK alone = TASK.auc; empty = the first "
+  "binary task's AUC")
 X(train, batch_size, INT, "128", 1, 1000000000, NULL,
   "sequences per step over all ranks (the global batch)")
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
 X(train, lr, FLOAT, "1e-3", 1e-12, 100, NULL, "learning rate")
-X(train, negatives, INT, "128", 1, 1000000, NULL, "sampled negatives per position")
+X(train, negatives, INT, "128", 1, 1000000, NULL,
+  "retrieval: sampled negatives per position")
 X(train, loss, CHOICE, "softmax", 0, 0, "softmax|bce|full",
-  "sampled softmax over train.negatives negatives (see train.negatives_from), BCE with one "
-  "negative, or full = the exact softmax over all items (the sharded table)")
+  "retrieval: sampled softmax over train.negatives negatives (see train.negatives_from), BCE "
+  "with one negative, or full = the exact softmax over all items (the sharded table)")
 X(train, negatives_from, CHOICE, "uniform", 0, 0, "uniform|in_batch|mixed",
   "where the sampled softmax's negatives come from: uniform over the items; in_batch = the "
   "global batch's targets (with the logQ correction of their frequency in the batch); mixed = "
   "half of each")
 X(train, keep_best, BOOL, "off", 0, 1, NULL,
-  "write best.h5 into output.checkpoint_dir whenever validation NDCG@10 improves, and "
-  "report the test metrics of that checkpoint (also those of the last step)")
+  "write best.h5 into output.checkpoint_dir whenever the validation metric improves (retrieval: "
+  "NDCG@10; ranking: train.select, by default the first binary task's AUC), and report the "
+  "test metrics of that checkpoint (also those of the last step)")
 X(train, patience, INT, "0", 0, 1000000, NULL,
-  "stop after this many validations (train.eval_every) without a better NDCG@10 (0 = never)")
-X(train, temperature, FLOAT, "0.05", 1e-6, 100, NULL, "sampled softmax temperature tau")
+  "stop after this many validations (train.eval_every) without a better validation metric "
+  "(retrieval: NDCG@10; ranking: train.select's) (0 = never)")
+X(train, temperature, FLOAT, "0.05", 1e-6, 100, NULL,
+  "retrieval: sampled softmax temperature tau")
 X(train, weight_decay, FLOAT, "0", 0, 10, NULL, "AdamW weight decay of the dense parameters")
 X(train, warmup_steps, INT, "0", 0, 1000000000, NULL, "linear learning-rate warmup (steps)")
+X(train, lr_schedule, CHOICE, "constant", 0, 0, "constant|cosine|linear",
+  "the learning rates after the warmup, dense and sparse alike: constant, or decayed over the "
+  "run's remaining steps (epochs x steps per epoch, or train.max_steps) to 0 along a half "
+  "cosine or a line; a function of the step alone (a resumed run takes the same rates)")
 X(train, clip_norm, FLOAT, "0", 0, 1e6, NULL, "clip the dense gradient's global norm (0 = off)")
 X(train, max_steps, INT, "0", 0, 1000000000000.0, NULL, "stop after this many steps (0 = no limit)")
 X(train, final_eval, BOOL, "on", 0, 1, NULL,

@@ -135,20 +135,38 @@ void eval_run(struct trainer *tr, int test, struct eval_result *out)
         eval_split(tr, test, &out->r);
 }
 
+/* A ranking metric where lower is better maps to 1 / (1 + value): higher
+ * is better and the score stays in [0, 1] (checkpoints' best_val). */
 double eval_select(const struct trainer *tr, const struct eval_result *e)
 {
     if (!e->ranking)
         return e->r.ndcg[0];
-    const double auc = e->k.t[tr->conf.task.select].auc;
-    return isnan(auc) ? -1 : auc;
+    const struct task_metrics *m = &e->k.t[tr->conf.task.select];
+    const enum task_metric w = tr->conf.task.select_metric;
+    const double v = w == TM_AUC ? m->auc : w == TM_GAUC ? m->gauc : w == TM_ACCURACY
+                     ? m->accuracy : w == TM_NE ? m->ne : w == TM_LOGLOSS ? m->logloss
+                     : w == TM_MSE ? m->mse : m->mae;
+    if (isnan(v) || v < 0)
+        return -1;
+    return w < TM_NE ? v : 1.0 / (1.0 + v);
+}
+
+double eval_select_value(const struct trainer *tr, double score)
+{
+    if (tr->conf.task.type != TASK_RANKING || tr->conf.task.select_metric < TM_NE || score <= 0)
+        return score;
+    return 1.0 / score - 1.0;
 }
 
 const char *eval_select_name(const struct trainer *tr)
 {
     static char name[64];
+    static const char *const shown[TM_COUNT] = {"AUC", "GAUC", "accuracy", "NE", "logloss",
+                                                "MSE", "MAE"};
     if (tr->conf.task.type != TASK_RANKING)
         return "NDCG@10";
-    snprintf(name, sizeof name, "%s AUC", tr->conf.task.t[tr->conf.task.select].name);
+    snprintf(name, sizeof name, "%s %s", tr->conf.task.t[tr->conf.task.select].name,
+             shown[tr->conf.task.select_metric]);
     return name;
 }
 

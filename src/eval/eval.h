@@ -30,10 +30,14 @@ struct eval_result {
 /* Evaluate split test (1) or validation (0) as the run's task does.
  * Collective over all ranks. */
 void eval_run(struct trainer *tr, int test, struct eval_result *out);
-/* What train.keep_best and train.patience follow: NDCG@10, or ranking's
- * train.select AUC (NaN: -1, never better); its name. */
+/* What train.keep_best and train.patience follow, higher is better:
+ * NDCG@10, or ranking's train.select metric (AUC, GAUC, accuracy as they
+ * are; NE, logloss, MSE, MAE as 1 / (1 + value); NaN: -1, never better);
+ * its name. */
 double eval_select(const struct trainer *tr, const struct eval_result *e);
 const char *eval_select_name(const struct trainer *tr);
+/* The metric's value of a score of eval_select (for messages). */
+double eval_select_value(const struct trainer *tr, double score);
 /* The eval line's text and its metrics fields. */
 void eval_result_format(const struct trainer *tr, const struct eval_result *e, char *buf,
                         size_t len);

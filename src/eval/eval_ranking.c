@@ -44,10 +44,15 @@ void rank_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
     for (int64_t q = 0; q < b->B; q++)
         nc += b->ncand[q];
     float *xc = xmalloc((size_t)(nc ? nc : 1) * (size_t)d * sizeof *xc);
+    int64_t *ci = xmalloc((size_t)(nc ? nc : 1) * 2 * sizeof *ci), *cu = ci + (nc ? nc : 1);
     for (int64_t q = 0, i = 0; q < b->B; q++)
-        for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++)
+        for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++) {
             memcpy(xc + i * d, hy + tk->xrow[t] * d, (size_t)d * sizeof *xc);
-    task_ranking_predict(&tr->task, nc, xc, pred);
+            ci[i] = b->items[t];
+            cu[i] = b->users[q];
+        }
+    task_ranking_predict(&tr->task, nc, xc, ci, cu, pred);
+    free(ci);
     free(xc);
     free(own_y);
     be->free(y);

@@ -58,6 +58,53 @@ static int check_checkpoint(const struct rec_cmd *cmd, int want_params, char **p
 
 /* --- the parameters -------------------------------------------------------------- */
 
+static int readable(const char *path) { return access(path, R_OK) == 0; }
+
+/* A relative data.path stored in the checkpoint names a file relative to
+ * the folder training ran in. When it is not there from here, that folder
+ * is found from the checkpoint's path and its stored (relative)
+ * output.checkpoint_dir ("run/ck/best.h5" with checkpoint_dir "ck": "run"),
+ * else the checkpoint's folder is tried. 0 (p's data.path resolved), or
+ * -1 with err saying where the path came from and how to override it. */
+static int stored_data_path(const struct rec_cmd *cmd, struct params *p, char *err, size_t len)
+{
+    const char *dp = params_str(p, P_data_path);
+    char stored[4200];
+    snprintf(stored, sizeof stored, "%s (stored parameters)", cmd->ckpt);
+    if (!dp[0] || dp[0] == '/' || strcmp(p->origin[P_data_path], stored) || readable(dp))
+        return 0;
+    char dir[4096], cand[2][8300];
+    snprintf(dir, sizeof dir, "%s", cmd->ckpt);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    int n = 0;
+    const char *cd = params_str(p, P_output_checkpoint_dir);
+    size_t dl = strlen(dir), cl = strlen(cd);
+    while (cl > 1 && cd[cl - 1] == '/')
+        cl--;
+    if (cl && cd[0] != '/' && dl >= cl && !strncmp(dir + dl - cl, cd, cl) &&
+        (dl == cl || dir[dl - cl - 1] == '/')) /* dir ends in the checkpoint_dir */
+        snprintf(cand[n++], sizeof cand[0], "%.*s%s", (int)(dl - cl), dir, dp);
+    snprintf(cand[n++], sizeof cand[0], "%s/%s", dir, dp);
+    for (int k = 0; k < n; k++)
+        if (readable(cand[k])) {
+            char perr[PARAM_ERR_MAX], origin[4200];
+            snprintf(origin, sizeof origin, "%s (stored data.path %s, relative to the "
+                     "checkpoint)", cmd->ckpt, dp);
+            log_info("%s: data.path = %s (stored in %s) is %s from here", cmd->tool, dp,
+                     cmd->ckpt, cand[k]);
+            if (params_set(p, "data", "path", cand[k], origin, perr, sizeof perr))
+                return errorf(err, len, "%s: %s", cmd->tool, perr);
+            return 0;
+        }
+    return errorf(err, len, "%s: data.path = %s came from the parameters stored in %s (relative "
+                  "to the folder training ran in) and is not readable from here (nor as %s): "
+                  "give data.path=PATH on the command line", cmd->tool, dp, cmd->ckpt, cand[0]);
+}
+
 /* Rank 0: p from FILE.in or the checkpoint's stored lines (those that
  * differ from the defaults, so that the dump shows where each came from),
  * then the overrides. 0, or -1 with err. */
@@ -90,7 +137,7 @@ static int params_of_command(const struct rec_cmd *cmd, struct params *p, char *
     for (int i = 0; i < cmd->noverrides; i++)
         if (params_override(p, cmd->overrides[i], "command line", err, len))
             return -1;
-    return 0;
+    return cmd->file ? 0 : stored_data_path(cmd, p, err, len);
 }
 
 void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *c,

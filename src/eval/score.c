@@ -28,8 +28,10 @@ static void usage(FILE *f)
             "Every (user, item) pair of PAIRS.csv, in the dataset's original ids, scored for\n"
             "every task of a ranking model from the user's whole history. Without FILE.in the\n"
             "parameters stored in the checkpoint are used (overrides apply on top).\n"
-            "  --pairs FILE     a header line user,item or user,item,time, then one pair a\n"
-            "                   line (time: the candidate's timestamp, integer seconds)\n"
+            "  --pairs FILE     a header line user,item or user,item,time (or the dataset's\n"
+            "                   names: userId,movieId[,timestamp]; other columns ignored),\n"
+            "                   then one pair a line (time: the candidate's timestamp,\n"
+            "                   integer seconds)\n"
             "  -o, --output F   F.csv: user,item,TASK... (probabilities of binary tasks,\n"
             "                   values of regression tasks); F.h5: /users, /items,\n"
             "                   /scores [n, tasks], /logits (doc/training.md)\n"
@@ -97,6 +99,40 @@ static int fields(char *s, char **f, int max)
     }
 }
 
+#define PAIR_MAX_COLS 64
+
+/* Is name one of the '|'-separated words of set? */
+static int one_of(const char *name, const char *set)
+{
+    for (const char *p = set;;) {
+        const size_t n = strcspn(p, "|");
+        if (strlen(name) == n && !strncmp(name, p, n))
+            return 1;
+        if (!p[n])
+            return 0;
+        p += n + 1;
+    }
+}
+
+#define PAIR_USER "user|userId|user_id|UserID"
+#define PAIR_ITEM "item|movieId|itemId|item_id|MovieID"
+#define PAIR_TIME "time|timestamp|Timestamp"
+
+/* The header: the fields of the user, item and (optional, -1) time columns
+ * among its n names; other columns are ignored (a ratings.csv scores as it
+ * is). 0, or -1 when user or item is missing. */
+static int pair_header(char **f, int n, int col[3])
+{
+    col[0] = col[1] = col[2] = -1;
+    for (int i = 0; i < n; i++) {
+        const int c = one_of(f[i], PAIR_USER) ? 0 : one_of(f[i], PAIR_ITEM) ? 1
+                      : one_of(f[i], PAIR_TIME) ? 2 : -1;
+        if (c >= 0 && col[c] < 0)
+            col[c] = i;
+    }
+    return col[0] >= 0 && col[1] >= 0 ? 0 : -1;
+}
+
 /* Rank 0: read and check every pair. */
 static void read_pairs(const char *path, struct rec_ids *um, struct rec_ids *im,
                        const struct dataset *ds, struct pairs *p)
@@ -104,54 +140,55 @@ static void read_pairs(const char *path, struct rec_ids *um, struct rec_ids *im,
     FILE *f = fopen(path, "r");
     if (!f)
         fatal("score: --pairs %s: cannot open: %s", path, strerror(errno));
-    char *line = NULL, *fl[4];
+    char *line = NULL, *fl[PAIR_MAX_COLS + 1];
     size_t lcap = 0;
     int64_t cap = 0, lineno = 0;
-    int cols = 0;
+    int cols = 0, col[3];
     memset(p, 0, sizeof *p);
     while (getline(&line, &lcap, f) >= 0) {
         lineno++;
-        int n = fields(line, fl, 3);
+        int n = fields(line, fl, PAIR_MAX_COLS);
         if (cols == 0) { /* the header */
-            if ((n != 2 && n != 3) || strcmp(fl[0], "user") || strcmp(fl[1], "item") ||
-                (n == 3 && strcmp(fl[2], "time")))
-                fatal("%s:%lld: expected the header line user,item or user,item,time", path,
-                      (long long)lineno);
+            if (n > PAIR_MAX_COLS || pair_header(fl, n, col))
+                fatal("%s:%lld: expected a header line naming the user and item columns: "
+                      "user,item or user,item,time, or the dataset's (userId,movieId"
+                      "[,timestamp]; other columns are ignored)", path, (long long)lineno);
             cols = n;
             continue;
         }
         if (n == 1 && !fl[0][0])
             continue; /* a blank line */
         if (n != cols)
-            fatal("%s:%lld: %s%d field%s, expected %d (%s)", path, (long long)lineno,
-                  n > 3 ? "more than " : "", n > 3 ? 3 : n, n == 1 ? "" : "s", cols,
-                  cols == 3 ? "user,item,time" : "user,item");
-        const int64_t u = rec_ids_find(um, fl[0]), it = rec_ids_find(im, fl[1]);
+            fatal("%s:%lld: %s%d field%s, expected %d as in the header", path,
+                  (long long)lineno, n > PAIR_MAX_COLS ? "more than " : "",
+                  n > PAIR_MAX_COLS ? PAIR_MAX_COLS : n, n == 1 ? "" : "s", cols);
+        const char *us = fl[col[0]], *is = fl[col[1]], *ts = col[2] >= 0 ? fl[col[2]] : NULL;
+        const int64_t u = rec_ids_find(um, us), it = rec_ids_find(im, is);
         if (u < 0)
-            fatal("%s:%lld: user '%s' is not in the dataset %s", path, (long long)lineno, fl[0],
+            fatal("%s:%lld: user '%s' is not in the dataset %s", path, (long long)lineno, us,
                   ds->path);
         if (it < 0)
-            fatal("%s:%lld: item '%s' is not in the dataset %s", path, (long long)lineno, fl[1],
+            fatal("%s:%lld: item '%s' is not in the dataset %s", path, (long long)lineno, is,
                   ds->path);
         if (dataset_length(ds, u) < 1)
             fatal("%s:%lld: user '%s' has no events in %s: no history to score from", path,
-                  (long long)lineno, fl[0], ds->path);
+                  (long long)lineno, us, ds->path);
         char *end;
         errno = 0;
-        long long t = cols == 3 ? strtoll(fl[2], &end, 10) : 0;
-        if (cols == 3 && (errno || !fl[2][0] || *end))
+        long long t = ts ? strtoll(ts, &end, 10) : 0;
+        if (ts && (errno || !ts[0] || *end))
             fatal("%s:%lld: time '%s' is not an integer (seconds)", path, (long long)lineno,
-                  fl[2]);
+                  ts);
         if (p->n == cap) {
             cap = cap ? 2 * cap : 1024;
             p->user = xrealloc(p->user, (size_t)cap * sizeof *p->user);
             p->item = xrealloc(p->item, (size_t)cap * sizeof *p->item);
-            if (cols == 3)
+            if (ts)
                 p->ts = xrealloc(p->ts, (size_t)cap * sizeof *p->ts);
         }
         p->user[p->n] = u;
         p->item[p->n] = it;
-        if (cols == 3)
+        if (ts)
             p->ts[p->n] = t;
         p->n++;
     }
@@ -161,7 +198,7 @@ static void read_pairs(const char *path, struct rec_ids *um, struct rec_ids *im,
     if (bad)
         fatal("score: --pairs %s: read error", path);
     if (cols == 0)
-        fatal("%s: empty (expected the header line user,item or user,item,time)", path);
+        fatal("%s: empty (expected a header line user,item or user,item,time)", path);
     if (p->n == 0)
         fatal("score: --pairs %s holds no pairs", path);
 }

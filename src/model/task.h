@@ -37,6 +37,10 @@
 
 enum task_type { TASK_RETRIEVAL, TASK_RANKING };
 enum task_kind { TASK_BINARY, TASK_REGRESSION };
+/* The metrics train.select may follow: higher is better for the first
+ * three, lower for the rest. */
+enum task_metric { TM_AUC, TM_GAUC, TM_ACCURACY, TM_NE, TM_LOGLOSS, TM_MSE, TM_MAE, TM_COUNT };
+extern const char *const task_metric_names[TM_COUNT]; /* "auc", "gauc", ... */
 
 /* One ranking task: NAME:binary:COLUMN[OP X][:WEIGHT] or
  * NAME:regression:COLUMN[:WEIGHT]. */
@@ -54,8 +58,11 @@ struct task_conf {
     int n;                   /* ranking tasks */
     struct task_spec t[RANK_MAX_TASKS];
     int select;              /* train.select: the task keep_best and patience follow */
+    enum task_metric select_metric; /* ... and its validation metric (TASK.METRIC) */
     enum action_mode actions; /* model.actions (feature/schema.h) */
     int nmlp, mlp[TASK_MAX_MLP]; /* model.head: hidden widths */
+    int bias;                /* model.bias: per-item and per-user terms of each logit */
+    int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
     int64_t candidates;      /* data.candidates (0 = all) */
     double prior;            /* train.baseline_prior */
     const char *dump;        /* debug.rank_dump: prefix of the (user, label, score) dumps */
@@ -103,6 +110,9 @@ struct task_step {
     const int64_t *targets;  /* [T] host */
     /* ranking */
     const float *labels;     /* [T, K] host (NaN: missing) */
+    const int64_t *items;    /* [T] host: each token's item (model.bias) */
+    int64_t B;               /* sequences; users [B], offsets [B + 1] host (model.bias) */
+    const int64_t *users, *offsets;
 };
 
 struct task;
@@ -134,7 +144,9 @@ void task_retrieval_init(struct task *t, const struct retrieval_conf *rc);
 /* Ranking (task_ranking.c). The head's tensors join the model's dense
  * parameters (model_conf.extra, before model_init): head.w0 .. head.wL,
  * head.b0 .. head.bL, head.stats [2, K] (the regression labels' mean and
- * standard deviation: constant, their gradient is 0). */
+ * standard deviation: constant, their gradient is 0); with model.bias,
+ * bias.item [num_items + 1, K] and bias.user [num_users, K] (task_bias.c),
+ * and the head's last layer starts at 0 (the logits start at the biases). */
 void task_ranking_params(const struct task_conf *tc, struct model_conf *mc);
 /* After model_init: the head in m. */
 void task_ranking_init(struct task *t, const struct task_conf *tc, struct model *m);
@@ -142,9 +154,19 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
  * squares per task). */
 void task_ranking_set_stats(struct task *t, const double *sums);
 /* The head's forward without gradients: logits [n, K] from x [n, d]
- * (host); predictions: binary tasks their logit, regression tasks mean +
- * std z (double). */
-void task_ranking_predict(struct task *t, int64_t n, const float *x, double *pred);
+ * (host) of the candidates of items [n] and users [n] (host; the biases);
+ * predictions: binary tasks their logit, regression tasks mean + std z
+ * (double). */
+void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64_t *items,
+                          const int64_t *users, double *pred);
+/* model.bias: set bias.item and bias.user from their initial values
+ * (host, [rows, K] each: task_bias_init in train/step_bias.c). */
+void task_ranking_set_bias(struct task *t, const float *item, const float *user);
+/* Each task's loss (unweighted: BCE, or the squared error of the
+ * standardised label) per step, over the steps since the last call (their
+ * number returned), summed over the ranks of c (NULL: this process);
+ * collective over COMM_DP. loss [K]. */
+int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss);
 /* The regression label's z-score: (y - mean) / std of task k. */
 float task_ranking_z(const struct task *t, int k, float y);
 

@@ -160,6 +160,48 @@ static int parse_mlp(const char *text, struct task_conf *tc, char *err, size_t e
     return 0;
 }
 
+const char *const task_metric_names[TM_COUNT] = {"auc", "gauc", "accuracy", "ne", "logloss",
+                                                 "mse", "mae"};
+
+/* train.select: TASK (a binary task's AUC) or TASK.METRIC; empty: the
+ * first binary task's AUC (none without a binary task). */
+static int parse_select(const char *select, const char *tasks, struct task_conf *tc, char *err,
+                        size_t errlen)
+{
+    char name[PARAM_STR_MAX];
+    snprintf(name, sizeof name, "%s", select);
+    char *dot = strchr(name, '.');
+    if (dot)
+        *dot++ = 0;
+    tc->select_metric = TM_AUC;
+    for (int i = 0; i < tc->n && select[0]; i++)
+        if (!strcmp(tc->t[i].name, name))
+            tc->select = i;
+    for (int i = 0; i < tc->n && !select[0] && tc->select < 0; i++)
+        if (tc->t[i].kind == TASK_BINARY)
+            tc->select = i;
+    if (select[0] && tc->select < 0)
+        return errorf(err, errlen, "train.select = %s: no such task (train.tasks = %s)", select,
+                      tasks);
+    if (tc->select < 0)
+        return 0;
+    const int binary = tc->t[tc->select].kind == TASK_BINARY;
+    if (!dot && !binary)
+        return errorf(err, errlen, "train.select = %s: a regression task has no AUC to follow "
+                      "(name a binary task, or %s.mse or %s.mae)", select, name, name);
+    if (!dot)
+        return 0;
+    int m = 0;
+    while (m < TM_COUNT && strcmp(task_metric_names[m], dot))
+        m++;
+    if (m == TM_COUNT || binary != (m < TM_MSE))
+        return errorf(err, errlen, "train.select = %s: '%s' is not a metric of the %s task %s "
+                      "(%s)", select, dot, binary ? "binary" : "regression", name,
+                      binary ? "auc, gauc, accuracy, ne, logloss" : "mse, mae");
+    tc->select_metric = (enum task_metric)m;
+    return 0;
+}
+
 int task_conf_from_params(const struct params *p, struct task_conf *tc, char *err,
                           size_t errlen)
 {
@@ -169,6 +211,9 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     const char *split = params_str(p, P_data_split);
     tc->select = -1;
     if (tc->type == TASK_RETRIEVAL) {
+        if (params_i64(p, P_model_bias))
+            return errorf(err, errlen, "model.bias = on: for train.task = ranking (this run: "
+                          "retrieval)");
         if (tasks[0] || select[0])
             return errorf(err, errlen, "%s = %s: for train.task = ranking (this run: "
                           "retrieval)", tasks[0] ? "train.tasks" : "train.select",
@@ -185,20 +230,11 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
         parse_mlp(params_str(p, P_model_head), tc, err, errlen) ||
         rsplit_parse(split, &tc->split, err, errlen))
         return -1;
-    for (int i = 0; i < tc->n && select[0]; i++)
-        if (!strcmp(tc->t[i].name, select))
-            tc->select = i;
-    for (int i = 0; i < tc->n && !select[0] && tc->select < 0; i++)
-        if (tc->t[i].kind == TASK_BINARY)
-            tc->select = i;
-    if (select[0] && tc->select < 0)
-        return errorf(err, errlen, "train.select = %s: no such task (train.tasks = %s)", select,
-                      tasks);
-    if (tc->select >= 0 && tc->t[tc->select].kind != TASK_BINARY)
-        return errorf(err, errlen, "train.select = %s: a regression task has no AUC to follow "
-                      "(name a binary task)", select);
+    if (parse_select(select, tasks, tc, err, errlen))
+        return -1;
     tc->actions = !strcmp(params_str(p, P_model_actions), "interleave") ? ACT_INTERLEAVE
                                                                           : ACT_SUM;
+    tc->bias = (int)params_i64(p, P_model_bias);
     tc->candidates = params_i64(p, P_data_candidates);
     tc->prior = params_f64(p, P_train_baseline_prior);
     tc->dump = params_str(p, P_debug_rank_dump);
@@ -258,8 +294,11 @@ int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err,
             char list[1024];
             event_columns(ds, list, sizeof list);
             return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s (its event "
-                          "columns: %s; data import --event-cols keeps them)", t->name, ds->path,
-                          t->column, list);
+                          "columns: %s; data import --event-cols keeps them%s)", t->name,
+                          ds->path, t->column, list, ds->has_actions
+                          ? "; its /actions (round(rating x 10), the retrieval's action "
+                            "tokens) are no task's column: import again with --event-cols "
+                            "rating:float (--format movielens keeps it by default)" : "");
         }
         if (t->kind == TASK_REGRESSION && !f->is_float)
             return errorf(err, errlen, "train.tasks: task %s: regression on /events/%s, a "

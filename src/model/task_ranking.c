@@ -23,6 +23,7 @@
 #include "backend/mirror.h"
 #include "base/check.h"
 #include "model/task.h"
+#include "model/task_bias.h"
 
 #define HEAD_MAX (TASK_MAX_MLP + 1)
 
@@ -40,6 +41,11 @@ struct rank_priv {
     struct mirror lab, coef, xin;     /* the labels [T, K], coef [4K], predict's input */
     double hcoef[4 * RANK_MAX_TASKS]; /* host */
     int64_t T;                        /* rows of the last forward */
+    double *tacc;                     /* [2K] each task's loss sum since the last read */
+    struct mirror tcoef;              /* [K, 4K] coef with the other tasks' weights 0 */
+    double htcoef[4 * RANK_MAX_TASKS * RANK_MAX_TASKS];
+    int64_t tsteps;                   /* losses added to tacc since the last read */
+    struct rank_bias bias;            /* model.bias (task_bias.h) */
     float mean[RANK_MAX_TASKS], std[RANK_MAX_TASKS];
 };
 
@@ -108,6 +114,7 @@ static void rank_loss(struct task *t, struct task_step *st)
     const int K = r->K;
     read_stats(r, st->be);
     head_fwd(st->be, r, st->T, st->out);
+    rank_bias_fwd(&r->bias, st->T, st->items, NULL, st->B, st->users, st->offsets, r->h[r->L]);
     int64_t cnt[RANK_MAX_TASKS] = {0};
     for (int64_t i = 0; i < st->T * K; i++)
         cnt[i % K] += !isnan(st->labels[i]);
@@ -126,6 +133,34 @@ static void rank_loss(struct task *t, struct task_step *st)
     const double *coef = mirror_bind(&r->coef, be, &backend_cpu, r->hcoef, sizeof r->hcoef);
     mirror_up(&r->coef, 0, sizeof r->hcoef);
     be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);
+    /* each task's part alone, for the progress line (task_ranking_losses):
+     * the same loss with the other tasks' weights 0, its dz into scratch */
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < 4 * K; j++)
+            r->htcoef[4 * K * k + j] = j / 4 == k || j % 4 != 1 ? r->hcoef[j] : 0.0;
+    const double *tcoef = mirror_bind(&r->tcoef, be, &backend_cpu, r->htcoef,
+                                      (size_t)(4 * K * K) * sizeof(double));
+    mirror_up(&r->tcoef, 0, (size_t)(4 * K * K) * sizeof(double));
+    for (int k = 0; k < K; k++)
+        be->rank_loss(st->T, K, r->h[r->L], lab, tcoef + 4 * K * k, r->dh[0], r->tacc + 2 * k);
+    r->tsteps++;
+}
+
+int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss)
+{
+    struct rank_priv *r = t->priv;
+    const int K = r->K;
+    double h[2 * RANK_MAX_TASKS];
+    r->be->to_host(h, r->tacc, (size_t)(2 * K) * sizeof *h);
+    const int64_t n = r->tsteps;
+    for (int k = 0; k < K; k++) {
+        const double sum = c ? comm_allreduce_sum_f64(c, COMM_DP, h[2 * k]) : h[2 * k];
+        loss[k] = n > 0 ? sum / (double)n / t->conf->t[k].weight : 0;
+    }
+    double zero[2 * RANK_MAX_TASKS] = {0};
+    r->be->to_device(r->tacc, zero, (size_t)(2 * K) * sizeof *zero);
+    r->tsteps = 0;
+    return n;
 }
 
 static void rank_backward(struct task *t, struct task_step *st)
@@ -137,6 +172,7 @@ static void rank_backward(struct task *t, struct task_step *st)
         fatal("task_ranking: backward of %lld rows after a forward of %lld", (long long)st->T,
               (long long)n);
     const float *dy = r->dz;
+    rank_bias_bwd(&r->bias, n, r->dz);
     for (int l = r->L - 1; l >= 0; l--) {
         const int a = r->width[l], o = r->width[l + 1];
         const float *in = l ? r->h[l] : st->out;
@@ -163,6 +199,9 @@ static void rank_free(struct task *t)
     r->be->free(r->dh[1]);
     r->be->free(r->dz);
     r->be->free(r->zidx);
+    r->be->free(r->tacc);
+    mirror_free(&r->tcoef);
+    rank_bias_free(&r->bias);
     mirror_free(&r->lab);
     mirror_free(&r->coef);
     mirror_free(&r->xin);
@@ -196,7 +235,8 @@ void task_ranking_params(const struct task_conf *tc, struct model_conf *mc)
     int in = mc->d;
     for (int l = 0; l <= tc->nmlp; l++) { /* torch's Linear initialisation */
         const int out = l < tc->nmlp ? tc->mlp[l] : tc->n;
-        const float s = 1.0f / sqrtf((float)in);
+        /* with the biases the last layer starts at 0: the logits start at them */
+        const float s = tc->bias && l == tc->nmlp ? 0.0f : 1.0f / sqrtf((float)in);
         snprintf(name, sizeof name, "head.w%d", l);
         add_extra(mc, name, in, out, s, 1);
         snprintf(name, sizeof name, "head.b%d", l);
@@ -204,6 +244,19 @@ void task_ranking_params(const struct task_conf *tc, struct model_conf *mc)
         in = out;
     }
     add_extra(mc, "head.stats", 2, tc->n, 0.0f, 0);
+    if (tc->bias) { /* set by task_ranking_set_bias, then trained without decay */
+        if (tc->bias_items > INT32_MAX || tc->bias_users > INT32_MAX)
+            fatal("model.bias: %lld items and %lld users: a dense tensor holds at most %d rows",
+                  (long long)tc->bias_items, (long long)tc->bias_users, INT32_MAX);
+        add_extra(mc, "bias.item", (int)tc->bias_items, tc->n, 0.0f, 0);
+        add_extra(mc, "bias.user", (int)tc->bias_users, tc->n, 0.0f, 0);
+    }
+}
+
+void task_ranking_set_bias(struct task *t, const float *item, const float *user)
+{
+    struct rank_priv *r = t->priv;
+    rank_bias_set(&r->bias, item, user);
 }
 
 void task_ranking_init(struct task *t, const struct task_conf *tc, struct model *m)
@@ -230,6 +283,8 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
         fatal("task_ranking: the model has no head.stats (task_ranking_params before model_init)");
     for (int k = 0; k < r->K; k++)
         r->std[k] = 1;
+    r->tacc = r->be->alloc((size_t)(2 * r->K) * sizeof(double)); /* zero-filled */
+    rank_bias_init(&r->bias, m, r->K, tc->bias);
     t->ops = &ranking_ops;
     t->conf = tc;
     t->priv = r;
@@ -251,7 +306,8 @@ void task_ranking_set_stats(struct task *t, const double *sums)
     read_stats(r, r->m->be);
 }
 
-void task_ranking_predict(struct task *t, int64_t n, const float *x, double *pred)
+void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64_t *items,
+                          const int64_t *users, double *pred)
 {
     struct rank_priv *r = t->priv;
     const struct task_conf *tc = t->conf;
@@ -263,6 +319,7 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, double *pre
     const float *dx = mirror_bind(&r->xin, be, &backend_cpu, x, xb);
     mirror_up(&r->xin, 0, (size_t)n * (size_t)r->width[0] * sizeof(float));
     head_fwd(be, r, n, dx);
+    rank_bias_fwd(&r->bias, n, items, users, 0, NULL, NULL, r->h[r->L]);
     void *own;
     const float *z = backend_download(be, r->h[r->L], (size_t)(n * r->K) * sizeof(float), &own);
     for (int64_t i = 0; i < n; i++)

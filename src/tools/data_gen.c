@@ -5,6 +5,7 @@
  *                      [--max-length L] [--chunk-events N]
  *                      [--item-feature NAME:CARD[:K]] [--user-feature ...]
  *                      [--event-feature NAME:CARD]  (data_gen_feat.h)
+ *                      [--labels planted[:K]]       (data_gen_planted.h)
  *
  * Every random choice is keyed by (seed, user, purpose) (rng.h), so the
  * output is a function of the options only: not of the chunk size, nor of
@@ -37,6 +38,7 @@
 #include "base/rng.h"
 #include "base/zipf.h"
 #include "tools/data_gen_feat.h"
+#include "tools/data_gen_planted.h"
 
 /* Purposes of the random streams (third word of rng_key). */
 enum { KEY_LENGTH = 1, KEY_ITEMS = 2, KEY_TIMES = 3, KEY_ACTIONS = 4, KEY_MAP = 5 };
@@ -241,6 +243,7 @@ struct gen_opts {
     const char *out, *length_text;
     int nfeat;
     struct gen_feature feat[GEN_MAX_FEATURES];
+    int64_t planted;           /* --labels planted:K: K, else 0 */
 };
 
 /* One chunk of whole users: lengths[users], events in user order. */
@@ -288,7 +291,8 @@ static void gen_user(const struct gen_opts *o, const struct zipf *z, const struc
     }
 }
 
-static void gen_flush(struct dataset_writer *w, struct gen_buf *b, const struct gen_opts *o)
+static void gen_flush(struct dataset_writer *w, struct gen_buf *b, const struct gen_opts *o,
+                      struct planted *pl)
 {
     char err[4400];
     if (b->users == 0)
@@ -299,6 +303,8 @@ static void gen_flush(struct dataset_writer *w, struct gen_buf *b, const struct 
         fatal("%s", err);
     }
     gen_features_events(w, o->feat, o->nfeat, (uint64_t)o->seed, b->u0, b->users, b->lengths);
+    if (o->planted)
+        planted_events(pl, w, b->u0, b->users, b->lengths, b->items);
     b->u0 += b->users;
     b->users = b->events = 0;
 }
@@ -317,6 +323,9 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
     if (!w)
         fatal("%s", err);
     gen_features_declare(w, (struct gen_feature *)o->feat, o->nfeat);
+    struct planted pl;
+    if (o->planted)
+        planted_init(&pl, w, o->planted, (uint64_t)o->seed, o->users, o->items);
     struct gen_buf b = {0};
     b.cap_users = o->chunk; /* every user has >= 1 event */
     b.lengths = xmalloc((size_t)b.cap_users * sizeof *b.lengths);
@@ -328,7 +337,7 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
         rng_init(&r, rng_key((uint64_t)o->seed, (uint64_t)u, KEY_LENGTH));
         int64_t len = len_draw(d, &r, o->max_len);
         if (b.users > 0 && (b.events + len > o->chunk || b.users == b.cap_users))
-            gen_flush(w, &b, o);
+            gen_flush(w, &b, o, &pl);
         buf_reserve(&b, o, len); /* a user longer than a chunk goes alone */
         gen_user(o, &z, &m, u, len, b.items + b.events, o->timestamps ? b.ts + b.events : NULL,
                  o->actions ? b.actions + b.events : NULL);
@@ -340,7 +349,7 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
             fatal("too many events (over 2^50): reduce --users or the lengths");
         }
     }
-    gen_flush(w, &b, o);
+    gen_flush(w, &b, o, &pl);
     gen_features_entities(w, o->feat, o->nfeat, (uint64_t)o->seed, o->users, o->items);
     free(b.lengths);
     free(b.items);
@@ -348,6 +357,8 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
     free(b.actions);
     if (dataset_writer_close(w, o->items, err, sizeof err))
         fatal("%s", err);
+    if (o->planted)
+        planted_finish(&pl, o->out);
     return total;
 }
 
@@ -377,7 +388,12 @@ static void gen_usage(FILE *f)
             "                     1..CARD-1; K > 1: multi-valued, 1..K values per item\n"
             "  --user-feature NAME:CARD[:K]   the same per user (/users/NAME)\n"
             "  --event-feature NAME:CARD      the same per event (/events/NAME; single-valued)\n"
-            "                     (each repeatable; at most %d features)\n", GEN_MAX_FEATURES);
+            "                     (each repeatable; at most %d features)\n"
+            "  --labels planted[:K]  /events/click (0/1) and /events/rating (float) drawn\n"
+            "                     from a known model (user and item factors, the previous\n"
+            "                     item; doc/ranking.md); the optimal AUC, NE and MSE on each\n"
+            "                     user's last K events (default 1) as attributes planted_*\n",
+            GEN_MAX_FEATURES);
 }
 
 int data_gen_main(int argc, char **argv)
@@ -386,7 +402,7 @@ int data_gen_main(int argc, char **argv)
                          .chunk = (int64_t)1 << 20, .seed = 1, .zipf_s = 1.0};
     int have_max = 0;
     enum { O_USERS = 256, O_ITEMS, O_LENGTH, O_ZIPF, O_SEED, O_TS, O_ACTIONS, O_MAXLEN, O_CHUNK,
-           O_IFEAT, O_UFEAT, O_EFEAT };
+           O_IFEAT, O_UFEAT, O_EFEAT, O_LABELS };
     static const struct option longopts[] = {
         {"users", required_argument, NULL, O_USERS},
         {"items", required_argument, NULL, O_ITEMS},
@@ -401,6 +417,7 @@ int data_gen_main(int argc, char **argv)
         {"item-feature", required_argument, NULL, O_IFEAT},
         {"user-feature", required_argument, NULL, O_UFEAT},
         {"event-feature", required_argument, NULL, O_EFEAT},
+        {"labels", required_argument, NULL, O_LABELS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -421,6 +438,7 @@ int data_gen_main(int argc, char **argv)
             o.max_len = cli_count("--max-length", optarg, 1, GEN_MAX_LENGTH);
             have_max = 1;
             break;
+        case O_LABELS: o.planted = planted_parse(optarg); break;
         case O_CHUNK: o.chunk = cli_count("--chunk-events", optarg, 1, (int64_t)1 << 30); break;
         case O_IFEAT:
         case O_UFEAT:

@@ -40,7 +40,9 @@ static void usage(FILE *out)
         "any gzip stream) is decompressed while reading.\n"
         "\n"
         "formats:\n"
-        "  movielens  ratings.dat lines user::item::rating::timestamp (ML-1M, ML-10M)\n"
+        "  movielens  ratings.dat lines user::item::rating::timestamp (ML-1M, ML-10M),\n"
+        "             ratings.csv (ML-20M, 25M, latest), u.data (ML-100K); the rating is\n"
+        "             kept as /events/rating (float) besides /actions\n"
         "  csv        delimited rows (RFC 4180 quoting); a header line and columns by\n"
         "             name below (defaults fit ml-latest-small and ML-20M/25M ratings.csv),\n"
         "             or columns by position with --columns\n"
@@ -79,9 +81,12 @@ static void usage(FILE *out)
         "                           milliseconds (stored as seconds)\n"
         "\n"
         "features (dataset version 2; doc/importing.md):\n"
-        "  --event-cols LIST        csv, jsonl: columns kept per event as /events/NAME:\n"
-        "                           NAME (categorical: values mapped to ids 1..K, empty =\n"
-        "                           missing) or NAME:float\n"
+        "  --event-cols LIST        columns kept per event as /events/NAME: NAME\n"
+        "                           (categorical: values mapped to ids 1..K, empty =\n"
+        "                           missing) or NAME:float; csv by position: the names of\n"
+        "                           --columns (rating:float); movielens: rating or\n"
+        "                           timestamp (default rating:float, the label of ranking\n"
+        "                           tasks; --no-rating: none)\n"
         "  --items FILE             MovieLens movies.dat, movies.csv or u.item: /items/genres\n"
         "                           (multi-valued), /items/year (from the title)\n"
         "  --users FILE             MovieLens users.dat or u.user: /users/gender, age,\n"
@@ -142,6 +147,32 @@ static void parse_event_cols(const char *list, struct import_options *o)
     }
     if (o->nevcols == 0)
         fatal("--event-cols: no column in '%s'", list);
+}
+
+/* The fields of the event columns of a fixed layout: MovieLens ratings
+ * (user, item, rating, timestamp: rating or timestamp may be kept) or csv
+ * by position (the names of --columns). */
+static void event_positions(struct import_options *o, const char *columns)
+{
+    static const char *const ml[4] = {"user", "item", "rating", "timestamp"};
+    static const char *const pos[IMPORT_NCOLS] = {"user", "item", "rating", "time"};
+    const int movielens = o->format == IMPORT_MOVIELENS;
+    for (int c = 0; c < o->nevcols; c++) {
+        const char *name = o->evcol[c].name;
+        int at = -1;
+        for (int k = movielens ? 2 : 0; k < 4; k++)
+            if (!strcmp(name, movielens ? ml[k] : pos[k]))
+                at = movielens ? k : o->position[k];
+        if (at < 0 && movielens)
+            fatal("--event-cols: '%s': the MovieLens ratings have the columns user, item, "
+                  "rating, timestamp; rating (kept by default as rating:float) or timestamp "
+                  "may be an event column", name);
+        if (at < 0)
+            fatal("--event-cols: '%s' is not a column of --columns %s: by position, name a "
+                  "column of it (user, item, rating or time; e.g. --event-cols rating:float)",
+                  name, columns);
+        o->evpos[c] = at;
+    }
 }
 
 static const char *parse_delimiter(const char *s)
@@ -333,10 +364,15 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
                      ((o->format == IMPORT_CSV || o->format == IMPORT_JSONL) &&
                       (o->by_position ? o->position[IMPORT_RATING] >= 0 : o->rating_col != NULL));
     if (evcols) {
-        if (o->format != IMPORT_CSV && o->format != IMPORT_JSONL)
-            fatal("--event-cols applies to --format csv and jsonl only");
+        if (o->format == IMPORT_SASREC)
+            fatal("--event-cols: --format sasrec has no columns but user and item");
         parse_event_cols(evcols, o);
+    } else if (o->format == IMPORT_MOVIELENS && o->want_rating) {
+        /* the rating as a float event column (a ranking task's label), beside /actions */
+        o->evcol[o->nevcols++] = (struct import_evcol){.name = "rating", .is_float = 1};
     }
+    if (o->nevcols && (o->format == IMPORT_MOVIELENS || o->by_position))
+        event_positions(o, columns);
     struct import_side *sides[2] = {&c->item_side, &c->user_side};
     static const char *const side_opt[2] = {"--item", "--user"};
     for (int k = 0; k < 2; k++) {

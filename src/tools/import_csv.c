@@ -22,7 +22,8 @@ struct csv_state {
     const char *colname[IMPORT_NCOLS];
     int32_t evcol[IMPORT_MAX_EVCOLS]; /* field index of each event column */
     int32_t need;                /* by position: fields a row must have */
-    int32_t last;                /* by position: the column in field need - 1 */
+    int32_t last;                /* by position: the column in field need - 1 (from
+                                    IMPORT_NCOLS: event column last - IMPORT_NCOLS) */
 };
 
 /* The header's columns as "'a', 'b', ..." for a message. */
@@ -105,7 +106,8 @@ static void row_process(void *ctx, const struct import_record *rec)
     }
     if (!st->by_name && nf < st->need) {
         import_bad_line(r, rec->line, "%d field%s, but --columns puts '%s' in field %d", nf,
-                        nf == 1 ? "" : "s", st->colname[st->last], st->need);
+                        nf == 1 ? "" : "s", st->last < IMPORT_NCOLS ? st->colname[st->last]
+                        : r->o->evcol[st->last - IMPORT_NCOLS].name, st->need);
         return;
     }
     struct import_key key[2] = {{0}};
@@ -149,8 +151,11 @@ void import_read_csv(struct reader *r, struct import_input *in)
     struct csv_state st = {.r = r, .header_pending = !o->no_header, .by_name = !o->by_position};
     r->in_header = st.header_pending;
     if (o->by_position) {
-        if (o->nevcols)
-            fatal("--event-cols names columns of a header: not with --columns / --no-header");
+        for (int c = 0; c < o->nevcols; c++) { /* named as --columns names them */
+            st.evcol[c] = o->evpos[c];
+            if (st.evcol[c] >= st.need)
+                st.need = st.evcol[c] + 1, st.last = IMPORT_NCOLS + c;
+        }
         for (int c = 0; c < IMPORT_NCOLS; c++) {
             int keep = c == IMPORT_RATING ? r->has_rating : c == IMPORT_TIME ? r->has_time : 1;
             st.col[c] = keep ? o->position[c] : -1;

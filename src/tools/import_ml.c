@@ -50,13 +50,19 @@ static enum ml_side ml_layout(const char *path, const char *opt, const char *csv
     size_t len = 0;
     int got = import_input_line(&in, &s, &len);
     enum ml_side l = !got ? ML_DAT : memmem(s, len, "::", 2) ? ML_DAT
-                     : memchr(s, '|', len) && !(len >= strlen(csv_header) &&
+                     : memchr(s, '|', len) && !(csv_header && len >= strlen(csv_header) &&
                                                 !memcmp(s, csv_header, strlen(csv_header)))
                          ? ML_PIPE : ML_CSV;
+    if (got && l == ML_CSV && !csv_header) /* users: no csv layout */
+        fatal("%s:1: %s: not a MovieLens users file: expected '::' fields (users.dat: "
+              "UserID::Gender::Age::Occupation::Zip-code) or '|' fields (ML-100K's u.user); "
+              "for a csv of user features use --user-features %s --user-key COL", path, opt,
+              path);
     if (got && l == ML_CSV && !(len >= strlen(csv_header) &&
                                 !memcmp(s, csv_header, strlen(csv_header))))
         fatal("%s:1: %s: not a MovieLens file: expected '::' fields (.dat), '|' fields "
-              "(ML-100K) or the header '%s...'", path, opt, csv_header);
+              "(ML-100K) or the header '%s...'; for another csv of item features use "
+              "--item-features %s --item-key COL", path, opt, csv_header, path);
     import_input_close(&in);
     if (!got)
         fatal("%s: empty file", path);
@@ -197,7 +203,7 @@ static void user_record(void *ctx, const struct import_record *r)
 void import_ml_users(const char *path, struct import_join *j, struct import_features *out)
 {
     struct ml_state st = {.j = j, .path = path};
-    st.layout = ml_layout(path, "--users", "\x01"); /* no csv layout for users */
+    st.layout = ml_layout(path, "--users", NULL); /* no csv layout for users */
     static const char *const names[4] = {"gender", "age", "occupation", "zip_prefix"};
     for (int k = 0; k < 4; k++) {
         st.f[k] = import_features_add(out, DS_USERS, names[k], 0, path);

@@ -258,12 +258,15 @@ static void movielens_line(struct reader *r, enum ml_layout *layout, const char 
     struct import_key user, item;
     int64_t ts;
     double rating;
+    struct import_text ev[IMPORT_MAX_EVCOLS];
+    for (int c = 0; c < r->o->nevcols; c++) /* rating or timestamp: data_import.c */
+        ev[c].s = f[r->o->evpos[c]], ev[c].len = n[r->o->evpos[c]];
     if (line_field(r, IMPORT_USER, "user", f[0], n[0], &user, NULL, NULL) ||
         line_field(r, IMPORT_ITEM, "item", f[1], n[1], &item, NULL, NULL) ||
         line_field(r, IMPORT_RATING, "rating", f[2], n[2], NULL, &rating, NULL) ||
         line_field(r, IMPORT_TIME, "timestamp", f[3], n[3], NULL, NULL, &ts))
         return;
-    import_add_event(r, r->ev->lines, &user, &item, rating, ts, NULL);
+    import_add_event(r, r->ev->lines, &user, &item, rating, ts, ev);
 }
 
 /* "user item", separated by spaces or tabs. */

@@ -1,7 +1,8 @@
 /* import_read: the readers of 'freescale data import'. Each turns one text
  * input of interactions into an in-memory event table:
  *
- *   movielens  ratings.dat lines "user::item::rating::timestamp"
+ *   movielens  ratings.dat lines "user::item::rating::timestamp", ratings.csv,
+ *              u.data (the rating kept as the event column rating by default)
  *   csv        rows of delimited fields, columns chosen by header name or by
  *              position (--no-header --columns); a one-character delimiter
  *              goes through libcsv (RFC 4180 quoting, strict), a longer one
@@ -50,8 +51,11 @@ struct import_options {
     double min_rating;              /* events with rating < min_rating are dropped */
     int skip_bad;                   /* skip malformed lines instead of failing */
     int time_ms;                    /* the time column counts milliseconds */
-    int nevcols;                    /* csv, jsonl: columns kept as event features */
+    int nevcols;                    /* columns kept as event features */
     struct import_evcol evcol[IMPORT_MAX_EVCOLS];
+    /* movielens and csv by position: the 0-based field of each event
+     * column (named as the layout's columns: data_import.c) */
+    int evpos[IMPORT_MAX_EVCOLS];
 };
 
 /* The events read, in file order. */

@@ -36,15 +36,22 @@ void dense_optim_step(struct dense_optim *o, struct model *m, int64_t step)
         if (norm > c->clip_norm)
             be->scale(m->ngrad, (float)(c->clip_norm / norm), m->grad);
     }
-    double lr = c->lr;
-    if (c->warmup_steps > 0 && step < c->warmup_steps)
-        lr *= (double)(step + 1) / (double)c->warmup_steps;
+    const double lr = dense_optim_lr(o, step);
     o->t++;
     for (int i = 0; i < o->n; i++) {
         struct dense_tensor *t = &m->params[i];
         be->adamw_step(t->n, t->w, o->m[i], o->v[i], t->g, (float)lr, c->beta1, c->beta2, c->eps,
                        t->decay ? c->weight_decay : 0.0f, o->t);
     }
+}
+
+double dense_optim_lr(const struct dense_optim *o, int64_t step)
+{
+    const struct dense_optim_conf *c = &o->conf;
+    double lr = c->lr;
+    if (c->warmup_steps > 0 && step < c->warmup_steps)
+        lr *= (double)(step + 1) / (double)c->warmup_steps;
+    return lr * lr_schedule_factor(c->schedule, step, c->warmup_steps, c->total_steps);
 }
 
 float *const *dense_optim_moments(const struct dense_optim *o, int k) { return k ? o->v : o->m; }

@@ -25,6 +25,9 @@ void task_setup_conf(struct trainer *tr);
 void task_setup_model(struct trainer *tr);
 void task_setup_init(struct trainer *tr);
 void task_teardown(struct trainer *tr);
+/* model.bias: the biases' initial values from the training labels (the
+ * smoothed user+item means; step_bias.c), after head.stats is set. */
+void step_bias_init(struct trainer *tr);
 
 /* Ranking: the training batch of plan pl (batch_rank_train). */
 void step_rank_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb);

@@ -258,7 +258,7 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
             best_path(tr, path, sizeof path);
             checkpoint_write(tr, path);
             log_info("keep_best: validation %s %.4f at epoch %lld: %s", eval_select_name(tr),
-                     tr->best_val, (long long)epochs, path);
+                     eval_select_value(tr, tr->best_val), (long long)epochs, path);
         }
     }
 }
@@ -377,7 +377,7 @@ static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
     if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
         log_info("patience: no better validation %s in %lld validations (best %.4f at "
                  "epoch %lld): stopping after epoch %lld", eval_select_name(tr),
-                 (long long)cf->patience, tr->best_val, (long long)tr->best_epoch,
+                 (long long)cf->patience, eval_select_value(tr, tr->best_val), (long long)tr->best_epoch,
                  (long long)done);
         return 1;
     }
@@ -481,6 +481,11 @@ int train_main(int argc, char **argv)
     log_info("train: %lld users, %lld items, %lld training users, %lld steps per epoch, %lld steps",
              (long long)tr.ds.num_users, (long long)tr.ds.num_items, (long long)tr.n_train,
              (long long)steps_per_epoch, (long long)total);
+    tr.optim.conf.total_steps = total; /* train.lr_schedule's end */
+    if (tr.optim.conf.schedule != LR_CONSTANT)
+        log_info("train.lr_schedule = %s: the learning rates decay from step %lld to 0 at step "
+                 "%lld", lr_schedule_name(tr.optim.conf.schedule),
+                 (long long)tr.optim.conf.warmup_steps, (long long)total);
     train_ckpt_start(&tr);
     train_utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");

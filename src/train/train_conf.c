@@ -148,6 +148,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->nonfinite_skip = !strcmp(params_str(p, P_train_nonfinite), "skip");
     tc->dense_optim = (struct dense_optim_conf){
         .lr = params_f64(p, P_train_lr), .warmup_steps = params_i64(p, P_train_warmup_steps),
+        .schedule = lr_schedule_parse(params_str(p, P_train_lr_schedule)),
         .weight_decay = (float)params_f64(p, P_train_weight_decay),
         .clip_norm = params_f64(p, P_train_clip_norm), .beta1 = ADAM_BETA1,
         .beta2 = ADAM_BETA2, .eps = ADAM_EPS};
@@ -192,7 +193,8 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         return -1;
     if (tc->task.type == TASK_RANKING && tc->task.select < 0 && (tc->keep_best || tc->patience))
         return errorf(err, errlen, "train.%s follows the validation AUC of a binary task: "
-                      "train.tasks has none", tc->keep_best ? "keep_best" : "patience");
+                      "train.tasks has none (or name a metric: train.select = TASK.mse)",
+                      tc->keep_best ? "keep_best" : "patience");
     if (tc->keep_best && tc->split != SPLIT_LOO)
         return errorf(err, errlen, "train.keep_best = on needs data.split = loo (with hstu "
                       "the validation target is the test target)");

@@ -133,11 +133,22 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     if (prefetch)
         snprintf(pf, sizeof pf, " prefetch %.0f rows/step late %.0f (collision %.1f%%)",
                  w.pf_rows / nw, w.pf_late / nw, 100 * collision(&w));
-    log_info("epoch %lld step %lld/%lld loss %.6f samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
+    double tl[RANK_MAX_TASKS];
+    char tasks[RANK_MAX_TASKS * (TASK_NAME + 16)] = "";
+    const int K = tr->conf.task.type == TASK_RANKING ? tr->conf.task.n : 0;
+    if (K) { /* each task's loss (collective), mean over the interval */
+        task_ranking_losses(&tr->task, tr->c, tl);
+        size_t at = snprintf(tasks, sizeof tasks, " (");
+        for (int k = 0; k < K; k++)
+            at += (size_t)snprintf(tasks + at, sizeof tasks - at, "%s%s %.4f", k ? ", " : "",
+                                   tr->conf.task.t[k].name, tl[k]);
+        snprintf(tasks + at, sizeof tasks - at, ")");
+    }
+    log_info("epoch %lld step %lld/%lld loss %.6f%s samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
              "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
              "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s ETA %.0fs",
-             (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, samples_s,
-             tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
+             (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, tasks,
+             samples_s, tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nbw,
              w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, gpu, eta);
     struct metrics_line l;
@@ -145,6 +156,12 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     metrics_int(&l, "epoch", tr->epoch + 1);
     metrics_int(&l, "step", tr->step);
     metrics_num(&l, "loss", loss);
+    metrics_num(&l, "lr", dense_optim_lr(&tr->optim, tr->step - 1)); /* the last step's */
+    for (int k = 0; k < K; k++) {
+        char key[TASK_NAME + 8];
+        snprintf(key, sizeof key, "loss.%s", tr->conf.task.t[k].name);
+        metrics_num(&l, key, tl[k]);
+    }
     metrics_num(&l, "samples_per_s", samples_s);
     metrics_num(&l, "tokens_per_s", tokens_s);
     metrics_num(&l, "gflops", gflops);
@@ -204,7 +221,7 @@ void train_report_summary(struct trainer *tr, const struct eval_result *test, do
         log_info("done: step %lld (%lld steps in this run, %.1f s); best validation %s "
                  "%.4f at epoch %lld",
                  (long long)tr->step, (long long)steps_run, secs, eval_select_name(tr),
-                 tr->best_val, (long long)tr->best_epoch);
+                 eval_select_value(tr, tr->best_val), (long long)tr->best_epoch);
     else
         log_info("done: step %lld (%lld steps in this run, %.1f s); no validation was run",
                  (long long)tr->step, (long long)steps_run, secs);

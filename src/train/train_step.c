@@ -132,6 +132,8 @@ struct step_state {
     struct mirror lq_tok;      /* in-batch negatives: the tokens' logQ [T (1 + R)] */
     struct mirror lq_row;      /* and the unique rows' [nuniq] (step_logq) */
     struct task_step view;     /* the loss's view of the step, for the task's backward */
+    int nlr;                   /* tables whose embedding lr is scheduled (train.lr_schedule) */
+    float base_lr[EMB_MAX_TABLES]; /* their optimizers' lr as configured */
     struct loss_full_shard shard; /* the view's, train.loss = full */
 };
 
@@ -347,7 +349,9 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .ws = &s->lws, .nuniq = emb_exchange_nuniq(in->x), .rows = rows,
                                  .inv = inv, .drows = drows, .logq = logq,
                                  .shard = &s->shard, .targets = in->sb.targets,
-                                 .labels = in->sb.labels};
+                                 .labels = in->sb.labels, .items = in->sb.items,
+                                 .B = in->sb.B, .users = in->sb.users,
+                                 .offsets = in->sb.offsets};
     tr->task.ops->loss(&tr->task, &s->view);
 }
 
@@ -501,6 +505,22 @@ static void phase_dense_allreduce(struct step_state *s)
     steptime_phase(&tr->st, PH_ALLREDUCE);
 }
 
+/* train.lr_schedule: every table's sparse learning rate at this step, its
+ * configured one times the schedule's factor (lr_schedule.h; the warmup
+ * stays the dense parameters'). */
+static void sparse_lr(struct step_state *s)
+{
+    struct trainer *tr = s->tr;
+    const struct dense_optim_conf *c = &tr->optim.conf;
+    if (c->schedule == LR_CONSTANT)
+        return;
+    for (; s->nlr < tr->reg.n; s->nlr++)
+        s->base_lr[s->nlr] = tr->reg.tables[s->nlr].conf.optim.lr;
+    const double f = lr_schedule_factor(c->schedule, tr->step, c->warmup_steps, c->total_steps);
+    for (int k = 0; k < tr->reg.n; k++)
+        tr->reg.tables[k].conf.optim.lr = (float)(s->base_lr[k] * f);
+}
+
 double train_step(struct trainer *tr, const struct step_plan *now, const struct step_plan *next,
                   int64_t *tokens)
 {
@@ -509,6 +529,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     const int skip_mode = tr->conf.nonfinite_skip;
     const double t_start = clock_seconds();
     s->in_step = 1;
+    sparse_lr(s);
     tr->be->zero(s->sc, sizeof s->hsc);
     s->sparse_host = 0;
     if (!in->ready) /* else read during the previous step */

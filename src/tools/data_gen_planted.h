@@ -1,0 +1,50 @@
+/* data_gen_planted: 'data gen --labels planted[:K]': event labels drawn
+ * from a known model, for a ranking test that fails if the trainer cannot
+ * learn what is there (doc/ranking.md). Per user u and item i (factors of
+ * PLANTED_F values, all keyed by the seed):
+ *   p_u ~ N(0, 1), a_u ~ N(0, 0.5^2)      q_i ~ N(0, 1), c_i ~ N(0, 0.7^2)
+ *   s_t = -0.2 + a_u + c_i + 0.6 p_u.q_i / sqrt(F) + 0.6 q_prev.q_i / F
+ * (q_prev: the item of the user's previous event; none for the first),
+ *   /events/click   Bernoulli(sigmoid(s_t)), stored as 0 or 1 (float)
+ *   /events/rating  3 + 0.8 s_t + N(0, 0.5^2) (float)
+ * On every user's last K events (the test split of data.split = last:K)
+ * the true probabilities' AUC (ties half), logloss, NE (logloss over the
+ * entropy of those events' positive rate) and the true means' MSE are
+ * recorded as attributes of / : planted_auc, planted_ne, planted_logloss,
+ * planted_mse, planted_test_events (K), planted_tasks (the train.tasks
+ * that learn them). */
+#ifndef FS_DATA_GEN_PLANTED_H
+#define FS_DATA_GEN_PLANTED_H
+
+#include <stdint.h>
+
+#include "data/dataset.h"
+
+#define PLANTED_F 4
+
+struct planted {
+    int64_t k;                 /* test events per user */
+    uint64_t seed;
+    int64_t items, users;
+    float *q, *c;              /* [items + 1, F], [items + 1] */
+    int slot_click, slot_rating;
+    /* the test events: true probability, label, true mean, rating */
+    int64_t n, cap;
+    double *p, *mean;
+    float *y, *r;
+};
+
+/* "planted" or "planted:K" -> K (fatal otherwise). */
+int64_t planted_parse(const char *text);
+/* Draw the item factors; declare the event columns on w. */
+void planted_init(struct planted *pl, struct dataset_writer *w, int64_t k, uint64_t seed,
+                  int64_t users, int64_t items);
+/* The labels of users [u0, u0 + nu) with lengths [nu] and their events'
+ * items (in user order), appended to w. */
+void planted_events(struct planted *pl, struct dataset_writer *w, int64_t u0, int64_t nu,
+                    const int64_t *lengths, const int64_t *items);
+/* After the writer closed path: the optimum's attributes (fatal, removing
+ * path, on a failure). Frees pl. */
+void planted_finish(struct planted *pl, const char *path);
+
+#endif

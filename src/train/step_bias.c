@@ -1,0 +1,138 @@
+/* step_bias: the initial values of the ranking logits' per-item and
+ * per-user terms (model.bias; model/task_bias.h), from the training
+ * labels: the smoothed means of the user+item baseline (eval_rank.c), so
+ * that the model starts where that baseline ends. Per task k, over the
+ * training events (validation and test excluded), with prior =
+ * train.baseline_prior pseudo-counts and y the label (a regression task's
+ * standardised as the head's: (y - mean) / std):
+ *   mu        the mean label
+ *   b_i       sum over item i's events of (y - mu) / (n_i + prior)
+ *   b_u       sum over user u's events of (y - mu - b_i) / (n_u + prior)
+ * regression (the logit is the standardised prediction):
+ *   item row  mu + b_i          user row  b_u
+ * binary (logits; s(p) = log(p / (1 - p)), p clamped to [1e-6, 1 - 1e-6]):
+ *   item row  s(mu + b_i)       user row  s(mu + m_u + b_u) - s(mu + m_u)
+ * with m_u the mean of b_i over u's labelled events: the user's shift of
+ * the baseline's probability at its typical item, as a shift of the logit.
+ * Every rank reads every user (two passes, in chunks): the same values on
+ * any number of ranks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "train/step_rank.h"
+#include "train/train.h"
+
+#define BIAS_USERS 4096 /* users per read */
+
+static double logit(double p)
+{
+    p = p < 1e-6 ? 1e-6 : p > 1 - 1e-6 ? 1 - 1e-6 : p;
+    return log(p / (1 - p));
+}
+
+/* One chunk of users [u0, u1): their events' items and labels. */
+struct chunk {
+    int64_t *items;
+    float *lab;
+    int64_t cap;
+};
+
+static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t u1)
+{
+    const struct dataset *ds = &tr->ds;
+    const struct label_conf *lc = &tr->conf.task.labels;
+    const int64_t e0 = ds->offsets[u0], n = ds->offsets[u1] - e0;
+    if (n > c->cap) {
+        c->cap = n;
+        c->items = xrealloc(c->items, (size_t)n * sizeof *c->items);
+        c->lab = xrealloc(c->lab, (size_t)(n * lc->n) * sizeof *c->lab);
+    }
+    char err[1024];
+    if (dataset_read_users(ds, u0, u1, c->items, NULL, NULL, err, sizeof err))
+        fatal("model.bias: %s", err);
+    labels_read_events(ds, lc, e0, n, c->lab);
+}
+
+void step_bias_init(struct trainer *tr)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type != TASK_RANKING || !tc->bias)
+        return;
+    const struct dataset *ds = &tr->ds;
+    const int K = tc->n;
+    const int64_t NI = tc->bias_items, NU = tc->bias_users;
+    const double prior = tc->prior;
+    double *ni = xcalloc((size_t)(NI * K), sizeof *ni), *si = xcalloc((size_t)(NI * K), sizeof *si);
+    double cnt[RANK_MAX_TASKS] = {0}, sum[RANK_MAX_TASKS] = {0}, mu[RANK_MAX_TASKS];
+    struct chunk c = {0};
+    /* pass 1: items */
+    for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
+        const int64_t u1 = u0 + BIAS_USERS < ds->num_users ? u0 + BIAS_USERS : ds->num_users;
+        chunk_read(tr, &c, u0, u1);
+        for (int64_t u = u0; u < u1; u++) {
+            int64_t a, b;
+            rsplit_bounds(&tr->rsplit, ds, u, &a, &b);
+            const int64_t o = ds->offsets[u] - ds->offsets[u0];
+            for (int64_t e = o; e < o + a; e++)
+                for (int k = 0; k < K; k++) {
+                    const float y = c.lab[e * K + k];
+                    if (isnan(y))
+                        continue;
+                    const double v = task_ranking_z(&tr->task, k, y);
+                    ni[c.items[e] * K + k] += 1;
+                    si[c.items[e] * K + k] += v;
+                    cnt[k] += 1;
+                    sum[k] += v;
+                }
+        }
+    }
+    float *item = xmalloc((size_t)(NI * K) * sizeof *item);
+    float *user = xcalloc((size_t)(NU * K), sizeof *user);
+    for (int k = 0; k < K; k++)
+        mu[k] = cnt[k] > 0 ? sum[k] / cnt[k] : 0;
+    for (int64_t i = 0; i < NI; i++) /* si becomes b_i */
+        for (int k = 0; k < K; k++) {
+            double *b = &si[i * K + k];
+            *b = (*b - ni[i * K + k] * mu[k]) / (ni[i * K + k] + prior);
+            if (ni[i * K + k] + prior <= 0)
+                *b = 0;
+            item[i * K + k] = (float)(tc->t[k].kind == TASK_BINARY ? logit(mu[k] + *b)
+                                                                   : mu[k] + *b);
+        }
+    /* pass 2: users */
+    for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
+        const int64_t u1 = u0 + BIAS_USERS < ds->num_users ? u0 + BIAS_USERS : ds->num_users;
+        chunk_read(tr, &c, u0, u1);
+        for (int64_t u = u0; u < u1; u++) {
+            int64_t a, b;
+            rsplit_bounds(&tr->rsplit, ds, u, &a, &b);
+            const int64_t o = ds->offsets[u] - ds->offsets[u0];
+            for (int k = 0; k < K; k++) {
+                double n = 0, r = 0, m = 0;
+                for (int64_t e = o; e < o + a; e++) {
+                    const float y = c.lab[e * K + k];
+                    if (isnan(y))
+                        continue;
+                    const double bi = si[c.items[e] * K + k];
+                    n += 1;
+                    r += task_ranking_z(&tr->task, k, y) - mu[k] - bi;
+                    m += bi;
+                }
+                const double bu = n + prior > 0 ? r / (n + prior) : 0;
+                m = n > 0 ? m / n : 0;
+                user[u * K + k] = (float)(tc->t[k].kind == TASK_BINARY
+                                              ? logit(mu[k] + m + bu) - logit(mu[k] + m)
+                                              : bu);
+            }
+        }
+    }
+    task_ranking_set_bias(&tr->task, item, user);
+    free(c.items);
+    free(c.lab);
+    free(ni);
+    free(si);
+    free(item);
+    free(user);
+}

@@ -1,0 +1,74 @@
+#!/bin/sh
+# cli_rank_bias: model.bias = on (per-item and per-user terms of each
+# task's logit; model/task_bias.h, train/step_bias.c):
+#   - the losses agree at P = 1, 2, 3 (1e-6), with a resume on another
+#     rank count (their gradients: tests/grad_rank.sh, case 2);
+#   - the initial biases are the training labels' smoothed user+item means
+#     (recomputed with NumPy from the dataset: 1e-5), read from a
+#     checkpoint written after one step at a learning rate of 1e-12;
+#   - refused with train.task = retrieval.
+. "$(dirname "$0")/lib.sh"
+need_mpirun
+have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
+IN=$TOP_SRCDIR/input/tiny.in
+
+awk 'BEGIN { srand(11); print "userId,movieId,rating,timestamp"
+    for (u = 1; u <= 40; u++) { n = 6 + int(rand() * 30)
+        for (k = 0; k < n; k++) printf "%d,%d,%.1f,%d\n", u, 1 + int(rand() * rand() * 60),
+            0.5 + int(rand() * 10) / 2, 964980000 + 1000 * u + 37 * k } }' > "$T/ratings.csv"
+"$FS" data import --format movielens "$T/ratings.csv" -o "$T/r.h5" >/dev/null || { fail "import"; finish; }
+
+R="data.path=$T/r.h5 train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5
+train.negatives=128 data.split=last:20% train.batch_size=10 model.bias=on train.log_every=1"
+run() {
+    name=$1 np=$2; shift 2
+    # shellcheck disable=SC2086
+    "$MPIRUN" -np "$np" "$FS" train "$IN" $R "output.metrics=$T/$name.jsonl" "$@" \
+        >"$T/$name.out" 2>&1 || fail "train $name: $(tail -5 "$T/$name.out")"
+}
+run b1 1 train.max_steps=8 train.final_eval=off
+run b2 2 train.max_steps=8 train.final_eval=off
+run b3 3 train.max_steps=8 train.final_eval=off "output.checkpoint_dir=$T/ck" train.checkpoint_every=4
+same_losses "$T/b1.jsonl" "$T/b2.jsonl" "model.bias: P=2 vs P=1" 0 1e-6
+same_losses "$T/b1.jsonl" "$T/b3.jsonl" "model.bias: P=3 vs P=1" 0 1e-6
+run r2 2 train.max_steps=8 train.final_eval=off "train.resume=$T/ck/ckpt-4.h5"
+same_losses "$T/b3.jsonl" "$T/r2.jsonl" "model.bias: resumed P=3 -> P=2 at step 4" 4 1e-6
+grep -q "per-item and per-user logit biases" "$T/b1.out" || fail "no log line of model.bias"
+
+# the initial values: one step at lr 1e-12 (AdamW moves them by ~1e-12)
+run z 2 train.max_steps=1 train.final_eval=off train.lr=1e-12 embedding.lr=1e-12 \
+    "output.checkpoint_dir=$T/ckz" train.baseline_prior=3
+"$PY" - "$T/r.h5" "$T/ckz/ckpt-1.h5" <<'EOF' > "$T/init.out" 2>&1 && pass "$(tail -1 "$T/init.out")" || fail "initial biases: $(cat "$T/init.out")"
+import sys, h5py, numpy as np
+ds, ck = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+off, items = ds["offsets"][:], ds["item_ids"][:]
+y = ds["events/rating"][:].astype(np.float64)
+U, N, prior = len(off) - 1, int(items.max()), 3.0
+train = np.zeros(len(items), bool)
+for u in range(U):  # last:20%: floor(20% of the events), at least 1, test and as many validate
+    L = off[u + 1] - off[u]; k = max(int(L * 0.2), 1)
+    train[off[u]:off[u + 1] - 2 * k] = True
+user = np.repeat(np.arange(U), np.diff(off))
+lab = [(y >= 4).astype(np.float64), None]
+z = y[train]
+mean, sd = z.mean(), z.std()
+lab[1] = (y.astype(np.float32) - np.float32(mean)) / np.float32(sd)
+s = lambda p: np.log(np.clip(p, 1e-6, 1 - 1e-6) / (1 - np.clip(p, 1e-6, 1 - 1e-6)))
+bi_w, bu_w = ck["dense/bias.item"][:].reshape(N + 1, 2), ck["dense/bias.user"][:].reshape(U, 2)
+worst = 0
+for k, binary in ((0, True), (1, False)):
+    v = lab[k][train].astype(np.float64); it = items[train]; us = user[train]
+    mu = v.mean()
+    ni = np.bincount(it, minlength=N + 1); si = np.bincount(it, v, minlength=N + 1)
+    bi = (si - ni * mu) / (ni + prior)
+    nu = np.bincount(us, minlength=U); ru = np.bincount(us, v - mu - bi[it], minlength=U)
+    bu = ru / (nu + prior); mu_i = np.bincount(us, bi[it], minlength=U) / np.maximum(nu, 1)
+    want_i = s(mu + bi) if binary else mu + bi
+    want_u = s(mu + mu_i + bu) - s(mu + mu_i) if binary else bu
+    worst = max(worst, np.abs(bi_w[:, k] - want_i).max(), np.abs(bu_w[:, k] - want_u).max())
+print(f"the initial biases = the smoothed user+item means recomputed (worst {worst:.2e})")
+sys.exit(0 if worst <= 1e-5 else 1)
+EOF
+expect_error "model.bias = on: for train.task = ranking" \
+    "$FS" train "$IN" "data.path=$T/r.h5" model.bias=on train.max_steps=1
+finish
