@@ -53,6 +53,16 @@ struct backend_ops {
     void (*gemm_bf16)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                       float *C, int64_t ldc);
+    /* The GEMM of the dense layers (the models' linear maps and the ranking
+     * head: model code calls it through backend_gemm_dense); NULL = gemm.
+     * The bf16 view of a backend (precision.h) sets it to gemm_bf16 and
+     * leaves gemm fp32: bf16 where the dense layers' FLOPs are, never in
+     * the full softmax's logits (scaled by 1 / temperature = 20 and
+     * exponentiated), the bias GEMMs (k = 1, or a sum over positions) or
+     * evaluation scoring. */
+    void (*gemm_dense)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                       float *C, int64_t ldc);
 
     /* elementwise on n values */
     void (*axpy)(int64_t n, float alpha, const float *x, float *y);      /* y += a x */
@@ -381,6 +391,15 @@ const char *backend_names(void);
 
 /* 1 when the backend's memory is host memory (no device: the CPU). */
 int backend_is_host(const struct backend_ops *be);
+/* A dense layer's GEMM: be->gemm_dense, or be->gemm when it has none. */
+static inline void backend_gemm_dense(const struct backend_ops *be, int trans_a, int trans_b,
+                                      int64_t m, int64_t n, int64_t k, float alpha,
+                                      const float *A, int64_t lda, const float *B, int64_t ldb,
+                                      float beta, float *C, int64_t ldc)
+{
+    (be->gemm_dense ? be->gemm_dense : be->gemm)(trans_a, trans_b, m, n, k, alpha, A, lda, B,
+                                                 ldb, beta, C, ldc);
+}
 /* host[bytes] as backend memory: the pointer itself on a host backend,
  * else a copy in backend memory, also returned in *owned (be->free it;
  * *owned is NULL when nothing was allocated). */
