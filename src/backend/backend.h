@@ -211,13 +211,16 @@ struct backend_ops {
      * softmax_block_grad: in place, s[i, j] = gscale (exp(s[i, j] inv_tau -
      * lse[i]) - [j == tcol[i]]) (the gradient of gscale/inv_tau times the
      * cross-entropy w.r.t. the logits); tcol: [n] the target's column in
-     * this block, or < 0. Returns on the host the sum over rows with a
-     * target column of s[i, tcol[i]] inv_tau (read before the overwrite).
+     * this block, or < 0. acc[0] (backend memory) += the sum over rows
+     * with a target column of s[i, tcol[i]] inv_tau (read before the
+     * overwrite; summed in row order from 0, then added): no host wait
+     * (loss_full.c reads the step's sums once).
      * NULL where the backend does not have them. */
     void (*softmax_block_lse)(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                               float *lse);
-    double (*softmax_block_grad)(int64_t n, int64_t m, int64_t lds, float inv_tau,
-                                 const float *lse, const int64_t *tcol, float gscale, float *s);
+    void (*softmax_block_grad)(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                               const float *lse, const int64_t *tcol, float gscale, float *s,
+                               double *acc);
 
     /* The embedding engine (embedding/: emb_exchange.c, emb_backward.c):
      * de-duplication and bucketing by owner, gathers of shard rows,

@@ -64,10 +64,11 @@ static double block_target(int64_t n, int64_t m, int64_t lds, float inv_tau,
     return target;
 }
 
-double cpu_softmax_block_grad_ref(int64_t n, int64_t m, int64_t lds, float inv_tau,
-                                  const float *lse, const int64_t *tcol, float gscale, float *s)
+void cpu_softmax_block_grad_ref(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                                const float *lse, const int64_t *tcol, float gscale, float *s,
+                                double *acc)
 {
-    const double target = block_target(n, m, lds, inv_tau, tcol, s);
+    acc[0] += block_target(n, m, lds, inv_tau, tcol, s);
     for (int64_t i = 0; i < n; i++) {
         float *si = s + i * lds;
         const float l = lse[i];
@@ -76,7 +77,6 @@ double cpu_softmax_block_grad_ref(int64_t n, int64_t m, int64_t lds, float inv_t
         if (tcol[i] >= 0)
             si[tcol[i]] -= gscale;
     }
-    return target;
 }
 
 /* --- the operations ------------------------------------------------------------ */
@@ -155,15 +155,14 @@ static void grad_row(int64_t m, float inv_tau, float l, float gscale, float *res
         s[j] = gscale * cpu_expf(s[j] * inv_tau - l);
 }
 
-double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
-                              const int64_t *tcol, float gscale, float *s)
+void cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
+                            const int64_t *tcol, float gscale, float *s, double *acc)
 {
-    const double target = block_target(n, m, lds, inv_tau, tcol, s);
+    acc[0] += block_target(n, m, lds, inv_tau, tcol, s);
 #pragma omp parallel for schedule(static) if (n * m >= (1 << 16))
     for (int64_t i = 0; i < n; i++) {
         grad_row(m, inv_tau, lse[i], gscale, s + i * lds);
         if (tcol[i] >= 0)
             s[i * lds + tcol[i]] -= gscale;
     }
-    return target;
 }
