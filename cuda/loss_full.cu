@@ -9,9 +9,8 @@
  *   grad: the target logit s_i,tcol[i] inv_tau kept (before the
  *         overwrite), then s_ij = gscale exp(s_ij inv_tau - lse_i), minus
  *         gscale at the target's column; the kept logits are summed in
- *         row order by one thread (a fixed order) and added to acc[0] in
- *         device memory: no host wait (loss_full.c reads the step's sums
- *         once).
+ *         row order by one thread (a fixed order) onto acc[0] in device
+ *         memory: no host wait (loss_full.c reads the step's sums once).
  * Reductions combine the warps in a fixed order: runs repeat bit for bit.
  * Target columns are trusted (the caller built them in range). */
 #include <math.h>
@@ -93,16 +92,16 @@ static __global__ void lf_grad(int64_t n, int64_t m, int64_t lds, float inv_tau,
     }
 }
 
-/* acc[0] += the sum of tl[i] for tcol[i] >= 0, in row order from 0 (the
- * CPU's order) */
+/* acc[0] += tl[i] for tcol[i] >= 0, one by one in row order (the CPU's
+ * order) */
 static __global__ void lf_target_sum(int64_t n, const int64_t *tcol, const double *tl,
                                      double *acc)
 {
-    double t = 0;
+    double t = acc[0];
     for (int64_t i = 0; i < n; i++)
         if (tcol[i] >= 0)
             t += tl[i];
-    acc[0] += t;
+    acc[0] = t;
 }
 
 static unsigned lf_blocks(int64_t n) { return (unsigned)(n < LF_MAX_BLOCKS ? n : LF_MAX_BLOCKS); }

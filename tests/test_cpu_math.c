@@ -70,6 +70,31 @@ static void check_expf(void)
     }
     EXPECT(bad == 0, "cpu_expf differs from expf at %llu of %llu floats",
            (unsigned long long)bad, (unsigned long long)n);
+    /* the full softmax's exponential (AVX-512 where the CPU has it), in
+     * blocks of 4099 floats at the same stride */
+    enum { NB = 4099 };
+    static float xs[NB], ys[NB];
+    int avx512 = 0;
+    uint64_t bad2 = 0, n2 = 0;
+    for (uint64_t u = 0; u < ((uint64_t)1 << 32);) {
+        int k = 0;
+        for (; k < NB && u < ((uint64_t)1 << 32); k++, u += stride)
+            xs[k] = from_bits((uint32_t)u);
+        avx512 = cpu_full_expf_block(k, xs, ys);
+        for (int i = 0; i < k; i++, n2++)
+            if (!same(ys[i], expf(xs[i])) && bad2++ < 5)
+                CHECK(0, "cpu_full_expf_block(%a) = %a, expf %a", (double)xs[i], (double)ys[i],
+                      (double)expf(xs[i]));
+    }
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        xs[i] = special[i];
+    cpu_full_expf_block((int64_t)(sizeof special / sizeof *special), xs, ys);
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        bad2 += !same(ys[i], expf(special[i]));
+    EXPECT(bad2 == 0, "the full softmax's exponential (%s) differs from expf at %llu of %llu floats",
+           avx512 ? "AVX-512" : "scalar", (unsigned long long)bad2, (unsigned long long)n2);
+    printf("cpu_full_expf_block (%s): bitwise expf at %llu floats\n",
+           avx512 ? "AVX-512" : "the loop of cpu_expf", (unsigned long long)n2);
     printf("cpu_expf: bitwise expf at %llu floats (stride %llu)\n", (unsigned long long)n,
            (unsigned long long)stride);
 }

@@ -211,10 +211,10 @@ struct backend_ops {
      * softmax_block_grad: in place, s[i, j] = gscale (exp(s[i, j] inv_tau -
      * lse[i]) - [j == tcol[i]]) (the gradient of gscale/inv_tau times the
      * cross-entropy w.r.t. the logits); tcol: [n] the target's column in
-     * this block, or < 0. acc[0] (backend memory) += the sum over rows
-     * with a target column of s[i, tcol[i]] inv_tau (read before the
-     * overwrite; summed in row order from 0, then added): no host wait
-     * (loss_full.c reads the step's sums once).
+     * this block, or < 0. acc[0] (backend memory) += s[i, tcol[i]]
+     * inv_tau of every row with a target column, one by one in row order
+     * (read before the overwrite; calls on consecutive rows continue one
+     * sum): no host wait (loss_full.c reads the step's sums once).
      * NULL where the backend does not have them. */
     void (*softmax_block_lse)(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                               float *lse);

@@ -50,7 +50,9 @@ void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, con
 void cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
                             const int64_t *tcol, float gscale, float *s, double *acc);
 /* backend_cpu_full.c: the references of the two (the ops are faster forms
- * of them, bit for bit the same) */
+ * of them, bit for bit the same); y[i] = cpu_expf(x[i]) by the ops' own
+ * exponential (returns 1 when that is the AVX-512 form) */
+int cpu_full_expf_block(int64_t n, const float *x, float *y);
 void cpu_softmax_block_lse_ref(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                                float *lse);
 void cpu_softmax_block_grad_ref(int64_t n, int64_t m, int64_t lds, float inv_tau,

@@ -22,6 +22,11 @@ int64_t loss_full_shard_ids(int G, int shard, int64_t num_items, int64_t *ids)
     return m;
 }
 
+/* the host's tiles of logits: what a core's L2 holds beside the shard's
+ * rows; for d up to FULL_TILE_DMAX */
+#define FULL_TILE_BYTES (512 * 1024)
+#define FULL_TILE_DMAX 128
+
 /* bytes of n elements of `elem` bytes, at least one (backends allocate > 0) */
 static size_t nbytes(int64_t n, size_t elem) { return (size_t)(n > 0 ? n : 1) * elem; }
 
@@ -41,6 +46,8 @@ struct full_ctx {
     int64_t cp, ci, nib;          /* positions and items per block, item blocks */
     int64_t sp, nblk;             /* positions per pass (k cp: on a device k >= 1), blocks of
                                      cp positions in the step */
+    int64_t tile;                 /* rows per GEMM and op within a block: on the host a
+                                     cache's worth, on a device the block */
 };
 
 /* direct: the device buffers a[na], b[nb] floats are (on = 1), or no
@@ -164,6 +171,16 @@ static void full_shard(struct full_ctx *x, const struct loss_full_shard *sh, con
         k = k < 1 ? 1 : k > x->nblk ? x->nblk : k;
         x->sp = k * x->cp;
     }
+    /* the host's tiles: FULL_TILE_BYTES of logits (L2), whole lse groups;
+     * tiles split the logits' GEMM by rows, whose every element is then one
+     * pass over d <= FULL_TILE_DMAX terms however BLAS blocks the call (its
+     * k panels are longer), the bits of the whole block's GEMM */
+    const int64_t width = x->ci < x->m ? x->ci : x->m;
+    x->tile = x->cp;
+    if (backend_is_host(be) && x->d <= FULL_TILE_DMAX) {
+        x->tile = FULL_TILE_BYTES / (int64_t)sizeof(float) / (width > 0 ? width : 1) / 8 * 8;
+        x->tile = x->tile < 8 ? 8 : x->tile > x->cp ? x->cp : x->tile;
+    }
 }
 
 /* log(exp(a) + exp(b)) */
@@ -183,22 +200,42 @@ struct full_scratch {
     float *S, *parts_dev, *lse_dev; /* [sp, ci] logits, [nib, sp] the shard's log-sum-exp
                                        per item block, [sp] the group's */
     int64_t *tcol_dev;              /* [sp] */
-    double *tsum_dev;               /* [nblk] the target logits of each block of cp
-                                       positions, summed on the backend */
+    double *tsum_dev;               /* [nblk, nib] the target logits of each block of cp
+                                       positions and item block, summed on the backend */
     float *parts, *lsef;            /* host [nib, sp], [sp] */
     double *lse, *all;              /* host [sp], [G, sp] */
     int64_t *tcol;                  /* host [sp] */
     double *share;                  /* host [nblk] this rank's log-sum-exps per block */
 };
 
-/* Logits of positions [p0, p0 + nb) against item block ib into w->S;
- * returns its width. */
+/* The logits' buffer of n floats (backend memory), kept from call to call
+ * (16 MiB on the CPU: allocating it every step cost a page-zeroing pass
+ * over it) and grown when a call needs more; one per backend at a time
+ * (the ops of a rank run on one thread). */
+static float *full_logits_buffer(const struct backend_ops *be, int64_t n)
+{
+    static const struct backend_ops *owner;
+    static float *buf;
+    static int64_t cap;
+    if (owner != be || n > cap) {
+        if (owner)
+            owner->free(buf);
+        cap = n > 1 ? n : 1;
+        buf = be->alloc((size_t)cap * sizeof(float));
+        owner = be;
+    }
+    return buf;
+}
+
+/* Logits of positions p0 + [t0, t0 + nt) against item block ib into rows
+ * [t0, t0 + nt) of w->S (row stride: the block's width); returns the width.
+ * Each logit is one dot product of d terms, whatever the rows of the call. */
 static int64_t full_logits(const struct full_ctx *x, struct full_scratch *w, int64_t p0,
-                           int64_t nb, int64_t ib)
+                           int64_t t0, int64_t nt, int64_t ib)
 {
     const int64_t j0 = ib * x->ci, nj = x->m - j0 < x->ci ? x->m - j0 : x->ci;
-    x->be->gemm(0, 1, nb, nj, x->d, 1.0f, x->U + p0 * x->d, x->d, x->e + j0 * x->d, x->d, 0.0f,
-                w->S, nj);
+    x->be->gemm(0, 1, nt, nj, x->d, 1.0f, x->U + (p0 + t0) * x->d, x->d, x->e + j0 * x->d, x->d,
+                0.0f, w->S + t0 * nj, nj);
     return nj;
 }
 
@@ -211,10 +248,14 @@ static int64_t full_logits(const struct full_ctx *x, struct full_scratch *w, int
 static void full_lse(const struct full_ctx *x, struct full_scratch *w, int64_t p0, int64_t nb,
                      int64_t b0)
 {
-    for (int64_t ib = 0; ib < x->nib; ib++) {
-        int64_t nj = full_logits(x, w, p0, nb, ib);
-        x->be->softmax_block_lse(nb, nj, nj, x->inv_tau, w->S, w->parts_dev + ib * nb);
-    }
+    const int64_t tile = backend_is_host(x->be) ? x->tile : nb;
+    for (int64_t ib = 0; ib < x->nib; ib++)
+        for (int64_t t0 = 0; t0 < nb; t0 += tile) { /* logits and their lse while in cache */
+            const int64_t nt = nb - t0 < tile ? nb - t0 : tile;
+            const int64_t nj = full_logits(x, w, p0, t0, nt, ib);
+            x->be->softmax_block_lse(nt, nj, nj, x->inv_tau, w->S + t0 * nj,
+                                     w->parts_dev + ib * nb + t0);
+        }
     x->be->to_host(w->parts, w->parts_dev, (size_t)(x->nib * nb) * sizeof(float));
     for (int64_t i = 0; i < nb; i++) {
         double l = -INFINITY;
@@ -241,11 +282,11 @@ static void full_lse(const struct full_ctx *x, struct full_scratch *w, int64_t p
 }
 
 /* The backward of positions [p0, p0 + nb) (a pass; its first block of cp
- * positions is block b0): per item block, the logits' gradient (the
- * target's column from its owner; the target logits this shard owns added
- * to w->tsum_dev per block of cp positions, on the backend), then du_part
- * [nb, d] = dS e and, per block of cp positions in order, de += dS^T U:
- * the sums of the CPU's blocks whatever the pass. */
+ * positions is block b0): per item block and block of cp positions, tile
+ * by tile, the logits' gradient (the target's column from its owner; the
+ * target logits this shard owns summed on the backend into the slot of the
+ * block and item block, one by one), then per block du_part [cp, d] = dS e
+ * and de += dS^T U: the CPU's blocks' sums whatever the pass or tile. */
 static void full_backward(const struct full_ctx *x, struct full_scratch *w, int64_t p0,
                           int64_t nb, int64_t b0, float *du_part)
 {
@@ -254,8 +295,6 @@ static void full_backward(const struct full_ctx *x, struct full_scratch *w, int6
     for (int64_t ib = 0; ib < x->nib; ib++) {
         const int64_t j0 = ib * x->ci;
         int64_t nj = x->m - j0 < x->ci ? x->m - j0 : x->ci;
-        if (x->nib > 1) /* else the one block's logits are still in S */
-            full_logits(x, w, p0, nb, ib);
         for (int64_t i = 0; i < nb; i++) {
             int64_t t = x->tg[p0 + i], col = -1;
             if (t % x->G == (x->first % x->G) && (t - x->first) / x->G - j0 >= 0 &&
@@ -266,13 +305,18 @@ static void full_backward(const struct full_ctx *x, struct full_scratch *w, int6
         be->to_device(w->tcol_dev, w->tcol, (size_t)nb * sizeof(int64_t));
         for (int64_t i0 = 0; i0 < nb; i0 += x->cp) {
             const int64_t n = nb - i0 < x->cp ? nb - i0 : x->cp;
-            be->softmax_block_grad(n, nj, nj, x->inv_tau, w->lse_dev + i0, w->tcol_dev + i0,
-                                   x->gscale, w->S + i0 * nj, w->tsum_dev + b0 + i0 / x->cp);
-        }
-        be->gemm(0, 0, nb, d, nj, 1.0f, w->S, nj, x->e + j0 * d, d, ib ? 1.0f : 0.0f,
-                 du_part + p0 * d, d);
-        for (int64_t i0 = 0; i0 < nb; i0 += x->cp) {
-            const int64_t n = nb - i0 < x->cp ? nb - i0 : x->cp;
+            double *slot = w->tsum_dev + (b0 + i0 / x->cp) * x->nib + ib;
+            for (int64_t t0 = i0; t0 < i0 + n; t0 += x->tile) {
+                const int64_t nt = i0 + n - t0 < x->tile ? i0 + n - t0 : x->tile;
+                if (x->nib > 1) /* else the one block's logits are still in S */
+                    full_logits(x, w, p0, t0, nt, ib);
+                be->softmax_block_grad(nt, nj, nj, x->inv_tau, w->lse_dev + t0, w->tcol_dev + t0,
+                                       x->gscale, w->S + t0 * nj, slot);
+            }
+            /* sums over the items and over the positions: whole blocks, as
+             * BLAS sums them (its k splits depend on the call's shape) */
+            be->gemm(0, 0, n, d, nj, 1.0f, w->S + i0 * nj, nj, x->e + j0 * d, d,
+                     ib ? 1.0f : 0.0f, du_part + (p0 + i0) * d, d);
             be->gemm(1, 0, nj, d, n, 1.0f, w->S + i0 * nj, nj, x->U + (p0 + i0) * d, d, 1.0f,
                      x->de + j0 * d, d);
         }
@@ -356,18 +400,18 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
     full_shard(&x, sh, rows, normalize_items);
     const int64_t sp = x.sp, nib = x.nib;
     struct full_scratch w = {
-        .S = be->alloc(nbytes(sp * (x.ci < x.m ? x.ci : x.m), sizeof(float))),
+        .S = full_logits_buffer(be, sp * (x.ci < x.m ? x.ci : x.m)),
         .parts_dev = be->alloc(nbytes(nib * sp, sizeof(float))),
         .lse_dev = be->alloc(nbytes(sp, sizeof(float))),
         .tcol_dev = be->alloc(nbytes(sp, sizeof(int64_t))),
-        .tsum_dev = be->alloc(nbytes(x.nblk, sizeof(double))),
+        .tsum_dev = be->alloc(nbytes(x.nblk * nib, sizeof(double))),
         .parts = xmalloc(nbytes(nib * sp, sizeof(float))),
         .lsef = xmalloc(nbytes(sp, sizeof(float))), .lse = xmalloc(nbytes(sp, sizeof(double))),
         .all = xmalloc(nbytes(sp * x.G, sizeof(double))),
         .tcol = xmalloc(nbytes(sp, sizeof(int64_t))),
         .share = xmalloc(nbytes(x.nblk, sizeof(double)))};
     float *du_part = be->alloc(nbytes(x.ng * d, sizeof(float)));
-    be->zero(w.tsum_dev, nbytes(x.nblk, sizeof(double)));
+    be->zero(w.tsum_dev, nbytes(x.nblk * nib, sizeof(double)));
     for (int64_t p0 = 0; p0 < x.ng; p0 += sp) {
         const int64_t nb = x.ng - p0 < sp ? x.ng - p0 : sp;
         full_lse(&x, &w, p0, nb, p0 / x.cp);
@@ -375,12 +419,15 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
     }
     /* the target logits' sums: one copy to the host per step; the loss in
      * the order of the CPU's blocks (their log-sum-exps, less their targets) */
-    double *tsum = xmalloc(nbytes(x.nblk, sizeof(double)));
-    be->to_host(tsum, w.tsum_dev, (size_t)x.nblk * sizeof(double));
+    double *tsum = xmalloc(nbytes(x.nblk * nib, sizeof(double)));
+    be->to_host(tsum, w.tsum_dev, (size_t)(x.nblk * nib) * sizeof(double));
     double total = 0;
     for (int64_t b = 0; b < x.nblk; b++) {
+        double target = 0;
+        for (int64_t ib = 0; ib < nib; ib++)
+            target += tsum[b * nib + ib];
         total += w.share[b];
-        total -= tsum[b];
+        total -= target;
     }
     free(tsum);
     full_du_home(&x, du_part, T, du);
@@ -393,7 +440,6 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
     if (count)
         *count = x.n_me;
     be->free(du_part);
-    be->free(w.S);
     be->free(w.parts_dev);
     be->free(w.lse_dev);
     be->free(w.tcol_dev);
