@@ -60,7 +60,8 @@ while IFS='|' read -r name model data over; do
         matrix_status=1
     elif [ ! -f "$db" ] || ! run_one b "$model" "$name-warm" "$db" "$MSTEPS" "${args[@]}"; then
         why="its data gen writes no features"
-        [ -f "$db" ] && why=$(grep -m1 -iE "error|unknown" "$W/b-$model-$name-warm.log" |
+        [ -f "$db" ] && why=$({ grep -m1 "^freescale: error" "$W/b-$model-$name-warm.log" ||
+            grep -m1 -iE "error|unknown" "$W/b-$model-$name-warm.log"; } |
             sed 's/^freescale: error \[rank [0-9]*\]: //' | cut -c1-120)
         echo "compare: $name: B cannot run it: $why"
         echo "$name|$model|bfail|$why" >>"$W/matrix.list"
