@@ -2,7 +2,7 @@
  * rank's step of the ML-1M configurations on 2 ranks (64 sequences of
  * lognormal(4.6, 1.0) lengths truncated to 200, d = 50, 1 head, 128
  * sampled negatives over 3416 items): milliseconds per call, the minimum
- * of REPS calls in CPU time of the process, BLAS on one thread (what a
+ * of REPS calls in CPU time of the process, BLAS and OpenMP on one thread (what a
  * loaded machine perturbs least), and
  * the calls a training step makes of each (2 layers), so that the table
  * reads as a profile of the step's compute.
@@ -10,12 +10,16 @@
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/backend_cpu.h"
 #include "backend/blas.h"
 #include "base/check.h"
 #include "base/clock.h"
@@ -75,6 +79,9 @@ int main(int argc, char **argv)
     const struct backend_ops *be = &backend_cpu;
     rng_init(&g_rng, rng_key(1, 2, 3));
     openblas_set_num_threads(1);
+#ifdef _OPENMP
+    omp_set_num_threads(1); /* as a rank of 2 on 2 cores */
+#endif
     int64_t *off = xmalloc((size_t)(B + 1) * sizeof *off);
     off[0] = 0;
     for (int64_t b = 0; b < B; b++) {
@@ -139,12 +146,12 @@ int main(int argc, char **argv)
         pos[i] = (int64_t)rng_below(&g_rng, (uint64_t)nu);
     for (int64_t i = 0; i < T * R; i++)
         neg[i] = (int64_t)rng_below(&g_rng, (uint64_t)nu);
-    int64_t cnt;
+    double acc[2] = {0, 0};
     row("softmax_loss R=128", TIME(be->softmax_loss(T, d, R, 20.0f, y, nu, rows, pos, neg,
-                                                     1e-4f, dx, drows, &cnt)),
+                                                     1e-4f, dx, drows, acc)),
         1);
     row("bce_loss (no step)",
-        TIME(be->bce_loss(T, d, y, nu, rows, pos, neg, 1e-4f, dx, drows, &cnt)), 0);
+        TIME(be->bce_loss(T, d, y, nu, rows, pos, neg, 1e-4f, dx, drows, acc)), 0);
     row("scatter_add_rows [T,d]", TIME(be->scatter_add_rows(T, d, dx, pos, drows)), 2);
     row("gather_rows [T,d]", TIME(be->gather_rows(T, d, rows, pos, y)), 2);
 
@@ -156,5 +163,43 @@ int main(int argc, char **argv)
         ids[i] = 1 + (int64_t)rng_below(&g_rng, (uint64_t)items);
     row("emb_dedup T(2+R) ids, G=2", TIME(be->emb_dedup(n, ids, T, 2, uniq, inv, counts, 0)), 1);
     printf("%-28s %36.2f ms/step (the ops above, 2 layers)\n", "total", total);
+
+    /* train.loss = full (model/loss_full.c) instead of the sampled loss: the
+     * group's ng = 2 T positions (2 ranks) against this rank's shard of
+     * m = items / 2 rows, in blocks of cp = LOSS_FULL_LOGITS / m positions:
+     * per block the logits' GEMM, the log-sum-exp, the logits' gradient and
+     * its two GEMMs (as loss_full.c with one item block) */
+    const int64_t m = items / 2 + 1, cp = ((int64_t)1 << 22) / m, ng = 2 * T;
+    const int blocks = (int)((ng + cp - 1) / cp);
+    float *U = randf(cp * d, 0.3f), *E = randf(m * d, 0.15f), *S = randf(cp * m, 0);
+    float *lsev = randf(cp, 0), *du = randf(cp * d, 0), *de = randf(m * d, 0);
+    int64_t *tcol = xmalloc((size_t)cp * sizeof *tcol);
+    for (int64_t i = 0; i < cp; i++)
+        tcol[i] = (int64_t)rng_below(&g_rng, (uint64_t)m);
+    printf("full softmax: ng = %lld positions, shard m = %lld rows, %d blocks of %lld\n",
+           (long long)ng, (long long)m, blocks, (long long)cp);
+    double ft = 0, t;
+    ft += t = TIME(be->gemm(0, 1, cp, m, d, 1, U, d, E, d, 0, S, m));
+    row("full: gemm U E^T [cp,m]", t, blocks);
+    const double gemm_ms = t;
+    ft += t = TIME(be->softmax_block_lse(cp, m, m, 20.0f, S, lsev));
+    row("full: softmax_block_lse", t, blocks);
+    ft += t = TIME(cpu_softmax_block_lse_ref(cp, m, m, 20.0f, S, lsev));
+    row("full: (its reference)", t, 0);
+    ft -= t;
+    double tsum = 0;
+    ft += t = TIME(be->softmax_block_grad(cp, m, m, 20.0f, lsev, tcol, 1e-5f, S, &tsum));
+    row("full: softmax_block_grad", t, blocks);
+    ft += t = TIME(cpu_softmax_block_grad_ref(cp, m, m, 20.0f, lsev, tcol, 1e-5f, S, &tsum));
+    row("full: (its reference)", t, 0);
+    ft -= t;
+    ft += t = TIME(be->gemm(0, 0, cp, d, m, 1, S, m, E, d, 0, du, d));
+    row("full: gemm dS E [cp,d]", t, blocks);
+    ft += t = TIME(be->gemm(1, 0, m, d, cp, 1, S, m, U, d, 1, de, d));
+    row("full: gemm dS^T U [m,d]", t, blocks);
+    const double flop = 6.0 * (double)cp * (double)m * d;
+    printf("full softmax: %.2f ms/step, %.1f GFLOP/s (3 GEMMs' FLOPs over the block's time; "
+           "the logits' GEMM alone %.1f GFLOP/s)\n",
+           ft * blocks, flop / (ft * 1e6), flop / 3 / (gemm_ms * 1e6));
     return 0;
 }

@@ -3,6 +3,7 @@
 # same data, for HSTU and SASRec.
 #
 #   bench/compare.sh REV [section.key=value ...]
+#   bench/compare.sh REV --matrix [section.key=value ...]
 #
 # REV is any commit, tag or expression (HEAD~1, 23a9d5f, main). It is
 # exported with `git archive` into a scratch folder and built there
@@ -27,9 +28,35 @@
 # every progress line's loss; else the largest relative difference).
 # COMPARE_MODELS (default "hstu sasrec") picks the models, COMPARE_STEPS
 # the number of steps (default: one epoch of 6040 users / batch 128 = 48).
+#
+# --matrix: the same interleaved A/B over short runs of many
+# configurations that together take every path the tests exercise (the
+# list: matrix_configs below): HSTU and SASRec; sampled softmax, full
+# softmax, BCE, in-batch and mixed negatives; overlap none, prioritized,
+# prefetch; item, user and event features and ranking (a second dataset of
+# ML-1M's shape with features and an event column); split_long; bf16 row
+# and gradient codecs; an embedding group; the fake device with device
+# tables; device.precision = bf16. Per configuration one warm-up run of each
+# build and MATRIX_RUNS (default 3) pairs of MATRIX_STEPS (default 16)
+# steps, train.batch_size = 128; the time of a run is that of its progress
+# intervals after the first (train.log_every = 4: 12 steps), from the
+# metrics' samples_per_s, so that start-up (MPI, data, the peak gemm) does
+# not dilute it; the wall seconds of the whole process are shown beside.
+# It prints a table: ms per step of each build (medians), the ratio A/B
+# pair by pair (median, min, max), the wall ratio, the losses (identical,
+# or the largest relative difference), and SLOWER where the median step
+# ratio exceeds 1.05; a configuration REV cannot run (a parameter or
+# feature it does not have) is listed as such. MATRIX_ONLY=name,name runs
+# a subset. Exit status 1 when a configuration of A fails or its losses
+# differ from B's.
 set -uo pipefail
-REV=${1:?usage: bench/compare.sh REV [section.key=value ...]}
+REV=${1:?usage: bench/compare.sh REV [--matrix] [section.key=value ...]}
 shift
+MATRIX=0
+if [ "${1:-}" = --matrix ]; then
+    MATRIX=1
+    shift
+fi
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${COMPARE_RUNS:-5}
 NP=${COMPARE_NP:-2}
@@ -73,24 +100,36 @@ gen() { # FS OUT
 gen "$A_FS" "$W/a.h5" || die "data gen of this tree failed"
 gen "$B_FS" "$W/b.h5" || die "data gen of $REV failed"
 
-echo "compare: A = this tree ($(git -C "$TOP" describe --always --dirty)), B = $REV (${HASH:0:10})"
-echo "compare: $NP ranks, $STEPS steps per run, $RUNS pairs after a warm-up, $(nproc) CPUs, $(date -u +%F)"
-[ $# -gt 0 ] && echo "compare: overrides: $*"
-
-run() { # SIDE MODEL TAG OVERRIDES... -> $W/SIDE-MODEL-TAG.{log,jsonl,wall}
-    local side=$1 model=$2 tag=$3 fs dir
-    shift 3
+# one training run: SIDE MODEL TAG DATA STEPS OVERRIDES... ->
+# $W/SIDE-MODEL-TAG.{log,jsonl,wall}; status 1 when it failed
+run_one() {
+    local side=$1 model=$2 tag=$3 data=$4 steps=$5 fs dir
+    shift 5
     if [ "$side" = a ]; then fs=$A_FS dir=$TOP; else fs=$B_FS dir=$B_DIR; fi
     local base=$W/$side-$model-$tag
     local t0 t1
     t0=$(date +%s.%N)
-    mpirun -np "$NP" "$fs" train "$dir/input/ml1m-$model.in" data.path="$W/$side.h5" \
-        train.max_steps="$STEPS" train.epochs=1 train.final_eval=off train.log_every=4 \
-        output.metrics="$base.jsonl" "$@" >"$base.log" 2>&1 ||
-        { tail -n 20 "$base.log"; die "run $side $model $tag failed"; }
+    mpirun -np "$NP" "$fs" train "$dir/input/ml1m-$model.in" data.path="$data" \
+        train.max_steps="$steps" train.epochs=1 train.final_eval=off train.log_every=4 \
+        output.metrics="$base.jsonl" "$@" </dev/null >"$base.log" 2>&1 || return 1
     t1=$(date +%s.%N)
     echo "$t0 $t1" | awk '{ printf "%.4f\n", $2 - $1 }' >"$base.wall"
 }
+
+run() { # SIDE MODEL TAG OVERRIDES...: a run of the default mode, which must not fail
+    local side=$1 model=$2 tag=$3
+    shift 3
+    run_one "$side" "$model" "$tag" "$W/$side.h5" "$STEPS" "$@" ||
+        { tail -n 20 "$W/$side-$model-$tag.log"; die "run $side $model $tag failed"; }
+}
+
+echo "compare: A = this tree ($(git -C "$TOP" describe --always --dirty)), B = $REV (${HASH:0:10})"
+if [ "$MATRIX" = 1 ]; then
+    . "$TOP/bench/compare_matrix.sh"
+    exit $?
+fi
+echo "compare: $NP ranks, $STEPS steps per run, $RUNS pairs after a warm-up, $(nproc) CPUs, $(date -u +%F)"
+[ $# -gt 0 ] && echo "compare: overrides: $*"
 
 for model in $MODELS; do
     [ -f "$TOP/input/ml1m-$model.in" ] || die "no input/ml1m-$model.in"

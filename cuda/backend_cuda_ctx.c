@@ -69,11 +69,11 @@ void cuda_op_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau,
     cuda_softmax_block_lse(cuda_state()->compute, n, m, lds, inv_tau, s, lse);
 }
 
-double cuda_op_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau,
-                                  const float *lse, const int64_t *tcol, float gscale,
-                                  float *s)
+void cuda_op_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                                const float *lse, const int64_t *tcol, float gscale, float *s,
+                                double *acc)
 {
     struct cuda_state *st = cuda_state();
-    return cuda_softmax_block_grad(st->compute, n, m, lds, inv_tau, lse, tcol, gscale, s,
-                                   cuda_ws_get(st, cuda_softmax_block_grad_ws_bytes(n)));
+    cuda_softmax_block_grad(st->compute, n, m, lds, inv_tau, lse, tcol, gscale, s, acc,
+                            cuda_ws_get(st, cuda_softmax_block_grad_ws_bytes(n)));
 }

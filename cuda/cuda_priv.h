@@ -67,8 +67,9 @@ void cuda_op_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float 
                             const int64_t *neg, float scale, float *du, float *de, double *acc);
 void cuda_op_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                                float *lse);
-double cuda_op_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau,
-                                  const float *lse, const int64_t *tcol, float gscale, float *s);
+void cuda_op_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                                const float *lse, const int64_t *tcol, float gscale, float *s,
+                                double *acc);
 
 /* cuda_device.c: the backend_ops entries of the same names */
 int cuda_device_count(char *err, size_t errlen);

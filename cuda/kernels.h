@@ -126,14 +126,14 @@ void cuda_softmax_loss_q(cudaStream_t s, int64_t T, int d, int R, float inv_tau,
                          const int64_t *neg, float scale, float *du, float *de, double *acc,
                          struct cuda_ws *ws);
 
-/* loss_full.cu: the blocks of the full softmax; block_grad copies the
- * target logits' sum to the host (a host wait) */
+/* loss_full.cu: the blocks of the full softmax; block_grad adds the
+ * target logits' sum to acc[0] in device memory (no host wait) */
 void cuda_softmax_block_lse(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
                             const float *S, float *lse);
 size_t cuda_softmax_block_grad_ws_bytes(int64_t n);
-double cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
-                               const float *lse, const int64_t *tcol, float gscale, float *S,
-                               struct cuda_ws *ws);
+void cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
+                             const float *lse, const int64_t *tcol, float gscale, float *S,
+                             double *acc, struct cuda_ws *ws);
 
 /* exchange.cu: the exchanges' device ops (backend.h): the wire codecs
  * (src/embedding/emb_codec_row.h, the CPU's own row functions), the keyed

@@ -1,16 +1,16 @@
 /* loss_full: the blocks of the full softmax (backend.h softmax_block_lse /
  * softmax_block_grad; model/loss_full.c drives them over the vocabulary
- * shard in blocks of at most LOSS_FULL_LOGITS logits, the CPU version's
- * memory bound), the maths of the CPU reference in
- * src/backend/backend_cpu_loss.c. One block per row i of the logits
+ * shard, on a device in blocks of positions sized from its free memory),
+ * the maths of the CPU reference in src/backend/backend_cpu_full.c
+ * (cpu_softmax_block_*_ref). One block per row i of the logits
  * s [n, m] (row stride lds):
  *   lse:  mx = max_j s_ij inv_tau, sum = sum_j exp(s_ij inv_tau - mx) in
  *         double, lse_i = mx + log(sum) (-inf when m = 0);
  *   grad: the target logit s_i,tcol[i] inv_tau kept (before the
  *         overwrite), then s_ij = gscale exp(s_ij inv_tau - lse_i), minus
  *         gscale at the target's column; the kept logits are summed in
- *         row order by one thread (a fixed order) and copied to the host:
- *         one host wait, as the op returns the sum.
+ *         row order by one thread (a fixed order) onto acc[0] in device
+ *         memory: no host wait (loss_full.c reads the step's sums once).
  * Reductions combine the warps in a fixed order: runs repeat bit for bit.
  * Target columns are trusted (the caller built them in range). */
 #include <math.h>
@@ -92,15 +92,16 @@ static __global__ void lf_grad(int64_t n, int64_t m, int64_t lds, float inv_tau,
     }
 }
 
-/* out[0] = sum of tl[i] for tcol[i] >= 0, in row order */
+/* acc[0] += tl[i] for tcol[i] >= 0, one by one in row order (the CPU's
+ * order) */
 static __global__ void lf_target_sum(int64_t n, const int64_t *tcol, const double *tl,
-                                     double *out)
+                                     double *acc)
 {
-    double t = 0;
+    double t = acc[0];
     for (int64_t i = 0; i < n; i++)
         if (tcol[i] >= 0)
             t += tl[i];
-    out[0] = t;
+    acc[0] = t;
 }
 
 static unsigned lf_blocks(int64_t n) { return (unsigned)(n < LF_MAX_BLOCKS ? n : LF_MAX_BLOCKS); }
@@ -116,23 +117,18 @@ void cuda_softmax_block_lse(cudaStream_t s, int64_t n, int64_t m, int64_t lds, f
 
 size_t cuda_softmax_block_grad_ws_bytes(int64_t n)
 {
-    return cuda_ws_round((size_t)(n > 0 ? n : 1) * sizeof(double)) + cuda_ws_round(8);
+    return cuda_ws_round((size_t)(n > 0 ? n : 1) * sizeof(double));
 }
 
-double cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
-                               const float *lse, const int64_t *tcol, float gscale, float *S,
-                               struct cuda_ws *ws)
+void cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
+                             const float *lse, const int64_t *tcol, float gscale, float *S,
+                             double *acc, struct cuda_ws *ws)
 {
     if (n <= 0)
-        return 0;
+        return;
     double *tl = (double *)cuda_ws_take(ws, (size_t)n * sizeof(double));
-    double *sum = (double *)cuda_ws_take(ws, 8);
     lf_grad<<<lf_blocks(n), LF_THREADS, 0, s>>>(n, m, lds, inv_tau, lse, tcol, gscale, S, tl);
     CUDA_CHECK_LAUNCH("lf_grad");
-    lf_target_sum<<<1, 1, 0, s>>>(n, tcol, tl, sum);
+    lf_target_sum<<<1, 1, 0, s>>>(n, tcol, tl, acc);
     CUDA_CHECK_LAUNCH("lf_target_sum");
-    double host = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&host, sum, sizeof host, cudaMemcpyDeviceToHost, s));
-    cuda_host_wait(s);
-    return host;
 }

@@ -170,15 +170,21 @@ void fk_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, cons
     LAUNCH(run_softmax_block_lse, AI(n), AI(m), AI(lds), AF(inv_tau), AP(s), AP(lse));
 }
 
-double fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
-                             const int64_t *tcol, float gscale, float *s)
+static void run_softmax_block_grad(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.softmax_block_grad(a[0].i, a[1].i, a[2].i, (float)a[3].d, a[4].p, a[5].p,
+                                   (float)a[6].d, a[7].p, a[8].p);
+}
+
+void fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
+                           const int64_t *tcol, float gscale, float *s, double *acc)
 {
     OP("softmax_block_grad");
     IN(lse);
     IN(tcol);
     IN(s);
-    fake_compute_wait(); /* the host reads the result */
-    double t = backend_cpu.softmax_block_grad(n, m, lds, inv_tau, lse, tcol, gscale, s);
-    devstats_sync(); /* the target logits' sum comes back to the host */
-    return t;
+    IN(acc);
+    LAUNCH(run_softmax_block_grad, AI(n), AI(m), AI(lds), AF(inv_tau), AP(lse), AP(tcol),
+           AF(gscale), AP(s), AP(acc));
 }

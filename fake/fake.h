@@ -211,7 +211,7 @@ void fk_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, i
                        float scale, float *du, float *de, double *acc);
 void fk_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                           float *lse);
-double fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
-                             const int64_t *tcol, float gscale, float *s);
+void fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
+                           const int64_t *tcol, float gscale, float *s, double *acc);
 
 #endif

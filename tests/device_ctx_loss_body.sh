@@ -6,7 +6,8 @@
 # exchanged from device buffers; HSTU with the time bias and SASRec, every
 # sequence cut into P chunks, at P = 1 too: chunks on one rank),
 # train.loss = full and train.negatives_from = in_batch | mixed, at P = 1, 2
-# and 3, with host tables and (P = 2) device tables; split_long's keys and
+# and 3, with host tables and (P = 2) device tables, the full softmax also in
+# small blocks (debug.full_logits: the device's passes of several blocks); split_long's keys and
 # values and the full softmax's vectors and gradients handed to MPI as
 # device buffers (device.staging = direct; on CUDA only with CUDA-aware
 # MPI) at P = 3. The fake device runs
@@ -47,6 +48,14 @@ for np in 1 2 3; do
     cmp in_batch-$np $np train.negatives_from=in_batch
 done
 cmp mixed-2 2 train.negatives_from=mixed model.type=sasrec
+# the full softmax in blocks: the CPU scores blocks of at most
+# debug.full_logits logits, the device several blocks a pass (its free
+# memory), summed in the CPU's blocks: one item block per shard (20000:
+# blocks of 263 positions at P = 2) and several (3000: 256 positions
+# against 11 items a block)
+for L in 20000 3000; do
+    cmp full-blocks-$L 2 train.loss=full debug.full_logits=$L
+done
 # split_long and the full softmax with the device buffers handed to
 # (CUDA-aware) MPI
 [ "$DEV" = fake ] && export FREESCALE_FAKE_AWARE=1

@@ -8,7 +8,11 @@
  *     dimensions above the minimum, alpha/beta: here it must equal sgemm of
  *     the operands rounded by cpu_round_bf16 bit for bit (the emulation is
  *     exactly that) and differ from the fp32 gemm (so the rounding happens);
- *     the fake device must give its bits (tolerance 0).
+ *     the fake device must give its bits (tolerance 0);
+ *   - the bf16 view (precision.h) of the CPU and of the fake device:
+ *     backend_gemm_dense is gemm_bf16's product, gemm stays the fp32 one
+ *     (bf16 in the dense layers only: the full softmax, the bias GEMMs and
+ *     evaluation scoring call gemm).
  * File format (little-endian): records of 9 int64 (kind, ta, tb, m, n, k,
  * lda, ldb, ldc) then float32 arrays: kind 1 (rounding): n = count, x[n],
  * y[n]; kind 2 (gemm): alpha, beta, A[ra lda], B[rb ldb], C0[m ldc] (the C
@@ -22,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
+#include "backend/precision.h"
 #include "base/check.h"
 #include "base/rng.h"
 
@@ -199,6 +204,50 @@ static void gemms(void)
             }
 }
 
+/* The bf16 view: backend_gemm_dense = gemm_bf16, gemm = the fp32 gemm, bit
+ * for bit, on the CPU and on the fake device (through device memory). */
+static void view_rule(void)
+{
+    const int64_t m = 37, n = 29, k = 50;
+    float *A = rand_f32(m * k), *B = rand_f32(k * n);
+    float *want_f = dup_f32(A, m * n), *want_b = dup_f32(A, m * n);
+    backend_cpu.gemm(0, 1, m, n, k, 1.0f, A, k, B, k, 0.0f, want_f, n);
+    backend_cpu.gemm_bf16(0, 1, m, n, k, 1.0f, A, k, B, k, 0.0f, want_b, n);
+    const struct backend_ops *bases[] = {&backend_cpu, &backend_fake};
+    for (int v = 0; v < 2; v++) {
+        char err[256];
+        const struct backend_ops *be = backend_at_precision(bases[v], PRECISION_BF16, err,
+                                                            sizeof err);
+        if (!be) {
+            printf("FAIL: bf16 view of %s: %s\n", bases[v]->name, err);
+            failures++;
+            continue;
+        }
+        const size_t ab = (size_t)(m * k) * 4, bb = (size_t)(k * n) * 4, cb = (size_t)(m * n) * 4;
+        float *dA = be->alloc(ab), *dB = be->alloc(bb), *dC = be->alloc(cb);
+        float *got_f = xmalloc(cb), *got_b = xmalloc(cb);
+        be->to_device(dA, A, ab);
+        be->to_device(dB, B, bb);
+        be->gemm(0, 1, m, n, k, 1.0f, dA, k, dB, k, 0.0f, dC, n);
+        be->to_host(got_f, dC, cb);
+        backend_gemm_dense(be, 0, 1, m, n, k, 1.0f, dA, k, dB, k, 0.0f, dC, n);
+        be->to_host(got_b, dC, cb);
+        be->synchronize();
+        if (memcmp(got_f, want_f, cb) || memcmp(got_b, want_b, cb) || !memcmp(want_f, want_b, cb)) {
+            printf("FAIL: the bf16 view of %s: gemm %s the fp32 product, backend_gemm_dense %s "
+                   "gemm_bf16's\n", bases[v]->name, memcmp(got_f, want_f, cb) ? "is not" : "is",
+                   memcmp(got_b, want_b, cb) ? "is not" : "is");
+            failures++;
+        }
+        be->free(dA);
+        be->free(dB);
+        be->free(dC);
+        free(got_f);
+        free(got_b);
+    }
+    free(A), free(B), free(want_f), free(want_b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -218,6 +267,7 @@ int main(int argc, char **argv)
     rng_init(&G, rng_key(0xbf16ull, 29, 4));
     rounding();
     gemms();
+    view_rule();
     if (fclose(out))
         fatal("test_bf16: %s: close failed", argv[1]);
     if (failures) {
@@ -225,6 +275,6 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("ok: bf16 rounding and gemm_bf16 (the rounded operands' sgemm, bit for bit; the fake "
-           "device's bits)\n");
+           "device's bits); the bf16 view: dense GEMMs bf16, gemm fp32\n");
     return 0;
 }

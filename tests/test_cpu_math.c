@@ -7,6 +7,10 @@
  *                   inline it (the silu ops, whatever instruction set the
  *                   CPU gives them) against the same loops written with expf;
  *   dropout_fwd     (rows in vector lanes) against cpu_dropout_fwd_ref;
+ *   softmax_block_lse, softmax_block_grad (rows in groups, lanes, clones)
+ *                   against their references, lse, gradients and target
+ *                   sums, with NaN, infinities and signed zeros among the
+ *                   logits, blocks of every row count modulo the group;
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -66,6 +70,31 @@ static void check_expf(void)
     }
     EXPECT(bad == 0, "cpu_expf differs from expf at %llu of %llu floats",
            (unsigned long long)bad, (unsigned long long)n);
+    /* the full softmax's exponential (AVX-512 where the CPU has it), in
+     * blocks of 4099 floats at the same stride */
+    enum { NB = 4099 };
+    static float xs[NB], ys[NB];
+    int avx512 = 0;
+    uint64_t bad2 = 0, n2 = 0;
+    for (uint64_t u = 0; u < ((uint64_t)1 << 32);) {
+        int k = 0;
+        for (; k < NB && u < ((uint64_t)1 << 32); k++, u += stride)
+            xs[k] = from_bits((uint32_t)u);
+        avx512 = cpu_full_expf_block(k, xs, ys);
+        for (int i = 0; i < k; i++, n2++)
+            if (!same(ys[i], expf(xs[i])) && bad2++ < 5)
+                CHECK(0, "cpu_full_expf_block(%a) = %a, expf %a", (double)xs[i], (double)ys[i],
+                      (double)expf(xs[i]));
+    }
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        xs[i] = special[i];
+    cpu_full_expf_block((int64_t)(sizeof special / sizeof *special), xs, ys);
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        bad2 += !same(ys[i], expf(special[i]));
+    EXPECT(bad2 == 0, "the full softmax's exponential (%s) differs from expf at %llu of %llu floats",
+           avx512 ? "AVX-512" : "scalar", (unsigned long long)bad2, (unsigned long long)n2);
+    printf("cpu_full_expf_block (%s): bitwise expf at %llu floats\n",
+           avx512 ? "AVX-512" : "the loop of cpu_expf", (unsigned long long)n2);
     printf("cpu_expf: bitwise expf at %llu floats (stride %llu)\n", (unsigned long long)n,
            (unsigned long long)stride);
 }
@@ -132,6 +161,65 @@ static void check_dropout(struct rng *r)
             }
 }
 
+/* the full softmax's blocks against their references, bitwise: odd row
+ * counts and widths, a row stride beyond the width, m = 0, rows holding a
+ * NaN, -inf, only zeros of both signs, and values of every magnitude */
+static void check_full_blocks(struct rng *r)
+{
+    static const struct {
+        int64_t n, m, lds;
+        float inv_tau;
+    } cases[] = {{0, 5, 5, 20.0f},     {1, 1, 1, 20.0f},       {3, 0, 1, 20.0f},
+                 {9, 17, 17, 1.0f},    {13, 300, 310, 20.0f},  {64, 1709, 1709, 20.0f},
+                 {37, 4097, 4100, 1.0f}, {250, 1000, 1003, 20.0f}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int64_t n = cases[c].n, m = cases[c].m, lds = cases[c].lds, sz = n * lds + 1;
+        const float it = cases[c].inv_tau;
+        float *s = xmalloc((size_t)sz * 4), *s2 = xmalloc((size_t)sz * 4);
+        float *lse = xmalloc((size_t)(n + 1) * 4), *want = xmalloc((size_t)(n + 1) * 4);
+        int64_t *tcol = xmalloc((size_t)(n + 1) * 8);
+        for (int64_t i = 0; i < sz; i++)
+            s[i] = (float)((rng_uniform(r) * 2 - 1) * pow(10.0, rng_uniform(r) * 2 - 1));
+        for (int64_t i = 0; i < n && m > 0; i++) {
+            float *si = s + i * lds;
+            if (i % 11 == 3)
+                si[rng_below(r, (uint64_t)m)] = NAN;
+            if (i % 7 == 2)
+                si[rng_below(r, (uint64_t)m)] = -INFINITY;
+            if (i % 13 == 5)
+                for (int64_t j = 0; j < m; j++)
+                    si[j] = j % 2 ? 0.0f : -0.0f;
+            if (i % 17 == 8)
+                for (int64_t j = 0; j < m; j++)
+                    si[j] = -INFINITY;
+            tcol[i] = i % 5 == 4 ? -1 : (int64_t)rng_below(r, (uint64_t)m);
+        }
+        if (m == 0)
+            for (int64_t i = 0; i < n; i++)
+                tcol[i] = -1;
+        memcpy(s2, s, (size_t)sz * 4);
+        backend_cpu.softmax_block_lse(n, m, lds, it, s, lse);
+        cpu_softmax_block_lse_ref(n, m, lds, it, s, want);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            bad += !same(lse[i], want[i]);
+        CHECK(bad == 0, "softmax_block_lse n %lld m %lld: %lld rows differ from the reference",
+              (long long)n, (long long)m, (long long)bad);
+        if (m > 0) {
+            double t = 0.25, t2 = 0.25; /* added to */
+            backend_cpu.softmax_block_grad(n, m, lds, it, want, tcol, 0.01f, s, &t);
+            cpu_softmax_block_grad_ref(n, m, lds, it, want, tcol, 0.01f, s2, &t2);
+            bad = 0;
+            for (int64_t i = 0; i < sz; i++)
+                bad += !same(s[i], s2[i]);
+            CHECK(bad == 0 && (t == t2 || (t != t && t2 != t2)),
+                  "softmax_block_grad n %lld m %lld: %lld values differ, target %a vs %a",
+                  (long long)n, (long long)m, (long long)bad, t, t2);
+        }
+        free(s), free(s2), free(lse), free(want), free(tcol);
+    }
+}
+
 static void check_bucket(int64_t dt)
 {
     uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
@@ -173,12 +261,13 @@ int main(void)
     check_expf();
     check_silu(&r);
     check_dropout(&r);
+    check_full_blocks(&r);
     check_time_buckets(&r);
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;
     }
-    printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit; the time "
-           "buckets are the formula's\n");
+    printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit, the full "
+           "softmax's blocks their references'; the time buckets are the formula's\n");
     return 0;
 }

@@ -53,6 +53,16 @@ struct backend_ops {
     void (*gemm_bf16)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                       float *C, int64_t ldc);
+    /* The GEMM of the dense layers (the models' linear maps and the ranking
+     * head: model code calls it through backend_gemm_dense); NULL = gemm.
+     * The bf16 view of a backend (precision.h) sets it to gemm_bf16 and
+     * leaves gemm fp32: bf16 where the dense layers' FLOPs are, never in
+     * the full softmax's logits (scaled by 1 / temperature = 20 and
+     * exponentiated), the bias GEMMs (k = 1, or a sum over positions) or
+     * evaluation scoring. */
+    void (*gemm_dense)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                       float *C, int64_t ldc);
 
     /* elementwise on n values */
     void (*axpy)(int64_t n, float alpha, const float *x, float *y);      /* y += a x */
@@ -201,13 +211,16 @@ struct backend_ops {
      * softmax_block_grad: in place, s[i, j] = gscale (exp(s[i, j] inv_tau -
      * lse[i]) - [j == tcol[i]]) (the gradient of gscale/inv_tau times the
      * cross-entropy w.r.t. the logits); tcol: [n] the target's column in
-     * this block, or < 0. Returns on the host the sum over rows with a
-     * target column of s[i, tcol[i]] inv_tau (read before the overwrite).
+     * this block, or < 0. acc[0] (backend memory) += s[i, tcol[i]]
+     * inv_tau of every row with a target column, one by one in row order
+     * (read before the overwrite; calls on consecutive rows continue one
+     * sum): no host wait (loss_full.c reads the step's sums once).
      * NULL where the backend does not have them. */
     void (*softmax_block_lse)(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                               float *lse);
-    double (*softmax_block_grad)(int64_t n, int64_t m, int64_t lds, float inv_tau,
-                                 const float *lse, const int64_t *tcol, float gscale, float *s);
+    void (*softmax_block_grad)(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                               const float *lse, const int64_t *tcol, float gscale, float *s,
+                               double *acc);
 
     /* The embedding engine (embedding/: emb_exchange.c, emb_backward.c):
      * de-duplication and bucketing by owner, gathers of shard rows,
@@ -383,6 +396,15 @@ const char *backend_names(void);
 
 /* 1 when the backend's memory is host memory (no device: the CPU). */
 int backend_is_host(const struct backend_ops *be);
+/* A dense layer's GEMM: be->gemm_dense, or be->gemm when it has none. */
+static inline void backend_gemm_dense(const struct backend_ops *be, int trans_a, int trans_b,
+                                      int64_t m, int64_t n, int64_t k, float alpha,
+                                      const float *A, int64_t lda, const float *B, int64_t ldb,
+                                      float beta, float *C, int64_t ldc)
+{
+    (be->gemm_dense ? be->gemm_dense : be->gemm)(trans_a, trans_b, m, n, k, alpha, A, lda, B,
+                                                 ldb, beta, C, ldc);
+}
 /* host[bytes] as backend memory: the pointer itself on a host backend,
  * else a copy in backend memory, also returned in *owned (be->free it;
  * *owned is NULL when nothing was allocated). */

@@ -47,8 +47,17 @@ void cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, 
                         const int64_t *neg, float scale, float *du, float *de, double *acc);
 void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                            float *lse);
-double cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
-                              const int64_t *tcol, float gscale, float *s);
+void cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
+                            const int64_t *tcol, float gscale, float *s, double *acc);
+/* backend_cpu_full.c: the references of the two (the ops are faster forms
+ * of them, bit for bit the same); y[i] = cpu_expf(x[i]) by the ops' own
+ * exponential (returns 1 when that is the AVX-512 form) */
+int cpu_full_expf_block(int64_t n, const float *x, float *y);
+void cpu_softmax_block_lse_ref(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
+                               float *lse);
+void cpu_softmax_block_grad_ref(int64_t n, int64_t m, int64_t lds, float inv_tau,
+                                const float *lse, const int64_t *tcol, float gscale, float *s,
+                                double *acc);
 /* backend_cpu_bf16.c: gemm_bf16's emulation; y[rows, cols] (packed) = x
  * (row stride ldx) rounded to bf16 and back (ecr_f32_to_bf16_rn) */
 void cpu_gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,

@@ -5,7 +5,8 @@
 
 #include "backend/backend.h"
 
-/* GFLOP/s of the backend's fp32 gemm on [n, n] x [n, n] (n = 512 on the
+/* GFLOP/s of the backend's dense-layer GEMM (backend_gemm_dense: fp32, or
+ * bf16 operands under device.precision = bf16) on [n, n] x [n, n] (n = 512 on the
  * host backend, 4096 on a device: large enough to reach the kernels' rate,
  * short enough to take a few tens of ms), the best of a few timed calls
  * after a warm-up, at the BLAS threads (or device mode, e.g. TF32) the run

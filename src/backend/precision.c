@@ -78,7 +78,7 @@ const struct backend_ops *backend_at_precision(const struct backend_ops *be, enu
         fatal("backend_at_precision: more than %d backends", VIEWS);
     if (!g_views[i].of) {
         g_views[i].view = *be;
-        g_views[i].view.gemm = be->gemm_bf16;
+        g_views[i].view.gemm_dense = be->gemm_bf16; /* gemm itself stays fp32 */
         g_views[i].of = be;
     }
     return &g_views[i].view;

@@ -1,6 +1,6 @@
 /* precision: device.precision (fp32 | tf32 | bf16) and its deprecated
  * alias device.tf32, resolved once; and the backend view that computes the
- * dense GEMMs at that precision (doc/gpu.md: bf16). */
+ * dense layers' GEMMs at that precision, and only those (doc/gpu.md: bf16). */
 #ifndef FS_PRECISION_H
 #define FS_PRECISION_H
 
@@ -21,8 +21,12 @@ int precision_resolve(const struct params *p, enum precision *out, char *note, s
 
 /* The backend that runs the model at precision pr: be itself for fp32 and
  * tf32 (tf32 is a mode of the device: device_open), for bf16 a copy of *be
- * whose gemm is be->gemm_bf16 (every other op, and the name, be's: the
- * fp32 path is untouched). NULL with err when be has no gemm_bf16. */
+ * whose gemm_dense is be->gemm_bf16: the dense layers' GEMMs take bf16
+ * operands, every other GEMM (the full softmax's logits and gradients, the
+ * bias GEMMs, evaluation scoring, the peak measurement) stays be->gemm,
+ * fp32, on every backend alike (the CPU's emulation follows the same rule
+ * as CUDA's cublasGemmEx). Every other op, and the name, are be's: the fp32
+ * path is untouched. NULL with err when be has no gemm_bf16. */
 const struct backend_ops *backend_at_precision(const struct backend_ops *be, enum precision pr,
                                                char *err, size_t errlen);
 

@@ -247,6 +247,10 @@ X(debug, node_size, INT, "0", 0, 1000000, NULL,
   "(0 = the real nodes)")
 X(debug, nan_in, CHOICE, "loss", 0, 0, "loss|sparse",
   "test hook: where debug.nan_step puts its NaN: the loss, or one embedding gradient of rank 0")
+X(debug, full_logits, INT, "0", 0, 1000000000000.0, NULL,
+  "test hook: train.loss = full scores blocks of at most this many logits (0 = 4Mi on the "
+  "CPU; a device takes several blocks at a time, from its free memory): small values make "
+  "tiny data take the blocked paths")
 X(debug, split_chunks, INT, "0", 0, 64, NULL,
   "test hook: with split_long = auto, cut every sequence into this many chunks (at least "
   "one position each), whatever its cost")

@@ -22,6 +22,11 @@ int64_t loss_full_shard_ids(int G, int shard, int64_t num_items, int64_t *ids)
     return m;
 }
 
+/* the host's tiles of logits: what a core's L2 holds beside the shard's
+ * rows; for d up to FULL_TILE_DMAX */
+#define FULL_TILE_BYTES (512 * 1024)
+#define FULL_TILE_DMAX 128
+
 /* bytes of n elements of `elem` bytes, at least one (backends allocate > 0) */
 static size_t nbytes(int64_t n, size_t elem) { return (size_t)(n > 0 ? n : 1) * elem; }
 
@@ -39,6 +44,10 @@ struct full_ctx {
     int64_t m, first;             /* the shard: m rows, ids first, first + G, ... */
     float *raw, *e, *norms, *de;  /* [m, d] rows, rows used (normalised), their gradient */
     int64_t cp, ci, nib;          /* positions and items per block, item blocks */
+    int64_t sp, nblk;             /* positions per pass (k cp: on a device k >= 1), blocks of
+                                     cp positions in the step */
+    int64_t tile;                 /* rows per GEMM and op within a block: on the host a
+                                     cache's worth, on a device the block */
 };
 
 /* direct: the device buffers a[na], b[nb] floats are (on = 1), or no
@@ -104,6 +113,21 @@ static void full_gather(struct full_ctx *x, int64_t T, const float *u, const int
     be->free(u_me);
 }
 
+/* Logits a device holds at a time: sh->dev_logits when set, else a quarter
+ * of its free memory, at least LOSS_FULL_LOGITS and at most
+ * LOSS_FULL_DEV_LOGITS. */
+static int64_t device_logits(const struct backend_ops *be, const struct loss_full_shard *sh)
+{
+    if (sh->dev_logits > 0)
+        return sh->dev_logits;
+    size_t free_b = 0, total_b = 0;
+    char err[256];
+    if (!be->device_memory || be->device_memory(&free_b, &total_b, err, sizeof err))
+        return LOSS_FULL_LOGITS;
+    const int64_t n = (int64_t)(free_b / 4 / sizeof(float));
+    return n < LOSS_FULL_LOGITS ? LOSS_FULL_LOGITS : n > LOSS_FULL_DEV_LOGITS ? LOSS_FULL_DEV_LOGITS : n;
+}
+
 /* The shard's rows e [m, d] (normalised when asked) and the block sizes:
  * the positions per block depend only on num_items / G, so every rank of
  * the group walks the same blocks of positions. */
@@ -124,15 +148,39 @@ static void full_shard(struct full_ctx *x, const struct loss_full_shard *sh, con
         be->l2norm_fwd(x->m, d, ITEM_NORM_EPS, x->raw, x->e, x->norms);
     }
     x->de = be->alloc(bytes);
+    const int64_t logits = sh->logits > 0 ? sh->logits : LOSS_FULL_LOGITS;
     const int64_t mmax = sh->num_items / sh->G + 1;
-    if (mmax <= LOSS_FULL_ONE_BLOCK) { /* one item block: logits computed once */
+    if (mmax <= logits / 128) { /* one item block (<= LOSS_FULL_ONE_BLOCK): logits once */
         x->ci = mmax;
-        x->cp = LOSS_FULL_LOGITS / mmax;
+        x->cp = logits / mmax;
     } else {
-        x->cp = 256;
-        x->ci = LOSS_FULL_LOGITS / x->cp;
+        x->cp = logits < 256 ? 1 : 256;
+        x->ci = logits / x->cp;
     }
     x->nib = (x->m + x->ci - 1) / x->ci;
+    x->nblk = (x->ng + x->cp - 1) / x->cp;
+    x->sp = x->cp;
+    if (!backend_is_host(be)) { /* k blocks a pass, the same k on every rank of the group */
+        const int64_t width = x->ci < x->m ? x->ci : x->m;
+        int64_t k = device_logits(be, sh) / (x->cp * (width > 0 ? width : 1));
+        int64_t *all = xmalloc((size_t)x->G * sizeof *all);
+        comm_allgather_i64(x->c, COMM_EMB, k, all);
+        for (int r = 0; r < x->G; r++)
+            k = all[r] < k ? all[r] : k;
+        free(all);
+        k = k < 1 ? 1 : k > x->nblk ? x->nblk : k;
+        x->sp = k * x->cp;
+    }
+    /* the host's tiles: FULL_TILE_BYTES of logits (L2), whole lse groups;
+     * tiles split the logits' GEMM by rows, whose every element is then one
+     * pass over d <= FULL_TILE_DMAX terms however BLAS blocks the call (its
+     * k panels are longer), the bits of the whole block's GEMM */
+    const int64_t width = x->ci < x->m ? x->ci : x->m;
+    x->tile = x->cp;
+    if (backend_is_host(be) && x->d <= FULL_TILE_DMAX) {
+        x->tile = FULL_TILE_BYTES / (int64_t)sizeof(float) / (width > 0 ? width : 1) / 8 * 8;
+        x->tile = x->tile < 8 ? 8 : x->tile > x->cp ? x->cp : x->tile;
+    }
 }
 
 /* log(exp(a) + exp(b)) */
@@ -146,70 +194,107 @@ static double logaddexp(double a, double b)
     return m + log(exp(a - m) + exp(b - m));
 }
 
-/* Scratch of the blocks. */
+/* Scratch of a pass of sp positions (host arrays on the host, copies of the
+ * backend's on a device). */
 struct full_scratch {
-    float *S, *lse_dev; /* [cp, ci] logits, [cp] */
-    int64_t *tcol_dev;  /* [cp] */
-    float *lsef;        /* host [cp] */
-    double *lse, *all;  /* host [cp], [G, cp] */
-    int64_t *tcol;      /* host [cp] */
+    float *S, *parts_dev, *lse_dev; /* [sp, ci] logits, [nib, sp] the shard's log-sum-exp
+                                       per item block, [sp] the group's */
+    int64_t *tcol_dev;              /* [sp] */
+    double *tsum_dev;               /* [nblk, nib] the target logits of each block of cp
+                                       positions and item block, summed on the backend */
+    float *parts, *lsef;            /* host [nib, sp], [sp] */
+    double *lse, *all;              /* host [sp], [G, sp] */
+    int64_t *tcol;                  /* host [sp] */
+    double *share;                  /* host [nblk] this rank's log-sum-exps per block */
 };
 
-/* Logits of positions [p0, p0 + nb) against item block ib into w->S;
- * returns its width. */
+/* The logits' buffer of n floats (backend memory), kept from call to call
+ * (16 MiB on the CPU: allocating it every step cost a page-zeroing pass
+ * over it) and grown when a call needs more; one per backend at a time
+ * (the ops of a rank run on one thread). */
+static float *full_logits_buffer(const struct backend_ops *be, int64_t n)
+{
+    static const struct backend_ops *owner;
+    static float *buf;
+    static int64_t cap;
+    if (owner != be || n > cap) {
+        if (owner)
+            owner->free(buf);
+        cap = n > 1 ? n : 1;
+        buf = be->alloc((size_t)cap * sizeof(float));
+        owner = be;
+    }
+    return buf;
+}
+
+/* Logits of positions p0 + [t0, t0 + nt) against item block ib into rows
+ * [t0, t0 + nt) of w->S (row stride: the block's width); returns the width.
+ * Each logit is one dot product of d terms, whatever the rows of the call. */
 static int64_t full_logits(const struct full_ctx *x, struct full_scratch *w, int64_t p0,
-                           int64_t nb, int64_t ib)
+                           int64_t t0, int64_t nt, int64_t ib)
 {
     const int64_t j0 = ib * x->ci, nj = x->m - j0 < x->ci ? x->m - j0 : x->ci;
-    x->be->gemm(0, 1, nb, nj, x->d, 1.0f, x->U + p0 * x->d, x->d, x->e + j0 * x->d, x->d, 0.0f,
-                w->S, nj);
+    x->be->gemm(0, 1, nt, nj, x->d, 1.0f, x->U + (p0 + t0) * x->d, x->d, x->e + j0 * x->d, x->d,
+                0.0f, w->S + t0 * nj, nj);
     return nj;
 }
 
-/* The group's log-sum-exp of positions [p0, p0 + nb) into w->lse (host)
- * and w->lse_dev: this shard's over its item blocks, then all shards' in
- * rank order. Returns this rank's share of the loss: the log-sum-exps of
- * its own positions. */
-static double full_lse(const struct full_ctx *x, struct full_scratch *w, int64_t p0, int64_t nb)
+/* The group's log-sum-exp of positions [p0, p0 + nb) (a pass) into w->lse
+ * (host) and w->lse_dev: this shard's over its item blocks (one copy to
+ * the host: a host wait on a device), then all shards' in rank order (one
+ * all-gather). Per block of cp positions (the first is block b0), this
+ * rank's share of the loss: the log-sum-exps of its own positions, in
+ * w->share. */
+static void full_lse(const struct full_ctx *x, struct full_scratch *w, int64_t p0, int64_t nb,
+                     int64_t b0)
 {
-    for (int64_t i = 0; i < nb; i++)
-        w->lse[i] = -INFINITY;
-    for (int64_t ib = 0; ib < x->nib; ib++) {
-        int64_t nj = full_logits(x, w, p0, nb, ib);
-        x->be->softmax_block_lse(nb, nj, nj, x->inv_tau, w->S, w->lse_dev);
-        x->be->to_host(w->lsef, w->lse_dev, (size_t)nb * sizeof(float));
-        for (int64_t i = 0; i < nb; i++)
-            w->lse[i] = logaddexp(w->lse[i], (double)w->lsef[i]);
-    }
-    comm_allgather_bytes(x->c, COMM_EMB, w->lse, (size_t)nb * sizeof(double), w->all);
-    double share = 0;
+    const int64_t tile = backend_is_host(x->be) ? x->tile : nb;
+    for (int64_t ib = 0; ib < x->nib; ib++)
+        for (int64_t t0 = 0; t0 < nb; t0 += tile) { /* logits and their lse while in cache */
+            const int64_t nt = nb - t0 < tile ? nb - t0 : tile;
+            const int64_t nj = full_logits(x, w, p0, t0, nt, ib);
+            x->be->softmax_block_lse(nt, nj, nj, x->inv_tau, w->S + t0 * nj,
+                                     w->parts_dev + ib * nb + t0);
+        }
+    x->be->to_host(w->parts, w->parts_dev, (size_t)(x->nib * nb) * sizeof(float));
     for (int64_t i = 0; i < nb; i++) {
         double l = -INFINITY;
-        for (int r = 0; r < x->G; r++)
-            l = logaddexp(l, w->all[(size_t)r * (size_t)nb + (size_t)i]);
+        for (int64_t ib = 0; ib < x->nib; ib++)
+            l = logaddexp(l, (double)w->parts[ib * nb + i]);
         w->lse[i] = l;
-        w->lsef[i] = (float)l;
-        if (p0 + i >= x->off[x->me] && p0 + i < x->off[x->me + 1])
-            share += l;
+    }
+    comm_allgather_bytes(x->c, COMM_EMB, w->lse, (size_t)nb * sizeof(double), w->all);
+    for (int64_t i0 = 0; i0 < nb; i0 += x->cp) {
+        const int64_t i1 = nb - i0 < x->cp ? nb : i0 + x->cp;
+        double share = 0;
+        for (int64_t i = i0; i < i1; i++) {
+            double l = -INFINITY;
+            for (int r = 0; r < x->G; r++)
+                l = logaddexp(l, w->all[(size_t)r * (size_t)nb + (size_t)i]);
+            w->lse[i] = l;
+            w->lsef[i] = (float)l;
+            if (p0 + i >= x->off[x->me] && p0 + i < x->off[x->me + 1])
+                share += l;
+        }
+        w->share[b0 + i0 / x->cp] = share;
     }
     x->be->to_device(w->lse_dev, w->lsef, (size_t)nb * sizeof(float));
-    return share;
 }
 
-/* The backward of positions [p0, p0 + nb): per item block, the logits'
- * gradient (the target's column from its owner), then du_part [nb, d] =
- * dS e and de += dS^T U. Returns the target logits this shard owns. */
-static double full_backward(const struct full_ctx *x, struct full_scratch *w, int64_t p0,
-                            int64_t nb, float *du_part)
+/* The backward of positions [p0, p0 + nb) (a pass; its first block of cp
+ * positions is block b0): per item block and block of cp positions, tile
+ * by tile, the logits' gradient (the target's column from its owner; the
+ * target logits this shard owns summed on the backend into the slot of the
+ * block and item block, one by one), then per block du_part [cp, d] = dS e
+ * and de += dS^T U: the CPU's blocks' sums whatever the pass or tile. */
+static void full_backward(const struct full_ctx *x, struct full_scratch *w, int64_t p0,
+                          int64_t nb, int64_t b0, float *du_part)
 {
     const struct backend_ops *be = x->be;
     const int d = x->d;
-    double target = 0;
     for (int64_t ib = 0; ib < x->nib; ib++) {
         const int64_t j0 = ib * x->ci;
         int64_t nj = x->m - j0 < x->ci ? x->m - j0 : x->ci;
-        if (x->nib > 1) /* else the one block's logits are still in S */
-            full_logits(x, w, p0, nb, ib);
         for (int64_t i = 0; i < nb; i++) {
             int64_t t = x->tg[p0 + i], col = -1;
             if (t % x->G == (x->first % x->G) && (t - x->first) / x->G - j0 >= 0 &&
@@ -218,13 +303,24 @@ static double full_backward(const struct full_ctx *x, struct full_scratch *w, in
             w->tcol[i] = col;
         }
         be->to_device(w->tcol_dev, w->tcol, (size_t)nb * sizeof(int64_t));
-        target += be->softmax_block_grad(nb, nj, nj, x->inv_tau, w->lse_dev, w->tcol_dev,
-                                         x->gscale, w->S);
-        be->gemm(0, 0, nb, d, nj, 1.0f, w->S, nj, x->e + j0 * d, d, ib ? 1.0f : 0.0f,
-                 du_part + p0 * d, d);
-        be->gemm(1, 0, nj, d, nb, 1.0f, w->S, nj, x->U + p0 * d, d, 1.0f, x->de + j0 * d, d);
+        for (int64_t i0 = 0; i0 < nb; i0 += x->cp) {
+            const int64_t n = nb - i0 < x->cp ? nb - i0 : x->cp;
+            double *slot = w->tsum_dev + (b0 + i0 / x->cp) * x->nib + ib;
+            for (int64_t t0 = i0; t0 < i0 + n; t0 += x->tile) {
+                const int64_t nt = i0 + n - t0 < x->tile ? i0 + n - t0 : x->tile;
+                if (x->nib > 1) /* else the one block's logits are still in S */
+                    full_logits(x, w, p0, t0, nt, ib);
+                be->softmax_block_grad(nt, nj, nj, x->inv_tau, w->lse_dev + t0, w->tcol_dev + t0,
+                                       x->gscale, w->S + t0 * nj, slot);
+            }
+            /* sums over the items and over the positions: whole blocks, as
+             * BLAS sums them (its k splits depend on the call's shape) */
+            be->gemm(0, 0, n, d, nj, 1.0f, w->S + i0 * nj, nj, x->e + j0 * d, d,
+                     ib ? 1.0f : 0.0f, du_part + (p0 + i0) * d, d);
+            be->gemm(1, 0, nj, d, n, 1.0f, w->S + i0 * nj, nj, x->U + (p0 + i0) * d, d, 1.0f,
+                     x->de + j0 * d, d);
+        }
     }
-    return target;
 }
 
 /* du_part [ng, d] (this shard's part of every group position's gradient)
@@ -302,21 +398,38 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
                          .gscale = scale / tau};
     full_gather(&x, T, u, targets);
     full_shard(&x, sh, rows, normalize_items);
-    const int64_t cp = x.cp;
+    const int64_t sp = x.sp, nib = x.nib;
     struct full_scratch w = {
-        .S = be->alloc(nbytes(cp * (x.ci < x.m ? x.ci : x.m), sizeof(float))),
-        .lse_dev = be->alloc(nbytes(cp, sizeof(float))),
-        .tcol_dev = be->alloc(nbytes(cp, sizeof(int64_t))),
-        .lsef = xmalloc(nbytes(cp, sizeof(float))), .lse = xmalloc(nbytes(cp, sizeof(double))),
-        .all = xmalloc(nbytes(cp * x.G, sizeof(double))),
-        .tcol = xmalloc(nbytes(cp, sizeof(int64_t)))};
+        .S = full_logits_buffer(be, sp * (x.ci < x.m ? x.ci : x.m)),
+        .parts_dev = be->alloc(nbytes(nib * sp, sizeof(float))),
+        .lse_dev = be->alloc(nbytes(sp, sizeof(float))),
+        .tcol_dev = be->alloc(nbytes(sp, sizeof(int64_t))),
+        .tsum_dev = be->alloc(nbytes(x.nblk * nib, sizeof(double))),
+        .parts = xmalloc(nbytes(nib * sp, sizeof(float))),
+        .lsef = xmalloc(nbytes(sp, sizeof(float))), .lse = xmalloc(nbytes(sp, sizeof(double))),
+        .all = xmalloc(nbytes(sp * x.G, sizeof(double))),
+        .tcol = xmalloc(nbytes(sp, sizeof(int64_t))),
+        .share = xmalloc(nbytes(x.nblk, sizeof(double)))};
     float *du_part = be->alloc(nbytes(x.ng * d, sizeof(float)));
-    double total = 0;
-    for (int64_t p0 = 0; p0 < x.ng; p0 += cp) {
-        const int64_t nb = x.ng - p0 < cp ? x.ng - p0 : cp;
-        total += full_lse(&x, &w, p0, nb);
-        total -= full_backward(&x, &w, p0, nb, du_part);
+    be->zero(w.tsum_dev, nbytes(x.nblk * nib, sizeof(double)));
+    for (int64_t p0 = 0; p0 < x.ng; p0 += sp) {
+        const int64_t nb = x.ng - p0 < sp ? x.ng - p0 : sp;
+        full_lse(&x, &w, p0, nb, p0 / x.cp);
+        full_backward(&x, &w, p0, nb, p0 / x.cp, du_part);
     }
+    /* the target logits' sums: one copy to the host per step; the loss in
+     * the order of the CPU's blocks (their log-sum-exps, less their targets) */
+    double *tsum = xmalloc(nbytes(x.nblk * nib, sizeof(double)));
+    be->to_host(tsum, w.tsum_dev, (size_t)(x.nblk * nib) * sizeof(double));
+    double total = 0;
+    for (int64_t b = 0; b < x.nblk; b++) {
+        double target = 0;
+        for (int64_t ib = 0; ib < nib; ib++)
+            target += tsum[b * nib + ib];
+        total += w.share[b];
+        total -= target;
+    }
+    free(tsum);
     full_du_home(&x, du_part, T, du);
     float *dx = x.de;
     if (x.e != x.raw) { /* through the normalisation, into the raw rows' buffer */
@@ -327,13 +440,16 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
     if (count)
         *count = x.n_me;
     be->free(du_part);
-    be->free(w.S);
+    be->free(w.parts_dev);
     be->free(w.lse_dev);
     be->free(w.tcol_dev);
+    be->free(w.tsum_dev);
+    free(w.parts);
     free(w.lsef);
     free(w.lse);
     free(w.all);
     free(w.tcol);
+    free(w.share);
     full_free(&x);
     return total;
 }

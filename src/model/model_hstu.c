@@ -275,8 +275,8 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         const float *tb = P->use_ts ? param(m, l, P_TIME_BIAS)->w : NULL;
         be->layernorm_fwd(T, d, LN_EPS, A->x, NULL, NULL, A->n, A->mean, A->rstd);
         for (int blk = 0; blk < 4; blk++) /* column block blk of uvqk: [d, hd], ld 4 hd */
-            be->gemm(0, 0, T, hd, d, 1.0f, A->n, d, uvqk + (size_t)blk * hd, 4 * hd, 0.0f,
-                     A->pre + (size_t)blk * T * hd, hd);
+            backend_gemm_dense(be, 0, 0, T, hd, d, 1.0f, A->n, d, uvqk + (size_t)blk * hd,
+                               4 * hd, 0.0f, A->pre + (size_t)blk * T * hd, hd);
         be->silu_fwd(4 * T * hd, A->pre, A->h);
         const float *U = A->h, *V = U + (size_t)T * hd, *Q = V + (size_t)T * hd,
                     *K = Q + (size_t)T * hd;
@@ -299,7 +299,8 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         if (P->dropped)
             be->dropout_fwd(T, hd, c->dropout, P->keys, 1 + (uint64_t)l, A->z, A->z, A->mask);
         be->copy(xnext, A->x, td * sizeof(float));
-        be->gemm(0, 0, T, d, hd, 1.0f, A->z, hd, param(m, l, P_OW)->w, d, 1.0f, xnext, d);
+        backend_gemm_dense(be, 0, 0, T, d, hd, 1.0f, A->z, hd, param(m, l, P_OW)->w, d, 1.0f,
+                           xnext, d);
         be->gemm(0, 0, T, d, 1, 1.0f, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, xnext, d);
         model_between_layers(m, -1);
     }
@@ -332,8 +333,8 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
         float *dU = P->dh, *dV = dU + th, *dQ = dV + th, *dK = dQ + th;
 
         be->gemm(1, 0, 1, d, T, 1.0f, P->ones, 1, dx, d, 1.0f, param(m, l, P_OB)->g, d);
-        be->gemm(1, 0, hd, d, T, 1.0f, A->z, hd, dx, d, 1.0f, ow->g, d);
-        be->gemm(0, 1, T, hd, d, 1.0f, dx, d, ow->w, d, 0.0f, P->dz, hd);
+        backend_gemm_dense(be, 1, 0, hd, d, T, 1.0f, A->z, hd, dx, d, 1.0f, ow->g, d);
+        backend_gemm_dense(be, 0, 1, T, hd, d, 1.0f, dx, d, ow->w, d, 0.0f, P->dz, hd);
         if (P->dropped)
             be->dropout_bwd(T, hd, c->dropout, A->mask, P->dz, P->dz);
         be->mul((int64_t)th, P->dz, A->o, dU);
@@ -360,10 +361,10 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
         be->silu_bwd(4 * (int64_t)th, A->pre, P->dh, P->dh);
         for (int blk = 0; blk < 4; blk++) {
             const float *dpre = P->dh + (size_t)blk * th;
-            be->gemm(1, 0, d, hd, T, 1.0f, A->n, d, dpre, hd, 1.0f, uvqk->g + (size_t)blk * hd,
-                     4 * hd);
-            be->gemm(0, 1, T, d, hd, 1.0f, dpre, hd, uvqk->w + (size_t)blk * hd, 4 * hd,
-                     blk ? 1.0f : 0.0f, P->dn, d);
+            backend_gemm_dense(be, 1, 0, d, hd, T, 1.0f, A->n, d, dpre, hd, 1.0f,
+                               uvqk->g + (size_t)blk * hd, 4 * hd);
+            backend_gemm_dense(be, 0, 1, T, d, hd, 1.0f, dpre, hd, uvqk->w + (size_t)blk * hd,
+                               4 * hd, blk ? 1.0f : 0.0f, P->dn, d);
         }
         be->layernorm_bwd(T, d, A->x, A->mean, A->rstd, NULL, P->dn, P->tmp, NULL, NULL);
         be->axpy((int64_t)td, 1.0f, P->tmp, dx);

@@ -219,7 +219,7 @@ static void linear_fwd(struct model *m, int64_t T, const float *x, const struct 
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
     be->gemm(0, 0, T, d, 1, 1.0f, s->ones, 1, b->w, d, 0.0f, y, d);
-    be->gemm(0, 0, T, d, d, 1.0f, x, d, W->w, d, 1.0f, y, d);
+    backend_gemm_dense(be, 0, 0, T, d, d, 1.0f, x, d, W->w, d, 1.0f, y, d);
 }
 
 /* dW += x^T dy, db += 1^T dy; dx = dy W^T (+= when accumulate) */
@@ -229,9 +229,10 @@ static void linear_bwd(struct model *m, int64_t T, const float *x, struct dense_
     const struct backend_ops *be = m->be;
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
-    be->gemm(1, 0, d, d, T, 1.0f, x, d, dy, d, 1.0f, W->g, d);
+    backend_gemm_dense(be, 1, 0, d, d, T, 1.0f, x, d, dy, d, 1.0f, W->g, d);
     be->gemm(0, 0, 1, d, T, 1.0f, s->ones, T, dy, d, 1.0f, b->g, d);
-    be->gemm(0, 1, T, d, d, 1.0f, dy, d, W->w, d, accumulate ? 1.0f : 0.0f, dx, d);
+    backend_gemm_dense(be, 0, 1, T, d, d, 1.0f, dy, d, W->w, d, accumulate ? 1.0f : 0.0f, dx,
+                       d);
 }
 
 /* -- forward / backward ------------------------------------------------- */

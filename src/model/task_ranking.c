@@ -84,7 +84,7 @@ static void head_fwd(const struct backend_ops *be, struct rank_priv *r, int64_t 
         float *y = r->h[l + 1];
         be->index_rows(n, o, r->b[l]->w, r->zidx, y, NULL, 0); /* every row: the bias */
         if (n > 0)
-            be->gemm(0, 0, n, o, a, 1.0f, in, a, r->W[l]->w, o, 1.0f, y, o);
+            backend_gemm_dense(be, 0, 0, n, o, a, 1.0f, in, a, r->W[l]->w, o, 1.0f, y, o);
         if (l + 1 < r->L)
             be->relu_fwd(n * o, y, y);
         in = y;
@@ -179,8 +179,8 @@ static void rank_backward(struct task *t, struct task_step *st)
         float *dx = l ? r->dh[l & 1] : st->du;
         be->col_sums(n, o, dy, r->b[l]->g); /* db = column sums of dy, in row order */
         if (n > 0) {
-            be->gemm(1, 0, a, o, n, 1.0f, in, a, dy, o, 1.0f, r->W[l]->g, o);
-            be->gemm(0, 1, n, a, o, 1.0f, dy, o, r->W[l]->w, o, 0.0f, dx, a);
+            backend_gemm_dense(be, 1, 0, a, o, n, 1.0f, in, a, dy, o, 1.0f, r->W[l]->g, o);
+            backend_gemm_dense(be, 0, 1, n, a, o, 1.0f, dy, o, r->W[l]->w, o, 0.0f, dx, a);
         }
         if (l > 0) /* through the ReLU of h_l (h_l > 0 iff its input was) */
             be->relu_bwd(n * a, in, dx, dx);

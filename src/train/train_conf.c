@@ -177,6 +177,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->shared_dir = (int)params_i64(p, P_output_shared_dir);
     tc->ckpt_gathered = !strcmp(params_str(p, P_output_checkpoint_write), "gathered");
     tc->ckpt_block = params_i64(p, P_debug_checkpoint_block);
+    tc->full_logits = params_i64(p, P_debug_full_logits);
     tc->nan_step = params_i64(p, P_debug_nan_step);
     tc->nan_sparse = !strcmp(params_str(p, P_debug_nan_in), "sparse");
     if (!tc->data_path[0])

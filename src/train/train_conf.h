@@ -72,6 +72,7 @@ struct train_conf {
     int shared_dir;           /* output.shared_dir: beside other runs' checkpoints */
     int ckpt_gathered;        /* output.checkpoint_write = gathered (through rank 0) */
     int64_t ckpt_block;       /* debug.checkpoint_block: bytes per round (0 = default) */
+    int64_t full_logits;      /* debug.full_logits: the full softmax's block (0 = default) */
     /* debug.slow_rank */
     int slow_rank;            /* -1: none */
     double slow_factor;

@@ -343,7 +343,7 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
     s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
                                         .num_items = tr->ds.num_items, .m = s->n_shard,
                                         .idx = s->ranking ? NULL : inv + T * (2 + cf->R),
-                                        .direct = tr->dev.direct};
+                                        .direct = tr->dev.direct, .logits = cf->full_logits};
     s->view = (struct task_step){.be = tr->be, .c = tr->c, .T = T, .d = cf->d, .out = out,
                                  .du = du, .acc = s->sc + SC_LOSS, .scale = scale,
                                  .ws = &s->lws, .nuniq = emb_exchange_nuniq(in->x), .rows = rows,
