@@ -136,8 +136,8 @@ double cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds
                                struct cuda_ws *ws);
 
 /* exchange.cu: the exchanges' device ops (backend.h): the wire codecs
- * (src/embedding/emb_codec_row.h, the CPU's own row functions), the keyed
- * negatives (src/model/loss_sample.h), a count of values in a range. */
+ * (src/backend/emb_codec_row.h, the CPU's own row functions), the keyed
+ * negatives (src/backend/loss_sample.h), a count of values in a range. */
 void cuda_emb_encode(cudaStream_t s, int codec, int64_t n, int dim, const float *rows,
                      uint8_t *wire, uint64_t *bad);
 void cuda_emb_decode(cudaStream_t s, int codec, int64_t n, int dim, const uint8_t *wire,

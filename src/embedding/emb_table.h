@@ -21,8 +21,8 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
-#include "embedding/emb_codec.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_codec.h"
+#include "backend/emb_optim.h"
 
 enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
 
