@@ -1,4 +1,4 @@
-/* kernels: the C launchers of the CUDA kernels (DESIGN.md §6). One family of
+/* kernels: the C launchers of the CUDA kernels (doc/gpu.md). One family of
  * kernels per .cu file; C code (backend_cuda.c) reaches them only through
  * these functions. Each launcher takes the stream to run on, enqueues its
  * kernels (no synchronisation unless stated) and checks the launch with

@@ -1,4 +1,4 @@
-/* backend: the one table of operations that model code calls (DESIGN.md §6).
+/* backend: the one table of operations that model code calls (doc/internals.md).
  *
  * Tensors are row-major float arrays in the backend's memory. A jagged batch
  * of B sequences is x: [T, d] with T = sum L_i and offsets[B + 1] (int64).
@@ -337,7 +337,7 @@ struct backend_ops {
 
     /* Device memory shared between the processes of one node (CUDA IPC),
      * for the intra-node transports of the dense gradient all-reduce
-     * (DESIGN.md §1, technique 3; src/train/dense_ipc.c). NULL on the CPU backend.
+     * (doc/overlap.md, "Transports"; src/train/dense_ipc.c). NULL on the CPU backend.
      * ipc_export: write the handle of dev_ptr (the start of a buffer from
      * alloc) into handle[BACKEND_IPC_HANDLE_BYTES]; 0, or -1 with err.
      * ipc_open: map a handle exported by ANOTHER process of the node (never

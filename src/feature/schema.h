@@ -1,6 +1,6 @@
 /* schema: the features of a run, resolved once from the parameters
  * (features.item, features.event, features.user and their settings) and
- * the dataset (DESIGN.md §5, §7): for each feature its name, how it enters
+ * the dataset (doc/training.md, "Features"): for each feature its name, how it enters
  * the model, its table (rows, width, placement, optimizer) and the
  * projection of its rows to the model width. Everything else reads it:
  * the tables are made from it (train.c), the values loaded by it
