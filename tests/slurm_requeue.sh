@@ -16,7 +16,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_test_setup
-STEPS=${SLURM_REQUEUE_STEPS:-16000}
+STEPS=${SLURM_REQUEUE_STEPS:-8000}
 ARGS="data.path=tiny.h5 model.dropout=0 train.epochs=100000 train.max_steps=$STEPS train.log_every=100"
 
 # last_step FILE: the step of the last train line of a metrics file
