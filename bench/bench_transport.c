@@ -1,5 +1,5 @@
 /* bench_transport: what the intra-node transports of parallel.transport
- * cost the model's compute (DESIGN.md §1, technique 3; §9: ratios against
+ * cost the model's compute (doc/overlap.md, "Transports"; ratios against
  * a baseline measured in the same run). Run on one H200 at 2 and 4 ranks.
  *
  * Run under mpirun with 2 to 4 ranks on one node with a GPU (rank r opens

@@ -1,6 +1,6 @@
 /* copy: the kernels of the intra-node transports of the dense gradient
  * all-reduce (backend.h: peer_copy with use_kernel, comm_add; host side in
- * src/comm/dense_ipc.c). Verified on one H200 (peer mappings of other processes
+ * src/train/dense_ipc.c). Verified on one H200 (peer mappings of other processes
  * on the same device); not yet across two GPUs.
  *
  * cuda_copy_kernel is the "kernel" transport: a copy done by SMs, reading

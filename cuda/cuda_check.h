@@ -1,4 +1,4 @@
-/* cuda_check: the checking macros of the CUDA code (DESIGN.md §8). Every
+/* cuda_check: the checking macros of the CUDA code (as src/base/check.h). Every
  * CUDA runtime and cuBLAS call is wrapped; a failure prints the call, the
  * file:line and the library's reason, and ends the job through fatal().
  * Usable from C (backend_cuda.c) and from .cu files (nvcc, C++). */

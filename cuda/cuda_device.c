@@ -217,7 +217,7 @@ float cuda_event_ms(struct backend_event *start, struct backend_event *end)
 /* ---- CUDA IPC and the intra-node transports ---------------------------- */
 /* Verified on one H200 shared by several processes; not yet between two
  * GPUs (peer access) of a node. The handles travel between the processes of a
- * node (src/comm/dense_ipc.c); a mapping of a buffer on another device enables
+ * node (src/train/dense_ipc.c); a mapping of a buffer on another device enables
  * peer access lazily. Failures to export or map are returned, not fatal:
  * parallel.transport=auto falls back to MPI. */
 

@@ -31,7 +31,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_optim.h"
 
 #define EMB_THREADS 256
 #define EMB_MAX_BLOCKS 65536
@@ -300,7 +300,7 @@ void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys,
 
 /* --- sparse update --------------------------------------------------------------- */
 
-/* emb_optim_row (embedding/emb_optim.h) by the 32 lanes of a warp, term for
+/* emb_optim_row (backend/emb_optim.h) by the 32 lanes of a warp, term for
  * term: lane l takes the columns l, l + 32, ..; every column's maths is the
  * CPU's. Adagrad's sum of squares runs in the CPU's order (columns 0, 1,
  * ..): each lane squares its column, then every lane adds the 32 squares of

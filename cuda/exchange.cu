@@ -1,15 +1,15 @@
 /* exchange: the embedding exchanges' device operations (backend.h:
  * emb_encode, emb_decode, sample_negatives, count_range). The codecs run
- * the CPU reference's own row functions (src/embedding/emb_codec_row.h:
+ * the CPU reference's own row functions (src/backend/emb_codec_row.h:
  * host and device code alike, products and sums rounded one by one), the
- * sampler the keyed generator of src/model/loss_sample.h: the same bits as
+ * sampler the keyed generator of src/backend/loss_sample.h: the same bits as
  * the CPU backend. One thread per row (codecs) or position (negatives). */
 #include <stdint.h>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
-#include "embedding/emb_codec_row.h"
-#include "model/loss_sample.h"
+#include "backend/emb_codec_row.h"
+#include "backend/loss_sample.h"
 
 #define EX_THREADS 256
 #define EX_MAX_BLOCKS 65536

@@ -1,6 +1,6 @@
 /* gemm_bf16: the operands of gemm_bf16 (device.precision = bf16; backend.h)
  * rounded to bf16 for cublasGemmEx, by the CPU emulation's own rounding
- * (src/embedding/emb_codec_row.h: ecr_f32_to_bf16_rn, host and device code
+ * (src/backend/emb_codec_row.h: ecr_f32_to_bf16_rn, host and device code
  * alike): the two backends see the same bf16 operands, bit for bit, and
  * differ only in the order of the fp32 sums (test_backend_ops: gemm_bf16).
  * One thread per element, a grid-stride loop; 64-bit indexes. */
@@ -8,7 +8,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
-#include "embedding/emb_codec_row.h"
+#include "backend/emb_codec_row.h"
 
 #define BF_THREADS 256
 #define BF_MAX_BLOCKS 65536

@@ -1,4 +1,4 @@
-/* kernels: the C launchers of the CUDA kernels (DESIGN.md §6). One family of
+/* kernels: the C launchers of the CUDA kernels (doc/gpu.md). One family of
  * kernels per .cu file; C code (backend_cuda.c) reaches them only through
  * these functions. Each launcher takes the stream to run on, enqueues its
  * kernels (no synchronisation unless stated) and checks the launch with
@@ -136,8 +136,8 @@ void cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds, 
                              double *acc, struct cuda_ws *ws);
 
 /* exchange.cu: the exchanges' device ops (backend.h): the wire codecs
- * (src/embedding/emb_codec_row.h, the CPU's own row functions), the keyed
- * negatives (src/model/loss_sample.h), a count of values in a range. */
+ * (src/backend/emb_codec_row.h, the CPU's own row functions), the keyed
+ * negatives (src/backend/loss_sample.h), a count of values in a range. */
 void cuda_emb_encode(cudaStream_t s, int codec, int64_t n, int dim, const float *rows,
                      uint8_t *wire, uint64_t *bad);
 void cuda_emb_decode(cudaStream_t s, int codec, int64_t n, int dim, const uint8_t *wire,

@@ -1,6 +1,6 @@
 /* backend_fake: the fake device (device.type = fake), a test backend that
  * behaves like a discrete GPU while running the CPU backend's own
- * operations (DESIGN.md §6; fake/README, doc/gpu.md):
+ * operations (fake/README, doc/gpu.md):
  *   - its memory is separate: every allocation stays inaccessible to host
  *     code except inside an operation on it (fake_mem.c), so a host
  *     dereference faults at once and the report names the allocation; an
@@ -26,7 +26,7 @@
 #include "backend/backend_cpu.h"
 #include "backend/devstats.h"
 #include "base/check.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_optim.h"
 #include "fake/fake.h"
 
 #define OP(name) struct fk_op op_; fake_op_begin(&op_, name)

@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "config.h"
 #include "tools/data_tools.h"
+#include "tools/export.h"
 #include "base/params.h"
 #include "tools/plan_tools.h"
 #include "eval/recommend.h"

@@ -4,7 +4,7 @@
 # which must end the whole job with a message and no hang.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
-run() { np=$1; shift; timeout 120 "$MPIRUN" -np "$np" "$FS" bench exchange "$@"; }
+run() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" bench exchange "$@"; }
 SMALL="--check --vocab 20000 --dim 16 --ids 3000 --zipf 1.1 --iters 3 --warmup 1"
 
 for args in "2" "3" "4" "4 parallel.embedding_group=2" "4 parallel.embedding_group=1" \

@@ -11,10 +11,10 @@ need_mpirun
 have_h5py || { echo "SKIP: no /usr/bin/python3 with h5py"; exit 77; }
 tiny_data
 COMMON="data.path=$T/tiny.h5 model.dropout=0 train.final_eval=off train.log_every=1"
-train() { timeout 120 "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON "$@"; }
+train() { timeout 300 "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON "$@"; }
 # the refusals: one process without mpirun (MPI's singleton start, a third
 # of mpirun's start-up time per case)
-train1() { timeout 120 "$FS" train "$IN" $COMMON "$@"; }
+train1() { timeout 300 "$FS" train "$IN" $COMMON "$@"; }
 expect_ok train train.max_steps=2 output.checkpoint_dir="$T/ck"
 mkdir -p "$T/bad"
 "$PY" "$TOP_SRCDIR/tests/ckpt_craft.py" "$T/ck/ckpt-2.h5" "$T/bad" > "$T/cases" ||

@@ -1,7 +1,7 @@
 #!/bin/sh
 # cli_compress: the wire codecs of the embedding exchanges in training
-# (parallel.rows_codec, parallel.grads_codec; doc/compression.md), 20 steps
-# of tiny.in (d = 16):
+# (parallel.rows_codec, parallel.grads_codec; doc/compression.md), 10 steps
+# of tiny.in (d = 16; the deviations below measured over 20 steps):
 #   - fp32 named explicitly is the default, to the printed digits;
 #   - a rows codec gives the same losses at P = 1, 2 and 4 (every rank
 #     encodes every row it serves, itself included): to 1e-5 for fp8 and
@@ -26,7 +26,7 @@
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 tiny_data
-COMMON="data.path=$T/tiny.h5 device.type=cpu train.epochs=10 train.max_steps=20 train.log_every=1 train.final_eval=off"
+COMMON="data.path=$T/tiny.h5 device.type=cpu train.epochs=10 train.max_steps=10 train.log_every=1 train.final_eval=off"
 train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
 # the last train line's value of a metrics key
 last() { grep '"event":"train"' "$1" | tail -1 | grep -o "\"$2\":[^,}]*" | cut -d: -f2; }
@@ -116,16 +116,16 @@ expect_ok train 2 embedding.subspace_k=8 parallel.rows_codec=int8 output.metrics
 ratio_is "$T/k8i.jsonl" rows_bytes 0.25 "subspace k=8 with int8 rows (8 + 8 bytes)"
 expect_error "embedding.subspace_k = 17 exceeds model.dim = 16" train 1 embedding.subspace_k=17
 # a subspace checkpoint (c[i] and its state) resumes on another rank count:
-# 10 steps at P = 2, then to 20 at P = 3, equal to the uninterrupted P = 1
+# 5 steps at P = 2, then to 10 at P = 3, equal to the uninterrupted P = 1
 # run; it is refused for a plain table and for another k
-expect_ok train 2 embedding.subspace_k=8 train.max_steps=10 output.checkpoint_dir="$T/cks" \
+expect_ok train 2 embedding.subspace_k=8 train.max_steps=5 output.checkpoint_dir="$T/cks" \
     output.metrics="$T/k8-res.jsonl"
 expect_ok train 3 embedding.subspace_k=8 train.resume=auto output.checkpoint_dir="$T/cks" \
     output.metrics="$T/k8-res.jsonl"
 same_losses "$T/k8-1.jsonl" "$T/k8-res.jsonl" "subspace k=8: resumed P=2 -> 3 vs uninterrupted" 0 1e-5
-expect_error "resume with embedding.subspace_k = 8" train 1 train.resume="$T/cks/ckpt-10.h5"
+expect_error "resume with embedding.subspace_k = 8" train 1 train.resume="$T/cks/ckpt-5.h5"
 expect_error "embedding.subspace_k = 8 in the checkpoint, 4 in this run" \
-    train 1 embedding.subspace_k=4 train.resume="$T/cks/ckpt-10.h5"
+    train 1 embedding.subspace_k=4 train.resume="$T/cks/ckpt-5.h5"
 # a plain checkpoint (codec settings recorded) is refused for a subspace table
 expect_ok train 1 train.max_steps=2 parallel.rows_codec=int8 output.checkpoint_dir="$T/ck"
 if command -v h5dump >/dev/null; then

@@ -13,7 +13,7 @@ COMMON="data.path=$T/tiny.h5 train.epochs=10 train.log_every=1"
 train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
 
 for model in hstu sasrec; do
-    M="model.type=$model train.loss=full train.max_steps=12"
+    M="model.type=$model train.loss=full train.max_steps=6"
     [ $model = sasrec ] && M="$M train.temperature=1"
     expect_ok train 1 $M output.metrics="$T/f-$model-1.jsonl"
     expect_ok train 2 $M output.metrics="$T/f-$model-2.jsonl"
@@ -32,17 +32,17 @@ expect_ok train 1 train.max_steps=1 output.metrics="$T/s1.jsonl"
 losses "$T/s1.jsonl" | head -1 > "$T/b"
 cmp -s "$T/a" "$T/b" && fail "full and softmax give the same first loss"
 
-# resume: 6 steps + checkpoint on P = 2, then on P = 3 and P = 1
-F="train.loss=full train.max_steps=12"
-expect_ok train 2 $F train.max_steps=6 output.checkpoint_dir="$T/ck"
-expect_ok train 3 $F train.resume="$T/ck/ckpt-6.h5" output.metrics="$T/fr3.jsonl"
-expect_ok train 1 $F train.resume="$T/ck/ckpt-6.h5" output.metrics="$T/fr1.jsonl"
-same_losses "$T/f-hstu-1.jsonl" "$T/fr3.jsonl" "full: P=2 checkpoint resumed at P=3" 6 1e-5
-same_losses "$T/f-hstu-1.jsonl" "$T/fr1.jsonl" "full: P=2 checkpoint resumed at P=1" 6 1e-5
+# resume: 3 steps + checkpoint on P = 2, then on P = 3 and P = 1
+F="train.loss=full train.max_steps=6"
+expect_ok train 2 $F train.max_steps=3 output.checkpoint_dir="$T/ck"
+expect_ok train 3 $F train.resume="$T/ck/ckpt-3.h5" output.metrics="$T/fr3.jsonl"
+expect_ok train 1 $F train.resume="$T/ck/ckpt-3.h5" output.metrics="$T/fr1.jsonl"
+same_losses "$T/f-hstu-1.jsonl" "$T/fr3.jsonl" "full: P=2 checkpoint resumed at P=3" 3 1e-5
+same_losses "$T/f-hstu-1.jsonl" "$T/fr1.jsonl" "full: P=2 checkpoint resumed at P=1" 3 1e-5
 
 # in-batch and mixed negatives: keyed by the token, the same on any P
 for from in in_batch mixed; do
-    N="train.negatives_from=$from train.max_steps=12"
+    N="train.negatives_from=$from train.max_steps=6"
     expect_ok train 1 $N output.metrics="$T/n-$from-1.jsonl"
     expect_ok train 4 $N output.metrics="$T/n-$from-4.jsonl"
     expect_ok train 4 $N parallel.embedding_group=2 output.metrics="$T/n-$from-4g2.jsonl"

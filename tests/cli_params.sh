@@ -64,7 +64,7 @@ while IFS='|' read -r setting want; do
     nowarn "$T/err" > "$T/params.err"
     if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
-            timeout 60 "$MPIRUN" -np 2 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path="$T/d.h5" \
+            timeout 300 "$MPIRUN" -np 2 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path="$T/d.h5" \
             $setting </dev/null >"$T/out" 2>"$T/err" && fail "train $setting succeeded"
         [ "$(grep -c "freescale: error" "$T/err")" = 1 ] && [ "$(nowarn "$T/err" | head -n 1)" = "$(cat "$T/params.err")" ] &&
             ! grep -q "MPI_ABORT" "$T/err" && [ ! -s "$T/out" ] &&
@@ -86,14 +86,14 @@ if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
     expect_error "freescale: error: $T/dup.in:3: duplicate key" \
-        timeout 60 "$MPIRUN" -np 3 "$FS" params "$T/dup.in"
+        timeout 300 "$MPIRUN" -np 3 "$FS" params "$T/dup.in"
     [ "$(grep -c "duplicate key" "$T/err")" = 1 ] && ! grep -q MPI_ABORT "$T/err" &&
         pass "3 ranks: the error once, no MPI_ABORT" || fail "3 ranks: $(head -c 400 "$T/err")"
     # mpirun -q: nothing but the message
-    expect_error "duplicate key" timeout 60 "$MPIRUN" -q -np 3 "$FS" params "$T/dup.in"
+    expect_error "duplicate key" timeout 300 "$MPIRUN" -q -np 3 "$FS" params "$T/dup.in"
     [ "$(nowarn "$T/err" | wc -l)" = 1 ] && pass "mpirun -q: the message alone" ||
         fail "mpirun -q: $(head -c 400 "$T/err")"
-    expect_ok timeout 60 "$MPIRUN" -np 3 "$FS" params "$T/good.in" model.heads=5
+    expect_ok timeout 300 "$MPIRUN" -np 3 "$FS" params "$T/good.in" model.heads=5
     [ "$(grep -c '^heads = 5' "$T/out")" = 1 ] || fail "effective parameters not printed once"
     grep -q "3 ranks" "$T/out" || fail "banner lacks the rank count"
 else

@@ -38,10 +38,10 @@ check_pngs() {
 
 # --- a real metrics file ------------------------------------------------------
 tiny_data
-timeout 60 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path=tiny.h5 train.epochs=20 \
+timeout 300 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path=tiny.h5 train.epochs=20 \
     train.eval_every=2 train.log_every=2 output.metrics=m.jsonl >train.log 2>&1 ||
     { fail "train: $(tail -n 5 train.log)"; finish; }
-expect_ok timeout 60 "$PLOT" -o png m.jsonl
+expect_ok timeout 300 "$PLOT" -o png m.jsonl
 check_pngs png/m-loss.png png/m-quality.png png/m-throughput.png
 [ "$(wc -l <"$T/out")" -ge 3 ] && pass "plot printed the PNG names" || fail "plot output: $(cat "$T/out")"
 if grep -q '"bubble"' m.jsonl; then
@@ -51,19 +51,19 @@ else
 fi
 # next to the file when there is no -o; a resumed run's repeated step is fine
 cp m.jsonl again.jsonl && grep '"event":"train"' m.jsonl | head -n 3 >>again.jsonl
-expect_ok timeout 60 "$PLOT" again.jsonl
+expect_ok timeout 300 "$PLOT" again.jsonl
 check_pngs again-loss.png
 
 # --- a sweep CSV from scripts/collect ----------------------------------------
 for i in 1 2 3; do
     mkdir -p sweep/00$i
     echo "train.lr=${i}e-3" >sweep/00$i/experiment
-    timeout 60 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path=tiny.h5 train.epochs=2 \
+    timeout 300 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path=tiny.h5 train.epochs=2 \
         train.lr=${i}e-3 output.metrics=sweep/00$i/metrics.jsonl >/dev/null 2>&1 || fail "sweep run $i"
 done
-expect_ok timeout 30 "$COLLECT" -o sweep.csv sweep
+expect_ok timeout 300 "$COLLECT" -o sweep.csv sweep
 [ "$(wc -l <sweep.csv)" = 4 ] && pass "sweep.csv: header and 3 rows" || fail "sweep.csv: $(cat sweep.csv)"
-expect_ok timeout 60 "$PLOT" -o png sweep.csv
+expect_ok timeout 300 "$PLOT" -o png sweep.csv
 check_pngs png/sweep.png
 
 # --- plan CSVs ----------------------------------------------------------------
@@ -78,11 +78,11 @@ ranks,mode,bubble,imbalance,reduction
 4,lpt,0.02,1.02,0.90
 8,lpt,0.03,1.03,0.90
 EOF
-expect_ok timeout 60 "$PLOT" -o png plan.csv
+expect_ok timeout 300 "$PLOT" -o png plan.csv
 check_pngs png/plan.png
 if "$FS" plan "$TOP_SRCDIR/input/tiny.in" data.path=tiny.h5 --batch-per-rank 8 --ranks 1,2,4 \
     --csv real-plan.csv >plan.log 2>&1; then
-    expect_ok timeout 60 "$PLOT" -o png real-plan.csv
+    expect_ok timeout 300 "$PLOT" -o png real-plan.csv
     check_pngs png/real-plan.png
 else
     echo "note: 'freescale plan' not available here, hand-written plan CSV only"

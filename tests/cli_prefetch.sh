@@ -16,7 +16,7 @@ IN="$TOP_SRCDIR/input/tiny.in"
 "$FS" data gen --users 96 --items 3000 --length pareto:8,1.2 --max-length 120 --timestamps \
     -o "$T/mid.h5" >/dev/null || { fail "data gen"; finish; }
 tiny_data
-COMMON="data.path=$T/mid.h5 data.max_seq_len=128 device.type=cpu train.epochs=10 train.max_steps=12
+COMMON="data.path=$T/mid.h5 data.max_seq_len=128 device.type=cpu train.epochs=10 train.max_steps=8
 train.log_every=1 train.eval_every=0 train.final_eval=off"
 train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
 # identical NAME A B [FROM]: the step/loss listings of A and B (steps > FROM) are identical
@@ -76,13 +76,13 @@ grep -q 'prefetch [0-9]* rows/step late [0-9]* (collision' "$T/out" &&
     pass "progress line reports the prefetch" || fail "no prefetch on the progress line"
 # a checkpoint written under prefetch at P = 2, resumed at P = 3 under prefetch
 expect_ok train 2 parallel.overlap=none output.metrics="$T/r-none.jsonl"
-expect_ok train 2 parallel.overlap=prefetch train.checkpoint_every=6 \
+expect_ok train 2 parallel.overlap=prefetch train.checkpoint_every=4 \
     output.checkpoint_dir="$T/ck" output.metrics="$T/r-pf.jsonl"
 identical "checkpointing under prefetch" "$T/r-none.jsonl" "$T/r-pf.jsonl"
 for ov in none prefetch; do
-    expect_ok train 3 parallel.overlap=$ov train.resume="$T/ck/ckpt-6.h5" \
+    expect_ok train 3 parallel.overlap=$ov train.resume="$T/ck/ckpt-4.h5" \
         output.metrics="$T/r-$ov-3.jsonl"
 done
 identical "resumed at P=3: prefetch vs none" "$T/r-none-3.jsonl" "$T/r-prefetch-3.jsonl"
-same_losses "$T/r-none.jsonl" "$T/r-prefetch-3.jsonl" "resumed at P=3 vs uninterrupted at P=2" 6 1e-5
+same_losses "$T/r-none.jsonl" "$T/r-prefetch-3.jsonl" "resumed at P=3 vs uninterrupted at P=2" 4 1e-5
 finish

@@ -26,21 +26,22 @@ laststep() { losses "$1" | tail -n 1 | cut -d' ' -f1; }
 
 # start NAME [mpirun options]: a run in the background (its own process
 # group, as from a terminal: job control) until a signal; $pid is mpirun's;
-# waits until it has trained 2 steps
+# waits until it has trained 2 steps (or ended). Its hang guard: SIGKILL
+# after 900 s (a run takes 10-30 s here, loaded)
 set -m
 start() {
     name=$1; shift
     "$MPIRUN" "$@" -np 2 "$FS" train "$IN" $COMMON output.checkpoint_dir="$T/$name" \
         output.metrics="$T/$name.jsonl" </dev/null >"$T/$name.out" 2>"$T/$name.err" &
     pid=$!
-    (sleep 300; kill -KILL $pid 2>/dev/null) >/dev/null 2>&1 &
+    (sleep 900; kill -KILL $pid 2>/dev/null) >/dev/null 2>&1 &
     guard=$!
     disown $guard
-    for _ in $(seq 600); do
+    while kill -0 $pid 2>/dev/null; do
         [ "$(laststep "$T/$name.jsonl" 2>/dev/null)" -ge 2 ] 2>/dev/null && return 0
         sleep 0.2
     done
-    fail "$name: no step 2 after 120 s: $(tail -c 300 "$T/$name.err")"
+    fail "$name: ended before step 2: $(tail -c 300 "$T/$name.err")"
     return 1
 }
 # finished: the exit code of the run started last
@@ -112,7 +113,7 @@ done
 start kill || finish
 kill -USR1 $pid # the ranks stop and write a checkpoint: kill its writer meanwhile
 tmp=
-for _ in $(seq 600); do
+while kill -0 $pid 2>/dev/null; do # until the writer's temporary is there
     tmp=$(ls "$T/kill" | grep '^ckpt-[0-9]*\.h5\.tmp\.' | head -n 1)
     [ -n "$tmp" ] && break
     sleep 0.05

@@ -11,7 +11,7 @@ train() { np=$1; shift; timeout 300 "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMO
 
 for model in hstu sasrec; do
     loss=softmax; [ $model = sasrec ] && loss=bce
-    M="model.type=$model train.loss=$loss train.max_steps=20"
+    M="model.type=$model train.loss=$loss train.max_steps=10"
     expect_ok train 1 $M output.metrics="$T/$model-1.jsonl"
     expect_ok train 2 $M output.metrics="$T/$model-2.jsonl"
     expect_ok train 4 $M output.metrics="$T/$model-4.jsonl"
@@ -22,7 +22,7 @@ for model in hstu sasrec; do
 done
 
 # the balance mode changes which rank trains on what, never the losses
-B="train.max_steps=20"
+B="train.max_steps=10"
 expect_ok train 2 $B parallel.balance=none output.metrics="$T/b-none.jsonl"
 expect_ok train 4 $B parallel.balance=lpt output.metrics="$T/b-lpt.jsonl"
 expect_ok train 4 $B parallel.balance=kk parallel.balance_equal_count=on output.metrics="$T/b-kk.jsonl"
@@ -61,22 +61,22 @@ if have_h5py; then
     "$PY" -c "import json,sys; [json.loads(l) for l in open('$f')]" || fail "metrics not JSON lines"
 fi
 
-# resume: 10 steps + checkpoint + 10 steps == 20 straight steps (P = 2), and
+# resume: 5 steps + checkpoint + 5 steps == 10 straight steps (P = 2), and
 # a P = 2 checkpoint resumed on P = 3
 mkdir -p "$T/ck"
-expect_ok train 2 train.max_steps=10 output.checkpoint_dir="$T/ck" output.metrics="$T/r1.jsonl"
-[ -f "$T/ck/ckpt-10.h5" ] || fail "no checkpoint ckpt-10.h5"
+expect_ok train 2 train.max_steps=5 output.checkpoint_dir="$T/ck" output.metrics="$T/r1.jsonl"
+[ -f "$T/ck/ckpt-5.h5" ] || fail "no checkpoint ckpt-5.h5"
 ls "$T/ck" | grep -q tmp && fail "temporary checkpoint left behind"
-expect_ok train 2 train.max_steps=20 train.resume="$T/ck/ckpt-10.h5" output.metrics="$T/r2.jsonl"
-expect_ok train 3 train.max_steps=20 train.resume="$T/ck/ckpt-10.h5" output.metrics="$T/r3.jsonl"
-same_losses "$T/hstu-2.jsonl" "$T/r2.jsonl" "resume at P=2 vs straight" 10
-same_losses "$T/hstu-2.jsonl" "$T/r3.jsonl" "P=2 checkpoint resumed at P=3 vs straight" 10
+expect_ok train 2 train.max_steps=10 train.resume="$T/ck/ckpt-5.h5" output.metrics="$T/r2.jsonl"
+expect_ok train 3 train.max_steps=10 train.resume="$T/ck/ckpt-5.h5" output.metrics="$T/r3.jsonl"
+same_losses "$T/hstu-2.jsonl" "$T/r2.jsonl" "resume at P=2 vs straight" 5
+same_losses "$T/hstu-2.jsonl" "$T/r3.jsonl" "P=2 checkpoint resumed at P=3 vs straight" 5
 
 # bad inputs, refused before training
 expect_error "cannot open dataset" train 2 data.path="$T/none.h5"
 expect_error "data.max_seq_len = '0': out of range" train 1 data.max_seq_len=0
 expect_error "train.resume = $T/none.h5: No such file" train 1 train.resume="$T/none.h5"
-head -c 4000 "$T/ck/ckpt-10.h5" > "$T/cut.h5"
+head -c 4000 "$T/ck/ckpt-5.h5" > "$T/cut.h5"
 expect_error "train.resume = $T/cut.h5: not a readable HDF5 file" train 1 train.resume="$T/cut.h5"
 expect_error "output.metrics = $T/no/dir/m.jsonl: cannot open" train 1 train.max_steps=1 \
     output.metrics="$T/no/dir/m.jsonl"
@@ -85,5 +85,5 @@ expect_ok train 1 model.dim=24 train.max_steps=2 output.checkpoint_dir="$T/ck24"
 expect_error "model.dim = 24 in the checkpoint, 16 in this run" \
     train 1 train.resume="$T/ck24/ckpt-2.h5"
 expect_error "num_items of the dataset = 200 in the checkpoint, 300 in this run" \
-    train 1 data.path="$T/tiny300.h5" train.resume="$T/ck/ckpt-10.h5"
+    train 1 data.path="$T/tiny300.h5" train.resume="$T/ck/ckpt-5.h5"
 finish

@@ -5,14 +5,4 @@
 # rounding and bf16 matmul as the oracle (tests/torch_bf16.py). Exit 77
 # (skip) when PyTorch is missing, after the C checks passed.
 . "$(dirname "$0")/lib.sh"
-
-PROG="$(dirname "$FS")/tests/test_bf16"
-if ! "$PROG" "$T/bf16.bin"; then
-    echo "FAIL: $PROG"
-    exit 1
-fi
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-    echo "skip: PyTorch not importable by $PY"
-    exit 77
-fi
-"$PY" "$(dirname "$0")/torch_bf16.py" "$T/bf16.bin"
+oracle_test test_bf16 torch_bf16.py "$T/bf16.bin"

@@ -4,16 +4,4 @@
 # files), then the PyTorch autograd oracle tests/torch_hstu.py on those
 # files. Exit 77 (skip) when torch is missing, after the C check passed.
 . "$(dirname "$0")/lib.sh"
-
-PROG="$(dirname "$FS")/tests/test_hstu_grad"
-if [ ! -x "$PROG" ]; then
-    echo "FAIL: $PROG not built"
-    exit 1
-fi
-"$PROG" "$T/hstu_a.bin" "$T/hstu_b.bin" || exit 1
-
-if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
-    echo "SKIP: $PY cannot import torch; finite differences passed"
-    exit 77
-fi
-"$PY" "$(dirname "$0")/torch_hstu.py" "$T/hstu_a.bin" "$T/hstu_b.bin"
+oracle_test test_hstu_grad torch_hstu.py "$T/hstu_a.bin" "$T/hstu_b.bin"

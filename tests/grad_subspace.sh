@@ -6,15 +6,8 @@
 # (skip) when PyTorch is missing, after the C checks passed.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
-PROG="$(dirname "$FS")/tests/test_emb_subspace"
+oracle_prog test_emb_subspace
 for np in 1 2; do
-    if ! "$MPIRUN" -np $np "$PROG" "$T/s.bin"; then
-        echo "FAIL: $PROG on $np ranks"
-        exit 1
-    fi
+    "$MPIRUN" -np $np "$PROG" "$T/s.bin" || { echo "FAIL: $PROG on $np ranks"; exit 1; }
 done
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-    echo "skip: PyTorch not importable by $PY"
-    exit 77
-fi
-"$PY" "$(dirname "$0")/torch_subspace.py" "$T/s.bin"
+oracle_torch torch_subspace.py "$T/s.bin"

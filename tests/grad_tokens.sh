@@ -5,15 +5,4 @@
 # recomputes outputs and every gradient (tables, item rows, dense
 # parameters). Exit 77 (skip) when torch is missing.
 . "$(dirname "$0")/lib.sh"
-
-PROG="$(dirname "$FS")/tests/test_tokens_grad"
-if [ ! -x "$PROG" ]; then
-    echo "FAIL: $PROG not built"
-    exit 1
-fi
-"$PROG" "$T/tokens.bin" || exit 1
-if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
-    echo "SKIP: $PY cannot import torch"
-    exit 77
-fi
-"$PY" "$(dirname "$0")/torch_tokens.py" "$T/tokens.bin"
+oracle_test test_tokens_grad torch_tokens.py "$T/tokens.bin"

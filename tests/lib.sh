@@ -46,6 +46,35 @@ no_file() {
 PY=/usr/bin/python3
 have_h5py() { [ -x "$PY" ] && "$PY" -c 'import h5py, numpy' 2>/dev/null; }
 
+# The oracle tests (grad_*.sh): a C program writes its cases after its own
+# checks, then a PyTorch script recomputes them.
+# oracle_prog NAME: PROG = the test program tests/NAME (a failure when it
+# was not built)
+oracle_prog() {
+    PROG="$(dirname "$FS")/tests/$1"
+    [ -x "$PROG" ] || { echo "FAIL: $PROG not built"; exit 1; }
+}
+# oracle_torch SCRIPT FILE...: the PyTorch oracle tests/SCRIPT on the
+# cases the C program wrote; the test's exit code is the oracle's. Exit 77
+# (skip) when $PY cannot import torch and numpy: the C checks have passed.
+oracle_torch() {
+    if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
+        echo "SKIP: $PY cannot import torch and numpy; the C checks passed"
+        exit 77
+    fi
+    _script=$1; shift
+    "$PY" "$TOP_SRCDIR/tests/$_script" "$@"
+    exit $?
+}
+# oracle_test NAME SCRIPT FILE...: tests/NAME FILE... (its own checks; a
+# failure fails the test), then oracle_torch SCRIPT FILE...
+oracle_test() {
+    oracle_prog "$1"
+    _script=$2; shift 2
+    "$PROG" "$@" || { echo "FAIL: $PROG"; exit 1; }
+    oracle_torch "$_script" "$@"
+}
+
 # need_mpirun: skip (77) without a launcher; otherwise set what Open MPI
 # needs here (root, more ranks than cores, no CMA) and one BLAS thread.
 need_mpirun() {

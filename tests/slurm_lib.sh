@@ -13,8 +13,16 @@
 #   slurm_skip_unless_installed   exit 77 when the packages are missing
 #   slurm_start                   start the daemons; exports SLURM_CONF
 #   slurm_submit ARGS...          sbatch --parsable ARGS; prints the job id
-#   slurm_wait JOBID SECONDS      wait until the job (every array task) left
+#   slurm_wait JOBID              wait until the job (every array task) left
 #                                 the queue; its final state(s) in $T/state
+#   slurm_until JOBID CMD...      wait until CMD succeeds while the job lives
+#
+# No wait here has a wall-time limit that a slow, loaded machine could
+# reach with a healthy job: waits on a job end when it is done, or when
+# nothing of it (its state, the test's files) has changed for SLURM_HANG
+# seconds (600; a healthy job writes its log and metrics every second or
+# so); the daemons and commands get 300 s, a hang guard around what takes
+# well under a second.
 #   slurm_state JOBID             the job's state now (empty when unknown)
 #   slurm_stop                    stop the daemons (called by the trap)
 
@@ -35,7 +43,8 @@ _free_port() {
     "${PY_ANY:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# _wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds
+# _wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds (at
+# most SECONDS of polling; loaded, the loop takes longer)
 _wait_for() {
     _n=$(($1 * 5)); shift
     while [ "$_n" -gt 0 ]; do
@@ -152,7 +161,7 @@ slurm_start() {
         --seed-file="$SD/munged.seed" --num-threads=2 >"$SD/munged.out" 2>&1 &
     MUNGED_PID=$!
     SLURM_PIDS="$MUNGED_PID"
-    _wait_for 10 test -S "$SD/munge.sock" || _slurm_fail_start "munged did not create its socket"
+    _wait_for 300 test -S "$SD/munge.sock" || _slurm_fail_start "munged did not create its socket"
 
     cat >"$SD/slurm.conf" <<EOF
 # written by tests/slurm_lib.sh
@@ -196,6 +205,8 @@ KillWait=2
 SchedulerParameters=sched_interval=1
 InactiveLimit=0
 SlurmdTimeout=60
+# the commands' RPCs wait this long for a loaded controller (default 10 s)
+MessageTimeout=60
 NodeName=fsnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=4000 State=UNKNOWN
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
@@ -210,7 +221,7 @@ EOF
     slurmd -D -N fsnode -f "$SLURM_CONF" >"$SD/slurmd.out" 2>&1 &
     SLURMD_PID=$!
     SLURM_PIDS="$MUNGED_PID $SLURMCTLD_PID $SLURMD_PID"
-    _wait_for 30 _node_ready || _slurm_fail_start "node fsnode not idle after 30 s: $(sinfo -h -N -o '%N %T' 2>&1)"
+    _wait_for 300 _node_ready || _slurm_fail_start "node fsnode not idle after 300 s: $(sinfo -h -N -o '%N %T' 2>&1)"
     echo "Slurm up: controller port $p1, slurmd port $p2, daemons $SLURM_PIDS"
 }
 
@@ -219,35 +230,62 @@ _node_ready() {
 }
 
 slurm_submit() {
-    timeout 30 sbatch --parsable "$@" | cut -d';' -f1
+    timeout 300 sbatch --parsable "$@" | cut -d';' -f1
 }
 
 slurm_state() {
-    timeout 10 scontrol -o show job "$1" 2>/dev/null |
+    timeout 300 scontrol -o show job "$1" 2>/dev/null |
         sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
 # true while some task of the job is not finished (pending, running,
-# requeued, completing, ...)
+# requeued, completing, ...), and when the controller did not answer (a
+# loaded machine; asked again later: MinJobAge keeps every job known)
 _job_active() {
-    st=$(timeout 10 scontrol -o show job "$1" 2>/dev/null |
-        sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    st=$(timeout 300 scontrol -o show job "$1" 2>/dev/null) || return 0
+    st=$(echo "$st" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
     [ -n "$st" ] || return 1
     echo "$st" | grep -qvE '^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$'
 }
 
-slurm_wait() {
-    _n=$(($2 * 2))
-    while [ "$_n" -gt 0 ]; do
-        if ! _job_active "$1"; then
-            slurm_state "$1" >"$T/state"
-            return 0
+_job_gone() { ! _job_active "$1"; }
+
+# _progress JOBID: what changes while a job makes progress: its state and
+# the names, sizes and times of the test's files (the daemons' own files
+# under $SD left out)
+_progress() {
+    { slurm_state "$1"; find "$T" -path "$SD" -prune -o -type f -printf '%p %s %T@\n'; } | cksum
+}
+
+# slurm_until JOBID CMD...: poll CMD every 0.2 s until it succeeds (0); 1
+# when the job left the queue with CMD still failing, or when nothing of
+# the job changed for SLURM_HANG seconds (a hang; said on stdout)
+slurm_until() {
+    _job=$1; shift
+    _mark= _since=$(date +%s) _i=0
+    while ! "$@"; do
+        _i=$((_i + 1))
+        if [ $((_i % 10)) = 0 ]; then # every 2 s or so: the job's state
+            _job_active "$_job" || { "$@"; return; }
+            _m=$(_progress "$_job")
+            if [ "$_m" != "$_mark" ]; then
+                _mark=$_m _since=$(date +%s)
+            elif [ $(( $(date +%s) - _since )) -ge "${SLURM_HANG:-600}" ]; then
+                echo "job $_job: nothing changed for ${SLURM_HANG:-600} s: $(slurm_state "$_job")"
+                return 1
+            fi
         fi
-        sleep 0.5; _n=$((_n - 1))
+        sleep 0.2
     done
-    echo "job $1 still active after $2 s: $(slurm_state "$1")"
-    timeout 10 scontrol show job "$1" 2>&1 | head -n 40
-    timeout 10 scancel "$1" 2>/dev/null
+}
+
+slurm_wait() {
+    if slurm_until "$1" _job_gone "$1"; then
+        slurm_state "$1" >"$T/state"
+        return 0
+    fi
+    timeout 300 scontrol show job "$1" 2>&1 | head -n 40
+    timeout 300 scancel "$1" 2>/dev/null
     return 1
 }
 

@@ -38,8 +38,8 @@
 #include "backend_test.h"
 #include "base/check.h"
 #include "base/rng.h"
-#include "embedding/emb_codec.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_codec.h"
+#include "backend/emb_optim.h"
 
 #define TOL 1e-4        /* sums whose order may differ (gemm, norms, attention, losses) */
 #define TOL_ACCUM 1e-5  /* scatter-add, sum of squares: the same sums, another order */

@@ -14,7 +14,7 @@
 
 #include "base/check.h"
 #include "base/rng.h"
-#include "embedding/emb_codec.h"
+#include "backend/emb_codec.h"
 #include "expect.h"
 
 

@@ -12,7 +12,7 @@
 #include "backend/backend.h"
 #include "base/check.h"
 #include "base/rng.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_optim.h"
 #include "expect.h"
 
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "embedding/emb_optim.h"
+#include "backend/emb_optim.h"
 
 #define DIM 4
 static const float G0[DIM] = {0.5f, -1.0f, 0.25f, 2.0f};

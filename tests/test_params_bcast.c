@@ -9,6 +9,7 @@
 #include "comm/comm.h"
 #include "mpitest.h"
 #include "base/params.h"
+#include "comm/comm_params.h"
 
 int main(int argc, char **argv)
 {
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
         close(fd);
     }
     struct params p;
-    params_load(&p, &c, path, c.rank == 0 ? 2 : 1, c.rank == 0 ? ov_root : ov_other);
+    comm_params_load(&p, &c, path, c.rank == 0 ? 2 : 1, c.rank == 0 ? ov_root : ov_other);
     if (c.rank == 0)
         unlink(path);
     T_CHECK(!strcmp(params_str(&p, P_data_path), "/data/x.h5"), "path '%s'",

@@ -1,4 +1,4 @@
-/* backend: the one table of operations that model code calls (DESIGN.md §6).
+/* backend: the one table of operations that model code calls (doc/internals.md).
  *
  * Tensors are row-major float arrays in the backend's memory. A jagged batch
  * of B sequences is x: [T, d] with T = sum L_i and offsets[B + 1] (int64).
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct emb_optim_conf; /* embedding/emb_optim.h */
+struct emb_optim_conf; /* backend/emb_optim.h */
 struct backend_event;  /* a point in a stream's work (device backends) */
 
 /* The streams of a device backend: every operation runs on the compute
@@ -251,7 +251,7 @@ struct backend_ops {
      * known), as emb_dedup's. */
     void (*emb_sum_by_id)(int64_t n, int dim, const int64_t *keys, const float *g, int64_t *uid,
                           float *out, int64_t key_max);
-    /* The sparse optimizer (embedding/emb_optim.h: emb_optim_row) on the
+    /* The sparse optimizer (backend/emb_optim.h: emb_optim_row) on the
      * rows ids[k] of a shard (distinct, local slot id / G; an id < 0 is
      * skipped) with gradients g[k, dim]: w [slots, dim], state [slots,
      * state_floats] (NULL for sgd), steps [slots] (adam, else NULL); opt on
@@ -260,7 +260,7 @@ struct backend_ops {
                               const float *g, float *w, float *state, int64_t state_floats,
                               int64_t *steps);
 
-    /* The wire codecs of the exchanges (embedding/emb_codec.h), on the
+    /* The wire codecs of the exchanges (backend/emb_codec.h), on the
      * memory the rows are in: emb_encode writes wire [n, row bytes] from
      * rows [n, dim]; a row a lossy codec cannot carry (NaN, infinity) sets
      * bad[0] = max(bad[0], UINT64_MAX - i) (bad: backend memory, 0 = none:
@@ -352,7 +352,7 @@ struct backend_ops {
 
     /* Device memory shared between the processes of one node (CUDA IPC),
      * for the intra-node transports of the dense gradient all-reduce
-     * (DESIGN.md §1, technique 3; src/dense_ipc.c). NULL on the CPU backend.
+     * (doc/overlap.md, "Transports"; src/train/dense_ipc.c). NULL on the CPU backend.
      * ipc_export: write the handle of dev_ptr (the start of a buffer from
      * alloc) into handle[BACKEND_IPC_HANDLE_BYTES]; 0, or -1 with err.
      * ipc_open: map a handle exported by ANOTHER process of the node (never

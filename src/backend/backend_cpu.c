@@ -12,8 +12,8 @@
 #include "base/check.h"
 #include "base/simd.h"
 #include "base/rng.h"
-#include "embedding/emb_codec.h"
-#include "model/loss_sample.h"
+#include "backend/emb_codec.h"
+#include "backend/loss_sample.h"
 
 /* Backend buffers are zero-filled. They come from the heap, which a
  * training process keeps in transparent huge pages where the system allows

@@ -10,7 +10,7 @@
 
 #include "backend/backend_cpu.h"
 #include "base/check.h"
-#include "embedding/emb_codec_row.h"
+#include "backend/emb_codec_row.h"
 
 void cpu_round_bf16(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *y)
 {

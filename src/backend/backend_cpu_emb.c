@@ -14,7 +14,7 @@
 #include "backend/backend_cpu.h"
 #include "base/check.h"
 #include "base/simd.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_optim.h"
 
 /* Sort pos[n] (initially 0..n-1, or any order) stably by key[pos[i]]
  * (keys >= 0), least significant byte first: 256 buckets a pass (cheap

@@ -1,5 +1,5 @@
 /* device: which backend and which device this rank runs the dense model on
- * (DESIGN.md §5: the node's ranks share out its devices), and how exchanges
+ * (doc/gpu.md, "Devices": the node's ranks share out its devices), and how exchanges
  * of device buffers reach MPI. Collective over c's world. */
 #ifndef FS_DEVICE_H
 #define FS_DEVICE_H

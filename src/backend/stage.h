@@ -1,5 +1,5 @@
 /* stage: uploads of host data to a backend's memory that do not make the
- * host wait (DESIGN.md §6). stage_up copies the host bytes into a pinned
+ * host wait (doc/gpu.md). stage_up copies the host bytes into a pinned
  * ring and enqueues the copy to the device on the comm stream; the compute
  * stream's next work waits for it, the host does not, and the host bytes
  * may be reused at once. The ring's segments are reused once the copies

@@ -1,5 +1,5 @@
 /* balance: cost-balanced assignment of a global batch's sequences to ranks
- * (FreeScale technique 1, DESIGN.md §1).
+ * (FreeScale technique 1, doc/balance.md).
  *
  * The predicted cost of a sequence of L tokens is c(L) = c0 + a L + b L^2
  * (struct cost_model). A balancer assigns n sequences to P ranks:
@@ -44,7 +44,7 @@ void balance_assign(enum balance_mode mode, int equal_count, const double *cost,
                     int P, const double *speed, int *owner);
 
 /* The bubble of an assignment if each rank's time were its load / speed:
- * sum_r (T - t_r) / (P T) with T = max_r t_r (DESIGN.md §9); and the
+ * sum_r (T - t_r) / (P T) with T = max_r t_r (doc/balance.md); and the
  * imbalance max_r t_r / mean_r t_r. */
 void balance_bubble(const double *cost, int64_t n, int P, const int *owner, const double *speed,
                     double *bubble, double *imbalance);

@@ -1,5 +1,5 @@
 /* split_long: pieces of a global batch for context-parallel attention
- * (parallel.split_long, DESIGN.md §1 technique 1).
+ * (parallel.split_long, doc/balance.md).
  *
  * Balancing moves whole sequences; a sequence that alone outweighs a
  * rank's share of the step cannot be balanced that way. With split_long on,

@@ -6,15 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
-
-void check_mpi_failed(int err, const char *call, const char *file, int line)
-{
-    char msg[512];
-    comm_error_string(err, msg, sizeof msg);
-    fatal("%s:%d: MPI call failed: %s: %s", file, line, call, msg);
-}
-
 /* Walk the HDF5 error stack and keep its innermost description. */
 static herr_t h5_walk(unsigned n, const H5E_error2_t *e, void *data)
 {

@@ -1,13 +1,13 @@
 /* check: macros that check library results, stringify the call and record
  * file:line, then end the job through fatal().
  *
- *   MPI_CHECK(MPI_Bcast(...));          any MPI call returning an error code
  *   H5_CHECK(id = H5Dopen2(...));       HDF5 calls: negative result = failure
  *   p = xmalloc(bytes);                 allocation that cannot return NULL
  *
  * Errors that a user can cause (bad files, bad parameters) are reported by
  * the modules themselves with the file name and place; these macros are for
- * failures of the libraries and the machine. */
+ * failures of the libraries and the machine. MPI calls, all in comm/, are
+ * checked by comm's own MPI_CHECK (comm/comm_priv.h). */
 #ifndef FS_CHECK_H
 #define FS_CHECK_H
 
@@ -15,16 +15,7 @@
 
 #include "base/log.h"
 
-void check_mpi_failed(int err, const char *call, const char *file, int line)
-    __attribute__((noreturn));
 void check_h5_failed(const char *call, const char *file, int line) __attribute__((noreturn));
-
-#define MPI_CHECK(call)                                                                  \
-    do {                                                                                 \
-        int mpi_check_err_ = (call);                                                     \
-        if (mpi_check_err_ != 0)                                                         \
-            check_mpi_failed(mpi_check_err_, #call, __FILE__, __LINE__);                 \
-    } while (0)
 
 #define H5_CHECK(call)                                                                   \
     do {                                                                                 \

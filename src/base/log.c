@@ -1,18 +1,20 @@
 /* log: rank-aware logging and fatal(); see log.h. */
 #include "base/log.h"
-#include "comm/comm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 static int g_rank = 0;
 static int g_size = 1;
+static void (*g_job_abort)(int code);
 
 void log_set_rank(int rank, int size)
 {
     g_rank = rank;
     g_size = size;
 }
+
+void log_set_job_abort(void (*fn)(int code)) { g_job_abort = fn; }
 
 int log_rank(void) { return g_rank; }
 
@@ -79,8 +81,8 @@ void vfatal(const char *fmt, va_list ap)
     vsnprintf(msg, sizeof msg, fmt, ap);
     log_error(g_size > 1 ? g_rank : -1, msg);
     log_run_abort_hooks();
-    if (g_size > 1) /* one process alone (a serial command) exits without MPI's banner */
-        comm_abort(1);
+    if (g_size > 1 && g_job_abort) /* one process alone (a serial command) exits without MPI's banner */
+        g_job_abort(1);
     exit(1);
 }
 

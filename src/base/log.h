@@ -4,10 +4,11 @@
  * log_warn    every rank, to stderr, prefixed with the rank.
  * fatal       every rank that calls it: prints "freescale: error [rank R]: ..."
  *             to stderr, runs the abort hooks and aborts the whole job
- *             (MPI_Abort through comm), or exits 1 in a job of one process
- *             (serial tools, which never print MPI's text). An error that
- *             every rank meets alike ends the job through comm_fail_agree
- *             (comm/comm_fail.h) instead: one message, no MPI_Abort.
+ *             (the job abort comm installs: MPI_Abort), or exits 1 in a job
+ *             of one process (serial tools, which never print MPI's text).
+ *             An error that every rank meets alike ends the job through
+ *             comm_fail_agree (comm/comm_fail.h) instead: one message, no
+ *             MPI_Abort.
  * log_error   the error line of fatal(): rank >= 0 names the rank.
  * log_at_abort  a hook that fatal() and the watchdog (whose abort skips the
  *             exit handlers) run before the job ends: removing a temporary
@@ -20,6 +21,9 @@
 #include <stddef.h>
 
 void log_set_rank(int rank, int size);
+/* The abort of a whole job that fatal() calls in a job of more than one
+ * process (comm_init installs comm_abort; base never calls comm). */
+void log_set_job_abort(void (*fn)(int code));
 int log_rank(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,5 +1,6 @@
 /* params: parameter files (INI via inih), command-line overrides, validation
- * against the table in params_table.h, broadcast from rank 0, help and dump.
+ * against the table in params_table.h, serialization (for the broadcast,
+ * comm/comm_params.h), help and dump.
  *
  * Errors are returned as text "FILE:LINE: message" (or "command line: ...")
  * so that callers and tests can inspect them; the program passes them to
@@ -9,8 +10,6 @@
 
 #include <stdint.h>
 #include <stdio.h>
-
-struct comm;
 
 enum param_type { PT_INT, PT_FLOAT, PT_BOOL, PT_CHOICE, PT_STRING };
 
@@ -55,12 +54,7 @@ int params_override(struct params *p, const char *arg, const char *origin, char 
 /* Set one parameter from text (validates); origin is recorded. */
 int params_set(struct params *p, const char *section, const char *key, const char *value,
                const char *where, char *err, size_t errlen);
-
-/* Rank 0 reads path and applies overrides, then broadcasts; the other ranks
- * never open the file. An error ends the job with one message on every
- * rank's behalf (comm_fail_agree: no MPI_Abort). */
-void params_load(struct params *p, struct comm *c, const char *path, int noverrides,
-                 char **overrides);
+/* A job's parameters, read by rank 0 and broadcast: comm/comm_params.h. */
 
 static inline int64_t params_i64(const struct params *p, enum param_id id) { return p->v[id].i; }
 static inline double params_f64(const struct params *p, enum param_id id) { return p->v[id].f; }

@@ -1,4 +1,4 @@
-/* params_table: THE declarative list of parameters (DESIGN.md §3).
+/* params_table: THE declarative list of parameters (doc/training.md).
  *
  * One line per parameter; adding a parameter is adding a line here.
  *   X(section, key, type, default, min, max, choices, help)

@@ -2,7 +2,7 @@
  *
  * Every random choice is keyed by what it is for (seed, epoch, sample, ...),
  * never by a rank's private stream, so results do not depend on the number
- * of ranks or on chunking (DESIGN.md §5). rng_key() mixes up to three
+ * of ranks or on chunking. rng_key() mixes up to three
  * 64-bit words into a key; rng_init() starts a xoshiro256** stream there. */
 #ifndef FS_RNG_H
 #define FS_RNG_H

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "comm/comm_params.h"
 
 void banner_print(const struct comm *c)
 {
@@ -25,7 +26,7 @@ void banner_start(struct comm *c, struct params *p, int *argc, char ***argv, con
                   int noverrides, char **overrides)
 {
     comm_init(c, argc, argv);
-    params_load(p, c, path, noverrides, overrides);
+    comm_params_load(p, c, path, noverrides, overrides);
 }
 
 void banner_show(const struct comm *c, const struct params *p)

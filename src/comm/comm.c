@@ -160,6 +160,7 @@ void comm_init(struct comm *c, int *argc, char ***argv)
     c->rank = c->g[COMM_WORLD].rank;
     c->size = c->g[COMM_WORLD].size;
     log_set_rank(c->rank, c->size);
+    log_set_job_abort(comm_abort);
     MPI_CHECK(MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
     set_group(c, COMM_NODE, node);
     MPI_Comm xnode;
@@ -241,6 +242,13 @@ void comm_error_string(int err, char *buf, size_t len)
     if (MPI_Error_string(err, s, &n) != MPI_SUCCESS)
         snprintf(s, sizeof s, "MPI error %d", err);
     snprintf(buf, len, "%s", s);
+}
+
+void comm_mpi_failed(int err, const char *call, const char *file, int line)
+{
+    char msg[512];
+    comm_error_string(err, msg, sizeof msg);
+    fatal("%s:%d: MPI call failed: %s: %s", file, line, call, msg);
 }
 
 void comm_describe(const struct comm *c, char *buf, size_t len)

@@ -1,7 +1,7 @@
 /* comm: the only module that calls MPI. Everything else receives a
  * struct comm and calls these wrappers.
  *
- * Communicators (DESIGN.md §5):
+ * Communicators (doc/embedding.md, "Embedding groups"):
  *   world        duplicate of MPI_COMM_WORLD
  *   node         ranks sharing a node (shared-memory split)
  *   emb          the embedding group of G consecutive ranks that shards the

@@ -6,7 +6,7 @@
 #include <hdf5.h>
 #include <mpi.h>
 
-#include "base/check.h"
+#include "comm/comm_priv.h"
 
 int comm_h5_fapl_mpio(const struct comm *c, enum comm_group g, int64_t fapl, int direct)
 {

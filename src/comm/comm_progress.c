@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/check.h"
 #include "base/log.h"
+#include "comm/comm_priv.h"
 
 /* Open MPI moves the bytes of a non-blocking collective only inside MPI
  * calls. With the thread, MPI_Iprobe (which runs the progress engine) is

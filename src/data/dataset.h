@@ -1,4 +1,4 @@
-/* dataset: reader and writer of the HDF5 sequence format (DESIGN.md §4).
+/* dataset: reader and writer of the HDF5 sequence format (doc/data.md).
  *
  *   /              attrs format="freescale-seq", version=1 or 2, num_items, num_users
  *   /offsets       int64 [num_users + 1]  CSR offsets, 0 .. num_events

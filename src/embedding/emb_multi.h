@@ -1,6 +1,6 @@
 /* emb_multi: one lookup of many tables at once (the feature tables,
- * DESIGN.md §5 "one exchange per step carries the ids of all sharded
- * tables"), and its backward.
+ * doc/embedding.md: one exchange per step carries the ids of all sharded
+ * tables), and its backward.
  *
  * Each table's requested ids are de-duplicated on their own (the inverse
  * index maps every request to its table's unique row). A replicated table

@@ -1,4 +1,4 @@
-/* emb_table: row-wise sharded embedding tables (DESIGN.md §5).
+/* emb_table: row-wise sharded embedding tables (doc/embedding.md).
  *
  * A table of `rows` rows (ids 1..rows; 0 is padding and never looked up) is
  * sharded over the G ranks of the emb group: id belongs to shard id mod G,
@@ -8,8 +8,8 @@
  * not depend on G or P, and untouched rows cost no memory pages. With
  * G < P the P/G groups hold replicas of the same shards, kept identical by
  * summing every sparse gradient across the emb_replica communicator.
- * A replicated table (conf.replicated: the small feature tables, DESIGN.md
- * §5) is whole on every rank: G = 1, shard 0 (emb_multi.h looks it up and
+ * A replicated table (conf.replicated: the small feature tables,
+ * doc/embedding.md) is whole on every rank: G = 1, shard 0 (emb_multi.h looks it up and
  * sums its gradients over dp).
  *
  * Lookups and sparse updates of a table are exchanges between the ranks of
@@ -21,8 +21,8 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
-#include "embedding/emb_codec.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_codec.h"
+#include "backend/emb_optim.h"
 
 enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
 

@@ -1,5 +1,5 @@
 /* eval_rank: full-ranking evaluation against the sharded item table, and the
- * ranking metrics (DESIGN.md §5 "Evaluation ranks all items").
+ * ranking metrics (doc/training.md, "Splits and evaluation").
  *
  * Every rank brings nq queries (the users it evaluates): a user vector, a
  * target id and the history to exclude. No rank holds the whole table: the

@@ -1,5 +1,5 @@
 /* metrics_rank: the metrics of a ranking evaluation, exact over all ranks
- * (DESIGN.md §5, §9): the (user, labels, scores) records of every
+ * (doc/ranking.md): the (user, labels, scores) records of every
  * candidate are gathered to rank 0 in the order of the evaluated users'
  * list (the same on any rank count), computed there in that order and
  * broadcast, so they repeat bit for bit whatever P is.

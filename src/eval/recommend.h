@@ -76,6 +76,5 @@ void rec_user_vectors(struct trainer *tr, const struct rec_plan *pl, const int64
 int64_t rec_users_with_events(const struct dataset *ds, int64_t **users);
 
 int recommend_main(int argc, char **argv);
-int export_main(int argc, char **argv);
 
 #endif

@@ -1,13 +1,11 @@
 /* schema: the features of a run; see schema.h. */
 #include "feature/schema.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/check.h"
-#include "embedding/emb_table.h"
 
 int feat_conf_from_params(const struct params *p, struct feat_conf *fc, char *err,
                           size_t errlen)
@@ -177,36 +175,6 @@ void feat_schema_add_label(struct feat_schema *s, const char *name, int k, int b
     sp->table = s->ntables++;
     sp->proj = -1;
     s->n_event++;
-}
-
-void feat_schema_table(const struct feat_schema *s, int k, struct emb_table_conf *conf)
-{
-    memset(conf, 0, sizeof *conf);
-    for (int i = 0; i < s->n; i++) {
-        const struct feat_spec *f = &s->f[i];
-        if (f->table != k && f->proj != k)
-            continue;
-        conf->seed = s->seed;
-        conf->optim = s->optim;
-        if (f->table == k) {
-            snprintf(conf->name, sizeof conf->name, "%s.%s", f->label ? "label" : "feat",
-                     f->name);
-            conf->rows = f->rows;
-            conf->dim = f->width;
-            conf->init = EMB_INIT_NORMAL;
-            conf->init_scale = s->init_std;
-            conf->replicated = f->replicated;
-        } else { /* the projection: width rows of d, uniform +-sqrt(3 / width) (variance 1/width) */
-            snprintf(conf->name, sizeof conf->name, "proj.%s", f->name);
-            conf->rows = f->width;
-            conf->dim = s->d;
-            conf->init = EMB_INIT_UNIFORM;
-            conf->init_scale = (float)sqrt(3.0 / f->width);
-            conf->replicated = 1;
-        }
-        return;
-    }
-    fatal("feat_schema_table: no table %d", k);
 }
 
 void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t len)

@@ -1,6 +1,6 @@
 /* schema: the features of a run, resolved once from the parameters
  * (features.item, features.event, features.user and their settings) and
- * the dataset (DESIGN.md §5, §7): for each feature its name, how it enters
+ * the dataset (doc/training.md, "Features"): for each feature its name, how it enters
  * the model, its table (rows, width, placement, optimizer) and the
  * projection of its rows to the model width. Everything else reads it:
  * the tables are made from it (train.c), the values loaded by it
@@ -31,7 +31,7 @@
 
 #include "base/params.h"
 #include "data/dataset.h"
-#include "embedding/emb_optim.h"
+#include "backend/emb_optim.h"
 
 enum feat_role { FEAT_ITEM, FEAT_EVENT, FEAT_USER };
 /* How the event features enter the sequence: added to their own event's
@@ -94,10 +94,7 @@ int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const
  * (binary: 2 rows, else 1, of width d, replicated); actions: model.actions.
  * After feat_schema_resolve. */
 void feat_schema_add_label(struct feat_schema *s, const char *name, int k, int binary);
-/* The conf of table k (k < s->ntables): name, rows, width, init, optimizer,
- * placement. */
-struct emb_table_conf;
-void feat_schema_table(const struct feat_schema *s, int k, struct emb_table_conf *conf);
+/* The conf of table k as an embedding table: embedding/emb_feat.h. */
 /* One line per feature for the log: "items/genres: multi-valued, 19 rows x 50, replicated". */
 void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t len);
 

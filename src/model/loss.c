@@ -11,7 +11,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "model/loss.h"
-#include "model/loss_sample.h"
+#include "backend/loss_sample.h"
 #include "base/rng.h"
 
 void loss_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *pos_keys, int64_t T,

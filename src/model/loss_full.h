@@ -1,7 +1,7 @@
 /* loss_full: the exact softmax cross-entropy of every supervised position
  * against ALL items of the item table (train.loss = full), computed over
  * the table as it is sharded in the emb group (vocabulary-parallel, as
- * Megatron-LM's cross-entropy; DESIGN.md §5, step 5).
+ * Megatron-LM's cross-entropy; doc/quality.md).
  *
  * With e_j the (L2-normalised when normalize_items) rows of items 1..I and
  * u_i the user vector of position i,

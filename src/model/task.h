@@ -1,5 +1,5 @@
 /* task: what the sequence model is trained for (train.task), behind one
- * interface (DESIGN.md §5):
+ * interface (doc/ranking.md, "Tasks"):
  *
  *   retrieval  the next item, scored against the item table (sampled
  *              softmax, BCE with one negative, or the exact full softmax;

@@ -1,6 +1,6 @@
 /* tokens: the token assembly of a step or of an evaluation batch, in one
  * place for both models, training, evaluation, recommend and export
- * (DESIGN.md §5 "Tokens are assembled in one place"):
+ * (doc/ranking.md, "What the model sees"):
  *
  *   item representation  rep_i = row_i + sum over item features f of
  *                        pool_f(i) P_f   (the item's input token and the

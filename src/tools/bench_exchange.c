@@ -25,6 +25,7 @@
 #include "embedding/emb_reference.h"
 #include "embedding/emb_exchange.h"
 #include "base/params.h"
+#include "comm/comm_params.h"
 #include "base/rng.h"
 #include "base/zipf.h"
 
@@ -144,7 +145,7 @@ int bench_exchange_main(int argc, char **argv)
     comm_init(&c, &argc, &argv);
     banner_print(&c);
     struct params p;
-    params_load(&p, &c, NULL, argc - first, argv + first);
+    comm_params_load(&p, &c, NULL, argc - first, argv + first);
     char err[512];
     if (comm_setup_groups(&c, params_i64(&p, P_parallel_embedding_group), err, sizeof err))
         fatal("%s", err);

@@ -13,7 +13,7 @@
  * appended in chunks of about --chunk-events, so memory is bounded by the
  * chunk plus the writer's offsets (8 bytes per user).
  *
- * Model (DESIGN.md §4 format):
+ * Model (the format of doc/data.md):
  *   length    drawn from DIST, rounded to the nearest integer, clamped to
  *             [1, --max-length] (clamped draws are counted and reported);
  *   items     popularity rank ~ Zipf(S) over 1..N (zipf.h), mapped to an item

@@ -1,6 +1,6 @@
 /* data_import: 'freescale data import' — text interactions (movielens, csv,
  * sasrec, JSON lines; plain or gzip, a file or standard input) to the HDF5
- * sequence format of DESIGN.md §4.
+ * sequence format of doc/data.md.
  *
  * Steps: read (import_read.c: events in file order, ids interned), drop rows
  * below --min-rating (while reading), the iterated (K_user, K_item)-core,

@@ -34,6 +34,8 @@
  * attributes and the dense parameters, then every rank its own rows through
  * MPI-IO: its share of the maps, its shard of the table, its users'
  * vectors round by round (rec_file.h). */
+#include "tools/export.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* plan: 'freescale plan', the load-balance planner (DESIGN.md §9).
+/* plan: 'freescale plan', the load-balance planner (doc/balance.md).
  *
  *   freescale plan FILE.in [section.key=value ...] --batch-per-rank N
  *                  [--ranks P1,P2,...] [--steps S] [--lengths DIST]

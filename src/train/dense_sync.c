@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
-#include "comm/dense_ipc.h"
+#include "train/dense_ipc.h"
 
 #define DENSE_MAX_BUCKETS (MODEL_MAX_PARAMS + 1)
 

@@ -1,7 +1,7 @@
-/* dense_sync: the sum of the dense gradient arena over dp (DESIGN.md §5
- * step 7) with the transport of parallel.transport: MPI (in place on a
+/* dense_sync: the sum of the dense gradient arena over dp (doc/internals.md,
+ * "One step") with the transport of parallel.transport: MPI (in place on a
  * host backend or with CUDA-aware MPI, else staged through pinned host
- * memory), or CUDA IPC within a node (comm/dense_ipc.c).
+ * memory), or CUDA IPC within a node (train/dense_ipc.c).
  *
  * Bucketed (parallel.overlap = prioritized, gradients in host memory: no
  * device pointer ever reaches a non-blocking collective): the arena is

@@ -1,4 +1,4 @@
-/* gputime: device-side phase timers of the training step (DESIGN.md §9):
+/* gputime: device-side phase timers of the training step (doc/gpu.md):
  * timing events on the compute stream around forward + loss, backward, the
  * exchanges' device work (rows landing, gathers, the sparse update) and
  * the optimizer, read at the end of the step, after its read-back: they

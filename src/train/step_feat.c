@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "embedding/emb_feat.h"
 #include "train/train.h"
 
 /* --- set-up --------------------------------------------------------------------- */
@@ -50,7 +51,7 @@ void step_feat_tables(struct trainer *tr)
               "features need embedding.placement = host", tr->items->be->name);
     for (int k = 0; k < F->s.ntables; k++) {
         struct emb_table_conf ec;
-        feat_schema_table(&F->s, k, &ec);
+        emb_feat_table(&F->s, k, &ec);
         trainer_check_table(tr, &ec);
         F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
     }

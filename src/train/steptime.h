@@ -1,5 +1,5 @@
 /* steptime: phase timers of the training step, bubble accounting and the
- * Chrome trace (DESIGN.md §9).
+ * Chrome trace (doc/balance.md, "Timeline").
  *
  * Every rank times the phases of each step. Its busy time is the step's
  * wall time less the time spent inside MPI calls (waiting at collectives);

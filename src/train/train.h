@@ -1,5 +1,5 @@
 /* train: 'freescale train FILE.in [section.key=value ...]': the training
- * loop (DESIGN.md §5) and the state it shares with evaluation and
+ * loop (doc/internals.md) and the state it shares with evaluation and
  * checkpoints. */
 #ifndef FS_TRAIN_H
 #define FS_TRAIN_H

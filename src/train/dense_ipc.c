@@ -1,7 +1,7 @@
 /* dense_ipc: the intra-node transports of the dense all-reduce; see
  * dense_ipc.h. No MPI here: handles and barriers go through comm.
  * Verified on one GPU shared by 2 and 4 ranks only (see dense_ipc.h). */
-#include "comm/dense_ipc.h"
+#include "train/dense_ipc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* emb_codec_row: one row through a wire format (emb_codec.h), the CPU
- * reference (emb_codec.c) and the device kernels (cuda/codec.cu) alike:
+ * reference (emb_codec.c) and the device kernels (cuda/exchange.cu) alike:
  * these very functions compile for both, so a row's wire form and its
  * decoding are the same bits on every backend. Only exact steps (integer
  * rounding of float bits, ldexp, ilogb, one rounding per operation: the

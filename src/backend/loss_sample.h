@@ -1,6 +1,6 @@
-/* loss_sample: the keyed uniform negative sampler of one position (loss.h:
+/* loss_sample: the keyed uniform negative sampler of one position (model/loss.h:
  * loss_sample_negatives), shared by the CPU (model/loss.c, the CPU
- * backend's sample_negatives) and the device kernels (cuda/sample.cu), so
+ * backend's sample_negatives) and the device kernel (cuda/exchange.cu), so
  * every backend draws the same negatives. */
 #ifndef FS_LOSS_SAMPLE_H
 #define FS_LOSS_SAMPLE_H

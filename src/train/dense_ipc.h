@@ -1,6 +1,6 @@
 /* dense_ipc: the dense gradient all-reduce over dp with the intra-node
- * transports of parallel.transport = copy-engine | kernel (DESIGN.md §1,
- * technique 3): peers on one node read each other's gradient arenas
+ * transports of parallel.transport = copy-engine | kernel (doc/overlap.md,
+ * "Transports"): peers on one node read each other's gradient arenas
  * through CUDA IPC mappings (backend.h: ipc_*, peer_copy, comm_add), with
  * the copy engines (no SM) or a copy kernel; nodes sum through MPI (comm).
  * Verified on one H200 shared by 2 and 4 ranks (device.share=on: losses

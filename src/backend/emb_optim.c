@@ -1,5 +1,5 @@
 /* emb_optim: row-wise sparse optimizers; see emb_optim.h. */
-#include "embedding/emb_optim.h"
+#include "backend/emb_optim.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* emb_codec: the CPU reference of the wire formats; see emb_codec.h. The
  * row functions are emb_codec_row.h's, which the device kernels share. */
-#include "embedding/emb_codec.h"
+#include "backend/emb_codec.h"
 
 #include <float.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "embedding/emb_codec_row.h"
+#include "backend/emb_codec_row.h"
 
 static const char *const codec_names[EMB_NCODECS] = {"fp32", "bf16", "fp16", "fp8", "int8"};
 

@@ -1,5 +1,5 @@
-/* emb_codec: wire formats of the embedding exchanges (DESIGN.md §1,
- * technique 4; doc/compression.md). A codec turns rows of floats into the
+/* emb_codec: wire formats of the embedding exchanges
+ * (doc/compression.md). A codec turns rows of floats into the
  * bytes that travel (the owner encodes the rows it serves, the requester
  * the gradients it sends) and back. Every row is encoded alone, so a row's
  * wire form depends only on its values: the same on any number of ranks.
