@@ -55,84 +55,108 @@ static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t 
     labels_read_events(ds, lc, e0, n, c->lab);
 }
 
+/* What the passes accumulate (step_bias_init). */
+struct bias_sums {
+    const struct task *task;
+    int K;
+    double *ni, *si;                      /* [items, K]: counts, sums (then b_i) */
+    double cnt[RANK_MAX_TASKS], sum[RANK_MAX_TASKS], mu[RANK_MAX_TASKS];
+    double prior;
+    const struct task_conf *tc;
+    float *user;                          /* [users, K] */
+};
+
+/* Every user's training events, chunk by chunk: visit(s, c, u, e0, n) with
+ * the user's first training event at c's index e0 and n of them. */
+static void each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s,
+                      void (*visit)(struct bias_sums *, const struct chunk *, int64_t, int64_t,
+                                    int64_t))
+{
+    const struct dataset *ds = &tr->ds;
+    for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
+        const int64_t u1 = u0 + BIAS_USERS < ds->num_users ? u0 + BIAS_USERS : ds->num_users;
+        chunk_read(tr, c, u0, u1);
+        for (int64_t u = u0; u < u1; u++) {
+            int64_t a, b;
+            rsplit_bounds(&tr->rsplit, ds, u, &a, &b);
+            visit(s, c, u, ds->offsets[u] - ds->offsets[u0], a);
+        }
+    }
+}
+
+/* pass 1: the items' counts and sums, the tasks' means */
+static void add_items(struct bias_sums *s, const struct chunk *c, int64_t u, int64_t o,
+                      int64_t a)
+{
+    (void)u;
+    const int K = s->K;
+    for (int64_t e = o; e < o + a; e++)
+        for (int k = 0; k < K; k++) {
+            const float y = c->lab[e * K + k];
+            if (isnan(y))
+                continue;
+            const double v = task_ranking_z(s->task, k, y);
+            s->ni[c->items[e] * K + k] += 1;
+            s->si[c->items[e] * K + k] += v;
+            s->cnt[k] += 1;
+            s->sum[k] += v;
+        }
+}
+
+/* pass 2: a user's row, from the items' b_i */
+static void add_user(struct bias_sums *s, const struct chunk *c, int64_t u, int64_t o, int64_t a)
+{
+    const int K = s->K;
+    for (int k = 0; k < K; k++) {
+        double n = 0, r = 0, m = 0;
+        for (int64_t e = o; e < o + a; e++) {
+            const float y = c->lab[e * K + k];
+            if (isnan(y))
+                continue;
+            const double bi = s->si[c->items[e] * K + k];
+            n += 1;
+            r += task_ranking_z(s->task, k, y) - s->mu[k] - bi;
+            m += bi;
+        }
+        const double bu = n + s->prior > 0 ? r / (n + s->prior) : 0;
+        m = n > 0 ? m / n : 0;
+        s->user[u * K + k] = (float)(s->tc->t[k].kind == TASK_BINARY
+                                         ? logit(s->mu[k] + m + bu) - logit(s->mu[k] + m)
+                                         : bu);
+    }
+}
+
 void step_bias_init(struct trainer *tr)
 {
     const struct task_conf *tc = &tr->conf.task;
     if (tc->type != TASK_RANKING || !tc->bias)
         return;
-    const struct dataset *ds = &tr->ds;
     const int K = tc->n;
     const int64_t NI = tc->bias_items, NU = tc->bias_users;
-    const double prior = tc->prior;
-    double *ni = xcalloc((size_t)(NI * K), sizeof *ni), *si = xcalloc((size_t)(NI * K), sizeof *si);
-    double cnt[RANK_MAX_TASKS] = {0}, sum[RANK_MAX_TASKS] = {0}, mu[RANK_MAX_TASKS];
+    struct bias_sums s = {.task = &tr->task, .K = K, .prior = tc->prior, .tc = tc};
+    s.ni = xcalloc((size_t)(NI * K), sizeof *s.ni);
+    s.si = xcalloc((size_t)(NI * K), sizeof *s.si);
     struct chunk c = {0};
-    /* pass 1: items */
-    for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
-        const int64_t u1 = u0 + BIAS_USERS < ds->num_users ? u0 + BIAS_USERS : ds->num_users;
-        chunk_read(tr, &c, u0, u1);
-        for (int64_t u = u0; u < u1; u++) {
-            int64_t a, b;
-            rsplit_bounds(&tr->rsplit, ds, u, &a, &b);
-            const int64_t o = ds->offsets[u] - ds->offsets[u0];
-            for (int64_t e = o; e < o + a; e++)
-                for (int k = 0; k < K; k++) {
-                    const float y = c.lab[e * K + k];
-                    if (isnan(y))
-                        continue;
-                    const double v = task_ranking_z(&tr->task, k, y);
-                    ni[c.items[e] * K + k] += 1;
-                    si[c.items[e] * K + k] += v;
-                    cnt[k] += 1;
-                    sum[k] += v;
-                }
-        }
-    }
+    each_user(tr, &c, &s, add_items);
     float *item = xmalloc((size_t)(NI * K) * sizeof *item);
-    float *user = xcalloc((size_t)(NU * K), sizeof *user);
+    s.user = xcalloc((size_t)(NU * K), sizeof *s.user);
     for (int k = 0; k < K; k++)
-        mu[k] = cnt[k] > 0 ? sum[k] / cnt[k] : 0;
+        s.mu[k] = s.cnt[k] > 0 ? s.sum[k] / s.cnt[k] : 0;
     for (int64_t i = 0; i < NI; i++) /* si becomes b_i */
         for (int k = 0; k < K; k++) {
-            double *b = &si[i * K + k];
-            *b = (*b - ni[i * K + k] * mu[k]) / (ni[i * K + k] + prior);
-            if (ni[i * K + k] + prior <= 0)
+            double *b = &s.si[i * K + k];
+            *b = (*b - s.ni[i * K + k] * s.mu[k]) / (s.ni[i * K + k] + s.prior);
+            if (s.ni[i * K + k] + s.prior <= 0)
                 *b = 0;
-            item[i * K + k] = (float)(tc->t[k].kind == TASK_BINARY ? logit(mu[k] + *b)
-                                                                   : mu[k] + *b);
+            item[i * K + k] = (float)(tc->t[k].kind == TASK_BINARY ? logit(s.mu[k] + *b)
+                                                                   : s.mu[k] + *b);
         }
-    /* pass 2: users */
-    for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
-        const int64_t u1 = u0 + BIAS_USERS < ds->num_users ? u0 + BIAS_USERS : ds->num_users;
-        chunk_read(tr, &c, u0, u1);
-        for (int64_t u = u0; u < u1; u++) {
-            int64_t a, b;
-            rsplit_bounds(&tr->rsplit, ds, u, &a, &b);
-            const int64_t o = ds->offsets[u] - ds->offsets[u0];
-            for (int k = 0; k < K; k++) {
-                double n = 0, r = 0, m = 0;
-                for (int64_t e = o; e < o + a; e++) {
-                    const float y = c.lab[e * K + k];
-                    if (isnan(y))
-                        continue;
-                    const double bi = si[c.items[e] * K + k];
-                    n += 1;
-                    r += task_ranking_z(&tr->task, k, y) - mu[k] - bi;
-                    m += bi;
-                }
-                const double bu = n + prior > 0 ? r / (n + prior) : 0;
-                m = n > 0 ? m / n : 0;
-                user[u * K + k] = (float)(tc->t[k].kind == TASK_BINARY
-                                              ? logit(mu[k] + m + bu) - logit(mu[k] + m)
-                                              : bu);
-            }
-        }
-    }
-    task_ranking_set_bias(&tr->task, item, user);
+    each_user(tr, &c, &s, add_user);
+    task_ranking_set_bias(&tr->task, item, s.user);
     free(c.items);
     free(c.lab);
-    free(ni);
-    free(si);
+    free(s.ni);
+    free(s.si);
     free(item);
-    free(user);
+    free(s.user);
 }
