@@ -541,16 +541,27 @@ static void net_setup(struct plan_net *n, const struct params *p, int is_auto)
     plan_net_read_exchange(n);
 }
 
+/* The exchange's bytes per token hold for the measured run's batch size. */
+static void net_check_batch(const struct plan_net *n, int64_t per_rank)
+{
+    const double q = n->exchange_per_rank;
+    if (q > 0 && fabs(q - (double)per_rank) > 0.1 * (double)per_rank)
+        log_warn("plan: %s ran %.1f sequences per rank and step, --batch-per-rank is %lld: its "
+                 "bytes per token (the rows de-duplicated within a rank's batch) may not hold; "
+                 "measure at the planned batch", n->exchange, q, (long long)per_rank);
+}
+
 static void print_net(const struct plan_net *n, const struct plan_row *rows, int nrows,
                       int bal, double mean_len, int64_t per_rank)
 {
     char b1[16], b2[16], b3[16];
     printf("\nnetwork model (balance %s): inter-node %s/s per GPU, latency %g us, intra-node "
-           "%s/s, %d GPUs per node; exchange %.1f bytes per token (%s at %d ranks); dense "
+           "%s/s, %d GPUs per node; exchange %.1f bytes per token (%s at %d ranks, %.1f "
+           "sequences per rank); dense "
            "all-reduce %s; hide %g, collision %g\n",
            row_name(bal), fmt_bytes(n->inter_Bps, b1), 1e6 * n->latency_s,
            fmt_bytes(n->intra_Bps, b2), n->gpus_per_node, n->bytes_per_token, n->exchange,
-           n->exchange_ranks, fmt_bytes(n->dense_bytes, b3), n->hide, n->collision);
+           n->exchange_ranks, n->exchange_per_rank, fmt_bytes(n->dense_bytes, b3), n->hide, n->collision);
     printf("%7s %10s %9s %9s %9s %9s  %-26s %-26s\n", "ranks", "compute", "bubble", "rows",
            "grads", "dense", "exposed none/prio/prefetch", "step none/prio/prefetch");
     for (int i = 0; i < nrows; i++) {
@@ -592,11 +603,13 @@ int plan_main(int argc, char **argv)
         split_conf_from_params(&p, &cm, &sc, err, sizeof err))
         fatal("%s", err);
     const int split = sc.on;
-    if (o.net.on)
+    if (o.net.on) {
         net_setup(&o.net, &p, is_auto);
+        net_check_batch(&o.net, o.per_rank);
+    }
 
     const int64_t N = params_i64(&p, P_data_max_seq_len);
-    const int hold = params_i64(&p, P_data_split) == 0 ? 2 : 1;
+    const int hold = strcmp(params_str(&p, P_data_split), "hstu") ? 2 : 1;
     const uint64_t seed = (uint64_t)params_i64(&p, P_train_seed);
     const int equal = (int)params_i64(&p, P_parallel_balance_equal_count);
     struct pool pl = {0};

@@ -66,7 +66,7 @@ void plan_net_parse_net(struct plan_net *n, const char *text)
 
 /* One train line's numbers; 0 when the line is another event. */
 static int train_line(const char *path, long ln, const char *line, double *step, double *tokens,
-                      double *bytes)
+                      double *bytes, double *samples)
 {
     json_object *o = json_tokener_parse(line);
     if (!o || json_object_get_type(o) != json_type_object)
@@ -76,9 +76,10 @@ static int train_line(const char *path, long ln, const char *line, double *step,
     int ok = json_object_object_get_ex(o, "event", &ev) &&
              !strcmp(json_object_get_string(ev), "train");
     if (ok) {
-        const char *need[] = {"step", "tokens", "rows_bytes", "grads_bytes"};
-        double got[4];
-        for (int i = 0; i < 4; i++) {
+        const char *need[] = {"step", "tokens", "rows_bytes", "grads_bytes", "samples_per_s",
+                              "interval_s"};
+        double got[6];
+        for (int i = 0; i < 6; i++) {
             if (!json_object_object_get_ex(o, need[i], &v))
                 fatal("--exchange %s:%ld: a train line without '%s'", path, ln, need[i]);
             got[i] = json_object_get_double(v);
@@ -86,6 +87,7 @@ static int train_line(const char *path, long ln, const char *line, double *step,
         *step = got[0];
         *tokens = got[1];
         *bytes = got[2] + got[3];
+        *samples = got[4] * got[5];
     }
     json_object_put(o);
     return ok;
@@ -100,11 +102,12 @@ void plan_net_read_exchange(struct plan_net *n)
     char *line = NULL;
     size_t cap = 0;
     long ln = 0, lines = 0;
-    double prev = 0, tok = 0, bytes = 0, tok1 = 0, bytes1 = 0;
+    double prev = 0, tok = 0, bytes = 0, tok1 = 0, bytes1 = 0, seqs = 0, seqs1 = 0, st = 0,
+           st1 = 0;
     while (getline(&line, &cap, f) > 0) {
         ln++;
-        double step, t, b;
-        if (!train_line(path, ln, line, &step, &t, &b))
+        double step, t, b, q;
+        if (!train_line(path, ln, line, &step, &t, &b, &q))
             continue;
         if (step <= prev)
             fatal("--exchange %s:%ld: step %.0f after step %.0f (one run's metrics expected)",
@@ -113,15 +116,21 @@ void plan_net_read_exchange(struct plan_net *n)
         if (lines++ == 0) {
             tok1 = t;
             bytes1 = b * (step - prev);
+            seqs1 = q;
+            st1 = step - prev;
         } else {
             tok += t;
             bytes += b * (step - prev);
+            seqs += q;
+            st += step - prev;
         }
         prev = step;
     }
     if (lines == 1) { /* else the first interval, which holds the start-up, is left out */
         tok = tok1;
         bytes = bytes1;
+        seqs = seqs1;
+        st = st1;
     }
     int rerr = ferror(f);
     free(line);
@@ -135,6 +144,7 @@ void plan_net_read_exchange(struct plan_net *n)
               "a run at 2 or more ranks expected", path);
     const int P0 = n->exchange_ranks;
     n->bytes_per_token = bytes / tok * (double)P0 / (double)(P0 - 1);
+    n->exchange_per_rank = st > 0 ? seqs / st / P0 : 0;
 }
 
 /* Seconds for the rows or gradients of one rank at P: bytes b split over

@@ -7,7 +7,10 @@
  *     that a rank sends or receives when every row it looks up is remote,
  *     from the metrics of a measured run at P0 ranks (--exchange FILE,
  *     --exchange-ranks P0: (rows_bytes + grads_bytes) / tokens per step x
- *     P0 / (P0 - 1)); at P a fraction (P - 1) / P of a rank's rows is
+ *     P0 / (P0 - 1), which holds for the same sequences per rank: the
+ *     de-duplication within a rank's batch depends on its size, and a
+ *     warning says when --batch-per-rank differs by more than 10%); at P a
+ *     fraction (P - 1) / P of a rank's rows is
  *     remote (owners by hash), (P - G) / (P - 1) of that on other nodes;
  *   - the dense all-reduce: the model's gradient arena (fp32 bytes),
  *     hierarchical: a ring within the node over the intra-node links, then
@@ -51,6 +54,7 @@ struct plan_net {
     double hide;             /* of the overlappable communication, hidden */
     const char *exchange;    /* the measured run's metrics file */
     int exchange_ranks;
+    double exchange_per_rank; /* its sequences per rank and step */
 };
 
 /* One rank count's prediction, milliseconds per step. */
