@@ -8,6 +8,8 @@
 #
 #   bench/scaling.sh [STEPS] [ROUNDS]     (default 30 steps, 1 round;
 #                                         SCALING_KEEP=1 keeps the files)
+#   SCALING_FROM=DIR bench/scaling.sh     the model against the runs kept in
+#                                         DIR, without running them again
 #
 # The model's inputs, all from this machine: the cost model from 'freescale
 # calibrate' (microseconds per sequence), scaled by the 2-node none run's
@@ -38,8 +40,70 @@ RATE=${SCALING_RATE:-200mbit}
 NODES=${SCALING_NODES:-2 4}
 MODES="none prioritized prefetch"
 PER_RANK=48
-W=$(mktemp -d "${TMPDIR:-/tmp}/bench-scaling.XXXXXX") || exit 1
 CL=$TOP/scripts/cluster.sh
+field() { sed -n "s/.*\"event\":\"train\".*\"$2\":\([^,}]*\).*/\1/p" "$1"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)] }'; }
+stat() { # NODES MODE FIELD
+    for f in "$W/$1-$2"-[0-9]*.jsonl; do [ -f "$f" ] && field "$f" "$3" | tail -n +2; done | median
+}
+step_ms() { # NODES MODE: from samples/s
+    s=$(stat "$1" "$2" samples_per_s)
+    awk -v s="$s" -v b=$((PER_RANK * $1)) 'BEGIN { printf "%.3f", 1000 * b / s }'
+}
+analyse() {
+    # plan at NODES ranks, one per node; the cost model scaled when the ranks
+    # share the cores; prints "exposed none prio prefetch step none prio prefetch"
+    predict() { # NODES HIDE
+        f=$(awk -v n="$1" -v c="$CORES" -v k="$SCALE" 'BEGIN { print k * (n > c ? n / c : 1) }')
+        cm=$(echo "$CM" | awk -F, -v f="$f" '{ printf "%g,%g,%g", $1 * f, $2 * f, $3 * f }')
+        "$FS" plan "$W/sc.in" parallel.cost_model="$cm" --batch-per-rank $PER_RANK --ranks "$1" \
+            --net "$RATE,${RTT}ms" --gpus-per-node 1 --exchange "$W/2-none-1.jsonl" \
+            --exchange-ranks 2 --hide "$2" --collision "$COLL" > "$W/plan.txt" 2>&1 || { cat "$W/plan.txt"; exit 1; }
+        awk -v n="$1" '$1 == n && NF == 12 { print $7, $8, $9, $10, $11, $12 }' "$W/plan.txt" | tail -n 1
+    }
+    # prefetch's late rows: the collision share measured in the 2-node run
+    COLL=$(stat 2 prefetch collision)
+    echo "collision (2 nodes, prefetch): $COLL"
+    # the compute scale: calibrate's fastest runs against the 2-node none run's
+    # busy time (step - exposed: what the other work on this machine and the
+    # host-side work outside the model add), then hide: fitted so that the
+    # 2-node prioritized run's exposed communication is predicted
+    SCALE=1
+    set -- $(predict 2 1)
+    m_none=$(stat 2 none exposed_comm_ms) m_prio=$(stat 2 prioritized exposed_comm_ms)
+    SCALE=$(awk -v pe="$1" -v ps="$4" -v me="$m_none" -v ms="$(step_ms 2 none)" 'BEGIN {
+        k = ps > pe ? (ms - me) / (ps - pe) : 1; printf "%.3f", k }')
+    echo "compute scale (fitted on 2 nodes, none): $SCALE x the calibrated cost model"
+    set -- $(predict 2 1)
+    e_none=$1 e_prio=$2
+    HIDE=$(awk -v pn="$e_none" -v pp="$e_prio" -v mn="$m_none" -v mp="$m_prio" 'BEGIN {
+        h = pn > pp ? (mn - mp) / (pn - pp) : 1; if (h < 0) h = 0; if (h > 1) h = 1; printf "%.3f", h }')
+    echo "hide (fitted on 2 nodes, prioritized): $HIDE"
+    echo
+    printf '%5s %-12s %12s %12s %7s %10s %10s %7s\n' nodes mode "exposed ms" "predicted" ratio \
+        "step ms" predicted ratio
+    for n in $NODES; do
+        set -- $(predict "$n" "$HIDE")
+        i=0
+        for m in $MODES; do
+            i=$((i + 1))
+            eval pe=\${$i} ps=\${$((i + 3))}
+            me=$(stat "$n" $m exposed_comm_ms) ms=$(step_ms "$n" $m)
+            awk -v n="$n" -v m=$m -v me="$me" -v pe="$pe" -v ms="$ms" -v ps="$ps" 'BEGIN {
+                re = me > 0 ? pe / me : 0; rs = ms > 0 ? ps / ms : 0
+                printf "%5d %-12s %12.1f %12.1f %7.2f %10.1f %10.1f %7.2f\n", n, m, me, pe, re, ms, ps, rs }'
+        done
+    done
+    grep '^network model' "$W/plan.txt"
+    echo "(ratio = predicted / measured; medians over the progress intervals; $STEPS steps, $ROUNDS round(s))"
+}
+if [ -n "${SCALING_FROM:-}" ]; then
+    W=$SCALING_FROM
+    . "$W/inputs" || exit 1
+    analyse
+    exit 0
+fi
+W=$(mktemp -d "${TMPDIR:-/tmp}/bench-scaling.XXXXXX") || exit 1
 export FREESCALE_CLUSTER_DIR=$W/cluster
 trap '"$CL" down >/dev/null 2>&1; [ -n "${SCALING_KEEP:-}" ] && echo "kept $W" || rm -rf "$W"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -104,15 +168,7 @@ run() { # NODES MODE TAG
         output.metrics="$W/$1-$2-$3.jsonl" > "$W/log" 2>&1 ||
         { echo "scaling: $1 nodes, $2 failed:"; tail -n 20 "$W/log"; exit 1; }
 }
-field() { sed -n "s/.*\"event\":\"train\".*\"$2\":\([^,}]*\).*/\1/p" "$1"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)] }'; }
-stat() { # NODES MODE FIELD
-    for f in "$W/$1-$2"-[0-9]*.jsonl; do [ -f "$f" ] && field "$f" "$3" | tail -n +2; done | median
-}
-step_ms() { # NODES MODE: from samples/s
-    s=$(stat "$1" "$2" samples_per_s)
-    awk -v s="$s" -v b=$((PER_RANK * $1)) 'BEGIN { printf "%.3f", 1000 * b / s }'
-}
+echo "CM='$CM' RTT='$RTT' CORES='$CORES' RATE='$RATE' NODES='$NODES' STEPS='$STEPS' ROUNDS='$ROUNDS'" > "$W/inputs"
 for n in $NODES; do
     run "$n" none warmup
     for r in $(seq "$ROUNDS"); do
@@ -120,48 +176,4 @@ for n in $NODES; do
     done
 done
 
-# plan at NODES ranks, one per node; the cost model scaled when the ranks
-# share the cores; prints "exposed none prio prefetch step none prio prefetch"
-predict() { # NODES HIDE
-    f=$(awk -v n="$1" -v c="$CORES" -v k="$SCALE" 'BEGIN { print k * (n > c ? n / c : 1) }')
-    cm=$(echo "$CM" | awk -F, -v f="$f" '{ printf "%g,%g,%g", $1 * f, $2 * f, $3 * f }')
-    "$FS" plan "$W/sc.in" parallel.cost_model="$cm" --batch-per-rank $PER_RANK --ranks "$1" \
-        --net "$RATE,${RTT}ms" --gpus-per-node 1 --exchange "$W/2-none-1.jsonl" \
-        --exchange-ranks 2 --hide "$2" --collision "$COLL" > "$W/plan.txt" 2>&1 || { cat "$W/plan.txt"; exit 1; }
-    awk -v n="$1" '$1 == n && NF == 12 { print $7, $8, $9, $10, $11, $12 }' "$W/plan.txt" | tail -n 1
-}
-# prefetch's late rows: the collision share measured in the 2-node run
-COLL=$(stat 2 prefetch collision)
-echo "collision (2 nodes, prefetch): $COLL"
-# the compute scale: calibrate's fastest runs against the 2-node none run's
-# busy time (step - exposed: what the other work on this machine and the
-# host-side work outside the model add), then hide: fitted so that the
-# 2-node prioritized run's exposed communication is predicted
-SCALE=1
-set -- $(predict 2 1)
-m_none=$(stat 2 none exposed_comm_ms) m_prio=$(stat 2 prioritized exposed_comm_ms)
-SCALE=$(awk -v pe="$1" -v ps="$4" -v me="$m_none" -v ms="$(step_ms 2 none)" 'BEGIN {
-    printf "%.3f", ps > pe ? (ms - me) / (ps - pe) : 1 }')
-echo "compute scale (fitted on 2 nodes, none): $SCALE x the calibrated cost model"
-set -- $(predict 2 1)
-e_none=$1 e_prio=$2
-HIDE=$(awk -v pn="$e_none" -v pp="$e_prio" -v mn="$m_none" -v mp="$m_prio" 'BEGIN {
-    h = pn > pp ? (mn - mp) / (pn - pp) : 1; if (h < 0) h = 0; if (h > 1) h = 1; printf "%.3f", h }')
-echo "hide (fitted on 2 nodes, prioritized): $HIDE"
-grep '^network model' "$W/plan.txt"
-echo
-printf '%5s %-12s %12s %12s %7s %10s %10s %7s\n' nodes mode "exposed ms" "predicted" ratio \
-    "step ms" predicted ratio
-for n in $NODES; do
-    set -- $(predict "$n" "$HIDE")
-    i=0
-    for m in $MODES; do
-        i=$((i + 1))
-        eval pe=\${$i} ps=\${$((i + 3))}
-        me=$(stat "$n" $m exposed_comm_ms) ms=$(step_ms "$n" $m)
-        awk -v n="$n" -v m=$m -v me="$me" -v pe="$pe" -v ms="$ms" -v ps="$ps" 'BEGIN {
-            re = me > 0 ? pe / me : 0; rs = ms > 0 ? ps / ms : 0
-            printf "%5d %-12s %12.1f %12.1f %7.2f %10.1f %10.1f %7.2f\n", n, m, me, pe, re, ms, ps, rs }'
-    done
-done
-echo "(ratio = predicted / measured; medians over the progress intervals; $STEPS steps, $ROUNDS round(s))"
+analyse
