@@ -561,7 +561,8 @@ static void print_net(const struct plan_net *n, const struct plan_row *rows, int
            "all-reduce %s; hide %g, collision %g\n",
            row_name(bal), fmt_bytes(n->inter_Bps, b1), 1e6 * n->latency_s,
            fmt_bytes(n->intra_Bps, b2), n->gpus_per_node, n->bytes_per_token, n->exchange,
-           n->exchange_ranks, n->exchange_per_rank, fmt_bytes(n->dense_bytes, b3), n->hide, n->collision);
+           n->exchange_ranks, n->exchange_per_rank, fmt_bytes(n->dense_bytes, b3), n->hide,
+           n->collision);
     printf("%7s %10s %9s %9s %9s %9s  %-26s %-26s\n", "ranks", "compute", "bubble", "rows",
            "grads", "dense", "exposed none/prio/prefetch", "step none/prio/prefetch");
     for (int i = 0; i < nrows; i++) {
