@@ -12,6 +12,15 @@
 #
 #   slurm_skip_unless_installed   exit 77 when the packages are missing
 #   slurm_start                   start the daemons; exports SLURM_CONF
+#
+# With SLURM_NODES=N (inside node 1 of a scripts/cluster.sh cluster of N
+# nodes, FREESCALE_CLUSTER_DIR set: tests/cluster_slurm.sh) the compute nodes
+# are the cluster's nodes node1..nodeN at their addresses instead: the
+# controller and node1's slurmd run here (node 1's network), nodeI's slurmd
+# inside node I (scripts/cluster.sh run I), each with its own spool, PID
+# and log file (%n); every node offers 2 GPUs (GRES gpu, device files that
+# stand for them; a task's CUDA_VISIBLE_DEVICES names the ones it got, the
+# fake device is what it uses).
 #   slurm_submit ARGS...          sbatch --parsable ARGS; prints the job id
 #   slurm_wait JOBID              wait until the job (every array task) left
 #                                 the queue; its final state(s) in $T/state
@@ -108,7 +117,7 @@ slurm_stop() {
     fi
     stepds=$(_stepd_pids)
     [ -n "$stepds" ] && stepds="$(_descendants $stepds) $stepds"
-    [ -n "$SLURMD_PID" ] && _stop_pid "$SLURMD_PID" slurmd
+    for pid in $SLURMD_PID; do _stop_pid "$pid" slurmd; done
     [ -n "$SLURMCTLD_PID" ] && _stop_pid "$SLURMCTLD_PID" slurmctld
     # a step daemon left behind (a job that could not finish) cannot report
     # to anyone any more and would wait forever
@@ -126,7 +135,7 @@ _slurm_cleanup() {
     _rc=$?
     slurm_stop
     if [ "$_rc" -ne 0 ] && [ "$_rc" -ne 77 ] && [ -d "$SD" ]; then
-        for f in slurmctld.log slurmd.log munged.log; do
+        for f in slurmctld.log slurmd.log slurmd.node1.log slurmd.node2.log munged.log; do
             [ -f "$SD/$f" ] && { echo "--- tail of $f"; tail -n 30 "$SD/$f"; }
         done
     fi
@@ -146,7 +155,8 @@ _slurm_fail_start() {
 slurm_start() {
     mkdir -p "$SD/state" "$SD/spool" "$SD/tmp" || _slurm_fail_start "mkdir $SD"
     chmod 700 "$SD"
-    host=$(hostname -s)
+    host=$(hostname -s) ctl_addr=127.0.0.1 nodes=${SLURM_NODES:-}
+    [ -z "$nodes" ] || ctl_addr=$(_cluster_addr 1)
     PY_ANY=python3
     command -v python3 >/dev/null 2>&1 || PY_ANY=/usr/bin/python3
     p1=$(_free_port) && p2=$(_free_port) || _slurm_fail_start "no free port"
@@ -166,7 +176,7 @@ slurm_start() {
     cat >"$SD/slurm.conf" <<EOF
 # written by tests/slurm_lib.sh
 ClusterName=fstest
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$host($ctl_addr)
 SlurmctldPort=$p1
 SlurmdPort=$p2
 SlurmUser=root
@@ -182,12 +192,12 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
 StateSaveLocation=$SD/state
-SlurmdSpoolDir=$SD/spool
-TmpFS=$SD/tmp
+SlurmdSpoolDir=$SD/spool$(_per_node /%n)
+TmpFS=$SD/tmp$(_per_node /%n)
 SlurmctldPidFile=$SD/slurmctld.pid
-SlurmdPidFile=$SD/slurmd.pid
+SlurmdPidFile=$SD/slurmd$(_per_node .%n).pid
 SlurmctldLogFile=$SD/slurmctld.log
-SlurmdLogFile=$SD/slurmd.log
+SlurmdLogFile=$SD/slurmd$(_per_node .%n).log
 SlurmctldDebug=info
 SlurmdDebug=info
 AccountingStorageType=accounting_storage/none
@@ -207,26 +217,63 @@ InactiveLimit=0
 SlurmdTimeout=60
 # the commands' RPCs wait this long for a loaded controller (default 10 s)
 MessageTimeout=60
-NodeName=fsnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=4000 State=UNKNOWN
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
-PartitionName=debug Nodes=fsnode Default=YES MaxTime=INFINITE State=UP PriorityTier=1
-PartitionName=urgent Nodes=fsnode MaxTime=INFINITE State=UP PriorityTier=10
+$(_node_lines "$host")
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10
 EOF
+    if [ -n "$nodes" ]; then
+        # Slurm drops a GPU without a device file: two character devices
+        # (/dev/null's numbers) stand for them
+        mkdir -p "$SD/dev" && mknod "$SD/dev/gpu0" c 1 3 && mknod "$SD/dev/gpu1" c 1 3 &&
+            printf "AutoDetect=off\nNodeName=node[1-$nodes] Name=gpu File=$SD/dev/gpu[0-1]\n" \
+                > "$SD/gres.conf" || _slurm_fail_start "gres.conf and its device files"
+    fi
     SLURM_CONF="$SD/slurm.conf"
     export SLURM_CONF
 
     slurmctld -D -c -f "$SLURM_CONF" >"$SD/slurmctld.out" 2>&1 &
     SLURMCTLD_PID=$!
-    slurmd -D -N fsnode -f "$SLURM_CONF" >"$SD/slurmd.out" 2>&1 &
-    SLURMD_PID=$!
+    if [ -z "$nodes" ]; then
+        slurmd -D -N fsnode -f "$SLURM_CONF" >"$SD/slurmd.out" 2>&1 &
+        SLURMD_PID=$!
+    else
+        _i=1
+        while [ "$_i" -le "$nodes" ]; do
+            mkdir -p "$SD/spool/node$_i" "$SD/tmp/node$_i" || _slurm_fail_start "mkdir spool, tmp"
+            "$TOP_SRCDIR/scripts/cluster.sh" run "$_i" slurmd -D -f "$SLURM_CONF" \
+                >"$SD/slurmd.node$_i.out" 2>&1 &
+            SLURMD_PID="$SLURMD_PID $!"
+            _i=$((_i + 1))
+        done
+    fi
     SLURM_PIDS="$MUNGED_PID $SLURMCTLD_PID $SLURMD_PID"
-    _wait_for 300 _node_ready || _slurm_fail_start "node fsnode not idle after 300 s: $(sinfo -h -N -o '%N %T' 2>&1)"
-    echo "Slurm up: controller port $p1, slurmd port $p2, daemons $SLURM_PIDS"
+    _wait_for ${SLURM_START_WAIT:-300} _node_ready || _slurm_fail_start "nodes not idle after ${SLURM_START_WAIT:-300} s: $(sinfo -h -N -o '%N %T' 2>&1)"
+    echo "Slurm up: controller $ctl_addr port $p1, slurmd port $p2, daemons $SLURM_PIDS"
 }
 
+# every node idle (sinfo lists one line per node and partition)
 _node_ready() {
-    sinfo -h -N -o '%T' 2>/dev/null | grep -q '^idle'
+    _st=$(sinfo -h -N -o '%T' 2>/dev/null) && [ -n "$_st" ] && ! echo "$_st" | grep -qv '^idle$'
+}
+
+# the cluster's address of node I (scripts/cluster.sh: 198.18.0.(10 + I))
+_cluster_addr() { echo "198.18.0.$((10 + $1))"; }
+# _per_node SUFFIX: SUFFIX in the multi-node mode (per-node paths), else nothing
+_per_node() { [ -z "${SLURM_NODES:-}" ] || echo "$1"; }
+# the NodeName lines: this host as fsnode, or the cluster's nodes with GPUs
+_node_lines() {
+    if [ -z "${SLURM_NODES:-}" ]; then
+        echo "NodeName=fsnode NodeHostname=$1 NodeAddr=127.0.0.1 CPUs=8 RealMemory=4000 State=UNKNOWN"
+        return
+    fi
+    echo "GresTypes=gpu"
+    _i=1
+    while [ "$_i" -le "$SLURM_NODES" ]; do
+        echo "NodeName=node$_i NodeHostname=node$_i NodeAddr=$(_cluster_addr "$_i") CPUs=8 RealMemory=4000 Gres=gpu:2 State=UNKNOWN"
+        _i=$((_i + 1))
+    done
 }
 
 slurm_submit() {

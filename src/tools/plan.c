@@ -53,6 +53,11 @@
  * backward gradients) x model.dim x 4 bytes (fp32). The CSV gains the
  * columns time,cut,p2p_bytes after the five of the unsplit run.
  *
+ * Network (--net, plan_net.h): the step time at each rank count split
+ * into compute, bubble and exposed communication per parallel.overlap mode,
+ * for the configured parallel.balance, from a network model and the
+ * exchange's bytes per token measured in a run (--exchange).
+ *
  * Serial: no MPI is started (it runs the same plainly or under
  * mpirun -np 1); several ranks are refused. */
 #include <errno.h>
@@ -71,6 +76,9 @@
 #include "data/dataset.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "model/model.h"
+#include "backend/backend_cpu.h"
+#include "tools/plan_net.h"
 #include "tools/plan_pool.h"
 #include "tools/plan_tools.h"
 #include "base/rng.h"
@@ -91,6 +99,8 @@ struct plan_opts {
     double noise;
     int noverrides;
     char **overrides;
+    struct plan_net net;
+    const char *intra;
 };
 
 /* Figures of one rank count; with splitting off only the first
@@ -141,6 +151,18 @@ static void plan_usage(FILE *out)
             "  --csv OUT.csv       ranks,mode,bubble,imbalance,reduction (with\n"
             "                      parallel.split_long=auto also time,cut,p2p_bytes)\n"
             "  --png OUT.png       bubble fraction against ranks (needs gnuplot)\n"
+            "\n"
+            "Network model (doc/scaling.md): step time = compute + bubble + exposed\n"
+            "communication per parallel.overlap mode, for parallel.balance:\n"
+            "  --net BW[,LAT]      inter-node bandwidth per GPU and latency (400gbit,5us)\n"
+            "  --intra BW          intra-node bandwidth per GPU (default 450GB)\n"
+            "  --gpus-per-node G   (default 8)\n"
+            "  --exchange FILE     metrics of a training run of this configuration (its\n"
+            "  --exchange-ranks P0 rows and gradient bytes per token) at P0 >= 2 ranks\n"
+            "  --gflops R          compute rate per GPU when parallel.cost_model = auto\n"
+            "                      (FLOPs); else the cost model is in microseconds\n"
+            "  --hide H            share of the overlappable communication hidden (1)\n"
+            "  --collision C       prefetch: share of the rows that come late (0)\n"
             "\n"
             "With parallel.split_long=auto, lpt and kk balance the pieces of the split\n"
             "sequences (parallel.split_threshold, split_fraction, split_kv_cost, as the\n"
@@ -429,6 +451,8 @@ static void refuse_parallel(void)
 static void parse_args(struct plan_opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
+    o->net.gpus_per_node = 8;
+    o->net.hide = 1;
     o->ranks_text = "8,16,32,64,128,256,512,1024,2048,4096";
     o->overrides = xmalloc((size_t)(argc ? argc : 1) * sizeof *o->overrides);
     for (int i = 1; i < argc; i++) {
@@ -442,7 +466,9 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
             continue;
         }
         const char *names[] = {"--ranks", "--batch-per-rank", "--steps", "--lengths", "--csv",
-                               "--png", "--noise"};
+                               "--png", "--noise", "--net", "--intra", "--gpus-per-node",
+                               "--exchange", "--exchange-ranks", "--gflops", "--hide",
+                               "--collision"};
         const char *val = NULL;
         int k = cli_option("plan", argc, argv, &i, names, (int)(sizeof names / sizeof *names),
                            &val);
@@ -456,6 +482,14 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
         case 4: o->csv = val; break;
         case 5: o->png = val; break;
         case 6: o->noise = cli_number("--noise", val, 0, 5); break;
+        case 7: plan_net_parse_net(&o->net, val); break;
+        case 8: o->intra = val; break;
+        case 9: o->net.gpus_per_node = (int)cli_count("--gpus-per-node", val, 1, 1024); break;
+        case 10: o->net.exchange = val; break;
+        case 11: o->net.exchange_ranks = (int)cli_count("--exchange-ranks", val, 2, 1 << 20); break;
+        case 12: o->net.gflops = cli_number("--gflops", val, 1e-6, 1e12); break;
+        case 13: o->net.hide = cli_number("--hide", val, 0, 1); break;
+        case 14: o->net.collision = cli_number("--collision", val, 0, 1); break;
         default: fatal("plan: unknown option '%s' (see freescale plan --help)", a);
         }
     }
@@ -472,6 +506,77 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
                   o->ranks[i], (long long)o->per_rank, (long long)PLAN_MAX_BATCH);
     if (o->png && strchr(o->png, '\''))
         fatal("--png: the file name must not contain a single quote");
+    if (!o->net.on && (o->intra || o->net.exchange || o->net.exchange_ranks || o->net.gflops))
+        fatal("plan: --intra, --exchange, --exchange-ranks and --gflops belong to the network "
+              "model: give --net BW[,LAT] too");
+    if (o->net.on) {
+        if (!o->net.exchange || !o->net.exchange_ranks)
+            fatal("plan: --net needs --exchange FILE and --exchange-ranks P0 (the metrics of a "
+                  "training run of this configuration at P0 >= 2 ranks: its bytes per token)");
+        o->net.intra_Bps = plan_net_rate("--intra", o->intra ? o->intra : "450GB");
+    }
+}
+
+/* The network model's inputs from the parameters: the dense all-reduce's
+ * bytes (the model's gradient arena, built on the CPU), the input rows'
+ * share, the measured bytes per token; and the cost model's unit. */
+static void net_setup(struct plan_net *n, const struct params *p, int is_auto)
+{
+    if (is_auto && n->gflops <= 0)
+        fatal("plan: --net with parallel.cost_model = auto (FLOP counts) needs --gflops R (the "
+              "compute rate per GPU), or a cost model in microseconds ('freescale calibrate')");
+    if (!is_auto && n->gflops > 0)
+        fatal("plan: --gflops is for parallel.cost_model = auto; this cost model is taken in "
+              "microseconds");
+    struct model_conf mc;
+    struct model m;
+    char err[PARAM_ERR_MAX];
+    cost_model_conf(p, &mc);
+    if (model_init(&m, &mc, &backend_cpu, 1, err, sizeof err))
+        fatal("%s", err);
+    n->dense_bytes = 4.0 * (double)m.ngrad;
+    model_free(&m);
+    const int bce = !strcmp(params_str(p, P_train_loss), "bce");
+    n->input_share = 1.0 / (2.0 + (bce ? 1.0 : (double)params_i64(p, P_train_negatives)));
+    plan_net_read_exchange(n);
+}
+
+/* The exchange's bytes per token hold for the measured run's batch size. */
+static void net_check_batch(const struct plan_net *n, int64_t per_rank)
+{
+    const double q = n->exchange_per_rank;
+    if (q > 0 && fabs(q - (double)per_rank) > 0.1 * (double)per_rank)
+        log_warn("plan: %s ran %.1f sequences per rank and step, --batch-per-rank is %lld: its "
+                 "bytes per token (the rows de-duplicated within a rank's batch) may not hold; "
+                 "measure at the planned batch", n->exchange, q, (long long)per_rank);
+}
+
+static void print_net(const struct plan_net *n, const struct plan_row *rows, int nrows,
+                      int bal, double mean_len, int64_t per_rank)
+{
+    char b1[16], b2[16], b3[16];
+    printf("\nnetwork model (balance %s): inter-node %s/s per GPU, latency %g us, intra-node "
+           "%s/s, %d GPUs per node; exchange %.1f bytes per token (%s at %d ranks, %.1f "
+           "sequences per rank); dense "
+           "all-reduce %s; hide %g, collision %g\n",
+           row_name(bal), fmt_bytes(n->inter_Bps, b1), 1e6 * n->latency_s,
+           fmt_bytes(n->intra_Bps, b2), n->gpus_per_node, n->bytes_per_token, n->exchange,
+           n->exchange_ranks, n->exchange_per_rank, fmt_bytes(n->dense_bytes, b3), n->hide,
+           n->collision);
+    printf("%7s %10s %9s %9s %9s %9s  %-26s %-26s\n", "ranks", "compute", "bubble", "rows",
+           "grads", "dense", "exposed none/prio/prefetch", "step none/prio/prefetch");
+    for (int i = 0; i < nrows; i++) {
+        struct plan_net_row r;
+        const double T = rows[i].time[bal] / (double)rows[i].steps;
+        const double mean = T / rows[i].imbalance[bal];
+        plan_net_predict(n, rows[i].ranks, T, mean, mean_len * (double)per_rank, &r);
+        printf("%7d %10.3f %9.3f %9.3f %9.3f %9.3f  %8.3f %8.3f %8.3f  %8.3f %8.3f %8.3f\n",
+               rows[i].ranks, r.compute_ms, r.bubble_ms, r.rows_ms, r.grads_ms, r.dense_ms,
+               r.exposed_ms[0], r.exposed_ms[1], r.exposed_ms[2], r.step_ms[0], r.step_ms[1],
+               r.step_ms[2]);
+    }
+    printf("(milliseconds per step and rank; compute = the mean rank's model work, bubble = the "
+           "slowest rank's lead over it; rows, grads, dense = wire time of each exchange)\n");
 }
 
 int plan_main(int argc, char **argv)
@@ -499,9 +604,13 @@ int plan_main(int argc, char **argv)
         split_conf_from_params(&p, &cm, &sc, err, sizeof err))
         fatal("%s", err);
     const int split = sc.on;
+    if (o.net.on) {
+        net_setup(&o.net, &p, is_auto);
+        net_check_batch(&o.net, o.per_rank);
+    }
 
     const int64_t N = params_i64(&p, P_data_max_seq_len);
-    const int hold = params_i64(&p, P_data_split) == 0 ? 2 : 1;
+    const int hold = strcmp(params_str(&p, P_data_split), "hstu") ? 2 : 1;
     const uint64_t seed = (uint64_t)params_i64(&p, P_train_seed);
     const int equal = (int)params_i64(&p, P_parallel_balance_equal_count);
     struct pool pl = {0};
@@ -598,6 +707,10 @@ int plan_main(int argc, char **argv)
                "received; time = step time max_r t_r / none's; cut = sequences cut per step; "
                "p2p/step = bytes sent point-to-point per step, forward values and backward "
                "gradients)\n");
+    if (o.net.on)
+        print_net(&o.net, rows, o.nranks,
+                  split ? (int)BALANCE_KK : (int)params_i64(&p, P_parallel_balance),
+                  sumL / (double)pl.n, o.per_rank);
     if (o.csv) {
         write_csv(o.csv, rows, o.nranks, split);
         printf("wrote %s\n", o.csv);
