@@ -10,6 +10,7 @@
 #   - an item id 0 or negative is refused with FILE:LINE (--skip-bad skips
 #     it); data check and stats read raw files; training and 'params'
 #     refuse them (dynamic tables needed);
+#   - data gen --raw-ids K writes a dense dataset's events with ids x K;
 #   - damaged raw files (unsorted or non-positive /items/ids, an event id
 #     not in the list, no list, the attributes disagreeing, /user_map out
 #     of order) are refused naming the file and the dataset.
@@ -67,6 +68,26 @@ EOF
 else
     pass "h5py not installed: file contents not compared"
 fi
+
+# data gen --raw-ids K: the same events with every item id x K
+G="--users 40 --items 300 --length uniform:3,30 --timestamps --item-feature brand:9 --seed 3"
+expect_ok "$FS" data gen $G -o "$T/gd.h5"
+expect_ok "$FS" data gen $G --raw-ids $K -o "$T/gr.h5"
+expect_ok "$FS" data check "$T/gr.h5"
+if have_h5py; then
+    if "$PY" - "$T/gd.h5" "$T/gr.h5" "$K" <<'EOF'; then pass "data gen --raw-ids: the dense events, ids x K"; else fail "data gen --raw-ids"; fi
+import sys, h5py, numpy as np
+d, r, K = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r"), int(sys.argv[3])
+assert r.attrs["version"] == 3 and r.attrs["ids"] == "raw" and r.attrs["num_items"] == 300
+for k in ["offsets", "timestamps", "items/brand"]:
+    assert np.array_equal(d[k][:], r[k][:]), k
+assert np.array_equal(r["item_ids"][:], d["item_ids"][:] * K)
+assert np.array_equal(r["items/ids"][:], np.arange(1, 301) * K)
+assert np.array_equal(r["user_map"][:], np.arange(40))
+EOF
+fi
+expect_error "the largest id N x K must stay below 2^63" "$FS" data gen $G --raw-ids 4e16 \
+    -o "$T/gx.h5"
 
 # data check, data stats
 expect_ok "$FS" data check "$T/r.h5"
