@@ -5,8 +5,9 @@
 #     identity, so the same run by identity) into the first run's
 #     directory is refused before training, naming the files and the ways
 #     out; the first run's files are byte for byte what they were;
-#   - the same with output.shared_dir=on, and with a resume=auto run's
-#     directory (train.keep_best's best.h5 counts too);
+#   - the same with output.shared_dir=on; train.keep_best's best.h5 counts
+#     too, and another run's best.h5 in a shared directory refuses
+#     keep_best;
 #   - train.resume=auto still continues the first run there;
 #   - a file named like a checkpoint whose identity cannot be read is
 #     written beside (ckpt-STEP-RUNID.h5), never over.
@@ -51,6 +52,12 @@ cksum "$T/kb/best.h5" > "$T/best.sum" || fail "no best.h5: $(ls "$T/kb")"
 expect_error "holds 1 checkpoint of an earlier start with this run's identity: best.h5;" \
     train train.epochs=2 train.eval_every=1 train.keep_best=on train.lr=5e-3 \
     output.checkpoint_dir="$T/kb"
+# another run (model.dim) in that directory, shared: keep_best refused,
+# without it the run writes beside
+expect_error "output.checkpoint_dir = $T/kb: best.h5 is another run's (model.dim: 16 there, 24 here" \
+    train train.epochs=2 train.eval_every=1 train.keep_best=on model.dim=24 \
+    output.shared_dir=on output.checkpoint_dir="$T/kb"
+expect_ok train train.epochs=1 model.dim=24 output.shared_dir=on output.checkpoint_dir="$T/kb"
 cksum "$T/kb/best.h5" | cmp -s - "$T/best.sum" && pass "best.h5 unchanged" ||
     fail "best.h5 changed"
 

@@ -431,6 +431,26 @@ int ckpt_run_check_fresh(const char *dir, const struct ckpt_run *run, char *err,
                   dir, count, count == 1 ? "" : "s", names);
 }
 
+int ckpt_run_check_best(const char *dir, const struct ckpt_run *run, char *err, size_t len)
+{
+    char path[4300], why[1024], diff[1024] = "";
+    struct ckpt_identity id;
+    snprintf(path, sizeof path, "%s/best.h5", dir);
+    if (access(path, F_OK) != 0)
+        return 0;
+    const int ok = checkpoint_identity(path, &id, why, sizeof why) == 0;
+    if (ok && !strcmp(id.run_id, run->id))
+        return 0;
+    if (ok && id.run_id[0])
+        differences(id.run_params, run->params, diff, sizeof diff);
+    return errorf(err, len,
+                  "output.checkpoint_dir = %s: best.h5 is %s%s%s%s: train.keep_best would "
+                  "overwrite it; give this run another output.checkpoint_dir, move best.h5 "
+                  "away, or set train.keep_best=off",
+                  dir, ok ? "another run's" : "unreadable", ok && diff[0] ? " (" : "",
+                  ok ? diff : why, ok && diff[0] ? ")" : "");
+}
+
 int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto,
                     int (*verify)(void *ctx, const char *path, char *err, size_t len), void *ctx,
                     char *path, size_t pathlen, char *err, size_t len)

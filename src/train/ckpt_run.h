@@ -65,6 +65,11 @@ int ckpt_run_check(const char *dir, const struct ckpt_run *run, int shared, char
  * directory, moving them away). 0, or -1 with err. */
 int ckpt_run_check_fresh(const char *dir, const struct ckpt_run *run, char *err, size_t len);
 
+/* Rank 0, before anything is printed, with train.keep_best: DIR/best.h5
+ * of another run (a shared directory) or unreadable is refused (keep_best
+ * would overwrite it), naming the ways out. 0, or -1 with err. */
+int ckpt_run_check_best(const char *dir, const struct ckpt_run *run, char *err, size_t len);
+
 /* Rank 0, at start: create dir if missing, refuse a path that is not a
  * directory where a file can be created, report and remove stale
  * temporaries, and measure the write rate with a file of min(bytes, 64 MiB)
