@@ -12,7 +12,7 @@
 #     refuse them (dynamic tables needed);
 #   - data gen --raw-ids K writes a dense dataset's events with ids x K;
 #   - damaged raw files (unsorted or non-positive /items/ids, an event id
-#     not in the list, no list, the attributes disagreeing, /user_map out
+#     not in the list or 0, no list, the attributes disagreeing, /user_map out
 #     of order) are refused naming the file and the dataset.
 . "$(dirname "$0")/lib.sh"
 
@@ -157,7 +157,7 @@ expect_error "--ids: 'sparse' is not dense or raw" "$FS" data import --format cs
 
 # damaged raw files, each refused by data check naming the dataset
 if have_h5py; then
-    for case in unsorted zero notlisted nolist v2raw v3dense usermap itemmap; do
+    for case in unsorted zero notlisted eventzero nolist v2raw v3dense usermap itemmap; do
         cp "$T/r.h5" "$T/x.h5"
         "$PY" - "$T/x.h5" "$case" <<'EOF' || fail "crafting $case"
 import sys, h5py, numpy as np
@@ -168,6 +168,7 @@ ids = f["items/ids"][:]
 if c == "unsorted": ids[[3, 4]] = ids[[4, 3]]; put("items/ids", ids)
 if c == "zero": ids[0] = 0; put("items/ids", ids)
 if c == "notlisted": it = f["item_ids"][:]; it[5] += 2; put("item_ids", it)
+if c == "eventzero": it = f["item_ids"][:]; it[2] = 0; put("item_ids", it)
 if c == "nolist": del f["items/ids"]
 if c == "v2raw": f.attrs["version"] = np.int64(2)
 if c == "v3dense": f.attrs["ids"] = "dense"
@@ -178,6 +179,7 @@ EOF
         unsorted) want="/items/ids[4] = $((10 * K)) after $((13 * K)): the item ids are sorted" ;;
         zero) want="/items/ids[0] = 0: raw item ids are positive" ;;
         notlisted) want="/item_ids[5] = " ;;
+        eventzero) want="/item_ids[2] = 0: raw item ids are positive" ;;
         nolist) want="version 3 (raw item ids) but no /items/ids" ;;
         v2raw) want="attribute ids = 'raw' with version = 2" ;;
         v3dense) want="attribute ids = 'dense' with version = 3" ;;
