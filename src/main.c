@@ -78,6 +78,10 @@ static int cmd_params(int argc, char **argv)
         struct dataset ds;
         char derr[1024];
         bad = dataset_open(&ds, path, derr, sizeof derr) != 0;
+        if (!bad && dataset_refuse_raw(&ds, derr, sizeof derr)) {
+            bad = 1;
+            dataset_close(&ds);
+        }
         if (bad)
             snprintf(err, sizeof err, "data.path: %s", derr);
         else

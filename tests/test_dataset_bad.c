@@ -137,8 +137,11 @@ static void test_attributes(void **state)
     s.format = "something-else";
     expect_error(&s, "attribute format = 'something-else', expected 'freescale-seq'");
     s = good();
-    s.version = 3;
-    expect_error(&s, "attribute version = 3, this program reads versions 1 and 2");
+    s.version = 4;
+    expect_error(&s, "attribute version = 4, this program reads versions 1, 2 and 3");
+    s = good();
+    s.version = 3; /* raw ids: needs the ids attribute and /items/ids */
+    expect_error(&s, "attribute ids = '(none)' with version = 3");
 }
 
 static void test_types_and_shapes(void **state)

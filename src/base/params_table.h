@@ -223,13 +223,15 @@ X(device, staging, CHOICE, "auto", 0, 0, "auto|host|direct",
   "host = through pinned host buffers, auto = direct when MPI is CUDA-aware")
 X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
   "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints; created if missing); it "
-  "belongs to one run: one holding another run's checkpoints is refused")
+  "belongs to one run: one holding another run's checkpoints is refused, and so is a fresh "
+  "run (train.resume empty) where an earlier start of this run wrote checkpoints")
 X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
   "keep only this run's N newest checkpoints in output.checkpoint_dir, deleting older ones "
   "once a newer one is complete (0 = keep all)")
 X(output, shared_dir, BOOL, "off", 0, 1, NULL,
   "on: write into an output.checkpoint_dir that holds other runs' checkpoints (they are never "
-  "resumed from nor deleted; train.keep_best's best.h5 is overwritten)")
+  "resumed from, deleted nor overwritten; train.keep_best is refused where best.h5 is another "
+  "run's)")
 X(output, checkpoint_write, CHOICE, "collective", 0, 0, "collective|gathered",
   "how checkpoints are written: collective = every rank writes its share of the table rows "
   "into the one file through MPI-IO; gathered = the rows go to rank 0, which writes alone "

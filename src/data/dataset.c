@@ -193,10 +193,11 @@ static int read_attributes(struct dataset *ds, char *err, size_t errlen)
                       DATASET_FORMAT);
     if (read_attr_i64(ds, "version", &version, err, errlen))
         return -1;
-    if (version != DATASET_VERSION && version != DATASET_VERSION_FEATURES)
+    if (version != DATASET_VERSION && version != DATASET_VERSION_FEATURES &&
+        version != DATASET_VERSION_RAW)
         return errorf(err, errlen, "%s: attribute version = %lld, this program reads versions "
-                      "%d and %d", ds->path, (long long)version, DATASET_VERSION,
-                      DATASET_VERSION_FEATURES);
+                      "%d, %d and %d", ds->path, (long long)version, DATASET_VERSION,
+                      DATASET_VERSION_FEATURES, DATASET_VERSION_RAW);
     ds->version = version;
     if (read_attr_i64(ds, "num_items", &ds->num_items, err, errlen) ||
         read_attr_i64(ds, "num_users", &ds->num_users, err, errlen))
@@ -287,7 +288,8 @@ int dataset_open(struct dataset *ds, const char *path, char *err, size_t errlen)
         errorf(err, errlen, "%s: cannot open the event datasets", path);
         goto fail;
     }
-    if (read_offsets(ds, &t_off, err, errlen) || dataset_feat_open(ds, err, errlen))
+    if (read_offsets(ds, &t_off, err, errlen) || dataset_raw_open(ds, err, errlen) ||
+        dataset_feat_open(ds, err, errlen))
         goto fail;
     return 0;
 fail:
@@ -306,6 +308,8 @@ void dataset_close(struct dataset *ds)
     ds->file = -1;
     free(ds->offsets);
     ds->offsets = NULL;
+    free(ds->item_list);
+    ds->item_list = NULL;
 }
 
 int dataset_read_users(const struct dataset *ds, int64_t u0, int64_t u1, int64_t *items,
@@ -323,7 +327,9 @@ int dataset_read_users(const struct dataset *ds, int64_t u0, int64_t u1, int64_t
         (ts && read_ints(ds, "timestamps", &ds->t_ts, e0, n, ts, NULL, err, errlen)) ||
         (actions && read_ints(ds, "actions", &ds->t_actions, e0, n, NULL, actions, err, errlen)))
         return -1;
-    for (int64_t i = 0; i < n; i++)
+    if (ds->raw_ids && dataset_raw_check_items(ds, e0, items, n, err, errlen))
+        return -1;
+    for (int64_t i = 0; !ds->raw_ids && i < n; i++)
         if (items[i] < 1 || items[i] > ds->num_items)
             return errorf(err, errlen, "%s: /item_ids[%lld] = %lld, outside 1..%lld (num_items)",
                           ds->path, (long long)(e0 + i), (long long)items[i],
@@ -409,7 +415,7 @@ int dataset_validate(const struct dataset *ds, char *err, size_t errlen)
     free(items);
     free(ts);
     free(act);
-    if (rc == 0 && dataset_rows_absurd(ds->num_items, max_id))
+    if (rc == 0 && !ds->raw_ids && dataset_rows_absurd(ds->num_items, max_id))
         rc = errorf(err, errlen,
                     "%s: attribute num_items = %lld is far beyond the largest item id used, "
                     "%lld: the item table would have %lld rows for at most %lld items (set "

@@ -44,6 +44,12 @@
 #define DATASET_FORMAT "freescale-seq"
 #define DATASET_VERSION 1   /* written when the file has no features */
 #define DATASET_VERSION_FEATURES 2
+/* Raw item ids (dataset_raw.c): version 3, attribute ids = "raw", item ids
+ * kept as imported (positive int64, no 1 .. num_items bound), the sorted
+ * list of them in /items/ids [num_items] (row i of every /items/NAME is
+ * item /items/ids[i]), each user's raw id in /user_map (non-decreasing). */
+#define DATASET_VERSION_RAW 3
+#define DATASET_RAW_LIST "ids" /* /items/ids: not a feature */
 /* The most rows of any table: num_items and cardinalities beyond it are
  * refused on open (no table of 2^40 rows fits any cluster). */
 #define DATASET_MAX_ROWS ((int64_t)1 << 40)
@@ -84,6 +90,8 @@ struct dataset {
     int64_t version;
     int nfeat;
     struct dataset_feature *feat; /* [nfeat], events then users then items, by name */
+    int raw_ids;                  /* version 3: raw item ids (dataset_raw.c) */
+    int64_t *item_list;           /* raw: /items/ids [num_items], ascending, positive */
 };
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */
@@ -117,6 +125,23 @@ char **dataset_read_strings(const struct dataset *ds, const char *name, int64_t 
 /* Validate every event by streaming over users in bounded memory, then
  * every feature (dataset_feat_validate). */
 int dataset_validate(const struct dataset *ds, char *err, size_t errlen);
+
+/* --- raw item ids (version 3; dataset_raw.c) ------------------------------ */
+
+/* The ids attribute, /items/ids and /user_map of a raw dataset, checked
+ * (positive, strictly ascending ids; user ids non-decreasing), into
+ * ds->item_list (called by dataset_open; nothing for a dense dataset). */
+int dataset_raw_open(struct dataset *ds, char *err, size_t errlen);
+/* The row of raw item id in ds->item_list, or -1. */
+int64_t dataset_raw_index(const struct dataset *ds, int64_t id);
+/* items[n] (events e0 ..) of a raw dataset: each in /items/ids. */
+int dataset_raw_check_items(const struct dataset *ds, int64_t e0, const int64_t *items,
+                            int64_t n, char *err, size_t errlen);
+/* Training, recommend and score read dense ids (1 .. num_items, the rows
+ * of a dense table): a raw dataset needs dynamic embedding tables, which
+ * this program does not have yet. 0 for a dense dataset, else -1 + err
+ * saying so. The one place that refuses raw ids to the trainer. */
+int dataset_refuse_raw(const struct dataset *ds, char *err, size_t errlen);
 
 /* --- features (version 2; dataset_feat.c) --------------------------------- */
 
@@ -186,6 +211,11 @@ int dataset_writer_feature_map(struct dataset_writer *w, enum dataset_feat_kind 
 /* Write offsets and attributes, close, rename. Frees w (also on error,
  * after removing the temporary). */
 int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen);
+/* A raw dataset (version 3): the sorted raw item ids [n] as /items/ids;
+ * close then writes ids = "raw" and needs num_items = n. Once, before
+ * close; the ids must be positive and strictly ascending. */
+int dataset_writer_raw_items(struct dataset_writer *w, const int64_t *ids, int64_t n, char *err,
+                             size_t errlen);
 void dataset_writer_abort(struct dataset_writer *w);
 
 /* Turn HDF5's printing of errors off (this module reports them); once. */

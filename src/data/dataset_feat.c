@@ -280,6 +280,8 @@ int dataset_feat_open(struct dataset *ds, char *err, size_t errlen)
         qsort(l->names, (size_t)(l->n < DATASET_MAX_FEATURES ? l->n : DATASET_MAX_FEATURES),
               sizeof l->names[0], cmp_names);
         for (int i = 0; rc == 0 && i < l->n; i++) {
+            if (k == DS_ITEMS && ds->raw_ids && !strcmp(l->names[i], DATASET_RAW_LIST))
+                continue; /* the item list of raw ids (dataset_raw.c), no feature */
             struct dataset_feature *f = &ds->feat[ds->nfeat++];
             snprintf(f->name, sizeof f->name, "%s", l->names[i]);
             f->kind = (enum dataset_feat_kind)k;

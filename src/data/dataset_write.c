@@ -33,6 +33,7 @@ struct dataset_writer {
     int64_t events, users, cap_users;
     int64_t *offsets;
     int nfeat;                       /* features written: version 2 when > 0 */
+    int64_t raw_items;               /* raw ids (version 3): /items/ids written, their count; -1 */
     struct writer_feature feat[DATASET_MAX_FEATURES];
 };
 
@@ -96,6 +97,7 @@ struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps
     dataset_h5_quiet();
     struct dataset_writer *w = xcalloc(1, sizeof *w);
     w->d_items = w->d_ts = w->d_actions = -1;
+    w->raw_items = -1;
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid());
     w->cap_users = 1024;
@@ -231,8 +233,12 @@ int dataset_writer_map_str(struct dataset_writer *w, const char *name, const cha
 
 int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err, size_t errlen)
 {
-    if (num_items < 1) {
-        errorf(err, errlen, "%s: no items: refusing to write an empty dataset", w->path);
+    if (num_items < 1 || (w->raw_items >= 0 && w->raw_items != num_items)) {
+        if (num_items < 1)
+            errorf(err, errlen, "%s: no items: refusing to write an empty dataset", w->path);
+        else
+            errorf(err, errlen, "%s: internal: /items/%s has %lld ids, num_items = %lld",
+                   w->path, DATASET_RAW_LIST, (long long)w->raw_items, (long long)num_items);
         dataset_writer_abort(w);
         return -1;
     }
@@ -251,7 +257,9 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
     struct h5io *h = &w->h;
     if (write_whole(w, "/offsets", H5T_STD_I64LE, w->offsets, w->users + 1) ||
         h5io_attr_utf8(h, h->f, "format", DATASET_FORMAT) ||
-        h5io_attr_i64(h, h->f, "version", w->nfeat ? DATASET_VERSION_FEATURES : DATASET_VERSION) ||
+        h5io_attr_i64(h, h->f, "version", w->raw_items >= 0 ? DATASET_VERSION_RAW
+                                          : w->nfeat ? DATASET_VERSION_FEATURES : DATASET_VERSION) ||
+        (w->raw_items >= 0 && h5io_attr_utf8(h, h->f, "ids", "raw")) ||
         h5io_attr_i64(h, h->f, "num_items", num_items) ||
         h5io_attr_i64(h, h->f, "num_users", w->users)) {
         errorf(err, errlen, "%s: cannot write offsets or attributes to %s", w->path, w->tmp);
@@ -342,6 +350,11 @@ static struct writer_feature *feature_add(struct dataset_writer *w, enum dataset
     if (ensure_group(w, group)) {
         errorf(err, errlen, "%s: cannot create %s in %s: %s", w->path, group, w->tmp,
                failure(w));
+        return NULL;
+    }
+    if (kind == DS_ITEMS && !strcmp(name, DATASET_RAW_LIST)) {
+        errorf(err, errlen, "%s: an item feature cannot be named '%s' (the name of the item "
+               "list of raw ids)", w->path, name);
         return NULL;
     }
     struct writer_feature *f = &w->feat[w->nfeat++];
@@ -437,4 +450,20 @@ int dataset_writer_feature_map(struct dataset_writer *w, enum dataset_feat_kind 
         return errorf(err, errlen, "%s: cannot create %s in %s: %s", w->path, group, w->tmp,
                       failure(w));
     return dataset_writer_map_str(w, path, s, len, n, err, errlen);
+}
+
+int dataset_writer_raw_items(struct dataset_writer *w, const int64_t *ids, int64_t n, char *err,
+                             size_t errlen)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] <= 0 || (i > 0 && ids[i] <= ids[i - 1]))
+            return errorf(err, errlen, "%s: internal: raw item id [%lld] = %lld is not positive "
+                          "and above the previous one", w->path, (long long)i,
+                          (long long)ids[i]);
+    if (w->raw_items >= 0 || ensure_group(w, "/items") ||
+        write_whole(w, "/items/" DATASET_RAW_LIST, H5T_STD_I64LE, ids, n))
+        return errorf(err, errlen, "%s: cannot write /items/%s to %s%s", w->path,
+                      DATASET_RAW_LIST, w->tmp, w->raw_items >= 0 ? " (written twice)" : "");
+    w->raw_items = n;
+    return 0;
 }

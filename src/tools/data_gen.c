@@ -244,6 +244,7 @@ struct gen_opts {
     int nfeat;
     struct gen_feature feat[GEN_MAX_FEATURES];
     int64_t planted;           /* --labels planted:K: K, else 0 */
+    int64_t raw_k;             /* --raw-ids K: item ids x K (version 3), else 0 */
 };
 
 /* One chunk of whole users: lengths[users], events in user order. */
@@ -297,8 +298,17 @@ static void gen_flush(struct dataset_writer *w, struct gen_buf *b, const struct 
     char err[4400];
     if (b->users == 0)
         return;
-    if (dataset_writer_append(w, b->users, b->lengths, b->items, b->ts, b->actions, err,
-                              sizeof err)) {
+    int64_t *ids = b->items; /* --raw-ids K: written x K (the planted labels use b->items) */
+    if (o->raw_k) {
+        ids = xmalloc((size_t)(b->events ? b->events : 1) * sizeof *ids);
+        for (int64_t i = 0; i < b->events; i++)
+            ids[i] = b->items[i] * o->raw_k;
+    }
+    const int bad = dataset_writer_append(w, b->users, b->lengths, ids, b->ts, b->actions, err,
+                                          sizeof err);
+    if (ids != b->items)
+        free(ids);
+    if (bad) {
         dataset_writer_abort(w);
         fatal("%s", err);
     }
@@ -307,6 +317,24 @@ static void gen_flush(struct dataset_writer *w, struct gen_buf *b, const struct 
         planted_events(pl, w, b->u0, b->users, b->lengths, b->items);
     b->u0 += b->users;
     b->users = b->events = 0;
+}
+
+/* --raw-ids K: /items/ids = K, 2K, .. N K (every item, used or not) and
+ * /user_map = 0 .. U-1 (the users' raw ids). */
+static int gen_raw_lists(struct dataset_writer *w, const struct gen_opts *o, char *err,
+                         size_t errlen)
+{
+    const int64_t n = o->items > o->users ? o->items : o->users;
+    int64_t *v = xmalloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < o->items; i++)
+        v[i] = (i + 1) * o->raw_k;
+    int rc = dataset_writer_raw_items(w, v, o->items, err, errlen);
+    for (int64_t u = 0; rc == 0 && u < o->users; u++)
+        v[u] = u;
+    if (rc == 0)
+        rc = dataset_writer_map(w, "user_map", v, o->users, err, errlen);
+    free(v);
+    return rc;
 }
 
 /* Generate and write the dataset; returns the number of events. */
@@ -351,6 +379,10 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
     }
     gen_flush(w, &b, o, &pl);
     gen_features_entities(w, o->feat, o->nfeat, (uint64_t)o->seed, o->users, o->items);
+    if (o->raw_k && gen_raw_lists(w, o, err, sizeof err)) {
+        dataset_writer_abort(w);
+        fatal("%s", err);
+    }
     free(b.lengths);
     free(b.items);
     free(b.ts);
@@ -392,7 +424,11 @@ static void gen_usage(FILE *f)
             "  --labels planted[:K]  /events/click (0/1) and /events/rating (float) drawn\n"
             "                     from a known model (user and item factors, the previous\n"
             "                     item; doc/ranking.md); the optimal AUC, NE and MSE on each\n"
-            "                     user's last K events (default 1) as attributes planted_*\n",
+            "                     user's last K events (default 1) as attributes planted_*\n"
+            "  --raw-ids K        raw item ids (dataset version 3, doc/data.md): item i is\n"
+            "                     written as i x K (K >= 1, N x K < 2^63), /items/ids lists\n"
+            "                     K .. N K, /user_map the users 0 .. U-1; the same events as\n"
+            "                     without it (tests of raw ids; at most 2^28 items and users)\n",
             GEN_MAX_FEATURES);
 }
 
@@ -402,7 +438,7 @@ int data_gen_main(int argc, char **argv)
                          .chunk = (int64_t)1 << 20, .seed = 1, .zipf_s = 1.0};
     int have_max = 0;
     enum { O_USERS = 256, O_ITEMS, O_LENGTH, O_ZIPF, O_SEED, O_TS, O_ACTIONS, O_MAXLEN, O_CHUNK,
-           O_IFEAT, O_UFEAT, O_EFEAT, O_LABELS };
+           O_IFEAT, O_UFEAT, O_EFEAT, O_LABELS, O_RAWIDS };
     static const struct option longopts[] = {
         {"users", required_argument, NULL, O_USERS},
         {"items", required_argument, NULL, O_ITEMS},
@@ -418,6 +454,7 @@ int data_gen_main(int argc, char **argv)
         {"user-feature", required_argument, NULL, O_UFEAT},
         {"event-feature", required_argument, NULL, O_EFEAT},
         {"labels", required_argument, NULL, O_LABELS},
+        {"raw-ids", required_argument, NULL, O_RAWIDS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -439,6 +476,7 @@ int data_gen_main(int argc, char **argv)
             have_max = 1;
             break;
         case O_LABELS: o.planted = planted_parse(optarg); break;
+        case O_RAWIDS: o.raw_k = cli_count("--raw-ids", optarg, 1, INT64_MAX); break;
         case O_CHUNK: o.chunk = cli_count("--chunk-events", optarg, 1, (int64_t)1 << 30); break;
         case O_IFEAT:
         case O_UFEAT:
@@ -473,6 +511,13 @@ int data_gen_main(int argc, char **argv)
         fatal("data gen: --length is required");
     if (!o.out || !*o.out)
         fatal("data gen: -o OUT.h5 is required");
+    if (o.raw_k && (o.items > INT64_MAX / o.raw_k || o.items > ((int64_t)1 << 28) ||
+                    o.users > ((int64_t)1 << 28)))
+        fatal("data gen: --raw-ids %lld with --items %lld, --users %lld: the largest id N x K "
+              "must stay below 2^63, and the lists (8 bytes an item and a user) at most 2^28",
+              (long long)o.raw_k, (long long)o.items, (long long)o.users);
+    if (o.raw_k && o.planted)
+        fatal("data gen: --raw-ids and --labels planted: the planted labels are for dense ids");
 
     struct len_dist d;
     len_parse(&d, o.length_text);

@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "tools/data_tools.h"
 #include "data/dataset.h"
+#include "tools/import_raw.h"
 #include "tools/import_read.h"
 #include "tools/import_side.h"
 #include "tools/import_write.h"
@@ -67,6 +68,11 @@ static void usage(FILE *out)
         "  --item-ids int|string    item ids are integers (default) or strings\n"
         "  --string-ids             both are strings (ordered bytewise; kept in\n"
         "                           /user_map_str, /item_map_str)\n"
+        "  --ids dense|raw          dense (default): items renumbered 1..N; raw: item ids\n"
+        "                           kept as they are (positive int64; string ids as their\n"
+        "                           FNV-1a 64 hash, top bit cleared), listed sorted in\n"
+        "                           /items/ids (dataset version 3); users in ascending raw\n"
+        "                           id with it in /user_map (doc/data.md)\n"
         "  --no-rating              store no /actions (csv, jsonl: read no rating)\n"
         "  --no-time                store no /timestamps (csv, jsonl: read no time)\n"
         "  --delimiter S            csv: field separator: one character, 'tab', or several\n"
@@ -113,6 +119,7 @@ struct import_cli {
     struct import_options o;
     const char *input, *output;
     int64_t min_user, min_item;
+    int raw_ids;                              /* --ids raw */
     const char *ml_items, *ml_users;          /* --items, --users */
     struct import_side item_side, user_side;  /* --item-features ..., --user-features ... */
 };
@@ -228,7 +235,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
     enum { O_USER = 256, O_ITEM, O_RATING, O_TIME, O_NORATING, O_NOTIME, O_DELIM, O_MINR,
            O_MINU, O_MINI, O_SKIP, O_NOHEADER, O_COLUMNS, O_USERIDS, O_ITEMIDS, O_STRIDS,
            O_EVCOLS, O_ITEMS, O_USERS, O_IFEAT, O_IKEY, O_ICOLS, O_UFEAT, O_UKEY, O_UCOLS,
-           O_SIDEDELIM, O_MULTISEP, O_TUNIT };
+           O_SIDEDELIM, O_MULTISEP, O_TUNIT, O_IDS };
     static const struct option longs[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"user-col", required_argument, NULL, O_USER},
@@ -257,6 +264,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
         {"side-delimiter", required_argument, NULL, O_SIDEDELIM},
         {"multi-sep", required_argument, NULL, O_MULTISEP},
         {"time-unit", required_argument, NULL, O_TUNIT},
+        {"ids", required_argument, NULL, O_IDS},
         {NULL, 0, NULL, 0}};
     struct import_options *o = &c->o;
     *c = (struct import_cli){.min_user = 1, .min_item = 1};
@@ -320,6 +328,11 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
             if (strcmp(optarg, "s") && strcmp(optarg, "ms"))
                 fatal("--time-unit: '%s' is not s or ms", optarg);
             o->time_ms = !strcmp(optarg, "ms");
+            break;
+        case O_IDS:
+            if (strcmp(optarg, "dense") && strcmp(optarg, "raw"))
+                fatal("--ids: '%s' is not dense or raw", optarg);
+            c->raw_ids = o->raw_items = !strcmp(optarg, "raw");
             break;
         case 'h': usage(stdout); exit(0);
         case ':': fatal("option '%s' needs a value", argv[optind - 1]);
@@ -521,8 +534,11 @@ int data_import_main(int argc, char **argv)
     int32_t *urank = xmalloc((size_t)ev.users.n * sizeof *urank);
     int32_t *irank = xmalloc((size_t)ev.items.n * sizeof *irank);
     int32_t *uorder, *iorder;
-    int64_t nu = import_ids_rank(&ev.users, ucnt, urank, &uorder);
-    int64_t ni = import_ids_rank(&ev.items, icnt, irank, &iorder);
+    int64_t *uraw = NULL, *iraw = NULL, ucoll = 0, icoll = 0;
+    int64_t nu = c.raw_ids ? import_raw_rank(&ev.users, ucnt, 0, urank, &uorder, &uraw, &ucoll)
+                           : import_ids_rank(&ev.users, ucnt, urank, &uorder);
+    int64_t ni = c.raw_ids ? import_raw_rank(&ev.items, icnt, 1, irank, &iorder, &iraw, &icoll)
+                           : import_ids_rank(&ev.items, icnt, irank, &iorder);
     int64_t *off = xmalloc((size_t)(nu + 1) * sizeof *off);
     off[0] = 0;
     for (int64_t k = 0; k < ev.users.n; k++)
@@ -558,7 +574,7 @@ int data_import_main(int argc, char **argv)
             import_vocab_finish(&ev.evf[k].vocab);
     double t_side = clock_seconds();
 
-    import_write(c.output, &ev, perm, off, nu, irank, uorder, iorder, ni, &feat);
+    import_write(c.output, &ev, perm, off, nu, irank, uorder, iorder, ni, &feat, iraw, uraw);
     double t_end = clock_seconds();
 
     log_info("data import: read %s (%s%s): %lld lines, %lld rows, %lld bad lines skipped, "
@@ -573,6 +589,17 @@ int data_import_main(int argc, char **argv)
              (long long)nu, (long long)ni, (long long)events,
              ev.ts ? "timestamps" : "no timestamps",
              ev.act ? ", actions = rating x 10" : ", no actions");
+    if (c.raw_ids)
+        log_info("data import: raw ids (version 3): item ids %lld .. %lld in /items/ids, users "
+                 "in ascending raw id in /user_map; hash collisions (distinct string ids, one "
+                 "raw id): %lld of items%s, %lld of users%s", (long long)iraw[0],
+                 (long long)iraw[ni - 1], (long long)icoll,
+                 ev.items.strings ? " (merged into one item)" : " (integer ids: none)",
+                 (long long)ucoll, ev.users.strings ? " (kept apart)" : " (integer ids: none)");
+    if (icoll || ucoll)
+        log_warn("data import: %lld item and %lld user string ids share their 64-bit hash with "
+                 "another: colliding items are one item, colliding users share a raw id",
+                 (long long)icoll, (long long)ucoll);
     double dt = t_end - t0 > 1e-9 ? t_end - t0 : 1e-9;
     if (feat.n || ev.nevf) {
         char list[2048] = "";
@@ -594,6 +621,8 @@ int data_import_main(int argc, char **argv)
     free(off);
     free(uorder);
     free(iorder);
+    free(uraw);
+    free(iraw);
     free(urank);
     free(irank);
     free(alive);

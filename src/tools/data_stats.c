@@ -149,11 +149,12 @@ static void stats_events(const struct dataset *ds)
         }
         if (dataset_read_users(ds, u0, u1, items, ts, NULL, err, sizeof err))
             fatal("%s", err);
-        if (count)
-            for (int64_t i = 0; i < n; i++)
-                if (count[items[i]] != UINT32_MAX)
-                    count[items[i]]++;
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = 0; count && i < n; i++) { /* raw ids: counted by row */
+            const int64_t row = ds->raw_ids ? dataset_raw_index(ds, items[i]) + 1 : items[i];
+            if (count[row] != UINT32_MAX)
+                count[row]++;
+        }
+        for (int64_t i = 0; !ds->raw_ids && i < n; i++)
             max_id = items[i] > max_id ? items[i] : max_id;
         for (int64_t i = 0; ts && i < n; i++) {
             t_min = ts[i] < t_min ? ts[i] : t_min;
@@ -163,7 +164,7 @@ static void stats_events(const struct dataset *ds)
     }
     free(items);
     free(ts);
-    if (dataset_rows_absurd(ds->num_items, max_id))
+    if (!ds->raw_ids && dataset_rows_absurd(ds->num_items, max_id))
         fatal("%s: attribute num_items = %lld is far beyond the largest item id used, %lld "
               "(set num_items to the largest id)", ds->path, (long long)ds->num_items,
               (long long)max_id);
@@ -177,7 +178,8 @@ static void stats_events(const struct dataset *ds)
         printf("items used: %lld (%.1f%% of num_items)\n", (long long)used,
                100.0 * (double)used / (double)ds->num_items);
         if (top_id)
-            printf("top item: %lld (%lld events, share %.6f)\n", (long long)top_id,
+            printf("top item: %lld (%lld events, share %.6f)\n",
+                   (long long)(ds->raw_ids ? ds->item_list[top_id - 1] : top_id),
                    (long long)count[top_id], (double)count[top_id] / (double)ds->num_events);
         if (top_id && ds->has_item_map) {
             char err[1024];
@@ -244,6 +246,12 @@ int data_stats_main(int argc, char **argv)
     printf("file: %s\n", path);
     printf("users: %lld\n", (long long)ds.num_users);
     printf("items: %lld\n", (long long)ds.num_items);
+    if (ds.raw_ids)
+        printf("ids: raw (version 3: item ids %lld .. %lld as imported, listed in /items/%s; "
+               "items = distinct ids)\n", (long long)ds.item_list[0],
+               (long long)ds.item_list[ds.num_items - 1], DATASET_RAW_LIST);
+    else
+        printf("ids: dense (items 1 .. %lld)\n", (long long)ds.num_items);
     printf("events: %lld\n", (long long)ds.num_events);
     printf("timestamps: %s\n", ds.has_timestamps ? "yes" : "no");
     printf("actions: %s\n", ds.has_actions ? "yes" : "no");

@@ -152,6 +152,11 @@ int import_add_event(struct reader *r, int64_t line, const struct import_key *us
                                                                       evt[c].len));
             return -1;
         }
+    if (o->raw_items && !o->string_items && item->i <= 0) {
+        import_bad_line(r, line, "item id %lld: raw item ids (--ids raw) are positive, 1 .. "
+                        "2^63 - 1 (0 is padding)", (long long)item->i);
+        return -1;
+    }
     if (o->time_ms) /* milliseconds to seconds, rounded down */
         ts = ts >= 0 ? ts / 1000 : -((-(ts + 1)) / 1000) - 1;
     if (r->has_rating && o->has_min_rating && rating < o->min_rating) {

@@ -46,6 +46,7 @@ struct import_options {
     int no_header;                  /* csv: the first line is data */
     const char *delimiter;          /* csv field separator, 1 or more bytes */
     int string_users, string_items; /* ids are strings, not integers */
+    int raw_items;                  /* --ids raw: integer item ids must be positive */
     int want_rating, want_time;     /* movielens: store the rating / time */
     int has_min_rating;
     double min_rating;              /* events with rating < min_rating are dropped */

@@ -76,7 +76,8 @@ static int declare_event_features(struct dataset_writer *w, const struct import_
 
 void import_write(const char *path, const struct import_events *ev, const int64_t *perm,
                   const int64_t *off, int64_t nu, const int32_t *irank, const int32_t *uorder,
-                  const int32_t *iorder, int64_t ni, const struct import_features *feat)
+                  const int32_t *iorder, int64_t ni, const struct import_features *feat,
+                  const int64_t *iraw, const int64_t *uraw)
 {
     int64_t cap = WRITE_BATCH;
     for (int64_t u = 0; u < nu; u++)
@@ -103,7 +104,7 @@ void import_write(const char *path, const struct import_events *ev, const int64_
         int64_t n = off[u1] - off[u0];
         const int64_t *p = perm + off[u0];
         for (int64_t j = 0; j < n; j++) {
-            items[j] = (int64_t)irank[ev->item[p[j]]] + 1;
+            items[j] = iraw ? iraw[irank[ev->item[p[j]]]] : (int64_t)irank[ev->item[p[j]]] + 1;
             if (ts) ts[j] = ev->ts[p[j]];
             if (act) act[j] = ev->act[p[j]];
         }
@@ -113,8 +114,15 @@ void import_write(const char *path, const struct import_events *ev, const int64_
             fatal("%s", err);
         }
     }
-    if (write_map(w, "item_map", &ev->items, iorder, ni, err, sizeof err) ||
-        write_map(w, "user_map", &ev->users, uorder, nu, err, sizeof err) ||
+    /* raw ids: the item list instead of /item_map (string ids keep their
+     * strings), each user's raw id in /user_map (and strings beside) */
+    if ((iraw ? dataset_writer_raw_items(w, iraw, ni, err, sizeof err) ||
+                    (ev->items.strings &&
+                     write_map(w, "item_map", &ev->items, iorder, ni, err, sizeof err))
+              : write_map(w, "item_map", &ev->items, iorder, ni, err, sizeof err)) ||
+        (uraw && dataset_writer_map(w, "user_map", uraw, nu, err, sizeof err)) ||
+        ((!uraw || ev->users.strings) &&
+         write_map(w, "user_map", &ev->users, uorder, nu, err, sizeof err)) ||
         import_features_write(feat, w, err, sizeof err)) {
         dataset_writer_abort(w);
         fatal("%s", err);

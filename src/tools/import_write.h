@@ -12,9 +12,13 @@
 
 /* perm [off[nu]]: event indexes grouped by dense user; off [nu + 1];
  * irank [items.n] dense item - 1; uorder [nu], iorder [ni]: the interned
- * indexes in dense order; feat: user and item features (dense order). */
+ * indexes in dense order; feat: user and item features (dense order).
+ * iraw [ni], uraw [nu]: with --ids raw (import_raw.h), the raw id of each
+ * item and user rank (the events get iraw's ids, /items/ids = iraw,
+ * /user_map = uraw); NULL: dense ids 1 .. ni. */
 void import_write(const char *path, const struct import_events *ev, const int64_t *perm,
                   const int64_t *off, int64_t nu, const int32_t *irank, const int32_t *uorder,
-                  const int32_t *iorder, int64_t ni, const struct import_features *feat);
+                  const int32_t *iorder, int64_t ni, const struct import_features *feat,
+                  const int64_t *iraw, const int64_t *uraw);
 
 #endif

@@ -338,8 +338,8 @@ void ckpt_run_path(const char *dir, const struct ckpt_run *run, int64_t step, ch
     struct ckpt_identity id;
     char err[1024];
     snprintf(path, len, "%s/ckpt-%lld.h5", dir, (long long)step);
-    if (access(path, F_OK) == 0 && checkpoint_identity(path, &id, err, sizeof err) == 0 &&
-        strcmp(id.run_id, run->id))
+    if (access(path, F_OK) == 0 && (checkpoint_identity(path, &id, err, sizeof err) != 0 ||
+                                    strcmp(id.run_id, run->id)))
         snprintf(path, len, "%s/ckpt-%lld-%s.h5", dir, (long long)step, run->id);
 }
 
@@ -400,6 +400,55 @@ int ckpt_run_check(const char *dir, const struct ckpt_run *run, int shared, char
                       "are never resumed from nor deleted)",
                       dir, nother, nother == 1 ? "" : "s", names, diff);
     return 0;
+}
+
+int ckpt_run_check_fresh(const char *dir, const struct ckpt_run *run, char *err, size_t len)
+{
+    struct held *h;
+    const int64_t n = scan(dir, &h);
+    char names[512] = "";
+    size_t k = 0;
+    int count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!h[i].ok || strcmp(h[i].id.run_id, run->id))
+            continue;
+        if (count < NAMES_SHOWN && k < sizeof names)
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", count ? ", " : "",
+                                  h[i].name);
+        count++;
+    }
+    free(h);
+    if (count > NAMES_SHOWN && k < sizeof names)
+        snprintf(names + k, sizeof names - k, " and %d more", count - NAMES_SHOWN);
+    if (!count)
+        return 0;
+    return errorf(err, len,
+                  "output.checkpoint_dir = %s holds %d checkpoint%s of an earlier start with "
+                  "this run's identity: %s; a fresh run (train.resume empty) would overwrite "
+                  "them, and parameters outside the identity (the learning rate, the epochs, "
+                  "...) may differ: continue that run with train.resume=auto, or give this run "
+                  "another output.checkpoint_dir, or move them away",
+                  dir, count, count == 1 ? "" : "s", names);
+}
+
+int ckpt_run_check_best(const char *dir, const struct ckpt_run *run, char *err, size_t len)
+{
+    char path[4300], why[1024], diff[1024] = "";
+    struct ckpt_identity id;
+    snprintf(path, sizeof path, "%s/best.h5", dir);
+    if (access(path, F_OK) != 0)
+        return 0;
+    const int ok = checkpoint_identity(path, &id, why, sizeof why) == 0;
+    if (ok && !strcmp(id.run_id, run->id))
+        return 0;
+    if (ok && id.run_id[0])
+        differences(id.run_params, run->params, diff, sizeof diff);
+    return errorf(err, len,
+                  "output.checkpoint_dir = %s: best.h5 is %s%s%s%s: train.keep_best would "
+                  "overwrite it; give this run another output.checkpoint_dir, move best.h5 "
+                  "away, or set train.keep_best=off",
+                  dir, ok ? "another run's" : "unreadable", ok && diff[0] ? " (" : "",
+                  ok ? diff : why, ok && diff[0] ? ")" : "");
 }
 
 int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto,

@@ -46,7 +46,8 @@ void ckpt_run_tmp_name(const char *final, char *tmp, size_t len);
 
 /* Rank 0: where this run's checkpoint of step goes: DIR/ckpt-STEP.h5, or
  * DIR/ckpt-STEP-RUNID.h5 where another run's ckpt-STEP.h5 is (a shared
- * directory: it is never overwritten). */
+ * directory: it is never overwritten), or a file of that name whose
+ * identity cannot be read (damaged, or not a checkpoint: left alone). */
 void ckpt_run_path(const char *dir, const struct ckpt_run *run, int64_t step, char *path,
                    size_t len);
 
@@ -55,6 +56,19 @@ void ckpt_run_path(const char *dir, const struct ckpt_run *run, int64_t step, ch
  * 0, or -1 with err naming them and the way out. */
 int ckpt_run_check(const char *dir, const struct ckpt_run *run, int shared, char *err,
                    size_t len);
+
+/* Rank 0, before anything is printed, for a fresh run (train.resume
+ * empty): dir holding checkpoints (or best.h5) of this run's identity,
+ * written by an earlier start, is refused (the identity leaves out the
+ * learning rate, the epochs, ...: a fresh run would overwrite them step
+ * by step), naming them and the ways out (train.resume=auto, another
+ * directory, moving them away). 0, or -1 with err. */
+int ckpt_run_check_fresh(const char *dir, const struct ckpt_run *run, char *err, size_t len);
+
+/* Rank 0, before anything is printed, with train.keep_best: DIR/best.h5
+ * of another run (a shared directory) or unreadable is refused (keep_best
+ * would overwrite it), naming the ways out. 0, or -1 with err. */
+int ckpt_run_check_best(const char *dir, const struct ckpt_run *run, char *err, size_t len);
 
 /* Rank 0, at start: create dir if missing, refuse a path that is not a
  * directory where a file can be created, report and remove stale

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "base/check.h"
 #include "model/loss.h"
+#include "train/neg_list.h"
 #include "train/train.h"
 
 /* The global batch's targets (all ranks), sorted: the in-batch negatives'
@@ -32,6 +33,16 @@ float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t ep
     const int64_t T = sb->T, I = tr->ds.num_items;
     const int R = cf->R, Ru = cf->negatives_from == NEG_UNIFORM ? R
                               : cf->negatives_from == NEG_MIXED ? R / 2 : 0;
+    /* raw ids (dataset_raw.c): uniform over the item list /items/ids, on
+     * the host, never over 1 .. N (no item's ids) */
+    const int64_t *list = tr->ds.raw_ids ? tr->ds.item_list : NULL;
+    if (Ru == R && list) {
+        int64_t *neg = xmalloc((size_t)(T * R > 0 ? T * R : 1) * sizeof *neg);
+        neg_list_sample(cf->seed, epoch, sb->keys, T, R, list, I, neg);
+        emb_ids_put(tr->items, 2 * T, neg, T * R, tr->c->rank);
+        free(neg);
+        return NULL;
+    }
     if (Ru == R) {
         emb_ids_negatives(tr->items, 2 * T, cf->seed, epoch, sb->keys, T, R, I);
         return NULL;
@@ -40,7 +51,10 @@ float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t ep
     int64_t *batch = batch_targets_gather(tr->c, sb, &n_batch);
     int64_t *neg = xmalloc((size_t)(T * R > 0 ? T * R : 1) * sizeof *neg);
     int64_t *u = xmalloc((size_t)(T * Ru > 0 ? T * Ru : 1) * sizeof *u);
-    loss_sample_negatives(cf->seed, epoch, sb->keys, T, Ru, I, u);
+    if (list)
+        neg_list_sample(cf->seed, epoch, sb->keys, T, Ru, list, I, u);
+    else
+        loss_sample_negatives(cf->seed, epoch, sb->keys, T, Ru, I, u);
     for (int64_t i = 0; i < T; i++)
         memcpy(neg + i * R, u + i * Ru, (size_t)Ru * sizeof *u);
     free(u);

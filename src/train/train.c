@@ -46,7 +46,8 @@ static void open_dataset(struct trainer *tr)
 {
     char err[1024], msg[1100];
     const char *path = tr->conf.data_path;
-    int bad = tr->c->rank == 0 && dataset_open(&tr->ds, path, err, sizeof err);
+    int bad = tr->c->rank == 0 && (dataset_open(&tr->ds, path, err, sizeof err) ||
+                                   dataset_refuse_raw(&tr->ds, err, sizeof err));
     snprintf(msg, sizeof msg, "data.path: %s", err);
     comm_fail_agree(tr->c, bad, msg);
     bad = tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err);

@@ -32,8 +32,10 @@ static double checkpoint_bytes(const struct trainer *tr)
     return emb + 3.0 * dense * 4.0;
 }
 
-/* output.checkpoint_dir: not a file, not another run's (rank 0, before the
- * banner; a refusal ends every rank with one message). */
+/* output.checkpoint_dir: not a file, not another run's, for a fresh run
+ * none of an earlier start of this run, and with keep_best no best.h5 of
+ * another run (rank 0, before the banner; a refusal ends every rank with
+ * one message). */
 void train_ckpt_check_dir(struct trainer *tr)
 {
     char err[2400] = "";
@@ -41,7 +43,12 @@ void train_ckpt_check_dir(struct trainer *tr)
     if (tr->c->rank == 0 && tr->conf.checkpoint_dir[0]) {
         struct ckpt_run run;
         ckpt_run_identity(tr, &run);
-        bad = ckpt_run_check(tr->conf.checkpoint_dir, &run, tr->conf.shared_dir, err, sizeof err);
+        bad = ckpt_run_check(tr->conf.checkpoint_dir, &run, tr->conf.shared_dir, err,
+                             sizeof err) ||
+              (!tr->conf.resume[0] &&
+               ckpt_run_check_fresh(tr->conf.checkpoint_dir, &run, err, sizeof err)) ||
+              (tr->conf.keep_best &&
+               ckpt_run_check_best(tr->conf.checkpoint_dir, &run, err, sizeof err));
     }
     comm_fail_agree(tr->c, bad, err);
 }
