@@ -1,4 +1,4 @@
-/* test_eval_rank: distributed full ranking (src/eval/eval_rank.c) on P ranks
+/* test_eval_rank: distributed full ranking (src/eval/eval_retrieval.c) on P ranks
  * against a brute-force single-rank computation, for every embedding group
  * G in {1, 2, P} that divides P.
  *
@@ -28,7 +28,7 @@
 #include "base/check.h"
 #include "comm/comm.h"
 #include "embedding/emb_exchange.h"
-#include "eval/eval_rank.h"
+#include "eval/eval_retrieval.h"
 #include "mpitest.h"
 #include "base/rng.h"
 

@@ -1,11 +1,11 @@
 /* eval: evaluation of the model being trained on the validation or test
  * split (leave-one-out targets, full ranking over all items with the
- * history excluded; eval_rank.h), and the metrics' JSON fields. */
+ * history excluded; eval_retrieval.h), and the metrics' JSON fields. */
 #ifndef FS_EVAL_H
 #define FS_EVAL_H
 
-#include "eval/eval_rank.h"
-#include "eval/metrics_rank.h"
+#include "eval/eval_retrieval.h"
+#include "eval/metrics_ranking.h"
 #include "base/metrics.h"
 #include "train/train.h"
 

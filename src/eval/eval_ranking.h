@@ -1,17 +1,17 @@
 /* eval_ranking: the evaluation of a ranking model (train.task = ranking)
  * and what `score` shares with it.
  *
- * The users with candidates in the split (split_rank.h) are cut into
+ * The users with candidates in the split (split_ranking.h) are cut into
  * chunks of consecutive users, about RANK_CHUNK_KEYS key rows of the
  * target-masked attention each (at most RANK_CHUNK_USERS users): the cut
  * depends on the data alone. In round k rank r evaluates chunk k P + r;
  * every candidate's labels and predictions are gathered to rank 0 per
  * round, in rank order, i.e. in the users' order, whatever P is
- * (metrics_rank.h computes the metrics there). Collective over all ranks. */
+ * (metrics_ranking.h computes the metrics there). Collective over all ranks. */
 #ifndef FS_EVAL_RANKING_H
 #define FS_EVAL_RANKING_H
 
-#include "eval/metrics_rank.h"
+#include "eval/metrics_ranking.h"
 #include "train/train.h"
 
 #define RANK_CHUNK_USERS 64

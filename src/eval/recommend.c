@@ -24,7 +24,7 @@
 #include "base/check.h"
 #include "cli/cli.h"
 #include "eval/eval.h"
-#include "eval/eval_rank.h"
+#include "eval/eval_retrieval.h"
 #include "train/step_feat.h"
 #include "eval/rec_ids.h"
 #include "eval/rec_out.h"

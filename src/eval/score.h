@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 
-#include "data/batch_rank.h"
+#include "data/batch_ranking.h"
 #include "eval/rec_ids.h"
 
 int score_main(int argc, char **argv);

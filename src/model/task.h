@@ -26,9 +26,9 @@
 #include "backend/backend.h"
 #include "base/params.h"
 #include "comm/comm.h"
-#include "data/batch_rank.h"
+#include "data/batch_ranking.h"
 #include "data/dataset.h"
-#include "data/split_rank.h"
+#include "data/split_ranking.h"
 #include "feature/schema.h"
 #include "model/model.h"
 

@@ -7,7 +7,7 @@
 #include "base/check.h"
 #include "balance/cost.h"
 #include "train/step_feat.h"
-#include "train/step_rank.h"
+#include "train/step_task.h"
 #include "train/train.h"
 
 void planner_init(struct planner *pl, struct trainer *tr)

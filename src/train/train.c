@@ -35,7 +35,7 @@
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
-#include "train/step_rank.h"
+#include "train/step_task.h"
 #include "train/watchdog.h"
 
 /* --- start-up ------------------------------------------------------------------- */

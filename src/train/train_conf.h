@@ -43,7 +43,7 @@ struct train_conf {
     enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
     int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
     int subspace_identity;    /* embedding.subspace_basis = identity */
-    /* train.task and the ranking settings (train/step_rank.c resolves them) */
+    /* train.task and the ranking settings (train/step_task.c resolves them) */
     struct task_conf task;
     /* features.* (resolved against the dataset in step_feat_setup) */
     struct feat_conf features;

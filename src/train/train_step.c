@@ -83,7 +83,7 @@
 #include "train/guard.h"
 #include "train/step_feat.h"
 #include "train/step_neg.h"
-#include "train/step_rank.h"
+#include "train/step_task.h"
 #include "train/train.h"
 
 /* One step's input: this rank's sequences read, negatives drawn, ids
@@ -223,7 +223,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     const struct train_conf *cf = &tr->conf;
     struct emb_table *t = tr->items;
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
-    if (s->ranking) /* the events and their labels (step_rank.h) */
+    if (s->ranking) /* the events and their labels (step_task.h) */
         step_rank_batch(tr, pl, &in->sb);
     else
         batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,

@@ -1,4 +1,4 @@
-/* step_rank: the task of a run on the trainer's side (model/task.h): its
+/* step_task: the task of a run on the trainer's side (model/task.h): its
  * start-up and what the training step and the planner ask of it.
  *
  * Start-up (trainer_setup), in this order:
@@ -12,8 +12,8 @@
  *                     statistics from the training events
  * Ranking also needs the token assembly (step_feat.h), which then always
  * runs: the labels are event features of the actions. */
-#ifndef FS_STEP_RANK_H
-#define FS_STEP_RANK_H
+#ifndef FS_STEP_TASK_H
+#define FS_STEP_TASK_H
 
 #include <stdint.h>
 

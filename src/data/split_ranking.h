@@ -1,4 +1,4 @@
-/* split_rank: which events of a user train, validate and test in ranking
+/* split_ranking: which events of a user train, validate and test in ranking
  * (train.task = ranking; data.split):
  *
  *   loo        the last event tests, the second last validates, the rest
@@ -14,8 +14,8 @@
  * A user's events are then [0, a) training, [a, b) validation, [b, L)
  * test (each possibly empty). Candidates of a split are its events; their
  * history is every event before the split's first one. */
-#ifndef FS_DATA_SPLIT_RANK_H
-#define FS_DATA_SPLIT_RANK_H
+#ifndef FS_DATA_SPLIT_RANKING_H
+#define FS_DATA_SPLIT_RANKING_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-/* split_rank: the ranking splits; see split_rank.h. */
-#include "data/split_rank.h"
+/* split_ranking: the ranking splits; see split_ranking.h. */
+#include "data/split_ranking.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
-/* batch_rank: ranking batches and their labels; see batch_rank.h. */
-#include "data/batch_rank.h"
+/* batch_ranking: ranking batches and their labels; see batch_ranking.h. */
+#include "data/batch_ranking.h"
 
 #include <math.h>
 #include <stdlib.h>

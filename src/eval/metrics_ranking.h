@@ -1,4 +1,4 @@
-/* metrics_rank: the metrics of a ranking evaluation, exact over all ranks
+/* metrics_ranking: the metrics of a ranking evaluation, exact over all ranks
  * (doc/ranking.md): the (user, labels, scores) records of every
  * candidate are gathered to rank 0 in the order of the evaluated users'
  * list (the same on any rank count), computed there in that order and
@@ -15,15 +15,15 @@
  *             of the candidates' positive rate p (NaN when p is 0 or 1);
  *   accuracy  the fraction with (z >= 0) == y.
  * Per regression task (score = the prediction): MSE and MAE. */
-#ifndef FS_METRICS_RANK_H
-#define FS_METRICS_RANK_H
+#ifndef FS_METRICS_RANKING_H
+#define FS_METRICS_RANKING_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "base/metrics.h"
 #include "comm/comm.h"
-#include "data/batch_rank.h"
+#include "data/batch_ranking.h"
 
 struct task_metrics {
     int64_t n;               /* candidates with a label */

@@ -1,5 +1,5 @@
-/* step_rank: the task of a run on the trainer's side; see step_rank.h. */
-#include "train/step_rank.h"
+/* step_task: the task of a run on the trainer's side; see step_task.h. */
+#include "train/step_task.h"
 
 #include <math.h>
 #include <stdlib.h>

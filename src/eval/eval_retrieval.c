@@ -1,6 +1,6 @@
-/* eval_rank: distributed full ranking of the item table and the ranking
- * metrics; see eval_rank.h. */
-#include "eval/eval_rank.h"
+/* eval_retrieval: distributed full ranking of the item table and the ranking
+ * metrics; see eval_retrieval.h. */
+#include "eval/eval_retrieval.h"
 #include "model/loss.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* batch_rank: the batches of ranking (train.task = ranking; split_rank.h)
+/* batch_ranking: the batches of ranking (train.task = ranking; split_ranking.h)
  * and their labels.
  *
  *   training    a user's most recent N = data.max_seq_len training events;
@@ -19,14 +19,14 @@
  * entry read as a number: decode[id]; id 0 is missing). A binary label is
  * the comparison of that value with x (or value != 0), a regression label
  * the value itself. */
-#ifndef FS_DATA_BATCH_RANK_H
-#define FS_DATA_BATCH_RANK_H
+#ifndef FS_DATA_BATCH_RANKING_H
+#define FS_DATA_BATCH_RANKING_H
 
 #include <stdint.h>
 
 #include "data/batch.h"
 #include "data/dataset.h"
-#include "data/split_rank.h"
+#include "data/split_ranking.h"
 
 #define RANK_MAX_TASKS 16
 

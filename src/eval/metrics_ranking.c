@@ -1,5 +1,5 @@
-/* metrics_rank: exact ranking metrics; see metrics_rank.h. */
-#include "eval/metrics_rank.h"
+/* metrics_ranking: exact ranking metrics; see metrics_ranking.h. */
+#include "eval/metrics_ranking.h"
 
 #include <errno.h>
 #include <math.h>

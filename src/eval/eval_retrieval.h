@@ -1,4 +1,4 @@
-/* eval_rank: full-ranking evaluation against the sharded item table, and the
+/* eval_retrieval: full-ranking evaluation against the sharded item table, and the
  * ranking metrics (doc/training.md, "Splits and evaluation").
  *
  * Every rank brings nq queries (the users it evaluates): a user vector, a
@@ -28,8 +28,8 @@
  * by smaller id; padded with id 0, score -inf when fewer than K remain.
  *
  * All functions of the ranking are collective over the emb group. */
-#ifndef FS_EVAL_RANK_H
-#define FS_EVAL_RANK_H
+#ifndef FS_EVAL_RETRIEVAL_H
+#define FS_EVAL_RETRIEVAL_H
 
 #include <stddef.h>
 #include <stdint.h>
