@@ -54,7 +54,7 @@ void labels_read_events(const struct dataset *ds, const struct label_conf *lc, i
     free(iv);
 }
 
-void batch_rank_read_labels(const struct dataset *ds, const struct label_conf *lc,
+void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
                             struct seq_batch *b)
 {
     const int K = lc->n;
@@ -67,7 +67,7 @@ void batch_rank_read_labels(const struct dataset *ds, const struct label_conf *l
                            b->labels + b->offsets[q] * K);
 }
 
-void batch_rank_train(const struct dataset *ds, const struct rsplit *rs,
+void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                       const struct label_conf *lc, int N, int with_ts, uint64_t seed,
                       uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
 {
@@ -96,10 +96,10 @@ void batch_rank_train(const struct dataset *ds, const struct rsplit *rs,
     }
     free(items);
     free(ts);
-    batch_rank_read_labels(ds, lc, b);
+    batch_ranking_read_labels(ds, lc, b);
 }
 
-void batch_rank_eval(const struct dataset *ds, const struct rsplit *rs,
+void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
                      const struct label_conf *lc, int test, int N, int64_t max_cand,
                      int with_ts, const int64_t *users, int64_t B, struct seq_batch *b)
 {
@@ -122,7 +122,7 @@ void batch_rank_eval(const struct dataset *ds, const struct rsplit *rs,
         if (max_cand > 0 && c1 - c0 > max_cand)
             c1 = c0 + max_cand;
         if (c1 <= c0)
-            fatal("batch_rank_eval: user %lld has no candidate", (long long)u);
+            fatal("batch_ranking_eval: user %lld has no candidate", (long long)u);
         const int64_t first = c0 - (c0 < N - 1 ? c0 : N - 1);
         for (int64_t e = first; e < c1; e++, t++) {
             b->items[t] = items[e];
@@ -137,10 +137,10 @@ void batch_rank_eval(const struct dataset *ds, const struct rsplit *rs,
     }
     free(items);
     free(ts);
-    batch_rank_read_labels(ds, lc, b);
+    batch_ranking_read_labels(ds, lc, b);
 }
 
-void batch_rank_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
+void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
                       const int64_t *users, int64_t B, const int64_t *coff, const int64_t *citems,
                       const int64_t *cts, struct seq_batch *b)
 {
@@ -157,7 +157,7 @@ void batch_rank_pairs(const struct dataset *ds, const struct label_conf *lc, int
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i], L = dataset_length(ds, u);
         if (L < 1)
-            fatal("batch_rank_pairs: user %lld has no events", (long long)u);
+            fatal("batch_ranking_pairs: user %lld has no events", (long long)u);
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         const int64_t first = L - (L < N - 1 ? L : N - 1);
         for (int64_t e = first; e < L; e++, t++) {
@@ -179,5 +179,5 @@ void batch_rank_pairs(const struct dataset *ds, const struct label_conf *lc, int
     }
     free(items);
     free(ts);
-    batch_rank_read_labels(ds, lc, b);
+    batch_ranking_read_labels(ds, lc, b);
 }

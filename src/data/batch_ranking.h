@@ -51,19 +51,19 @@ double label_of(const struct label_col *c, double v);
 void labels_read_events(const struct dataset *ds, const struct label_conf *lc, int64_t e0,
                         int64_t n, float *out);
 /* b->labels [T, lc->n] of b's file events (any batch with ev0). */
-void batch_rank_read_labels(const struct dataset *ds, const struct label_conf *lc,
+void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
                             struct seq_batch *b);
 /* users[B]: the training batch (keys from seed, epoch, user, position). */
-void batch_rank_train(const struct dataset *ds, const struct rsplit *rs,
+void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                       const struct label_conf *lc, int N, int with_ts, uint64_t seed,
                       uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b);
 /* users[B] (each with a candidate in the split): the evaluation batch. */
-void batch_rank_eval(const struct dataset *ds, const struct rsplit *rs,
+void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
                      const struct label_conf *lc, int test, int N, int64_t max_cand,
                      int with_ts, const int64_t *users, int64_t B, struct seq_batch *b);
 /* users[B] (each with events) and their candidates items[coff[i] .. coff[i + 1])
  * at times ts (NULL: the time of the user's last event). */
-void batch_rank_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
+void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
                       const int64_t *users, int64_t B, const int64_t *coff, const int64_t *items,
                       const int64_t *ts, struct seq_batch *b);
 /* Events of entry i read from the file at b->ev0[i] (all of its tokens but

@@ -95,7 +95,7 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
     struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
                              .hist_ids = hist};
     int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);
-    eval_rank_queries(tr->items, c, &backend_cpu, &conf, &q, rank, NULL, NULL);
+    eval_retrieval_queries(tr->items, c, &backend_cpu, &conf, &q, rank, NULL, NULL);
     eval_metrics_init(out);
     for (int64_t i = 0; i < nq; i++)
         eval_metrics_add(out, rank[i]);

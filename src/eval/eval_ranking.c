@@ -108,7 +108,7 @@ static void finish(struct trainer *tr, const char *split, struct rank_records *a
     int binary[RANK_MAX_TASKS];
     eval_ranking_names(tr, names, binary);
     if (tr->c->rank == 0) {
-        metrics_rank_compute(all, binary, out);
+        metrics_ranking_compute(all, binary, out);
         if (tr->conf.task.dump[0]) {
             char path[4200];
             snprintf(path, sizeof path, "%s-%s.csv", tr->conf.task.dump, split);
@@ -132,7 +132,7 @@ void eval_ranking_split(struct trainer *tr, int test, struct rank_metrics *out)
         const int64_t j = r * P + tr->c->rank;
         const int64_t a = j < nch ? start[j] : 0, z = j < nch ? start[j + 1] : 0;
         struct seq_batch sb;
-        batch_rank_eval(&tr->ds, &tr->rsplit, &cf->task.labels, test, cf->N,
+        batch_ranking_eval(&tr->ds, &tr->rsplit, &cf->task.labels, test, cf->N,
                         cf->task.candidates, tr->with_ts, users + a, z - a, &sb);
         int64_t nc = 0;
         for (int64_t q = 0; q < sb.B; q++)
@@ -293,7 +293,7 @@ void eval_ranking_baselines(struct trainer *tr, int test, struct rank_metrics *o
         int binary[RANK_MAX_TASKS];
         eval_ranking_names(tr, names, binary);
         for (int m = 0; m < 4; m++) {
-            metrics_rank_compute(&rec[m], binary, &out[m]);
+            metrics_ranking_compute(&rec[m], binary, &out[m]);
             rank_records_free(&rec[m]);
         }
         free(bs.in);

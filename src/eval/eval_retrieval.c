@@ -401,7 +401,7 @@ static void check_queries(const struct emb_table *t, const struct comm *c,
     }
 }
 
-/* The ranking of eval_rank_queries; without targets (with_targets = 0,
+/* The ranking of eval_retrieval_queries; without targets (with_targets = 0,
  * q->targets unread) only the top-K lists are meaningful: every query is
  * given target 0 (none: no row is the target, nothing is counted above it)
  * and rank[] receives placeholders. */
@@ -478,19 +478,19 @@ static void rank_queries(struct emb_table *t, struct comm *c, const struct backe
     be->free(sm.dev);
 }
 
-void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
                        const struct eval_conf *conf, const struct eval_queries *q,
                        int64_t *rank, int64_t *topk_ids, float *topk_scores)
 {
     rank_queries(t, c, be, conf, q, 1, rank, topk_ids, topk_scores);
 }
 
-void eval_rank_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
                     const struct eval_conf *conf, const struct eval_queries *q,
                     int64_t *topk_ids, float *topk_scores)
 {
     if (conf->topk < 1)
-        fatal("eval_rank_topk: top-%d (at least 1)", conf->topk);
+        fatal("eval_retrieval_topk: top-%d (at least 1)", conf->topk);
     int64_t *rank = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *rank);
     rank_queries(t, c, be, conf, q, 0, rank, topk_ids, topk_scores);
     free(rank);

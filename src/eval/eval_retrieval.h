@@ -71,7 +71,7 @@ struct eval_conf {
  *   topk_ids: [q->n, conf->topk] out, or NULL (conf->topk must then be 0);
  *   topk_scores: [q->n, conf->topk] out, or NULL.
  * Bad ids end the job through fatal(), naming the rank and the query. */
-void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
                        const struct eval_conf *conf, const struct eval_queries *q,
                        int64_t *rank, int64_t *topk_ids, float *topk_scores);
 
@@ -79,7 +79,7 @@ void eval_rank_queries(struct emb_table *t, struct comm *c, const struct backend
  * with no target, i.e. the conf->topk (>= 1) best of the candidates ids
  * 1..rows minus each query's history; q->targets is not read (may be
  * NULL). topk_ids: [q->n, conf->topk] out; topk_scores: the same, or NULL. */
-void eval_rank_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
                     const struct eval_conf *conf, const struct eval_queries *q,
                     int64_t *topk_ids, float *topk_scores);
 

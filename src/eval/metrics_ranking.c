@@ -175,7 +175,7 @@ static void regression_task(const struct rank_records *r, int k, struct task_met
     m->auc = m->gauc = m->logloss = m->ne = m->accuracy = NAN;
 }
 
-void metrics_rank_compute(const struct rank_records *r, const int *binary,
+void metrics_ranking_compute(const struct rank_records *r, const int *binary,
                           struct rank_metrics *m)
 {
     memset(m, 0, sizeof *m);

@@ -58,7 +58,7 @@ void rank_records_add(struct rank_records *r, int64_t user, const float *label,
 void rank_records_gather(struct comm *c, struct rank_records *local, struct rank_records *all);
 
 /* The metrics of records r (users contiguous), binary[k] per task. */
-void metrics_rank_compute(const struct rank_records *r, const int *binary,
+void metrics_ranking_compute(const struct rank_records *r, const int *binary,
                           struct rank_metrics *m);
 /* AUC of n (score, label in {0, 1}) pairs, ties counted half; NaN without
  * both classes. (Exposed for tests.) */

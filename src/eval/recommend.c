@@ -6,7 +6,7 @@
  * excluded from the candidates as in evaluation, written in the dataset's
  * original ids (rec_out.h). Distributed like evaluation: the user vectors
  * of a round (recommend.h) are ranked against the sharded item table
- * (eval_rank_topk: every owner scores its shard, the lists are merged);
+ * (eval_retrieval_topk: every owner scores its shard, the lists are merged);
  * then the K scores of each list are recomputed exactly (a double dot
  * product with the looked-up row: the ranking's blocked gemm may round
  * differently with the shard layout) and the list re-sorted by them. An
@@ -296,7 +296,7 @@ int recommend_main(int argc, char **argv)
         int64_t *ids = xmalloc((size_t)(cnt ? cnt : 1) * (size_t)K * sizeof *ids);
         float *scores = xmalloc((size_t)(cnt ? cnt : 1) * (size_t)K * sizeof *scores);
         const struct eval_queries q = {.n = cnt, .u = u, .hist_off = hist_off, .hist_ids = hist};
-        eval_rank_topk(tr.items, &c, &backend_cpu, &ec, &q, ids, scores);
+        eval_retrieval_topk(tr.items, &c, &backend_cpu, &ec, &q, ids, scores);
         rescore(&tr, cnt, K, u, ids, scores);
         if (csv)
             gather_round(&c, out, K, rec_plan_first(&pl, k), cnt, users + lo, ids, scores);

@@ -102,7 +102,7 @@ static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, 
     const int ranking = tr->conf.task.type == TASK_RANKING;
     for (int64_t i = 0; i < gB; i++) {
         int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
-        pl->len[i] = ranking ? step_rank_train_tokens(tr, tr->train_users[perm[i]])
+        pl->len[i] = ranking ? step_ranking_train_tokens(tr, tr->train_users[perm[i]])
                              : (L < N ? L : N) + C;
         sp->tokens += pl->len[i];
         sp->pairs += 0.5 * (double)pl->len[i] * (double)(pl->len[i] + 1);

@@ -151,14 +151,14 @@ void task_teardown(struct trainer *tr)
     task_conf_free(&tr->conf.task);
 }
 
-void step_rank_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb)
+void step_ranking_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb)
 {
     const struct train_conf *cf = &tr->conf;
-    batch_rank_train(&tr->ds, &tr->rsplit, &cf->task.labels, cf->N, tr->with_ts, cf->seed,
+    batch_ranking_train(&tr->ds, &tr->rsplit, &cf->task.labels, cf->N, tr->with_ts, cf->seed,
                      (uint64_t)pl->epoch, pl->users, pl->n, sb);
 }
 
-int64_t step_rank_train_tokens(const struct trainer *tr, int64_t u)
+int64_t step_ranking_train_tokens(const struct trainer *tr, int64_t u)
 {
     int64_t a, b;
     rsplit_bounds(&tr->rsplit, &tr->ds, u, &a, &b);

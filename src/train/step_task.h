@@ -29,10 +29,10 @@ void task_teardown(struct trainer *tr);
  * smoothed user+item means; step_bias.c), after head.stats is set. */
 void step_bias_init(struct trainer *tr);
 
-/* Ranking: the training batch of plan pl (batch_rank_train). */
-void step_rank_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb);
+/* Ranking: the training batch of plan pl (batch_ranking_train). */
+void step_ranking_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb);
 /* Ranking: the model tokens of user u's training sequence (the planner's
  * cost): C + (2 with interleaved actions, else 1) x min(training events, N). */
-int64_t step_rank_train_tokens(const struct trainer *tr, int64_t u);
+int64_t step_ranking_train_tokens(const struct trainer *tr, int64_t u);
 
 #endif

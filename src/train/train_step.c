@@ -224,7 +224,7 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     struct emb_table *t = tr->items;
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
     if (s->ranking) /* the events and their labels (step_task.h) */
-        step_rank_batch(tr, pl, &in->sb);
+        step_ranking_batch(tr, pl, &in->sb);
     else
         batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
                     pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
