@@ -19,7 +19,7 @@ embedding
 model
 balance
 cli
-train eval
+train eval ckpt
 tools
 main"
 

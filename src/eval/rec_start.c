@@ -15,7 +15,7 @@
 #include "data/dataset.h"
 #include "data/h5io.h"
 #include "eval/rec_file.h"
-#include "train/checkpoint.h"
+#include "ckpt/ckpt.h"
 #include "train/watchdog.h"
 
 /* --- the checkpoint's head ------------------------------------------------------ */

@@ -2,7 +2,7 @@
  *
  * Start-up resolves the configuration (train_conf.c), opens the dataset,
  * builds the model, the item table and the dense optimizer, and resumes
- * from a checkpoint if asked (train_ckpt.c). The loop runs global steps
+ * from a checkpoint if asked (ckpt_train.c). The loop runs global steps
  * s = first .. total - 1: the planner says which sequences of the step's
  * global batch this rank trains on (and, with parallel.overlap, which ones
  * it trains on at s + 1, prepared during step s), train_step() runs the
@@ -29,8 +29,8 @@
 #include "comm/comm_fail.h"
 #include "eval/eval.h"
 #include "eval/eval_ranking.h"
-#include "train/checkpoint.h"
-#include "train/train_ckpt.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_train.h"
 #include "train/train_report.h"
 #include "train/guard.h"
 #include "train/preempt.h"

@@ -1,4 +1,4 @@
-/* checkpoint_read: verifying and loading checkpoints; see checkpoint.h.
+/* ckpt_read: verifying and loading checkpoints; see ckpt.h.
  *
  * A checkpoint is input like any other: every attribute and dataset used is
  * checked for its class, size, rank and shape before anything is read into
@@ -9,9 +9,9 @@
  * the v2 headers) on the way, and every float must be finite. Loading
  * opens the file on every rank together through MPI-IO; each rank reads
  * its share of every table's rows and passes them to their shards
- * (checkpoint_rows.c), whatever the rank count was when the file was
+ * (ckpt_rows.c), whatever the rank count was when the file was
  * written. */
-#include "train/checkpoint.h"
+#include "ckpt/ckpt.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,7 +23,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "data/dataset.h"
-#include "train/checkpoint_priv.h"
+#include "ckpt/ckpt_priv.h"
 #include "train/watchdog.h"
 
 #define VERIFY_BLOCK_VALUES ((int64_t)1 << 20)
@@ -346,7 +346,7 @@ static int find_extra(const char *name, void *data)
 }
 
 /* Every table of the registry: its datasets, of the run's shapes, then
- * the rows (checkpoint_rows.c). */
+ * the rows (ckpt_rows.c). */
 static void read_tables(struct trainer *tr, const struct h5io *h, const char *path)
 {
     char err[1024];

@@ -1,8 +1,8 @@
-/* train_ckpt: the training run's side of its checkpoints (see
- * train_ckpt.h): the checkpoint directory and the resume at start, the
+/* ckpt_train: the training run's side of its checkpoints (see
+ * ckpt_train.h): the checkpoint directory and the resume at start, the
  * writes after steps. Which run a checkpoint belongs to: ckpt_run.c; the
- * file itself: checkpoint.c, checkpoint_read.c. */
-#include "train/train_ckpt.h"
+ * file itself: ckpt.c, ckpt_read.c. */
+#include "ckpt/ckpt_train.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +11,8 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "comm/comm_fail.h"
-#include "train/checkpoint.h"
-#include "train/ckpt_run.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_run.h"
 #include "train/preempt.h"
 #include "train/watchdog.h"
 

@@ -1,6 +1,6 @@
-/* checkpoint_priv: what the checkpoint writer, reader and row movers share. */
-#ifndef FS_CHECKPOINT_PRIV_H
-#define FS_CHECKPOINT_PRIV_H
+/* ckpt_priv: what the checkpoint writer, reader and row movers share. */
+#ifndef FS_CKPT_PRIV_H
+#define FS_CKPT_PRIV_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,7 +30,7 @@ int ckpt_parts(const struct emb_table *t, struct ckpt_part part[3]);
 hid_t ckpt_mem_type(const struct ckpt_part *p);
 hid_t ckpt_file_type(const struct ckpt_part *p);
 
-/* checkpoint_rows.c: a table's rows between the shards and the datasets
+/* ckpt_rows.c: a table's rows between the shards and the datasets
  * d[part] (see there). ckpt_rows_write: collective over every rank (the
  * file opened by all through MPI-IO). ckpt_rows_gather: the first
  * embedding group's rows to rank 0, which writes (h on rank 0 only).

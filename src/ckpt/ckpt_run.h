@@ -1,6 +1,6 @@
 /* ckpt_run: which run a checkpoint belongs to, and what a run may do in its
  * output.checkpoint_dir (rank 0's side of the start and of the retention;
- * writing and reading: checkpoint.c, checkpoint_read.c).
+ * writing and reading: ckpt.c, ckpt_read.c).
  *
  * A run's identity is its dataset (users, items, events, timestamps, and a
  * hash of every user's sequence length) and the parameters that must not

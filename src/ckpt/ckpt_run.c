@@ -1,6 +1,6 @@
 /* ckpt_run: run identity, the checkpoint directory at start, resume = auto's
  * choice and retention; see ckpt_run.h. */
-#include "train/ckpt_run.h"
+#include "ckpt/ckpt_run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include "base/log.h"
 #include "base/tmpguard.h"
 #include "data/h5io.h"
-#include "train/checkpoint.h"
+#include "ckpt/ckpt.h"
 
 /* The parameters a resume must keep: what a step, a position and a table
  * row mean. The learning rate, epochs, max_steps, evaluation, overlap and

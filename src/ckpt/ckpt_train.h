@@ -1,4 +1,4 @@
-/* train_ckpt: a training run and its checkpoints.
+/* ckpt_train: a training run and its checkpoints.
  *
  *   train_ckpt_check_dir  before anything is printed (rank 0 decides, every
  *                         rank ends on a refusal with one message):
@@ -12,8 +12,8 @@
  *   train_ckpt_save       DIR/ckpt-STEP.h5 written (its size and time said),
  *                         then output.keep_checkpoints applied
  * All collective. */
-#ifndef FS_TRAIN_CKPT_H
-#define FS_TRAIN_CKPT_H
+#ifndef FS_CKPT_TRAIN_H
+#define FS_CKPT_TRAIN_H
 
 #include "train/train.h"
 

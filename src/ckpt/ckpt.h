@@ -1,4 +1,4 @@
-/* checkpoint: HDF5 checkpoints that do not depend on the rank count.
+/* ckpt: HDF5 checkpoints that do not depend on the rank count.
  *
  *   /               attrs format = "freescale-ckpt", version = 2, step,
  *                   adam_t, best_epoch, best_val (validation NDCG@10),
@@ -27,9 +27,9 @@
  * with the path and the errno text. On resume the ranks read the file
  * together, each its share of the rows, which go to the shards that own
  * them, whatever the rank count and embedding group were when the file
- * was written (checkpoint_rows.c). */
-#ifndef FS_CHECKPOINT_H
-#define FS_CHECKPOINT_H
+ * was written (ckpt_rows.c). */
+#ifndef FS_CKPT_H
+#define FS_CKPT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
-/* checkpoint: writing rank-count-independent HDF5 checkpoints; see
- * checkpoint.h (reading and verification: checkpoint_read.c; the table
- * rows: checkpoint_rows.c; which run a checkpoint belongs to, listing and
+/* ckpt: writing rank-count-independent HDF5 checkpoints; see
+ * ckpt.h (reading and verification: ckpt_read.c; the table
+ * rows: ckpt_rows.c; which run a checkpoint belongs to, listing and
  * retention: ckpt_run.c).
  *
  * The file DIR/ckpt-STEP.h5.tmp.HOST.PID (HOST, PID: rank 0's) is written by every
@@ -15,7 +15,7 @@
  * the checkpoints already there are never touched. Every dataset is
  * chunked with HDF5's Fletcher-32 checksum, and the file uses the v2
  * object headers whose metadata HDF5 checksums too. */
-#include "train/checkpoint.h"
+#include "ckpt/ckpt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,8 +30,8 @@
 #include "base/log.h"
 #include "base/tmpguard.h"
 #include "cli/cli.h"
-#include "train/checkpoint_priv.h"
-#include "train/ckpt_run.h"
+#include "ckpt/ckpt_priv.h"
+#include "ckpt/ckpt_run.h"
 
 /* --- failing cleanly ----------------------------------------------------------- */
 

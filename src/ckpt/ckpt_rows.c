@@ -1,5 +1,5 @@
-/* checkpoint_rows: a table's rows between the ranks' shards and the
- * checkpoint's datasets /emb/NAME/PART [rows + 1(, cols)] (checkpoint_priv.h),
+/* ckpt_rows: a table's rows between the ranks' shards and the
+ * checkpoint's datasets /emb/NAME/PART [rows + 1(, cols)] (ckpt_priv.h),
  * rows in global id order (row i: id i; row 0, the padding, holds what
  * its slot holds: zeros). Shard q of an embedding group of G ranks holds
  * the ids = q mod G at consecutive slots id / G.
@@ -29,7 +29,7 @@
  * Gathered (output.checkpoint_write = gathered, the former path, kept for
  * comparison): the first embedding group's rows go to rank 0 in blocks of
  * GATHER_ROWS, which writes them alone. */
-#include "train/checkpoint_priv.h"
+#include "ckpt/ckpt_priv.h"
 
 #include <math.h>
 #include <stdio.h>
