@@ -19,8 +19,7 @@ embedding
 model
 balance
 cli
-train eval ckpt
-tools
+train eval ckpt cmd tools
 main"
 
 found=0

@@ -31,7 +31,7 @@
 #include "eval/eval_ranking.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_train.h"
-#include "train/train_report.h"
+#include "cmd/train_report.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"

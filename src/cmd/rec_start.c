@@ -1,7 +1,7 @@
 /* rec_start: the start-up of recommend and export from a checkpoint, and
  * the user vectors after each user's whole history in rounds; see
  * recommend.h. */
-#include "eval/recommend.h"
+#include "cmd/recommend.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "comm/comm_fail.h"
 #include "data/dataset.h"
 #include "data/h5io.h"
-#include "eval/rec_file.h"
+#include "cmd/rec_file.h"
 #include "ckpt/ckpt.h"
 #include "train/watchdog.h"
 

@@ -1,5 +1,5 @@
 /* score: the score command; see score.h. */
-#include "eval/score.h"
+#include "cmd/score.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include "base/check.h"
 #include "cli/cli.h"
 #include "eval/eval_ranking.h"
-#include "eval/rec_out.h"
-#include "eval/recommend.h"
+#include "cmd/rec_out.h"
+#include "cmd/recommend.h"
 #include "train/step_feat.h"
 #include "train/watchdog.h"
 

@@ -1,6 +1,6 @@
 /* rec_file: guarded temporary output files, written by one or every rank;
  * see rec_file.h. */
-#include "eval/rec_file.h"
+#include "cmd/rec_file.h"
 
 #include <errno.h>
 #include <stdarg.h>

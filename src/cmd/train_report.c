@@ -1,5 +1,5 @@
 /* train_report: what a training run reports; see train_report.h. */
-#include "train/train_report.h"
+#include "cmd/train_report.h"
 
 #include <stdio.h>
 

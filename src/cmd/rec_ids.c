@@ -1,5 +1,5 @@
 /* rec_ids: original user and item ids of a dataset; see rec_ids.h. */
-#include "eval/rec_ids.h"
+#include "cmd/rec_ids.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "eval/rec_file.h"
+#include "cmd/rec_file.h"
 
 int rec_ids_load(struct rec_ids *m, const struct dataset *ds, int items, char *err,
                  size_t errlen)

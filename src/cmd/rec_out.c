@@ -1,5 +1,5 @@
 /* rec_out: recommend's CSV and HDF5 output; see rec_out.h. */
-#include "eval/rec_out.h"
+#include "cmd/rec_out.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "eval/rec_file.h"
+#include "cmd/rec_file.h"
 
 struct rec_out {
     char path[4096];

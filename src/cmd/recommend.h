@@ -1,6 +1,6 @@
 /* recommend: 'freescale recommend' (the top-K items of every user after the
  * user's whole history, under the dataset's original ids) and what it
- * shares with 'freescale export' (tools/export.c): the start-up from a
+ * shares with 'freescale export' (cmd/export.c): the start-up from a
  * checkpoint and the user vectors in rounds.
  *
  * Start-up: the parameters are FILE.in with the overrides or, without

@@ -28,7 +28,7 @@
 #include <stdio.h>
 
 #include "comm/comm.h"
-#include "eval/rec_ids.h"
+#include "cmd/rec_ids.h"
 
 struct rec_out;
 

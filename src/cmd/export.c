@@ -34,7 +34,7 @@
  * attributes and the dense parameters, then every rank its own rows through
  * MPI-IO: its share of the maps, its shard of the table, its users'
  * vectors round by round (rec_file.h). */
-#include "tools/export.h"
+#include "cmd/export.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +42,9 @@
 
 #include "base/check.h"
 #include "cli/cli.h"
-#include "eval/rec_file.h"
-#include "eval/rec_ids.h"
-#include "eval/recommend.h"
+#include "cmd/rec_file.h"
+#include "cmd/rec_ids.h"
+#include "cmd/recommend.h"
 #include "model/loss.h"
 #include "train/step_feat.h"
 

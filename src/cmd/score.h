@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "data/batch_ranking.h"
-#include "eval/rec_ids.h"
+#include "cmd/rec_ids.h"
 
 int score_main(int argc, char **argv);
 

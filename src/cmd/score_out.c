@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "eval/rec_file.h"
-#include "eval/rec_out.h"
-#include "eval/score.h"
+#include "cmd/rec_file.h"
+#include "cmd/rec_out.h"
+#include "cmd/score.h"
 
 /* What a pair's task scores: a binary task's probability, a regression's value. */
 static double shown(const struct score_meta *m, int k, double pred)

@@ -13,7 +13,7 @@
  * HDF5 output is written by every rank, its own lists at their positions
  * (MPI-IO); a CSV output by rank 0, which gathers each round in rank order
  * (list order) and appends it. The same file on any P. */
-#include "eval/recommend.h"
+#include "cmd/recommend.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,8 +26,8 @@
 #include "eval/eval.h"
 #include "eval/eval_retrieval.h"
 #include "train/step_feat.h"
-#include "eval/rec_ids.h"
-#include "eval/rec_out.h"
+#include "cmd/rec_ids.h"
+#include "cmd/rec_out.h"
 #include "model/loss.h"
 #include "train/watchdog.h"
 
