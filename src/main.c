@@ -23,7 +23,7 @@
 #include "tools/plan_tools.h"
 #include "cmd/recommend.h"
 #include "cmd/score.h"
-#include "train/train.h"
+#include "cmd/train_main.h"
 
 static void usage(FILE *out)
 {

@@ -8,8 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 
 # lowest first; the folders of one line form one layer (the backends
-# beside backend/; train and eval include each other until the commands
-# and the inference forward have folders of their own)
+# beside backend/; the commands of cmd/ and the tools of tools/ form the
+# top layer, beside each other)
 LAYERS="base
 comm
 backend cuda fake
@@ -19,7 +19,10 @@ embedding
 model
 balance
 cli
-train eval ckpt cmd tools
+train
+eval
+ckpt
+cmd tools
 main"
 
 found=0

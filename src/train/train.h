@@ -100,8 +100,6 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
 void train_step_drain(struct trainer *tr);
 void train_step_free(struct trainer *tr);
 
-int train_main(int argc, char **argv);
-
 /* The model's user vectors for a batch without dropout: out[B, d] at each
  * sequence's last position (evaluation). */
 void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out);
