@@ -46,7 +46,7 @@
 #include "cmd/rec_ids.h"
 #include "cmd/recommend.h"
 #include "model/loss.h"
-#include "train/step_feat.h"
+#include "train/infer.h"
 
 #define ITEM_BLOCK ((int64_t)1 << 15) /* table rows per lookup */
 
@@ -106,7 +106,7 @@ static void write_items(struct trainer *tr, struct rec_file *file, hid_t ds)
         if (tr->feat) { /* the representation the items are scored by (collective) */
             for (int64_t i = 0; i < k; i++)
                 ids[i] = id0 + (a + i) * G;
-            step_feat_item_rows(tr, ids, k, rows);
+            infer_item_rows(tr, ids, k, rows);
         }
         h5io_write_rows(&file->h, ds, H5T_NATIVE_FLOAT, k ? id0 - 1 + a * G : 0, G, k, d, rows);
     }

@@ -15,6 +15,7 @@
 #include "data/dataset.h"
 #include "data/h5io.h"
 #include "cmd/rec_file.h"
+#include "train/infer.h"
 #include "ckpt/ckpt.h"
 #include "train/watchdog.h"
 
@@ -285,7 +286,7 @@ void rec_user_vectors(struct trainer *tr, const struct rec_plan *pl, const int64
         int64_t b = a + pl->batch < cnt ? a + pl->batch : cnt;
         struct seq_batch sb;
         history_batch(tr, users + lo + a, b - a, &sb);
-        train_user_vectors(tr, &sb, u + a * d);
+        infer_user_vectors(tr, &sb, u + a * d);
         if (hist_off) {
             hs = xrealloc(hs, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hs);
             memcpy(hs + nh, sb.hist, (size_t)sb.hist_off[sb.B] * sizeof *hs);

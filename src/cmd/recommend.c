@@ -25,7 +25,7 @@
 #include "cli/cli.h"
 #include "eval/eval.h"
 #include "eval/eval_retrieval.h"
-#include "train/step_feat.h"
+#include "train/infer.h"
 #include "cmd/rec_ids.h"
 #include "cmd/rec_out.h"
 #include "model/loss.h"
@@ -189,7 +189,7 @@ static void rescore(struct trainer *tr, int64_t m, int K, const float *u, int64_
     float *rows = xmalloc((size_t)(n ? n : 1) * (size_t)d * sizeof *rows);
     emb_exchange_free(emb_lookup(tr->items, tr->c, look, n, rows, NULL));
     if (tr->feat) /* items are scored by their representation (collective) */
-        step_feat_item_rows(tr, look, n, rows);
+        infer_item_rows(tr, look, n, rows);
     struct cand *l = xmalloc((size_t)K * sizeof *l);
     for (int64_t i = 0; i < m; i++) {
         for (int j = 0; j < K; j++) {

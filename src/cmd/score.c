@@ -11,7 +11,7 @@
 #include "eval/eval_ranking.h"
 #include "cmd/rec_out.h"
 #include "cmd/recommend.h"
-#include "train/step_feat.h"
+#include "train/infer.h"
 #include "train/watchdog.h"
 
 struct score_opts {
@@ -282,11 +282,9 @@ int score_main(int argc, char **argv)
     const int64_t nu = group(&pr, tr.ds.num_users, &users, &uoff, &order);
     /* the chunks, as evaluation cuts them */
     int64_t *ncand = xmalloc((size_t)nu * sizeof *ncand), *hx = xmalloc((size_t)nu * sizeof *hx);
-    const int m = cf->task.actions == ACT_INTERLEAVE ? 2 : 1;
     for (int64_t q = 0; q < nu; q++) {
-        const int64_t L = dataset_length(&tr.ds, users[q]);
         ncand[q] = uoff[q + 1] - uoff[q];
-        hx[q] = tr.feat->s.n_user + m * (L < cf->N - 1 ? L : cf->N - 1);
+        hx[q] = infer_history_tokens(&tr, dataset_length(&tr.ds, users[q]));
     }
     int64_t *start;
     const int64_t nch = rank_chunks(ncand, hx, nu, &start), rounds = (nch + P - 1) / P;
@@ -312,7 +310,7 @@ int score_main(int argc, char **argv)
                          citems + uoff[a], cts ? cts + uoff[a] : NULL, &sb);
         const int64_t mine = uoff[z] - uoff[a];
         double *pred = xmalloc((size_t)(mine * K > 0 ? mine * K : 1) * sizeof *pred);
-        rank_predict(&tr, &sb, pred);
+        infer_predict(&tr, &sb, pred);
         comm_gather_i64(&c, COMM_WORLD, mine * K, cnt, 0);
         int64_t got = 0;
         for (int q = 0; c.rank == 0 && q < P; q++)

@@ -9,50 +9,14 @@
 
 #include "base/check.h"
 #include "eval/eval_ranking.h"
-#include "train/step_feat.h"
+#include "train/infer.h"
 
 #define EVAL_CHUNK 256 /* users per forward pass */
-
-void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out)
-{
-    const struct backend_ops *be = tr->be;
-    const int d = tr->conf.d;
-    size_t td = (size_t)(b->T ? b->T : 1) * (size_t)d * sizeof(float);
-    float *emb = xmalloc(td);
-    emb_exchange_free(emb_lookup(tr->items, tr->c, b->items, b->T, emb, NULL));
-    const struct batch eb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
-                             .row_keys = b->keys, .train = 0};
-    struct batch mb = eb;
-    struct tokens *tk = NULL;
-    if (tr->feat) { /* the tokens with their features (step_feat.h; collective) */
-        float *x;
-        tk = step_feat_inputs(tr, b, emb, &eb, &mb, &x);
-        free(emb);
-        emb = x;
-        td = (size_t)(mb.T ? mb.T : 1) * (size_t)d * sizeof(float);
-    }
-    void *own_emb, *own_y;
-    const float *demb = backend_upload(be, emb, td, &own_emb);
-    float *y = be->alloc(td);
-    if (mb.T > 0)
-        tr->m.vt->forward(&tr->m, &mb, demb, y);
-    const float *hy = backend_download(be, y, td, &own_y);
-    for (int64_t i = 0; i < b->B; i++) /* the last token of each sequence */
-        memcpy(out + i * d, hy + (mb.offsets[i + 1] - 1) * d, (size_t)d * sizeof *out);
-    free(own_y);
-    be->free(y);
-    be->free(own_emb);
-    free(emb);
-    if (tk) {
-        tokens_free(tk);
-        free(tk);
-    }
-}
 
 /* eval_conf's item hook: an item's representation includes its features. */
 static void item_rows_hook(void *ctx, const int64_t *ids, int64_t n, float *rows)
 {
-    step_feat_item_rows(ctx, ids, n, rows);
+    infer_item_rows(ctx, ids, n, rows);
 }
 
 void eval_conf_items(struct trainer *tr, struct eval_conf *ec)
@@ -80,7 +44,7 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
         int64_t b = a + EVAL_CHUNK < nq ? a + EVAL_CHUNK : nq;
         struct seq_batch sb;
         batch_eval(&tr->ds, tr->conf.split, test, tr->conf.N, tr->with_ts, users + lo + a, b - a, &sb);
-        train_user_vectors(tr, &sb, u + a * d);
+        infer_user_vectors(tr, &sb, u + a * d);
         hist = xrealloc(hist, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hist);
         for (int64_t i = 0; i < sb.B; i++) {
             targets[a + i] = sb.targets[sb.offsets[i + 1] - 1];

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "train/step_feat.h"
+#include "train/infer.h"
 
 void eval_ranking_names(const struct trainer *tr, const char **names, int *binary)
 {
@@ -16,50 +16,6 @@ void eval_ranking_names(const struct trainer *tr, const char **names, int *binar
         names[k] = tc->t[k].name;
         binary[k] = tc->t[k].kind == TASK_BINARY;
     }
-}
-
-void rank_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
-{
-    const struct backend_ops *be = tr->be;
-    const int d = tr->conf.d;
-    if (tr->conf.model.type == MODEL_HSTU ? !be->hstu_attn_ctx_fwd : !be->sasrec_attn_ctx_fwd)
-        fatal("ranking: the candidates' target mask needs context-parallel attention, which the "
-              "%s backend does not have: run with device.type = cpu (doc/gpu.md)", be->name);
-    float *emb = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *emb);
-    emb_exchange_free(emb_lookup(tr->items, tr->c, b->items, b->T, emb, NULL));
-    const struct batch eb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
-                             .row_keys = b->keys, .train = 0};
-    struct batch mb;
-    float *x;
-    struct tokens *tk = step_feat_inputs(tr, b, emb, &eb, &mb, &x); /* collective */
-    free(emb);
-    const size_t xb = (size_t)(mb.T ? mb.T : 1) * (size_t)d * sizeof *x;
-    void *own_x, *own_y;
-    const float *dx = backend_upload(be, x, xb, &own_x);
-    float *y = be->alloc(xb);
-    if (mb.T > 0)
-        tr->m.vt->forward(&tr->m, &mb, dx, y);
-    const float *hy = backend_download(be, y, xb, &own_y);
-    int64_t nc = 0;
-    for (int64_t q = 0; q < b->B; q++)
-        nc += b->ncand[q];
-    float *xc = xmalloc((size_t)(nc ? nc : 1) * (size_t)d * sizeof *xc);
-    int64_t *ci = xmalloc((size_t)(nc ? nc : 1) * 2 * sizeof *ci), *cu = ci + (nc ? nc : 1);
-    for (int64_t q = 0, i = 0; q < b->B; q++)
-        for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++) {
-            memcpy(xc + i * d, hy + tk->xrow[t] * d, (size_t)d * sizeof *xc);
-            ci[i] = b->items[t];
-            cu[i] = b->users[q];
-        }
-    task_ranking_predict(&tr->task, nc, xc, ci, cu, pred);
-    free(ci);
-    free(xc);
-    free(own_y);
-    be->free(y);
-    be->free(own_x);
-    free(x);
-    tokens_free(tk);
-    free(tk);
 }
 
 int64_t rank_chunks(const int64_t *ncand, const int64_t *hx, int64_t n, int64_t **start)
@@ -88,14 +44,13 @@ static int64_t eval_users(struct trainer *tr, int test, int64_t **users, int64_t
     const int64_t n = rsplit_eval_users(&tr->rsplit, &tr->ds, test, users);
     *ncand = xmalloc((size_t)(n ? n : 1) * sizeof **ncand);
     *hx = xmalloc((size_t)(n ? n : 1) * sizeof **hx);
-    const int m = cf->task.actions == ACT_INTERLEAVE ? 2 : 1, C = tr->feat->s.n_user;
     for (int64_t i = 0; i < n; i++) {
         int64_t c0, c1;
         rsplit_candidates(&tr->rsplit, &tr->ds, test, (*users)[i], &c0, &c1);
         const int64_t K = cf->task.candidates > 0 && c1 - c0 > cf->task.candidates
                               ? cf->task.candidates : c1 - c0;
         (*ncand)[i] = K;
-        (*hx)[i] = C + m * (c0 < cf->N - 1 ? c0 : cf->N - 1);
+        (*hx)[i] = infer_history_tokens(tr, c0);
     }
     return n;
 }
@@ -138,7 +93,7 @@ void eval_ranking_split(struct trainer *tr, int test, struct rank_metrics *out)
         for (int64_t q = 0; q < sb.B; q++)
             nc += sb.ncand[q];
         double *pred = xmalloc((size_t)(nc * K > 0 ? nc * K : 1) * sizeof *pred);
-        rank_predict(tr, &sb, pred);
+        infer_predict(tr, &sb, pred);
         for (int64_t q = 0, i = 0; q < sb.B; q++)
             for (int64_t t = sb.offsets[q + 1] - sb.ncand[q]; t < sb.offsets[q + 1]; t++, i++)
                 rank_records_add(&local, sb.users[q], sb.labels + t * K, pred + i * K);

@@ -17,13 +17,6 @@
 #define RANK_CHUNK_USERS 64
 #define RANK_CHUNK_KEYS ((int64_t)1 << 16)
 
-/* Predictions pred [sum of b->ncand, K] (binary: the logit; regression:
- * the value) of the candidates of batch b: its items' rows, the features
- * and actions (step_feat.h), the model with the target mask, the head.
- * Collective (the lookups): every rank calls it the same number of times,
- * with an empty batch if it has nothing. */
-void rank_predict(struct trainer *tr, const struct seq_batch *b, double *pred);
-
 /* Chunks of users[n] with ncand[i] candidates and hx[i] history tokens:
  * *start [chunks + 1] (heap); returns the number of chunks. */
 int64_t rank_chunks(const int64_t *ncand, const int64_t *hx, int64_t n, int64_t **start);

@@ -100,8 +100,4 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
 void train_step_drain(struct trainer *tr);
 void train_step_free(struct trainer *tr);
 
-/* The model's user vectors for a batch without dropout: out[B, d] at each
- * sequence's last position (evaluation). */
-void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out);
-
 #endif
