@@ -171,7 +171,7 @@ static void write_attrs(const struct trainer *tr, const struct rec_cmd *cmd, str
     h5io_attr_i64(h, f, "step", tr->step);
     h5io_attr_utf8(h, f, "checkpoint", cmd->ckpt);
     h5io_attr_utf8(h, f, "dataset", cf->data_path);
-    h5io_attr_utf8(h, f, "loss", cf->bce ? "bce" : "softmax");
+    h5io_attr_utf8(h, f, "loss", cf->loss == LOSS_BCE ? "bce" : "softmax");
     h5io_attr_f64(h, f, "temperature", params_f64(tr->p, P_train_temperature));
     h5io_attr_i64(h, f, "item_norm", cf->normalize_items);
     h5io_attr_f64(h, f, "item_norm_eps", (double)ITEM_NORM_EPS);

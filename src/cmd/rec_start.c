@@ -266,8 +266,8 @@ static void history_batch(const struct trainer *tr, const int64_t *users, int64_
     }
     free(items);
     free(ts);
-    if (tr->conf.task.type == TASK_RANKING) /* the labels: the events' actions */
-        batch_ranking_read_labels(ds, &tr->conf.task.labels, b);
+    if (tr->task.ops->labels) /* ranking: the events' actions */
+        tr->task.ops->labels(&tr->task, &tr->tdata, b);
 }
 
 void rec_user_vectors(struct trainer *tr, const struct rec_plan *pl, const int64_t *users,

@@ -251,9 +251,9 @@ void train_utilisation_setup(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
     const int ranking = cf->task.type == TASK_RANKING; /* the head: not counted */
-    const int64_t rows = ranking ? 1 : cf->full ? tr->ds.num_items : (int64_t)cf->R + 1;
+    const int64_t rows = ranking ? 1 : cf->loss == LOSS_FULL ? tr->ds.num_items : (int64_t)cf->R + 1;
     cost_flops_auto(&cf->model, (int)(rows - 1 < INT32_MAX ? rows - 1 : INT32_MAX),
-                    cf->bce && !ranking, &tr->flops);
+                    cf->loss == LOSS_BCE && !ranking, &tr->flops);
     const double mine = cf->peak_tflops > 0 ? 1e3 * cf->peak_tflops : backend_peak_gflops(tr->be);
     tr->peak_gflops = comm_allreduce_sum_f64(tr->c, COMM_DP, mine);
     char gemm[64]; /* the precision the run's gemm has (device.precision) */

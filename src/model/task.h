@@ -26,8 +26,10 @@
 #include "backend/backend.h"
 #include "base/params.h"
 #include "comm/comm.h"
+#include "data/batch.h"
 #include "data/batch_ranking.h"
 #include "data/dataset.h"
+#include "data/split.h"
 #include "data/split_ranking.h"
 #include "feature/schema.h"
 #include "model/model.h"
@@ -36,6 +38,9 @@
 #define TASK_MAX_MLP 8
 
 enum task_type { TASK_RETRIEVAL, TASK_RANKING };
+/* Retrieval's loss (train.loss): the sampled softmax, BCE with one
+ * negative, or the exact softmax over all items. */
+enum retrieval_loss { LOSS_SOFTMAX, LOSS_BCE, LOSS_FULL };
 enum task_kind { TASK_BINARY, TASK_REGRESSION };
 /* The metrics train.select may follow: higher is better for the first
  * three, lower for the rest. */
@@ -115,9 +120,33 @@ struct task_step {
     const int64_t *users, *offsets;
 };
 
+/* What a task's batches and costs read: the run's data, set once at
+ * start-up (train/step_task.c). */
+struct task_data {
+    const struct dataset *ds;
+    enum split_mode split;       /* retrieval: data.split */
+    const struct rsplit *rsplit; /* ranking: data.split */
+    int N, with_ts;              /* data.max_seq_len; timestamps used */
+    uint64_t seed;               /* train.seed: the dropout keys */
+    int context;                 /* contextual tokens of a sequence (features.user) */
+};
+
 struct task;
 struct task_ops {
     const char *name;
+    /* the training batch of users[n] in an epoch (data/batch.h,
+     * batch_ranking.h); p0, p1: pieces of their sequences (split_long,
+     * retrieval only), or NULL */
+    void (*batch)(const struct task *t, const struct task_data *d, uint64_t epoch,
+                  const int64_t *users, const int64_t *p0, const int64_t *p1, int64_t n,
+                  struct seq_batch *sb);
+    /* the labels of a batch's events (any batch with ev0: recommend's
+     * histories; ranking: the actions are event features); NULL: none */
+    void (*labels)(const struct task *t, const struct task_data *d, struct seq_batch *sb);
+    /* the model tokens of user u's training sequence (the planner's cost):
+     * the contextual tokens + the events (ranking: x 2 with interleaved
+     * actions) */
+    int64_t (*train_tokens)(const struct task *t, const struct task_data *d, int64_t u);
     /* forward of the head and the loss: this rank's part of the loss
      * added to acc[0] (retrieval: the unscaled sum; ranking: already
      * normalised) and its supervised positions to acc[1] (ranking: every
@@ -136,7 +165,8 @@ struct task {
 
 /* Retrieval (task_retrieval.c): the loss of train.loss with its settings. */
 struct retrieval_conf {
-    int full, bce, R, normalize_items;
+    enum retrieval_loss loss;
+    int R, normalize_items;
     float temperature;
 };
 void task_retrieval_init(struct task *t, const struct retrieval_conf *rc);

@@ -111,8 +111,11 @@ static int64_t label_sums(struct trainer *tr, double *sums)
 void task_setup_init(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
+    tr->tdata = (struct task_data){.ds = &tr->ds, .split = cf->split, .rsplit = &tr->rsplit,
+                                   .N = cf->N, .with_ts = tr->with_ts, .seed = cf->seed,
+                                   .context = tr->feat ? tr->feat->s.n_user : 0};
     if (cf->task.type != TASK_RANKING) {
-        const struct retrieval_conf rc = {.full = cf->full, .bce = cf->bce, .R = cf->R,
+        const struct retrieval_conf rc = {.loss = cf->loss, .R = cf->R,
                                           .normalize_items = cf->normalize_items,
                                           .temperature = cf->temperature};
         task_retrieval_init(&tr->task, &rc);
@@ -149,20 +152,4 @@ void task_teardown(struct trainer *tr)
     memset(&tr->task, 0, sizeof tr->task);
     rsplit_free(&tr->rsplit);
     task_conf_free(&tr->conf.task);
-}
-
-void step_ranking_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb)
-{
-    const struct train_conf *cf = &tr->conf;
-    batch_ranking_train(&tr->ds, &tr->rsplit, &cf->task.labels, cf->N, tr->with_ts, cf->seed,
-                     (uint64_t)pl->epoch, pl->users, pl->n, sb);
-}
-
-int64_t step_ranking_train_tokens(const struct trainer *tr, int64_t u)
-{
-    int64_t a, b;
-    rsplit_bounds(&tr->rsplit, &tr->ds, u, &a, &b);
-    const int64_t n = a < tr->conf.N ? a : tr->conf.N;
-    const int m = tr->conf.task.actions == ACT_INTERLEAVE ? 2 : 1;
-    return (tr->feat ? tr->feat->s.n_user : 0) + m * n;
 }

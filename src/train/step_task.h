@@ -1,5 +1,6 @@
 /* step_task: the task of a run on the trainer's side (model/task.h): its
- * start-up and what the training step and the planner ask of it.
+ * start-up (what the training step, the planner and the commands then ask
+ * of it are the task's ops: batch, labels, train_tokens, loss, backward).
  *
  * Start-up (trainer_setup), in this order:
  *   task_setup_conf   ranking: the tasks' columns in the dataset, the split
@@ -28,11 +29,5 @@ void task_teardown(struct trainer *tr);
 /* model.bias: the biases' initial values from the training labels (the
  * smoothed user+item means; step_bias.c), after head.stats is set. */
 void step_bias_init(struct trainer *tr);
-
-/* Ranking: the training batch of plan pl (batch_ranking_train). */
-void step_ranking_batch(struct trainer *tr, const struct step_plan *pl, struct seq_batch *sb);
-/* Ranking: the model tokens of user u's training sequence (the planner's
- * cost): C + (2 with interleaved actions, else 1) x min(training events, N). */
-int64_t step_ranking_train_tokens(const struct trainer *tr, int64_t u);
 
 #endif

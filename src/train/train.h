@@ -44,6 +44,7 @@ struct trainer {
     struct train_feat *feat;   /* the features (train/step_feat.h), NULL without (ranking:
                                   always, the labels are features of the actions) */
     struct task task;          /* what the model is trained for (model/task.h) */
+    struct task_data tdata;    /* what its batches and costs read (task_setup_init) */
     struct dense_optim optim;
     /* the step's own state (overlap, buffers, dense all-reduce): train_step.c */
     struct step_state *state;

@@ -29,11 +29,10 @@ struct train_conf {
     /* model and loss */
     struct model_conf model;  /* time_bias is set once the dataset is open */
     int d;                    /* model.dim */
-    int bce;                  /* train.loss = bce (else sampled softmax) */
-    int R;                    /* negatives per position (1 with bce) */
+    enum retrieval_loss loss; /* train.loss (model/task.h) */
+    int R;                    /* negatives per position (1 with bce, 0 with full) */
     float temperature;        /* sampled softmax tau */
     int normalize_items;      /* L2-normalised item rows in the loss (HSTU) */
-    int full;                 /* train.loss = full: exact softmax over all items */
     enum negatives_from { NEG_UNIFORM, NEG_IN_BATCH, NEG_MIXED } negatives_from;
     int keep_best;            /* train.keep_best: best.h5 on validation NDCG@10 */
     int64_t patience;         /* train.patience: validations without improvement (0 = off) */
