@@ -177,7 +177,7 @@ static void write_attrs(const struct trainer *tr, const struct rec_cmd *cmd, str
     h5io_attr_f64(h, f, "item_norm_eps", (double)ITEM_NORM_EPS);
     h5io_attr_utf8(h, f, "user_ids", rec_ids_kind_name(um));
     h5io_attr_utf8(h, f, "item_ids", rec_ids_kind_name(im));
-    h5io_attr_utf8(h, f, "task", cf->task.type == TASK_RANKING ? "ranking" : "retrieval");
+    h5io_attr_utf8(h, f, "task", tr->task.ops->name);
 }
 
 /* Ranking: /head, the MLP over the item positions' outputs (model/task.h):

@@ -28,7 +28,6 @@
 #include "ckpt/ckpt_train.h"
 #include "cmd/train_report.h"
 #include "eval/eval.h"
-#include "eval/eval_ranking.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/train.h"
@@ -49,7 +48,7 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
     eval_run(tr, 0, &val);
     train_report_eval(tr, "val", epochs, &val, loss);
     tr->val_epoch = epochs;
-    if (eval_select(tr, &val) > tr->best_val) {
+    if (eval_better(tr, &val)) {
         tr->best_val = eval_select(tr, &val);
         tr->best_epoch = epochs;
         if (tr->conf.keep_best) {
@@ -89,20 +88,13 @@ static void final_evaluation(struct trainer *tr, struct eval_result *test, doubl
         test_best(tr, test, loss);
     else
         train_report_eval(tr, "test", tr->epoch, test, loss);
-    if (tr->conf.baseline && tr->conf.task.type == TASK_RANKING) {
-        static const char *split[4] = {"test-baseline-global", "test-baseline-item",
-                                       "test-baseline-user", "test-baseline-user+item"};
-        struct rank_metrics base[4];
+    if (tr->conf.baseline) {
+        struct eval_result base[EVAL_MAX_BASELINES];
+        const char *split[EVAL_MAX_BASELINES];
         watchdog_beat("in", "the baselines");
-        eval_ranking_baselines(tr, 1, base);
-        for (int m = 0; m < 4; m++) {
-            struct eval_result r = {.ranking = 1, .k = base[m]};
-            train_report_eval(tr, split[m], tr->epoch, &r, 0);
-        }
-    } else if (tr->conf.baseline) {
-        struct eval_result pop = {0};
-        eval_popular(tr, 1, &pop.r);
-        train_report_eval(tr, "test-popular", tr->epoch, &pop, 0);
+        const int n = eval_baselines(tr, 1, base, split);
+        for (int m = 0; m < n; m++)
+            train_report_eval(tr, split[m], tr->epoch, &base[m], 0);
     }
 }
 

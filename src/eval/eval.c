@@ -8,7 +8,6 @@
 #include <math.h>
 
 #include "base/check.h"
-#include "eval/eval_ranking.h"
 #include "train/infer.h"
 
 #define EVAL_CHUNK 256 /* users per forward pass */
@@ -87,75 +86,111 @@ void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l)
     metrics_int(l, "eval_users", m->count);
 }
 
+/* --- retrieval's evaluation ops ------------------------------------------------- */
+
+static void retrieval_run(struct trainer *tr, int test, struct eval_result *out)
+{
+    eval_split(tr, test, &out->r);
+}
+
+static double retrieval_select(const struct trainer *tr, const struct eval_result *e)
+{
+    (void)tr;
+    return e->r.ndcg[0];
+}
+
+static double retrieval_select_value(const struct trainer *tr, double score)
+{
+    (void)tr;
+    return score;
+}
+
+static const char *retrieval_select_name(const struct trainer *tr)
+{
+    (void)tr;
+    return "NDCG@10";
+}
+
+static void retrieval_format(const struct trainer *tr, const struct eval_result *e, char *buf,
+                             size_t len)
+{
+    (void)tr;
+    eval_metrics_format(&e->r, buf, len);
+}
+
+static void retrieval_json(const struct trainer *tr, const struct eval_result *e,
+                           struct metrics_line *l)
+{
+    (void)tr;
+    eval_metrics_json(&e->r, l);
+}
+
+/* the most popular items (eval_popular.c) */
+static int retrieval_baselines(struct trainer *tr, int test, struct eval_result *out,
+                               const char **names)
+{
+    memset(out, 0, sizeof *out);
+    eval_popular(tr, test, &out->r);
+    names[0] = test ? "test-popular" : "val-popular";
+    return 1;
+}
+
+const struct eval_ops eval_retrieval_ops = {
+    .run = retrieval_run,
+    .select = retrieval_select,
+    .select_value = retrieval_select_value,
+    .select_name = retrieval_select_name,
+    .format = retrieval_format,
+    .json = retrieval_json,
+    .baselines = retrieval_baselines,
+};
+
 /* --- either task ------------------------------------------------------------------ */
+
+const struct eval_ops *eval_ops_of(const struct trainer *tr)
+{
+    return tr->conf.task.type == TASK_RANKING ? &eval_ranking_ops : &eval_retrieval_ops;
+}
 
 void eval_run(struct trainer *tr, int test, struct eval_result *out)
 {
     memset(out, 0, sizeof *out);
-    out->ranking = tr->conf.task.type == TASK_RANKING;
-    if (out->ranking)
-        eval_ranking_split(tr, test, &out->k);
-    else
-        eval_split(tr, test, &out->r);
+    eval_ops_of(tr)->run(tr, test, out);
 }
 
-/* A ranking metric where lower is better maps to 1 / (1 + value): higher
- * is better and the score stays in [0, 1] (checkpoints' best_val). */
 double eval_select(const struct trainer *tr, const struct eval_result *e)
 {
-    if (!e->ranking)
-        return e->r.ndcg[0];
-    const struct task_metrics *m = &e->k.t[tr->conf.task.select];
-    const enum task_metric w = tr->conf.task.select_metric;
-    const double v = w == TM_AUC ? m->auc : w == TM_GAUC ? m->gauc : w == TM_ACCURACY
-                     ? m->accuracy : w == TM_NE ? m->ne : w == TM_LOGLOSS ? m->logloss
-                     : w == TM_MSE ? m->mse : m->mae;
-    if (isnan(v) || v < 0)
-        return -1;
-    return w < TM_NE ? v : 1.0 / (1.0 + v);
+    return eval_ops_of(tr)->select(tr, e);
 }
 
 double eval_select_value(const struct trainer *tr, double score)
 {
-    if (tr->conf.task.type != TASK_RANKING || tr->conf.task.select_metric < TM_NE || score <= 0)
-        return score;
-    return 1.0 / score - 1.0;
+    return eval_ops_of(tr)->select_value(tr, score);
 }
 
 const char *eval_select_name(const struct trainer *tr)
 {
-    static char name[64];
-    static const char *const shown[TM_COUNT] = {"AUC", "GAUC", "accuracy", "NE", "logloss",
-                                                "MSE", "MAE"};
-    if (tr->conf.task.type != TASK_RANKING)
-        return "NDCG@10";
-    snprintf(name, sizeof name, "%s %s", tr->conf.task.t[tr->conf.task.select].name,
-             shown[tr->conf.task.select_metric]);
-    return name;
+    return eval_ops_of(tr)->select_name(tr);
+}
+
+int eval_better(const struct trainer *tr, const struct eval_result *e)
+{
+    return eval_select(tr, e) > tr->best_val;
+}
+
+int eval_baselines(struct trainer *tr, int test, struct eval_result *out, const char **names)
+{
+    return eval_ops_of(tr)->baselines(tr, test, out, names);
 }
 
 void eval_result_format(const struct trainer *tr, const struct eval_result *e, char *buf,
                         size_t len)
 {
-    if (!e->ranking) {
-        eval_metrics_format(&e->r, buf, len);
-        return;
-    }
-    const char *names[RANK_MAX_TASKS];
-    int binary[RANK_MAX_TASKS];
-    eval_ranking_names(tr, names, binary);
-    rank_metrics_format(&e->k, names, binary, buf, len);
+    eval_ops_of(tr)->format(tr, e, buf, len);
 }
 
 void eval_result_json(const struct trainer *tr, const struct eval_result *e,
                       struct metrics_line *l)
 {
-    if (!e->ranking) {
-        eval_metrics_json(&e->r, l);
-        return;
-    }
-    const char *names[RANK_MAX_TASKS];
-    int binary[RANK_MAX_TASKS];
-    eval_ranking_names(tr, names, binary);
-    rank_metrics_json(&e->k, names, binary, l);
+    eval_ops_of(tr)->json(tr, e, l);
 }

@@ -23,10 +23,36 @@ void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l);
 
 /* An evaluation of either task (train.task). */
 struct eval_result {
-    int ranking;
     struct eval_metrics r;   /* retrieval */
     struct rank_metrics k;   /* ranking (eval_ranking.h) */
 };
+
+/* The evaluation side of a task (its training side: model/task.h's
+ * task_ops): one per task kind, chosen once by the run's train.task
+ * (eval_ops_of). */
+struct eval_ops {
+    /* split test (1) or validation (0): the metrics accumulated on each
+     * rank and reduced over all of them into out (collective) */
+    void (*run)(struct trainer *tr, int test, struct eval_result *out);
+    /* what train.keep_best and train.patience follow, as a score where
+     * higher is better (checkpoints keep it: best_val, in [0, 1] or -1),
+     * the metric's value of such a score, and the metric's name */
+    double (*select)(const struct trainer *tr, const struct eval_result *e);
+    double (*select_value)(const struct trainer *tr, double score);
+    const char *(*select_name)(const struct trainer *tr);
+    /* the eval line's text and its metrics fields */
+    void (*format)(const struct trainer *tr, const struct eval_result *e, char *buf, size_t len);
+    void (*json)(const struct trainer *tr, const struct eval_result *e, struct metrics_line *l);
+    /* train.baseline: the baselines on split test into out[] with their
+     * eval lines' split names (at most EVAL_MAX_BASELINES); their number
+     * (collective) */
+    int (*baselines)(struct trainer *tr, int test, struct eval_result *out, const char **names);
+};
+#define EVAL_MAX_BASELINES 4
+extern const struct eval_ops eval_retrieval_ops; /* eval.c */
+extern const struct eval_ops eval_ranking_ops;   /* eval_ranking.c */
+const struct eval_ops *eval_ops_of(const struct trainer *tr);
+
 /* Evaluate split test (1) or validation (0) as the run's task does.
  * Collective over all ranks. */
 void eval_run(struct trainer *tr, int test, struct eval_result *out);
@@ -38,6 +64,11 @@ double eval_select(const struct trainer *tr, const struct eval_result *e);
 const char *eval_select_name(const struct trainer *tr);
 /* The metric's value of a score of eval_select (for messages). */
 double eval_select_value(const struct trainer *tr, double score);
+/* Whether e is better than the best validation so far (tr->best_val):
+ * keep_best's and patience's comparison. */
+int eval_better(const struct trainer *tr, const struct eval_result *e);
+/* The task's baselines (eval_ops.baselines); collective. */
+int eval_baselines(struct trainer *tr, int test, struct eval_result *out, const char **names);
 /* The eval line's text and its metrics fields. */
 void eval_result_format(const struct trainer *tr, const struct eval_result *e, char *buf,
                         size_t len);

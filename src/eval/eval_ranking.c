@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "eval/eval.h"
 #include "train/infer.h"
 
 void eval_ranking_names(const struct trainer *tr, const char **names, int *binary)
@@ -259,3 +260,88 @@ void eval_ranking_baselines(struct trainer *tr, int test, struct rank_metrics *o
     }
     comm_bcast_bytes(tr->c, out, 4 * sizeof *out, 0);
 }
+
+/* --- ranking's evaluation ops ------------------------------------------------------ */
+
+static void ranking_run(struct trainer *tr, int test, struct eval_result *out)
+{
+    eval_ranking_split(tr, test, &out->k);
+}
+
+/* A metric where lower is better maps to 1 / (1 + value): higher is better
+ * and the score stays in [0, 1] (checkpoints' best_val). */
+static double ranking_select(const struct trainer *tr, const struct eval_result *e)
+{
+    const struct task_metrics *m = &e->k.t[tr->conf.task.select];
+    const enum task_metric w = tr->conf.task.select_metric;
+    const double v = w == TM_AUC ? m->auc : w == TM_GAUC ? m->gauc : w == TM_ACCURACY
+                     ? m->accuracy : w == TM_NE ? m->ne : w == TM_LOGLOSS ? m->logloss
+                     : w == TM_MSE ? m->mse : m->mae;
+    if (isnan(v) || v < 0)
+        return -1;
+    return w < TM_NE ? v : 1.0 / (1.0 + v);
+}
+
+static double ranking_select_value(const struct trainer *tr, double score)
+{
+    if (tr->conf.task.select_metric < TM_NE || score <= 0)
+        return score;
+    return 1.0 / score - 1.0;
+}
+
+static const char *ranking_select_name(const struct trainer *tr)
+{
+    static char name[64];
+    static const char *const shown[TM_COUNT] = {"AUC", "GAUC", "accuracy", "NE", "logloss",
+                                                "MSE", "MAE"};
+    snprintf(name, sizeof name, "%s %s", tr->conf.task.t[tr->conf.task.select].name,
+             shown[tr->conf.task.select_metric]);
+    return name;
+}
+
+static void ranking_format(const struct trainer *tr, const struct eval_result *e, char *buf,
+                           size_t len)
+{
+    const char *names[RANK_MAX_TASKS];
+    int binary[RANK_MAX_TASKS];
+    eval_ranking_names(tr, names, binary);
+    rank_metrics_format(&e->k, names, binary, buf, len);
+}
+
+static void ranking_json(const struct trainer *tr, const struct eval_result *e,
+                         struct metrics_line *l)
+{
+    const char *names[RANK_MAX_TASKS];
+    int binary[RANK_MAX_TASKS];
+    eval_ranking_names(tr, names, binary);
+    rank_metrics_json(&e->k, names, binary, l);
+}
+
+/* global, item, user and user+item means (eval_ranking_baselines) */
+static int ranking_baselines(struct trainer *tr, int test, struct eval_result *out,
+                             const char **names)
+{
+    static const char *const split[2][4] = {
+        {"val-baseline-global", "val-baseline-item", "val-baseline-user",
+         "val-baseline-user+item"},
+        {"test-baseline-global", "test-baseline-item", "test-baseline-user",
+         "test-baseline-user+item"}};
+    struct rank_metrics base[4];
+    eval_ranking_baselines(tr, test, base);
+    for (int m = 0; m < 4; m++) {
+        memset(&out[m], 0, sizeof out[m]);
+        out[m].k = base[m];
+        names[m] = split[test != 0][m];
+    }
+    return 4;
+}
+
+const struct eval_ops eval_ranking_ops = {
+    .run = ranking_run,
+    .select = ranking_select,
+    .select_value = ranking_select_value,
+    .select_name = ranking_select_name,
+    .format = ranking_format,
+    .json = ranking_json,
+    .baselines = ranking_baselines,
+};
