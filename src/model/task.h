@@ -200,4 +200,24 @@ int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss);
 /* The regression label's z-score: (y - mean) / std of task k. */
 float task_ranking_z(const struct task *t, int k, float y);
 
+/* --- start-up (task_setup.c; train/step_task.c calls them in this order) --- */
+
+/* Ranking, once the dataset is open: the retrieval parameters set in vain
+ * warned of, the tasks' columns resolved in ds (task_conf_resolve), the
+ * split rs (data.split), the log lines, the biases' rows; fatal() with
+ * the reason. */
+void task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
+                             const struct dataset *ds, struct rsplit *rs);
+/* Ranking, after model_init: the head bound to m (task_ranking_init) and
+ * head.stats from the training labels (sums [3K]: count, sum, sum of
+ * squares per task, returned); fatal() naming data_path and data.split
+ * (split) when no training event is left. */
+void task_setup_ranking(struct task *t, const struct task_conf *tc, struct model *m,
+                        const struct task_data *d, const char *data_path, const char *split,
+                        double *sums);
+/* Each task's training labels said; fatal() naming data_path when a task
+ * has none. */
+void task_setup_ranking_labels(const struct task_conf *tc, const char *data_path,
+                               const double *sums);
+
 #endif
