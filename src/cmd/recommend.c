@@ -23,6 +23,7 @@
 
 #include "base/check.h"
 #include "cli/cli.h"
+#include "cmd/eval_trainer.h"
 #include "eval/eval.h"
 #include "eval/eval_retrieval.h"
 #include "train/infer.h"
@@ -283,7 +284,9 @@ int recommend_main(int argc, char **argv)
     struct rec_plan pl;
     rec_plan_init(&pl, n, c.size, o.batch, o.round);
     struct eval_conf ec = {.normalize_items = tr.conf.normalize_items, .topk = K};
-    eval_conf_items(&tr, &ec);
+    struct eval_ctx ev;
+    eval_ctx_of(&tr, &ev);
+    eval_conf_items(&ev, &ec);
     for (int64_t k = 0; k < pl.rounds; k++) {
         int64_t lo, cnt, *hist_off, *hist;
         watchdog_step(k + 1);

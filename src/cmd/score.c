@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "cli/cli.h"
+#include "cmd/eval_trainer.h"
 #include "eval/eval_ranking.h"
 #include "cmd/rec_out.h"
 #include "cmd/recommend.h"
@@ -328,7 +329,9 @@ int score_main(int argc, char **argv)
             memcpy(inorder + order[j] * K, all + j * K, (size_t)K * sizeof *inorder);
         const char *names[RANK_MAX_TASKS];
         int binary[RANK_MAX_TASKS];
-        eval_ranking_names(&tr, names, binary);
+        struct eval_ctx ev;
+        eval_ctx_of(&tr, &ev);
+        eval_ranking_names(&ev, names, binary);
         const struct score_meta meta = {.checkpoint = o.cmd.ckpt, .dataset = cf->data_path,
                                         .step = tr.step, .K = K, .names = names,
                                         .binary = binary};

@@ -27,6 +27,7 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_train.h"
 #include "cmd/train_report.h"
+#include "cmd/eval_trainer.h"
 #include "eval/eval.h"
 #include "train/guard.h"
 #include "train/preempt.h"
@@ -43,20 +44,22 @@ static void best_path(const struct trainer *tr, char *path, size_t len)
  * train.select's AUC; and with train.keep_best its checkpoint). */
 static void validate(struct trainer *tr, int64_t epochs, double loss)
 {
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
     struct eval_result val;
     watchdog_beat("in", "validation");
-    eval_run(tr, 0, &val);
+    eval_run(&ev, 0, &val);
     train_report_eval(tr, "val", epochs, &val, loss);
     tr->val_epoch = epochs;
-    if (eval_better(tr, &val)) {
-        tr->best_val = eval_select(tr, &val);
+    if (eval_better(&ev, &val, tr->best_val)) {
+        tr->best_val = eval_select(&ev, &val);
         tr->best_epoch = epochs;
         if (tr->conf.keep_best) {
             char path[4200];
             best_path(tr, path, sizeof path);
             checkpoint_write(tr, path);
-            log_info("keep_best: validation %s %.4f at epoch %lld: %s", eval_select_name(tr),
-                     eval_select_value(tr, tr->best_val), (long long)epochs, path);
+            log_info("keep_best: validation %s %.4f at epoch %lld: %s", eval_select_name(&ev),
+                     eval_select_value(&ev, tr->best_val), (long long)epochs, path);
         }
     }
 }
@@ -65,6 +68,8 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
  * best validation's checkpoint is loaded and tested (into test). */
 static void test_best(struct trainer *tr, struct eval_result *test, double loss)
 {
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
     train_report_eval(tr, "test-last", tr->epoch, test, loss);
     const int64_t step = tr->step, epoch = tr->epoch;
     char path[4200];
@@ -72,7 +77,7 @@ static void test_best(struct trainer *tr, struct eval_result *test, double loss)
     checkpoint_read(tr, path);
     log_info("keep_best: testing %s (epoch %lld, step %lld)", path, (long long)tr->best_epoch,
              (long long)tr->step);
-    eval_run(tr, 1, test);
+    eval_run(&ev, 1, test);
     train_report_eval(tr, "test", tr->best_epoch, test, loss);
     tr->step = step;
     tr->epoch = epoch;
@@ -82,8 +87,10 @@ static void test_best(struct trainer *tr, struct eval_result *test, double loss)
  * baseline). */
 static void final_evaluation(struct trainer *tr, struct eval_result *test, double loss)
 {
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
     watchdog_beat("in", "the test evaluation");
-    eval_run(tr, 1, test);
+    eval_run(&ev, 1, test);
     if (tr->conf.keep_best)
         test_best(tr, test, loss);
     else
@@ -92,7 +99,7 @@ static void final_evaluation(struct trainer *tr, struct eval_result *test, doubl
         struct eval_result base[EVAL_MAX_BASELINES];
         const char *split[EVAL_MAX_BASELINES];
         watchdog_beat("in", "the baselines");
-        const int n = eval_baselines(tr, 1, base, split);
+        const int n = eval_baselines(&ev, 1, base, split);
         for (int m = 0; m < n; m++)
             train_report_eval(tr, split[m], tr->epoch, &base[m], 0);
     }
@@ -155,6 +162,8 @@ static void after_step(struct trainer *tr, struct planner *pl, struct loop_clock
 static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
                      struct loop_clock *lc)
 {
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
     const struct train_conf *cf = &tr->conf;
     const int64_t done = tr->step / S; /* epochs completed */
     if (tr->step % S != 0 || cf->eval_every <= 0 || done % cf->eval_every != 0 ||
@@ -167,8 +176,8 @@ static int epoch_end(struct trainer *tr, int64_t S, int64_t total, double loss,
     devstats_take(&skip);
     if (cf->patience > 0 && done - tr->best_epoch >= cf->patience * cf->eval_every) {
         log_info("patience: no better validation %s in %lld validations (best %.4f at "
-                 "epoch %lld): stopping after epoch %lld", eval_select_name(tr),
-                 (long long)cf->patience, eval_select_value(tr, tr->best_val), (long long)tr->best_epoch,
+                 "epoch %lld): stopping after epoch %lld", eval_select_name(&ev),
+                 (long long)cf->patience, eval_select_value(&ev, tr->best_val), (long long)tr->best_epoch,
                  (long long)done);
         return 1;
     }

@@ -7,6 +7,7 @@
 #include "backend/peak.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "cmd/eval_trainer.h"
 #include "eval/eval_ranking.h"
 
 /* The item table's wire bytes per step since the last progress line, summed
@@ -198,8 +199,10 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
 void train_report_eval(struct trainer *tr, const char *split, int64_t epoch,
                         const struct eval_result *em, double loss)
 {
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
     char line[2048];
-    eval_result_format(tr, em, line, sizeof line);
+    eval_result_format(&ev, em, line, sizeof line);
     log_info("eval %-4s epoch %lld step %lld: %s", split, (long long)epoch, (long long)tr->step,
              line);
     struct metrics_line l;
@@ -210,18 +213,20 @@ void train_report_eval(struct trainer *tr, const char *split, int64_t epoch,
     metrics_num(&l, "loss", loss);
     metrics_num(&l, "samples_per_s", 0);
     metrics_num(&l, "tokens_per_s", 0);
-    eval_result_json(tr, em, &l);
+    eval_result_json(&ev, em, &l);
     metrics_end(&l, tr->metrics);
 }
 
 void train_report_summary(struct trainer *tr, const struct eval_result *test, double loss,
                            int64_t steps_run, double secs)
 {
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
     if (tr->best_epoch >= 0)
         log_info("done: step %lld (%lld steps in this run, %.1f s); best validation %s "
                  "%.4f at epoch %lld",
-                 (long long)tr->step, (long long)steps_run, secs, eval_select_name(tr),
-                 eval_select_value(tr, tr->best_val), (long long)tr->best_epoch);
+                 (long long)tr->step, (long long)steps_run, secs, eval_select_name(&ev),
+                 eval_select_value(&ev, tr->best_val), (long long)tr->best_epoch);
     else
         log_info("done: step %lld (%lld steps in this run, %.1f s); no validation was run",
                  (long long)tr->step, (long long)steps_run, secs);
@@ -239,7 +244,7 @@ void train_report_summary(struct trainer *tr, const struct eval_result *test, do
     metrics_int(&l, "best_epoch", tr->best_epoch);
     metrics_int(&l, "skipped_steps", tr->skipped);
     if (test)
-        eval_result_json(tr, test, &l);
+        eval_result_json(&ev, test, &l);
     metrics_end(&l, tr->metrics);
 }
 

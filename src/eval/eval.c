@@ -8,28 +8,21 @@
 #include <math.h>
 
 #include "base/check.h"
-#include "train/infer.h"
 
 #define EVAL_CHUNK 256 /* users per forward pass */
 
-/* eval_conf's item hook: an item's representation includes its features. */
-static void item_rows_hook(void *ctx, const int64_t *ids, int64_t n, float *rows)
+void eval_conf_items(const struct eval_ctx *ev, struct eval_conf *ec)
 {
-    infer_item_rows(ctx, ids, n, rows);
+    ec->item_rows = ev->item_rows; /* an item's representation includes its features */
+    ec->item_ctx = ev->inf;
 }
 
-void eval_conf_items(struct trainer *tr, struct eval_conf *ec)
+void eval_split(const struct eval_ctx *ev, int test, struct eval_metrics *out)
 {
-    ec->item_rows = tr->feat ? item_rows_hook : NULL;
-    ec->item_ctx = tr;
-}
-
-void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
-{
-    struct comm *c = tr->c;
-    const int d = tr->conf.d;
+    struct comm *c = ev->c;
+    const int d = ev->d;
     int64_t *users;
-    int64_t n = split_eval_users(&tr->ds, tr->conf.split, test, &users);
+    int64_t n = split_eval_users(ev->ds, ev->split, test, &users);
     int64_t lo = n * c->rank / c->size, hi = n * (c->rank + 1) / c->size, nq = hi - lo;
     /* user vectors in chunks (every rank takes part in the same number of
      * collective lookups), then one ranking call for all of them */
@@ -42,8 +35,8 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
         int64_t a = r * EVAL_CHUNK < nq ? r * EVAL_CHUNK : nq;
         int64_t b = a + EVAL_CHUNK < nq ? a + EVAL_CHUNK : nq;
         struct seq_batch sb;
-        batch_eval(&tr->ds, tr->conf.split, test, tr->conf.N, tr->with_ts, users + lo + a, b - a, &sb);
-        infer_user_vectors(tr, &sb, u + a * d);
+        batch_eval(ev->ds, ev->split, test, ev->N, ev->with_ts, users + lo + a, b - a, &sb);
+        ev->user_vectors(ev->inf, &sb, u + a * d);
         hist = xrealloc(hist, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hist);
         for (int64_t i = 0; i < sb.B; i++) {
             targets[a + i] = sb.targets[sb.offsets[i + 1] - 1];
@@ -53,12 +46,12 @@ void eval_split(struct trainer *tr, int test, struct eval_metrics *out)
         nh += sb.hist_off[sb.B];
         batch_free(&sb);
     }
-    struct eval_conf conf = {.normalize_items = tr->conf.normalize_items};
-    eval_conf_items(tr, &conf);
+    struct eval_conf conf = {.normalize_items = ev->normalize_items};
+    eval_conf_items(ev, &conf);
     struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
                              .hist_ids = hist};
     int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);
-    eval_retrieval_queries(tr->items, c, &backend_cpu, &conf, &q, rank, NULL, NULL);
+    eval_retrieval_queries(ev->items, c, &backend_cpu, &conf, &q, rank, NULL, NULL);
     eval_metrics_init(out);
     for (int64_t i = 0; i < nq; i++)
         eval_metrics_add(out, rank[i]);
@@ -88,49 +81,49 @@ void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l)
 
 /* --- retrieval's evaluation ops ------------------------------------------------- */
 
-static void retrieval_run(struct trainer *tr, int test, struct eval_result *out)
+static void retrieval_run(const struct eval_ctx *ev, int test, struct eval_result *out)
 {
-    eval_split(tr, test, &out->r);
+    eval_split(ev, test, &out->r);
 }
 
-static double retrieval_select(const struct trainer *tr, const struct eval_result *e)
+static double retrieval_select(const struct eval_ctx *ev, const struct eval_result *e)
 {
-    (void)tr;
+    (void)ev;
     return e->r.ndcg[0];
 }
 
-static double retrieval_select_value(const struct trainer *tr, double score)
+static double retrieval_select_value(const struct eval_ctx *ev, double score)
 {
-    (void)tr;
+    (void)ev;
     return score;
 }
 
-static const char *retrieval_select_name(const struct trainer *tr)
+static const char *retrieval_select_name(const struct eval_ctx *ev)
 {
-    (void)tr;
+    (void)ev;
     return "NDCG@10";
 }
 
-static void retrieval_format(const struct trainer *tr, const struct eval_result *e, char *buf,
+static void retrieval_format(const struct eval_ctx *ev, const struct eval_result *e, char *buf,
                              size_t len)
 {
-    (void)tr;
+    (void)ev;
     eval_metrics_format(&e->r, buf, len);
 }
 
-static void retrieval_json(const struct trainer *tr, const struct eval_result *e,
+static void retrieval_json(const struct eval_ctx *ev, const struct eval_result *e,
                            struct metrics_line *l)
 {
-    (void)tr;
+    (void)ev;
     eval_metrics_json(&e->r, l);
 }
 
 /* the most popular items (eval_popular.c) */
-static int retrieval_baselines(struct trainer *tr, int test, struct eval_result *out,
+static int retrieval_baselines(const struct eval_ctx *ev, int test, struct eval_result *out,
                                const char **names)
 {
     memset(out, 0, sizeof *out);
-    eval_popular(tr, test, &out->r);
+    eval_popular(ev, test, &out->r);
     names[0] = test ? "test-popular" : "val-popular";
     return 1;
 }
@@ -147,50 +140,50 @@ const struct eval_ops eval_retrieval_ops = {
 
 /* --- either task ------------------------------------------------------------------ */
 
-const struct eval_ops *eval_ops_of(const struct trainer *tr)
+const struct eval_ops *eval_ops_of(const struct eval_ctx *ev)
 {
-    return tr->conf.task.type == TASK_RANKING ? &eval_ranking_ops : &eval_retrieval_ops;
+    return ev->task->type == TASK_RANKING ? &eval_ranking_ops : &eval_retrieval_ops;
 }
 
-void eval_run(struct trainer *tr, int test, struct eval_result *out)
+void eval_run(const struct eval_ctx *ev, int test, struct eval_result *out)
 {
     memset(out, 0, sizeof *out);
-    eval_ops_of(tr)->run(tr, test, out);
+    eval_ops_of(ev)->run(ev, test, out);
 }
 
-double eval_select(const struct trainer *tr, const struct eval_result *e)
+double eval_select(const struct eval_ctx *ev, const struct eval_result *e)
 {
-    return eval_ops_of(tr)->select(tr, e);
+    return eval_ops_of(ev)->select(ev, e);
 }
 
-double eval_select_value(const struct trainer *tr, double score)
+double eval_select_value(const struct eval_ctx *ev, double score)
 {
-    return eval_ops_of(tr)->select_value(tr, score);
+    return eval_ops_of(ev)->select_value(ev, score);
 }
 
-const char *eval_select_name(const struct trainer *tr)
+const char *eval_select_name(const struct eval_ctx *ev)
 {
-    return eval_ops_of(tr)->select_name(tr);
+    return eval_ops_of(ev)->select_name(ev);
 }
 
-int eval_better(const struct trainer *tr, const struct eval_result *e)
+int eval_better(const struct eval_ctx *ev, const struct eval_result *e, double best)
 {
-    return eval_select(tr, e) > tr->best_val;
+    return eval_select(ev, e) > best;
 }
 
-int eval_baselines(struct trainer *tr, int test, struct eval_result *out, const char **names)
+int eval_baselines(const struct eval_ctx *ev, int test, struct eval_result *out, const char **names)
 {
-    return eval_ops_of(tr)->baselines(tr, test, out, names);
+    return eval_ops_of(ev)->baselines(ev, test, out, names);
 }
 
-void eval_result_format(const struct trainer *tr, const struct eval_result *e, char *buf,
+void eval_result_format(const struct eval_ctx *ev, const struct eval_result *e, char *buf,
                         size_t len)
 {
-    eval_ops_of(tr)->format(tr, e, buf, len);
+    eval_ops_of(ev)->format(ev, e, buf, len);
 }
 
-void eval_result_json(const struct trainer *tr, const struct eval_result *e,
+void eval_result_json(const struct eval_ctx *ev, const struct eval_result *e,
                       struct metrics_line *l)
 {
-    eval_ops_of(tr)->json(tr, e, l);
+    eval_ops_of(ev)->json(ev, e, l);
 }

@@ -12,7 +12,7 @@
 #define FS_EVAL_RANKING_H
 
 #include "eval/metrics_ranking.h"
-#include "train/train.h"
+#include "eval/eval_ctx.h"
 
 #define RANK_CHUNK_USERS 64
 #define RANK_CHUNK_KEYS ((int64_t)1 << 16)
@@ -22,13 +22,13 @@
 int64_t rank_chunks(const int64_t *ncand, const int64_t *hx, int64_t n, int64_t **start);
 
 /* Evaluate split test (1) or validation (0): the metrics on every rank. */
-void eval_ranking_split(struct trainer *tr, int test, struct rank_metrics *out);
+void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics *out);
 /* The baselines on split test: smoothed means of the labels of the events
  * before the split (global, item, user, additive user+item; prior =
  * train.baseline_prior), computed on rank 0 and broadcast. out[4] in that
  * order. Collective. */
-void eval_ranking_baselines(struct trainer *tr, int test, struct rank_metrics *out);
+void eval_ranking_baselines(const struct eval_ctx *ev, int test, struct rank_metrics *out);
 /* The task names and kinds of the run, for the formatters. */
-void eval_ranking_names(const struct trainer *tr, const char **names, int *binary);
+void eval_ranking_names(const struct eval_ctx *ev, const char **names, int *binary);
 
 #endif
