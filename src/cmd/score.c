@@ -308,7 +308,7 @@ int score_main(int argc, char **argv)
         for (int64_t q = a; q <= z; q++)
             coff[q - a] = uoff[q] - uoff[a];
         batch_ranking_pairs(&tr.ds, &cf->task.labels, cf->N, tr.with_ts, users + a, z - a, coff,
-                         citems + uoff[a], cts ? cts + uoff[a] : NULL, &sb);
+                            citems + uoff[a], cts ? cts + uoff[a] : NULL, &sb);
         const int64_t mine = uoff[z] - uoff[a];
         double *pred = xmalloc((size_t)(mine * K > 0 ? mine * K : 1) * sizeof *pred);
         infer_predict(&tr, &sb, pred);

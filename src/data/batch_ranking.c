@@ -55,7 +55,7 @@ void labels_read_events(const struct dataset *ds, const struct label_conf *lc, i
 }
 
 void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
-                            struct seq_batch *b)
+                               struct seq_batch *b)
 {
     const int K = lc->n;
     b->nlab = K;
@@ -68,8 +68,8 @@ void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf
 }
 
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
-                      const struct label_conf *lc, int N, int with_ts, uint64_t seed,
-                      uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
+                         const struct label_conf *lc, int N, int with_ts, uint64_t seed,
+                         uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
 {
     int64_t T = 0, a, bb;
     for (int64_t i = 0; i < B; i++) {
@@ -100,8 +100,8 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
 }
 
 void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
-                     const struct label_conf *lc, int test, int N, int64_t max_cand,
-                     int with_ts, const int64_t *users, int64_t B, struct seq_batch *b)
+                        const struct label_conf *lc, int test, int N, int64_t max_cand,
+                        int with_ts, const int64_t *users, int64_t B, struct seq_batch *b)
 {
     int64_t T = 0, c0, c1;
     for (int64_t i = 0; i < B; i++) {
@@ -141,8 +141,8 @@ void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
 }
 
 void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
-                      const int64_t *users, int64_t B, const int64_t *coff, const int64_t *citems,
-                      const int64_t *cts, struct seq_batch *b)
+                         const int64_t *users, int64_t B, const int64_t *coff,
+                         const int64_t *citems, const int64_t *cts, struct seq_batch *b)
 {
     int64_t T = 0;
     for (int64_t i = 0; i < B; i++) {

@@ -52,20 +52,20 @@ void labels_read_events(const struct dataset *ds, const struct label_conf *lc, i
                         int64_t n, float *out);
 /* b->labels [T, lc->n] of b's file events (any batch with ev0). */
 void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
-                            struct seq_batch *b);
+                               struct seq_batch *b);
 /* users[B]: the training batch (keys from seed, epoch, user, position). */
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
-                      const struct label_conf *lc, int N, int with_ts, uint64_t seed,
-                      uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b);
+                         const struct label_conf *lc, int N, int with_ts, uint64_t seed,
+                         uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b);
 /* users[B] (each with a candidate in the split): the evaluation batch. */
 void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
-                     const struct label_conf *lc, int test, int N, int64_t max_cand,
-                     int with_ts, const int64_t *users, int64_t B, struct seq_batch *b);
+                        const struct label_conf *lc, int test, int N, int64_t max_cand,
+                        int with_ts, const int64_t *users, int64_t B, struct seq_batch *b);
 /* users[B] (each with events) and their candidates items[coff[i] .. coff[i + 1])
  * at times ts (NULL: the time of the user's last event). */
 void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
-                      const int64_t *users, int64_t B, const int64_t *coff, const int64_t *items,
-                      const int64_t *ts, struct seq_batch *b);
+                         const int64_t *users, int64_t B, const int64_t *coff, const int64_t *items,
+                         const int64_t *ts, struct seq_batch *b);
 /* Events of entry i read from the file at b->ev0[i] (all of its tokens but
  * candidates that are not events). */
 static inline int64_t batch_file_events(const struct seq_batch *b, int64_t i)

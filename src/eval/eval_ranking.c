@@ -86,7 +86,7 @@ void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics
         const int64_t a = j < nch ? start[j] : 0, z = j < nch ? start[j + 1] : 0;
         struct seq_batch sb;
         batch_ranking_eval(ev->ds, ev->rsplit, &ev->task->labels, test, ev->N,
-                        ev->task->candidates, ev->with_ts, users + a, z - a, &sb);
+                           ev->task->candidates, ev->with_ts, users + a, z - a, &sb);
         int64_t nc = 0;
         for (int64_t q = 0; q < sb.B; q++)
             nc += sb.ncand[q];

@@ -479,15 +479,15 @@ static void rank_queries(struct emb_table *t, struct comm *c, const struct backe
 }
 
 void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
-                       const struct eval_conf *conf, const struct eval_queries *q,
-                       int64_t *rank, int64_t *topk_ids, float *topk_scores)
+                            const struct eval_conf *conf, const struct eval_queries *q,
+                            int64_t *rank, int64_t *topk_ids, float *topk_scores)
 {
     rank_queries(t, c, be, conf, q, 1, rank, topk_ids, topk_scores);
 }
 
 void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
-                    const struct eval_conf *conf, const struct eval_queries *q,
-                    int64_t *topk_ids, float *topk_scores)
+                         const struct eval_conf *conf, const struct eval_queries *q,
+                         int64_t *topk_ids, float *topk_scores)
 {
     if (conf->topk < 1)
         fatal("eval_retrieval_topk: top-%d (at least 1)", conf->topk);

@@ -72,16 +72,16 @@ struct eval_conf {
  *   topk_scores: [q->n, conf->topk] out, or NULL.
  * Bad ids end the job through fatal(), naming the rank and the query. */
 void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
-                       const struct eval_conf *conf, const struct eval_queries *q,
-                       int64_t *rank, int64_t *topk_ids, float *topk_scores);
+                            const struct eval_conf *conf, const struct eval_queries *q,
+                            int64_t *rank, int64_t *topk_ids, float *topk_scores);
 
 /* Top-K only (recommendation after the whole history): the lists as above
  * with no target, i.e. the conf->topk (>= 1) best of the candidates ids
  * 1..rows minus each query's history; q->targets is not read (may be
  * NULL). topk_ids: [q->n, conf->topk] out; topk_scores: the same, or NULL. */
 void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
-                    const struct eval_conf *conf, const struct eval_queries *q,
-                    int64_t *topk_ids, float *topk_scores);
+                         const struct eval_conf *conf, const struct eval_queries *q,
+                         int64_t *topk_ids, float *topk_scores);
 
 /* --- metrics ------------------------------------------------------------------ */
 

@@ -176,7 +176,7 @@ static void regression_task(const struct rank_records *r, int k, struct task_met
 }
 
 void metrics_ranking_compute(const struct rank_records *r, const int *binary,
-                          struct rank_metrics *m)
+                             struct rank_metrics *m)
 {
     memset(m, 0, sizeof *m);
     m->K = r->K;

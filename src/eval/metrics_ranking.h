@@ -59,7 +59,7 @@ void rank_records_gather(struct comm *c, struct rank_records *local, struct rank
 
 /* The metrics of records r (users contiguous), binary[k] per task. */
 void metrics_ranking_compute(const struct rank_records *r, const int *binary,
-                          struct rank_metrics *m);
+                             struct rank_metrics *m);
 /* AUC of n (score, label in {0, 1}) pairs, ties counted half; NaN without
  * both classes. (Exposed for tests.) */
 double metrics_auc(int64_t n, const double *score, const float *label);
