@@ -136,9 +136,9 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
                  w.pf_rows / nw, w.pf_late / nw, 100 * collision(&w));
     double tl[RANK_MAX_TASKS];
     char tasks[RANK_MAX_TASKS * (TASK_NAME + 16)] = "";
-    const int K = tr->conf.task.type == TASK_RANKING ? tr->conf.task.n : 0;
+    const int K = tr->task.ops->losses ? tr->conf.task.n : 0;
     if (K) { /* each task's loss (collective), mean over the interval */
-        task_ranking_losses(&tr->task, tr->c, tl);
+        tr->task.ops->losses(&tr->task, tr->c, tl);
         size_t at = snprintf(tasks, sizeof tasks, " (");
         for (int k = 0; k < K; k++)
             at += (size_t)snprintf(tasks + at, sizeof tasks - at, "%s%s %.4f", k ? ", " : "",

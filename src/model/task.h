@@ -154,6 +154,10 @@ struct task_ops {
     void (*loss)(struct task *t, struct task_step *st);
     /* the head's parameter gradients (accumulated) and du; retrieval: none */
     void (*backward)(struct task *t, struct task_step *st);
+    /* the progress line's loss of each of conf->n tasks, over the steps
+     * since the last call (collective; task_ranking_losses); NULL: one
+     * loss, the step's */
+    int64_t (*losses)(struct task *t, struct comm *c, double *loss);
     void (*free)(struct task *t);
 };
 

@@ -241,6 +241,7 @@ static const struct task_ops ranking_ops = {
     .train_tokens = rank_train_tokens,
     .loss = rank_loss,
     .backward = rank_backward,
+    .losses = task_ranking_losses,
     .free = rank_free,
 };
 

@@ -72,6 +72,7 @@ static const struct task_ops retrieval_ops = {
     .train_tokens = retrieval_train_tokens,
     .loss = retrieval_loss,
     .backward = NULL,
+    .losses = NULL,
     .free = retrieval_free,
 };
 
