@@ -2,7 +2,6 @@
 #include "cmd/eval_trainer.h"
 
 #include "train/infer.h"
-#include "train/step_feat.h"
 
 static void user_vectors(void *inf, const struct seq_batch *b, float *out)
 {

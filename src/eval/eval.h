@@ -16,7 +16,7 @@ void eval_split(const struct eval_ctx *ev, int test, struct eval_metrics *out);
 /* The most-popular-items baseline on the same split (eval_popular.c). */
 void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out);
 /* Set ec's item hook: with item features, items are scored by their
- * representation (row + item features; train/step_feat.h). */
+ * representation (row + item features: ev->item_rows). */
 void eval_conf_items(const struct eval_ctx *ev, struct eval_conf *ec);
 /* Add "hr@K", "ndcg@K" and "mrr" fields to a metrics line. */
 void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l);
