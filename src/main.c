@@ -18,12 +18,12 @@
 #include "data/dataset.h"
 #include "config.h"
 #include "tools/data_tools.h"
-#include "tools/export.h"
+#include "cmd/export.h"
 #include "base/params.h"
 #include "tools/plan_tools.h"
-#include "eval/recommend.h"
-#include "eval/score.h"
-#include "train/train.h"
+#include "cmd/recommend.h"
+#include "cmd/score.h"
+#include "cmd/train_main.h"
 
 static void usage(FILE *out)
 {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # cli_ckpt_fresh: a fresh run (train.resume empty) never overwrites the
-# checkpoints another start wrote into its directory (src/train/ckpt_run.h).
+# checkpoints another start wrote into its directory (src/ckpt/ckpt_run.h).
 #   - a second fresh run with another learning rate (outside the run
 #     identity, so the same run by identity) into the first run's
 #     directory is refused before training, naming the files and the ways

@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_ckpt_run: a checkpoint directory belongs to one run (src/train/ckpt_run.h),
+# cli_ckpt_run: a checkpoint directory belongs to one run (src/ckpt/ckpt_run.h),
 # and a resumed run reports what the uninterrupted one would.
 #   - another run's directory is refused before training, naming its
 #     checkpoints and the way out; output.checkpoint_dir = a file is refused;

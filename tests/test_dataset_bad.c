@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "data/dataset.h"
-#include "train/checkpoint.h"
+#include "ckpt/ckpt.h"
 
 /* A small valid file: 3 users with 2, 0 and 3 events, 5 items. Each field
  * can be spoiled before writing. */

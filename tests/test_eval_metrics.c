@@ -1,4 +1,4 @@
-/* test_eval_metrics: the ranking metrics of src/eval/eval_rank.c (HR@K, NDCG@K,
+/* test_eval_metrics: the ranking metrics of src/eval/eval_retrieval.c (HR@K, NDCG@K,
  * MRR) against values worked out by hand, the cutoffs' edges (rank K - 1 is
  * a hit, rank K a miss), an empty set, and the formatter. The reduction over
  * ranks is checked by the MPI test test_eval_rank. */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "eval/eval_rank.h"
+#include "eval/eval_retrieval.h"
 
 /* Ranks 0, 3, 9, 10, 49, 199, 250 (7 queries):
  *   HR@1 1/7, HR@10 3/7, HR@50 5/7, HR@200 6/7;

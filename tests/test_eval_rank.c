@@ -1,4 +1,4 @@
-/* test_eval_rank: distributed full ranking (src/eval/eval_rank.c) on P ranks
+/* test_eval_rank: distributed full ranking (src/eval/eval_retrieval.c) on P ranks
  * against a brute-force single-rank computation, for every embedding group
  * G in {1, 2, P} that divides P.
  *
@@ -28,7 +28,7 @@
 #include "base/check.h"
 #include "comm/comm.h"
 #include "embedding/emb_exchange.h"
-#include "eval/eval_rank.h"
+#include "eval/eval_retrieval.h"
 #include "mpitest.h"
 #include "base/rng.h"
 
@@ -223,7 +223,7 @@ static void run(struct comm *c, int G, enum table_kind kind, int tiny, int K, st
     int64_t *ids = xmalloc((size_t)(q.n + 1) * (size_t)K * sizeof *ids);
     float *sc = xmalloc((size_t)(q.n + 1) * (size_t)K * sizeof *sc);
     struct eval_queries eq = {q.n, q.u, q.targets, q.hist_off, q.hist_ids};
-    eval_rank_queries(t, c, &backend_cpu, &ec, &eq, rank, ids, sc);
+    eval_retrieval_queries(t, c, &backend_cpu, &ec, &eq, rank, ids, sc);
 
     double *e = xmalloc((ROWS + 1) * DIM * sizeof *e);
     table_rows(&conf, kind, e);
@@ -244,7 +244,7 @@ static void run(struct comm *c, int G, enum table_kind kind, int tiny, int K, st
     /* rank only, no top-K: the same ranks */
     ec.topk = 0;
     int64_t *rank2 = xmalloc((size_t)(q.n + 1) * sizeof *rank2);
-    eval_rank_queries(t, c, &backend_cpu, &ec, &eq, rank2, NULL, NULL);
+    eval_retrieval_queries(t, c, &backend_cpu, &ec, &eq, rank2, NULL, NULL);
     for (int64_t i = 0; i < q.n; i++)
         T_CHECK(rank2[i] == rank[i], "%s query %lld: rank without top-K %lld != %lld", what,
                 (long long)i, (long long)rank2[i], (long long)rank[i]);
@@ -257,7 +257,7 @@ static void run(struct comm *c, int G, enum table_kind kind, int tiny, int K, st
         float nsc[100];
         struct eval_queries nq = {c->rank == 0, un, &tg, off, NULL};
         ec.topk = K;
-        eval_rank_queries(t, c, &backend_cpu, &ec, &nq, &r0, nid, nsc);
+        eval_retrieval_queries(t, c, &backend_cpu, &ec, &nq, &r0, nid, nsc);
         if (c->rank == 0) {
             T_CHECK(r0 == ROWS, "%s: NaN query ranked %lld", what, (long long)r0);
             for (int j = 0; j < K; j++)

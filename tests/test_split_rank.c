@@ -1,5 +1,5 @@
 /* test_split_rank: the per-user boundaries of the ranking splits
- * (data/split_rank.c) against their definition in integers: last:K holds
+ * (data/split_ranking.c) against their definition in integers: last:K holds
  * out min(K, L) test events and as many validation events before them;
  * last:P% takes K = floor(P x L / 100), at least 1, for every whole P of
  * 1..49 and every L of 1..3000 (0.29 x 100 is 28.999.. in doubles: the
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "data/split_rank.h"
+#include "data/split_ranking.h"
 
 #define MAXL 3000
 

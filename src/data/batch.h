@@ -28,7 +28,7 @@ struct seq_batch {
     int64_t *pos0;      /* [B] position of each segment's first token */
     int64_t *key_off;   /* [B + 1] CSR: positions [0, pos0 + L) of each segment */
     int64_t *key_ts;    /* [key_off[B]] their timestamps (with_ts) */
-    /* ranking (batch_rank.h), else NULL: */
+    /* ranking (batch_ranking.h), else NULL: */
     int64_t *ncand;     /* [B] the last ncand[i] tokens of entry i are candidates */
     int cand_events;    /* the candidates are the file's events after the history */
     int nlab;           /* labels per token */

@@ -17,11 +17,11 @@ static int by_popularity(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void eval_popular(struct trainer *tr, int test, struct eval_metrics *out)
+void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out)
 {
-    struct comm *c = tr->c;
-    const struct dataset *ds = &tr->ds;
-    const int64_t n_items = ds->num_items, hold = split_holdout(tr->conf.split);
+    struct comm *c = ev->c;
+    const struct dataset *ds = ev->ds;
+    const int64_t n_items = ds->num_items, hold = split_holdout(ev->split);
     int64_t *count = xcalloc((size_t)n_items + 1, sizeof *count);
     /* training events of this rank's block of users, summed over all ranks */
     int64_t lo = ds->num_users * c->rank / c->size, hi = ds->num_users * (c->rank + 1) / c->size;
@@ -48,13 +48,13 @@ void eval_popular(struct trainer *tr, int test, struct eval_metrics *out)
         pos[order[i]] = i;
     free(order);
     /* rank = items before the target, less the history items among them */
-    int64_t *users, n = split_eval_users(ds, tr->conf.split, test, &users);
+    int64_t *users, n = split_eval_users(ds, ev->split, test, &users);
     int64_t a = n * c->rank / c->size, b = n * (c->rank + 1) / c->size;
     uint8_t *seen = xcalloc((size_t)n_items + 1, 1);
     eval_metrics_init(out);
     for (int64_t k = a; k < b; k += 256) {
         struct seq_batch sb;
-        batch_eval(ds, tr->conf.split, test, tr->conf.N, 0, users + k, (b - k < 256 ? b - k : 256), &sb);
+        batch_eval(ds, ev->split, test, ev->N, 0, users + k, (b - k < 256 ? b - k : 256), &sb);
         for (int64_t i = 0; i < sb.B; i++) {
             int64_t target = sb.targets[sb.offsets[i + 1] - 1], r = pos[target];
             for (int64_t h = sb.hist_off[i]; h < sb.hist_off[i + 1]; h++) {

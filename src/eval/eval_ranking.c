@@ -7,59 +7,15 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "train/step_feat.h"
+#include "eval/eval.h"
 
-void eval_ranking_names(const struct trainer *tr, const char **names, int *binary)
+void eval_ranking_names(const struct eval_ctx *ev, const char **names, int *binary)
 {
-    const struct task_conf *tc = &tr->conf.task;
+    const struct task_conf *tc = ev->task;
     for (int k = 0; k < tc->n; k++) {
         names[k] = tc->t[k].name;
         binary[k] = tc->t[k].kind == TASK_BINARY;
     }
-}
-
-void rank_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
-{
-    const struct backend_ops *be = tr->be;
-    const int d = tr->conf.d;
-    if (tr->conf.model.type == MODEL_HSTU ? !be->hstu_attn_ctx_fwd : !be->sasrec_attn_ctx_fwd)
-        fatal("ranking: the candidates' target mask needs context-parallel attention, which the "
-              "%s backend does not have: run with device.type = cpu (doc/gpu.md)", be->name);
-    float *emb = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *emb);
-    emb_exchange_free(emb_lookup(tr->items, tr->c, b->items, b->T, emb, NULL));
-    const struct batch eb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,
-                             .row_keys = b->keys, .train = 0};
-    struct batch mb;
-    float *x;
-    struct tokens *tk = step_feat_inputs(tr, b, emb, &eb, &mb, &x); /* collective */
-    free(emb);
-    const size_t xb = (size_t)(mb.T ? mb.T : 1) * (size_t)d * sizeof *x;
-    void *own_x, *own_y;
-    const float *dx = backend_upload(be, x, xb, &own_x);
-    float *y = be->alloc(xb);
-    if (mb.T > 0)
-        tr->m.vt->forward(&tr->m, &mb, dx, y);
-    const float *hy = backend_download(be, y, xb, &own_y);
-    int64_t nc = 0;
-    for (int64_t q = 0; q < b->B; q++)
-        nc += b->ncand[q];
-    float *xc = xmalloc((size_t)(nc ? nc : 1) * (size_t)d * sizeof *xc);
-    int64_t *ci = xmalloc((size_t)(nc ? nc : 1) * 2 * sizeof *ci), *cu = ci + (nc ? nc : 1);
-    for (int64_t q = 0, i = 0; q < b->B; q++)
-        for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++) {
-            memcpy(xc + i * d, hy + tk->xrow[t] * d, (size_t)d * sizeof *xc);
-            ci[i] = b->items[t];
-            cu[i] = b->users[q];
-        }
-    task_ranking_predict(&tr->task, nc, xc, ci, cu, pred);
-    free(ci);
-    free(xc);
-    free(own_y);
-    be->free(y);
-    be->free(own_x);
-    free(x);
-    tokens_free(tk);
-    free(tk);
 }
 
 int64_t rank_chunks(const int64_t *ncand, const int64_t *hx, int64_t n, int64_t **start)
@@ -81,72 +37,69 @@ int64_t rank_chunks(const int64_t *ncand, const int64_t *hx, int64_t n, int64_t 
 
 /* The eval users of split test, their candidate counts (data.candidates)
  * and history tokens. */
-static int64_t eval_users(struct trainer *tr, int test, int64_t **users, int64_t **ncand,
+static int64_t eval_users(const struct eval_ctx *ev, int test, int64_t **users, int64_t **ncand,
                           int64_t **hx)
 {
-    const struct train_conf *cf = &tr->conf;
-    const int64_t n = rsplit_eval_users(&tr->rsplit, &tr->ds, test, users);
+    const int64_t n = rsplit_eval_users(ev->rsplit, ev->ds, test, users);
     *ncand = xmalloc((size_t)(n ? n : 1) * sizeof **ncand);
     *hx = xmalloc((size_t)(n ? n : 1) * sizeof **hx);
-    const int m = cf->task.actions == ACT_INTERLEAVE ? 2 : 1, C = tr->feat->s.n_user;
     for (int64_t i = 0; i < n; i++) {
         int64_t c0, c1;
-        rsplit_candidates(&tr->rsplit, &tr->ds, test, (*users)[i], &c0, &c1);
-        const int64_t K = cf->task.candidates > 0 && c1 - c0 > cf->task.candidates
-                              ? cf->task.candidates : c1 - c0;
+        rsplit_candidates(ev->rsplit, ev->ds, test, (*users)[i], &c0, &c1);
+        const int64_t K = ev->task->candidates > 0 && c1 - c0 > ev->task->candidates
+                              ? ev->task->candidates : c1 - c0;
         (*ncand)[i] = K;
-        (*hx)[i] = C + m * (c0 < cf->N - 1 ? c0 : cf->N - 1);
+        (*hx)[i] = ev->history_tokens(ev->inf, c0);
     }
     return n;
 }
 
 /* Rank 0: the metrics of all, the dump (debug.rank_dump); then on every rank. */
-static void finish(struct trainer *tr, const char *split, struct rank_records *all,
+static void finish(const struct eval_ctx *ev, const char *split, struct rank_records *all,
                    struct rank_metrics *out)
 {
     const char *names[RANK_MAX_TASKS];
     int binary[RANK_MAX_TASKS];
-    eval_ranking_names(tr, names, binary);
-    if (tr->c->rank == 0) {
-        metrics_rank_compute(all, binary, out);
-        if (tr->conf.task.dump[0]) {
+    eval_ranking_names(ev, names, binary);
+    if (ev->c->rank == 0) {
+        metrics_ranking_compute(all, binary, out);
+        if (ev->task->dump[0]) {
             char path[4200];
-            snprintf(path, sizeof path, "%s-%s.csv", tr->conf.task.dump, split);
+            snprintf(path, sizeof path, "%s-%s.csv", ev->task->dump, split);
             rank_records_dump(all, names, path);
         }
     }
-    comm_bcast_bytes(tr->c, out, sizeof *out, 0);
+    comm_bcast_bytes(ev->c, out, sizeof *out, 0);
 }
 
-void eval_ranking_split(struct trainer *tr, int test, struct rank_metrics *out)
+void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics *out)
 {
-    const struct train_conf *cf = &tr->conf;
-    const int K = cf->task.n, P = tr->c->size;
+    const int K = ev->task->n, P = ev->c->size;
     int64_t *users, *ncand, *hx, *start;
-    const int64_t n = eval_users(tr, test, &users, &ncand, &hx);
+    const int64_t n = eval_users(ev, test, &users, &ncand, &hx);
     const int64_t nch = rank_chunks(ncand, hx, n, &start), rounds = (nch + P - 1) / P;
     struct rank_records local, all;
     rank_records_init(&local, K);
     rank_records_init(&all, K);
     for (int64_t r = 0; r < rounds; r++) {
-        const int64_t j = r * P + tr->c->rank;
+        const int64_t j = r * P + ev->c->rank;
         const int64_t a = j < nch ? start[j] : 0, z = j < nch ? start[j + 1] : 0;
         struct seq_batch sb;
-        batch_rank_eval(&tr->ds, &tr->rsplit, &cf->task.labels, test, cf->N,
-                        cf->task.candidates, tr->with_ts, users + a, z - a, &sb);
+        batch_ranking_eval(ev->ds, ev->rsplit, &ev->task->labels, test, ev->N,
+                           ev->task->candidates, ev->with_ts, users + a, z - a, &sb);
         int64_t nc = 0;
         for (int64_t q = 0; q < sb.B; q++)
             nc += sb.ncand[q];
         double *pred = xmalloc((size_t)(nc * K > 0 ? nc * K : 1) * sizeof *pred);
-        rank_predict(tr, &sb, pred);
+        ev->predict(ev->inf, &sb, pred);
         for (int64_t q = 0, i = 0; q < sb.B; q++)
             for (int64_t t = sb.offsets[q + 1] - sb.ncand[q]; t < sb.offsets[q + 1]; t++, i++)
                 rank_records_add(&local, sb.users[q], sb.labels + t * K, pred + i * K);
         free(pred);
         batch_free(&sb);
-        rank_records_gather(tr->c, &local, &all);
+        rank_records_gather(ev->c, &local, &all);
     }
-    finish(tr, test ? "test" : "val", &all, out);
+    finish(ev, test ? "test" : "val", &all, out);
     rank_records_free(&local);
     rank_records_free(&all);
     free(start);
@@ -170,9 +123,9 @@ struct base_sums {
 /* Over the events before split `test` of every user, block by block:
  * pass 0 the global sums, pass 1 the items' and users' deviations, pass 2
  * the users' deviations from mu + b_i. */
-static void base_pass(struct trainer *tr, int test, int pass, struct base_sums *bs)
+static void base_pass(const struct eval_ctx *ev, int test, int pass, struct base_sums *bs)
 {
-    const struct dataset *ds = &tr->ds;
+    const struct dataset *ds = ev->ds;
     const int K = bs->K;
     int64_t cap = 0, *items = NULL;
     float *lab = NULL;
@@ -187,10 +140,10 @@ static void base_pass(struct trainer *tr, int test, int pass, struct base_sums *
         }
         if (dataset_read_users(ds, u0, u1, items, NULL, NULL, err, sizeof err))
             fatal("%s", err);
-        labels_read_events(ds, &tr->conf.task.labels, e0, ne, lab);
+        labels_read_events(ds, &ev->task->labels, e0, ne, lab);
         for (int64_t u = u0; u < u1; u++) {
             int64_t a, b;
-            rsplit_bounds(&tr->rsplit, ds, u, &a, &b);
+            rsplit_bounds(ev->rsplit, ds, u, &a, &b);
             const int64_t end = test ? b : a, f = ds->offsets[u] - e0;
             for (int64_t e = f; e < f + end; e++)
                 for (int k = 0; k < K; k++) {
@@ -225,30 +178,29 @@ static double logit(double p)
 }
 
 /* Rank 0: the four baselines' records of the split's candidates. */
-static void base_records(struct trainer *tr, int test, const struct base_sums *bs,
+static void base_records(const struct eval_ctx *ev, int test, const struct base_sums *bs,
                          struct rank_records *rec)
 {
-    const struct train_conf *cf = &tr->conf;
     const int K = bs->K;
     const double al = bs->alpha;
     int64_t *users, *ncand, *hx;
-    const int64_t n = eval_users(tr, test, &users, &ncand, &hx);
+    const int64_t n = eval_users(ev, test, &users, &ncand, &hx);
     int64_t cap = 0, *items = NULL;
     float *lab = NULL;
     char err[1024];
     double score[4][RANK_MAX_TASKS];
     for (int64_t q = 0; q < n; q++) {
-        const int64_t u = users[q], L = dataset_length(&tr->ds, u);
+        const int64_t u = users[q], L = dataset_length(ev->ds, u);
         int64_t c0, c1;
-        rsplit_candidates(&tr->rsplit, &tr->ds, test, u, &c0, &c1);
+        rsplit_candidates(ev->rsplit, ev->ds, test, u, &c0, &c1);
         if (L > cap) {
             cap = L;
             items = xrealloc(items, (size_t)cap * sizeof *items);
             lab = xrealloc(lab, (size_t)(cap * K) * sizeof *lab);
         }
-        if (dataset_read_users(&tr->ds, u, u + 1, items, NULL, NULL, err, sizeof err))
+        if (dataset_read_users(ev->ds, u, u + 1, items, NULL, NULL, err, sizeof err))
             fatal("%s", err);
-        labels_read_events(&tr->ds, &cf->task.labels, tr->ds.offsets[u], L, lab);
+        labels_read_events(ev->ds, &ev->task->labels, ev->ds->offsets[u], L, lab);
         for (int64_t e = c0; e < c0 + ncand[q]; e++) {
             for (int k = 0; k < K; k++) {
                 const int64_t i = items[e] * K + k, uk = u * K + k;
@@ -256,7 +208,7 @@ static void base_records(struct trainer *tr, int test, const struct base_sums *b
                 const double v[4] = {mu, mu + bi, mu + bs->us[uk] / (bs->un[uk] + al),
                                      mu + bi + bs->ua[uk] / (bs->un[uk] + al)};
                 for (int m = 0; m < 4; m++)
-                    score[m][k] = cf->task.t[k].kind == TASK_BINARY ? logit(v[m]) : v[m];
+                    score[m][k] = ev->task->t[k].kind == TASK_BINARY ? logit(v[m]) : v[m];
             }
             for (int m = 0; m < 4; m++)
                 rank_records_add(&rec[m], u, lab + e * K, score[m]);
@@ -269,31 +221,31 @@ static void base_records(struct trainer *tr, int test, const struct base_sums *b
     free(hx);
 }
 
-void eval_ranking_baselines(struct trainer *tr, int test, struct rank_metrics *out)
+void eval_ranking_baselines(const struct eval_ctx *ev, int test, struct rank_metrics *out)
 {
-    const int K = tr->conf.task.n;
-    if (tr->c->rank == 0) {
-        const int64_t I = tr->ds.num_items + 1, U = tr->ds.num_users;
-        struct base_sums bs = {.K = K, .alpha = tr->conf.task.prior};
+    const int K = ev->task->n;
+    if (ev->c->rank == 0) {
+        const int64_t I = ev->ds->num_items + 1, U = ev->ds->num_users;
+        struct base_sums bs = {.K = K, .alpha = ev->task->prior};
         bs.in = xcalloc((size_t)(I * K), sizeof(double));
         bs.is = xcalloc((size_t)(I * K), sizeof(double));
         bs.un = xcalloc((size_t)(U * K > 0 ? U * K : 1), sizeof(double));
         bs.us = xcalloc((size_t)(U * K > 0 ? U * K : 1), sizeof(double));
         bs.ua = xcalloc((size_t)(U * K > 0 ? U * K : 1), sizeof(double));
-        base_pass(tr, test, 0, &bs);
+        base_pass(ev, test, 0, &bs);
         for (int k = 0; k < K; k++)
             bs.mu[k] = bs.n[k] > 0 ? bs.s[k] / bs.n[k] : 0;
-        base_pass(tr, test, 1, &bs);
-        base_pass(tr, test, 2, &bs);
+        base_pass(ev, test, 1, &bs);
+        base_pass(ev, test, 2, &bs);
         struct rank_records rec[4];
         for (int m = 0; m < 4; m++)
             rank_records_init(&rec[m], K);
-        base_records(tr, test, &bs, rec);
+        base_records(ev, test, &bs, rec);
         const char *names[RANK_MAX_TASKS];
         int binary[RANK_MAX_TASKS];
-        eval_ranking_names(tr, names, binary);
+        eval_ranking_names(ev, names, binary);
         for (int m = 0; m < 4; m++) {
-            metrics_rank_compute(&rec[m], binary, &out[m]);
+            metrics_ranking_compute(&rec[m], binary, &out[m]);
             rank_records_free(&rec[m]);
         }
         free(bs.in);
@@ -302,5 +254,90 @@ void eval_ranking_baselines(struct trainer *tr, int test, struct rank_metrics *o
         free(bs.us);
         free(bs.ua);
     }
-    comm_bcast_bytes(tr->c, out, 4 * sizeof *out, 0);
+    comm_bcast_bytes(ev->c, out, 4 * sizeof *out, 0);
 }
+
+/* --- ranking's evaluation ops ------------------------------------------------------ */
+
+static void ranking_run(const struct eval_ctx *ev, int test, struct eval_result *out)
+{
+    eval_ranking_split(ev, test, &out->k);
+}
+
+/* A metric where lower is better maps to 1 / (1 + value): higher is better
+ * and the score stays in [0, 1] (checkpoints' best_val). */
+static double ranking_select(const struct eval_ctx *ev, const struct eval_result *e)
+{
+    const struct task_metrics *m = &e->k.t[ev->task->select];
+    const enum task_metric w = ev->task->select_metric;
+    const double v = w == TM_AUC ? m->auc : w == TM_GAUC ? m->gauc : w == TM_ACCURACY
+                     ? m->accuracy : w == TM_NE ? m->ne : w == TM_LOGLOSS ? m->logloss
+                     : w == TM_MSE ? m->mse : m->mae;
+    if (isnan(v) || v < 0)
+        return -1;
+    return w < TM_NE ? v : 1.0 / (1.0 + v);
+}
+
+static double ranking_select_value(const struct eval_ctx *ev, double score)
+{
+    if (ev->task->select_metric < TM_NE || score <= 0)
+        return score;
+    return 1.0 / score - 1.0;
+}
+
+static const char *ranking_select_name(const struct eval_ctx *ev)
+{
+    static char name[64];
+    static const char *const shown[TM_COUNT] = {"AUC", "GAUC", "accuracy", "NE", "logloss",
+                                                "MSE", "MAE"};
+    snprintf(name, sizeof name, "%s %s", ev->task->t[ev->task->select].name,
+             shown[ev->task->select_metric]);
+    return name;
+}
+
+static void ranking_format(const struct eval_ctx *ev, const struct eval_result *e, char *buf,
+                           size_t len)
+{
+    const char *names[RANK_MAX_TASKS];
+    int binary[RANK_MAX_TASKS];
+    eval_ranking_names(ev, names, binary);
+    rank_metrics_format(&e->k, names, binary, buf, len);
+}
+
+static void ranking_json(const struct eval_ctx *ev, const struct eval_result *e,
+                         struct metrics_line *l)
+{
+    const char *names[RANK_MAX_TASKS];
+    int binary[RANK_MAX_TASKS];
+    eval_ranking_names(ev, names, binary);
+    rank_metrics_json(&e->k, names, binary, l);
+}
+
+/* global, item, user and user+item means (eval_ranking_baselines) */
+static int ranking_baselines(const struct eval_ctx *ev, int test, struct eval_result *out,
+                             const char **names)
+{
+    static const char *const split[2][4] = {
+        {"val-baseline-global", "val-baseline-item", "val-baseline-user",
+         "val-baseline-user+item"},
+        {"test-baseline-global", "test-baseline-item", "test-baseline-user",
+         "test-baseline-user+item"}};
+    struct rank_metrics base[4];
+    eval_ranking_baselines(ev, test, base);
+    for (int m = 0; m < 4; m++) {
+        memset(&out[m], 0, sizeof out[m]);
+        out[m].k = base[m];
+        names[m] = split[test != 0][m];
+    }
+    return 4;
+}
+
+const struct eval_ops eval_ranking_ops = {
+    .run = ranking_run,
+    .select = ranking_select,
+    .select_value = ranking_select_value,
+    .select_name = ranking_select_name,
+    .format = ranking_format,
+    .json = ranking_json,
+    .baselines = ranking_baselines,
+};

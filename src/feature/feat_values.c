@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "data/batch_rank.h"
+#include "data/batch_ranking.h"
 
 int feat_values_load(struct feat_values *v, const struct feat_schema *s, const struct dataset *ds,
                      char *err, size_t errlen)

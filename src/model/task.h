@@ -26,9 +26,11 @@
 #include "backend/backend.h"
 #include "base/params.h"
 #include "comm/comm.h"
-#include "data/batch_rank.h"
+#include "data/batch.h"
+#include "data/batch_ranking.h"
 #include "data/dataset.h"
-#include "data/split_rank.h"
+#include "data/split.h"
+#include "data/split_ranking.h"
 #include "feature/schema.h"
 #include "model/model.h"
 
@@ -36,6 +38,9 @@
 #define TASK_MAX_MLP 8
 
 enum task_type { TASK_RETRIEVAL, TASK_RANKING };
+/* Retrieval's loss (train.loss): the sampled softmax, BCE with one
+ * negative, or the exact softmax over all items. */
+enum retrieval_loss { LOSS_SOFTMAX, LOSS_BCE, LOSS_FULL };
 enum task_kind { TASK_BINARY, TASK_REGRESSION };
 /* The metrics train.select may follow: higher is better for the first
  * three, lower for the rest. */
@@ -115,9 +120,33 @@ struct task_step {
     const int64_t *users, *offsets;
 };
 
+/* What a task's batches and costs read: the run's data, set once at
+ * start-up (train/step_task.c). */
+struct task_data {
+    const struct dataset *ds;
+    enum split_mode split;       /* retrieval: data.split */
+    const struct rsplit *rsplit; /* ranking: data.split */
+    int N, with_ts;              /* data.max_seq_len; timestamps used */
+    uint64_t seed;               /* train.seed: the dropout keys */
+    int context;                 /* contextual tokens of a sequence (features.user) */
+};
+
 struct task;
 struct task_ops {
     const char *name;
+    /* the training batch of users[n] in an epoch (data/batch.h,
+     * batch_ranking.h); p0, p1: pieces of their sequences (split_long,
+     * retrieval only), or NULL */
+    void (*batch)(const struct task *t, const struct task_data *d, uint64_t epoch,
+                  const int64_t *users, const int64_t *p0, const int64_t *p1, int64_t n,
+                  struct seq_batch *sb);
+    /* the labels of a batch's events (any batch with ev0: recommend's
+     * histories; ranking: the actions are event features); NULL: none */
+    void (*labels)(const struct task *t, const struct task_data *d, struct seq_batch *sb);
+    /* the model tokens of user u's training sequence (the planner's cost):
+     * the contextual tokens + the events (ranking: x 2 with interleaved
+     * actions) */
+    int64_t (*train_tokens)(const struct task *t, const struct task_data *d, int64_t u);
     /* forward of the head and the loss: this rank's part of the loss
      * added to acc[0] (retrieval: the unscaled sum; ranking: already
      * normalised) and its supervised positions to acc[1] (ranking: every
@@ -125,6 +154,10 @@ struct task_ops {
     void (*loss)(struct task *t, struct task_step *st);
     /* the head's parameter gradients (accumulated) and du; retrieval: none */
     void (*backward)(struct task *t, struct task_step *st);
+    /* the progress line's loss of each of conf->n tasks, over the steps
+     * since the last call (collective; task_ranking_losses); NULL: one
+     * loss, the step's */
+    int64_t (*losses)(struct task *t, struct comm *c, double *loss);
     void (*free)(struct task *t);
 };
 
@@ -136,7 +169,8 @@ struct task {
 
 /* Retrieval (task_retrieval.c): the loss of train.loss with its settings. */
 struct retrieval_conf {
-    int full, bce, R, normalize_items;
+    enum retrieval_loss loss;
+    int R, normalize_items;
     float temperature;
 };
 void task_retrieval_init(struct task *t, const struct retrieval_conf *rc);
@@ -169,5 +203,25 @@ void task_ranking_set_bias(struct task *t, const float *item, const float *user)
 int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss);
 /* The regression label's z-score: (y - mean) / std of task k. */
 float task_ranking_z(const struct task *t, int k, float y);
+
+/* --- start-up (task_setup.c; train/step_task.c calls them in this order) --- */
+
+/* Ranking, once the dataset is open: the retrieval parameters set in vain
+ * warned of, the tasks' columns resolved in ds (task_conf_resolve), the
+ * split rs (data.split), the log lines, the biases' rows; fatal() with
+ * the reason. */
+void task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
+                             const struct dataset *ds, struct rsplit *rs);
+/* Ranking, after model_init: the head bound to m (task_ranking_init) and
+ * head.stats from the training labels (sums [3K]: count, sum, sum of
+ * squares per task, returned); fatal() naming data_path and data.split
+ * (split) when no training event is left. */
+void task_setup_ranking(struct task *t, const struct task_conf *tc, struct model *m,
+                        const struct task_data *d, const char *data_path, const char *split,
+                        double *sums);
+/* Each task's training labels said; fatal() naming data_path when a task
+ * has none. */
+void task_setup_ranking_labels(const struct task_conf *tc, const char *data_path,
+                               const double *sums);
 
 #endif

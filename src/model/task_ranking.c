@@ -209,10 +209,39 @@ static void rank_free(struct task *t)
     t->priv = NULL;
 }
 
+static void rank_batch(const struct task *t, const struct task_data *d, uint64_t epoch,
+                       const int64_t *users, const int64_t *p0, const int64_t *p1, int64_t n,
+                       struct seq_batch *sb)
+{
+    (void)p0; /* no pieces: split_long is refused (train/step_task.c) */
+    (void)p1;
+    batch_ranking_train(d->ds, d->rsplit, &t->conf->labels, d->N, d->with_ts, d->seed, epoch,
+                        users, n, sb);
+}
+
+static void rank_labels(const struct task *t, const struct task_data *d, struct seq_batch *sb)
+{
+    batch_ranking_read_labels(d->ds, &t->conf->labels, sb);
+}
+
+/* the training events of u's split, at most N */
+static int64_t rank_train_tokens(const struct task *t, const struct task_data *d, int64_t u)
+{
+    int64_t a, b;
+    rsplit_bounds(d->rsplit, d->ds, u, &a, &b);
+    const int64_t n = a < d->N ? a : d->N;
+    const int m = t->conf->actions == ACT_INTERLEAVE ? 2 : 1;
+    return d->context + m * n;
+}
+
 static const struct task_ops ranking_ops = {
     .name = "ranking",
+    .batch = rank_batch,
+    .labels = rank_labels,
+    .train_tokens = rank_train_tokens,
     .loss = rank_loss,
     .backward = rank_backward,
+    .losses = task_ranking_losses,
     .free = rank_free,
 };
 

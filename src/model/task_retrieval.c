@@ -15,7 +15,7 @@ static void retrieval_loss(struct task *t, struct task_step *st)
     const struct retrieval_conf *rc = t->priv;
     const struct backend_ops *be = st->be;
     const int64_t T = st->T;
-    if (rc->full) { /* acc: backend memory, added to on the host (a device: a copy) */
+    if (rc->loss == LOSS_FULL) { /* acc: backend memory, added to on the host (a device: a copy) */
         int64_t counted = 0;
         const double loss = loss_full_softmax(be, st->c, T, st->d, rc->temperature,
                                               rc->normalize_items, st->out, st->targets,
@@ -32,7 +32,7 @@ static void retrieval_loss(struct task *t, struct task_step *st)
         return;
     }
     comm_compute_begin();
-    if (rc->bce)
+    if (rc->loss == LOSS_BCE)
         loss_bce_acc(be, T, st->d, st->out, st->nuniq, st->rows, st->inv + T, st->inv + 2 * T,
                      st->scale, st->du, st->drows, st->acc);
     else
@@ -43,6 +43,22 @@ static void retrieval_loss(struct task *t, struct task_step *st)
     comm_compute_end();
 }
 
+static void retrieval_batch(const struct task *t, const struct task_data *d, uint64_t epoch,
+                            const int64_t *users, const int64_t *p0, const int64_t *p1, int64_t n,
+                            struct seq_batch *sb)
+{
+    (void)t;
+    batch_train(d->ds, d->split, d->N, d->with_ts, d->seed, epoch, users, p0, p1, n, sb);
+}
+
+/* the events before the split's held-out ones and the target, at most N */
+static int64_t retrieval_train_tokens(const struct task *t, const struct task_data *d, int64_t u)
+{
+    (void)t;
+    const int64_t L = dataset_length(d->ds, u) - split_holdout(d->split) - 1;
+    return (L < d->N ? L : d->N) + d->context;
+}
+
 static void retrieval_free(struct task *t)
 {
     free(t->priv);
@@ -51,8 +67,12 @@ static void retrieval_free(struct task *t)
 
 static const struct task_ops retrieval_ops = {
     .name = "retrieval",
+    .batch = retrieval_batch,
+    .labels = NULL,
+    .train_tokens = retrieval_train_tokens,
     .loss = retrieval_loss,
     .backward = NULL,
+    .losses = NULL,
     .free = retrieval_free,
 };
 

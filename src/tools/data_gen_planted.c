@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "base/rng.h"
 #include "data/h5io.h"
-#include "eval/metrics_rank.h"
+#include "eval/metrics_ranking.h"
 
 enum { KEY_PL_ITEM = 0x706c69, KEY_PL_USER = 0x706c75, KEY_PL_EVENT = 0x706c65 };
 

@@ -6,8 +6,6 @@
 
 #include "base/check.h"
 #include "balance/cost.h"
-#include "train/step_feat.h"
-#include "train/step_rank.h"
 #include "train/train.h"
 
 void planner_init(struct planner *pl, struct trainer *tr)
@@ -94,16 +92,11 @@ static void plan_reserve(struct step_plan *sp, int64_t n)
 static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, int64_t gB,
                    struct step_plan *sp)
 {
-    const int hold = split_holdout(tr->conf.split);
-    const int N = tr->conf.N, P = tr->c->size;
-    const int C = tr->feat ? tr->feat->s.n_user : 0; /* contextual tokens: computed too */
+    const int P = tr->c->size;
     sp->tokens = 0;
     sp->pairs = 0;
-    const int ranking = tr->conf.task.type == TASK_RANKING;
-    for (int64_t i = 0; i < gB; i++) {
-        int64_t L = dataset_length(&tr->ds, tr->train_users[perm[i]]) - hold - 1;
-        pl->len[i] = ranking ? step_rank_train_tokens(tr, tr->train_users[perm[i]])
-                             : (L < N ? L : N) + C;
+    for (int64_t i = 0; i < gB; i++) { /* the task's tokens: contextual ones computed too */
+        pl->len[i] = tr->task.ops->train_tokens(&tr->task, &tr->tdata, tr->train_users[perm[i]]);
         sp->tokens += pl->len[i];
         sp->pairs += 0.5 * (double)pl->len[i] * (double)(pl->len[i] + 1);
     }

@@ -1,6 +1,6 @@
 /* step_bias: the initial values of the ranking logits' per-item and
  * per-user terms (model.bias; model/task_bias.h), from the training
- * labels: the smoothed means of the user+item baseline (eval_rank.c), so
+ * labels: the smoothed means of the user+item baseline (eval_retrieval.c), so
  * that the model starts where that baseline ends. Per task k, over the
  * training events (validation and test excluded), with prior =
  * train.baseline_prior pseudo-counts and y the label (a regression task's
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "train/step_rank.h"
+#include "train/step_task.h"
 #include "train/train.h"
 
 #define BIAS_USERS 4096 /* users per read */

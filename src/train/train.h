@@ -1,6 +1,6 @@
-/* train: 'freescale train FILE.in [section.key=value ...]': the training
- * loop (doc/internals.md) and the state it shares with evaluation and
- * checkpoints. */
+/* train: the trainer, the state of a run that the step, the checkpoints
+ * (ckpt/) and the commands (cmd/: train's loop in train_main.c) share;
+ * evaluation sees it through cmd/eval_trainer.c (doc/internals.md). */
 #ifndef FS_TRAIN_H
 #define FS_TRAIN_H
 
@@ -44,6 +44,7 @@ struct trainer {
     struct train_feat *feat;   /* the features (train/step_feat.h), NULL without (ranking:
                                   always, the labels are features of the actions) */
     struct task task;          /* what the model is trained for (model/task.h) */
+    struct task_data tdata;    /* what its batches and costs read (task_setup_init) */
     struct dense_optim optim;
     /* the step's own state (overlap, buffers, dense all-reduce): train_step.c */
     struct step_state *state;
@@ -99,11 +100,5 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
  * collective like the step. */
 void train_step_drain(struct trainer *tr);
 void train_step_free(struct trainer *tr);
-
-int train_main(int argc, char **argv);
-
-/* The model's user vectors for a batch without dropout: out[B, d] at each
- * sequence's last position (evaluation). */
-void train_user_vectors(struct trainer *tr, const struct seq_batch *b, float *out);
 
 #endif

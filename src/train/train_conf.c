@@ -110,18 +110,18 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         .type = params_i64(p, P_model_type) == 0 ? MODEL_HSTU : MODEL_SASREC, .d = tc->d,
         .layers = (int)params_i64(p, P_model_layers), .heads = (int)params_i64(p, P_model_heads),
         .max_len = tc->N, .dropout = (float)params_f64(p, P_model_dropout)};
-    tc->bce = !strcmp(params_str(p, P_train_loss), "bce");
-    tc->R = tc->bce ? 1 : (int)params_i64(p, P_train_negatives);
+    const char *loss = params_str(p, P_train_loss);
+    tc->loss = !strcmp(loss, "bce") ? LOSS_BCE : !strcmp(loss, "full") ? LOSS_FULL : LOSS_SOFTMAX;
+    tc->R = tc->loss == LOSS_BCE ? 1 : (int)params_i64(p, P_train_negatives);
     tc->temperature = (float)params_f64(p, P_train_temperature);
     tc->normalize_items = tc->model.type == MODEL_HSTU;
-    tc->full = !strcmp(params_str(p, P_train_loss), "full");
-    if (tc->full)
+    if (tc->loss == LOSS_FULL)
         tc->R = 0; /* no sampled negatives */
     const char *nf = params_str(p, P_train_negatives_from);
     tc->negatives_from = !strcmp(nf, "in_batch") ? NEG_IN_BATCH
                          : !strcmp(nf, "mixed")  ? NEG_MIXED
                                                  : NEG_UNIFORM;
-    if (tc->negatives_from != NEG_UNIFORM && (tc->bce || tc->full))
+    if (tc->negatives_from != NEG_UNIFORM && tc->loss != LOSS_SOFTMAX)
         return errorf(err, errlen, "train.negatives_from = %s: only for train.loss = softmax",
                       nf);
     tc->keep_best = (int)params_i64(p, P_train_keep_best);

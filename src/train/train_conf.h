@@ -29,11 +29,10 @@ struct train_conf {
     /* model and loss */
     struct model_conf model;  /* time_bias is set once the dataset is open */
     int d;                    /* model.dim */
-    int bce;                  /* train.loss = bce (else sampled softmax) */
-    int R;                    /* negatives per position (1 with bce) */
+    enum retrieval_loss loss; /* train.loss (model/task.h) */
+    int R;                    /* negatives per position (1 with bce, 0 with full) */
     float temperature;        /* sampled softmax tau */
     int normalize_items;      /* L2-normalised item rows in the loss (HSTU) */
-    int full;                 /* train.loss = full: exact softmax over all items */
     enum negatives_from { NEG_UNIFORM, NEG_IN_BATCH, NEG_MIXED } negatives_from;
     int keep_best;            /* train.keep_best: best.h5 on validation NDCG@10 */
     int64_t patience;         /* train.patience: validations without improvement (0 = off) */
@@ -43,7 +42,7 @@ struct train_conf {
     enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
     int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
     int subspace_identity;    /* embedding.subspace_basis = identity */
-    /* train.task and the ranking settings (train/step_rank.c resolves them) */
+    /* train.task and the ranking settings (train/step_task.c resolves them) */
     struct task_conf task;
     /* features.* (resolved against the dataset in step_feat_setup) */
     struct feat_conf features;

@@ -83,7 +83,7 @@
 #include "train/guard.h"
 #include "train/step_feat.h"
 #include "train/step_neg.h"
-#include "train/step_rank.h"
+#include "train/step_task.h"
 #include "train/train.h"
 
 /* One step's input: this rank's sequences read, negatives drawn, ids
@@ -223,11 +223,8 @@ static void phase_read(struct step_state *s, struct step_input *in, const struct
     const struct train_conf *cf = &tr->conf;
     struct emb_table *t = tr->items;
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
-    if (s->ranking) /* the events and their labels (step_rank.h) */
-        step_rank_batch(tr, pl, &in->sb);
-    else
-        batch_train(&tr->ds, cf->split, cf->N, tr->with_ts, cf->seed, (uint64_t)pl->epoch,
-                    pl->users, pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
+    tr->task.ops->batch(&tr->task, &tr->tdata, (uint64_t)pl->epoch, pl->users,
+                        pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
     ctx_split_device(in->split, tr->be, tr->dev.direct, s->kv_stage);
     const int64_t T = in->sb.T, n_ids = step_ids(s, T);
@@ -597,7 +594,7 @@ void train_step_init(struct trainer *tr)
      * non-blocking all-reduces of buckets may sum in another order at P >= 3 */
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport,
                                cf->overlap == OVERLAP_PRIORITIZED);
-    if (!s->ranking && cf->full && !tr->be->softmax_block_lse)
+    if (!s->ranking && cf->loss == LOSS_FULL && !tr->be->softmax_block_lse)
         fatal("train.loss = full: the %s backend has no full softmax; run with device.type = "
               "cpu", tr->be->name);
     const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
@@ -609,7 +606,7 @@ void train_step_init(struct trainer *tr)
         fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
               "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",
               tr->be->name);
-    if (cf->full && !s->ranking) {
+    if (cf->loss == LOSS_FULL && !s->ranking) {
         s->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
         s->shard_ids = xmalloc((size_t)(s->n_shard ? s->n_shard : 1) * sizeof(int64_t));
         loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, s->shard_ids);

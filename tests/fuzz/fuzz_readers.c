@@ -39,7 +39,7 @@
 #include "base/params.h"
 #include "data/dataset.h"
 #include "tools/data_tools.h"
-#include "train/checkpoint.h"
+#include "ckpt/ckpt.h"
 
 #define MAX_SEEDS 64
 #define FUZZ_MAX_INPUT (4 << 20)

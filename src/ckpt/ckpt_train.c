@@ -1,0 +1,176 @@
+/* ckpt_train: the training run's side of its checkpoints (see
+ * ckpt_train.h): the checkpoint directory and the resume at start, the
+ * writes after steps. Which run a checkpoint belongs to: ckpt_run.c; the
+ * file itself: ckpt.c, ckpt_read.c. */
+#include "ckpt/ckpt_train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "comm/comm_fail.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_run.h"
+#include "train/preempt.h"
+#include "train/watchdog.h"
+
+/* The bytes of a checkpoint of this run: every table's rows (the item
+ * table, the feature tables), their optimizer state and step counts, the
+ * dense parameters and their two moments. */
+static double checkpoint_bytes(const struct trainer *tr)
+{
+    double dense = 0, emb = 0;
+    for (int i = 0; i < tr->m.nparams; i++)
+        dense += (double)tr->m.params[i].n;
+    for (int k = 0; k < tr->reg.n; k++) {
+        const struct emb_table *t = &tr->reg.tables[k];
+        const double rows = (double)t->conf.rows + 1;
+        emb += rows * (double)(t->width + t->state_floats) * 4.0 + (t->steps ? rows * 8.0 : 0);
+    }
+    return emb + 3.0 * dense * 4.0;
+}
+
+/* output.checkpoint_dir: not a file, not another run's, for a fresh run
+ * none of an earlier start of this run, and with keep_best no best.h5 of
+ * another run (rank 0, before the banner; a refusal ends every rank with
+ * one message). */
+void train_ckpt_check_dir(struct trainer *tr)
+{
+    char err[2400] = "";
+    int bad = 0;
+    if (tr->c->rank == 0 && tr->conf.checkpoint_dir[0]) {
+        struct ckpt_run run;
+        ckpt_run_identity(tr, &run);
+        bad = ckpt_run_check(tr->conf.checkpoint_dir, &run, tr->conf.shared_dir, err,
+                             sizeof err) ||
+              (!tr->conf.resume[0] &&
+               ckpt_run_check_fresh(tr->conf.checkpoint_dir, &run, err, sizeof err)) ||
+              (tr->conf.keep_best &&
+               ckpt_run_check_best(tr->conf.checkpoint_dir, &run, err, sizeof err));
+    }
+    comm_fail_agree(tr->c, bad, err);
+}
+
+/* Seconds to draw the initial values of this rank's rows (timed on 16384),
+ * what the first checkpoint does for the rows never trained. */
+static double draw_seconds(const struct trainer *tr)
+{
+    const struct emb_table *t = tr->items;
+    const int64_t n = t->local_rows < 16384 ? t->local_rows : 16384;
+    float *row = xmalloc((size_t)t->width * sizeof *row);
+    const double t0 = clock_seconds();
+    for (int64_t i = 0; i < n; i++)
+        emb_init_row_n(&t->conf, 1 + i, row, t->width);
+    const double dt = clock_seconds() - t0;
+    free(row);
+    return n > 0 ? dt / (double)n * (double)t->local_rows : 0;
+}
+
+/* Verifying a candidate checkpoint is collective (checkpoint_verify_all:
+ * every rank reads its share of the blocks) while rank 0 alone chooses:
+ * rank 0 sends each path it wants verified (verify_path, ckpt_run_choose's
+ * verifier), the others follow (verify_follow) until the empty path. */
+#define CKPT_PATH_MAX 4300
+
+static int verify_path(void *ctx, const char *path, char *err, size_t len)
+{
+    struct comm *c = ctx;
+    char p[CKPT_PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    comm_bcast_bytes(c, p, sizeof p, 0);
+    return checkpoint_verify_all(c, p, err, len);
+}
+
+static void verify_done(struct comm *c)
+{
+    char p[CKPT_PATH_MAX] = "";
+    comm_bcast_bytes(c, p, sizeof p, 0);
+}
+
+static void verify_follow(struct comm *c)
+{
+    for (;;) {
+        char p[CKPT_PATH_MAX], err[1024];
+        comm_bcast_bytes(c, p, sizeof p, 0);
+        if (!p[0])
+            return;
+        checkpoint_verify_all(c, p, err, sizeof err); /* rank 0 reports */
+    }
+}
+
+/* train.resume: "" (afresh), "auto" (this run's newest complete checkpoint
+ * in output.checkpoint_dir, if any) or a path, which must verify. Rank 0
+ * prepares the checkpoint directory (created, stale temporaries removed,
+ * write rate measured: how long a checkpoint takes) and chooses, every
+ * rank verifying the candidates with it; a refusal ends every rank with
+ * one message; every rank reads its share. The metrics file is opened
+ * there too (appended to by a resumed run). */
+void train_ckpt_start(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    const char *ckdir = cf->checkpoint_dir;
+    char resume[4200] = "", err[2400] = "", verr[1024];
+    const int is_auto = !strcmp(cf->resume, "auto");
+    const double bytes = checkpoint_bytes(tr);
+    double rate = 0;
+    int bad = 0;
+    if (tr->c->rank != 0) {
+        verify_follow(tr->c);
+    } else {
+        if (ckdir[0]) {
+            struct ckpt_run run;
+            ckpt_run_identity(tr, &run);
+            bad = ckpt_run_prepare_dir(ckdir, bytes, &rate, err, sizeof err) ||
+                  ckpt_run_choose(ckdir, &run, is_auto, verify_path, tr->c, resume,
+                                  sizeof resume, err, sizeof err);
+        }
+        if (!bad && !is_auto && cf->resume[0]) {
+            snprintf(resume, sizeof resume, "%s", cf->resume);
+            if (verify_path(tr->c, resume, verr, sizeof verr) != 0) {
+                snprintf(err, sizeof err, "train.resume = %s (refused)", verr);
+                bad = 1;
+            }
+        }
+        verify_done(tr->c);
+    }
+    if (!bad && tr->c->rank == 0 && resume[0]) /* another model's: one message */
+        bad = checkpoint_compatible(tr, resume, err, sizeof err) != 0;
+    if (!bad && tr->c->rank == 0) /* appended to by a resumed run */
+        bad = metrics_open(cf->metrics, resume[0] != '\0', &tr->metrics, err, sizeof err) != 0;
+    comm_fail_agree(tr->c, bad, err);
+    comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
+    if (is_auto && !resume[0])
+        log_info("train.resume = auto: no checkpoint of this run in %s, starting afresh", ckdir);
+    if (resume[0]) {
+        struct checkpoint_io io;
+        char cost[256];
+        checkpoint_io_begin(&io);
+        checkpoint_read(tr, resume);
+        checkpoint_io_end(&io, tr->c, resume, cost, sizeof cost);
+        log_info("resumed from %s at step %lld (read %s)", resume, (long long)tr->step, cost);
+    }
+    if (tr->c->rank == 0 && ckdir[0] && rate > 0)
+        preempt_advise(bytes, rate, resume[0] ? 0 : draw_seconds(tr), ckdir);
+}
+
+void train_ckpt_save(struct trainer *tr)
+{
+    char path[4200];
+    struct ckpt_run run;
+    if (tr->c->rank == 0) { /* ckpt-STEP.h5, unless another run's has that name */
+        ckpt_run_identity(tr, &run);
+        ckpt_run_path(tr->conf.checkpoint_dir, &run, tr->step, path, sizeof path);
+    }
+    comm_bcast_bytes(tr->c, path, sizeof path, 0);
+    watchdog_beat("in", "a checkpoint write");
+    struct checkpoint_io io;
+    char cost[256];
+    checkpoint_io_begin(&io);
+    checkpoint_write(tr, path);
+    checkpoint_io_end(&io, tr->c, path, cost, sizeof cost);
+    log_info("checkpoint %s (%s)", path, cost);
+    if (tr->c->rank == 0)
+        ckpt_run_retain(tr->conf.checkpoint_dir, &run, tr->conf.keep_checkpoints, path);
+}

@@ -1,0 +1,183 @@
+/* batch_ranking: ranking batches and their labels; see batch_ranking.h. */
+#include "data/batch_ranking.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/rng.h"
+
+double label_of(const struct label_col *c, double v)
+{
+    switch (c->op) {
+    case LOP_VALUE:
+        return v;
+    case LOP_NONZERO:
+        return v != 0;
+    case LOP_GE:
+        return v >= c->x;
+    case LOP_GT:
+        return v > c->x;
+    case LOP_LE:
+        return v <= c->x;
+    case LOP_LT:
+        return v < c->x;
+    case LOP_EQ:
+        return v == c->x;
+    case LOP_NE:
+        return v != c->x;
+    }
+    return NAN;
+}
+
+void labels_read_events(const struct dataset *ds, const struct label_conf *lc, int64_t e0,
+                        int64_t n, float *out)
+{
+    const int K = lc->n;
+    if (n <= 0)
+        return;
+    float *fv = xmalloc((size_t)n * sizeof *fv);
+    int32_t *iv = xmalloc((size_t)n * sizeof *iv);
+    char err[1024];
+    for (int k = 0; k < K; k++) {
+        const struct label_col *c = &lc->c[k];
+        if (c->f->is_float ? dataset_feat_floats(ds, c->f, e0, n, fv, err, sizeof err)
+                           : dataset_feat_ints(ds, c->f, e0, n, iv, err, sizeof err))
+            fatal("%s", err);
+        for (int64_t j = 0; j < n; j++) {
+            double v = c->f->is_float ? (double)fv[j] : iv[j] ? c->decode[iv[j]] : NAN;
+            out[j * K + k] = isnan(v) ? NAN : (float)label_of(c, v);
+        }
+    }
+    free(fv);
+    free(iv);
+}
+
+void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
+                               struct seq_batch *b)
+{
+    const int K = lc->n;
+    b->nlab = K;
+    b->labels = xmalloc((size_t)(b->T * K > 0 ? b->T * K : 1) * sizeof *b->labels);
+    for (int64_t i = 0; i < b->T * K; i++)
+        b->labels[i] = NAN;
+    for (int64_t q = 0; q < b->B; q++)
+        labels_read_events(ds, lc, b->ev0[q], batch_file_events(b, q),
+                           b->labels + b->offsets[q] * K);
+}
+
+void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
+                         const struct label_conf *lc, int N, int with_ts, uint64_t seed,
+                         uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
+{
+    int64_t T = 0, a, bb;
+    for (int64_t i = 0; i < B; i++) {
+        rsplit_bounds(rs, ds, users[i], &a, &bb);
+        T += a < N ? a : N;
+    }
+    batch_alloc(b, B, T, with_ts, 0);
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
+    b->offsets[0] = 0;
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t u = users[i];
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
+        rsplit_bounds(rs, ds, u, &a, &bb);
+        const int64_t n = a < N ? a : N, first = a - n;
+        for (int64_t p = 0; p < n; p++, t++) {
+            b->items[t] = items[first + p];
+            if (with_ts)
+                b->ts[t] = ts[first + p];
+            b->keys[t] = batch_token_key(seed, epoch, u, p);
+        }
+        b->users[i] = u;
+        b->ev0[i] = ds->offsets[u] + first;
+        b->offsets[i + 1] = t;
+    }
+    free(items);
+    free(ts);
+    batch_ranking_read_labels(ds, lc, b);
+}
+
+void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
+                        const struct label_conf *lc, int test, int N, int64_t max_cand,
+                        int with_ts, const int64_t *users, int64_t B, struct seq_batch *b)
+{
+    int64_t T = 0, c0, c1;
+    for (int64_t i = 0; i < B; i++) {
+        rsplit_candidates(rs, ds, test, users[i], &c0, &c1);
+        if (max_cand > 0 && c1 - c0 > max_cand)
+            c1 = c0 + max_cand;
+        T += (c0 < N - 1 ? c0 : N - 1) + c1 - c0;
+    }
+    batch_alloc(b, B, T, with_ts, 0);
+    b->ncand = xmalloc((size_t)(B ? B : 1) * sizeof *b->ncand);
+    b->cand_events = 1;
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
+    b->offsets[0] = 0;
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t u = users[i];
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
+        rsplit_candidates(rs, ds, test, u, &c0, &c1);
+        if (max_cand > 0 && c1 - c0 > max_cand)
+            c1 = c0 + max_cand;
+        if (c1 <= c0)
+            fatal("batch_ranking_eval: user %lld has no candidate", (long long)u);
+        const int64_t first = c0 - (c0 < N - 1 ? c0 : N - 1);
+        for (int64_t e = first; e < c1; e++, t++) {
+            b->items[t] = items[e];
+            if (with_ts)
+                b->ts[t] = ts[e];
+            b->keys[t] = 0; /* no dropout in evaluation */
+        }
+        b->users[i] = u;
+        b->ev0[i] = ds->offsets[u] + first;
+        b->ncand[i] = c1 - c0;
+        b->offsets[i + 1] = t;
+    }
+    free(items);
+    free(ts);
+    batch_ranking_read_labels(ds, lc, b);
+}
+
+void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
+                         const int64_t *users, int64_t B, const int64_t *coff,
+                         const int64_t *citems, const int64_t *cts, struct seq_batch *b)
+{
+    int64_t T = 0;
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t L = dataset_length(ds, users[i]);
+        T += (L < N - 1 ? L : N - 1) + coff[i + 1] - coff[i];
+    }
+    batch_alloc(b, B, T, with_ts, 0);
+    b->ncand = xmalloc((size_t)(B ? B : 1) * sizeof *b->ncand);
+    b->cand_events = 0;
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
+    b->offsets[0] = 0;
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t u = users[i], L = dataset_length(ds, u);
+        if (L < 1)
+            fatal("batch_ranking_pairs: user %lld has no events", (long long)u);
+        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
+        const int64_t first = L - (L < N - 1 ? L : N - 1);
+        for (int64_t e = first; e < L; e++, t++) {
+            b->items[t] = items[e];
+            if (with_ts)
+                b->ts[t] = ts[e];
+            b->keys[t] = 0;
+        }
+        for (int64_t j = coff[i]; j < coff[i + 1]; j++, t++) {
+            b->items[t] = citems[j];
+            if (with_ts)
+                b->ts[t] = cts ? cts[j] : ts[L - 1];
+            b->keys[t] = 0;
+        }
+        b->users[i] = u;
+        b->ev0[i] = ds->offsets[u] + first;
+        b->ncand[i] = coff[i + 1] - coff[i];
+        b->offsets[i + 1] = t;
+    }
+    free(items);
+    free(ts);
+    batch_ranking_read_labels(ds, lc, b);
+}

@@ -1,0 +1,77 @@
+/* batch_ranking: the batches of ranking (train.task = ranking; split_ranking.h)
+ * and their labels.
+ *
+ *   training    a user's most recent N = data.max_seq_len training events;
+ *               every one is a target (its labels known), predicted from
+ *               the causal prefix;
+ *   evaluation  the most recent N - 1 events before the split's first one
+ *               (the history), then the split's events as candidates (at
+ *               most data.candidates, the earliest; 0 = all), which see the
+ *               history but not each other (the target mask, model/tokens.h);
+ *   pairs       (score) the most recent N - 1 events of the whole history,
+ *               then the given items as candidates (not events of the file).
+ * seq_batch.ncand[i] counts entry i's candidates (its last tokens);
+ * seq_batch.labels [T, K] holds the labels of the tokens that are events of
+ * the file (NaN: missing, and at candidates that are not events).
+ *
+ * A label comes from a per-event column /events/NAME: a float column's
+ * value, or a categorical column's original value (its /feature_maps
+ * entry read as a number: decode[id]; id 0 is missing). A binary label is
+ * the comparison of that value with x (or value != 0), a regression label
+ * the value itself. */
+#ifndef FS_DATA_BATCH_RANKING_H
+#define FS_DATA_BATCH_RANKING_H
+
+#include <stdint.h>
+
+#include "data/batch.h"
+#include "data/dataset.h"
+#include "data/split_ranking.h"
+
+#define RANK_MAX_TASKS 16
+
+enum label_op { LOP_VALUE, LOP_NONZERO, LOP_GE, LOP_GT, LOP_LE, LOP_LT, LOP_EQ, LOP_NE };
+
+struct label_col {
+    const struct dataset_feature *f; /* /events/NAME */
+    enum label_op op;                /* LOP_VALUE: regression (the value) */
+    double x;                        /* the comparison's operand */
+    const double *decode;            /* categorical: [cardinality] value of id k (NaN: none) */
+};
+
+struct label_conf {
+    int n;
+    struct label_col c[RANK_MAX_TASKS];
+};
+
+/* The label of value v (NaN: missing). */
+double label_of(const struct label_col *c, double v);
+
+/* Labels of the file's events [e0, e0 + n): out [n, lc->n] (NaN: missing). */
+void labels_read_events(const struct dataset *ds, const struct label_conf *lc, int64_t e0,
+                        int64_t n, float *out);
+/* b->labels [T, lc->n] of b's file events (any batch with ev0). */
+void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
+                               struct seq_batch *b);
+/* users[B]: the training batch (keys from seed, epoch, user, position). */
+void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
+                         const struct label_conf *lc, int N, int with_ts, uint64_t seed,
+                         uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b);
+/* users[B] (each with a candidate in the split): the evaluation batch. */
+void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
+                        const struct label_conf *lc, int test, int N, int64_t max_cand,
+                        int with_ts, const int64_t *users, int64_t B, struct seq_batch *b);
+/* users[B] (each with events) and their candidates items[coff[i] .. coff[i + 1])
+ * at times ts (NULL: the time of the user's last event). */
+void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
+                         const int64_t *users, int64_t B, const int64_t *coff, const int64_t *items,
+                         const int64_t *ts, struct seq_batch *b);
+/* Events of entry i read from the file at b->ev0[i] (all of its tokens but
+ * candidates that are not events). */
+static inline int64_t batch_file_events(const struct seq_batch *b, int64_t i)
+{
+    const int64_t L = b->offsets[i + 1] - b->offsets[i];
+    return b->ncand && !b->cand_events ? L - b->ncand[i] : L;
+}
+
+#endif

@@ -1,0 +1,559 @@
+/* eval_retrieval: distributed full ranking of the item table and the ranking
+ * metrics; see eval_retrieval.h. */
+#include "eval/eval_retrieval.h"
+#include "model/loss.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+
+/* One scored candidate of a top-K list. */
+struct cand {
+    float s;
+    int64_t id; /* 0 = padding */
+};
+
+/* a ranks below b: lower score, or equal score and larger id */
+static int cand_worse(struct cand a, struct cand b)
+{
+    return a.s < b.s || (a.s == b.s && a.id > b.id);
+}
+
+/* qsort order: best first, padding last */
+static int cand_cmp(const void *pa, const void *pb)
+{
+    const struct cand *a = pa, *b = pb;
+    if ((a->id == 0) != (b->id == 0))
+        return a->id == 0 ? 1 : -1;
+    if (cand_worse(*a, *b))
+        return 1;
+    if (cand_worse(*b, *a))
+        return -1;
+    return 0;
+}
+
+/* Offer x to the heap h[*n] of at most K candidates (worst at the root). */
+static void heap_offer(struct cand *h, int *n, int K, struct cand x)
+{
+    if (*n < K) {
+        int i = (*n)++;
+        while (i > 0 && cand_worse(x, h[(i - 1) / 2])) {
+            h[i] = h[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        h[i] = x;
+        return;
+    }
+    if (K == 0 || !cand_worse(h[0], x))
+        return;
+    int i = 0;
+    for (;;) { /* sift x down from the root */
+        int l = 2 * i + 1, r = l + 1, w = i;
+        struct cand wc = x;
+        if (l < K && cand_worse(h[l], wc)) {
+            w = l;
+            wc = h[l];
+        }
+        if (r < K && cand_worse(h[r], wc))
+            w = r;
+        if (w == i)
+            break;
+        h[i] = h[w];
+        i = w;
+    }
+    h[i] = x;
+}
+
+/* Sort the heap h[n] best first into out[K], padding with (-inf, 0). */
+static void heap_to_list(struct cand *h, int n, int K, struct cand *out)
+{
+    qsort(h, (size_t)n, sizeof *h, cand_cmp);
+    for (int j = 0; j < K; j++)
+        out[j] = j < n ? h[j] : (struct cand){-INFINITY, 0};
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* This rank's shard as a dense matrix: position k holds id first + k G. */
+struct shard_mat {
+    int64_t m, first;
+    float *dev; /* [m, d] (normalised) rows in be memory */
+};
+
+static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
+                            const struct backend_ops *be, int normalize,
+                            const struct eval_conf *conf)
+{
+    const int G = t->G, d = t->conf.dim;
+    const int64_t rows = t->conf.rows;
+    sm->first = t->shard == 0 ? G : t->shard;
+    sm->m = sm->first <= rows ? (rows - sm->first) / G + 1 : 0;
+    size_t bytes = (size_t)(sm->m ? sm->m : 1) * (size_t)d * sizeof(float);
+    float *host = xmalloc(bytes);
+    emb_table_get_slots(t, sm->first / G, sm->m, host, NULL, NULL); /* any placement */
+    if (conf->item_rows) { /* the items' representation */
+        int64_t *ids = xmalloc((size_t)(sm->m ? sm->m : 1) * sizeof *ids);
+        for (int64_t k = 0; k < sm->m; k++)
+            ids[k] = sm->first + k * G;
+        conf->item_rows(conf->item_ctx, ids, sm->m, host);
+        free(ids);
+    }
+    sm->dev = be->alloc(bytes);
+    be->to_device(sm->dev, host, (size_t)sm->m * (size_t)d * sizeof(float));
+    if (normalize && sm->m > 0) {
+        float *raw = sm->dev, *norm = be->alloc((size_t)sm->m * sizeof(float));
+        sm->dev = be->alloc(bytes);
+        be->l2norm_fwd(sm->m, d, ITEM_NORM_EPS, raw, sm->dev, norm);
+        be->free(raw);
+        be->free(norm);
+    }
+    free(host);
+}
+
+/* Target scores st[n] = u_q . e_target (float dot, e as in the shard). */
+static void target_scores(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                          const struct eval_conf *conf, const struct eval_queries *q, float *st)
+{
+    const int normalize = conf->normalize_items;
+    const int d = t->conf.dim;
+    const int64_t n = q->n;
+    size_t bytes = (size_t)(n ? n : 1) * (size_t)d * sizeof(float);
+    float *rows = xmalloc(bytes);
+    emb_exchange_free(emb_lookup(t, c, q->targets, n, rows, NULL)); /* collective over emb */
+    if (conf->item_rows)
+        conf->item_rows(conf->item_ctx, q->targets, n, rows);
+    if (normalize && n > 0) {
+        float *a = be->alloc(bytes), *b = be->alloc(bytes), *nrm = be->alloc((size_t)n * 4);
+        be->to_device(a, rows, (size_t)n * (size_t)d * sizeof(float));
+        be->l2norm_fwd(n, d, ITEM_NORM_EPS, a, b, nrm);
+        be->to_host(rows, b, (size_t)n * (size_t)d * sizeof(float));
+        be->free(a);
+        be->free(b);
+        be->free(nrm);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float s = 0;
+        for (int j = 0; j < d; j++)
+            s += q->u[i * d + j] * rows[i * d + j];
+        st[i] = s;
+    }
+    free(rows);
+}
+
+/* The queries of one round, gathered over the emb group in rank order. */
+struct round {
+    int64_t ng;                 /* gathered queries */
+    int64_t *cnt, *off;         /* [G], [G + 1]: queries per rank, offsets */
+    float *u, *st;              /* [ng, d], [ng] */
+    int64_t *tgt;               /* [ng] */
+    int64_t *tpos;              /* [ng] shard position of the target, or -1 */
+    int64_t *skip_off, *skip;   /* CSR [ng + 1]: sorted unique shard positions of
+                                   the excluded history (target removed) */
+};
+
+static void round_gather(struct round *rd, struct comm *c, const struct emb_table *t,
+                         const struct shard_mat *sm, const struct eval_queries *q,
+                         const float *st, int64_t q0, int64_t mine)
+{
+    const int G = t->G, d = t->conf.dim;
+    const int64_t ng = rd->ng;
+    int64_t *rc = xmalloc((size_t)G * sizeof *rc);
+    /* user vectors, targets, target scores */
+    for (int r = 0; r < G; r++)
+        rc[r] = rd->cnt[r] * d;
+    rd->u = xmalloc((size_t)(ng ? ng : 1) * (size_t)d * sizeof(float));
+    comm_allgatherv(c, COMM_EMB, COMM_F32, mine ? q->u + q0 * d : NULL, mine * d, rd->u, rc,
+                    COMM_PH_OTHER);
+    rd->tgt = xmalloc((size_t)(ng ? ng : 1) * sizeof(int64_t));
+    comm_allgatherv(c, COMM_EMB, COMM_I64, mine ? q->targets + q0 : NULL, mine, rd->tgt,
+                    rd->cnt, COMM_PH_OTHER);
+    rd->st = xmalloc((size_t)(ng ? ng : 1) * sizeof(float));
+    comm_allgatherv(c, COMM_EMB, COMM_F32, mine ? st + q0 : NULL, mine, rd->st, rd->cnt,
+                    COMM_PH_OTHER);
+    /* history lengths, then the histories */
+    int64_t *len = xmalloc((size_t)(mine ? mine : 1) * sizeof *len);
+    for (int64_t i = 0; i < mine; i++)
+        len[i] = q->hist_off[q0 + i + 1] - q->hist_off[q0 + i];
+    int64_t *glen = xmalloc((size_t)(ng ? ng : 1) * sizeof *glen);
+    comm_allgatherv(c, COMM_EMB, COMM_I64, len, mine, glen, rd->cnt, COMM_PH_OTHER);
+    int64_t htot = 0;
+    for (int r = 0; r < G; r++) {
+        rc[r] = 0;
+        for (int64_t g = rd->off[r]; g < rd->off[r + 1]; g++)
+            rc[r] += glen[g];
+        htot += rc[r];
+    }
+    int64_t *gh = xmalloc((size_t)(htot ? htot : 1) * sizeof *gh);
+    int64_t hmine = mine ? q->hist_off[q0 + mine] - q->hist_off[q0] : 0;
+    comm_allgatherv(c, COMM_EMB, COMM_I64, hmine ? q->hist_ids + q->hist_off[q0] : NULL, hmine,
+                    gh, rc, COMM_PH_OTHER);
+    /* keep what this shard owns, as sorted unique positions */
+    rd->tpos = xmalloc((size_t)(ng ? ng : 1) * sizeof(int64_t));
+    rd->skip_off = xmalloc((size_t)(ng + 1) * sizeof(int64_t));
+    rd->skip = xmalloc((size_t)(htot ? htot : 1) * sizeof(int64_t));
+    int64_t h = 0, ns = 0;
+    rd->skip_off[0] = 0;
+    for (int64_t g = 0; g < ng; g++) {
+        int64_t tg = rd->tgt[g], start = ns;
+        rd->tpos[g] = tg >= 1 && tg % G == t->shard ? (tg - sm->first) / G : -1; /* 0: none */
+        for (int64_t k = 0; k < glen[g]; k++, h++) {
+            int64_t id = gh[h];
+            if (id >= 1 && id != tg && id % G == t->shard)
+                rd->skip[ns++] = (id - sm->first) / G;
+        }
+        qsort(rd->skip + start, (size_t)(ns - start), sizeof(int64_t), cmp_i64);
+        int64_t w = start;
+        for (int64_t k = start; k < ns; k++)
+            if (k == start || rd->skip[k] != rd->skip[w - 1])
+                rd->skip[w++] = rd->skip[k];
+        ns = w;
+        rd->skip_off[g + 1] = ns;
+    }
+    free(rc);
+    free(len);
+    free(glen);
+    free(gh);
+}
+
+static void round_free(struct round *rd)
+{
+    free(rd->u);
+    free(rd->st);
+    free(rd->tgt);
+    free(rd->tpos);
+    free(rd->skip_off);
+    free(rd->skip);
+}
+
+/* Score the round's queries against the shard: pc[ng] partial counts of
+ * candidates above the target, lists[ng, K] this shard's top-K. */
+static void round_score(const struct round *rd, const struct shard_mat *sm, int G, int d, int K,
+                        const struct eval_conf *conf, const struct backend_ops *be, int64_t *pc,
+                        struct cand *lists)
+{
+    const int64_t QB = conf->qblock, IB = conf->iblock, m = sm->m;
+    float *dq = be->alloc((size_t)QB * (size_t)d * sizeof(float));
+    float *ds = be->alloc((size_t)QB * (size_t)IB * sizeof(float));
+    float *S = xmalloc((size_t)QB * (size_t)IB * sizeof(float));
+    struct cand *heaps = xmalloc((size_t)QB * (size_t)(K ? K : 1) * sizeof *heaps);
+    int *hn = xmalloc((size_t)QB * sizeof *hn);
+    int64_t *cur = xmalloc((size_t)QB * sizeof *cur); /* next skip entry per query */
+    for (int64_t b0 = 0; b0 < rd->ng; b0 += QB) {
+        int64_t nb = min64(QB, rd->ng - b0);
+        be->to_device(dq, rd->u + b0 * d, (size_t)nb * (size_t)d * sizeof(float));
+        for (int64_t i = 0; i < nb; i++) {
+            hn[i] = 0;
+            cur[i] = rd->skip_off[b0 + i];
+            pc[b0 + i] = 0;
+        }
+        for (int64_t i0 = 0; i0 < m; i0 += IB) {
+            int64_t ni = min64(IB, m - i0);
+            /* S[nb, ni] = Q[nb, d] E[i0 .. i0 + ni, d]^T */
+            be->gemm(0, 1, nb, ni, d, 1.0f, dq, d, sm->dev + i0 * d, d, 0.0f, ds, ni);
+            be->to_host(S, ds, (size_t)nb * (size_t)ni * sizeof(float));
+            for (int64_t i = 0; i < nb; i++) {
+                const int64_t g = b0 + i, send = rd->skip_off[g + 1], tp = rd->tpos[g];
+                const float thr = rd->st[g], *s = S + i * ni;
+                struct cand *hp = heaps + i * K;
+                int64_t above = 0, k = cur[i];
+                for (int64_t j = 0; j < ni; j++) {
+                    int64_t pos = i0 + j;
+                    if (k < send && rd->skip[k] == pos) { /* excluded history */
+                        k++;
+                        continue;
+                    }
+                    above += pos != tp && s[j] > thr;
+                    /* NaN scores never enter a list; ids rise along the scan, so
+                     * once the heap is full only a strictly higher score can */
+                    if (K > 0 && (hn[i] < K ? s[j] == s[j] : s[j] > hp[0].s))
+                        heap_offer(hp, &hn[i], K, (struct cand){s[j], sm->first + pos * G});
+                }
+                cur[i] = k;
+                pc[g] += above;
+            }
+        }
+        for (int64_t i = 0; i < nb && K > 0; i++)
+            heap_to_list(heaps + i * K, hn[i], K, lists + (b0 + i) * K);
+    }
+    be->free(dq);
+    be->free(ds);
+    free(S);
+    free(heaps);
+    free(hn);
+    free(cur);
+}
+
+/* Partial counts pc[ng] back to each query's rank (all-to-allv), summed
+ * there: rank[mine] of this rank's queries of the round, st[mine] their
+ * target scores (not finite: rank = rows). */
+static void round_return_counts(struct comm *c, const struct round *rd, int G, int me,
+                                const int64_t *pc, const float *st, int64_t rows, int64_t *rank)
+{
+    const int64_t mine = rd->cnt[me];
+    int64_t *rc = xmalloc((size_t)G * 2 * sizeof *rc), *rdis = rc + G;
+    int64_t *rpc = xmalloc((size_t)(mine > 0 ? G * mine : 1) * sizeof *rpc);
+    for (int r = 0; r < G; r++) {
+        rc[r] = mine;
+        rdis[r] = r * mine;
+    }
+    comm_alltoallv(c, COMM_EMB, COMM_I64, pc, rd->cnt, rd->off, rpc, rc, rdis, COMM_PH_OTHER);
+    for (int64_t i = 0; i < mine; i++) {
+        int64_t sum = 0;
+        for (int r = 0; r < G; r++)
+            sum += rpc[r * mine + i];
+        rank[i] = isfinite(st[i]) ? sum : rows;
+    }
+    free(rpc);
+    free(rc);
+}
+
+/* The shards' top-K lists[ng, K] back to each query's rank, where the G
+ * sorted lists of a query are merged: ids, scores[mine, K] (scores may be
+ * NULL). */
+static void round_return_topk(struct comm *c, const struct round *rd, int G, int me, int K,
+                              const struct cand *lists, int64_t *ids, float *scores)
+{
+    const int64_t ng = rd->ng, mine = rd->cnt[me], nr = (int64_t)G * mine * K;
+    int64_t *sid = xmalloc((size_t)(ng ? ng : 1) * (size_t)K * sizeof *sid);
+    float *ssc = xmalloc((size_t)(ng ? ng : 1) * (size_t)K * sizeof *ssc);
+    for (int64_t j = 0; j < ng * K; j++) {
+        sid[j] = lists[j].id;
+        ssc[j] = lists[j].s;
+    }
+    int64_t *rid = xmalloc((size_t)(nr ? nr : 1) * sizeof *rid);
+    float *rsc = xmalloc((size_t)(nr ? nr : 1) * sizeof *rsc);
+    int64_t *sc = xmalloc((size_t)G * 4 * sizeof *sc), *sd = sc + G, *rc = sc + 2 * G,
+            *rdis = sc + 3 * G;
+    for (int r = 0; r < G; r++) {
+        sc[r] = rd->cnt[r] * K;
+        sd[r] = rd->off[r] * K;
+        rc[r] = mine * K;
+        rdis[r] = r * mine * K;
+    }
+    comm_alltoallv(c, COMM_EMB, COMM_I64, sid, sc, sd, rid, rc, rdis, COMM_PH_OTHER);
+    comm_alltoallv(c, COMM_EMB, COMM_F32, ssc, sc, sd, rsc, rc, rdis, COMM_PH_OTHER);
+    int *head = xmalloc((size_t)G * sizeof *head);
+    for (int64_t i = 0; i < mine; i++) {
+        /* merge the G sorted lists of query i: take the best head each time */
+        for (int r = 0; r < G; r++)
+            head[r] = 0;
+        for (int j = 0; j < K; j++) {
+            int best = -1;
+            struct cand bc = {-INFINITY, 0};
+            for (int r = 0; r < G; r++) {
+                int64_t src = (r * mine + i) * K + head[r];
+                if (head[r] == K || rid[src] == 0) /* list used up, or padding */
+                    continue;
+                struct cand x = {rsc[src], rid[src]};
+                if (best < 0 || cand_worse(bc, x)) {
+                    best = r;
+                    bc = x;
+                }
+            }
+            if (best >= 0)
+                head[best]++;
+            ids[i * K + j] = bc.id;
+            if (scores)
+                scores[i * K + j] = bc.id ? bc.s : -INFINITY;
+        }
+    }
+    free(head);
+    free(sc);
+    free(sid);
+    free(ssc);
+    free(rid);
+    free(rsc);
+}
+
+/* Check the ids of this rank's queries (the targets only with_targets);
+ * fatal() on the first bad one. */
+static void check_queries(const struct emb_table *t, const struct comm *c,
+                          const struct eval_queries *q, int K, int with_targets)
+{
+    const int64_t rows = t->conf.rows;
+    if (K < 0 || K > EVAL_MAX_TOPK)
+        fatal("eval: top-K of %d items (at most %d)", K, EVAL_MAX_TOPK);
+    if (q->n < 0 || (q->n > 0 && (!q->u || (with_targets && !q->targets) || !q->hist_off)))
+        fatal("eval: %lld queries without their arrays", (long long)q->n);
+    for (int64_t i = 0; i < q->n; i++) {
+        if (with_targets && (q->targets[i] < 1 || q->targets[i] > rows))
+            fatal("eval: table '%s': query %lld on rank %d has target %lld outside 1..%lld",
+                  t->conf.name, (long long)i, c->rank, (long long)q->targets[i],
+                  (long long)rows);
+        if (q->hist_off[i + 1] < q->hist_off[i])
+            fatal("eval: query %lld on rank %d: history offsets decrease", (long long)i,
+                  c->rank);
+        for (int64_t k = q->hist_off[i]; k < q->hist_off[i + 1]; k++)
+            if (q->hist_ids[k] < 0 || q->hist_ids[k] > rows)
+                fatal("eval: table '%s': query %lld on rank %d has history id %lld outside "
+                      "0..%lld",
+                      t->conf.name, (long long)i, c->rank, (long long)q->hist_ids[k],
+                      (long long)rows);
+    }
+}
+
+/* The ranking of eval_retrieval_queries; without targets (with_targets = 0,
+ * q->targets unread) only the top-K lists are meaningful: every query is
+ * given target 0 (none: no row is the target, nothing is counted above it)
+ * and rank[] receives placeholders. */
+static void rank_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                         const struct eval_conf *conf_in, const struct eval_queries *q_in,
+                         int with_targets, int64_t *rank, int64_t *topk_ids, float *topk_scores)
+{
+    const int G = t->G, me = t->shard, d = t->conf.dim, K = conf_in->topk;
+    if (G != c->g[COMM_EMB].size || me != c->g[COMM_EMB].rank)
+        fatal("eval: table '%s' is sharded over %d ranks, the emb group has %d", t->conf.name, G,
+              c->g[COMM_EMB].size);
+    check_queries(t, c, q_in, K, with_targets);
+    struct eval_queries qq = *q_in, *q = &qq;
+    int64_t *no_targets = NULL;
+    if (!with_targets) {
+        no_targets = xcalloc((size_t)(q->n ? q->n : 1), sizeof *no_targets);
+        qq.targets = no_targets;
+    }
+    if (K > 0 && !topk_ids)
+        fatal("eval: top-%d requested without an output array", K);
+    struct eval_conf conf = *conf_in;
+    if (conf.round <= 0)
+        conf.round = 4096 / G > 16 ? 4096 / G : 16;
+    if (conf.qblock <= 0)
+        conf.qblock = 256;
+    if (conf.iblock <= 0)
+        conf.iblock = 4096;
+
+    float *st = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *st);
+    if (with_targets)
+        target_scores(t, c, be, &conf, q, st);
+    else /* no item scores above +inf: nothing counted */
+        for (int64_t i = 0; i < q->n; i++)
+            st[i] = INFINITY;
+    struct shard_mat sm;
+    shard_mat_build(&sm, t, be, conf.normalize_items, &conf);
+
+    int64_t *nq = xmalloc((size_t)G * sizeof *nq), rounds = 0;
+    comm_allgather_i64(c, COMM_EMB, q->n, nq);
+    for (int r = 0; r < G; r++)
+        if ((nq[r] + conf.round - 1) / conf.round > rounds)
+            rounds = (nq[r] + conf.round - 1) / conf.round;
+
+    struct round rd;
+    rd.cnt = xmalloc((size_t)G * sizeof(int64_t));
+    rd.off = xmalloc((size_t)(G + 1) * sizeof(int64_t));
+    for (int64_t k = 0; k < rounds; k++) {
+        const int64_t q0 = k * conf.round; /* every rank's queries q0 .. q0 + round */
+        rd.off[0] = 0;
+        for (int r = 0; r < G; r++) {
+            int64_t left = nq[r] - q0;
+            rd.cnt[r] = left < 0 ? 0 : min64(left, conf.round);
+            rd.off[r + 1] = rd.off[r] + rd.cnt[r];
+        }
+        rd.ng = rd.off[G];
+        round_gather(&rd, c, t, &sm, q, st, q0, rd.cnt[me]);
+        int64_t *pc = xmalloc((size_t)(rd.ng ? rd.ng : 1) * sizeof *pc);
+        struct cand *lists = xmalloc((size_t)(rd.ng ? rd.ng : 1) * (size_t)(K ? K : 1) *
+                                     sizeof *lists);
+        round_score(&rd, &sm, G, d, K, &conf, be, pc, lists);
+        round_return_counts(c, &rd, G, me, pc, st + q0, t->conf.rows, rank + q0);
+        if (K > 0)
+            round_return_topk(c, &rd, G, me, K, lists, topk_ids + q0 * K,
+                              topk_scores ? topk_scores + q0 * K : NULL);
+        free(pc);
+        free(lists);
+        round_free(&rd);
+    }
+    free(rd.cnt);
+    free(rd.off);
+    free(nq);
+    free(st);
+    free(no_targets);
+    be->free(sm.dev);
+}
+
+void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                            const struct eval_conf *conf, const struct eval_queries *q,
+                            int64_t *rank, int64_t *topk_ids, float *topk_scores)
+{
+    rank_queries(t, c, be, conf, q, 1, rank, topk_ids, topk_scores);
+}
+
+void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
+                         const struct eval_conf *conf, const struct eval_queries *q,
+                         int64_t *topk_ids, float *topk_scores)
+{
+    if (conf->topk < 1)
+        fatal("eval_retrieval_topk: top-%d (at least 1)", conf->topk);
+    int64_t *rank = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *rank);
+    rank_queries(t, c, be, conf, q, 0, rank, topk_ids, topk_scores);
+    free(rank);
+}
+
+/* --- metrics ------------------------------------------------------------------ */
+
+const int eval_hr_k[EVAL_NHR] = {1, 10, 50, 200};
+const int eval_ndcg_k[EVAL_NNDCG] = {10, 50, 200};
+
+void eval_metrics_init(struct eval_metrics *m) { memset(m, 0, sizeof *m); }
+
+void eval_metrics_add(struct eval_metrics *m, int64_t rank)
+{
+    if (m->finished)
+        fatal("eval_metrics_add: the metrics are already finished");
+    if (rank < 0)
+        fatal("eval_metrics_add: negative rank %lld", (long long)rank);
+    m->count++;
+    for (int i = 0; i < EVAL_NHR; i++)
+        m->hr[i] += rank < eval_hr_k[i];
+    for (int i = 0; i < EVAL_NNDCG; i++)
+        if (rank < eval_ndcg_k[i])
+            m->ndcg[i] += 1.0 / log2((double)rank + 2.0);
+    m->mrr += 1.0 / ((double)rank + 1.0);
+}
+
+void eval_metrics_finish(struct eval_metrics *m)
+{
+    if (m->finished)
+        return;
+    double inv = m->count > 0 ? 1.0 / (double)m->count : 0.0;
+    for (int i = 0; i < EVAL_NHR; i++)
+        m->hr[i] *= inv;
+    for (int i = 0; i < EVAL_NNDCG; i++)
+        m->ndcg[i] *= inv;
+    m->mrr *= inv;
+    m->finished = 1;
+}
+
+void eval_metrics_reduce(struct eval_metrics *m, struct comm *c)
+{
+    if (m->finished)
+        fatal("eval_metrics_reduce: the metrics are already finished");
+    for (int i = 0; i < EVAL_NHR; i++)
+        m->hr[i] = comm_allreduce_sum_f64(c, COMM_DP, m->hr[i]);
+    for (int i = 0; i < EVAL_NNDCG; i++)
+        m->ndcg[i] = comm_allreduce_sum_f64(c, COMM_DP, m->ndcg[i]);
+    m->mrr = comm_allreduce_sum_f64(c, COMM_DP, m->mrr);
+    /* exact: counts are far below 2^53 */
+    m->count = (int64_t)comm_allreduce_sum_f64(c, COMM_DP, (double)m->count);
+    eval_metrics_finish(m);
+}
+
+void eval_metrics_format(const struct eval_metrics *m, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < EVAL_NHR && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "HR@%d %.4f ", eval_hr_k[i], m->hr[i]);
+    for (int i = 0; i < EVAL_NNDCG && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "NDCG@%d %.4f ", eval_ndcg_k[i], m->ndcg[i]);
+    if (n < len)
+        snprintf(buf + n, len - n, "MRR %.4f (%lld queries)%s", m->mrr, (long long)m->count,
+                 m->finished ? "" : " [sums]");
+}
