@@ -78,7 +78,7 @@ debug.split_chunks=65|debug.split_chunks = '65': out of range [0, 64]
 model.layers=40|model.layers = 40: hstu takes 0 to 25 layers
 data.path=$T/ml|data.path: $T/ml is a directory, not a dataset: make one of its ratings with 'freescale data import --format csv $T/ml/ratings.csv
 data.path=$T/ml/ratings.csv|is not an HDF5 file (a text file, a CSV of ratings?): make a dataset of it with 'freescale data import --format csv
-device.type=cpu parallel.transport=kernel|parallel.transport = kernel: not available on the CPU backend
+device.type=cpu parallel.transport=kernel|parallel.transport = kernel: the cpu backend has no CUDA IPC; use parallel.transport = mpi or auto
 EOF2
 
 # several ranks: rank 0's error ends the whole job (no hang), printed once

@@ -34,6 +34,11 @@ const struct backend_ops *backend_get(const char *name, char *err, size_t errlen
 
 int backend_is_host(const struct backend_ops *be) { return be->device_open == NULL; }
 
+int backend_has_ipc(const struct backend_ops *be)
+{
+    return be->ipc_export && be->ipc_open && be->ipc_close && be->peer_copy && be->comm_add;
+}
+
 const void *backend_upload(const struct backend_ops *be, const void *host, size_t bytes,
                            void **owned)
 {

@@ -396,6 +396,9 @@ const char *backend_names(void);
 
 /* 1 when the backend's memory is host memory (no device: the CPU). */
 int backend_is_host(const struct backend_ops *be);
+/* 1 when the backend maps and copies device buffers between the processes
+ * of a node (CUDA IPC: ipc_export/open/close, peer_copy, comm_add). */
+int backend_has_ipc(const struct backend_ops *be);
 /* A dense layer's GEMM: be->gemm_dense, or be->gemm when it has none. */
 static inline void backend_gemm_dense(const struct backend_ops *be, int trans_a, int trans_b,
                                       int64_t m, int64_t n, int64_t k, float alpha,

@@ -93,12 +93,8 @@ static void choose(struct comm *c, const struct params *p, enum precision pr,
     snprintf(out->desc, sizeof out->desc, "cpu");
     const char *type = params_str(p, P_device_type);
     const char *staging = params_str(p, P_device_staging);
-    if (!strcmp(type, "cpu")) {
-        if (!strcmp(staging, "direct"))
-            fatal("device.staging=direct needs device.type=cuda or fake (the CPU backend has no "
-                  "device buffers)");
+    if (!strcmp(type, "cpu"))
         return;
-    }
     const int fake = !strcmp(type, "fake"), want = fake || !strcmp(type, "cuda"); /* else auto */
     const char *name = fake ? "fake" : "cuda";
     char err[512] = "";
@@ -172,9 +168,9 @@ void device_select(struct comm *c, const struct params *p, struct device_choice 
         log_info("notice: device.precision = tf32: the CPU backend has no TF32; its GEMMs are "
                  "fp32");
     const struct backend_ops *be = backend_at_precision(out->be, pr, err, sizeof err);
-    if (!be)
-        fatal("%s", err);
-    if (pr == PRECISION_BF16)
+    if (!be) /* no bf16 GEMM: backend_check refuses the run */
+        be = out->be;
+    if (pr == PRECISION_BF16 && be->gemm_bf16)
         log_info("device.precision = bf16: the dense GEMMs take bf16 operands and accumulate "
                  "in fp32 (%s)", backend_is_host(be) || !strcmp(be->name, "fake")
                                      ? "the CPU's emulation" : "cublasGemmEx");

@@ -81,10 +81,6 @@ int emb_ipc_init(struct emb_table *t, struct comm *c, int use_kernel, char *err,
 {
     const struct backend_ops *be = t->be;
     const int G = t->G, me = c->g[COMM_EMB].rank;
-    if (backend_is_host(be))
-        return errorf(err, errlen, "embedding table '%s' lives in host memory", t->conf.name);
-    if (!be->ipc_export || !be->ipc_open || !be->ipc_close || !be->peer_copy)
-        return errorf(err, errlen, "the %s backend has no CUDA IPC", be->name);
     if (G != c->g[COMM_EMB].size)
         return errorf(err, errlen, "embedding table '%s' is not sharded over the emb group",
                       t->conf.name);

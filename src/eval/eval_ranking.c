@@ -22,9 +22,6 @@ void rank_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
 {
     const struct backend_ops *be = tr->be;
     const int d = tr->conf.d;
-    if (tr->conf.model.type == MODEL_HSTU ? !be->hstu_attn_ctx_fwd : !be->sasrec_attn_ctx_fwd)
-        fatal("ranking: the candidates' target mask needs context-parallel attention, which the "
-              "%s backend does not have: run with device.type = cpu (doc/gpu.md)", be->name);
     float *emb = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *emb);
     emb_exchange_free(emb_lookup(tr->items, tr->c, b->items, b->T, emb, NULL));
     const struct batch eb = {.B = b->B, .T = b->T, .offsets = b->offsets, .ts = b->ts,

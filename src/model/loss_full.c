@@ -386,9 +386,6 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
                          int64_t nu, const float *rows, const struct loss_full_shard *sh,
                          float scale, float *du, float *drows, int64_t *count)
 {
-    if (!be->softmax_block_lse || !be->softmax_block_grad)
-        fatal("train.loss = full: not available on the %s backend (use device.type = cpu)",
-              be->name);
     if (d < 1 || !(tau > 0) || sh->G != c->g[COMM_EMB].size || sh->shard != c->g[COMM_EMB].rank)
         fatal("loss_full_softmax: bad arguments d = %d, tau = %g, shard %d of %d", d,
               (double)tau, sh->shard, sh->G);

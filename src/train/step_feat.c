@@ -46,9 +46,6 @@ void step_feat_tables(struct trainer *tr)
     struct train_feat *F = tr->feat;
     if (!F)
         return;
-    if (tr->items->be != &backend_cpu)
-        fatal("features: the item table lives in %s memory (embedding.placement = device); "
-              "features need embedding.placement = host", tr->items->be->name);
     for (int k = 0; k < F->s.ntables; k++) {
         struct emb_table_conf ec;
         emb_feat_table(&F->s, k, &ec);

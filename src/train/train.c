@@ -29,6 +29,7 @@
 #include "comm/comm_fail.h"
 #include "eval/eval.h"
 #include "eval/eval_ranking.h"
+#include "train/backend_check.h"
 #include "train/checkpoint.h"
 #include "train/train_ckpt.h"
 #include "train/train_report.h"
@@ -69,11 +70,6 @@ static const struct backend_ops *table_placement(struct trainer *tr)
                      "not yet verified on a GPU; ask for it with embedding.placement=device)");
         return NULL;
     }
-    if (backend_is_host(tr->be))
-        fatal("embedding.placement = device needs a device backend (device.type=cuda, or auto "
-              "with a GPU, or the fake device); this rank computes on the %s backend: use "
-              "embedding.placement=host or auto",
-              tr->be->name);
     const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
     const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
     const double need = (double)slots * (double)(cf->d + sf) * 4.0 +
@@ -183,6 +179,7 @@ void trainer_build(struct trainer *tr)
     cf->model.time_bias = tr->with_ts;
     device_select(tr->c, tr->p, &tr->dev);
     tr->be = tr->dev.be;
+    comm_fail_agree(tr->c, backend_check(tr->be, cf, err, sizeof err), err);
     int threads = blas_set_threads(tr->c->g[COMM_NODE].size);
     log_info("backend %s: %d BLAS thread%s per rank (%d rank%s on this node)", tr->be->name,
              threads, threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,

@@ -597,18 +597,6 @@ void train_step_init(struct trainer *tr)
      * non-blocking all-reduces of buckets may sum in another order at P >= 3 */
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport,
                                cf->overlap == OVERLAP_PRIORITIZED);
-    if (!s->ranking && cf->full && !tr->be->softmax_block_lse)
-        fatal("train.loss = full: the %s backend has no full softmax; run with device.type = "
-              "cpu", tr->be->name);
-    const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
-                                                      : tr->be->sasrec_attn_ctx_fwd != NULL;
-    if (cf->split_long.on && !ctx_attn)
-        fatal("parallel.split_long = auto: the %s backend has no context-parallel attention; "
-              "run with device.type = cpu", tr->be->name);
-    if (!s->ranking && cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
-        fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
-              "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",
-              tr->be->name);
     if (cf->full && !s->ranking) {
         s->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
         s->shard_ids = xmalloc((size_t)(s->n_shard ? s->n_shard : 1) * sizeof(int64_t));
