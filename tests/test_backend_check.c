@@ -148,9 +148,13 @@ int main(void)
            "device.type = cpu");
     cf = plain();
     cf.task.type = TASK_RANKING;
+    expect("ranking without evaluation", &lack, &cf, NULL);
+    cf.eval_every = 1;
     expect("ranking", &lack, &cf,
-           "train.task = ranking: the fake backend has no context-parallel attention (the "
-           "candidates' target mask); use device.type = cpu (doc/gpu.md)");
+           "train.task = ranking: the fake backend has no context-parallel attention, which the "
+           "evaluation's target mask needs (each candidate attends to its history and itself); "
+           "use train.final_eval = off and train.eval_every = 0 (training alone), or "
+           "device.type = cpu (doc/gpu.md)");
     cf.task.type = TASK_RETRIEVAL; /* the losses a ranking run does not have */
     expect("retrieval", &lack, &cf, NULL);
     printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");

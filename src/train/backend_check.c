@@ -77,9 +77,11 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
     if (cf->split_long.on && !has_ctx_attn(be, cf))
         return refuse(err, errlen, "parallel.split_long = auto",
                       LACKS("context-parallel attention"), "device.type = cpu");
-    if (ranking && !has_ctx_attn(be, cf))
+    if (ranking && (cf->final_eval || cf->eval_every > 0) && !has_ctx_attn(be, cf))
         return refuse(err, errlen, "train.task = ranking",
-                      LACKS("context-parallel attention (the candidates' target mask)"),
+                      LACKS("context-parallel attention, which the evaluation's target mask "
+                            "needs (each candidate attends to its history and itself)"),
+                      "train.final_eval = off and train.eval_every = 0 (training alone), or "
                       "device.type = cpu (doc/gpu.md)");
 #undef LACKS
     return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "comm/comm_fail.h"
 #include "embedding/emb_feat.h"
 #include "train/train.h"
 
@@ -20,22 +21,22 @@ void step_feat_setup(struct trainer *tr)
     tr->feat = NULL;
     if (!feat_conf_any(&cf->features) && !ranking)
         return;
-    char err[1024];
+    char err[1024] = "";
     struct train_feat *F = xcalloc(1, sizeof *F);
-    if (feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d, &cf->emb_optim, cf->seed,
-                            cf->emb_init_std, err, sizeof err))
-        fatal("%s", err);
+    /* every rank resolves the same: the first error once (comm_fail_agree) */
+    comm_fail_agree(tr->c, feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d,
+                                               &cf->emb_optim, cf->seed, cf->emb_init_std, err,
+                                               sizeof err) != 0, err);
     if (ranking) { /* the actions: the event features and the tasks' labels */
         F->s.actions = tc->actions;
         for (int k = 0; k < tc->n; k++)
             feat_schema_add_label(&F->s, tc->t[k].name, k, tc->t[k].kind == TASK_BINARY);
     }
-    if (F->s.n_user > 0 && cf->split_long.on)
-        fatal("features.user = %s: contextual tokens with parallel.split_long = auto are not "
-              "supported (a sequence's chunks would need them on every rank): use one or the "
-              "other", cf->features.user);
-    if (feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err))
-        fatal("%s", err);
+    snprintf(err, sizeof err, "features.user = %s: contextual tokens with parallel.split_long = "
+             "auto are not supported (a sequence's chunks would need them on every rank): use "
+             "one or the other", cf->features.user);
+    comm_fail_agree(tr->c, F->s.n_user > 0 && cf->split_long.on, err);
+    comm_fail_agree(tr->c, feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err) != 0, err);
     /* the contextual and action tokens are positions of the model (and its 1/N scale) */
     cf->model.max_len = (ranking && tc->actions == ACT_INTERLEAVE ? 2 : 1) * cf->N + F->s.n_user;
     tr->feat = F;

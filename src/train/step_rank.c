@@ -2,10 +2,12 @@
 #include "train/step_rank.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/check.h"
+#include "comm/comm_fail.h"
 #include "train/step_feat.h"
 #include "train/train.h"
 
@@ -35,21 +37,15 @@ void task_setup_conf(struct trainer *tr)
     struct train_conf *cf = &tr->conf;
     if (cf->task.type != TASK_RANKING)
         return;
-    char err[1024];
-    const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
-                                                      : tr->be->sasrec_attn_ctx_fwd != NULL;
-    if (!ctx_attn && (cf->final_eval || cf->eval_every > 0))
-        fatal("train.task = ranking: the evaluation's target mask (each candidate attends to its "
-              "history and itself) needs context-parallel attention, which the %s backend does "
-              "not have: run with train.final_eval = off and train.eval_every = 0 (training "
-              "alone), or device.type = cpu (doc/gpu.md)", tr->be->name);
-    if (cf->split_long.on)
-        fatal("train.task = ranking with parallel.split_long = auto: not supported (the action "
-              "tokens and the target mask of a sequence cut into chunks): use one or the other");
+    /* every rank meets the same errors here: the first once (comm_fail_agree) */
+    char err[1024] = "train.task = ranking with parallel.split_long = auto: not supported (the "
+                     "action tokens and the target mask of a sequence cut into chunks): use one "
+                     "or the other";
+    comm_fail_agree(tr->c, cf->split_long.on, err);
     warn_retrieval_only(tr->p);
-    if (task_conf_resolve(&cf->task, &tr->ds, err, sizeof err) ||
-        rsplit_init(&tr->rsplit, &cf->task.split, &tr->ds, err, sizeof err))
-        fatal("%s", err);
+    comm_fail_agree(tr->c, task_conf_resolve(&cf->task, &tr->ds, err, sizeof err) ||
+                               rsplit_init(&tr->rsplit, &cf->task.split, &tr->ds, err, sizeof err),
+                    err);
     char line[512];
     for (int k = 0; k < cf->task.n; k++) {
         task_describe(&cf->task.t[k], line, sizeof line);
@@ -120,25 +116,24 @@ void task_setup_init(struct trainer *tr)
     }
     task_ranking_init(&tr->task, &cf->task, &tr->m);
     double sums[3 * RANK_MAX_TASKS];
-    if (label_sums(tr, sums) == 0) {
-        char line[512];
-        rsplit_describe(&tr->rsplit, line, sizeof line);
-        fatal("data.split = %s: no training events are left in %s (every event is a validation "
-              "or test candidate): %s", params_str(tr->p, P_data_split), cf->data_path,
-              tr->rsplit.conf.mode == RSPLIT_TIME
-                  ? "choose a later T (data stats shows the dataset's time range)"
-                  : "hold out fewer events per user");
-    }
+    char err[2600] = "";
+    /* every rank reads every label: the same verdicts, once (comm_fail_agree) */
+    snprintf(err, sizeof err, "data.split = %s: no training events are left in %s (every event "
+             "is a validation or test candidate): %s", params_str(tr->p, P_data_split),
+             cf->data_path, tr->rsplit.conf.mode == RSPLIT_TIME
+                                ? "choose a later T (data stats shows the dataset's time range)"
+                                : "hold out fewer events per user");
+    comm_fail_agree(tr->c, label_sums(tr, sums) == 0, err);
     task_ranking_set_stats(&tr->task, sums);
     step_bias_init(tr);
     for (int k = 0; k < cf->task.n; k++) {
         const double n = sums[3 * k];
         log_info("task %s: %.0f training labels, mean %.6g", cf->task.t[k].name, n,
                  n > 0 ? sums[3 * k + 1] / n : 0.0);
-        if (n == 0)
-            fatal("train.tasks: task %s has no label among the training events of %s (every "
-                  "value of /events/%s there is missing)", cf->task.t[k].name, cf->data_path,
-                  cf->task.t[k].column);
+        snprintf(err, sizeof err, "train.tasks: task %s has no label among the training "
+                 "events of %s (every value of /events/%s there is missing)",
+                 cf->task.t[k].name, cf->data_path, cf->task.t[k].column);
+        comm_fail_agree(tr->c, n == 0, err);
     }
 }
 

@@ -76,18 +76,19 @@ static const struct backend_ops *table_placement(struct trainer *tr)
                         (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)slots : 0.0);
     size_t free_b = 0, total_b = 0;
     char err[256];
-    if (tr->be->device_memory(&free_b, &total_b, err, sizeof err))
-        fatal("embedding.placement = device: %s", err);
+    char msg[1024];
+    int bad = tr->be->device_memory(&free_b, &total_b, err, sizeof err) != 0;
+    snprintf(msg, sizeof msg, "embedding.placement = device: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
     const double room = 0.5 * (double)free_b / sharers;
-    int64_t short_here = need > room;
-    if (comm_allreduce_max_i64(tr->c, short_here))
-        fatal("embedding.placement = device: the item table's shard and its %s state need "
-              "%.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a rank's "
-              "device, shared by %d rank%s): use embedding.placement=host, or more devices (a "
-              "cache of hot rows for tables larger than device memory does not exist yet)",
-              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
-              (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
+    snprintf(msg, sizeof msg, "embedding.placement = device: the item table's shard and its %s "
+             "state need %.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a "
+             "rank's device, shared by %d rank%s): use embedding.placement=host, or more devices "
+             "(a cache of hot rows for tables larger than device memory does not exist yet)",
+             emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
+             (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
+    comm_fail_agree(tr->c, need > room, msg);
     log_info("embedding.placement: device (%.3f GiB per rank: the shard and its %s state)",
              need / 1073741824.0, emb_optim_name(cf->emb_optim.kind));
     return tr->be;
@@ -136,15 +137,16 @@ void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *
     const double bytes = slots * (double)(width + emb_optim_state_floats(ec->optim.kind, width)) *
                              4.0 + (ec->optim.kind == EMB_OPT_ADAM ? 8.0 * slots : 0.0);
     const double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (mem > 0 && bytes > mem) {
-        const int items = !strcmp(ec->name, "items");
-        fatal("data.path = %s: %s = %lld: table '%s' needs %.4g GiB per rank (%.0f rows of %d "
-              "floats and the %s state%s), more than this node's %.4g GiB of memory",
-              tr->conf.data_path, items ? "attribute num_items" : "attribute cardinality - 1",
-              (long long)ec->rows, ec->name, bytes / 1073741824.0, slots, width,
-              emb_optim_name(ec->optim.kind), ec->replicated ? ", replicated" : "",
-              mem / 1073741824.0);
-    }
+    const int items = !strcmp(ec->name, "items");
+    char msg[1024];
+    snprintf(msg, sizeof msg, "data.path = %s: %s = %lld: table '%s' needs %.4g GiB per rank "
+             "(%.0f rows of %d floats and the %s state%s), more than this node's %.4g GiB of "
+             "memory", tr->conf.data_path, items ? "attribute num_items"
+                                                 : "attribute cardinality - 1",
+             (long long)ec->rows, ec->name, bytes / 1073741824.0, slots, width,
+             emb_optim_name(ec->optim.kind), ec->replicated ? ", replicated" : "",
+             mem / 1073741824.0);
+    comm_fail_agree(tr->c, mem > 0 && bytes > mem, msg); /* every rank checks every table */
 }
 
 void trainer_open(struct trainer *tr)
@@ -187,8 +189,8 @@ void trainer_build(struct trainer *tr)
     task_setup_conf(tr);
     step_feat_setup(tr); /* before the model: contextual tokens are positions */
     task_setup_model(tr);
-    if (model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err))
-        fatal("%s", err);
+    comm_fail_agree(tr->c, model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err) != 0,
+                    err);
     struct emb_table_conf ec = {.rows = tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
                                 .init_scale = cf->emb_init_std, .seed = cf->seed,
                                 .optim = cf->emb_optim, .placement = table_placement(tr)};
@@ -459,8 +461,13 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
 int train_main(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: mpirun -np P freescale train FILE.in [section.key=value ...]\n");
-        return 2;
+        const int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+        fprintf(help ? stdout : stderr,
+                "usage: mpirun -np P freescale train FILE.in [section.key=value ...] "
+                "[--verbose]\n"
+                "'freescale help params' lists every parameter, its default, range and meaning;\n"
+                "--verbose prints the effective parameters (output.metrics holds them always)\n");
+        return help ? 0 : 2;
     }
     struct comm c;
     struct params p;
@@ -484,6 +491,7 @@ int train_main(int argc, char **argv)
                  "%lld", lr_schedule_name(tr.optim.conf.schedule),
                  (long long)tr.optim.conf.warmup_steps, (long long)total);
     train_ckpt_start(&tr);
+    log_release(); /* set up: what it said, now that no error of the set-up can come first */
     train_utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
