@@ -61,7 +61,7 @@ static void exchange_release(const struct backend_ops *be, struct emb_exchange *
     free(x->spans);
     free(x->cnt);
     for (int k = 0; k < EMB_NX; k++)
-        free(x->xf[k].lay);
+        emb_layout_free(&x->xf[k].lay);
     free(x);
 }
 
@@ -106,7 +106,7 @@ struct emb_exchange *emb_xstate_get(struct emb_table *t)
         x->spans = xmalloc((size_t)G * 2 * sizeof *x->spans);
         x->cnt = xmalloc((size_t)G * 4 * sizeof *x->cnt);
         for (int k = 0; k < EMB_NX; k++)
-            x->xf[k].lay = xmalloc((size_t)G * 4 * sizeof(int64_t));
+            x->xf[k].lay = emb_layout_new(G);
     }
     /* everything but the buffers and the host arrays starts afresh */
     struct emb_exchange keep = *x;
