@@ -108,7 +108,7 @@ static void table_transport(struct trainer *tr)
     int n = 0;
     for (int i = 0; i < tr->reg.n; i++) {
         struct emb_table *t = &tr->reg.tables[i];
-        if (backend_is_host(t->be) || t->G < 2)
+        if (!backend_has_ipc(t->be) || t->G < 2) /* host tables: no IPC */
             continue;
         char err[512], msg[700];
         int bad = emb_ipc_init(t, tr->c, kernel, err, sizeof err);

@@ -177,12 +177,6 @@ static void between_layers(void *ctx, int first_final)
     comm_compute_begin();
 }
 
-/* The table's memory and the model's are the same (no mirror copies). */
-static int same_memory(const struct backend_ops *a, const struct backend_ops *b)
-{
-    return a == b || (backend_is_host(a) && backend_is_host(b));
-}
-
 /* The step's scalars, read back (a host wait on a device). */
 static void read_scalars(struct step_state *s)
 {
@@ -397,7 +391,7 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     const int64_t n = emb_exchange_nuniq(in->x) * d;
     float *gu = emb_exchange_grads(in->x);
     guard_inject_sparse(tr, tb, gu, n);
-    tb->sumsq_acc(n, gu, same_memory(tb, be) ? s->sc + SC_SPARSE : &s->sparse_host);
+    tb->sumsq_acc(n, gu, backend_same_memory(tb, be) ? s->sc + SC_SPARSE : &s->sparse_host);
     slow_down(s, clock_seconds() - t_work);
     steptime_phase(&tr->st, PH_BACKWARD);
 }
@@ -480,7 +474,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     phase_backward(s, in, &b, &mb);
     if (skip_mode) /* the guard decides before the updates: the sums now */
         read_scalars(s);
-    const int same = same_memory(tr->items->be, tr->be);
+    const int same = backend_same_memory(tr->items->be, tr->be);
     phase_grad_exchange(s, in, guard_before_update(tr, s->hsc[SC_LOSS],
                                                    same ? s->hsc[SC_SPARSE] : s->sparse_host));
     phase_dense_allreduce(s);
