@@ -75,7 +75,7 @@ static const struct backend_ops *table_placement(struct trainer *tr)
     const double need = (double)slots * (double)(cf->d + sf) * 4.0 +
                         (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)slots : 0.0);
     size_t free_b = 0, total_b = 0;
-    char err[256];
+    char err[256] = "";
     char msg[1024];
     int bad = tr->be->device_memory(&free_b, &total_b, err, sizeof err) != 0;
     snprintf(msg, sizeof msg, "embedding.placement = device: %s", err);
