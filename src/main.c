@@ -30,8 +30,10 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: freescale COMMAND [ARGS]\n"
             "\n"
-            "  train FILE.in [section.key=value ...]\n"
-            "        train a model (run under mpirun for several ranks)\n"
+            "  train FILE.in [section.key=value ...] [--verbose]\n"
+            "        train a model (run under mpirun for several ranks); --verbose prints\n"
+            "        the effective parameters (always in output.metrics; train, recommend,\n"
+            "        score, export)\n"
             "  params FILE.in [section.key=value ...]\n"
             "        check a parameter file and overrides; print the effective parameters\n"
             "  plan FILE.in [section.key=value ...] --batch-per-rank N [--ranks LIST] [--csv F] [--png F]\n"
@@ -65,6 +67,7 @@ static int cmd_params(int argc, char **argv)
     }
     struct comm c;
     struct params p;
+    banner_set_verbose(1); /* the effective parameters are this command's output */
     banner_start(&c, &p, &argc, &argv, argv[1], argc - 2, argv + 2);
     /* train's checks (the rank count only when run under mpirun), then the
      * dataset if it is here: what train would refuse, refused now */
@@ -210,6 +213,11 @@ int main(int argc, char **argv)
                backend_names(), blas, maj, min, rel);
         return 0;
     }
+    const char *with_params[] = {"train", "recommend", "export", "score", "params", "plan",
+                                 "calibrate"};
+    for (size_t i = 0; i < sizeof with_params / sizeof *with_params; i++)
+        if (!strcmp(cmd, with_params[i]))
+            banner_take_verbose(&argc, argv); /* --verbose: the effective parameters too */
     if (!strcmp(cmd, "train"))
         return train_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "plan"))

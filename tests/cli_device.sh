@@ -26,6 +26,6 @@ else
 fi
 expect_ok train 1 device.type=cpu
 grep -q '^backend cpu' "$T/out" && pass "device.type=cpu runs on the CPU" || fail "not on the CPU"
-expect_error "device.staging=direct needs device.type=cuda or fake" train 1 device.type=cpu device.staging=direct
+expect_error "device.staging = direct: the cpu backend has no device buffers; use" train 1 device.type=cpu device.staging=direct
 expect_error "device.type = 'gpu': expected one of auto|cpu|cuda|fake" train 1 device.type=gpu
 finish

@@ -136,7 +136,7 @@ expect_error "features.user = age: contextual tokens with parallel.split_long = 
     "$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/all.h5" features.user=age parallel.split_long=auto
 expect_error "features.placement = 'somewhere': expected one of auto|replicated|sharded" \
     "$FS" params "$IN" features.placement=somewhere
-expect_error "features need embedding.placement = host" \
+expect_error "features need the item table in host memory, not embedding.placement = device; use embedding.placement = host or auto" \
     "$FS" train "$IN" "data.path=$T/all.h5" features.item=genres device.type=fake \
     embedding.placement=device train.max_steps=1
 finish

@@ -59,7 +59,7 @@ same_losses "$T/e-none.jsonl" "$T/e-resumed.jsonl" "resumed at P=3 under priorit
 for key in '"exposed_comm_ms":' '"overlap":'; do
     grep -qF "$key" "$T/hstu-2-prioritized.jsonl" && pass "metrics have $key" || fail "metrics lack $key"
 done
-expect_error "parallel.transport = copy-engine: not available" train 2 parallel.transport=copy-engine
-expect_error "parallel.transport = kernel: not available" train 1 parallel.transport=kernel
+expect_error "parallel.transport = copy-engine: the cpu backend has no CUDA IPC; use parallel.transport = mpi or auto" train 2 parallel.transport=copy-engine
+expect_error "parallel.transport = kernel: the cpu backend has no CUDA IPC" train 1 parallel.transport=kernel
 expect_error "parallel.overlap = 'sometimes': expected one of" train 1 parallel.overlap=sometimes
 finish

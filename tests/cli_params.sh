@@ -78,7 +78,7 @@ debug.split_chunks=65|debug.split_chunks = '65': out of range [0, 64]
 model.layers=40|model.layers = 40: hstu takes 0 to 25 layers
 data.path=$T/ml|data.path: $T/ml is a directory, not a dataset: make one of its ratings with 'freescale data import --format csv $T/ml/ratings.csv
 data.path=$T/ml/ratings.csv|is not an HDF5 file (a text file, a CSV of ratings?): make a dataset of it with 'freescale data import --format csv
-device.type=cpu parallel.transport=kernel|parallel.transport = kernel: not available on the CPU backend
+device.type=cpu parallel.transport=kernel|parallel.transport = kernel: the cpu backend has no CUDA IPC; use parallel.transport = mpi or auto
 EOF2
 
 # several ranks: rank 0's error ends the whole job (no hang), printed once
@@ -96,6 +96,35 @@ if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
     expect_ok timeout 300 "$MPIRUN" -np 3 "$FS" params "$T/good.in" model.heads=5
     [ "$(grep -c '^heads = 5' "$T/out")" = 1 ] || fail "effective parameters not printed once"
     grep -q "3 ranks" "$T/out" || fail "banner lacks the rank count"
+    # errors of the set-up after the parameters (a dataset's features, a
+    # shared device, the ranking task's columns): once, first, no MPI_ABORT
+    "$FS" data gen --users 16 --items 30 --length uniform:3,8 --item-feature genre:5 \
+        -o "$T/f.h5" >/dev/null || fail "data gen"
+    while IFS='|' read -r setting want; do
+        # shellcheck disable=SC2086
+        timeout 300 "$MPIRUN" -np 2 "$FS" train "$T/good.in" data.path="$T/f.h5" model.dim=16 \
+            $setting </dev/null >"$T/out" 2>"$T/err" && fail "train $setting succeeded"
+        [ "$(grep -c "freescale: error" "$T/err")" = 1 ] &&
+            nowarn "$T/err" | head -n 1 | grep -qF "freescale: error: $want" &&
+            ! grep -q "MPI_ABORT" "$T/err" && [ ! -s "$T/out" ] &&
+            pass "train $setting: the error once, first, no MPI_ABORT" ||
+            fail "train $setting: $(head -c 400 "$T/out" "$T/err")"
+    done <<EOF2
+features.item=nosuch|features.item = nosuch: $T/f.h5 has no /items/nosuch
+device.type=fake|device: node rank 0 would share its device
+train.task=ranking train.tasks=like:binary:rating>=4|train.tasks: task like: $T/f.h5 has no /events/rating
+EOF2
+    # the effective parameters: in the metrics file; on the terminal with --verbose
+    expect_ok "$FS" train "$T/good.in" data.path="$T/f.h5" model.dim=16 train.max_steps=1 \
+        output.metrics="$T/m.jsonl"
+    ! grep -q "effective parameters" "$T/out" && head -n 1 "$T/m.jsonl" |
+        grep -q '^{"event":"params","params":{"data.path":".*"model.dim":"16",' &&
+        pass "train: the parameters in the metrics file, not on the terminal" ||
+        fail "train: parameters: $(head -c 300 "$T/out" "$T/m.jsonl")"
+    expect_ok "$FS" train "$T/good.in" data.path="$T/f.h5" model.dim=16 train.max_steps=1 --verbose
+    grep -q "^dim = 16    # from command line" "$T/out" || fail "train --verbose: no parameters"
+    expect_ok "$FS" train --help
+    grep -q "'freescale help params'" "$T/out" || fail "train --help: no pointer to help params"
 else
     echo "note: mpirun not found, multi-rank part skipped"
 fi

@@ -25,7 +25,7 @@ if [ "$DEV" = fake ]; then TOL=0 TOL_DEV=0; else TOL=1e-5 TOL_DEV=1e-6; fi
 ck() { echo "output.checkpoint_dir=$T/ck-$1"; }
 state_same() { [ "$DEV" = fake ] && same_state "$T/ck-$1/ckpt-20.h5" "$T/ck-$2/ckpt-20.h5" "$3"; }
 
-expect_error "embedding.placement = device needs a device backend" \
+expect_error "embedding.placement = device: the cpu backend has no device memory; use" \
     train 1 device.type=cpu embedding.placement=device
 if ! train 1 device.type=$DEV train.max_steps=1 >"$T/probe" 2>&1; then
     [ "$failures" -eq 0 ] || finish

@@ -396,6 +396,9 @@ const char *backend_names(void);
 
 /* 1 when the backend's memory is host memory (no device: the CPU). */
 int backend_is_host(const struct backend_ops *be);
+/* 1 when the backend maps and copies device buffers between the processes
+ * of a node (CUDA IPC: ipc_export/open/close, peer_copy, comm_add). */
+int backend_has_ipc(const struct backend_ops *be);
 /* A dense layer's GEMM: be->gemm_dense, or be->gemm when it has none. */
 static inline void backend_gemm_dense(const struct backend_ops *be, int trans_a, int trans_b,
                                       int64_t m, int64_t n, int64_t k, float alpha,
@@ -414,6 +417,16 @@ const void *backend_upload(const struct backend_ops *be, const void *host, size_
  * from xmalloc in *owned (free() it) unless the backend is the host. */
 const void *backend_download(const struct backend_ops *be, const void *src, size_t bytes,
                              void **owned);
+/* Host access to p[bytes] of be's memory: p itself on a host backend, else
+ * a host copy (filled from p when read) that backend_host_end writes back
+ * to p (when write) and frees. The pair is the one host/device branch of
+ * code that reads or writes a few values of backend memory on the host. */
+void *backend_host_begin(const struct backend_ops *be, void *p, size_t bytes, int read);
+void backend_host_end(const struct backend_ops *be, void *p, void *host, size_t bytes,
+                      int write);
+/* 1 when buffers of a and b are the same memory (the same backend, or both
+ * the host): no copies between them. */
+int backend_same_memory(const struct backend_ops *a, const struct backend_ops *b);
 
 /* "cpu", "fake" (and, when compiled in, "cuda"); NULL + err if unavailable. */
 const struct backend_ops *backend_get(const char *name, char *err, size_t errlen);

@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "comm/comm_fail.h"
 
 void device_allreduce_sum_f32(const struct backend_ops *be, struct comm *c, enum comm_group g,
                               float *buf, int64_t n, float *stage)
@@ -93,12 +94,8 @@ static void choose(struct comm *c, const struct params *p, enum precision pr,
     snprintf(out->desc, sizeof out->desc, "cpu");
     const char *type = params_str(p, P_device_type);
     const char *staging = params_str(p, P_device_staging);
-    if (!strcmp(type, "cpu")) {
-        if (!strcmp(staging, "direct"))
-            fatal("device.staging=direct needs device.type=cuda or fake (the CPU backend has no "
-                  "device buffers)");
+    if (!strcmp(type, "cpu"))
         return;
-    }
     const int fake = !strcmp(type, "fake"), want = fake || !strcmp(type, "cuda"); /* else auto */
     const char *name = fake ? "fake" : "cuda";
     char err[512] = "";
@@ -112,12 +109,15 @@ static void choose(struct comm *c, const struct params *p, enum precision pr,
     /* every rank must take the same backend */
     int64_t have = be && count > 0;
     int64_t nhave = comm_allreduce_sum_i64(c, have);
-    if (want && !have) {
-        if (!be)
-            fatal("device.type=cuda: %s (configure --with-cuda to build the CUDA backend)", err);
-        fatal("device.type=%s: no usable %s on this rank: %s", name, fake ? "device" : "GPU",
-              err);
-    }
+    /* an error every rank may meet: the lowest failing rank's, once (comm_fail_agree) */
+    char msg[2048];
+    if (!be)
+        snprintf(msg, sizeof msg, "device.type=cuda: %s (configure --with-cuda to build the CUDA "
+                 "backend)", err);
+    else
+        snprintf(msg, sizeof msg, "device.type=%s: no usable %s on this rank: %s", name,
+                 fake ? "device" : "GPU", err);
+    comm_fail_agree(c, want && !have, msg);
     if (!want && nhave < c->size) {
         log_info("notice: device.type=auto: running on the CPU (%s)",
                  !be          ? "this build has no CUDA backend"
@@ -130,27 +130,28 @@ static void choose(struct comm *c, const struct params *p, enum precision pr,
     const int share = (int)params_i64(p, P_device_share);
     int dev, sharers, other;
     assign(c, be, count, &dev, &sharers, &other);
-    if (sharers > 1 && !share)
-        fatal("device: node rank %d would share its device (index %d of the %d it sees) with "
-              "node rank %d: start one rank per device (e.g. srun --gpus-per-task=1), or set "
-              "device.share=on to let ranks share devices%s",
-              c->g[COMM_NODE].rank, dev, count, other,
-              fake ? "; the fake device shows each process the devices named in "
-                     "FREESCALE_FAKE_GPUS (comma-separated names, default fake0; processes "
-                     "seeing the same name share that device): FREESCALE_FAKE_GPUS=fake0,fake1 "
-                     "gives 2 ranks one each"
-                   : "");
-    if (be->device_open(dev, pr == PRECISION_TF32, err, sizeof err))
-        fatal("device: cannot open device %d: %s", dev, err);
+    snprintf(msg, sizeof msg, "device: node rank %d would share its device (index %d of the %d it "
+             "sees) with node rank %d: start one rank per device (e.g. srun --gpus-per-task=1), "
+             "or set device.share=on to let ranks share devices%s",
+             c->g[COMM_NODE].rank, dev, count, other,
+             fake ? "; the fake device shows each process the devices named in "
+                    "FREESCALE_FAKE_GPUS (comma-separated names, default fake0; processes "
+                    "seeing the same name share that device): FREESCALE_FAKE_GPUS=fake0,fake1 "
+                    "gives 2 ranks one each"
+                  : "");
+    comm_fail_agree(c, sharers > 1 && !share, msg);
+    int bad = be->device_open(dev, pr == PRECISION_TF32, err, sizeof err) != 0;
+    snprintf(msg, sizeof msg, "device: cannot open device %d: %s", dev, err);
+    comm_fail_agree(c, bad, msg);
     out->be = be;
     out->device = dev;
     out->sharers = sharers;
     be->device_describe(out->desc, sizeof out->desc);
     int aware = be->mpi_direct ? be->mpi_direct() : comm_cuda_aware();
-    if (!strcmp(staging, "direct") && !aware)
-        fatal("device.staging=direct: this MPI is not CUDA-aware (MPIX_Query_cuda_support() is "
-              "0%s); use device.staging=host or auto",
-              fake ? "; the fake device acts CUDA-aware with FREESCALE_FAKE_AWARE=1" : "");
+    snprintf(msg, sizeof msg, "device.staging=direct: this MPI is not CUDA-aware "
+             "(MPIX_Query_cuda_support() is 0%s); use device.staging=host or auto",
+             fake ? "; the fake device acts CUDA-aware with FREESCALE_FAKE_AWARE=1" : "");
+    comm_fail_agree(c, !strcmp(staging, "direct") && !aware, msg);
     out->direct = !strcmp(staging, "host") ? 0 : aware;
     log_info("device: %s; %s; exchanges of device buffers %s", out->desc,
              sharers > 1 ? "shared by ranks of this node (device.share)" : "this rank's own",
@@ -172,9 +173,9 @@ void device_select(struct comm *c, const struct params *p, struct device_choice 
         log_info("notice: device.precision = tf32: the CPU backend has no TF32; its GEMMs are "
                  "fp32");
     const struct backend_ops *be = backend_at_precision(out->be, pr, err, sizeof err);
-    if (!be)
-        fatal("%s", err);
-    if (pr == PRECISION_BF16)
+    if (!be) /* no bf16 GEMM: backend_check refuses the run */
+        be = out->be;
+    if (pr == PRECISION_BF16 && be->gemm_bf16)
         log_info("device.precision = bf16: the dense GEMMs take bf16 operands and accumulate "
                  "in fp32 (%s)", backend_is_host(be) || !strcmp(be->name, "fake")
                                      ? "the CPU's emulation" : "cublasGemmEx");

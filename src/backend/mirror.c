@@ -5,11 +5,6 @@
 
 #include "base/log.h"
 
-static int shared(const struct backend_ops *a, const struct backend_ops *b)
-{
-    return a == b || (backend_is_host(a) && backend_is_host(b));
-}
-
 void *mirror_bind(struct mirror *mr, const struct backend_ops *be,
                   const struct backend_ops *from, const void *src, size_t bytes)
 {
@@ -17,7 +12,7 @@ void *mirror_bind(struct mirror *mr, const struct backend_ops *be,
         mirror_free(mr);
     mr->be = be;
     mr->src = (void *)src;
-    mr->alias = src && shared(from, be);
+    mr->alias = src && backend_same_memory(from, be);
     if (src && !mr->alias && !backend_is_host(from))
         fatal("mirror: a buffer of the %s backend cannot be mirrored on the %s backend",
               from->name, be->name);

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int g_rank = 0;
 static int g_size = 1;
@@ -18,16 +19,74 @@ void log_set_job_abort(void (*fn)(int code)) { g_job_abort = fn; }
 
 int log_rank(void) { return g_rank; }
 
+/* the held lines (log_hold) */
+static struct {
+    int on;
+    char *text;
+    size_t len, cap;
+} g_held;
+
+static void held_drop(void)
+{
+    free(g_held.text);
+    memset(&g_held, 0, sizeof g_held);
+}
+
+void log_release(void)
+{
+    if (g_held.len) {
+        fwrite(g_held.text, 1, g_held.len, stdout);
+        fflush(stdout);
+    }
+    held_drop();
+}
+
+void log_hold(void)
+{
+    static int registered;
+    if (!registered && atexit(log_release) == 0)
+        registered = 1;
+    g_held.on = 1;
+}
+
+/* Hold one line: 0, or -1 (ap untouched) when there is no memory to hold
+ * it: what is held is printed and holding stops. */
+static int held_add(const char *fmt, va_list ap)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
+    if (n < 0)
+        n = 0;
+    if (g_held.len + (size_t)n + 2 > g_held.cap) {
+        const size_t cap = 2 * g_held.cap + (size_t)n + 4096;
+        char *t = realloc(g_held.text, cap);
+        if (!t) {
+            log_release();
+            return -1;
+        }
+        g_held.text = t;
+        g_held.cap = cap;
+    }
+    vsnprintf(g_held.text + g_held.len, g_held.cap - g_held.len, fmt, ap);
+    g_held.len += (size_t)n;
+    g_held.text[g_held.len++] = '\n';
+    return 0;
+}
+
 void log_info(const char *fmt, ...)
 {
     if (g_rank != 0)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stdout, fmt, ap);
+    if (!g_held.on || held_add(fmt, ap) != 0) {
+        vfprintf(stdout, fmt, ap);
+        fputc('\n', stdout);
+        fflush(stdout);
+    }
     va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
 }
 
 void log_warn(const char *fmt, ...)
@@ -67,6 +126,7 @@ int errorf(char *err, size_t errlen, const char *fmt, ...)
 
 void log_error(int rank, const char *msg)
 {
+    held_drop(); /* the error first: what set-up said before it is moot */
     fflush(stdout);
     if (rank >= 0)
         fprintf(stderr, "freescale: error [rank %d]: %s\n", rank, msg);

@@ -26,6 +26,13 @@ void log_set_rank(int rank, int size);
 void log_set_job_abort(void (*fn)(int code));
 int log_rank(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Errors first: from log_hold() on, log_info's lines are held in memory
+ * instead of printed; log_release() prints them (and stops holding; exit
+ * does too), log_error() drops them, so that an error of a command's
+ * set-up is the first thing it prints (README, "Errors"). Warnings go to
+ * stderr at once. */
+void log_hold(void);
+void log_release(void);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* bytes with a decimal unit ("512 B", "12.3 kB", "612.0 MB") into buf; returns buf. */
 const char *log_bytes(double bytes, char *buf, size_t len);

@@ -1,8 +1,9 @@
 /* metrics: the JSON-lines metrics file (output.metrics), written by rank 0.
  * Every line is one object with at least "event" ("train", "eval" or
  * "summary"), "epoch", "step", "loss", "samples_per_s" and "tokens_per_s";
- * evaluation lines add "split", "hr@K", "ndcg@K" and "mrr". These names are
- * a contract that scripts read. */
+ * evaluation lines add "split", "hr@K", "ndcg@K" and "mrr"; the first line
+ * is the run's parameters ("params": base/params.h, params_json). These
+ * names are a contract that scripts read. */
 #ifndef FS_METRICS_H
 #define FS_METRICS_H
 

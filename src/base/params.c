@@ -407,6 +407,37 @@ void params_dump(const struct params *p, FILE *out)
     }
 }
 
+/* s as a JSON string */
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
+void params_json(const struct params *p, FILE *out)
+{
+    fprintf(out, "{\"event\":\"params\",\"params\":{");
+    for (int i = 0; i < P_COUNT; i++) {
+        char key[160];
+        snprintf(key, sizeof key, "%s.%s", param_defs[i].section, param_defs[i].key);
+        fputs(i ? "," : "", out);
+        json_string(out, key);
+        fputc(':', out);
+        json_string(out, p->str[i]);
+    }
+    fprintf(out, "}}\n");
+    fflush(out);
+}
+
 void params_help(FILE *out)
 {
     fprintf(out, "Parameters (file: [section] key = value; command line: section.key=value)\n");

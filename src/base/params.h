@@ -64,6 +64,9 @@ static inline const char *params_str(const struct params *p, enum param_id id)
 }
 
 void params_dump(const struct params *p, FILE *out);  /* effective parameters, as INI */
+/* The effective parameters as one line of the metrics file (JSON):
+ * {"event":"params","params":{"section.key":"value",...}} */
+void params_json(const struct params *p, FILE *out);
 void params_help(FILE *out);                          /* the whole table */
 /* "section.key=value\n" lines of every parameter (heap string). */
 char *params_serialize(const struct params *p);

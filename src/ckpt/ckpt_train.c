@@ -139,6 +139,8 @@ void train_ckpt_start(struct trainer *tr)
         bad = checkpoint_compatible(tr, resume, err, sizeof err) != 0;
     if (!bad && tr->c->rank == 0) /* appended to by a resumed run */
         bad = metrics_open(cf->metrics, resume[0] != '\0', &tr->metrics, err, sizeof err) != 0;
+    if (!bad && tr->metrics) /* the run's parameters: on the terminal only with --verbose */
+        params_json(tr->p, tr->metrics);
     comm_fail_agree(tr->c, bad, err);
     comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
     if (is_auto && !resume[0])

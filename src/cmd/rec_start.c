@@ -145,6 +145,7 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
                struct params *p, struct trainer *tr)
 {
     comm_init(c, argc, argv);
+    log_hold(); /* an error of the set-up first (base/log.h) */
     char *text = NULL, err[PARAM_ERR_MAX + 4400] = "";
     int bad = 0;
     if (c->rank == 0) { /* a bad checkpoint or parameter: every rank ends, one message */
@@ -157,8 +158,7 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     banner_print(c);
     if (c->rank == 0) {
         text = params_serialize(p);
-        params_dump(p, stdout);
-        fflush(stdout);
+        banner_params(c, p); /* with --verbose */
     }
     comm_bcast_string(c, &text, 0);
     if (c->rank != 0) {
@@ -181,6 +181,7 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     log_info("%s: %s at step %lld; %lld users, %lld items (%s)", cmd->tool, cmd->ckpt,
              (long long)tr->step, (long long)tr->ds.num_users, (long long)tr->ds.num_items,
              tr->conf.data_path);
+    log_release();
 }
 
 /* --- rounds ------------------------------------------------------------------------- */

@@ -263,11 +263,16 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpirun -np P freescale train FILE.in [section.key=value ...]\n"
+    fprintf(f, "usage: mpirun -np P freescale train FILE.in [section.key=value ...] "
+               "[--verbose]\n"
                "\n"
                "Trains, validates, checkpoints and tests the model FILE.in describes\n"
                "(doc/training.md); overrides apply on top of FILE.in.\n"
-               "  -h, --help       this text\n");
+               "  --verbose        print the effective parameters (output.metrics holds\n"
+               "                   them always)\n"
+               "  -h, --help       this text\n"
+               "'freescale help params' lists every parameter, its default, range and "
+               "meaning.\n");
 }
 
 /* The parameter file and the overrides (overrides[argc]); 0, or 2 after the
@@ -324,6 +329,7 @@ int train_main(int argc, char **argv)
                  "%lld", lr_schedule_name(tr.optim.conf.schedule),
                  (long long)tr.optim.conf.warmup_steps, (long long)total);
     train_ckpt_start(&tr);
+    log_release(); /* set up: what it said, now that no error of the set-up can come first */
     train_utilisation_setup(&tr);
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();

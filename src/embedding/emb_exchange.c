@@ -328,7 +328,7 @@ void emb_exchange_free(struct emb_exchange *x)
     emb_input_wait(x->c, x); /* drain: every peer takes part in the same exchanges */
     for (int k = EMB_X_ROWS0; k < EMB_NX; k++)
         emb_xfer_wait(&x->xf[k]);
-    if (!backend_is_host(x->tab->be)) { /* the codecs' flags, read once */
+    if (emb_xstate(x->tab)->mode != EMB_XF_HOST) { /* the codecs' flags, read once */
         emb_codec_check(x, 0);
         if (x->gposted[0] || x->gposted[1])
             emb_codec_check(x, 1);

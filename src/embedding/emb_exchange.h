@@ -160,8 +160,9 @@ void emb_prefetch_late(struct emb_table *t, struct comm *c, struct emb_exchange 
  * rows and gradients between ranks of one node (comm_peer_remote) go
  * through CUDA IPC mappings, copied by the copy engines (use_kernel = 0)
  * or a copy kernel (1); between nodes by MPI as before. Collective over
- * the emb group, before the table's first exchange; 0, or -1 with err
- * (host tables, a backend without CUDA IPC, a table not sharded over the
+ * the emb group, before the table's first exchange, for a table in device
+ * memory on a backend with CUDA IPC (backend_has_ipc; train/backend_check.c
+ * refuses the rest); 0, or -1 with err (a table not sharded over the
  * group). */
 int emb_ipc_init(struct emb_table *t, struct comm *c, int use_kernel, char *err, size_t errlen);
 

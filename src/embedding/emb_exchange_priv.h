@@ -10,7 +10,10 @@
 #ifndef FS_EMB_EXCHANGE_PRIV_H
 #define FS_EMB_EXCHANGE_PRIV_H
 
+#include <stdlib.h>
+
 #include "backend/stage.h"
+#include "base/check.h"
 #include "embedding/emb_exchange.h"
 
 /* A buffer of a backend's memory, grown as needed (zero-filled when new)
@@ -53,6 +56,24 @@ enum emb_xkind {
 };
 enum emb_xmode { EMB_XF_HOST, EMB_XF_STAGED, EMB_XF_DIRECT };
 
+/* One side of a transfer among the G ranks of the emb group: rows
+ * counts[p] to (or from) peer p, at row displs[p] of the buffer. Host
+ * arrays [G] each. */
+struct emb_side {
+    int64_t *counts, *displs;
+};
+/* A transfer's layout: what this rank sends to each peer, what it receives
+ * from each (one allocation: emb_layout_new). */
+struct emb_layout {
+    struct emb_side send, recv;
+};
+static inline struct emb_layout emb_layout_new(int G)
+{
+    int64_t *a = xmalloc((size_t)G * 4 * sizeof(int64_t));
+    return (struct emb_layout){.send = {a, a + G}, .recv = {a + 2 * G, a + 3 * G}};
+}
+static inline void emb_layout_free(struct emb_layout *l) { free(l->send.counts); }
+
 struct emb_xfer {
     int active, kind;
     struct emb_table *t;
@@ -63,7 +84,7 @@ struct emb_xfer {
     enum comm_phase ph;
     const char *send;
     char *recv;
-    int64_t *lay;            /* [4G] rows: send counts, displs, receive counts, displs */
+    struct emb_layout lay;   /* in rows */
     struct comm_request req; /* host: the all-to-all */
     struct comm_msgs sq, rq; /* device: the messages */
     int sends_posted, recvd;

@@ -25,6 +25,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "comm/comm_tags.h"
 #include "embedding/emb_exchange_priv.h"
 
 #define REASON_BYTES 256
@@ -68,9 +69,18 @@ struct emb_ipc {
     struct ipc_kind k[EMB_NX];
 };
 
-/* message tags: one per table and kind, apart from emb_xfer.c's rows */
-static int ctl_tag(const struct emb_table *t, int k) { return 0x4000 + t->index * EMB_NX + k; }
-static int ack_tag(const struct emb_table *t, int k) { return 0x6000 + t->index * EMB_NX + k; }
+/* message tags: one per table and kind (comm/comm_tags.h) */
+_Static_assert(EMB_MAX_TABLES * EMB_NX <= COMM_TAG_IPC_ACK - COMM_TAG_IPC_CTL &&
+                   EMB_MAX_TABLES * EMB_NX <= COMM_TAG_END - COMM_TAG_IPC_ACK,
+               "tags overlap");
+static int ctl_tag(const struct emb_table *t, int k)
+{
+    return comm_tag_table(COMM_TAG_IPC_CTL, t->index, EMB_NX, k);
+}
+static int ack_tag(const struct emb_table *t, int k)
+{
+    return comm_tag_table(COMM_TAG_IPC_ACK, t->index, EMB_NX, k);
+}
 
 int emb_ipc_peer(const struct emb_table *t, int p)
 {
@@ -81,10 +91,6 @@ int emb_ipc_init(struct emb_table *t, struct comm *c, int use_kernel, char *err,
 {
     const struct backend_ops *be = t->be;
     const int G = t->G, me = c->g[COMM_EMB].rank;
-    if (backend_is_host(be))
-        return errorf(err, errlen, "embedding table '%s' lives in host memory", t->conf.name);
-    if (!be->ipc_export || !be->ipc_open || !be->ipc_close || !be->peer_copy)
-        return errorf(err, errlen, "the %s backend has no CUDA IPC", be->name);
     if (G != c->g[COMM_EMB].size)
         return errorf(err, errlen, "embedding table '%s' is not sharded over the emb group",
                       t->conf.name);
@@ -171,7 +177,7 @@ int emb_ipc_post(struct emb_xfer *f)
     struct ipc_kind *q = &ip->k[f->kind];
     const struct backend_ops *be = t->be;
     const int G = t->G;
-    const int64_t *sc = f->lay, *sd = f->lay + G, *rc = f->lay + 2 * G;
+    const int64_t *sc = f->lay.send.counts, *sd = f->lay.send.displs, *rc = f->lay.recv.counts;
     /* the last transfer of this kind: this rank's acknowledgements out
      * first (its peers may be waiting for them), then its peers' in */
     acks_send(t, f->kind, 1);
@@ -231,7 +237,7 @@ void emb_ipc_send(struct emb_xfer *f)
     struct emb_ipc *ip = t->xs->ipc;
     struct ipc_kind *q = &ip->k[f->kind];
     const int G = t->G;
-    const int64_t *sc = f->lay;
+    const int64_t *sc = f->lay.send.counts;
     struct comm_msg *m = xmalloc((size_t)G * sizeof *m);
     int n = 0;
     for (int p = 0; p < G; p++)
@@ -253,7 +259,7 @@ static void copy_in(struct emb_xfer *f, struct ipc_kind *q)
     struct emb_ipc *ip = t->xs->ipc;
     const struct backend_ops *be = t->be;
     const int G = t->G;
-    const int64_t *rc = f->lay + 2 * G, *rd = f->lay + 3 * G;
+    const int64_t *rc = f->lay.recv.counts, *rd = f->lay.recv.displs;
     for (int p = 0; p < G; p++) {
         if (!ip->local[p] || rc[p] == 0)
             continue;

@@ -42,7 +42,9 @@ struct emb_pf {
     void *want_own;       /* ... the copy behind them on a device table, else NULL */
     int64_t *marked;      /* owner: the ids marked in the bitmap (to clear) */
     size_t cap_mask, cap_ids, cap_uniq, cap_marked;
-    int64_t *lay;         /* [8G] owner clean c/d, late c/d; requester clean c/d, late c/d */
+    /* the layouts of the clean rows ([0]) and the late ones ([1]): what the
+     * owner sends, what the requester receives (one allocation) */
+    struct emb_side own[2], req[2];
     int G;
     int64_t clean_s, clean_r; /* clean rows served / received (late: the rest) */
     int posted, late;     /* the clean rows, the late ones posted */
@@ -65,7 +67,7 @@ void emb_prefetch_release(const struct backend_ops *be, struct emb_pf *pf)
     free(pf->perm);
     free(pf->marked);
     free(pf->want_own);
-    free(pf->lay);
+    free(pf->own[0].counts);
     free(pf);
 }
 
@@ -83,7 +85,10 @@ static struct emb_pf *pf_of(struct emb_exchange *x)
     if (!x->pf) {
         x->pf = xcalloc(1, sizeof *x->pf);
         x->pf->G = x->G;
-        x->pf->lay = xmalloc((size_t)x->G * 8 * sizeof(int64_t));
+        int64_t *a = xmalloc((size_t)x->G * 8 * sizeof(int64_t));
+        struct emb_side *s[] = {&x->pf->own[0], &x->pf->own[1], &x->pf->req[0], &x->pf->req[1]};
+        for (int i = 0; i < 4; i++)
+            *s[i] = (struct emb_side){a + 2 * i * x->G, a + (2 * i + 1) * x->G};
     }
     struct emb_pf *pf = x->pf;
     pf->mask = grow(pf->mask, &pf->cap_mask, at_least1(x->nserve), 1);
@@ -229,8 +234,8 @@ static void post_part(struct emb_table *t, struct comm *c, struct emb_exchange *
     const int G = t->G, w = t->width;
     const int byte_wire = y->rcodec != EMB_CODEC_FP32;
     const int64_t rb = emb_codec_row_bytes(y->rcodec, w);
-    int64_t *L = pf->lay, *oc = L + (late ? 2 : 0) * G, *od = oc + G;
-    int64_t *rc = L + (late ? 6 : 4) * G, *rd = rc + G;
+    const int64_t *oc = pf->own[late].counts, *od = pf->own[late].displs;
+    const int64_t *rc = pf->req[late].counts, *rd = pf->req[late].displs;
     float *served = pf->b_served.p;
     uint8_t *served_w = byte_wire ? pf->b_served_w.p : NULL;
     for (int p = 0; p < G; p++) {
@@ -255,12 +260,11 @@ void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange 
     if (!y->pf_on || pf->posted)
         fatal("emb_prefetch_post: table '%s': not planned, or posted twice", t->conf.name);
     emb_xfer_wait(&y->xf[EMB_X_MASK]);
-    int64_t *L = pf->lay;
     /* owner: the clean ids per requester, then the late ones */
-    pf->clean_s = split_counts(G, pf->mask, y->rcounts, y->rdispls, L, L + G, L + 2 * G,
-                               L + 3 * G);
+    pf->clean_s = split_counts(G, pf->mask, y->rcounts, y->rdispls, pf->own[0].counts,
+                               pf->own[0].displs, pf->own[1].counts, pf->own[1].displs);
     for (int p = 0; p < G; p++) {
-        int64_t ci = L[G + p], li = L[3 * G + p];
+        int64_t ci = pf->own[0].displs[p], li = pf->own[1].displs[p];
         for (int64_t i = y->rdispls[p]; i < y->rdispls[p] + y->rcounts[p]; i++)
             pf->ids[pf->mask[i] ? li++ : ci++] = pf->want[i];
     }
@@ -270,10 +274,10 @@ void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange 
     /* requester: the marks of its rows, per owner; row u's place */
     void *own;
     const uint8_t *rm = backend_download(be, pf->b_rmask.p, at_least1(y->nuniq), &own);
-    pf->clean_r = split_counts(G, rm, y->scounts, y->sdispls, L + 4 * G, L + 5 * G, L + 6 * G,
-                               L + 7 * G);
+    pf->clean_r = split_counts(G, rm, y->scounts, y->sdispls, pf->req[0].counts,
+                               pf->req[0].displs, pf->req[1].counts, pf->req[1].displs);
     for (int p = 0; p < G; p++) {
-        int64_t ci = L[5 * G + p], li = L[7 * G + p];
+        int64_t ci = pf->req[0].displs[p], li = pf->req[1].displs[p];
         for (int64_t u = y->sdispls[p]; u < y->sdispls[p] + y->scounts[p]; u++)
             pf->perm[u] = rm[u] ? li++ : ci++;
     }

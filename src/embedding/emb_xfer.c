@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "comm/comm_tags.h"
 #include "embedding/emb_exchange_priv.h"
 
 /* the host's blocking waits, announced (emb_set_wait_hook) */
@@ -23,13 +24,17 @@ static void blocking(int begin)
         wait_hook(wait_arg, begin);
 }
 
-/* point-to-point tags: one per table and kind (the emb communicator) */
-static int xfer_tag(const struct emb_xfer *f) { return 0x2000 + f->t->index * EMB_NX + f->kind; }
+/* point-to-point tags: one per table and kind (comm/comm_tags.h) */
+_Static_assert(EMB_MAX_TABLES * EMB_NX <= COMM_TAG_IPC_CTL - COMM_TAG_XFER, "tags overlap");
+static int xfer_tag(const struct emb_xfer *f)
+{
+    return comm_tag_table(COMM_TAG_XFER, f->t->index, EMB_NX, f->kind);
+}
 
-static const int64_t *sc_of(const struct emb_xfer *f) { return f->lay; }
-static const int64_t *sd_of(const struct emb_xfer *f) { return f->lay + f->t->G; }
-static const int64_t *rc_of(const struct emb_xfer *f) { return f->lay + 2 * f->t->G; }
-static const int64_t *rd_of(const struct emb_xfer *f) { return f->lay + 3 * f->t->G; }
+static const int64_t *sc_of(const struct emb_xfer *f) { return f->lay.send.counts; }
+static const int64_t *sd_of(const struct emb_xfer *f) { return f->lay.send.displs; }
+static const int64_t *rc_of(const struct emb_xfer *f) { return f->lay.recv.counts; }
+static const int64_t *rd_of(const struct emb_xfer *f) { return f->lay.recv.displs; }
 
 /* rows end of a layout: max over peers of displacement + count */
 static int64_t extent(const int64_t *cnt, const int64_t *dsp, int G)
@@ -158,10 +163,10 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
     f->send = send;
     f->recv = recv;
     f->sends_posted = f->recvd = 0;
-    memcpy(f->lay, sc, (size_t)G * sizeof *sc);
-    memcpy(f->lay + G, sd, (size_t)G * sizeof *sd);
-    memcpy(f->lay + 2 * G, rc, (size_t)G * sizeof *rc);
-    memcpy(f->lay + 3 * G, rd, (size_t)G * sizeof *rd);
+    memcpy(f->lay.send.counts, sc, (size_t)G * sizeof *sc);
+    memcpy(f->lay.send.displs, sd, (size_t)G * sizeof *sd);
+    memcpy(f->lay.recv.counts, rc, (size_t)G * sizeof *rc);
+    memcpy(f->lay.recv.displs, rd, (size_t)G * sizeof *rd);
     if (xs->mode == EMB_XF_HOST) {
         comm_ialltoallv(c, COMM_EMB, type, width, send, sc, sd, recv, rc, rd, ph, &f->req);
         return;

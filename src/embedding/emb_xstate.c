@@ -35,7 +35,7 @@ struct emb_xstate *emb_xstate(struct emb_table *t)
     const struct backend_ops *be = t->be;
     xs->mode = backend_is_host(be) ? EMB_XF_HOST : t->conf.direct ? EMB_XF_DIRECT
                                                                    : EMB_XF_STAGED;
-    if (!backend_is_host(be))
+    if (xs->mode != EMB_XF_HOST)
         for (int k = 0; k < EMB_NX; k++) {
             xs->ready[k] = be->event_new(0);
             xs->landed[k] = be->event_new(0);
@@ -61,7 +61,7 @@ static void exchange_release(const struct backend_ops *be, struct emb_exchange *
     free(x->spans);
     free(x->cnt);
     for (int k = 0; k < EMB_NX; k++)
-        free(x->xf[k].lay);
+        emb_layout_free(&x->xf[k].lay);
     free(x);
 }
 
@@ -106,7 +106,7 @@ struct emb_exchange *emb_xstate_get(struct emb_table *t)
         x->spans = xmalloc((size_t)G * 2 * sizeof *x->spans);
         x->cnt = xmalloc((size_t)G * 4 * sizeof *x->cnt);
         for (int k = 0; k < EMB_NX; k++)
-            x->xf[k].lay = xmalloc((size_t)G * 4 * sizeof(int64_t));
+            x->xf[k].lay = emb_layout_new(G);
     }
     /* everything but the buffers and the host arrays starts afresh */
     struct emb_exchange keep = *x;
@@ -186,7 +186,7 @@ void emb_ids_negatives(struct emb_table *t, int64_t off, uint64_t seed, uint64_t
     struct emb_xstate *xs = emb_xstate(t);
     const struct backend_ops *be = t->be;
     const uint64_t *k = keys;
-    if (!backend_is_host(be)) {
+    if (xs->mode != EMB_XF_HOST) {
         uint64_t *d = emb_buf_get(be, &xs->keys, (size_t)(T ? T : 1) * sizeof *keys);
         stage_up(xs->up, d, keys, (size_t)T * sizeof *keys);
         k = d;
@@ -202,7 +202,7 @@ void emb_wire_encode(struct emb_exchange *x, enum emb_codec cd, int64_t n, int w
     if (!n)
         return;
     x->tab->be->emb_encode((int)cd, n, width, rows, wire, x->bad + which);
-    if (backend_is_host(x->tab->be))
+    if (emb_xstate(x->tab)->mode == EMB_XF_HOST)
         emb_codec_check(x, which);
 }
 

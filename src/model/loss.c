@@ -94,8 +94,6 @@ void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, 
         de = ws->de;
         be->zero(de, (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float));
     }
-    if (logq && !be->softmax_loss_q)
-        fatal("loss_sampled_softmax: the %s backend has no logQ-corrected softmax", be->name);
     if (logq)
         be->softmax_loss_q(T, d, R, 1.0f / tau, u, nu, e, logq, pos, neg, scale, du, de, acc);
     else

@@ -75,7 +75,8 @@ void loss_ws_free(struct loss_ws *ws);
  * subtracted from the logit of every candidate, the positive included:
  * s_0 = u_i . e_pos / tau - logq[pos], s_r likewise (sampled softmax with
  * the logQ correction, as TensorFlow's sampled_softmax_loss with
- * subtract_log_q; be->softmax_loss_q). */
+ * subtract_log_q; be->softmax_loss_q, which train/backend_check.c makes
+ * sure of). */
 void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, int64_t T, int d,
                               int R, float tau, int normalize_items, const float *u, int64_t nu,
                               const float *rows, const float *logq, const int64_t *pos,

@@ -98,12 +98,10 @@ static void full_gather(struct full_ctx *x, int64_t T, const float *u, const int
         void *owned = NULL;
         const float *src = backend_download(be, u_me, (size_t)(x->n_me * d) * sizeof(float),
                                             &owned);
-        float *dst = backend_is_host(be) ? x->U : xmalloc(nbytes(x->ng * d, sizeof(float)));
+        const size_t ub = (size_t)(x->ng * d) * sizeof(float);
+        float *dst = backend_host_begin(be, x->U, ub, 0);
         comm_allgatherv(x->c, COMM_EMB, COMM_F32, src, x->n_me * d, dst, rc, COMM_PH_OTHER);
-        if (dst != x->U) {
-            be->to_device(x->U, dst, (size_t)(x->ng * d) * sizeof(float));
-            free(dst);
-        }
+        backend_host_end(be, x->U, dst, ub, 1);
         free(owned);
     }
     x->tg = xmalloc(nbytes(x->ng, sizeof(int64_t)));
@@ -347,13 +345,11 @@ static void full_du_home(const struct full_ctx *x, const float *du_part, int64_t
         void *owned = NULL;
         const float *src = backend_download(be, du_part, (size_t)(x->ng * d) * sizeof(float),
                                             &owned);
-        float *dst = backend_is_host(be) ? recv : xmalloc(nbytes((int64_t)G * nd, sizeof(float)));
+        const size_t rb = (size_t)((int64_t)G * nd) * sizeof(float);
+        float *dst = backend_host_begin(be, recv, rb, 0);
         comm_alltoallv(x->c, COMM_EMB, COMM_F32, src, v, v + G, dst, v + 2 * G, v + 3 * G,
                        COMM_PH_OTHER);
-        if (dst != recv) {
-            be->to_device(recv, dst, (size_t)((int64_t)G * nd) * sizeof(float));
-            free(dst);
-        }
+        backend_host_end(be, recv, dst, rb, 1);
         free(owned);
     }
     for (int r = 1; r < G; r++)
@@ -386,9 +382,6 @@ double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T
                          int64_t nu, const float *rows, const struct loss_full_shard *sh,
                          float scale, float *du, float *drows, int64_t *count)
 {
-    if (!be->softmax_block_lse || !be->softmax_block_grad)
-        fatal("train.loss = full: not available on the %s backend (use device.type = cpu)",
-              be->name);
     if (d < 1 || !(tau > 0) || sh->G != c->g[COMM_EMB].size || sh->shard != c->g[COMM_EMB].rank)
         fatal("loss_full_softmax: bad arguments d = %d, tau = %g, shard %d of %d", d,
               (double)tau, sh->shard, sh->G);

@@ -97,7 +97,8 @@ int64_t loss_full_shard_ids(int G, int shard, int64_t num_items, int64_t *ids);
  * Writes du: [T, d], ACCUMULATES drows: [nu, d] (the shard's rows only).
  * Returns this rank's share of the unscaled loss sum (the log-sum-exps of
  * its positions, less the target logits it owns: the sum over the ranks
- * is the sum of the losses) and its supervised positions in *count. */
+ * is the sum of the losses) and its supervised positions in *count. be has
+ * softmax_block_lse and softmax_block_grad (train/backend_check.c). */
 double loss_full_softmax(const struct backend_ops *be, struct comm *c, int64_t T, int d,
                          float tau, int normalize_items, const float *u, const int64_t *targets,
                          int64_t nu, const float *rows, const struct loss_full_shard *sh,

@@ -214,9 +214,6 @@ static void load_split(struct model *m, const struct batch *b)
     P->split = sp != NULL;
     if (!sp)
         return;
-    if (!m->be->hstu_attn_ctx_fwd)
-        fatal("model_hstu: the %s backend has no context-parallel attention "
-              "(parallel.split_long)", m->be->name);
     const int64_t K = sp->key_off[b->B];
     kbuf_reserve(m, b->B, K);
     model_upload(m, P->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));

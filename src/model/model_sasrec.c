@@ -145,9 +145,6 @@ static void split_load(struct model *m, const struct batch *b)
     struct sasrec_priv *s = m->priv;
     const struct model_split *sp = b->split;
     const int64_t K = sp->key_off[b->B];
-    if (!m->be->sasrec_attn_ctx_fwd)
-        fatal("model_sasrec: the %s backend has no context-parallel attention "
-              "(parallel.split_long)", m->be->name);
     if (K > s->kcap || b->B > s->kcap_b) {
         split_release(m);
         const int64_t n = K + K / 4 + 16, nb = b->B + b->B / 4 + 16;

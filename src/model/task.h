@@ -208,20 +208,21 @@ float task_ranking_z(const struct task *t, int k, float y);
 
 /* Ranking, once the dataset is open: the retrieval parameters set in vain
  * warned of, the tasks' columns resolved in ds (task_conf_resolve), the
- * split rs (data.split), the log lines, the biases' rows; fatal() with
- * the reason. */
-void task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
-                             const struct dataset *ds, struct rsplit *rs);
+ * split rs (data.split), the log lines, the biases' rows. 0, or -1 with
+ * the reason in err (every rank meets the same: the caller agrees on it). */
+int task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
+                            const struct dataset *ds, struct rsplit *rs, char *err,
+                            size_t errlen);
 /* Ranking, after model_init: the head bound to m (task_ranking_init) and
  * head.stats from the training labels (sums [3K]: count, sum, sum of
- * squares per task, returned); fatal() naming data_path and data.split
- * (split) when no training event is left. */
-void task_setup_ranking(struct task *t, const struct task_conf *tc, struct model *m,
-                        const struct task_data *d, const char *data_path, const char *split,
-                        double *sums);
-/* Each task's training labels said; fatal() naming data_path when a task
- * has none. */
-void task_setup_ranking_labels(const struct task_conf *tc, const char *data_path,
-                               const double *sums);
+ * squares per task, returned). 0, or -1 with err naming data_path and
+ * data.split (split) when no training event is left. */
+int task_setup_ranking(struct task *t, const struct task_conf *tc, struct model *m,
+                       const struct task_data *d, const char *data_path, const char *split,
+                       double *sums, char *err, size_t errlen);
+/* Each task's training labels said; 0, or -1 with err naming data_path
+ * when a task has none. */
+int task_setup_ranking_labels(const struct task_conf *tc, const char *data_path,
+                              const double *sums, char *err, size_t errlen);
 
 #endif

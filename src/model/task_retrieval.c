@@ -21,14 +21,10 @@ static void retrieval_loss(struct task *t, struct task_step *st)
                                               rc->normalize_items, st->out, st->targets,
                                               st->nuniq, st->rows, st->shard, st->scale, st->du,
                                               st->drows, &counted);
-        double acc[2];
-        double *a = backend_is_host(be) ? st->acc : acc;
-        if (a == acc)
-            be->to_host(acc, st->acc, sizeof acc);
+        double *a = backend_host_begin(be, st->acc, 2 * sizeof(double), 1);
         a[0] += loss;
         a[1] += (double)counted;
-        if (a == acc)
-            be->to_device(st->acc, acc, sizeof acc);
+        backend_host_end(be, st->acc, a, 2 * sizeof(double), 1);
         return;
     }
     comm_compute_begin();

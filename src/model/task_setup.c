@@ -32,14 +32,13 @@ static void warn_retrieval_only(const struct params *p)
     free(def);
 }
 
-void task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
-                             const struct dataset *ds, struct rsplit *rs)
+int task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
+                            const struct dataset *ds, struct rsplit *rs, char *err,
+                            size_t errlen)
 {
-    char err[1024];
     warn_retrieval_only(p);
-    if (task_conf_resolve(tc, ds, err, sizeof err) ||
-        rsplit_init(rs, &tc->split, ds, err, sizeof err))
-        fatal("%s", err);
+    if (task_conf_resolve(tc, ds, err, errlen) || rsplit_init(rs, &tc->split, ds, err, errlen))
+        return -1;
     char line[512];
     for (int k = 0; k < tc->n; k++) {
         task_describe(&tc->t[k], line, sizeof line);
@@ -52,6 +51,7 @@ void task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
              tc->bias ? "; per-item and per-user logit biases" : "");
     tc->bias_items = ds->num_items + 1;
     tc->bias_users = ds->num_users;
+    return 0;
 }
 
 /* The training labels' count, sum and sum of squares per task (every
@@ -90,33 +90,36 @@ static int64_t label_sums(const struct task_data *d, const struct label_conf *lc
     return events;
 }
 
-void task_setup_ranking(struct task *t, const struct task_conf *tc, struct model *m,
-                        const struct task_data *d, const char *data_path, const char *split,
-                        double *sums)
+int task_setup_ranking(struct task *t, const struct task_conf *tc, struct model *m,
+                       const struct task_data *d, const char *data_path, const char *split,
+                       double *sums, char *err, size_t errlen)
 {
     task_ranking_init(t, tc, m);
     if (label_sums(d, &tc->labels, sums) == 0) {
-        char line[512];
-        rsplit_describe(d->rsplit, line, sizeof line);
-        fatal("data.split = %s: no training events are left in %s (every event is a validation "
-              "or test candidate): %s", split, data_path,
-              d->rsplit->conf.mode == RSPLIT_TIME
-                  ? "choose a later T (data stats shows the dataset's time range)"
-                  : "hold out fewer events per user");
+        snprintf(err, errlen, "data.split = %s: no training events are left in %s (every event "
+                 "is a validation or test candidate): %s", split, data_path,
+                 d->rsplit->conf.mode == RSPLIT_TIME
+                     ? "choose a later T (data stats shows the dataset's time range)"
+                     : "hold out fewer events per user");
+        return -1;
     }
     task_ranking_set_stats(t, sums);
+    return 0;
 }
 
-void task_setup_ranking_labels(const struct task_conf *tc, const char *data_path,
-                               const double *sums)
+int task_setup_ranking_labels(const struct task_conf *tc, const char *data_path,
+                              const double *sums, char *err, size_t errlen)
 {
     for (int k = 0; k < tc->n; k++) {
         const double n = sums[3 * k];
         log_info("task %s: %.0f training labels, mean %.6g", tc->t[k].name, n,
                  n > 0 ? sums[3 * k + 1] / n : 0.0);
-        if (n == 0)
-            fatal("train.tasks: task %s has no label among the training events of %s (every "
-                  "value of /events/%s there is missing)", tc->t[k].name, data_path,
-                  tc->t[k].column);
+        if (n == 0) {
+            snprintf(err, errlen, "train.tasks: task %s has no label among the training events "
+                     "of %s (every value of /events/%s there is missing)", tc->t[k].name,
+                     data_path, tc->t[k].column);
+            return -1;
+        }
     }
+    return 0;
 }

@@ -6,9 +6,13 @@
 
 #include "backend/backend.h"
 #include "base/check.h"
+#include "comm/comm_tags.h"
 
-/* tags: forward keys/values below TAG_BACK, their gradients from it on */
-#define TAG_BACK (2 * SPLIT_MAX_CHUNKS * SPLIT_MAX_CHUNKS)
+/* tags (comm/comm_tags.h): forward keys/values from COMM_TAG_KV, their
+ * gradients from COMM_TAG_KV_BACK */
+_Static_assert(2 * SPLIT_MAX_CHUNKS * SPLIT_MAX_CHUNKS <= COMM_TAG_KV_BACK - COMM_TAG_KV &&
+                   2 * SPLIT_MAX_CHUNKS * SPLIT_MAX_CHUNKS <= COMM_TAG_XFER - COMM_TAG_KV_BACK,
+               "tags overlap");
 
 /* One chunk of the sequence of a local segment. */
 struct chunk {
@@ -60,7 +64,7 @@ static void wait_dkv(void *ctx, int64_t w, const float *dkb, const float *dvb, f
 
 static int tag(int from, int to, int nchunks, int value, int back)
 {
-    return (back ? TAG_BACK : 0) + (from * nchunks + to) * 2 + value;
+    return (back ? COMM_TAG_KV_BACK : COMM_TAG_KV) + (from * nchunks + to) * 2 + value;
 }
 
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,

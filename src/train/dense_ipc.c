@@ -72,9 +72,6 @@ int dense_ipc_init(struct dense_ipc *d, struct comm *c, const struct backend_ops
 {
     memset(d, 0, sizeof *d);
     /* the layout: the same everywhere, so every rank takes the same branch */
-    if (!be->ipc_export || !be->ipc_open || !be->ipc_close || !be->peer_copy || !be->comm_add)
-        return errorf(err, errlen, "the %s backend has no CUDA IPC (only mpi exists there)",
-                      be->name);
     const int L = c->g[COMM_NODE].size, nodes = c->g[COMM_XNODE].size;
     if (c->g[COMM_DP].size != c->size)
         return errorf(err, errlen, "the dense group has %d of the %d ranks (dp must be all ranks)",

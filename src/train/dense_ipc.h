@@ -42,8 +42,8 @@ struct dense_ipc {
     float *stage;    /* [chunk] pinned host memory for the cross-node step, or NULL */
 };
 
-/* Set up the transport for the arena grad[n] (the same n on every rank):
- * exports grad's handle, gathers the node's handles (COMM_NODE) and maps
+/* Set up the transport for the arena grad[n] (the same n on every rank) on
+ * a backend with CUDA IPC (backend_has_ipc: dense_sync asks first): exports grad's handle, gathers the node's handles (COMM_NODE) and maps
  * the peers' arenas. direct: MPI reads device memory (no staging). Collective
  * over the world; returns 0, or -1 on every rank with the same err (the
  * first failing rank's reason) when the layout is unsupported or a mapping

@@ -32,20 +32,18 @@ struct dense_sync {
 static void transport_choose(struct dense_sync *s, const struct device_choice *dev,
                              const char *tp)
 {
+    /* copy-engine or kernel without CUDA IPC: refused by backend_check */
     const int is_auto = !strcmp(tp, "auto"), host = backend_is_host(s->be);
+    const int ipc = backend_has_ipc(s->be);
     const char *mpi_how = host ? "MPI"
                           : dev->direct ? "CUDA-aware MPI"
                                         : "MPI, staged through pinned host memory";
-    if (host && !is_auto && strcmp(tp, "mpi") != 0)
-        fatal("parallel.transport = %s: not available on the CPU backend: it needs the CUDA "
-              "backend (device.type=cuda); on the CPU only mpi exists: use "
-              "parallel.transport=mpi or auto",
-              tp);
     int64_t most_on_node = comm_allreduce_max_i64(s->c, s->c->g[COMM_NODE].size);
-    if (!strcmp(tp, "mpi") || host || (is_auto && most_on_node < 2)) {
+    if (!strcmp(tp, "mpi") || !ipc || (is_auto && most_on_node < 2)) {
         log_info("parallel.transport: mpi (%s)%s", mpi_how,
                  !is_auto ? ""
                  : host   ? ", chosen by auto: the CPU backend"
+                 : !ipc   ? ", chosen by auto: the backend has no CUDA IPC"
                           : ", chosen by auto: one rank per node");
         return;
     }

@@ -21,11 +21,9 @@ void guard_inject_sparse(struct trainer *tr, const struct backend_ops *be, float
 {
     const struct train_conf *cf = &tr->conf;
     if (cf->nan_sparse && cf->nan_step == step_number(tr) && tr->c->rank == 0 && n > 0) {
-        const float nan = NAN; /* debug.nan_in = sparse */
-        if (backend_is_host(be))
-            gu[0] = nan;
-        else
-            be->to_device(gu, &nan, sizeof nan);
+        float *g = backend_host_begin(be, gu, sizeof *gu, 0); /* debug.nan_in = sparse */
+        g[0] = NAN;
+        backend_host_end(be, gu, g, sizeof *gu, 1);
     }
 }
 

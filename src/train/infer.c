@@ -58,11 +58,7 @@ void infer_user_vectors(struct trainer *tr, const struct seq_batch *b, float *ou
 
 void infer_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
 {
-    const struct backend_ops *be = tr->be;
     const int d = tr->conf.d;
-    if (tr->conf.model.type == MODEL_HSTU ? !be->hstu_attn_ctx_fwd : !be->sasrec_attn_ctx_fwd)
-        fatal("ranking: the candidates' target mask needs context-parallel attention, which the "
-              "%s backend does not have: run with device.type = cpu (doc/gpu.md)", be->name);
     struct infer f;
     infer_forward(tr, b, &f); /* ranking has tokens (step_feat_setup): f.tk is set */
     int64_t nc = 0;

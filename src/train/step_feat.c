@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "comm/comm_fail.h"
 #include "embedding/emb_feat.h"
 #include "train/train.h"
 
@@ -20,24 +21,25 @@ void step_feat_setup(struct trainer *tr)
     tr->feat = NULL;
     if (!feat_conf_any(&cf->features) && !ranking)
         return;
-    char err[1024];
+    char err[1024] = "";
     struct train_feat *F = xcalloc(1, sizeof *F);
-    if (feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d, &cf->emb_optim, cf->seed,
-                            cf->emb_init_std, err, sizeof err))
-        fatal("%s", err);
+    /* every rank resolves the same: the first error once (comm_fail_agree) */
+    comm_fail_agree(tr->c, feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d,
+                                               &cf->emb_optim, cf->seed, cf->emb_init_std, err,
+                                               sizeof err) != 0, err);
     if (ranking) { /* the actions: the event features and the tasks' labels */
         F->s.actions = tc->actions;
         for (int k = 0; k < tc->n; k++)
             feat_schema_add_label(&F->s, tc->t[k].name, k, tc->t[k].kind == TASK_BINARY);
     }
-    if (F->s.n_user > 0 && cf->split_long.on)
-        fatal("features.user = %s: contextual tokens with parallel.split_long = auto are not "
-              "supported (a sequence's chunks would need them on every rank): use one or the "
-              "other", cf->features.user);
-    if (feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err))
-        fatal("%s", err);
+    snprintf(err, sizeof err, "features.user = %s: contextual tokens with parallel.split_long = "
+             "auto are not supported (a sequence's chunks would need them on every rank): use "
+             "one or the other", cf->features.user);
+    comm_fail_agree(tr->c, F->s.n_user > 0 && cf->split_long.on, err);
+    comm_fail_agree(tr->c, feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err) != 0, err);
     /* the contextual and action tokens are positions of the model (and its 1/N scale) */
     cf->model.max_len = (ranking && tc->actions == ACT_INTERLEAVE ? 2 : 1) * cf->N + F->s.n_user;
+    F->on_device = !backend_is_host(tr->be);
     tr->feat = F;
 }
 
@@ -46,9 +48,6 @@ void step_feat_tables(struct trainer *tr)
     struct train_feat *F = tr->feat;
     if (!F)
         return;
-    if (tr->items->be != &backend_cpu)
-        fatal("features: the item table lives in %s memory (embedding.placement = device); "
-              "features need embedding.placement = host", tr->items->be->name);
     for (int k = 0; k < F->s.ntables; k++) {
         struct emb_table_conf ec;
         emb_feat_table(&F->s, k, &ec);
@@ -186,18 +185,17 @@ void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k)
  * host backend, their device form elsewhere (tokens_dev.h: the same bits). */
 void step_feat_assemble(struct step_feat *sf, const float *emb, float *x)
 {
-    const struct backend_ops *be = sf->tr->be;
-    if (backend_is_host(be)) {
+    if (!sf->tr->feat->on_device) {
         tokens_inputs(&sf->tk, emb, x);
         return;
     }
-    tokens_dev_load(&sf->tr->feat->dev, be, &sf->tk);
+    tokens_dev_load(&sf->tr->feat->dev, sf->tr->be, &sf->tk);
     tokens_dev_inputs(&sf->tr->feat->dev, &sf->tk, emb, x);
 }
 
 void step_feat_outputs(struct step_feat *sf, const float *out_x, float *out_ev)
 {
-    if (backend_is_host(sf->tr->be))
+    if (!sf->tr->feat->on_device)
         tokens_outputs(&sf->tk, out_x, out_ev);
     else
         tokens_dev_outputs(&sf->tr->feat->dev, &sf->tk, out_x, out_ev);
@@ -205,7 +203,7 @@ void step_feat_outputs(struct step_feat *sf, const float *out_x, float *out_ev)
 
 void step_feat_dout(struct step_feat *sf, const float *du_ev, float *du_x)
 {
-    if (backend_is_host(sf->tr->be))
+    if (!sf->tr->feat->on_device)
         tokens_dout(&sf->tk, du_ev, du_x);
     else
         tokens_dev_dout(&sf->tr->feat->dev, &sf->tk, du_ev, du_x);
@@ -213,7 +211,7 @@ void step_feat_dout(struct step_feat *sf, const float *du_ev, float *du_x)
 
 void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *demb)
 {
-    if (backend_is_host(sf->tr->be))
+    if (!sf->tr->feat->on_device)
         tokens_inputs_bwd(&sf->tk, dx, demb);
     else
         tokens_dev_inputs_bwd(&sf->tr->feat->dev, &sf->tk, dx, demb);
@@ -250,7 +248,7 @@ struct tokens *step_feat_inputs(struct trainer *tr, const struct seq_batch *b, c
     *tk = sf->tk; /* the plan outlives the lookup */
     memset(&sf->tk, 0, sizeof sf->tk);
     tokens_batch(tk, eb, mb);
-    if (tk->tgt && !backend_is_host(tr->be)) /* the target mask's key copies there */
+    if (tk->tgt && tr->feat && tr->feat->on_device) /* the target mask's key copies there */
         tokens_target_device(tk, tr->be);
     step_feat_free(sf);
     return tk;

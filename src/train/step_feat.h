@@ -36,6 +36,8 @@ struct train_feat {
     struct feat_values v;
     struct emb_table *tab[TOKENS_MAX_TABLES]; /* the schema's tables, in its order */
     struct tokens_dev dev; /* a device backend's buffers of the token assembly */
+    int on_device;         /* the model computes on a device: the assembly's device form
+                              (tokens_dev.h), else the host's (tokens.h); set once */
 };
 
 /* Resolve the features of tr->conf.features against the dataset, refuse

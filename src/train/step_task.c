@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "comm/comm_fail.h"
 #include "train/step_feat.h"
 #include "train/train.h"
 
@@ -13,17 +14,13 @@ void task_setup_conf(struct trainer *tr)
     struct train_conf *cf = &tr->conf;
     if (cf->task.type != TASK_RANKING)
         return;
-    const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
-                                                      : tr->be->sasrec_attn_ctx_fwd != NULL;
-    if (!ctx_attn && (cf->final_eval || cf->eval_every > 0))
-        fatal("train.task = ranking: the evaluation's target mask (each candidate attends to its "
-              "history and itself) needs context-parallel attention, which the %s backend does "
-              "not have: run with train.final_eval = off and train.eval_every = 0 (training "
-              "alone), or device.type = cpu (doc/gpu.md)", tr->be->name);
-    if (cf->split_long.on)
-        fatal("train.task = ranking with parallel.split_long = auto: not supported (the action "
-              "tokens and the target mask of a sequence cut into chunks): use one or the other");
-    task_setup_ranking_conf(&cf->task, tr->p, &tr->ds, &tr->rsplit);
+    /* every rank meets the same errors here: the first once (comm_fail_agree) */
+    char err[2600] = "train.task = ranking with parallel.split_long = auto: not supported (the "
+                     "action tokens and the target mask of a sequence cut into chunks): use one "
+                     "or the other";
+    comm_fail_agree(tr->c, cf->split_long.on, err);
+    comm_fail_agree(tr->c, task_setup_ranking_conf(&cf->task, tr->p, &tr->ds, &tr->rsplit, err,
+                                                   sizeof err) != 0, err);
 }
 
 void task_setup_model(struct trainer *tr)
@@ -47,10 +44,14 @@ void task_setup_init(struct trainer *tr)
         return;
     }
     double sums[3 * RANK_MAX_TASKS];
-    task_setup_ranking(&tr->task, &cf->task, &tr->m, &tr->tdata, cf->data_path,
-                       params_str(tr->p, P_data_split), sums);
+    char err[2600] = "";
+    /* every rank reads every label: the same verdicts, once (comm_fail_agree) */
+    comm_fail_agree(tr->c, task_setup_ranking(&tr->task, &cf->task, &tr->m, &tr->tdata,
+                                              cf->data_path, params_str(tr->p, P_data_split),
+                                              sums, err, sizeof err) != 0, err);
     step_bias_init(tr);
-    task_setup_ranking_labels(&cf->task, cf->data_path, sums);
+    comm_fail_agree(tr->c, task_setup_ranking_labels(&cf->task, cf->data_path, sums, err,
+                                                     sizeof err) != 0, err);
 }
 
 void task_teardown(struct trainer *tr)

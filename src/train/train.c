@@ -17,6 +17,7 @@
 #include "backend/devstats.h"
 #include "base/check.h"
 #include "comm/comm_fail.h"
+#include "train/backend_check.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
 #include "train/step_task.h"
@@ -54,29 +55,25 @@ static const struct backend_ops *table_placement(struct trainer *tr)
                      "not yet verified on a GPU; ask for it with embedding.placement=device)");
         return NULL;
     }
-    if (backend_is_host(tr->be))
-        fatal("embedding.placement = device needs a device backend (device.type=cuda, or auto "
-              "with a GPU, or the fake device); this rank computes on the %s backend: use "
-              "embedding.placement=host or auto",
-              tr->be->name);
     const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
     const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
     const double need = (double)slots * (double)(cf->d + sf) * 4.0 +
                         (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)slots : 0.0);
     size_t free_b = 0, total_b = 0;
-    char err[256];
-    if (tr->be->device_memory(&free_b, &total_b, err, sizeof err))
-        fatal("embedding.placement = device: %s", err);
+    char err[256] = "";
+    char msg[1024];
+    int bad = tr->be->device_memory(&free_b, &total_b, err, sizeof err) != 0;
+    snprintf(msg, sizeof msg, "embedding.placement = device: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
     const double room = 0.5 * (double)free_b / sharers;
-    int64_t short_here = need > room;
-    if (comm_allreduce_max_i64(tr->c, short_here))
-        fatal("embedding.placement = device: the item table's shard and its %s state need "
-              "%.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a rank's "
-              "device, shared by %d rank%s): use embedding.placement=host, or more devices (a "
-              "cache of hot rows for tables larger than device memory does not exist yet)",
-              emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
-              (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
+    snprintf(msg, sizeof msg, "embedding.placement = device: the item table's shard and its %s "
+             "state need %.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a "
+             "rank's device, shared by %d rank%s): use embedding.placement=host, or more devices "
+             "(a cache of hot rows for tables larger than device memory does not exist yet)",
+             emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
+             (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
+    comm_fail_agree(tr->c, need > room, msg);
     log_info("embedding.placement: device (%.3f GiB per rank: the shard and its %s state)",
              need / 1073741824.0, emb_optim_name(cf->emb_optim.kind));
     return tr->be;
@@ -96,7 +93,7 @@ static void table_transport(struct trainer *tr)
     int n = 0;
     for (int i = 0; i < tr->reg.n; i++) {
         struct emb_table *t = &tr->reg.tables[i];
-        if (backend_is_host(t->be) || t->G < 2)
+        if (!backend_has_ipc(t->be) || t->G < 2) /* host tables: no IPC */
             continue;
         char err[512], msg[700];
         int bad = emb_ipc_init(t, tr->c, kernel, err, sizeof err);
@@ -125,15 +122,16 @@ void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *
     const double bytes = slots * (double)(width + emb_optim_state_floats(ec->optim.kind, width)) *
                              4.0 + (ec->optim.kind == EMB_OPT_ADAM ? 8.0 * slots : 0.0);
     const double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (mem > 0 && bytes > mem) {
-        const int items = !strcmp(ec->name, "items");
-        fatal("data.path = %s: %s = %lld: table '%s' needs %.4g GiB per rank (%.0f rows of %d "
-              "floats and the %s state%s), more than this node's %.4g GiB of memory",
-              tr->conf.data_path, items ? "attribute num_items" : "attribute cardinality - 1",
-              (long long)ec->rows, ec->name, bytes / 1073741824.0, slots, width,
-              emb_optim_name(ec->optim.kind), ec->replicated ? ", replicated" : "",
-              mem / 1073741824.0);
-    }
+    const int items = !strcmp(ec->name, "items");
+    char msg[1024];
+    snprintf(msg, sizeof msg, "data.path = %s: %s = %lld: table '%s' needs %.4g GiB per rank "
+             "(%.0f rows of %d floats and the %s state%s), more than this node's %.4g GiB of "
+             "memory", tr->conf.data_path, items ? "attribute num_items"
+                                                 : "attribute cardinality - 1",
+             (long long)ec->rows, ec->name, bytes / 1073741824.0, slots, width,
+             emb_optim_name(ec->optim.kind), ec->replicated ? ", replicated" : "",
+             mem / 1073741824.0);
+    comm_fail_agree(tr->c, mem > 0 && bytes > mem, msg); /* every rank checks every table */
 }
 
 void trainer_open(struct trainer *tr)
@@ -168,6 +166,7 @@ void trainer_build(struct trainer *tr)
     cf->model.time_bias = tr->with_ts;
     device_select(tr->c, tr->p, &tr->dev);
     tr->be = tr->dev.be;
+    comm_fail_agree(tr->c, backend_check(tr->be, cf, err, sizeof err), err);
     int threads = blas_set_threads(tr->c->g[COMM_NODE].size);
     log_info("backend %s: %d BLAS thread%s per rank (%d rank%s on this node)", tr->be->name,
              threads, threads == 1 ? "" : "s", tr->c->g[COMM_NODE].size,
@@ -175,8 +174,8 @@ void trainer_build(struct trainer *tr)
     task_setup_conf(tr);
     step_feat_setup(tr); /* before the model: contextual tokens are positions */
     task_setup_model(tr);
-    if (model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err))
-        fatal("%s", err);
+    comm_fail_agree(tr->c, model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err) != 0,
+                    err);
     struct emb_table_conf ec = {.rows = tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
                                 .init_scale = cf->emb_init_std, .seed = cf->seed,
                                 .optim = cf->emb_optim, .placement = table_placement(tr)};

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend_cpu.h"
 #include "backend/precision.h"
 #include "base/log.h"
+#include "train/backend_check.h"
 
 /* Adam's constants, for the dense parameters and the tables alike. */
 static const float ADAM_BETA1 = 0.9f, ADAM_BETA2 = 0.98f, ADAM_EPS = 1e-8f;
@@ -53,29 +55,16 @@ static int rank_step_parse(const char *name, const char *text, int P, int *r, in
     return 0;
 }
 
-/* What the backends refuse, known from the parameters alone: the CPU
- * backend has no device buffers. (An operation a backend lacks is refused
- * where the backend is known: train_step_init.) */
-static int device_check(const struct params *p, const struct train_conf *tc, char *err,
-                        size_t errlen)
+/* What a run asks that contradicts itself before any backend is known,
+ * and with device.type = cpu what the CPU backend cannot give
+ * (backend_check: the same refusals as at set-up, found first). */
+static int device_check(const struct train_conf *tc, char *err, size_t errlen)
 {
-    const char *type = params_str(p, P_device_type), *tp = tc->transport;
     if (tc->subspace_k > 0 && tc->placement == PLACE_DEVICE)
         return errorf(err, errlen, "embedding.subspace_k = %d needs embedding.placement = host "
                       "or auto", tc->subspace_k);
-    if (!strcmp(type, "cpu")) {
-        if (!strcmp(params_str(p, P_device_staging), "direct"))
-            return errorf(err, errlen, "device.staging=direct needs device.type=cuda or fake (the "
-                          "CPU backend has no device buffers)");
-        if (strcmp(tp, "auto") && strcmp(tp, "mpi"))
-            return errorf(err, errlen, "parallel.transport = %s: not available on the CPU "
-                          "backend: it needs the CUDA backend (device.type=cuda); on the CPU only "
-                          "mpi exists: use parallel.transport=mpi or auto", tp);
-        if (tc->placement == PLACE_DEVICE)
-            return errorf(err, errlen, "embedding.placement = device needs a device backend "
-                          "(device.type=cuda, or auto with a GPU, or the fake device); use "
-                          "embedding.placement=host or auto");
-    }
+    if (!strcmp(tc->device_type, "cpu"))
+        return backend_check(&backend_cpu, tc, err, errlen);
     return 0;
 }
 
@@ -85,9 +74,7 @@ int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
     if (train_conf_resolve(p, P, &tc, err, errlen))
         return -1;
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
-    enum precision pr;
-    if (model_conf_check(&tc.model, err, errlen) || device_check(p, &tc, err, errlen) ||
-        precision_resolve(p, &pr, NULL, 0, err, errlen))
+    if (model_conf_check(&tc.model, err, errlen) || device_check(&tc, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
     if (P > 0 && G > 0 && (G > P || P % G != 0))
@@ -160,6 +147,10 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
                                             : OVERLAP_PRIORITIZED;
     tc->progress_thread = !strcmp(params_str(p, P_parallel_progress), "thread");
     tc->transport = params_str(p, P_parallel_transport);
+    tc->device_type = params_str(p, P_device_type);
+    tc->staging_direct = !strcmp(params_str(p, P_device_staging), "direct");
+    if (precision_resolve(p, &tc->precision, NULL, 0, err, errlen))
+        return -1;
     tc->timeout = params_i64(p, P_parallel_timeout);
     tc->rows_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_rows_codec));
     tc->grads_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_grads_codec));

@@ -13,6 +13,7 @@
 #include "data/split.h"
 #include "backend/emb_codec.h"
 #include "backend/emb_optim.h"
+#include "backend/precision.h"
 #include "feature/schema.h"
 #include "model/model.h"
 #include "model/task.h"
@@ -62,6 +63,10 @@ struct train_conf {
     double peak_tflops;       /* device.peak_tflops (0: measured) */
     struct split_conf split_long; /* parallel.split_long and its settings; .on: auto */
     const char *transport;    /* parallel.transport */
+    /* device (the backend itself: device_select) */
+    const char *device_type;  /* device.type */
+    int staging_direct;       /* device.staging = direct */
+    enum precision precision; /* device.precision, device.tf32 resolved (precision_resolve) */
     int64_t timeout;          /* parallel.timeout: watchdog seconds (0 = off) */
     enum emb_codec rows_codec, grads_codec; /* parallel.rows_codec, grads_codec */
     /* output */
@@ -92,7 +97,8 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
                        size_t errlen);
 /* Every check of the parameters that training makes before it starts, in
  * one place (train and 'freescale params' call it): train_conf_resolve's,
- * the model's (model_conf_check), what the chosen device type cannot run,
+ * the model's (model_conf_check), what the CPU backend cannot run when
+ * device.type = cpu (backend_check),
  * and with P > 0 the rank counts. 0, or -1 with err. */
 int train_conf_check(const struct params *p, int P, char *err, size_t errlen);
 

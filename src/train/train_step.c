@@ -3,7 +3,8 @@
  *
  *   read            this rank's sequences, the negatives of every position
  *                   (keyed by the token), the lookup of inputs (chunk 0),
- *                   targets and negatives (chunk 1) posted
+ *                   targets and negatives (chunk 1) posted (step_input.c,
+ *                   which holds this step's input and the next step's)
  *   lookup          owners serve the rows; chunk 0's rows reach the backend
  *                   and are gathered in token order
  *   forward + loss  the model, then the loss against the rows of chunk 1
@@ -82,37 +83,21 @@
 #include "train/dense_sync.h"
 #include "train/guard.h"
 #include "train/step_feat.h"
+#include "train/step_input.h"
 #include "train/step_neg.h"
 #include "train/step_task.h"
 #include "train/train.h"
-
-/* One step's input: this rank's sequences read, negatives drawn, ids
- * de-duplicated and their exchange posted. */
-struct step_input {
-    int ready;
-    struct seq_batch sb;
-    struct emb_exchange *x;
-    struct ctx_split *split;   /* split_long: the keys/values of cut sequences, else NULL */
-    float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
-                                  the targets' and negatives' tokens, else NULL */
-    struct step_feat *feat;    /* features: their plan and lookup, else NULL */
-    int prefetched;            /* overlap = prefetch: its rows were posted during the
-                                  previous step (emb_prefetch_*), not by its lookup */
-};
 
 /* The step's scalars (model backend's memory), read back at the step's end. */
 enum { SC_LOSS, SC_COUNT, SC_SPARSE, SC_DENSE, SC_N };
 
 struct step_state {
     struct trainer *tr;
-    int ranking;               /* train.task = ranking: no targets, negatives, shard ids */
-    int lookahead;             /* the next step is prepared during this one */
-    int read_late;             /* ... after this step's forward is enqueued (devices) */
-    int prioritized;           /* chunk 1 waited for late, its gradients sent early */
-    int prefetch;              /* the next step's rows served during this step */
+    enum overlap_mode overlap; /* parallel.overlap: the schedule (reads_ahead ... prefetches) */
+    int read_late;             /* the next step is read after this step's forward is
+                                  enqueued (devices), else before it (the host) */
     int in_step;               /* inside train_step: the hook acts only then */
-    struct step_input in[2];   /* this step's and the next step's input */
-    int cur;
+    struct step_ring ring;     /* this step's and the next step's input (step_input.h) */
     struct dense_sync *dense;
     double slow;               /* debug.slow_rank factor on this rank (1 = normal) */
     /* backend buffers, kept across steps */
@@ -125,10 +110,6 @@ struct step_state {
     double *sc;                /* [SC_N] model backend memory */
     double hsc[SC_N];          /* read back */
     double sparse_host;        /* SC_SPARSE when the table's memory is the host's, the model's not */
-    /* train.loss = full: the ids of this rank's shard, requested every step
-     * after the inputs, targets and negatives (loss_full.h) */
-    int64_t *shard_ids, n_shard;
-    struct ctx_stage *kv_stage; /* split_long, staged on a device: pinned buffers per layer */
     struct mirror lq_tok;      /* in-batch negatives: the tokens' logQ [T (1 + R)] */
     struct mirror lq_row;      /* and the unique rows' [nuniq] (step_logq) */
     struct task_step view;     /* the loss's view of the step, for the task's backward */
@@ -137,12 +118,14 @@ struct step_state {
     struct loss_full_shard shard; /* the view's, train.loss = full */
 };
 
-/* Ids a step requests for T tokens: inputs, targets, R negatives each, and
- * with train.loss = full this rank's shard (ranking: the inputs alone). */
-static int64_t step_ids(const struct step_state *s, int64_t T)
+/* parallel.overlap's schedule (the top of this file): each mode does what
+ * the one before it does, and more. */
+static int reads_ahead(const struct step_state *s) { return s->overlap != OVERLAP_NONE; }
+static int prioritized(const struct step_state *s)
 {
-    return s->ranking ? T : T * (2 + s->tr->conf.R) + s->n_shard;
+    return s->overlap == OVERLAP_PRIORITIZED || s->overlap == OVERLAP_PREFETCH;
 }
+static int prefetches(const struct step_state *s) { return s->overlap == OVERLAP_PREFETCH; }
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -188,21 +171,10 @@ static void between_layers(void *ctx, int first_final)
     if (!s->in_step) /* the model runs outside a step (evaluation): nothing in flight */
         return;
     comm_compute_end();
-    for (int k = 0; k < 2; k++) /* the next step's input first */
-        if (s->in[k ^ 1 ^ s->cur].ready) {
-            emb_exchange_progress(s->in[k ^ 1 ^ s->cur].x);
-            if (s->in[k ^ 1 ^ s->cur].feat)
-                step_feat_progress(s->in[k ^ 1 ^ s->cur].feat);
-        }
+    step_ring_progress(&s->ring);
     dense_sync_post_final(s->dense, first_final);
     dense_sync_progress(s->dense);
     comm_compute_begin();
-}
-
-/* The table's memory and the model's are the same (no mirror copies). */
-static int same_memory(const struct backend_ops *a, const struct backend_ops *b)
-{
-    return a == b || (backend_is_host(a) && backend_is_host(b));
 }
 
 /* The step's scalars, read back (a host wait on a device). */
@@ -212,50 +184,6 @@ static void read_scalars(struct step_state *s)
 }
 
 /* --- the phases --------------------------------------------------------------- */
-
-/* read: this rank's sequences of plan pl, the ids of the lookup (inputs,
- * chunk 0; targets, negatives and the full softmax's shard ids, chunk 1)
- * assembled in the table's memory, its de-duplication and counts posted;
- * with features their plan and lookups too. */
-static void phase_read(struct step_state *s, struct step_input *in, const struct step_plan *pl)
-{
-    struct trainer *tr = s->tr;
-    const struct train_conf *cf = &tr->conf;
-    struct emb_table *t = tr->items;
-    const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
-    tr->task.ops->batch(&tr->task, &tr->tdata, (uint64_t)pl->epoch, pl->users,
-                        pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
-    in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
-    ctx_split_device(in->split, tr->be, tr->dev.direct, s->kv_stage);
-    const int64_t T = in->sb.T, n_ids = step_ids(s, T);
-    emb_ids_reserve(t, n_ids);
-    emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
-    if (!s->ranking) { /* the targets, their negatives, the shard of train.loss = full */
-        emb_ids_put(t, T, in->sb.targets, T, tr->c->rank);
-        in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
-        emb_ids_put(t, T * (2 + cf->R), s->shard_ids, s->n_shard, tr->c->rank);
-    }
-    steptime_phase(&tr->st, PH_READ);
-    in->x = emb_input_dist_at(t, tr->c, n_ids, T, NULL);
-    if (tr->feat)
-        in->feat = step_feat_read(tr, &in->sb, in->x);
-    in->ready = 1;
-    steptime_phase(&tr->st, PH_INPUT_DIST);
-}
-
-static void input_release(struct step_input *in)
-{
-    emb_exchange_free(in->x);
-    in->x = NULL;
-    ctx_split_free(in->split);
-    in->split = NULL;
-    free(in->logq);
-    in->logq = NULL;
-    step_feat_free(in->feat);
-    in->feat = NULL;
-    batch_free(&in->sb);
-    in->ready = in->prefetched = 0;
-}
 
 /* lookup: owners serve this step's rows (read after the previous step's
  * sparse update); on the host the next step is read meanwhile; chunk 0's
@@ -270,22 +198,23 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     const struct backend_ops *be = tr->be, *tb = tr->items->be;
     struct emb_exchange *x = in->x;
     const int d = tr->conf.d;
-    const int64_t T = in->sb.T, n_ids = step_ids(s, T);
+    const int64_t T = in->sb.T, n_ids = step_input_ids(&s->ring, T);
     gputime_begin(&tr->gt, GPU_EXCHANGE);
     if (!in->prefetched) /* else posted during the previous step */
         emb_output_post(tr->items, tr->c, x, NULL);
     steptime_phase(&tr->st, PH_LOOKUP);
-    if (s->lookahead && next && !s->read_late) {
-        phase_read(s, &s->in[1 - s->cur], next);
-        if (s->prefetch) /* its ids reach the owners during the forward */
-            emb_input_post_ids(tr->c, s->in[1 - s->cur].x);
+    if (reads_ahead(s) && next && !s->read_late) {
+        struct step_input *nx = step_ring_next(&s->ring);
+        step_input_read(&s->ring, nx, next);
+        if (prefetches(s)) /* its ids reach the owners during the forward */
+            emb_input_post_ids(tr->c, nx->x);
     }
     if (in->feat) /* the representations: host memory, as the table's (step_feat_tables) */
         step_feat_lookup(in->feat);
     const float *rows = mirror_bind(&s->rows, be, tb,
                                     in->feat ? step_feat_rep(in->feat) : emb_exchange_rows(x),
                                     rows_bytes(emb_exchange_nuniq(x), d));
-    for (int k = 0; k < (s->prioritized ? 1 : 2); k++) {
+    for (int k = 0; k < (prioritized(s) ? 1 : 2); k++) {
         emb_output_wait(x, k, NULL);
         if (in->feat)
             step_feat_items(in->feat, x, k);
@@ -338,8 +267,8 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
     const int64_t T = in->sb.T;
     const float *logq = in->logq ? step_logq(s, in, inv) : NULL; /* uniform negatives: none */
     s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
-                                        .num_items = tr->ds.num_items, .m = s->n_shard,
-                                        .idx = s->ranking ? NULL : inv + T * (2 + cf->R),
+                                        .num_items = tr->ds.num_items, .m = s->ring.n_shard,
+                                        .idx = s->ring.ranking ? NULL : inv + T * (2 + cf->R),
                                         .direct = tr->dev.direct, .logits = cf->full_logits};
     s->view = (struct task_step){.be = tr->be, .c = tr->c, .T = T, .d = cf->d, .out = out,
                                  .du = du, .acc = s->sc + SC_LOSS, .scale = scale,
@@ -380,21 +309,21 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
         step_feat_outputs(in->feat, out, ev);
         out = ev;
     }
-    struct step_input *nx = &s->in[1 - s->cur];
-    if (s->lookahead && next && s->read_late) {
+    struct step_input *nx = step_ring_next(&s->ring);
+    if (reads_ahead(s) && next && s->read_late) {
         double t_read = clock_seconds();
         steptime_phase(&tr->st, PH_FORWARD);
-        phase_read(s, nx, next);
+        step_input_read(&s->ring, nx, next);
         t_work += clock_seconds() - t_read; /* not this step's work */
     }
     if (nx->ready)
         emb_input_post_ids(tr->c, nx->x);
-    if (s->prefetch && nx->ready) { /* which of its rows this step's update touches */
+    if (prefetches(s) && nx->ready) { /* which of its rows this step's update touches */
         steptime_phase(&tr->st, PH_FORWARD);
         emb_prefetch_plan(tr->items, tr->c, nx->x, x);
         steptime_phase(&tr->st, PH_PREFETCH);
     }
-    if (s->prioritized) { /* targets and negatives: chunk 1 */
+    if (prioritized(s)) { /* targets and negatives: chunk 1 */
         gputime_begin(&tr->gt, GPU_EXCHANGE);
         emb_output_wait(x, 1, NULL);
         if (in->feat)
@@ -411,13 +340,13 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     be->zero(drows, ud);
     step_loss(s, in, out, rows, inv, scale, du, drows);
     gputime_end(&tr->gt, GPU_FORWARD);
-    if (s->prioritized) {
+    if (prioritized(s)) {
         chunk_down(&s->grads, x, d, 1);
         emb_grad_post_chunk(tr->items, tr->c, x, 1, NULL);
     }
     slow_down(s, clock_seconds() - t_work);
     steptime_phase(&tr->st, PH_FORWARD);
-    if (s->prefetch && nx->ready) { /* its other rows travel during the backward */
+    if (prefetches(s) && nx->ready) { /* its other rows travel during the backward */
         emb_prefetch_post(tr->items, tr->c, nx->x);
         steptime_phase(&tr->st, PH_PREFETCH);
     }
@@ -457,12 +386,12 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     be->scatter_add_rows(b->T, d, demb, mirror_at(&s->inv), mirror_at(&s->grads));
     gputime_end(&tr->gt, GPU_BACKWARD);
     chunk_down(&s->grads, in->x, d, 0);
-    if (!s->prioritized) /* chunk 1 still here too */
+    if (!prioritized(s)) /* chunk 1 still here too */
         chunk_down(&s->grads, in->x, d, 1);
     const int64_t n = emb_exchange_nuniq(in->x) * d;
     float *gu = emb_exchange_grads(in->x);
     guard_inject_sparse(tr, tb, gu, n);
-    tb->sumsq_acc(n, gu, same_memory(tb, be) ? s->sc + SC_SPARSE : &s->sparse_host);
+    tb->sumsq_acc(n, gu, backend_same_memory(tb, be) ? s->sc + SC_SPARSE : &s->sparse_host);
     slow_down(s, clock_seconds() - t_work);
     steptime_phase(&tr->st, PH_BACKWARD);
 }
@@ -475,7 +404,7 @@ static void phase_grad_exchange(struct step_state *s, struct step_input *in, int
 {
     struct trainer *tr = s->tr;
     gputime_begin(&tr->gt, GPU_EXCHANGE);
-    if (apply) /* else dropped (guard.h): input_release drains chunk 1's */
+    if (apply) /* else dropped (guard.h): step_input_release drains chunk 1's */
         emb_grad_post(tr->items, tr->c, in->x, NULL);
     dense_sync_post_last(s->dense);
     if (apply)
@@ -484,8 +413,8 @@ static void phase_grad_exchange(struct step_state *s, struct step_input *in, int
     if (apply && in->feat) /* d rep = the item rows' gradients (host: a host table) */
         step_feat_update(in->feat, emb_exchange_grads(in->x));
     steptime_phase(&tr->st, PH_GRAD_EXCHANGE);
-    struct step_input *nx = &s->in[1 - s->cur];
-    if (s->prefetch && nx->ready) { /* the next step's rows this update touched, read now */
+    struct step_input *nx = step_ring_next(&s->ring);
+    if (prefetches(s) && nx->ready) { /* the next step's rows this update touched, read now */
         emb_prefetch_late(tr->items, tr->c, nx->x);
         nx->prefetched = 1;
         steptime_phase(&tr->st, PH_LATE);
@@ -522,7 +451,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
                   int64_t *tokens)
 {
     struct step_state *s = tr->state;
-    struct step_input *in = &s->in[s->cur];
+    struct step_input *in = step_ring_now(&s->ring);
     const int skip_mode = tr->conf.nonfinite_skip;
     const double t_start = clock_seconds();
     s->in_step = 1;
@@ -530,7 +459,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     tr->be->zero(s->sc, sizeof s->hsc);
     s->sparse_host = 0;
     if (!in->ready) /* else read during the previous step */
-        phase_read(s, in, now);
+        step_input_read(&s->ring, in, now);
     const int64_t n_global = comm_allreduce_sum_i64(tr->c, in->sb.T);
     const float scale = n_global > 0 ? 1.0f / (float)n_global : 0.0f;
     const struct batch b = {.B = in->sb.B, .T = in->sb.T, .offsets = in->sb.offsets,
@@ -545,7 +474,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     phase_backward(s, in, &b, &mb);
     if (skip_mode) /* the guard decides before the updates: the sums now */
         read_scalars(s);
-    const int same = same_memory(tr->items->be, tr->be);
+    const int same = backend_same_memory(tr->items->be, tr->be);
     phase_grad_exchange(s, in, guard_before_update(tr, s->hsc[SC_LOSS],
                                                    same ? s->hsc[SC_SPARSE] : s->sparse_host));
     phase_dense_allreduce(s);
@@ -557,9 +486,8 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     gputime_end(&tr->gt, GPU_OPTIMIZER);
     steptime_phase(&tr->st, PH_OPTIMIZER);
 
-    input_release(in);
-    if (s->in[1 - s->cur].ready)
-        s->cur = 1 - s->cur;
+    step_input_release(in);
+    step_ring_advance(&s->ring); /* the next step's input, if read ahead, is now this one */
     read_scalars(s); /* the step's one host wait for its results */
     gputime_step(&tr->gt, clock_seconds() - t_start);
     tr->sparse_sq = same ? s->hsc[SC_SPARSE] : s->sparse_host;
@@ -568,7 +496,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     steptime_phase(&tr->st, PH_ALLREDUCE);
     *tokens = n_global;
     s->in_step = 0;
-    if (s->ranking) /* normalised per task already (task_ranking.c) */
+    if (s->ring.ranking) /* normalised per task already (task_ranking.c) */
         return loss;
     return n_global > 0 ? loss / (double)n_global : 0.0;
 }
@@ -580,38 +508,26 @@ void train_step_init(struct trainer *tr)
     const struct train_conf *cf = &tr->conf;
     struct step_state *s = xcalloc(1, sizeof *s);
     s->tr = tr;
-    s->ranking = cf->task.type == TASK_RANKING;
-    s->lookahead = cf->overlap != OVERLAP_NONE;
+    s->ring.tr = tr;
+    s->ring.ranking = cf->task.type == TASK_RANKING;
+    s->overlap = cf->overlap;
     s->read_late = !backend_is_host(tr->be);
     gputime_init(&tr->gt, tr->be);
     emb_set_wait_hook(gputime_wait_hook, &tr->gt); /* the exchanges' waits: not device time */
-    s->kv_stage = ctx_stage_new(tr->be, cf->model.layers); /* NULL on the host */
+    s->ring.kv_stage = ctx_stage_new(tr->be, cf->model.layers); /* NULL on the host */
     s->sc = tr->be->alloc(sizeof s->hsc);
-    s->prefetch = cf->overlap == OVERLAP_PREFETCH;
-    s->prioritized = cf->overlap == OVERLAP_PRIORITIZED || s->prefetch;
     s->slow = cf->slow_rank == tr->c->rank ? cf->slow_factor : 1.0;
     /* prefetch keeps the dense all-reduce in one piece, as none does: MPI's
      * non-blocking all-reduces of buckets may sum in another order at P >= 3 */
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport,
                                cf->overlap == OVERLAP_PRIORITIZED);
-    if (!s->ranking && cf->loss == LOSS_FULL && !tr->be->softmax_block_lse)
-        fatal("train.loss = full: the %s backend has no full softmax; run with device.type = "
-              "cpu", tr->be->name);
-    const int ctx_attn = cf->model.type == MODEL_HSTU ? tr->be->hstu_attn_ctx_fwd != NULL
-                                                      : tr->be->sasrec_attn_ctx_fwd != NULL;
-    if (cf->split_long.on && !ctx_attn)
-        fatal("parallel.split_long = auto: the %s backend has no context-parallel attention; "
-              "run with device.type = cpu", tr->be->name);
-    if (!s->ranking && cf->negatives_from != NEG_UNIFORM && !tr->be->softmax_loss_q)
-        fatal("train.negatives_from = %s: the %s backend has no logQ-corrected softmax; run "
-              "with device.type = cpu", cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch",
-              tr->be->name);
-    if (cf->loss == LOSS_FULL && !s->ranking) {
-        s->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
-        s->shard_ids = xmalloc((size_t)(s->n_shard ? s->n_shard : 1) * sizeof(int64_t));
-        loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, s->shard_ids);
+    if (cf->loss == LOSS_FULL && !s->ring.ranking) {
+        struct step_ring *r = &s->ring;
+        r->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
+        r->shard_ids = xmalloc((size_t)(r->n_shard ? r->n_shard : 1) * sizeof(int64_t));
+        loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, r->shard_ids);
     }
-    if (s->lookahead)
+    if (reads_ahead(s))
         model_set_hook(&tr->m, (struct model_hook){.between_layers = between_layers, .ctx = s});
     char err[256];
     if (cf->progress_thread && comm_progress_start(tr->c, err, sizeof err))
@@ -622,10 +538,7 @@ void train_step_init(struct trainer *tr)
 void train_step_drain(struct trainer *tr)
 {
     struct step_state *s = tr->state;
-    for (int k = 0; k < 2; k++)
-        if (s->in[k].ready)
-            input_release(&s->in[k]);
-    s->cur = 0;
+    step_ring_drain(&s->ring);
 }
 
 void train_step_free(struct trainer *tr)
@@ -643,8 +556,8 @@ void train_step_free(struct trainer *tr)
     tr->be->free(s->sc);
     emb_set_wait_hook(NULL, NULL);
     gputime_free(&tr->gt);
-    ctx_stage_free(s->kv_stage);
-    free(s->shard_ids);
+    ctx_stage_free(s->ring.kv_stage);
+    free(s->ring.shard_ids);
     free(s);
     tr->state = NULL;
 }

@@ -1,0 +1,88 @@
+/* backend_check: the capability refusals of a run, one rule each; see
+ * backend_check.h. */
+#include "train/backend_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+static int refuse(char *err, size_t errlen, const char *asked, const char *why, const char *use)
+{
+    return errorf(err, errlen, "%s: %s; use %s", asked, why, use);
+}
+
+static int has_ctx_attn(const struct backend_ops *be, const struct train_conf *cf)
+{
+    return cf->model.type == MODEL_HSTU ? be->hstu_attn_ctx_fwd != NULL
+                                        : be->sasrec_attn_ctx_fwd != NULL;
+}
+
+/* What the device placement of the item table cannot carry: the features'
+ * tables (and the ranking task's labels, which are event features) are
+ * looked up beside the item table in host memory (step_feat.c). NULL: none
+ * asked. */
+static const char *asks_features(const struct train_conf *cf, char *buf, size_t len)
+{
+    const struct feat_conf *fc = &cf->features;
+    if (!feat_conf_any(fc))
+        return cf->task.type == TASK_RANKING ? "train.task = ranking (its labels are features)"
+                                             : NULL;
+    const char *name = fc->item[0] ? "item" : fc->event[0] ? "event" : "user";
+    const char *v = fc->item[0] ? fc->item : fc->event[0] ? fc->event : fc->user;
+    snprintf(buf, len, "features.%s = %s", name, v);
+    return buf;
+}
+
+int backend_check(const struct backend_ops *be, const struct train_conf *cf, char *err,
+                  size_t errlen)
+{
+    const int host = backend_is_host(be), ranking = cf->task.type == TASK_RANKING;
+    char asked[256], why[256];
+    snprintf(why, sizeof why, "the %s backend has no ", be->name);
+    const size_t w = strlen(why);
+#define LACKS(what) (snprintf(why + w, sizeof why - w, "%s", what), why)
+    /* the device data flow */
+    if (cf->staging_direct && host && !strcmp(cf->device_type, "cpu"))
+        return refuse(err, errlen, "device.staging = direct", LACKS("device buffers"),
+                      "device.type = cuda or fake, or device.staging = host or auto");
+    if (cf->placement == PLACE_DEVICE && host)
+        return refuse(err, errlen, "embedding.placement = device", LACKS("device memory"),
+                      "device.type = cuda (or auto with a GPU) or fake, or "
+                      "embedding.placement = host or auto");
+    const char *tp = cf->transport;
+    if ((!strcmp(tp, "copy-engine") || !strcmp(tp, "kernel")) && !backend_has_ipc(be)) {
+        snprintf(asked, sizeof asked, "parallel.transport = %s", tp);
+        return refuse(err, errlen, asked, LACKS("CUDA IPC"), "parallel.transport = mpi or auto");
+    }
+    const char *feat = asks_features(cf, asked, sizeof asked);
+    if (cf->placement == PLACE_DEVICE && feat)
+        return refuse(err, errlen, feat,
+                      "features need the item table in host memory, not embedding.placement = "
+                      "device",
+                      "embedding.placement = host or auto");
+    if (cf->precision == PRECISION_BF16 && !be->gemm_bf16)
+        return refuse(err, errlen, "device.precision = bf16", LACKS("bf16 GEMM"),
+                      "device.precision = fp32 or tf32");
+    /* the losses */
+    if (!ranking && cf->loss == LOSS_FULL && !(be->softmax_block_lse && be->softmax_block_grad))
+        return refuse(err, errlen, "train.loss = full", LACKS("full softmax"), "device.type = cpu");
+    if (!ranking && cf->negatives_from != NEG_UNIFORM && !be->softmax_loss_q) {
+        snprintf(asked, sizeof asked, "train.negatives_from = %s",
+                 cf->negatives_from == NEG_MIXED ? "mixed" : "in_batch");
+        return refuse(err, errlen, asked, LACKS("logQ-corrected softmax"),
+                      "device.type = cpu, or train.negatives_from = uniform");
+    }
+    /* the models' context-parallel attention */
+    if (cf->split_long.on && !has_ctx_attn(be, cf))
+        return refuse(err, errlen, "parallel.split_long = auto",
+                      LACKS("context-parallel attention"), "device.type = cpu");
+    if (ranking && (cf->final_eval || cf->eval_every > 0) && !has_ctx_attn(be, cf))
+        return refuse(err, errlen, "train.task = ranking",
+                      LACKS("context-parallel attention, which the evaluation's target mask "
+                            "needs (each candidate attends to its history and itself)"),
+                      "train.final_eval = off and train.eval_every = 0 (training alone), or "
+                      "device.type = cpu (doc/gpu.md)");
+#undef LACKS
+    return 0;
+}

@@ -1,0 +1,79 @@
+/* step_input: a step's input and the look-ahead ring; see step_input.h. */
+#include "train/step_input.h"
+
+#include <stdlib.h>
+
+#include "train/ctx_split.h"
+#include "train/step_feat.h"
+#include "train/step_neg.h"
+#include "train/step_task.h"
+
+int64_t step_input_ids(const struct step_ring *r, int64_t T)
+{
+    return r->ranking ? T : T * (2 + r->tr->conf.R) + r->n_shard;
+}
+
+void step_input_read(struct step_ring *r, struct step_input *in, const struct step_plan *pl)
+{
+    struct trainer *tr = r->tr;
+    const struct train_conf *cf = &tr->conf;
+    struct emb_table *t = tr->items;
+    const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
+    tr->task.ops->batch(&tr->task, &tr->tdata, (uint64_t)pl->epoch, pl->users,
+                        pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
+    in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
+    ctx_split_device(in->split, tr->be, tr->dev.direct, r->kv_stage);
+    const int64_t T = in->sb.T, n_ids = step_input_ids(r, T);
+    emb_ids_reserve(t, n_ids);
+    emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
+    if (!r->ranking) { /* the targets, their negatives, the shard of train.loss = full */
+        emb_ids_put(t, T, in->sb.targets, T, tr->c->rank);
+        in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
+        emb_ids_put(t, T * (2 + cf->R), r->shard_ids, r->n_shard, tr->c->rank);
+    }
+    steptime_phase(&tr->st, PH_READ);
+    in->x = emb_input_dist_at(t, tr->c, n_ids, T, NULL);
+    if (tr->feat)
+        in->feat = step_feat_read(tr, &in->sb, in->x);
+    in->ready = 1;
+    steptime_phase(&tr->st, PH_INPUT_DIST);
+}
+
+void step_input_release(struct step_input *in)
+{
+    emb_exchange_free(in->x);
+    in->x = NULL;
+    ctx_split_free(in->split);
+    in->split = NULL;
+    free(in->logq);
+    in->logq = NULL;
+    step_feat_free(in->feat);
+    in->feat = NULL;
+    batch_free(&in->sb);
+    in->ready = in->prefetched = 0;
+}
+
+void step_ring_advance(struct step_ring *r)
+{
+    if (step_ring_next(r)->ready)
+        r->cur = 1 - r->cur;
+}
+
+void step_ring_progress(struct step_ring *r)
+{
+    struct step_input *order[2] = {step_ring_next(r), step_ring_now(r)};
+    for (int k = 0; k < 2; k++)
+        if (order[k]->ready) {
+            emb_exchange_progress(order[k]->x);
+            if (order[k]->feat)
+                step_feat_progress(order[k]->feat);
+        }
+}
+
+void step_ring_drain(struct step_ring *r)
+{
+    for (int k = 0; k < 2; k++)
+        if (r->in[k].ready)
+            step_input_release(&r->in[k]);
+    r->cur = 0;
+}
