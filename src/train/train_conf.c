@@ -1,5 +1,6 @@
 /* train_conf: parameters -> typed configuration; see train_conf.h. */
 #include "train/train_conf.h"
+#include "train/train_dyn.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -87,6 +88,7 @@ int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
     enum precision pr;
     if (model_conf_check(&tc.model, err, errlen) || device_check(p, &tc, err, errlen) ||
+        train_dyn_refuse(p, &tc, P, err, errlen) ||
         precision_resolve(p, &pr, NULL, 0, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
@@ -169,6 +171,8 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->subspace_k > tc->d)
         return errorf(err, errlen, "embedding.subspace_k = %d exceeds model.dim = %d",
                       tc->subspace_k, tc->d);
+    if (train_dyn_resolve(p, &tc->dyn, err, errlen))
+        return -1;
     tc->checkpoint_dir = params_str(p, P_output_checkpoint_dir);
     tc->metrics = params_str(p, P_output_metrics);
     tc->trace = params_str(p, P_output_trace);

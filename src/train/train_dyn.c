@@ -1,0 +1,129 @@
+/* train_dyn: dynamic tables in a training run; see train_dyn.h. */
+#include "train/train_dyn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/metrics.h"
+#include "train/train.h"
+#include "train/train_conf.h"
+
+int train_dyn_resolve(const struct params *p, struct emb_dyn_conf *dc, char *err, size_t errlen)
+{
+    memset(dc, 0, sizeof *dc);
+    dc->on = (int)params_i64(p, P_embedding_dynamic);
+    dc->capacity = params_i64(p, P_embedding_capacity);
+    dc->admit = params_i64(p, P_embedding_admit);
+    return emb_dyn_parse_evict(params_str(p, P_embedding_evict), dc, err, errlen);
+}
+
+int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P, char *err,
+                     size_t errlen)
+{
+    const struct emb_dyn_conf *dc = &tc->dyn;
+    const int feat = params_str(p, P_features_dynamic)[0] != 0;
+    if (params_i64(p, P_output_checkpoint_delta_every) > 0)
+        return errorf(err, errlen, "output.checkpoint_delta_every = %lld: incremental checkpoints "
+                      "are not implemented yet (doc/embedding.md, \"Dynamic tables\")",
+                      (long long)params_i64(p, P_output_checkpoint_delta_every));
+    if (!dc->on && !feat) {
+        if (dc->capacity > 0 || dc->admit > 1 || dc->evict != EMB_EVICT_NONE)
+            return errorf(err, errlen, "embedding.capacity, admit and evict apply to dynamic "
+                          "tables: set embedding.dynamic = on or features.dynamic");
+        return 0;
+    }
+    const char *what = dc->on ? "embedding.dynamic = on" : "features.dynamic";
+    if (tc->placement == PLACE_DEVICE)
+        return errorf(err, errlen, "%s: dynamic tables live in host memory; a device-resident "
+                      "dynamic table (embedding.placement = device) is not available yet "
+                      "(doc/gpu.md): use embedding.placement = host or auto", what);
+    if (dc->on && tc->subspace_k > 0)
+        return errorf(err, errlen, "embedding.dynamic = on: not with embedding.subspace_k = %d "
+                      "(a dynamic table is a plain table)", tc->subspace_k);
+    if (dc->on && tc->full)
+        return errorf(err, errlen, "embedding.dynamic = on: train.loss = full (the softmax over "
+                      "every row of a dynamic table) is not implemented yet: use softmax or bce");
+    if (tc->checkpoint_dir[0] || tc->resume[0] || tc->keep_best)
+        return errorf(err, errlen, "%s: checkpoints of dynamic tables are not implemented yet "
+                      "(output.checkpoint_dir, train.resume, train.keep_best must be unset)", what);
+    if (dc->on && (tc->final_eval || tc->eval_every > 0))
+        return errorf(err, errlen, "embedding.dynamic = on: evaluation over a dynamic item table "
+                      "is not implemented yet: set train.final_eval = off and train.eval_every = 0");
+    const int64_t G = tc->embedding_group > 0 ? tc->embedding_group : P;
+    if (P > 0 && G > 0 && P % G == 0)
+        return emb_dyn_check(dc, dc->on ? "items" : "features.dynamic", (int)G, (int)(P / G),
+                             err, errlen) == 0 ? 0 : -1;
+    return 0;
+}
+
+void train_dyn_describe(struct trainer *tr)
+{
+    for (int i = 0; i < tr->reg.n; i++) {
+        struct emb_table *t = &tr->reg.tables[i];
+        if (!t->dyn)
+            continue;
+        const struct emb_dyn_conf *dc = &t->conf.dyn;
+        struct emb_dyn_stats s;
+        emb_dyn_take(t, &s);
+        char ev[48];
+        if (dc->evict == EMB_EVICT_TTL)
+            snprintf(ev, sizeof ev, "ttl:%lld", (long long)dc->ttl);
+        else
+            snprintf(ev, sizeof ev, "%s", dc->evict == EMB_EVICT_LRU ? "lru"
+                                          : dc->evict == EMB_EVICT_LFU ? "lfu" : "none");
+        log_info("dynamic table '%s': %d shard%s, capacity %s%lld rows, admit %lld, evict %s; "
+                 "pool %lld slots + index %lld entries: %.3f MiB per rank now (grows by "
+                 "doubling)", t->conf.name, t->G, t->G == 1 ? "" : "s",
+                 dc->capacity ? "" : "unbounded ", (long long)dc->capacity, (long long)dc->admit,
+                 ev, (long long)s.slots, (long long)s.index_cap, (double)s.bytes / 1048576.0);
+    }
+}
+
+void train_dyn_take(struct trainer *tr, int64_t steps, struct train_dyn_figs *f, char *line,
+                    size_t llen)
+{
+    f->n = 0;
+    line[0] = 0;
+    size_t at = 0;
+    const double n = steps > 0 ? (double)steps : 1;
+    for (int i = 0; i < tr->reg.n && f->n < TRAIN_DYN_MAX; i++) {
+        struct emb_table *t = &tr->reg.tables[i];
+        if (!t->dyn)
+            continue;
+        struct emb_dyn_stats s;
+        emb_dyn_take(t, &s);
+        /* a shard's replicas count once: only the first emb group's ranks add */
+        const int first = tr->c->rank < t->G || t->conf.replicated;
+        int64_t v[5] = {s.rows, s.inserted, s.evicted, s.unadmitted_hits, s.index_cap};
+        if (!first)
+            memset(v, 0, sizeof v);
+        comm_allreduce_sum_i64v(tr->c, COMM_WORLD, v, 5);
+        const int k = f->n++;
+        f->name[k] = t->conf.name;
+        f->rows[k] = (double)v[0];
+        f->inserted[k] = (double)v[1] / n;
+        f->evicted[k] = (double)v[2] / n;
+        f->unadmitted[k] = (double)v[3] / n;
+        f->load[k] = v[4] > 0 ? (double)v[0] / (double)v[4] : 0;
+        if (at < llen)
+            at += (size_t)snprintf(line + at, llen - at,
+                                   " %s rows %.0f +%.1f -%.1f/step unadmitted %.1f/step load %.2f",
+                                   t->conf.name, f->rows[k], f->inserted[k], f->evicted[k],
+                                   f->unadmitted[k], f->load[k]);
+    }
+}
+
+void train_dyn_metrics(const struct train_dyn_figs *f, struct metrics_line *l)
+{
+    static const char *key[5] = {"rows", "inserted", "evicted", "unadmitted_hits", "load"};
+    for (int k = 0; k < f->n; k++) {
+        const double v[5] = {f->rows[k], f->inserted[k], f->evicted[k], f->unadmitted[k],
+                             f->load[k]};
+        for (int j = 0; j < 5; j++) {
+            char name[96];
+            snprintf(name, sizeof name, "%s.%s", f->name[k], key[j]);
+            metrics_num(l, name, v[j]);
+        }
+    }
+}

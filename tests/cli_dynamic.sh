@@ -1,0 +1,106 @@
+#!/bin/sh
+# cli_dynamic: dynamic tables (embedding.dynamic, features.dynamic;
+# doc/embedding.md, "Dynamic tables"). On a dense dataset a dynamic table
+# with admit = 1, evict = none gives the dense table's losses bit for bit
+# at P = 1, 2, 4 (the same P: the dense run's own reductions): HSTU and
+# SASRec retrieval, ranking, a dynamic feature table, overlap none and
+# prefetch, embedding groups. Admission and ttl eviction give the same
+# losses at P = 1, 2, 4 (1e-5: the shared unadmitted row's gradient is
+# summed over the shards) and repeat bit for bit under prefetch; lru under
+# a binding capacity repeats bit for bit at P = 2 and evicts. The counters
+# (with adagrad, admission agrees to ~1e-3 across P: see below) are on the progress line and in the metrics; bad settings are refused.
+. "$(dirname "$0")/lib.sh"
+need_mpirun
+IN="$TOP_SRCDIR/input/tiny.in"
+"$FS" data gen --users 64 --items 2000 --length pareto:8,1.2 --max-length 60 --timestamps \
+    --item-feature brand:300 --labels planted -o "$T/d.h5" >/dev/null 2>&1 || { fail "data gen"; finish; }
+COMMON="data.path=$T/d.h5 data.max_seq_len=64 device.type=cpu train.epochs=10 train.max_steps=6
+train.log_every=1 train.eval_every=0 train.final_eval=off model.layers=1 model.dim=16"
+run() { # NAME NP ARGS...: metrics in $T/NAME.jsonl
+    rn=$1 rp=$2; shift 2
+    if "$MPIRUN" -np "$rp" "$FS" train "$IN" $COMMON "output.metrics=$T/$rn.jsonl" "$@" \
+        >"$T/$rn.out" 2>&1; then :; else fail "$rn: $(tail -3 "$T/$rn.out")"; fi
+}
+identical() { # NAME A B: the step/loss listings are identical
+    losses "$2" > "$T/la"; losses "$3" > "$T/lb"
+    if [ -s "$T/la" ] && cmp -s "$T/la" "$T/lb"; then pass "$1: losses identical ($(wc -l < "$T/la") steps)"
+    else fail "$1: losses differ: $(diff "$T/la" "$T/lb" | head -n 3 | tr '\n' ' ')"; fi
+}
+pair() { # NAME TAG NP ARGS...: dense vs dynamic, identical (files $T/TAG-dense, $T/TAG-dyn)
+    pn=$1 pt=$2 pp=$3; shift 3
+    run "$pt-dense" "$pp" "$@"
+    run "$pt-dyn" "$pp" "$@" embedding.dynamic=on
+    identical "$pn: dynamic = dense" "$T/$pt-dense.jsonl" "$T/$pt-dyn.jsonl"
+}
+RANK="train.task=ranking train.tasks=click:binary:click data.split=last:1 train.batch_size=16"
+pair "HSTU P=1" h1 1
+pair "HSTU P=2 prefetch" h2 2 parallel.overlap=prefetch
+pair "SASRec P=2 bce" s2 2 model.type=sasrec train.loss=bce parallel.overlap=none
+pair "HSTU P=4 prefetch groups" h4 4 parallel.overlap=prefetch parallel.embedding_group=2
+pair "ranking P=4" r4 4 $RANK
+F="features.item=brand features.placement=sharded parallel.overlap=prefetch"
+run f2-dense 2 $F
+run f2-dyn 2 $F features.dynamic=brand
+identical "features P=2: a dynamic feature table = dense" "$T/f2-dense.jsonl" "$T/f2-dyn.jsonl"
+# both dynamic: the item rows' order differs at P > 1 (grouped by another
+# owner), and with it the order the feature gradients are summed in
+run f2-both 2 $F features.dynamic=brand embedding.dynamic=on
+same_losses "$T/f2-dense.jsonl" "$T/f2-both.jsonl" "features P=2: dynamic item and feature tables" 0 1e-6
+grep -q 'item feature brand: .*dynamic, sharded' "$T/f2-dyn.out" &&
+    pass "the feature table is dynamic" || fail "feature line: $(grep 'feature brand' "$T/f2-dyn.out")"
+grep -q "dynamic table 'items': 2 shards, capacity unbounded" "$T/h2-dyn.out" &&
+    pass "start-up line" || fail "no start-up line: $(grep -i dynamic "$T/h2-dyn.out" | head -2)"
+grep -q ' items rows [0-9]* +[0-9.]* -0.0/step unadmitted 0.0/step load 0\.' "$T/h1-dyn.out" &&
+    pass "progress line" || fail "progress line: $(grep -m1 'step 2/' "$T/h1-dyn.out")"
+grep -q '"items.rows":[1-9][0-9]*,"items.inserted":[0-9.e+]*,"items.evicted":0,"items.unadmitted_hits":0,"items.load":0\.' \
+    "$T/h1-dyn.jsonl" && pass "metrics" || fail "metrics: $(grep -o '"items[^,]*' "$T/h1-dyn.jsonl" | head -5 | tr '\n' ' ')"
+
+# admission and ttl: the same losses on any P; prefetch = none. With sgd:
+# the shared unadmitted row's gradient is summed over many ids in an order
+# that depends on P, and adagrad's first steps (g / sqrt(g^2)) make the
+# rounding of its near-zero coordinates visible (doc/embedding.md)
+A="embedding.dynamic=on embedding.admit=2 embedding.evict=ttl:2 embedding.optimizer=sgd"
+for np in 1 2 4; do run "adm$np" $np $A parallel.overlap=none; done
+same_losses "$T/adm1.jsonl" "$T/adm2.jsonl" "admit=2 ttl:2: P=2 vs P=1" 0 1e-6
+same_losses "$T/adm1.jsonl" "$T/adm4.jsonl" "admit=2 ttl:2: P=4 vs P=1" 0 1e-6
+T2="embedding.dynamic=on embedding.evict=ttl:1"
+run ttl1 1 $T2
+run ttl4 4 $T2 parallel.overlap=prefetch
+same_losses "$T/ttl1.jsonl" "$T/ttl4.jsonl" "ttl:1 (adagrad): P=4 prefetch vs P=1" 0 1e-6
+run admp 2 $A parallel.overlap=prefetch
+identical "admit=2 ttl:2 P=2: prefetch = none" "$T/adm2.jsonl" "$T/admp.jsonl"
+ev=$(grep -o '"items.evicted":[0-9.e+]*' "$T/adm2.jsonl" | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+un=$(grep -o '"items.unadmitted_hits":[0-9.e+]*' "$T/adm2.jsonl" | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+awk -v e="$ev" -v u="$un" 'BEGIN { exit !(e > 0 && u > 0) }' &&
+    pass "ttl evicted ($ev/step summed) and ids waited for admission ($un/step)" ||
+    fail "evicted $ev, unadmitted hits $un"
+losses "$T/ttl1.jsonl" > "$T/la"; losses "$T/h1-dense.jsonl" > "$T/lb"
+cmp -s "$T/la" "$T/lb" && fail "ttl:1 changed nothing" || pass "ttl:1 changes the run"
+
+# lru under a binding capacity: bit for bit at P = 2, rows at the bound
+L="embedding.dynamic=on embedding.capacity=600 embedding.evict=lru"
+run lru-a 2 $L
+run lru-b 2 $L parallel.overlap=prefetch
+identical "lru capacity=600 P=2: repeats (prefetch too)" "$T/lru-a.jsonl" "$T/lru-b.jsonl"
+grep -o '"items.rows":[0-9]*' "$T/lru-a.jsonl" | cut -d: -f2 | awk '$1 > 600 { bad = 1 } END { exit bad }' &&
+    pass "lru: at most 600 rows" || fail "lru: rows above the capacity"
+ev=$(grep -o '"items.evicted":[0-9.e+]*' "$T/lru-a.jsonl" | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+awk -v e="$ev" 'BEGIN { exit !(e > 0) }' && pass "lru evicted" || fail "lru evicted nothing"
+
+# refusals
+expect_error "ttl:S needs S >= 1" "$FS" train "$IN" $COMMON embedding.dynamic=on embedding.evict=ttl:0
+expect_error "expected none, ttl:S, lru or lfu" "$FS" train "$IN" $COMMON embedding.dynamic=on embedding.evict=fifo
+expect_error "needs at least one row per shard" "$MPIRUN" -np 4 "$FS" train "$IN" $COMMON \
+    embedding.dynamic=on embedding.capacity=3
+expect_error "a device-resident dynamic table" "$FS" train "$IN" $COMMON embedding.dynamic=on \
+    device.type=fake embedding.placement=device
+expect_error "incremental checkpoints are not implemented yet" "$FS" train "$IN" $COMMON \
+    embedding.dynamic=on output.checkpoint_delta_every=2
+expect_error "checkpoints of dynamic tables are not implemented yet" "$FS" train "$IN" $COMMON \
+    embedding.dynamic=on output.checkpoint_dir="$T/ck"
+expect_error "apply to dynamic tables" "$FS" train "$IN" $COMMON embedding.admit=3
+expect_error "features.dynamic = nope: 'nope' names no feature" "$FS" train "$IN" $COMMON \
+    features.item=brand features.dynamic=nope
+expect_error "takes only embedding.admit = 1" "$MPIRUN" -np 4 "$FS" train "$IN" $COMMON \
+    embedding.dynamic=on parallel.embedding_group=2 embedding.evict=ttl:3
+finish
