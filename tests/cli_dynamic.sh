@@ -8,7 +8,10 @@
 # losses at P = 1, 2, 4 (1e-5: the shared unadmitted row's gradient is
 # summed over the shards) and repeat bit for bit under prefetch; lru under
 # a binding capacity repeats bit for bit at P = 2 and evicts. The counters
-# (with adagrad, admission agrees to ~1e-3 across P: see below) are on the progress line and in the metrics; bad settings are refused.
+# (with adagrad, admission agrees to ~1e-3 across P: see below). A
+# checkpoint written at P = 4 resumes at P = 3 with the uninterrupted
+# run's losses; evaluation and recommend over a dynamic table give the
+# dense table's. The counters are on the progress line and in the metrics; bad settings are refused.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -87,6 +90,33 @@ grep -o '"items.rows":[0-9]*' "$T/lru-a.jsonl" | cut -d: -f2 | awk '$1 > 600 { b
 ev=$(grep -o '"items.evicted":[0-9.e+]*' "$T/lru-a.jsonl" | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
 awk -v e="$ev" 'BEGIN { exit !(e > 0) }' && pass "lru evicted" || fail "lru evicted nothing"
 
+# checkpoints: written at P = 4, resumed at P = 3 (re-hashed) = the
+# uninterrupted run; admission, ttl and a dynamic feature table
+K="embedding.dynamic=on embedding.admit=2 embedding.evict=ttl:2 features.item=brand
+features.placement=sharded features.dynamic=brand train.max_steps=8"
+run ck-u 4 $K
+run ck-w 4 $K output.checkpoint_dir="$T/ck" train.checkpoint_every=4
+run ck-r 3 $K train.resume="$T/ck/ckpt-4.h5"
+same_losses "$T/ck-u.jsonl" "$T/ck-r.jsonl" "checkpoint at P=4, resumed at P=3" 4 1e-6
+[ "$(losses "$T/ck-r.jsonl" | head -1 | cut -d' ' -f1)" = 5 ] && pass "resumed from step 5" ||
+    fail "resume did not start at step 5"
+
+# evaluation, recommend and export read the dynamic table as the dense one
+# (an id never looked up gets the unadmitted row: here every item was)
+E="train.final_eval=on train.max_steps=8"
+run ev-dense 1 $E output.checkpoint_dir="$T/cd"
+run ev-dyn 1 $E output.checkpoint_dir="$T/cy" embedding.dynamic=on
+a=$(grep -o '"split":"test".*"ndcg@10":[0-9.e-]*' "$T/ev-dense.jsonl")
+b=$(grep -o '"split":"test".*"ndcg@10":[0-9.e-]*' "$T/ev-dyn.jsonl")
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "test metrics as the dense table's" || fail "eval: $a / $b"
+grep -q '"items.rows":2000,' "$T/ev-dyn.jsonl" && pass "every item has a row" || fail "not every item seen"
+for x in cd cy; do
+    "$MPIRUN" -np 2 "$FS" recommend "$T/$x/ckpt-8.h5" --top 5 -o "$T/rec-$x.csv" >/dev/null 2>&1 ||
+        fail "recommend $x"
+done
+cmp -s "$T/rec-cd.csv" "$T/rec-cy.csv" && pass "recommend (P=2): as the dense table's" ||
+    fail "recommend differs"
+
 # refusals
 expect_error "ttl:S needs S >= 1" "$FS" train "$IN" $COMMON embedding.dynamic=on embedding.evict=ttl:0
 expect_error "expected none, ttl:S, lru or lfu" "$FS" train "$IN" $COMMON embedding.dynamic=on embedding.evict=fifo
@@ -96,8 +126,10 @@ expect_error "a device-resident dynamic table" "$FS" train "$IN" $COMMON embeddi
     device.type=fake embedding.placement=device
 expect_error "incremental checkpoints are not implemented yet" "$FS" train "$IN" $COMMON \
     embedding.dynamic=on output.checkpoint_delta_every=2
-expect_error "checkpoints of dynamic tables are not implemented yet" "$FS" train "$IN" $COMMON \
-    embedding.dynamic=on output.checkpoint_dir="$T/ck"
+expect_error "output.checkpoint_write = gathered is not available" "$FS" train "$IN" $COMMON \
+    embedding.dynamic=on output.checkpoint_dir="$T/ckg" output.checkpoint_write=gathered
+expect_error "checkpoints with parallel.overlap = prefetch and" "$FS" train "$IN" $COMMON \
+    embedding.dynamic=on embedding.evict=ttl:3 output.checkpoint_dir="$T/ckp" parallel.overlap=prefetch
 expect_error "apply to dynamic tables" "$FS" train "$IN" $COMMON embedding.admit=3
 expect_error "features.dynamic = nope: 'nope' names no feature" "$FS" train "$IN" $COMMON \
     features.item=brand features.dynamic=nope

@@ -400,3 +400,52 @@ int64_t emb_dyn_rows(const struct emb_table *t, int64_t **ids, int64_t **slots)
     free(p);
     return m;
 }
+
+int64_t emb_dyn_clock(const struct emb_table *t) { return t->dyn->clock; }
+void emb_dyn_set_clock(struct emb_table *t, int64_t clock) { t->dyn->clock = clock; }
+
+void emb_dyn_row_stats(const struct emb_table *t, int64_t slot, int64_t *last, int64_t *freq)
+{
+    *last = t->dyn->last[slot];
+    *freq = t->dyn->freq[slot];
+}
+
+int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t freq)
+{
+    struct emb_dyn *d = t->dyn;
+    if (id == 0 || emb_dyn_index_get(&d->ix, id) >= 0)
+        return -1;
+    const int64_t s = insert(t, id);
+    if (s == 0)
+        fatal("embedding table '%s': shard %d is full (embedding.capacity = %lld, %lld rows per "
+              "shard) restoring a checkpoint's rows: raise embedding.capacity", t->conf.name,
+              t->shard, (long long)t->conf.dyn.capacity, (long long)(d->max_slots - 1));
+    d->st.inserted--; /* restored, not inserted */
+    d->last[s] = last;
+    d->freq[s] = freq;
+    return s;
+}
+
+int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs)
+{
+    const struct emb_dyn_index *p = &t->dyn->prob;
+    int64_t m = 0;
+    *pairs = xmalloc((size_t)(p->n > 0 ? p->n : 1) * 2 * sizeof **pairs);
+    for (int64_t h = 0; h < p->cap; h++)
+        if (p->keys && p->keys[h]) {
+            (*pairs)[2 * m] = p->keys[h];
+            (*pairs)[2 * m + 1] = p->vals[h];
+            m++;
+        }
+    qsort(*pairs, (size_t)m, 2 * sizeof **pairs, cmp_i64);
+    return m;
+}
+
+void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value)
+{
+    if (!t->dyn->prob.keys)
+        fatal("embedding table '%s': a probation list in the checkpoint, but embedding.admit = "
+              "%lld here (resume with the admit it was written with)", t->conf.name,
+              (long long)t->conf.dyn.admit);
+    emb_dyn_index_put(&t->dyn->prob, id, value);
+}

@@ -139,4 +139,17 @@ void emb_dyn_take(struct emb_table *t, struct emb_dyn_stats *out);
  * with their slots; returns their number. */
 int64_t emb_dyn_rows(const struct emb_table *t, int64_t **ids, int64_t **slots);
 
+/* Checkpoints (train/checkpoint_dyn.c): the clock; a row's statistics
+ * (slot: of emb_dyn_rows); a row restored (made with the initial values,
+ * which the caller overwrites; its statistics set): its slot, or -1 when
+ * the id has a row already (fatal() when the shard is full); the probation
+ * list (admit > 1) as pairs (id, value) ascending by id (xmalloc'd), and
+ * an entry restored. */
+int64_t emb_dyn_clock(const struct emb_table *t);
+void emb_dyn_set_clock(struct emb_table *t, int64_t clock);
+void emb_dyn_row_stats(const struct emb_table *t, int64_t slot, int64_t *last, int64_t *freq);
+int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t freq);
+int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs);
+void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value);
+
 #endif

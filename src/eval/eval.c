@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "eval/eval_ranking.h"
 #include "train/step_feat.h"
+#include "train/train_dyn.h"
 
 #define EVAL_CHUNK 256 /* users per forward pass */
 
@@ -129,10 +130,12 @@ void eval_run(struct trainer *tr, int test, struct eval_result *out)
 {
     memset(out, 0, sizeof *out);
     out->ranking = tr->conf.task.type == TASK_RANKING;
+    train_dyn_view_begin(tr); /* a dynamic item table: read as a dense one */
     if (out->ranking)
         eval_ranking_split(tr, test, &out->k);
     else
         eval_split(tr, test, &out->r);
+    train_dyn_view_end(tr);
 }
 
 /* A ranking metric where lower is better maps to 1 / (1 + value): higher

@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "data/dataset.h"
 #include "train/checkpoint_priv.h"
+#include "train/checkpoint_dyn.h"
 #include "train/watchdog.h"
 
 #define VERIFY_BLOCK_VALUES ((int64_t)1 << 20)
@@ -359,6 +360,10 @@ static void read_tables(struct trainer *tr, const struct h5io *h, const char *pa
               x.name);
     for (int k = 0; k < tr->reg.n; k++) {
         struct emb_table *t = &tr->reg.tables[k];
+        if (t->dyn) { /* ids and rows, re-hashed (checkpoint_dyn.c) */
+            ckpt_dyn_read(tr, h, path, k);
+            continue;
+        }
         struct ckpt_part part[3];
         hid_t d[3];
         const int np = ckpt_parts(t, part);

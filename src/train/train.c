@@ -226,6 +226,7 @@ void trainer_build(struct trainer *tr)
 void trainer_free(struct trainer *tr)
 {
     watchdog_stop();
+    train_dyn_view_end(tr); /* recommend, score, export: the dense view of a dynamic table */
     train_step_free(tr);
     dense_optim_free(&tr->optim);
     emb_registry_free(&tr->reg);

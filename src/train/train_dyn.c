@@ -2,9 +2,12 @@
 #include "train/train_dyn.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "base/log.h"
+#include "embedding/emb_exchange.h"
 #include "base/metrics.h"
 #include "train/train.h"
 #include "train/train_conf.h"
@@ -44,12 +47,16 @@ int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P,
     if (dc->on && tc->full)
         return errorf(err, errlen, "embedding.dynamic = on: train.loss = full (the softmax over "
                       "every row of a dynamic table) is not implemented yet: use softmax or bce");
-    if (tc->checkpoint_dir[0] || tc->resume[0] || tc->keep_best)
-        return errorf(err, errlen, "%s: checkpoints of dynamic tables are not implemented yet "
-                      "(output.checkpoint_dir, train.resume, train.keep_best must be unset)", what);
-    if (dc->on && (tc->final_eval || tc->eval_every > 0))
-        return errorf(err, errlen, "embedding.dynamic = on: evaluation over a dynamic item table "
-                      "is not implemented yet: set train.final_eval = off and train.eval_every = 0");
+    if ((tc->checkpoint_dir[0] || tc->keep_best) && tc->ckpt_gathered)
+        return errorf(err, errlen, "%s: a dynamic table is written by every rank: "
+                      "output.checkpoint_write = gathered is not available for it (use "
+                      "collective)", what);
+    if (tc->checkpoint_dir[0] && tc->overlap == OVERLAP_PREFETCH &&
+        (dc->admit > 1 || dc->evict != EMB_EVICT_NONE))
+        return errorf(err, errlen, "%s: checkpoints with parallel.overlap = prefetch and "
+                      "embedding.admit > 1 or evict != none are not available yet (the next "
+                      "step's lookup has counted its ids when the checkpoint is written): use "
+                      "overlap = prioritized", what);
     const int64_t G = tc->embedding_group > 0 ? tc->embedding_group : P;
     if (P > 0 && G > 0 && P % G == 0)
         return emb_dyn_check(dc, dc->on ? "items" : "features.dynamic", (int)G, (int)(P / G),
@@ -126,4 +133,54 @@ void train_dyn_metrics(const struct train_dyn_figs *f, struct metrics_line *l)
             metrics_num(l, name, v[j]);
         }
     }
+}
+
+#define VIEW_BLOCK 65536 /* ids per lookup while making the view */
+
+static struct emb_registry *view_reg; /* the view (one table), reachable until freed */
+static struct emb_table *view_dyn;    /* the dynamic table it stands for */
+
+void train_dyn_view_begin(struct trainer *tr)
+{
+    struct emb_table *t = tr->items;
+    if (!t->dyn || view_dyn)
+        return;
+    if (t->conf.rows < 1)
+        fatal("embedding.dynamic = on: evaluation, recommend, score and export over a dynamic "
+              "item table need the dataset's item count (a dataset of raw ids has none): not "
+              "implemented yet");
+    struct emb_table_conf conf = t->conf;
+    conf.dyn.on = 0;
+    conf.placement = NULL; /* host memory, as the dynamic table */
+    view_reg = xcalloc(1, sizeof *view_reg);
+    struct emb_table *v = emb_registry_add(view_reg, tr->c, &conf);
+    v->index = tr->reg.n; /* its own message tags */
+    const int G = v->G, q = v->shard;
+    const int64_t first = q ? q : G, n = first <= conf.rows ? (conf.rows - first) / G + 1 : 0;
+    const int64_t calls = (conf.rows / G + 1 + VIEW_BLOCK - 1) / VIEW_BLOCK; /* the same on all */
+    int64_t *ids = xmalloc((size_t)VIEW_BLOCK * sizeof *ids);
+    float *rows = xmalloc((size_t)VIEW_BLOCK * (size_t)conf.dim * sizeof *rows);
+    for (int64_t k = 0; k < calls; k++) {
+        const int64_t a = k * VIEW_BLOCK, m = a < n ? (n - a < VIEW_BLOCK ? n - a : VIEW_BLOCK) : 0;
+        for (int64_t i = 0; i < m; i++)
+            ids[i] = first + (a + i) * G;
+        emb_exchange_free(emb_lookup(t, tr->c, ids, m, rows, NULL)); /* collective over emb */
+        if (m)
+            emb_table_set_slots(v, first / G + a, m, rows, NULL, NULL);
+    }
+    free(ids);
+    free(rows);
+    view_dyn = t;
+    tr->items = v;
+}
+
+void train_dyn_view_end(struct trainer *tr)
+{
+    if (!view_dyn)
+        return;
+    tr->items = view_dyn;
+    view_dyn = NULL;
+    emb_registry_free(view_reg);
+    free(view_reg);
+    view_reg = NULL;
 }

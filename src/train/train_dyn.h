@@ -40,4 +40,14 @@ struct metrics_line;
 /* Their metrics fields TABLE.rows, .inserted, .evicted, .unadmitted_hits, .load. */
 void train_dyn_metrics(const struct train_dyn_figs *f, struct metrics_line *l);
 
+/* Evaluation, recommend, score and export read the item table as a dense
+ * table of ids 1..rows (sharded by id mod G): over a dynamic item table,
+ * train_dyn_view_begin makes such a table from it (collective over emb:
+ * every id looked up, read only; an id without a row gets the unadmitted
+ * row) and points tr->items at it; train_dyn_view_end restores the
+ * dynamic table and frees the view. Nothing without a dynamic item table;
+ * refused (fatal) for a table of raw ids without a bound. */
+void train_dyn_view_begin(struct trainer *tr);
+void train_dyn_view_end(struct trainer *tr);
+
 #endif
