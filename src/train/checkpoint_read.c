@@ -136,6 +136,15 @@ static int verify_table(const char *name, void *data)
     snprintf(ds, sizeof ds, "/emb/%s/steps", name);
     if (h5io_exists(v->f, ds) && verify_dataset(v, ds, H5T_INTEGER, 1))
         return -1;
+    static const char *const dyn[3] = {"ids", "last", "freq"}; /* a dynamic table's */
+    for (int k = 0; k < 3; k++) {
+        snprintf(ds, sizeof ds, "/emb/%s/%s", name, dyn[k]);
+        if (h5io_exists(v->f, ds) && verify_dataset(v, ds, H5T_INTEGER, 1))
+            return -1;
+    }
+    snprintf(ds, sizeof ds, "/emb/%s/prob", name);
+    if (h5io_exists(v->f, ds) && verify_dataset(v, ds, H5T_INTEGER, 2))
+        return -1;
     return 0;
 }
 

@@ -79,11 +79,14 @@ void train_dyn_describe(struct trainer *tr)
         else
             snprintf(ev, sizeof ev, "%s", dc->evict == EMB_EVICT_LRU ? "lru"
                                           : dc->evict == EMB_EVICT_LFU ? "lfu" : "none");
-        log_info("dynamic table '%s': %d shard%s, capacity %s%lld rows, admit %lld, evict %s; "
-                 "pool %lld slots + index %lld entries: %.3f MiB per rank now (grows by "
-                 "doubling)", t->conf.name, t->G, t->G == 1 ? "" : "s",
-                 dc->capacity ? "" : "unbounded ", (long long)dc->capacity, (long long)dc->admit,
-                 ev, (long long)s.slots, (long long)s.index_cap, (double)s.bytes / 1048576.0);
+        char cap[64] = "unbounded";
+        if (dc->capacity)
+            snprintf(cap, sizeof cap, "%lld rows", (long long)dc->capacity);
+        log_info("dynamic table '%s': %d shard%s, capacity %s, admit %lld, evict %s; pool %lld "
+                 "slots + index %lld entries: %.3f MiB per rank now (grows by doubling%s)",
+                 t->conf.name, t->G, t->G == 1 ? "" : "s", cap, (long long)dc->admit, ev,
+                 (long long)s.slots, (long long)s.index_cap, (double)s.bytes / 1048576.0,
+                 dc->capacity ? " to the capacity" : "");
     }
 }
 
