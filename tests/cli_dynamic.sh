@@ -119,6 +119,12 @@ done
 cmp -s "$T/rec-cd.csv" "$T/rec-cy.csv" && pass "recommend (P=2): as the dense table's" ||
     fail "recommend differs"
 
+expect_error "was written as a dynamic table: resume with embedding.dynamic = on" \
+    "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON train.max_steps=8 features.item=brand \
+    features.placement=sharded train.resume="$T/ck/ckpt-4.h5"
+expect_error "was not written as a dynamic table" "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON \
+    train.max_steps=10 embedding.dynamic=on train.resume="$T/cd/ckpt-8.h5"
+
 # refusals
 expect_error "ttl:S needs S >= 1" "$FS" train "$IN" $COMMON embedding.dynamic=on embedding.evict=ttl:0
 expect_error "expected none, ttl:S, lru or lfu" "$FS" train "$IN" $COMMON embedding.dynamic=on embedding.evict=fifo
@@ -135,6 +141,8 @@ expect_error "checkpoints with parallel.overlap = prefetch and" "$FS" train "$IN
 expect_error "apply to dynamic tables" "$FS" train "$IN" $COMMON embedding.admit=3
 expect_error "features.dynamic = nope: 'nope' names no feature" "$FS" train "$IN" $COMMON \
     features.item=brand features.dynamic=nope
+expect_error "which is a sharded table: not with features.placement = replicated" "$FS" train \
+    "$IN" $COMMON features.item=brand features.dynamic=brand features.placement=replicated
 expect_error "takes only embedding.admit = 1" "$MPIRUN" -np 4 "$FS" train "$IN" $COMMON \
     embedding.dynamic=on parallel.embedding_group=2 embedding.evict=ttl:3
 finish

@@ -128,6 +128,10 @@ static int add_list(struct feat_schema *s, const struct feat_conf *fc, const str
         sp->replicated = fc->placement == FEAT_PLACE_REPLICATED ||
                          (fc->placement == FEAT_PLACE_AUTO && values <= (double)fc->replicate_below);
         sp->dynamic = name_listed(fc->dynamic, name);
+        if (sp->dynamic && fc->placement == FEAT_PLACE_REPLICATED)
+            return errorf(err, errlen, "features.dynamic = %s: '%s' is dynamic, which is a "
+                          "sharded table: not with features.placement = replicated (use auto or "
+                          "sharded)", fc->dynamic, name);
         if (sp->dynamic) /* a dynamic table is a sharded one */
             sp->replicated = 0;
         sp->table = s->ntables++;

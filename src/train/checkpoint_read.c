@@ -376,12 +376,16 @@ static void read_tables(struct trainer *tr, const struct h5io *h, const char *pa
         struct ckpt_part part[3];
         hid_t d[3];
         const int np = ckpt_parts(t, part);
-        char group[256];
+        char group[256], name0[300];
         snprintf(group, sizeof group, "/emb/%s", t->conf.name);
         if (!h5io_exists(h->f, group))
             fatal("checkpoint %s: no table %s: it was written by a run without this %s (the "
                   "features it trained are in its parameters: features.*)", path, group,
                   strncmp(t->conf.name, "proj.", 5) ? "table" : "feature width (a projection)");
+        snprintf(name0, sizeof name0, "%s/ids", group);
+        if (h5io_exists(h->f, name0)) /* checkpoint_dyn.c */
+            fatal("checkpoint %s: table %s was written as a dynamic table: resume with "
+                  "embedding.dynamic = on (features.dynamic for a feature table)", path, group);
         for (int j = 0; j < np; j++) {
             char name[300];
             snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, part[j].name);
