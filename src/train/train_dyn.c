@@ -79,9 +79,18 @@ void train_dyn_describe(struct trainer *tr)
         else
             snprintf(ev, sizeof ev, "%s", dc->evict == EMB_EVICT_LRU ? "lru"
                                           : dc->evict == EMB_EVICT_LFU ? "lfu" : "none");
-        char cap[64] = "unbounded";
-        if (dc->capacity)
-            snprintf(cap, sizeof cap, "%lld rows", (long long)dc->capacity);
+        char cap[96] = "unbounded";
+        if (dc->capacity) { /* the shard's bound: its pool full, the index half full */
+            const int64_t slots = (dc->capacity + t->G - 1) / t->G + 1;
+            int64_t ix = 16;
+            while (ix < 2 * slots)
+                ix *= 2;
+            const double at = (double)slots * (double)((t->width + t->state_floats) * 4 +
+                                                       (t->steps ? 8 : 0) + 32) +
+                              (double)ix * 16.0;
+            snprintf(cap, sizeof cap, "%lld rows (at most %.1f MiB per rank)",
+                     (long long)dc->capacity, at / 1048576.0);
+        }
         log_info("dynamic table '%s': %d shard%s, capacity %s, admit %lld, evict %s; pool %lld "
                  "slots + index %lld entries: %.3f MiB per rank now (grows by doubling%s)",
                  t->conf.name, t->G, t->G == 1 ? "" : "s", cap, (long long)dc->admit, ev,
