@@ -8,7 +8,8 @@
 # losses at P = 1, 2, 4 (1e-6) and prefetch repeats none bit for bit; lru
 # under a binding capacity repeats bit for bit at P = 2, holds at most the
 # capacity and evicts. A checkpoint written at P = 4 resumes at P = 3 with
-# the uninterrupted run's losses; evaluation and recommend over a dynamic
+# the uninterrupted run's losses; a chain of a full and 3 delta checkpoints
+# resumes and merges to the full checkpoint of the same step; evaluation and recommend over a dynamic
 # table give the dense table's. The counters are on the progress line and
 # in the metrics; bad settings are refused by name.
 . "$(dirname "$0")/lib.sh"
@@ -103,6 +104,39 @@ same_losses "$T/ck-u.jsonl" "$T/ck-r.jsonl" "checkpoint at P=4, resumed at P=3" 
 [ "$(losses "$T/ck-r.jsonl" | head -1 | cut -d' ' -f1)" = 5 ] && pass "resumed from step 5" ||
     fail "resume did not start at step 5"
 
+# delta checkpoints: a full one at step 8, deltas at 10, 12, 14; resumed
+# from delta-14 (its chain read) = resumed from a full checkpoint of step
+# 14 (bit for bit) = the uninterrupted run; checkpoint merge of the chain
+# = that full checkpoint (every dataset); a damaged or missing link refused
+# by name
+DL="embedding.dynamic=on embedding.admit=2 embedding.evict=ttl:3 features.item=brand
+features.placement=sharded features.dynamic=brand train.max_steps=16"
+run dl-w 2 $DL output.checkpoint_dir="$T/dl" train.checkpoint_every=8 output.checkpoint_delta_every=2
+run dl-f 2 $DL output.checkpoint_dir="$T/df" train.checkpoint_every=2
+for f in ckpt-8.h5 delta-10.h5 delta-12.h5 delta-14.h5 ckpt-16.h5; do
+    [ -f "$T/dl/$f" ] || fail "no $f"
+done
+run dl-rd 3 $DL train.resume="$T/dl/delta-14.h5"
+run dl-rf 3 $DL train.resume="$T/df/ckpt-14.h5"
+identical "resumed from delta-14's chain = from a full checkpoint of step 14" "$T/dl-rd.jsonl" "$T/dl-rf.jsonl"
+same_losses "$T/dl-w.jsonl" "$T/dl-rd.jsonl" "resumed from the chain (P=3) vs uninterrupted (P=2)" 14 1e-6
+grep -q "delta checkpoint $T/dl/delta-12.h5: applied on top of $T/dl/delta-10.h5" "$T/dl-rd.out" &&
+    pass "the chain was read" || fail "chain: $(grep -m3 'delta' "$T/dl-rd.out")"
+expect_ok "$MPIRUN" -np 2 "$FS" checkpoint merge "$T/dl/delta-14.h5" -o "$T/merged.h5"
+same_state "$T/merged.h5" "$T/df/ckpt-14.h5" "checkpoint merge of the chain = the full checkpoint of step 14"
+expect_error "exists: name a new file" "$FS" checkpoint merge "$T/dl/delta-14.h5" -o "$T/merged.h5"
+cp "$T/dl/delta-12.h5" "$T/d12.h5"
+size=$(stat -c %s "$T/dl/delta-12.h5")
+head -c 4096 /dev/urandom | dd of="$T/dl/delta-12.h5" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+expect_error "delta-12.h5, which is refused" "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON $DL \
+    train.resume="$T/dl/delta-14.h5"
+cp "$T/d12.h5" "$T/dl/delta-12.h5"
+rm "$T/dl/delta-10.h5"
+expect_error "follows $T/dl/delta-10.h5, which is refused" "$MPIRUN" -np 2 "$FS" train "$IN" \
+    $COMMON $DL train.resume="$T/dl/delta-14.h5"
+expect_error "deltas come between full checkpoints" "$FS" train "$IN" $COMMON embedding.dynamic=on \
+    output.checkpoint_dir="$T/dx" output.checkpoint_delta_every=3 train.checkpoint_every=4
+
 # evaluation, recommend and export read the dynamic table as the dense one
 # (an id never looked up gets the unadmitted row: here every item was)
 E="train.final_eval=on train.max_steps=8"
@@ -132,8 +166,8 @@ expect_error "needs at least one row per shard" "$MPIRUN" -np 4 "$FS" train "$IN
     embedding.dynamic=on embedding.capacity=3
 expect_error "a device-resident dynamic table" "$FS" train "$IN" $COMMON embedding.dynamic=on \
     device.type=fake embedding.placement=device
-expect_error "incremental checkpoints are not implemented yet" "$FS" train "$IN" $COMMON \
-    embedding.dynamic=on output.checkpoint_delta_every=2
+expect_error "delta checkpoints are for dynamic tables" "$FS" train "$IN" $COMMON \
+    output.checkpoint_delta_every=2 output.checkpoint_dir="$T/dy" train.checkpoint_every=4
 expect_error "output.checkpoint_write = gathered is not available" "$FS" train "$IN" $COMMON \
     embedding.dynamic=on output.checkpoint_dir="$T/ckg" output.checkpoint_write=gathered
 expect_error "checkpoints with parallel.overlap = prefetch and" "$FS" train "$IN" $COMMON \

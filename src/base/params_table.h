@@ -240,8 +240,9 @@ X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
   "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints; created if missing); it "
   "belongs to one run: one holding another run's checkpoints is refused")
 X(output, checkpoint_delta_every, INT, "0", 0, 1000000000, NULL,
-  "incremental checkpoints of dynamic tables between full ones: not implemented yet (any "
-  "value but 0 is refused)")
+  "dynamic tables: every K steps between full checkpoints (train.checkpoint_every, a "
+  "multiple of K), DIR/delta-STEP.h5 with only the dynamic tables' rows used and ids evicted "
+  "since the checkpoint before (train.resume = a delta reads its chain); 0 = none")
 X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
   "keep only this run's N newest checkpoints in output.checkpoint_dir, deleting older ones "
   "once a newer one is complete (0 = keep all)")

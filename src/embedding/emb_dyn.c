@@ -28,6 +28,8 @@ struct emb_dyn {
     struct emb_dyn_stats st;   /* inserted, evicted, unadmitted_hits since the last take */
     int64_t *sid;              /* emb_dyn_shared_grad's lists */
     float *sg;
+    int64_t ck_clock;          /* the clock at the last checkpoint of the chain */
+    int64_t *gone, ngone, capgone; /* ids evicted since then (delta checkpoints) */
 };
 
 static void *grow0(void *p, size_t old, size_t new)
@@ -104,6 +106,7 @@ void emb_dyn_free(struct emb_table *t)
     free(d->freel);
     free(d->sid);
     free(d->sg);
+    free(d->gone);
     free(d);
     t->dyn = NULL;
 }
@@ -111,6 +114,11 @@ void emb_dyn_free(struct emb_table *t)
 static void evict_slot(struct emb_table *t, int64_t s)
 {
     struct emb_dyn *d = t->dyn;
+    if (d->ngone == d->capgone) {
+        d->capgone = d->capgone ? 2 * d->capgone : 1024;
+        d->gone = xrealloc(d->gone, (size_t)d->capgone * sizeof *d->gone);
+    }
+    d->gone[d->ngone++] = d->ids[s];
     emb_dyn_index_del(&d->ix, d->ids[s]);
     d->ids[s] = 0;
     t->ready[s >> 3] &= (uint8_t)~(1u << (s & 7));
@@ -252,21 +260,28 @@ void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64
     struct emb_dyn *d = t->dyn;
     const struct emb_dyn_conf *dc = &t->conf.dyn;
     const int64_t G = t->G, sh = t->shard;
+    int64_t total = 0;
+    for (int s = 0; s < nseg; s++)
+        total += n[s];
+    /* the slot of every id present (-1: missing); the rows stamped this
+     * tick are never evicted by it, so these stay valid */
+    int64_t *slot = xmalloc((size_t)(total > 0 ? total : 1) * sizeof *slot), at = 0;
+    for (int s = 0; s < nseg; s++)
+        for (int64_t i = 0; i < n[s]; i++)
+            slot[at++] = emb_dyn_index_get(&d->ix, seg[s][i]);
     if (train) {
         d->clock++;
         /* 1. stamp the rows present; list the ids missing */
-        int64_t total = 0, nm = 0;
-        for (int s = 0; s < nseg; s++)
-            total += n[s];
+        int64_t nm = 0;
         int64_t *miss = xmalloc((size_t)(total > 0 ? total : 1) * sizeof *miss);
+        at = 0;
         for (int s = 0; s < nseg; s++)
-            for (int64_t i = 0; i < n[s]; i++) {
-                const int64_t slot = emb_dyn_index_get(&d->ix, seg[s][i]);
-                if (slot < 0)
+            for (int64_t i = 0; i < n[s]; i++, at++) {
+                if (slot[at] < 0)
                     miss[nm++] = seg[s][i];
-                else if (d->last[slot] != d->clock) {
-                    d->last[slot] = d->clock;
-                    d->freq[slot]++;
+                else if (d->last[slot[at]] != d->clock) {
+                    d->last[slot[at]] = d->clock;
+                    d->freq[slot[at]]++;
                 }
             }
         /* 2. ttl: the rows not used in the last S ticks (this one's and
@@ -290,15 +305,17 @@ void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64
         free(miss);
     }
     /* 5. virtual ids; no row: the unadmitted row */
+    at = 0;
     for (int s = 0; s < nseg; s++)
-        for (int64_t i = 0; i < n[s]; i++) {
-            int64_t slot = emb_dyn_index_get(&d->ix, seg[s][i]);
-            if (slot < 0) {
-                slot = 0;
+        for (int64_t i = 0; i < n[s]; i++, at++) {
+            int64_t sl = slot[at] >= 0 ? slot[at] : emb_dyn_index_get(&d->ix, seg[s][i]);
+            if (sl < 0) {
+                sl = 0;
                 d->st.unadmitted_hits += train;
             }
-            seg[s][i] = slot * G + sh;
+            seg[s][i] = sl * G + sh;
         }
+    free(slot);
 }
 
 void emb_dyn_unmap(const struct emb_table *t, int64_t *ids, int64_t n)
@@ -448,4 +465,53 @@ void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value)
               "%lld here (resume with the admit it was written with)", t->conf.name,
               (long long)t->conf.dyn.admit);
     emb_dyn_index_put(&t->dyn->prob, id, value);
+}
+
+int64_t emb_dyn_delta(const struct emb_table *t, const int64_t **gone, int64_t *since)
+{
+    *gone = t->dyn->gone;
+    *since = t->dyn->ck_clock;
+    return t->dyn->ngone;
+}
+
+void emb_dyn_delta_mark(struct emb_table *t)
+{
+    t->dyn->ck_clock = t->dyn->clock;
+    t->dyn->ngone = 0;
+}
+
+int64_t emb_dyn_upsert(struct emb_table *t, int64_t id, int64_t last, int64_t freq)
+{
+    struct emb_dyn *d = t->dyn;
+    const int64_t s = id == 0 ? 0 : emb_dyn_index_get(&d->ix, id);
+    if (s < 0)
+        return emb_dyn_restore(t, id, last, freq);
+    if (s > 0) {
+        d->last[s] = last;
+        d->freq[s] = freq;
+    }
+    return s;
+}
+
+void emb_dyn_remove(struct emb_table *t, int64_t id)
+{
+    struct emb_dyn *d = t->dyn;
+    const int64_t s = emb_dyn_index_get(&d->ix, id);
+    if (s <= 0)
+        return;
+    emb_dyn_index_del(&d->ix, id);
+    d->ids[s] = 0;
+    t->ready[s >> 3] &= (uint8_t)~(1u << (s & 7));
+    d->freel[d->nfree++] = s;
+    d->rows--;
+}
+
+void emb_dyn_probation_clear(struct emb_table *t)
+{
+    struct emb_dyn *d = t->dyn;
+    if (!d->prob.keys)
+        return;
+    const int64_t cap = d->prob.cap;
+    emb_dyn_index_free(&d->prob);
+    emb_dyn_index_init(&d->prob, cap);
 }

@@ -152,4 +152,17 @@ int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t f
 int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs);
 void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value);
 
+/* Delta checkpoints: the ids evicted since the last checkpoint of the
+ * chain (*gone, their number returned) and that checkpoint's clock (rows
+ * used since: last > *since); emb_dyn_delta_mark: a checkpoint of the
+ * chain was written or read (the list emptied). Applying a delta: a row
+ * made or overwritten (its slot returned, statistics set; id 0: slot 0),
+ * a row removed by id (not counted as evicted), the probation list
+ * emptied. */
+int64_t emb_dyn_delta(const struct emb_table *t, const int64_t **gone, int64_t *since);
+void emb_dyn_delta_mark(struct emb_table *t);
+int64_t emb_dyn_upsert(struct emb_table *t, int64_t id, int64_t last, int64_t freq);
+void emb_dyn_remove(struct emb_table *t, int64_t id);
+void emb_dyn_probation_clear(struct emb_table *t);
+
 #endif

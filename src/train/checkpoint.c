@@ -174,6 +174,7 @@ static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
     h5io_attr_str(h, f, "run_id", run.id);
     h5io_attr_str(h, f, "run_params", run.params);
     h5io_attr_i64(h, f, "written_ns", ckpt_run_now_ns());
+    ckpt_dyn_header(h, f); /* a delta checkpoint: the one it follows */
     char *text = params_serialize(tr->p);
     h5io_attr_str(h, f, "params", text);
     free(text);

@@ -23,6 +23,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "train/checkpoint.h"
 #include "train/checkpoint_priv.h"
 #include "train/watchdog.h"
 
@@ -34,6 +35,7 @@ static struct dyn_counts {
     int64_t mine;
     int64_t prob, pfirst, pmine;
     int64_t rounds, prounds; /* of the collective writes */
+    int64_t gone, gfirst, gmine, grounds; /* a delta's evicted ids */
 } counts[EMB_MAX_TABLES];
 
 static int writer(const struct trainer *tr, const struct emb_table *t)
@@ -41,10 +43,37 @@ static int writer(const struct trainer *tr, const struct emb_table *t)
     return tr->c->rank < t->G; /* the first embedding group (the replicas are the same) */
 }
 
+/* Delta checkpoints (output.checkpoint_delta_every): the write in progress
+ * is a delta; the chain's last checkpoint (full or delta) and its step. */
+static int delta_on;
+static char chain_last[4400];
+static int64_t chain_step;
+
+/* This shard's rows to write, ascending by id: all of them, or (a delta)
+ * those used since the chain's last checkpoint; their number. */
+static int64_t select_rows(const struct emb_table *t, int64_t **ids, int64_t **slots)
+{
+    const int64_t n = emb_dyn_rows(t, ids, slots);
+    if (!delta_on)
+        return n;
+    const int64_t *gone;
+    int64_t since, m = 0;
+    emb_dyn_delta(t, &gone, &since);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t last, freq;
+        emb_dyn_row_stats(t, (*slots)[i], &last, &freq);
+        if (last > since) {
+            (*ids)[m] = (*ids)[i];
+            (*slots)[m++] = (*slots)[i];
+        }
+    }
+    return m;
+}
+
 void ckpt_dyn_count(struct trainer *tr)
 {
     struct comm *c = tr->c;
-    int64_t *all = xmalloc((size_t)c->size * 2 * sizeof *all);
+    int64_t *all = xmalloc((size_t)c->size * 3 * sizeof *all);
     for (int k = 0; k < tr->reg.n; k++) {
         struct emb_table *t = &tr->reg.tables[k];
         if (!t->dyn)
@@ -52,31 +81,39 @@ void ckpt_dyn_count(struct trainer *tr)
         struct dyn_counts *dc = &counts[k];
         int64_t *ids, *slots, *pairs;
         const int w = writer(tr, t);
-        const int64_t n = w ? emb_dyn_rows(t, &ids, &slots) + (c->rank == 0) : 0;
+        const int64_t n = w ? select_rows(t, &ids, &slots) + (c->rank == 0) : 0;
         const int64_t m = w ? emb_dyn_probation(t, &pairs) : 0;
+        const int64_t *gone;
+        int64_t since;
+        const int64_t e = w && delta_on ? emb_dyn_delta(t, &gone, &since) : 0;
         if (w) {
             free(ids);
             free(slots);
             free(pairs);
         }
-        int64_t v[2] = {n, m};
+        int64_t v[3] = {n, m, e};
         comm_allgather_bytes(c, COMM_WORLD, v, sizeof v, all);
         memset(dc, 0, sizeof *dc);
-        int64_t maxn = 0, maxm = 0;
+        int64_t maxn = 0, maxm = 0, maxe = 0;
         for (int r = 0; r < c->size; r++) {
             if (r < c->rank) {
-                dc->first += all[2 * r];
-                dc->pfirst += all[2 * r + 1];
+                dc->first += all[3 * r];
+                dc->pfirst += all[3 * r + 1];
+                dc->gfirst += all[3 * r + 2];
             }
-            dc->rows += all[2 * r];
-            dc->prob += all[2 * r + 1];
-            maxn = all[2 * r] > maxn ? all[2 * r] : maxn;
-            maxm = all[2 * r + 1] > maxm ? all[2 * r + 1] : maxm;
+            dc->rows += all[3 * r];
+            dc->prob += all[3 * r + 1];
+            dc->gone += all[3 * r + 2];
+            maxn = all[3 * r] > maxn ? all[3 * r] : maxn;
+            maxm = all[3 * r + 1] > maxm ? all[3 * r + 1] : maxm;
+            maxe = all[3 * r + 2] > maxe ? all[3 * r + 2] : maxe;
         }
         dc->mine = n;
         dc->pmine = m;
+        dc->gmine = e;
         dc->rounds = (maxn + BLOCK_ROWS - 1) / BLOCK_ROWS;
         dc->prounds = (maxm + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        dc->grounds = (maxe + BLOCK_ROWS - 1) / BLOCK_ROWS;
     }
     free(all);
 }
@@ -116,6 +153,11 @@ void ckpt_dyn_create(struct trainer *tr, struct h5io *h, hid_t emb, int k)
     hid_t g = h5io_group(h, emb, t->conf.name);
     h5io_attr_i64(h, g, "dynamic", 1);
     h5io_attr_i64(h, g, "clock", emb_dyn_clock(t));
+    if (delta_on) {
+        h5io_attr_i64(h, g, "delta", 1);
+        if (dc->gone)
+            h5io_close_obj(h, dset(h, g, "evicted", 0, dc->gone, 0));
+    }
     struct dpart p[6];
     for (int j = 0, np = dparts(t, p); j < np; j++)
         h5io_close_obj(h, dset(h, g, p[j].name, p[j].is_float, dc->rows, p[j].cols));
@@ -130,7 +172,7 @@ static int64_t *my_slots(struct trainer *tr, struct emb_table *t, int64_t **ids_
 {
     int64_t *ids = NULL, *slots = NULL, n = 0;
     if (writer(tr, t))
-        n = emb_dyn_rows(t, &ids, &slots);
+        n = select_rows(t, &ids, &slots);
     const int z = tr->c->rank == 0;
     int64_t *s = xmalloc((size_t)(n + z + 1) * sizeof *s), *i = xmalloc((size_t)(n + z + 1) * sizeof *i);
     if (z)
@@ -197,6 +239,19 @@ void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k)
         h5io_close_obj(h, d);
         free(pairs);
     }
+    if (delta_on && dc->gone) {
+        const int64_t *gone;
+        int64_t since;
+        const int64_t e = writer(tr, t) ? emb_dyn_delta(t, &gone, &since) : 0;
+        char name[300];
+        snprintf(name, sizeof name, "/emb/%s/evicted", t->conf.name);
+        hid_t d = h5io_dset_reopen(h, h->f, name);
+        for (int64_t r = 0; r < dc->grounds; r++) {
+            const int64_t a = r * BLOCK_ROWS, n = a < e ? (e - a < BLOCK_ROWS ? e - a : BLOCK_ROWS) : 0;
+            h5io_write_rows(h, d, H5T_NATIVE_INT64, dc->gfirst + a, 1, n, 0, n ? gone + a : buf);
+        }
+        h5io_close_obj(h, d);
+    }
     free(buf);
     free(slots);
     free(ids);
@@ -236,6 +291,38 @@ static int holds(const struct emb_table *t, int64_t id, int r)
     return id == 0 || emb_dyn_owner(id, t->G) == r % t->G;
 }
 
+/* Entries v[n][w] (int64, the first an id) to the ranks holding their
+ * ids' shards (collective over world); the ones received (*got of them). */
+static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int64_t n, int w,
+                      int64_t *got)
+{
+    const int P = c->size;
+    int64_t *out = xmalloc((size_t)((n ? n : 1) * (P / t->G + 1) * w) * sizeof *out);
+    int64_t *cnt = xmalloc((size_t)P * 4 * sizeof *cnt);
+    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P, off = 0;
+    for (int q = 0; q < P; q++) {
+        sd[q] = off;
+        for (int64_t i = 0; i < n; i++)
+            if (v[i * w] != 0 && holds(t, v[i * w], q))
+                memcpy(out + w * off++, v + i * w, (size_t)w * sizeof *v);
+        sc[q] = off - sd[q];
+    }
+    comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
+    int64_t tot = 0;
+    for (int q = 0; q < P; q++) {
+        rd[q] = tot;
+        tot += rc[q];
+    }
+    int64_t *in = xmalloc((size_t)((tot ? tot : 1) * w) * sizeof *in);
+    for (int q = 0; q < P; q++)
+        sc[q] *= 8 * w, sd[q] *= 8 * w, rc[q] *= 8 * w, rd[q] *= 8 * w;
+    comm_alltoallv(c, COMM_WORLD, COMM_BYTE, out, sc, sd, in, rc, rd, COMM_PH_OTHER);
+    free(out);
+    free(cnt);
+    *got = tot;
+    return in;
+}
+
 void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, int k)
 {
     struct emb_table *t = &tr->reg.tables[k];
@@ -252,8 +339,34 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
               "features.dynamic must be as when it was written)", path, group);
     if (h5io_attr_read_i64(gid, path, "clock", &clock, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
+    int64_t is_delta = 0;
+    if (h5io_has_attr(gid, "delta") &&
+        h5io_attr_read_i64(gid, path, "delta", &is_delta, err, sizeof err))
+        fatal("checkpoint %s: %s", path, err);
     h5io_close_obj(NULL, gid);
     emb_dyn_set_clock(t, clock);
+    char ev[300];
+    snprintf(ev, sizeof ev, "/emb/%s/evicted", t->conf.name);
+    if (is_delta && h5io_exists(h->f, ev)) { /* the ids evicted since the checkpoint before */
+        int64_t E = 0;
+        hid_t de = open_part(path, h, t, "evicted", 0, -1, 0, &E);
+        int64_t *b = xmalloc((size_t)BLOCK_ROWS * 8);
+        const int64_t er = (E + (int64_t)P * BLOCK_ROWS - 1) / ((int64_t)P * BLOCK_ROWS);
+        for (int64_t r = 0; r < er; r++) {
+            const int64_t a = (r * P + me) * BLOCK_ROWS;
+            const int64_t n = a < E ? (E - a < BLOCK_ROWS ? E - a : BLOCK_ROWS) : 0;
+            read_rows(path, t, de, "evicted", 0, a, n, 0, b);
+            int64_t got;
+            int64_t *in = route(t, c, b, n, 1, &got);
+            for (int64_t i = 0; i < got; i++)
+                emb_dyn_remove(t, in[i]);
+            free(in);
+        }
+        free(b);
+        h5io_close_obj(NULL, de);
+    }
+    if (is_delta) /* the list as written replaces the one before */
+        emb_dyn_probation_clear(t);
     struct dpart p[6];
     const int np = dparts(t, p);
     hid_t d[6];
@@ -315,7 +428,8 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
             const char *o = recv + i * rb;
             int64_t v[4];
             memcpy(v, o, 32);
-            const int64_t s = v[0] == 0 ? 0 : emb_dyn_restore(t, v[0], v[1], v[2]);
+            const int64_t s = is_delta ? emb_dyn_upsert(t, v[0], v[1], v[2])
+                              : v[0] == 0 ? 0 : emb_dyn_restore(t, v[0], v[1], v[2]);
             if (s < 0)
                 fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
                       (long long)v[0]);
@@ -369,4 +483,89 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
     }
     free(ids), free(last), free(freq), free(steps), free(w), free(st), free(send), free(recv);
     free(cnt);
+}
+
+/* --- delta checkpoints ---------------------------------------------------------- */
+
+void ckpt_dyn_chain(struct trainer *tr, const char *path)
+{
+    snprintf(chain_last, sizeof chain_last, "%s", path);
+    chain_step = tr->step;
+    for (int k = 0; k < tr->reg.n; k++)
+        if (tr->reg.tables[k].dyn)
+            emb_dyn_delta_mark(&tr->reg.tables[k]);
+}
+
+int ckpt_delta_due(const struct trainer *tr, int64_t total)
+{
+    const int64_t K = params_i64(tr->p, P_output_checkpoint_delta_every);
+    return K > 0 && tr->conf.checkpoint_dir[0] && chain_last[0] && tr->step % K == 0 &&
+           tr->step < total && tr->step > chain_step;
+}
+
+void ckpt_delta_save(struct trainer *tr)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/delta-%lld.h5", tr->conf.checkpoint_dir, (long long)tr->step);
+    watchdog_beat("in", "a checkpoint write");
+    struct checkpoint_io io;
+    char cost[256];
+    checkpoint_io_begin(&io);
+    delta_on = 1;
+    checkpoint_write(tr, path);
+    delta_on = 0;
+    checkpoint_io_end(&io, tr->c, path, cost, sizeof cost);
+    log_info("delta checkpoint %s after %s (%s)", path, chain_last, cost);
+    ckpt_dyn_chain(tr, path);
+}
+
+/* The file name of path (after its last '/'). */
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+void ckpt_dyn_header(struct h5io *h, hid_t f)
+{
+    if (!delta_on)
+        return;
+    h5io_attr_str(h, f, "delta_prev", base_name(chain_last));
+    h5io_attr_i64(h, f, "delta_prev_step", chain_step);
+}
+
+void ckpt_delta_prev(struct trainer *tr, const char *path)
+{
+    struct h5io h;
+    char err[1024], prev[4200] = "", run[40] = "";
+    int64_t prev_step = -1;
+    if (h5io_open_read(&h, path, NULL, 0, err, sizeof err))
+        return; /* checkpoint_read says why */
+    const int delta = h5io_has_attr(h.f, "delta_prev");
+    if (delta && (h5io_attr_read_str(h.f, path, "delta_prev", prev, sizeof prev, err, sizeof err) ||
+                  h5io_attr_read_i64(h.f, path, "delta_prev_step", &prev_step, err, sizeof err)))
+        fatal("checkpoint %s: %s", path, err);
+    if (delta && h5io_has_attr(h.f, "run_id") &&
+        h5io_attr_read_str(h.f, path, "run_id", run, sizeof run, err, sizeof err))
+        fatal("checkpoint %s: %s", path, err);
+    h5io_close(&h);
+    if (!delta)
+        return;
+    char dir[4200], full[8500];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(full, sizeof full, "%s/%s", slash ? dir : ".", prev);
+    if (checkpoint_verify_all(tr->c, full, err, sizeof err))
+        fatal("delta checkpoint %s follows %s, which is refused: %s", path, full, err);
+    struct ckpt_identity id;
+    if (checkpoint_identity(full, &id, err, sizeof err))
+        fatal("delta checkpoint %s follows %s: %s", path, full, err);
+    if (id.step != prev_step || (run[0] && strcmp(id.run_id, run)))
+        fatal("delta checkpoint %s follows step %lld of run %s, but %s is step %lld of run %s: "
+              "not its chain (a delta of another run, or out of order)", path,
+              (long long)prev_step, run, full, (long long)id.step, id.run_id);
+    log_info("delta checkpoint %s: applied on top of %s", path, full);
+    checkpoint_read(tr, full); /* its own chain first */
 }

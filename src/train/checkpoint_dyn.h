@@ -17,4 +17,21 @@ void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k);
 /* Collective: table k's rows from the file path every rank opened. */
 void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, int k);
 
+/* Delta checkpoints (output.checkpoint_delta_every = K): ckpt_dyn_chain
+ * records path (a checkpoint written or resumed from) as the chain's last
+ * and marks the dynamic tables (rows used and ids evicted since are the
+ * next delta's); ckpt_delta_due: step is a multiple of K, after the
+ * chain's last; ckpt_delta_save writes DIR/delta-STEP.h5: everything a
+ * full checkpoint holds but a dynamic table's rows, of which only those
+ * used since the chain's last checkpoint and the ids evicted since
+ * (collective); ckpt_dyn_header (rank 0, in the header): the previous
+ * file's name and step; ckpt_delta_prev (collective, at the start of
+ * checkpoint_read): a delta's chain (verified, the same run, in order)
+ * read first. */
+void ckpt_dyn_chain(struct trainer *tr, const char *path);
+int ckpt_delta_due(const struct trainer *tr, int64_t total);
+void ckpt_delta_save(struct trainer *tr);
+void ckpt_dyn_header(struct h5io *h, hid_t f);
+void ckpt_delta_prev(struct trainer *tr, const char *path);
+
 #endif

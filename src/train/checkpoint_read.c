@@ -406,6 +406,7 @@ void checkpoint_read(struct trainer *tr, const char *path)
 {
     if (access(path, R_OK) != 0)
         fatal("train.resume = %s: %s", path, strerror(errno));
+    ckpt_delta_prev(tr, path); /* a delta checkpoint: its chain first (checkpoint_dyn.c) */
     struct h5io h;
     char err[1024], format[64];
     if (h5io_open_read(&h, path, tr->c, H5IO_DIRECT, err, sizeof err))

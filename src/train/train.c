@@ -31,6 +31,7 @@
 #include "eval/eval.h"
 #include "eval/eval_ranking.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_dyn.h"
 #include "train/train_ckpt.h"
 #include "train/train_report.h"
 #include "train/guard.h"
@@ -448,7 +449,8 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         if (ckpt) {
             train_ckpt_save(tr);
             *last_ckpt = tr->step;
-        }
+        } else if (ckpt_delta_due(tr, total)) /* output.checkpoint_delta_every */
+            ckpt_delta_save(tr);
         /* a signal during a validation or a checkpoint: stop now, not a step later */
         if ((ckpt || tr->val_epoch != validations) && (stop = preempt_requested(tr->c)) != 0)
             break;

@@ -15,6 +15,7 @@
 #include "train/ckpt_run.h"
 #include "train/preempt.h"
 #include "train/watchdog.h"
+#include "train/checkpoint_dyn.h"
 
 /* The bytes of a checkpoint of this run: every table's rows (the item
  * table, the feature tables), their optimizer state and step counts, the
@@ -141,6 +142,7 @@ void train_ckpt_start(struct trainer *tr)
         char cost[256];
         checkpoint_io_begin(&io);
         checkpoint_read(tr, resume);
+        ckpt_dyn_chain(tr, resume); /* delta checkpoints follow it */
         checkpoint_io_end(&io, tr->c, resume, cost, sizeof cost);
         log_info("resumed from %s at step %lld (read %s)", resume, (long long)tr->step, cost);
     }
@@ -162,6 +164,7 @@ void train_ckpt_save(struct trainer *tr)
     char cost[256];
     checkpoint_io_begin(&io);
     checkpoint_write(tr, path);
+    ckpt_dyn_chain(tr, path); /* delta checkpoints follow it */
     checkpoint_io_end(&io, tr->c, path, cost, sizeof cost);
     log_info("checkpoint %s (%s)", path, cost);
     if (tr->c->rank == 0)

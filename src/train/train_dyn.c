@@ -26,10 +26,16 @@ int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P,
 {
     const struct emb_dyn_conf *dc = &tc->dyn;
     const int feat = params_str(p, P_features_dynamic)[0] != 0;
-    if (params_i64(p, P_output_checkpoint_delta_every) > 0)
-        return errorf(err, errlen, "output.checkpoint_delta_every = %lld: incremental checkpoints "
-                      "are not implemented yet (doc/embedding.md, \"Dynamic tables\")",
-                      (long long)params_i64(p, P_output_checkpoint_delta_every));
+    const int64_t K = params_i64(p, P_output_checkpoint_delta_every);
+    if (K > 0 && !params_i64(p, P_embedding_dynamic) && !params_str(p, P_features_dynamic)[0])
+        return errorf(err, errlen, "output.checkpoint_delta_every = %lld: delta checkpoints are "
+                      "for dynamic tables (embedding.dynamic, features.dynamic)", (long long)K);
+    if (K > 0 && (!tc->checkpoint_dir[0] || tc->checkpoint_every <= 0 ||
+                  tc->checkpoint_every % K != 0 || K == tc->checkpoint_every))
+        return errorf(err, errlen, "output.checkpoint_delta_every = %lld: deltas come between "
+                      "full checkpoints: it needs output.checkpoint_dir and train.checkpoint_every "
+                      "a multiple of it, larger (here %lld)", (long long)K,
+                      (long long)tc->checkpoint_every);
     if (!dc->on && !feat) {
         if (dc->capacity > 0 || dc->admit > 1 || dc->evict != EMB_EVICT_NONE)
             return errorf(err, errlen, "embedding.capacity, admit and evict apply to dynamic "
