@@ -125,11 +125,29 @@ grep -q "delta checkpoint $T/dl/delta-12.h5: applied on top of $T/dl/delta-10.h5
 expect_ok "$MPIRUN" -np 2 "$FS" checkpoint merge "$T/dl/delta-14.h5" -o "$T/merged.h5"
 same_state "$T/merged.h5" "$T/df/ckpt-14.h5" "checkpoint merge of the chain = the full checkpoint of step 14"
 expect_error "exists: name a new file" "$FS" checkpoint merge "$T/dl/delta-14.h5" -o "$T/merged.h5"
+# train.resume = auto: the newest full checkpoint and the deltas after it
+cp -r "$T/dl" "$T/da"
+rm "$T/da/ckpt-16.h5"
+run dl-a 3 $DL output.checkpoint_dir="$T/da" train.checkpoint_every=8 \
+    output.checkpoint_delta_every=2 train.resume=auto
+grep -q "ckpt-8.h5 and the delta checkpoints after it, to $T/da/delta-14.h5" "$T/dl-a.out" &&
+    pass "resume = auto: ckpt-8 and its deltas to delta-14" || fail "auto: $(grep -m2 'resume' "$T/dl-a.out")"
+identical "resume = auto from the chain = from the full checkpoint" "$T/dl-rf.jsonl" "$T/dl-a.jsonl"
 cp "$T/dl/delta-12.h5" "$T/d12.h5"
 size=$(stat -c %s "$T/dl/delta-12.h5")
 head -c 4096 /dev/urandom | dd of="$T/dl/delta-12.h5" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
 expect_error "delta-12.h5, which is refused" "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON $DL \
     train.resume="$T/dl/delta-14.h5"
+# auto, a damaged link: the chain ends before it (said), resumed at step 10
+rm -f "$T/da/ckpt-16.h5"
+cp "$T/dl/delta-12.h5" "$T/da/delta-12.h5"
+run dl-b 3 $DL output.checkpoint_dir="$T/da" train.checkpoint_every=8 \
+    output.checkpoint_delta_every=2 train.resume=auto
+grep -q "delta checkpoint $T/da/delta-12.h5 is refused" "$T/dl-b.out" &&
+    pass "resume = auto: the damaged delta-12 named" || fail "auto damaged: $(grep -m2 'delta' "$T/dl-b.out")"
+[ "$(losses "$T/dl-b.jsonl" | head -1 | cut -d' ' -f1)" = 11 ] && pass "resumed at step 10" ||
+    fail "auto damaged: not resumed at step 10"
+same_losses "$T/dl-w.jsonl" "$T/dl-b.jsonl" "resumed from delta-10 vs uninterrupted" 10 1e-6
 cp "$T/d12.h5" "$T/dl/delta-12.h5"
 rm "$T/dl/delta-10.h5"
 expect_error "follows $T/dl/delta-10.h5, which is refused" "$MPIRUN" -np 2 "$FS" train "$IN" \

@@ -17,6 +17,7 @@
  * it a row of their pool: a resume on P' re-hashes every row. */
 #include "train/checkpoint_dyn.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,4 +569,74 @@ void ckpt_delta_prev(struct trainer *tr, const char *path)
               (long long)prev_step, run, full, (long long)id.step, id.run_id);
     log_info("delta checkpoint %s: applied on top of %s", path, full);
     checkpoint_read(tr, full); /* its own chain first */
+}
+
+/* A delta's link: the file it follows and that file's step; 0, or -1 when
+ * it cannot be read or is no delta. */
+static int delta_link(const char *path, char *prev, size_t len, int64_t *prev_step)
+{
+    struct h5io h;
+    char err[1024];
+    if (h5io_open_read(&h, path, NULL, 0, err, sizeof err))
+        return -1;
+    int rc = !h5io_has_attr(h.f, "delta_prev") ||
+             h5io_attr_read_str(h.f, path, "delta_prev", prev, len, err, sizeof err) ||
+             h5io_attr_read_i64(h.f, path, "delta_prev_step", prev_step, err, sizeof err);
+    h5io_close(&h);
+    return rc ? -1 : 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void ckpt_delta_auto(struct trainer *tr, char *resume, size_t len)
+{
+    const char *dir = tr->conf.checkpoint_dir;
+    struct ckpt_identity id;
+    char err[1024];
+    if (checkpoint_identity(resume, &id, err, sizeof err))
+        return; /* checkpoint_read says why */
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    int64_t *steps = NULL, n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        long long s;
+        char tail[8];
+        if (sscanf(e->d_name, "delta-%lld.h5%7s", &s, tail) != 1 || s <= id.step)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            steps = xrealloc(steps, (size_t)cap * sizeof *steps);
+        }
+        steps[n++] = s;
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof *steps, cmp_i64); /* the same order on every rank */
+    char cur[4400];
+    int64_t cur_step = id.step;
+    snprintf(cur, sizeof cur, "%s", resume);
+    for (int64_t i = 0; i < n; i++) {
+        char path[4400], prev[4200];
+        int64_t prev_step;
+        snprintf(path, sizeof path, "%s/delta-%lld.h5", dir, (long long)steps[i]);
+        if (delta_link(path, prev, sizeof prev, &prev_step) || strcmp(prev, base_name(cur)) ||
+            prev_step != cur_step)
+            continue; /* not a link of this chain */
+        if (checkpoint_verify_all(tr->c, path, err, sizeof err)) {
+            log_warn("train.resume = auto: delta checkpoint %s is refused (%s): the chain ends "
+                     "at %s", path, err, cur);
+            break;
+        }
+        snprintf(cur, sizeof cur, "%s", path);
+        cur_step = steps[i];
+    }
+    free(steps);
+    if (strcmp(cur, resume)) {
+        log_info("train.resume = auto: %s and the delta checkpoints after it, to %s", resume, cur);
+        snprintf(resume, len, "%s", cur);
+    }
 }

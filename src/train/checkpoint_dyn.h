@@ -33,5 +33,9 @@ int ckpt_delta_due(const struct trainer *tr, int64_t total);
 void ckpt_delta_save(struct trainer *tr);
 void ckpt_dyn_header(struct h5io *h, hid_t f);
 void ckpt_delta_prev(struct trainer *tr, const char *path);
+/* train.resume = auto chose resume (a full checkpoint): the newest delta of
+ * its chain in the directory instead, the links verified in order (a
+ * refused one ends the chain before it, said; collective). */
+void ckpt_delta_auto(struct trainer *tr, char *resume, size_t len);
 
 #endif

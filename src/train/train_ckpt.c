@@ -135,6 +135,8 @@ void train_ckpt_start(struct trainer *tr)
         bad = metrics_open(cf->metrics, resume[0] != '\0', &tr->metrics, err, sizeof err) != 0;
     comm_fail_agree(tr->c, bad, err);
     comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
+    if (is_auto && resume[0]) /* the deltas after it (checkpoint_dyn.c) */
+        ckpt_delta_auto(tr, resume, sizeof resume);
     if (is_auto && !resume[0])
         log_info("train.resume = auto: no checkpoint of this run in %s, starting afresh", ckdir);
     if (resume[0]) {
