@@ -251,12 +251,13 @@ void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const fl
 int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,
                   char *err, size_t errlen)
 {
-    if (conf->dyn.on) { /* raw ids: any but 0 (padding); ids above a known bound too */
+    if (conf->dyn.on) { /* raw ids: 1 .. 2^63 - 1 (0 is padding; the engine's sorts take
+                           non-negative keys), below a known bound */
         for (int64_t i = 0; i < n; i++)
-            if (ids[i] == 0 || (conf->rows > 0 && ids[i] > conf->rows))
+            if (ids[i] < 1 || (conf->rows > 0 && ids[i] > conf->rows))
                 return errorf(err, errlen,
                               "embedding table '%s' (dynamic): id %lld (token %lld, requested by "
-                              "rank %d) is 0 or above the dataset's %lld",
+                              "rank %d) is not positive or above the dataset's %lld",
                               conf->name, (long long)ids[i], (long long)i, rank,
                               (long long)conf->rows);
         return 0;
