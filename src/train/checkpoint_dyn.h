@@ -17,7 +17,7 @@ void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k);
 /* Collective: table k's rows from the file path every rank opened. */
 void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, int k);
 
-/* Delta checkpoints (output.checkpoint_delta_every = K): ckpt_dyn_chain
+/* Delta checkpoints (checkpoint_delta.c; output.checkpoint_delta_every = K): ckpt_dyn_chain
  * records path (a checkpoint written or resumed from) as the chain's last
  * and marks the dynamic tables (rows used and ids evicted since are the
  * next delta's); ckpt_delta_due: step is a multiple of K, after the
@@ -29,6 +29,9 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
  * checkpoint_read): a delta's chain (verified, the same run, in order)
  * read first. */
 void ckpt_dyn_chain(struct trainer *tr, const char *path);
+/* The write in progress is a delta (1) or not (0): checkpoint_delta.c. */
+void ckpt_dyn_set_delta(int on);
+int ckpt_dyn_delta_mode(void);
 int ckpt_delta_due(const struct trainer *tr, int64_t total);
 void ckpt_delta_save(struct trainer *tr);
 void ckpt_dyn_header(struct h5io *h, hid_t f);
