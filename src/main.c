@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "config.h"
 #include "tools/data_tools.h"
+#include "tools/ckpt_merge.h"
 #include "cmd/export.h"
 #include "base/params.h"
 #include "tools/plan_tools.h"
@@ -47,6 +48,8 @@ static void usage(FILE *out)
             "        a ranking model's scores of (user, item) pairs after the users' histories\n"
             "  export CKPT.h5 [FILE.in] [section.key=value ...] -o MODEL.h5\n"
             "        item table, user vectors and dense parameters as HDF5 arrays (NumPy)\n"
+            "  checkpoint merge CKPT.h5 [FILE.in] [section.key=value ...] -o OUT.h5\n"
+            "        a delta checkpoint's chain as one full checkpoint\n"
             "  help params          every parameter, its default, range and meaning\n"
             "  data import --format movielens|csv|sasrec|jsonl INPUT -o OUT.h5 [options]\n"
             "  data gen --users N --items N --length DIST -o OUT.h5 [options]\n"
@@ -228,6 +231,8 @@ int main(int argc, char **argv)
         return recommend_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "export"))
         return export_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "checkpoint"))
+        return ckpt_merge_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "score"))
         return score_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "params"))

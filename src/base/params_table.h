@@ -124,6 +124,18 @@ X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "resume with the same k, basis and seed); 0 = a plain table")
 X(embedding, subspace_basis, CHOICE, "random", 0, 0, "random|identity",
   "test hook: identity = U the first k unit vectors and F = 0 (k = dim is the plain table)")
+X(embedding, dynamic, BOOL, "off", 0, 1, NULL,
+  "a dynamic item table (doc/embedding.md, \"Dynamic tables\"): a hash table from raw id to a "
+  "row per shard (owner: a 64-bit mix of the id mod the group size), rows made on first use "
+  "(embedding.admit), evicted by embedding.evict, at most embedding.capacity (host memory)")
+X(embedding, capacity, INT, "0", 0, 1e18, NULL,
+  "dynamic tables: at most this many rows over all shards (each shard its share); 0 = unbounded")
+X(embedding, admit, INT, "1", 1, 65535, NULL,
+  "dynamic tables: an id gets a row at the N-th training step that looks it up; until then "
+  "it gets the table's shared, trained unadmitted row")
+X(embedding, evict, STRING, "none", 0, 0, NULL,
+  "dynamic tables: none; ttl:S = rows not looked up for S steps go; lru / lfu = when a shard "
+  "is full, the least recently / frequently used rows go (ties: smaller id first)")
 X(features, item, STRING, "", 0, 0, NULL,
   "item features of the dataset (/items/NAME), comma-separated: each one's rows (pooled over "
   "its values: features.pooling) are added to the item's token and to its output "
@@ -146,6 +158,9 @@ X(features, dim, INT, "0", 0, 65536, NULL,
   "learned matrix (trained like a replicated table)")
 X(features, dims, STRING, "", 0, 0, NULL,
   "per-feature widths NAME:WIDTH,... overriding features.dim")
+X(features, dynamic, STRING, "", 0, 0, NULL,
+  "features whose tables are dynamic (comma-separated names; sharded, with "
+  "embedding.capacity, admit and evict as the item table's)")
 X(features, pooling, CHOICE, "sum", 0, 0, "sum|mean",
   "how the rows of a multi-valued feature's values are pooled (a value 0 is missing: no row)")
 X(features, optimizer, CHOICE, "same", 0, 0, "same|sgd|adagrad|adam",
@@ -225,6 +240,10 @@ X(output, checkpoint_dir, STRING, "", 0, 0, NULL,
   "directory for checkpoints ckpt-STEP.h5 (empty = no checkpoints; created if missing); it "
   "belongs to one run: one holding another run's checkpoints is refused, and so is a fresh "
   "run (train.resume empty) where an earlier start of this run wrote checkpoints")
+X(output, checkpoint_delta_every, INT, "0", 0, 1000000000, NULL,
+  "dynamic tables: every K steps between full checkpoints (train.checkpoint_every, a "
+  "multiple of K), DIR/delta-STEP.h5 with only the dynamic tables' rows used and ids evicted "
+  "since the checkpoint before (train.resume = a delta reads its chain); 0 = none")
 X(output, keep_checkpoints, INT, "0", 0, 1000000, NULL,
   "keep only this run's N newest checkpoints in output.checkpoint_dir, deleting older ones "
   "once a newer one is complete (0 = keep all)")

@@ -32,6 +32,7 @@
 #include "cli/cli.h"
 #include "ckpt/ckpt_priv.h"
 #include "ckpt/ckpt_run.h"
+#include "ckpt/ckpt_dyn.h"
 
 /* --- failing cleanly ----------------------------------------------------------- */
 
@@ -125,6 +126,10 @@ static void create_tables(struct trainer *tr, struct ck_out *o, hid_t d[][3])
     hid_t emb = h5io_group(&o->h, o->h.f, "/emb");
     for (int k = 0; k < tr->reg.n; k++) {
         struct emb_table *t = &tr->reg.tables[k];
+        if (t->dyn) { /* ids and rows (ckpt_dyn.c) */
+            ckpt_dyn_create(tr, &o->h, emb, k);
+            continue;
+        }
         struct ckpt_part part[3];
         const int np = ckpt_parts(t, part);
         hid_t g = h5io_group(&o->h, emb, t->conf.name);
@@ -169,6 +174,7 @@ static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
     h5io_attr_str(h, f, "run_id", run.id);
     h5io_attr_str(h, f, "run_params", run.params);
     h5io_attr_i64(h, f, "written_ns", ckpt_run_now_ns());
+    ckpt_dyn_header(h, f); /* a delta checkpoint: the one it follows */
     char *text = params_serialize(tr->p);
     h5io_attr_str(h, f, "params", text);
     free(text);
@@ -203,7 +209,8 @@ static void close_tables(struct trainer *tr, struct ck_out *o, hid_t d[][3])
 {
     for (int k = 0; k < tr->reg.n; k++) {
         struct ckpt_part part[3];
-        for (int j = 0, np = ckpt_parts(&tr->reg.tables[k], part); j < np; j++)
+        for (int j = 0, np = tr->reg.tables[k].dyn ? 0 : ckpt_parts(&tr->reg.tables[k], part);
+             j < np; j++)
             h5io_close_obj(&o->h, d[k][j]);
     }
 }
@@ -217,6 +224,10 @@ static void write_rows_collective(struct trainer *tr, struct ck_out *o)
     hid_t d[EMB_MAX_TABLES][3];
     for (int k = 0; k < tr->reg.n; k++) {
         struct emb_table *t = &tr->reg.tables[k];
+        if (t->dyn) {
+            ckpt_dyn_write(tr, &o->h, k);
+            continue;
+        }
         struct ckpt_part part[3];
         for (int j = 0, np = ckpt_parts(t, part); j < np; j++) {
             char name[300];
@@ -256,6 +267,7 @@ void checkpoint_write(struct trainer *tr, const char *path)
     if (root) /* the temporary's name: PATH.tmp.HOST.PID of rank 0 */
         ckpt_run_tmp_name(path, out.tmp, sizeof out.tmp);
     comm_bcast_bytes(c, out.tmp, sizeof out.tmp, 0);
+    ckpt_dyn_count(tr); /* dynamic tables: their rows per rank (collective) */
     if (root || collective)
         tmpguard_begin(out.tmp, 0); /* removed if this rank ends mid-write (not on SIGTERM:
                                        the preemption handler's) */

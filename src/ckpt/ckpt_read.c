@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "data/dataset.h"
 #include "ckpt/ckpt_priv.h"
+#include "ckpt/ckpt_dyn.h"
 #include "train/watchdog.h"
 
 #define VERIFY_BLOCK_VALUES ((int64_t)1 << 20)
@@ -134,6 +135,15 @@ static int verify_table(const char *name, void *data)
         return -1;
     snprintf(ds, sizeof ds, "/emb/%s/steps", name);
     if (h5io_exists(v->f, ds) && verify_dataset(v, ds, H5T_INTEGER, 1))
+        return -1;
+    static const char *const dyn[3] = {"ids", "last", "freq"}; /* a dynamic table's */
+    for (int k = 0; k < 3; k++) {
+        snprintf(ds, sizeof ds, "/emb/%s/%s", name, dyn[k]);
+        if (h5io_exists(v->f, ds) && verify_dataset(v, ds, H5T_INTEGER, 1))
+            return -1;
+    }
+    snprintf(ds, sizeof ds, "/emb/%s/prob", name);
+    if (h5io_exists(v->f, ds) && verify_dataset(v, ds, H5T_INTEGER, 2))
         return -1;
     return 0;
 }
@@ -359,15 +369,23 @@ static void read_tables(struct trainer *tr, const struct h5io *h, const char *pa
               x.name);
     for (int k = 0; k < tr->reg.n; k++) {
         struct emb_table *t = &tr->reg.tables[k];
+        if (t->dyn) { /* ids and rows, re-hashed (ckpt_dyn.c) */
+            ckpt_dyn_read(tr, h, path, k);
+            continue;
+        }
         struct ckpt_part part[3];
         hid_t d[3];
         const int np = ckpt_parts(t, part);
-        char group[256];
+        char group[256], name0[300];
         snprintf(group, sizeof group, "/emb/%s", t->conf.name);
         if (!h5io_exists(h->f, group))
             fatal("checkpoint %s: no table %s: it was written by a run without this %s (the "
                   "features it trained are in its parameters: features.*)", path, group,
                   strncmp(t->conf.name, "proj.", 5) ? "table" : "feature width (a projection)");
+        snprintf(name0, sizeof name0, "%s/ids", group);
+        if (h5io_exists(h->f, name0)) /* ckpt_dyn.c */
+            fatal("checkpoint %s: table %s was written as a dynamic table: resume with "
+                  "embedding.dynamic = on (features.dynamic for a feature table)", path, group);
         for (int j = 0; j < np; j++) {
             char name[300];
             snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, part[j].name);
@@ -388,6 +406,7 @@ void checkpoint_read(struct trainer *tr, const char *path)
 {
     if (access(path, R_OK) != 0)
         fatal("train.resume = %s: %s", path, strerror(errno));
+    ckpt_delta_prev(tr, path); /* a delta checkpoint: its chain first (ckpt_dyn.c) */
     struct h5io h;
     char err[1024], format[64];
     if (h5io_open_read(&h, path, tr->c, H5IO_DIRECT, err, sizeof err))

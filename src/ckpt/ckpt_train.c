@@ -15,6 +15,7 @@
 #include "ckpt/ckpt_run.h"
 #include "train/preempt.h"
 #include "train/watchdog.h"
+#include "ckpt/ckpt_dyn.h"
 
 /* The bytes of a checkpoint of this run: every table's rows (the item
  * table, the feature tables), their optimizer state and step counts, the
@@ -143,6 +144,8 @@ void train_ckpt_start(struct trainer *tr)
         params_json(tr->p, tr->metrics);
     comm_fail_agree(tr->c, bad, err);
     comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
+    if (is_auto && resume[0]) /* the deltas after it (ckpt_dyn.c) */
+        ckpt_delta_auto(tr, resume, sizeof resume);
     if (is_auto && !resume[0])
         log_info("train.resume = auto: no checkpoint of this run in %s, starting afresh", ckdir);
     if (resume[0]) {
@@ -150,6 +153,7 @@ void train_ckpt_start(struct trainer *tr)
         char cost[256];
         checkpoint_io_begin(&io);
         checkpoint_read(tr, resume);
+        ckpt_dyn_chain(tr, resume); /* delta checkpoints follow it */
         checkpoint_io_end(&io, tr->c, resume, cost, sizeof cost);
         log_info("resumed from %s at step %lld (read %s)", resume, (long long)tr->step, cost);
     }
@@ -171,6 +175,7 @@ void train_ckpt_save(struct trainer *tr)
     char cost[256];
     checkpoint_io_begin(&io);
     checkpoint_write(tr, path);
+    ckpt_dyn_chain(tr, path); /* delta checkpoints follow it */
     checkpoint_io_end(&io, tr->c, path, cost, sizeof cost);
     log_info("checkpoint %s (%s)", path, cost);
     if (tr->c->rank == 0)

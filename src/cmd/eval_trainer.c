@@ -2,6 +2,7 @@
 #include "cmd/eval_trainer.h"
 
 #include "train/infer.h"
+#include "train/train_dyn.h"
 
 static void user_vectors(void *inf, const struct seq_batch *b, float *out)
 {
@@ -23,6 +24,14 @@ static int64_t history_tokens(void *inf, int64_t events)
     return infer_history_tokens(inf, events);
 }
 
+static struct emb_table *view_begin(void *inf)
+{
+    struct trainer *tr = inf;
+    train_dyn_view_begin(tr);
+    return tr->items;
+}
+static void view_end(void *inf) { train_dyn_view_end(inf); }
+
 void eval_ctx_of(struct trainer *tr, struct eval_ctx *ev)
 {
     const struct train_conf *cf = &tr->conf;
@@ -31,5 +40,6 @@ void eval_ctx_of(struct trainer *tr, struct eval_ctx *ev)
                             .with_ts = tr->with_ts, .normalize_items = cf->normalize_items,
                             .items = tr->items, .inf = tr, .user_vectors = user_vectors,
                             .predict = predict, .item_rows = tr->feat ? item_rows : NULL,
-                            .history_tokens = history_tokens};
+                            .history_tokens = history_tokens, .view_begin = view_begin,
+                            .view_end = view_end};
 }

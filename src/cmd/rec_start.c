@@ -18,6 +18,7 @@
 #include "train/infer.h"
 #include "ckpt/ckpt.h"
 #include "train/watchdog.h"
+#include "train/train_dyn.h"
 
 /* --- the checkpoint's head ------------------------------------------------------ */
 
@@ -176,6 +177,7 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     tr->val_epoch = -1;
     trainer_setup(tr);
     checkpoint_read(tr, cmd->ckpt);
+    train_dyn_view_begin(tr); /* a dynamic item table: read as a dense one */
     watchdog_start((double)tr->conf.timeout, c->rank, "round"); /* stopped by trainer_free */
     watchdog_beat("in", cmd->tool);
     log_info("%s: %s at step %lld; %lld users, %lld items (%s)", cmd->tool, cmd->ckpt,

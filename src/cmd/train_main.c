@@ -25,6 +25,7 @@
 #include "cli/banner.h"
 #include "cli/cli.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/ckpt_dyn.h"
 #include "ckpt/ckpt_train.h"
 #include "cmd/train_report.h"
 #include "cmd/eval_trainer.h"
@@ -242,7 +243,8 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         if (ckpt) {
             train_ckpt_save(tr);
             *last_ckpt = tr->step;
-        }
+        } else if (ckpt_delta_due(tr, total)) /* output.checkpoint_delta_every */
+            ckpt_delta_save(tr);
         /* a signal during a validation or a checkpoint: stop now, not a step later */
         if ((ckpt || tr->val_epoch != validations) && (stop = preempt_requested(tr->c)) != 0)
             break;

@@ -9,6 +9,7 @@
 #include "base/metrics.h"
 #include "cmd/eval_trainer.h"
 #include "eval/eval_ranking.h"
+#include "train/train_dyn.h"
 
 /* The item table's wire bytes per step since the last progress line, summed
  * over ranks (collective: every rank reports), into metrics fields. */
@@ -134,6 +135,9 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     if (prefetch)
         snprintf(pf, sizeof pf, " prefetch %.0f rows/step late %.0f (collision %.1f%%)",
                  w.pf_rows / nw, w.pf_late / nw, 100 * collision(&w));
+    struct train_dyn_figs dyn; /* dynamic tables (collective) */
+    char dline[512];
+    train_dyn_take(tr, iv->steps, &dyn, dline, sizeof dline);
     double tl[RANK_MAX_TASKS];
     char tasks[RANK_MAX_TASKS * (TASK_NAME + 16)] = "";
     const int K = tr->task.ops->losses ? tr->conf.task.n : 0;
@@ -147,11 +151,12 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     }
     log_info("epoch %lld step %lld/%lld loss %.6f%s samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
              "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
-             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s ETA %.0fs",
+             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s%s ETA %.0fs",
              (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, tasks,
              samples_s, tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nbw,
-             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, gpu, eta);
+             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, dline, gpu,
+             eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -183,6 +188,7 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);
     metrics_num(&l, "overlap", st->overlap);
     report_wire(&w, &l);
+    train_dyn_metrics(&dyn, &l);
     if (prefetch)
         report_prefetch(&w, &l);
     report_device(tr, iv->steps, &l);

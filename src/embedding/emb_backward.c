@@ -120,7 +120,15 @@ static int64_t replica_sum(struct emb_table *t, struct comm *c, struct emb_excha
     }
     int64_t *all_ids = xmalloc(at_least1(total) * sizeof *all_ids);
     float *all_g = xmalloc(at_least1(total) * dim * sizeof *all_g);
+    int64_t *raw = NULL;
+    if (t->dyn) { /* the replicas' slots differ: ids travel (emb_dyn.h) */
+        raw = xmalloc(at_least1(k) * sizeof *raw);
+        memcpy(raw, ids, (size_t)k * sizeof *raw);
+        emb_dyn_unmap(t, raw, k);
+        ids = raw;
+    }
     comm_allgatherv(c, COMM_EMB_REPLICA, COMM_I64, ids, k, all_ids, counts, COMM_PH_REPLICA);
+    free(raw);
     comm_allgatherv(c, COMM_EMB_REPLICA, COMM_F32, g, k * dim, all_g, gcounts, COMM_PH_REPLICA);
     free(o_ids);
     free(o_g);
@@ -130,6 +138,8 @@ static int64_t replica_sum(struct emb_table *t, struct comm *c, struct emb_excha
     k = 0;
     while (k < total && sid[k] >= 0)
         k++;
+    if (t->dyn) /* ids back to this replica's slots (rows another replica made, made here) */
+        emb_dyn_rebind(t, sid, k);
     int64_t *d_ids = emb_buf_get(be, &x->b_sid, at_least1(k) * sizeof(int64_t));
     float *d_g = emb_buf_get(be, &x->b_sg, at_least1(k) * dim * sizeof(float));
     be->to_device(d_ids, sid, (size_t)k * sizeof(int64_t));
@@ -175,6 +185,8 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
             k--;
         emb_table_ready(t, ids, k);
     }
+    if (t->dyn) /* the shared unadmitted row: one gradient over the job */
+        emb_dyn_shared_grad(t, c, &ids, &g, &k);
     be->emb_sparse_update(&t->conf.optim, k, dim, ids, G, g, t->w, t->state, t->state_floats,
                           t->steps);
     if (tm) {

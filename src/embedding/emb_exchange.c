@@ -34,7 +34,8 @@ static void dedup_bucket(struct emb_table *t, struct emb_exchange *x, const int6
     x->inverse = emb_buf_get(be, &x->b_inv, at_least1(n) * sizeof(int64_t));
     x->uniq = emb_buf_get(be, &x->b_uniq, at_least1(n) * sizeof(int64_t));
     int64_t *counts = xmalloc((size_t)G * 2 * sizeof *counts);
-    x->nuniq = be->emb_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts, t->conf.rows);
+    x->nuniq = t->dyn ? emb_dyn_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts) /* host */
+                      : be->emb_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts, t->conf.rows);
     memcpy(x->scounts, counts, (size_t)G * sizeof *counts);
     memcpy(x->scounts0, counts + G, (size_t)G * sizeof *counts);
     free(counts);
@@ -164,6 +165,15 @@ void emb_input_wait(struct comm *c, struct emb_exchange *x)
     }
 }
 
+void emb_input_serve(struct comm *c, struct emb_exchange *x)
+{
+    emb_input_wait(c, x);
+    if (x->tab->dyn && !x->dyn_mapped) { /* the served ids to slots (emb_dyn.h) */
+        emb_dyn_map(x->tab, 1, &x->serve, &x->nserve, x->counted);
+        x->dyn_mapped = 1;
+    }
+}
+
 void emb_count_lookup(struct emb_table *t, struct emb_exchange *x)
 {
     if (!x->counted) /* this lookup's figures, counted when its rows leave */
@@ -191,7 +201,7 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     const int G = t->G, dim = t->width; /* values per row on the wire */
     const struct backend_ops *be = t->be;
     double t0 = clock_seconds();
-    emb_input_wait(c, x);
+    emb_input_serve(c, x);
     double t1 = clock_seconds();
     x->served = emb_buf_get(be, &x->b_served, at_least1(x->nserve) * dim * sizeof(float));
     x->rows = emb_buf_get(be, &x->b_rows, at_least1(x->nuniq) * t->conf.dim * sizeof(float));

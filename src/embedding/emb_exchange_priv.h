@@ -195,6 +195,7 @@ struct emb_exchange {
     struct emb_pf *pf;         /* parallel.overlap = prefetch: its state, kept across uses
                                   (emb_prefetch.c); pf_on: this use's rows come by it */
     int pf_on;
+    int dyn_mapped;            /* a dynamic table: serve holds virtual ids (emb_dyn_map) */
 };
 
 /* Chunk k's counts and displacements, in units of `scale` (1: ids, dim:
@@ -207,6 +208,9 @@ void emb_chunk_layout(const struct emb_exchange *x, int k, int64_t scale, int64_
 
 /* Block until the ids have arrived at their owners (emb_exchange.c). */
 void emb_input_wait(struct comm *c, struct emb_exchange *x);
+/* The same, then (a dynamic table) the served ids made virtual ids once:
+ * before the owner reads rows (emb_dyn_map). */
+void emb_input_serve(struct comm *c, struct emb_exchange *x);
 /* Count a lookup in the table's wire figures when its rows leave. */
 void emb_count_lookup(struct emb_table *t, struct emb_exchange *x);
 /* A prefetched exchange's rows: wait for both parts and lay them out as

@@ -24,6 +24,7 @@ void emb_feat_table(const struct feat_schema *s, int k, struct emb_table_conf *c
             conf->init = EMB_INIT_NORMAL;
             conf->init_scale = s->init_std;
             conf->replicated = f->replicated;
+            conf->dyn.on = f->dynamic; /* its settings: the caller's (embedding.*) */
         } else { /* the projection: width rows of d, uniform +-sqrt(3 / width) (variance 1/width) */
             snprintf(conf->name, sizeof conf->name, "proj.%s", f->name);
             conf->rows = f->width;

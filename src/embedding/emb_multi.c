@@ -31,6 +31,7 @@ struct emb_multi {
     int counts_pending, done;
     int64_t *serve;           /* ids served: per requester, table after table */
     int64_t *sc, *sd, *rc, *rd; /* [G] counts and displacements (elements) */
+    int train;                /* a training lookup (dynamic tables: emb_multi_train) */
 };
 
 static void *alloc0(size_t n, size_t size) { return xcalloc(n ? n : 1, size); }
@@ -72,8 +73,11 @@ struct emb_multi *emb_multi_input(struct emb_table *const *t, int nt, struct com
         m->uniq = alloc0((size_t)n[k], sizeof *m->uniq);
         m->inverse = alloc0((size_t)n[k], sizeof *m->inverse);
         int64_t *counts = alloc0((size_t)(2 * Gt), sizeof *counts);
-        m->nuniq = backend_cpu.emb_dedup(n[k], ids[k], n[k], Gt, m->uniq, m->inverse, counts,
-                                         t[k]->conf.rows);
+        if (t[k]->dyn && !m->sharded)
+            fatal("emb_multi: table '%s' is dynamic: it must be sharded", t[k]->conf.name);
+        m->nuniq = t[k]->dyn ? emb_dyn_dedup(n[k], ids[k], n[k], Gt, m->uniq, m->inverse, counts)
+                             : backend_cpu.emb_dedup(n[k], ids[k], n[k], Gt, m->uniq, m->inverse,
+                                                     counts, t[k]->conf.rows);
         m->rows = alloc0((size_t)(m->nuniq * m->width), sizeof *m->rows);
         if (!m->sharded) { /* replicated: read in emb_multi_lookup */
             free(counts);
@@ -95,6 +99,8 @@ struct emb_multi *emb_multi_input(struct emb_table *const *t, int nt, struct com
     x->counts_pending = 1;
     return x;
 }
+
+void emb_multi_train(struct emb_multi *x) { x->train = 1; }
 
 void emb_multi_progress(struct emb_multi *x)
 {
@@ -130,6 +136,24 @@ static int64_t *float_layout(const struct emb_multi *x, int grads, float **out, 
     *out = alloc0((size_t)(l[2 * G - 1] + l[G - 1]), sizeof **out);
     *in = alloc0((size_t)(l[4 * G - 1] + l[3 * G - 1]), sizeof **in);
     return l;
+}
+
+/* Sharded table j's served ids (one segment per requester) made virtual
+ * ids: a training lookup of a dynamic table (emb_dyn_map). */
+static void multi_map(struct emb_multi *x, int j)
+{
+    const int G = x->G;
+    int64_t **seg = alloc0((size_t)G, sizeof *seg), *n = alloc0((size_t)G, sizeof *n);
+    for (int p = 0; p < G; p++) {
+        int64_t at = x->rd[p];
+        for (int q = 0; q < j; q++)
+            at += x->tab[x->sidx[q]].rcnt[p];
+        seg[p] = x->serve + at;
+        n[p] = x->tab[x->sidx[j]].rcnt[p];
+    }
+    emb_dyn_map(x->tab[x->sidx[j]].t, G, seg, n, x->train);
+    free(seg);
+    free(n);
 }
 
 void emb_multi_lookup(struct emb_multi *x)
@@ -182,12 +206,15 @@ void emb_multi_lookup(struct emb_multi *x)
     float *out, *in;
     int64_t *fsc = float_layout(x, 0, &out, &in), *fsd = fsc + G, *frc = fsc + 2 * G,
             *frd = fsc + 3 * G;
+    for (int j = 0; j < ns; j++) /* dynamic tables: the served ids to slots (emb_dyn.h) */
+        if (x->tab[x->sidx[j]].t->dyn)
+            multi_map(x, j);
     for (int p = 0; p < G; p++) {
         int64_t f_at = fsd[p], id_at = x->rd[p];
         for (int j = 0; j < ns; j++) {
             struct mtab *m = &x->tab[x->sidx[j]];
             const int64_t *ids = x->serve + id_at;
-            for (int64_t i = 0; i < m->rcnt[p]; i++)
+            for (int64_t i = 0; i < m->rcnt[p] && !m->t->dyn; i++)
                 if (ids[i] % G != m->t->shard)
                     fatal("emb_multi: table '%s': rank %d asked shard %d for id %lld",
                           m->t->conf.name, p, m->t->shard, (long long)ids[i]);
@@ -377,15 +404,26 @@ void emb_multi_backward(struct emb_multi *x, float *const *gu)
         free(out);
         free(in);
         free(fsc);
-        if (c->g[COMM_EMB_REPLICA].size > 1)
+        if (c->g[COMM_EMB_REPLICA].size > 1) {
+            for (int j = 0; j < ns; j++) /* dynamic: the replicas' slots differ, ids travel */
+                if (x->tab[x->sidx[j]].t->dyn)
+                    emb_dyn_unmap(x->tab[x->sidx[j]].t, l.ids[x->sidx[j]], l.n[x->sidx[j]]);
             group_sum(x, COMM_EMB_REPLICA, x->sidx, ns, &l);
+            for (int j = 0; j < ns; j++)
+                if (x->tab[x->sidx[j]].t->dyn)
+                    emb_dyn_rebind(x->tab[x->sidx[j]].t, l.ids[x->sidx[j]], l.n[x->sidx[j]]);
+        }
     }
     if (nrep)
         group_sum(x, COMM_DP, rep, nrep, &l);
     for (int k = 0; k < x->nt; k++) {
         struct emb_table *t = x->tab[k].t;
         emb_table_ready(t, l.ids[k], l.n[k]);
-        backend_cpu.emb_sparse_update(&t->conf.optim, l.n[k], t->width, l.ids[k], t->G, l.g[k],
+        int64_t *uid = l.ids[k];
+        float *ug = l.g[k];
+        if (t->dyn) /* the shared unadmitted row: one gradient over the job */
+            emb_dyn_shared_grad(t, c, &uid, &ug, &l.n[k]);
+        backend_cpu.emb_sparse_update(&t->conf.optim, l.n[k], t->width, uid, t->G, ug,
                                       t->w, t->state, t->state_floats, t->steps);
         free(l.ids[k]);
         free(l.g[k]);

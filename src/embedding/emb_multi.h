@@ -49,6 +49,9 @@ struct emb_multi;
 struct emb_multi *emb_multi_input(struct emb_table *const *t, int nt, struct comm *c,
                                   const int64_t *const *ids, const int64_t *n);
 void emb_multi_lookup(struct emb_multi *x);
+/* Mark x a training lookup (before emb_multi_lookup): a dynamic table's
+ * lookup ticks its clock and inserts rows (emb_dyn.h); others only read. */
+void emb_multi_train(struct emb_multi *x);
 /* Table k's unique rows [nuniq, width], inverse [n[k]], unique ids [nuniq]
  * (after emb_multi_lookup). */
 int64_t emb_multi_nuniq(const struct emb_multi *x, int k);

@@ -144,6 +144,10 @@ static int64_t mark_updated(struct emb_table *t, struct comm *c, struct emb_pf *
     int64_t nm = 0;
     mark(t, pf, served, x->nserve, &nm);
     free(own);
+    if (t->dyn) { /* the shared unadmitted row may be updated by other shards' gradients */
+        const int64_t shared = t->shard;
+        mark(t, pf, &shared, 1, &nm);
+    }
     const int R = c->g[COMM_EMB_REPLICA].size;
     if (R > 1) { /* the other replicas update these rows too (emb_grad_finish) */
         int64_t *counts = xmalloc((size_t)R * sizeof *counts), total = 0;
@@ -151,8 +155,23 @@ static int64_t mark_updated(struct emb_table *t, struct comm *c, struct emb_pf *
         for (int r = 0; r < R; r++)
             total += counts[r];
         int64_t *all = xmalloc(at_least1(total) * sizeof *all);
-        comm_allgatherv(c, COMM_EMB_REPLICA, COMM_I64, pf->marked, nm, all, counts,
+        int64_t *raw = NULL;
+        if (t->dyn) { /* the replicas' slots differ: ids travel (emb_dyn.h) */
+            raw = xmalloc(at_least1(nm) * sizeof *raw);
+            memcpy(raw, pf->marked, (size_t)nm * sizeof *raw);
+            emb_dyn_unmap(t, raw, nm);
+        }
+        comm_allgatherv(c, COMM_EMB_REPLICA, COMM_I64, raw ? raw : pf->marked, nm, all, counts,
                         COMM_PH_REPLICA);
+        free(raw);
+        if (t->dyn) { /* to this replica's slots; rows it does not hold are in no lookup here */
+            int64_t m = 0;
+            emb_dyn_find(t, all, total);
+            for (int64_t i = 0; i < total; i++)
+                if (all[i] >= 0)
+                    all[m++] = all[i];
+            total = m;
+        }
         if ((size_t)(nm + total) > pf->cap_marked) { /* keeping the nm marked so far */
             pf->cap_marked = (size_t)(nm + total);
             pf->marked = xrealloc(pf->marked, pf->cap_marked * sizeof(int64_t));
@@ -168,7 +187,7 @@ void emb_prefetch_plan(struct emb_table *t, struct comm *c, struct emb_exchange 
                        const struct emb_exchange *x)
 {
     const int G = t->G;
-    emb_input_wait(c, y); /* y's served ids are here */
+    emb_input_serve(c, y); /* y's served ids are here */
     struct emb_pf *pf = pf_of(y);
     y->pf_on = 1;
     const int64_t nm = mark_updated(t, c, pf, x);

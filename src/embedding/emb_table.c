@@ -44,7 +44,7 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
         fatal("embedding: more than %d tables", EMB_MAX_TABLES);
     if (emb_registry_find(r, conf->name))
         fatal("embedding: table '%s' defined twice", conf->name);
-    if (conf->rows < 1 || conf->dim < 1)
+    if ((conf->rows < 1 && !conf->dyn.on) || conf->dim < 1)
         fatal("embedding: table '%s' has %lld rows of dim %d", conf->name,
               (long long)conf->rows, conf->dim);
     struct emb_table *t = &r->tables[r->n++];
@@ -65,6 +65,13 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
     }
     t->state_floats = emb_optim_state_floats(conf->optim.kind, t->width);
     const size_t slots = (size_t)t->local_rows, dim = (size_t)t->width;
+    if (conf->dyn.on) { /* a pool of slots behind a hash index (emb_dyn.h) */
+        if (!backend_is_host(t->be) || conf->subspace_k > 0)
+            fatal("embedding table '%s': a dynamic table lives in host memory as a plain table "
+                  "(embedding.placement = host, subspace_k = 0)", conf->name);
+        emb_dyn_init(t);
+        return t;
+    }
     if (backend_is_host(t->be)) {
         /* calloc: the kernel maps zero pages on first touch, so a shard
          * costs memory only for the rows used (initialisation is lazy) */
@@ -118,6 +125,7 @@ void emb_registry_free(struct emb_registry *r)
             t->be->free(t->steps);
         }
         emb_xstate_free(t);
+        emb_dyn_free(t);
         if (t->sub)
             emb_subspace_free(t->sub);
         free(t->sub);
@@ -153,6 +161,9 @@ void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n)
 
 void emb_shard_row(struct emb_table *t, int64_t id, float *row)
 {
+    if (t->dyn)
+        fatal("embedding: table '%s' is dynamic: its rows are reached by id through its index",
+              t->conf.name);
     if (id < 1 || id > t->conf.rows || id % t->G != t->shard)
         fatal("embedding: table '%s': id %lld is not in shard %d", t->conf.name, (long long)id,
               t->shard);
@@ -189,7 +200,7 @@ static void get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, f
 {
     slots_check(t, slot0, n);
     const int64_t dim = t->width, sf = t->state_floats;
-    if (t->ready) /* host: initialise the rows not used yet */
+    if (t->ready && !t->dyn) /* host: initialise the rows not used yet (a dynamic pool's are) */
         for (int64_t k = 0; k < n; k++) {
             const int64_t id = (slot0 + k) * t->G + t->shard;
             if (id >= 1 && id <= t->conf.rows)
@@ -240,6 +251,17 @@ void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const fl
 int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t n, int rank,
                   char *err, size_t errlen)
 {
+    if (conf->dyn.on) { /* raw ids: 1 .. 2^63 - 1 (0 is padding; the engine's sorts take
+                           non-negative keys), below a known bound */
+        for (int64_t i = 0; i < n; i++)
+            if (ids[i] < 1 || (conf->rows > 0 && ids[i] > conf->rows))
+                return errorf(err, errlen,
+                              "embedding table '%s' (dynamic): id %lld (token %lld, requested by "
+                              "rank %d) is not positive or above the dataset's %lld",
+                              conf->name, (long long)ids[i], (long long)i, rank,
+                              (long long)conf->rows);
+        return 0;
+    }
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 1 || ids[i] > conf->rows)
             return errorf(err, errlen,

@@ -23,6 +23,7 @@
 #include "comm/comm.h"
 #include "backend/emb_codec.h"
 #include "backend/emb_optim.h"
+#include "embedding/emb_dyn.h"
 
 enum emb_init { EMB_INIT_UNIFORM, EMB_INIT_NORMAL };
 
@@ -52,6 +53,9 @@ struct emb_table_conf {
      * stored (host tables only); identity: U = I[:, :k], F = 0 (a test hook) */
     int subspace_k, subspace_identity;
     int replicated; /* whole on every rank (G = 1), not sharded over emb */
+    /* embedding.dynamic and its settings (emb_dyn.h): a hash table of raw
+     * ids, rows a pool of slots; rows = the ids' bound when known (0 = none) */
+    struct emb_dyn_conf dyn;
 };
 
 /* Bytes the exchanges of a table sent, counted by every rank for what it
@@ -86,6 +90,7 @@ struct emb_table {
     int index;                /* in its registry: the exchanges' message tags */
     struct emb_xstate *xs;    /* what its exchanges keep across steps (created on first use) */
     struct emb_wire_stats wire;         /* this rank's, since the last emb_table_wire_take */
+    struct emb_dyn *dyn;      /* a dynamic table's index and pool (emb_dyn.h), else NULL */
 };
 
 #define EMB_MAX_TABLES 136 /* the item table, up to 64 feature tables and their projections */

@@ -148,7 +148,12 @@ const struct eval_ops *eval_ops_of(const struct eval_ctx *ev)
 void eval_run(const struct eval_ctx *ev, int test, struct eval_result *out)
 {
     memset(out, 0, sizeof *out);
-    eval_ops_of(ev)->run(ev, test, out);
+    struct eval_ctx e = *ev;
+    if (ev->view_begin) /* a dynamic item table: read as a dense one */
+        e.items = ev->view_begin(ev->inf);
+    eval_ops_of(ev)->run(&e, test, out);
+    if (ev->view_end)
+        ev->view_end(ev->inf);
 }
 
 double eval_select(const struct eval_ctx *ev, const struct eval_result *e)

@@ -32,6 +32,10 @@ struct eval_ctx {
     void (*item_rows)(void *inf, const int64_t *ids, int64_t n, float *rows);
     /* ranking: the model tokens of a candidate's history of `events` events */
     int64_t (*history_tokens)(void *inf, int64_t events);
+    /* around an evaluation (NULL: nothing): a dynamic item table's dense
+     * view, which view_begin returns for the evaluation to read */
+    struct emb_table *(*view_begin)(void *inf);
+    void (*view_end)(void *inf);
 };
 
 #endif

@@ -15,6 +15,7 @@ int feat_conf_from_params(const struct params *p, struct feat_conf *fc, char *er
     fc->event = params_str(p, P_features_event);
     fc->user = params_str(p, P_features_user);
     fc->dims = params_str(p, P_features_dims);
+    fc->dynamic = params_str(p, P_features_dynamic);
     const char *pl = params_str(p, P_features_placement);
     fc->placement = !strcmp(pl, "replicated") ? FEAT_PLACE_REPLICATED
                     : !strcmp(pl, "sharded")  ? FEAT_PLACE_SHARDED
@@ -61,6 +62,19 @@ static void kind_list(const struct dataset *ds, enum dataset_feat_kind kind, cha
             at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", ds->feat[i].name);
     if (!buf[0])
         snprintf(buf, len, "none");
+}
+
+/* 1 if name is one of the comma-separated list's. */
+static int name_listed(const char *list, const char *name)
+{
+    const size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const size_t n = strcspn(p, ",");
+        if (n == len && !strncmp(p, name, n))
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
 }
 
 /* Add the features listed in text (parameter param) of one role. */
@@ -113,6 +127,13 @@ static int add_list(struct feat_schema *s, const struct feat_conf *fc, const str
         const double values = (double)sp->rows * (double)sp->width;
         sp->replicated = fc->placement == FEAT_PLACE_REPLICATED ||
                          (fc->placement == FEAT_PLACE_AUTO && values <= (double)fc->replicate_below);
+        sp->dynamic = name_listed(fc->dynamic, name);
+        if (sp->dynamic && fc->placement == FEAT_PLACE_REPLICATED)
+            return errorf(err, errlen, "features.dynamic = %s: '%s' is dynamic, which is a "
+                          "sharded table: not with features.placement = replicated (use auto or "
+                          "sharded)", fc->dynamic, name);
+        if (sp->dynamic) /* a dynamic table is a sharded one */
+            sp->replicated = 0;
         sp->table = s->ntables++;
         sp->proj = sp->width != s->d ? s->ntables++ : -1;
         if (role == FEAT_USER)
@@ -143,6 +164,18 @@ int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const
         add_list(s, fc, ds, "features.event", fc->event, FEAT_EVENT, DS_EVENTS, err, errlen) ||
         add_list(s, fc, ds, "features.user", fc->user, FEAT_USER, DS_USERS, err, errlen))
         return -1;
+    /* every features.dynamic entry must name a feature of the run */
+    for (const char *p = fc->dynamic; *p;) {
+        const size_t n = strcspn(p, ",");
+        int found = 0;
+        for (int i = 0; i < s->n; i++)
+            found |= n == strlen(s->f[i].name) && !strncmp(p, s->f[i].name, n);
+        if (!found)
+            return errorf(err, errlen, "features.dynamic = %s: '%.*s' names no feature of "
+                          "features.item, features.event or features.user", fc->dynamic, (int)n,
+                          p);
+        p += n + (p[n] == ',');
+    }
     /* every features.dims entry must name a feature of the run */
     for (const char *p = fc->dims; *p;) {
         size_t n = strcspn(p, ",");
@@ -187,6 +220,6 @@ void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t 
              : f->role == FEAT_EVENT && s->actions ? " (in the actions)"
                                                    : "",
              f->multi ? "multi-valued, " : "", (long long)f->rows, f->width,
-             f->replicated ? "replicated" : "sharded",
+             f->dynamic ? "dynamic, sharded" : f->replicated ? "replicated" : "sharded",
              f->proj >= 0 ? ", projected to model.dim" : "");
 }

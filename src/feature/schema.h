@@ -43,6 +43,7 @@ enum feat_placement { FEAT_PLACE_AUTO, FEAT_PLACE_REPLICATED, FEAT_PLACE_SHARDED
 /* The parameters, as read (train_conf.c). */
 struct feat_conf {
     const char *item, *event, *user, *dims; /* comma-separated lists */
+    const char *dynamic;     /* features.dynamic: names of dynamic tables */
     enum feat_placement placement;
     int64_t replicate_below;
     int dim;                 /* 0 = model.dim */
@@ -59,6 +60,7 @@ struct feat_spec {
     int64_t rows;            /* table rows: cardinality - 1 */
     int width;               /* table width */
     int replicated;          /* the table's placement */
+    int dynamic;             /* features.dynamic: a dynamic (hashed, sharded) table */
     int table, proj;         /* indexes into the run's feature tables (proj: -1 = none) */
     int ctx;                 /* user: its contextual token (0 .. n_user - 1) */
     int label;               /* 0: a dataset column; k + 1: the label of ranking task k

@@ -51,6 +51,10 @@ void step_feat_tables(struct trainer *tr)
     for (int k = 0; k < F->s.ntables; k++) {
         struct emb_table_conf ec;
         emb_feat_table(&F->s, k, &ec);
+        if (ec.dyn.on) { /* features.dynamic: the item table's settings */
+            ec.dyn = tr->conf.dyn;
+            ec.dyn.on = 1;
+        }
         trainer_check_table(tr, &ec);
         F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
     }
@@ -163,6 +167,7 @@ struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
 {
     const int64_t nu = emb_exchange_nuniq(x);
     struct step_feat *sf = plan(tr, emb_exchange_uniq(x), nu, sb);
+    emb_multi_train(sf->mx); /* dynamic feature tables: their rows made here */
     sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
     return sf;
 }

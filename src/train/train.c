@@ -5,6 +5,7 @@
  * builds the model, the item table and the dense optimizer (the resume
  * from a checkpoint: ckpt/ckpt_train.c). */
 #include "train/train.h"
+#include "train/train_dyn.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -116,6 +117,8 @@ static void table_transport(struct trainer *tr)
 
 void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *ec)
 {
+    if (ec->dyn.on)
+        return; /* a pool that grows to embedding.capacity (train_dyn_describe) */
     const int64_t G = ec->replicated ? 1 : tr->c->g[COMM_EMB].size;
     const int width = ec->subspace_k > 0 ? ec->subspace_k : ec->dim;
     const double slots = (double)(ec->rows / G + 1);
@@ -184,11 +187,13 @@ void trainer_build(struct trainer *tr)
     ec.grads_codec = cf->grads_codec;
     ec.subspace_k = cf->subspace_k;
     ec.subspace_identity = cf->subspace_identity;
+    ec.dyn = cf->dyn;
     if (cf->node_size > 0) /* debug.node_size: the byte counters' nodes */
         comm_set_node_size(tr->c, (int)cf->node_size);
     trainer_check_table(tr, &ec);
     tr->items = emb_registry_add(&tr->reg, tr->c, &ec);
     step_feat_tables(tr);
+    train_dyn_describe(tr);
     table_transport(tr);
     task_setup_init(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
@@ -205,6 +210,7 @@ void trainer_build(struct trainer *tr)
 void trainer_free(struct trainer *tr)
 {
     watchdog_stop();
+    train_dyn_view_end(tr); /* recommend, score, export: the dense view of a dynamic table */
     train_step_free(tr);
     dense_optim_free(&tr->optim);
     emb_registry_free(&tr->reg);

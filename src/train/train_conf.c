@@ -1,5 +1,6 @@
 /* train_conf: parameters -> typed configuration; see train_conf.h. */
 #include "train/train_conf.h"
+#include "train/train_dyn.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -74,7 +75,8 @@ int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
     if (train_conf_resolve(p, P, &tc, err, errlen))
         return -1;
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
-    if (model_conf_check(&tc.model, err, errlen) || device_check(&tc, err, errlen))
+    if (model_conf_check(&tc.model, err, errlen) || device_check(&tc, err, errlen) ||
+        train_dyn_refuse(p, &tc, P, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
     if (P > 0 && G > 0 && (G > P || P % G != 0))
@@ -160,6 +162,8 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->subspace_k > tc->d)
         return errorf(err, errlen, "embedding.subspace_k = %d exceeds model.dim = %d",
                       tc->subspace_k, tc->d);
+    if (train_dyn_resolve(p, &tc->dyn, err, errlen))
+        return -1;
     tc->checkpoint_dir = params_str(p, P_output_checkpoint_dir);
     tc->metrics = params_str(p, P_output_metrics);
     tc->trace = params_str(p, P_output_trace);

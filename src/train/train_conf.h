@@ -14,6 +14,7 @@
 #include "backend/emb_codec.h"
 #include "backend/emb_optim.h"
 #include "backend/precision.h"
+#include "embedding/emb_dyn.h"
 #include "feature/schema.h"
 #include "model/model.h"
 #include "model/task.h"
@@ -43,6 +44,7 @@ struct train_conf {
     enum emb_placement { PLACE_AUTO, PLACE_HOST, PLACE_DEVICE } placement;
     int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
     int subspace_identity;    /* embedding.subspace_basis = identity */
+    struct emb_dyn_conf dyn;  /* embedding.dynamic and its settings (train/train_dyn.h) */
     /* train.task and the ranking settings (train/step_task.c resolves them) */
     struct task_conf task;
     /* features.* (resolved against the dataset in step_feat_setup) */

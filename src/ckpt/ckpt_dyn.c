@@ -1,0 +1,487 @@
+/* ckpt_dyn: a dynamic table in a checkpoint (embedding/emb_dyn.h;
+ * doc/embedding.md, "Dynamic tables").
+ *
+ * /emb/NAME holds R = rows + 1 rows: ids [R] (int64; row 0 is id 0, the
+ * shared unadmitted row), weight [R, width], state [R, state_floats] (an
+ * optimizer with state), steps [R] (adam), and the statistics eviction
+ * needs, last [R] (the tick of its last lookup) and freq [R] (its lookups);
+ * prob [M, 2] (admit > 1: the probation list, id and (tick << 16) |
+ * sightings) when not empty; attribute clock (the table's ticks). Each
+ * shard of the first embedding group writes its rows as one block of
+ * consecutive rows, ascending by id within the block (the shards one after
+ * the other, rank 0's first with row 0), collectively through the
+ * checkpoint's MPI-IO file, in rounds of at most BLOCK_ROWS rows (all
+ * datasets checksummed as the others). A read deals blocks of rows
+ * round-robin to every rank, which sends each row to the ranks holding its
+ * owner's shard now (a 64-bit mix of the id mod G: any G, any P), which make
+ * it a row of their pool: a resume on P' re-hashes every row. */
+#include "ckpt/ckpt_dyn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_priv.h"
+#include "train/watchdog.h"
+
+#define BLOCK_ROWS ((int64_t)1 << 14) /* rows per rank per round */
+
+/* What ckpt_dyn_count found, per table of the registry. */
+static struct dyn_counts {
+    int64_t rows, first;   /* the file's rows (R), this rank's first row and count */
+    int64_t mine;
+    int64_t prob, pfirst, pmine;
+    int64_t rounds, prounds; /* of the collective writes */
+    int64_t gone, gfirst, gmine, grounds; /* a delta's evicted ids */
+} counts[EMB_MAX_TABLES];
+
+static int writer(const struct trainer *tr, const struct emb_table *t)
+{
+    return tr->c->rank < t->G; /* the first embedding group (the replicas are the same) */
+}
+
+/* Delta checkpoints (output.checkpoint_delta_every): the write in progress
+ * is a delta (ckpt_delta.c sets it). */
+static int delta_on;
+
+void ckpt_dyn_set_delta(int on) { delta_on = on; }
+int ckpt_dyn_delta_mode(void) { return delta_on; }
+
+/* This shard's rows to write, ascending by id: all of them, or (a delta)
+ * those used since the chain's last checkpoint; their number. */
+static int64_t select_rows(const struct emb_table *t, int64_t **ids, int64_t **slots)
+{
+    const int64_t n = emb_dyn_rows(t, ids, slots);
+    if (!delta_on)
+        return n;
+    const int64_t *gone;
+    int64_t since, m = 0;
+    emb_dyn_delta(t, &gone, &since);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t last, freq;
+        emb_dyn_row_stats(t, (*slots)[i], &last, &freq);
+        if (last > since) {
+            (*ids)[m] = (*ids)[i];
+            (*slots)[m++] = (*slots)[i];
+        }
+    }
+    return m;
+}
+
+void ckpt_dyn_count(struct trainer *tr)
+{
+    struct comm *c = tr->c;
+    int64_t *all = xmalloc((size_t)c->size * 3 * sizeof *all);
+    for (int k = 0; k < tr->reg.n; k++) {
+        struct emb_table *t = &tr->reg.tables[k];
+        if (!t->dyn)
+            continue;
+        struct dyn_counts *dc = &counts[k];
+        int64_t *ids, *slots, *pairs;
+        const int w = writer(tr, t);
+        const int64_t n = w ? select_rows(t, &ids, &slots) + (c->rank == 0) : 0;
+        const int64_t m = w ? emb_dyn_probation(t, &pairs) : 0;
+        const int64_t *gone;
+        int64_t since;
+        const int64_t e = w && delta_on ? emb_dyn_delta(t, &gone, &since) : 0;
+        if (w) {
+            free(ids);
+            free(slots);
+            free(pairs);
+        }
+        int64_t v[3] = {n, m, e};
+        comm_allgather_bytes(c, COMM_WORLD, v, sizeof v, all);
+        memset(dc, 0, sizeof *dc);
+        int64_t maxn = 0, maxm = 0, maxe = 0;
+        for (int r = 0; r < c->size; r++) {
+            if (r < c->rank) {
+                dc->first += all[3 * r];
+                dc->pfirst += all[3 * r + 1];
+                dc->gfirst += all[3 * r + 2];
+            }
+            dc->rows += all[3 * r];
+            dc->prob += all[3 * r + 1];
+            dc->gone += all[3 * r + 2];
+            maxn = all[3 * r] > maxn ? all[3 * r] : maxn;
+            maxm = all[3 * r + 1] > maxm ? all[3 * r + 1] : maxm;
+            maxe = all[3 * r + 2] > maxe ? all[3 * r + 2] : maxe;
+        }
+        dc->mine = n;
+        dc->pmine = m;
+        dc->gmine = e;
+        dc->rounds = (maxn + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        dc->prounds = (maxm + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        dc->grounds = (maxe + BLOCK_ROWS - 1) / BLOCK_ROWS;
+    }
+    free(all);
+}
+
+/* The datasets of t: name, file type, columns (0: a vector); their number. */
+struct dpart {
+    const char *name;
+    int is_float;
+    int64_t cols;
+};
+static int dparts(const struct emb_table *t, struct dpart p[6])
+{
+    int n = 0;
+    p[n++] = (struct dpart){"ids", 0, 0};
+    p[n++] = (struct dpart){"weight", 1, t->width};
+    if (t->state_floats)
+        p[n++] = (struct dpart){"state", 1, t->state_floats};
+    if (t->steps)
+        p[n++] = (struct dpart){"steps", 0, 0};
+    p[n++] = (struct dpart){"last", 0, 0};
+    p[n++] = (struct dpart){"freq", 0, 0};
+    return n;
+}
+
+static hid_t dset(struct h5io *h, hid_t g, const char *name, int is_float, int64_t rows,
+                  int64_t cols)
+{
+    const hid_t ft = is_float ? H5T_IEEE_F32LE : H5T_STD_I64LE;
+    const struct h5io_layout lay = {.chunk_rows = h5io_chunk_rows(ft, rows, cols), .checksum = 1};
+    return h5io_dset(h, g, name, ft, rows, cols, &lay);
+}
+
+void ckpt_dyn_create(struct trainer *tr, struct h5io *h, hid_t emb, int k)
+{
+    struct emb_table *t = &tr->reg.tables[k];
+    const struct dyn_counts *dc = &counts[k];
+    hid_t g = h5io_group(h, emb, t->conf.name);
+    h5io_attr_i64(h, g, "dynamic", 1);
+    h5io_attr_i64(h, g, "clock", emb_dyn_clock(t));
+    if (delta_on) {
+        h5io_attr_i64(h, g, "delta", 1);
+        if (dc->gone)
+            h5io_close_obj(h, dset(h, g, "evicted", 0, dc->gone, 0));
+    }
+    struct dpart p[6];
+    for (int j = 0, np = dparts(t, p); j < np; j++)
+        h5io_close_obj(h, dset(h, g, p[j].name, p[j].is_float, dc->rows, p[j].cols));
+    if (dc->prob)
+        h5io_close_obj(h, dset(h, g, "prob", 0, dc->prob, 2));
+    h5io_close_obj(h, g);
+}
+
+/* This rank's rows of t in the file's order: their slots (slot 0 first on
+ * rank 0) and ids; count *n. */
+static int64_t *my_slots(struct trainer *tr, struct emb_table *t, int64_t **ids_out)
+{
+    int64_t *ids = NULL, *slots = NULL, n = 0;
+    if (writer(tr, t))
+        n = select_rows(t, &ids, &slots);
+    const int z = tr->c->rank == 0;
+    int64_t *s = xmalloc((size_t)(n + z + 1) * sizeof *s), *i = xmalloc((size_t)(n + z + 1) * sizeof *i);
+    if (z)
+        s[0] = 0, i[0] = 0;
+    for (int64_t r = 0; r < n; r++)
+        s[z + r] = slots[r], i[z + r] = ids[r];
+    free(ids);
+    free(slots);
+    *ids_out = i;
+    return s;
+}
+
+void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k)
+{
+    struct emb_table *t = &tr->reg.tables[k];
+    const struct dyn_counts *dc = &counts[k];
+    int64_t *ids, *slots = my_slots(tr, t, &ids);
+    struct dpart p[6];
+    const int np = dparts(t, p);
+    const int64_t wmax = t->width > t->state_floats ? t->width : t->state_floats;
+    void *buf = xmalloc((size_t)(BLOCK_ROWS * (wmax > 2 ? wmax : 2)) * 8);
+    for (int j = 0; j < np; j++) {
+        char name[300];
+        snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, p[j].name);
+        hid_t d = h5io_dset_reopen(h, h->f, name);
+        for (int64_t r = 0; r < dc->rounds; r++) {
+            watchdog_beat("in", "a checkpoint write");
+            const int64_t a = r * BLOCK_ROWS, n = a < dc->mine ? (dc->mine - a < BLOCK_ROWS ? dc->mine - a : BLOCK_ROWS) : 0;
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t s = slots[a + i];
+                int64_t last, freq;
+                if (!strcmp(p[j].name, "ids"))
+                    ((int64_t *)buf)[i] = ids[a + i];
+                else if (!strcmp(p[j].name, "weight"))
+                    memcpy((float *)buf + i * t->width, t->w + s * t->width, (size_t)t->width * 4);
+                else if (!strcmp(p[j].name, "state"))
+                    memcpy((float *)buf + i * t->state_floats, t->state + s * t->state_floats,
+                           (size_t)t->state_floats * 4);
+                else if (!strcmp(p[j].name, "steps"))
+                    ((int64_t *)buf)[i] = t->steps[s];
+                else {
+                    if (s)
+                        emb_dyn_row_stats(t, s, &last, &freq);
+                    else
+                        last = freq = 0;
+                    ((int64_t *)buf)[i] = !strcmp(p[j].name, "last") ? last : freq;
+                }
+            }
+            h5io_write_rows(h, d, p[j].is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64,
+                            dc->first + a, 1, n, p[j].cols, buf);
+        }
+        h5io_close_obj(h, d);
+    }
+    if (dc->prob) {
+        int64_t *pairs = NULL;
+        const int64_t m = writer(tr, t) ? emb_dyn_probation(t, &pairs) : 0;
+        char name[300];
+        snprintf(name, sizeof name, "/emb/%s/prob", t->conf.name);
+        hid_t d = h5io_dset_reopen(h, h->f, name);
+        for (int64_t r = 0; r < dc->prounds; r++) {
+            const int64_t a = r * BLOCK_ROWS, n = a < m ? (m - a < BLOCK_ROWS ? m - a : BLOCK_ROWS) : 0;
+            h5io_write_rows(h, d, H5T_NATIVE_INT64, dc->pfirst + a, 1, n, 2, n ? pairs + 2 * a : buf);
+        }
+        h5io_close_obj(h, d);
+        free(pairs);
+    }
+    if (delta_on && dc->gone) {
+        const int64_t *gone;
+        int64_t since;
+        const int64_t e = writer(tr, t) ? emb_dyn_delta(t, &gone, &since) : 0;
+        char name[300];
+        snprintf(name, sizeof name, "/emb/%s/evicted", t->conf.name);
+        hid_t d = h5io_dset_reopen(h, h->f, name);
+        for (int64_t r = 0; r < dc->grounds; r++) {
+            const int64_t a = r * BLOCK_ROWS, n = a < e ? (e - a < BLOCK_ROWS ? e - a : BLOCK_ROWS) : 0;
+            h5io_write_rows(h, d, H5T_NATIVE_INT64, dc->gfirst + a, 1, n, 0, n ? gone + a : buf);
+        }
+        h5io_close_obj(h, d);
+    }
+    free(buf);
+    free(slots);
+    free(ids);
+}
+
+/* --- reading ------------------------------------------------------------------ */
+
+static hid_t open_part(const char *path, const struct h5io *h, struct emb_table *t,
+                       const char *part, int is_float, int64_t rows, int64_t cols, int64_t *got)
+{
+    char name[300], err[1024];
+    snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, part);
+    const int64_t want[2] = {rows, cols};
+    int64_t g[2];
+    hid_t d = h5io_dset_open(h->f, path, name, is_float ? H5T_FLOAT : H5T_INTEGER,
+                             cols > 0 ? 2 : 1, want, g, H5P_DEFAULT, err, sizeof err);
+    if (d < 0)
+        fatal("checkpoint %s: dynamic table '%s': %s", path, t->conf.name, err);
+    if (got)
+        *got = g[0];
+    return d;
+}
+
+static void read_rows(const char *path, struct emb_table *t, hid_t d, const char *part,
+                      int is_float, int64_t a, int64_t n, int64_t cols, void *buf)
+{
+    if (h5io_read_rows(NULL, d, is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, a, 1, n, cols,
+                       buf))
+        fatal("checkpoint %s: cannot read /emb/%s/%s rows %lld..%lld (checksum mismatch or "
+              "truncated: the file is damaged)", path, t->conf.name, part, (long long)a,
+              (long long)(a + n - 1));
+}
+
+/* Whether rank r holds the shard of id (id 0, the shared row: every rank). */
+static int holds(const struct emb_table *t, int64_t id, int r)
+{
+    return id == 0 || emb_dyn_owner(id, t->G) == r % t->G;
+}
+
+/* Entries v[n][w] (int64, the first an id) to the ranks holding their
+ * ids' shards (collective over world); the ones received (*got of them). */
+static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int64_t n, int w,
+                      int64_t *got)
+{
+    const int P = c->size;
+    int64_t *out = xmalloc((size_t)((n ? n : 1) * (P / t->G + 1) * w) * sizeof *out);
+    int64_t *cnt = xmalloc((size_t)P * 4 * sizeof *cnt);
+    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P, off = 0;
+    for (int q = 0; q < P; q++) {
+        sd[q] = off;
+        for (int64_t i = 0; i < n; i++)
+            if (v[i * w] != 0 && holds(t, v[i * w], q))
+                memcpy(out + w * off++, v + i * w, (size_t)w * sizeof *v);
+        sc[q] = off - sd[q];
+    }
+    comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
+    int64_t tot = 0;
+    for (int q = 0; q < P; q++) {
+        rd[q] = tot;
+        tot += rc[q];
+    }
+    int64_t *in = xmalloc((size_t)((tot ? tot : 1) * w) * sizeof *in);
+    for (int q = 0; q < P; q++)
+        sc[q] *= 8 * w, sd[q] *= 8 * w, rc[q] *= 8 * w, rd[q] *= 8 * w;
+    comm_alltoallv(c, COMM_WORLD, COMM_BYTE, out, sc, sd, in, rc, rd, COMM_PH_OTHER);
+    free(out);
+    free(cnt);
+    *got = tot;
+    return in;
+}
+
+void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, int k)
+{
+    struct emb_table *t = &tr->reg.tables[k];
+    struct comm *c = tr->c;
+    const int P = c->size, me = c->rank;
+    char err[1024];
+    char group[256];
+    snprintf(group, sizeof group, "/emb/%s", t->conf.name);
+    int64_t R = 0, clock = 0, dyn = 0;
+    hid_t gid = h5io_obj_open(h->f, group);
+    if (gid < 0 || !h5io_has_attr(gid, "dynamic") ||
+        h5io_attr_read_i64(gid, path, "dynamic", &dyn, err, sizeof err) || dyn != 1)
+        fatal("checkpoint %s: table %s was not written as a dynamic table (embedding.dynamic / "
+              "features.dynamic must be as when it was written)", path, group);
+    if (h5io_attr_read_i64(gid, path, "clock", &clock, err, sizeof err))
+        fatal("checkpoint %s: %s", path, err);
+    int64_t is_delta = 0;
+    if (h5io_has_attr(gid, "delta") &&
+        h5io_attr_read_i64(gid, path, "delta", &is_delta, err, sizeof err))
+        fatal("checkpoint %s: %s", path, err);
+    h5io_close_obj(NULL, gid);
+    emb_dyn_set_clock(t, clock);
+    char ev[300];
+    snprintf(ev, sizeof ev, "/emb/%s/evicted", t->conf.name);
+    if (is_delta && h5io_exists(h->f, ev)) { /* the ids evicted since the checkpoint before */
+        int64_t E = 0;
+        hid_t de = open_part(path, h, t, "evicted", 0, -1, 0, &E);
+        int64_t *b = xmalloc((size_t)BLOCK_ROWS * 8);
+        const int64_t er = (E + (int64_t)P * BLOCK_ROWS - 1) / ((int64_t)P * BLOCK_ROWS);
+        for (int64_t r = 0; r < er; r++) {
+            const int64_t a = (r * P + me) * BLOCK_ROWS;
+            const int64_t n = a < E ? (E - a < BLOCK_ROWS ? E - a : BLOCK_ROWS) : 0;
+            read_rows(path, t, de, "evicted", 0, a, n, 0, b);
+            int64_t got;
+            int64_t *in = route(t, c, b, n, 1, &got);
+            for (int64_t i = 0; i < got; i++)
+                emb_dyn_remove(t, in[i]);
+            free(in);
+        }
+        free(b);
+        h5io_close_obj(NULL, de);
+    }
+    if (is_delta) /* the list as written replaces the one before */
+        emb_dyn_probation_clear(t);
+    struct dpart p[6];
+    const int np = dparts(t, p);
+    hid_t d[6];
+    d[0] = open_part(path, h, t, "ids", 0, -1, 0, &R);
+    for (int j = 1; j < np; j++)
+        d[j] = open_part(path, h, t, p[j].name, p[j].is_float, R, p[j].cols, NULL);
+    /* a row on the wire: id, last, freq, steps, weight, state */
+    const int64_t W = t->width, S = t->state_floats, rb = 32 + 4 * (W + S);
+    const int64_t Wr = BLOCK_ROWS;
+    int64_t *ids = xmalloc((size_t)Wr * 8), *last = xmalloc((size_t)Wr * 8),
+            *freq = xmalloc((size_t)Wr * 8), *steps = xmalloc((size_t)Wr * 8);
+    float *w = xmalloc((size_t)(Wr * W) * 4), *st = xmalloc((size_t)(Wr * (S ? S : 1)) * 4);
+    char *send = xmalloc((size_t)(Wr * rb) * (size_t)(P / t->G + 1)), *recv = NULL;
+    int64_t *cnt = xmalloc((size_t)P * 4 * sizeof *cnt);
+    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P;
+    const int64_t rounds = (R + (int64_t)P * Wr - 1) / ((int64_t)P * Wr);
+    for (int64_t r = 0; r < rounds; r++) {
+        watchdog_beat("in", "a checkpoint read");
+        const int64_t a = (r * P + me) * Wr, n = a < R ? (R - a < Wr ? R - a : Wr) : 0;
+        for (int j = 0; j < np; j++) {
+            void *dst = !strcmp(p[j].name, "ids") ? (void *)ids : !strcmp(p[j].name, "weight") ? (void *)w
+                        : !strcmp(p[j].name, "state") ? (void *)st : !strcmp(p[j].name, "steps") ? (void *)steps
+                        : !strcmp(p[j].name, "last") ? (void *)last : (void *)freq;
+            read_rows(path, t, d[j], p[j].name, p[j].is_float, a, n, p[j].cols, dst);
+        }
+        if (!t->steps)
+            memset(steps, 0, (size_t)Wr * 8);
+        int64_t off = 0;
+        for (int q = 0; q < P; q++) { /* to each rank, the rows its shard holds */
+            sd[q] = off;
+            for (int64_t i = 0; i < n; i++) {
+                if ((ids[i] == 0) != (a + i == 0))
+                    fatal("checkpoint %s: /emb/%s/ids row %lld holds id %lld (row 0 and only it "
+                          "holds id 0, the unadmitted row)", path, t->conf.name,
+                          (long long)(a + i), (long long)ids[i]);
+                if (!holds(t, ids[i], q))
+                    continue;
+                char *o = send + off * rb;
+                const int64_t v[4] = {ids[i], last[i], freq[i], steps[i]};
+                memcpy(o, v, 32);
+                memcpy(o + 32, w + i * W, (size_t)W * 4);
+                if (S)
+                    memcpy(o + 32 + 4 * W, st + i * S, (size_t)S * 4);
+                off++;
+            }
+            sc[q] = off - sd[q];
+        }
+        comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
+        int64_t tot = 0;
+        for (int q = 0; q < P; q++) {
+            rd[q] = tot;
+            tot += rc[q];
+        }
+        recv = xrealloc(recv, (size_t)((tot ? tot : 1) * rb));
+        for (int q = 0; q < P; q++) /* in bytes */
+            sc[q] *= rb, sd[q] *= rb, rc[q] *= rb, rd[q] *= rb;
+        comm_alltoallv(c, COMM_WORLD, COMM_BYTE, send, sc, sd, recv, rc, rd, COMM_PH_OTHER);
+        for (int64_t i = 0; i < tot; i++) {
+            const char *o = recv + i * rb;
+            int64_t v[4];
+            memcpy(v, o, 32);
+            const int64_t s = is_delta ? emb_dyn_upsert(t, v[0], v[1], v[2])
+                              : v[0] == 0 ? 0 : emb_dyn_restore(t, v[0], v[1], v[2]);
+            if (s < 0)
+                fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
+                      (long long)v[0]);
+            memcpy(t->w + s * W, o + 32, (size_t)W * 4);
+            if (S)
+                memcpy(t->state + s * S, o + 32 + 4 * W, (size_t)S * 4);
+            if (t->steps)
+                t->steps[s] = v[3];
+        }
+    }
+    for (int j = 0; j < np; j++)
+        h5io_close_obj(NULL, d[j]);
+    /* the probation list */
+    snprintf(group, sizeof group, "/emb/%s/prob", t->conf.name);
+    if (h5io_exists(h->f, group)) {
+        int64_t M = 0;
+        hid_t dp = open_part(path, h, t, "prob", 0, -1, 2, &M);
+        const int64_t pr = (M + (int64_t)P * Wr - 1) / ((int64_t)P * Wr);
+        int64_t *pairs = xmalloc((size_t)Wr * 16), *ps = xmalloc((size_t)Wr * 16 * (size_t)(P / t->G + 1));
+        for (int64_t r = 0; r < pr; r++) {
+            const int64_t a = (r * P + me) * Wr, n = a < M ? (M - a < Wr ? M - a : Wr) : 0;
+            read_rows(path, t, dp, "prob", 0, a, n, 2, pairs);
+            int64_t off = 0;
+            for (int q = 0; q < P; q++) {
+                sd[q] = off;
+                for (int64_t i = 0; i < n; i++)
+                    if (pairs[2 * i] != 0 && holds(t, pairs[2 * i], q)) {
+                        ps[2 * off] = pairs[2 * i];
+                        ps[2 * off + 1] = pairs[2 * i + 1];
+                        off++;
+                    }
+                sc[q] = off - sd[q];
+            }
+            comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
+            int64_t tot = 0;
+            for (int q = 0; q < P; q++) {
+                rd[q] = tot;
+                tot += rc[q];
+            }
+            int64_t *in = xmalloc((size_t)(tot ? tot : 1) * 16);
+            for (int q = 0; q < P; q++)
+                sc[q] *= 16, sd[q] *= 16, rc[q] *= 16, rd[q] *= 16;
+            comm_alltoallv(c, COMM_WORLD, COMM_BYTE, ps, sc, sd, in, rc, rd, COMM_PH_OTHER);
+            for (int64_t i = 0; i < tot; i++)
+                emb_dyn_probation_put(t, in[2 * i], in[2 * i + 1]);
+            free(in);
+        }
+        free(pairs);
+        free(ps);
+        h5io_close_obj(NULL, dp);
+    }
+    free(ids), free(last), free(freq), free(steps), free(w), free(st), free(send), free(recv);
+    free(cnt);
+}
