@@ -84,7 +84,8 @@ static int cmd_params(int argc, char **argv)
         struct dataset ds;
         char derr[1024];
         bad = dataset_open(&ds, path, derr, sizeof derr) != 0;
-        if (!bad && dataset_refuse_raw(&ds, derr, sizeof derr)) {
+        if (!bad && dataset_refuse_raw(&ds, (int)params_i64(&p, P_embedding_dynamic), derr,
+                                       sizeof derr)) {
             bad = 1;
             dataset_close(&ds);
         }

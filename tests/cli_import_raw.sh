@@ -9,7 +9,7 @@
 #     oracle in Python), collisions counted;
 #   - an item id 0 or negative is refused with FILE:LINE (--skip-bad skips
 #     it); data check and stats read raw files; training and 'params'
-#     refuse them (dynamic tables needed);
+#     refuse them without embedding.dynamic = on (cli_dynamic_raw.sh trains);
 #   - data gen --raw-ids K writes a dense dataset's events with ids x K;
 #   - damaged raw files (unsorted or non-positive /items/ids, an event id
 #     not in the list or 0, no list, the attributes disagreeing, /user_map out
@@ -106,7 +106,7 @@ dtop=$(sed -n 's/^top item original id: \([0-9]*\) .*/\1/p' "$T/dstats")
 [ -n "$top" ] && [ "$top" = "$((dtop * K))" ] && pass "the same top item ($top = $dtop x K)" ||
     fail "top item $top vs $dtop x K"
 
-# training, recommend and score need dynamic tables: refused, naming the file
+# training needs a dynamic item table: refused without it, naming the file
 IN="$TOP_SRCDIR/input/tiny.in"
 expect_error "data.path: $T/r.h5 holds raw item ids" "$FS" train "$IN" data.path="$T/r.h5" \
     device.type=cpu

@@ -137,11 +137,10 @@ int64_t dataset_raw_index(const struct dataset *ds, int64_t id);
 /* items[n] (events e0 ..) of a raw dataset: each in /items/ids. */
 int dataset_raw_check_items(const struct dataset *ds, int64_t e0, const int64_t *items,
                             int64_t n, char *err, size_t errlen);
-/* Training, recommend and score read dense ids (1 .. num_items, the rows
- * of a dense table): a raw dataset needs dynamic embedding tables, which
- * this program does not have yet. 0 for a dense dataset, else -1 + err
- * saying so. The one place that refuses raw ids to the trainer. */
-int dataset_refuse_raw(const struct dataset *ds, char *err, size_t errlen);
+/* A dense item table's rows are ids 1 .. num_items: a raw dataset needs a
+ * dynamic item table (dynamic: embedding.dynamic = on). 0 for a dense
+ * dataset or a dynamic table, else -1 + err saying so. */
+int dataset_refuse_raw(const struct dataset *ds, int dynamic, char *err, size_t errlen);
 
 /* --- features (version 2; dataset_feat.c) --------------------------------- */
 

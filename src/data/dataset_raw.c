@@ -140,13 +140,13 @@ int dataset_raw_check_items(const struct dataset *ds, int64_t e0, const int64_t 
     return 0;
 }
 
-int dataset_refuse_raw(const struct dataset *ds, char *err, size_t errlen)
+int dataset_refuse_raw(const struct dataset *ds, int dynamic, char *err, size_t errlen)
 {
-    if (!ds->raw_ids)
+    if (!ds->raw_ids || dynamic)
         return 0;
     return errorf(err, errlen, "%s holds raw item ids (data import --ids raw: %lld distinct "
-                  "ids in %s, no 1 .. num_items vocabulary): training, recommend and score "
-                  "need dynamic embedding tables for them (embedding.dynamic = on), which this "
-                  "build does not have yet; import the data without --ids raw (dense ids "
-                  "1 .. N) to train on it", ds->path, (long long)ds->num_items, RAW_PATH);
+                  "ids in %s, no 1 .. num_items vocabulary): the item table must be a dynamic "
+                  "one keyed by id: set embedding.dynamic = on (doc/embedding.md), or import "
+                  "the data without --ids raw (dense ids 1 .. N)", ds->path,
+                  (long long)ds->num_items, RAW_PATH);
 }

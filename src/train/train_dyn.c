@@ -163,6 +163,9 @@ void train_dyn_view_begin(struct trainer *tr)
     struct emb_table *t = tr->items;
     if (!t->dyn || view_dyn)
         return;
+    if (tr->ds.raw_ids) /* train refuses it at the start (train.c, raw_refusals) */
+        fatal("data.path = %s holds raw item ids: evaluation, recommend, score and export over "
+              "raw ids are not built yet", tr->conf.data_path);
     if (t->conf.rows < 1)
         fatal("embedding.dynamic = on: evaluation, recommend, score and export over a dynamic "
               "item table need the dataset's item count (a dataset of raw ids has none): not "
