@@ -26,8 +26,8 @@
 
 /* --- start-up ------------------------------------------------------------------- */
 
-/* What a dataset of raw item ids does not have yet (doc/embedding.md,
- * "Raw ids"): evaluation, recommend, score and export read the item table
+/* What a dataset of raw item ids does not have yet (doc/data.md,
+ * "Raw item ids"): evaluation, recommend, score and export read the item table
  * as rows 1 .. num_items, and item features are rows of /items in the id
  * list's order; refused at the start (every rank the same verdict). */
 static void raw_refusals(struct trainer *tr)
