@@ -1,4 +1,4 @@
-/* backend: the one table of operations that model code calls (doc/internals.md).
+/* backend: the one table of operations that model code calls (doc/architecture.md).
  *
  * Tensors are row-major float arrays in the backend's memory. A jagged batch
  * of B sequences is x: [T, d] with T = sum L_i and offsets[B + 1] (int64).

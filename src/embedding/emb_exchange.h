@@ -1,5 +1,5 @@
 /* emb_exchange: one lookup of a sharded table and its backward, as
- * exchanges within the emb group (doc/internals.md, "The embedding exchange").
+ * exchanges within the emb group (doc/architecture.md, "The embedding exchange").
  *
  * The contract, in the order a caller goes through it:
  *

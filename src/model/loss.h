@@ -1,5 +1,5 @@
 /* loss: the training losses against the tied item table, with their
- * gradients (doc/internals.md, "One step"), and the keyed negative sampler.
+ * gradients (doc/architecture.md, "One step"), and the keyed negative sampler.
  *
  * The trainer looks up the UNIQUE item ids of a step once; a loss gets
  * rows: [nu, d] (raw table rows of those ids) and, per position, indexes

@@ -1,4 +1,4 @@
-/* dense_sync: the sum of the dense gradient arena over dp (doc/internals.md,
+/* dense_sync: the sum of the dense gradient arena over dp (doc/architecture.md,
  * "One step") with the transport of parallel.transport: MPI (in place on a
  * host backend or with CUDA-aware MPI, else staged through pinned host
  * memory), or CUDA IPC within a node (train/dense_ipc.c).

@@ -1,6 +1,6 @@
 /* train: the trainer, the state of a run that the step, the checkpoints
  * (ckpt/) and the commands (cmd/: train's loop in train_main.c) share;
- * evaluation sees it through cmd/eval_trainer.c (doc/internals.md). */
+ * evaluation sees it through cmd/eval_trainer.c (doc/architecture.md). */
 #ifndef FS_TRAIN_H
 #define FS_TRAIN_H
 
