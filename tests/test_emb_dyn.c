@@ -227,7 +227,7 @@ static void test_table(void **state)
     /* ttl:2: rows not used for 2 lookups go */
     t = table(&reg, &c, 0, 1, EMB_EVICT_TTL, 2);
     const int64_t a[2] = {10, 20}, b[1] = {30};
-    int64_t o[2];
+    int64_t o[4];
     look(t, a, 2, 1, o); /* tick 1 */
     look(t, b, 1, 1, o); /* 2 */
     look(t, b, 1, 1, o); /* 3: 10, 20 last used 2 ticks ago: kept */
