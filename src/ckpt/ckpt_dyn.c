@@ -292,6 +292,27 @@ static int holds(const struct emb_table *t, int64_t id, int r)
     return id == 0 || emb_dyn_owner(id, t->G) == r % t->G;
 }
 
+/* The records packed in send for each rank q (sc[q] records of rb bytes
+ * from record sd[q]; cnt = [4P]: sc, sd, then rc, rd filled here) to their
+ * ranks (collective over world): what this rank receives, in rank order,
+ * into *recv (grown as needed); returns their count. */
+static int64_t exchange_records(struct comm *c, int64_t *cnt, int64_t rb, const void *send,
+                                char **recv)
+{
+    const int P = c->size;
+    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P, tot = 0;
+    comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
+    for (int q = 0; q < P; q++) {
+        rd[q] = tot;
+        tot += rc[q];
+    }
+    *recv = xrealloc(*recv, (size_t)((tot ? tot : 1) * rb));
+    for (int q = 0; q < P; q++) /* in bytes */
+        sc[q] *= rb, sd[q] *= rb, rc[q] *= rb, rd[q] *= rb;
+    comm_alltoallv(c, COMM_WORLD, COMM_BYTE, send, sc, sd, *recv, rc, rd, COMM_PH_OTHER);
+    return tot;
+}
+
 /* Entries v[n][w] (int64, the first an id) to the ranks holding their
  * ids' shards (collective over world); the ones received (*got of them). */
 static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int64_t n, int w,
@@ -300,7 +321,7 @@ static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int
     const int P = c->size;
     int64_t *out = xmalloc((size_t)((n ? n : 1) * (P / t->G + 1) * w) * sizeof *out);
     int64_t *cnt = xmalloc((size_t)P * 4 * sizeof *cnt);
-    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P, off = 0;
+    int64_t *sc = cnt, *sd = cnt + P, off = 0;
     for (int q = 0; q < P; q++) {
         sd[q] = off;
         for (int64_t i = 0; i < n; i++)
@@ -308,20 +329,11 @@ static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int
                 memcpy(out + w * off++, v + i * w, (size_t)w * sizeof *v);
         sc[q] = off - sd[q];
     }
-    comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
-    int64_t tot = 0;
-    for (int q = 0; q < P; q++) {
-        rd[q] = tot;
-        tot += rc[q];
-    }
-    int64_t *in = xmalloc((size_t)((tot ? tot : 1) * w) * sizeof *in);
-    for (int q = 0; q < P; q++)
-        sc[q] *= 8 * w, sd[q] *= 8 * w, rc[q] *= 8 * w, rd[q] *= 8 * w;
-    comm_alltoallv(c, COMM_WORLD, COMM_BYTE, out, sc, sd, in, rc, rd, COMM_PH_OTHER);
+    char *in = NULL;
+    *got = exchange_records(c, cnt, 8 * (int64_t)w, out, &in);
     free(out);
     free(cnt);
-    *got = tot;
-    return in;
+    return (int64_t *)in;
 }
 
 void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, int k)
@@ -382,7 +394,7 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
     float *w = xmalloc((size_t)(Wr * W) * 4), *st = xmalloc((size_t)(Wr * (S ? S : 1)) * 4);
     char *send = xmalloc((size_t)(Wr * rb) * (size_t)(P / t->G + 1)), *recv = NULL;
     int64_t *cnt = xmalloc((size_t)P * 4 * sizeof *cnt);
-    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P;
+    int64_t *sc = cnt, *sd = cnt + P;
     const int64_t rounds = (R + (int64_t)P * Wr - 1) / ((int64_t)P * Wr);
     for (int64_t r = 0; r < rounds; r++) {
         watchdog_beat("in", "a checkpoint read");
@@ -415,16 +427,7 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
             }
             sc[q] = off - sd[q];
         }
-        comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
-        int64_t tot = 0;
-        for (int q = 0; q < P; q++) {
-            rd[q] = tot;
-            tot += rc[q];
-        }
-        recv = xrealloc(recv, (size_t)((tot ? tot : 1) * rb));
-        for (int q = 0; q < P; q++) /* in bytes */
-            sc[q] *= rb, sd[q] *= rb, rc[q] *= rb, rd[q] *= rb;
-        comm_alltoallv(c, COMM_WORLD, COMM_BYTE, send, sc, sd, recv, rc, rd, COMM_PH_OTHER);
+        const int64_t tot = exchange_records(c, cnt, rb, send, &recv);
         for (int64_t i = 0; i < tot; i++) {
             const char *o = recv + i * rb;
             int64_t v[4];
@@ -449,37 +452,17 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
         int64_t M = 0;
         hid_t dp = open_part(path, h, t, "prob", 0, -1, 2, &M);
         const int64_t pr = (M + (int64_t)P * Wr - 1) / ((int64_t)P * Wr);
-        int64_t *pairs = xmalloc((size_t)Wr * 16), *ps = xmalloc((size_t)Wr * 16 * (size_t)(P / t->G + 1));
+        int64_t *pairs = xmalloc((size_t)Wr * 16);
         for (int64_t r = 0; r < pr; r++) {
             const int64_t a = (r * P + me) * Wr, n = a < M ? (M - a < Wr ? M - a : Wr) : 0;
             read_rows(path, t, dp, "prob", 0, a, n, 2, pairs);
-            int64_t off = 0;
-            for (int q = 0; q < P; q++) {
-                sd[q] = off;
-                for (int64_t i = 0; i < n; i++)
-                    if (pairs[2 * i] != 0 && holds(t, pairs[2 * i], q)) {
-                        ps[2 * off] = pairs[2 * i];
-                        ps[2 * off + 1] = pairs[2 * i + 1];
-                        off++;
-                    }
-                sc[q] = off - sd[q];
-            }
-            comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
-            int64_t tot = 0;
-            for (int q = 0; q < P; q++) {
-                rd[q] = tot;
-                tot += rc[q];
-            }
-            int64_t *in = xmalloc((size_t)(tot ? tot : 1) * 16);
-            for (int q = 0; q < P; q++)
-                sc[q] *= 16, sd[q] *= 16, rc[q] *= 16, rd[q] *= 16;
-            comm_alltoallv(c, COMM_WORLD, COMM_BYTE, ps, sc, sd, in, rc, rd, COMM_PH_OTHER);
+            int64_t tot;
+            int64_t *in = route(t, c, pairs, n, 2, &tot); /* to the shards' ranks */
             for (int64_t i = 0; i < tot; i++)
                 emb_dyn_probation_put(t, in[2 * i], in[2 * i + 1]);
             free(in);
         }
         free(pairs);
-        free(ps);
         h5io_close_obj(NULL, dp);
     }
     free(ids), free(last), free(freq), free(steps), free(w), free(st), free(send), free(recv);
