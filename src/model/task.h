@@ -134,6 +134,13 @@ struct task_data {
 struct task;
 struct task_ops {
     const char *name;
+    /* the loss scores each position against the rows of its target and
+     * negatives, which the step's lookup requests after the inputs' (and
+     * with train.loss = full this rank's shard); 0: the inputs' rows alone */
+    int target_rows;
+    /* the loss added to acc[0] is already normalised (see loss below); 0:
+     * the step divides the sum by the global number of positions */
+    int normalised;
     /* the training batch of users[n] in an epoch (data/batch.h,
      * batch_ranking.h); p0, p1: pieces of their sequences (split_long,
      * retrieval only), or NULL */

@@ -236,6 +236,8 @@ static int64_t rank_train_tokens(const struct task *t, const struct task_data *d
 
 static const struct task_ops ranking_ops = {
     .name = "ranking",
+    .target_rows = 0,
+    .normalised = 1,
     .batch = rank_batch,
     .labels = rank_labels,
     .train_tokens = rank_train_tokens,

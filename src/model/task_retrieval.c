@@ -63,6 +63,8 @@ static void retrieval_free(struct task *t)
 
 static const struct task_ops retrieval_ops = {
     .name = "retrieval",
+    .target_rows = 1,
+    .normalised = 0,
     .batch = retrieval_batch,
     .labels = NULL,
     .train_tokens = retrieval_train_tokens,

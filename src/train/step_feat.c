@@ -79,6 +79,7 @@ void step_feat_teardown(struct trainer *tr)
 
 struct step_feat {
     struct trainer *tr;
+    const struct emb_exchange *x; /* training: the item exchange (its rows: the identity's rep) */
     struct tokens tk;
     struct emb_multi *mx;
     int32_t *evv[DATASET_MAX_FEATURES];
@@ -162,23 +163,61 @@ void step_feat_free(struct step_feat *sf)
 
 /* --- one training step ---------------------------------------------------------- */
 
+/* Without features (tr->feat NULL) a step's plan is the identity layout:
+ * no tables, rep = the item rows, Tx = T, the model batch the step's own;
+ * every function below is then a no-op (or returns its input). */
+static int identity(const struct step_feat *sf) { return sf->tr->feat == NULL; }
+
 struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
                                  const struct emb_exchange *x)
 {
+    if (!tr->feat) {
+        struct step_feat *sf = xcalloc(1, sizeof *sf);
+        sf->tr = tr;
+        sf->x = x;
+        return sf;
+    }
     const int64_t nu = emb_exchange_nuniq(x);
     struct step_feat *sf = plan(tr, emb_exchange_uniq(x), nu, sb);
+    sf->x = x;
     emb_multi_train(sf->mx); /* dynamic feature tables: their rows made here */
     sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
     return sf;
 }
 
-void step_feat_lookup(struct step_feat *sf) { lookup(sf); }
-float *step_feat_rep(struct step_feat *sf) { return sf->rep; }
-struct tokens *step_feat_tokens(struct step_feat *sf) { return &sf->tk; }
-void step_feat_progress(struct step_feat *sf) { emb_multi_progress(sf->mx); }
+void step_feat_lookup(struct step_feat *sf)
+{
+    if (!identity(sf))
+        lookup(sf);
+}
+
+const float *step_feat_rep(struct step_feat *sf)
+{
+    return identity(sf) ? emb_exchange_rows(sf->x) : sf->rep;
+}
+
+int64_t step_feat_Tx(const struct step_feat *sf, int64_t T)
+{
+    return identity(sf) ? T : sf->tk.Tx;
+}
+
+void step_feat_model_batch(struct step_feat *sf, const struct batch *b, struct batch *mb)
+{
+    *mb = *b;
+    if (!identity(sf))
+        tokens_batch(&sf->tk, b, mb);
+}
+
+void step_feat_progress(struct step_feat *sf)
+{
+    if (!identity(sf))
+        emb_multi_progress(sf->mx);
+}
 
 void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k)
 {
+    if (identity(sf))
+        return;
     lookup(sf);
     const struct emb_span *sp;
     const float *rows = emb_exchange_rows(x);
@@ -190,6 +229,8 @@ void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k)
  * host backend, their device form elsewhere (tokens_dev.h: the same bits). */
 void step_feat_assemble(struct step_feat *sf, const float *emb, float *x)
 {
+    if (identity(sf)) /* x is emb */
+        return;
     if (!sf->tr->feat->on_device) {
         tokens_inputs(&sf->tk, emb, x);
         return;
@@ -216,6 +257,8 @@ void step_feat_dout(struct step_feat *sf, const float *du_ev, float *du_x)
 
 void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *demb)
 {
+    if (identity(sf)) /* demb is dx */
+        return;
     if (!sf->tr->feat->on_device)
         tokens_inputs_bwd(&sf->tk, dx, demb);
     else
@@ -224,6 +267,8 @@ void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *dem
 
 void step_feat_update(struct step_feat *sf, const float *drep)
 {
+    if (identity(sf)) /* d rep is the item rows' gradient, already theirs */
+        return;
     const struct train_feat *F = sf->tr->feat;
     tokens_items_bwd(&sf->tk, drep);
     float *gu[TOKENS_MAX_TABLES];

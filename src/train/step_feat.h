@@ -1,8 +1,10 @@
 /* step_feat: the features of a run on the trainer's side (schema.h,
  * feat_values.h, model/tokens.h, embedding/emb_multi.h put together):
  * set-up, one training step's feature lookup and backward, and the inputs
- * and item representations of evaluation, recommend and export. Without
- * features (tr->feat NULL) nothing here runs and the step is unchanged.
+ * and item representations of evaluation, recommend and export. A step
+ * always goes through here: without features (tr->feat NULL) its plan is
+ * the identity layout (no tables, the representations are the item rows,
+ * the model's tokens the events), where every step function is a no-op.
  *
  * In a step (train_step.c):
  *   read     step_feat_read: the plan (the item exchange's unique ids, the
@@ -52,14 +54,20 @@ void step_feat_teardown(struct trainer *tr);
 /* --- one training step ---------------------------------------------------- */
 
 struct step_feat;
+/* The plan of a step's input sb whose item lookup is x (every rank, every
+ * step; x outlives it), its feature lookups posted. */
 struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
                                  const struct emb_exchange *x);
 void step_feat_lookup(struct step_feat *sf);
 /* The item representations [nuniq, d] (host): the loss's rows. */
-float *step_feat_rep(struct step_feat *sf);
+const float *step_feat_rep(struct step_feat *sf);
 /* rep = rows + item features for chunk k of the item exchange's rows. */
 void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k);
-struct tokens *step_feat_tokens(struct step_feat *sf);
+/* The model's tokens of a step of T event tokens (T + the contextual and
+ * action tokens), and its batch mb over them from the events' b (tokens.h;
+ * mb = b in the identity layout). */
+int64_t step_feat_Tx(const struct step_feat *sf, int64_t T);
+void step_feat_model_batch(struct step_feat *sf, const struct batch *b, struct batch *mb);
 /* The token assembly in the model's memory (tokens.h; on a device,
  * tokens_dev.h): x [Tx, d] from the inputs' representations emb [T, d]
  * (x may be emb when Tx = T), the event tokens' outputs out_ev [T, d] from

@@ -10,7 +10,7 @@
 
 int64_t step_input_ids(const struct step_ring *r, int64_t T)
 {
-    return r->ranking ? T : T * (2 + r->tr->conf.R) + r->n_shard;
+    return r->targets ? T * (2 + r->tr->conf.R) + r->n_shard : T;
 }
 
 void step_input_read(struct step_ring *r, struct step_input *in, const struct step_plan *pl)
@@ -26,15 +26,14 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
     const int64_t T = in->sb.T, n_ids = step_input_ids(r, T);
     emb_ids_reserve(t, n_ids);
     emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
-    if (!r->ranking) { /* the targets, their negatives, the shard of train.loss = full */
+    if (r->targets) { /* the targets, their negatives, the shard of train.loss = full */
         emb_ids_put(t, T, in->sb.targets, T, tr->c->rank);
         in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
         emb_ids_put(t, T * (2 + cf->R), r->shard_ids, r->n_shard, tr->c->rank);
     }
     steptime_phase(&tr->st, PH_READ);
     in->x = emb_input_dist_at(t, tr->c, n_ids, T, NULL);
-    if (tr->feat)
-        in->feat = step_feat_read(tr, &in->sb, in->x);
+    in->feat = step_feat_read(tr, &in->sb, in->x); /* without features: the identity */
     in->ready = 1;
     steptime_phase(&tr->st, PH_INPUT_DIST);
 }
@@ -65,8 +64,7 @@ void step_ring_progress(struct step_ring *r)
     for (int k = 0; k < 2; k++)
         if (order[k]->ready) {
             emb_exchange_progress(order[k]->x);
-            if (order[k]->feat)
-                step_feat_progress(order[k]->feat);
+            step_feat_progress(order[k]->feat);
         }
 }
 

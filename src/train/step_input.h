@@ -23,7 +23,7 @@ struct step_input {
     struct ctx_split *split;   /* split_long: the keys/values of cut sequences, else NULL */
     float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
                                   the targets' and negatives' tokens, else NULL */
-    struct step_feat *feat;    /* features: their plan and lookup, else NULL */
+    struct step_feat *feat;    /* features: their plan and lookup (the identity without) */
     int prefetched;            /* overlap = prefetch: its rows were posted during the
                                   previous step (emb_prefetch_*), not by its lookup */
 };
@@ -32,7 +32,8 @@ struct step_input {
  * needs (set by train_step_init, freed by train_step_free). */
 struct step_ring {
     struct trainer *tr;
-    int ranking;               /* train.task = ranking: no targets, negatives, shard ids */
+    int targets;               /* the task's loss reads target, negative (and shard) rows
+                                  (task_ops.target_rows); else the inputs' alone */
     /* train.loss = full: the ids of this rank's shard, requested every step
      * after the inputs, targets and negatives (loss_full.h) */
     int64_t *shard_ids, n_shard;
@@ -57,7 +58,8 @@ void step_ring_progress(struct step_ring *r);
 void step_ring_drain(struct step_ring *r);
 
 /* Ids a step requests for T tokens: inputs, targets, R negatives each, and
- * with train.loss = full this rank's shard (ranking: the inputs alone). */
+ * with train.loss = full this rank's shard (without targets: the inputs
+ * alone). */
 int64_t step_input_ids(const struct step_ring *r, int64_t T);
 /* Read the input of plan pl into in (see the top); in->ready after. */
 void step_input_read(struct step_ring *r, struct step_input *in, const struct step_plan *pl);

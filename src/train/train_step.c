@@ -60,13 +60,14 @@
  * step is read after this step's forward is enqueued (the device computes
  * while the host reads); on the host before (while the rows travel).
  *
- * With features (features.*; step_feat.h), each phase does
- * its part for them too: read plans the tokens and posts the lookup of
- * every feature table, lookup completes it and makes the item
- * representations (row + item features) that the inputs and the loss use,
- * the model runs on the assembled tokens (event features, contextual
- * tokens), and the grad exchange updates the feature tables. Without them
- * none of this runs (in->feat is NULL). The loss is the task's
+ * Features (features.*; step_feat.h) are part of every phase: read plans
+ * the tokens and posts the lookup of every feature table, lookup completes
+ * it and makes the item representations (row + item features) that the
+ * inputs and the loss use, the model runs on the assembled tokens (event
+ * features, contextual tokens), and the grad exchange updates the feature
+ * tables. Without features the plan is the identity layout (no tables,
+ * representations = rows, tokens = events) and these parts do nothing.
+ * The loss is the task's
  * (model/task.h): retrieval against the rows of the targets and negatives,
  * or ranking (train.task = ranking: the events' labels by the head; the
  * lookup holds the inputs alone). */
@@ -209,15 +210,12 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
         if (prefetches(s)) /* its ids reach the owners during the forward */
             emb_input_post_ids(tr->c, nx->x);
     }
-    if (in->feat) /* the representations: host memory, as the table's (step_feat_tables) */
-        step_feat_lookup(in->feat);
-    const float *rows = mirror_bind(&s->rows, be, tb,
-                                    in->feat ? step_feat_rep(in->feat) : emb_exchange_rows(x),
+    step_feat_lookup(in->feat); /* representations: the table's memory (features: host) */
+    const float *rows = mirror_bind(&s->rows, be, tb, step_feat_rep(in->feat),
                                     rows_bytes(emb_exchange_nuniq(x), d));
     for (int k = 0; k < (prioritized(s) ? 1 : 2); k++) {
         emb_output_wait(x, k, NULL);
-        if (in->feat)
-            step_feat_items(in->feat, x, k);
+        step_feat_items(in->feat, x, k);
         chunk_up(&s->rows, x, d, k);
     }
     const size_t ib = (size_t)(n_ids ? n_ids : 1) * sizeof(int64_t);
@@ -226,12 +224,10 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     float *emb = mirror_bind(&s->emb, be, be, NULL, rows_bytes(T, d));
     be->gather_rows(T, d, rows, inv, emb); /* inputs: chunk 0 */
     gputime_end(&tr->gt, GPU_EXCHANGE);
-    if (in->feat) { /* event features, contextual tokens (step_feat_assemble) */
-        const struct tokens *tk = step_feat_tokens(in->feat);
-        float *xt = tk->Tx != T ? mirror_bind(&s->fx, be, be, NULL, rows_bytes(tk->Tx, d)) : emb;
-        step_feat_assemble(in->feat, emb, xt);
-        emb = xt;
-    }
+    const int64_t Tx = step_feat_Tx(in->feat, T); /* event features, contextual tokens */
+    float *xt = Tx != T ? mirror_bind(&s->fx, be, be, NULL, rows_bytes(Tx, d)) : emb;
+    step_feat_assemble(in->feat, emb, xt);
+    emb = xt;
     steptime_phase(&tr->st, PH_LOOKUP);
     return emb;
 }
@@ -268,7 +264,7 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
     const float *logq = in->logq ? step_logq(s, in, inv) : NULL; /* uniform negatives: none */
     s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
                                         .num_items = tr->ds.num_items, .m = s->ring.n_shard,
-                                        .idx = s->ring.ranking ? NULL : inv + T * (2 + cf->R),
+                                        .idx = s->ring.targets ? inv + T * (2 + cf->R) : NULL,
                                         .direct = tr->dev.direct, .logits = cf->full_logits};
     s->view = (struct task_step){.be = tr->be, .c = tr->c, .T = T, .d = cf->d, .out = out,
                                  .du = du, .acc = s->sc + SC_LOSS, .scale = scale,
@@ -326,8 +322,7 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     if (prioritized(s)) { /* targets and negatives: chunk 1 */
         gputime_begin(&tr->gt, GPU_EXCHANGE);
         emb_output_wait(x, 1, NULL);
-        if (in->feat)
-            step_feat_items(in->feat, x, 1);
+        step_feat_items(in->feat, x, 1);
         chunk_up(&s->rows, x, d, 1);
         gputime_end(&tr->gt, GPU_EXCHANGE);
     }
@@ -377,12 +372,10 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     comm_compute_begin();
     tr->m.vt->backward(&tr->m, mb, du, demb);
     comm_compute_end();
-    if (in->feat) { /* the event and user features' part; demb: the event tokens' */
-        float *dev = mb->T != b->T ? mirror_bind(&s->fdemb, be, be, NULL, rows_bytes(b->T, d))
-                                   : demb;
-        step_feat_backward_inputs(in->feat, demb, dev);
-        demb = dev;
-    }
+    /* the event and user features' part; demb: the event tokens' */
+    float *dev = mb->T != b->T ? mirror_bind(&s->fdemb, be, be, NULL, rows_bytes(b->T, d)) : demb;
+    step_feat_backward_inputs(in->feat, demb, dev);
+    demb = dev;
     be->scatter_add_rows(b->T, d, demb, mirror_at(&s->inv), mirror_at(&s->grads));
     gputime_end(&tr->gt, GPU_BACKWARD);
     chunk_down(&s->grads, in->x, d, 0);
@@ -410,7 +403,7 @@ static void phase_grad_exchange(struct step_state *s, struct step_input *in, int
     if (apply)
         emb_grad_finish(tr->items, tr->c, in->x, NULL);
     gputime_end(&tr->gt, GPU_EXCHANGE);
-    if (apply && in->feat) /* d rep = the item rows' gradients (host: a host table) */
+    if (apply) /* d rep = the item rows' gradients: the feature tables' update */
         step_feat_update(in->feat, emb_exchange_grads(in->x));
     steptime_phase(&tr->st, PH_GRAD_EXCHANGE);
     struct step_input *nx = step_ring_next(&s->ring);
@@ -465,9 +458,8 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     const struct batch b = {.B = in->sb.B, .T = in->sb.T, .offsets = in->sb.offsets,
                             .ts = in->sb.ts, .row_keys = in->sb.keys, .train = 1,
                             .split = in->split ? ctx_split_model(in->split) : NULL};
-    struct batch mb = b; /* the model's: with contextual tokens, more */
-    if (in->feat)
-        tokens_batch(step_feat_tokens(in->feat), &b, &mb);
+    struct batch mb; /* the model's: with contextual tokens, more */
+    step_feat_model_batch(in->feat, &b, &mb);
 
     const float *emb = phase_lookup(s, in, next);
     phase_forward_loss(s, in, &b, &mb, emb, scale, next);
@@ -496,7 +488,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     steptime_phase(&tr->st, PH_ALLREDUCE);
     *tokens = n_global;
     s->in_step = 0;
-    if (s->ring.ranking) /* normalised per task already (task_ranking.c) */
+    if (tr->task.ops->normalised) /* per task already (ranking) */
         return loss;
     return n_global > 0 ? loss / (double)n_global : 0.0;
 }
@@ -509,7 +501,7 @@ void train_step_init(struct trainer *tr)
     struct step_state *s = xcalloc(1, sizeof *s);
     s->tr = tr;
     s->ring.tr = tr;
-    s->ring.ranking = cf->task.type == TASK_RANKING;
+    s->ring.targets = tr->task.ops->target_rows;
     s->overlap = cf->overlap;
     s->read_late = !backend_is_host(tr->be);
     gputime_init(&tr->gt, tr->be);
@@ -521,7 +513,7 @@ void train_step_init(struct trainer *tr)
      * non-blocking all-reduces of buckets may sum in another order at P >= 3 */
     s->dense = dense_sync_init(tr->c, &tr->dev, &tr->m, cf->transport,
                                cf->overlap == OVERLAP_PRIORITIZED);
-    if (cf->loss == LOSS_FULL && !s->ring.ranking) {
+    if (cf->loss == LOSS_FULL && s->ring.targets) {
         struct step_ring *r = &s->ring;
         r->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
         r->shard_ids = xmalloc((size_t)(r->n_shard ? r->n_shard : 1) * sizeof(int64_t));
