@@ -1,7 +1,7 @@
 /* test_eval_metrics: the ranking metrics of src/eval/eval_retrieval.c (HR@K, NDCG@K,
  * MRR) against values worked out by hand, the cutoffs' edges (rank K - 1 is
  * a hit, rank K a miss), an empty set, and the formatter. The reduction over
- * ranks is checked by the MPI test test_eval_rank. */
+ * ranks is checked by the MPI test test_eval_retrieval. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_eval_rank: distributed full ranking (src/eval/eval_retrieval.c) on P ranks
+/* test_eval_retrieval: distributed full ranking (src/eval/eval_retrieval.c) on P ranks
  * against a brute-force single-rank computation, for every embedding group
  * G in {1, 2, P} that divides P.
  *

@@ -1,4 +1,4 @@
-/* test_split_rank: the per-user boundaries of the ranking splits
+/* test_split_ranking: the per-user boundaries of the ranking splits
  * (data/split_ranking.c) against their definition in integers: last:K holds
  * out min(K, L) test events and as many validation events before them;
  * last:P% takes K = floor(P x L / 100), at least 1, for every whole P of
