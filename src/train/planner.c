@@ -147,6 +147,10 @@ void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_sta
     const int P = tr->c->size;
     if (!pl->adapt || P == 1 || !st->tau)
         return;
+    if (!pl->warmed) { /* the first interval: a warm-up, not the ranks' speed */
+        pl->warmed = 1;
+        return;
+    }
     if (!pl->tau)
         pl->tau = xcalloc((size_t)P, sizeof *pl->tau);
     for (int r = 0; r < P; r++)
@@ -154,16 +158,29 @@ void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_sta
             return; /* a rank without work in this interval: nothing to learn */
     for (int r = 0; r < P; r++)
         pl->tau[r] = pl->tau[r] > 0 ? 0.5 * pl->tau[r] + 0.5 * st->tau[r] : st->tau[r];
-    /* predicted step time now (the slowest rank's busy time) against a
-     * perfectly speed-weighted split of the same work */
-    double now = 0, work = 0, rate = 0;
+    /* the slowest rank's busy time now against a perfectly speed-weighted
+     * split of the same work; the gain is the time saved over the whole
+     * step, whose length is the mean busy time over (1 - bubble): time
+     * spent waiting on the wire is not saved by moving work */
+    double now = 0, work = 0, rate = 0, mean_busy = 0;
     for (int r = 0; r < P; r++) {
         double busy = st->cost_sum[r] * pl->tau[r];
         now = busy > now ? busy : now;
+        mean_busy += busy / P;
         work += st->cost_sum[r];
         rate += 1.0 / pl->tau[r];
     }
-    double ideal = work / rate, gain = now > 0 ? 1.0 - ideal / now : 0;
+    const double step = st->bubble < 0.99 ? mean_busy / (1.0 - st->bubble) : 100 * mean_busy;
+    double ideal = work / rate, gain = now > 0 ? (now - ideal) / (step > now ? step : now) : 0;
+    if (gain <= 0.05 && st->bubble > 0.5 && !pl->told_wire) {
+        pl->told_wire = 1;
+        log_info("balance_adapt: the ranks wait inside MPI for %.0f%% of the step (busy "
+                 "compute within %.0f%% between them): the run is bound by communication, and "
+                 "moving work between ranks would save under 5%% of a step; it does not cut "
+                 "the bytes on a slow link or network, fewer bytes do (parallel.rows_codec, "
+                 "parallel.grads_codec, parallel.embedding_group: doc/balance.md)",
+                 100 * st->bubble, 100 * (st->imbalance - 1));
+    }
     if (gain <= 0.05)
         return;
     if (!pl->speed)

@@ -50,6 +50,8 @@ struct step_plan {
 struct planner {
     enum balance_mode mode;
     int equal_count, adapt;
+    int told_wire;      /* balance_adapt's notice of a communication-bound run, given */
+    int warmed;         /* balance_adapt has seen its first interval (a warm-up, not learnt) */
     int64_t Bg, steps_per_epoch;
     double *speed;      /* [P] relative speeds once adapted, else NULL */
     double *tau;        /* [P] EMA of busy seconds per unit of predicted cost */
@@ -66,10 +68,16 @@ void planner_free(struct planner *pl);
 /* This rank's plan of global step `step` (valid until two other steps have
  * been planned). */
 const struct step_plan *planner_plan(struct planner *pl, struct trainer *tr, int64_t step);
-/* balance_adapt: keep an EMA (weight 1/2 per logging interval) of each
+/* balance_adapt: from the second logging interval on (the first is a
+ * warm-up: first touches, a link's burst allowance), keep an EMA (weight
+ * 1/2 per logging interval) of each
  * rank's busy time per unit of predicted cost, tau, and adopt speeds 1/tau
- * when that is predicted to cut the step time by more than 5% (identical
- * decision on every rank: the inputs come from one all-gather). */
+ * when that is predicted to cut the step time (busy compute and the waits
+ * inside MPI: the bubble) by more than 5% (identical
+ * decision on every rank: the inputs come from one all-gather). When not,
+ * and the ranks spend most of the step waiting inside MPI (bubble > 50%),
+ * say once that the run is bound by communication, which no split of the
+ * work changes (a slow link: doc/scaling.md). */
 void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_stats *st);
 
 #endif
