@@ -9,7 +9,8 @@
 #   - new items first appear on their day (none earlier; at least 90% of
 #     each day's new items are used that day: they enter at the top);
 #   - the per-day files concatenated, user by user, are the single file's
-#     events (items, times, actions); day d's times lie in day d;
+#     events (items, times, actions), and so are the files of --file-days 3;
+#     day d's times lie in day d;
 #   - drift: without it the most used item of the first and the last day is
 #     the same; with it the first day's top item falls and the top-10 sets
 #     barely overlap;
@@ -20,6 +21,8 @@ G="--stream --days 8 --users 300 --items 400 --new-items-per-day 20 --drift 0.05
 expect_ok "$FS" data gen $G -o "$T/a.h5" --split-days "$T/A"
 expect_ok "$FS" data gen $G -o "$T/b.h5" --split-days "$T/B"
 expect_ok "$FS" data check "$T/a.h5" "$T"/A/day-*.h5
+expect_ok "$FS" data gen $G --split-days "$T/C" --file-days 3
+[ "$(ls "$T/C" | tr '\n' ' ')" = "day-0000.h5 day-0003.h5 day-0006.h5 " ] || fail "--file-days 3: $(ls "$T/C")"
 [ "$(ls "$T/A" | wc -l)" = 8 ] || fail "expected 8 day files, got: $(ls "$T/A")"
 # drift alone (no new items): 0 and 0.15 a day over 4 days
 D="--stream --days 4 --users 400 --items 500 --active 1 --per-day 4,8 --seed 9"
@@ -76,6 +79,18 @@ for j, u in enumerate(um):
     s = slice(off[j], off[j + 1])
     for n, k in enumerate(("item_ids", "timestamps", "actions")):
         assert np.array_equal(one[k][s], np.concatenate([p[n] for p in per_user[int(u)]])), (u, k)
+for j, u in enumerate(um):   # the same with three days a file
+    got = [[], [], []]
+    for d in (0, 3, 6):
+        h = h5py.File(f"{T}/C/day-{d:04d}.h5", "r")
+        w = np.searchsorted(h["user_map"][:], u)
+        if w < len(h["user_map"]) and h["user_map"][w] == u:
+            s = slice(h["offsets"][w], h["offsets"][w + 1])
+            for n, k in enumerate(("item_ids", "timestamps", "actions")):
+                got[n].append(h[k][s])
+    s = slice(off[j], off[j + 1])
+    for n, k in enumerate(("item_ids", "timestamps", "actions")):
+        assert np.array_equal(one[k][s], np.concatenate(got[n])), ("file-days", u, k)
 def tops(path, d, n):
     it = h5py.File(f"{path}/day-{d:04d}.h5", "r")["item_ids"][:]
     v, c = np.unique(it, return_counts=True)

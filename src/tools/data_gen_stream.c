@@ -26,7 +26,7 @@ enum { KEY_S_DAY = 0x73640000, KEY_S_ORDER = 0x73646f72 };
 #define S_M63 ((UINT64_C(1) << 63) - 1)
 
 struct stream_opts {
-    int64_t days, users, items, new_per_day, seed, len_lo, len_hi;
+    int64_t days, users, items, new_per_day, seed, len_lo, len_hi, file_days;
     double drift, zipf_s, active;
     int actions;
     const char *out, *split_dir;
@@ -209,7 +209,8 @@ static void stream_run(const struct stream_opts *o)
             next_ranking(o, d, &rank, &next, &n);
         struct zipf z;
         zipf_init(&z, n, o->zipf_s);
-        day.n = 0;
+        if (d % o->file_days == 0)
+            day.n = 0;
         for (int64_t p = 0; p < o->users; p++) {
             rng_init(&r, rng_key((uint64_t)o->seed, (uint64_t)uidx[p], KEY_S_DAY + (uint64_t)d));
             if (!(rng_uniform(&r) < o->active))
@@ -226,12 +227,17 @@ static void stream_run(const struct stream_opts *o)
                     ev_push(&all, p, item, ts[i], act);
             }
         }
-        if (o->split_dir && day.n > 0) {
-            snprintf(path, sizeof path, "%s/day-%04lld.h5", o->split_dir, (long long)d);
+        if (!o->split_dir || ((d + 1) % o->file_days && d + 1 < o->days))
+            continue; /* the file's days are not all there */
+        const int64_t d0 = d - d % o->file_days; /* its first day: its name */
+        snprintf(path, sizeof path, "%s/day-%04lld.h5", o->split_dir, (long long)d0);
+        if (day.n > 0) {
+            if (o->file_days > 1)
+                sort_by_user(&day, o->users);
             write_file(path, o, &day, uraw);
-        } else if (o->split_dir)
-            log_warn("data gen --stream: day %lld has no events: no %s/day-%04lld.h5",
-                     (long long)d, o->split_dir, (long long)d);
+        } else
+            log_warn("data gen --stream: no events on days %lld .. %lld: no %s", (long long)d0,
+                     (long long)d, path);
     }
     free(ts);
     ev_free(&day);
@@ -275,16 +281,18 @@ static void stream_usage(FILE *f)
             "  --seed N               random seed (default 1)\n"
             "  -o, --output FILE      the whole stream in one dataset\n"
             "  --split-days DIR       one dataset per day: DIR/day-0000.h5 ... (DIR is\n"
-            "                         created if missing)\n",
+            "                         created if missing)\n"
+            "  --file-days K          with --split-days: K days a file, named by its first\n"
+            "                         day (day-0000.h5, day-000K.h5, ...; default 1)\n",
             S_MAX_DAYS);
 }
 
 int data_gen_stream_main(int argc, char **argv)
 {
     struct stream_opts o = {.days = -1, .users = -1, .items = -1, .seed = 1, .len_lo = 1,
-                            .len_hi = 8, .zipf_s = 1.0, .active = 0.5};
+                            .len_hi = 8, .zipf_s = 1.0, .active = 0.5, .file_days = 1};
     enum { O_STREAM = 256, O_DAYS, O_USERS, O_ITEMS, O_NEW, O_DRIFT, O_ZIPF, O_ACTIVE, O_PERDAY,
-           O_ACTIONS, O_SEED, O_SPLIT };
+           O_ACTIONS, O_SEED, O_SPLIT, O_FILEDAYS };
     static const struct option longopts[] = {
         {"stream", no_argument, NULL, O_STREAM},
         {"days", required_argument, NULL, O_DAYS},
@@ -299,6 +307,7 @@ int data_gen_stream_main(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},
         {"output", required_argument, NULL, 'o'},
         {"split-days", required_argument, NULL, O_SPLIT},
+        {"file-days", required_argument, NULL, O_FILEDAYS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -328,6 +337,7 @@ int data_gen_stream_main(int argc, char **argv)
         case O_SEED: o.seed = cli_count("--seed", optarg, 0, INT64_MAX); break;
         case 'o': o.out = optarg; break;
         case O_SPLIT: o.split_dir = optarg; break;
+        case O_FILEDAYS: o.file_days = cli_count("--file-days", optarg, 1, S_MAX_DAYS); break;
         case 'h': stream_usage(stdout); return 0;
         case ':': fatal("data gen --stream: option '%s' needs a value", argv[optind - 1]);
         default:
@@ -344,6 +354,8 @@ int data_gen_stream_main(int argc, char **argv)
     if (o.items + (o.days - 1) * o.new_per_day > ((int64_t)1 << 40))
         fatal("data gen --stream: --items %lld + (--days - 1) x --new-items-per-day %lld is "
               "beyond 2^40 items", (long long)o.items, (long long)o.new_per_day);
+    if (o.file_days > 1 && !o.split_dir)
+        fatal("data gen --stream: --file-days needs --split-days DIR");
     if (o.split_dir && mkdir(o.split_dir, 0777) && errno != EEXIST)
         fatal("data gen --stream: cannot create the directory %s: %s", o.split_dir,
               strerror(errno));

@@ -4,7 +4,7 @@
  *   freescale data gen --stream --days D --users U --items I
  *                      [--new-items-per-day N] [--drift X] [--zipf S]
  *                      [--active F] [--per-day A,B] [--actions] [--seed S]
- *                      [-o OUT.h5] [--split-days DIR]
+ *                      [-o OUT.h5] [--split-days DIR [--file-days K]]
  *
  * Model (every draw keyed by (seed, user, day): the output is a function of
  * the options):
@@ -27,7 +27,8 @@
  *             uniform 1 .. 5 (--actions).
  * -o: one dataset, users (those with events) in ascending raw id with all
  * their days; --split-days DIR: DIR/day-0000.h5 ..., one dataset per day
- * with that day's active users and events (the same events). Each file
+ * (per K days with --file-days K, named by the first) with those days'
+ * active users and events (the same events). Each file
  * lists the items it uses in /items/ids and its users' raw ids in /user_map. */
 #ifndef FS_DATA_GEN_STREAM_H
 #define FS_DATA_GEN_STREAM_H
