@@ -11,17 +11,20 @@
 #   - the per-day files concatenated, user by user, are the single file's
 #     events (items, times, actions), and so are the files of --file-days 3;
 #     day d's times lie in day d;
+#   - --labels: /events/like 0/1 and /events/rating, the events unchanged
+#     (the same as without it), a higher rating where liked;
 #   - drift: without it the most used item of the first and the last day is
 #     the same; with it the first day's top item falls and the top-10 sets
 #     barely overlap;
 #   - bad options refused by name.
 . "$(dirname "$0")/lib.sh"
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
-G="--stream --days 8 --users 300 --items 400 --new-items-per-day 20 --drift 0.05 --actions --seed 5"
+G="--stream --days 8 --users 300 --items 400 --new-items-per-day 20 --drift 0.05 --actions --labels --seed 5"
 expect_ok "$FS" data gen $G -o "$T/a.h5" --split-days "$T/A"
 expect_ok "$FS" data gen $G -o "$T/b.h5" --split-days "$T/B"
 expect_ok "$FS" data check "$T/a.h5" "$T"/A/day-*.h5
 expect_ok "$FS" data gen $G --split-days "$T/C" --file-days 3
+expect_ok "$FS" data gen $(echo "$G" | sed 's/ --labels//') -o "$T/nolabels.h5"
 [ "$(ls "$T/C" | tr '\n' ' ')" = "day-0000.h5 day-0003.h5 day-0006.h5 " ] || fail "--file-days 3: $(ls "$T/C")"
 [ "$(ls "$T/A" | wc -l)" = 8 ] || fail "expected 8 day files, got: $(ls "$T/A")"
 # drift alone (no new items): 0 and 0.15 a day over 4 days
@@ -67,7 +70,7 @@ for d in range(days):
         first.setdefault(k, d)
     for j, u in enumerate(um):
         s = slice(off[j], off[j + 1])
-        per_user.setdefault(int(u), []).append((it[s], ts[s], ac[s]))
+        per_user.setdefault(int(u), []).append((it[s], ts[s], ac[s], h["events/like"][s], h["events/rating"][s]))
 for d in range(1, days):
     new = range(I + (d - 1) * N + 1, I + d * N + 1)
     assert all(first.get(k, d) == d for k in new), d            # never before their day
@@ -77,8 +80,15 @@ um, off = one["user_map"][:], one["offsets"][:]
 assert list(um) == sorted(per_user), "the single file's users are the day files' users"
 for j, u in enumerate(um):
     s = slice(off[j], off[j + 1])
-    for n, k in enumerate(("item_ids", "timestamps", "actions")):
+    for n, k in enumerate(("item_ids", "timestamps", "actions", "events/like", "events/rating")):
         assert np.array_equal(one[k][s], np.concatenate([p[n] for p in per_user[int(u)]])), (u, k)
+nl = h5py.File(f"{T}/nolabels.h5", "r")   # labels drawn apart: the same events without them
+for k in ("offsets", "user_map", "item_ids", "timestamps", "actions", "items/ids"):
+    assert np.array_equal(one[k][:], nl[k][:]), k
+assert "events" not in nl
+like, rating = one["events/like"][:], one["events/rating"][:]
+assert like.dtype == np.float32 and set(np.unique(like)) == {0.0, 1.0} and rating.dtype == np.float32
+assert rating[like == 1].mean() > rating[like == 0].mean() + 0.2, "like and rating share the score"
 for j, u in enumerate(um):   # the same with three days a file
     got = [[], [], []]
     for d in (0, 3, 6):

@@ -18,7 +18,9 @@
 #include "data/dataset.h"
 
 /* Purposes of the random streams (third word of rng_key; the day above). */
-enum { KEY_S_DAY = 0x73640000, KEY_S_ORDER = 0x73646f72 };
+enum { KEY_S_DAY = 0x73640000, KEY_S_LABEL = 0x736c0000, KEY_S_ORDER = 0x73646f72,
+       KEY_S_LUSER = 0x736c75, KEY_S_LITEM = 0x736c69 };
+#define PLANTED_F 4 /* factors of the label model (as data_gen_planted.h) */
 
 #define S_T0 1577836800LL /* 2020-01-01T00:00:00Z: day 0 */
 #define S_DAY 86400LL
@@ -28,7 +30,7 @@ enum { KEY_S_DAY = 0x73640000, KEY_S_ORDER = 0x73646f72 };
 struct stream_opts {
     int64_t days, users, items, new_per_day, seed, len_lo, len_hi, file_days;
     double drift, zipf_s, active;
-    int actions;
+    int actions, labels;
     const char *out, *split_dir;
 };
 
@@ -50,35 +52,31 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Events of one file under construction. */
-struct evbuf {
-    int64_t n, cap;
-    int64_t *items, *ts;
-    int32_t *act;
-    int64_t *pos; /* the user's position in raw id order (the single file) */
+/* One event; a file's events in user order (pos: the user's position in
+ * raw id order). */
+struct sev {
+    int64_t item, ts, pos;
+    int32_t act;
+    float like, rating;
 };
 
-static void ev_push(struct evbuf *b, int64_t pos, int64_t item, int64_t ts, int32_t act)
+struct evbuf {
+    int64_t n, cap;
+    struct sev *e;
+};
+
+static void ev_push(struct evbuf *b, const struct sev *e)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? 2 * b->cap : 4096;
-        b->items = xrealloc(b->items, (size_t)b->cap * sizeof *b->items);
-        b->ts = xrealloc(b->ts, (size_t)b->cap * sizeof *b->ts);
-        b->act = xrealloc(b->act, (size_t)b->cap * sizeof *b->act);
-        b->pos = xrealloc(b->pos, (size_t)b->cap * sizeof *b->pos);
+        b->e = xrealloc(b->e, (size_t)b->cap * sizeof *b->e);
     }
-    b->items[b->n] = item;
-    b->ts[b->n] = ts;
-    b->act[b->n] = act;
-    b->pos[b->n++] = pos;
+    b->e[b->n++] = *e;
 }
 
 static void ev_free(struct evbuf *b)
 {
-    free(b->items);
-    free(b->ts);
-    free(b->act);
-    free(b->pos);
+    free(b->e);
     memset(b, 0, sizeof *b);
 }
 
@@ -88,18 +86,26 @@ static void write_file(const char *path, const struct stream_opts *o, const stru
                        const int64_t *uraw)
 {
     char err[4400];
-    int64_t *lengths = xmalloc((size_t)(b->n ? b->n : 1) * sizeof *lengths);
-    int64_t *umap = xmalloc((size_t)(b->n ? b->n : 1) * sizeof *umap);
+    const size_t n1 = (size_t)(b->n ? b->n : 1);
+    int64_t *lengths = xmalloc(n1 * sizeof *lengths), *umap = xmalloc(n1 * sizeof *umap);
+    int64_t *items = xmalloc(n1 * sizeof *items), *ts = xmalloc(n1 * sizeof *ts);
+    int64_t *ids = xmalloc(n1 * sizeof *ids);
+    int32_t *act = xmalloc(n1 * sizeof *act);
+    float *like = xmalloc(n1 * sizeof *like), *rating = xmalloc(n1 * sizeof *rating);
     int64_t nu = 0;
     for (int64_t e = 0; e < b->n; e++) {
-        if (e == 0 || b->pos[e] != b->pos[e - 1]) {
-            umap[nu] = uraw[b->pos[e]];
+        const struct sev *v = &b->e[e];
+        if (e == 0 || v->pos != b->e[e - 1].pos) {
+            umap[nu] = uraw[v->pos];
             lengths[nu++] = 0;
         }
         lengths[nu - 1]++;
+        items[e] = ids[e] = v->item;
+        ts[e] = v->ts;
+        act[e] = v->act;
+        like[e] = v->like;
+        rating[e] = v->rating;
     }
-    int64_t *ids = xmalloc((size_t)(b->n ? b->n : 1) * sizeof *ids);
-    memcpy(ids, b->items, (size_t)b->n * sizeof *ids);
     qsort(ids, (size_t)b->n, sizeof *ids, cmp_i64);
     int64_t ni = 0;
     for (int64_t e = 0; e < b->n; e++)
@@ -108,8 +114,18 @@ static void write_file(const char *path, const struct stream_opts *o, const stru
     struct dataset_writer *w = dataset_writer_open(path, 1, o->actions, err, sizeof err);
     if (!w)
         fatal("%s", err);
-    if (dataset_writer_append(w, nu, lengths, b->items, b->ts, o->actions ? b->act : NULL, err,
+    int k_like = -1, k_rating = -1;
+    if (o->labels && ((k_like = dataset_writer_event_feature(w, "like", 1, 0, err, sizeof err)) < 0 ||
+                      (k_rating = dataset_writer_event_feature(w, "rating", 1, 0, err,
+                                                               sizeof err)) < 0)) {
+        dataset_writer_abort(w);
+        fatal("%s", err);
+    }
+    if (dataset_writer_append(w, nu, lengths, items, ts, o->actions ? act : NULL, err,
                               sizeof err) ||
+        (o->labels &&
+         (dataset_writer_append_feature(w, k_like, b->n, NULL, like, err, sizeof err) ||
+          dataset_writer_append_feature(w, k_rating, b->n, NULL, rating, err, sizeof err))) ||
         dataset_writer_raw_items(w, ids, ni, err, sizeof err) ||
         dataset_writer_map(w, "user_map", umap, nu, err, sizeof err)) {
         dataset_writer_abort(w);
@@ -119,7 +135,12 @@ static void write_file(const char *path, const struct stream_opts *o, const stru
         fatal("%s", err);
     free(lengths);
     free(umap);
+    free(items);
+    free(ts);
     free(ids);
+    free(act);
+    free(like);
+    free(rating);
 }
 
 /* Stable counting sort of the events by user position (days stay in order). */
@@ -127,24 +148,45 @@ static void sort_by_user(struct evbuf *b, int64_t users)
 {
     int64_t *start = xcalloc((size_t)users + 1, sizeof *start);
     for (int64_t e = 0; e < b->n; e++)
-        start[b->pos[e] + 1]++;
+        start[b->e[e].pos + 1]++;
     for (int64_t u = 0; u < users; u++)
         start[u + 1] += start[u];
     struct evbuf s = {.n = b->n, .cap = b->n ? b->n : 1};
-    s.items = xmalloc((size_t)s.cap * sizeof *s.items);
-    s.ts = xmalloc((size_t)s.cap * sizeof *s.ts);
-    s.act = xmalloc((size_t)s.cap * sizeof *s.act);
-    s.pos = xmalloc((size_t)s.cap * sizeof *s.pos);
-    for (int64_t e = 0; e < b->n; e++) {
-        int64_t at = start[b->pos[e]]++;
-        s.items[at] = b->items[e];
-        s.ts[at] = b->ts[e];
-        s.act[at] = b->act[e];
-        s.pos[at] = b->pos[e];
-    }
+    s.e = xmalloc((size_t)s.cap * sizeof *s.e);
+    for (int64_t e = 0; e < b->n; e++)
+        s.e[start[b->e[e].pos]++] = b->e[e];
     free(start);
     ev_free(b);
     *b = s;
+}
+
+/* --labels: the planted model of data_gen_planted.h over the stream (item
+ * factors by catalog number k, the previous item across days). */
+static void label_item(uint64_t seed, int64_t k, double *q, double *c)
+{
+    struct rng r;
+    rng_init(&r, rng_key(seed, (uint64_t)k, KEY_S_LITEM));
+    for (int f = 0; f < PLANTED_F; f++)
+        q[f] = rng_normal(&r);
+    *c = 0.7 * rng_normal(&r);
+}
+
+/* like and rating of user (p_u, a_u) on item k after item prev (0: none). */
+static void label_event(uint64_t seed, const double *p_u, double a_u, int64_t k, int64_t prev,
+                        struct rng *r, struct sev *e)
+{
+    double q[PLANTED_F], qp[PLANTED_F], c, cp, pq = 0, pp = 0;
+    label_item(seed, k, q, &c);
+    if (prev)
+        label_item(seed, prev, qp, &cp);
+    for (int f = 0; f < PLANTED_F; f++) {
+        pq += p_u[f] * q[f];
+        pp += prev ? qp[f] * q[f] : 0.0;
+    }
+    const double s = -0.2 + a_u + c + 0.6 * pq / sqrt((double)PLANTED_F) +
+                     0.6 * pp / PLANTED_F;
+    e->like = rng_uniform(r) < 1.0 / (1.0 + exp(-s)) ? 1.0f : 0.0f;
+    e->rating = (float)(3.0 + 0.8 * s + 0.5 * rng_normal(r));
 }
 
 /* The ranking of day d from yesterday's (rank[0 .. *n)), into next. */
@@ -203,6 +245,7 @@ static void stream_run(const struct stream_opts *o)
     }
     struct evbuf all = {0}, day = {0};
     int64_t *ts = xmalloc((size_t)o->len_hi * sizeof *ts);
+    int64_t *prev = o->labels ? xcalloc((size_t)o->users, sizeof *prev) : NULL;
     char path[4200];
     for (int64_t d = 0; d < o->days; d++) {
         if (d > 0)
@@ -219,12 +262,26 @@ static void stream_run(const struct stream_opts *o)
             for (int64_t i = 0; i < len; i++)
                 ts[i] = S_T0 + d * S_DAY + (int64_t)rng_below(&r, S_DAY);
             qsort(ts, (size_t)len, sizeof *ts, cmp_ts);
+            double p_u[PLANTED_F], a_u = 0;
+            struct rng rl;
+            if (o->labels) {
+                rng_init(&rl, rng_key((uint64_t)o->seed, (uint64_t)uidx[p], KEY_S_LUSER));
+                for (int f = 0; f < PLANTED_F; f++)
+                    p_u[f] = rng_normal(&rl);
+                a_u = 0.5 * rng_normal(&rl);
+                rng_init(&rl, rng_key((uint64_t)o->seed, (uint64_t)uidx[p],
+                                      KEY_S_LABEL + (uint64_t)d));
+            }
             for (int64_t i = 0; i < len; i++) {
-                int64_t item = raw63((uint64_t)rank[zipf_sample(&z, &r) - 1]);
-                int32_t act = 1 + (int32_t)rng_below(&r, 5);
-                ev_push(&day, p, item, ts[i], act);
+                const int64_t k = rank[zipf_sample(&z, &r) - 1];
+                struct sev e = {raw63((uint64_t)k), ts[i], p, 1 + (int32_t)rng_below(&r, 5), 0, 0};
+                if (o->labels) {
+                    label_event((uint64_t)o->seed, p_u, a_u, k, prev[p], &rl, &e);
+                    prev[p] = k;
+                }
+                ev_push(&day, &e);
                 if (o->out)
-                    ev_push(&all, p, item, ts[i], act);
+                    ev_push(&all, &e);
             }
         }
         if (!o->split_dir || ((d + 1) % o->file_days && d + 1 < o->days))
@@ -240,6 +297,7 @@ static void stream_run(const struct stream_opts *o)
                      (long long)d, path);
     }
     free(ts);
+    free(prev);
     ev_free(&day);
     free(rank);
     free(next);
@@ -278,6 +336,9 @@ static void stream_usage(FILE *f)
             "  --active F             chance a user is active on a day (default 0.5)\n"
             "  --per-day A,B          events of an active user on a day, uniform (default 1,8)\n"
             "  --actions              write /actions (uniform 1..5)\n"
+            "  --labels               /events/like (0/1) and /events/rating (float) from the\n"
+            "                         planted model of --labels planted (doc/ranking.md),\n"
+            "                         the previous item taken across days\n"
             "  --seed N               random seed (default 1)\n"
             "  -o, --output FILE      the whole stream in one dataset\n"
             "  --split-days DIR       one dataset per day: DIR/day-0000.h5 ... (DIR is\n"
@@ -292,7 +353,7 @@ int data_gen_stream_main(int argc, char **argv)
     struct stream_opts o = {.days = -1, .users = -1, .items = -1, .seed = 1, .len_lo = 1,
                             .len_hi = 8, .zipf_s = 1.0, .active = 0.5, .file_days = 1};
     enum { O_STREAM = 256, O_DAYS, O_USERS, O_ITEMS, O_NEW, O_DRIFT, O_ZIPF, O_ACTIVE, O_PERDAY,
-           O_ACTIONS, O_SEED, O_SPLIT, O_FILEDAYS };
+           O_ACTIONS, O_SEED, O_SPLIT, O_FILEDAYS, O_LABELS };
     static const struct option longopts[] = {
         {"stream", no_argument, NULL, O_STREAM},
         {"days", required_argument, NULL, O_DAYS},
@@ -304,6 +365,7 @@ int data_gen_stream_main(int argc, char **argv)
         {"active", required_argument, NULL, O_ACTIVE},
         {"per-day", required_argument, NULL, O_PERDAY},
         {"actions", no_argument, NULL, O_ACTIONS},
+        {"labels", no_argument, NULL, O_LABELS},
         {"seed", required_argument, NULL, O_SEED},
         {"output", required_argument, NULL, 'o'},
         {"split-days", required_argument, NULL, O_SPLIT},
@@ -334,6 +396,7 @@ int data_gen_stream_main(int argc, char **argv)
             o.len_hi = (int64_t)v[1];
             break;
         case O_ACTIONS: o.actions = 1; break;
+        case O_LABELS: o.labels = 1; break;
         case O_SEED: o.seed = cli_count("--seed", optarg, 0, INT64_MAX); break;
         case 'o': o.out = optarg; break;
         case O_SPLIT: o.split_dir = optarg; break;

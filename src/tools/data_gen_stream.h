@@ -3,7 +3,7 @@
  *
  *   freescale data gen --stream --days D --users U --items I
  *                      [--new-items-per-day N] [--drift X] [--zipf S]
- *                      [--active F] [--per-day A,B] [--actions] [--seed S]
+ *                      [--active F] [--per-day A,B] [--actions] [--labels] [--seed S]
  *                      [-o OUT.h5] [--split-days DIR [--file-days K]]
  *
  * Model (every draw keyed by (seed, user, day): the output is a function of
@@ -24,7 +24,11 @@
  *             0.5), then has A .. B events (uniform; default 1,8) at times
  *             uniform in the day (sorted; day 0 starts 2020-01-01), items by
  *             Zipf(S) over the day's ranking (default S = 1), actions
- *             uniform 1 .. 5 (--actions).
+ *             uniform 1 .. 5 (--actions);
+ *   labels    --labels: /events/like (0/1) and /events/rating (float) from
+ *             the planted model (data_gen_planted.h; item factors by k, the
+ *             previous item across days), drawn from streams of their own:
+ *             the events are the same without them.
  * -o: one dataset, users (those with events) in ascending raw id with all
  * their days; --split-days DIR: DIR/day-0000.h5 ..., one dataset per day
  * (per K days with --file-days K, named by the first) with those days'
