@@ -3,6 +3,7 @@
  *     and the same events in one file; stream_files_history on the F files
  *     (and on the one file) against a brute-force scan of the one file, for
  *     random users (some absent), times, max_len and history_files;
+ *     and the event labels of each history event (its where) read back;
  *   - a glob opens the files in name order; resume and later;
  *   - refusals naming the files: a file older than the one before it,
  *     overlapping files, a file without /timestamps, a glob matching
@@ -35,6 +36,8 @@ struct ev {
     int32_t act;
 };
 
+static float label_of(int64_t item, int32_t act) { return (float)(item % 997) + 0.25f * (float)act; }
+
 /* Write events ev[n] (sorted by user raw id, then time) as a dataset. */
 static void write_events(const char *path, const struct ev *ev, int64_t n, int raw, int with_ts)
 {
@@ -65,8 +68,15 @@ static void write_events(const char *path, const struct ev *ev, int64_t n, int r
         }
     struct dataset_writer *w = dataset_writer_open(path, with_ts, 1, err, sizeof err);
     assert_non_null(w);
+    /* an event label: a function of the event (checked through the where list) */
+    static float lab[MAXE];
+    for (int64_t e = 0; e < n; e++)
+        lab[e] = label_of(ev[e].item, ev[e].act);
+    const int k = dataset_writer_event_feature(w, "like", 1, 0, err, sizeof err);
+    assert_true(k >= 0);
     assert_int_equal(dataset_writer_append(w, nu, lengths, items, with_ts ? ts : NULL, act, err,
                                            sizeof err), 0);
+    assert_int_equal(dataset_writer_append_feature(w, k, n, NULL, lab, err, sizeof err), 0);
     if (raw)
         assert_int_equal(dataset_writer_raw_items(w, ids, ni, err, sizeof err), 0);
     assert_int_equal(dataset_writer_map(w, "user_map", umap, nu, err, sizeof err), 0);
@@ -183,6 +193,7 @@ static void test_history_vs_brute_force(void **state)
     rng_init(&q, 777);
     int64_t b_items[64], b_ts[64], s_items[64], s_ts[64];
     int32_t b_act[64], s_act[64];
+    float s_like[64];
     struct stream_where where[64];
     int64_t checked = 0, nonempty = 0;
     for (int hist = 0; hist <= F + 1; hist++) {
@@ -225,6 +236,15 @@ static void test_history_vs_brute_force(void **state)
                 assert_int_equal(wi, s_items[i]);
                 assert_int_equal(wt, s_ts[i]);
                 assert_int_equal(wa, s_act[i]);
+            }
+            assert_int_equal(stream_files_event_values(&s, "like", where, ns, s_like, err,
+                                                       sizeof err), 0);
+            for (int64_t i = 0; i < ns; i++)
+                assert_true(s_like[i] == label_of(s_items[i], s_act[i]));
+            if (ns > 0) {
+                assert_int_equal(stream_files_event_values(&s, "nothere", where, ns, s_like, err,
+                                                           sizeof err), -1);
+                assert_non_null(strstr(err, "has no event column /events/nothere"));
             }
             if (hist == 0) { /* the one file gives the same */
                 assert_int_equal(stream_files_history(&s1, x, before, max_len, s_items, s_ts,

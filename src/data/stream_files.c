@@ -328,6 +328,42 @@ int stream_files_history(const struct stream_files *s, int64_t user_raw_id, int6
     return rc;
 }
 
+int stream_files_event_values(const struct stream_files *s, const char *name,
+                              const struct stream_where *where, int64_t n, float *out, char *err,
+                              size_t errlen)
+{
+    float *fv = NULL;
+    int32_t *iv = NULL;
+    int64_t cap = 0;
+    int rc = 0;
+    for (int64_t i = 0, j; rc == 0 && i < n; i = j) {
+        if (where[i].file < 0 || where[i].file >= s->n)
+            return errorf(err, errlen, "stream_files_event_values: file %d of %d", where[i].file,
+                          s->n);
+        const struct dataset *ds = &s->f[where[i].file].ds;
+        const struct dataset_feature *f = dataset_feat_find(ds, DS_EVENTS, name);
+        if (!f)
+            return errorf(err, errlen, "%s: has no event column /events/%s", ds->path, name);
+        /* the run where[i .. j): one file, events descending by one */
+        for (j = i + 1; j < n && where[j].file == where[i].file &&
+                        where[j].event == where[j - 1].event - 1; j++)
+            ;
+        const int64_t m = j - i, e0 = where[j - 1].event;
+        if (m > cap) {
+            cap = m;
+            fv = xrealloc(fv, (size_t)cap * sizeof *fv);
+            iv = xrealloc(iv, (size_t)cap * sizeof *iv);
+        }
+        rc = f->is_float ? dataset_feat_floats(ds, f, e0, m, fv, err, errlen)
+                         : dataset_feat_ints(ds, f, e0, m, iv, err, errlen);
+        for (int64_t k = 0; rc == 0 && k < m; k++) /* newest first: the run reversed */
+            out[i + k] = f->is_float ? fv[m - 1 - k] : (float)iv[m - 1 - k];
+    }
+    free(fv);
+    free(iv);
+    return rc;
+}
+
 int stream_files_later(const struct stream_files *s, int k, int64_t last_end, char *err,
                        size_t errlen)
 {

@@ -74,6 +74,15 @@ int stream_files_history(const struct stream_files *s, int64_t user_raw_id, int6
                          int64_t max_len, int64_t *items, int64_t *ts, int32_t *actions,
                          struct stream_where *where, int64_t *n, char *err, size_t errlen);
 
+/* The values of event column /events/name (a label such as like or
+ * rating, or a categorical event feature, as floats) of n history events
+ * (where[n], as stream_files_history gives them): out[n]. A user's
+ * consecutive events in one file are one read. 0, or -1 + err naming the
+ * file and the column. */
+int stream_files_event_values(const struct stream_files *s, const char *name,
+                              const struct stream_where *where, int64_t n, float *out, char *err,
+                              size_t errlen);
+
 /* Resume after a run whose last trained file ended at last_end (its last
  * event's time): *next = the first file whose events all come after
  * last_end (s->n if none: nothing new). A file holding events both at or
