@@ -4,6 +4,8 @@
  *     (and on the one file) against a brute-force scan of the one file, for
  *     random users (some absent), times, max_len and history_files;
  *     and the event labels of each history event (its where) read back;
+ *     with files released (closed) at random and opened again on use;
+ *   - a file rewritten after it was opened is refused when opened again;
  *   - a glob opens the files in name order; resume and later;
  *   - refusals naming the files: a file older than the one before it,
  *     overlapping files, a file without /timestamps, a glob matching
@@ -221,7 +223,9 @@ static void test_history_vs_brute_force(void **state)
                 assert_int_equal(where[i].file, (s_ts[i] - T0) / SPAN);
                 int64_t wi, wt;
                 int32_t wa;
-                const struct dataset *wd = &s.f[where[i].file].ds;
+                const struct dataset *wd = stream_files_dataset(&s, where[i].file, err,
+                                                                sizeof err);
+                assert_non_null(wd);
                 int64_t wu = 0;
                 while (wd->offsets[wu + 1] <= where[i].event)
                     wu++;
@@ -255,9 +259,29 @@ static void test_history_vs_brute_force(void **state)
             }
             checked++;
             nonempty += nb > 0;
+            if (t % 7 == 3) /* closed files open again when used */
+                stream_files_release(&s, (int)rng_below(&q, F + 1));
         }
         stream_files_close(&s);
         stream_files_close(&s1);
+    }
+    /* a file rewritten after it was added (closed meanwhile) is refused */
+    {
+        struct stream_files s2;
+        char p2[256];
+        assert_int_equal(stream_files_open(&s2, spec, 0, err, sizeof err), 0);
+        file_name(p2, sizeof p2, "day", 2);
+        char keep[300];
+        snprintf(keep, sizeof keep, "%s.keep", p2);
+        assert_int_equal(rename(p2, keep), 0);
+        write_events(p2, g_file[2], g_nfile[2] / 2, 1, 1);
+        assert_null(stream_files_dataset(&s2, 2, err, sizeof err));
+        print_message("refused: %s\n", err);
+        assert_non_null(strstr(err, p2));
+        assert_non_null(strstr(err, "changed since it was opened"));
+        assert_int_equal(rename(keep, p2), 0);
+        assert_non_null(stream_files_dataset(&s2, 2, err, sizeof err));
+        stream_files_close(&s2);
     }
     print_message("history: %lld lookups against the brute force, %lld non-empty\n",
                   (long long)checked, (long long)nonempty);

@@ -32,12 +32,16 @@ static const char *when(int64_t t, char *buf, size_t len)
     return buf;
 }
 
-static void file_free(struct stream_file *f)
+/* Close the file and drop its index (kept: path, times, flags). */
+static void file_unload(struct stream_file *f)
 {
+    if (!f->is_open)
+        return;
     dataset_close(&f->ds);
     free(f->uid);
     free(f->uidx);
     f->uid = f->uidx = NULL;
+    f->is_open = 0;
 }
 
 /* Sort (id, user) pairs by id, then user. */
@@ -82,6 +86,19 @@ static int file_index(struct stream_file *f, char *err, size_t errlen)
     return 0;
 }
 
+/* Open path and build its index: f->ds, uid, uidx. */
+static int file_load(struct stream_file *f, const char *path, char *err, size_t errlen)
+{
+    if (dataset_open(&f->ds, path, err, errlen))
+        return -1;
+    f->is_open = 1;
+    if (file_index(f, err, errlen)) {
+        file_unload(f);
+        return -1;
+    }
+    return 0;
+}
+
 /* The first and last event time of the file: one pass over /timestamps. */
 static int file_times(struct stream_file *f, char *err, size_t errlen)
 {
@@ -118,36 +135,40 @@ int stream_files_add(struct stream_files *s, const char *path, char *err, size_t
 {
     struct stream_file f;
     memset(&f, 0, sizeof f);
-    if (dataset_open(&f.ds, path, err, errlen))
+    if (file_load(&f, path, err, errlen))
         return -1;
     char a[64], b[64];
-    int rc = file_times(&f, err, errlen) || file_index(&f, err, errlen) ? -1 : 0;
+    f.num_events = f.ds.num_events;
+    f.raw_ids = f.ds.raw_ids;
+    f.has_actions = f.ds.has_actions;
+    int rc = file_times(&f, err, errlen);
+    file_unload(&f); /* opened again when used */
     if (rc == 0 && s->n > 0) {
         const struct stream_file *p = &s->f[s->n - 1];
         const struct stream_file *q0 = &s->f[0];
-        if (!f.ds.raw_ids || !q0->ds.raw_ids)
+        if (!f.raw_ids || !q0->raw_ids)
             rc = errorf(err, errlen, "%s: window files need raw item ids (data import --ids raw: "
                         "dense ids are numbered per file and mean nothing across files), and "
-                        "%s has dense ones", path, f.ds.raw_ids ? q0->ds.path : "it");
-        else if (f.ds.has_actions != q0->ds.has_actions)
+                        "%s has dense ones", path, f.raw_ids ? q0->path : "it");
+        else if (f.has_actions != q0->has_actions)
             rc = errorf(err, errlen, "%s: %s /actions and %s %s: window files all have them or "
-                        "none does", path, f.ds.has_actions ? "has" : "has no", q0->ds.path,
-                        q0->ds.has_actions ? "has" : "has none");
+                        "none does", path, f.has_actions ? "has" : "has no", q0->path,
+                        q0->has_actions ? "has" : "has none");
         else if (f.t_first < p->t_first)
             rc = errorf(err, errlen, "%s is older than the file before it, %s: its events start "
                         "at %s, %s's at %s (window files must be listed in time order)",
-                        path, p->ds.path, when(f.t_first, a, sizeof a), p->ds.path,
+                        path, p->path, when(f.t_first, a, sizeof a), p->path,
                         when(p->t_first, b, sizeof b));
         else if (f.t_first <= p->t_last)
             rc = errorf(err, errlen, "%s overlaps the file before it, %s: its first event, at "
                         "%s, is not after %s's last, at %s (window files must not overlap)",
-                        path, p->ds.path, when(f.t_first, a, sizeof a), p->ds.path,
+                        path, p->path, when(f.t_first, a, sizeof a), p->path,
                         when(p->t_last, b, sizeof b));
     }
-    if (rc) {
-        file_free(&f);
+    if (rc)
         return -1;
-    }
+    f.path = xmalloc(strlen(path) + 1);
+    strcpy(f.path, path);
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 16;
         s->f = xrealloc(s->f, (size_t)s->cap * sizeof *s->f);
@@ -208,8 +229,10 @@ int stream_files_open(struct stream_files *s, const char *spec, int history_file
 
 void stream_files_close(struct stream_files *s)
 {
-    for (int i = 0; i < s->n; i++)
-        file_free(&s->f[i]);
+    for (int i = 0; i < s->n; i++) {
+        file_unload(&s->f[i]);
+        free(s->f[i].path);
+    }
     free(s->f);
     memset(s, 0, sizeof *s);
 }
@@ -286,15 +309,44 @@ static int user_events(const struct stream_file *f, int64_t u, int64_t before, i
     return rc;
 }
 
-int stream_files_history(const struct stream_files *s, int64_t user_raw_id, int64_t before,
+const struct dataset *stream_files_dataset(struct stream_files *s, int k, char *err,
+                                           size_t errlen)
+{
+    if (k < 0 || k >= s->n) {
+        errorf(err, errlen, "stream_files_dataset: file %d of %d", k, s->n);
+        return NULL;
+    }
+    struct stream_file *f = &s->f[k];
+    if (f->is_open)
+        return &f->ds;
+    if (file_load(f, f->path, err, errlen))
+        return NULL;
+    if (f->ds.num_events != f->num_events || f->ds.raw_ids != f->raw_ids ||
+        f->ds.has_actions != f->has_actions || !f->ds.has_timestamps) {
+        errorf(err, errlen, "%s changed since it was opened (%lld events then, %lld now): window "
+               "files are never rewritten", f->path, (long long)f->num_events,
+               (long long)f->ds.num_events);
+        file_unload(f);
+        return NULL;
+    }
+    return &f->ds;
+}
+
+void stream_files_release(struct stream_files *s, int k)
+{
+    for (int i = 0; i < k && i < s->n; i++)
+        file_unload(&s->f[i]);
+}
+
+int stream_files_history(struct stream_files *s, int64_t user_raw_id, int64_t before,
                          int64_t max_len, int64_t *items, int64_t *ts, int32_t *actions,
                          struct stream_where *where, int64_t *n, char *err, size_t errlen)
 {
     *n = 0;
     if (max_len <= 0)
         return 0;
-    if (actions && s->n > 0 && !s->f[0].ds.has_actions)
-        return errorf(err, errlen, "%s: has no /actions", s->f[0].ds.path);
+    if (actions && s->n > 0 && !s->f[0].has_actions)
+        return errorf(err, errlen, "%s: has no /actions", s->f[0].path);
     struct cand *c = NULL;
     int64_t cap = 0, have = 0;
     int used = 0, rc = 0;
@@ -305,6 +357,10 @@ int stream_files_history(const struct stream_files *s, int64_t user_raw_id, int6
         if (s->history_files && used == s->history_files)
             break;
         used++;
+        if (!stream_files_dataset(s, k, err, errlen)) {
+            rc = -1;
+            break;
+        }
         int64_t lo, hi, nc = 0;
         find_user(f, user_raw_id, &lo, &hi);
         for (int64_t i = lo; rc == 0 && i < hi; i++)
@@ -328,7 +384,7 @@ int stream_files_history(const struct stream_files *s, int64_t user_raw_id, int6
     return rc;
 }
 
-int stream_files_event_values(const struct stream_files *s, const char *name,
+int stream_files_event_values(struct stream_files *s, const char *name,
                               const struct stream_where *where, int64_t n, float *out, char *err,
                               size_t errlen)
 {
@@ -337,13 +393,16 @@ int stream_files_event_values(const struct stream_files *s, const char *name,
     int64_t cap = 0;
     int rc = 0;
     for (int64_t i = 0, j; rc == 0 && i < n; i = j) {
-        if (where[i].file < 0 || where[i].file >= s->n)
-            return errorf(err, errlen, "stream_files_event_values: file %d of %d", where[i].file,
-                          s->n);
-        const struct dataset *ds = &s->f[where[i].file].ds;
+        const struct dataset *ds = stream_files_dataset(s, where[i].file, err, errlen);
+        if (!ds) {
+            rc = -1;
+            break;
+        }
         const struct dataset_feature *f = dataset_feat_find(ds, DS_EVENTS, name);
-        if (!f)
-            return errorf(err, errlen, "%s: has no event column /events/%s", ds->path, name);
+        if (!f) {
+            rc = errorf(err, errlen, "%s: has no event column /events/%s", ds->path, name);
+            break;
+        }
         /* the run where[i .. j): one file, events descending by one */
         for (j = i + 1; j < n && where[j].file == where[i].file &&
                         where[j].event == where[j - 1].event - 1; j++)
@@ -372,7 +431,7 @@ int stream_files_later(const struct stream_files *s, int k, int64_t last_end, ch
     if (f->t_first <= last_end)
         return errorf(err, errlen, "%s is not later than the last window trained: its first "
                       "event, at %s, is not after the end of that window, %s",
-                      f->ds.path, when(f->t_first, a, sizeof a), when(last_end, b, sizeof b));
+                      f->path, when(f->t_first, a, sizeof a), when(last_end, b, sizeof b));
     return 0;
 }
 

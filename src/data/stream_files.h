@@ -12,8 +12,14 @@
  * file's first event is after the previous file's last one (strictly); the
  * refusals name both files and their times. Old files are never rewritten.
  *
- * Opening a file reads its offsets and /user_map (8 bytes a user) and scans
- * its /timestamps once for its time range. The per-file index by user is
+ * Adding a file opens it, scans its /timestamps once for its time range,
+ * checks it, and closes it: a stream of thousands of files holds no file
+ * open and no index until used. A file is opened again when a history
+ * reads it (or stream_files_dataset asks for it), reading its offsets and
+ * /user_map (8 bytes a user each), and stays open until
+ * stream_files_release closes it: a schedule that releases the files
+ * older than data.history_files windows keeps at most that many open. The
+ * per-file index by user is
  * the user_map sorted (a file written by the importers or the generator is
  * already sorted: no copy) with each user's event range in the offsets, so
  * a user's history is a binary search and one read of its events per file.
@@ -32,8 +38,13 @@
 #include "data/dataset.h"
 
 struct stream_file {
-    struct dataset ds;     /* open (ds.path is the file's name) */
+    char *path;
     int64_t t_first, t_last; /* its first and last event time (seconds) */
+    int64_t num_events;
+    int raw_ids, has_actions;
+    /* open on use (stream_files_dataset, history), closed by release: */
+    int is_open;
+    struct dataset ds;
     int64_t *uid;          /* the users' raw ids, ascending [ds.num_users] */
     int64_t *uidx;         /* uid[i] is user uidx[i]; NULL: the file's order (sorted) */
 };
@@ -70,7 +81,7 @@ void stream_files_close(struct stream_files *s);
  * [max_len] or NULL (needs the files' /actions); where [max_len] or NULL.
  * *n = the events written. A user absent from every file has none. 0, or
  * -1 + err naming the file. */
-int stream_files_history(const struct stream_files *s, int64_t user_raw_id, int64_t before,
+int stream_files_history(struct stream_files *s, int64_t user_raw_id, int64_t before,
                          int64_t max_len, int64_t *items, int64_t *ts, int32_t *actions,
                          struct stream_where *where, int64_t *n, char *err, size_t errlen);
 
@@ -79,9 +90,17 @@ int stream_files_history(const struct stream_files *s, int64_t user_raw_id, int6
  * (where[n], as stream_files_history gives them): out[n]. A user's
  * consecutive events in one file are one read. 0, or -1 + err naming the
  * file and the column. */
-int stream_files_event_values(const struct stream_files *s, const char *name,
+int stream_files_event_values(struct stream_files *s, const char *name,
                               const struct stream_where *where, int64_t n, float *out, char *err,
                               size_t errlen);
+
+/* File k's dataset, opened if it is not (checked: the same number of
+ * events as when it was added, else refused as changed); valid until
+ * stream_files_release or close. NULL + err naming the file. */
+const struct dataset *stream_files_dataset(struct stream_files *s, int k, char *err,
+                                           size_t errlen);
+/* Close files 0 .. k-1 (their index too); they open again when used. */
+void stream_files_release(struct stream_files *s, int k);
 
 /* Resume after a run whose last trained file ended at last_end (its last
  * event's time): *next = the first file whose events all come after
