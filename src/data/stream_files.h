@@ -19,9 +19,9 @@
  * /user_map (8 bytes a user each), and stays open until
  * stream_files_release closes it: a schedule that releases the files
  * older than data.history_files windows keeps at most that many open. The
- * per-file index by user is
- * the user_map sorted (a file written by the importers or the generator is
- * already sorted: no copy) with each user's event range in the offsets, so
+ * per-file index by user is the user_map sorted (a file written by the
+ * importers or the generator is already sorted: no copy) with each user's
+ * event range in the offsets, so
  * a user's history is a binary search and one read of its events per file.
  * stream_files_history reads the files newest first and stops at max_len
  * events or after history_files files (0 = all) that hold events before the
