@@ -429,7 +429,9 @@ static void gen_usage(FILE *f)
             "  --raw-ids K        raw item ids (dataset version 3, doc/data.md): item i is\n"
             "                     written as i x K (K >= 1, N x K < 2^63), /items/ids lists\n"
             "                     K .. N K, /user_map the users 0 .. U-1; the same events as\n"
-            "                     without it (tests of raw ids; at most 2^28 items and users)\n",
+            "                     without it (tests of raw ids; at most 2^28 items and users)\n"
+            "  --stream           a stream of days with raw ids, new items and drifting\n"
+            "                     popularity: 'freescale data gen --stream --help'\n",
             GEN_MAX_FEATURES);
 }
 
