@@ -24,6 +24,9 @@ X(data, split, STRING, "loo", 0, 0, NULL,
 X(data, candidates, INT, "0", 0, 1000000000, NULL,
   "ranking evaluation: at most this many of a user's held-out events are candidates (the "
   "earliest); 0 = all")
+X(data, history_files, INT, "0", 0, 1000000, NULL,
+  "streaming, data.path a list or glob of window files: a user's history is read from at "
+  "most this many files before the window (newest first); 0 = all (doc/data.md)")
 X(model, type, CHOICE, "hstu", 0, 0, "hstu|sasrec",
   "sequence model: HSTU (Zhai et al. 2024) or SASRec (Kang & McAuley 2018)")
 X(model, dim, INT, "50", 1, 65536, NULL, "embedding and model width d")
