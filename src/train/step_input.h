@@ -24,6 +24,8 @@ struct step_input {
     float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
                                   the targets' and negatives' tokens, else NULL */
     struct step_feat *feat;    /* features: their plan and lookup, else NULL */
+    int64_t *item_nums;        /* ranking on a raw dataset: [T] the tokens' item numbers
+                                  (dataset_raw_numbers: model.bias's rows), else NULL */
     int prefetched;            /* overlap = prefetch: its rows were posted during the
                                   previous step (emb_prefetch_*), not by its lookup */
 };

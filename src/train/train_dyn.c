@@ -163,15 +163,14 @@ void train_dyn_view_begin(struct trainer *tr)
     struct emb_table *t = tr->items;
     if (!t->dyn || view_dyn)
         return;
-    if (tr->ds.raw_ids) /* train refuses it at the start (train.c, raw_refusals) */
-        fatal("data.path = %s holds raw item ids: evaluation, recommend, score and export over "
-              "raw ids are not built yet", tr->conf.data_path);
-    if (t->conf.rows < 1)
+    const int64_t *list = tr->ds.raw_ids ? tr->ds.item_list : NULL; /* number j: list[j - 1] */
+    if (!list && t->conf.rows < 1)
         fatal("embedding.dynamic = on: evaluation, recommend, score and export over a dynamic "
-              "item table need the dataset's item count (a dataset of raw ids has none): not "
-              "implemented yet");
+              "item table need the dataset's item count: not implemented without one");
     struct emb_table_conf conf = t->conf;
     conf.dyn.on = 0;
+    if (list)
+        conf.rows = tr->ds.num_items;
     conf.placement = NULL; /* host memory, as the dynamic table */
     view_reg = xcalloc(1, sizeof *view_reg);
     struct emb_table *v = emb_registry_add(view_reg, tr->c, &conf);
@@ -184,7 +183,7 @@ void train_dyn_view_begin(struct trainer *tr)
     for (int64_t k = 0; k < calls; k++) {
         const int64_t a = k * VIEW_BLOCK, m = a < n ? (n - a < VIEW_BLOCK ? n - a : VIEW_BLOCK) : 0;
         for (int64_t i = 0; i < m; i++)
-            ids[i] = first + (a + i) * G;
+            ids[i] = list ? list[first + (a + i) * G - 1] : first + (a + i) * G;
         emb_exchange_free(emb_lookup(t, tr->c, ids, m, rows, NULL)); /* collective over emb */
         if (m)
             emb_table_set_slots(v, first / G + a, m, rows, NULL, NULL);

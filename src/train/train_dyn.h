@@ -45,8 +45,11 @@ void train_dyn_metrics(const struct train_dyn_figs *f, struct metrics_line *l);
  * train_dyn_view_begin makes such a table from it (collective over emb:
  * every id looked up, read only; an id without a row gets the unadmitted
  * row) and points tr->items at it; train_dyn_view_end restores the
- * dynamic table and frees the view. Nothing without a dynamic item table;
- * refused (fatal) for a table of raw ids without a bound. */
+ * dynamic table and frees the view. On a dataset of raw ids the view's
+ * row j is the row of raw id /items/ids[j - 1] (the sorted item list:
+ * the candidates of evaluation and recommend), and those commands read
+ * the items as these numbers (dataset_raw_numbers). Nothing without a
+ * dynamic item table. */
 void train_dyn_view_begin(struct trainer *tr);
 void train_dyn_view_end(struct trainer *tr);
 

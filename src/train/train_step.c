@@ -275,7 +275,8 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .ws = &s->lws, .nuniq = emb_exchange_nuniq(in->x), .rows = rows,
                                  .inv = inv, .drows = drows, .logq = logq,
                                  .shard = &s->shard, .targets = in->sb.targets,
-                                 .labels = in->sb.labels, .items = in->sb.items,
+                                 .labels = in->sb.labels,
+                                 .items = in->item_nums ? in->item_nums : in->sb.items,
                                  .B = in->sb.B, .users = in->sb.users,
                                  .offsets = in->sb.offsets};
     tr->task.ops->loss(&tr->task, &s->view);
