@@ -11,7 +11,8 @@
 # the uninterrupted run's losses; a chain of a full and 3 delta checkpoints
 # resumes and merges to the full checkpoint of the same step; evaluation and recommend over a dynamic
 # table give the dense table's. The counters are on the progress line and
-# in the metrics; bad settings are refused by name.
+# in the metrics; bad settings are refused by name, and a resume that
+# changes embedding.dynamic (in the run identity) too.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -169,6 +170,18 @@ for x in cd cy; do
 done
 cmp -s "$T/rec-cd.csv" "$T/rec-cy.csv" && pass "recommend (P=2): as the dense table's" ||
     fail "recommend differs"
+
+# the run identity holds embedding.dynamic: resume = auto in a directory of
+# the other kind's checkpoints is refused naming it; a policy (evict) may
+# change on a resume
+expect_error "embedding.dynamic: (not set) there, on here" "$FS" train "$IN" $COMMON $E \
+    output.checkpoint_dir="$T/cd" train.resume=auto embedding.dynamic=on train.max_steps=10
+expect_error "embedding.dynamic: on there, (not set) here" "$FS" train "$IN" $COMMON $E \
+    output.checkpoint_dir="$T/cy" train.resume=auto train.max_steps=10
+run ev-res 1 $E output.checkpoint_dir="$T/cy" train.resume=auto embedding.dynamic=on \
+    embedding.evict=ttl:5 train.max_steps=10 train.final_eval=off
+grep -q "resumed from $T/cy/ckpt-8.h5" "$T/ev-res.out" &&
+    pass "resume = auto with another eviction policy: resumed" || fail "ev-res: $(tail -n 2 "$T/ev-res.out")"
 
 expect_error "was written as a dynamic table: resume with embedding.dynamic = on" \
     "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON train.max_steps=8 features.item=brand \
