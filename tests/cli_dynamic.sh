@@ -2,7 +2,8 @@
 # cli_dynamic: dynamic tables (embedding.dynamic, features.dynamic;
 # doc/embedding.md, "Dynamic tables"). On a dense dataset a dynamic table
 # with admit = 1, evict = none gives the dense table's losses bit for bit
-# at the same P (P = 1, 2, 4): HSTU and SASRec retrieval, ranking, a
+# at the same P (P = 1, 2, 4): HSTU and SASRec retrieval, the full
+# softmax, ranking, a
 # dynamic feature table, overlap none and prefetch, embedding groups, the
 # fake device. Admission with ttl (sgd) and ttl (adagrad) give the same
 # losses at P = 1, 2, 4 (1e-6) and prefetch repeats none bit for bit; lru
@@ -45,6 +46,11 @@ FREESCALE_FAKE_GPUS=fake0,fake1 run fk 2 parallel.overlap=prefetch device.type=f
 identical "HSTU P=2 prefetch, fake device, dynamic = CPU dense" "$T/h2-dense.jsonl" "$T/fk.jsonl"
 pair "HSTU P=4 prefetch groups" h4 4 parallel.overlap=prefetch parallel.embedding_group=2
 pair "ranking P=4" r4 4 $RANK
+# the full softmax: every item of the dataset a candidate, each its row
+pair "full softmax P=1" fs1 1 train.loss=full
+pair "full softmax P=2 prefetch" fs2 2 train.loss=full parallel.overlap=prefetch
+grep -q '"items.rows":2000,' "$T/fs1-dyn.jsonl" && pass "full softmax: every item has a row" ||
+    fail "full softmax: $(grep -o '"items.rows":[0-9]*' "$T/fs1-dyn.jsonl" | head -n 1)"
 F="features.item=brand features.placement=sharded parallel.overlap=prefetch"
 run f2-dense 2 $F
 run f2-dyn 2 $F features.dynamic=brand
@@ -202,6 +208,8 @@ expect_error "output.checkpoint_write = gathered is not available" "$FS" train "
     embedding.dynamic=on output.checkpoint_dir="$T/ckg" output.checkpoint_write=gathered
 expect_error "checkpoints with parallel.overlap = prefetch and" "$FS" train "$IN" $COMMON \
     embedding.dynamic=on embedding.evict=ttl:3 output.checkpoint_dir="$T/ckp" parallel.overlap=prefetch
+expect_error "train.loss = full scores every item of the dataset against its own row" \
+    "$FS" train "$IN" $COMMON embedding.dynamic=on train.loss=full embedding.admit=2
 expect_error "apply to dynamic tables" "$FS" train "$IN" $COMMON embedding.admit=3
 expect_error "features.dynamic = nope: 'nope' names no feature" "$FS" train "$IN" $COMMON \
     features.item=brand features.dynamic=nope

@@ -12,7 +12,8 @@
 # most-popular baseline equal the dense run's bit for bit: the candidates
 # of a raw dataset are its sorted id list, item number j = the j-th id.
 # recommend prints the dense run's items x K with the same scores; export
-# writes the raw ids beside the same rows.
+# writes the raw ids beside the same rows. train.loss = full (its
+# candidates: every item of the list) gives the dense run's losses.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -46,6 +47,11 @@ for p in 1 2 4; do
         fail "P=$p: printed evaluations differ: $(diff "$T/pd" "$T/pr" | head -n 3 | tr '\n' ' ')"
 done
 grep -q "holds raw item ids" "$T/raw-1.out" && fail "a refusal in the raw run"
+
+# the full softmax over raw ids: every listed item a candidate (P = 2)
+run full-dense 2 dense train.loss=full train.final_eval=off train.eval_every=0
+run full-raw 2 raw train.loss=full train.final_eval=off train.eval_every=0
+same_losses "$T/full-dense.jsonl" "$T/full-raw.jsonl" "train.loss = full, P=2: raw ids vs dense ids" 0 0
 
 # recommend (P = 2) from the P = 1 checkpoints: the dense run's items x K
 for d in dense raw; do

@@ -35,6 +35,11 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
     }
     if (!r->ranking) { /* the targets, their negatives, the shard of train.loss = full */
         emb_ids_put(t, T, in->sb.targets, T, tr->c->rank);
+        if (cf->loss == LOSS_FULL && tr->ds.raw_ids) { /* the full softmax's columns: item numbers */
+            in->target_nums = xmalloc((size_t)(T ? T : 1) * sizeof *in->target_nums);
+            memcpy(in->target_nums, in->sb.targets, (size_t)T * sizeof *in->target_nums);
+            dataset_raw_numbers(&tr->ds, in->target_nums, T);
+        }
         in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
         emb_ids_put(t, T * (2 + cf->R), r->shard_ids, r->n_shard, tr->c->rank);
     }
@@ -55,7 +60,8 @@ void step_input_release(struct step_input *in)
     free(in->logq);
     in->logq = NULL;
     free(in->item_nums);
-    in->item_nums = NULL;
+    free(in->target_nums);
+    in->item_nums = in->target_nums = NULL;
     step_feat_free(in->feat);
     in->feat = NULL;
     batch_free(&in->sb);

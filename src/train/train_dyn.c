@@ -50,9 +50,14 @@ int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P,
     if (dc->on && tc->subspace_k > 0)
         return errorf(err, errlen, "embedding.dynamic = on: not with embedding.subspace_k = %d "
                       "(a dynamic table is a plain table)", tc->subspace_k);
-    if (dc->on && tc->loss == LOSS_FULL)
-        return errorf(err, errlen, "embedding.dynamic = on: train.loss = full (the softmax over "
-                      "every row of a dynamic table) is not implemented yet: use softmax or bce");
+    if (dc->on && tc->loss == LOSS_FULL &&
+        (dc->admit > 1 || dc->capacity > 0 || dc->evict != EMB_EVICT_NONE))
+        return errorf(err, errlen, "embedding.dynamic = on: train.loss = full scores every item "
+                      "of the dataset against its own row: it takes embedding.admit = 1, "
+                      "capacity = 0 and evict = none (here admit %lld, capacity %lld, evict %s)",
+                      (long long)dc->admit, (long long)dc->capacity,
+                      dc->evict == EMB_EVICT_TTL ? "ttl" : dc->evict == EMB_EVICT_LRU ? "lru"
+                      : dc->evict == EMB_EVICT_LFU ? "lfu" : "none");
     if ((tc->checkpoint_dir[0] || tc->keep_best) && tc->ckpt_gathered)
         return errorf(err, errlen, "%s: a dynamic table is written by every rank: "
                       "output.checkpoint_write = gathered is not available for it (use "
@@ -151,6 +156,12 @@ void train_dyn_metrics(const struct train_dyn_figs *f, struct metrics_line *l)
             metrics_num(l, name, v[j]);
         }
     }
+}
+
+void train_dyn_full_ids(const struct trainer *tr, int64_t *ids, int64_t n)
+{
+    for (int64_t i = 0; tr->ds.raw_ids && i < n; i++) /* numbers 1 .. num_items */
+        ids[i] = tr->ds.item_list[ids[i] - 1];
 }
 
 #define VIEW_BLOCK 65536 /* ids per lookup while making the view */
