@@ -176,6 +176,18 @@ for x in cd cy; do
 done
 cmp -s "$T/rec-cd.csv" "$T/rec-cy.csv" && pass "recommend (P=2): as the dense table's" ||
     fail "recommend differs"
+# keep_best: the test reloads best.h5 into the trained table, which holds
+# rows then (the read empties it first): its metrics are those of a run
+# stopped at the best step
+B="train.keep_best=on train.final_eval=on train.eval_every=1 train.max_steps=12"
+run kb-dyn 2 $B output.checkpoint_dir="$T/kby" embedding.dynamic=on
+bs=$(sed -n 's/.*keep_best: testing .*best.h5 (epoch [0-9]*, step \([0-9]*\)).*/\1/p' "$T/kb-dyn.out")
+run kb-stop 2 train.final_eval=on train.max_steps="${bs:-0}" embedding.dynamic=on
+a=$(grep '"split":"test"' "$T/kb-dyn.jsonl" | grep -o '"hr@1".*')
+b=$(grep '"split":"test"' "$T/kb-stop.jsonl" | grep -o '"hr@1".*')
+[ -n "$bs" ] && [ -n "$a" ] && [ "$a" = "$b" ] &&
+    pass "keep_best (P=2): best.h5 (step $bs) reloaded, its test as a run stopped there" ||
+    fail "keep_best: best step '$bs': $a / $b"
 
 # the run identity holds embedding.dynamic: resume = auto in a directory of
 # the other kind's checkpoints is refused naming it; a policy (evict) may
