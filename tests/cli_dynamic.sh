@@ -2,7 +2,8 @@
 # cli_dynamic: dynamic tables (embedding.dynamic, features.dynamic;
 # doc/embedding.md, "Dynamic tables"). On a dense dataset a dynamic table
 # with admit = 1, evict = none gives the dense table's losses bit for bit
-# at the same P (P = 1, 2, 4): HSTU and SASRec retrieval, ranking, a
+# at the same P (P = 1, 2, 4): HSTU and SASRec retrieval, the full
+# softmax, ranking, a
 # dynamic feature table, overlap none and prefetch, embedding groups, the
 # fake device. Admission with ttl (sgd) and ttl (adagrad) give the same
 # losses at P = 1, 2, 4 (1e-6) and prefetch repeats none bit for bit; lru
@@ -11,7 +12,8 @@
 # the uninterrupted run's losses; a chain of a full and 3 delta checkpoints
 # resumes and merges to the full checkpoint of the same step; evaluation and recommend over a dynamic
 # table give the dense table's. The counters are on the progress line and
-# in the metrics; bad settings are refused by name.
+# in the metrics; bad settings are refused by name, and a resume that
+# changes embedding.dynamic (in the run identity) too.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -44,6 +46,11 @@ FREESCALE_FAKE_GPUS=fake0,fake1 run fk 2 parallel.overlap=prefetch device.type=f
 identical "HSTU P=2 prefetch, fake device, dynamic = CPU dense" "$T/h2-dense.jsonl" "$T/fk.jsonl"
 pair "HSTU P=4 prefetch groups" h4 4 parallel.overlap=prefetch parallel.embedding_group=2
 pair "ranking P=4" r4 4 $RANK
+# the full softmax: every item of the dataset a candidate, each its row
+pair "full softmax P=1" fs1 1 train.loss=full
+pair "full softmax P=2 prefetch" fs2 2 train.loss=full parallel.overlap=prefetch
+grep -q '"items.rows":2000,' "$T/fs1-dyn.jsonl" && pass "full softmax: every item has a row" ||
+    fail "full softmax: $(grep -o '"items.rows":[0-9]*' "$T/fs1-dyn.jsonl" | head -n 1)"
 F="features.item=brand features.placement=sharded parallel.overlap=prefetch"
 run f2-dense 2 $F
 run f2-dyn 2 $F features.dynamic=brand
@@ -169,6 +176,30 @@ for x in cd cy; do
 done
 cmp -s "$T/rec-cd.csv" "$T/rec-cy.csv" && pass "recommend (P=2): as the dense table's" ||
     fail "recommend differs"
+# keep_best: the test reloads best.h5 into the trained table, which holds
+# rows then (the read empties it first): its metrics are those of a run
+# stopped at the best step
+B="train.keep_best=on train.final_eval=on train.eval_every=1 train.max_steps=12"
+run kb-dyn 2 $B output.checkpoint_dir="$T/kby" embedding.dynamic=on
+bs=$(sed -n 's/.*keep_best: testing .*best.h5 (epoch [0-9]*, step \([0-9]*\)).*/\1/p' "$T/kb-dyn.out")
+run kb-stop 2 train.final_eval=on train.max_steps="${bs:-0}" embedding.dynamic=on
+a=$(grep '"split":"test"' "$T/kb-dyn.jsonl" | grep -o '"hr@1".*')
+b=$(grep '"split":"test"' "$T/kb-stop.jsonl" | grep -o '"hr@1".*')
+[ -n "$bs" ] && [ -n "$a" ] && [ "$a" = "$b" ] &&
+    pass "keep_best (P=2): best.h5 (step $bs) reloaded, its test as a run stopped there" ||
+    fail "keep_best: best step '$bs': $a / $b"
+
+# the run identity holds embedding.dynamic: resume = auto in a directory of
+# the other kind's checkpoints is refused naming it; a policy (evict) may
+# change on a resume
+expect_error "embedding.dynamic: (not set) there, on here" "$FS" train "$IN" $COMMON $E \
+    output.checkpoint_dir="$T/cd" train.resume=auto embedding.dynamic=on train.max_steps=10
+expect_error "embedding.dynamic: on there, (not set) here" "$FS" train "$IN" $COMMON $E \
+    output.checkpoint_dir="$T/cy" train.resume=auto train.max_steps=10
+run ev-res 1 $E output.checkpoint_dir="$T/cy" train.resume=auto embedding.dynamic=on \
+    embedding.evict=ttl:5 train.max_steps=10 train.final_eval=off
+grep -q "resumed from $T/cy/ckpt-8.h5" "$T/ev-res.out" &&
+    pass "resume = auto with another eviction policy: resumed" || fail "ev-res: $(tail -n 2 "$T/ev-res.out")"
 
 expect_error "was written as a dynamic table: resume with embedding.dynamic = on" \
     "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON train.max_steps=8 features.item=brand \
@@ -189,6 +220,8 @@ expect_error "output.checkpoint_write = gathered is not available" "$FS" train "
     embedding.dynamic=on output.checkpoint_dir="$T/ckg" output.checkpoint_write=gathered
 expect_error "checkpoints with parallel.overlap = prefetch and" "$FS" train "$IN" $COMMON \
     embedding.dynamic=on embedding.evict=ttl:3 output.checkpoint_dir="$T/ckp" parallel.overlap=prefetch
+expect_error "train.loss = full scores every item of the dataset against its own row" \
+    "$FS" train "$IN" $COMMON embedding.dynamic=on train.loss=full embedding.admit=2
 expect_error "apply to dynamic tables" "$FS" train "$IN" $COMMON embedding.admit=3
 expect_error "features.dynamic = nope: 'nope' names no feature" "$FS" train "$IN" $COMMON \
     features.item=brand features.dynamic=nope

@@ -7,8 +7,9 @@
 # all-reduce sums in another order, as for any table; on a dense file the
 # dynamic table is bitwise the dense one at each P: cli_dynamic.sh), and a
 # run repeats bit for bit. Refused by name: a raw dataset without
-# embedding.dynamic, and what is not built over raw ids yet (evaluation,
-# item features, ranking).
+# embedding.dynamic. Evaluation, recommend and export over raw ids:
+# cli_dynamic_raw_eval.sh; ranking, item features and score:
+# cli_dynamic_raw_rank.sh.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -41,8 +42,6 @@ awk '{ ok = $2 > 0 && $2 < 50 } END { exit !(NR == 1 && ok) }' "$T/last" && pass
 
 expect_error "set embedding.dynamic = on" "$FS" train "$IN" data.path="$T/raw.h5" \
     train.final_eval=off train.eval_every=0 train.max_steps=2
-expect_error "evaluation (and recommend, score, export) over raw ids is not built yet" \
-    "$FS" train "$IN" data.path="$T/raw.h5" embedding.dynamic=on train.max_steps=2
 expect_error "set embedding.dynamic = on" "$FS" params "$IN" data.path="$T/raw.h5"
 expect_ok "$FS" params "$IN" data.path="$T/raw.h5" embedding.dynamic=on
 finish

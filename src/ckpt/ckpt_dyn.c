@@ -357,6 +357,8 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
         h5io_attr_read_i64(gid, path, "delta", &is_delta, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
     h5io_close_obj(NULL, gid);
+    if (!is_delta) /* a full checkpoint: its rows alone (the table may hold others) */
+        emb_dyn_clear(t);
     emb_dyn_set_clock(t, clock);
     char ev[300];
     snprintf(ev, sizeof ev, "/emb/%s/evicted", t->conf.name);

@@ -74,6 +74,18 @@ void ckpt_run_identity(const struct trainer *tr, struct ckpt_run *run)
         n += (size_t)snprintf(run->params + n, sizeof run->params - n, "%s.%s = %s\n", d->section,
                               d->key, v);
     }
+    /* What a row of a table means (a dense row id, or an id of a dynamic
+     * table): a line each when a table is dynamic (a dense run's identity
+     * is what it was before dynamic tables). embedding.capacity, admit and
+     * evict are the tables' policies, which a resume may change (a shard
+     * that cannot hold the rows it reads is refused by name). */
+    const int dyn_items = params_i64(tr->p, P_embedding_dynamic) != 0;
+    const char *dyn_feat = params_str(tr->p, P_features_dynamic);
+    if (dyn_items && n < sizeof run->params)
+        n += (size_t)snprintf(run->params + n, sizeof run->params - n, "embedding.dynamic = on\n");
+    if (dyn_feat[0] && n < sizeof run->params)
+        n += (size_t)snprintf(run->params + n, sizeof run->params - n, "features.dynamic = %s\n",
+                              dyn_feat);
     if (n >= sizeof run->params)
         fatal("checkpoint: the run's parameters exceed %d bytes", CKPT_RUN_PARAMS_MAX);
     snprintf(run->id, sizeof run->id, "%016llx",
@@ -105,11 +117,34 @@ void ckpt_run_tmp_name(const char *final, char *tmp, size_t len)
         fatal("%s: path too long for its temporary", final);
 }
 
-/* The lines of a that differ from b's ("name: A there, B here"), into buf. */
+/* Where line "key = " of text is (NULL: absent). */
+static const char *find_key(const char *text, const char *key)
+{
+    const char *at = strstr(text, key);
+    while (at && at != text && at[-1] != '\n')
+        at = strstr(at + 1, key);
+    return at;
+}
+
+/* The lines of a that differ from b's ("name: A there, B here"), then
+ * those only here ("name: (not set) there, B here"), into buf. */
 static void differences(const char *there, const char *here, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
+    char *mine_copy = xstrdup(here), *msave = NULL;
+    for (char *line = strtok_r(mine_copy, "\n", &msave); line;
+         line = strtok_r(NULL, "\n", &msave)) {
+        const char *eq = strstr(line, " = ");
+        char key[128];
+        if (!eq)
+            continue;
+        snprintf(key, sizeof key, "%.*s = ", (int)(eq - line), line);
+        if (!find_key(there, key) && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%.*s: (not set) there, %s here",
+                                  n ? "; " : "", (int)(eq - line), line, eq + 3);
+    }
+    free(mine_copy);
     char *copy = xstrdup(there), *save = NULL;
     for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         const char *eq = strstr(line, " = ");
@@ -117,10 +152,8 @@ static void differences(const char *there, const char *here, char *buf, size_t l
             continue;
         char key[128];
         snprintf(key, sizeof key, "%.*s = ", (int)(eq - line), line);
-        const char *mine = strstr(here, key);
-        while (mine && mine != here && mine[-1] != '\n')
-            mine = strstr(mine + 1, key);
-        const char *v = mine ? mine + strlen(key) : "(none)";
+        const char *mine = find_key(here, key);
+        const char *v = mine ? mine + strlen(key) : "(not set)";
         const size_t vl = mine ? strcspn(v, "\n") : strlen(v);
         if (mine && strlen(eq + 3) == vl && !strncmp(eq + 3, v, vl))
             continue;

@@ -16,7 +16,8 @@
  *                                              the item's pooled features with
  *                                              features.item (what is scored)
  *   /item_map          [num_items]  original item ids (int64 or UTF-8
- *                                   strings; dense: 1..num_items)
+ *                                   strings; dense: 1..num_items; a raw
+ *                                   dataset: its sorted /items/ids)
  *   /user_embeddings   float32 [num_users, d]  row u: the model's output
  *                      after user u's whole history (the most recent
  *                      max_seq_len events), what recommend ranks with;

@@ -28,6 +28,10 @@ int rec_ids_load(struct rec_ids *m, const struct dataset *ds, int items, char *e
             if (l > m->maxlen)
                 m->maxlen = l;
         }
+    } else if (items && ds->raw_ids) { /* item number j is raw id /items/ids[j - 1] */
+        m->kind = REC_IDS_INT;
+        m->ints = xmalloc((size_t)(m->n ? m->n : 1) * sizeof *m->ints);
+        memcpy(m->ints, ds->item_list, (size_t)m->n * sizeof *m->ints);
     } else if (has_int) {
         m->kind = REC_IDS_INT;
         m->ints = dataset_read_map(ds, items ? "item_map" : "user_map", err, errlen);

@@ -4,7 +4,10 @@
  * Dense ids: items 1..num_items (row i - 1 of a map), users 0..num_users-1.
  * The originals come from /item_map, /user_map (int64) or /item_map_str,
  * /user_map_str (strings) when the dataset has them (data import writes
- * one of the two), else they are the dense ids themselves. */
+ * one of the two), else they are the dense ids themselves. The items of
+ * a raw dataset (dataset_raw.c) are numbered 1 .. num_items in its sorted
+ * list /items/ids; their originals are the raw ids of that list (or the
+ * strings of /item_map_str, by the list's row). */
 #ifndef FS_REC_IDS_H
 #define FS_REC_IDS_H
 

@@ -255,6 +255,7 @@ static void history_batch(const struct trainer *tr, const int64_t *users, int64_
         int64_t u = users[i], L = dataset_length(ds, u);
         if (dataset_read_users(ds, u, u + 1, items, ts, NULL, err, sizeof err))
             rec_fatal("%s", err); /* the output being written goes first */
+        dataset_raw_numbers(ds, items, L); /* a raw dataset: item numbers (the dense view) */
         int64_t n_in = L < N ? L : N, first = L - n_in; /* the most recent n_in events */
         memcpy(b->items + t, items + first, (size_t)n_in * sizeof *items);
         if (with_ts)

@@ -120,6 +120,7 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         int64_t tgt = split_eval_target(ds, mode, test, u);
         int64_t n_in = tgt < N ? tgt : N, first = tgt - n_in;
+        dataset_raw_numbers(ds, items, tgt + 1); /* a raw dataset: item numbers */
         for (int64_t p = 0; p < n_in; p++, t++) {
             b->items[t] = items[first + p];
             if (with_ts)

@@ -44,7 +44,8 @@ void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with
                  const int64_t *p1, int64_t B, struct seq_batch *b);
 /* Read and assemble an evaluation batch: history before the target of the
  * split (test or validation), truncated to N; targets[last] = the target;
- * the whole history is kept in hist for exclusion. */
+ * the whole history is kept in hist for exclusion. The items of a raw
+ * dataset are their numbers 1 .. num_items (dataset_raw_numbers). */
 void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N, int with_ts,
                 const int64_t *users, int64_t B, struct seq_batch *b);
 /* Allocate b's arrays for B sequences of T tokens in all (contents

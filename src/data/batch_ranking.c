@@ -123,6 +123,7 @@ void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
             c1 = c0 + max_cand;
         if (c1 <= c0)
             fatal("batch_ranking_eval: user %lld has no candidate", (long long)u);
+        dataset_raw_numbers(ds, items, c1); /* a raw dataset: item numbers */
         const int64_t first = c0 - (c0 < N - 1 ? c0 : N - 1);
         for (int64_t e = first; e < c1; e++, t++) {
             b->items[t] = items[e];
@@ -159,6 +160,7 @@ void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, 
         if (L < 1)
             fatal("batch_ranking_pairs: user %lld has no events", (long long)u);
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
+        dataset_raw_numbers(ds, items, L); /* a raw dataset: item numbers, as citems */
         const int64_t first = L - (L < N - 1 ? L : N - 1);
         for (int64_t e = first; e < L; e++, t++) {
             b->items[t] = items[e];

@@ -134,6 +134,13 @@ int dataset_validate(const struct dataset *ds, char *err, size_t errlen);
 int dataset_raw_open(struct dataset *ds, char *err, size_t errlen);
 /* The row of raw item id in ds->item_list, or -1. */
 int64_t dataset_raw_index(const struct dataset *ds, int64_t id);
+/* Raw item ids[n] to their item numbers 1 .. num_items (row + 1 in
+ * ds->item_list), in place; ids <= 0 kept (padding, none). Evaluation,
+ * recommend, score and export see a raw dataset's items by these numbers
+ * (a dense view of the item table: train/train_dyn.h). Nothing for a
+ * dense dataset; fatal() for an id not in the list (the readers check
+ * every event's id). */
+void dataset_raw_numbers(const struct dataset *ds, int64_t *ids, int64_t n);
 /* items[n] (events e0 ..) of a raw dataset: each in /items/ids. */
 int dataset_raw_check_items(const struct dataset *ds, int64_t e0, const int64_t *items,
                             int64_t n, char *err, size_t errlen);

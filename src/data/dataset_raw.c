@@ -122,6 +122,19 @@ int64_t dataset_raw_index(const struct dataset *ds, int64_t id)
     return lo < ds->num_items && ds->item_list[lo] == id ? lo : -1;
 }
 
+void dataset_raw_numbers(const struct dataset *ds, int64_t *ids, int64_t n)
+{
+    for (int64_t i = 0; ds->raw_ids && i < n; i++) {
+        if (ids[i] <= 0)
+            continue;
+        const int64_t r = dataset_raw_index(ds, ids[i]);
+        if (r < 0)
+            fatal("%s: item id %lld is not in %s (the dataset's item list)", ds->path,
+                  (long long)ids[i], RAW_PATH);
+        ids[i] = r + 1;
+    }
+}
+
 int dataset_raw_check_items(const struct dataset *ds, int64_t e0, const int64_t *items,
                             int64_t n, char *err, size_t errlen)
 {

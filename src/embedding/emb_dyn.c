@@ -506,6 +506,18 @@ void emb_dyn_remove(struct emb_table *t, int64_t id)
     d->rows--;
 }
 
+void emb_dyn_clear(struct emb_table *t)
+{
+    struct emb_dyn *d = t->dyn;
+    for (int64_t s = 1; s < d->next; s++)
+        if (d->ids[s])
+            emb_dyn_remove(t, d->ids[s]);
+    d->nfree = 0; /* every slot but 0 unused, as in a new pool */
+    d->next = 1;
+    d->ngone = 0;
+    emb_dyn_probation_clear(t);
+}
+
 void emb_dyn_probation_clear(struct emb_table *t)
 {
     struct emb_dyn *d = t->dyn;

@@ -164,5 +164,9 @@ void emb_dyn_delta_mark(struct emb_table *t);
 int64_t emb_dyn_upsert(struct emb_table *t, int64_t id, int64_t last, int64_t freq);
 void emb_dyn_remove(struct emb_table *t, int64_t id);
 void emb_dyn_probation_clear(struct emb_table *t);
+/* Every row removed (not counted as evicted), the probation list and the
+ * evicted list emptied: the table as new, its pool kept (a full checkpoint
+ * read into a table that holds rows: keep_best's reload of best.h5). */
+void emb_dyn_clear(struct emb_table *t);
 
 #endif

@@ -30,6 +30,7 @@ void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out)
     char err[1024];
     if (dataset_read_users(ds, lo, hi, items, NULL, NULL, err, sizeof err))
         fatal("%s", err);
+    dataset_raw_numbers(ds, items, n_ev); /* a raw dataset: item numbers 1 .. n_items */
     for (int64_t u = lo; u < hi; u++) {
         int64_t end = dataset_length(ds, u) - hold;
         for (int64_t e = 0; e < end; e++)

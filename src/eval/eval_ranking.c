@@ -140,6 +140,7 @@ static void base_pass(const struct eval_ctx *ev, int test, int pass, struct base
         }
         if (dataset_read_users(ds, u0, u1, items, NULL, NULL, err, sizeof err))
             fatal("%s", err);
+        dataset_raw_numbers(ds, items, ne); /* a raw dataset: item numbers */
         labels_read_events(ds, &ev->task->labels, e0, ne, lab);
         for (int64_t u = u0; u < u1; u++) {
             int64_t a, b;
@@ -200,6 +201,7 @@ static void base_records(const struct eval_ctx *ev, int test, const struct base_
         }
         if (dataset_read_users(ev->ds, u, u + 1, items, NULL, NULL, err, sizeof err))
             fatal("%s", err);
+        dataset_raw_numbers(ev->ds, items, L); /* a raw dataset: item numbers */
         labels_read_events(ev->ds, &ev->task->labels, ev->ds->offsets[u], L, lab);
         for (int64_t e = c0; e < c0 + ncand[q]; e++) {
             for (int k = 0; k < K; k++) {

@@ -52,6 +52,7 @@ static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t 
     char err[1024];
     if (dataset_read_users(ds, u0, u1, c->items, NULL, NULL, err, sizeof err))
         fatal("model.bias: %s", err);
+    dataset_raw_numbers(ds, c->items, n); /* a raw dataset: rows by item number */
     labels_read_events(ds, lc, e0, n, c->lab);
 }
 

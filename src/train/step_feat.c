@@ -113,9 +113,11 @@ static void label_values(struct trainer *tr, const struct seq_batch *b, struct s
     }
 }
 
-/* Plan items[n] and b, post the lookup of every table. */
+/* Plan items[n] and b, post the lookup of every table. raw: items are a raw
+ * dataset's ids (training), planned by their numbers (the row of their
+ * features: dataset_raw_numbers); evaluation's are numbers already. */
 static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t n,
-                              const struct seq_batch *b)
+                              const struct seq_batch *b, int raw)
 {
     struct train_feat *F = tr->feat;
     struct step_feat *sf = xcalloc(1, sizeof *sf);
@@ -127,7 +129,14 @@ static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t 
         feat_values_events(&F->s, &tr->ds, b, sf->evv);
         label_values(tr, b, sf);
     }
-    tokens_plan(&sf->tk, &F->s, &F->v, items, n, b, sf->evv, sf->evw);
+    int64_t *nums = NULL;
+    if (raw && tr->ds.raw_ids) {
+        nums = xmalloc((size_t)(n ? n : 1) * sizeof *nums);
+        memcpy(nums, items, (size_t)n * sizeof *nums);
+        dataset_raw_numbers(&tr->ds, nums, n);
+    }
+    tokens_plan(&sf->tk, &F->s, &F->v, nums ? nums : items, n, b, sf->evv, sf->evw);
+    free(nums);
     sf->mx = emb_multi_input(F->tab, F->s.ntables, tr->c, sf->tk.req, sf->tk.nreq);
     return sf;
 }
@@ -178,7 +187,7 @@ struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
         return sf;
     }
     const int64_t nu = emb_exchange_nuniq(x);
-    struct step_feat *sf = plan(tr, emb_exchange_uniq(x), nu, sb);
+    struct step_feat *sf = plan(tr, emb_exchange_uniq(x), nu, sb, 1);
     sf->x = x;
     emb_multi_train(sf->mx); /* dynamic feature tables: their rows made here */
     sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
@@ -287,7 +296,7 @@ struct tokens *step_feat_inputs(struct trainer *tr, const struct seq_batch *b, c
                                 const struct batch *eb, struct batch *mb, float **x)
 {
     const int d = tr->conf.d;
-    struct step_feat *sf = plan(tr, b->items, b->T, b);
+    struct step_feat *sf = plan(tr, b->items, b->T, b, 0);
     lookup(sf);
     float *rep = xmalloc((size_t)(b->T ? b->T : 1) * (size_t)d * sizeof *rep);
     tokens_items_add(&sf->tk, emb, rep, 0, b->T);
@@ -306,7 +315,7 @@ struct tokens *step_feat_inputs(struct trainer *tr, const struct seq_batch *b, c
 
 void step_feat_item_rows(struct trainer *tr, const int64_t *ids, int64_t n, float *rows)
 {
-    struct step_feat *sf = plan(tr, ids, n, NULL);
+    struct step_feat *sf = plan(tr, ids, n, NULL, 0);
     lookup(sf);
     tokens_items_add(&sf->tk, rows, rows, 0, n);
     step_feat_free(sf);

@@ -2,7 +2,9 @@
 #include "train/step_input.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/check.h"
 #include "train/ctx_split.h"
 #include "train/step_feat.h"
 #include "train/step_neg.h"
@@ -26,8 +28,18 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
     const int64_t T = in->sb.T, n_ids = step_input_ids(r, T);
     emb_ids_reserve(t, n_ids);
     emb_ids_put(t, 0, in->sb.items, T, tr->c->rank);
+    if (!r->targets && tr->ds.raw_ids) { /* ranking's model.bias rows: by item number */
+        in->item_nums = xmalloc((size_t)(T ? T : 1) * sizeof *in->item_nums);
+        memcpy(in->item_nums, in->sb.items, (size_t)T * sizeof *in->item_nums);
+        dataset_raw_numbers(&tr->ds, in->item_nums, T);
+    }
     if (r->targets) { /* the targets, their negatives, the shard of train.loss = full */
         emb_ids_put(t, T, in->sb.targets, T, tr->c->rank);
+        if (cf->loss == LOSS_FULL && tr->ds.raw_ids) { /* the full softmax's columns: item numbers */
+            in->target_nums = xmalloc((size_t)(T ? T : 1) * sizeof *in->target_nums);
+            memcpy(in->target_nums, in->sb.targets, (size_t)T * sizeof *in->target_nums);
+            dataset_raw_numbers(&tr->ds, in->target_nums, T);
+        }
         in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
         emb_ids_put(t, T * (2 + cf->R), r->shard_ids, r->n_shard, tr->c->rank);
     }
@@ -46,6 +58,9 @@ void step_input_release(struct step_input *in)
     in->split = NULL;
     free(in->logq);
     in->logq = NULL;
+    free(in->item_nums);
+    free(in->target_nums);
+    in->item_nums = in->target_nums = NULL;
     step_feat_free(in->feat);
     in->feat = NULL;
     batch_free(&in->sb);

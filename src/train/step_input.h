@@ -24,6 +24,10 @@ struct step_input {
     float *logq;               /* in-batch negatives: [T (1 + R)] the logQ correction of
                                   the targets' and negatives' tokens, else NULL */
     struct step_feat *feat;    /* features: their plan and lookup (the identity without) */
+    int64_t *item_nums;        /* ranking on a raw dataset: [T] the tokens' item numbers
+                                  (dataset_raw_numbers: model.bias's rows), else NULL */
+    int64_t *target_nums;      /* train.loss = full on a raw dataset: [T] the targets'
+                                  item numbers (the full softmax's columns), else NULL */
     int prefetched;            /* overlap = prefetch: its rows were posted during the
                                   previous step (emb_prefetch_*), not by its lookup */
 };

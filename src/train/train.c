@@ -26,30 +26,6 @@
 
 /* --- start-up ------------------------------------------------------------------- */
 
-/* What a dataset of raw item ids does not have yet (doc/data.md,
- * "Raw item ids"): evaluation, recommend, score and export read the item table
- * as rows 1 .. num_items, and item features are rows of /items in the id
- * list's order; refused at the start (every rank the same verdict). */
-static void raw_refusals(struct trainer *tr)
-{
-    const struct train_conf *cf = &tr->conf;
-    char msg[1100];
-    if (!tr->ds.raw_ids)
-        return;
-    snprintf(msg, sizeof msg, "data.path = %s holds raw item ids: item features "
-             "(features.item = %s) over raw ids are not built yet; train without them",
-             cf->data_path, cf->features.item);
-    comm_fail_agree(tr->c, cf->features.item[0] != 0, msg);
-    snprintf(msg, sizeof msg, "data.path = %s holds raw item ids: train.task = ranking over raw "
-             "ids (its per-item biases are rows 1 .. num_items) is not built yet",
-             cf->data_path);
-    comm_fail_agree(tr->c, cf->task.type == TASK_RANKING, msg);
-    snprintf(msg, sizeof msg, "data.path = %s holds raw item ids: evaluation (and recommend, "
-             "score, export) over raw ids is not built yet; train with train.final_eval = off "
-             "and train.eval_every = 0 (and without train.keep_best)", cf->data_path);
-    comm_fail_agree(tr->c, cf->final_eval || cf->eval_every > 0 || cf->keep_best, msg);
-}
-
 /* Open data.path: rank 0 first, so that a bad file gives one message; then
  * the others (a rank that cannot see the file is named). */
 static void open_dataset(struct trainer *tr)
@@ -63,7 +39,6 @@ static void open_dataset(struct trainer *tr)
     bad = tr->c->rank != 0 && dataset_open(&tr->ds, path, err, sizeof err);
     snprintf(msg, sizeof msg, "data.path: %s", err);
     comm_fail_agree(tr->c, bad, msg);
-    raw_refusals(tr);
 }
 
 /* embedding.placement: where the item table's shard and its optimizer

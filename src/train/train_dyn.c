@@ -50,9 +50,14 @@ int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P,
     if (dc->on && tc->subspace_k > 0)
         return errorf(err, errlen, "embedding.dynamic = on: not with embedding.subspace_k = %d "
                       "(a dynamic table is a plain table)", tc->subspace_k);
-    if (dc->on && tc->loss == LOSS_FULL)
-        return errorf(err, errlen, "embedding.dynamic = on: train.loss = full (the softmax over "
-                      "every row of a dynamic table) is not implemented yet: use softmax or bce");
+    if (dc->on && tc->loss == LOSS_FULL &&
+        (dc->admit > 1 || dc->capacity > 0 || dc->evict != EMB_EVICT_NONE))
+        return errorf(err, errlen, "embedding.dynamic = on: train.loss = full scores every item "
+                      "of the dataset against its own row: it takes embedding.admit = 1, "
+                      "capacity = 0 and evict = none (here admit %lld, capacity %lld, evict %s)",
+                      (long long)dc->admit, (long long)dc->capacity,
+                      dc->evict == EMB_EVICT_TTL ? "ttl" : dc->evict == EMB_EVICT_LRU ? "lru"
+                      : dc->evict == EMB_EVICT_LFU ? "lfu" : "none");
     if ((tc->checkpoint_dir[0] || tc->keep_best) && tc->ckpt_gathered)
         return errorf(err, errlen, "%s: a dynamic table is written by every rank: "
                       "output.checkpoint_write = gathered is not available for it (use "
@@ -153,6 +158,12 @@ void train_dyn_metrics(const struct train_dyn_figs *f, struct metrics_line *l)
     }
 }
 
+void train_dyn_full_ids(const struct trainer *tr, int64_t *ids, int64_t n)
+{
+    for (int64_t i = 0; tr->ds.raw_ids && i < n; i++) /* numbers 1 .. num_items */
+        ids[i] = tr->ds.item_list[ids[i] - 1];
+}
+
 #define VIEW_BLOCK 65536 /* ids per lookup while making the view */
 
 static struct emb_registry *view_reg; /* the view (one table), reachable until freed */
@@ -163,15 +174,14 @@ void train_dyn_view_begin(struct trainer *tr)
     struct emb_table *t = tr->items;
     if (!t->dyn || view_dyn)
         return;
-    if (tr->ds.raw_ids) /* train refuses it at the start (train.c, raw_refusals) */
-        fatal("data.path = %s holds raw item ids: evaluation, recommend, score and export over "
-              "raw ids are not built yet", tr->conf.data_path);
-    if (t->conf.rows < 1)
+    const int64_t *list = tr->ds.raw_ids ? tr->ds.item_list : NULL; /* number j: list[j - 1] */
+    if (!list && t->conf.rows < 1)
         fatal("embedding.dynamic = on: evaluation, recommend, score and export over a dynamic "
-              "item table need the dataset's item count (a dataset of raw ids has none): not "
-              "implemented yet");
+              "item table need the dataset's item count: not implemented without one");
     struct emb_table_conf conf = t->conf;
     conf.dyn.on = 0;
+    if (list)
+        conf.rows = tr->ds.num_items;
     conf.placement = NULL; /* host memory, as the dynamic table */
     view_reg = xcalloc(1, sizeof *view_reg);
     struct emb_table *v = emb_registry_add(view_reg, tr->c, &conf);
@@ -184,7 +194,7 @@ void train_dyn_view_begin(struct trainer *tr)
     for (int64_t k = 0; k < calls; k++) {
         const int64_t a = k * VIEW_BLOCK, m = a < n ? (n - a < VIEW_BLOCK ? n - a : VIEW_BLOCK) : 0;
         for (int64_t i = 0; i < m; i++)
-            ids[i] = first + (a + i) * G;
+            ids[i] = list ? list[first + (a + i) * G - 1] : first + (a + i) * G;
         emb_exchange_free(emb_lookup(t, tr->c, ids, m, rows, NULL)); /* collective over emb */
         if (m)
             emb_table_set_slots(v, first / G + a, m, rows, NULL, NULL);

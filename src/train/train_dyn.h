@@ -40,13 +40,25 @@ struct metrics_line;
 /* Their metrics fields TABLE.rows, .inserted, .evicted, .unadmitted_hits, .load. */
 void train_dyn_metrics(const struct train_dyn_figs *f, struct metrics_line *l);
 
+/* train.loss = full over a dynamic item table: the candidates are the
+ * dataset's items, item numbers j = 1 .. num_items dealt to the ranks as a
+ * dense table's ids (loss_full.h), each requested by its id (a raw
+ * dataset: /items/ids[j - 1], in place of ids[n]; a dense one: j) and
+ * looked up as the step's other ids, so that with admit = 1 every
+ * candidate has its row (the only settings train_dyn_refuse allows);
+ * the loss reads the targets as numbers too (step_input's target_nums). */
+void train_dyn_full_ids(const struct trainer *tr, int64_t *ids, int64_t n);
+
 /* Evaluation, recommend, score and export read the item table as a dense
  * table of ids 1..rows (sharded by id mod G): over a dynamic item table,
  * train_dyn_view_begin makes such a table from it (collective over emb:
  * every id looked up, read only; an id without a row gets the unadmitted
  * row) and points tr->items at it; train_dyn_view_end restores the
- * dynamic table and frees the view. Nothing without a dynamic item table;
- * refused (fatal) for a table of raw ids without a bound. */
+ * dynamic table and frees the view. On a dataset of raw ids the view's
+ * row j is the row of raw id /items/ids[j - 1] (the sorted item list:
+ * the candidates of evaluation and recommend), and those commands read
+ * the items as these numbers (dataset_raw_numbers). Nothing without a
+ * dynamic item table. */
 void train_dyn_view_begin(struct trainer *tr);
 void train_dyn_view_end(struct trainer *tr);
 

@@ -88,6 +88,7 @@
 #include "train/step_neg.h"
 #include "train/step_task.h"
 #include "train/train.h"
+#include "train/train_dyn.h"
 
 /* The step's scalars (model backend's memory), read back at the step's end. */
 enum { SC_LOSS, SC_COUNT, SC_SPARSE, SC_DENSE, SC_N };
@@ -270,8 +271,10 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .du = du, .acc = s->sc + SC_LOSS, .scale = scale,
                                  .ws = &s->lws, .nuniq = emb_exchange_nuniq(in->x), .rows = rows,
                                  .inv = inv, .drows = drows, .logq = logq,
-                                 .shard = &s->shard, .targets = in->sb.targets,
-                                 .labels = in->sb.labels, .items = in->sb.items,
+                                 .shard = &s->shard,
+                                 .targets = in->target_nums ? in->target_nums : in->sb.targets,
+                                 .labels = in->sb.labels,
+                                 .items = in->item_nums ? in->item_nums : in->sb.items,
                                  .B = in->sb.B, .users = in->sb.users,
                                  .offsets = in->sb.offsets};
     tr->task.ops->loss(&tr->task, &s->view);
@@ -518,6 +521,7 @@ void train_step_init(struct trainer *tr)
         r->n_shard = loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, NULL);
         r->shard_ids = xmalloc((size_t)(r->n_shard ? r->n_shard : 1) * sizeof(int64_t));
         loss_full_shard_ids(tr->items->G, tr->items->shard, tr->ds.num_items, r->shard_ids);
+        train_dyn_full_ids(tr, r->shard_ids, r->n_shard); /* a raw dataset: the items' ids */
     }
     if (reads_ahead(s))
         model_set_hook(&tr->m, (struct model_hook){.between_layers = between_layers, .ctx = s});
