@@ -1,6 +1,8 @@
 /* dataset: reader and writer of the HDF5 sequence format (doc/data.md).
  *
- *   /              attrs format="freescale-seq", version=1 or 2, num_items, num_users
+ *   /              attrs format="freescale-seq", version=1 or 2, num_items, num_users;
+ *                  complete (optional: the number of events, written last;
+ *                  data/stream_follow.h)
  *   /offsets       int64 [num_users + 1]  CSR offsets, 0 .. num_events
  *   /item_ids      int64 [num_events]     1 .. num_items
  *   /timestamps    int64 [num_events]     optional, non-decreasing per user
