@@ -12,6 +12,8 @@
  *     (the stream's files have it) is waited for, then taken once set;
  *   - refusals naming the file: a new name sorting before the last file,
  *     a file overlapping the last one;
+ *   - one look (stream_follow_look): nothing yet, or the next name
+ *     pending and why;
  *   - the timeout: FOLLOW_TIMEOUT after at least the timeout;
  *   - the stop flag, set by a signal handler while waiting: FOLLOW_STOP;
  *   - the data writer leaves only the final name (no NAME.tmp.PID);
@@ -199,9 +201,17 @@ static void test_truncated_then_complete(void **state)
     truncated_copy(full, path);
     sprintf(path, "%s/.day-1.h5", dir);
     truncated_copy(full, path);
+    /* one look (a job's rank 0): not complete, and why, naming it */
+    int pending;
+    char why[2048];
+    assert_int_equal(stream_follow_look(&s, pattern, &pending, why, sizeof why, err, sizeof err),
+                     FOLLOW_NONE);
+    assert_int_equal(pending, 1);
+    assert_non_null(strstr(why, to));
     double waited;
     int rc = follow(&s, pattern, 0.3, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_ERROR);
+    print_message("refused: %s\n", err);
     assert_non_null(strstr(err, to));
     assert_non_null(strstr(err, "still not complete"));
     assert_true(waited >= 0.3);
@@ -224,12 +234,12 @@ static void set_marker(const char *path, int64_t v)
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     assert_true(f >= 0);
     if (v < 0) {
-        assert_true(H5Adelete(f, STREAM_COMPLETE_ATTR) >= 0);
+        assert_true(H5Adelete(f, DATASET_COMPLETE_ATTR) >= 0);
     } else {
-        hid_t a = H5Aopen(f, STREAM_COMPLETE_ATTR, H5P_DEFAULT);
+        hid_t a = H5Aopen(f, DATASET_COMPLETE_ATTR, H5P_DEFAULT);
         if (a < 0) {
             hid_t sp = H5Screate(H5S_SCALAR);
-            a = H5Acreate2(f, STREAM_COMPLETE_ATTR, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+            a = H5Acreate2(f, DATASET_COMPLETE_ATTR, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
             H5Sclose(sp);
         }
         assert_true(a >= 0);
@@ -252,12 +262,14 @@ static void test_in_place_marker(void **state)
     set_marker(path, 2);
     int rc = follow(&s, pattern, 0.2, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_ERROR);
+    print_message("refused: %s\n", err);
     assert_non_null(strstr(err, path));
     assert_non_null(strstr(err, "complete = 2, but it holds 15 events"));
     /* missing, while the stream's files have it */
     set_marker(path, -1);
     rc = follow(&s, pattern, 0.2, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_ERROR);
+    print_message("refused: %s\n", err);
     assert_non_null(strstr(err, "has no root attribute complete yet"));
     assert_int_equal(s.n, 2);
     /* set last, as a writer in place does: taken */
@@ -296,6 +308,7 @@ static void test_refusals(void **state)
     write_day(path, 1, SPAN / 2);
     int rc = follow(&s, pattern, GUARD, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_ERROR);
+    print_message("refused: %s\n", err);
     assert_non_null(strstr(err, path));
     assert_non_null(strstr(err, "sorts before the last file trained"));
     assert_int_equal(unlink(path), 0);
@@ -304,12 +317,14 @@ static void test_refusals(void **state)
     write_day(path, 2, 20);
     rc = follow(&s, pattern, GUARD, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_ERROR);
+    print_message("refused: %s\n", err);
     assert_non_null(strstr(err, path));
     assert_non_null(strstr(err, "overlaps the file before it"));
     /* older than the last file */
     write_day(path, 0, 0);
     rc = follow(&s, pattern, GUARD, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_ERROR);
+    print_message("refused: %s\n", err);
     assert_non_null(strstr(err, path));
     assert_non_null(strstr(err, "is older than the file before it"));
     assert_int_equal(s.n, 3);
@@ -333,6 +348,11 @@ static void test_timeout_and_stop(void **state)
     struct stream_files s;
     char dir[128], pattern[160], err[4400];
     make_stream("stop", 1, &s, dir, pattern);
+    int pending = 1;
+    char why[256];
+    assert_int_equal(stream_follow_look(&s, pattern, &pending, why, sizeof why, err, sizeof err),
+                     FOLLOW_NONE);
+    assert_int_equal(pending, 0); /* no next name at all */
     double waited;
     int rc = follow(&s, pattern, 0.25, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_TIMEOUT);

@@ -52,6 +52,8 @@
  * item /items/ids[i]), each user's raw id in /user_map (non-decreasing). */
 #define DATASET_VERSION_RAW 3
 #define DATASET_RAW_LIST "ids" /* /items/ids: not a feature */
+/* Root attribute: the number of events, written last (stream_follow.h). */
+#define DATASET_COMPLETE_ATTR "complete"
 /* The most rows of any table: num_items and cardinalities beyond it are
  * refused on open (no table of 2^40 rows fits any cluster). */
 #define DATASET_MAX_ROWS ((int64_t)1 << 40)

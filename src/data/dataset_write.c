@@ -273,7 +273,7 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
         (w->raw_items >= 0 && h5io_attr_utf8(h, h->f, "ids", "raw")) ||
         h5io_attr_i64(h, h->f, "num_items", num_items) ||
         h5io_attr_i64(h, h->f, "num_users", w->users) ||
-        h5io_attr_i64(h, h->f, "complete", w->events)) { /* last: stream_follow.h */
+        h5io_attr_i64(h, h->f, DATASET_COMPLETE_ATTR, w->events)) { /* last */
         errorf(err, errlen, "%s: cannot write offsets or attributes to %s", w->path, w->tmp);
         dataset_writer_abort(w);
         return -1;

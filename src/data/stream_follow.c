@@ -75,9 +75,9 @@ static int is_temporary(const char *path)
  * value in *value; 0, or -1 + err when it cannot be read. */
 static int marker(const struct dataset *ds, int *has, int64_t *value, char *err, size_t errlen)
 {
-    *has = h5io_has_attr((hid_t)ds->file, STREAM_COMPLETE_ATTR) > 0;
+    *has = h5io_has_attr((hid_t)ds->file, DATASET_COMPLETE_ATTR) > 0;
     *value = -1;
-    return *has ? h5io_attr_read_i64((hid_t)ds->file, ds->path, STREAM_COMPLETE_ATTR, value, err,
+    return *has ? h5io_attr_read_i64((hid_t)ds->file, ds->path, DATASET_COMPLETE_ATTR, value, err,
                                      errlen)
                 : 0;
 }
@@ -93,20 +93,15 @@ int stream_follow_complete(const char *path, int need_attr, char *err, size_t er
         ok = 0;
     else if (has && value != ds.num_events)
         errorf(err, errlen, "%s: its attribute %s = %lld, but it holds %lld events (being "
-               "written, or damaged)", path, STREAM_COMPLETE_ATTR, (long long)value,
+               "written, or damaged)", path, DATASET_COMPLETE_ATTR, (long long)value,
                (long long)ds.num_events);
     else if (!has && need_attr)
         errorf(err, errlen, "%s: has no root attribute %s yet (the stream's files have it: a "
-               "file written in place sets it last)", path, STREAM_COMPLETE_ATTR);
+               "file written in place sets it last)", path, DATASET_COMPLETE_ATTR);
     else
         ok = 1;
     dataset_close(&ds);
     return ok;
-}
-
-static int str_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Sleep for sec seconds (an interrupted sleep ends early: the caller
@@ -119,10 +114,19 @@ static void nap(double sec)
     nanosleep(&ts, NULL);
 }
 
-/* One look at the glob: the next name (malloc'd) into *next, or NULL. 0,
- * or -1 + err (a late name, an unreadable directory). */
-static int look(const struct stream_files *s, const char *pattern, char *const *known,
-                char **next, char *err, size_t errlen)
+/* Is name one of the stream's files? */
+static int known(const struct stream_files *s, const char *name)
+{
+    for (int i = s->n - 1; i >= 0; i--)
+        if (!strcmp(s->f[i].path, name))
+            return 1;
+    return 0;
+}
+
+/* The next name (malloc'd) into *next, or NULL. 0, or -1 + err (a late
+ * name, an unreadable directory). */
+static int next_name(const struct stream_files *s, const char *pattern, char **next, char *err,
+                     size_t errlen)
 {
     *next = NULL;
     const char *last = s->f[s->n - 1].path;
@@ -141,7 +145,7 @@ static int look(const struct stream_files *s, const char *pattern, char *const *
             *next = xstrdup(name);
             break;
         }
-        if (!bsearch(&name, known, (size_t)s->n, sizeof *known, str_cmp))
+        if (!known(s, name))
             rc = errorf(err, errlen, "%s appeared while following the stream, but its name sorts "
                         "before the last file trained, %s: window files must arrive in name "
                         "order (name them by time, e.g. day-2026-11-01.h5)", name, last);
@@ -150,15 +154,23 @@ static int look(const struct stream_files *s, const char *pattern, char *const *
     return rc;
 }
 
-/* Does the stream's last file carry the completion attribute? 0 or -1. */
-static int last_has_marker(const struct stream_files *s, int *has, char *err, size_t errlen)
+int stream_follow_look(struct stream_files *s, const char *pattern, int *pending, char *why,
+                       size_t whylen, char *err, size_t errlen)
 {
-    struct dataset ds;
-    int64_t value;
-    if (dataset_open(&ds, s->f[s->n - 1].path, err, errlen))
-        return -1;
-    int rc = marker(&ds, has, &value, err, errlen);
-    dataset_close(&ds);
+    *pending = 0;
+    if (s->n == 0)
+        return errorf(err, errlen, "train.follow: the stream has no file to follow"), FOLLOW_ERROR;
+    char *next;
+    if (next_name(s, pattern, &next, err, errlen))
+        return FOLLOW_ERROR;
+    if (!next)
+        return FOLLOW_NONE;
+    int rc = FOLLOW_NONE;
+    if (stream_follow_complete(next, s->f[s->n - 1].has_complete, why, whylen))
+        rc = stream_files_add(s, next, err, errlen) ? FOLLOW_ERROR : FOLLOW_NEW;
+    else
+        *pending = 1; /* why names it */
+    free(next);
     return rc;
 }
 
@@ -167,46 +179,26 @@ int stream_follow_next(struct stream_files *s, const struct stream_follow *o, do
 {
     const double t0 = clock_seconds();
     const double poll = o->poll > 0 ? o->poll : STREAM_FOLLOW_POLL;
-    *waited = 0;
-    if (s->n == 0)
-        return errorf(err, errlen, "train.follow: the stream has no file to follow"), FOLLOW_ERROR;
-    /* the stream's files, sorted (late names are those not among them), and
-     * whether its last file carries the completion attribute */
-    char **known = xmalloc((size_t)s->n * sizeof *known);
-    for (int i = 0; i < s->n; i++)
-        known[i] = s->f[i].path;
-    qsort(known, (size_t)s->n, sizeof *known, str_cmp);
-    int need_attr = 0, rc = FOLLOW_ERROR;
-    if (last_has_marker(s, &need_attr, err, errlen)) {
-        free(known);
-        return FOLLOW_ERROR;
-    }
-    char *pending = NULL, why[2048] = "";
+    char why[2048] = "";
+    int rc;
     for (;;) {
         if (o->stop && *o->stop) {
             rc = FOLLOW_STOP;
             break;
         }
-        char *next;
-        if (look(s, o->pattern, known, &next, err, errlen))
+        int pending;
+        rc = stream_follow_look(s, o->pattern, &pending, why, sizeof why, err, errlen);
+        if (rc != FOLLOW_NONE)
             break;
-        if (next) {
-            int ok = stream_follow_complete(next, need_attr, why, sizeof why);
-            free(pending);
-            pending = next;
-            if (ok) {
-                rc = stream_files_add(s, next, err, errlen) ? FOLLOW_ERROR : FOLLOW_NEW;
-                break;
-            }
-        }
         double t = clock_seconds() - t0;
         if (o->timeout > 0 && t >= o->timeout) {
-            *waited = t;
-            if (pending)
-                errorf(err, errlen, "%s: still not complete after waiting %.1f s "
-                       "(train.follow_timeout): %s", pending, t, why);
-            else
+            if (pending) {
+                errorf(err, errlen, "%s; still not complete after waiting %.1f s "
+                       "(train.follow_timeout)", why, t);
+                rc = FOLLOW_ERROR;
+            } else {
                 rc = FOLLOW_TIMEOUT;
+            }
             break;
         }
         /* sleep to the next look, waking at least every STOP_SLICE */
@@ -215,8 +207,6 @@ int stream_follow_next(struct stream_files *s, const struct stream_follow *o, do
                !(o->timeout > 0 && t >= o->timeout))
             nap(fmin(STOP_SLICE, until - t));
     }
-    free(pending);
     *waited = clock_seconds() - t0;
-    free(known);
     return rc;
 }

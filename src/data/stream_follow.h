@@ -40,13 +40,13 @@
 #include "data/stream_files.h"
 
 #define STREAM_FOLLOW_POLL 1.0 /* seconds between looks, by default */
-#define STREAM_COMPLETE_ATTR "complete" /* root attribute: the file's number of events */
 
 enum stream_follow_result {
     FOLLOW_ERROR = -1, /* err names the file */
     FOLLOW_NEW = 0,    /* a file was added: s->f[s->n - 1] */
     FOLLOW_TIMEOUT = 1,
     FOLLOW_STOP = 2,   /* *stop became nonzero */
+    FOLLOW_NONE = 3,   /* stream_follow_look: no complete next file yet */
 };
 
 struct stream_follow {
@@ -68,6 +68,15 @@ int stream_follow_pattern(const char *spec, char *buf, size_t len, char *err, si
  * when the timeout ends, a glob that cannot be read. */
 int stream_follow_next(struct stream_files *s, const struct stream_follow *o, double *waited,
                        char *err, size_t errlen);
+
+/* One look, without waiting (what stream_follow_next repeats; a job of
+ * several ranks has one rank look, agrees on the result and the stop
+ * flag, and the others stream_files_add the new file s->f[s->n - 1].path):
+ * FOLLOW_NEW (added to s), FOLLOW_NONE (no next name, or *pending = 1 and
+ * why[whylen] says why the next one is not complete yet) or FOLLOW_ERROR
+ * + err naming the file (a refusal, a late name, an unreadable glob). */
+int stream_follow_look(struct stream_files *s, const char *pattern, int *pending, char *why,
+                       size_t whylen, char *err, size_t errlen);
 
 /* Is path complete (above)? 1, or 0 + err saying why not. need_attr: the
  * attribute is required. */
