@@ -114,42 +114,48 @@ static void nap(double sec)
     nanosleep(&ts, NULL);
 }
 
-/* Is name one of the stream's files? */
-static int known(const struct stream_files *s, const char *name)
+static int str_cmp(const void *a, const void *b)
 {
-    for (int i = s->n - 1; i >= 0; i--)
-        if (!strcmp(s->f[i].path, name))
-            return 1;
-    return 0;
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The next name (malloc'd) into *next, or NULL. 0, or -1 + err (a late
- * name, an unreadable directory). */
+/* The next name (malloc'd) into *next, or NULL: the least name after the
+ * last file (strcmp: glob's order in the C locale), whatever glob's order.
+ * 0, or -1 + err (a late name, an unreadable directory). */
 static int next_name(const struct stream_files *s, const char *pattern, char **next, char *err,
                      size_t errlen)
 {
     *next = NULL;
     const char *last = s->f[s->n - 1].path;
     glob_t g;
-    int rc = glob(pattern, GLOB_ERR, NULL, &g);
+    int rc = glob(pattern, GLOB_ERR | GLOB_NOSORT, NULL, &g);
     if (rc == GLOB_NOMATCH)
         return 0;
     if (rc)
         return errorf(err, errlen, "train.follow: cannot expand the pattern '%s' (%s)", pattern,
                       rc == GLOB_NOSPACE ? "out of memory" : "a directory cannot be read");
+    /* the stream's names, sorted: a name at or before the last one must be among them */
+    const char **known = xmalloc((size_t)s->n * sizeof *known);
+    for (int i = 0; i < s->n; i++)
+        known[i] = s->f[i].path;
+    qsort(known, (size_t)s->n, sizeof *known, str_cmp);
+    const char *best = NULL;
     for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
         const char *name = g.gl_pathv[i];
         if (is_temporary(name))
             continue;
         if (strcmp(name, last) > 0) {
-            *next = xstrdup(name);
-            break;
-        }
-        if (!known(s, name))
+            if (!best || strcmp(name, best) < 0)
+                best = name;
+        } else if (!bsearch(&name, known, (size_t)s->n, sizeof *known, str_cmp)) {
             rc = errorf(err, errlen, "%s appeared while following the stream, but its name sorts "
                         "before the last file trained, %s: window files must arrive in name "
                         "order (name them by time, e.g. day-2026-11-01.h5)", name, last);
+        }
     }
+    if (rc == 0 && best)
+        *next = xstrdup(best);
+    free(known);
     globfree(&g);
     return rc;
 }
