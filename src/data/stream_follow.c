@@ -47,7 +47,8 @@ int stream_duration_parse(const char *name, const char *text, double *sec, char 
         }
         end++;
     }
-    if (end == text || *end || isspace((unsigned char)text[0]) || unit == 0 || errno || !isfinite(v) || v < 0 || !isfinite(v * unit))
+    if (end == text || *end || isspace((unsigned char)text[0]) || unit == 0 || errno ||
+        !isfinite(v) || v < 0 || !isfinite(v * unit))
         return errorf(err, errlen, "%s = '%s': expected a duration >= 0: seconds, or a number "
                       "with a unit s, m, h or d (30s, 10m, 1h, 2d)", name, text);
     *sec = v * unit;
