@@ -79,6 +79,8 @@ model.layers=40|model.layers = 40: hstu takes 0 to 25 layers
 data.path=$T/ml|data.path: $T/ml is a directory, not a dataset: make one of its ratings with 'freescale data import --format csv $T/ml/ratings.csv
 data.path=$T/ml/ratings.csv|is not an HDF5 file (a text file, a CSV of ratings?): make a dataset of it with 'freescale data import --format csv
 device.type=cpu parallel.transport=kernel|parallel.transport = kernel: the cpu backend has no CUDA IPC; use parallel.transport = mpi or auto
+train.follow=on|train.follow needs train.schedule = stream
+train.follow_timeout=5x|train.follow_timeout = '5x': expected a duration >= 0: seconds, or a number with a unit s, m, h or d
 EOF2
 
 # several ranks: rank 0's error ends the whole job (no hang), printed once

@@ -109,6 +109,13 @@ X(train, nonfinite, CHOICE, "stop", 0, 0, "stop|skip",
   "step (no checkpoint of that state); skip = drop the step's update and count it")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
+X(train, follow, BOOL, "off", 0, 1, NULL,
+  "streaming (train.schedule = stream, data.path ending in a glob): after the last file, wait "
+  "for the next one the glob matches, complete (renamed into place, or its attribute complete "
+  "set), and train it; ends at train.follow_timeout or a signal (doc/data.md)")
+X(train, follow_timeout, STRING, "0", 0, 0, NULL,
+  "train.follow: end the run when no new file came for this long: seconds or 30s, 10m, 1h, 2d; "
+  "0 = wait forever")
 X(embedding, optimizer, CHOICE, "adagrad", 0, 0, "sgd|adagrad|adam",
   "sparse optimizer of the tables: SGD, row-wise Adagrad, lazy Adam")
 X(embedding, init_std, FLOAT, "0.02", 0, 10, NULL, "standard deviation of the initial rows")

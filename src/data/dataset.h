@@ -1,6 +1,8 @@
 /* dataset: reader and writer of the HDF5 sequence format (doc/data.md).
  *
- *   /              attrs format="freescale-seq", version=1 or 2, num_items, num_users
+ *   /              attrs format="freescale-seq", version=1 or 2, num_items, num_users;
+ *                  complete (optional: the number of events, written last;
+ *                  data/stream_follow.h)
  *   /offsets       int64 [num_users + 1]  CSR offsets, 0 .. num_events
  *   /item_ids      int64 [num_events]     1 .. num_items
  *   /timestamps    int64 [num_events]     optional, non-decreasing per user
@@ -50,6 +52,8 @@
  * item /items/ids[i]), each user's raw id in /user_map (non-decreasing). */
 #define DATASET_VERSION_RAW 3
 #define DATASET_RAW_LIST "ids" /* /items/ids: not a feature */
+/* Root attribute: the number of events, written last (stream_follow.h). */
+#define DATASET_COMPLETE_ATTR "complete"
 /* The most rows of any table: num_items and cardinalities beyond it are
  * refused on open (no table of 2^40 rows fits any cluster). */
 #define DATASET_MAX_ROWS ((int64_t)1 << 40)
@@ -185,6 +189,10 @@ char **dataset_feat_map(const struct dataset *ds, const struct dataset_feature *
 struct dataset_writer;
 struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps,
                                            int with_actions, char *err, size_t errlen);
+/* The data tools (one output at a time): the temporary is also removed
+ * when the process ends before the rename (fatal, exit, SIGTERM, SIGINT,
+ * SIGHUP: base/tmpguard.h) until close or abort. */
+void dataset_writer_guard(struct dataset_writer *w);
 /* Append n users: lengths[n], then sum(lengths) events in user order.
  * ts / actions must be given iff the writer was opened with them. */
 int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *lengths,

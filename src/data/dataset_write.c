@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/check.h"
+#include "base/tmpguard.h"
 
 #define CHUNK_EVENTS ((int64_t)1 << 16) /* 64 Ki events = 512 KiB of int64 */
 #define CHUNK_STRING_BYTES ((size_t)1 << 20) /* string maps: about 1 MiB chunks */
@@ -34,6 +35,7 @@ struct dataset_writer {
     int64_t *offsets;
     int nfeat;                       /* features written: version 2 when > 0 */
     int64_t raw_items;               /* raw ids (version 3): /items/ids written, their count; -1 */
+    int guarded;                     /* the temporary is under tmpguard (dataset_writer_guard) */
     struct writer_feature feat[DATASET_MAX_FEATURES];
 };
 
@@ -87,8 +89,17 @@ void dataset_writer_abort(struct dataset_writer *w)
         return;
     char tmp[sizeof w->tmp];
     memcpy(tmp, w->tmp, sizeof tmp);
+    const int guarded = w->guarded;
     writer_free(w);
     unlink(tmp);
+    if (guarded)
+        tmpguard_end();
+}
+
+void dataset_writer_guard(struct dataset_writer *w)
+{
+    tmpguard_begin(w->tmp, 1);
+    w->guarded = 1;
 }
 
 struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps,
@@ -261,7 +272,8 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
                                           : w->nfeat ? DATASET_VERSION_FEATURES : DATASET_VERSION) ||
         (w->raw_items >= 0 && h5io_attr_utf8(h, h->f, "ids", "raw")) ||
         h5io_attr_i64(h, h->f, "num_items", num_items) ||
-        h5io_attr_i64(h, h->f, "num_users", w->users)) {
+        h5io_attr_i64(h, h->f, "num_users", w->users) ||
+        h5io_attr_i64(h, h->f, DATASET_COMPLETE_ATTR, w->events)) { /* last */
         errorf(err, errlen, "%s: cannot write offsets or attributes to %s", w->path, w->tmp);
         dataset_writer_abort(w);
         return -1;
@@ -278,17 +290,24 @@ int dataset_writer_close(struct dataset_writer *w, int64_t num_items, char *err,
         w->feat[i].d = -1;
     }
     int rc = h5io_close(h), e = h->errnum;
+    const int guarded = w->guarded;
     writer_free(w);
     if (rc) {
         unlink(tmp);
+        if (guarded)
+            tmpguard_end();
         return errorf(err, errlen, "%s: closing %s failed: %s", path, tmp,
                       e ? strerror(e) : "disk full?");
     }
     if (rename(tmp, path) != 0) {
         int e2 = errno;
         unlink(tmp);
+        if (guarded)
+            tmpguard_end();
         return errorf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp, strerror(e2));
     }
+    if (guarded)
+        tmpguard_end();
     return 0;
 }
 

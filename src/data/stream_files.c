@@ -141,6 +141,7 @@ int stream_files_add(struct stream_files *s, const char *path, char *err, size_t
     f.num_events = f.ds.num_events;
     f.raw_ids = f.ds.raw_ids;
     f.has_actions = f.ds.has_actions;
+    f.has_complete = h5io_has_attr((hid_t)f.ds.file, DATASET_COMPLETE_ATTR) > 0;
     int rc = file_times(&f, err, errlen);
     file_unload(&f); /* opened again when used */
     if (rc == 0 && s->n > 0) {

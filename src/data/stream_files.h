@@ -42,6 +42,7 @@ struct stream_file {
     int64_t t_first, t_last; /* its first and last event time (seconds) */
     int64_t num_events;
     int raw_ids, has_actions;
+    int has_complete;      /* root attribute complete (data/stream_follow.h) */
     /* open on use (stream_files_dataset, history), closed by release: */
     int is_open;
     struct dataset ds;

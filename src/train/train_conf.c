@@ -8,6 +8,7 @@
 #include "backend/backend_cpu.h"
 #include "backend/precision.h"
 #include "base/log.h"
+#include "data/stream_follow.h"
 #include "train/backend_check.h"
 
 /* Adam's constants, for the dense parameters and the tables alike. */
@@ -69,6 +70,24 @@ static int device_check(const struct train_conf *tc, char *err, size_t errlen)
     return 0;
 }
 
+/* train.follow, train.follow_timeout (data/stream_follow.h). The stream
+ * schedule follows the files; until it reads train.follow, a run that asks
+ * for it is refused (the schedule's hook: stream_schedule below). */
+static int follow_check(const struct params *p, char *err, size_t errlen)
+{
+    double timeout;
+    if (stream_duration_parse("train.follow_timeout", params_str(p, P_train_follow_timeout),
+                              &timeout, err, errlen))
+        return -1;
+    if (!params_i64(p, P_train_follow))
+        return 0;
+    const int stream_schedule = 0; /* train.schedule = stream */
+    if (!stream_schedule)
+        return errorf(err, errlen, "train.follow needs train.schedule = stream");
+    char pattern[4096];
+    return stream_follow_pattern(params_str(p, P_data_path), pattern, sizeof pattern, err, errlen);
+}
+
 int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
 {
     struct train_conf tc;
@@ -76,7 +95,7 @@ int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
         return -1;
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
     if (model_conf_check(&tc.model, err, errlen) || device_check(&tc, err, errlen) ||
-        train_dyn_refuse(p, &tc, P, err, errlen))
+        train_dyn_refuse(p, &tc, P, err, errlen) || follow_check(p, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
     if (P > 0 && G > 0 && (G > P || P % G != 0))
