@@ -24,6 +24,16 @@ X(data, split, STRING, "loo", 0, 0, NULL,
 X(data, candidates, INT, "0", 0, 1000000000, NULL,
   "ranking evaluation: at most this many of a user's held-out events are candidates (the "
   "earliest); 0 = all")
+X(data, window, STRING, "", 0, 0, NULL,
+  "train.schedule = stream: the length of a window, a DURATION: seconds (3600) or a number "
+  "with s, m, h, d or w (30m, 6h, 1d)")
+X(data, stream_start, STRING, "", 0, 0, NULL,
+  "train.schedule = stream: the first window's start: seconds since the epoch, an ISO date "
+  "(UTC: 2026-11-01, 2026-11-01T06:00) or +DURATION after the first event; empty = the first "
+  "event")
+X(data, stream_end, STRING, "", 0, 0, NULL,
+  "train.schedule = stream: no window starts at or after this time (as data.stream_start); "
+  "empty = after the last event")
 X(model, type, CHOICE, "hstu", 0, 0, "hstu|sasrec",
   "sequence model: HSTU (Zhai et al. 2024) or SASRec (Kang & McAuley 2018)")
 X(model, dim, INT, "50", 1, 65536, NULL, "embedding and model width d")
@@ -54,6 +64,10 @@ X(train, select, STRING, "", 0, 0, NULL,
   "METRIC one of auc, gauc, accuracy, ne, logloss (binary tasks) or mse, mae (regression; "
   "lower is better for ne, logloss, mse, mae); TASK alone = TASK.auc; empty = the first "
   "binary task's AUC")
+X(train, schedule, CHOICE, "epochs", 0, 0, "epochs|stream",
+  "epochs = passes over the training users; stream = the events cut into time windows "
+  "(data.window), each evaluated (test-then-train) then trained once, in time order "
+  "(ranking; doc/training.md, Streaming)")
 X(train, batch_size, INT, "128", 1, 1000000000, NULL,
   "sequences per step over all ranks (the global batch)")
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
@@ -106,6 +120,10 @@ X(train, nonfinite, CHOICE, "stop", 0, 0, "stop|skip",
   "step (no checkpoint of that state); skip = drop the step's update and count it")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
+X(eval, max_events, INT, "50000", 0, 1000000000, NULL,
+  "train.schedule = stream: at most this many events of a window are evaluated (whole users "
+  "in an order keyed by train.seed and the window, the last one cut; the same on any rank "
+  "count); 0 = all")
 X(embedding, optimizer, CHOICE, "adagrad", 0, 0, "sgd|adagrad|adam",
   "sparse optimizer of the tables: SGD, row-wise Adagrad, lazy Adam")
 X(embedding, init_std, FLOAT, "0.02", 0, 10, NULL, "standard deviation of the initial rows")

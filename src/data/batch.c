@@ -154,5 +154,6 @@ void batch_free(struct seq_batch *b)
     free(b->hist);
     free(b->ncand);
     free(b->labels);
+    free(b->target_labels);
     memset(b, 0, sizeof *b);
 }

@@ -33,6 +33,8 @@ struct seq_batch {
     int cand_events;    /* the candidates are the file's events after the history */
     int nlab;           /* labels per token */
     float *labels;      /* [T, nlab] (NaN: missing) */
+    float *target_labels; /* [T, nlab] the loss's, where some labelled events are inputs
+                             only (the stream schedule's history: NaN there); else NULL */
 };
 
 /* Read and assemble the training batch of users[B]. With p0, p1 (else

@@ -275,7 +275,9 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .ws = &s->lws, .nuniq = emb_exchange_nuniq(in->x), .rows = rows,
                                  .inv = inv, .drows = drows, .logq = logq,
                                  .shard = &s->shard, .targets = in->sb.targets,
-                                 .labels = in->sb.labels, .items = in->sb.items,
+                                 .labels = in->sb.target_labels ? in->sb.target_labels
+                                                                : in->sb.labels,
+                                 .items = in->sb.items,
                                  .B = in->sb.B, .users = in->sb.users,
                                  .offsets = in->sb.offsets};
     tr->task.ops->loss(&tr->task, &s->view);

@@ -1,0 +1,332 @@
+/* train_stream: the stream schedule's loop over time windows; see
+ * train_stream.h.
+ *
+ * Window k is [t0 + k len, t0 + (k + 1) len). Its split (data/window.h,
+ * window_split: user u's events [0, a) before it, [a, b) in it) drives
+ * both halves:
+ *   evaluation  a split whose validation part is the window's sampled
+ *               events (eval.max_events): each candidate sees the user's
+ *               newest data.max_seq_len - 1 events before the window, not
+ *               the window's earlier events (the ranking evaluation's
+ *               candidates, batch_ranking.h); the baselines (train.baseline's
+ *               smoothed means) fitted on every event before the window;
+ *   training    the users active in the window (an order keyed by the seed
+ *               and k), train.batch_size a step, cost-balanced by the
+ *               planner; each sequence the newest data.max_seq_len events
+ *               before the window's end, of which only the window's are
+ *               targets (rsplit.from: the history's labels stay inputs).
+ * Everything is keyed by the window, the user and the position, never by
+ * the rank: the same losses and metrics on any P. The checkpoint records
+ * the windows trained (tr->windows); train.resume continues with the next
+ * one. A signal stops the run between steps with the last window's
+ * checkpoint kept (a window is never half in a checkpoint). */
+#include "cmd/train_stream.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/devstats.h"
+#include "base/check.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "ckpt/ckpt_train.h"
+#include "comm/comm_fail.h"
+#include "cmd/eval_trainer.h"
+#include "cmd/train_report.h"
+#include "data/window.h"
+#include "eval/eval.h"
+#include "train/guard.h"
+#include "train/preempt.h"
+#include "train/watchdog.h"
+
+#define BASE_SHOWN 3 /* the baseline beside the model: user+item (eval_ranking_baselines) */
+
+/* Sums of the per-window metrics for the running average. */
+struct stream_avg {
+    int64_t n[RANK_MAX_TASKS];
+    double model[RANK_MAX_TASKS], base[RANK_MAX_TASKS];
+};
+
+/* The metric a task is judged by in the window line: AUC (binary), MSE. */
+static double shown(const struct task_conf *tc, int k, const struct rank_metrics *m)
+{
+    return tc->t[k].kind == TASK_BINARY ? m->t[k].auc : m->t[k].mse;
+}
+
+/* "20k" */
+static void count_text(int64_t n, char *buf, size_t len)
+{
+    if (n >= 10000000)
+        snprintf(buf, len, "%.0fM", (double)n / 1e6);
+    else if (n >= 10000)
+        snprintf(buf, len, "%.0fk", (double)n / 1e3);
+    else
+        snprintf(buf, len, "%lld", (long long)n);
+}
+
+/* The window's training users (a < b) into tr, and tr->rsplit as the
+ * window's training split (events before b, targets from a); the events
+ * it trains (a user's newest N) into *trained, the window's into *events. */
+static void window_training(struct trainer *tr, const struct rsplit *ws, int64_t *trained,
+                            int64_t *events)
+{
+    const int64_t U = tr->ds.num_users, N = tr->conf.N;
+    rsplit_free(&tr->rsplit);
+    tr->rsplit.conf = ws->conf;
+    tr->rsplit.bound = xmalloc((size_t)(U ? U : 1) * 2 * sizeof *tr->rsplit.bound);
+    tr->rsplit.from = xmalloc((size_t)(U ? U : 1) * sizeof *tr->rsplit.from);
+    free(tr->train_users);
+    tr->train_users = xmalloc((size_t)(U ? U : 1) * sizeof *tr->train_users);
+    tr->n_train = 0;
+    *trained = *events = 0;
+    for (int64_t u = 0; u < U; u++) {
+        const int64_t a = ws->bound[2 * u], b = ws->bound[2 * u + 1];
+        tr->rsplit.bound[2 * u] = tr->rsplit.bound[2 * u + 1] = b;
+        tr->rsplit.from[u] = a;
+        if (b > a) {
+            tr->train_users[tr->n_train++] = u;
+            *events += b - a;
+            *trained += b - a < N ? b - a : N;
+        }
+    }
+}
+
+/* Window k's evaluation: the model and the baselines on its sampled events. */
+static void window_eval(struct trainer *tr, const struct rsplit *ws, int64_t k,
+                        struct eval_result *model, struct eval_result *base, int64_t *n_eval)
+{
+    struct rsplit es;
+    *n_eval = window_eval_sample(ws, &tr->ds, tr->conf.seed, k, tr->conf.stream.max_events, &es);
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
+    ev.rsplit = &es;
+    watchdog_beat("in", "a window's evaluation");
+    eval_run(&ev, 0, model);
+    const char *names[EVAL_MAX_BASELINES];
+    const int nb = eval_baselines(&ev, 0, base, names);
+    if (nb <= BASE_SHOWN)
+        fatal("stream: the task has %d baselines, not the smoothed means", nb);
+    rsplit_free(&es);
+}
+
+/* The window line and its metrics line (event "window"). */
+static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struct eval_result *m,
+                          const struct eval_result *base, int64_t n_eval, int64_t users,
+                          int64_t trained, int64_t events, double loss, int64_t steps,
+                          double tokens, double t_train, double secs, struct stream_avg *avg)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    char when[64], ntr[32], ev[1024] = "", line[1400];
+    window_time_text(ta, when, sizeof when);
+    count_text(trained, ntr, sizeof ntr);
+    size_t n = 0;
+    for (int t = 0; t < tc->n && n < sizeof ev; t++) {
+        const double a = shown(tc, t, &m->k), b = shown(tc, t, &base[BASE_SHOWN].k);
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %s %.4f (baseline %.4f)",
+                              t ? ", " : "", tc->t[t].name,
+                              tc->t[t].kind == TASK_BINARY ? "AUC" : "MSE", a, b);
+        if (!isnan(a) && !isnan(b)) {
+            avg->n[t]++;
+            avg->model[t] += a;
+            avg->base[t] += b;
+        }
+    }
+    snprintf(line, sizeof line, "window %lld [%s, +%s): train %lld users %s events",
+             (long long)k, when, tr->conf.stream.len_text, (long long)users, ntr);
+    if (trained < events)
+        snprintf(line + strlen(line), sizeof line - strlen(line),
+                 " (%lld beyond data.max_seq_len not trained)", (long long)(events - trained));
+    log_info("%s, eval %s, %.1f s", line, n_eval ? ev : "no events", secs);
+    struct metrics_line l;
+    metrics_begin(&l, "window");
+    metrics_int(&l, "window", k);
+    metrics_int(&l, "start", ta);
+    metrics_int(&l, "end", ta + tr->conf.stream.len);
+    metrics_int(&l, "epoch", tr->epoch);
+    metrics_int(&l, "step", tr->step);
+    metrics_num_exact(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", t_train > 0 ? (double)users / t_train : 0);
+    metrics_num(&l, "tokens_per_s", t_train > 0 ? tokens / t_train : 0);
+    metrics_int(&l, "steps", steps);
+    metrics_int(&l, "train_users", users);
+    metrics_int(&l, "train_events", trained);
+    metrics_int(&l, "window_events", events);
+    metrics_int(&l, "eval_events", n_eval);
+    metrics_num(&l, "train_s", t_train);
+    metrics_num(&l, "seconds", secs);
+    struct eval_ctx ec;
+    eval_ctx_of(tr, &ec);
+    eval_result_json(&ec, m, &l);
+    char key[96];
+    for (int t = 0; t < tc->n; t++) {
+        const struct task_metrics *b = &base[BASE_SHOWN].k.t[t];
+        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name,
+                 tc->t[t].kind == TASK_BINARY ? "auc" : "mse");
+        metrics_num_exact(&l, key, tc->t[t].kind == TASK_BINARY ? b->auc : b->mse);
+        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name,
+                 tc->t[t].kind == TASK_BINARY ? "ne" : "mae");
+        metrics_num_exact(&l, key, tc->t[t].kind == TASK_BINARY ? b->ne : b->mae);
+    }
+    metrics_end(&l, tr->metrics);
+}
+
+/* The running average over the windows this run evaluated. */
+static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int64_t k0,
+                           int64_t k1, double secs)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    char ev[1024] = "";
+    size_t n = 0;
+    struct metrics_line l;
+    metrics_begin(&l, "stream");
+    metrics_int(&l, "windows", k1 - k0);
+    metrics_int(&l, "first_window", k0);
+    metrics_int(&l, "step", tr->step);
+    metrics_num(&l, "seconds", secs);
+    for (int t = 0; t < tc->n && n < sizeof ev; t++) {
+        const double a = avg->n[t] ? avg->model[t] / (double)avg->n[t] : NAN;
+        const double b = avg->n[t] ? avg->base[t] / (double)avg->n[t] : NAN;
+        const char *what = tc->t[t].kind == TASK_BINARY ? "AUC" : "MSE";
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %s %.4f (baseline %.4f)",
+                              t ? ", " : "", tc->t[t].name, what, a, b);
+        char key[96];
+        snprintf(key, sizeof key, "%s.%s", tc->t[t].name, what[0] == 'A' ? "auc" : "mse");
+        metrics_num_exact(&l, key, a);
+        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name, what[0] == 'A' ? "auc" : "mse");
+        metrics_num_exact(&l, key, b);
+    }
+    metrics_end(&l, tr->metrics);
+    log_info("stream: windows %lld .. %lld in %.1f s; mean over the %lld evaluated: %s",
+             (long long)k0, (long long)k1 - 1, secs, (long long)avg->n[0], ev);
+}
+
+/* Window k's training steps; returns the signal that stopped them (0:
+ * none); *loss the mean of the steps' losses, *tokens their tokens. */
+static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, double *loss,
+                        int64_t *nsteps, double *tokens)
+{
+    const struct train_conf *cf = &tr->conf;
+    const int lookahead = cf->overlap != OVERLAP_NONE;
+    planner_window(pl, tr);
+    const int64_t S = pl->steps_per_epoch, steps = tr->n_train > 0 ? S : 0;
+    struct step_stats stats = {0};
+    struct interval iv = {0};
+    struct split_stats sx = {0};
+    double sum = 0, last = clock_seconds();
+    int stop = 0;
+    *tokens = 0;
+    *nsteps = 0;
+    for (int64_t s = 0; s < steps && !stop; s++) {
+        watchdog_step(tr->step + 1);
+        steptime_begin(&tr->st);
+        if (tr->c->rank == cf->signal_rank && tr->step + 1 == cf->signal_step)
+            raise(SIGTERM); /* debug.signal_rank */
+        const struct step_plan *now = planner_plan(pl, tr, k * S + s);
+        const struct step_plan *next =
+            lookahead && s + 1 < steps ? planner_plan(pl, tr, k * S + s + 1) : NULL;
+        steptime_phase(&tr->st, PH_PLAN);
+        int64_t tok;
+        double l = train_step(tr, now, next, &tok);
+        steptime_end(&tr->st, now->cost);
+        tr->step++;
+        guard_after_step(tr, &l, tr->sparse_sq, tr->dense_sq);
+        sum += l;
+        (*nsteps)++;
+        *tokens += (double)tok;
+        iv.steps++;
+        iv.samples += (double)now->global_B;
+        iv.tokens += (double)tok;
+        iv.pairs += now->pairs;
+        iv.flops += tr->flops.per_token * (double)now->tokens + tr->flops.per_pair * now->pairs;
+        if (tr->step % cf->log_every == 0 || s + 1 == steps) {
+            steptime_collect(&tr->st, tr->c, &stats);
+            planner_adapt(pl, tr, &stats);
+            const double t = clock_seconds();
+            iv.seconds = t - last;
+            train_report_progress(tr, &stats, l, &iv, 0, tr->step + (steps - s - 1), &sx);
+            last = t;
+            iv = (struct interval){0};
+        }
+        stop = preempt_requested(tr->c);
+    }
+    train_step_drain(tr);
+    free(stats.tau);
+    free(stats.cost_sum);
+    *loss = *nsteps ? sum / (double)*nsteps : 0;
+    return stop;
+}
+
+int train_stream_run(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    const struct window_conf *wc = &cf->stream;
+    char err[1024] = "";
+    int64_t first = 0, last = 0, t0 = 0, nw = 0;
+    const int bad = window_range(&tr->ds, &first, &last, err, sizeof err) ||
+                    window_resolve(wc, first, last, &t0, &nw, err, sizeof err);
+    comm_fail_agree(tr->c, bad, err); /* every rank reads the same */
+    char a[64], z[64];
+    window_time_text(t0, a, sizeof a);
+    window_time_text(t0 + nw * wc->len, z, sizeof z);
+    log_info("stream: %lld windows of %s from %s to %s (events %lld .. %lld), each evaluated "
+             "(at most %lld events) then trained once", (long long)nw, wc->len_text, a, z,
+             (long long)first, (long long)last, (long long)wc->max_events);
+    train_ckpt_start(tr); /* train.resume: tr->windows, the next window */
+    log_release();
+    if (tr->windows > 0)
+        log_info("stream: resuming after window %lld (step %lld)", (long long)tr->windows - 1,
+                 (long long)tr->step);
+    train_utilisation_setup(tr);
+    watchdog_start((double)cf->timeout, tr->c->rank, "step");
+    preempt_install();
+    steptime_init(&tr->st, cf->log_every, 0);
+    struct devstats setup; /* the counters count the steps, not the start-up */
+    devstats_take(&setup);
+    struct planner pl;
+    planner_init(&pl, tr);
+    struct stream_avg avg;
+    memset(&avg, 0, sizeof avg);
+    const double start = clock_seconds();
+    const int64_t k0 = tr->windows;
+    const int64_t every = cf->checkpoint_every > 0 ? cf->checkpoint_every : 1;
+    int stop = 0;
+    for (int64_t k = k0; k < nw && !stop; k++) {
+        const double tw = clock_seconds();
+        const int64_t ta = t0 + k * wc->len;
+        struct rsplit ws;
+        comm_fail_agree(tr->c, window_split(&tr->ds, ta, ta + wc->len, &ws, err, sizeof err) != 0,
+                        err);
+        struct eval_result model, base[EVAL_MAX_BASELINES];
+        int64_t n_eval, trained, events, steps;
+        window_eval(tr, &ws, k, &model, base, &n_eval);
+        window_training(tr, &ws, &trained, &events);
+        rsplit_free(&ws);
+        const double t_train = clock_seconds();
+        double loss, tokens;
+        stop = window_steps(tr, &pl, k, &loss, &steps, &tokens);
+        if (stop)
+            break; /* the window half trained: not recorded (its checkpoint: the last) */
+        const double now = clock_seconds();
+        tr->windows = tr->epoch = k + 1;
+        window_report(tr, k, ta, &model, base, n_eval, tr->n_train, trained, events, loss, steps,
+                      tokens, now - t_train, now - tw, &avg);
+        if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == nw))
+            train_ckpt_save(tr);
+        stop = preempt_requested(tr->c);
+        if (stop && cf->checkpoint_dir[0] && (k + 1) % every != 0)
+            train_ckpt_save(tr);
+    }
+    planner_free(&pl);
+    if (stop) {
+        log_info("stopped by signal %d after window %lld (step %lld); exit code %d: run again "
+                 "with train.resume=auto to continue", stop, (long long)tr->windows - 1,
+                 (long long)tr->step, PREEMPT_EXIT_CODE);
+        return PREEMPT_EXIT_CODE;
+    }
+    stream_summary(tr, &avg, k0, tr->windows, clock_seconds() - start);
+    return 0;
+}
