@@ -106,7 +106,8 @@ X(train, resume, STRING, "", 0, 0, NULL,
   "checkpoint to continue from (any rank count); auto = this run's newest complete checkpoint "
   "in output.checkpoint_dir (by write order), if any; empty = start afresh")
 X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
-  "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end)")
+  "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end; "
+  "train.schedule = stream: every N windows, 0 = after every window)")
 X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
 X(train, baseline, BOOL, "off", 0, 1, NULL,
   "also evaluate baselines on the test split: retrieval: the most popular items (counts of "
