@@ -7,7 +7,9 @@
 #   - the per-window losses and metrics at P = 1, 2, 4 agree (the dense
 #     all-reduce's order: 1e-4 relative, as the other P tests);
 #   - a run stopped after window K (data.stream_end) and resumed on another
-#     P (train.resume = auto) ends as the uninterrupted run;
+#     P (train.resume = auto) ends as the uninterrupted run; another
+#     data.window cannot resume it;
+#   - the fake device's windows are the CPU's, exactly;
 #   - bad input: data.window zero or negative or not a duration, a
 #     stream_end not after the start, a dataset without timestamps, the
 #     window parameters without the stream schedule, retrieval.
@@ -126,6 +128,15 @@ grep -q "stream: resuming after window $K" "$T/rest.out" || fail "no resume line
 windows "$T/p4.jsonl" "$T/rest.jsonl" $((K + 1)) $((N - 1)) 1e-6 5e-3 &&
     pass "stopped after window $K at P = 2, resumed at P = 4: as the uninterrupted run ($(cat "$T/cmp.out"))" ||
     fail "resumed: $(cat "$T/cmp.out")"
+
+expect_error "(data.window: 1d there, 2d here)" "$FS" train "$IN" "data.path=$T/r.h5" $S \
+    data.window=2d "output.checkpoint_dir=$T/ck" train.resume=auto
+
+# --- the fake device: the CPU's windows, exactly ---------------------------------
+run fake 1 "$T/r.h5" device.type=fake
+windows "$T/clean.jsonl" "$T/fake.jsonl" 0 $((N - 1)) 0 &&
+    pass "device.type = fake: every window as the CPU's, exactly ($(cat "$T/cmp.out"))" ||
+    fail "fake device: $(cat "$T/cmp.out")"
 
 # --- bad input -------------------------------------------------------------------
 ok() { "$FS" train "$IN" "data.path=$T/r.h5" train.task=ranking 'train.tasks=like:binary:rating>=4' "$@"; }
