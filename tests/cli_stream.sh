@@ -129,6 +129,17 @@ windows "$T/p4.jsonl" "$T/rest.jsonl" $((K + 1)) $((N - 1)) 1e-6 5e-3 &&
     pass "stopped after window $K at P = 2, resumed at P = 4: as the uninterrupted run ($(cat "$T/cmp.out"))" ||
     fail "resumed: $(cat "$T/cmp.out")"
 
+# a signal during window 3's training (step 12): exit 75, the checkpoint
+# of window 2 kept, window 3 trained again on resume
+"$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/r.h5" $S "output.checkpoint_dir=$T/cks" \
+    debug.signal_rank=1:12 >"$T/sig.out" 2>&1
+rc=$?
+[ $rc = 75 ] && grep -q "stopped by signal 15 at step 12 after window 2" "$T/sig.out" &&
+    pass "a signal in window 3: exit 75 after window 2" || fail "signal: rc $rc, $(tail -3 "$T/sig.out")"
+run sigr 1 "$T/r.h5" "output.checkpoint_dir=$T/cks" train.resume=auto
+windows "$T/clean.jsonl" "$T/sigr.jsonl" 3 $((N - 1)) 1e-6 5e-3 &&
+    pass "resumed after the signal (P = 2 -> 1): windows 3 .. as the uninterrupted run ($(cat "$T/cmp.out"))" ||
+    fail "resumed after the signal: $(cat "$T/cmp.out")"
 expect_error "(data.window: 1d there, 2d here)" "$FS" train "$IN" "data.path=$T/r.h5" $S \
     data.window=2d "output.checkpoint_dir=$T/ck" train.resume=auto
 

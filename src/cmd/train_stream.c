@@ -322,9 +322,13 @@ int train_stream_run(struct trainer *tr)
     }
     planner_free(&pl);
     if (stop) {
-        log_info("stopped by signal %d after window %lld (step %lld); exit code %d: run again "
-                 "with train.resume=auto to continue", stop, (long long)tr->windows - 1,
-                 (long long)tr->step, PREEMPT_EXIT_CODE);
+        if (!cf->checkpoint_dir[0])
+            log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",
+                     stop);
+        log_info("stopped by signal %d at step %lld after window %lld (window %lld not "
+                 "recorded: resumed from the checkpoint of the last window written); exit code "
+                 "%d: run again with train.resume=auto to continue", stop, (long long)tr->step,
+                 (long long)tr->windows - 1, (long long)tr->windows, PREEMPT_EXIT_CODE);
         return PREEMPT_EXIT_CODE;
     }
     stream_summary(tr, &avg, k0, tr->windows, clock_seconds() - start);
