@@ -149,6 +149,19 @@ windows "$T/clean.jsonl" "$T/fake.jsonl" 0 $((N - 1)) 0 &&
     pass "device.type = fake: every window as the CPU's, exactly ($(cat "$T/cmp.out"))" ||
     fail "fake device: $(cat "$T/cmp.out")"
 
+# --- model.bias started at the smoothed means of the events before the
+# stream (data.split = time:V,T with V its start): causal too, the poison
+# after window K changes none of windows 0 .. K
+V=$($PY -c 'import sys, h5py; print(int(h5py.File(sys.argv[1], "r")["timestamps"][:].min()) + 86400)' "$T/r.h5")
+B="model.bias=on data.split=time:$V,$((V + 1)) data.stream_start=$V"
+# shellcheck disable=SC2086
+run bias 1 "$T/r.h5" $B
+# shellcheck disable=SC2086
+run biasp 1 "$T/poison.h5" $B
+windows "$T/bias.jsonl" "$T/biasp.jsonl" 0 $((K - 1)) 0 &&
+    pass "model.bias from the events before the stream: causal ($(cat "$T/cmp.out"))" ||
+    fail "model.bias: $(cat "$T/cmp.out")"
+
 # --- bad input -------------------------------------------------------------------
 ok() { "$FS" train "$IN" "data.path=$T/r.h5" train.task=ranking 'train.tasks=like:binary:rating>=4' "$@"; }
 expect_error "data.window = '0': a window must be a positive duration" ok train.schedule=stream data.window=0
@@ -161,6 +174,8 @@ expect_error "data.stream_end (2023-11-01 00:00, 1698796800) is not after data.s
     ok train.schedule=stream data.window=1d data.stream_end=2023-11-01
 expect_error "data.stream_start = '2021-13-01': not a time" ok train.schedule=stream data.window=1d data.stream_start=2021-13-01
 expect_error "data.window is set but train.schedule = epochs" ok data.window=1d
+expect_error "model.bias = on starts from the labels of data.split's training events, and with data.split = loo some come after" \
+    ok train.schedule=stream data.window=1d model.bias=on
 $PY -c 'import shutil, sys, h5py
 shutil.copy(sys.argv[1], sys.argv[2])
 with h5py.File(sys.argv[2], "r+") as f: del f["timestamps"]' "$T/r.h5" "$T/nots.h5" || fail "copy"

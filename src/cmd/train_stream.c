@@ -266,9 +266,23 @@ int train_stream_run(struct trainer *tr)
     const struct window_conf *wc = &cf->stream;
     char err[1024] = "";
     int64_t first = 0, last = 0, t0 = 0, nw = 0;
-    const int bad = window_range(&tr->ds, &first, &last, err, sizeof err) ||
+    int bad = window_range(&tr->ds, &first, &last, err, sizeof err) ||
                     window_resolve(wc, first, last, &t0, &nw, err, sizeof err);
     comm_fail_agree(tr->c, bad, err); /* every rank reads the same */
+    /* model.bias starts from data.split's training labels: causal only when
+     * they all come before the stream */
+    const struct rsplit_conf *sc = &tr->rsplit.conf;
+    if (cf->task.bias && !(sc->mode == RSPLIT_TIME && sc->t_val <= t0)) {
+        char when[64];
+        window_time_text(t0, when, sizeof when);
+        snprintf(err, sizeof err, "train.schedule = stream: model.bias = on starts from the "
+                 "labels of data.split's training events, and with data.split = %.200s some come "
+                 "after the stream's start (%s, %lld); use data.split = time:V,T with V at or "
+                 "before it (the events before the stream), or model.bias = off",
+                 params_str(tr->p, P_data_split), when, (long long)t0);
+        bad = 1;
+    }
+    comm_fail_agree(tr->c, bad, err);
     char a[64], z[64];
     window_time_text(t0, a, sizeof a);
     window_time_text(t0 + nw * wc->len, z, sizeof z);

@@ -194,10 +194,6 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
             return errorf(err, errlen, "train.schedule = stream: train.task = retrieval is not "
                           "streamed yet (its loss has no history-only positions); use "
                           "train.task = ranking");
-        if (tc->task.bias)
-            return errorf(err, errlen, "train.schedule = stream: model.bias = on starts from "
-                          "the labels of data.split's training events, later than the first "
-                          "windows; use model.bias = off");
         if (tc->dense_optim.schedule != LR_CONSTANT)
             return errorf(err, errlen, "train.schedule = stream: train.lr_schedule = %s decays "
                           "over a known number of steps, which a stream has not; use "
