@@ -12,7 +12,10 @@
 #   - the fake device's windows are the CPU's, exactly;
 #   - bad input: data.window zero or negative or not a duration, a
 #     stream_end not after the start, a dataset without timestamps, the
-#     window parameters without the stream schedule, retrieval.
+#     window parameters without the stream schedule, retrieval's full
+#     softmax, parallel.split_long;
+#   - retrieval (HR@K, NDCG@K against the item table, the online popularity
+#     baseline): causal, P = 3, the fake device.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
@@ -43,9 +46,10 @@ windows() {
 import json, sys
 a, b, lo, hi, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 atol = float(sys.argv[6]) if len(sys.argv) > 6 else tol
-keys = ("loss", "steps", "train_users", "train_events", "window_events", "eval_events",
-        "candidates", "like.auc", "like.gauc", "like.ne", "like.logloss", "baseline.like.auc",
-        "baseline.like.ne")
+keys = ("loss", "steps", "train_users", "train_events", "window_events", "eval_events")
+ranking = ("candidates", "like.auc", "like.gauc", "like.ne", "like.logloss", "baseline.like.auc",
+           "baseline.like.ne")
+retrieval = ("hr@1", "hr@10", "hr@50", "ndcg@10", "mrr", "baseline.hr@10", "baseline.ndcg@10")
 def load(p):
     w = {}
     for line in open(p):
@@ -57,7 +61,7 @@ A, B = load(a), load(b)
 for k in range(lo, hi + 1):
     if k not in A or k not in B:
         sys.exit("window %d missing" % k)
-    for key in keys:
+    for key in keys + (ranking if "like.auc" in A[k] else retrieval):
         x, y = A[k][key], B[k][key]
         if x is None or y is None:
             if x != y:
@@ -162,6 +166,27 @@ windows "$T/bias.jsonl" "$T/biasp.jsonl" 0 $((K - 1)) 0 &&
     pass "model.bias from the events before the stream: causal ($(cat "$T/cmp.out"))" ||
     fail "model.bias: $(cat "$T/cmp.out")"
 
+# --- retrieval: the same checks, HR@K and NDCG@K against the item table -------
+S="train.schedule=stream data.window=1d train.batch_size=8 train.log_every=100"
+run rclean 1 "$T/r.h5"
+run rpoison 1 "$T/poison.h5"
+windows "$T/rclean.jsonl" "$T/rpoison.jsonl" 0 $K 0 &&
+    pass "retrieval, causal: windows 0 .. $K identical after the poison ($(cat "$T/cmp.out"))" ||
+    fail "retrieval, causal: $(cat "$T/cmp.out")"
+windows "$T/rclean.jsonl" "$T/rpoison.jsonl" $((K + 1)) $((K + 1)) 0 &&
+    fail "retrieval: the poison changed nothing in window $((K + 1))" ||
+    pass "retrieval: the poison shows from window $((K + 1)) on ($(cat "$T/cmp.out"))"
+grep -q "window 3 \[.*\]*: train [0-9]* users [0-9]* events.*, eval HR@10 [0-9.]* (baseline [0-9.]*), NDCG@10 [0-9.]* (baseline [0-9.]*)" \
+    "$T/rclean.out" && pass "retrieval's window line" || fail "retrieval's window line: $(grep 'window 3' "$T/rclean.out")"
+run rp3 3 "$T/r.h5"
+windows "$T/rclean.jsonl" "$T/rp3.jsonl" 0 $((N - 1)) 1e-6 &&
+    pass "retrieval, P = 3: every window's loss and metrics as P = 1 ($(cat "$T/cmp.out"))" ||
+    fail "retrieval, P = 3 vs 1: $(cat "$T/cmp.out")"
+run rfake 1 "$T/r.h5" device.type=fake
+windows "$T/rclean.jsonl" "$T/rfake.jsonl" 0 $((N - 1)) 0 &&
+    pass "retrieval, device.type = fake: every window as the CPU's, exactly ($(cat "$T/cmp.out"))" ||
+    fail "retrieval, fake device: $(cat "$T/cmp.out")"
+
 # --- bad input -------------------------------------------------------------------
 ok() { "$FS" train "$IN" "data.path=$T/r.h5" train.task=ranking 'train.tasks=like:binary:rating>=4' "$@"; }
 expect_error "data.window = '0': a window must be a positive duration" ok train.schedule=stream data.window=0
@@ -181,6 +206,8 @@ shutil.copy(sys.argv[1], sys.argv[2])
 with h5py.File(sys.argv[2], "r+") as f: del f["timestamps"]' "$T/r.h5" "$T/nots.h5" || fail "copy"
 expect_error "train.schedule = stream: $T/nots.h5 has no /timestamps" ok "data.path=$T/nots.h5" \
     train.schedule=stream data.window=1d
-expect_error "train.schedule = stream: train.task = retrieval is not streamed yet" \
-    "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d
+expect_error "train.schedule = stream: train.loss = full has no positions without a target" \
+    "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d train.loss=full
+expect_error "train.schedule = stream: parallel.split_long cuts the sequences" \
+    "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d parallel.split_long=auto
 finish

@@ -37,25 +37,52 @@
 #include "comm/comm_fail.h"
 #include "cmd/eval_trainer.h"
 #include "cmd/train_report.h"
+#include "data/batch_window.h"
 #include "data/window.h"
 #include "eval/eval.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/watchdog.h"
 
-#define BASE_SHOWN 3 /* the baseline beside the model: user+item (eval_ranking_baselines) */
 
-/* Sums of the per-window metrics for the running average. */
-struct stream_avg {
-    int64_t n[RANK_MAX_TASKS];
-    double model[RANK_MAX_TASKS], base[RANK_MAX_TASKS];
+#define SHOWN_MAX RANK_MAX_TASKS
+
+/* The metrics a window line shows: ranking each task's AUC (binary) or
+ * MSE, retrieval HR@10 and NDCG@10; their names, metrics-file keys and
+ * values in an evaluation. */
+struct shown {
+    int n;
+    char name[SHOWN_MAX][64], key[SHOWN_MAX][64];
+    double v[SHOWN_MAX];
 };
 
-/* The metric a task is judged by in the window line: AUC (binary), MSE. */
-static double shown(const struct task_conf *tc, int k, const struct rank_metrics *m)
+static void shown_of(const struct trainer *tr, const struct eval_result *e, struct shown *sh)
 {
-    return tc->t[k].kind == TASK_BINARY ? m->t[k].auc : m->t[k].mse;
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type == TASK_RETRIEVAL) {
+        sh->n = 2;
+        snprintf(sh->name[0], sizeof sh->name[0], "HR@%d", eval_hr_k[1]);
+        snprintf(sh->key[0], sizeof sh->key[0], "hr@%d", eval_hr_k[1]);
+        sh->v[0] = e->r.hr[1];
+        snprintf(sh->name[1], sizeof sh->name[1], "NDCG@%d", eval_ndcg_k[0]);
+        snprintf(sh->key[1], sizeof sh->key[1], "ndcg@%d", eval_ndcg_k[0]);
+        sh->v[1] = e->r.ndcg[0];
+        return;
+    }
+    sh->n = tc->n;
+    for (int t = 0; t < tc->n; t++) {
+        const int bin = tc->t[t].kind == TASK_BINARY;
+        snprintf(sh->name[t], sizeof sh->name[t], "%s %s", tc->t[t].name, bin ? "AUC" : "MSE");
+        snprintf(sh->key[t], sizeof sh->key[t], "%s.%s", tc->t[t].name, bin ? "auc" : "mse");
+        sh->v[t] = bin ? e->k.t[t].auc : e->k.t[t].mse;
+    }
 }
+
+/* Sums of the shown metrics over the windows for the running average. */
+struct stream_avg {
+    int64_t n[SHOWN_MAX];
+    double model[SHOWN_MAX], base[SHOWN_MAX];
+};
 
 /* "20k" */
 static void count_text(int64_t n, char *buf, size_t len)
@@ -83,14 +110,20 @@ static void window_training(struct trainer *tr, const struct rsplit *ws, int64_t
     tr->train_users = xmalloc((size_t)(U ? U : 1) * sizeof *tr->train_users);
     tr->n_train = 0;
     *trained = *events = 0;
+    const int retrieval = tr->conf.task.type == TASK_RETRIEVAL;
     for (int64_t u = 0; u < U; u++) {
         const int64_t a = ws->bound[2 * u], b = ws->bound[2 * u + 1];
         tr->rsplit.bound[2 * u] = tr->rsplit.bound[2 * u + 1] = b;
         tr->rsplit.from[u] = a;
-        if (b > a) {
+        if (b <= a)
+            continue;
+        *events += b - a;
+        int64_t first, sup = b - a < N ? b - a : N; /* ranking: the newest N events */
+        if (retrieval) /* the targets among the newest N inputs' next events */
+            batch_window_inputs(&tr->rsplit, &tr->ds, (int)N, u, &first, &sup);
+        if (sup > 0) {
             tr->train_users[tr->n_train++] = u;
-            *events += b - a;
-            *trained += b - a < N ? b - a : N;
+            *trained += sup;
         }
     }
 }
@@ -104,42 +137,55 @@ static void window_eval(struct trainer *tr, const struct rsplit *ws, int64_t k,
     struct eval_ctx ev;
     eval_ctx_of(tr, &ev);
     ev.rsplit = &es;
+    ev.window = tr->conf.task.type == TASK_RETRIEVAL; /* ranking's candidates are the split's */
     watchdog_beat("in", "a window's evaluation");
+    if (ev.window) { /* retrieval: an event of a user without a history is not ranked */
+        int64_t *u, *e, skipped;
+        batch_window_entries(&es, &tr->ds, &u, &e, &skipped);
+        free(u);
+        free(e);
+        *n_eval -= skipped;
+    }
     eval_run(&ev, 0, model);
     const char *names[EVAL_MAX_BASELINES];
     const int nb = eval_baselines(&ev, 0, base, names);
-    if (nb <= BASE_SHOWN)
-        fatal("stream: the task has %d baselines, not the smoothed means", nb);
+    if (nb < 1)
+        fatal("stream: the task has no baseline");
+    base[0] = base[nb - 1]; /* retrieval: the popular items; ranking: user+item */
     rsplit_free(&es);
 }
 
-/* The window line and its metrics line (event "window"). */
+/* The window line and its metrics line (event "window"); base: the
+ * baseline shown (window_eval). */
 static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struct eval_result *m,
                           const struct eval_result *base, int64_t n_eval, int64_t users,
                           int64_t trained, int64_t events, double loss, int64_t steps,
                           double tokens, double t_train, double secs, struct stream_avg *avg)
 {
     const struct task_conf *tc = &tr->conf.task;
-    char when[64], ntr[32], ev[1024] = "", line[1400];
+    char when[64], ntr[32], ev[1400] = "", line[1400];
     window_time_text(ta, when, sizeof when);
     count_text(trained, ntr, sizeof ntr);
+    struct shown sm, sb;
+    shown_of(tr, m, &sm);
+    shown_of(tr, base, &sb);
     size_t n = 0;
-    for (int t = 0; t < tc->n && n < sizeof ev; t++) {
-        const double a = shown(tc, t, &m->k), b = shown(tc, t, &base[BASE_SHOWN].k);
-        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %s %.4f (baseline %.4f)",
-                              t ? ", " : "", tc->t[t].name,
-                              tc->t[t].kind == TASK_BINARY ? "AUC" : "MSE", a, b);
-        if (!isnan(a) && !isnan(b)) {
+    for (int t = 0; t < sm.n && n < sizeof ev; t++) {
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %.4f)", t ? ", " : "",
+                              sm.name[t], sm.v[t], sb.v[t]);
+        if (!isnan(sm.v[t]) && !isnan(sb.v[t])) {
             avg->n[t]++;
-            avg->model[t] += a;
-            avg->base[t] += b;
+            avg->model[t] += sm.v[t];
+            avg->base[t] += sb.v[t];
         }
     }
     snprintf(line, sizeof line, "window %lld [%s, +%s): train %lld users %s events",
              (long long)k, when, tr->conf.stream.len_text, (long long)users, ntr);
     if (trained < events)
-        snprintf(line + strlen(line), sizeof line - strlen(line),
-                 " (%lld beyond data.max_seq_len not trained)", (long long)(events - trained));
+        snprintf(line + strlen(line), sizeof line - strlen(line), " (%lld not trained: %s)",
+                 (long long)(events - trained), tc->type == TASK_RETRIEVAL
+                 ? "a user's first event, or beyond data.max_seq_len inputs"
+                 : "beyond data.max_seq_len");
     log_info("%s, eval %s, %.1f s", line, n_eval ? ev : "no events", secs);
     struct metrics_line l;
     metrics_begin(&l, "window");
@@ -162,14 +208,14 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     eval_ctx_of(tr, &ec);
     eval_result_json(&ec, m, &l);
     char key[96];
-    for (int t = 0; t < tc->n; t++) {
-        const struct task_metrics *b = &base[BASE_SHOWN].k.t[t];
-        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name,
-                 tc->t[t].kind == TASK_BINARY ? "auc" : "mse");
-        metrics_num_exact(&l, key, tc->t[t].kind == TASK_BINARY ? b->auc : b->mse);
-        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name,
-                 tc->t[t].kind == TASK_BINARY ? "ne" : "mae");
-        metrics_num_exact(&l, key, tc->t[t].kind == TASK_BINARY ? b->ne : b->mae);
+    for (int t = 0; t < sb.n; t++) {
+        snprintf(key, sizeof key, "baseline.%s", sb.key[t]);
+        metrics_num_exact(&l, key, sb.v[t]);
+    }
+    for (int t = 0; tc->type == TASK_RANKING && t < tc->n; t++) { /* and NE or MAE */
+        const int bin = tc->t[t].kind == TASK_BINARY;
+        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name, bin ? "ne" : "mae");
+        metrics_num_exact(&l, key, bin ? base->k.t[t].ne : base->k.t[t].mae);
     }
     metrics_end(&l, tr->metrics);
 }
@@ -178,25 +224,26 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
 static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int64_t k0,
                            int64_t k1, double secs)
 {
-    const struct task_conf *tc = &tr->conf.task;
-    char ev[1024] = "";
+    char ev[1400] = "";
     size_t n = 0;
+    struct eval_result none;
+    memset(&none, 0, sizeof none);
+    struct shown sh; /* the names and keys */
+    shown_of(tr, &none, &sh);
     struct metrics_line l;
     metrics_begin(&l, "stream");
     metrics_int(&l, "windows", k1 - k0);
     metrics_int(&l, "first_window", k0);
     metrics_int(&l, "step", tr->step);
     metrics_num(&l, "seconds", secs);
-    for (int t = 0; t < tc->n && n < sizeof ev; t++) {
+    for (int t = 0; t < sh.n && n < sizeof ev; t++) {
         const double a = avg->n[t] ? avg->model[t] / (double)avg->n[t] : NAN;
         const double b = avg->n[t] ? avg->base[t] / (double)avg->n[t] : NAN;
-        const char *what = tc->t[t].kind == TASK_BINARY ? "AUC" : "MSE";
-        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %s %.4f (baseline %.4f)",
-                              t ? ", " : "", tc->t[t].name, what, a, b);
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %.4f)", t ? ", " : "",
+                              sh.name[t], a, b);
         char key[96];
-        snprintf(key, sizeof key, "%s.%s", tc->t[t].name, what[0] == 'A' ? "auc" : "mse");
-        metrics_num_exact(&l, key, a);
-        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name, what[0] == 'A' ? "auc" : "mse");
+        metrics_num_exact(&l, sh.key[t], a);
+        snprintf(key, sizeof key, "baseline.%s", sh.key[t]);
         metrics_num_exact(&l, key, b);
     }
     metrics_end(&l, tr->metrics);
@@ -282,7 +329,14 @@ int train_stream_run(struct trainer *tr)
                  params_str(tr->p, P_data_split), when, (long long)t0);
         bad = 1;
     }
+    if (cf->split_long.on || cf->split_long.force >= 2) {
+        snprintf(err, sizeof err, "train.schedule = stream: parallel.split_long cuts the "
+                 "sequences of a step into pieces, which a window's batches do not take; use "
+                 "parallel.split_long = off");
+        bad = 1;
+    }
     comm_fail_agree(tr->c, bad, err);
+    tr->tdata.stream = cf->task.type == TASK_RETRIEVAL; /* its batches: batch_window.h */
     char a[64], z[64];
     window_time_text(t0, a, sizeof a);
     window_time_text(t0 + nw * wc->len, z, sizeof z);

@@ -190,10 +190,10 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (window_conf_from_params(p, &tc->stream, err, errlen))
         return -1;
     if (tc->stream.on) { /* the stream schedule: ranking, causal start-up values */
-        if (tc->task.type != TASK_RANKING)
-            return errorf(err, errlen, "train.schedule = stream: train.task = retrieval is not "
-                          "streamed yet (its loss has no history-only positions); use "
-                          "train.task = ranking");
+        if (tc->task.type != TASK_RANKING && tc->loss == LOSS_FULL)
+            return errorf(err, errlen, "train.schedule = stream: train.loss = full has no "
+                          "positions without a target (a window's history); use train.loss = "
+                          "softmax or bce");
         if (tc->dense_optim.schedule != LR_CONSTANT)
             return errorf(err, errlen, "train.schedule = stream: train.lr_schedule = %s decays "
                           "over a known number of steps, which a stream has not; use "
