@@ -67,7 +67,7 @@ X(train, select, STRING, "", 0, 0, NULL,
 X(train, schedule, CHOICE, "epochs", 0, 0, "epochs|stream",
   "epochs = passes over the training users; stream = the events cut into time windows "
   "(data.window), each evaluated (test-then-train) then trained once, in time order "
-  "(ranking; doc/training.md, Streaming)")
+  "(doc/training.md, Streaming)")
 X(train, batch_size, INT, "128", 1, 1000000000, NULL,
   "sequences per step over all ranks (the global batch)")
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
