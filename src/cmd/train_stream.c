@@ -173,7 +173,7 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     for (int t = 0; t < sm.n && n < sizeof ev; t++) {
         n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %.4f)", t ? ", " : "",
                               sm.name[t], sm.v[t], sb.v[t]);
-        if (!isnan(sm.v[t]) && !isnan(sb.v[t])) {
+        if (n_eval > 0 && !isnan(sm.v[t]) && !isnan(sb.v[t])) {
             avg->n[t]++;
             avg->model[t] += sm.v[t];
             avg->base[t] += sb.v[t];
