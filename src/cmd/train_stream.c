@@ -314,7 +314,7 @@ int train_stream_run(struct trainer *tr)
     char err[1024] = "";
     int64_t first = 0, last = 0, t0 = 0, nw = 0;
     int bad = window_range(&tr->ds, &first, &last, err, sizeof err) ||
-                    window_resolve(wc, first, last, &t0, &nw, err, sizeof err);
+              window_resolve(wc, first, last, &t0, &nw, err, sizeof err);
     comm_fail_agree(tr->c, bad, err); /* every rank reads the same */
     /* model.bias starts from data.split's training labels: causal only when
      * they all come before the stream */
@@ -361,7 +361,7 @@ int train_stream_run(struct trainer *tr)
     const double start = clock_seconds();
     const int64_t k0 = tr->windows;
     const int64_t every = cf->checkpoint_every > 0 ? cf->checkpoint_every : 1;
-    int stop = 0;
+    int stop = 0, mid = 0; /* mid: stopped inside a window */
     for (int64_t k = k0; k < nw && !stop; k++) {
         const double tw = clock_seconds();
         const int64_t ta = t0 + k * wc->len;
@@ -375,7 +375,7 @@ int train_stream_run(struct trainer *tr)
         rsplit_free(&ws);
         const double t_train = clock_seconds();
         double loss, tokens;
-        stop = window_steps(tr, &pl, k, &loss, &steps, &tokens);
+        stop = mid = window_steps(tr, &pl, k, &loss, &steps, &tokens);
         if (stop)
             break; /* the window half trained: not recorded (its checkpoint: the last) */
         const double now = clock_seconds();
@@ -393,10 +393,13 @@ int train_stream_run(struct trainer *tr)
         if (!cf->checkpoint_dir[0])
             log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",
                      stop);
-        log_info("stopped by signal %d at step %lld after window %lld (window %lld not "
-                 "recorded: resumed from the checkpoint of the last window written); exit code "
-                 "%d: run again with train.resume=auto to continue", stop, (long long)tr->step,
-                 (long long)tr->windows - 1, (long long)tr->windows, PREEMPT_EXIT_CODE);
+        char part[160] = "";
+        if (mid)
+            snprintf(part, sizeof part, " (window %lld, begun, is not recorded: a resume trains "
+                     "it again from the last window's checkpoint)", (long long)tr->windows);
+        log_info("stopped by signal %d at step %lld after window %lld%s; exit code %d: run "
+                 "again with train.resume=auto to continue", stop, (long long)tr->step,
+                 (long long)tr->windows - 1, part, PREEMPT_EXIT_CODE);
         return PREEMPT_EXIT_CODE;
     }
     stream_summary(tr, &avg, k0, tr->windows, clock_seconds() - start);
