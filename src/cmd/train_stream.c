@@ -278,6 +278,8 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
         steptime_phase(&tr->st, PH_PLAN);
         int64_t tok;
         double l = train_step(tr, now, next, &tok);
+        if (tr->tdata.stream) /* retrieval: tok counts the targets; the positions, as epochs */
+            tok = now->tokens - (int64_t)tr->tdata.context * now->global_B;
         steptime_end(&tr->st, now->cost);
         tr->step++;
         guard_after_step(tr, &l, tr->sparse_sq, tr->dense_sq);
