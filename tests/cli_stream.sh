@@ -122,6 +122,20 @@ for np in 2 4; do
         fail "P = $np vs 1: $(cat "$T/cmp.out")"
 done
 
+# eval.max_events: at most 30 events a window, the same sample on any P
+run m1 1 "$T/r.h5" eval.max_events=30
+run m3 3 "$T/r.h5" eval.max_events=30
+# (the AUCs of 30 events to 0.05: one swapped near-tie moves them by ~0.005;
+# the counts, the losses and NE to 1e-6 say the sample is the same)
+windows "$T/m1.jsonl" "$T/m3.jsonl" 0 $((N - 1)) 1e-6 5e-2 &&
+    pass "eval.max_events = 30: P = 3 as P = 1 ($(cat "$T/cmp.out"))" || fail "eval.max_events: $(cat "$T/cmp.out")"
+ev=$(sed -n 's/.*"window_events":\([0-9]*\),"eval_events":\([0-9]*\),.*/\1 \2/p' "$T/m1.jsonl" |
+    awk '$2 > 30 || ($1 > 30 && $2 != 30) || ($1 <= 30 && $2 != $1) { bad = 1 } $1 > 30 { cut++ }
+         END { print (bad ? "bad" : "ok"), cut + 0 }')
+[ "${ev%% *}" = ok ] && [ "${ev#* }" -gt 0 ] &&
+    pass "eval.max_events = 30: min(30, the window's events) evaluated (${ev#* } windows cut)" ||
+    fail "eval.max_events = 30: $ev: $(grep -o '"window_events":[0-9]*,"eval_events":[0-9]*' "$T/m1.jsonl" | tr '\n' ' ')"
+
 # --- stop after window K, resume on another P ---------------------------------
 run part 2 "$T/r.h5" "output.checkpoint_dir=$T/ck" "data.stream_end=+$((K + 1))d"
 last=$(sed -n 's/.*"event":"window","window":\([0-9]*\),.*/\1/p' "$T/part.jsonl" | tail -1)
