@@ -27,6 +27,16 @@ X(data, candidates, INT, "0", 0, 1000000000, NULL,
 X(data, history_files, INT, "0", 0, 1000000, NULL,
   "streaming, data.path a list or glob of window files: a user's history is read from at "
   "most this many files before the window (newest first); 0 = all (doc/data.md)")
+X(data, window, STRING, "", 0, 0, NULL,
+  "train.schedule = stream: the length of a window, a DURATION: seconds (3600) or a number "
+  "with s, m, h, d or w (30m, 6h, 1d)")
+X(data, stream_start, STRING, "", 0, 0, NULL,
+  "train.schedule = stream: the first window's start: seconds since the epoch, an ISO date "
+  "(UTC: 2026-11-01, 2026-11-01T06:00) or +DURATION after the first event; empty = the first "
+  "event")
+X(data, stream_end, STRING, "", 0, 0, NULL,
+  "train.schedule = stream: no window starts at or after this time (as data.stream_start); "
+  "empty = after the last event")
 X(model, type, CHOICE, "hstu", 0, 0, "hstu|sasrec",
   "sequence model: HSTU (Zhai et al. 2024) or SASRec (Kang & McAuley 2018)")
 X(model, dim, INT, "50", 1, 65536, NULL, "embedding and model width d")
@@ -57,6 +67,10 @@ X(train, select, STRING, "", 0, 0, NULL,
   "METRIC one of auc, gauc, accuracy, ne, logloss (binary tasks) or mse, mae (regression; "
   "lower is better for ne, logloss, mse, mae); TASK alone = TASK.auc; empty = the first "
   "binary task's AUC")
+X(train, schedule, CHOICE, "epochs", 0, 0, "epochs|stream",
+  "epochs = passes over the training users; stream = the events cut into time windows "
+  "(data.window), each evaluated (test-then-train) then trained once, in time order "
+  "(doc/training.md, Streaming)")
 X(train, batch_size, INT, "128", 1, 1000000000, NULL,
   "sequences per step over all ranks (the global batch)")
 X(train, epochs, INT, "101", 1, 1000000, NULL, "passes over the training users")
@@ -95,7 +109,8 @@ X(train, resume, STRING, "", 0, 0, NULL,
   "checkpoint to continue from (any rank count); auto = this run's newest complete checkpoint "
   "in output.checkpoint_dir (by write order), if any; empty = start afresh")
 X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
-  "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end)")
+  "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end; "
+  "train.schedule = stream: every N windows, 0 = after every window)")
 X(train, log_every, INT, "10", 1, 1000000000, NULL, "progress line every N steps")
 X(train, baseline, BOOL, "off", 0, 1, NULL,
   "also evaluate baselines on the test split: retrieval: the most popular items (counts of "
@@ -116,6 +131,10 @@ X(train, follow, BOOL, "off", 0, 1, NULL,
 X(train, follow_timeout, STRING, "0", 0, 0, NULL,
   "train.follow: end the run when no new file came for this long: seconds or 30s, 10m, 1h, 2d; "
   "0 = wait forever")
+X(eval, max_events, INT, "50000", 0, 1000000000, NULL,
+  "train.schedule = stream: at most this many events of a window are evaluated (whole users "
+  "in an order keyed by train.seed and the window, the last one cut; the same on any rank "
+  "count); 0 = all")
 X(embedding, optimizer, CHOICE, "adagrad", 0, 0, "sgd|adagrad|adam",
   "sparse optimizer of the tables: SGD, row-wise Adagrad, lazy Adam")
 X(embedding, init_std, FLOAT, "0.02", 0, 10, NULL, "standard deviation of the initial rows")

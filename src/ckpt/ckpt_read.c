@@ -435,6 +435,11 @@ void checkpoint_read(struct trainer *tr, const char *path)
     if (h5io_has_attr(f, "val_epoch") &&
         h5io_attr_read_range(f, path, "val_epoch", -1, k.step, &tr->val_epoch, err, sizeof err))
         fatal("checkpoint %s", err);
+    tr->windows = 0; /* absent: written before the stream schedule */
+    if (h5io_has_attr(f, "stream_windows") &&
+        h5io_attr_read_range(f, path, "stream_windows", 0, INT64_MAX, &tr->windows, err,
+                             sizeof err))
+        fatal("checkpoint %s", err);
     read_dense(&h, path, "/dense", tr, NULL);
     read_dense(&h, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     read_dense(&h, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));

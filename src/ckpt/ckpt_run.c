@@ -21,14 +21,19 @@
 #include "ckpt/ckpt.h"
 
 /* The parameters a resume must keep: what a step, a position and a table
- * row mean. The learning rate, epochs, max_steps, evaluation, overlap and
- * balance may change. */
+ * row mean (and which windows the stream schedule cuts). The learning rate,
+ * epochs, max_steps, data.stream_end, evaluation, overlap and balance may
+ * change. */
 static const enum param_id run_params[] = {
     P_model_type, P_model_dim, P_model_layers, P_model_heads, P_data_max_seq_len,
     P_data_split, P_data_timestamps, P_train_loss, P_train_negatives, P_train_negatives_from,
     P_train_batch_size, P_train_seed, P_embedding_optimizer, P_embedding_subspace_k,
     P_embedding_subspace_basis,
 };
+/* ... and, with train.schedule = stream, which windows it cuts (after the
+ * others: an epochs run's identity is what it was before the schedule) */
+static const enum param_id stream_params[] = {P_train_schedule, P_data_window,
+                                              P_data_stream_start};
 
 #define NAMES_SHOWN 6 /* checkpoints named in a message, then "and N more" */
 
@@ -67,10 +72,14 @@ void ckpt_run_identity(const struct trainer *tr, struct ckpt_run *run)
                                 (long long)ds->num_events,
                                 ds->has_timestamps ? "timestamps" : "no timestamps",
                                 (unsigned long long)lengths);
-    for (size_t k = 0; k < sizeof run_params / sizeof *run_params && n < sizeof run->params; k++) {
+    const size_t nrun = sizeof run_params / sizeof *run_params;
+    const size_t nall = nrun + (strcmp(params_str(tr->p, P_train_schedule), "stream") ? 0
+                                : sizeof stream_params / sizeof *stream_params);
+    for (size_t k = 0; k < nall && n < sizeof run->params; k++) {
         char v[PARAM_STR_MAX];
-        const struct param_def *d = &param_defs[run_params[k]];
-        param_text(tr->p, run_params[k], v, sizeof v);
+        const enum param_id id = k < nrun ? run_params[k] : stream_params[k - nrun];
+        const struct param_def *d = &param_defs[id];
+        param_text(tr->p, id, v, sizeof v);
         n += (size_t)snprintf(run->params + n, sizeof run->params - n, "%s.%s = %s\n", d->section,
                               d->key, v);
     }

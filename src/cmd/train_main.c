@@ -28,6 +28,7 @@
 #include "ckpt/ckpt_dyn.h"
 #include "ckpt/ckpt_train.h"
 #include "cmd/train_report.h"
+#include "cmd/train_stream.h"
 #include "cmd/eval_trainer.h"
 #include "eval/eval.h"
 #include "train/guard.h"
@@ -317,6 +318,12 @@ int train_main(int argc, char **argv)
     train_ckpt_check_dir(&tr); /* and a checkpoint directory of another run */
     banner_show(&c, &p);
     trainer_build(&tr);
+    if (tr.conf.stream.on) { /* train.schedule = stream: the windows' loop */
+        const int rc = train_stream_run(&tr);
+        trainer_free(&tr);
+        comm_free(&c);
+        return rc;
+    }
     const struct train_conf *cf = &tr.conf;
     const int64_t steps_per_epoch = (tr.n_train + cf->batch_size - 1) / cf->batch_size;
     int64_t total = steps_per_epoch * cf->epochs;

@@ -155,5 +155,7 @@ void batch_free(struct seq_batch *b)
     free(b->hist);
     free(b->ncand);
     free(b->labels);
+    free(b->target_labels);
+    free(b->no_target);
     memset(b, 0, sizeof *b);
 }

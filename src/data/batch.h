@@ -33,6 +33,11 @@ struct seq_batch {
     int cand_events;    /* the candidates are the file's events after the history */
     int nlab;           /* labels per token */
     float *labels;      /* [T, nlab] (NaN: missing) */
+    float *target_labels; /* [T, nlab] the loss's, where some labelled events are inputs
+                             only (the stream schedule's history: NaN there); else NULL */
+    /* retrieval in the stream schedule (batch_window.h), else NULL: */
+    uint8_t *no_target; /* [T] 1: an input whose next event is history (no loss there) */
+    int64_t n_target;   /* positions with a target (T less those) */
 };
 
 /* Read and assemble the training batch of users[B]. With p0, p1 (else

@@ -97,6 +97,19 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
     free(items);
     free(ts);
     batch_ranking_read_labels(ds, lc, b);
+    if (!rs->from)
+        return;
+    /* the stream's history: its labels are inputs (actions), not targets */
+    const size_t nl = (size_t)(T * lc->n > 0 ? T * lc->n : 1);
+    b->target_labels = xmalloc(nl * sizeof *b->target_labels);
+    memcpy(b->target_labels, b->labels, (size_t)(T * lc->n) * sizeof *b->labels);
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t e1 = ds->offsets[users[i]] + rs->from[users[i]];
+        for (int64_t t = b->offsets[i]; t < b->offsets[i + 1]; t++)
+            if (b->ev0[i] + (t - b->offsets[i]) < e1)
+                for (int k = 0; k < lc->n; k++)
+                    b->target_labels[t * lc->n + k] = NAN;
+    }
 }
 
 void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,

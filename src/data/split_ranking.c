@@ -182,7 +182,9 @@ int rsplit_init(struct rsplit *s, const struct rsplit_conf *c, const struct data
 void rsplit_free(struct rsplit *s)
 {
     free(s->bound);
+    free(s->from);
     s->bound = NULL;
+    s->from = NULL;
 }
 
 void rsplit_bounds(const struct rsplit *s, const struct dataset *ds, int64_t u, int64_t *a,

@@ -41,6 +41,9 @@ int rsplit_parse(const char *text, struct rsplit_conf *c, char *err, size_t errl
 struct rsplit {
     struct rsplit_conf conf;
     int64_t *bound;      /* time: [num_users, 2] a, b of every user; else NULL */
+    int64_t *from;       /* the stream schedule's training (train/stream.h): [num_users]
+                            training events before from[u] are history, not targets (their
+                            labels missing); else NULL */
 };
 
 /* Resolve c against ds: the time split reads every timestamp (streamed;

@@ -21,8 +21,9 @@ void eval_split(const struct eval_ctx *ev, int test, struct eval_metrics *out)
 {
     struct comm *c = ev->c;
     const int d = ev->d;
-    int64_t *users;
-    int64_t n = split_eval_users(ev->ds, ev->split, test, &users);
+    int64_t *users, *events = NULL, skipped;
+    int64_t n = ev->window ? batch_window_entries(ev->rsplit, ev->ds, &users, &events, &skipped)
+                           : split_eval_users(ev->ds, ev->split, test, &users);
     int64_t lo = n * c->rank / c->size, hi = n * (c->rank + 1) / c->size, nq = hi - lo;
     /* user vectors in chunks (every rank takes part in the same number of
      * collective lookups), then one ranking call for all of them */
@@ -35,7 +36,11 @@ void eval_split(const struct eval_ctx *ev, int test, struct eval_metrics *out)
         int64_t a = r * EVAL_CHUNK < nq ? r * EVAL_CHUNK : nq;
         int64_t b = a + EVAL_CHUNK < nq ? a + EVAL_CHUNK : nq;
         struct seq_batch sb;
-        batch_eval(ev->ds, ev->split, test, ev->N, ev->with_ts, users + lo + a, b - a, &sb);
+        if (ev->window)
+            batch_window_eval(ev->ds, ev->rsplit, ev->N, ev->with_ts, users + lo + a,
+                              events + lo + a, b - a, &sb);
+        else
+            batch_eval(ev->ds, ev->split, test, ev->N, ev->with_ts, users + lo + a, b - a, &sb);
         ev->user_vectors(ev->inf, &sb, u + a * d);
         hist = xrealloc(hist, (size_t)(nh + sb.hist_off[sb.B] + 1) * sizeof *hist);
         for (int64_t i = 0; i < sb.B; i++) {
@@ -62,6 +67,7 @@ void eval_split(const struct eval_ctx *ev, int test, struct eval_metrics *out)
     free(hist_off);
     free(hist);
     free(users);
+    free(events);
 }
 
 void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l)

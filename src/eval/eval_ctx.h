@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "data/split.h"
 #include "data/split_ranking.h"
+#include "data/batch_window.h"
 #include "embedding/emb_table.h"
 #include "model/task.h"
 
@@ -20,6 +21,10 @@ struct eval_ctx {
     const struct dataset *ds;
     enum split_mode split;         /* retrieval: data.split */
     const struct rsplit *rsplit;   /* ranking: data.split */
+    int window;                    /* retrieval in the stream schedule: rsplit's validation
+                                      part [a, b) of each user are the targets, each ranked
+                                      from the events before a (data/batch_window.h), the
+                                      popularity counted over the events before a */
     const struct task_conf *task;  /* train.task and the ranking tasks */
     int N, d, with_ts;             /* data.max_seq_len, model.dim, timestamps used */
     int normalize_items;           /* the item rows L2-normalised in the score */

@@ -1,6 +1,7 @@
 /* eval_popular: the most-popular-items baseline, evaluated like the model:
  * items ranked by their number of training events (ties: smaller id first),
- * the user's history excluded, leave-one-out targets. */
+ * the user's history excluded, leave-one-out targets (the stream schedule's
+ * window: the events before it counted, its events the targets). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out)
         fatal("%s", err);
     dataset_raw_numbers(ds, items, n_ev); /* a raw dataset: item numbers 1 .. n_items */
     for (int64_t u = lo; u < hi; u++) {
-        int64_t end = dataset_length(ds, u) - hold;
+        int64_t end = ev->window ? ev->rsplit->bound[2 * u] : dataset_length(ds, u) - hold;
         for (int64_t e = 0; e < end; e++)
             count[items[ds->offsets[u] - ds->offsets[lo] + e]]++;
     }
@@ -49,13 +50,19 @@ void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out)
         pos[order[i]] = i;
     free(order);
     /* rank = items before the target, less the history items among them */
-    int64_t *users, n = split_eval_users(ds, ev->split, test, &users);
+    int64_t *users, *events = NULL, skipped;
+    int64_t n = ev->window ? batch_window_entries(ev->rsplit, ds, &users, &events, &skipped)
+                           : split_eval_users(ds, ev->split, test, &users);
     int64_t a = n * c->rank / c->size, b = n * (c->rank + 1) / c->size;
     uint8_t *seen = xcalloc((size_t)n_items + 1, 1);
     eval_metrics_init(out);
     for (int64_t k = a; k < b; k += 256) {
         struct seq_batch sb;
-        batch_eval(ds, ev->split, test, ev->N, 0, users + k, (b - k < 256 ? b - k : 256), &sb);
+        const int64_t nb = b - k < 256 ? b - k : 256;
+        if (ev->window)
+            batch_window_eval(ds, ev->rsplit, ev->N, 0, users + k, events + k, nb, &sb);
+        else
+            batch_eval(ds, ev->split, test, ev->N, 0, users + k, nb, &sb);
         for (int64_t i = 0; i < sb.B; i++) {
             int64_t target = sb.targets[sb.offsets[i + 1] - 1], r = pos[target];
             for (int64_t h = sb.hist_off[i]; h < sb.hist_off[i + 1]; h++) {
@@ -73,6 +80,7 @@ void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out)
     eval_metrics_reduce(out, c);
     free(seen);
     free(users);
+    free(events);
     free(pos);
     free(count);
 }

@@ -113,6 +113,8 @@ struct task_step {
     const float *logq;       /* [nuniq] backend memory (be's), or NULL */
     const struct loss_full_shard *shard; /* train.loss = full */
     const int64_t *targets;  /* [T] host */
+    const uint8_t *no_target; /* [T] host: 1 where a position has no target (the stream
+                                 schedule's history; seq_batch.no_target), or NULL */
     /* ranking */
     const float *labels;     /* [T, K] host (NaN: missing) */
     const int64_t *items;    /* [T] host: each token's item (model.bias) */
@@ -129,6 +131,8 @@ struct task_data {
     int N, with_ts;              /* data.max_seq_len; timestamps used */
     uint64_t seed;               /* train.seed: the dropout keys */
     int context;                 /* contextual tokens of a sequence (features.user) */
+    int stream;                  /* retrieval in the stream schedule: the window's batches
+                                    (data/batch_window.h) over rsplit */
 };
 
 struct task;

@@ -5,14 +5,46 @@
  * (the loss wrote du). */
 #include <stdlib.h>
 
+#include "backend/mirror.h"
 #include "base/check.h"
+#include "data/batch_window.h"
 #include "model/loss.h"
 #include "model/loss_full.h"
 #include "model/task.h"
 
+/* The conf and, for the stream schedule's positions without a target, the
+ * targets' row indexes with those set to -1 (host, then be's memory). */
+struct retrieval_priv {
+    struct retrieval_conf rc;
+    int64_t *pos, cap;
+    struct mirror pos_be;
+};
+
+/* The loss's index of each position's target row: inv + T, or a copy with
+ * the positions without a target at -1 (unsupervised, loss.h). */
+static const int64_t *target_rows(struct retrieval_priv *r, struct task_step *st)
+{
+    const int64_t T = st->T;
+    if (!st->no_target)
+        return st->inv + T;
+    if (T > r->cap) {
+        r->cap = T;
+        r->pos = xrealloc(r->pos, (size_t)T * sizeof *r->pos);
+    }
+    const size_t bytes = (size_t)(T ? T : 1) * sizeof *r->pos;
+    st->be->to_host(r->pos, st->inv + T, (size_t)T * sizeof *r->pos);
+    for (int64_t i = 0; i < T; i++)
+        if (st->no_target[i])
+            r->pos[i] = -1;
+    const int64_t *p = mirror_bind(&r->pos_be, st->be, &backend_cpu, r->pos, bytes);
+    mirror_up(&r->pos_be, 0, (size_t)T * sizeof *r->pos);
+    return p;
+}
+
 static void retrieval_loss(struct task *t, struct task_step *st)
 {
-    const struct retrieval_conf *rc = t->priv;
+    struct retrieval_priv *r = t->priv;
+    const struct retrieval_conf *rc = &r->rc;
     const struct backend_ops *be = st->be;
     const int64_t T = st->T;
     if (rc->loss == LOSS_FULL) { /* acc: backend memory, added to on the host (a device: a copy) */
@@ -27,14 +59,15 @@ static void retrieval_loss(struct task *t, struct task_step *st)
         backend_host_end(be, st->acc, a, 2 * sizeof(double), 1);
         return;
     }
+    const int64_t *pos = target_rows(r, st);
     comm_compute_begin();
     if (rc->loss == LOSS_BCE)
-        loss_bce_acc(be, T, st->d, st->out, st->nuniq, st->rows, st->inv + T, st->inv + 2 * T,
+        loss_bce_acc(be, T, st->d, st->out, st->nuniq, st->rows, pos, st->inv + 2 * T,
                      st->scale, st->du, st->drows, st->acc);
     else
         loss_sampled_softmax_acc(be, st->ws, T, st->d, rc->R, rc->temperature,
                                  rc->normalize_items, st->out, st->nuniq, st->rows, st->logq,
-                                 st->inv + T, st->inv + 2 * T, st->scale, st->du, st->drows,
+                                 pos, st->inv + 2 * T, st->scale, st->du, st->drows,
                                  st->acc);
     comm_compute_end();
 }
@@ -44,19 +77,31 @@ static void retrieval_batch(const struct task *t, const struct task_data *d, uin
                             struct seq_batch *sb)
 {
     (void)t;
-    batch_train(d->ds, d->split, d->N, d->with_ts, d->seed, epoch, users, p0, p1, n, sb);
+    if (d->stream) /* split_long is refused with the stream schedule: no pieces */
+        batch_window_train(d->ds, d->rsplit, d->N, d->with_ts, d->seed, epoch, users, n, sb);
+    else
+        batch_train(d->ds, d->split, d->N, d->with_ts, d->seed, epoch, users, p0, p1, n, sb);
 }
 
 /* the events before the split's held-out ones and the target, at most N */
 static int64_t retrieval_train_tokens(const struct task *t, const struct task_data *d, int64_t u)
 {
     (void)t;
+    if (d->stream) {
+        int64_t first, sup;
+        return batch_window_inputs(d->rsplit, d->ds, d->N, u, &first, &sup) + d->context;
+    }
     const int64_t L = dataset_length(d->ds, u) - split_holdout(d->split) - 1;
     return (L < d->N ? L : d->N) + d->context;
 }
 
 static void retrieval_free(struct task *t)
 {
+    struct retrieval_priv *r = t->priv;
+    if (r) {
+        free(r->pos);
+        mirror_free(&r->pos_be);
+    }
     free(t->priv);
     t->priv = NULL;
 }
@@ -76,8 +121,8 @@ static const struct task_ops retrieval_ops = {
 
 void task_retrieval_init(struct task *t, const struct retrieval_conf *rc)
 {
-    struct retrieval_conf *c = xmalloc(sizeof *c);
-    *c = *rc;
+    struct retrieval_priv *c = xcalloc(1, sizeof *c);
+    c->rc = *rc;
     t->ops = &retrieval_ops;
     t->conf = NULL;
     t->priv = c;

@@ -62,6 +62,17 @@ void planner_free(struct planner *pl)
     memset(pl, 0, sizeof *pl);
 }
 
+void planner_window(struct planner *pl, struct trainer *tr)
+{
+    const int64_t n = tr->n_train;
+    pl->steps_per_epoch = n > 0 ? (n + pl->Bg - 1) / pl->Bg : 1;
+    for (int k = 0; k < 2; k++) {
+        pl->perm[k] = xrealloc(pl->perm[k], (size_t)(n ? n : 1) * sizeof *pl->perm[k]);
+        pl->perm_epoch[k] = -1;
+        pl->plan[k].step = -1;
+    }
+}
+
 /* The permutation of the training users in epoch e (the older of the two
  * kept is replaced). */
 static const int64_t *epoch_perm(struct planner *pl, struct trainer *tr, int64_t e)

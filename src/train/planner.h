@@ -65,6 +65,11 @@ struct planner {
 
 void planner_init(struct planner *pl, struct trainer *tr);
 void planner_free(struct planner *pl);
+/* The stream schedule (cmd/train_stream.c): the planner over a new set of
+ * training users (tr->train_users[tr->n_train]: a window's), the plans and
+ * orders kept dropped; window k's step s is then planned as global step
+ * k * steps_per_epoch + s (epoch k: the window's order and token keys). */
+void planner_window(struct planner *pl, struct trainer *tr);
 /* This rank's plan of global step `step` (valid until two other steps have
  * been planned). */
 const struct step_plan *planner_plan(struct planner *pl, struct trainer *tr, int64_t step);

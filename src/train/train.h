@@ -54,6 +54,8 @@ struct trainer {
                                   far (-1: none) */
     int64_t best_epoch;        /* its epoch (-1: none) */
     int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
+    int64_t windows;           /* train.schedule = stream: windows trained (the next one's
+                                  index; cmd/train_stream.c) */
     /* the divergence guard (guard.h): steps whose update was dropped */
     int64_t skipped;
     int skip_now;              /* this step's update is dropped (1 sparse and dense, 2 dense) */

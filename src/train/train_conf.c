@@ -206,6 +206,22 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
                       "best.h5 goes)");
     if (task_conf_from_params(p, &tc->task, err, errlen))
         return -1;
+    if (window_conf_from_params(p, &tc->stream, err, errlen))
+        return -1;
+    if (tc->stream.on) { /* the stream schedule: ranking, causal start-up values */
+        if (tc->task.type != TASK_RANKING && tc->loss == LOSS_FULL)
+            return errorf(err, errlen, "train.schedule = stream: train.loss = full has no "
+                          "positions without a target (a window's history); use train.loss = "
+                          "softmax or bce");
+        if (tc->dense_optim.schedule != LR_CONSTANT)
+            return errorf(err, errlen, "train.schedule = stream: train.lr_schedule = %s decays "
+                          "over a known number of steps, which a stream has not; use "
+                          "train.lr_schedule = constant", params_str(p, P_train_lr_schedule));
+        if (tc->keep_best || tc->patience)
+            return errorf(err, errlen, "train.schedule = stream: train.%s follows the "
+                          "validations of epochs; a stream is evaluated on each window",
+                          tc->keep_best ? "keep_best" : "patience");
+    }
     if (tc->task.type == TASK_RANKING && tc->task.select < 0 && (tc->keep_best || tc->patience))
         return errorf(err, errlen, "train.%s follows the validation AUC of a binary task: "
                       "train.tasks has none (or name a metric: train.select = TASK.mse)",

@@ -11,6 +11,7 @@
 #include "balance/split_long.h"
 #include "base/params.h"
 #include "data/split.h"
+#include "data/window.h"
 #include "backend/emb_codec.h"
 #include "backend/emb_optim.h"
 #include "backend/precision.h"
@@ -50,6 +51,7 @@ struct train_conf {
     /* features.* (resolved against the dataset in step_feat_setup) */
     struct feat_conf features;
     /* schedule */
+    struct window_conf stream; /* train.schedule = stream and its windows (data/window.h) */
     uint64_t seed;
     int64_t batch_size, epochs, max_steps, log_every, eval_every, checkpoint_every;
     int final_eval, baseline;

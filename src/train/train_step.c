@@ -273,7 +273,9 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .inv = inv, .drows = drows, .logq = logq,
                                  .shard = &s->shard,
                                  .targets = in->target_nums ? in->target_nums : in->sb.targets,
-                                 .labels = in->sb.labels,
+                                 .no_target = in->sb.no_target,
+                                 .labels = in->sb.target_labels ? in->sb.target_labels
+                                                                : in->sb.labels,
                                  .items = in->item_nums ? in->item_nums : in->sb.items,
                                  .B = in->sb.B, .users = in->sb.users,
                                  .offsets = in->sb.offsets};
@@ -456,7 +458,8 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     s->sparse_host = 0;
     if (!in->ready) /* else read during the previous step */
         step_input_read(&s->ring, in, now);
-    const int64_t n_global = comm_allreduce_sum_i64(tr->c, in->sb.T);
+    const int64_t n_global = /* the supervised positions (the stream's history: none) */
+        comm_allreduce_sum_i64(tr->c, in->sb.no_target ? in->sb.n_target : in->sb.T);
     const float scale = n_global > 0 ? 1.0f / (float)n_global : 0.0f;
     const struct batch b = {.B = in->sb.B, .T = in->sb.T, .offsets = in->sb.offsets,
                             .ts = in->sb.ts, .row_keys = in->sb.keys, .train = 1,

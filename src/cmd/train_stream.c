@@ -1,0 +1,409 @@
+/* train_stream: the stream schedule's loop over time windows; see
+ * train_stream.h.
+ *
+ * Window k is [t0 + k len, t0 + (k + 1) len). Its split (data/window.h,
+ * window_split: user u's events [0, a) before it, [a, b) in it) drives
+ * both halves:
+ *   evaluation  a split whose validation part is the window's sampled
+ *               events (eval.max_events): each candidate sees the user's
+ *               newest data.max_seq_len - 1 events before the window, not
+ *               the window's earlier events (the ranking evaluation's
+ *               candidates, batch_ranking.h); the baselines (train.baseline's
+ *               smoothed means) fitted on every event before the window;
+ *   training    the users active in the window (an order keyed by the seed
+ *               and k), train.batch_size a step, cost-balanced by the
+ *               planner; each sequence the newest data.max_seq_len events
+ *               before the window's end, of which only the window's are
+ *               targets (rsplit.from: the history's labels stay inputs).
+ * Everything is keyed by the window, the user and the position, never by
+ * the rank: the same losses and metrics on any P. The checkpoint records
+ * the windows trained (tr->windows); train.resume continues with the next
+ * one. A signal stops the run between steps with the last window's
+ * checkpoint kept (a window is never half in a checkpoint). */
+#include "cmd/train_stream.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/devstats.h"
+#include "base/check.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "ckpt/ckpt_train.h"
+#include "comm/comm_fail.h"
+#include "cmd/eval_trainer.h"
+#include "cmd/train_report.h"
+#include "data/batch_window.h"
+#include "data/window.h"
+#include "eval/eval.h"
+#include "train/guard.h"
+#include "train/preempt.h"
+#include "train/watchdog.h"
+
+
+#define SHOWN_MAX RANK_MAX_TASKS
+
+/* The metrics a window line shows: ranking each task's AUC (binary) or
+ * MSE, retrieval HR@10 and NDCG@10; their names, metrics-file keys and
+ * values in an evaluation. */
+struct shown {
+    int n;
+    char name[SHOWN_MAX][64], key[SHOWN_MAX][64];
+    double v[SHOWN_MAX];
+};
+
+static void shown_of(const struct trainer *tr, const struct eval_result *e, struct shown *sh)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type == TASK_RETRIEVAL) {
+        sh->n = 2;
+        snprintf(sh->name[0], sizeof sh->name[0], "HR@%d", eval_hr_k[1]);
+        snprintf(sh->key[0], sizeof sh->key[0], "hr@%d", eval_hr_k[1]);
+        sh->v[0] = e->r.hr[1];
+        snprintf(sh->name[1], sizeof sh->name[1], "NDCG@%d", eval_ndcg_k[0]);
+        snprintf(sh->key[1], sizeof sh->key[1], "ndcg@%d", eval_ndcg_k[0]);
+        sh->v[1] = e->r.ndcg[0];
+        return;
+    }
+    sh->n = tc->n;
+    for (int t = 0; t < tc->n; t++) {
+        const int bin = tc->t[t].kind == TASK_BINARY;
+        snprintf(sh->name[t], sizeof sh->name[t], "%s %s", tc->t[t].name, bin ? "AUC" : "MSE");
+        snprintf(sh->key[t], sizeof sh->key[t], "%s.%s", tc->t[t].name, bin ? "auc" : "mse");
+        sh->v[t] = bin ? e->k.t[t].auc : e->k.t[t].mse;
+    }
+}
+
+/* Sums of the shown metrics over the windows for the running average. */
+struct stream_avg {
+    int64_t n[SHOWN_MAX];
+    double model[SHOWN_MAX], base[SHOWN_MAX];
+};
+
+/* "20k" */
+static void count_text(int64_t n, char *buf, size_t len)
+{
+    if (n >= 10000000)
+        snprintf(buf, len, "%.0fM", (double)n / 1e6);
+    else if (n >= 10000)
+        snprintf(buf, len, "%.0fk", (double)n / 1e3);
+    else
+        snprintf(buf, len, "%lld", (long long)n);
+}
+
+/* The window's training users (a < b) into tr, and tr->rsplit as the
+ * window's training split (events before b, targets from a); the events
+ * it trains (a user's newest N) into *trained, the window's into *events. */
+static void window_training(struct trainer *tr, const struct rsplit *ws, int64_t *trained,
+                            int64_t *events)
+{
+    const int64_t U = tr->ds.num_users, N = tr->conf.N;
+    rsplit_free(&tr->rsplit);
+    tr->rsplit.conf = ws->conf;
+    tr->rsplit.bound = xmalloc((size_t)(U ? U : 1) * 2 * sizeof *tr->rsplit.bound);
+    tr->rsplit.from = xmalloc((size_t)(U ? U : 1) * sizeof *tr->rsplit.from);
+    free(tr->train_users);
+    tr->train_users = xmalloc((size_t)(U ? U : 1) * sizeof *tr->train_users);
+    tr->n_train = 0;
+    *trained = *events = 0;
+    const int retrieval = tr->conf.task.type == TASK_RETRIEVAL;
+    for (int64_t u = 0; u < U; u++) {
+        const int64_t a = ws->bound[2 * u], b = ws->bound[2 * u + 1];
+        tr->rsplit.bound[2 * u] = tr->rsplit.bound[2 * u + 1] = b;
+        tr->rsplit.from[u] = a;
+        if (b <= a)
+            continue;
+        *events += b - a;
+        int64_t first, sup = b - a < N ? b - a : N; /* ranking: the newest N events */
+        if (retrieval) /* the targets among the newest N inputs' next events */
+            batch_window_inputs(&tr->rsplit, &tr->ds, (int)N, u, &first, &sup);
+        if (sup > 0) {
+            tr->train_users[tr->n_train++] = u;
+            *trained += sup;
+        }
+    }
+}
+
+/* Window k's evaluation: the model and the baselines on its sampled events. */
+static void window_eval(struct trainer *tr, const struct rsplit *ws, int64_t k,
+                        struct eval_result *model, struct eval_result *base, int64_t *n_eval)
+{
+    struct rsplit es;
+    *n_eval = window_eval_sample(ws, &tr->ds, tr->conf.seed, k, tr->conf.stream.max_events, &es);
+    struct eval_ctx ev;
+    eval_ctx_of(tr, &ev);
+    ev.rsplit = &es;
+    ev.window = tr->conf.task.type == TASK_RETRIEVAL; /* ranking's candidates are the split's */
+    watchdog_beat("in", "a window's evaluation");
+    if (ev.window) { /* retrieval: an event of a user without a history is not ranked */
+        int64_t *u, *e, skipped;
+        batch_window_entries(&es, &tr->ds, &u, &e, &skipped);
+        free(u);
+        free(e);
+        *n_eval -= skipped;
+    }
+    eval_run(&ev, 0, model);
+    const char *names[EVAL_MAX_BASELINES];
+    const int nb = eval_baselines(&ev, 0, base, names);
+    if (nb < 1)
+        fatal("stream: the task has no baseline");
+    base[0] = base[nb - 1]; /* retrieval: the popular items; ranking: user+item */
+    rsplit_free(&es);
+}
+
+/* The window line and its metrics line (event "window"); base: the
+ * baseline shown (window_eval). */
+static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struct eval_result *m,
+                          const struct eval_result *base, int64_t n_eval, int64_t users,
+                          int64_t trained, int64_t events, double loss, int64_t steps,
+                          double tokens, double t_train, double secs, struct stream_avg *avg)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    char when[64], ntr[32], ev[1400] = "", line[1400];
+    window_time_text(ta, when, sizeof when);
+    count_text(trained, ntr, sizeof ntr);
+    struct shown sm, sb;
+    shown_of(tr, m, &sm);
+    shown_of(tr, base, &sb);
+    size_t n = 0;
+    for (int t = 0; t < sm.n && n < sizeof ev; t++) {
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %.4f)", t ? ", " : "",
+                              sm.name[t], sm.v[t], sb.v[t]);
+        if (n_eval > 0 && !isnan(sm.v[t]) && !isnan(sb.v[t])) {
+            avg->n[t]++;
+            avg->model[t] += sm.v[t];
+            avg->base[t] += sb.v[t];
+        }
+    }
+    snprintf(line, sizeof line, "window %lld [%s, +%s): train %lld users %s events",
+             (long long)k, when, tr->conf.stream.len_text, (long long)users, ntr);
+    if (trained < events)
+        snprintf(line + strlen(line), sizeof line - strlen(line), " (%lld not trained: %s)",
+                 (long long)(events - trained), tc->type == TASK_RETRIEVAL
+                 ? "a user's first event, or beyond data.max_seq_len inputs"
+                 : "beyond data.max_seq_len");
+    log_info("%s, eval %s, %.1f s", line, n_eval ? ev : "no events", secs);
+    struct metrics_line l;
+    metrics_begin(&l, "window");
+    metrics_int(&l, "window", k);
+    metrics_int(&l, "start", ta);
+    metrics_int(&l, "end", ta + tr->conf.stream.len);
+    metrics_int(&l, "epoch", tr->epoch);
+    metrics_int(&l, "step", tr->step);
+    metrics_num_exact(&l, "loss", loss);
+    metrics_num(&l, "samples_per_s", t_train > 0 ? (double)users / t_train : 0);
+    metrics_num(&l, "tokens_per_s", t_train > 0 ? tokens / t_train : 0);
+    metrics_int(&l, "steps", steps);
+    metrics_int(&l, "train_users", users);
+    metrics_int(&l, "train_events", trained);
+    metrics_int(&l, "window_events", events);
+    metrics_int(&l, "eval_events", n_eval);
+    metrics_num(&l, "train_s", t_train);
+    metrics_num(&l, "seconds", secs);
+    struct eval_ctx ec;
+    eval_ctx_of(tr, &ec);
+    eval_result_json(&ec, m, &l);
+    char key[96];
+    for (int t = 0; t < sb.n; t++) {
+        snprintf(key, sizeof key, "baseline.%s", sb.key[t]);
+        metrics_num_exact(&l, key, sb.v[t]);
+    }
+    for (int t = 0; tc->type == TASK_RANKING && t < tc->n; t++) { /* and NE or MAE */
+        const int bin = tc->t[t].kind == TASK_BINARY;
+        snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name, bin ? "ne" : "mae");
+        metrics_num_exact(&l, key, bin ? base->k.t[t].ne : base->k.t[t].mae);
+    }
+    metrics_end(&l, tr->metrics);
+}
+
+/* The running average over the windows this run evaluated. */
+static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int64_t k0,
+                           int64_t k1, double secs)
+{
+    char ev[1400] = "";
+    size_t n = 0;
+    struct eval_result none;
+    memset(&none, 0, sizeof none);
+    struct shown sh; /* the names and keys */
+    shown_of(tr, &none, &sh);
+    struct metrics_line l;
+    metrics_begin(&l, "stream");
+    metrics_int(&l, "windows", k1 - k0);
+    metrics_int(&l, "first_window", k0);
+    metrics_int(&l, "step", tr->step);
+    metrics_num(&l, "seconds", secs);
+    for (int t = 0; t < sh.n && n < sizeof ev; t++) {
+        const double a = avg->n[t] ? avg->model[t] / (double)avg->n[t] : NAN;
+        const double b = avg->n[t] ? avg->base[t] / (double)avg->n[t] : NAN;
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %.4f)", t ? ", " : "",
+                              sh.name[t], a, b);
+        char key[96];
+        metrics_num_exact(&l, sh.key[t], a);
+        snprintf(key, sizeof key, "baseline.%s", sh.key[t]);
+        metrics_num_exact(&l, key, b);
+    }
+    metrics_end(&l, tr->metrics);
+    log_info("stream: windows %lld .. %lld in %.1f s; mean over the %lld evaluated: %s",
+             (long long)k0, (long long)k1 - 1, secs, (long long)avg->n[0], ev);
+}
+
+/* Window k's training steps; returns the signal that stopped them (0:
+ * none); *loss the mean of the steps' losses, *tokens their tokens. */
+static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, double *loss,
+                        int64_t *nsteps, double *tokens)
+{
+    const struct train_conf *cf = &tr->conf;
+    const int lookahead = cf->overlap != OVERLAP_NONE;
+    planner_window(pl, tr);
+    const int64_t S = pl->steps_per_epoch, steps = tr->n_train > 0 ? S : 0;
+    struct step_stats stats = {0};
+    struct interval iv = {0};
+    struct split_stats sx = {0};
+    double sum = 0, last = clock_seconds();
+    int stop = 0;
+    *tokens = 0;
+    *nsteps = 0;
+    for (int64_t s = 0; s < steps && !stop; s++) {
+        watchdog_step(tr->step + 1);
+        steptime_begin(&tr->st);
+        if (tr->c->rank == cf->signal_rank && tr->step + 1 == cf->signal_step)
+            raise(SIGTERM); /* debug.signal_rank */
+        const struct step_plan *now = planner_plan(pl, tr, k * S + s);
+        const struct step_plan *next =
+            lookahead && s + 1 < steps ? planner_plan(pl, tr, k * S + s + 1) : NULL;
+        steptime_phase(&tr->st, PH_PLAN);
+        int64_t tok;
+        double l = train_step(tr, now, next, &tok);
+        if (tr->tdata.stream) /* retrieval: tok counts the targets; the positions, as epochs */
+            tok = now->tokens - (int64_t)tr->tdata.context * now->global_B;
+        steptime_end(&tr->st, now->cost);
+        tr->step++;
+        guard_after_step(tr, &l, tr->sparse_sq, tr->dense_sq);
+        sum += l;
+        (*nsteps)++;
+        *tokens += (double)tok;
+        iv.steps++;
+        iv.samples += (double)now->global_B;
+        iv.tokens += (double)tok;
+        iv.pairs += now->pairs;
+        iv.flops += tr->flops.per_token * (double)now->tokens + tr->flops.per_pair * now->pairs;
+        if (tr->step % cf->log_every == 0 || s + 1 == steps) {
+            steptime_collect(&tr->st, tr->c, &stats);
+            planner_adapt(pl, tr, &stats);
+            const double t = clock_seconds();
+            iv.seconds = t - last;
+            train_report_progress(tr, &stats, l, &iv, 0, tr->step + (steps - s - 1), &sx);
+            last = t;
+            iv = (struct interval){0};
+        }
+        stop = preempt_requested(tr->c);
+    }
+    train_step_drain(tr);
+    free(stats.tau);
+    free(stats.cost_sum);
+    *loss = *nsteps ? sum / (double)*nsteps : 0;
+    return stop;
+}
+
+int train_stream_run(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    const struct window_conf *wc = &cf->stream;
+    char err[1024] = "";
+    int64_t first = 0, last = 0, t0 = 0, nw = 0;
+    int bad = window_range(&tr->ds, &first, &last, err, sizeof err) ||
+              window_resolve(wc, first, last, &t0, &nw, err, sizeof err);
+    comm_fail_agree(tr->c, bad, err); /* every rank reads the same */
+    /* model.bias starts from data.split's training labels: causal only when
+     * they all come before the stream */
+    const struct rsplit_conf *sc = &tr->rsplit.conf;
+    if (cf->task.bias && !(sc->mode == RSPLIT_TIME && sc->t_val <= t0)) {
+        char when[64];
+        window_time_text(t0, when, sizeof when);
+        snprintf(err, sizeof err, "train.schedule = stream: model.bias = on starts from the "
+                 "labels of data.split's training events, and with data.split = %.200s some come "
+                 "after the stream's start (%s, %lld); use data.split = time:V,T with V at or "
+                 "before it (the events before the stream), or model.bias = off",
+                 params_str(tr->p, P_data_split), when, (long long)t0);
+        bad = 1;
+    }
+    if (cf->split_long.on || cf->split_long.force >= 2) {
+        snprintf(err, sizeof err, "train.schedule = stream: parallel.split_long cuts the "
+                 "sequences of a step into pieces, which a window's batches do not take; use "
+                 "parallel.split_long = off");
+        bad = 1;
+    }
+    comm_fail_agree(tr->c, bad, err);
+    tr->tdata.stream = cf->task.type == TASK_RETRIEVAL; /* its batches: batch_window.h */
+    char a[64], z[64];
+    window_time_text(t0, a, sizeof a);
+    window_time_text(t0 + nw * wc->len, z, sizeof z);
+    log_info("stream: %lld windows of %s from %s to %s (events %lld .. %lld), each evaluated "
+             "(at most %lld events) then trained once", (long long)nw, wc->len_text, a, z,
+             (long long)first, (long long)last, (long long)wc->max_events);
+    train_ckpt_start(tr); /* train.resume: tr->windows, the next window */
+    log_release();
+    if (tr->windows > 0)
+        log_info("stream: resuming after window %lld (step %lld)", (long long)tr->windows - 1,
+                 (long long)tr->step);
+    train_utilisation_setup(tr);
+    watchdog_start((double)cf->timeout, tr->c->rank, "step");
+    preempt_install();
+    steptime_init(&tr->st, cf->log_every, 0);
+    struct devstats setup; /* the counters count the steps, not the start-up */
+    devstats_take(&setup);
+    struct planner pl;
+    planner_init(&pl, tr);
+    struct stream_avg avg;
+    memset(&avg, 0, sizeof avg);
+    const double start = clock_seconds();
+    const int64_t k0 = tr->windows;
+    const int64_t every = cf->checkpoint_every > 0 ? cf->checkpoint_every : 1;
+    int stop = 0, mid = 0; /* mid: stopped inside a window */
+    for (int64_t k = k0; k < nw && !stop; k++) {
+        const double tw = clock_seconds();
+        const int64_t ta = t0 + k * wc->len;
+        struct rsplit ws;
+        comm_fail_agree(tr->c, window_split(&tr->ds, ta, ta + wc->len, &ws, err, sizeof err) != 0,
+                        err);
+        struct eval_result model, base[EVAL_MAX_BASELINES];
+        int64_t n_eval, trained, events, steps;
+        window_eval(tr, &ws, k, &model, base, &n_eval);
+        window_training(tr, &ws, &trained, &events);
+        rsplit_free(&ws);
+        const double t_train = clock_seconds();
+        double loss, tokens;
+        stop = mid = window_steps(tr, &pl, k, &loss, &steps, &tokens);
+        if (stop)
+            break; /* the window half trained: not recorded (its checkpoint: the last) */
+        const double now = clock_seconds();
+        tr->windows = tr->epoch = k + 1;
+        window_report(tr, k, ta, &model, base, n_eval, tr->n_train, trained, events, loss, steps,
+                      tokens, now - t_train, now - tw, &avg);
+        if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == nw))
+            train_ckpt_save(tr);
+        stop = preempt_requested(tr->c);
+        if (stop && cf->checkpoint_dir[0] && (k + 1) % every != 0)
+            train_ckpt_save(tr);
+    }
+    planner_free(&pl);
+    if (stop) {
+        if (!cf->checkpoint_dir[0])
+            log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",
+                     stop);
+        char part[160] = "";
+        if (mid)
+            snprintf(part, sizeof part, " (window %lld, begun, is not recorded: a resume trains "
+                     "it again from the last window's checkpoint)", (long long)tr->windows);
+        log_info("stopped by signal %d at step %lld after window %lld%s; exit code %d: run "
+                 "again with train.resume=auto to continue", stop, (long long)tr->step,
+                 (long long)tr->windows - 1, part, PREEMPT_EXIT_CODE);
+        return PREEMPT_EXIT_CODE;
+    }
+    stream_summary(tr, &avg, k0, tr->windows, clock_seconds() - start);
+    return 0;
+}

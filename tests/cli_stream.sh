@@ -1,0 +1,227 @@
+#!/bin/sh
+# cli_stream: train.schedule = stream (doc/training.md, "Streaming").
+#   - causal: every event at or after window K's end poisoned (item ids
+#     and labels replaced, in a copy of the file) leaves windows 0 .. K's
+#     evaluation and training identical (losses, metrics, counts: exactly),
+#     and changes a later window;
+#   - the per-window losses and metrics at P = 1, 2, 4 agree (the dense
+#     all-reduce's order: 1e-4 relative, as the other P tests);
+#   - a run stopped after window K (data.stream_end) and resumed on another
+#     P (train.resume = auto) ends as the uninterrupted run; another
+#     data.window cannot resume it;
+#   - the fake device's windows are the CPU's, exactly;
+#   - bad input: data.window zero or negative or not a duration, a
+#     stream_end not after the start, a dataset without timestamps, the
+#     window parameters without the stream schedule, retrieval's full
+#     softmax, parallel.split_long;
+#   - retrieval (HR@K, NDCG@K against the item table, the online popularity
+#     baseline): causal, P = 3, the fake device.
+. "$(dirname "$0")/lib.sh"
+need_mpirun
+IN=$TOP_SRCDIR/input/tiny.in
+PY=/usr/bin/python3
+
+# 60 users over ~13 days, each with a burst of events at its own pace
+awk 'BEGIN { srand(17); print "userId,movieId,rating,timestamp"
+    for (u = 1; u <= 60; u++) { n = 6 + int(rand() * 30); t = 1700000000 + int(rand() * 5 * 86400)
+        for (k = 0; k < n; k++) { t += int(rand() * 40000)
+            printf "%d,%d,%.1f,%d\n", u, 1 + int(rand() * rand() * 80), 0.5 + int(rand() * 10) / 2, t } } }' \
+    > "$T/r.csv"
+"$FS" data import --format movielens "$T/r.csv" -o "$T/r.h5" >/dev/null || { fail "import"; finish; }
+S="train.task=ranking train.tasks=like:binary:rating>=4 train.schedule=stream data.window=1d
+train.batch_size=8 train.log_every=100"
+run() {
+    name=$1 np=$2 data=$3; shift 3
+    # shellcheck disable=SC2086
+    "$MPIRUN" -np "$np" "$FS" train "$IN" "data.path=$data" $S "output.metrics=$T/$name.jsonl" "$@" \
+        >"$T/$name.out" 2>&1 || fail "train $name: $(tail -5 "$T/$name.out")"
+}
+# windows A B FROM TO TOL [ATOL]: windows FROM .. TO of metrics files A and
+# B agree (TOL relative, 0: exactly; the AUCs to ATOL absolute, default
+# TOL: a rank statistic jumps where the rounding of the all-reduce swaps
+# two all but tied scores, such as two history-less users' candidates of
+# one item); a window missing from either fails
+windows() {
+    $PY - "$@" <<'EOF' > "$T/cmp.out" 2>&1
+import json, sys
+a, b, lo, hi, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+atol = float(sys.argv[6]) if len(sys.argv) > 6 else tol
+keys = ("loss", "steps", "train_users", "train_events", "window_events", "eval_events")
+ranking = ("candidates", "like.auc", "like.gauc", "like.ne", "like.logloss", "baseline.like.auc",
+           "baseline.like.ne")
+retrieval = ("hr@1", "hr@10", "hr@50", "ndcg@10", "mrr", "baseline.hr@10", "baseline.ndcg@10")
+def load(p):
+    w = {}
+    for line in open(p):
+        o = json.loads(line)
+        if o.get("event") == "window":
+            w[o["window"]] = o
+    return w
+A, B = load(a), load(b)
+for k in range(lo, hi + 1):
+    if k not in A or k not in B:
+        sys.exit("window %d missing" % k)
+    for key in keys + (ranking if "like.auc" in A[k] else retrieval):
+        x, y = A[k][key], B[k][key]
+        if x is None or y is None:
+            if x != y:
+                sys.exit("window %d %s: %s vs %s" % (k, key, x, y))
+            continue
+        d = abs(x - y) / max(abs(y), 1e-12)
+        if key.endswith("auc"):
+            d, t = abs(x - y), atol
+        else:
+            t = tol
+        if (t == 0 and x != y) or d > t:
+            sys.exit("window %d %s: %r vs %r" % (k, key, x, y))
+print("%d windows" % (hi - lo + 1))
+EOF
+}
+
+# --- causal ------------------------------------------------------------------
+K=4
+$PY - "$T/r.h5" "$T/poison.h5" "$K" <<'EOF' || fail "poison"
+import shutil, sys, h5py, numpy as np
+src, dst, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
+shutil.copy(src, dst)
+with h5py.File(dst, "r+") as f:
+    ts = f["timestamps"][:]
+    end = ts.min() + (k + 1) * 86400
+    late = ts >= end
+    n = int(f.attrs["num_items"])
+    ids = f["item_ids"][:]
+    ids[late] = (ids[late] * 7 + 3) % n + 1
+    f["item_ids"][:] = ids
+    r = f["events/rating"][:]
+    r[late] = 5.5 - r[late]
+    f["events/rating"][:] = r
+    a = f["actions"][:]
+    a[late] = (r[late] * 10).astype(a.dtype)
+    f["actions"][:] = a
+    print("poisoned", int(late.sum()), "of", len(ts), "events", file=sys.stderr)
+EOF
+run clean 1 "$T/r.h5"
+run poison 1 "$T/poison.h5"
+windows "$T/clean.jsonl" "$T/poison.jsonl" 0 $K 0 &&
+    pass "causal: events after window $K's end poisoned: windows 0 .. $K identical ($(cat "$T/cmp.out"))" ||
+    fail "causal: $(cat "$T/cmp.out")"
+windows "$T/clean.jsonl" "$T/poison.jsonl" $((K + 1)) $((K + 1)) 0 &&
+    fail "the poison changed nothing in window $((K + 1)): the test cannot fail" ||
+    pass "the poison shows from window $((K + 1)) on ($(cat "$T/cmp.out"))"
+grep -q '"event":"stream"' "$T/clean.jsonl" && grep -q 'stream: windows 0 .. .* mean over the' "$T/clean.out" &&
+    pass "the running average at the end" || fail "no running average: $(tail -2 "$T/clean.out")"
+grep -q "window 3 \[2023-11-.*, +1d): train [0-9]* users [0-9]* events, eval like AUC [0-9.]* (baseline [0-9.]*)" \
+    "$T/clean.out" && pass "the window line" || fail "window line: $(grep 'window 3' "$T/clean.out")"
+
+# --- P = 1, 2, 4 ---------------------------------------------------------------
+N=$(grep -c '"event":"window"' "$T/clean.jsonl")
+for np in 2 4; do
+    run "p$np" "$np" "$T/r.h5"
+    windows "$T/clean.jsonl" "$T/p$np.jsonl" 0 $((N - 1)) 1e-6 5e-3 &&
+        pass "P = $np: every window's loss and metrics as P = 1 (1e-6, AUCs 5e-3; $(cat "$T/cmp.out"))" ||
+        fail "P = $np vs 1: $(cat "$T/cmp.out")"
+done
+
+# eval.max_events: at most 30 events a window, the same sample on any P
+run m1 1 "$T/r.h5" eval.max_events=30
+run m3 3 "$T/r.h5" eval.max_events=30
+# (the AUCs of 30 events to 0.05: one swapped near-tie moves them by ~0.005;
+# the counts, the losses and NE to 1e-6 say the sample is the same)
+windows "$T/m1.jsonl" "$T/m3.jsonl" 0 $((N - 1)) 1e-6 5e-2 &&
+    pass "eval.max_events = 30: P = 3 as P = 1 ($(cat "$T/cmp.out"))" || fail "eval.max_events: $(cat "$T/cmp.out")"
+ev=$(sed -n 's/.*"window_events":\([0-9]*\),"eval_events":\([0-9]*\),.*/\1 \2/p' "$T/m1.jsonl" |
+    awk '$2 > 30 || ($1 > 30 && $2 != 30) || ($1 <= 30 && $2 != $1) { bad = 1 } $1 > 30 { cut++ }
+         END { print (bad ? "bad" : "ok"), cut + 0 }')
+[ "${ev%% *}" = ok ] && [ "${ev#* }" -gt 0 ] &&
+    pass "eval.max_events = 30: min(30, the window's events) evaluated (${ev#* } windows cut)" ||
+    fail "eval.max_events = 30: $ev: $(grep -o '"window_events":[0-9]*,"eval_events":[0-9]*' "$T/m1.jsonl" | tr '\n' ' ')"
+
+# --- stop after window K, resume on another P ---------------------------------
+run part 2 "$T/r.h5" "output.checkpoint_dir=$T/ck" "data.stream_end=+$((K + 1))d"
+last=$(sed -n 's/.*"event":"window","window":\([0-9]*\),.*/\1/p' "$T/part.jsonl" | tail -1)
+[ "$last" = "$K" ] && pass "data.stream_end = +$((K + 1))d: windows 0 .. $K" ||
+    fail "data.stream_end: the last window is '$last', not $K"
+run rest 4 "$T/r.h5" "output.checkpoint_dir=$T/ck" train.resume=auto
+grep -q "stream: resuming after window $K" "$T/rest.out" || fail "no resume line: $(grep stream "$T/rest.out")"
+windows "$T/p4.jsonl" "$T/rest.jsonl" $((K + 1)) $((N - 1)) 1e-6 5e-3 &&
+    pass "stopped after window $K at P = 2, resumed at P = 4: as the uninterrupted run ($(cat "$T/cmp.out"))" ||
+    fail "resumed: $(cat "$T/cmp.out")"
+
+# a signal during window 3's training (step 12): exit 75, the checkpoint
+# of window 2 kept, window 3 trained again on resume
+"$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/r.h5" $S "output.checkpoint_dir=$T/cks" \
+    debug.signal_rank=1:12 >"$T/sig.out" 2>&1
+rc=$?
+[ $rc = 75 ] && grep -q "stopped by signal 15 at step 12 after window 2" "$T/sig.out" &&
+    pass "a signal in window 3: exit 75 after window 2" || fail "signal: rc $rc, $(tail -3 "$T/sig.out")"
+run sigr 1 "$T/r.h5" "output.checkpoint_dir=$T/cks" train.resume=auto
+windows "$T/clean.jsonl" "$T/sigr.jsonl" 3 $((N - 1)) 1e-6 5e-3 &&
+    pass "resumed after the signal (P = 2 -> 1): windows 3 .. as the uninterrupted run ($(cat "$T/cmp.out"))" ||
+    fail "resumed after the signal: $(cat "$T/cmp.out")"
+expect_error "(data.window: 1d there, 2d here)" "$FS" train "$IN" "data.path=$T/r.h5" $S \
+    data.window=2d "output.checkpoint_dir=$T/ck" train.resume=auto
+
+# --- the fake device: the CPU's windows, exactly ---------------------------------
+run fake 1 "$T/r.h5" device.type=fake
+windows "$T/clean.jsonl" "$T/fake.jsonl" 0 $((N - 1)) 0 &&
+    pass "device.type = fake: every window as the CPU's, exactly ($(cat "$T/cmp.out"))" ||
+    fail "fake device: $(cat "$T/cmp.out")"
+
+# --- model.bias started at the smoothed means of the events before the
+# stream (data.split = time:V,T with V its start): causal too, the poison
+# after window K changes none of windows 0 .. K
+V=$($PY -c 'import sys, h5py; print(int(h5py.File(sys.argv[1], "r")["timestamps"][:].min()) + 86400)' "$T/r.h5")
+B="model.bias=on data.split=time:$V,$((V + 1)) data.stream_start=$V"
+# shellcheck disable=SC2086
+run bias 1 "$T/r.h5" $B
+# shellcheck disable=SC2086
+run biasp 1 "$T/poison.h5" $B
+windows "$T/bias.jsonl" "$T/biasp.jsonl" 0 $((K - 1)) 0 &&
+    pass "model.bias from the events before the stream: causal ($(cat "$T/cmp.out"))" ||
+    fail "model.bias: $(cat "$T/cmp.out")"
+
+# --- retrieval: the same checks, HR@K and NDCG@K against the item table -------
+S="train.schedule=stream data.window=1d train.batch_size=8 train.log_every=100"
+run rclean 1 "$T/r.h5"
+run rpoison 1 "$T/poison.h5"
+windows "$T/rclean.jsonl" "$T/rpoison.jsonl" 0 $K 0 &&
+    pass "retrieval, causal: windows 0 .. $K identical after the poison ($(cat "$T/cmp.out"))" ||
+    fail "retrieval, causal: $(cat "$T/cmp.out")"
+windows "$T/rclean.jsonl" "$T/rpoison.jsonl" $((K + 1)) $((K + 1)) 0 &&
+    fail "retrieval: the poison changed nothing in window $((K + 1))" ||
+    pass "retrieval: the poison shows from window $((K + 1)) on ($(cat "$T/cmp.out"))"
+grep -q "window 3 \[.*\]*: train [0-9]* users [0-9]* events.*, eval HR@10 [0-9.]* (baseline [0-9.]*), NDCG@10 [0-9.]* (baseline [0-9.]*)" \
+    "$T/rclean.out" && pass "retrieval's window line" || fail "retrieval's window line: $(grep 'window 3' "$T/rclean.out")"
+run rp3 3 "$T/r.h5"
+windows "$T/rclean.jsonl" "$T/rp3.jsonl" 0 $((N - 1)) 1e-6 &&
+    pass "retrieval, P = 3: every window's loss and metrics as P = 1 ($(cat "$T/cmp.out"))" ||
+    fail "retrieval, P = 3 vs 1: $(cat "$T/cmp.out")"
+run rfake 1 "$T/r.h5" device.type=fake
+windows "$T/rclean.jsonl" "$T/rfake.jsonl" 0 $((N - 1)) 0 &&
+    pass "retrieval, device.type = fake: every window as the CPU's, exactly ($(cat "$T/cmp.out"))" ||
+    fail "retrieval, fake device: $(cat "$T/cmp.out")"
+
+# --- bad input -------------------------------------------------------------------
+ok() { "$FS" train "$IN" "data.path=$T/r.h5" train.task=ranking 'train.tasks=like:binary:rating>=4' "$@"; }
+expect_error "data.window = '0': a window must be a positive duration" ok train.schedule=stream data.window=0
+expect_error "data.window = '-6h': a window must be a positive duration" ok train.schedule=stream data.window=-6h
+expect_error "data.window = '1x': not a duration" ok train.schedule=stream data.window=1x
+expect_error "train.schedule = stream needs data.window" ok train.schedule=stream
+expect_error "data.stream_end = '2020-01-01' is not after data.stream_start = '2021-01-01'" \
+    ok train.schedule=stream data.window=1d data.stream_start=2021-01-01 data.stream_end=2020-01-01
+expect_error "data.stream_end (2023-11-01 00:00, 1698796800) is not after data.stream_start" \
+    ok train.schedule=stream data.window=1d data.stream_end=2023-11-01
+expect_error "data.stream_start = '2021-13-01': not a time" ok train.schedule=stream data.window=1d data.stream_start=2021-13-01
+expect_error "data.window is set but train.schedule = epochs" ok data.window=1d
+expect_error "model.bias = on starts from the labels of data.split's training events, and with data.split = loo some come after" \
+    ok train.schedule=stream data.window=1d model.bias=on
+$PY -c 'import shutil, sys, h5py
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f: del f["timestamps"]' "$T/r.h5" "$T/nots.h5" || fail "copy"
+expect_error "train.schedule = stream: $T/nots.h5 has no /timestamps" ok "data.path=$T/nots.h5" \
+    train.schedule=stream data.window=1d
+expect_error "train.schedule = stream: train.loss = full has no positions without a target" \
+    "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d train.loss=full
+expect_error "train.schedule = stream: parallel.split_long cuts the sequences" \
+    "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d parallel.split_long=auto
+finish
