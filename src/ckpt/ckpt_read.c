@@ -310,8 +310,9 @@ static int compat_checks(hid_t f, const char *path, const struct trainer *tr, ch
                          size_t len)
 {
     const struct model_conf *mc = &tr->m.conf;
-    return expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset", err,
-                       len) ||
+    return (!tr->files && /* window files: the window's items (data/window_files.h) */
+            expect_attr(f, path, "num_items", tr->ds.num_items, "num_items of the dataset", err,
+                        len)) ||
                    expect_attr(f, path, "model_type", mc->type, "model.type (0 hstu, 1 sasrec)",
                                err, len) ||
                    expect_attr(f, path, "dim", mc->d, "model.dim", err, len) ||

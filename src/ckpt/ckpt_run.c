@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/tmpguard.h"
 #include "data/h5io.h"
+#include "data/stream_files.h"
 #include "ckpt/ckpt.h"
 
 /* The parameters a resume must keep: what a step, a position and a table
@@ -64,6 +65,9 @@ static void param_text(const struct params *p, enum param_id i, char *buf, size_
 void ckpt_run_identity(const struct trainer *tr, struct ckpt_run *run)
 {
     const struct dataset *ds = &tr->ds;
+    char err[1024];
+    if (tr->files && !(ds = stream_files_dataset(tr->files, 0, err, sizeof err)))
+        fatal("checkpoint: %s", err); /* window files: the stream's first file, which stays */
     const uint64_t lengths =
         fnv1a(FNV_BASIS, ds->offsets, (size_t)(ds->num_users + 1) * sizeof *ds->offsets);
     size_t n = (size_t)snprintf(run->params, sizeof run->params,

@@ -39,6 +39,7 @@
 #include "cmd/train_report.h"
 #include "data/batch_window.h"
 #include "data/window.h"
+#include "data/stream_files.h"
 #include "eval/eval.h"
 #include "train/guard.h"
 #include "train/preempt.h"
@@ -315,8 +316,13 @@ int train_stream_run(struct trainer *tr)
     const struct window_conf *wc = &cf->stream;
     char err[1024] = "";
     int64_t first = 0, last = 0, t0 = 0, nw = 0;
-    int bad = window_range(&tr->ds, &first, &last, err, sizeof err) ||
-              window_resolve(wc, first, last, &t0, &nw, err, sizeof err);
+    int bad = 0;
+    if (tr->files) { /* window files: their time range (data/stream_files.h) */
+        first = tr->files->f[0].t_first;
+        last = tr->files->f[tr->files->n - 1].t_last;
+    } else
+        bad = window_range(&tr->ds, &first, &last, err, sizeof err);
+    bad = bad || window_resolve(wc, first, last, &t0, &nw, err, sizeof err);
     comm_fail_agree(tr->c, bad, err); /* every rank reads the same */
     /* model.bias starts from data.split's training labels: causal only when
      * they all come before the stream */
@@ -337,6 +343,9 @@ int train_stream_run(struct trainer *tr)
                  "parallel.split_long = off");
         bad = 1;
     }
+    /* raw ids: a user's random keys from its raw id, as in window files */
+    if (!bad && tr->ds.raw_ids && tr->ds.has_user_map && !tr->ds.user_keys)
+        bad = !(tr->ds.user_keys = dataset_read_map(&tr->ds, "user_map", err, sizeof err));
     comm_fail_agree(tr->c, bad, err);
     tr->tdata.stream = cf->task.type == TASK_RETRIEVAL; /* its batches: batch_window.h */
     char a[64], z[64];
@@ -368,6 +377,9 @@ int train_stream_run(struct trainer *tr)
         const double tw = clock_seconds();
         const int64_t ta = t0 + k * wc->len;
         struct rsplit ws;
+        if (tr->files) /* the window's dataset from the files */
+            comm_fail_agree(tr->c, trainer_window(tr, ta, ta + wc->len, err, sizeof err) != 0,
+                            err);
         comm_fail_agree(tr->c, window_split(&tr->ds, ta, ta + wc->len, &ws, err, sizeof err) != 0,
                         err);
         struct eval_result model, base[EVAL_MAX_BASELINES];

@@ -61,6 +61,11 @@ void batch_free(struct seq_batch *b);
 /* The dropout key of user u's token at position pos in an epoch (the same
  * on any number of ranks: a function of the seed, epoch, user, position). */
 uint64_t batch_token_key(uint64_t seed, uint64_t epoch, int64_t user, int64_t pos);
+/* The user part of user u's keys: ds->user_keys[u], else u. */
+static inline int64_t batch_user_key(const struct dataset *ds, int64_t u)
+{
+    return ds->user_keys ? ds->user_keys[u] : u;
+}
 /* User u's events (with timestamps when with_ts) into growable buffers of
  * capacity *cap; fatal() naming the dataset on a read error. */
 void batch_read_user(const struct dataset *ds, int64_t u, int with_ts, int64_t **items,

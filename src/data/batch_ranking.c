@@ -88,7 +88,7 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
             b->items[t] = items[first + p];
             if (with_ts)
                 b->ts[t] = ts[first + p];
-            b->keys[t] = batch_token_key(seed, epoch, u, p);
+            b->keys[t] = batch_token_key(seed, epoch, batch_user_key(ds, u), p);
         }
         b->users[i] = u;
         b->ev0[i] = ds->offsets[u] + first;

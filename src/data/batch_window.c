@@ -44,7 +44,7 @@ void batch_window_train(const struct dataset *ds, const struct rsplit *rs, int N
             b->targets[t] = items[first + p + 1];
             if (with_ts)
                 b->ts[t] = ts[first + p];
-            b->keys[t] = batch_token_key(seed, epoch, u, p);
+            b->keys[t] = batch_token_key(seed, epoch, batch_user_key(ds, u), p);
             b->no_target[t] = first + p + 1 < rs->from[u];
             b->n_target += !b->no_target[t];
         }

@@ -310,6 +310,8 @@ void dataset_close(struct dataset *ds)
     ds->offsets = NULL;
     free(ds->item_list);
     ds->item_list = NULL;
+    free(ds->user_keys);
+    ds->user_keys = NULL;
 }
 
 int dataset_read_users(const struct dataset *ds, int64_t u0, int64_t u1, int64_t *items,

@@ -96,6 +96,9 @@ struct dataset {
     struct dataset_feature *feat; /* [nfeat], events then users then items, by name */
     int raw_ids;                  /* version 3: raw item ids (dataset_raw.c) */
     int64_t *item_list;           /* raw: /items/ids [num_items], ascending, positive */
+    int64_t *user_keys;           /* NULL, or user u's part of the stream batches' random keys
+                                     (the raw user id: the same user, the same keys in a window
+                                     file as in one dataset; cmd/train_stream.c); freed by close */
 };
 
 /* Open and validate attributes, dtypes, shapes and offsets. 0 or -1 + err. */

@@ -212,7 +212,8 @@ int64_t window_eval_sample(const struct rsplit *w, const struct dataset *ds, uin
     for (int64_t u = 0; u < U; u++)
         if (w->bound[2 * u + 1] > w->bound[2 * u])
             order[n++] = (struct keyed){rng_key(seed ^ 0x77696e646f77ull, (uint64_t)k,
-                                                (uint64_t)u), u};
+                                                (uint64_t)(ds->user_keys ? ds->user_keys[u] : u)),
+                                        u};
     qsort(order, (size_t)n, sizeof *order, cmp_keyed);
     for (int64_t u = 0; u < U; u++)
         ev->bound[2 * u + 1] = ev->bound[2 * u];

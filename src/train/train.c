@@ -18,6 +18,8 @@
 #include "backend/devstats.h"
 #include "base/check.h"
 #include "comm/comm_fail.h"
+#include "data/window.h"
+#include "data/window_files.h"
 #include "train/backend_check.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
@@ -26,12 +28,76 @@
 
 /* --- start-up ------------------------------------------------------------------- */
 
+int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t errlen)
+{
+    if (tr->ds.file > 0)
+        dataset_close(&tr->ds);
+    memset(&tr->ds, 0, sizeof tr->ds);
+    int64_t users, events;
+    if (window_files_write(tr->files, tr->witems, t0, t1, (int64_t)tr->conf.N - 1, tr->wpath,
+                           &users, &events, err, errlen))
+        return -1;
+    const int rc = dataset_open(&tr->ds, tr->wpath, err, errlen);
+    unlink(tr->wpath); /* read through the open file: nothing left behind, even by a crash */
+    if (rc ||
+        !(tr->ds.user_keys = dataset_read_map(&tr->ds, "user_map", err, errlen)))
+        return -1;
+    struct task_conf *tc = &tr->conf.task; /* the label columns: this dataset's */
+    for (int i = 0; i < tc->labels.n; i++)
+        if (!(tc->labels.c[i].f = dataset_feat_find(&tr->ds, DS_EVENTS, tc->t[i].column)))
+            return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s", tc->t[i].name,
+                          tr->files->f[0].path, tc->t[i].column);
+    return 0;
+}
+
+/* data.path as window files (data/stream_files.h): the stream schedule's,
+ * with a dynamic item table (raw ids across files); tr->ds the first
+ * window's dataset (data/window_files.h), every rank its own scratch copy. */
+static void open_files(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    char err[1024] = "", msg[1100];
+    int bad = 0;
+    if (!cf->stream.on) {
+        snprintf(err, sizeof err, "data.path = '%.700s' names window files (a list or a glob): "
+                 "they are the stream schedule's (train.schedule = stream with data.window)",
+                 cf->data_path);
+        bad = 1;
+    } else if (!cf->dyn.on) {
+        snprintf(err, sizeof err, "data.path = '%.700s' names window files: their items are raw "
+                 "ids, matched across files, which need a dynamic item table: use "
+                 "embedding.dynamic = on", cf->data_path);
+        bad = 1;
+    }
+    comm_fail_agree(tr->c, bad, err);
+    tr->files = xcalloc(1, sizeof *tr->files);
+    tr->witems = xcalloc(1, sizeof *tr->witems);
+    bad = stream_files_open(tr->files, cf->data_path,
+                            (int)params_i64(tr->p, P_data_history_files), err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
+    const char *dir = getenv("TMPDIR");
+    snprintf(tr->wpath, sizeof tr->wpath, "%s/freescale-window-%ld-%d.h5",
+             dir && dir[0] ? dir : "/tmp", (long)getpid(), tr->c->rank);
+    int64_t t0 = 0, nw = 0;
+    const struct stream_file *f = tr->files->f;
+    bad = window_resolve(&cf->stream, f[0].t_first, f[tr->files->n - 1].t_last, &t0, &nw, err,
+                         sizeof err) ||
+          trainer_window(tr, t0, t0 + cf->stream.len, err, sizeof err);
+    snprintf(msg, sizeof msg, "data.path: %s", err);
+    comm_fail_agree(tr->c, bad, msg);
+}
+
 /* Open data.path: rank 0 first, so that a bad file gives one message; then
  * the others (a rank that cannot see the file is named). */
 static void open_dataset(struct trainer *tr)
 {
     char err[1024], msg[1100];
     const char *path = tr->conf.data_path;
+    if (stream_files_is_list(path)) {
+        open_files(tr);
+        return;
+    }
     int bad = tr->c->rank == 0 && (dataset_open(&tr->ds, path, err, sizeof err) ||
                                    dataset_refuse_raw(&tr->ds, tr->conf.dyn.on, err, sizeof err));
     snprintf(msg, sizeof msg, "data.path: %s", err);
@@ -220,6 +286,14 @@ void trainer_free(struct trainer *tr)
     model_free(&tr->m);
     free(tr->train_users);
     dataset_close(&tr->ds);
+    if (tr->files) {
+        stream_files_close(tr->files);
+        window_items_free(tr->witems);
+        free(tr->files);
+        free(tr->witems);
+        tr->files = NULL;
+        tr->witems = NULL;
+    }
     steptime_free(&tr->st);
     if (tr->metrics)
         fclose(tr->metrics);

@@ -33,7 +33,10 @@ struct trainer {
     struct comm *c;
     const struct backend_ops *be;
     struct device_choice dev;
-    struct dataset ds;
+    struct dataset ds;         /* a stream of window files: the window's (trainer_window) */
+    struct stream_files *files; /* data.path as window files (stream schedule), else NULL */
+    struct window_items *witems; /* their items so far (data/window_files.h) */
+    char wpath[4200];          /* the window dataset's scratch file */
     int with_ts;               /* timestamps used: data.timestamps and the dataset has them */
     int64_t n_train, *train_users;
     struct rsplit rsplit;      /* ranking: the split (data.split) */
@@ -81,6 +84,9 @@ void trainer_setup(struct trainer *tr);
  * rank with one message, comm_fail.h), then everything else built. */
 void trainer_open(struct trainer *tr);
 void trainer_build(struct trainer *tr);
+/* A stream of window files: tr->ds becomes window [t0, t1)'s dataset
+ * (data/window_files.h). 0, or -1 + err naming the file. */
+int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t errlen);
 /* Release everything trainer_setup and the run allocated (not tr->c). */
 void trainer_free(struct trainer *tr);
 /* End the job when the table of ec (sharded over the emb group unless

@@ -1,0 +1,79 @@
+#!/bin/sh
+# cli_stream_files: train.schedule = stream over window files (data.path as
+# a glob or a list; doc/training.md "Streaming", "Window files"):
+#   - a stream of per-day files (data gen --stream --split-days) gives the
+#     per-window losses and the model's metrics of the same events in one
+#     dataset (-o, the same seed) exactly, at P = 1 and P = 2: the same
+#     users (matched by raw id), histories (data.max_seq_len - 1 from the
+#     earlier files), batches, random keys (by raw user id) and item rows
+#     (a dynamic table keyed by raw id); windows that span two files and
+#     files of several windows (--file-days 2) too, and eval.max_events's
+#     sample; the baselines are not compared (over files they are fitted on
+#     the window's users' histories, doc/training.md);
+#   - checkpoint after window K over the first files, resumed with
+#     every file: ends as the uninterrupted run (exactly, at the same P);
+#   - refused by name: a list out of time order, window files without the
+#     stream schedule or without embedding.dynamic = on.
+. "$(dirname "$0")/lib.sh"
+need_mpirun
+IN=$TOP_SRCDIR/input/tiny.in
+PY=/usr/bin/python3
+G="--stream --days 5 --users 80 --items 120 --new-items-per-day 10 --drift 0.05 --labels --seed 3"
+"$FS" data gen $G -o "$T/one.h5" --split-days "$T/D" >/dev/null 2>"$T/gen.err" &&
+    "$FS" data gen $G --split-days "$T/D2" --file-days 2 >/dev/null 2>>"$T/gen.err" ||
+    { fail "data gen: $(cat "$T/gen.err")"; finish; }
+S="device.type=cpu train.task=ranking train.tasks=like:binary:like train.schedule=stream
+data.window=12h train.batch_size=8 train.log_every=100 model.layers=1 model.dim=16
+embedding.dynamic=on"
+run() {
+    name=$1 np=$2 data=$3; shift 3
+    # shellcheck disable=SC2086
+    "$MPIRUN" -np "$np" "$FS" train "$IN" "data.path=$data" $S "output.metrics=$T/$name.jsonl" "$@" \
+        >"$T/$name.out" 2>&1 || fail "train $name: $(tail -5 "$T/$name.out")"
+}
+# same A B: the window events of A and B agree exactly (the model's keys)
+same() {
+    $PY - "$T/$1.jsonl" "$T/$2.jsonl" <<'EOF' > "$T/cmp.out" 2>&1 && pass "$3: $(cat "$T/cmp.out")" || fail "$3: $(cat "$T/cmp.out")"
+import json, sys
+keys = ("loss", "steps", "train_users", "train_events", "window_events", "eval_events",
+        "candidates", "like.auc", "like.gauc", "like.ne", "like.logloss")
+def load(p):
+    return [json.loads(l) for l in open(p) if '"event":"window"' in l]
+A, B = load(sys.argv[1]), load(sys.argv[2])
+if len(A) != len(B) or len(A) < 8:
+    sys.exit("%d vs %d windows" % (len(A), len(B)))
+for a, b in zip(A, B):
+    for k in keys:
+        if a[k] != b[k]:
+            sys.exit("window %d %s: %r vs %r" % (a["window"], k, a[k], b[k]))
+print("%d windows identical" % len(A))
+EOF
+}
+run one1 1 "$T/one.h5"
+run files1 1 "$T/D/day-*.h5"
+same one1 files1 "P = 1: day files = one dataset"
+grep -q "window 1 \[2020-01-01 12:34" "$T/files1.out" ||
+    fail "window 1 should span day files 0 and 1: $(grep '^window 1 ' "$T/files1.out")"
+run one2 2 "$T/one.h5"
+run files2 2 "$T/D/day-*.h5"
+same one2 files2 "P = 2: day files = one dataset"
+run files2d 1 "$T/D2/day-*.h5"
+same one1 files2d "files of two days (--file-days 2) = one dataset"
+run onem 2 "$T/one.h5" eval.max_events=30
+run filesm 2 "$T/D/day-0000.h5,$T/D/day-0001.h5,$T/D/day-0002.h5,$T/D/day-0003.h5,$T/D/day-0004.h5" eval.max_events=30
+same onem filesm "a list, eval.max_events = 30 (the sample keyed by raw user id), P = 2"
+
+# stopped after window 2 (within the first two days), resumed over all (exactly at the same P; another P: cli_stream.sh)
+run full 1 "$T/D/day-*.h5" "output.checkpoint_dir=$T/ck0"
+run part 1 "$T/D/day-0000.h5,$T/D/day-0001.h5" "output.checkpoint_dir=$T/ck" data.stream_end=+36h
+run rest 1 "$T/D/day-*.h5" "output.checkpoint_dir=$T/ck" train.resume=auto
+cat "$T/part.jsonl" "$T/rest.jsonl" > "$T/joined.jsonl"
+same full joined "stopped after window 2 over two files, resumed with every file"
+
+# refusals
+expect_error "is older than the file before it" "$FS" train "$IN" $S "data.path=$T/D/day-0000.h5,$T/D/day-0002.h5,$T/D/day-0001.h5"
+grep -q "day-0001.h5" "$T/err" && grep -q "day-0002.h5" "$T/err" ||
+    fail "the order's refusal should name both files: $(cat "$T/err")"
+expect_error "embedding.dynamic = on" "$FS" train "$IN" $S embedding.dynamic=off "data.path=$T/D/day-*.h5"
+expect_error "train.schedule = stream" "$FS" train "$IN" device.type=cpu embedding.dynamic=on "data.path=$T/D/day-*.h5"
+finish
