@@ -12,6 +12,9 @@
 #     the window's users' histories, doc/training.md);
 #   - checkpoint after window K over the first files, resumed with
 #     every file: ends as the uninterrupted run (exactly, at the same P);
+#   - train.follow: a day file moved into place while the run waits is
+#     trained, the run ends by train.follow_timeout, resumes with the next
+#     window, and its windows are those of a run over every file;
 #   - refused by name: a list out of time order, window files without the
 #     stream schedule or without embedding.dynamic = on.
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +72,38 @@ run part 1 "$T/D/day-0000.h5,$T/D/day-0001.h5" "output.checkpoint_dir=$T/ck" dat
 run rest 1 "$T/D/day-*.h5" "output.checkpoint_dir=$T/ck" train.resume=auto
 cat "$T/part.jsonl" "$T/rest.jsonl" > "$T/joined.jsonl"
 same full joined "stopped after window 2 over two files, resumed with every file"
+
+# train.follow: days 0 .. 2 there, day 3 moved into place after a delay
+# (written beside it, then renamed), the run ended by train.follow_timeout
+# (exit 0) after window 2 (day 3's file completes it); day 4 added and the
+# run resumed with train.follow: window 3, then the timeout again. The
+# windows = a run over every file from the start (P = 2). The timeouts are
+# the runs' ends, not assertions on time: 8 s is a generous guard for a
+# file that comes about 2 s after the start.
+F="data.window=1d data.stream_start=2020-01-01"
+mkdir "$T/W" && cp "$T/D/day-0000.h5" "$T/D/day-0001.h5" "$T/D/day-0002.h5" "$T/W/"
+(sleep 2; cp "$T/D/day-0003.h5" "$T/W/.day-0003.h5.tmp" && mv "$T/W/.day-0003.h5.tmp" "$T/W/day-0003.h5") &
+run follow 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=8 "output.checkpoint_dir=$T/fck"
+wait
+grep -q "day-0003.h5 added after" "$T/follow.out" && grep -q "no new file for .* (train.follow_timeout): ending after window 2" "$T/follow.out" &&
+    pass "train.follow picked up day 3 and ended by its timeout" || fail "train.follow: $(grep -E 'follow|^window' "$T/follow.out")"
+cp "$T/D/day-0004.h5" "$T/W/"
+run follow2 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=1 "output.checkpoint_dir=$T/fck" train.resume=auto
+run all 2 "$T/D/day-*.h5" $F
+cat "$T/follow.jsonl" "$T/follow2.jsonl" > "$T/followed.jsonl"
+$PY - "$T/all.jsonl" "$T/followed.jsonl" <<'EOF' > "$T/cmp.out" 2>&1 && pass "followed, resumed: $(cat "$T/cmp.out")" || fail "follow: $(cat "$T/cmp.out")"
+import json, sys
+def load(p):
+    return [json.loads(l) for l in open(p) if '"event":"window"' in l]
+A, B = load(sys.argv[1]), load(sys.argv[2])
+if [b["window"] for b in B] != [0, 1, 2, 3] or len(A) != 5:
+    sys.exit("windows %s followed, %d over all files" % ([b["window"] for b in B], len(A)))
+for a, b in zip(A, B):
+    for k in ("loss", "train_events", "eval_events", "like.auc", "like.ne"):
+        if a[k] != b[k]:
+            sys.exit("window %d %s: %r vs %r" % (a["window"], k, a[k], b[k]))
+print("windows 0 .. 3 = the run over all files")
+EOF
 
 # refusals
 expect_error "is older than the file before it" "$FS" train "$IN" $S "data.path=$T/D/day-0000.h5,$T/D/day-0002.h5,$T/D/day-0001.h5"

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/devstats.h"
 #include "base/check.h"
@@ -40,6 +41,7 @@
 #include "data/batch_window.h"
 #include "data/window.h"
 #include "data/stream_files.h"
+#include "data/stream_follow.h"
 #include "eval/eval.h"
 #include "train/guard.h"
 #include "train/preempt.h"
@@ -310,6 +312,60 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
     return stop;
 }
 
+/* train.follow: the windows the files complete, at most cap: window k is
+ * complete when the files hold an event at or after its end (a later file
+ * starts after the last one's last event). */
+static int64_t follow_complete(const struct trainer *tr, int64_t t0, int64_t cap)
+{
+    const int64_t last = tr->files->f[tr->files->n - 1].t_last, len = tr->conf.stream.len;
+    const int64_t n = last >= t0 ? (last - t0) / len : 0;
+    return n < cap ? n : cap;
+}
+
+/* train.follow's wait for the next file of the glob: rank 0 looks each
+ * poll (stream_follow_look) and tells the others, who add the file; the
+ * timeout counted on rank 0, the signals agreed (preempt_requested).
+ * FOLLOW_NEW, FOLLOW_TIMEOUT or FOLLOW_STOP (*sig: the signal); an error
+ * (a refused file, or one still incomplete at the timeout) stops the job
+ * naming the file. */
+static int follow_wait(struct trainer *tr, const char *pattern, double timeout, double *waited,
+                       int *sig)
+{
+    const double start = clock_seconds();
+    char err[1200] = "", why[1024] = "";
+    for (;;) {
+        int code = FOLLOW_NONE, pending = 0;
+        watchdog_beat("in", "train.follow's wait for the next file");
+        if (tr->c->rank == 0) {
+            code = stream_follow_look(tr->files, pattern, &pending, why, sizeof why, err,
+                                      sizeof err);
+            if (code == FOLLOW_NONE && timeout > 0 && clock_seconds() - start >= timeout) {
+                code = pending ? FOLLOW_ERROR : FOLLOW_TIMEOUT;
+                if (pending)
+                    snprintf(err, sizeof err, "train.follow: after train.follow_timeout (%g s) "
+                             "the next file is still not complete: %.1000s", timeout, why);
+            }
+        }
+        comm_bcast_bytes(tr->c, &code, sizeof code, 0);
+        comm_fail_agree(tr->c, code == FOLLOW_ERROR && tr->c->rank == 0, err);
+        *waited = clock_seconds() - start;
+        if (code == FOLLOW_NEW) {
+            char *path = tr->c->rank == 0 ? xstrdup(tr->files->f[tr->files->n - 1].path) : NULL;
+            comm_bcast_string(tr->c, &path, 0);
+            const int bad = tr->c->rank != 0 && stream_files_add(tr->files, path, err, sizeof err);
+            comm_fail_agree(tr->c, bad, err);
+            free(path);
+            return FOLLOW_NEW;
+        }
+        if (code == FOLLOW_TIMEOUT)
+            return FOLLOW_TIMEOUT;
+        if ((*sig = preempt_requested(tr->c)))
+            return FOLLOW_STOP;
+        const struct timespec ts = {0, 250000000}; /* a look every 0.25 s */
+        nanosleep(&ts, NULL);
+    }
+}
+
 int train_stream_run(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
@@ -373,7 +429,39 @@ int train_stream_run(struct trainer *tr)
     const int64_t k0 = tr->windows;
     const int64_t every = cf->checkpoint_every > 0 ? cf->checkpoint_every : 1;
     int stop = 0, mid = 0; /* mid: stopped inside a window */
-    for (int64_t k = k0; k < nw && !stop; k++) {
+    const int follow = params_i64(tr->p, P_train_follow) != 0;
+    char pattern[4096] = "";
+    double follow_timeout = 0;
+    if (follow) { /* checked by train_conf_check */
+        if (stream_follow_pattern(cf->data_path, pattern, sizeof pattern, err, sizeof err) ||
+            stream_duration_parse("train.follow_timeout",
+                                  params_str(tr->p, P_train_follow_timeout), &follow_timeout, err,
+                                  sizeof err))
+            fatal("%s", err);
+        log_info("train.follow: following %s (windows trained once the files hold an event "
+                 "after their end; %s%s%s)", pattern, wc->end_set ? "until data.stream_end" :
+                 "no data.stream_end", follow_timeout > 0 ? ", train.follow_timeout " : "",
+                 follow_timeout > 0 ? params_str(tr->p, P_train_follow_timeout) : "");
+    }
+    const int64_t cap = follow && !wc->end_set ? INT64_MAX : nw;
+    int64_t n_now = follow ? follow_complete(tr, t0, cap) : nw;
+    for (int64_t k = k0; k < cap && !stop; k++) {
+        while (k >= n_now && follow && !stop) { /* wait for the file that completes window k */
+            double waited;
+            const int r = follow_wait(tr, pattern, follow_timeout, &waited, &stop);
+            if (r == FOLLOW_NEW) {
+                n_now = follow_complete(tr, t0, cap);
+                log_info("train.follow: %s added after %.1f s (windows complete: %lld)",
+                         tr->files->f[tr->files->n - 1].path, waited, (long long)n_now);
+            } else if (r == FOLLOW_TIMEOUT) {
+                log_info("train.follow: no new file for %.1f s (train.follow_timeout): ending "
+                         "after window %lld", waited, (long long)k - 1);
+                break;
+            } else if (cf->checkpoint_dir[0] && k > k0 && k % every != 0)
+                train_ckpt_save(tr); /* a signal while waiting */
+        }
+        if (k >= n_now || stop)
+            break;
         const double tw = clock_seconds();
         const int64_t ta = t0 + k * wc->len;
         struct rsplit ws;
@@ -396,7 +484,7 @@ int train_stream_run(struct trainer *tr)
         tr->windows = tr->epoch = k + 1;
         window_report(tr, k, ta, &model, base, n_eval, tr->n_train, trained, events, loss, steps,
                       tokens, now - t_train, now - tw, &avg);
-        if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == nw))
+        if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == n_now))
             train_ckpt_save(tr);
         stop = preempt_requested(tr->c);
         if (stop && cf->checkpoint_dir[0] && (k + 1) % every != 0)

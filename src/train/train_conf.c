@@ -81,7 +81,7 @@ static int follow_check(const struct params *p, char *err, size_t errlen)
         return -1;
     if (!params_i64(p, P_train_follow))
         return 0;
-    const int stream_schedule = 0; /* train.schedule = stream */
+    const int stream_schedule = !strcmp(params_str(p, P_train_schedule), "stream");
     if (!stream_schedule)
         return errorf(err, errlen, "train.follow needs train.schedule = stream");
     char pattern[4096];
