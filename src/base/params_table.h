@@ -127,7 +127,8 @@ X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
 X(train, follow, BOOL, "off", 0, 1, NULL,
   "streaming (train.schedule = stream, data.path ending in a glob): after the last file, wait "
   "for the next one the glob matches, complete (renamed into place, or its attribute complete "
-  "set), and train it; ends at train.follow_timeout or a signal (doc/data.md)")
+  "set), and train its windows; ends at data.stream_end, train.follow_timeout or a signal "
+  "(doc/training.md)")
 X(train, follow_timeout, STRING, "0", 0, 0, NULL,
   "train.follow: end the run when no new file came for this long: seconds or 30s, 10m, 1h, 2d; "
   "0 = wait forever")
