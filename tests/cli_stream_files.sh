@@ -15,6 +15,9 @@
 #   - train.follow: a day file moved into place while the run waits is
 #     trained, the run ends by train.follow_timeout, resumes with the next
 #     window, and its windows are those of a run over every file;
+#   - a signal (SIGUSR1 to mpirun) while following: exit 75, the checkpoint kept;
+#   - retrieval over window files (the candidate set: the files' items so
+#     far): P = 1 = P = 2 (1e-6);
 #   - refused by name: a list out of time order, window files without the
 #     stream schedule or without embedding.dynamic = on.
 . "$(dirname "$0")/lib.sh"
@@ -103,6 +106,40 @@ for a, b in zip(A, B):
         if a[k] != b[k]:
             sys.exit("window %d %s: %r vs %r" % (a["window"], k, a[k], b[k]))
 print("windows 0 .. 3 = the run over all files")
+EOF
+
+# a signal while following: the checkpoint kept, exit 75 (a hang guard of
+# 300 s for the run to reach the wait, never an assertion on time)
+mkdir "$T/W2" && cp "$T/D/day-0000.h5" "$T/D/day-0001.h5" "$T/W2/"
+# shellcheck disable=SC2086
+"$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/W2/day-*.h5" $S $F train.follow=on \
+    "output.checkpoint_dir=$T/sck" >"$T/sig.out" 2>&1 &
+pid=$!
+i=0
+while ! grep -q "^window 0 " "$T/sig.out" && [ $i -lt 600 ]; do sleep 0.5; i=$((i + 1)); done
+sleep 1
+kill -USR1 $pid # forwarded by mpirun to the ranks (cli_signal.sh)
+rc=0; wait $pid || rc=$?
+[ $rc = 75 ] && grep -q "stopped by signal" "$T/sig.out" && ls "$T/sck"/ckpt-*.h5 >/dev/null 2>&1 &&
+    pass "SIGUSR1 while following: exit 75, checkpoint kept" ||
+    fail "SIGUSR1 while following: rc $rc: $(tail -3 "$T/sig.out")"
+
+# retrieval over window files: P = 1 and P = 2 agree (1e-6: the all-reduce)
+R=$(echo "$S" | sed 's/train.task=ranking train.tasks=like:binary:like/train.task=retrieval/')
+S=$R run ret1 1 "$T/D/day-*.h5"
+S=$R run ret2 2 "$T/D/day-*.h5"
+$PY - "$T/ret1.jsonl" "$T/ret2.jsonl" <<'EOF' > "$T/cmp.out" 2>&1 && pass "retrieval over files: $(cat "$T/cmp.out")" || fail "retrieval over files: $(cat "$T/cmp.out")"
+import json, sys
+def load(p):
+    return [json.loads(l) for l in open(p) if '"event":"window"' in l]
+A, B = load(sys.argv[1]), load(sys.argv[2])
+if len(A) != len(B) or len(A) < 8 or not any(a["eval_events"] for a in A):
+    sys.exit("%d vs %d windows" % (len(A), len(B)))
+for a, b in zip(A, B):
+    for k in ("loss", "hr@10", "ndcg@10", "eval_events", "train_events"):
+        if abs(a[k] - b[k]) > 1e-6 * max(abs(b[k]), 1):
+            sys.exit("window %d %s: %r vs %r" % (a["window"], k, a[k], b[k]))
+print("%d windows, P = 1 = P = 2" % len(A))
 EOF
 
 # refusals

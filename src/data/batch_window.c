@@ -100,6 +100,7 @@ void batch_window_eval(const struct dataset *ds, const struct rsplit *rs, int N,
             fatal("batch_window_eval: event %lld of user %lld is not after its history of "
                   "%lld events", (long long)events[i], (long long)u, (long long)a);
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
+        dataset_raw_numbers(ds, items, events[i] + 1); /* a raw dataset: item numbers */
         const int64_t n_in = a < N ? a : N, first = a - n_in;
         for (int64_t p = 0; p < n_in; p++, t++) {
             b->items[t] = items[first + p];
