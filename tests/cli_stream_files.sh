@@ -10,7 +10,7 @@
 #     files of several windows (--file-days 2) too, and eval.max_events's
 #     sample; the baselines are not compared (over files they are fitted on
 #     the window's users' histories, doc/training.md);
-#   - checkpoint after window K over the first files, resumed with
+#   - checkpoint after window 2 over the first files, resumed with
 #     every file: ends as the uninterrupted run (exactly, at the same P);
 #   - train.follow: a day file moved into place while the run waits is
 #     trained, the run ends by train.follow_timeout, resumes with the next
@@ -56,7 +56,7 @@ print("%d windows identical" % len(A))
 EOF
 }
 run one1 1 "$T/one.h5"
-run files1 1 "$T/D/day-*.h5"
+run files1 1 "$T/D/day-*.h5" "output.checkpoint_dir=$T/ck0"
 same one1 files1 "P = 1: day files = one dataset"
 grep -q "window 1 \[2020-01-01 12:34" "$T/files1.out" ||
     fail "window 1 should span day files 0 and 1: $(grep '^window 1 ' "$T/files1.out")"
@@ -70,28 +70,31 @@ run filesm 2 "$T/D/day-0000.h5,$T/D/day-0001.h5,$T/D/day-0002.h5,$T/D/day-0003.h
 same onem filesm "a list, eval.max_events = 30 (the sample keyed by raw user id), P = 2"
 
 # stopped after window 2 (within the first two days), resumed over all (exactly at the same P; another P: cli_stream.sh)
-run full 1 "$T/D/day-*.h5" "output.checkpoint_dir=$T/ck0"
 run part 1 "$T/D/day-0000.h5,$T/D/day-0001.h5" "output.checkpoint_dir=$T/ck" data.stream_end=+36h
 run rest 1 "$T/D/day-*.h5" "output.checkpoint_dir=$T/ck" train.resume=auto
 cat "$T/part.jsonl" "$T/rest.jsonl" > "$T/joined.jsonl"
-same full joined "stopped after window 2 over two files, resumed with every file"
+same files1 joined "stopped after window 2 over two files, resumed with every file"
 
 # train.follow: days 0 .. 2 there, day 3 moved into place after a delay
-# (written beside it, then renamed), the run ended by train.follow_timeout
+# (written beside it, then renamed) once the run has trained window 1 (the
+# last that days 0 .. 2 complete), the run ended by train.follow_timeout
 # (exit 0) after window 2 (day 3's file completes it); day 4 added and the
 # run resumed with train.follow: window 3, then the timeout again. The
-# windows = a run over every file from the start (P = 2). The timeouts are
-# the runs' ends, not assertions on time: 8 s is a generous guard for a
-# file that comes about 2 s after the start.
+# windows = a run over every file from the start (P = 2). The timeouts end
+# the runs; 3 s is a guard for a look every 0.25 s after the move (and a
+# wait of at most 300 s for the run to reach window 1), never an assertion
+# on time.
 F="data.window=1d data.stream_start=2020-01-01"
 mkdir "$T/W" && cp "$T/D/day-0000.h5" "$T/D/day-0001.h5" "$T/D/day-0002.h5" "$T/W/"
-(sleep 2; cp "$T/D/day-0003.h5" "$T/W/.day-0003.h5.tmp" && mv "$T/W/.day-0003.h5.tmp" "$T/W/day-0003.h5") &
-run follow 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=8 "output.checkpoint_dir=$T/fck"
+(i=0; while ! grep -q "^window 1 " "$T/follow.out" 2>/dev/null && [ $i -lt 600 ]; do
+    sleep 0.5; i=$((i + 1)); done
+ cp "$T/D/day-0003.h5" "$T/W/.day-0003.h5.tmp" && mv "$T/W/.day-0003.h5.tmp" "$T/W/day-0003.h5") &
+run follow 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=3 "output.checkpoint_dir=$T/fck"
 wait
 grep -q "day-0003.h5 added after" "$T/follow.out" && grep -q "no new file for .* (train.follow_timeout): ending after window 2" "$T/follow.out" &&
     pass "train.follow picked up day 3 and ended by its timeout" || fail "train.follow: $(grep -E 'follow|^window' "$T/follow.out")"
 cp "$T/D/day-0004.h5" "$T/W/"
-run follow2 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=1 "output.checkpoint_dir=$T/fck" train.resume=auto
+run follow2 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=0.5 "output.checkpoint_dir=$T/fck" train.resume=auto
 run all 2 "$T/D/day-*.h5" $F
 cat "$T/follow.jsonl" "$T/follow2.jsonl" > "$T/followed.jsonl"
 $PY - "$T/all.jsonl" "$T/followed.jsonl" <<'EOF' > "$T/cmp.out" 2>&1 && pass "followed, resumed: $(cat "$T/cmp.out")" || fail "follow: $(cat "$T/cmp.out")"
@@ -117,7 +120,6 @@ mkdir "$T/W2" && cp "$T/D/day-0000.h5" "$T/D/day-0001.h5" "$T/W2/"
 pid=$!
 i=0
 while ! grep -q "^window 0 " "$T/sig.out" && [ $i -lt 600 ]; do sleep 0.5; i=$((i + 1)); done
-sleep 1
 kill -USR1 $pid # forwarded by mpirun to the ranks (cli_signal.sh)
 rc=0; wait $pid || rc=$?
 [ $rc = 75 ] && grep -q "stopped by signal" "$T/sig.out" && ls "$T/sck"/ckpt-*.h5 >/dev/null 2>&1 &&
