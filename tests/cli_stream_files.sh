@@ -18,7 +18,8 @@
 #   - a signal (SIGUSR1 to mpirun) while following: exit 75, the checkpoint kept;
 #   - retrieval over window files (the candidate set: the files' items so
 #     far): P = 1 = P = 2 (1e-6);
-#   - refused by name: a list out of time order, window files without the
+#   - refused by name: a list out of time order, overlapping files, a glob
+#     that matches nothing, window files without the
 #     stream schedule or without embedding.dynamic = on.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -148,6 +149,8 @@ EOF
 expect_error "is older than the file before it" "$FS" train "$IN" $S "data.path=$T/D/day-0000.h5,$T/D/day-0002.h5,$T/D/day-0001.h5"
 grep -q "day-0001.h5" "$T/err" && grep -q "day-0002.h5" "$T/err" ||
     fail "the order's refusal should name both files: $(cat "$T/err")"
+expect_error "data.path: cannot expand the pattern '$T/none/day-*.h5'" "$FS" train "$IN" $S "data.path=$T/none/day-*.h5"
+expect_error "overlaps the file before it" "$FS" train "$IN" $S "data.path=$T/D/day-0000.h5,$T/D2/day-0000.h5"
 expect_error "embedding.dynamic = on" "$FS" train "$IN" $S embedding.dynamic=off "data.path=$T/D/day-*.h5"
 expect_error "train.schedule = stream" "$FS" train "$IN" device.type=cpu embedding.dynamic=on "data.path=$T/D/day-*.h5"
 finish

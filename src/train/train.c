@@ -74,7 +74,7 @@ static void open_files(struct trainer *tr)
     tr->witems = xcalloc(1, sizeof *tr->witems);
     bad = stream_files_open(tr->files, cf->data_path,
                             (int)params_i64(tr->p, P_data_history_files), err, sizeof err);
-    snprintf(msg, sizeof msg, "data.path: %s", err);
+    snprintf(msg, sizeof msg, "%s%s", strncmp(err, "data.path", 9) ? "data.path: " : "", err);
     comm_fail_agree(tr->c, bad, msg);
     const char *dir = getenv("TMPDIR");
     snprintf(tr->wpath, sizeof tr->wpath, "%s/freescale-window-%ld-%d.h5",
