@@ -39,6 +39,15 @@ int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t
         return -1;
     const int rc = dataset_open(&tr->ds, tr->wpath, err, errlen);
     unlink(tr->wpath); /* read through the open file: nothing left behind, even by a crash */
+    /* data.history_files = H: the files before the H that precede the
+     * window's first are read no more (this window's or a later one's):
+     * closed, so that at most H + the window's stay open */
+    const struct stream_files *s = tr->files;
+    int first = 0;
+    while (first < s->n && s->f[first].t_last < t0)
+        first++;
+    if (s->history_files > 0 && first > s->history_files)
+        stream_files_release(tr->files, first - s->history_files);
     if (rc ||
         !(tr->ds.user_keys = dataset_read_map(&tr->ds, "user_map", err, errlen)))
         return -1;
