@@ -12,6 +12,8 @@
 #     the window's users' histories, doc/training.md);
 #   - checkpoint after window 2 over the first files, resumed with
 #     every file: ends as the uninterrupted run (exactly, at the same P);
+#   - a file delivered late (its events before windows already trained)
+#     refused on resume;
 #   - train.follow: a day file moved into place while the run waits is
 #     trained, the run ends by train.follow_timeout, resumes with the next
 #     window, and its windows are those of a run over every file;
@@ -75,6 +77,12 @@ run part 1 "$T/D/day-0000.h5,$T/D/day-0001.h5" "output.checkpoint_dir=$T/ck" dat
 run rest 1 "$T/D/day-*.h5" "output.checkpoint_dir=$T/ck" train.resume=auto
 cat "$T/part.jsonl" "$T/rest.jsonl" > "$T/joined.jsonl"
 same files1 joined "stopped after window 2 over two files, resumed with every file"
+# a file delivered late (day 1, after windows 0 .. 2 were trained over days
+# 0 and 2) is refused on resume (the checkpoint counts the files before
+# its windows' end: the message says how many, not which)
+run gap 1 "$T/D/day-0000.h5,$T/D/day-0002.h5" data.window=1d data.stream_start=2020-01-01 "output.checkpoint_dir=$T/gck"
+expect_error "a file delivered late" "$FS" train "$IN" $S data.window=1d data.stream_start=2020-01-01 \
+    "data.path=$T/D/day-0000.h5,$T/D/day-0001.h5,$T/D/day-0002.h5,$T/D/day-0003.h5" "output.checkpoint_dir=$T/gck" train.resume=auto
 
 # train.follow: days 0 .. 2 there, day 3 moved into place after a delay
 # (written beside it, then renamed) once the run has trained window 1 (the

@@ -170,6 +170,8 @@ static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
     h5io_attr_f64(h, f, "best_val", tr->best_val);
     h5io_attr_i64(h, f, "val_epoch", tr->val_epoch);
     h5io_attr_i64(h, f, "stream_windows", tr->windows); /* train.schedule = stream */
+    if (tr->files) /* window files: checked on resume (cmd/train_stream.c) */
+        h5io_attr_i64(h, f, "stream_files_before", tr->files_before);
     struct ckpt_run run; /* the run it belongs to, and the write order (ckpt_run.h) */
     ckpt_run_identity(tr, &run);
     h5io_attr_str(h, f, "run_id", run.id);

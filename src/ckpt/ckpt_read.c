@@ -441,6 +441,11 @@ void checkpoint_read(struct trainer *tr, const char *path)
         h5io_attr_read_range(f, path, "stream_windows", 0, INT64_MAX, &tr->windows, err,
                              sizeof err))
         fatal("checkpoint %s", err);
+    tr->files_before = -1;
+    if (h5io_has_attr(f, "stream_files_before") &&
+        h5io_attr_read_range(f, path, "stream_files_before", 0, INT64_MAX, &tr->files_before,
+                             err, sizeof err))
+        fatal("checkpoint %s", err);
     read_dense(&h, path, "/dense", tr, NULL);
     read_dense(&h, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
     read_dense(&h, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));

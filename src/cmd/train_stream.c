@@ -312,6 +312,39 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
     return stop;
 }
 
+/* Window files: how many hold events before time t. */
+static int64_t files_before(const struct trainer *tr, int64_t t)
+{
+    int64_t n = 0;
+    while (n < tr->files->n && tr->files->f[n].t_first < t)
+        n++;
+    return n;
+}
+
+/* Window files, resumed after window k - 1 (end t): the files with events
+ * before t must be those the checkpoint's windows were trained on (a file
+ * delivered late, with events before windows already trained, would have
+ * changed them). 0, or -1 + err naming the file. */
+static int files_resume_check(const struct trainer *tr, int64_t t, char *err, size_t errlen)
+{
+    const int64_t now = files_before(tr, t), was = tr->files_before;
+    if (was < 0 || now == was)
+        return 0;
+    char when[64];
+    window_time_text(t, when, 64);
+    if (now > was) /* the checkpoint holds the count, not the names */
+        return errorf(err, errlen, "data.path: %lld files have events before the end of window "
+                      "%lld (%s), already trained, and %lld had when it was trained: a file "
+                      "delivered late (one of those up to %s) cannot be trained in order; move "
+                      "it out of the stream, or start a new run", (long long)now,
+                      (long long)tr->windows - 1, when, (long long)was,
+                      tr->files->f[now - 1].path);
+    return errorf(err, errlen, "data.path: the checkpoint's windows were trained on %lld files "
+                  "with events before %s, and %lld are there now: a file of the stream is "
+                  "missing (the first after %s)", (long long)was, when, (long long)now,
+                  now > 0 ? tr->files->f[now - 1].path : "the start");
+}
+
 /* train.follow: the windows the files complete, at most cap: window k is
  * complete when the files hold an event at or after its end (a later file
  * starts after the last one's last event). */
@@ -415,6 +448,9 @@ int train_stream_run(struct trainer *tr)
     if (tr->windows > 0)
         log_info("stream: resuming after window %lld (step %lld)", (long long)tr->windows - 1,
                  (long long)tr->step);
+    if (tr->files && tr->windows > 0)
+        comm_fail_agree(tr->c, files_resume_check(tr, t0 + tr->windows * wc->len, err,
+                                                  sizeof err) != 0, err);
     train_utilisation_setup(tr);
     watchdog_start((double)cf->timeout, tr->c->rank, "step");
     preempt_install();
@@ -482,6 +518,8 @@ int train_stream_run(struct trainer *tr)
             break; /* the window half trained: not recorded (its checkpoint: the last) */
         const double now = clock_seconds();
         tr->windows = tr->epoch = k + 1;
+        if (tr->files)
+            tr->files_before = files_before(tr, ta + wc->len);
         window_report(tr, k, ta, &model, base, n_eval, tr->n_train, trained, events, loss, steps,
                       tokens, now - t_train, now - tw, &avg);
         if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == n_now))

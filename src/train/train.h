@@ -59,6 +59,8 @@ struct trainer {
     int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
     int64_t windows;           /* train.schedule = stream: windows trained (the next one's
                                   index; cmd/train_stream.c) */
+    int64_t files_before;      /* window files: the files with events before the last trained
+                                  window's end (checkpointed; -1: not known) */
     /* the divergence guard (guard.h): steps whose update was dropped */
     int64_t skipped;
     int skip_now;              /* this step's update is dropped (1 sparse and dense, 2 dense) */
