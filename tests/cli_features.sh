@@ -74,6 +74,12 @@ same_losses "$T/a1.jsonl" "$T/a2n.jsonl" "all features: P=2 overlap=none vs P=1"
 same_losses "$T/a1p.jsonl" "$T/a2p.jsonl" "all features (adam): P=2 pipeline vs P=1" 0 1e-6
 grep -q "user feature occ (contextual token): multi-valued, 14 rows x 5, sharded, projected to model.dim" \
     "$T/a3.out" || fail "occ line: $(grep feature "$T/a3.out")"
+# the user id as a contextual token (features.user = id: a table of one row per user)
+train u1 1 data.path=$T/all.h5 features.user=id,age features.dims=id:8
+train u3 3 data.path=$T/all.h5 features.user=id,age features.dims=id:8 features.placement=sharded
+same_losses "$T/u1.jsonl" "$T/u3.jsonl" "user id: P=3 sharded vs P=1" 0 1e-6
+grep -q "user feature id (contextual token): 60 rows x 8, sharded, projected to model.dim" \
+    "$T/u3.out" || fail "id line: $(grep feature "$T/u3.out")"
 
 # item and event features on sequences cut into chunks on several ranks (split_long)
 E="data.path=$T/all.h5 features.item=genres,brand features.event=act features.dims=brand:8"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # cli_plot: scripts/plot makes valid PNG files from a real metrics file (a
-# short 'freescale train' run with evaluations), from a 3-row sweep CSV made
+# short 'freescale train' run with evaluations), from stream runs' window
+# lines (one run's windows, and --windows comparing two), from a 3-row sweep CSV made
 # by scripts/collect over hand-made run directories, and from plan CSVs (one
 # written by hand, and one by 'freescale plan' when it is there); it refuses
 # clearly without gnuplot and on a file it does not know. Skips (77) when
@@ -53,6 +54,18 @@ fi
 cp m.jsonl again.jsonl && grep '"event":"train"' m.jsonl | head -n 3 >>again.jsonl
 expect_ok timeout 300 "$PLOT" again.jsonl
 check_pngs again-loss.png
+
+# --- stream runs' windows (train.schedule = stream) ---------------------------
+for lr in 1e-3 3e-3; do
+    timeout 300 "$FS" train "$TOP_SRCDIR/input/tiny.in" data.path=tiny.h5 train.schedule=stream \
+        data.window=2d train.lr=$lr output.metrics=s$lr.jsonl >s$lr.log 2>&1 ||
+        fail "stream run lr $lr: $(tail -n 5 s$lr.log)"
+done
+expect_ok timeout 300 "$PLOT" -o png s1e-3.jsonl
+check_pngs png/s1e-3-windows.png
+expect_ok timeout 300 "$PLOT" --windows -o cmp s1e-3.jsonl s3e-3.jsonl
+check_pngs cmp/windows-hr@10.png cmp/windows-ndcg@10.png
+expect_error "m.jsonl: no window lines" "$PLOT" --windows -o cmp s1e-3.jsonl m.jsonl
 
 # --- a sweep CSV from scripts/collect ----------------------------------------
 for i in 1 2 3; do

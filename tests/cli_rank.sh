@@ -73,7 +73,7 @@ for b in item user user+item; do
 done
 
 # --- the losses on any rank count, with an embedding group ---------------------
-F="features.user=age features.event=click"
+F="features.user=id,age features.event=click" # id: the user id's table (users rows)
 run s1 1 train.max_steps=8 train.final_eval=off $F
 run s2 2 train.max_steps=8 train.final_eval=off $F
 run s4 4 train.max_steps=8 train.final_eval=off $F

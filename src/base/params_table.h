@@ -175,7 +175,8 @@ X(features, event, STRING, "", 0, 0, NULL,
   "its event's token")
 X(features, user, STRING, "", 0, 0, NULL,
   "user features of the dataset (/users/NAME), comma-separated: each one becomes a contextual "
-  "token in front of the user's sequence (never a loss target)")
+  "token in front of the user's sequence (never a loss target); id (without a /users/id): the "
+  "user id, a table of one row per user")
 X(features, placement, CHOICE, "auto", 0, 0, "auto|replicated|sharded",
   "where each feature table lives: replicated on every rank (its gradient summed over the "
   "ranks) or row-sharded over the embedding group like the item table (one exchange for all "

@@ -15,6 +15,14 @@ int feat_values_load(struct feat_values *v, const struct feat_schema *s, const s
         const struct feat_spec *sp = &s->f[i];
         if (sp->role == FEAT_EVENT)
             continue;
+        if (sp->user_id) { /* user u: u + 1 (schema.c checked that it fits) */
+            struct feat_column *c = &v->col[i];
+            c->n = ds->num_users;
+            c->val = xmalloc((size_t)(c->n > 0 ? c->n : 1) * sizeof *c->val);
+            for (int64_t u = 0; u < c->n; u++)
+                c->val[u] = (int32_t)(u + 1);
+            continue;
+        }
         const struct dataset_feature *f = &ds->feat[sp->df];
         struct feat_column *c = &v->col[i];
         c->n = f->n;

@@ -95,17 +95,25 @@ static int add_list(struct feat_schema *s, const struct feat_conf *fc, const str
         for (int i = 0; i < ds->nfeat; i++)
             if (ds->feat[i].kind == kind && !strcmp(ds->feat[i].name, name))
                 df = i;
-        if (df < 0) {
+        const int user_id = df < 0 && role == FEAT_USER && !strcmp(name, "id");
+        if (df < 0 && !user_id) {
             char list[1024];
             kind_list(ds, kind, list, sizeof list);
-            return errorf(err, errlen, "%s = %s: %s has no /%s/%s (its %s features: %s)", param,
-                          text, ds->path, dataset_feat_kind_name(kind), name,
-                          dataset_feat_kind_name(kind), list);
+            return errorf(err, errlen, "%s = %s: %s has no /%s/%s (its %s features: %s)%s",
+                          param, text, ds->path, dataset_feat_kind_name(kind), name,
+                          dataset_feat_kind_name(kind), list,
+                          role == FEAT_USER ? "; features.user = id is the user id" : "");
         }
         for (int i = 0; i < s->n; i++)
             if (s->f[i].role == role && !strcmp(s->f[i].name, name))
                 return errorf(err, errlen, "%s = %s: '%s' is listed twice", param, text, name);
-        const struct dataset_feature *f = &ds->feat[df];
+        if (user_id && ds->num_users >= INT32_MAX)
+            return errorf(err, errlen, "%s = %s: the user id of %s's %lld users does not fit the "
+                          "32-bit values of a feature", param, text, ds->path,
+                          (long long)ds->num_users);
+        /* the user id (a dataset without /users/id): user u has the value u + 1 */
+        const struct dataset_feature uid = {.n = ds->num_users, .cardinality = ds->num_users + 1};
+        const struct dataset_feature *f = user_id ? &uid : &ds->feat[df];
         if (f->is_float)
             return errorf(err, errlen, "%s = %s: /%s/%s has float values (a label, for "
                           "ranking); features enter the model as categorical ids", param, text,
@@ -119,6 +127,7 @@ static int add_list(struct feat_schema *s, const struct feat_conf *fc, const str
         snprintf(sp->name, sizeof sp->name, "%s", name);
         sp->role = role;
         sp->df = df;
+        sp->user_id = user_id;
         sp->multi = f->multi;
         sp->rows = f->cardinality - 1;
         sp->width = width_of(fc, name, fc->dim ? fc->dim : s->d, err, errlen);

@@ -12,7 +12,9 @@
  *   event  /events/NAME: the row of the event's value added to its token
  *          (ranking: to its action, enum action_mode);
  *   user   /users/NAME: the pooled rows of the user's values as one
- *          contextual token in front of the sequence, in the order listed.
+ *          contextual token in front of the sequence, in the order listed;
+ *          NAME = id without a /users/id: the user's own row (user index
+ *          u has the value u + 1: a table of num_users rows).
  * Categorical features only (a float feature is a label, for ranking).
  *
  * Tables: "feat.NAME" of cardinality - 1 rows (ids 1 .. cardinality - 1)
@@ -63,6 +65,7 @@ struct feat_spec {
     int dynamic;             /* features.dynamic: a dynamic (hashed, sharded) table */
     int table, proj;         /* indexes into the run's feature tables (proj: -1 = none) */
     int ctx;                 /* user: its contextual token (0 .. n_user - 1) */
+    int user_id;             /* user: the user id (features.user = id), df = -1 */
     int label;               /* 0: a dataset column; k + 1: the label of ranking task k
                                 (binary: value 1 negative, 2 positive; regression: 1,
                                 weighted by the standardised label); table label.NAME */
