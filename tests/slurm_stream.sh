@@ -1,22 +1,28 @@
 #!/bin/sh
 # slurm_stream: scripts/slurm/stream.sbatch on a private single-node Slurm
-# (tests/slurm_lib.sh): a synthetic stream (data gen --stream --labels, raw
-# ids, a dynamic item table) trained as two daily jobs into one run
-# directory (the first up to day 1, taking in its "new data" first; the
-# second up to day 2, resuming) gives the windows of one job that trained
-# both days, bit for bit (2 tasks each); the run directory keeps at most
+# (tests/slurm_lib.sh): a synthetic stream of day files (data gen --stream
+# --labels --split-days: raw ids, a dynamic item table, data.path a glob)
+# trained as two daily jobs into one run directory (each first delivers
+# its day's file into the glob's folder through FS_NEW_DATA; the first
+# trains up to day 1, the second resumes and trains day 2) gives the
+# windows of one job that trained both days, bit for bit (2 tasks each); the run directory keeps at most
 # FS_KEEP checkpoints; a job whose FS_NEW_DATA fails trains nothing. Skips
 # (77) only when the Slurm packages are missing; no wall-time limits.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_test_setup
 "$FS" data gen --stream --days 3 --users 300 --items 400 --new-items-per-day 40 --drift 0.1 \
-    --labels --seed 3 -o s.h5 >/dev/null || { fail "data gen --stream"; finish; }
+    --labels --seed 3 --split-days all >/dev/null || { fail "data gen --stream"; finish; }
+mkdir days
+# deliver DAY: the day's file renamed into the stream's folder (what an
+# import writing under a temporary name does)
+deliver() { echo "cp all/day-000$1.h5 days/.day-000$1.h5 && mv days/.day-000$1.h5 days/day-000$1.h5"; }
 cat > s.in <<'IN'
 [data]
-path = s.h5
+path = days/day-*.h5
 max_seq_len = 20
 window = 12h
+stream_start = 2020-01-01
 [model]
 type = hstu
 dim = 8
@@ -48,15 +54,16 @@ day() { # RUN_DIR END [ENV...]: one job, waited for; its state in $T/state
 windows() { # METRICS: window, loss and like.auc of every window line
     sed -n 's/.*"event":"window","window":\([0-9]*\),.*"loss":\([^,]*\),.*"like.auc":\([^,}]*\).*/\1 \2 \3/p' "$1"
 }
-day "$T/runs/daily" +1d FS_NEW_DATA="touch $T/day1.imported"
+day "$T/runs/daily" 2020-01-02 FS_NEW_DATA="cd $T && $(deliver 0)"
 [ "$(cat "$T/state")" = COMPLETED ] && pass "day 1 COMPLETED" || fail "day 1: $(cat "$T/state"; tail -n 5 "$T/runs/daily/log")"
-[ -e "$T/day1.imported" ] && grep -q "new data: touch" "$T/runs/daily/script.log" &&
+[ -e "$T/days/day-0000.h5" ] && grep -q "new data: cd" "$T/runs/daily/script.log" &&
     pass "day 1 took in its new data first" || fail "FS_NEW_DATA did not run: $(cat "$T/runs/daily/script.log")"
-day "$T/runs/daily" +2d
+day "$T/runs/daily" 2020-01-03 FS_NEW_DATA="cd $T && $(deliver 1)"
 [ "$(cat "$T/state")" = COMPLETED ] && pass "day 2 COMPLETED" || fail "day 2: $(cat "$T/state"; tail -n 5 "$T/runs/daily/log")"
 grep -q "stream: resuming after window 1" "$T/runs/daily/log" && pass "day 2 resumed after window 1" ||
     fail "day 2 did not resume after window 1: $(grep -i 'stream\|resum' "$T/runs/daily/log" | tail -n 3)"
-day "$T/runs/once" +2d
+day "$T/runs/once" 2020-01-03
+[ -e "$T/days/day-0001.h5" ] || fail "day 2 did not deliver its file"
 windows "$T/runs/daily/metrics.jsonl" > daily.txt
 windows "$T/runs/once/metrics.jsonl" > once.txt
 [ "$(wc -l < once.txt)" = 4 ] && cmp -s daily.txt once.txt &&
@@ -66,7 +73,7 @@ n=$(ls "$T/runs/daily/checkpoints" | grep -c '^ckpt-')
 [ "$n" -le 2 ] && [ "$n" -ge 1 ] && pass "FS_KEEP=2: $n checkpoints kept" ||
     fail "checkpoints kept: $(ls "$T/runs/daily/checkpoints")"
 before=$(grep -c '"event":"window"' "$T/runs/daily/metrics.jsonl")
-day "$T/runs/daily" +3d FS_NEW_DATA="echo no such day >&2; false"
+day "$T/runs/daily" 2020-01-04 FS_NEW_DATA="echo no such day >&2; false"
 [ "$(cat "$T/state")" = FAILED ] && [ "$(grep -c '"event":"window"' "$T/runs/daily/metrics.jsonl")" = "$before" ] &&
     pass "a failed FS_NEW_DATA: FAILED, nothing trained" ||
     fail "failed FS_NEW_DATA: state $(cat "$T/state"), windows $before -> $(grep -c '"event":"window"' "$T/runs/daily/metrics.jsonl")"
