@@ -102,34 +102,33 @@ void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with
     free(ts);
 }
 
-void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N, int with_ts,
-                const int64_t *users, int64_t B, struct seq_batch *b)
+void batch_eval_queries(const struct dataset *ds, int N, int with_ts, const int64_t *users,
+                        const int64_t *hist, const int64_t *target, int64_t B,
+                        struct seq_batch *b)
 {
     int64_t T = 0, H = 0;
     for (int64_t i = 0; i < B; i++) {
-        int64_t tgt = split_eval_target(ds, mode, test, users[i]);
-        T += tgt < N ? tgt : N;
-        H += tgt;
+        T += hist[i] < N ? hist[i] : N;
+        H += hist[i];
     }
     batch_alloc(b, B, T, with_ts, 1);
     b->hist = xmalloc((size_t)(H ? H : 1) * sizeof *b->hist);
     int64_t *items = NULL, *ts = NULL, cap = 0, t = 0, h = 0;
     b->offsets[0] = b->hist_off[0] = 0;
     for (int64_t i = 0; i < B; i++) {
-        int64_t u = users[i];
+        const int64_t u = users[i], a = hist[i];
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
-        int64_t tgt = split_eval_target(ds, mode, test, u);
-        int64_t n_in = tgt < N ? tgt : N, first = tgt - n_in;
-        dataset_raw_numbers(ds, items, tgt + 1); /* a raw dataset: item numbers */
+        dataset_raw_numbers(ds, items, target[i] + 1); /* a raw dataset: item numbers */
+        const int64_t n_in = a < N ? a : N, first = a - n_in;
         for (int64_t p = 0; p < n_in; p++, t++) {
             b->items[t] = items[first + p];
             if (with_ts)
                 b->ts[t] = ts[first + p];
             b->keys[t] = 0; /* no dropout in evaluation */
         }
-        b->targets[t - 1] = items[tgt];
-        memcpy(b->hist + h, items, (size_t)tgt * sizeof *items);
-        h += tgt;
+        b->targets[t - 1] = items[target[i]];
+        memcpy(b->hist + h, items, (size_t)a * sizeof *items);
+        h += a;
         b->users[i] = u;
         b->ev0[i] = ds->offsets[u] + first;
         b->offsets[i + 1] = t;
@@ -137,6 +136,16 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
     }
     free(items);
     free(ts);
+}
+
+void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N, int with_ts,
+                const int64_t *users, int64_t B, struct seq_batch *b)
+{
+    int64_t *tgt = xmalloc((size_t)(B ? B : 1) * sizeof *tgt);
+    for (int64_t i = 0; i < B; i++)
+        tgt[i] = split_eval_target(ds, mode, test, users[i]);
+    batch_eval_queries(ds, N, with_ts, users, tgt, tgt, B, b);
+    free(tgt);
 }
 
 void batch_free(struct seq_batch *b)

@@ -53,6 +53,13 @@ void batch_train(const struct dataset *ds, enum split_mode mode, int N, int with
  * dataset are their numbers 1 .. num_items (dataset_raw_numbers). */
 void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N, int with_ts,
                 const int64_t *users, int64_t B, struct seq_batch *b);
+/* The evaluation batch of B queries: query i predicts event target[i] of
+ * user users[i] from its first hist[i] events (the most recent N of them
+ * the inputs, all of them in hist for exclusion); batch_eval's and the
+ * stream windows' (batch_window.h). */
+void batch_eval_queries(const struct dataset *ds, int N, int with_ts, const int64_t *users,
+                        const int64_t *hist, const int64_t *target, int64_t B,
+                        struct seq_batch *b);
 /* Allocate b's arrays for B sequences of T tokens in all (contents
  * undefined but targets, zeroed; ts only with_ts; hist_off only for eval:
  * the caller allocates hist). */

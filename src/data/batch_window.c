@@ -84,38 +84,14 @@ void batch_window_eval(const struct dataset *ds, const struct rsplit *rs, int N,
                        const int64_t *users, const int64_t *events, int64_t B,
                        struct seq_batch *b)
 {
-    int64_t T = 0, H = 0;
-    for (int64_t i = 0; i < B; i++) {
-        const int64_t a = rs->bound[2 * users[i]];
-        T += a < N ? a : N;
-        H += a;
-    }
-    batch_alloc(b, B, T, with_ts, 1);
-    b->hist = xmalloc((size_t)(H ? H : 1) * sizeof *b->hist);
-    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0, h = 0;
-    b->offsets[0] = b->hist_off[0] = 0;
+    int64_t *hist = xmalloc((size_t)(B ? B : 1) * sizeof *hist);
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i], a = rs->bound[2 * u];
         if (a < 1 || events[i] < a || events[i] >= dataset_length(ds, u))
             fatal("batch_window_eval: event %lld of user %lld is not after its history of "
                   "%lld events", (long long)events[i], (long long)u, (long long)a);
-        batch_read_user(ds, u, with_ts, &items, &ts, &cap);
-        dataset_raw_numbers(ds, items, events[i] + 1); /* a raw dataset: item numbers */
-        const int64_t n_in = a < N ? a : N, first = a - n_in;
-        for (int64_t p = 0; p < n_in; p++, t++) {
-            b->items[t] = items[first + p];
-            if (with_ts)
-                b->ts[t] = ts[first + p];
-            b->keys[t] = 0; /* no dropout in evaluation */
-        }
-        b->targets[t - 1] = items[events[i]];
-        memcpy(b->hist + h, items, (size_t)a * sizeof *items);
-        h += a;
-        b->users[i] = u;
-        b->ev0[i] = ds->offsets[u] + first;
-        b->offsets[i + 1] = t;
-        b->hist_off[i + 1] = h;
+        hist[i] = a;
     }
-    free(items);
-    free(ts);
+    batch_eval_queries(ds, N, with_ts, users, hist, events, B, b);
+    free(hist);
 }
