@@ -217,6 +217,7 @@ static int cmp_ts(const void *a, const void *b) { return cmp_i64(a, b); }
 static void stream_run(const struct stream_opts *o)
 {
     const int64_t total_items = o->items + (o->days - 1) * o->new_per_day;
+    int64_t n_events = 0; /* every day's, whether or not -o keeps them all */
     /* users in ascending raw id: the files' order */
     int64_t *pair = xmalloc((size_t)o->users * 2 * sizeof *pair);
     for (int64_t u = 0; u < o->users; u++) {
@@ -281,6 +282,7 @@ static void stream_run(const struct stream_opts *o)
                     prev[p] = k;
                 }
                 ev_push(&day, &e);
+                n_events++;
                 if (o->out)
                     ev_push(&all, &e);
             }
@@ -311,7 +313,7 @@ static void stream_run(const struct stream_opts *o)
     log_info("data gen --stream: %lld days, %lld users, %lld items (%lld + %lld a day), "
              "drift %g, %lld events%s%s%s%s", (long long)o->days, (long long)o->users,
              (long long)total_items, (long long)o->items, (long long)o->new_per_day, o->drift,
-             (long long)all.n, o->out ? ": " : "", o->out ? o->out : "",
+             (long long)n_events, o->out ? ": " : "", o->out ? o->out : "",
              o->split_dir ? ", one file a day in " : "", o->split_dir ? o->split_dir : "");
     ev_free(&all);
     free(uraw);
