@@ -24,6 +24,7 @@
 #include "base/rng.h"
 #include "data/dataset.h"
 #include "data/stream_files.h"
+#include "tmpdir.h"
 
 #define F 6          /* window files */
 #define U 40         /* users */
@@ -31,7 +32,6 @@
 #define SPAN 1000    /* seconds a file */
 #define MAXE 4096
 
-static char g_dir[64];
 
 struct ev {
     int64_t user, ts, item;
@@ -386,21 +386,13 @@ static void test_refusals(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "tests/tmp.stream_files.XXXXXX");
-    if (!mkdtemp(g_dir)) {
-        snprintf(g_dir, sizeof g_dir, "/tmp/stream_files.XXXXXX");
-        if (!mkdtemp(g_dir))
-            return -1;
-    }
-    return 0;
+    return tmpdir_make("stream_files");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmpdir_remove();
 }
 
 int main(void)

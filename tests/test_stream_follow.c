@@ -39,6 +39,7 @@
 
 #include "data/dataset.h"
 #include "data/stream_follow.h"
+#include "tmpdir.h"
 
 #define T0 1700000000
 #define SPAN 1000  /* seconds a day file */
@@ -47,7 +48,6 @@
 #define GUARD 120.0 /* seconds: a hang guard, never reached when the code works */
 #define POLL 0.05
 
-static char g_dir[64];
 static volatile sig_atomic_t g_stop;
 
 static int64_t user_id(int u) { return 1000 + 17 * (int64_t)u; }
@@ -423,21 +423,13 @@ static void test_parse(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "tests/tmp.stream_follow.XXXXXX");
-    if (!mkdtemp(g_dir)) {
-        snprintf(g_dir, sizeof g_dir, "/tmp/stream_follow.XXXXXX");
-        if (!mkdtemp(g_dir))
-            return -1;
-    }
-    return 0;
+    return tmpdir_make("stream_follow");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmpdir_remove();
 }
 
 int main(void)
