@@ -4,8 +4,10 @@
  * training lookups (emb_dyn_map: stamps, admission, insertion with the
  * row's initialisation, 8 floats a row, adagrad) over a stream of batches
  * of B ids drawn uniformly from 2N ids, until N rows exist: ids per second.
- * Prints one line per N.
- *   build: make bench/bench_dyn      run: bench/bench_dyn [N ...]          */
+ * Prints one line per N. --index-only leaves out the training lookups (a
+ * table's pool of N rows: ~68 bytes a row, doubled while it grows), so that
+ * the index can be measured at sizes whose pool would not fit.
+ *   build: make bench/bench_dyn      run: bench/bench_dyn [--index-only] [N ...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +23,22 @@
 int main(int argc, char **argv)
 {
     int64_t sizes[8] = {1000000, 10000000};
-    int ns = 2;
-    if (argc > 1) {
+    int ns = 2, first = 1, index_only = 0;
+    if (argc > 1 && strcmp(argv[1], "--index-only") == 0) {
+        index_only = 1;
+        first = 2;
+    }
+    if (argc > first) {
         ns = 0;
-        for (int i = 1; i < argc && ns < 8; i++)
-            sizes[ns++] = (int64_t)atof(argv[i]);
+        for (int i = first; i < argc && ns < 8; i++) {
+            char *end;
+            sizes[ns] = (int64_t)strtod(argv[i], &end);
+            if (*end || sizes[ns] < 1) {
+                fprintf(stderr, "bench_dyn: '%s' is not a row count (try 1e6)\n", argv[i]);
+                return 2;
+            }
+            ns++;
+        }
     }
     printf("%12s %12s %12s %12s %14s %10s\n", "rows", "insert/s", "hit/s", "miss/s",
            "map ids/s", "MiB");
@@ -49,7 +62,15 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < N; i++)
             sum += emb_dyn_index_get(&ix, ids[i] + 2); /* even: never inserted */
         double t3 = clock_seconds();
+        const int64_t ix_bytes = ix.cap * (int64_t)(sizeof *ix.keys + sizeof *ix.vals);
         emb_dyn_index_free(&ix);
+        if (index_only) {
+            printf("%12lld %12.3g %12.3g %12.3g %14s %10.0f%s\n", (long long)N, N / (t1 - t0),
+                   N / (t2 - t1), N / (t3 - t2), "-",
+                   (double)ix_bytes / 1048576.0, sum == 42 ? " " : "");
+            free(ids);
+            continue;
+        }
         /* training lookups of a table */
         struct comm c;
         memset(&c, 0, sizeof c);

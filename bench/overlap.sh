@@ -20,6 +20,10 @@
 #                                         the modes (default: none prioritized
 #                                         prefetch); +thread = parallel.progress=thread
 #   OVERLAP_DIM=64                        the embedding width
+#   OVERLAP_TRACE=4                       the last round's runs keep a trace
+#                                         (output.trace) and step 4 of each
+#                                         mode is printed as a per-phase
+#                                         timeline (bench/trace_timeline.py)
 #
 # The modes run interleaved (each mode once per round) after one discarded
 # warm-up run. Per mode it prints medians over the progress intervals of
@@ -88,9 +92,10 @@ echo "data: 8192 users, 2e6 items, d = $DIM; 2 ranks, $STEPS steps per run, $ROU
 
 MODES=${OVERLAP_MODES:-none prioritized prefetch}
 run() { # MODE ROUND; MODE = OVERLAP[+thread]
-    ov=${1%+thread} pr=test
+    ov=${1%+thread} pr=test tr=
     [ "$ov" != "$1" ] && pr=thread
-    $LAUNCH "$FS" train "$W/ov.in" parallel.overlap="$ov" parallel.progress=$pr \
+    [ -n "${OVERLAP_TRACE:-}" ] && [ "$2" = "$ROUNDS" ] && tr="output.trace=$W/$1.trace.json"
+    $LAUNCH "$FS" train "$W/ov.in" parallel.overlap="$ov" parallel.progress=$pr $tr \
         train.max_steps="$STEPS" output.metrics="$W/$1-$2.jsonl" > "$W/log" 2>&1 ||
         { echo "overlap: $1 failed:"; tail -n 20 "$W/log"; exit 1; }
 }
@@ -116,3 +121,10 @@ for m in $MODES; do
             pb == "nan" ? "-" : sprintf("%.2f", e / pb), 100 * o, 128000 / s, sb / s,
             c == "nan" ? "-" : sprintf("%.3f", c) }'
 done
+if [ -n "${OVERLAP_TRACE:-}" ]; then
+    for m in $MODES; do
+        echo "$m, step $OVERLAP_TRACE of the last round:"
+        /usr/bin/python3 "$TOP/bench/trace_timeline.py" "$W/$m.trace.json" "$OVERLAP_TRACE" 60 ||
+            echo "overlap: no timeline for $m"
+    done
+fi
