@@ -10,11 +10,13 @@
  * dataset is in ascending id order (row 0 first), whatever P and G wrote
  * it: the same state gives the same datasets at any P (with embedding
  * groups, last and freq count the first group's lookups). The shards of the
- * first embedding group hold the rows; ckpt_dyn_count sorts them among all
- * ranks (ckpt_dyn_sort.c: a sample sort, each rank then holding the rows
- * of one range of ids, ascending), and each rank writes its run at the
- * rows given by the runs before it (a delta's rows, evicted ids and the
- * probation list the same way), collectively through the checkpoint's
+ * first embedding group hold the rows; ckpt_dyn_count sorts their keys (id,
+ * rank, slot) among all ranks (ckpt_dyn_sort.c: a sample sort, each rank
+ * then holding the keys of one range of ids, ascending), and each rank
+ * writes its run at the rows given by the runs before it, fetching a
+ * round's rows from the ranks holding them as it goes (no copy of a whole
+ * shard; a delta's rows the same way; evicted ids and the probation list,
+ * small, are sorted whole), collectively through the checkpoint's
  * MPI-IO file, in rounds of at most BLOCK_ROWS rows (all datasets
  * checksummed as the others). A read deals blocks of rows
  * round-robin to every rank, which sends each row to the ranks holding its
@@ -33,12 +35,13 @@
 #include "ckpt/ckpt_priv.h"
 #include "train/watchdog.h"
 
-#define BLOCK_ROWS ((int64_t)1 << 14) /* rows per rank per round */
+#define BLOCK_ROWS ((int64_t)1 << 15) /* rows per rank per round: a 1 MiB chunk of an int64 vector */
 
 /* What ckpt_dyn_count found and sorted, per table of the registry: the
  * file's rows (R), this rank's first row and count, the collective write
  * rounds; the same of the probation list and of a delta's evicted ids; this
- * rank's runs of them (ckpt_dyn_sort.h), written by ckpt_dyn_write. */
+ * rank's runs (ckpt_dyn_sort.h) of the rows' keys (struct row_key), of the
+ * probation list and of the evicted ids, written by ckpt_dyn_write. */
 static struct dyn_counts {
     int64_t rows, first, mine, rounds;
     int64_t prob, pfirst, pmine, prounds;
@@ -99,30 +102,22 @@ static int64_t *my_slots(struct trainer *tr, struct emb_table *t, int64_t **ids_
     return s;
 }
 
-/* A row on the wire (the sort's and the read's record): id, last, freq,
- * steps (int64), weight [width], state [state_floats] (float). */
-static int64_t row_bytes(const struct emb_table *t)
-{
-    return 32 + 4 * (t->width + t->state_floats);
-}
-
-struct row_src {
-    const struct emb_table *t;
-    const int64_t *ids, *slots;
+/* What the sort moves of a row: its id, the rank holding it, its slot
+ * there (the row itself is fetched while writing, a round at a time). */
+struct row_key {
+    int64_t id, rank, slot;
 };
 
-static void pack_row(const void *ctx, int64_t i, char *o)
+struct key_src {
+    const int64_t *ids, *slots;
+    int64_t rank;
+};
+
+static void pack_key(const void *ctx, int64_t i, char *o)
 {
-    const struct row_src *r = ctx;
-    const struct emb_table *t = r->t;
-    const int64_t s = r->slots[i], W = t->width, S = t->state_floats;
-    int64_t v[4] = {r->ids[i], 0, 0, t->steps ? t->steps[s] : 0};
-    if (s)
-        emb_dyn_row_stats(t, s, &v[1], &v[2]);
-    memcpy(o, v, 32);
-    memcpy(o + 32, t->w + s * W, (size_t)W * 4);
-    if (S)
-        memcpy(o + 32 + 4 * W, t->state + s * S, (size_t)S * 4);
+    const struct key_src *r = ctx;
+    const struct row_key k = {r->ids[i], r->rank, r->slots[i]};
+    memcpy(o, &k, sizeof k);
 }
 
 static void pack_pair(const void *ctx, int64_t i, char *o)
@@ -151,8 +146,8 @@ void ckpt_dyn_count(struct trainer *tr)
         const int w = writer(tr, t);
         /* the rows, sorted by id among the ranks */
         int64_t *ids, n, *slots = my_slots(tr, t, &ids, &n);
-        const struct row_src src = {t, ids, slots};
-        ckpt_dyn_sort(c, ids, n, row_bytes(t), pack_row, &src, BLOCK_ROWS, &dc->run);
+        const struct key_src src = {ids, slots, c->rank};
+        ckpt_dyn_sort(c, ids, n, sizeof(struct row_key), pack_key, &src, BLOCK_ROWS, &dc->run);
         free(ids);
         free(slots);
         /* the probation list */
@@ -265,25 +260,134 @@ static void write_run(struct h5io *h, const char *name, const struct ckpt_dyn_ru
     h5io_close_obj(h, d);
 }
 
+/* The datasets of a row, as the write fills them. */
+enum part { P_IDS, P_LAST, P_FREQ, P_STEPS, P_WEIGHT, P_STATE };
+
+static enum part part_of(const char *name)
+{
+    return !strcmp(name, "ids") ? P_IDS : !strcmp(name, "last") ? P_LAST
+           : !strcmp(name, "freq") ? P_FREQ : !strcmp(name, "steps") ? P_STEPS
+           : !strcmp(name, "weight") ? P_WEIGHT : P_STATE;
+}
+
+static int64_t part_bytes(const struct emb_table *t, enum part pt)
+{
+    return pt == P_WEIGHT ? 4 * t->width : pt == P_STATE ? 4 * t->state_floats : 8;
+}
+
+/* Part pt of the row id in slot s of this rank's shard of t into o. */
+static void get_part(const struct emb_table *t, enum part pt, int64_t id, int64_t s, char *o)
+{
+    int64_t v[2] = {0, 0};
+    switch (pt) {
+    case P_IDS:
+        memcpy(o, &id, 8);
+        return;
+    case P_WEIGHT:
+        memcpy(o, t->w + s * t->width, (size_t)t->width * 4);
+        return;
+    case P_STATE:
+        memcpy(o, t->state + s * t->state_floats, (size_t)t->state_floats * 4);
+        return;
+    case P_STEPS:
+        memcpy(o, &t->steps[s], 8);
+        return;
+    case P_LAST:
+    case P_FREQ:
+        if (s)
+            emb_dyn_row_stats(t, s, &v[0], &v[1]);
+        memcpy(o, &v[pt == P_FREQ], 8);
+        return;
+    }
+}
+
+/* The run's key of its i-th row in id order. */
+static const struct row_key *key_at(const struct ckpt_dyn_run *run, int64_t i)
+{
+    return (const struct row_key *)(run->rec + run->ord[i].at * run->rb);
+}
+
+/* Part pt of one round's rows held by other ranks (the run's rows a ..
+ * a + n; every rank calls it, collective over world): each rank asks the
+ * ranks holding them for their slots, and answers (get_part) what others
+ * ask it for. On return (*recv) holds the fetched parts in the order
+ * asked, and at[i] is the i-th row's place there, or -1 for a row of this
+ * rank's own shard. */
+static void fetch_round(struct comm *c, const struct emb_table *t, const struct ckpt_dyn_run *run,
+                        int64_t a, int64_t n, enum part pt, int64_t *at, int64_t *cnt,
+                        int64_t *ask, char **recv, char **send)
+{
+    const int P = c->size;
+    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P, off = 0;
+    memset(sc, 0, (size_t)P * sizeof *sc);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t q = key_at(run, a + i)->rank;
+        if (q != c->rank)
+            sc[q]++;
+    }
+    for (int q = 0; q < P; q++) {
+        sd[q] = off;
+        off += sc[q];
+        rc[q] = sd[q]; /* the next place of q's requests */
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const struct row_key *k = key_at(run, a + i);
+        at[i] = k->rank == c->rank ? -1 : rc[k->rank]++;
+        if (at[i] >= 0)
+            ask[at[i]] = k->slot;
+    }
+    char *asked = NULL;
+    const int64_t m = ckpt_dyn_exchange(c, cnt, 8, ask, &asked); /* cnt now in bytes */
+    const int64_t pb = part_bytes(t, pt);
+    *send = xrealloc(*send, (size_t)((m ? m : 1) * pb));
+    for (int64_t j = 0; j < m; j++)
+        get_part(t, pt, 0, ((const int64_t *)asked)[j], *send + j * pb);
+    free(asked);
+    for (int q = 0; q < P; q++) /* the answers go back as the requests came */
+        sc[q] = rc[q] / 8, sd[q] = rd[q] / 8;
+    ckpt_dyn_exchange(c, cnt, pb, *send, recv);
+}
+
 void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k)
 {
     struct emb_table *t = &tr->reg.tables[k];
     struct dyn_counts *dc = &counts[k];
+    struct comm *c = tr->c;
     struct dpart p[6];
     const int np = dparts(t, p);
     const int64_t wmax = t->width > t->state_floats ? t->width : t->state_floats;
     char *buf = xmalloc((size_t)(BLOCK_ROWS * (wmax > 2 ? wmax : 2)) * 8);
     char name[300];
-    for (int j = 0; j < np; j++) { /* the record's fields (pack_row) */
-        const char *part = p[j].name;
-        const int64_t off = !strcmp(part, "ids") ? 0 : !strcmp(part, "last") ? 8
-                            : !strcmp(part, "freq") ? 16 : !strcmp(part, "steps") ? 24
-                            : !strcmp(part, "weight") ? 32 : 32 + 4 * t->width;
-        snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, part);
-        write_run(h, name, &dc->run, dc->first, dc->rounds,
-                  p[j].is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, off, p[j].cols,
-                  p[j].is_float ? 4 : 8, buf);
+    /* the rows, dataset by dataset (as the chunks are laid out), a round
+     * at a time: what other ranks hold fetched from them (ids: the keys) */
+    int64_t *cnt = xmalloc((size_t)c->size * 4 * sizeof *cnt);
+    int64_t *at = xmalloc((size_t)BLOCK_ROWS * sizeof *at);
+    int64_t *ask = xmalloc((size_t)BLOCK_ROWS * sizeof *ask);
+    char *recv = NULL, *send = NULL;
+    for (int j = 0; j < np; j++) {
+        snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, p[j].name);
+        hid_t d = h5io_dset_reopen(h, h->f, name);
+        const enum part pt = part_of(p[j].name);
+        const int64_t pb = part_bytes(t, pt);
+        for (int64_t r = 0; r < dc->rounds; r++) {
+            watchdog_beat("in", "a checkpoint write");
+            const int64_t a = r * BLOCK_ROWS;
+            const int64_t n = a < dc->run.n ? (dc->run.n - a < BLOCK_ROWS ? dc->run.n - a : BLOCK_ROWS) : 0;
+            if (pt != P_IDS)
+                fetch_round(c, t, &dc->run, a, n, pt, at, cnt, ask, &recv, &send);
+            for (int64_t i = 0; i < n; i++) {
+                const struct row_key *k = key_at(&dc->run, a + i);
+                if (pt == P_IDS || at[i] < 0)
+                    get_part(t, pt, k->id, k->slot, buf + i * pb);
+                else
+                    memcpy(buf + i * pb, recv + at[i] * pb, (size_t)pb);
+            }
+            h5io_write_rows(h, d, p[j].is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64,
+                            dc->first + a, 1, n, p[j].cols, buf);
+        }
+        h5io_close_obj(h, d);
     }
+    free(cnt), free(at), free(ask), free(recv), free(send);
     if (dc->prob) {
         snprintf(name, sizeof name, "/emb/%s/prob", t->conf.name);
         write_run(h, name, &dc->prun, dc->pfirst, dc->prounds, H5T_NATIVE_INT64, 0, 2, 8, buf);
