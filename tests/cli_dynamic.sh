@@ -37,6 +37,36 @@ pair() { # NAME TAG NP ARGS...: dense vs dynamic, identical (files $T/TAG-dense,
     run "$pt-dyn" "$pp" "$@" embedding.dynamic=on
     identical "$pn: dynamic = dense" "$T/$pt-dense.jsonl" "$T/$pt-dyn.jsonl"
 }
+same_dyn() { # A B TABLES EXACT CLOSE NAME: of each /emb/TABLE of checkpoints A and B,
+    # the datasets EXACT are identical, CLOSE within 1e-6 (those present in
+    # A; in B alone: a failure), and A's ids ascend from 0
+    if ! command -v h5diff >/dev/null 2>&1; then
+        pass "$6: not compared (h5diff, of hdf5-tools, is not installed)"
+        return
+    fi
+    sd_n=0
+    for tb in $3; do
+        for ds in $4 $5; do
+            h5ls "$1/emb/$tb/$ds" >/dev/null 2>&1 || { h5ls "$2/emb/$tb/$ds" >/dev/null 2>&1 &&
+                fail "$6: /emb/$tb/$ds only in $2"; continue; }
+            case " $4 " in *" $ds "*) tol= ;; *) tol="-d 1e-6" ;; esac
+            if h5diff -q $tol "$1" "$2" "/emb/$tb/$ds" "/emb/$tb/$ds" >/dev/null 2>&1; then
+                sd_n=$((sd_n + 1))
+            else
+                fail "$6: /emb/$tb/$ds differs: $(h5diff $tol "$1" "$2" "/emb/$tb/$ds" \
+                    "/emb/$tb/$ds" 2>&1 | head -n 3 | tr '\n' ' ')"
+                return
+            fi
+        done
+        if have_h5py && ! "$PY" -c 'import sys, h5py, numpy as np
+a = h5py.File(sys.argv[1], "r")[sys.argv[2]][:]
+sys.exit(not (len(a) > 1 and a[0] == 0 and (np.diff(a) > 0).all()))' "$1" "/emb/$tb/ids"; then
+            fail "$6: /emb/$tb/ids of $1 does not ascend from 0"
+            return
+        fi
+    done
+    pass "$6: $sd_n datasets the same ($4 bit for bit${5:+, $5 to 1e-6}), ids ascending"
+}
 RANK="train.task=ranking train.tasks=click:binary:click data.split=last:1 train.batch_size=16"
 pair "HSTU P=1" h1 1
 pair "HSTU P=2 prefetch" h2 2 parallel.overlap=prefetch
@@ -73,13 +103,27 @@ grep -q '"items.rows":[1-9][0-9]*,"items.inserted":[0-9.e+]*,"items.evicted":0,"
 # that depends on P, and adagrad's first steps (g / sqrt(g^2)) make the
 # rounding of its near-zero coordinates visible (doc/embedding.md)
 A="embedding.dynamic=on embedding.admit=2 embedding.evict=ttl:2 embedding.optimizer=sgd"
-for np in 1 2 4; do run "adm$np" $np $A parallel.overlap=none; done
+for np in 1 2 4; do run "adm$np" $np $A parallel.overlap=none output.checkpoint_dir="$T/adm$np"; done
 same_losses "$T/adm1.jsonl" "$T/adm2.jsonl" "admit=2 ttl:2: P=2 vs P=1" 0 1e-6
 same_losses "$T/adm1.jsonl" "$T/adm4.jsonl" "admit=2 ttl:2: P=4 vs P=1" 0 1e-6
 T2="embedding.dynamic=on embedding.evict=ttl:1"
 run ttl1 1 $T2
 run ttl4 4 $T2 parallel.overlap=prefetch
 same_losses "$T/ttl1.jsonl" "$T/ttl4.jsonl" "ttl:1 (adagrad): P=4 prefetch vs P=1" 0 1e-6
+# a checkpoint's dynamic tables are sorted by id whatever P wrote them: the
+# same step at P = 2 and at P = 4 holds the same ids, statistics and
+# probation list in the same order, bit for bit, and the same rows to 1e-6
+# (the unadmitted row's gradient is summed in an order that depends on P)
+same_dyn "$T/adm2/ckpt-6.h5" "$T/adm4/ckpt-6.h5" items "ids last freq prob" weight \
+    "checkpoint at P=2 and at P=4 (sgd, admit=2 ttl:2)"
+# embedding groups: written at P = 4 by the first group of 2 shards, the
+# same ids in the same order as at P = 2 (last and freq count the first
+# group's lookups: not compared)
+S="embedding.dynamic=on embedding.optimizer=sgd"
+run ck-g2 2 $S output.checkpoint_dir="$T/cg2"
+run ck-g4 4 $S output.checkpoint_dir="$T/cg4" parallel.embedding_group=2
+same_dyn "$T/cg2/ckpt-6.h5" "$T/cg4/ckpt-6.h5" items ids weight \
+    "checkpoint at P=2 and at P=4 with embedding groups of 2 (sgd)"
 run admp 2 $A parallel.overlap=prefetch
 identical "admit=2 ttl:2 P=2: prefetch = none" "$T/adm2.jsonl" "$T/admp.jsonl"
 ev=$(grep -o '"items.evicted":[0-9.e+]*' "$T/adm2.jsonl" | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
@@ -109,6 +153,12 @@ run ck-r 3 $K train.resume="$T/ck/ckpt-4.h5"
 same_losses "$T/ck-w.jsonl" "$T/ck-r.jsonl" "checkpoint at P=4, resumed at P=3" 4 1e-6
 [ "$(losses "$T/ck-r.jsonl" | head -1 | cut -d' ' -f1)" = 5 ] && pass "resumed from step 5" ||
     fail "resume did not start at step 5"
+# and the same run's ckpt-8.h5 at P = 2: the same ids, statistics and
+# probation lists, bit for bit (adagrad's rows differ beyond rounding
+# across P, see above: compared with sgd after the admission runs)
+run ck-2 2 $K output.checkpoint_dir="$T/ck2" train.checkpoint_every=8
+same_dyn "$T/ck2/ckpt-8.h5" "$T/ck/ckpt-8.h5" "items feat.brand" "ids last freq prob" "" \
+    "checkpoint of item and feature tables at P=2 and at P=4"
 
 # delta checkpoints: a full one at step 8, deltas at 10, 12, 14; resumed
 # from delta-14 (its chain read) = resumed from a full checkpoint of step

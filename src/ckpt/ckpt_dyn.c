@@ -6,12 +6,19 @@
  * optimizer with state), steps [R] (adam), and the statistics eviction
  * needs, last [R] (the tick of its last lookup) and freq [R] (its lookups);
  * prob [M, 2] (admit > 1: the probation list, id and (tick << 16) |
- * sightings) when not empty; attribute clock (the table's ticks). Each
- * shard of the first embedding group writes its rows as one block of
- * consecutive rows, ascending by id within the block (the shards one after
- * the other, rank 0's first with row 0), collectively through the
- * checkpoint's MPI-IO file, in rounds of at most BLOCK_ROWS rows (all
- * datasets checksummed as the others). A read deals blocks of rows
+ * sightings) when not empty; attribute clock (the table's ticks). Every
+ * dataset is in ascending id order (row 0 first), whatever P and G wrote
+ * it: the same state gives the same datasets at any P (with embedding
+ * groups, last and freq count the first group's lookups). The shards of the
+ * first embedding group hold the rows; ckpt_dyn_count sorts their keys (id,
+ * rank, slot) among all ranks (ckpt_dyn_sort.c: a sample sort, each rank
+ * then holding the keys of one range of ids, ascending), and each rank
+ * writes its run at the rows given by the runs before it, fetching a
+ * round's rows from the ranks holding them as it goes (no copy of a whole
+ * shard; a delta's rows the same way; evicted ids and the probation list,
+ * small, are sorted whole), collectively through the checkpoint's
+ * MPI-IO file, in rounds of at most BLOCK_ROWS rows (all datasets
+ * checksummed as the others). A read deals blocks of rows
  * round-robin to every rank, which sends each row to the ranks holding its
  * owner's shard now (a 64-bit mix of the id mod G: any G, any P), which make
  * it a row of their pool: a resume on P' re-hashes every row. */
@@ -24,18 +31,22 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/ckpt_dyn_sort.h"
 #include "ckpt/ckpt_priv.h"
 #include "train/watchdog.h"
 
-#define BLOCK_ROWS ((int64_t)1 << 14) /* rows per rank per round */
+#define BLOCK_ROWS ((int64_t)1 << 15) /* rows per rank per round: a 1 MiB chunk of an int64 vector */
 
-/* What ckpt_dyn_count found, per table of the registry. */
+/* What ckpt_dyn_count found and sorted, per table of the registry: the
+ * file's rows (R), this rank's first row and count, the collective write
+ * rounds; the same of the probation list and of a delta's evicted ids; this
+ * rank's runs (ckpt_dyn_sort.h) of the rows' keys (struct row_key), of the
+ * probation list and of the evicted ids, written by ckpt_dyn_write. */
 static struct dyn_counts {
-    int64_t rows, first;   /* the file's rows (R), this rank's first row and count */
-    int64_t mine;
-    int64_t prob, pfirst, pmine;
-    int64_t rounds, prounds; /* of the collective writes */
-    int64_t gone, gfirst, gmine, grounds; /* a delta's evicted ids */
+    int64_t rows, first, mine, rounds;
+    int64_t prob, pfirst, pmine, prounds;
+    int64_t gone, gfirst, gmine, grounds;
+    struct ckpt_dyn_run run, prun, grun;
 } counts[EMB_MAX_TABLES];
 
 static int writer(const struct trainer *tr, const struct emb_table *t)
@@ -71,6 +82,54 @@ static int64_t select_rows(const struct emb_table *t, int64_t **ids, int64_t **s
     return m;
 }
 
+/* This rank's rows of t to write: their slots (and slot 0, the shared
+ * row, on rank 0) and ids (*ids_out); their number *n. */
+static int64_t *my_slots(struct trainer *tr, struct emb_table *t, int64_t **ids_out, int64_t *n_out)
+{
+    int64_t *ids = NULL, *slots = NULL, n = 0;
+    if (writer(tr, t))
+        n = select_rows(t, &ids, &slots);
+    const int z = tr->c->rank == 0;
+    int64_t *s = xmalloc((size_t)(n + z + 1) * sizeof *s), *i = xmalloc((size_t)(n + z + 1) * sizeof *i);
+    if (z)
+        s[0] = 0, i[0] = 0;
+    for (int64_t r = 0; r < n; r++)
+        s[z + r] = slots[r], i[z + r] = ids[r];
+    free(ids);
+    free(slots);
+    *ids_out = i;
+    *n_out = n + z;
+    return s;
+}
+
+/* What the sort moves of a row: its id, the rank holding it, its slot
+ * there (the row itself is fetched while writing, a round at a time). */
+struct row_key {
+    int64_t id, rank, slot;
+};
+
+struct key_src {
+    const int64_t *ids, *slots;
+    int64_t rank;
+};
+
+static void pack_key(const void *ctx, int64_t i, char *o)
+{
+    const struct key_src *r = ctx;
+    const struct row_key k = {r->ids[i], r->rank, r->slots[i]};
+    memcpy(o, &k, sizeof k);
+}
+
+static void pack_pair(const void *ctx, int64_t i, char *o)
+{
+    memcpy(o, (const int64_t *)ctx + 2 * i, 16);
+}
+
+static void pack_id(const void *ctx, int64_t i, char *o)
+{
+    memcpy(o, (const int64_t *)ctx + i, 8);
+}
+
 void ckpt_dyn_count(struct trainer *tr)
 {
     struct comm *c = tr->c;
@@ -80,21 +139,35 @@ void ckpt_dyn_count(struct trainer *tr)
         if (!t->dyn)
             continue;
         struct dyn_counts *dc = &counts[k];
-        int64_t *ids, *slots, *pairs;
-        const int w = writer(tr, t);
-        const int64_t n = w ? select_rows(t, &ids, &slots) + (c->rank == 0) : 0;
-        const int64_t m = w ? emb_dyn_probation(t, &pairs) : 0;
-        const int64_t *gone;
-        int64_t since;
-        const int64_t e = w && delta_on ? emb_dyn_delta(t, &gone, &since) : 0;
-        if (w) {
-            free(ids);
-            free(slots);
-            free(pairs);
-        }
-        int64_t v[3] = {n, m, e};
-        comm_allgather_bytes(c, COMM_WORLD, v, sizeof v, all);
+        ckpt_dyn_run_free(&dc->run);
+        ckpt_dyn_run_free(&dc->prun);
+        ckpt_dyn_run_free(&dc->grun);
         memset(dc, 0, sizeof *dc);
+        const int w = writer(tr, t);
+        /* the rows, sorted by id among the ranks */
+        int64_t *ids, n, *slots = my_slots(tr, t, &ids, &n);
+        const struct key_src src = {ids, slots, c->rank};
+        ckpt_dyn_sort(c, ids, n, sizeof(struct row_key), pack_key, &src, BLOCK_ROWS, &dc->run);
+        free(ids);
+        free(slots);
+        /* the probation list */
+        int64_t *pairs = NULL;
+        const int64_t m = w ? emb_dyn_probation(t, &pairs) : 0;
+        int64_t *pid = xmalloc((size_t)(m ? m : 1) * sizeof *pid);
+        for (int64_t i = 0; i < m; i++)
+            pid[i] = pairs[2 * i];
+        ckpt_dyn_sort(c, pid, m, 16, pack_pair, pairs, BLOCK_ROWS, &dc->prun);
+        free(pid);
+        free(pairs);
+        /* a delta's evicted ids */
+        if (delta_on) {
+            const int64_t *gone = NULL;
+            int64_t since;
+            const int64_t e = w ? emb_dyn_delta(t, &gone, &since) : 0;
+            ckpt_dyn_sort(c, gone, e, 8, pack_id, gone, BLOCK_ROWS, &dc->grun);
+        }
+        int64_t v[3] = {dc->run.n, dc->prun.n, dc->grun.n};
+        comm_allgather_bytes(c, COMM_WORLD, v, sizeof v, all);
         int64_t maxn = 0, maxm = 0, maxe = 0;
         for (int r = 0; r < c->size; r++) {
             if (r < c->rank) {
@@ -109,9 +182,9 @@ void ckpt_dyn_count(struct trainer *tr)
             maxm = all[3 * r + 1] > maxm ? all[3 * r + 1] : maxm;
             maxe = all[3 * r + 2] > maxe ? all[3 * r + 2] : maxe;
         }
-        dc->mine = n;
-        dc->pmine = m;
-        dc->gmine = e;
+        dc->mine = v[0];
+        dc->pmine = v[1];
+        dc->gmine = v[2];
         dc->rounds = (maxn + BLOCK_ROWS - 1) / BLOCK_ROWS;
         dc->prounds = (maxm + BLOCK_ROWS - 1) / BLOCK_ROWS;
         dc->grounds = (maxe + BLOCK_ROWS - 1) / BLOCK_ROWS;
@@ -167,95 +240,166 @@ void ckpt_dyn_create(struct trainer *tr, struct h5io *h, hid_t emb, int k)
     h5io_close_obj(h, g);
 }
 
-/* This rank's rows of t in the file's order: their slots (slot 0 first on
- * rank 0) and ids; count *n. */
-static int64_t *my_slots(struct trainer *tr, struct emb_table *t, int64_t **ids_out)
+/* This rank's run of records (rb bytes) in rounds of BLOCK_ROWS into the
+ * dataset name from row first (collective: rounds for every rank); of each
+ * record the cols (0: 1) values of elem bytes at byte off. */
+static void write_run(struct h5io *h, const char *name, const struct ckpt_dyn_run *run,
+                      int64_t first, int64_t rounds, hid_t mtype, int64_t off, int64_t cols,
+                      int64_t elem, char *buf)
 {
-    int64_t *ids = NULL, *slots = NULL, n = 0;
-    if (writer(tr, t))
-        n = select_rows(t, &ids, &slots);
-    const int z = tr->c->rank == 0;
-    int64_t *s = xmalloc((size_t)(n + z + 1) * sizeof *s), *i = xmalloc((size_t)(n + z + 1) * sizeof *i);
-    if (z)
-        s[0] = 0, i[0] = 0;
-    for (int64_t r = 0; r < n; r++)
-        s[z + r] = slots[r], i[z + r] = ids[r];
-    free(ids);
-    free(slots);
-    *ids_out = i;
-    return s;
+    hid_t d = h5io_dset_reopen(h, h->f, name);
+    const int64_t bytes = (cols ? cols : 1) * elem;
+    for (int64_t r = 0; r < rounds; r++) {
+        watchdog_beat("in", "a checkpoint write");
+        const int64_t a = r * BLOCK_ROWS;
+        const int64_t n = a < run->n ? (run->n - a < BLOCK_ROWS ? run->n - a : BLOCK_ROWS) : 0;
+        for (int64_t i = 0; i < n; i++)
+            memcpy(buf + i * bytes, run->rec + run->ord[a + i].at * run->rb + off, (size_t)bytes);
+        h5io_write_rows(h, d, mtype, first + a, 1, n, cols, buf);
+    }
+    h5io_close_obj(h, d);
+}
+
+/* The datasets of a row, as the write fills them. */
+enum part { P_IDS, P_LAST, P_FREQ, P_STEPS, P_WEIGHT, P_STATE };
+
+static enum part part_of(const char *name)
+{
+    return !strcmp(name, "ids") ? P_IDS : !strcmp(name, "last") ? P_LAST
+           : !strcmp(name, "freq") ? P_FREQ : !strcmp(name, "steps") ? P_STEPS
+           : !strcmp(name, "weight") ? P_WEIGHT : P_STATE;
+}
+
+static int64_t part_bytes(const struct emb_table *t, enum part pt)
+{
+    return pt == P_WEIGHT ? 4 * t->width : pt == P_STATE ? 4 * t->state_floats : 8;
+}
+
+/* Part pt of the row id in slot s of this rank's shard of t into o. */
+static void get_part(const struct emb_table *t, enum part pt, int64_t id, int64_t s, char *o)
+{
+    int64_t v[2] = {0, 0};
+    switch (pt) {
+    case P_IDS:
+        memcpy(o, &id, 8);
+        return;
+    case P_WEIGHT:
+        memcpy(o, t->w + s * t->width, (size_t)t->width * 4);
+        return;
+    case P_STATE:
+        memcpy(o, t->state + s * t->state_floats, (size_t)t->state_floats * 4);
+        return;
+    case P_STEPS:
+        memcpy(o, &t->steps[s], 8);
+        return;
+    case P_LAST:
+    case P_FREQ:
+        if (s)
+            emb_dyn_row_stats(t, s, &v[0], &v[1]);
+        memcpy(o, &v[pt == P_FREQ], 8);
+        return;
+    }
+}
+
+/* The run's key of its i-th row in id order. */
+static const struct row_key *key_at(const struct ckpt_dyn_run *run, int64_t i)
+{
+    return (const struct row_key *)(run->rec + run->ord[i].at * run->rb);
+}
+
+/* Part pt of one round's rows held by other ranks (the run's rows a ..
+ * a + n; every rank calls it, collective over world): each rank asks the
+ * ranks holding them for their slots, and answers (get_part) what others
+ * ask it for. On return (*recv) holds the fetched parts in the order
+ * asked, and at[i] is the i-th row's place there, or -1 for a row of this
+ * rank's own shard. */
+static void fetch_round(struct comm *c, const struct emb_table *t, const struct ckpt_dyn_run *run,
+                        int64_t a, int64_t n, enum part pt, int64_t *at, int64_t *cnt,
+                        int64_t *ask, char **recv, char **send)
+{
+    const int P = c->size;
+    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P, off = 0;
+    memset(sc, 0, (size_t)P * sizeof *sc);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t q = key_at(run, a + i)->rank;
+        if (q != c->rank)
+            sc[q]++;
+    }
+    for (int q = 0; q < P; q++) {
+        sd[q] = off;
+        off += sc[q];
+        rc[q] = sd[q]; /* the next place of q's requests */
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const struct row_key *k = key_at(run, a + i);
+        at[i] = k->rank == c->rank ? -1 : rc[k->rank]++;
+        if (at[i] >= 0)
+            ask[at[i]] = k->slot;
+    }
+    char *asked = NULL;
+    const int64_t m = ckpt_dyn_exchange(c, cnt, 8, ask, &asked); /* cnt now in bytes */
+    const int64_t pb = part_bytes(t, pt);
+    *send = xrealloc(*send, (size_t)((m ? m : 1) * pb));
+    for (int64_t j = 0; j < m; j++)
+        get_part(t, pt, 0, ((const int64_t *)asked)[j], *send + j * pb);
+    free(asked);
+    for (int q = 0; q < P; q++) /* the answers go back as the requests came */
+        sc[q] = rc[q] / 8, sd[q] = rd[q] / 8;
+    ckpt_dyn_exchange(c, cnt, pb, *send, recv);
 }
 
 void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k)
 {
     struct emb_table *t = &tr->reg.tables[k];
-    const struct dyn_counts *dc = &counts[k];
-    int64_t *ids, *slots = my_slots(tr, t, &ids);
+    struct dyn_counts *dc = &counts[k];
+    struct comm *c = tr->c;
     struct dpart p[6];
     const int np = dparts(t, p);
     const int64_t wmax = t->width > t->state_floats ? t->width : t->state_floats;
-    void *buf = xmalloc((size_t)(BLOCK_ROWS * (wmax > 2 ? wmax : 2)) * 8);
+    char *buf = xmalloc((size_t)(BLOCK_ROWS * (wmax > 2 ? wmax : 2)) * 8);
+    char name[300];
+    /* the rows, dataset by dataset (as the chunks are laid out), a round
+     * at a time: what other ranks hold fetched from them (ids: the keys) */
+    int64_t *cnt = xmalloc((size_t)c->size * 4 * sizeof *cnt);
+    int64_t *at = xmalloc((size_t)BLOCK_ROWS * sizeof *at);
+    int64_t *ask = xmalloc((size_t)BLOCK_ROWS * sizeof *ask);
+    char *recv = NULL, *send = NULL;
     for (int j = 0; j < np; j++) {
-        char name[300];
         snprintf(name, sizeof name, "/emb/%s/%s", t->conf.name, p[j].name);
         hid_t d = h5io_dset_reopen(h, h->f, name);
+        const enum part pt = part_of(p[j].name);
+        const int64_t pb = part_bytes(t, pt);
         for (int64_t r = 0; r < dc->rounds; r++) {
             watchdog_beat("in", "a checkpoint write");
-            const int64_t a = r * BLOCK_ROWS, n = a < dc->mine ? (dc->mine - a < BLOCK_ROWS ? dc->mine - a : BLOCK_ROWS) : 0;
+            const int64_t a = r * BLOCK_ROWS;
+            const int64_t n = a < dc->run.n ? (dc->run.n - a < BLOCK_ROWS ? dc->run.n - a : BLOCK_ROWS) : 0;
+            if (pt != P_IDS)
+                fetch_round(c, t, &dc->run, a, n, pt, at, cnt, ask, &recv, &send);
             for (int64_t i = 0; i < n; i++) {
-                const int64_t s = slots[a + i];
-                int64_t last, freq;
-                if (!strcmp(p[j].name, "ids"))
-                    ((int64_t *)buf)[i] = ids[a + i];
-                else if (!strcmp(p[j].name, "weight"))
-                    memcpy((float *)buf + i * t->width, t->w + s * t->width, (size_t)t->width * 4);
-                else if (!strcmp(p[j].name, "state"))
-                    memcpy((float *)buf + i * t->state_floats, t->state + s * t->state_floats,
-                           (size_t)t->state_floats * 4);
-                else if (!strcmp(p[j].name, "steps"))
-                    ((int64_t *)buf)[i] = t->steps[s];
-                else {
-                    if (s)
-                        emb_dyn_row_stats(t, s, &last, &freq);
-                    else
-                        last = freq = 0;
-                    ((int64_t *)buf)[i] = !strcmp(p[j].name, "last") ? last : freq;
-                }
+                const struct row_key *k = key_at(&dc->run, a + i);
+                if (pt == P_IDS || at[i] < 0)
+                    get_part(t, pt, k->id, k->slot, buf + i * pb);
+                else
+                    memcpy(buf + i * pb, recv + at[i] * pb, (size_t)pb);
             }
             h5io_write_rows(h, d, p[j].is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64,
                             dc->first + a, 1, n, p[j].cols, buf);
         }
         h5io_close_obj(h, d);
     }
+    free(cnt), free(at), free(ask), free(recv), free(send);
     if (dc->prob) {
-        int64_t *pairs = NULL;
-        const int64_t m = writer(tr, t) ? emb_dyn_probation(t, &pairs) : 0;
-        char name[300];
         snprintf(name, sizeof name, "/emb/%s/prob", t->conf.name);
-        hid_t d = h5io_dset_reopen(h, h->f, name);
-        for (int64_t r = 0; r < dc->prounds; r++) {
-            const int64_t a = r * BLOCK_ROWS, n = a < m ? (m - a < BLOCK_ROWS ? m - a : BLOCK_ROWS) : 0;
-            h5io_write_rows(h, d, H5T_NATIVE_INT64, dc->pfirst + a, 1, n, 2, n ? pairs + 2 * a : buf);
-        }
-        h5io_close_obj(h, d);
-        free(pairs);
+        write_run(h, name, &dc->prun, dc->pfirst, dc->prounds, H5T_NATIVE_INT64, 0, 2, 8, buf);
     }
     if (delta_on && dc->gone) {
-        const int64_t *gone;
-        int64_t since;
-        const int64_t e = writer(tr, t) ? emb_dyn_delta(t, &gone, &since) : 0;
-        char name[300];
         snprintf(name, sizeof name, "/emb/%s/evicted", t->conf.name);
-        hid_t d = h5io_dset_reopen(h, h->f, name);
-        for (int64_t r = 0; r < dc->grounds; r++) {
-            const int64_t a = r * BLOCK_ROWS, n = a < e ? (e - a < BLOCK_ROWS ? e - a : BLOCK_ROWS) : 0;
-            h5io_write_rows(h, d, H5T_NATIVE_INT64, dc->gfirst + a, 1, n, 0, n ? gone + a : buf);
-        }
-        h5io_close_obj(h, d);
+        write_run(h, name, &dc->grun, dc->gfirst, dc->grounds, H5T_NATIVE_INT64, 0, 0, 8, buf);
     }
     free(buf);
-    free(slots);
-    free(ids);
+    ckpt_dyn_run_free(&dc->run);
+    ckpt_dyn_run_free(&dc->prun);
+    ckpt_dyn_run_free(&dc->grun);
 }
 
 /* --- reading ------------------------------------------------------------------ */
@@ -292,27 +436,6 @@ static int holds(const struct emb_table *t, int64_t id, int r)
     return id == 0 || emb_dyn_owner(id, t->G) == r % t->G;
 }
 
-/* The records packed in send for each rank q (sc[q] records of rb bytes
- * from record sd[q]; cnt = [4P]: sc, sd, then rc, rd filled here) to their
- * ranks (collective over world): what this rank receives, in rank order,
- * into *recv (grown as needed); returns their count. */
-static int64_t exchange_records(struct comm *c, int64_t *cnt, int64_t rb, const void *send,
-                                char **recv)
-{
-    const int P = c->size;
-    int64_t *sc = cnt, *sd = cnt + P, *rc = cnt + 2 * P, *rd = cnt + 3 * P, tot = 0;
-    comm_alltoall_i64(c, COMM_WORLD, sc, rc, COMM_PH_OTHER);
-    for (int q = 0; q < P; q++) {
-        rd[q] = tot;
-        tot += rc[q];
-    }
-    *recv = xrealloc(*recv, (size_t)((tot ? tot : 1) * rb));
-    for (int q = 0; q < P; q++) /* in bytes */
-        sc[q] *= rb, sd[q] *= rb, rc[q] *= rb, rd[q] *= rb;
-    comm_alltoallv(c, COMM_WORLD, COMM_BYTE, send, sc, sd, *recv, rc, rd, COMM_PH_OTHER);
-    return tot;
-}
-
 /* Entries v[n][w] (int64, the first an id) to the ranks holding their
  * ids' shards (collective over world); the ones received (*got of them). */
 static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int64_t n, int w,
@@ -330,7 +453,7 @@ static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int
         sc[q] = off - sd[q];
     }
     char *in = NULL;
-    *got = exchange_records(c, cnt, 8 * (int64_t)w, out, &in);
+    *got = ckpt_dyn_exchange(c, cnt, 8 * (int64_t)w, out, &in);
     free(out);
     free(cnt);
     return (int64_t *)in;
@@ -429,7 +552,7 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
             }
             sc[q] = off - sd[q];
         }
-        const int64_t tot = exchange_records(c, cnt, rb, send, &recv);
+        const int64_t tot = ckpt_dyn_exchange(c, cnt, rb, send, &recv);
         for (int64_t i = 0; i < tot; i++) {
             const char *o = recv + i * rb;
             int64_t v[4];
