@@ -13,7 +13,7 @@
 #   - bad input: data.window zero or negative or not a duration, a
 #     stream_end not after the start, a dataset without timestamps, the
 #     window parameters without the stream schedule, retrieval's full
-#     softmax, parallel.split_long;
+#     softmax, parallel.split_long, output.checkpoint_delta_every;
 #   - retrieval (HR@K, NDCG@K against the item table, the online popularity
 #     baseline): causal, P = 3, the fake device.
 . "$(dirname "$0")/lib.sh"
@@ -222,6 +222,9 @@ expect_error "train.schedule = stream: $T/nots.h5 has no /timestamps" ok "data.p
     train.schedule=stream data.window=1d
 expect_error "train.schedule = stream: train.loss = full has no positions without a target" \
     "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d train.loss=full
+expect_error "output.checkpoint_delta_every = 2: train.schedule = stream writes a full checkpoint after each window" \
+    ok train.schedule=stream data.window=1d embedding.dynamic=on "output.checkpoint_dir=$T/ckd" \
+    train.checkpoint_every=4 output.checkpoint_delta_every=2
 expect_error "train.schedule = stream: parallel.split_long cuts the sequences" \
     "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d parallel.split_long=auto
 finish
