@@ -100,7 +100,7 @@ with h5py.File(dst, "r+") as f:
     f["actions"][:] = a
     print("poisoned", int(late.sum()), "of", len(ts), "events", file=sys.stderr)
 EOF
-run clean 1 "$T/r.h5"
+run clean 1 "$T/r.h5" train.log_every=5 # its progress lines: the window, not an epoch
 run poison 1 "$T/poison.h5"
 windows "$T/clean.jsonl" "$T/poison.jsonl" 0 $K 0 &&
     pass "causal: events after window $K's end poisoned: windows 0 .. $K identical ($(cat "$T/cmp.out"))" ||
@@ -112,6 +112,10 @@ grep -q '"event":"stream"' "$T/clean.jsonl" && grep -q 'stream: windows 0 .. .* 
     pass "the running average at the end" || fail "no running average: $(tail -2 "$T/clean.out")"
 grep -q "window 3 \[2023-11-.*, +1d): train [0-9]* users [0-9]* events, eval like AUC [0-9.]* (baseline [0-9.]*)" \
     "$T/clean.out" && pass "the window line" || fail "window line: $(grep 'window 3' "$T/clean.out")"
+NW=$(grep -c '"event":"window"' "$T/clean.jsonl")
+grep -q "window 3/$NW step [0-9]*/[0-9]* loss" "$T/clean.out" && ! grep -q "epoch [0-9]* step" "$T/clean.out" &&
+    pass "the progress lines name the window (window 3/$NW)" ||
+    fail "progress lines: $(grep -m2 'step [0-9]*/' "$T/clean.out")"
 
 # --- P = 1, 2, 4 ---------------------------------------------------------------
 N=$(grep -c '"event":"window"' "$T/clean.jsonl")

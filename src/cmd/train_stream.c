@@ -480,6 +480,7 @@ int train_stream_run(struct trainer *tr)
                  follow_timeout > 0 ? params_str(tr->p, P_train_follow_timeout) : "");
     }
     const int64_t cap = follow && !wc->end_set ? INT64_MAX : nw;
+    tr->n_windows = cap < INT64_MAX ? cap : 0; /* the progress lines: window k/N */
     int64_t n_now = follow ? follow_complete(tr, t0, cap) : nw;
     for (int64_t k = k0; k < cap && !stop; k++) {
         while (k >= n_now && follow && !stop) { /* wait for the file that completes window k */

@@ -59,6 +59,8 @@ struct trainer {
     int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
     int64_t windows;           /* train.schedule = stream: windows trained (the next one's
                                   index; cmd/train_stream.c) */
+    int64_t n_windows;         /* and the stream's windows (0: not a stream, or not known:
+                                  train.follow without data.stream_end) */
     int64_t files_before;      /* window files: the files with events before the last trained
                                   window's end (checkpointed; -1: not known) */
     /* the divergence guard (guard.h): steps whose update was dropped */
