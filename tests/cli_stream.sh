@@ -112,6 +112,16 @@ grep -q '"event":"stream"' "$T/clean.jsonl" && grep -q 'stream: windows 0 .. .* 
     pass "the running average at the end" || fail "no running average: $(tail -2 "$T/clean.out")"
 grep -q "window 3 \[2023-11-.*, +1d): train [0-9]* users [0-9]* events, eval like AUC [0-9.]* (baseline [0-9.]*)" \
     "$T/clean.out" && pass "the window line" || fail "window line: $(grep 'window 3' "$T/clean.out")"
+# window 0 starts at the first event: the user+item baseline has nothing to
+# predict from, shown as absent ('-', null); window 1's is a figure
+grep -q "window 0 \[.*eval like AUC [0-9.]* (baseline -)" "$T/clean.out" &&
+    $PY -c 'import json, sys
+w = {o["window"]: o for o in map(json.loads, open(sys.argv[1])) if o.get("event") == "window"}
+b = ("baseline.like.auc", "baseline.like.ne")
+assert all(w[0][k] is None for k in b) and w[0]["like.auc"] is not None, w[0]
+assert all(isinstance(w[1][k], float) for k in b), w[1]' "$T/clean.jsonl" 2>"$T/b0.err" &&
+    pass "window 0 (no earlier events): the baseline absent, window 1's a figure" ||
+    fail "window 0's baseline: $(grep 'window 0 ' "$T/clean.out") $(cat "$T/b0.err")"
 NW=$(grep -c '"event":"window"' "$T/clean.jsonl")
 grep -q "window 3/$NW step [0-9]*/[0-9]* loss" "$T/clean.out" && ! grep -q "epoch [0-9]* step" "$T/clean.out" &&
     pass "the progress lines name the window (window 3/$NW)" ||
