@@ -160,7 +160,26 @@ grep -q "stream: resuming after window $K" "$T/rest.out" || fail "no resume line
 windows "$T/p4.jsonl" "$T/rest.jsonl" $((K + 1)) $((N - 1)) 1e-6 5e-3 &&
     pass "stopped after window $K at P = 2, resumed at P = 4: as the uninterrupted run ($(cat "$T/cmp.out"))" ||
     fail "resumed: $(cat "$T/cmp.out")"
-
+# the running average (event stream) of A and B agree: the windows it counts
+# exactly, the means as the windows' figures (TOL relative, the AUCs ATOL)
+average() {
+    $PY - "$@" <<'EOF' > "$T/avg.out" 2>&1
+import json, sys
+a, b, tol, atol = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+A, B = ([o for o in map(json.loads, open(p)) if o.get("event") == "stream"][-1] for p in (a, b))
+if A["evaluated"] != B["evaluated"]:
+    sys.exit("evaluated %s vs %s" % (A["evaluated"], B["evaluated"]))
+keys = [k for k in A if "." in k or "@" in k or k == "mrr"]
+for k in keys:
+    x, y = A[k], B[k]
+    if (x is None) != (y is None) or x is not None and abs(x - y) > (atol if k.endswith("auc") else tol * max(abs(y), 1e-12)):
+        sys.exit("%s: %r vs %r" % (k, x, y))
+print("%d windows, %s" % (A["evaluated"], ", ".join(sorted(keys))))
+EOF
+}
+average "$T/p4.jsonl" "$T/rest.jsonl" 1e-6 5e-3 &&
+    pass "resumed: the running average over windows 0 .. as the uninterrupted run's ($(cat "$T/avg.out"))" ||
+    fail "resumed running average: $(cat "$T/avg.out")"
 # a signal during window 3's training (step 12): exit 75, the checkpoint
 # of window 2 kept, window 3 trained again on resume
 "$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/r.h5" $S "output.checkpoint_dir=$T/cks" \
@@ -172,6 +191,9 @@ run sigr 1 "$T/r.h5" "output.checkpoint_dir=$T/cks" train.resume=auto
 windows "$T/clean.jsonl" "$T/sigr.jsonl" 3 $((N - 1)) 1e-6 5e-3 &&
     pass "resumed after the signal (P = 2 -> 1): windows 3 .. as the uninterrupted run ($(cat "$T/cmp.out"))" ||
     fail "resumed after the signal: $(cat "$T/cmp.out")"
+average "$T/clean.jsonl" "$T/sigr.jsonl" 1e-6 5e-3 &&
+    pass "resumed after the signal: the running average as the uninterrupted run's ($(cat "$T/avg.out"))" ||
+    fail "running average after the signal: $(cat "$T/avg.out")"
 expect_error "(data.window: 1d there, 2d here)" "$FS" train "$IN" "data.path=$T/r.h5" $S \
     data.window=2d "output.checkpoint_dir=$T/ck" train.resume=auto
 

@@ -81,12 +81,6 @@ static void shown_of(const struct trainer *tr, const struct eval_result *e, stru
     }
 }
 
-/* Sums of the shown metrics over the windows for the running average. */
-struct stream_avg {
-    int64_t n[SHOWN_MAX], nb[SHOWN_MAX]; /* windows with the model's, the baseline's figure */
-    double model[SHOWN_MAX], base[SHOWN_MAX];
-};
-
 /* "20k" */
 static void count_text(int64_t n, char *buf, size_t len)
 {
@@ -255,6 +249,7 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
     metrics_int(&l, "first_window", k0);
     metrics_int(&l, "step", tr->step);
     metrics_num(&l, "seconds", secs);
+    metrics_int(&l, "evaluated", avg->n[0]); /* the windows of the mean, from window 0 */
     for (int t = 0; t < sh.n && n < sizeof ev; t++) {
         const double a = avg->n[t] ? avg->model[t] / (double)avg->n[t] : NAN;
         const double b = avg->nb[t] ? avg->base[t] / (double)avg->nb[t] : NAN;
@@ -269,8 +264,9 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
         metrics_num_exact(&l, key, b);
     }
     metrics_end(&l, tr->metrics);
-    log_info("stream: windows %lld .. %lld in %.1f s; mean over the %lld evaluated: %s",
-             (long long)k0, (long long)k1 - 1, secs, (long long)avg->n[0], ev);
+    log_info("stream: windows %lld .. %lld in %.1f s; mean over the %lld evaluated of windows "
+             "0 .. %lld: %s", (long long)k0, (long long)k1 - 1, secs, (long long)avg->n[0],
+             (long long)k1 - 1, ev);
 }
 
 /* Window k's training steps; returns the signal that stopped them (0:
@@ -478,8 +474,7 @@ int train_stream_run(struct trainer *tr)
     devstats_take(&setup);
     struct planner pl;
     planner_init(&pl, tr);
-    struct stream_avg avg;
-    memset(&avg, 0, sizeof avg);
+    struct stream_avg *avg = &tr->avg; /* the sums of windows 0 .. (checkpointed) */
     const double start = clock_seconds();
     const int64_t k0 = tr->windows;
     const int64_t every = cf->checkpoint_every > 0 ? cf->checkpoint_every : 1;
@@ -542,7 +537,7 @@ int train_stream_run(struct trainer *tr)
         if (tr->files)
             tr->files_before = files_before(tr, ta + wc->len);
         window_report(tr, k, ta, &model, base, no_base, n_eval, tr->n_train, trained, events, loss, steps,
-                      tokens, now - t_train, now - tw, &avg);
+                      tokens, now - t_train, now - tw, avg);
         if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == n_now))
             train_ckpt_save(tr);
         stop = preempt_requested(tr->c);
@@ -563,6 +558,6 @@ int train_stream_run(struct trainer *tr)
                  (long long)tr->windows - 1, part, PREEMPT_EXIT_CODE);
         return PREEMPT_EXIT_CODE;
     }
-    stream_summary(tr, &avg, k0, tr->windows, clock_seconds() - start);
+    stream_summary(tr, avg, k0, tr->windows, clock_seconds() - start);
     return 0;
 }
