@@ -80,7 +80,9 @@ data.path=$T/ml|data.path: $T/ml is a directory, not a dataset: make one of its 
 data.path=$T/ml/ratings.csv|is not an HDF5 file (a text file, a CSV of ratings?): make a dataset of it with 'freescale data import --format csv
 device.type=cpu parallel.transport=kernel|parallel.transport = kernel: the cpu backend has no CUDA IPC; use parallel.transport = mpi or auto
 train.follow=on|train.follow needs train.schedule = stream
-train.follow_timeout=5x|train.follow_timeout = '5x': expected a duration >= 0: seconds, or a number with a unit s, m, h or d
+train.follow_timeout=5x|train.follow_timeout = '5x': not a duration: seconds (3600, 0.5) or a number with a unit s, m, h, d or w (30s, 10m, 6h, 1d, 2w)
+train.follow_timeout=-1|train.follow_timeout = '-1': must be a duration >= 0 (such as 3600, 30m, 6h, 1d)
+train.follow=on train.follow_timeout=2w|train.follow needs train.schedule = stream
 EOF2
 
 # several ranks: rank 0's error ends the whole job (no hang), printed once

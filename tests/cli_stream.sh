@@ -13,7 +13,7 @@
 #   - bad input: data.window zero or negative or not a duration, a
 #     stream_end not after the start, a dataset without timestamps, the
 #     window parameters without the stream schedule, retrieval's full
-#     softmax, parallel.split_long;
+#     softmax, parallel.split_long, output.checkpoint_delta_every;
 #   - retrieval (HR@K, NDCG@K against the item table, the online popularity
 #     baseline): causal, P = 3, the fake device.
 . "$(dirname "$0")/lib.sh"
@@ -100,7 +100,7 @@ with h5py.File(dst, "r+") as f:
     f["actions"][:] = a
     print("poisoned", int(late.sum()), "of", len(ts), "events", file=sys.stderr)
 EOF
-run clean 1 "$T/r.h5"
+run clean 1 "$T/r.h5" train.log_every=5 # its progress lines: the window, not an epoch
 run poison 1 "$T/poison.h5"
 windows "$T/clean.jsonl" "$T/poison.jsonl" 0 $K 0 &&
     pass "causal: events after window $K's end poisoned: windows 0 .. $K identical ($(cat "$T/cmp.out"))" ||
@@ -112,6 +112,20 @@ grep -q '"event":"stream"' "$T/clean.jsonl" && grep -q 'stream: windows 0 .. .* 
     pass "the running average at the end" || fail "no running average: $(tail -2 "$T/clean.out")"
 grep -q "window 3 \[2023-11-.*, +1d): train [0-9]* users [0-9]* events, eval like AUC [0-9.]* (baseline [0-9.]*)" \
     "$T/clean.out" && pass "the window line" || fail "window line: $(grep 'window 3' "$T/clean.out")"
+# window 0 starts at the first event: the user+item baseline has nothing to
+# predict from, shown as absent ('-', null); window 1's is a figure
+grep -q "window 0 \[.*eval like AUC [0-9.]* (baseline -)" "$T/clean.out" &&
+    $PY -c 'import json, sys
+w = {o["window"]: o for o in map(json.loads, open(sys.argv[1])) if o.get("event") == "window"}
+b = ("baseline.like.auc", "baseline.like.ne")
+assert all(w[0][k] is None for k in b) and w[0]["like.auc"] is not None, w[0]
+assert all(isinstance(w[1][k], float) for k in b), w[1]' "$T/clean.jsonl" 2>"$T/b0.err" &&
+    pass "window 0 (no earlier events): the baseline absent, window 1's a figure" ||
+    fail "window 0's baseline: $(grep 'window 0 ' "$T/clean.out") $(cat "$T/b0.err")"
+NW=$(grep -c '"event":"window"' "$T/clean.jsonl")
+grep -q "window 3/$NW step [0-9]*/[0-9]* loss" "$T/clean.out" && ! grep -q "epoch [0-9]* step" "$T/clean.out" &&
+    pass "the progress lines name the window (window 3/$NW)" ||
+    fail "progress lines: $(grep -m2 'step [0-9]*/' "$T/clean.out")"
 
 # --- P = 1, 2, 4 ---------------------------------------------------------------
 N=$(grep -c '"event":"window"' "$T/clean.jsonl")
@@ -146,7 +160,26 @@ grep -q "stream: resuming after window $K" "$T/rest.out" || fail "no resume line
 windows "$T/p4.jsonl" "$T/rest.jsonl" $((K + 1)) $((N - 1)) 1e-6 5e-3 &&
     pass "stopped after window $K at P = 2, resumed at P = 4: as the uninterrupted run ($(cat "$T/cmp.out"))" ||
     fail "resumed: $(cat "$T/cmp.out")"
-
+# the running average (event stream) of A and B agree: the windows it counts
+# exactly, the means as the windows' figures (TOL relative, the AUCs ATOL)
+average() {
+    $PY - "$@" <<'EOF' > "$T/avg.out" 2>&1
+import json, sys
+a, b, tol, atol = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+A, B = ([o for o in map(json.loads, open(p)) if o.get("event") == "stream"][-1] for p in (a, b))
+if A["evaluated"] != B["evaluated"]:
+    sys.exit("evaluated %s vs %s" % (A["evaluated"], B["evaluated"]))
+keys = [k for k in A if "." in k or "@" in k or k == "mrr"]
+for k in keys:
+    x, y = A[k], B[k]
+    if (x is None) != (y is None) or x is not None and abs(x - y) > (atol if k.endswith("auc") else tol * max(abs(y), 1e-12)):
+        sys.exit("%s: %r vs %r" % (k, x, y))
+print("%d windows, %s" % (A["evaluated"], ", ".join(sorted(keys))))
+EOF
+}
+average "$T/p4.jsonl" "$T/rest.jsonl" 1e-6 5e-3 &&
+    pass "resumed: the running average over windows 0 .. as the uninterrupted run's ($(cat "$T/avg.out"))" ||
+    fail "resumed running average: $(cat "$T/avg.out")"
 # a signal during window 3's training (step 12): exit 75, the checkpoint
 # of window 2 kept, window 3 trained again on resume
 "$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/r.h5" $S "output.checkpoint_dir=$T/cks" \
@@ -158,6 +191,9 @@ run sigr 1 "$T/r.h5" "output.checkpoint_dir=$T/cks" train.resume=auto
 windows "$T/clean.jsonl" "$T/sigr.jsonl" 3 $((N - 1)) 1e-6 5e-3 &&
     pass "resumed after the signal (P = 2 -> 1): windows 3 .. as the uninterrupted run ($(cat "$T/cmp.out"))" ||
     fail "resumed after the signal: $(cat "$T/cmp.out")"
+average "$T/clean.jsonl" "$T/sigr.jsonl" 1e-6 5e-3 &&
+    pass "resumed after the signal: the running average as the uninterrupted run's ($(cat "$T/avg.out"))" ||
+    fail "running average after the signal: $(cat "$T/avg.out")"
 expect_error "(data.window: 1d there, 2d here)" "$FS" train "$IN" "data.path=$T/r.h5" $S \
     data.window=2d "output.checkpoint_dir=$T/ck" train.resume=auto
 
@@ -203,9 +239,16 @@ windows "$T/rclean.jsonl" "$T/rfake.jsonl" 0 $((N - 1)) 0 &&
 
 # --- bad input -------------------------------------------------------------------
 ok() { "$FS" train "$IN" "data.path=$T/r.h5" train.task=ranking 'train.tasks=like:binary:rating>=4' "$@"; }
-expect_error "data.window = '0': a window must be a positive duration" ok train.schedule=stream data.window=0
-expect_error "data.window = '-6h': a window must be a positive duration" ok train.schedule=stream data.window=-6h
-expect_error "data.window = '1x': not a duration" ok train.schedule=stream data.window=1x
+expect_error "data.window = '0': must be a duration > 0 (such as 3600, 30m, 6h, 1d)" ok train.schedule=stream data.window=0
+expect_error "data.window = '-6h': must be a duration > 0" ok train.schedule=stream data.window=-6h
+expect_error "data.window = '1x': not a duration: seconds (3600, 0.5) or a number with a unit s, m, h, d or w" \
+    ok train.schedule=stream data.window=1x
+expect_error "data.window = '0.5': not a whole number of seconds" ok train.schedule=stream data.window=0.5
+# the one duration parser (train.follow_timeout's): 1.5h and 2w pass, to the next check
+expect_error "data.stream_end = '2020-01-01' is not after data.stream_start = '2021-01-01'" \
+    ok train.schedule=stream data.window=1.5h data.stream_start=2021-01-01 data.stream_end=2020-01-01
+expect_error "data.stream_end = '+2w' is not after" \
+    ok train.schedule=stream data.window=2w data.stream_start=+3w data.stream_end=+2w
 expect_error "train.schedule = stream needs data.window" ok train.schedule=stream
 expect_error "data.stream_end = '2020-01-01' is not after data.stream_start = '2021-01-01'" \
     ok train.schedule=stream data.window=1d data.stream_start=2021-01-01 data.stream_end=2020-01-01
@@ -222,6 +265,9 @@ expect_error "train.schedule = stream: $T/nots.h5 has no /timestamps" ok "data.p
     train.schedule=stream data.window=1d
 expect_error "train.schedule = stream: train.loss = full has no positions without a target" \
     "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d train.loss=full
+expect_error "output.checkpoint_delta_every = 2: train.schedule = stream writes a full checkpoint after each window" \
+    ok train.schedule=stream data.window=1d embedding.dynamic=on "output.checkpoint_dir=$T/ckd" \
+    train.checkpoint_every=4 output.checkpoint_delta_every=2
 expect_error "train.schedule = stream: parallel.split_long cuts the sequences" \
     "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d parallel.split_long=auto
 finish

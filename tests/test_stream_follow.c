@@ -400,14 +400,14 @@ static void test_parse(void **state)
     (void)state;
     char err[512], buf[64];
     double v;
-    const char *good[] = {"0", "3600", "0.5", "30s", "10m", "1h", "2d", "1.5h"};
-    const double want[] = {0, 3600, 0.5, 30, 600, 3600, 172800, 5400};
+    const char *good[] = {"0", "3600", "0.5", "30s", "10m", "1h", "2d", "1.5h", "2w"};
+    const double want[] = {0, 3600, 0.5, 30, 600, 3600, 172800, 5400, 1209600};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         assert_int_equal(stream_duration_parse("train.follow_timeout", good[i], &v, err,
                                                sizeof err), 0);
         assert_true(v == want[i]);
     }
-    const char *bad[] = {"", "-1", "1w", "10mm", "h", "nan", "inf", "1e400", " 5"};
+    const char *bad[] = {"", "-1", "1x", "10mm", "h", "nan", "inf", "1e400", " 5"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         assert_int_equal(stream_duration_parse("train.follow_timeout", bad[i], &v, err,
                                                sizeof err), -1);

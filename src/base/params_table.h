@@ -29,7 +29,7 @@ X(data, history_files, INT, "0", 0, 1000000, NULL,
   "most this many files before the window (newest first); 0 = all (doc/data.md)")
 X(data, window, STRING, "", 0, 0, NULL,
   "train.schedule = stream: the length of a window, a DURATION: seconds (3600) or a number "
-  "with s, m, h, d or w (30m, 6h, 1d)")
+  "with s, m, h, d or w (30m, 1.5h, 1d, 2w), whole seconds")
 X(data, stream_start, STRING, "", 0, 0, NULL,
   "train.schedule = stream: the first window's start: seconds since the epoch, an ISO date "
   "(UTC: 2026-11-01, 2026-11-01T06:00) or +DURATION after the first event; empty = the first "
@@ -130,7 +130,7 @@ X(train, follow, BOOL, "off", 0, 1, NULL,
   "set), and train its windows; ends at data.stream_end, train.follow_timeout or a signal "
   "(doc/training.md)")
 X(train, follow_timeout, STRING, "0", 0, 0, NULL,
-  "train.follow: end the run when no new file came for this long: seconds or 30s, 10m, 1h, 2d; "
+  "train.follow: end the run when no new file came for this long: seconds or 30s, 10m, 1h, 2d, 2w; "
   "0 = wait forever")
 X(eval, max_events, INT, "50000", 0, 1000000000, NULL,
   "train.schedule = stream: at most this many events of a window are evaluated (whole users "

@@ -170,6 +170,18 @@ static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
     h5io_attr_f64(h, f, "best_val", tr->best_val);
     h5io_attr_i64(h, f, "val_epoch", tr->val_epoch);
     h5io_attr_i64(h, f, "stream_windows", tr->windows); /* train.schedule = stream */
+    for (int t = 0; t < RANK_MAX_TASKS; t++) /* the stream's running average */
+        if (tr->avg.n[t] || tr->avg.nb[t]) {
+            char key[48];
+            snprintf(key, sizeof key, "stream_avg_%d_n", t);
+            h5io_attr_i64(h, f, key, tr->avg.n[t]);
+            snprintf(key, sizeof key, "stream_avg_%d_nb", t);
+            h5io_attr_i64(h, f, key, tr->avg.nb[t]);
+            snprintf(key, sizeof key, "stream_avg_%d_model", t);
+            h5io_attr_f64(h, f, key, tr->avg.model[t]);
+            snprintf(key, sizeof key, "stream_avg_%d_base", t);
+            h5io_attr_f64(h, f, key, tr->avg.base[t]);
+        }
     if (tr->files) /* window files: checked on resume (cmd/train_stream.c) */
         h5io_attr_i64(h, f, "stream_files_before", tr->files_before);
     struct ckpt_run run; /* the run it belongs to, and the write order (ckpt_run.h) */

@@ -441,6 +441,21 @@ void checkpoint_read(struct trainer *tr, const char *path)
         h5io_attr_read_range(f, path, "stream_windows", 0, INT64_MAX, &tr->windows, err,
                              sizeof err))
         fatal("checkpoint %s", err);
+    memset(&tr->avg, 0, sizeof tr->avg); /* absent: no window evaluated */
+    for (int t = 0; t < RANK_MAX_TASKS; t++) {
+        char kn[48], knb[48], km[48], kb[48];
+        snprintf(kn, sizeof kn, "stream_avg_%d_n", t);
+        snprintf(knb, sizeof knb, "stream_avg_%d_nb", t);
+        snprintf(km, sizeof km, "stream_avg_%d_model", t);
+        snprintf(kb, sizeof kb, "stream_avg_%d_base", t);
+        if (h5io_has_attr(f, kn) &&
+            (h5io_attr_read_range(f, path, kn, 0, tr->windows, &tr->avg.n[t], err, sizeof err) ||
+             h5io_attr_read_range(f, path, knb, 0, tr->windows, &tr->avg.nb[t], err,
+                                  sizeof err) ||
+             h5io_attr_read_f64(f, path, km, &tr->avg.model[t], err, sizeof err) ||
+             h5io_attr_read_f64(f, path, kb, &tr->avg.base[t], err, sizeof err)))
+            fatal("checkpoint %s", err);
+    }
     tr->files_before = -1;
     if (h5io_has_attr(f, "stream_files_before") &&
         h5io_attr_read_range(f, path, "stream_files_before", 0, INT64_MAX, &tr->files_before,

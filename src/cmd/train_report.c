@@ -149,10 +149,18 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
                                    tr->conf.task.t[k].name, tl[k]);
         snprintf(tasks + at, sizeof tasks - at, ")");
     }
-    log_info("epoch %lld step %lld/%lld loss %.6f%s samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
+    char when[64]; /* the stream schedule: the window (numbered from 0, as its window line) */
+    if (tr->conf.stream.on && tr->n_windows > 0)
+        snprintf(when, sizeof when, "window %lld/%lld", (long long)tr->epoch,
+                 (long long)tr->n_windows);
+    else if (tr->conf.stream.on)
+        snprintf(when, sizeof when, "window %lld", (long long)tr->epoch);
+    else
+        snprintf(when, sizeof when, "epoch %lld", (long long)tr->epoch + 1);
+    log_info("%s step %lld/%lld loss %.6f%s samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
              "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
              "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s%s ETA %.0fs",
-             (long long)tr->epoch + 1, (long long)tr->step, (long long)total, loss, tasks,
+             when, (long long)tr->step, (long long)total, loss, tasks,
              samples_s, tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nbw,
              w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, dline, gpu,

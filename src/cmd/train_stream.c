@@ -81,12 +81,6 @@ static void shown_of(const struct trainer *tr, const struct eval_result *e, stru
     }
 }
 
-/* Sums of the shown metrics over the windows for the running average. */
-struct stream_avg {
-    int64_t n[SHOWN_MAX];
-    double model[SHOWN_MAX], base[SHOWN_MAX];
-};
-
 /* "20k" */
 static void count_text(int64_t n, char *buf, size_t len)
 {
@@ -131,10 +125,18 @@ static void window_training(struct trainer *tr, const struct rsplit *ws, int64_t
     }
 }
 
-/* Window k's evaluation: the model and the baselines on its sampled events. */
+/* Window k's evaluation: the model and the baselines on its sampled events;
+ * *no_base: ranking with no event before the window (the stream's first
+ * window from the first event): the user+item baseline has nothing to
+ * predict from, and its figures are not shown. */
 static void window_eval(struct trainer *tr, const struct rsplit *ws, int64_t k,
-                        struct eval_result *model, struct eval_result *base, int64_t *n_eval)
+                        struct eval_result *model, struct eval_result *base, int64_t *n_eval,
+                        int *no_base)
 {
+    int64_t before = 0;
+    for (int64_t u = 0; u < tr->ds.num_users; u++)
+        before += ws->bound[2 * u];
+    *no_base = tr->conf.task.type == TASK_RANKING && before == 0;
     struct rsplit es;
     *n_eval = window_eval_sample(ws, &tr->ds, tr->conf.seed, k, tr->conf.stream.max_events, &es);
     struct eval_ctx ev;
@@ -159,9 +161,9 @@ static void window_eval(struct trainer *tr, const struct rsplit *ws, int64_t k,
 }
 
 /* The window line and its metrics line (event "window"); base: the
- * baseline shown (window_eval). */
+ * baseline shown (window_eval; no_base: absent, "-" and null). */
 static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struct eval_result *m,
-                          const struct eval_result *base, int64_t n_eval, int64_t users,
+                          const struct eval_result *base, int no_base, int64_t n_eval, int64_t users,
                           int64_t trained, int64_t events, double loss, int64_t steps,
                           double tokens, double t_train, double secs, struct stream_avg *avg)
 {
@@ -172,13 +174,21 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     struct shown sm, sb;
     shown_of(tr, m, &sm);
     shown_of(tr, base, &sb);
+    for (int t = 0; no_base && t < sb.n; t++)
+        sb.v[t] = NAN;
     size_t n = 0;
     for (int t = 0; t < sm.n && n < sizeof ev; t++) {
-        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %.4f)", t ? ", " : "",
-                              sm.name[t], sm.v[t], sb.v[t]);
-        if (n_eval > 0 && !isnan(sm.v[t]) && !isnan(sb.v[t])) {
+        char bt[32] = "-";
+        if (!isnan(sb.v[t]))
+            snprintf(bt, sizeof bt, "%.4f", sb.v[t]);
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %s)", t ? ", " : "",
+                              sm.name[t], sm.v[t], bt);
+        if (n_eval > 0 && !isnan(sm.v[t])) {
             avg->n[t]++;
             avg->model[t] += sm.v[t];
+        }
+        if (n_eval > 0 && !isnan(sb.v[t])) {
+            avg->nb[t]++;
             avg->base[t] += sb.v[t];
         }
     }
@@ -218,7 +228,7 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     for (int t = 0; tc->type == TASK_RANKING && t < tc->n; t++) { /* and NE or MAE */
         const int bin = tc->t[t].kind == TASK_BINARY;
         snprintf(key, sizeof key, "baseline.%s.%s", tc->t[t].name, bin ? "ne" : "mae");
-        metrics_num_exact(&l, key, bin ? base->k.t[t].ne : base->k.t[t].mae);
+        metrics_num_exact(&l, key, no_base ? NAN : bin ? base->k.t[t].ne : base->k.t[t].mae);
     }
     metrics_end(&l, tr->metrics);
 }
@@ -239,19 +249,24 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
     metrics_int(&l, "first_window", k0);
     metrics_int(&l, "step", tr->step);
     metrics_num(&l, "seconds", secs);
+    metrics_int(&l, "evaluated", avg->n[0]); /* the windows of the mean, from window 0 */
     for (int t = 0; t < sh.n && n < sizeof ev; t++) {
         const double a = avg->n[t] ? avg->model[t] / (double)avg->n[t] : NAN;
-        const double b = avg->n[t] ? avg->base[t] / (double)avg->n[t] : NAN;
-        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %.4f)", t ? ", " : "",
-                              sh.name[t], a, b);
+        const double b = avg->nb[t] ? avg->base[t] / (double)avg->nb[t] : NAN;
+        char bt[32] = "-";
+        if (!isnan(b))
+            snprintf(bt, sizeof bt, "%.4f", b);
+        n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %s)", t ? ", " : "",
+                              sh.name[t], a, bt);
         char key[96];
         metrics_num_exact(&l, sh.key[t], a);
         snprintf(key, sizeof key, "baseline.%s", sh.key[t]);
         metrics_num_exact(&l, key, b);
     }
     metrics_end(&l, tr->metrics);
-    log_info("stream: windows %lld .. %lld in %.1f s; mean over the %lld evaluated: %s",
-             (long long)k0, (long long)k1 - 1, secs, (long long)avg->n[0], ev);
+    log_info("stream: windows %lld .. %lld in %.1f s; mean over the %lld evaluated of windows "
+             "0 .. %lld: %s", (long long)k0, (long long)k1 - 1, secs, (long long)avg->n[0],
+             (long long)k1 - 1, ev);
 }
 
 /* Window k's training steps; returns the signal that stopped them (0:
@@ -459,8 +474,7 @@ int train_stream_run(struct trainer *tr)
     devstats_take(&setup);
     struct planner pl;
     planner_init(&pl, tr);
-    struct stream_avg avg;
-    memset(&avg, 0, sizeof avg);
+    struct stream_avg *avg = &tr->avg; /* the sums of windows 0 .. (checkpointed) */
     const double start = clock_seconds();
     const int64_t k0 = tr->windows;
     const int64_t every = cf->checkpoint_every > 0 ? cf->checkpoint_every : 1;
@@ -480,6 +494,7 @@ int train_stream_run(struct trainer *tr)
                  follow_timeout > 0 ? params_str(tr->p, P_train_follow_timeout) : "");
     }
     const int64_t cap = follow && !wc->end_set ? INT64_MAX : nw;
+    tr->n_windows = cap < INT64_MAX ? cap : 0; /* the progress lines: window k/N */
     int64_t n_now = follow ? follow_complete(tr, t0, cap) : nw;
     for (int64_t k = k0; k < cap && !stop; k++) {
         while (k >= n_now && follow && !stop) { /* wait for the file that completes window k */
@@ -508,7 +523,8 @@ int train_stream_run(struct trainer *tr)
                         err);
         struct eval_result model, base[EVAL_MAX_BASELINES];
         int64_t n_eval, trained, events, steps;
-        window_eval(tr, &ws, k, &model, base, &n_eval);
+        int no_base;
+        window_eval(tr, &ws, k, &model, base, &n_eval, &no_base);
         window_training(tr, &ws, &trained, &events);
         rsplit_free(&ws);
         const double t_train = clock_seconds();
@@ -520,8 +536,8 @@ int train_stream_run(struct trainer *tr)
         tr->windows = tr->epoch = k + 1;
         if (tr->files)
             tr->files_before = files_before(tr, ta + wc->len);
-        window_report(tr, k, ta, &model, base, n_eval, tr->n_train, trained, events, loss, steps,
-                      tokens, now - t_train, now - tw, &avg);
+        window_report(tr, k, ta, &model, base, no_base, n_eval, tr->n_train, trained, events, loss, steps,
+                      tokens, now - t_train, now - tw, avg);
         if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == n_now))
             train_ckpt_save(tr);
         stop = preempt_requested(tr->c);
@@ -542,6 +558,6 @@ int train_stream_run(struct trainer *tr)
                  (long long)tr->windows - 1, part, PREEMPT_EXIT_CODE);
         return PREEMPT_EXIT_CODE;
     }
-    stream_summary(tr, &avg, k0, tr->windows, clock_seconds() - start);
+    stream_summary(tr, avg, k0, tr->windows, clock_seconds() - start);
     return 0;
 }

@@ -1,8 +1,6 @@
 /* stream_follow: wait for the next window file; see stream_follow.h. */
 #include "data/stream_follow.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <glob.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +11,7 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h" /* errorf */
+#include "data/window.h" /* window_duration */
 
 #define STOP_SLICE 0.1 /* seconds: the longest sleep between looks at the stop flag */
 
@@ -33,26 +32,7 @@ int stream_follow_pattern(const char *spec, char *buf, size_t len, char *err, si
 int stream_duration_parse(const char *name, const char *text, double *sec, char *err,
                           size_t errlen)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    double unit = 1;
-    if (end != text && *end) {
-        switch (*end) {
-        case 's': unit = 1; break;
-        case 'm': unit = 60; break;
-        case 'h': unit = 3600; break;
-        case 'd': unit = 86400; break;
-        default: unit = 0;
-        }
-        end++;
-    }
-    if (end == text || *end || isspace((unsigned char)text[0]) || unit == 0 || errno ||
-        !isfinite(v) || v < 0 || !isfinite(v * unit))
-        return errorf(err, errlen, "%s = '%s': expected a duration >= 0: seconds, or a number "
-                      "with a unit s, m, h or d (30s, 10m, 1h, 2d)", name, text);
-    *sec = v * unit;
-    return 0;
+    return window_duration(name, text, 0, sec, err, errlen);
 }
 
 /* A writer's temporary: ".NAME", NAME.tmp, NAME.tmp.DIGITS. */

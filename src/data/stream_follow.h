@@ -82,9 +82,9 @@ int stream_follow_look(struct stream_files *s, const char *pattern, int *pending
  * attribute is required. */
 int stream_follow_complete(const char *path, int need_attr, char *err, size_t errlen);
 
-/* DURATION: seconds ("3600", "0.5") or a number with a unit s, m, h, d
- * ("30s", "10m", "1h", "2d"), >= 0, into *sec; name = the parameter, for
- * the error. 0 or -1 + err. */
+/* DURATION >= 0 (window_duration in data/window.h, the parser of
+ * data.window too: 3600, 0.5, 30s, 10m, 6h, 1d, 2w) into *sec; name = the
+ * parameter, for the error. 0 or -1 + err. */
 int stream_duration_parse(const char *name, const char *text, double *sec, char *err,
                           size_t errlen);
 

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,13 @@
 
 #define WINDOW_USERS 4096 /* users per read of a scan */
 
-int window_parse_duration(const char *name, const char *s, int64_t *sec, char *err,
-                          size_t errlen)
+int window_duration(const char *name, const char *s, int positive, double *sec, char *err,
+                    size_t errlen)
 {
     char *end;
     errno = 0;
-    const long long v = strtoll(s, &end, 10);
-    int64_t unit = 1;
+    const double v = strtod(s, &end);
+    double unit = 1;
     if (end != s && *end && !end[1])
         switch (*end) {
         case 's': unit = 1; end++; break;
@@ -30,15 +31,29 @@ int window_parse_duration(const char *name, const char *s, int64_t *sec, char *e
         case 'w': unit = 7 * 86400; end++; break;
         default: break;
         }
-    if (end == s || *end || errno || isspace((unsigned char)*s))
-        return errorf(err, errlen, "%s = '%s': not a duration (seconds such as 3600, or a "
-                      "number with s, m, h, d or w: 30m, 6h, 1d)", name, s);
-    if (v <= 0)
-        return errorf(err, errlen, "%s = '%s': a window must be a positive duration (such as "
-                      "1d, 6h, 30m, 3600)", name, s);
-    if (v > INT64_MAX / unit / 2)
+    if (end == s || *end || errno || isspace((unsigned char)*s) || !isfinite(v) ||
+        !isfinite(v * unit))
+        return errorf(err, errlen, "%s = '%s': not a duration: seconds (3600, 0.5) or a number "
+                      "with a unit s, m, h, d or w (30s, 10m, 6h, 1d, 2w)", name, s);
+    if (positive ? !(v > 0) : v < 0)
+        return errorf(err, errlen, "%s = '%s': must be a duration %s (such as 3600, 30m, 6h, "
+                      "1d)", name, s, positive ? "> 0" : ">= 0");
+    *sec = v * unit;
+    return 0;
+}
+
+int window_parse_duration(const char *name, const char *s, int64_t *sec, char *err,
+                          size_t errlen)
+{
+    double v;
+    if (window_duration(name, s, 1, &v, err, errlen))
+        return -1;
+    if (v > (double)(INT64_MAX / 2))
         return errorf(err, errlen, "%s = '%s': too long", name, s);
-    *sec = (int64_t)v * unit;
+    if (v != floor(v))
+        return errorf(err, errlen, "%s = '%s': not a whole number of seconds (%.17g)", name, s,
+                      v);
+    *sec = (int64_t)v;
     return 0;
 }
 

@@ -28,8 +28,13 @@ struct window_conf {
     int64_t max_events;     /* eval.max_events (0 = all) */
 };
 
-/* A DURATION (3600, 30m, 6h, 1d, 2w) into seconds; zero and negative
- * ones refused. 0, or -1 + err naming parameter `name`. */
+/* The one parser of durations (data.window, data.stream_start's +DURATION,
+ * train.follow_timeout): seconds (3600, 0.5) or a number with a unit s, m,
+ * h, d or w (30s, 10m, 6h, 1d, 2w) into *sec; negative ones refused, and
+ * zero when `positive`. 0, or -1 + err naming parameter `name`. */
+int window_duration(const char *name, const char *s, int positive, double *sec, char *err,
+                    size_t errlen);
+/* A window's DURATION (window_duration, > 0) in whole seconds. */
 int window_parse_duration(const char *name, const char *s, int64_t *sec, char *err,
                           size_t errlen);
 /* A time: seconds since the epoch, an ISO date or date and time (UTC:

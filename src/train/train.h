@@ -59,6 +59,15 @@ struct trainer {
     int64_t val_epoch;         /* epochs done at the last validation (-1: none) */
     int64_t windows;           /* train.schedule = stream: windows trained (the next one's
                                   index; cmd/train_stream.c) */
+    int64_t n_windows;         /* and the stream's windows (0: not a stream, or not known:
+                                  train.follow without data.stream_end) */
+    struct stream_avg {        /* the stream's running average: sums of the shown metrics
+                                  over windows 0 .. windows - 1 (cmd/train_stream.c;
+                                  checkpointed, so that a resume continues it) */
+        int64_t n[RANK_MAX_TASKS], nb[RANK_MAX_TASKS]; /* windows with the model's, the
+                                                          baseline's figure */
+        double model[RANK_MAX_TASKS], base[RANK_MAX_TASKS];
+    } avg;
     int64_t files_before;      /* window files: the files with events before the last trained
                                   window's end (checkpointed; -1: not known) */
     /* the divergence guard (guard.h): steps whose update was dropped */

@@ -70,7 +70,8 @@ static int device_check(const struct train_conf *tc, char *err, size_t errlen)
     return 0;
 }
 
-/* train.follow, train.follow_timeout (data/stream_follow.h). The stream
+/* train.follow, train.follow_timeout (data/stream_follow.h), and what the
+ * stream schedule refuses (output.checkpoint_delta_every). The stream
  * schedule follows the files; until it reads train.follow, a run that asks
  * for it is refused (the schedule's hook: stream_schedule below). */
 static int follow_check(const struct params *p, char *err, size_t errlen)
@@ -79,9 +80,15 @@ static int follow_check(const struct params *p, char *err, size_t errlen)
     if (stream_duration_parse("train.follow_timeout", params_str(p, P_train_follow_timeout),
                               &timeout, err, errlen))
         return -1;
+    const int stream_schedule = !strcmp(params_str(p, P_train_schedule), "stream");
+    const int64_t K = params_i64(p, P_output_checkpoint_delta_every);
+    if (stream_schedule && K > 0) /* its checkpoints come after windows, each a full one */
+        return errorf(err, errlen, "output.checkpoint_delta_every = %lld: train.schedule = "
+                      "stream writes a full checkpoint after each window (or every "
+                      "train.checkpoint_every windows), not deltas; use "
+                      "output.checkpoint_delta_every = 0", (long long)K);
     if (!params_i64(p, P_train_follow))
         return 0;
-    const int stream_schedule = !strcmp(params_str(p, P_train_schedule), "stream");
     if (!stream_schedule)
         return errorf(err, errlen, "train.follow needs train.schedule = stream");
     char pattern[4096];
