@@ -153,6 +153,24 @@ const struct step_plan *planner_plan(struct planner *pl, struct trainer *tr, int
     return sp;
 }
 
+/* The slowest rank's busy time in st's interval, with busy seconds per
+ * unit of cost tau [P], against a perfectly speed-weighted split of the
+ * same work, as a share of the whole step (the mean busy time over 1 -
+ * bubble): time spent waiting on the wire is not saved by moving work. */
+static double adapt_gain(const double *tau, const struct step_stats *st, int P)
+{
+    double now = 0, work = 0, rate = 0, mean_busy = 0;
+    for (int r = 0; r < P; r++) {
+        double busy = st->cost_sum[r] * tau[r];
+        now = busy > now ? busy : now;
+        mean_busy += busy / P;
+        work += st->cost_sum[r];
+        rate += 1.0 / tau[r];
+    }
+    const double step = st->bubble < 0.99 ? mean_busy / (1.0 - st->bubble) : 100 * mean_busy;
+    return now > 0 ? (now - work / rate) / (step > now ? step : now) : 0;
+}
+
 void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_stats *st)
 {
     const int P = tr->c->size;
@@ -169,20 +187,11 @@ void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_sta
             return; /* a rank without work in this interval: nothing to learn */
     for (int r = 0; r < P; r++)
         pl->tau[r] = pl->tau[r] > 0 ? 0.5 * pl->tau[r] + 0.5 * st->tau[r] : st->tau[r];
-    /* the slowest rank's busy time now against a perfectly speed-weighted
-     * split of the same work; the gain is the time saved over the whole
-     * step, whose length is the mean busy time over (1 - bubble): time
-     * spent waiting on the wire is not saved by moving work */
-    double now = 0, work = 0, rate = 0, mean_busy = 0;
-    for (int r = 0; r < P; r++) {
-        double busy = st->cost_sum[r] * pl->tau[r];
-        now = busy > now ? busy : now;
-        mean_busy += busy / P;
-        work += st->cost_sum[r];
-        rate += 1.0 / pl->tau[r];
-    }
-    const double step = st->bubble < 0.99 ? mean_busy / (1.0 - st->bubble) : 100 * mean_busy;
-    double ideal = work / rate, gain = now > 0 ? (now - ideal) / (step > now ? step : now) : 0;
+    const double gain = adapt_gain(pl->tau, st, P), gain_now = adapt_gain(st->tau, st, P);
+    /* one interval's spike (a rank descheduled, a burst on a link) is not
+     * a slower rank: re-weight after two intervals in a row whose own
+     * times and running average both predict more than 5% */
+    pl->over = gain > 0.05 && gain_now > 0.05 ? pl->over + 1 : 0;
     if (gain <= 0.05 && st->bubble > 0.5 && !pl->told_wire) {
         pl->told_wire = 1;
         log_info("balance_adapt: the ranks wait inside MPI for %.0f%% of the step (busy "
@@ -192,11 +201,14 @@ void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_sta
                  "parallel.grads_codec, parallel.embedding_group: doc/balance.md)",
                  100 * st->bubble, 100 * (st->imbalance - 1));
     }
-    if (gain <= 0.05)
+    if (pl->over < 2)
         return;
     if (!pl->speed)
         pl->speed = xmalloc((size_t)P * sizeof *pl->speed);
-    double mean = rate / P;
+    double rate = 0;
+    for (int r = 0; r < P; r++)
+        rate += 1.0 / pl->tau[r];
+    const double mean = rate / P;
     for (int r = 0; r < P; r++)
         pl->speed[r] = (1.0 / pl->tau[r]) / mean;
     log_info("balance_adapt: rank speeds updated (predicted gain %.0f%%)", 100 * gain);

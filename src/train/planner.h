@@ -52,6 +52,7 @@ struct planner {
     int equal_count, adapt;
     int told_wire;      /* balance_adapt's notice of a communication-bound run, given */
     int warmed;         /* balance_adapt has seen its first interval (a warm-up, not learnt) */
+    int over;           /* learnt intervals in a row that predicted a gain over 5% */
     int64_t Bg, steps_per_epoch;
     double *speed;      /* [P] relative speeds once adapted, else NULL */
     double *tau;        /* [P] EMA of busy seconds per unit of predicted cost */
