@@ -192,10 +192,10 @@ char **dataset_feat_map(const struct dataset *ds, const struct dataset_feature *
 struct dataset_writer;
 struct dataset_writer *dataset_writer_open(const char *path, int with_timestamps,
                                            int with_actions, char *err, size_t errlen);
-/* The data tools (one output at a time): the temporary is also removed
- * when the process ends before the rename (fatal, exit, SIGTERM, SIGINT,
- * SIGHUP: base/tmpguard.h) until close or abort. */
-void dataset_writer_guard(struct dataset_writer *w);
+/* One output at a time: the temporary is also removed when the process
+ * ends before the rename (fatal, exit; with on_signals, the data tools',
+ * SIGTERM, SIGINT, SIGHUP: base/tmpguard.h) until close or abort. */
+void dataset_writer_guard(struct dataset_writer *w, int on_signals);
 /* Append n users: lengths[n], then sum(lengths) events in user order.
  * ts / actions must be given iff the writer was opened with them. */
 int dataset_writer_append(struct dataset_writer *w, int64_t n, const int64_t *lengths,

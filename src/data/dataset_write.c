@@ -96,9 +96,9 @@ void dataset_writer_abort(struct dataset_writer *w)
         tmpguard_end();
 }
 
-void dataset_writer_guard(struct dataset_writer *w)
+void dataset_writer_guard(struct dataset_writer *w, int on_signals)
 {
-    tmpguard_begin(w->tmp, 1);
+    tmpguard_begin(w->tmp, on_signals);
     w->guarded = 1;
 }
 

@@ -181,6 +181,8 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
     if (rc == 0) {
         w = dataset_writer_open(path, 1, acts, err, errlen);
         rc = w ? 0 : -1;
+        if (w) /* not on signals: the trainer's stop handler owns them */
+            dataset_writer_guard(w, 0);
     }
     int fk[DATASET_MAX_FEATURES];
     for (int j = 0; rc == 0 && j < nf; j++) {

@@ -351,7 +351,7 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
                                                    sizeof err);
     if (!w)
         fatal("%s", err);
-    dataset_writer_guard(w); /* no partial file left by a signal */
+    dataset_writer_guard(w, 1); /* no partial file left by a signal */
     gen_features_declare(w, (struct gen_feature *)o->feat, o->nfeat);
     struct planted pl;
     if (o->planted)

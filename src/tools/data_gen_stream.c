@@ -114,7 +114,7 @@ static void write_file(const char *path, const struct stream_opts *o, const stru
     struct dataset_writer *w = dataset_writer_open(path, 1, o->actions, err, sizeof err);
     if (!w)
         fatal("%s", err);
-    dataset_writer_guard(w); /* no partial file left by a signal */
+    dataset_writer_guard(w, 1); /* no partial file left by a signal */
     int k_like = -1, k_rating = -1;
     if (o->labels && ((k_like = dataset_writer_event_feature(w, "like", 1, 0, err, sizeof err)) < 0 ||
                       (k_rating = dataset_writer_event_feature(w, "rating", 1, 0, err,

@@ -91,7 +91,7 @@ void import_write(const char *path, const struct import_events *ev, const int64_
     struct dataset_writer *w = dataset_writer_open(path, ts != NULL, act != NULL, err, sizeof err);
     if (!w)
         fatal("%s", err);
-    dataset_writer_guard(w); /* no partial file left by a signal */
+    dataset_writer_guard(w, 1); /* no partial file left by a signal */
     int slot[IMPORT_MAX_EVCOLS];
     int32_t *fi = ev->nevf ? xmalloc((size_t)cap * sizeof *fi) : NULL;
     float *ff = ev->nevf ? xmalloc((size_t)cap * sizeof *ff) : NULL;

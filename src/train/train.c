@@ -17,6 +17,7 @@
 #include "backend/blas.h"
 #include "backend/devstats.h"
 #include "base/check.h"
+#include "base/tmpguard.h"
 #include "comm/comm_fail.h"
 #include "data/window.h"
 #include "data/window_files.h"
@@ -37,8 +38,12 @@ int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t
     if (window_files_write(tr->files, tr->witems, t0, t1, (int64_t)tr->conf.N - 1, tr->wpath,
                            &users, &events, err, errlen))
         return -1;
+    /* from the rename to the unlink, the file is removed if this rank ends (its temporary
+     * before was guarded by the writer) */
+    tmpguard_begin(tr->wpath, 0);
     const int rc = dataset_open(&tr->ds, tr->wpath, err, errlen);
     unlink(tr->wpath); /* read through the open file: nothing left behind, even by a crash */
+    tmpguard_end();
     /* data.history_files = H: the files before the H that precede the
      * window's first are read no more (this window's or a later one's):
      * closed, so that at most H + the window's stay open */
