@@ -22,31 +22,8 @@
 # asserted.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-SEEDS=${SEEDS:-1 2 3}
-if [ "${1:-}" = "--seeds" ]; then
-    [ -n "${2:-}" ] && [ "$2" -ge 1 ] 2>/dev/null || { echo "quality_rank.sh: --seeds N (N >= 1)" >&2; exit 2; }
-    SEEDS=$(seq 1 "$2")
-    shift 2
-fi
-DIR=${1:-$here/../shared/data/ml-latest-small}
-if [ ! -f "$DIR/ratings.csv" ] || [ ! -f "$DIR/movies.csv" ]; then
-    echo "quality_rank.sh: skipped: no ratings.csv and movies.csv in $DIR"
-    exit 0
-fi
-FS=${FREESCALE:-}
-if [ -z "$FS" ]; then
-    for f in ./freescale "$here/freescale"; do [ -x "$f" ] && FS=$f && break; done
-fi
-[ -n "$FS" ] && [ -x "$FS" ] || { echo "quality_rank.sh: set FREESCALE to the program" >&2; exit 2; }
-NP=${NP:-2}
-ARGS=${ARGS:-}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-W=$(mktemp -d "${TMPDIR:-/tmp}/fs-qrank.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-"$FS" data import --format movielens "$DIR/ratings.csv" --items "$DIR/movies.csv" \
-    -o "$W/mls-rank.h5" > /dev/null
+NAME=quality_rank.sh
+. "$here/bench/mls_common.sh"
 
 # num FILE SPLIT KEY: KEY of the last eval line of SPLIT in the metrics FILE
 num() { sed -n "s/.*\"split\":\"$2\".*\"$3\":\([^,}]*\).*/\1/p" "$1" | tail -1; }

@@ -6,7 +6,11 @@
 #   - the initial biases are the training labels' smoothed user+item means
 #     (recomputed with NumPy from the dataset: 1e-5), read from a
 #     checkpoint written after one step at a learning rate of 1e-12;
-#   - refused with train.task = retrieval.
+#   - model.recency (the history terms, model/task_recency.h): the losses
+#     and the test metrics agree at P = 1, 2, 3 (1e-6), and the start-up
+#     fit (the user terms' scale and the history matrix, train/step_bias.c)
+#     is recomputed with NumPy's Newton steps from the dataset (1e-4);
+#   - refused with train.task = retrieval, model.recency without model.bias.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -71,4 +75,80 @@ sys.exit(0 if worst <= 1e-5 else 1)
 EOF
 expect_error "model.bias = on: for train.task = ranking" \
     "$FS" train "$IN" "data.path=$T/r.h5" model.bias=on train.max_steps=1
+# model.recency: P-invariant training and test metrics
+run h1 1 train.max_steps=8 model.recency=4 train.epochs=1
+run h2 2 train.max_steps=8 model.recency=4 train.epochs=1
+run h3 3 train.max_steps=8 model.recency=4 train.epochs=1
+same_losses "$T/h1.jsonl" "$T/h2.jsonl" "model.recency: P=2 vs P=1" 0 1e-6
+same_losses "$T/h1.jsonl" "$T/h3.jsonl" "model.recency: P=3 vs P=1" 0 1e-6
+for p in 2 3; do
+    "$PY" - "$T/h1.jsonl" "$T/h$p.jsonl" <<'EOF' && pass "model.recency: test metrics P=$p = P=1" || fail "model.recency: test metrics P=$p differ from P=1"
+import json, sys
+def test(f):
+    return [l for l in map(json.loads, open(f)) if l.get("event") == "eval" and l.get("split") == "test"][-1]
+a, b = test(sys.argv[1]), test(sys.argv[2])
+keys = [k for k in a if k.startswith(("like.", "rating."))]
+sys.exit(0 if keys and all(abs(a[k] - b[k]) <= 1e-6 * max(1, abs(a[k])) for k in keys) else 1)
+EOF
+done
+grep -q "model.recency = 4: fitted on the training events" "$T/h1.out" || fail "no log line of the fit"
+
+# the fit: one step at lr 1e-12, then the checkpoint's user rows and matrix
+run hz 2 train.max_steps=1 train.final_eval=off train.lr=1e-12 embedding.lr=1e-12 \
+    "output.checkpoint_dir=$T/ckh" model.recency=4 train.baseline_prior=3
+"$PY" - "$T/r.h5" "$T/ckh/ckpt-1.h5" <<'EOF' > "$T/fit.out" 2>&1 && pass "$(tail -1 "$T/fit.out")" || fail "model.recency fit: $(cat "$T/fit.out")"
+import sys, h5py, numpy as np
+ds, ck = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+off, items = ds["offsets"][:], ds["item_ids"][:]
+y = ds["events/rating"][:].astype(np.float64)
+U, N, prior, lam, R0 = len(off) - 1, int(items.max()), 3.0, 2 ** (-1 / 4), 3.0
+train = np.zeros(len(items), bool)
+for u in range(U):
+    L = off[u + 1] - off[u]; k = max(int(L * 0.2), 1)
+    train[off[u]:off[u + 1] - 2 * k] = True
+user = np.repeat(np.arange(U), np.diff(off))
+z = y[train]
+lab = np.stack([(y >= 4).astype(np.float64),
+                ((y.astype(np.float32) - np.float32(z.mean())) / np.float32(z.std())).astype(np.float64)], 1)
+s = lambda p: np.log(np.clip(p, 1e-6, 1 - 1e-6) / (1 - np.clip(p, 1e-6, 1 - 1e-6)))
+item0, user0, cen = np.zeros((N + 1, 2)), np.zeros((U, 2)), np.zeros((N + 1, 2))
+for k, binary in ((0, True), (1, False)):
+    v = lab[train, k]; it = items[train]; us = user[train]
+    mu = v.mean()
+    ni = np.bincount(it, minlength=N + 1); si = np.bincount(it, v, minlength=N + 1)
+    bi = (si - ni * mu) / (ni + prior)
+    nu = np.bincount(us, minlength=U); ru = np.bincount(us, v - mu - bi[it], minlength=U)
+    bu = ru / (nu + prior); mu_i = np.bincount(us, bi[it], minlength=U) / np.maximum(nu, 1)
+    item0[:, k] = s(mu + bi) if binary else mu + bi
+    user0[:, k] = s(mu + mu_i + bu) - s(mu + mu_i) if binary else bu
+    cen[:, k] = mu + bi
+r = np.zeros((len(items), 2))  # each training event's terms over the user's earlier ones
+for u in range(U):
+    num, den = np.zeros(2), np.zeros(2)
+    for e in range(off[u], off[u + 1]):
+        if not train[e]:
+            break
+        r[e] = num / (den + R0)
+        num, den = num * lam + lab[e] - cen[items[e]], den * lam + 1
+A, scale = np.zeros((2, 2)), np.zeros(2)
+for k, binary in ((0, True), (1, False)):
+    X = np.concatenate([user0[user[train], k:k + 1], r[train]], 1); o = item0[items[train], k]
+    t = lab[train, k]; th = np.array([1.0, 0, 0])
+    for _ in range(8):
+        eta = o + X @ th
+        p = 1 / (1 + np.exp(-eta)) if binary else eta
+        w = p * (1 - p) if binary else np.ones_like(eta)
+        th = th + np.linalg.solve((X * w[:, None]).T @ X, X.T @ (t - p))
+    scale[k], A[k] = th[0], th[1:]
+A_w = ck["dense/bias.recency"][:].reshape(2, 2)
+bu_w = ck["dense/bias.user"][:].reshape(U, 2)
+worst = max(np.abs(A_w - A).max(), np.abs(bu_w - user0 * scale).max())
+print(f"the fitted history matrix and user scales = NumPy's Newton fit (A {A.round(3).tolist()}, "
+      f"scales {scale.round(3).tolist()}; worst {worst:.2e})")
+sys.exit(0 if worst <= 1e-4 else 1)
+EOF
+expect_error "model.recency = 4 needs model.bias = on" \
+    "$FS" train "$IN" $R model.bias=off model.recency=4 train.max_steps=1
+expect_error "model.recency: for train.task = ranking" \
+    "$FS" train "$IN" "data.path=$T/r.h5" model.recency=4 train.max_steps=1
 finish

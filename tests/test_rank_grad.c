@@ -14,8 +14,11 @@
  * loss covers every item position, candidates included, so that the target
  * mask's gradient is checked. Case 0: sum, case 1: interleave, case 2: sum
  * with model.bias (per-item and per-user logit terms, set to random values,
- * as is the head's last layer, which model.bias starts at 0). Written as
- * oracle records (tests/oracle_records.h), prefix "cK.".
+ * as is the head's last layer, which model.bias starts at 0), case 3: case
+ * 2 with model.recency (the history terms, model/task_recency.h: random
+ * per-item centres and a random matrix; the prediction's terms those of
+ * the loss, each token's over the tokens before it). Written as oracle
+ * records (tests/oracle_records.h), prefix "cK.".
  *
  *   test_rank_grad FILE    exit 0 (written), 1 on failure */
 #include <math.h>
@@ -28,6 +31,7 @@
 #include "base/rng.h"
 #include "model/model.h"
 #include "model/task.h"
+#include "model/task_recency.h"
 #include "model/tokens.h"
 #include "oracle_records.h"
 
@@ -94,7 +98,7 @@ static void task_init(struct task_conf *tc)
     tc->mlp[0] = 6;
 }
 
-static int run_case(FILE *fp, int k, enum action_mode mode, int bias)
+static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double recency)
 {
     char pre[8];
     snprintf(pre, sizeof pre, "c%d", k);
@@ -115,6 +119,7 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias)
     struct task_conf tc;
     task_init(&tc);
     tc.bias = bias;
+    tc.recency = recency;
     tc.bias_items = N_ITEMS + 1;
     tc.bias_users = B_SEQ;
 
@@ -138,6 +143,13 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias)
         struct dense_tensor *w1 = model_param(&m, "head.w1"), *b1 = model_param(&m, "head.b1");
         fill(&r, w1->w, w1->n, 0.4f);
         fill(&r, b1->w, b1->n, 0.4f);
+    }
+    float centre[(N_ITEMS + 1) * K_TASKS], A[K_TASKS * K_TASKS];
+    if (recency > 0) { /* random centres and history matrix */
+        fill(&r, centre, (N_ITEMS + 1) * K_TASKS, 0.5f);
+        fill(&r, A, K_TASKS * K_TASKS, 1.5f);
+        task_ranking_set_centres(&task, centre, N_ITEMS + 1);
+        task_ranking_set_recency(&task, A);
     }
 
     /* the tokens: event values of act and of the labels */
@@ -226,7 +238,10 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias)
     for (int q = 0; q < B_SEQ; q++)
         for (int64_t t = offsets[q]; t < offsets[q + 1]; t++)
             tok_user[t] = users[q];
-    task_ranking_predict(&task, T_TOK, out, items, tok_user, pred);
+    float rterm[T_TOK * K_TASKS];
+    if (recency > 0)
+        task_ranking_recency_terms(&task, B_SEQ, offsets, NULL, items, labels, rterm);
+    task_ranking_predict(&task, T_TOK, out, items, tok_user, recency > 0 ? rterm : NULL, pred);
 
     /* the records */
     int64_t cfg[10] = {mode == ACT_INTERLEAVE, D, mc.layers, mc.heads, mc.max_len, B_SEQ, T_TOK,
@@ -246,6 +261,11 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias)
     oracle_put(fp, pre, "labels", 'f', T_TOK * K_TASKS, labels);
     const double head[4] = {tc.t[0].weight, tc.t[1].weight, 3.25, sqrt(480.0 / 40 - 3.25 * 3.25)};
     oracle_put(fp, pre, "task", 'd', 4, head);
+    if (recency > 0) {
+        const double rc[2] = {pow(2.0, -1.0 / recency), RECENCY_PRIOR};
+        oracle_put(fp, pre, "recency", 'd', 2, rc);
+        oracle_put(fp, pre, "centre", 'f', (N_ITEMS + 1) * K_TASKS, centre);
+    }
     char name[40];
     for (int t = 0; t < NFEAT; t++) {
         snprintf(name, sizeof name, "table%d", t);
@@ -276,8 +296,9 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias)
     int finite = isfinite(loss);
     for (int i = 0; i < T_TOK * D; i++)
         finite &= isfinite(out[i]) && isfinite(demb[i]);
-    printf("case %d (%s%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n", k,
-           mode == ACT_INTERLEAVE ? "interleave" : "sum", bias ? ", model.bias" : "", (long long)Tx, (long long)B_SEQ,
+    printf("case %d (%s%s%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n",
+           k, mode == ACT_INTERLEAVE ? "interleave" : "sum", bias ? ", model.bias" : "",
+           recency > 0 ? ", model.recency" : "", (long long)Tx, (long long)B_SEQ,
            (int)(ncand[0] + ncand[1] + ncand[2]), loss);
     task.ops->free(&task);
     model_free(&m);
@@ -306,8 +327,8 @@ int main(int argc, char **argv)
     FILE *fp = fopen(argv[1], "wb");
     if (!fp)
         fatal("test_rank_grad: cannot write %s", argv[1]);
-    int bad = run_case(fp, 0, ACT_SUM, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0) +
-              run_case(fp, 2, ACT_SUM, 1);
+    int bad = run_case(fp, 0, ACT_SUM, 0, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0, 0) +
+              run_case(fp, 2, ACT_SUM, 1, 0) + run_case(fp, 3, ACT_SUM, 1, 10);
     if (fclose(fp) != 0)
         fatal("test_rank_grad: write to %s failed", argv[1]);
     return bad ? 1 : 0;

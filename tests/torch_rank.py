@@ -14,7 +14,10 @@ Rebuilds in float64 from the definitions (model/tokens.h, model/task.h):
   HSTU      torch_hstu.py's layers with explicit positions, timestamps and
             that mask (each token's rab from its own position and time);
   head      ReLU MLP -> one logit per task (model.bias: + bias.item[item] +
-            bias.user[user], the sequence's index its user); loss = sum_k w_k mean over the
+            bias.user[user], the sequence's index its user; model.recency: + r A^T,
+            r_j(t) = sum_s l^a (v_j(s) - centre[item_s, j]) / (sum_s l^a + R0) over
+            the sequence's earlier events s with a label of task j, a the events
+            between them, v the label, a regression label standardised); loss = sum_k w_k mean over the
             labelled positions of BCE(logit, y) (binary) or (logit - z)^2
             (regression, z = (y - mean) / std)
 then autograd of the loss. Compares the outputs, the predictions, the loss,
@@ -143,6 +146,23 @@ def case(rec, c):
         tok_user = np.repeat(np.arange(B), np.diff(off).astype(np.int64))
         h = h + P["bias.item"][torch.tensor(items.astype(np.int64))] \
             + P["bias.user"][torch.tensor(tok_user)]
+    if "bias.recency" in P:
+        lam, r0 = (float(v) for v in g("recency"))
+        cen = g("centre").reshape(-1, K).astype(np.float64)
+        r = np.zeros((T, K))
+        for q in range(B):
+            num, den = np.zeros(K), np.zeros(K)
+            for t in range(int(off[q]), int(off[q + 1])):
+                r[t] = num / (den + r0)
+                num, den = num * lam, den * lam
+                for j in range(K):
+                    if math.isnan(lab[t, j]):
+                        continue
+                    v = lab[t, j] if j == 0 else float(
+                        (np.float32(lab[t, j]) - np.float32(mean)) / np.float32(std))
+                    num[j] += v - cen[int(items[t]), j]
+                    den[j] += 1
+        h = h + torch.tensor(r) @ P["bias.recency"].reshape(K, K).t()
     loss = 0
     y = torch.tensor(lab)
     m0 = ~torch.isnan(y[:, 0])
@@ -158,7 +178,8 @@ def case(rec, c):
     checks += [(f"grad {n}", pg[n], P[n].grad if P[n].grad is not None else torch.zeros_like(P[n]))
                for n in names]
     print(f"case {c}: hstu, actions {'interleave' if inter else 'sum'}"
-          f"{', model.bias' if 'bias.item' in P else ''}, {len(xs)} tokens, "
+          f"{', model.bias' if 'bias.item' in P else ''}"
+          f"{', model.recency' if 'bias.recency' in P else ''}, {len(xs)} tokens, "
           f"{int(ncand.sum())} candidates, loss {float(loss):.6f}")
     bad = 0
     for name, cv, tv in checks:

@@ -32,6 +32,7 @@
 #include "cmd/eval_trainer.h"
 #include "eval/eval.h"
 #include "train/guard.h"
+#include "train/step_task.h"
 #include "train/preempt.h"
 #include "train/train.h"
 #include "train/watchdog.h"
@@ -66,6 +67,18 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
     }
 }
 
+/* The test evaluation, with model.bias's terms taking in the validation
+ * labels for it (train/step_task.h). */
+static void test_run(struct trainer *tr, const struct eval_ctx *ev, struct eval_result *test)
+{
+    struct bias_values *from = step_bias_values(tr, NULL, 0), *to = step_bias_values(tr, NULL, 1);
+    float *saved = step_bias_shift(tr, from, to);
+    eval_run(ev, 1, test);
+    step_bias_restore(tr, saved);
+    step_bias_values_free(from);
+    step_bias_values_free(to);
+}
+
 /* train.keep_best: the last step's test is reported as test-last, then the
  * best validation's checkpoint is loaded and tested (into test). */
 static void test_best(struct trainer *tr, struct eval_result *test, double loss)
@@ -79,7 +92,7 @@ static void test_best(struct trainer *tr, struct eval_result *test, double loss)
     checkpoint_read(tr, path);
     log_info("keep_best: testing %s (epoch %lld, step %lld)", path, (long long)tr->best_epoch,
              (long long)tr->step);
-    eval_run(&ev, 1, test);
+    test_run(tr, &ev, test);
     train_report_eval(tr, "test", tr->best_epoch, test, loss);
     tr->step = step;
     tr->epoch = epoch;
@@ -92,7 +105,7 @@ static void final_evaluation(struct trainer *tr, struct eval_result *test, doubl
     struct eval_ctx ev;
     eval_ctx_of(tr, &ev);
     watchdog_beat("in", "the test evaluation");
-    eval_run(&ev, 1, test);
+    test_run(tr, &ev, test);
     if (tr->conf.keep_best)
         test_best(tr, test, loss);
     else

@@ -45,6 +45,7 @@
 #include "eval/eval.h"
 #include "train/guard.h"
 #include "train/preempt.h"
+#include "train/step_task.h"
 #include "train/watchdog.h"
 
 
@@ -129,9 +130,9 @@ static void window_training(struct trainer *tr, const struct rsplit *ws, int64_t
  * *no_base: ranking with no event before the window (the stream's first
  * window from the first event): the user+item baseline has nothing to
  * predict from, and its figures are not shown. */
-static void window_eval(struct trainer *tr, const struct rsplit *ws, int64_t k,
-                        struct eval_result *model, struct eval_result *base, int64_t *n_eval,
-                        int *no_base)
+static void window_eval(struct trainer *tr, const struct rsplit *ws,
+                        const struct bias_values *bias0, int64_t k, struct eval_result *model,
+                        struct eval_result *base, int64_t *n_eval, int *no_base)
 {
     int64_t before = 0;
     for (int64_t u = 0; u < tr->ds.num_users; u++)
@@ -151,7 +152,13 @@ static void window_eval(struct trainer *tr, const struct rsplit *ws, int64_t k,
         free(e);
         *n_eval -= skipped;
     }
+    /* model.bias: the rows take in the labels of the events before the window, as the
+     * online baseline's means do (step_task.h) */
+    struct bias_values *now = bias0 ? step_bias_values(tr, ws, 0) : NULL;
+    float *saved = step_bias_shift(tr, bias0, now);
     eval_run(&ev, 0, model);
+    step_bias_restore(tr, saved);
+    step_bias_values_free(now);
     const char *names[EVAL_MAX_BASELINES];
     const int nb = eval_baselines(&ev, 0, base, names);
     if (nb < 1)
@@ -496,6 +503,9 @@ int train_stream_run(struct trainer *tr)
     const int64_t cap = follow && !wc->end_set ? INT64_MAX : nw;
     tr->n_windows = cap < INT64_MAX ? cap : 0; /* the progress lines: window k/N */
     int64_t n_now = follow ? follow_complete(tr, t0, cap) : nw;
+    /* model.bias: the values it started from (data.split's training events, before the
+     * stream), for the shift to each window's earlier events (window_eval) */
+    struct bias_values *bias0 = tr->files ? NULL : step_bias_values(tr, NULL, 0);
     for (int64_t k = k0; k < cap && !stop; k++) {
         while (k >= n_now && follow && !stop) { /* wait for the file that completes window k */
             double waited;
@@ -524,7 +534,7 @@ int train_stream_run(struct trainer *tr)
         struct eval_result model, base[EVAL_MAX_BASELINES];
         int64_t n_eval, trained, events, steps;
         int no_base;
-        window_eval(tr, &ws, k, &model, base, &n_eval, &no_base);
+        window_eval(tr, &ws, bias0, k, &model, base, &n_eval, &no_base);
         window_training(tr, &ws, &trained, &events);
         rsplit_free(&ws);
         const double t_train = clock_seconds();
@@ -545,6 +555,7 @@ int train_stream_run(struct trainer *tr)
             train_ckpt_save(tr);
     }
     planner_free(&pl);
+    step_bias_values_free(bias0);
     if (stop) {
         if (!cf->checkpoint_dir[0])
             log_warn("stopped by signal %d without output.checkpoint_dir: nothing was saved",

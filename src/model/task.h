@@ -67,6 +67,7 @@ struct task_conf {
     enum action_mode actions; /* model.actions (feature/schema.h) */
     int nmlp, mlp[TASK_MAX_MLP]; /* model.head: hidden widths */
     int bias;                /* model.bias: per-item and per-user terms of each logit */
+    double recency;          /* model.recency: the history terms' half-life (0: off) */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
     int64_t candidates;      /* data.candidates (0 = all) */
     double prior;            /* train.baseline_prior */
@@ -117,6 +118,8 @@ struct task_step {
                                  schedule's history; seq_batch.no_target), or NULL */
     /* ranking */
     const float *labels;     /* [T, K] host (NaN: missing) */
+    const float *all_labels; /* [T, K] host: the labels of every event, the inputs' too
+                                (the stream schedule's history), or NULL: labels */
     const int64_t *items;    /* [T] host: each token's item (model.bias) */
     int64_t B;               /* sequences; users [B], offsets [B + 1] host (model.bias) */
     const int64_t *users, *offsets;
@@ -199,14 +202,30 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
  * squares per task). */
 void task_ranking_set_stats(struct task *t, const double *sums);
 /* The head's forward without gradients: logits [n, K] from x [n, d]
- * (host) of the candidates of items [n] and users [n] (host; the biases);
- * predictions: binary tasks their logit, regression tasks mean + std z
- * (double). */
+ * (host) of the candidates of items [n] and users [n] (host; the biases)
+ * and their history terms rterms [n, K] (host; model.recency, else NULL:
+ * task_ranking_recency_terms); predictions: binary tasks their logit,
+ * regression tasks mean + std z (double). */
 void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64_t *items,
-                          const int64_t *users, double *pred);
+                          const int64_t *users, const float *rterms, double *pred);
+/* model.recency (model/task_recency.h): 1 when on; the history terms out
+ * [T, K] of B sequences (offsets [B + 1], items [T], labels [T, K]; ncand
+ * [B] or NULL: each sequence's last ncand[b] tokens are candidates and
+ * take the terms of the tokens before them); A [K, K] (host) into
+ * bias.recency; the items' centres [nitems, K] (host, copied; NULL: none)
+ * and the current ones (NULL: none). */
+int task_ranking_recency_on(const struct task *t);
+void task_ranking_recency_terms(const struct task *t, int64_t B, const int64_t *offsets,
+                                const int64_t *ncand, const int64_t *items, const float *labels,
+                                float *out);
+void task_ranking_set_centres(struct task *t, const float *centre, int64_t nitems);
+const float *task_ranking_centres(const struct task *t);
+void task_ranking_set_recency(struct task *t, const float *A);
 /* model.bias: set bias.item and bias.user from their initial values
  * (host, [rows, K] each: task_bias_init in train/step_bias.c). */
 void task_ranking_set_bias(struct task *t, const float *item, const float *user);
+/* Their current values, into host arrays of the same shapes. */
+void task_ranking_get_bias(const struct task *t, float *item, float *user);
 /* Each task's loss (unweighted: BCE, or the squared error of the
  * standardised label) per step, over the steps since the last call (their
  * number returned), summed over the ranks of c (NULL: this process);

@@ -79,6 +79,14 @@ void rank_bias_set(struct rank_bias *rb, const float *item, const float *user)
     rb->be->to_device(rb->user->w, user, (size_t)rb->user->n * sizeof(float));
 }
 
+void rank_bias_get(const struct rank_bias *rb, float *item, float *user)
+{
+    if (!rb->item)
+        return;
+    rb->be->to_host(item, rb->item->w, (size_t)rb->item->n * sizeof(float));
+    rb->be->to_host(user, rb->user->w, (size_t)rb->user->n * sizeof(float));
+}
+
 void rank_bias_free(struct rank_bias *rb)
 {
     if (rb->be)

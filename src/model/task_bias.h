@@ -35,6 +35,8 @@ void rank_bias_fwd(struct rank_bias *rb, int64_t n, const int64_t *items, const 
 void rank_bias_bwd(struct rank_bias *rb, int64_t n, const float *dz);
 /* Set the values from host item [num_items + 1, K], user [num_users, K]. */
 void rank_bias_set(struct rank_bias *rb, const float *item, const float *user);
+/* Copy the values to host item [num_items + 1, K], user [num_users, K]. */
+void rank_bias_get(const struct rank_bias *rb, float *item, float *user);
 void rank_bias_free(struct rank_bias *rb);
 
 #endif

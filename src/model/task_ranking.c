@@ -24,6 +24,7 @@
 #include "base/check.h"
 #include "model/task.h"
 #include "model/task_bias.h"
+#include "model/task_recency.h"
 
 #define HEAD_MAX (TASK_MAX_MLP + 1)
 
@@ -46,6 +47,11 @@ struct rank_priv {
     double htcoef[4 * RANK_MAX_TASKS * RANK_MAX_TASKS];
     int64_t tsteps;                   /* losses added to tacc since the last read */
     struct rank_bias bias;            /* model.bias (task_bias.h) */
+    struct rank_recency rec;          /* model.recency (task_recency.h) */
+    struct recency_rule rule;
+    float *centre;                    /* [bias_items, K] host: the rule's per-item centres */
+    float *rterm;                     /* [rcap, K] host: the training batch's history terms */
+    int64_t rcap;
     float mean[RANK_MAX_TASKS], std[RANK_MAX_TASKS];
 };
 
@@ -115,6 +121,15 @@ static void rank_loss(struct task *t, struct task_step *st)
     read_stats(r, st->be);
     head_fwd(st->be, r, st->T, st->out);
     rank_bias_fwd(&r->bias, st->T, st->items, NULL, st->B, st->users, st->offsets, r->h[r->L]);
+    if (r->rec.A) {
+        if (st->T > r->rcap) {
+            r->rcap = st->T + st->T / 2;
+            r->rterm = xrealloc(r->rterm, (size_t)(r->rcap * K) * sizeof *r->rterm);
+        }
+        recency_terms(&r->rule, st->B, st->offsets, NULL, st->items,
+                      st->all_labels ? st->all_labels : st->labels, r->rterm);
+        rank_recency_fwd(&r->rec, st->T, r->rterm, r->h[r->L]);
+    }
     int64_t cnt[RANK_MAX_TASKS] = {0};
     for (int64_t i = 0; i < st->T * K; i++)
         cnt[i % K] += !isnan(st->labels[i]);
@@ -173,6 +188,7 @@ static void rank_backward(struct task *t, struct task_step *st)
               (long long)n);
     const float *dy = r->dz;
     rank_bias_bwd(&r->bias, n, r->dz);
+    rank_recency_bwd(&r->rec, n, r->dz);
     for (int l = r->L - 1; l >= 0; l--) {
         const int a = r->width[l], o = r->width[l + 1];
         const float *in = l ? r->h[l] : st->out;
@@ -202,6 +218,9 @@ static void rank_free(struct task *t)
     r->be->free(r->tacc);
     mirror_free(&r->tcoef);
     rank_bias_free(&r->bias);
+    rank_recency_free(&r->rec);
+    free(r->rterm);
+    free(r->centre);
     mirror_free(&r->lab);
     mirror_free(&r->coef);
     mirror_free(&r->xin);
@@ -282,12 +301,60 @@ void task_ranking_params(const struct task_conf *tc, struct model_conf *mc)
         add_extra(mc, "bias.item", (int)tc->bias_items, tc->n, 0.0f, 0);
         add_extra(mc, "bias.user", (int)tc->bias_users, tc->n, 0.0f, 0);
     }
+    if (tc->recency > 0) /* set by task_ranking_set_recency */
+        add_extra(mc, "bias.recency", tc->n, tc->n, 0.0f, 0);
 }
 
 void task_ranking_set_bias(struct task *t, const float *item, const float *user)
 {
     struct rank_priv *r = t->priv;
     rank_bias_set(&r->bias, item, user);
+}
+
+void task_ranking_get_bias(const struct task *t, float *item, float *user)
+{
+    const struct rank_priv *r = t->priv;
+    rank_bias_get(&r->bias, item, user);
+}
+
+int task_ranking_recency_on(const struct task *t)
+{
+    const struct rank_priv *r = t->priv;
+    return r->rec.A != NULL;
+}
+
+void task_ranking_recency_terms(const struct task *t, int64_t B, const int64_t *offsets,
+                                const int64_t *ncand, const int64_t *items, const float *labels,
+                                float *out)
+{
+    const struct rank_priv *r = t->priv;
+    recency_terms(&r->rule, B, offsets, ncand, items, labels, out);
+}
+
+void task_ranking_set_centres(struct task *t, const float *centre, int64_t nitems)
+{
+    struct rank_priv *r = t->priv;
+    free(r->centre);
+    r->centre = NULL;
+    if (centre) {
+        r->centre = xmalloc((size_t)(nitems * r->K) * sizeof *r->centre);
+        memcpy(r->centre, centre, (size_t)(nitems * r->K) * sizeof *r->centre);
+    }
+    r->rule.centre = r->centre;
+    r->rule.nitems = centre ? nitems : 0;
+}
+
+const float *task_ranking_centres(const struct task *t)
+{
+    const struct rank_priv *r = t->priv;
+    return r->centre;
+}
+
+void task_ranking_set_recency(struct task *t, const float *A)
+{
+    struct rank_priv *r = t->priv;
+    if (r->rec.A)
+        r->be->to_device(r->rec.A->w, A, (size_t)r->rec.A->n * sizeof *A);
 }
 
 void task_ranking_init(struct task *t, const struct task_conf *tc, struct model *m)
@@ -316,6 +383,11 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
         r->std[k] = 1;
     r->tacc = r->be->alloc((size_t)(2 * r->K) * sizeof(double)); /* zero-filled */
     rank_bias_init(&r->bias, m, r->K, tc->bias);
+    rank_recency_init(&r->rec, m, r->K, tc->recency > 0);
+    r->rule.K = r->K;
+    r->rule.lam = tc->recency > 0 ? pow(2.0, -1.0 / tc->recency) : 0;
+    for (int k = 0; k < r->K; k++)
+        r->rule.scale[k] = 1;
     t->ops = &ranking_ops;
     t->conf = tc;
     t->priv = r;
@@ -332,13 +404,18 @@ void task_ranking_set_stats(struct task *t, const double *sums)
         const int reg = tc->t[k].kind == TASK_REGRESSION;
         s[k] = reg ? (float)mean : 0.0f;
         s[r->K + k] = reg && var > 1e-12 ? (float)sqrt(var) : 1.0f;
+        /* the history terms' units: a binary label, a regression label standardised;
+         * centred at the training labels' mean where no item centre is set */
+        r->rule.shift[k] = s[k];
+        r->rule.scale[k] = s[r->K + k];
+        r->rule.centre0[k] = reg ? 0.0 : mean;
     }
     r->m->be->to_device(r->stats->w, s, (size_t)(2 * r->K) * sizeof *s);
     read_stats(r, r->m->be);
 }
 
 void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64_t *items,
-                          const int64_t *users, double *pred)
+                          const int64_t *users, const float *rterms, double *pred)
 {
     struct rank_priv *r = t->priv;
     const struct task_conf *tc = t->conf;
@@ -351,6 +428,10 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64
     mirror_up(&r->xin, 0, (size_t)n * (size_t)r->width[0] * sizeof(float));
     head_fwd(be, r, n, dx);
     rank_bias_fwd(&r->bias, n, items, users, 0, NULL, NULL, r->h[r->L]);
+    if (r->rec.A && !rterms)
+        fatal("task_ranking: model.recency and a prediction without the history terms");
+    if (r->rec.A)
+        rank_recency_fwd(&r->rec, n, rterms, r->h[r->L]);
     void *own;
     const float *z = backend_download(be, r->h[r->L], (size_t)(n * r->K) * sizeof(float), &own);
     for (int64_t i = 0; i < n; i++)

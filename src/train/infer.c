@@ -72,7 +72,20 @@ void infer_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
             ci[i] = b->items[t];
             cu[i] = b->users[q];
         }
-    task_ranking_predict(&tr->task, nc, xc, ci, cu, pred);
+    float *rt = NULL;
+    if (task_ranking_recency_on(&tr->task)) { /* each candidate's history terms */
+        const int K = tr->conf.task.n;
+        float *all = xmalloc((size_t)((b->T ? b->T : 1) * K) * sizeof *all);
+        task_ranking_recency_terms(&tr->task, b->B, b->offsets, b->ncand, b->items, b->labels,
+                                   all);
+        rt = xmalloc((size_t)((nc ? nc : 1) * K) * sizeof *rt);
+        for (int64_t q = 0, i = 0; q < b->B; q++)
+            for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++)
+                memcpy(rt + i * K, all + t * K, (size_t)K * sizeof *rt);
+        free(all);
+    }
+    task_ranking_predict(&tr->task, nc, xc, ci, cu, rt, pred);
+    free(rt);
     free(ci);
     free(xc);
     infer_free(tr, &f);

@@ -15,12 +15,21 @@
  * with m_u the mean of b_i over u's labelled events: the user's shift of
  * the baseline's probability at its typical item, as a shift of the logit.
  * Every rank reads every user (two passes, in chunks): the same values on
- * any number of ranks. */
+ * any number of ranks.
+ *
+ * The test evaluation (step_bias_test_begin) predicts each user's test
+ * events after the history of the training and validation events; the
+ * terms then take in the validation labels as the user+item baseline of
+ * the same test does: each row becomes its trained value plus the change
+ * of its initial value when the validation events join the training
+ * events (the same two passes over both). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/check.h"
+#include "base/log.h"
 #include "train/step_task.h"
 #include "train/train.h"
 
@@ -63,12 +72,16 @@ struct bias_sums {
     double *ni, *si;                      /* [items, K]: counts, sums (then b_i) */
     double cnt[RANK_MAX_TASKS], sum[RANK_MAX_TASKS], mu[RANK_MAX_TASKS];
     double prior;
+    const struct rsplit *sp;              /* whose events: each user's first a (rsplit_bounds) */
+    int val;                              /* 1: its first b (the validation events too) */
+    struct fit_sums *fit;                 /* recency_fit's pass */
     const struct task_conf *tc;
     float *user;                          /* [users, K] */
 };
 
-/* Every user's training events, chunk by chunk: visit(s, c, u, e0, n) with
- * the user's first training event at c's index e0 and n of them. */
+/* Every user's training events (s->val: and validation events), chunk by
+ * chunk: visit(s, c, u, e0, n) with the user's first event at c's index e0
+ * and n of them. */
 static void each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s,
                       void (*visit)(struct bias_sums *, const struct chunk *, int64_t, int64_t,
                                     int64_t))
@@ -79,8 +92,8 @@ static void each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s,
         chunk_read(tr, c, u0, u1);
         for (int64_t u = u0; u < u1; u++) {
             int64_t a, b;
-            rsplit_bounds(&tr->rsplit, ds, u, &a, &b);
-            visit(s, c, u, ds->offsets[u] - ds->offsets[u0], a);
+            rsplit_bounds(s->sp ? s->sp : &tr->rsplit, ds, u, &a, &b);
+            visit(s, c, u, ds->offsets[u] - ds->offsets[u0], s->val ? b : a);
         }
     }
 }
@@ -127,20 +140,24 @@ static void add_user(struct bias_sums *s, const struct chunk *c, int64_t u, int6
     }
 }
 
-void step_bias_init(struct trainer *tr)
+/* The smoothed means over each user's training events (val: and validation
+ * events) as the rows' values: item [NI, K], user [NU, K]; with centre
+ * [NI, K] (else NULL) each item's smoothed mean label mu + b_i (the history
+ * terms' centres: model/task_recency.h). */
+static void bias_values(struct trainer *tr, const struct rsplit *sp, int val, float *item,
+                        float *user, float *centre)
 {
     const struct task_conf *tc = &tr->conf.task;
-    if (tc->type != TASK_RANKING || !tc->bias)
-        return;
     const int K = tc->n;
     const int64_t NI = tc->bias_items, NU = tc->bias_users;
-    struct bias_sums s = {.task = &tr->task, .K = K, .prior = tc->prior, .tc = tc};
+    struct bias_sums s = {.task = &tr->task, .K = K, .prior = tc->prior, .sp = sp, .val = val,
+                          .tc = tc};
     s.ni = xcalloc((size_t)(NI * K), sizeof *s.ni);
     s.si = xcalloc((size_t)(NI * K), sizeof *s.si);
     struct chunk c = {0};
     each_user(tr, &c, &s, add_items);
-    float *item = xmalloc((size_t)(NI * K) * sizeof *item);
-    s.user = xcalloc((size_t)(NU * K), sizeof *s.user);
+    s.user = user;
+    memset(user, 0, (size_t)(NU * K) * sizeof *user);
     for (int k = 0; k < K; k++)
         s.mu[k] = s.cnt[k] > 0 ? s.sum[k] / s.cnt[k] : 0;
     for (int64_t i = 0; i < NI; i++) /* si becomes b_i */
@@ -151,13 +168,259 @@ void step_bias_init(struct trainer *tr)
                 *b = 0;
             item[i * K + k] = (float)(tc->t[k].kind == TASK_BINARY ? logit(s.mu[k] + *b)
                                                                    : s.mu[k] + *b);
+            if (centre)
+                centre[i * K + k] = (float)(s.mu[k] + *b);
         }
     each_user(tr, &c, &s, add_user);
-    task_ranking_set_bias(&tr->task, item, s.user);
     free(c.items);
     free(c.lab);
     free(s.ni);
     free(s.si);
+}
+
+/* --- model.recency: the fit of the history terms ------------------------------ */
+
+struct fit_sums;
+static void fit_user(struct fit_sums *f, const struct chunk *c, int64_t u, int64_t o, int64_t a);
+
+static void fit_visit(struct bias_sums *s, const struct chunk *c, int64_t u, int64_t o, int64_t a)
+{
+    fit_user(s->fit, c, u, o, a);
+}
+
+#define FIT_ITERS 8   /* Newton steps (a regression task's first one is exact) */
+#define FIT_DIM (RANK_MAX_TASKS + 1)
+
+/* What one Newton step accumulates: per task k over its labelled training
+ * events, with x = (user[u, k], r_1 .. r_K) and eta = item[i, k] + th_k .
+ * x, g += (y - p) x
+ * and H += w x x^T, (p, w) = (sigmoid(eta), p (1 - p)) for a binary task,
+ * (eta, 1) for a regression task (y standardised). */
+struct fit_sums {
+    const struct task *task;
+    const struct task_conf *tc;
+    int K, D;
+    const float *item, *user;                 /* the initial rows */
+    double th[RANK_MAX_TASKS][FIT_DIM];
+    double g[RANK_MAX_TASKS][FIT_DIM], H[RANK_MAX_TASKS][FIT_DIM * FIT_DIM];
+    float *r;                                 /* [cap, K] one user's history terms */
+    int64_t cap;
+};
+
+static void fit_user(struct fit_sums *f, const struct chunk *c, int64_t u, int64_t o, int64_t a)
+{
+    const int K = f->K, D = f->D;
+    if (a > f->cap) {
+        f->cap = a + a / 2;
+        f->r = xrealloc(f->r, (size_t)(f->cap * K) * sizeof *f->r);
+    }
+    const int64_t off[2] = {0, a};
+    task_ranking_recency_terms(f->task, 1, off, NULL, c->items + o, c->lab + o * K, f->r);
+    for (int64_t e = 0; e < a; e++) {
+        const float *irow = f->item + c->items[o + e] * K;
+        for (int k = 0; k < K; k++) {
+            const float y = c->lab[(o + e) * K + k];
+            if (isnan(y))
+                continue;
+            double x[FIT_DIM];
+            int n = 0;
+            x[n++] = f->user[u * K + k];
+            for (int j = 0; j < K; j++)
+                x[n++] = f->r[e * K + j];
+            double eta = irow[k];
+            for (int j = 0; j < D; j++)
+                eta += f->th[k][j] * x[j];
+            double p = eta, w = 1;
+            if (f->tc->t[k].kind == TASK_BINARY) {
+                p = 1 / (1 + exp(-eta));
+                w = p * (1 - p);
+            }
+            const double res = task_ranking_z(f->task, k, y) - p;
+            for (int i = 0; i < D; i++) {
+                f->g[k][i] += res * x[i];
+                for (int j = 0; j < D; j++)
+                    f->H[k][i * D + j] += w * x[i] * x[j];
+            }
+        }
+    }
+}
+
+/* Solve H d = g (n x n, H symmetric positive semi-definite) by Gaussian
+ * elimination with partial pivoting, a ridge of 1e-9 of the diagonal's
+ * mean keeping it regular. */
+static void solve(int n, double *H, double *g, double *d)
+{
+    double tr = 0;
+    for (int i = 0; i < n; i++)
+        tr += H[i * n + i];
+    for (int i = 0; i < n; i++)
+        H[i * n + i] += 1e-9 * (tr > 0 ? tr / n : 1) + 1e-300;
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int i = c + 1; i < n; i++)
+            if (fabs(H[i * n + c]) > fabs(H[p * n + c]))
+                p = i;
+        for (int j = 0; j < n; j++) {
+            const double t = H[c * n + j];
+            H[c * n + j] = H[p * n + j];
+            H[p * n + j] = t;
+        }
+        const double t = g[c];
+        g[c] = g[p];
+        g[p] = t;
+        for (int i = c + 1; i < n; i++) {
+            const double m = H[i * n + c] / H[c * n + c];
+            for (int j = c; j < n; j++)
+                H[i * n + j] -= m * H[c * n + j];
+            g[i] -= m * g[c];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double v = g[i];
+        for (int j = i + 1; j < n; j++)
+            v -= H[i * n + j] * d[j];
+        d[i] = v / H[i * n + i];
+    }
+}
+
+/* The history terms' matrix A [K, K] and the user terms' scales, fitted
+ * on the training events by maximum likelihood with the initial item rows
+ * as offsets (every rank reads every user: the same values on any P); the
+ * user rows are scaled in place. (The item rows' own scale or the other
+ * tasks' item rows cannot be fitted so: on the training events an item's
+ * smoothed mean holds the event's own label.) */
+static void recency_fit(struct trainer *tr, const float *item, float *user, float *A,
+                        float *uscale)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    const int K = tc->n;
+    struct fit_sums *f = xcalloc(1, sizeof *f);
+    *f = (struct fit_sums){.task = &tr->task, .tc = tc, .K = K, .D = K + 1, .item = item,
+                           .user = user};
+    for (int k = 0; k < K; k++)
+        f->th[k][0] = 1; /* the user terms as they are, nothing else */
+    struct chunk c = {0};
+    struct bias_sums pass = {.K = K, .fit = f};
+    for (int it = 0; it < FIT_ITERS; it++) {
+        memset(f->g, 0, sizeof f->g);
+        memset(f->H, 0, sizeof f->H);
+        each_user(tr, &c, &pass, fit_visit);
+        for (int k = 0; k < K; k++) {
+            double d[FIT_DIM];
+            solve(f->D, f->H[k], f->g[k], d);
+            for (int j = 0; j < f->D; j++)
+                f->th[k][j] += d[j];
+        }
+    }
+    for (int k = 0; k < K; k++) {
+        uscale[k] = (float)f->th[k][0];
+        for (int j = 0; j < K; j++)
+            A[k * K + j] = (float)f->th[k][1 + j];
+        for (int64_t u = 0; u < tc->bias_users; u++)
+            user[u * K + k] *= uscale[k];
+    }
+    free(c.items);
+    free(c.lab);
+    free(f->r);
+    free(f);
+}
+
+/* The fit's figures, for the log. */
+static void recency_log(const struct task_conf *tc, const float *uscale, const float *A)
+{
+    const int K = tc->n;
+    char buf[1024];
+    size_t len = 0;
+    for (int k = 0; k < K && len + 64 < sizeof buf; k++) {
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s: user x %.3f, history",
+                                k ? "; " : "", tc->t[k].name, uscale[k]);
+        for (int j = 0; j < K && len + 16 < sizeof buf; j++)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, " %.3f", A[k * K + j]);
+    }
+    log_info("model.recency = %g: fitted on the training events: %s", tc->recency, buf);
+}
+
+void step_bias_init(struct trainer *tr)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type != TASK_RANKING || !tc->bias)
+        return;
+    const int K = tc->n;
+    const int64_t NI = tc->bias_items;
+    float *item = xmalloc((size_t)(NI * K) * sizeof *item);
+    float *user = xmalloc((size_t)(tc->bias_users * K) * sizeof *user);
+    float *centre = tc->recency > 0 ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
+    bias_values(tr, NULL, 0, item, user, centre);
+    for (int k = 0; k < K; k++)
+        tr->bias_uscale[k] = 1;
+    if (tc->recency > 0) {
+        float A[RANK_MAX_TASKS * RANK_MAX_TASKS];
+        task_ranking_set_centres(&tr->task, centre, NI);
+        recency_fit(tr, item, user, A, tr->bias_uscale);
+        task_ranking_set_recency(&tr->task, A);
+        recency_log(tc, tr->bias_uscale, A);
+    }
+    task_ranking_set_bias(&tr->task, item, user);
     free(item);
-    free(s.user);
+    free(user);
+    free(centre);
+}
+
+struct bias_values {
+    float *v;        /* item [NI, K], user [NU, K], centre [NI, K] (model.recency) */
+};
+
+struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp, int val)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type != TASK_RANKING || !tc->bias)
+        return NULL;
+    const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
+    struct bias_values *bv = xmalloc(sizeof *bv);
+    bv->v = xmalloc((size_t)(2 * ni + nu) * sizeof *bv->v);
+    bias_values(tr, sp, val, bv->v, bv->v + ni, tc->recency > 0 ? bv->v + ni + nu : NULL);
+    return bv;
+}
+
+void step_bias_values_free(struct bias_values *bv)
+{
+    if (!bv)
+        return;
+    free(bv->v);
+    free(bv);
+}
+
+float *step_bias_shift(struct trainer *tr, const struct bias_values *from,
+                       const struct bias_values *to)
+{
+    if (!from || !to)
+        return NULL;
+    const struct task_conf *tc = &tr->conf.task;
+    const int K = tc->n;
+    const int64_t ni = tc->bias_items * K, nu = tc->bias_users * K, nc = tc->recency > 0 ? ni : 0;
+    const size_t all = (size_t)(ni + nu + nc);
+    float *saved = xmalloc(all * sizeof *saved), *v = xmalloc(all * sizeof *v);
+    task_ranking_get_bias(&tr->task, saved, saved + ni);
+    if (nc)
+        memcpy(saved + ni + nu, task_ranking_centres(&tr->task), (size_t)nc * sizeof *saved);
+    for (int64_t j = 0; j < ni + nu; j++) /* the trained value + what the new events add */
+        v[j] = saved[j] +
+               (j < ni ? 1.0f : tr->bias_uscale[(j - ni) % K]) * (to->v[j] - from->v[j]);
+    task_ranking_set_bias(&tr->task, v, v + ni);
+    if (nc) /* the history terms' centres: the items' means over the new events too */
+        task_ranking_set_centres(&tr->task, to->v + ni + nu, tc->bias_items);
+    free(v);
+    return saved;
+}
+
+void step_bias_restore(struct trainer *tr, float *saved)
+{
+    if (!saved)
+        return;
+    const struct task_conf *tc = &tr->conf.task;
+    const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
+    task_ranking_set_bias(&tr->task, saved, saved + ni);
+    if (tc->recency > 0)
+        task_ranking_set_centres(&tr->task, saved + ni + nu, tc->bias_items);
+    free(saved);
 }

@@ -31,5 +31,22 @@ void task_teardown(struct trainer *tr);
 /* model.bias: the biases' initial values from the training labels (the
  * smoothed user+item means; step_bias.c), after head.stats is set. */
 void step_bias_init(struct trainer *tr);
+/* The biases' initial values over each user's first events of split sp
+ * (NULL: data.split's): its training events, or with val its training
+ * and validation events; NULL without model.bias. */
+struct bias_values;
+struct rsplit;
+struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp, int val);
+void step_bias_values_free(struct bias_values *bv);
+/* An evaluation that predicts after more events than the biases started
+ * from (the test after the validation events, a stream's window after
+ * the earlier ones): each row += its initial value over them (to) - over
+ * the events it started from (from); a user row's change scaled as the
+ * start-up fit scaled the row (model.recency), and the history terms'
+ * item centres those of to. Returns the values before (NULL when either
+ * is NULL) for step_bias_restore, which puts them back and frees them. */
+float *step_bias_shift(struct trainer *tr, const struct bias_values *from,
+                       const struct bias_values *to);
+void step_bias_restore(struct trainer *tr, float *saved);
 
 #endif

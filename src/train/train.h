@@ -48,6 +48,8 @@ struct trainer {
                                   always, the labels are features of the actions) */
     struct task task;          /* what the model is trained for (model/task.h) */
     struct task_data tdata;    /* what its batches and costs read (task_setup_init) */
+    float bias_uscale[RANK_MAX_TASKS]; /* model.recency: each task's user-term scale of the
+                                          start-up fit (train/step_bias.c), else 1 */
     struct dense_optim optim;
     /* the step's own state (overlap, buffers, dense all-reduce): train_step.c */
     struct step_state *state;

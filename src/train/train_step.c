@@ -276,6 +276,7 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .no_target = in->sb.no_target,
                                  .labels = in->sb.target_labels ? in->sb.target_labels
                                                                 : in->sb.labels,
+                                 .all_labels = in->sb.labels,
                                  .items = in->item_nums ? in->item_nums : in->sb.items,
                                  .B = in->sb.B, .users = in->sb.users,
                                  .offsets = in->sb.offsets};
