@@ -10,6 +10,7 @@
 #     and the test metrics agree at P = 1, 2, 3 (1e-6), and the start-up
 #     fit (the user terms' scale and the history matrix, train/step_bias.c)
 #     is recomputed with NumPy's Newton steps from the dataset (1e-4);
+#     export writes the terms' item centres;
 #   - refused with train.task = retrieval, model.recency without model.bias.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -146,6 +147,15 @@ worst = max(np.abs(A_w - A).max(), np.abs(bu_w - user0 * scale).max())
 print(f"the fitted history matrix and user scales = NumPy's Newton fit (A {A.round(3).tolist()}, "
       f"scales {scale.round(3).tolist()}; worst {worst:.2e})")
 sys.exit(0 if worst <= 1e-4 else 1)
+EOF
+expect_ok "$FS" export "$T/ckh/ckpt-1.h5" -o "$T/model.h5"
+"$PY" - "$T/model.h5" "$T/r.h5" <<'EOF' && pass "export: /head/centre and the recency attribute" || fail "export with model.recency"
+import sys, h5py, numpy as np
+g, ds = h5py.File(sys.argv[1], "r")["head"], h5py.File(sys.argv[2], "r")
+n = int(ds["item_ids"][:].max()) + 1
+assert g.attrs["recency"] == 4 and g["centre"].shape == (n, 2), (dict(g.attrs), g["centre"].shape)
+c = g["centre"][:]
+assert np.all((c[:, 0] > 0) & (c[:, 0] < 1)), c[:, 0]  # like: each item's smoothed rate
 EOF
 expect_error "model.recency = 4 needs model.bias = on" \
     "$FS" train "$IN" $R model.bias=off model.recency=4 train.max_steps=1

@@ -27,7 +27,9 @@
  *                      parameter of the model by its name
  *   /head/...          ranking (attribute task = "ranking"): the MLP head,
  *                      w0 .. wL [in, out], b0 .. bL [out], mean, std [K]
- *                      (write_head below)
+ *                      (write_head below); with model.recency its
+ *                      half-life (attribute recency, else 0) and the
+ *                      items' centres centre [num_items + 1, K]
  *
  * Score of user u and item i as recommend computes it:
  *   s = U[u] . E[i] / max(|E[i]|, item_norm_eps)  if item_norm, else U[u] . E[i]
@@ -223,6 +225,15 @@ static void write_task_head(struct trainer *tr, struct rec_file *file)
             h5io_close_obj(h, d);
         }
         free(v);
+    }
+    /* model.recency: the half-life and the items' centres its terms need (from the
+     * training labels at start-up; model/task_recency.h) */
+    h5io_attr_f64(h, g, "recency", tc->recency);
+    const float *centre = task_ranking_centres(&tr->task);
+    if (centre) {
+        hid_t d = rec_h5_dset(file, g, "centre", H5T_IEEE_F32LE, tc->bias_items, tc->n);
+        h5io_write_rows(h, d, H5T_NATIVE_FLOAT, 0, 1, tc->bias_items, tc->n, centre);
+        h5io_close_obj(h, d);
     }
     h5io_close_obj(h, g);
 }
