@@ -7,7 +7,8 @@
 #     (recomputed with NumPy from the dataset: 1e-5), read from a
 #     checkpoint written after one step at a learning rate of 1e-12;
 #   - model.recency (the history terms, model/task_recency.h): the losses
-#     and the test metrics agree at P = 1, 2, 3 (1e-6), and the start-up
+#     and the test metrics agree at P = 1, 2, 3 and on the fake device
+#     (the terms uploaded to device memory; 1e-6), and the start-up
 #     fit (the user terms' scale and the history matrix, train/step_bias.c)
 #     is recomputed with NumPy's Newton steps from the dataset (1e-4);
 #     export writes the terms' item centres;
@@ -80,10 +81,12 @@ expect_error "model.bias = on: for train.task = ranking" \
 run h1 1 train.max_steps=8 model.recency=4 train.epochs=1
 run h2 2 train.max_steps=8 model.recency=4 train.epochs=1
 run h3 3 train.max_steps=8 model.recency=4 train.epochs=1
+run hf 1 train.max_steps=8 model.recency=4 train.epochs=1 device.type=fake
+same_losses "$T/h1.jsonl" "$T/hf.jsonl" "model.recency: the fake device vs the CPU" 0 1e-6
 same_losses "$T/h1.jsonl" "$T/h2.jsonl" "model.recency: P=2 vs P=1" 0 1e-6
 same_losses "$T/h1.jsonl" "$T/h3.jsonl" "model.recency: P=3 vs P=1" 0 1e-6
-for p in 2 3; do
-    "$PY" - "$T/h1.jsonl" "$T/h$p.jsonl" <<'EOF' && pass "model.recency: test metrics P=$p = P=1" || fail "model.recency: test metrics P=$p differ from P=1"
+for p in 2 3 f; do
+    "$PY" - "$T/h1.jsonl" "$T/h$p.jsonl" <<'EOF' && pass "model.recency: test metrics h$p = h1" || fail "model.recency: test metrics h$p differ from h1"
 import json, sys
 def test(f):
     return [l for l in map(json.loads, open(f)) if l.get("event") == "eval" and l.get("split") == "test"][-1]
