@@ -53,11 +53,13 @@ X(model, head, STRING, "128", 0, 0, NULL,
 X(model, bias, BOOL, "off", 0, 1, NULL,
   "ranking: per-item and per-user terms added to each task's logit (a wide part beside the "
   "head), started at the training labels' smoothed user+item means (train.baseline_prior) "
-  "with the head's last layer at 0: the model starts where the user+item baseline ends")
+  "with the head's last layer at 0: the model starts where the user+item baseline ends; the "
+  "test (and each stream window) shifts them by what the events before it add to those means")
 X(model, recency, FLOAT, "0", 0, 1e9, NULL,
   "ranking with model.bias: the half-life in events of a recency-weighted mean of each task's "
-  "labels over the sequence's earlier events, added to every task's logit through a K x K "
-  "matrix fitted at start-up on the training events; 0 = off")
+  "label residuals (the label less its item's smoothed mean) over the sequence's earlier events, "
+  "added to every task's logit through a K x K matrix fitted at start-up on the training "
+  "events; 0 = off")
 X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
   "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "
   "event (train.tasks) by an MLP head at every item position (AUC, GAUC, NE)")
