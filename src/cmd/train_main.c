@@ -67,21 +67,26 @@ static void validate(struct trainer *tr, int64_t epochs, double loss)
     }
 }
 
+/* model.bias's values over the training events and over the training and
+ * validation events (train/step_task.h), computed once for the tests. */
+struct test_bias {
+    struct bias_values *from, *to;
+};
+
 /* The test evaluation, with model.bias's terms taking in the validation
- * labels for it (train/step_task.h). */
-static void test_run(struct trainer *tr, const struct eval_ctx *ev, struct eval_result *test)
+ * labels for it. */
+static void test_run(struct trainer *tr, const struct eval_ctx *ev, const struct test_bias *tb,
+                     struct eval_result *test)
 {
-    struct bias_values *from = step_bias_values(tr, NULL, 0), *to = step_bias_values(tr, NULL, 1);
-    float *saved = step_bias_shift(tr, from, to);
+    float *saved = step_bias_shift(tr, tb->from, tb->to);
     eval_run(ev, 1, test);
     step_bias_restore(tr, saved);
-    step_bias_values_free(from);
-    step_bias_values_free(to);
 }
 
 /* train.keep_best: the last step's test is reported as test-last, then the
  * best validation's checkpoint is loaded and tested (into test). */
-static void test_best(struct trainer *tr, struct eval_result *test, double loss)
+static void test_best(struct trainer *tr, const struct test_bias *tb, struct eval_result *test,
+                      double loss)
 {
     struct eval_ctx ev;
     eval_ctx_of(tr, &ev);
@@ -92,7 +97,7 @@ static void test_best(struct trainer *tr, struct eval_result *test, double loss)
     checkpoint_read(tr, path);
     log_info("keep_best: testing %s (epoch %lld, step %lld)", path, (long long)tr->best_epoch,
              (long long)tr->step);
-    test_run(tr, &ev, test);
+    test_run(tr, &ev, tb, test);
     train_report_eval(tr, "test", tr->best_epoch, test, loss);
     tr->step = step;
     tr->epoch = epoch;
@@ -105,9 +110,10 @@ static void final_evaluation(struct trainer *tr, struct eval_result *test, doubl
     struct eval_ctx ev;
     eval_ctx_of(tr, &ev);
     watchdog_beat("in", "the test evaluation");
-    test_run(tr, &ev, test);
+    const struct test_bias tb = {step_bias_values(tr, NULL, 0), step_bias_values(tr, NULL, 1)};
+    test_run(tr, &ev, &tb, test);
     if (tr->conf.keep_best)
-        test_best(tr, test, loss);
+        test_best(tr, &tb, test, loss);
     else
         train_report_eval(tr, "test", tr->epoch, test, loss);
     if (tr->conf.baseline) {
@@ -118,6 +124,8 @@ static void final_evaluation(struct trainer *tr, struct eval_result *test, doubl
         for (int m = 0; m < n; m++)
             train_report_eval(tr, split[m], tr->epoch, &base[m], 0);
     }
+    step_bias_values_free(tb.from);
+    step_bias_values_free(tb.to);
 }
 
 /* A run stopped by signal sig after tr->step: its checkpoint (save: not
