@@ -12,7 +12,8 @@
 #     fit (the user terms' scale and the history matrix, train/step_bias.c)
 #     is recomputed with NumPy's Newton steps from the dataset (1e-4);
 #     export writes the terms' item centres;
-#   - refused with train.task = retrieval, model.recency without model.bias.
+#   - refused with train.task = retrieval, model.recency without model.bias,
+#     negative or not a number.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -162,6 +163,10 @@ assert np.all((c[:, 0] > 0) & (c[:, 0] < 1)), c[:, 0]  # like: each item's smoot
 EOF
 expect_error "model.recency = 4 needs model.bias = on" \
     "$FS" train "$IN" $R model.bias=off model.recency=4 train.max_steps=1
+expect_error "model.recency = '-1': out of range [0, 1e+09]" \
+    "$FS" train "$IN" $R model.recency=-1 train.max_steps=1
+expect_error "model.recency = 'abc': not a finite number" \
+    "$FS" train "$IN" $R model.recency=abc train.max_steps=1
 expect_error "model.recency: for train.task = ranking" \
     "$FS" train "$IN" "data.path=$T/r.h5" model.recency=4 train.max_steps=1
 finish
