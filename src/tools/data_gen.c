@@ -354,8 +354,15 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
     dataset_writer_guard(w, 1); /* no partial file left by a signal */
     gen_features_declare(w, (struct gen_feature *)o->feat, o->nfeat);
     struct planted pl;
-    if (o->planted)
-        planted_init(&pl, w, o->planted, (uint64_t)o->seed, o->users, o->items);
+    if (o->planted) {
+        /* each item's probability (zipf's over ranks, through the map) */
+        double *pop = xcalloc((size_t)o->items + 1, sizeof *pop), sum = 0;
+        for (int64_t k = 1; k <= o->items; k++)
+            sum += pop[item_map_id(&m, k)] = pow((double)k, -o->zipf_s);
+        for (int64_t i = 1; i <= o->items; i++)
+            pop[i] /= sum;
+        planted_init(&pl, w, o->planted, (uint64_t)o->seed, o->users, o->items, pop);
+    }
     struct gen_buf b = {0};
     b.cap_users = o->chunk; /* every user has >= 1 event */
     b.lengths = xmalloc((size_t)b.cap_users * sizeof *b.lengths);
@@ -426,7 +433,8 @@ static void gen_usage(FILE *f)
             "  --labels planted[:K]  /events/click (0/1) and /events/rating (float) drawn\n"
             "                     from a known model (user and item factors, the previous\n"
             "                     item; doc/ranking.md); the optimal AUC, NE and MSE on each\n"
-            "                     user's last K events (default 1) as attributes planted_*\n"
+            "                     user's last K events (default 1) as attributes planted_*,\n"
+            "                     and of what an evaluation shows as planted_visible_*\n"
             "  --raw-ids K        raw item ids (dataset version 3, doc/data.md): item i is\n"
             "                     written as i x K (K >= 1, N x K < 2^63), /items/ids lists\n"
             "                     K .. N K, /user_map the users 0 .. U-1; the same events as\n"

@@ -28,7 +28,7 @@ int64_t planted_parse(const char *text)
 }
 
 void planted_init(struct planted *pl, struct dataset_writer *w, int64_t k, uint64_t seed,
-                  int64_t users, int64_t items)
+                  int64_t users, int64_t items, double *pop)
 {
     memset(pl, 0, sizeof *pl);
     pl->k = k;
@@ -44,6 +44,10 @@ void planted_init(struct planted *pl, struct dataset_writer *w, int64_t k, uint6
             pl->q[i * PLANTED_F + f] = (float)rng_normal(&r);
         pl->c[i] = (float)(0.7 * rng_normal(&r));
     }
+    pl->pop = pop;
+    for (int64_t i = 1; i <= items; i++)
+        for (int f = 0; f < PLANTED_F; f++)
+            pl->qbar[f] += pop[i] * pl->q[i * PLANTED_F + f];
     char err[4400];
     if ((pl->slot_click = dataset_writer_event_feature(w, "click", 1, 0, err, sizeof err)) < 0 ||
         (pl->slot_rating = dataset_writer_event_feature(w, "rating", 1, 0, err, sizeof err)) < 0) {
@@ -52,19 +56,41 @@ void planted_init(struct planted *pl, struct dataset_writer *w, int64_t k, uint6
     }
 }
 
-static void keep(struct planted *pl, double p, float y, double mean, float r)
+static void keep(struct planted *pl, double p, double pv, float y, double mean, double meanv,
+                 float r)
 {
     if (pl->n == pl->cap) {
         pl->cap = pl->cap ? 2 * pl->cap : 4096;
         pl->p = xrealloc(pl->p, (size_t)pl->cap * sizeof *pl->p);
+        pl->pv = xrealloc(pl->pv, (size_t)pl->cap * sizeof *pl->pv);
         pl->mean = xrealloc(pl->mean, (size_t)pl->cap * sizeof *pl->mean);
+        pl->meanv = xrealloc(pl->meanv, (size_t)pl->cap * sizeof *pl->meanv);
         pl->y = xrealloc(pl->y, (size_t)pl->cap * sizeof *pl->y);
         pl->r = xrealloc(pl->r, (size_t)pl->cap * sizeof *pl->r);
     }
     pl->p[pl->n] = p;
+    pl->pv[pl->n] = pv;
     pl->y[pl->n] = y;
     pl->mean[pl->n] = mean;
+    pl->meanv[pl->n] = meanv;
     pl->r[pl->n++] = r;
+}
+
+/* The probability and mean of an event of item factors q and logit s0
+ * without the previous item's term, averaged over that item. */
+static void visible(const struct planted *pl, const float *q, double s0, double *p, double *mean)
+{
+    double acc = 0, qq = 0;
+    for (int64_t i = 1; i <= pl->items; i++) {
+        double dot = 0;
+        for (int f = 0; f < PLANTED_F; f++)
+            dot += (double)pl->q[i * PLANTED_F + f] * q[f];
+        acc += pl->pop[i] / (1.0 + exp(-(s0 + 0.6 * dot / PLANTED_F)));
+    }
+    for (int f = 0; f < PLANTED_F; f++)
+        qq += pl->qbar[f] * q[f];
+    *p = acc;
+    *mean = 3.0 + 0.8 * (s0 + 0.6 * qq / PLANTED_F);
 }
 
 void planted_events(struct planted *pl, struct dataset_writer *w, int64_t u0, int64_t nu,
@@ -97,8 +123,12 @@ void planted_events(struct planted *pl, struct dataset_writer *w, int64_t u0, in
             const double p = 1.0 / (1.0 + exp(-s)), mean = 3.0 + 0.8 * s;
             click[at] = rng_uniform(&r) < p ? 1.0f : 0.0f;
             rating[at] = (float)(mean + 0.5 * rng_normal(&r));
-            if (j >= lengths[u] - pl->k)
-                keep(pl, p, click[at], mean, rating[at]);
+            if (j >= lengths[u] - pl->k) {
+                double pv = p, meanv = mean;
+                if (j > lengths[u] - pl->k && j > 0) /* its previous item is not shown */
+                    visible(pl, q, s - 0.6 * prev / PLANTED_F, &pv, &meanv);
+                keep(pl, p, pv, click[at], mean, meanv, rating[at]);
+            }
         }
     }
     char err[4400];
@@ -114,17 +144,21 @@ void planted_events(struct planted *pl, struct dataset_writer *w, int64_t u0, in
 
 void planted_finish(struct planted *pl, const char *path)
 {
-    double ll = 0, pos = 0, se = 0;
+    double ll = 0, llv = 0, pos = 0, se = 0, sev = 0;
     for (int64_t i = 0; i < pl->n; i++) {
-        const double p = pl->p[i], y = pl->y[i], e = pl->r[i] - pl->mean[i];
+        const double p = pl->p[i], pv = pl->pv[i], y = pl->y[i];
+        const double e = pl->r[i] - pl->mean[i], ev = pl->r[i] - pl->meanv[i];
         ll -= y * log(p) + (1 - y) * log1p(-p);
+        llv -= y * log(pv) + (1 - y) * log1p(-pv);
         pos += y;
         se += e * e;
+        sev += ev * ev;
     }
     const double n = pl->n > 0 ? (double)pl->n : 1, rate = pos / n;
     const double h = rate > 0 && rate < 1 ? -(rate * log(rate) + (1 - rate) * log1p(-rate)) : NAN;
-    const double auc = metrics_auc(pl->n, pl->p, pl->y);
+    const double auc = metrics_auc(pl->n, pl->p, pl->y), aucv = metrics_auc(pl->n, pl->pv, pl->y);
     ll /= n;
+    llv /= n;
     char tasks[128];
     snprintf(tasks, sizeof tasks, "click:binary:click,rating:regression:rating");
     struct h5io f;
@@ -134,6 +168,10 @@ void planted_finish(struct planted *pl, const char *path)
               h5io_attr_f64(&f, f.f, "planted_logloss", ll) ||
               h5io_attr_f64(&f, f.f, "planted_ne", ll / h) ||
               h5io_attr_f64(&f, f.f, "planted_mse", se / n) ||
+              h5io_attr_f64(&f, f.f, "planted_visible_auc", aucv) ||
+              h5io_attr_f64(&f, f.f, "planted_visible_logloss", llv) ||
+              h5io_attr_f64(&f, f.f, "planted_visible_ne", llv / h) ||
+              h5io_attr_f64(&f, f.f, "planted_visible_mse", sev / n) ||
               h5io_attr_i64(&f, f.f, "planted_test_events", pl->k) ||
               h5io_attr_str(&f, f.f, "planted_tasks", tasks);
         bad = h5io_close(&f) || bad;
@@ -144,12 +182,18 @@ void planted_finish(struct planted *pl, const char *path)
               "file was removed)", path, f.desc[0] ? f.desc : "HDF5 error");
     }
     log_info("data gen: planted labels: on each user's last %lld events (%lld): optimal click "
-             "AUC %.4f NE %.4f (logloss %.4f, positive rate %.3f), rating MSE %.4f",
-             (long long)pl->k, (long long)pl->n, auc, ll / h, ll, rate, se / n);
+             "AUC %.4f NE %.4f (logloss %.4f, positive rate %.3f), rating MSE %.4f; of what an "
+             "evaluation shows (test events after the first without their previous item): AUC "
+             "%.4f NE %.4f MSE %.4f",
+             (long long)pl->k, (long long)pl->n, auc, ll / h, ll, rate, se / n, aucv, llv / h,
+             sev / n);
     free(pl->q);
     free(pl->c);
     free(pl->p);
+    free(pl->pv);
+    free(pl->pop);
     free(pl->mean);
+    free(pl->meanv);
     free(pl->y);
     free(pl->r);
     memset(pl, 0, sizeof *pl);

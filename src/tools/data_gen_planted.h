@@ -12,7 +12,13 @@
  * entropy of those events' positive rate) and the true means' MSE are
  * recorded as attributes of / : planted_auc, planted_ne, planted_logloss,
  * planted_mse, planted_test_events (K), planted_tasks (the train.tasks
- * that learn them). */
+ * that learn them). An evaluation scores the K test events after the
+ * history without their predecessors among them, so test events 2..K
+ * cannot show their previous item: the optimum of what it shows takes
+ * for them the probability averaged over that item (drawn by popularity:
+ * sum_i pop_i sigmoid(s_t with q_prev = q_i)) and the mean 3 + 0.8 E s_t,
+ * recorded as planted_visible_auc, _ne, _logloss, _mse; their cost is
+ * O(items F) per such event. */
 #ifndef FS_DATA_GEN_PLANTED_H
 #define FS_DATA_GEN_PLANTED_H
 
@@ -27,18 +33,21 @@ struct planted {
     uint64_t seed;
     int64_t items, users;
     float *q, *c;              /* [items + 1, F], [items + 1] */
+    double *pop;               /* [items + 1] each item's probability */
+    double qbar[PLANTED_F];    /* sum_i pop_i q_i */
     int slot_click, slot_rating;
     /* the test events: true probability, label, true mean, rating */
     int64_t n, cap;
-    double *p, *mean;
+    double *p, *mean, *pv, *meanv; /* and what the evaluation shows of them */
     float *y, *r;
 };
 
 /* "planted" or "planted:K" -> K (fatal otherwise). */
 int64_t planted_parse(const char *text);
-/* Draw the item factors; declare the event columns on w. */
+/* Draw the item factors; declare the event columns on w. pop [items + 1]:
+ * each item's probability (taken, freed by planted_finish). */
 void planted_init(struct planted *pl, struct dataset_writer *w, int64_t k, uint64_t seed,
-                  int64_t users, int64_t items);
+                  int64_t users, int64_t items, double *pop);
 /* The labels of users [u0, u0 + nu) with lengths [nu] and their events'
  * items (in user order), appended to w. */
 void planted_events(struct planted *pl, struct dataset_writer *w, int64_t u0, int64_t nu,
