@@ -12,8 +12,12 @@
 #     fit (the user terms' scale and the history matrix, train/step_bias.c)
 #     is recomputed with NumPy's Newton steps from the dataset (1e-4);
 #     export writes the terms' item centres;
-#   - refused with train.task = retrieval, model.recency without model.bias,
-#     negative or not a number.
+#   - model.factors (the factor terms, model/task_factor.h, with
+#     model.recency): the losses and the test metrics agree at P = 1, 2, 3,
+#     on the fake device and resumed at another rank count (1e-6); export
+#     writes the factors and their matrix;
+#   - refused with train.task = retrieval, model.recency or model.factors
+#     without model.bias, out of range or not a number.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -86,8 +90,8 @@ run hf 1 train.max_steps=8 model.recency=4 train.epochs=1 device.type=fake
 same_losses "$T/h1.jsonl" "$T/hf.jsonl" "model.recency: the fake device vs the CPU" 0 1e-6
 same_losses "$T/h1.jsonl" "$T/h2.jsonl" "model.recency: P=2 vs P=1" 0 1e-6
 same_losses "$T/h1.jsonl" "$T/h3.jsonl" "model.recency: P=3 vs P=1" 0 1e-6
-for p in 2 3 f; do
-    "$PY" - "$T/h1.jsonl" "$T/h$p.jsonl" <<'EOF' && pass "model.recency: test metrics h$p = h1" || fail "model.recency: test metrics h$p differ from h1"
+same_test() { # A.jsonl B.jsonl WHAT: the last test line's metrics agree (1e-6)
+    "$PY" - "$1" "$2" <<'EOF' && pass "$3: test metrics agree" || fail "$3: test metrics differ"
 import json, sys
 def test(f):
     return [l for l in map(json.loads, open(f)) if l.get("event") == "eval" and l.get("split") == "test"][-1]
@@ -95,6 +99,9 @@ a, b = test(sys.argv[1]), test(sys.argv[2])
 keys = [k for k in a if k.startswith(("like.", "rating."))]
 sys.exit(0 if keys and all(abs(a[k] - b[k]) <= 1e-6 * max(1, abs(a[k])) for k in keys) else 1)
 EOF
+}
+for p in 2 3 f; do
+    same_test "$T/h1.jsonl" "$T/h$p.jsonl" "model.recency: h$p vs h1"
 done
 grep -q "model.recency = 4: fitted on the training events" "$T/h1.out" || fail "no log line of the fit"
 
@@ -169,4 +176,47 @@ expect_error "model.recency = 'abc': not a finite number" \
     "$FS" train "$IN" $R model.recency=abc train.max_steps=1
 expect_error "model.recency: for train.task = ranking" \
     "$FS" train "$IN" "data.path=$T/r.h5" model.recency=4 train.max_steps=1
+
+# model.factors (the factor terms, model/task_factor.h; beside model.recency):
+# P-invariant training and test metrics, the fake device (the rows
+# downloaded, the terms and the rows' gradients uploaded), a resume at
+# another rank count, export's parameters
+F="model.factors=3 model.recency=4 train.epochs=2"
+# shellcheck disable=SC2086
+run f1 1 $F "output.checkpoint_dir=$T/ckf" train.checkpoint_every=6
+# shellcheck disable=SC2086
+run f2 2 $F
+# shellcheck disable=SC2086
+run f3 3 $F
+# shellcheck disable=SC2086
+run ff 1 $F device.type=fake
+# shellcheck disable=SC2086
+run fr 2 $F "train.resume=$T/ckf/ckpt-6.h5"
+same_losses "$T/f1.jsonl" "$T/f2.jsonl" "model.factors: P=2 vs P=1" 0 1e-6
+same_losses "$T/f1.jsonl" "$T/f3.jsonl" "model.factors: P=3 vs P=1" 0 1e-6
+same_losses "$T/f1.jsonl" "$T/ff.jsonl" "model.factors: the fake device vs the CPU" 0 1e-6
+same_losses "$T/f1.jsonl" "$T/fr.jsonl" "model.factors: resumed P=1 -> P=2 at step 6" 6 1e-6
+for p in 2 3 f r; do
+    same_test "$T/f1.jsonl" "$T/f$p.jsonl" "model.factors: f$p vs f1"
+done
+"$PY" - "$T/f1.jsonl" "$T/h1.jsonl" <<'EOF' && pass "model.factors: the losses move off model.recency's alone" || fail "model.factors changes nothing"
+import json, sys
+loss = lambda f: [l["loss"] for l in map(json.loads, open(f)) if l.get("event") == "train"]
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
+sys.exit(0 if a[0] == b[0] and abs(a[3] - b[3]) > 1e-6 else 1)  # M starts at 0
+EOF
+expect_ok "$FS" export "$(ls "$T"/ckf/ckpt-*.h5 | tail -1)" -o "$T/modelf.h5"
+"$PY" - "$T/modelf.h5" "$T/r.h5" <<'EOF' && pass "export: the factors attribute, bias.factor and bias.fmix" || fail "export with model.factors"
+import sys, h5py
+f, ds = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+n = int(ds["item_ids"][:].max()) + 1
+assert f["head"].attrs["factors"] == 3, dict(f["head"].attrs)
+assert f["dense/bias.factor"].size == n * 3 and f["dense/bias.fmix"].size == 4
+EOF
+expect_error "model.factors = 3 needs model.bias = on" \
+    "$FS" train "$IN" $R model.bias=off model.factors=3 train.max_steps=1
+expect_error "model.factors = '65': out of range [0, 64]" \
+    "$FS" train "$IN" $R model.factors=65 train.max_steps=1
+expect_error "model.factors: for train.task = ranking" \
+    "$FS" train "$IN" "data.path=$T/r.h5" model.factors=3 train.max_steps=1
 finish

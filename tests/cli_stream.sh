@@ -8,7 +8,7 @@
 #     all-reduce's order: 1e-4 relative, as the other P tests);
 #   - a run stopped after window K (data.stream_end) and resumed on another
 #     P (train.resume = auto) ends as the uninterrupted run (also with
-#     model.bias and model.recency, which are causal too); another
+#     model.bias, model.recency and model.factors, which are causal too); another
 #     data.window cannot resume it;
 #   - the fake device's windows are the CPU's, exactly;
 #   - bad input: data.window zero or negative or not a duration, a
@@ -216,30 +216,30 @@ run biasp 1 "$T/poison.h5" $B
 windows "$T/bias.jsonl" "$T/biasp.jsonl" 0 $((K - 1)) 0 &&
     pass "model.bias from the events before the stream: causal ($(cat "$T/cmp.out"))" ||
     fail "model.bias: $(cat "$T/cmp.out")"
-# with model.recency: causal, the same windows at P = 2, and a run stopped
+# with model.recency and model.factors: causal, the same windows at P = 2, and a run stopped
 # after window K - 1 and resumed at P = 1 as the uninterrupted one (each
 # window's evaluation shifts the bias rows by the events before it; the
-# history terms read the users' labels before it)
-BR="$B model.recency=4"
+# history and factor terms read the users' labels before it)
+BR="$B model.recency=4 model.factors=3"
 # shellcheck disable=SC2086
 run brec 1 "$T/r.h5" $BR
 # shellcheck disable=SC2086
 run brecp 1 "$T/poison.h5" $BR
 windows "$T/brec.jsonl" "$T/brecp.jsonl" 0 $((K - 1)) 0 &&
-    pass "model.bias and model.recency: causal ($(cat "$T/cmp.out"))" ||
+    pass "model.bias, model.recency and model.factors: causal ($(cat "$T/cmp.out"))" ||
     fail "model.recency, causal: $(cat "$T/cmp.out")"
 NB=$(grep -c '"event":"window"' "$T/brec.jsonl")
 # shellcheck disable=SC2086
 run brec2 2 "$T/r.h5" $BR
 windows "$T/brec.jsonl" "$T/brec2.jsonl" 0 $((NB - 1)) 1e-6 5e-3 &&
-    pass "model.bias and model.recency: P = 2 as P = 1 ($(cat "$T/cmp.out"))" ||
+    pass "model.bias, model.recency and model.factors: P = 2 as P = 1 ($(cat "$T/cmp.out"))" ||
     fail "model.recency, P = 2: $(cat "$T/cmp.out")"
 # shellcheck disable=SC2086
 run brpart 2 "$T/r.h5" $BR "output.checkpoint_dir=$T/ckr" "data.stream_end=+$((K + 1))d"
 # shellcheck disable=SC2086
 run brrest 1 "$T/r.h5" $BR "output.checkpoint_dir=$T/ckr" train.resume=auto
 windows "$T/brec.jsonl" "$T/brrest.jsonl" $K $((NB - 1)) 1e-6 5e-3 &&
-    pass "model.bias and model.recency: stopped after window $((K - 1)) at P = 2, resumed at P = 1 as the uninterrupted run ($(cat "$T/cmp.out"))" ||
+    pass "model.bias, model.recency and model.factors: stopped after window $((K - 1)) at P = 2, resumed at P = 1 as the uninterrupted run ($(cat "$T/cmp.out"))" ||
     fail "model.recency, resumed: $(cat "$T/cmp.out")"
 
 # --- retrieval: the same checks, HR@K and NDCG@K against the item table -------

@@ -17,7 +17,9 @@
  * as is the head's last layer, which model.bias starts at 0), case 3: case
  * 2 with model.recency (the history terms, model/task_recency.h: random
  * per-item centres and a random matrix; the prediction's terms those of
- * the loss, each token's over the tokens before it). Written as oracle
+ * the loss, each token's over the tokens before it), case 4: case 3 with
+ * model.factors = 3 (the factor terms, model/task_factor.h: random factors
+ * and a random mix matrix). Written as oracle
  * records (tests/oracle_records.h), prefix "cK.".
  *
  *   test_rank_grad FILE    exit 0 (written), 1 on failure */
@@ -31,6 +33,7 @@
 #include "base/rng.h"
 #include "model/model.h"
 #include "model/task.h"
+#include "model/task_factor.h"
 #include "model/task_recency.h"
 #include "model/tokens.h"
 #include "oracle_records.h"
@@ -98,7 +101,8 @@ static void task_init(struct task_conf *tc)
     tc->mlp[0] = 6;
 }
 
-static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double recency)
+static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double recency,
+                    int factors)
 {
     char pre[8];
     snprintf(pre, sizeof pre, "c%d", k);
@@ -120,6 +124,7 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     task_init(&tc);
     tc.bias = bias;
     tc.recency = recency;
+    tc.factors = factors;
     tc.bias_items = N_ITEMS + 1;
     tc.bias_users = B_SEQ;
 
@@ -150,6 +155,10 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
         fill(&r, A, K_TASKS * K_TASKS, 1.5f);
         task_ranking_set_centres(&task, centre, N_ITEMS + 1);
         task_ranking_set_recency(&task, A);
+    }
+    if (factors > 0) { /* a random mix (the factors: random at model_init) */
+        struct dense_tensor *mix = model_param(&m, "bias.fmix");
+        fill(&r, mix->w, mix->n, 1.0f);
     }
 
     /* the tokens: event values of act and of the labels */
@@ -238,10 +247,13 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     for (int q = 0; q < B_SEQ; q++)
         for (int64_t t = offsets[q]; t < offsets[q + 1]; t++)
             tok_user[t] = users[q];
-    float rterm[T_TOK * K_TASKS];
+    float rterm[T_TOK * K_TASKS], fterm[T_TOK * K_TASKS];
     if (recency > 0)
         task_ranking_recency_terms(&task, B_SEQ, offsets, NULL, items, labels, rterm);
-    task_ranking_predict(&task, T_TOK, out, items, tok_user, recency > 0 ? rterm : NULL, pred);
+    if (factors > 0)
+        task_ranking_factor_terms(&task, B_SEQ, offsets, NULL, items, labels, fterm);
+    task_ranking_predict(&task, T_TOK, out, items, tok_user, recency > 0 ? rterm : NULL,
+                         factors > 0 ? fterm : NULL, pred);
 
     /* the records */
     int64_t cfg[10] = {mode == ACT_INTERLEAVE, D, mc.layers, mc.heads, mc.max_len, B_SEQ, T_TOK,
@@ -265,6 +277,10 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
         const double rc[2] = {pow(2.0, -1.0 / recency), RECENCY_PRIOR};
         oracle_put(fp, pre, "recency", 'd', 2, rc);
         oracle_put(fp, pre, "centre", 'f', (N_ITEMS + 1) * K_TASKS, centre);
+    }
+    if (factors > 0) {
+        const double fc[2] = {FACTOR_GAIN, RECENCY_PRIOR};
+        oracle_put(fp, pre, "factors", 'd', 2, fc);
     }
     char name[40];
     for (int t = 0; t < NFEAT; t++) {
@@ -296,9 +312,10 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     int finite = isfinite(loss);
     for (int i = 0; i < T_TOK * D; i++)
         finite &= isfinite(out[i]) && isfinite(demb[i]);
-    printf("case %d (%s%s%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n",
+    printf("case %d (%s%s%s%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n",
            k, mode == ACT_INTERLEAVE ? "interleave" : "sum", bias ? ", model.bias" : "",
-           recency > 0 ? ", model.recency" : "", (long long)Tx, (long long)B_SEQ,
+           recency > 0 ? ", model.recency" : "", factors > 0 ? ", model.factors" : "",
+           (long long)Tx, (long long)B_SEQ,
            (int)(ncand[0] + ncand[1] + ncand[2]), loss);
     task.ops->free(&task);
     model_free(&m);
@@ -327,8 +344,9 @@ int main(int argc, char **argv)
     FILE *fp = fopen(argv[1], "wb");
     if (!fp)
         fatal("test_rank_grad: cannot write %s", argv[1]);
-    int bad = run_case(fp, 0, ACT_SUM, 0, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0, 0) +
-              run_case(fp, 2, ACT_SUM, 1, 0) + run_case(fp, 3, ACT_SUM, 1, 10);
+    int bad = run_case(fp, 0, ACT_SUM, 0, 0, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0, 0, 0) +
+              run_case(fp, 2, ACT_SUM, 1, 0, 0) + run_case(fp, 3, ACT_SUM, 1, 10, 0) +
+              run_case(fp, 4, ACT_SUM, 1, 10, 3);
     if (fclose(fp) != 0)
         fatal("test_rank_grad: write to %s failed", argv[1]);
     return bad ? 1 : 0;

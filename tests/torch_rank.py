@@ -17,7 +17,10 @@ Rebuilds in float64 from the definitions (model/tokens.h, model/task.h):
             bias.user[user], the sequence's index its user; model.recency: + r A^T,
             r_j(t) = sum_s l^a (v_j(s) - centre[item_s, j]) / (sum_s l^a + R0) over
             the sequence's earlier events s with a label of task j, a the events
-            between them, v the label, a regression label standardised); loss = sum_k w_k mean over the
+            between them, v the label, a regression label standardised; model.factors:
+            + f M^T, f_j(t) = G fac[item_t] . sum_s (u_j(s) - ub_j(t)) fac[item_s]
+            / (n_j(t) + R0), u_j(s) = v_j(s) - centre[item_s, j], ub_j(t) = sum_s
+            u_j(s) / (n_j(t) + R0), the same events without the decay); loss = sum_k w_k mean over the
             labelled positions of BCE(logit, y) (binary) or (logit - z)^2
             (regression, z = (y - mean) / std)
 then autograd of the loss. Compares the outputs, the predictions, the loss,
@@ -163,6 +166,30 @@ def case(rec, c):
                     num[j] += v - cen[int(items[t]), j]
                     den[j] += 1
         h = h + torch.tensor(r) @ P["bias.recency"].reshape(K, K).t()
+    if "bias.factor" in P:
+        gain, r0 = (float(v) for v in g("factors"))
+        cen = g("centre").reshape(-1, K).astype(np.float64)
+        fac = P["bias.factor"]
+        terms = []
+        for q in range(B):
+            s = [torch.zeros(fac.shape[1], dtype=torch.float64) for _ in range(K)]
+            sf = [torch.zeros(fac.shape[1], dtype=torch.float64) for _ in range(K)]
+            sv, n = [0.0] * K, [0.0] * K
+            for t in range(int(off[q]), int(off[q + 1])):
+                ft = fac[int(items[t])]
+                terms.append(torch.stack([gain * (ft * (s[j] - sv[j] / (n[j] + r0) * sf[j])).sum()
+                                          / (n[j] + r0) for j in range(K)]))
+                for j in range(K):
+                    if math.isnan(lab[t, j]):
+                        continue
+                    v = lab[t, j] if j == 0 else float(
+                        (np.float32(lab[t, j]) - np.float32(mean)) / np.float32(std))
+                    v -= cen[int(items[t]), j]
+                    s[j] = s[j] + v * ft
+                    sf[j] = sf[j] + ft
+                    sv[j] += v
+                    n[j] += 1
+        h = h + torch.stack(terms) @ P["bias.fmix"].reshape(K, K).t()
     loss = 0
     y = torch.tensor(lab)
     m0 = ~torch.isnan(y[:, 0])
@@ -179,7 +206,8 @@ def case(rec, c):
                for n in names]
     print(f"case {c}: hstu, actions {'interleave' if inter else 'sum'}"
           f"{', model.bias' if 'bias.item' in P else ''}"
-          f"{', model.recency' if 'bias.recency' in P else ''}, {len(xs)} tokens, "
+          f"{', model.recency' if 'bias.recency' in P else ''}"
+          f"{', model.factors' if 'bias.factor' in P else ''}, {len(xs)} tokens, "
           f"{int(ncand.sum())} candidates, loss {float(loss):.6f}")
     bad = 0
     for name, cv, tv in checks:

@@ -60,6 +60,11 @@ X(model, recency, FLOAT, "0", 0, 1e9, NULL,
   "label residuals (the label less its item's smoothed mean) over the sequence's earlier events, "
   "added to every task's logit through a K x K matrix fitted at start-up on the training "
   "events; 0 = off")
+X(model, factors, INT, "0", 0, 64, NULL,
+  "ranking with model.bias: F > 0 adds a learned interaction of each event's item with the "
+  "label residuals of the sequence's earlier events (F factors per item; the user's factor is "
+  "the mean of its history's item factors weighted by their residuals less the user's mean "
+  "residual), into every task's logit through a K x K matrix started at 0; 0 = off")
 X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
   "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "
   "event (train.tasks) by an MLP head at every item position (AUC, GAUC, NE)")

@@ -68,6 +68,7 @@ struct task_conf {
     int nmlp, mlp[TASK_MAX_MLP]; /* model.head: hidden widths */
     int bias;                /* model.bias: per-item and per-user terms of each logit */
     double recency;          /* model.recency: the history terms' half-life (0: off) */
+    int factors;             /* model.factors: the factor terms' width (0: off) */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
     int64_t candidates;      /* data.candidates (0 = all) */
     double prior;            /* train.baseline_prior */
@@ -204,10 +205,12 @@ void task_ranking_set_stats(struct task *t, const double *sums);
 /* The head's forward without gradients: logits [n, K] from x [n, d]
  * (host) of the candidates of items [n] and users [n] (host; the biases)
  * and their history terms rterms [n, K] (host; model.recency, else NULL:
- * task_ranking_recency_terms); predictions: binary tasks their logit,
+ * task_ranking_recency_terms) and factor terms fterms [n, K] (host;
+ * model.factors, else NULL: task_ranking_factor_terms); predictions: binary tasks their logit,
  * regression tasks mean + std z (double). */
 void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64_t *items,
-                          const int64_t *users, const float *rterms, double *pred);
+                          const int64_t *users, const float *rterms, const float *fterms,
+                          double *pred);
 /* model.recency (model/task_recency.h): 1 when on; the history terms out
  * [T, K] of B sequences (offsets [B + 1], items [T], labels [T, K]; ncand
  * [B] or NULL: each sequence's last ncand[b] tokens are candidates and
@@ -221,6 +224,13 @@ void task_ranking_recency_terms(const struct task *t, int64_t B, const int64_t *
 void task_ranking_set_centres(struct task *t, const float *centre, int64_t nitems);
 const float *task_ranking_centres(const struct task *t);
 void task_ranking_set_recency(struct task *t, const float *A);
+/* model.factors (model/task_factor.h): 1 when on; the factor terms out
+ * [T, K] of B sequences, as task_ranking_recency_terms's (the items'
+ * current centres). */
+int task_ranking_factor_on(const struct task *t);
+void task_ranking_factor_terms(const struct task *t, int64_t B, const int64_t *offsets,
+                               const int64_t *ncand, const int64_t *items, const float *labels,
+                               float *out);
 /* model.bias: set bias.item and bias.user from their initial values
  * (host, [rows, K] each: task_bias_init in train/step_bias.c). */
 void task_ranking_set_bias(struct task *t, const float *item, const float *user);

@@ -211,9 +211,12 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     const char *split = params_str(p, P_data_split);
     tc->select = -1;
     if (tc->type == TASK_RETRIEVAL) {
-        if (params_i64(p, P_model_bias) || params_f64(p, P_model_recency) > 0)
+        if (params_i64(p, P_model_bias) || params_f64(p, P_model_recency) > 0 ||
+            params_i64(p, P_model_factors) > 0)
             return errorf(err, errlen, "%s: for train.task = ranking (this run: retrieval)",
-                          params_i64(p, P_model_bias) ? "model.bias = on" : "model.recency");
+                          params_i64(p, P_model_bias) ? "model.bias = on"
+                          : params_f64(p, P_model_recency) > 0 ? "model.recency"
+                                                                : "model.factors");
         if (tasks[0] || select[0])
             return errorf(err, errlen, "%s = %s: for train.task = ranking (this run: "
                           "retrieval)", tasks[0] ? "train.tasks" : "train.select",
@@ -239,6 +242,10 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if (tc->recency > 0 && !tc->bias)
         return errorf(err, errlen, "model.recency = %g needs model.bias = on (its terms are "
                       "fitted beside the per-item and per-user terms)", tc->recency);
+    tc->factors = (int)params_i64(p, P_model_factors);
+    if (tc->factors > 0 && !tc->bias)
+        return errorf(err, errlen, "model.factors = %d needs model.bias = on (its residuals are "
+                      "the labels less the items' smoothed means)", tc->factors);
     tc->candidates = params_i64(p, P_data_candidates);
     tc->prior = params_f64(p, P_train_baseline_prior);
     tc->dump = params_str(p, P_debug_rank_dump);

@@ -24,6 +24,7 @@
 #include "base/check.h"
 #include "model/task.h"
 #include "model/task_bias.h"
+#include "model/task_factor.h"
 #include "model/task_recency.h"
 
 #define HEAD_MAX (TASK_MAX_MLP + 1)
@@ -49,6 +50,7 @@ struct rank_priv {
     struct rank_bias bias;            /* model.bias (task_bias.h) */
     struct rank_recency rec;          /* model.recency (task_recency.h) */
     struct recency_rule rule;
+    struct rank_factor fac;           /* model.factors (task_factor.h) */
     float *centre;                    /* [bias_items, K] host: the rule's per-item centres */
     float *rterm;                     /* [rcap, K] host: the training batch's history terms */
     int64_t rcap;
@@ -130,6 +132,8 @@ static void rank_loss(struct task *t, struct task_step *st)
                       st->all_labels ? st->all_labels : st->labels, r->rterm);
         rank_recency_fwd(&r->rec, st->T, r->rterm, r->h[r->L]);
     }
+    rank_factor_fwd(&r->fac, &r->rule, st->B, st->offsets, st->items,
+                    st->all_labels ? st->all_labels : st->labels, r->h[r->L]);
     int64_t cnt[RANK_MAX_TASKS] = {0};
     for (int64_t i = 0; i < st->T * K; i++)
         cnt[i % K] += !isnan(st->labels[i]);
@@ -189,6 +193,7 @@ static void rank_backward(struct task *t, struct task_step *st)
     const float *dy = r->dz;
     rank_bias_bwd(&r->bias, n, r->dz);
     rank_recency_bwd(&r->rec, n, r->dz);
+    rank_factor_bwd(&r->fac, &r->rule, n, r->dz);
     for (int l = r->L - 1; l >= 0; l--) {
         const int a = r->width[l], o = r->width[l + 1];
         const float *in = l ? r->h[l] : st->out;
@@ -219,6 +224,7 @@ static void rank_free(struct task *t)
     mirror_free(&r->tcoef);
     rank_bias_free(&r->bias);
     rank_recency_free(&r->rec);
+    rank_factor_free(&r->fac);
     free(r->rterm);
     free(r->centre);
     mirror_free(&r->lab);
@@ -303,6 +309,10 @@ void task_ranking_params(const struct task_conf *tc, struct model_conf *mc)
     }
     if (tc->recency > 0) /* set by task_ranking_set_recency */
         add_extra(mc, "bias.recency", tc->n, tc->n, 0.0f, 0);
+    if (tc->factors > 0) { /* the items' factors; the mix starts at 0 */
+        add_extra(mc, "bias.factor", (int)tc->bias_items, tc->factors, FACTOR_INIT, 0);
+        add_extra(mc, "bias.fmix", tc->n, tc->n, 0.0f, 0);
+    }
 }
 
 void task_ranking_set_bias(struct task *t, const float *item, const float *user)
@@ -329,6 +339,20 @@ void task_ranking_recency_terms(const struct task *t, int64_t B, const int64_t *
 {
     const struct rank_priv *r = t->priv;
     recency_terms(&r->rule, B, offsets, ncand, items, labels, out);
+}
+
+int task_ranking_factor_on(const struct task *t)
+{
+    const struct rank_priv *r = t->priv;
+    return r->fac.fac != NULL;
+}
+
+void task_ranking_factor_terms(const struct task *t, int64_t B, const int64_t *offsets,
+                               const int64_t *ncand, const int64_t *items, const float *labels,
+                               float *out)
+{
+    struct rank_priv *r = t->priv;
+    rank_factor_terms(&r->fac, &r->rule, B, offsets, ncand, items, labels, out);
 }
 
 void task_ranking_set_centres(struct task *t, const float *centre, int64_t nitems)
@@ -384,6 +408,7 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
     r->tacc = r->be->alloc((size_t)(2 * r->K) * sizeof(double)); /* zero-filled */
     rank_bias_init(&r->bias, m, r->K, tc->bias);
     rank_recency_init(&r->rec, m, r->K, tc->recency > 0);
+    rank_factor_init(&r->fac, m, r->K, tc->factors);
     r->rule.K = r->K;
     r->rule.lam = tc->recency > 0 ? pow(2.0, -1.0 / tc->recency) : 0;
     for (int k = 0; k < r->K; k++)
@@ -415,7 +440,8 @@ void task_ranking_set_stats(struct task *t, const double *sums)
 }
 
 void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64_t *items,
-                          const int64_t *users, const float *rterms, double *pred)
+                          const int64_t *users, const float *rterms, const float *fterms,
+                          double *pred)
 {
     struct rank_priv *r = t->priv;
     const struct task_conf *tc = t->conf;
@@ -432,6 +458,9 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64
         fatal("task_ranking: model.recency and a prediction without the history terms");
     if (r->rec.A)
         rank_recency_fwd(&r->rec, n, rterms, r->h[r->L]);
+    if (r->fac.fac && !fterms)
+        fatal("task_ranking: model.factors and a prediction without the factor terms");
+    rank_factor_apply(&r->fac, n, fterms, r->h[r->L]);
     void *own;
     const float *z = backend_download(be, r->h[r->L], (size_t)(n * r->K) * sizeof(float), &own);
     for (int64_t i = 0; i < n; i++)

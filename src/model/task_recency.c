@@ -19,15 +19,13 @@ static void walk(const struct recency_rule *rule, const int64_t *items, const fl
             o[k] = (float)(num[k] / (den[k] + RECENCY_PRIOR));
         if (t == t1)
             break;
-        const int64_t i = items[t];
-        const float *c = rule->centre && i >= 0 && i < rule->nitems ? rule->centre + i * K : NULL;
         for (int k = 0; k < K; k++) {
             num[k] *= rule->lam;
             den[k] *= rule->lam;
             const float y = labels[t * K + k];
             if (isnan(y))
                 continue;
-            num[k] += ((double)y - rule->shift[k]) / rule->scale[k] - (c ? c[k] : rule->centre0[k]);
+            num[k] += recency_value(rule, items[t], k, y);
             den[k] += 1;
         }
     }

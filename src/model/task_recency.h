@@ -39,6 +39,14 @@ struct recency_rule {
     int64_t nitems;
 };
 
+/* The value of label y of task k of an event of item i under rule. */
+static inline double recency_value(const struct recency_rule *rule, int64_t i, int k, float y)
+{
+    const float *c = rule->centre && i >= 0 && i < rule->nitems ? rule->centre + i * rule->K
+                                                                : NULL;
+    return ((double)y - rule->shift[k]) / rule->scale[k] - (c ? c[k] : rule->centre0[k]);
+}
+
 /* out [T, K] (host): each token's terms over the earlier tokens of its
  * sequence (B sequences, offsets [B + 1]; items [T], labels [T, K], NaN
  * missing);

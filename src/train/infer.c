@@ -56,6 +56,24 @@ void infer_user_vectors(struct trainer *tr, const struct seq_batch *b, float *ou
     infer_free(tr, &f);
 }
 
+/* The terms [nc, K] of b's candidates by one of the tasks' term functions. */
+typedef void terms_fn(const struct task *t, int64_t B, const int64_t *offsets, const int64_t *ncand,
+                      const int64_t *items, const float *labels, float *out);
+
+static float *candidate_terms(struct trainer *tr, const struct seq_batch *b, int64_t nc,
+                              terms_fn *fn)
+{
+    const int K = tr->conf.task.n;
+    float *all = xmalloc((size_t)((b->T ? b->T : 1) * K) * sizeof *all);
+    fn(&tr->task, b->B, b->offsets, b->ncand, b->items, b->labels, all);
+    float *out = xmalloc((size_t)((nc ? nc : 1) * K) * sizeof *out);
+    for (int64_t q = 0, i = 0; q < b->B; q++)
+        for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++)
+            memcpy(out + i * K, all + t * K, (size_t)K * sizeof *out);
+    free(all);
+    return out;
+}
+
 void infer_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
 {
     const int d = tr->conf.d;
@@ -72,20 +90,14 @@ void infer_predict(struct trainer *tr, const struct seq_batch *b, double *pred)
             ci[i] = b->items[t];
             cu[i] = b->users[q];
         }
-    float *rt = NULL;
-    if (task_ranking_recency_on(&tr->task)) { /* each candidate's history terms */
-        const int K = tr->conf.task.n;
-        float *all = xmalloc((size_t)((b->T ? b->T : 1) * K) * sizeof *all);
-        task_ranking_recency_terms(&tr->task, b->B, b->offsets, b->ncand, b->items, b->labels,
-                                   all);
-        rt = xmalloc((size_t)((nc ? nc : 1) * K) * sizeof *rt);
-        for (int64_t q = 0, i = 0; q < b->B; q++)
-            for (int64_t t = b->offsets[q + 1] - b->ncand[q]; t < b->offsets[q + 1]; t++, i++)
-                memcpy(rt + i * K, all + t * K, (size_t)K * sizeof *rt);
-        free(all);
-    }
-    task_ranking_predict(&tr->task, nc, xc, ci, cu, rt, pred);
+    float *rt = NULL, *ft = NULL;
+    if (task_ranking_recency_on(&tr->task)) /* each candidate's history terms */
+        rt = candidate_terms(tr, b, nc, task_ranking_recency_terms);
+    if (task_ranking_factor_on(&tr->task)) /* ... and factor terms */
+        ft = candidate_terms(tr, b, nc, task_ranking_factor_terms);
+    task_ranking_predict(&tr->task, nc, xc, ci, cu, rt, ft, pred);
     free(rt);
+    free(ft);
     free(ci);
     free(xc);
     infer_free(tr, &f);

@@ -340,6 +340,13 @@ static void recency_log(const struct task_conf *tc, const float *uscale, const f
     log_info("model.recency = %g: fitted on the training events: %s", tc->recency, buf);
 }
 
+/* The history and factor terms take their residuals against the items'
+ * centres (model/task_recency.h). */
+static int centres(const struct task_conf *tc)
+{
+    return tc->recency > 0 || tc->factors > 0;
+}
+
 void step_bias_init(struct trainer *tr)
 {
     const struct task_conf *tc = &tr->conf.task;
@@ -349,13 +356,14 @@ void step_bias_init(struct trainer *tr)
     const int64_t NI = tc->bias_items;
     float *item = xmalloc((size_t)(NI * K) * sizeof *item);
     float *user = xmalloc((size_t)(tc->bias_users * K) * sizeof *user);
-    float *centre = tc->recency > 0 ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
+    float *centre = centres(tc) ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
     bias_values(tr, NULL, 0, item, user, centre);
     for (int k = 0; k < K; k++)
         tr->bias_uscale[k] = 1;
+    if (centre)
+        task_ranking_set_centres(&tr->task, centre, NI);
     if (tc->recency > 0) {
         float A[RANK_MAX_TASKS * RANK_MAX_TASKS];
-        task_ranking_set_centres(&tr->task, centre, NI);
         recency_fit(tr, item, user, A, tr->bias_uscale);
         task_ranking_set_recency(&tr->task, A);
         recency_log(tc, tr->bias_uscale, A);
@@ -367,7 +375,7 @@ void step_bias_init(struct trainer *tr)
 }
 
 struct bias_values {
-    float *v;        /* item [NI, K], user [NU, K], centre [NI, K] (model.recency) */
+    float *v;        /* item [NI, K], user [NU, K], centre [NI, K] (model.recency, factors) */
 };
 
 struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp, int val)
@@ -378,7 +386,7 @@ struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp
     const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
     struct bias_values *bv = xmalloc(sizeof *bv);
     bv->v = xmalloc((size_t)(2 * ni + nu) * sizeof *bv->v);
-    bias_values(tr, sp, val, bv->v, bv->v + ni, tc->recency > 0 ? bv->v + ni + nu : NULL);
+    bias_values(tr, sp, val, bv->v, bv->v + ni, centres(tc) ? bv->v + ni + nu : NULL);
     return bv;
 }
 
@@ -397,7 +405,7 @@ float *step_bias_shift(struct trainer *tr, const struct bias_values *from,
         return NULL;
     const struct task_conf *tc = &tr->conf.task;
     const int K = tc->n;
-    const int64_t ni = tc->bias_items * K, nu = tc->bias_users * K, nc = tc->recency > 0 ? ni : 0;
+    const int64_t ni = tc->bias_items * K, nu = tc->bias_users * K, nc = centres(tc) ? ni : 0;
     const size_t all = (size_t)(ni + nu + nc);
     float *saved = xmalloc(all * sizeof *saved), *v = xmalloc(all * sizeof *v);
     task_ranking_get_bias(&tr->task, saved, saved + ni);
@@ -420,7 +428,7 @@ void step_bias_restore(struct trainer *tr, float *saved)
     const struct task_conf *tc = &tr->conf.task;
     const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
     task_ranking_set_bias(&tr->task, saved, saved + ni);
-    if (tc->recency > 0)
+    if (centres(tc))
         task_ranking_set_centres(&tr->task, saved + ni + nu, tc->bias_items);
     free(saved);
 }

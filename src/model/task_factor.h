@@ -1,0 +1,78 @@
+/* task_factor: the ranking logits' factor terms (model.factors = F; with
+ * model.bias, task_ranking.c uses it): a learned interaction of each
+ * event's item with the label residuals of the events before it in its
+ * sequence, the wide part's estimate of what the user likes of the item
+ * (matrix factorisation with the user's factor taken from the history, as
+ * in SVD++). Each item i has F factors f_i, rows of bias.factor
+ * [num_items + 1, F]; token t of a sequence gets, per task j,
+ *   vb_j(t) = sum_s v_j(s) / (n_j(t) + R0)
+ *   z_j(t) = sum_s (v_j(s) - vb_j(t)) f_{i_s} / (n_j(t) + R0)
+ *   h_j(t) = FACTOR_GAIN f_{i_t} . z_j(t)
+ * over the earlier events s with a label of task j (n_j(t) of them), v_j
+ * the residual of task_recency.h's rule (the label less its item's
+ * smoothed mean) without the decay, R0 = RECENCY_PRIOR pseudo-events at 0:
+ * the residuals centred on the user's (shrunk) mean, which the user's
+ * bias row carries, so that the factors fit only what the user likes
+ * more in some items than in others;
+ * then z[t, k] += sum_j M[k, j] h_j(t) with M = bias.fmix [K, K].
+ * Candidates (evaluation, score) take the history's sums: the events before
+ * the first candidate. M starts at 0 (the logits start at the biases) and
+ * the factors uniform in +-FACTOR_INIT; both are dense parameters
+ * (replicated, all-reduced, AdamW without decay). The sums and the
+ * gradients of the factors run on the host (the tokens' factor rows
+ * downloaded, dh downloaded, the factors' row gradients uploaded and
+ * scatter-added); the product with M and M's gradient are GEMMs on the
+ * model's backend. */
+#ifndef FS_MODEL_TASK_FACTOR_H
+#define FS_MODEL_TASK_FACTOR_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "backend/mirror.h"
+#include "model/model.h"
+#include "model/task_recency.h"
+
+/* Adam moves a parameter by about its learning rate a step; the history
+ * sums are means of residuals of about 0.5, so the gain keeps M of order 1
+ * where the planted model's terms are (doc/ranking.md). */
+#define FACTOR_GAIN 10.0f
+#define FACTOR_INIT 0.5f
+
+struct rank_factor {
+    const struct backend_ops *be;      /* the model's */
+    int K, F;
+    struct dense_tensor *fac, *mix;    /* NULL: model.factors = 0 */
+    struct mirror items, h, dfac;      /* uploads: [n] rows, [n, K] terms, [n, F] gradients */
+    float *rows;                       /* [cap, F] backend: the tokens' factor rows */
+    float *dh;                         /* [cap, K] backend: dz M */
+    float *z, *w, *vb, *hh, *df;       /* host: [cap, K, F] sums, [cap, K] 1 / (n + R0),
+                                        * [cap, K] mean residuals, [cap, K] terms,
+                                        * [cap, F] gradients */
+    int64_t cap, n;
+    /* the last training forward's sequences (host, borrowed until the backward) */
+    int64_t B;
+    const int64_t *offsets, *tok_items;
+    const float *labels;
+};
+
+/* Find bias.factor and bias.fmix in m (F > 0: fatal when absent). */
+void rank_factor_init(struct rank_factor *rf, struct model *m, int K, int F);
+/* Host terms out [T, K] of B sequences (offsets [B + 1], items [T],
+ * labels [T, K], NaN missing; ncand [B] or NULL as recency_terms). */
+void rank_factor_terms(struct rank_factor *rf, const struct recency_rule *rule, int64_t B,
+                       const int64_t *offsets, const int64_t *ncand, const int64_t *items,
+                       const float *labels, float *out);
+/* z [n, K] (backend) += h [n, K] (host) M^T. */
+void rank_factor_apply(struct rank_factor *rf, int64_t n, const float *h, float *z);
+/* Training: the terms of a batch (no candidates) into z, kept with the
+ * batch's arrays (borrowed) for rank_factor_bwd. */
+void rank_factor_fwd(struct rank_factor *rf, const struct recency_rule *rule, int64_t B,
+                     const int64_t *offsets, const int64_t *items, const float *labels,
+                     float *z);
+/* The gradients of M and of the factor rows from dz [n, K] (backend). */
+void rank_factor_bwd(struct rank_factor *rf, const struct recency_rule *rule, int64_t n,
+                     const float *dz);
+void rank_factor_free(struct rank_factor *rf);
+
+#endif
