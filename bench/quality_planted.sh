@@ -78,13 +78,9 @@ for seed in $SEEDS; do
         printf (i == 10 || i == 16) ? " %s |" : ((i == 6 || i == 8 || i == 12 || i == 14) ? " %+.4f |" : " %.4f |"), $i
         printf "\n" }'
 done
-# stat FILE COLUMN what: median (the middle value; the mean of the two middle ones), min, max, std
-stat() { awk -v c="$2" '{ print $c }' "$1" | sort -g | awk -v what="$3" '
-    { v[NR] = $1; s += $1; q += $1 * $1 }
-    END { if (what == "median") r = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-          else if (what == "min") r = v[1]; else if (what == "max") r = v[NR]
-          else { m = s / NR; r = q / NR - m * m; r = r > 0 ? sqrt(r) : 0 }
-          printf "%.4f", r }'; }
+# per column: median, min, max, std (bench/seed_stats.sh)
+. "$here/bench/seed_stats.sh"
+stat() { seed_stat "$@"; }
 for what in median min max std; do
     printf '| %s |' "$what"
     for c in $(seq 2 16); do

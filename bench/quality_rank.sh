@@ -55,13 +55,9 @@ for seed in $SEEDS; do
     base=$out.jsonl
     rm -rf "$out.ck"
 done
-# per column: median (the middle value; the mean of the two middle ones), min, max, std
-stat() { awk -v c="$1" '{ print $c }' "$W/rows" | sort -g | awk -v what="$2" '
-    { v[NR] = $1; s += $1; q += $1 * $1 }
-    END { if (what == "median") r = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-          else if (what == "min") r = v[1]; else if (what == "max") r = v[NR]
-          else { m = s / NR; r = q / NR - m * m; r = r > 0 ? sqrt(r) : 0 }
-          printf "%.4f", r }'; }
+# per column: median, min, max, std (bench/seed_stats.sh)
+. "$here/bench/seed_stats.sh"
+stat() { seed_stat "$W/rows" "$1" "$2"; }
 for what in median min max std; do
     printf '| %s |' "$what"
     for c in 2 3 4 5 6 7 8; do printf ' %s |' "$(stat $c $what)"; done
