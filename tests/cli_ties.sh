@@ -7,7 +7,8 @@
 #     own, so every candidate scores the shared row's score; the test
 #     metrics must be exactly the chance figures an oracle computes here
 #     from the data (per user: its candidates are the items minus its
-#     history, the target at a uniform place among them), on P = 1, 2, 4;
+#     history, the target at a uniform place among them), on P = 1, 2, 4
+#     and through the int8 row codec;
 #     the most-popular baseline (items of equal counts tied) against the
 #     same oracle's popularity ranks;
 #   - recommend over that checkpoint: every list is the K smallest ids the
@@ -84,6 +85,13 @@ for P in 1 2 4; do
         pass "P = $P: the most-popular baseline as the oracle's, ties among equal counts ($(cat "$T/cmp.out"))" ||
         fail "popular, P = $P: $(cat "$T/cmp.out")"
 done
+# rows through a lossy wire codec: the shared row is still told apart (as the lookups return it)
+"$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/tiny.h5" embedding.dynamic=on embedding.admit=65535 \
+    parallel.rows_codec=int8 "output.metrics=$T/int8.jsonl" > "$T/int8.out" 2>&1 ||
+    fail "int8: $(tail -3 "$T/int8.out")"
+same_as "int8" "$T/int8.jsonl" test chance &&
+    pass "nothing admitted, parallel.rows_codec = int8, P = 2: the chance figures ($(cat "$T/cmp.out"))" ||
+    fail "nothing admitted, int8: $(cat "$T/cmp.out")"
 # recommend: all scores equal, so the lists are the smallest unseen ids
 for P in 1 2 4; do
     ck=$(ls "$T"/ck1/*.h5 | tail -n 1)
