@@ -5,7 +5,8 @@
  * target id and the history to exclude. No rank holds the whole table: the
  * queries are all-gathered within the emb group (in rounds of a bounded
  * number of queries), each owner scores its shard against them in blocks
- * with be->gemm, counts the items scoring above the target and keeps its
+ * with be->gemm, counts the items scoring above and tied with the target
+ * (and those holding the shared row: one group) and keeps its
  * best K; partial counts and top-K lists go back to each query's rank
  * (all-to-allv), which sums the counts and merges the lists. With G < P each
  * emb group evaluates its own queries independently.
