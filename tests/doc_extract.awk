@@ -10,7 +10,8 @@
 #      (the command, three spaces, its description); shown, never run
 #   o  a line the doc quotes as the output of the command before it: an
 #      indented line of the same block region, after the command, at most
-#      two columns deeper, not a comment (#) and not "..."
+#      two columns deeper, not a comment (#) and not "..."; or such a line
+#      of the next region when the prose between begins "prints "
 # Prose paragraphs (their first line indented less than 4 columns) end a
 # region; ``` fences are skipped.
 function indent(s) { match(s, /^ */); return RLENGTH }
@@ -42,7 +43,7 @@ fence { next }
     }
     if (newpara) {
         newpara = 0; prose = (ind < 4)
-        if (prose) { region = 0; after = 0 }
+        if (prose) { region = 0; after = after && t ~ /^prints / }
         else if (!region) { region = 1; base = ind }
     }
     if (prose) next
