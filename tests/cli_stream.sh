@@ -123,6 +123,18 @@ assert all(w[0][k] is None for k in b) and w[0]["like.auc"] is not None, w[0]
 assert all(isinstance(w[1][k], float) for k in b), w[1]' "$T/clean.jsonl" 2>"$T/b0.err" &&
     pass "window 0 (no earlier events): the baseline absent, window 1's a figure" ||
     fail "window 0's baseline: $(grep 'window 0 ' "$T/clean.out") $(cat "$T/b0.err")"
+# each window's peak memory (VmHWM since its start; doc/training.md "Memory"):
+# in its line and event, and flat after the reservation before window 0
+# (a loose 25%: the 4x creep of a growing evaluation would show)
+grep -q "^stream: the model's and the head's buffers sized for batches of [0-9]* tokens" "$T/clean.out" &&
+    grep -q "^window 3 \[.*, [0-9.]* s, peak memory [0-9]* MiB" "$T/clean.out" &&
+    $PY -c 'import json, sys
+w = [o for o in map(json.loads, open(sys.argv[1])) if o.get("event") == "window"]
+p = [o["peak_mib"] for o in w]
+assert all(x > 0 and o["peak_mib_max"] >= x for x, o in zip(p, w)), p
+assert max(p[1:]) <= 1.25 * p[1], p' "$T/clean.jsonl" 2>"$T/pk.err" &&
+    pass "each window's peak memory said, flat" ||
+    fail "peak memory: $(grep -m1 '^window 3 ' "$T/clean.out") $(tail -1 "$T/pk.err")"
 NW=$(grep -c '"event":"window"' "$T/clean.jsonl")
 grep -q "window 3/$NW step [0-9]*/[0-9]* loss" "$T/clean.out" && ! grep -q "epoch [0-9]* step" "$T/clean.out" &&
     pass "the progress lines name the window (window 3/$NW)" ||
