@@ -68,8 +68,8 @@ void eval_trainer_reserve(struct trainer *tr)
         tr->task.ops->reserve(&tr->task, T);
     const int64_t after = cli_proc_status_kib("VmRSS");
     if (before >= 0 && after >= 0)
-        log_info("stream: the model's and the head's buffers sized for batches of %lld tokens%s at once "
-                 "(%.0f MiB per rank): the most a window's training or evaluation takes, "
-                 "so that the memory stays flat", (long long)T,
+        log_info("stream: the model's and the head's buffers sized for batches of %lld "
+                 "tokens%s at once (%.0f MiB per rank): the most a window's training or "
+                 "evaluation takes, so that the memory stays flat", (long long)T,
                  K ? " and the evaluation's key rows" : "", (double)(after - before) / 1024.0);
 }

@@ -62,7 +62,7 @@ void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf
     b->labels = xmalloc((size_t)(b->T * K > 0 ? b->T * K : 1) * sizeof *b->labels);
     for (int64_t i = 0; i < b->T * K; i++)
         b->labels[i] = NAN;
-    for (int64_t q = 0; q < b->B; q++) { /* the history, then the candidates (a part: after a gap) */
+    for (int64_t q = 0; q < b->B; q++) { /* the history, then the candidates (a part: a gap) */
         int64_t e1;
         const int64_t n = batch_file_events(b, q), h = batch_file_run(b, q, &e1);
         labels_read_events(ds, lc, b->ev0[q], h, b->labels + b->offsets[q] * K);

@@ -59,8 +59,9 @@ static int64_t eval_users(const struct eval_ctx *ev, int test, int64_t **users, 
 /* The entries of the evaluation batches: users[n] with ncand[i]
  * candidates and hx[i] history tokens, a user whose target-masked
  * attention alone passes RANK_CHUNK_KEYS key rows (hx + K (hx + 1)) or
- * RANK_CHUNK_TOKENS tokens cut into parts within them (candidates see the history, not each
- * other: the same predictions, in the same order). Without the cut, one
+ * RANK_CHUNK_TOKENS tokens cut into parts within them (candidates see the
+ * history, not each other: the same predictions, in the same order; each
+ * part computes the history again). Without the cut, one
  * user's batch held them all: a stream window of a thousand events of one
  * user after a history of a thousand, 1M key rows, 1.2 GB of key buffers
  * that the model then kept. *eu [m] the entries' users, *part [m, 2] their
