@@ -67,9 +67,10 @@ void eval_trainer_reserve(struct trainer *tr)
     if (tr->task.ops && tr->task.ops->reserve) /* ranking's head: a row a token at most */
         tr->task.ops->reserve(&tr->task, T);
     const int64_t after = cli_proc_status_kib("VmRSS");
+    const int head = tr->task.ops && tr->task.ops->reserve;
     if (before >= 0 && after >= 0)
-        log_info("stream: the model's and the head's buffers sized for batches of %lld "
-                 "tokens%s at once (%.0f MiB per rank): the most a window's training or "
-                 "evaluation takes, so that the memory stays flat", (long long)T,
+        log_info("stream: the model's%s buffers sized for batches of %lld tokens%s at once "
+                 "(%.0f MiB per rank): the most a window's training or evaluation takes, so "
+                 "that the memory stays flat", head ? " and the head's" : "", (long long)T,
                  K ? " and the evaluation's key rows" : "", (double)(after - before) / 1024.0);
 }
