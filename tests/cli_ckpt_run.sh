@@ -12,7 +12,10 @@
 #   - the final checkpoint is written after the final validation (its
 #     best_epoch is the one reported); a run stopped at an epoch's end
 #     before its validation, resumed, reports the uninterrupted run's
-#     validations (each once), best epoch and test metrics.
+#     validations (each once), best epoch and test metrics;
+#   - the checkpoint size said before training is within 25% of the file
+#     written, for a dynamic table and a stream of day files;
+#   - an explicit resume refused leaves no directory it created.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 tiny_data
@@ -91,4 +94,35 @@ evals "$T/u.jsonl" > "$T/ev.u"; evals "$T/e.jsonl" > "$T/ev.e"
     fail "validations differ: $(diff "$T/ev.u" "$T/ev.e" | head -5)"
 [ "$(grep '"split":"test"' "$T/e.jsonl" | grep -o '"hr@1".*')" = "$test_u" ] &&
     pass "the same test metrics" || fail "test metrics differ"
+
+# the size said before training and the checkpoint written, within 25%: a
+# dynamic item table (counted at the dataset's distinct ids, not its
+# initial pool) and a stream of day files (at the union of their ids)
+near() { # NAME OUTPUT FILE: the start-up line's size vs FILE's
+    said=$(grep -o '^checkpoint: [0-9.]* [kMG]*B each' "$2" | awk '{v = $2; u = $3;
+        m = u == "kB" ? 1e3 : u == "MB" ? 1e6 : u == "GB" ? 1e9 : 1; printf "%.0f", v * m}')
+    wrote=$(stat -c %s "$3" 2>/dev/null)
+    if [ -n "$said" ] && [ -n "$wrote" ] &&
+        awk -v a="$said" -v b="$wrote" 'BEGIN { r = a / b; exit !(r >= 0.75 && r <= 1.25) }'; then
+        pass "$1: said $said bytes, wrote $wrote"
+    else
+        fail "$1: said '$said', wrote '$wrote' ($(grep '^checkpoint: ' "$2"))"
+    fi
+}
+expect_ok train 2 embedding.dynamic=on train.epochs=1 output.checkpoint_dir="$T/dyn"
+near "a dynamic table" "$T/out" "$(ls -t "$T"/dyn/ckpt-*.h5 | head -1)"
+grep -q "dynamic table 'items' at the dataset's [0-9]* distinct ids, at most" "$T/out" &&
+    pass "the line says what it assumes" || fail "assumption: $(grep '^checkpoint: ' "$T/out")"
+"$FS" data gen --stream --days 4 --users 120 --items 150 --new-items-per-day 30 --seed 4 \
+    -o "$T/s.h5" --split-days "$T/days" >/dev/null || fail "data gen --stream"
+expect_ok timeout 300 "$MPIRUN" -np 2 "$FS" train "$IN" device.type=cpu "data.path=$T/days/day-*.h5" \
+    embedding.dynamic=on train.schedule=stream data.window=1d output.checkpoint_dir="$T/dd"
+near "day files" "$T/out" "$(ls -t "$T"/dd/ckpt-*.h5 | head -1)"
+grep -q "at the [0-9]* distinct ids of the 4 files present now, at most" "$T/out" &&
+    pass "the stream's line says what it assumes" || fail "assumption: $(grep '^checkpoint: ' "$T/out")"
+
+# an explicit resume refused leaves no checkpoint directory it created
+expect_error "train.resume = $T/none.h5" train 2 train.resume="$T/none.h5" \
+    output.checkpoint_dir="$T/made/ck"
+[ ! -e "$T/made" ] && pass "the refused resume left no directory" || fail "$T/made was left"
 finish

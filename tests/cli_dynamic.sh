@@ -179,6 +179,11 @@ same_losses "$T/dl-w.jsonl" "$T/dl-rd.jsonl" "resumed from the chain (P=3) vs un
 grep -q "delta checkpoint $T/dl/delta-12.h5: applied on top of $T/dl/delta-10.h5" "$T/dl-rd.out" &&
     pass "the chain was read" || fail "chain: $(grep -m3 'delta' "$T/dl-rd.out")"
 expect_ok "$MPIRUN" -np 2 "$FS" checkpoint merge "$T/dl/delta-14.h5" -o "$T/merged.h5"
+# the chain's lines in its order: delta-10 on ckpt-8 first, delta-14 last
+grep -o 'delta-1[024]\.h5: applied on top of [^ ]*' "$T/out" | sed 's|on top of .*/|on top of |' |
+    tr '\n' ' ' > "$T/chain"
+[ "$(cat "$T/chain")" = "delta-10.h5: applied on top of ckpt-8.h5 delta-12.h5: applied on top of delta-10.h5 delta-14.h5: applied on top of delta-12.h5 " ] &&
+    pass "checkpoint merge lists the chain in order" || fail "merge chain order: $(cat "$T/chain")"
 same_state "$T/merged.h5" "$T/df/ckpt-14.h5" "checkpoint merge of the chain = the full checkpoint of step 14"
 expect_error "exists: name a new file" "$FS" checkpoint merge "$T/dl/delta-14.h5" -o "$T/merged.h5"
 # train.resume = auto: the newest full checkpoint and the deltas after it
@@ -208,6 +213,16 @@ cp "$T/d12.h5" "$T/dl/delta-12.h5"
 rm "$T/dl/delta-10.h5"
 expect_error "follows $T/dl/delta-10.h5, which is refused" "$MPIRUN" -np 2 "$FS" train "$IN" \
     $COMMON $DL train.resume="$T/dl/delta-14.h5"
+grep -qF "put delta-10.h5 back, or resume from a full checkpoint (ckpt-STEP.h5)" "$T/err" &&
+    pass "a missing link: the way out named" || fail "missing link: $(head -c 600 "$T/err")"
+# auto with that link missing: ckpt-8 alone, the orphans after it said
+cp -r "$T/dl" "$T/do"
+rm "$T/do/ckpt-16.h5"
+run dl-o 3 $DL output.checkpoint_dir="$T/do" train.checkpoint_every=8 \
+    output.checkpoint_delta_every=2 train.resume=auto
+grep -q "delta checkpoint $T/do/delta-12.h5 is left out: it follows delta-10.h5 (step 10), not ckpt-8.h5 (step 8)" "$T/dl-o.out" &&
+    [ "$(losses "$T/dl-o.jsonl" | head -1 | cut -d' ' -f1)" = 9 ] &&
+    pass "resume = auto: the orphan delta-12 named, resumed at step 8" || fail "orphan: $(grep -m3 'delta' "$T/dl-o.out")"
 expect_error "deltas come between full checkpoints" "$FS" train "$IN" $COMMON embedding.dynamic=on \
     output.checkpoint_dir="$T/dx" output.checkpoint_delta_every=3 train.checkpoint_every=4
 

@@ -37,6 +37,10 @@ printf '[model\ndim = 8\n' > "$T/hdr.in"
 expect_error "hdr.in:1: unterminated section header '[model'" "$FS" params "$T/hdr.in"
 expect_error "command line: unknown key 'lrr' in section [train]" \
     "$FS" params "$T/good.in" train.lrr=1
+# a check's error names where its parameter was set, as the parse errors do
+printf '[model]\ndim = 16\nheads = 3\n' > "$T/heads.in"
+expect_error "heads.in:3: model.heads = 3 must divide model.dim = 16" "$FS" params "$T/heads.in" \
+    data.path="$T/none.h5"
 expect_error "cannot open parameter file" "$FS" params "$T/none.in"
 expect_error "unknown command 'trian'" "$FS" trian
 expect_error "usage: freescale" "$FS"
@@ -72,7 +76,7 @@ while IFS='|' read -r setting want; do
             fail "train $setting: $(head -c 400 "$T/out" "$T/err")"
     fi
 done <<EOF2
-model.heads=3|model.heads = 3 must divide model.dim = 16
+model.heads=3|command line: model.heads = 3 must divide model.dim = 16
 train.keep_best=on|train.keep_best = on needs output.checkpoint_dir
 debug.split_chunks=65|debug.split_chunks = '65': out of range [0, 64]
 model.layers=40|model.layers = 40: hstu takes 0 to 25 layers
@@ -80,7 +84,10 @@ data.path=$T/ml|data.path: $T/ml is a directory, not a dataset: make one of its 
 data.path=$T/ml/ratings.csv|is not an HDF5 file (a text file, a CSV of ratings?): make a dataset of it with 'freescale data import --format csv
 device.type=cpu parallel.transport=kernel|parallel.transport = kernel: the cpu backend has no CUDA IPC; use parallel.transport = mpi or auto
 train.follow=on|train.follow needs train.schedule = stream
-train.follow_timeout=5x|train.follow_timeout = '5x': not a duration: seconds (3600, 0.5) or a number with a unit s, m, h, d or w (30s, 10m, 6h, 1d, 2w)
+train.follow_timeout=5x|command line: train.follow_timeout = '5x': not a duration: seconds (3600) or a number with a unit s, m, h, d or w (30s, 10m, 6h, 1d, 2w)
+train.schedule=stream data.window=0.5|command line: data.window = '0.5': not a whole number of seconds
+embedding.dynamic=on embedding.evict=ttl:abc|command line: embedding.evict = ttl:abc: ttl:S needs a whole number S of steps, and 'abc' is not a number
+train.schedule=stream data.window=1d embedding.dynamic=on output.checkpoint_delta_every=2|command line: output.checkpoint_delta_every = 2: train.schedule = stream writes a full checkpoint after each window
 train.follow_timeout=-1|train.follow_timeout = '-1': must be a duration >= 0 (such as 3600, 30m, 6h, 1d)
 train.follow=on train.follow_timeout=2w|train.follow needs train.schedule = stream
 EOF2

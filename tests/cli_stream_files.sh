@@ -102,8 +102,28 @@ run follow 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=3 "output.c
 wait
 grep -q "day-0003.h5 added after" "$T/follow.out" && grep -q "no new file for .* (train.follow_timeout): ending after window 2" "$T/follow.out" &&
     pass "train.follow picked up day 3 and ended by its timeout" || fail "train.follow: $(grep -E 'follow|^window' "$T/follow.out")"
+# ... and said that day 3's window is left: its end is not known yet
+grep -q "ending after window 2; window 3 \[2020-01-04 00:00, +1d) is not trained: .*day-0003.h5 has events in it" "$T/follow.out" &&
+    pass "the timeout's line names the window left untrained" || fail "untrained window: $(grep 'no new file' "$T/follow.out")"
 cp "$T/D/day-0004.h5" "$T/W/"
 run follow2 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=0.5 "output.checkpoint_dir=$T/fck" train.resume=auto
+# resumed with nothing new: no window trained, said so (not "windows 4 .. 3")
+run follow3 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=0.5 "output.checkpoint_dir=$T/fck" train.resume=auto
+grep -q "^stream: no window trained (resumed after window 3)" "$T/follow3.out" &&
+    pass "a resumed follower that trains nothing says so" || fail "follow3: $(grep '^stream' "$T/follow3.out")"
+# a follower started before the first day waits for it (and the second,
+# which completes window 0), under train.follow_timeout; none at all: the
+# timeout ends it with an error (a hang guard of 300 s, never a time asserted)
+mkdir "$T/W3" "$T/W4"
+(i=0; while ! grep -q "waiting for the first one" "$T/first.out" 2>/dev/null && [ $i -lt 600 ]; do
+    sleep 0.5; i=$((i + 1)); done
+ for d in 0000 0001; do cp "$T/D/day-$d.h5" "$T/W3/.day-$d.h5.tmp" && mv "$T/W3/.day-$d.h5.tmp" "$T/W3/day-$d.h5"; done) &
+run first 2 "$T/W3/day-*.h5" $F train.follow=on train.follow_timeout=3
+wait
+grep -q "train.follow: .*day-0000.h5 arrived after" "$T/first.out" && grep -q "^window 0 " "$T/first.out" &&
+    pass "a follower started before the first file trains it" || fail "first: $(grep -E 'follow|^window' "$T/first.out")"
+expect_error "train.follow: no file of $T/W4/day-*.h5 arrived within train.follow_timeout (0.5 s): nothing to train" \
+    "$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/W4/day-*.h5" $S $F train.follow=on train.follow_timeout=0.5
 run all 2 "$T/D/day-*.h5" $F
 cat "$T/follow.jsonl" "$T/follow2.jsonl" > "$T/followed.jsonl"
 $PY - "$T/all.jsonl" "$T/followed.jsonl" <<'EOF' > "$T/cmp.out" 2>&1 && pass "followed, resumed: $(cat "$T/cmp.out")" || fail "follow: $(cat "$T/cmp.out")"

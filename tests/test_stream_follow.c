@@ -12,6 +12,8 @@
  *     (the stream's files have it) is waited for, then taken once set;
  *   - refusals naming the file: a new name sorting before the last file,
  *     a file overlapping the last one;
+ *   - an empty stream (a follower started before the first file) takes
+ *     the first file renamed into place;
  *   - one look (stream_follow_look): nothing yet, or the next name
  *     pending and why;
  *   - the timeout: FOLLOW_TIMEOUT after at least the timeout;
@@ -181,6 +183,40 @@ static void test_rename_picked_up(void **state)
     /* nothing newer: the timeout */
     rc = follow(&s, pattern, 0.2, &waited, err, sizeof err);
     assert_int_equal(rc, FOLLOW_TIMEOUT);
+    stream_files_close(&s);
+}
+
+/* A follower started before the stream's first file (train.follow on a
+ * glob that matches nothing yet): the empty stream waits, then takes the
+ * first file renamed into place, a temporary beside it never looked at. */
+static void test_first_file(void **state)
+{
+    (void)state;
+    struct stream_files s = {0};
+    char dir[128], pattern[160], from[256], to[256], tmp[256], err[4400], why[1024];
+    sprintf(dir, "%s/first", g_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    sprintf(from, "%s/first.in", g_dir);
+    assert_int_equal(mkdir(from, 0755), 0);
+    sprintf(pattern, "%s/day-*", dir);
+    int pending = 1;
+    assert_int_equal(stream_follow_look(&s, pattern, &pending, why, sizeof why, err, sizeof err),
+                     FOLLOW_NONE);
+    assert_int_equal(pending, 0);
+    sprintf(tmp, "%s/day-0.h5.tmp", dir); /* a writer's temporary: not the first file */
+    write_day(tmp, 0, 0);
+    sprintf(from, "%s/first.in/day-0.h5", g_dir);
+    sprintf(to, "%s/day-0.h5", dir);
+    write_day(from, 0, 0);
+    pid_t pid = later(0.3, from, to);
+    double waited;
+    int rc = follow(&s, pattern, GUARD, &waited, err, sizeof err);
+    reap(pid);
+    if (rc != FOLLOW_NEW)
+        fail_msg("rc %d: %s", rc, err);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.f[0].path, to);
+    assert_int_equal(s.f[0].t_first, T0);
     stream_files_close(&s);
 }
 
@@ -436,6 +472,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rename_picked_up),
+        cmocka_unit_test(test_first_file),
         cmocka_unit_test(test_truncated_then_complete),
         cmocka_unit_test(test_in_place_marker),
         cmocka_unit_test(test_refusals),

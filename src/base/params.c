@@ -3,6 +3,7 @@
  * inih hands over against the table of params_table.h. */
 #include "base/params.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -459,4 +460,33 @@ void params_help(FILE *out)
         fprintf(out, "  %-16s default %-8s %s\n  %16s %s\n", d->key,
                 d->def[0] ? d->def : "(empty)", range, "", d->help);
     }
+}
+
+/* Is c a character of a parameter's name (a boundary when it is not)? */
+static int name_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+void params_locate(const struct params *p, char *err, size_t errlen)
+{
+    const char *first = NULL, *origin = NULL;
+    for (int i = 0; i < P_COUNT; i++) {
+        char name[160];
+        if (!p->origin[i][0])
+            continue;
+        const size_t n = (size_t)snprintf(name, sizeof name, "%s.%s", param_defs[i].section,
+                                          param_defs[i].key);
+        for (const char *at = strstr(err, name); at; at = strstr(at + 1, name))
+            if ((at == err || !name_char(at[-1])) && !name_char(at[n])) {
+                if (!first || at < first) {
+                    first = at;
+                    origin = p->origin[i];
+                }
+                break;
+            }
+    }
+    const size_t on = origin ? strlen(origin) : 0;
+    if (!origin || (!strncmp(err, origin, on) && err[on] == ':'))
+        return;
+    char *was = xstrdup(err);
+    snprintf(err, errlen, "%s: %s", origin, was);
+    free(was);
 }

@@ -54,6 +54,11 @@ int params_override(struct params *p, const char *arg, const char *origin, char 
 /* Set one parameter from text (validates); origin is recorded. */
 int params_set(struct params *p, const char *section, const char *key, const char *value,
                const char *where, char *err, size_t errlen);
+/* A check's error about p's values (err: "section.key = ... needs ...")
+ * in the parse errors' form: prefixed with where the first parameter it
+ * names that was set came from ("command line: ", "FILE:LINE: "), unless
+ * it names none or is prefixed already. */
+void params_locate(const struct params *p, char *err, size_t errlen);
 /* A job's parameters, read by rank 0 and broadcast: comm/comm_params.h. */
 
 static inline int64_t params_i64(const struct params *p, enum param_id id) { return p->v[id].i; }

@@ -89,7 +89,10 @@ void ckpt_delta_prev(struct trainer *tr, const char *path)
         *slash = 0;
     snprintf(full, sizeof full, "%s/%s", slash ? dir : ".", prev);
     if (checkpoint_verify_all(tr->c, full, err, sizeof err))
-        fatal("delta checkpoint %s follows %s, which is refused: %s", path, full, err);
+        fatal("delta checkpoint %s follows %s, which is refused: %s; a delta holds only the rows "
+              "changed since the checkpoint before it, so its chain must be whole: put %s back, "
+              "or resume from a full checkpoint (ckpt-STEP.h5) of the run or a delta whose chain "
+              "is whole (train.resume = auto finds the newest)", path, full, err, prev);
     struct ckpt_identity id;
     if (checkpoint_identity(full, &id, err, sizeof err))
         fatal("delta checkpoint %s follows %s: %s", path, full, err);
@@ -97,8 +100,8 @@ void ckpt_delta_prev(struct trainer *tr, const char *path)
         fatal("delta checkpoint %s follows step %lld of run %s, but %s is step %lld of run %s: "
               "not its chain (a delta of another run, or out of order)", path,
               (long long)prev_step, run, full, (long long)id.step, id.run_id);
+    checkpoint_read(tr, full); /* its own chain first (said first: the lines in its order) */
     log_info("delta checkpoint %s: applied on top of %s", path, full);
-    checkpoint_read(tr, full); /* its own chain first */
 }
 
 /* A delta's link: the file it follows and that file's step; 0, or -1 when
@@ -153,9 +156,17 @@ void ckpt_delta_auto(struct trainer *tr, char *resume, size_t len)
         char path[4400], prev[4200];
         int64_t prev_step;
         snprintf(path, sizeof path, "%s/delta-%lld.h5", dir, (long long)steps[i]);
-        if (delta_link(path, prev, sizeof prev, &prev_step) || strcmp(prev, base_name(cur)) ||
-            prev_step != cur_step)
-            continue; /* not a link of this chain */
+        if (delta_link(path, prev, sizeof prev, &prev_step)) {
+            log_info("train.resume = auto: %s is left out: not a readable delta checkpoint", path);
+            continue;
+        }
+        if (strcmp(prev, base_name(cur)) || prev_step != cur_step) { /* not a link of this chain */
+            log_info("train.resume = auto: delta checkpoint %s is left out: it follows %s (step "
+                     "%lld), not %s (step %lld), the chain's last link (an orphan: the delta it "
+                     "follows is missing or refused, or another chain's)", path, prev,
+                     (long long)prev_step, base_name(cur), (long long)cur_step);
+            continue;
+        }
         if (checkpoint_verify_all(tr->c, path, err, sizeof err)) {
             log_warn("train.resume = auto: delta checkpoint %s is refused (%s): the chain ends "
                      "at %s", path, err, cur);

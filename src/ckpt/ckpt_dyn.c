@@ -212,6 +212,27 @@ static int dparts(const struct emb_table *t, struct dpart p[6])
     return n;
 }
 
+/* The bytes of a dataset of rows x cols (0: a vector) as dset writes it:
+ * whole chunks (the last one too), a checksum each, and about H5_HEADER
+ * bytes of object header (measured: 0.5 to 0.7 kB a dataset). */
+#define H5_HEADER 600.0
+static double dset_bytes(int is_float, int64_t rows, int64_t cols)
+{
+    const hid_t ft = is_float ? H5T_IEEE_F32LE : H5T_STD_I64LE;
+    const int64_t cr = h5io_chunk_rows(ft, rows, cols), chunks = (rows + cr - 1) / cr;
+    return (double)(chunks * cr * (cols > 0 ? cols : 1)) * (is_float ? 4.0 : 8.0) +
+           4.0 * (double)chunks + H5_HEADER;
+}
+
+double ckpt_dyn_bytes(const struct emb_table *t, int64_t rows)
+{
+    struct dpart p[6];
+    double b = 0;
+    for (int j = 0, np = dparts(t, p); j < np; j++)
+        b += dset_bytes(p[j].is_float, rows + 1, p[j].cols);
+    return b;
+}
+
 static hid_t dset(struct h5io *h, hid_t g, const char *name, int is_float, int64_t rows,
                   int64_t cols)
 {

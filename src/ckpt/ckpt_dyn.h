@@ -10,6 +10,10 @@
 
 /* Collective, before the header: every dynamic table's rows per rank. */
 void ckpt_dyn_count(struct trainer *tr);
+/* The bytes dynamic table t takes in a full checkpoint when it holds rows
+ * rows (and the shared one), chunks and headers included (the estimate
+ * before training, ckpt_train.c; the probation list left out). */
+double ckpt_dyn_bytes(const struct emb_table *t, int64_t rows);
 /* Rank 0, in the header: table k's group /emb/NAME and its datasets. */
 void ckpt_dyn_create(struct trainer *tr, struct h5io *h, hid_t emb, int k);
 /* Collective (the file every rank opened): table k's rows. */

@@ -328,6 +328,38 @@ int ckpt_run_prepare_dir(const char *dir, double bytes, double *rate, char *err,
     return probe_rate(dir, bytes, rate, err, len);
 }
 
+void ckpt_run_missing(const char *dir, char *top, size_t len)
+{
+    char p[4200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s", dir);
+    top[0] = '\0';
+    for (char *s = p + 1;; s++)
+        if (*s == '/' || *s == '\0') {
+            const char c = *s;
+            *s = '\0';
+            if (stat(p, &st) != 0) {
+                snprintf(top, len, "%s", p);
+                return;
+            }
+            if (!(*s = c))
+                return;
+        }
+}
+
+void ckpt_run_unmake(const char *dir, const char *top)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s", dir);
+    const size_t n = strlen(top);
+    while (top[0] && strlen(p) >= n && rmdir(p) == 0 && strlen(p) > n) {
+        char *s = strrchr(p, '/');
+        if (!s)
+            return;
+        *s = '\0';
+    }
+}
+
 /* --- what the directory holds ---------------------------------------------------- */
 
 struct held {

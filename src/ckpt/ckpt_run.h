@@ -76,6 +76,12 @@ int ckpt_run_check_best(const char *dir, const struct ckpt_run *run, char *err, 
  * (written, fsynced, removed; *rate in bytes/s, 0 with a warning when that
  * write fails). 0, or -1 with err. */
 int ckpt_run_prepare_dir(const char *dir, double bytes, double *rate, char *err, size_t len);
+/* The first of dir and its parents, from the top, that does not exist yet
+ * (what ckpt_run_prepare_dir would create) into top; "" when dir exists. */
+void ckpt_run_missing(const char *dir, char *top, size_t len);
+/* Undo the creation: remove dir and its parents up to top while empty (a
+ * start refused after ckpt_run_prepare_dir leaves no empty directory). */
+void ckpt_run_unmake(const char *dir, const char *top);
 
 /* Rank 0, at start, after ckpt_run_check: the checkpoint train.resume =
  * auto continues from (is_auto; path "" when there is none: start

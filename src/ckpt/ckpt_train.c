@@ -16,21 +16,57 @@
 #include "train/preempt.h"
 #include "train/watchdog.h"
 #include "ckpt/ckpt_dyn.h"
+#include "data/window_files.h"
 
 /* The bytes of a checkpoint of this run: every table's rows (the item
  * table, the feature tables), their optimizer state and step counts, the
- * dense parameters and their two moments. */
-static double checkpoint_bytes(const struct trainer *tr)
+ * dense parameters and their two moments. A dynamic table (ckpt_dyn.c)
+ * writes the rows it holds, each with its id, last use and use count: at
+ * most its capacity, and at most the distinct ids it can meet, the
+ * dataset's item list (window files: the union of those of the files
+ * present now; a followed stream's later files are not known) or a
+ * feature's cardinality; said in *assume (rank 0 reads the files). */
+static double checkpoint_bytes(struct trainer *tr, char *assume, size_t len)
 {
     double dense = 0, emb = 0;
+    size_t at = 0;
+    assume[0] = '\0';
     for (int i = 0; i < tr->m.nparams; i++)
         dense += (double)tr->m.params[i].n;
     for (int k = 0; k < tr->reg.n; k++) {
         const struct emb_table *t = &tr->reg.tables[k];
         const double rows = (double)t->conf.rows + 1;
-        emb += rows * (double)(t->width + t->state_floats) * 4.0 + (t->steps ? rows * 8.0 : 0);
+        if (!t->dyn)
+            emb += rows * ((double)(t->width + t->state_floats) * 4.0 + (t->steps ? 8.0 : 0.0));
+        else {
+            char err[1024], what[160];
+            int64_t ids = t->conf.rows; /* a dense dataset's items, a feature's cardinality */
+            if (t == tr->items && tr->files &&
+                (ids = window_files_distinct_items(tr->files, err, sizeof err)) >= 0) {
+                snprintf(what, sizeof what, "the %lld distinct ids of the %d files present now",
+                         (long long)ids, tr->files->n);
+            } else if (t == tr->items && tr->files) { /* the first window's, read already */
+                ids = tr->ds.num_items;
+                snprintf(what, sizeof what, "the first window's %lld ids (the files: %.80s)",
+                         (long long)ids, err);
+            } else if (t == tr->items) {
+                ids = tr->ds.num_items;
+                snprintf(what, sizeof what, "the dataset's %lld distinct ids", (long long)ids);
+            } else
+                snprintf(what, sizeof what, "the feature's %lld values", (long long)ids);
+            const int64_t cap = t->conf.dyn.capacity;
+            if (cap > 0 && cap < ids)
+                snprintf(what, sizeof what, "embedding.capacity %lld", (long long)cap);
+            emb += ckpt_dyn_bytes(t, cap > 0 && cap < ids ? cap : ids); /* as written */
+            if (at < len)
+                at += (size_t)snprintf(assume + at, len - at, "%s'%s' at %s", at ? "; " : "",
+                                       t->conf.name, what);
+        }
     }
-    return emb + 3.0 * dense * 4.0;
+    if (at > 0 && at < len)
+        snprintf(assume + at, len - at, ", at most");
+    /* each dense tensor and its moments: a dataset each, ~0.6 kB of header */
+    return emb + 3.0 * (dense * 4.0 + 600.0 * (double)tr->m.nparams);
 }
 
 /* output.checkpoint_dir: not a file, not another run's, for a fresh run
@@ -112,9 +148,11 @@ void train_ckpt_start(struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
     const char *ckdir = cf->checkpoint_dir;
-    char resume[4200] = "", err[2400] = "", verr[1024];
+    char resume[4200] = "", err[2400] = "", verr[1024], made[4200] = "";
     const int is_auto = !strcmp(cf->resume, "auto");
-    const double bytes = checkpoint_bytes(tr);
+    char assume[600] = "";
+    const double bytes = tr->c->rank == 0 && ckdir[0] ? checkpoint_bytes(tr, assume,
+                                                                         sizeof assume) : 0;
     double rate = 0;
     int bad = 0;
     if (tr->c->rank != 0) {
@@ -123,6 +161,7 @@ void train_ckpt_start(struct trainer *tr)
         if (ckdir[0]) {
             struct ckpt_run run;
             ckpt_run_identity(tr, &run);
+            ckpt_run_missing(ckdir, made, sizeof made); /* removed again if refused */
             bad = ckpt_run_prepare_dir(ckdir, bytes, &rate, err, sizeof err) ||
                   ckpt_run_choose(ckdir, &run, is_auto, verify_path, tr->c, resume,
                                   sizeof resume, err, sizeof err);
@@ -142,6 +181,8 @@ void train_ckpt_start(struct trainer *tr)
         bad = metrics_open(cf->metrics, resume[0] != '\0', &tr->metrics, err, sizeof err) != 0;
     if (!bad && tr->metrics) /* the run's parameters: on the terminal only with --verbose */
         params_json(tr->p, tr->metrics);
+    if (bad && made[0]) /* a refused start leaves no directory of its own */
+        ckpt_run_unmake(ckdir, made);
     comm_fail_agree(tr->c, bad, err);
     comm_bcast_bytes(tr->c, resume, sizeof resume, 0);
     if (is_auto && resume[0]) /* the deltas after it (ckpt_dyn.c) */
@@ -158,7 +199,7 @@ void train_ckpt_start(struct trainer *tr)
         log_info("resumed from %s at step %lld (read %s)", resume, (long long)tr->step, cost);
     }
     if (tr->c->rank == 0 && ckdir[0] && rate > 0)
-        preempt_advise(bytes, rate, resume[0] ? 0 : draw_seconds(tr), ckdir);
+        preempt_advise(bytes, assume, rate, resume[0] ? 0 : draw_seconds(tr), ckdir);
 }
 
 void train_ckpt_save(struct trainer *tr)

@@ -35,6 +35,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "ckpt/ckpt_train.h"
+#include "cli/cli.h"
 #include "comm/comm_fail.h"
 #include "cmd/eval_trainer.h"
 #include "cmd/train_report.h"
@@ -168,6 +169,19 @@ static void window_eval(struct trainer *tr, const struct rsplit *ws,
     rsplit_free(&es);
 }
 
+/* The peak resident memory (VmHWM) of this window in MiB (since its
+ * cli_peak_reset): rank 0's and the largest of any rank; -1 unknown. */
+static void window_peak(struct trainer *tr, double *r0, double *max)
+{
+    int64_t *all = xmalloc((size_t)tr->c->size * sizeof *all), top = -1;
+    comm_allgather_i64(tr->c, COMM_WORLD, cli_proc_status_kib("VmHWM"), all);
+    for (int r = 0; r < tr->c->size; r++)
+        top = all[r] > top ? all[r] : top;
+    *r0 = all[0] >= 0 ? (double)all[0] / 1024.0 : -1;
+    *max = top >= 0 ? (double)top / 1024.0 : -1;
+    free(all);
+}
+
 /* The window line and its metrics line (event "window"); base: the
  * baseline shown (window_eval; no_base: absent, "-" and null). A window
  * with both the model's and the baseline's figure of a metric adds both
@@ -215,7 +229,15 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
                  (long long)(events - trained), tc->type == TASK_RETRIEVAL
                  ? "a user's first event, or beyond data.max_seq_len inputs"
                  : "beyond data.max_seq_len");
-    log_info("%s, eval %s, %.1f s", line, n_eval ? ev : "no events", secs);
+    double peak, peak_max;
+    window_peak(tr, &peak, &peak_max);
+    char mem[96] = "";
+    if (peak >= 0 && tr->c->size > 1)
+        snprintf(mem, sizeof mem, ", peak memory %.0f MiB (rank 0; any rank up to %.0f)", peak,
+                 peak_max);
+    else if (peak >= 0)
+        snprintf(mem, sizeof mem, ", peak memory %.0f MiB", peak);
+    log_info("%s, eval %s, %.1f s%s", line, n_eval ? ev : "no events", secs, mem);
     struct metrics_line l;
     metrics_begin(&l, "window");
     metrics_int(&l, "window", k);
@@ -233,6 +255,8 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     metrics_int(&l, "eval_events", n_eval);
     metrics_num(&l, "train_s", t_train);
     metrics_num(&l, "seconds", secs);
+    metrics_num(&l, "peak_mib", peak); /* VmHWM over the window: rank 0, any rank */
+    metrics_num(&l, "peak_mib_max", peak_max);
     struct eval_ctx ec;
     eval_ctx_of(tr, &ec);
     eval_result_json(&ec, m, &l);
@@ -286,7 +310,7 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
         metrics_num_exact(&l, key, b);
     }
     metrics_end(&l, tr->metrics);
-    char over[160];
+    char over[160], done[96]; /* a resumed run may train none */
     if (avg->nw > 0 && avg->last - avg->first + 1 == avg->n[0])
         snprintf(over, sizeof over, "windows %lld .. %lld", (long long)avg->first,
                  (long long)avg->last);
@@ -295,8 +319,12 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
                  (long long)avg->n[0], (long long)avg->first, (long long)avg->last);
     else /* none, or a checkpoint from before the windows were recorded */
         snprintf(over, sizeof over, "%lld windows with both figures", (long long)avg->n[0]);
-    log_info("stream: windows %lld .. %lld in %.1f s; model and baseline means over %s: %s",
-             (long long)k0, (long long)k1 - 1, secs, over, ev);
+    if (k1 > k0)
+        snprintf(done, sizeof done, "windows %lld .. %lld", (long long)k0, (long long)k1 - 1);
+    else
+        snprintf(done, sizeof done, "no window trained (resumed after window %lld)",
+                 (long long)k0 - 1);
+    log_info("stream: %s in %.1f s; model and baseline means over %s: %s", done, secs, over, ev);
 }
 
 /* Window k's training steps; returns the signal that stopped them (0:
@@ -497,6 +525,7 @@ int train_stream_run(struct trainer *tr)
         comm_fail_agree(tr->c, files_resume_check(tr, t0 + tr->windows * wc->len, err,
                                                   sizeof err) != 0, err);
     train_utilisation_setup(tr);
+    eval_trainer_reserve(tr); /* the memory of the largest batch, from the first window */
     watchdog_start((double)cf->timeout, tr->c->rank, "step");
     preempt_install();
     steptime_init(&tr->st, cf->log_every, 0);
@@ -538,8 +567,23 @@ int train_stream_run(struct trainer *tr)
                 log_info("train.follow: %s added after %.1f s (windows complete: %lld)",
                          tr->files->f[tr->files->n - 1].path, waited, (long long)n_now);
             } else if (r == FOLLOW_TIMEOUT) {
+                /* window k is trained once an event at or after its end arrives: before, a
+                 * later file may still add to it (a file may start inside a window) */
+                const int64_t ka = t0 + k * wc->len;
+                const struct stream_file *fl = &tr->files->f[tr->files->n - 1];
+                char left[900] = "", a[64], z[64];
+                window_time_text(ka, a, sizeof a);
+                window_time_text(fl->t_last, z, sizeof z);
+                if (fl->t_last >= ka)
+                    snprintf(left, sizeof left, "; window %lld [%s, +%s) is not trained: %.500s "
+                             "has events in it (to %s), but its end is not known until a file "
+                             "with an event at or after it arrives (train.resume = auto trains "
+                             "it then)", (long long)k, a, wc->len_text, fl->path, z);
+                char after[64] = "with no window trained";
+                if (k > 0)
+                    snprintf(after, sizeof after, "after window %lld", (long long)k - 1);
                 log_info("train.follow: no new file for %.1f s (train.follow_timeout): ending "
-                         "after window %lld", waited, (long long)k - 1);
+                         "%s%s", waited, after, left);
                 break;
             } else if (cf->checkpoint_dir[0] && k > k0 && k % every != 0)
                 train_ckpt_save(tr); /* a signal while waiting */
@@ -547,6 +591,7 @@ int train_stream_run(struct trainer *tr)
         if (k >= n_now || stop)
             break;
         const double tw = clock_seconds();
+        cli_peak_reset(); /* the window's peak memory (window_report) */
         const int64_t ta = t0 + k * wc->len;
         struct rsplit ws;
         if (tr->files) /* the window's dataset from the files */

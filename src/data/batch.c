@@ -163,6 +163,7 @@ void batch_free(struct seq_batch *b)
     free(b->hist_off);
     free(b->hist);
     free(b->ncand);
+    free(b->cskip);
     free(b->labels);
     free(b->target_labels);
     free(b->no_target);

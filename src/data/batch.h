@@ -31,6 +31,8 @@ struct seq_batch {
     /* ranking (batch_ranking.h), else NULL: */
     int64_t *ncand;     /* [B] the last ncand[i] tokens of entry i are candidates */
     int cand_events;    /* the candidates are the file's events after the history */
+    int64_t *cskip;     /* [B] or NULL: entry i's candidates start cskip[i] events after its
+                           history (a part of a user's candidates, batch_ranking_eval) */
     int nlab;           /* labels per token */
     float *labels;      /* [T, nlab] (NaN: missing) */
     float *target_labels; /* [T, nlab] the loss's, where some labelled events are inputs

@@ -62,9 +62,12 @@ void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf
     b->labels = xmalloc((size_t)(b->T * K > 0 ? b->T * K : 1) * sizeof *b->labels);
     for (int64_t i = 0; i < b->T * K; i++)
         b->labels[i] = NAN;
-    for (int64_t q = 0; q < b->B; q++)
-        labels_read_events(ds, lc, b->ev0[q], batch_file_events(b, q),
-                           b->labels + b->offsets[q] * K);
+    for (int64_t q = 0; q < b->B; q++) { /* the history, then the candidates (a part: a gap) */
+        int64_t e1;
+        const int64_t n = batch_file_events(b, q), h = batch_file_run(b, q, &e1);
+        labels_read_events(ds, lc, b->ev0[q], h, b->labels + b->offsets[q] * K);
+        labels_read_events(ds, lc, e1, n - h, b->labels + (b->offsets[q] + h) * K);
+    }
 }
 
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
@@ -112,41 +115,65 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
     }
 }
 
+/* User u's candidates in the split, at most max_cand; with part (first,
+ * count) the count of them from the first-th: events [*cs, *c1), the
+ * history the events before *c0 (the first candidate). */
+static void eval_candidates(const struct dataset *ds, const struct rsplit *rs, int test,
+                            int64_t max_cand, int64_t u, const int64_t *part, int64_t *c0,
+                            int64_t *cs, int64_t *c1)
+{
+    rsplit_candidates(rs, ds, test, u, c0, c1);
+    if (max_cand > 0 && *c1 - *c0 > max_cand)
+        *c1 = *c0 + max_cand;
+    *cs = *c0;
+    if (!part)
+        return;
+    if (part[0] < 0 || part[1] < 1 || part[0] + part[1] > *c1 - *c0)
+        fatal("batch_ranking_eval: user %lld: candidates %lld + %lld of %lld", (long long)u,
+              (long long)part[0], (long long)part[1], (long long)(*c1 - *c0));
+    *cs = *c0 + part[0];
+    *c1 = *cs + part[1];
+}
+
 void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
                         const struct label_conf *lc, int test, int N, int64_t max_cand,
-                        int with_ts, const int64_t *users, int64_t B, struct seq_batch *b)
+                        int with_ts, const int64_t *users, const int64_t *part, int64_t B,
+                        struct seq_batch *b)
 {
-    int64_t T = 0, c0, c1;
+    int64_t T = 0, c0, cs, c1;
     for (int64_t i = 0; i < B; i++) {
-        rsplit_candidates(rs, ds, test, users[i], &c0, &c1);
-        if (max_cand > 0 && c1 - c0 > max_cand)
-            c1 = c0 + max_cand;
-        T += (c0 < N - 1 ? c0 : N - 1) + c1 - c0;
+        eval_candidates(ds, rs, test, max_cand, users[i], part ? part + 2 * i : NULL, &c0, &cs,
+                        &c1);
+        T += (c0 < N - 1 ? c0 : N - 1) + c1 - cs;
     }
     batch_alloc(b, B, T, with_ts, 0);
     b->ncand = xmalloc((size_t)(B ? B : 1) * sizeof *b->ncand);
     b->cand_events = 1;
+    if (part)
+        b->cskip = xmalloc((size_t)(B ? B : 1) * sizeof *b->cskip);
     int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i];
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
-        rsplit_candidates(rs, ds, test, u, &c0, &c1);
-        if (max_cand > 0 && c1 - c0 > max_cand)
-            c1 = c0 + max_cand;
-        if (c1 <= c0)
+        eval_candidates(ds, rs, test, max_cand, u, part ? part + 2 * i : NULL, &c0, &cs, &c1);
+        if (c1 <= cs)
             fatal("batch_ranking_eval: user %lld has no candidate", (long long)u);
         dataset_raw_numbers(ds, items, c1); /* a raw dataset: item numbers */
         const int64_t first = c0 - (c0 < N - 1 ? c0 : N - 1);
-        for (int64_t e = first; e < c1; e++, t++) {
+        for (int64_t e = first; e < c1; e++) {
+            if (e == c0)
+                e = cs; /* a part: the candidates before it are another entry's */
             b->items[t] = items[e];
             if (with_ts)
                 b->ts[t] = ts[e];
-            b->keys[t] = 0; /* no dropout in evaluation */
+            b->keys[t++] = 0; /* no dropout in evaluation */
         }
         b->users[i] = u;
         b->ev0[i] = ds->offsets[u] + first;
-        b->ncand[i] = c1 - c0;
+        b->ncand[i] = c1 - cs;
+        if (part)
+            b->cskip[i] = cs - c0;
         b->offsets[i + 1] = t;
     }
     free(items);

@@ -57,10 +57,16 @@ void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                          const struct label_conf *lc, int N, int with_ts, uint64_t seed,
                          uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b);
-/* users[B] (each with a candidate in the split): the evaluation batch. */
+/* users[B] (each with a candidate in the split): the evaluation batch.
+ * part [B, 2] (NULL: every candidate, at most max_cand): entry i's
+ * candidates are its user's part[2i + 1] candidates from the part[2i]-th
+ * (of those max_cand leaves), each seeing the same history: a user with
+ * more candidates than one batch should hold is cut into several entries
+ * (eval_ranking.c), whose predictions are the whole user's. */
 void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
                         const struct label_conf *lc, int test, int N, int64_t max_cand,
-                        int with_ts, const int64_t *users, int64_t B, struct seq_batch *b);
+                        int with_ts, const int64_t *users, const int64_t *part, int64_t B,
+                        struct seq_batch *b);
 /* users[B] (each with events) and their candidates items[coff[i] .. coff[i + 1])
  * at times ts (NULL: the time of the user's last event). */
 void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
@@ -72,6 +78,16 @@ static inline int64_t batch_file_events(const struct seq_batch *b, int64_t i)
 {
     const int64_t L = b->offsets[i + 1] - b->offsets[i];
     return b->ncand && !b->cand_events ? L - b->ncand[i] : L;
+}
+/* Entry i's file events as runs of consecutive events: the first run's
+ * length (all of them, or the history when the candidates are a part,
+ * b->cskip) and where the second begins (its length: the rest). */
+static inline int64_t batch_file_run(const struct seq_batch *b, int64_t i, int64_t *e1)
+{
+    const int64_t n = batch_file_events(b, i);
+    const int64_t h = b->cskip ? n - b->ncand[i] : n;
+    *e1 = b->ev0[i] + h + (b->cskip ? b->cskip[i] : 0);
+    return h;
 }
 
 #endif

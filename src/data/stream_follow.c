@@ -107,7 +107,7 @@ static int next_name(const struct stream_files *s, const char *pattern, char **n
                      size_t errlen)
 {
     *next = NULL;
-    const char *last = s->f[s->n - 1].path;
+    const char *last = s->n ? s->f[s->n - 1].path : NULL; /* none: the first file */
     glob_t g;
     int rc = glob(pattern, GLOB_ERR | GLOB_NOSORT, NULL, &g);
     if (rc == GLOB_NOMATCH)
@@ -116,7 +116,7 @@ static int next_name(const struct stream_files *s, const char *pattern, char **n
         return errorf(err, errlen, "train.follow: cannot expand the pattern '%s' (%s)", pattern,
                       rc == GLOB_NOSPACE ? "out of memory" : "a directory cannot be read");
     /* the stream's names, sorted: a name at or before the last one must be among them */
-    const char **known = xmalloc((size_t)s->n * sizeof *known);
+    const char **known = xmalloc((size_t)(s->n ? s->n : 1) * sizeof *known);
     for (int i = 0; i < s->n; i++)
         known[i] = s->f[i].path;
     qsort(known, (size_t)s->n, sizeof *known, str_cmp);
@@ -125,7 +125,7 @@ static int next_name(const struct stream_files *s, const char *pattern, char **n
         const char *name = g.gl_pathv[i];
         if (is_temporary(name))
             continue;
-        if (strcmp(name, last) > 0) {
+        if (!last || strcmp(name, last) > 0) {
             if (!best || strcmp(name, best) < 0)
                 best = name;
         } else if (!bsearch(&name, known, (size_t)s->n, sizeof *known, str_cmp)) {
@@ -145,15 +145,13 @@ int stream_follow_look(struct stream_files *s, const char *pattern, int *pending
                        size_t whylen, char *err, size_t errlen)
 {
     *pending = 0;
-    if (s->n == 0)
-        return errorf(err, errlen, "train.follow: the stream has no file to follow"), FOLLOW_ERROR;
     char *next;
     if (next_name(s, pattern, &next, err, errlen))
         return FOLLOW_ERROR;
     if (!next)
         return FOLLOW_NONE;
     int rc = FOLLOW_NONE;
-    if (stream_follow_complete(next, s->f[s->n - 1].has_complete, why, whylen))
+    if (stream_follow_complete(next, s->n ? s->f[s->n - 1].has_complete : 0, why, whylen))
         rc = stream_files_add(s, next, err, errlen) ? FOLLOW_ERROR : FOLLOW_NEW;
     else
         *pending = 1; /* why names it */

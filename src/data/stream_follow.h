@@ -69,7 +69,8 @@ int stream_follow_pattern(const char *spec, char *buf, size_t len, char *err, si
 int stream_follow_next(struct stream_files *s, const struct stream_follow *o, double *waited,
                        char *err, size_t errlen);
 
-/* One look, without waiting (what stream_follow_next repeats; a job of
+/* One look, without waiting (what stream_follow_next repeats; s may be
+ * empty: the first file of the glob, a follower started before it; a job of
  * several ranks has one rank look, agrees on the result and the stop
  * flag, and the others stream_files_add the new file s->f[s->n - 1].path):
  * FOLLOW_NEW (added to s), FOLLOW_NONE (no next name, or *pending = 1 and

@@ -33,7 +33,7 @@ int window_duration(const char *name, const char *s, int positive, double *sec, 
         }
     if (end == s || *end || errno || isspace((unsigned char)*s) || !isfinite(v) ||
         !isfinite(v * unit))
-        return errorf(err, errlen, "%s = '%s': not a duration: seconds (3600, 0.5) or a number "
+        return errorf(err, errlen, "%s = '%s': not a duration: seconds (3600) or a number "
                       "with a unit s, m, h, d or w (30s, 10m, 6h, 1d, 2w)", name, s);
     if (positive ? !(v > 0) : v < 0)
         return errorf(err, errlen, "%s = '%s': must be a duration %s (such as 3600, 30m, 6h, "

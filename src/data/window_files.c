@@ -57,6 +57,16 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
     return 0;
 }
 
+int64_t window_files_distinct_items(struct stream_files *s, char *err, size_t errlen)
+{
+    struct window_items wi = {0};
+    const int rc = items_grow(s, &wi, INT64_MAX, err, errlen);
+    const int64_t n = wi.n;
+    window_items_free(&wi);
+    stream_files_release(s, s->n); /* opened again when a window reads them */
+    return rc ? -1 : n;
+}
+
 /* The events in [t0, t1) of every file that holds some, appended to *ev. */
 static int window_events(struct stream_files *s, int64_t t0, int64_t t1, struct wev **ev,
                          int64_t *n, char *err, size_t errlen)

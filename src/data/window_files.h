@@ -38,5 +38,9 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
                        int64_t hist, const char *path, int64_t *users, int64_t *events,
                        char *err, size_t errlen);
 void window_items_free(struct window_items *wi);
+/* The distinct items of every file of s (their item lists' union; the
+ * files opened for it are released again), or -1 + err naming the file:
+ * what a dynamic table over them holds at most (a checkpoint's size). */
+int64_t window_files_distinct_items(struct stream_files *s, char *err, size_t errlen);
 
 #endif

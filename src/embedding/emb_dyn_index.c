@@ -167,7 +167,10 @@ int emb_dyn_parse_evict(const char *s, struct emb_dyn_conf *dc, char *err, size_
     else if (!strncmp(s, "ttl:", 4)) {
         char *end;
         const long long v = strtoll(s + 4, &end, 10);
-        if (end == s + 4 || *end || v < 1)
+        if (end == s + 4 || *end)
+            return errorf(err, errlen, "embedding.evict = %s: ttl:S needs a whole number S of "
+                          "steps, and '%s' is not a number", s, s + 4);
+        if (v < 1)
             return errorf(err, errlen, "embedding.evict = %s: ttl:S needs S >= 1 steps (a row "
                           "not looked up for S steps is evicted)", s);
         dc->evict = EMB_EVICT_TTL;

@@ -20,14 +20,16 @@ void eval_ranking_names(const struct eval_ctx *ev, const char **names, int *bina
 
 int64_t rank_chunks(const int64_t *ncand, const int64_t *hx, int64_t n, int64_t **start)
 {
-    int64_t *s = xmalloc((size_t)(n + 1) * sizeof *s), nch = 0, keys = 0, users = 0;
+    int64_t *s = xmalloc((size_t)(n + 1) * sizeof *s), nch = 0, keys = 0, toks = 0, users = 0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t k = hx[i] + ncand[i] * (hx[i] + 1); /* tokens_target.c's key rows */
-        if (users == 0 || users == RANK_CHUNK_USERS || keys + k > RANK_CHUNK_KEYS) {
+        if (users == 0 || users == RANK_CHUNK_USERS || keys + k > RANK_CHUNK_KEYS ||
+            toks + hx[i] + ncand[i] > RANK_CHUNK_TOKENS) {
             s[nch++] = i;
-            keys = users = 0;
+            keys = toks = users = 0;
         }
         keys += k;
+        toks += hx[i] + ncand[i];
         users++;
     }
     s[nch] = n;
@@ -54,6 +56,54 @@ static int64_t eval_users(const struct eval_ctx *ev, int test, int64_t **users, 
     return n;
 }
 
+/* The entries of the evaluation batches: users[n] with ncand[i]
+ * candidates and hx[i] history tokens, a user whose target-masked
+ * attention alone passes RANK_CHUNK_KEYS key rows (hx + K (hx + 1)) or
+ * RANK_CHUNK_TOKENS tokens cut into parts within them (candidates see the
+ * history, not each other: the same predictions, in the same order; each
+ * part computes the history again). Without the cut, one
+ * user's batch held them all: a stream window of a thousand events of one
+ * user after a history of a thousand, 1M key rows, 1.2 GB of key buffers
+ * that the model then kept. *eu [m] the entries' users, *part [m, 2] their
+ * first candidate and count (batch_ranking_eval), *en, *ex [m] their
+ * candidates and history tokens; returns m. */
+static int64_t eval_parts(const int64_t *users, const int64_t *ncand, const int64_t *hx, int64_t n,
+                          int64_t **eu, int64_t **part, int64_t **en, int64_t **ex)
+{
+    int64_t m = 0;
+    for (int64_t pass = 0; pass < 2; pass++) {
+        int64_t j = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t per = (RANK_CHUNK_KEYS - hx[i]) / (hx[i] + 1);
+            per = per < RANK_CHUNK_TOKENS - hx[i] ? per : RANK_CHUNK_TOKENS - hx[i];
+            per = per < 1 ? 1 : per;
+            for (int64_t c = 0; c < ncand[i]; c += per, j++)
+                if (pass) {
+                    (*eu)[j] = users[i];
+                    (*part)[2 * j] = c;
+                    (*part)[2 * j + 1] = (*en)[j] = ncand[i] - c < per ? ncand[i] - c : per;
+                    (*ex)[j] = hx[i];
+                }
+        }
+        if (!pass) {
+            m = j;
+            *eu = xmalloc((size_t)(m ? m : 1) * sizeof **eu);
+            *part = xmalloc((size_t)(m ? m : 1) * 2 * sizeof **part);
+            *en = xmalloc((size_t)(m ? m : 1) * sizeof **en);
+            *ex = xmalloc((size_t)(m ? m : 1) * sizeof **ex);
+        }
+    }
+    return m;
+}
+
+void rank_chunk_bound(int64_t hmax, int64_t *T, int64_t *K)
+{
+    /* a chunk stays within both bounds unless its one entry alone passes
+     * them: a part of one candidate after the longest history */
+    *T = RANK_CHUNK_TOKENS > hmax + 1 ? RANK_CHUNK_TOKENS : hmax + 1;
+    *K = RANK_CHUNK_KEYS > 2 * hmax + 1 ? RANK_CHUNK_KEYS : 2 * hmax + 1;
+}
+
 /* Rank 0: the metrics of all, the dump (debug.rank_dump); then on every rank. */
 static void finish(const struct eval_ctx *ev, const char *split, struct rank_records *all,
                    struct rank_metrics *out)
@@ -75,9 +125,10 @@ static void finish(const struct eval_ctx *ev, const char *split, struct rank_rec
 void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics *out)
 {
     const int K = ev->task->n, P = ev->c->size;
-    int64_t *users, *ncand, *hx, *start;
+    int64_t *users, *ncand, *hx, *start, *eu, *part, *en, *ex;
     const int64_t n = eval_users(ev, test, &users, &ncand, &hx);
-    const int64_t nch = rank_chunks(ncand, hx, n, &start), rounds = (nch + P - 1) / P;
+    const int64_t m = eval_parts(users, ncand, hx, n, &eu, &part, &en, &ex);
+    const int64_t nch = rank_chunks(en, ex, m, &start), rounds = (nch + P - 1) / P;
     struct rank_records local, all;
     rank_records_init(&local, K);
     rank_records_init(&all, K);
@@ -86,7 +137,7 @@ void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics
         const int64_t a = j < nch ? start[j] : 0, z = j < nch ? start[j + 1] : 0;
         struct seq_batch sb;
         batch_ranking_eval(ev->ds, ev->rsplit, &ev->task->labels, test, ev->N,
-                           ev->task->candidates, ev->with_ts, users + a, z - a, &sb);
+                           ev->task->candidates, ev->with_ts, eu + a, part + 2 * a, z - a, &sb);
         int64_t nc = 0;
         for (int64_t q = 0; q < sb.B; q++)
             nc += sb.ncand[q];
@@ -106,6 +157,10 @@ void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics
     free(users);
     free(ncand);
     free(hx);
+    free(eu);
+    free(part);
+    free(en);
+    free(ex);
 }
 
 /* --- baselines -------------------------------------------------------------------- */

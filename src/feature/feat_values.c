@@ -63,8 +63,11 @@ void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
         const struct dataset_feature *f = &ds->feat[s->f[i].df];
         for (int64_t q = 0; q < b->B; q++) { /* candidates that are not events: missing */
             const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0;
-            const int64_t len = batch_file_events(b, q);
-            if (len > 0 && dataset_feat_ints(ds, f, b->ev0[q], len, out[i] + t0, err, sizeof err))
+            int64_t e1; /* the history, then the candidates (a part of them: after a gap) */
+            const int64_t len = batch_file_events(b, q), h = batch_file_run(b, q, &e1);
+            if ((h > 0 && dataset_feat_ints(ds, f, b->ev0[q], h, out[i] + t0, err, sizeof err)) ||
+                (len > h && dataset_feat_ints(ds, f, e1, len - h, out[i] + t0 + h, err,
+                                              sizeof err)))
                 fatal("%s", err);
             for (int64_t j = len; j < L; j++)
                 out[i][t0 + j] = 0;

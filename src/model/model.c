@@ -147,6 +147,12 @@ void model_upload(struct model *m, void *dst, const void *src, size_t bytes)
     stage_up(m->stage, dst, src, bytes);
 }
 
+void model_reserve(struct model *m, int64_t B, int64_t T, int64_t K)
+{
+    if (m->vt && m->vt->reserve)
+        m->vt->reserve(m, B, T, K);
+}
+
 struct dense_tensor *model_param(struct model *m, const char *name)
 {
     for (int i = 0; i < m->nparams; i++)

@@ -117,6 +117,9 @@ struct model_vtable {
     void (*forward)(struct model *m, const struct batch *b, const float *emb, float *out);
     void (*backward)(struct model *m, const struct batch *b, const float *dout, float *demb);
     void (*free)(struct model *m);
+    /* Make the buffers hold batches of up to T tokens in B sequences and,
+     * split (batch.split), K key rows (0: none) at once (model_reserve). */
+    void (*reserve)(struct model *m, int64_t B, int64_t T, int64_t K);
 };
 
 struct model {
@@ -144,6 +147,11 @@ int model_conf_check(const struct model_conf *conf, char *err, size_t errlen);
 int model_init(struct model *m, const struct model_conf *conf, const struct backend_ops *be,
                uint64_t seed, char *err, size_t errlen);
 void model_free(struct model *m);
+/* Size the buffers forward and backward keep for batches of up to T tokens
+ * in B sequences and K split key rows, now: they otherwise grow with the
+ * largest batch seen, so that a long run's memory creeps up as its batches
+ * do (the stream schedule reserves its bound before the first window). */
+void model_reserve(struct model *m, int64_t B, int64_t T, int64_t K);
 /* The tensor called name, or NULL. */
 struct dense_tensor *model_param(struct model *m, const char *name);
 void model_zero_grads(struct model *m);

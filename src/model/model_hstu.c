@@ -58,6 +58,7 @@ struct buf_pool {
 
 struct hstu_priv {
     int64_t cap, cap_b;      /* tokens and sequences the buffers hold */
+    int touch;               /* model_reserve: write every new buffer (its pages resident) */
     int64_t B, T;            /* last forward's batch */
     int dropped;             /* last forward applied dropout */
     int use_ts;              /* last forward used the time bias */
@@ -91,7 +92,10 @@ static void *pool_alloc(struct model *m, struct buf_pool *bp, size_t bytes)
 {
     if (bp->n == bp->max)
         fatal("model_hstu: buffer table full");
-    return bp->p[bp->n++] = m->be->alloc(bytes);
+    void *p = bp->p[bp->n++] = m->be->alloc(bytes);
+    if (((struct hstu_priv *)m->priv)->touch) /* zero-filled already; resident now */
+        m->be->zero(p, bytes);
+    return p;
 }
 
 static void pool_release(struct model *m, struct buf_pool *bp)
@@ -389,10 +393,21 @@ static void hstu_free(struct model *m)
     m->priv = NULL;
 }
 
+static void hstu_reserve(struct model *m, int64_t B, int64_t T, int64_t K)
+{
+    struct hstu_priv *P = m->priv;
+    P->touch = 1;
+    reserve(m, B, T);
+    if (K > 0)
+        kbuf_reserve(m, B, K);
+    P->touch = 0;
+}
+
 static const struct model_vtable hstu_vtable = {
     .forward = hstu_forward,
     .backward = hstu_backward,
     .free = hstu_free,
+    .reserve = hstu_reserve,
 };
 
 int model_hstu_tensors(const struct model_conf *conf)

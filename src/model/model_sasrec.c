@@ -57,6 +57,7 @@ struct sasrec_layer_act {
 
 struct sasrec_priv {
     int64_t cap;          /* rows allocated in every buffer below */
+    int touch;            /* model_reserve: write every new float buffer (resident) */
     int drop;             /* last forward applied dropout */
     int64_t *pos_host;    /* [cap] positions (host) */
     int64_t *pos;         /* [cap] positions (backend) */
@@ -90,7 +91,10 @@ static struct dense_tensor *final_params(struct model *m)
 
 static float *fbuf(const struct model *m, int64_t rows, int cols)
 {
-    return m->be->alloc((size_t)(rows * cols) * sizeof(float));
+    float *p = m->be->alloc((size_t)(rows * cols) * sizeof(float));
+    if (((const struct sasrec_priv *)m->priv)->touch) /* zero-filled already; resident now */
+        m->be->zero(p, (size_t)(rows * cols) * sizeof(float));
+    return p;
 }
 
 static void release(struct model *m)
@@ -138,16 +142,13 @@ static void split_release(struct model *m)
     s->kcap = s->kcap_b = 0;
 }
 
-/* The split batch's key buffers: K rows, B segments; its pos0 and key_off
- * (checked by model_positions) copied to the backend. */
-static void split_load(struct model *m, const struct batch *b)
+/* The split batches' key buffers: K rows, B segments. */
+static void split_reserve(struct model *m, int64_t B, int64_t K)
 {
     struct sasrec_priv *s = m->priv;
-    const struct model_split *sp = b->split;
-    const int64_t K = sp->key_off[b->B];
-    if (K > s->kcap || b->B > s->kcap_b) {
+    if (K > s->kcap || B > s->kcap_b) {
         split_release(m);
-        const int64_t n = K + K / 4 + 16, nb = b->B + b->B / 4 + 16;
+        const int64_t n = K + K / 4 + 16, nb = B + B / 4 + 16;
         for (int l = 0; l < m->conf.layers; l++) {
             s->kb[l] = fbuf(m, n, m->conf.d);
             s->vb[l] = fbuf(m, n, m->conf.d);
@@ -159,6 +160,15 @@ static void split_load(struct model *m, const struct batch *b)
         s->kcap = n;
         s->kcap_b = nb;
     }
+}
+
+/* The split batch's key buffers; its pos0 and key_off (checked by
+ * model_positions) copied to the backend. */
+static void split_load(struct model *m, const struct batch *b)
+{
+    const struct model_split *sp = b->split;
+    struct sasrec_priv *s = m->priv;
+    split_reserve(m, b->B, sp->key_off[b->B]);
     model_upload(m, s->pos0, sp->pos0, (size_t)b->B * sizeof(int64_t));
     model_upload(m, s->key_off, sp->key_off, (size_t)(b->B + 1) * sizeof(int64_t));
 }
@@ -394,10 +404,21 @@ static void sasrec_free(struct model *m)
     m->priv = NULL;
 }
 
+static void sasrec_reserve(struct model *m, int64_t B, int64_t T, int64_t K)
+{
+    struct sasrec_priv *s = m->priv;
+    s->touch = 1;
+    reserve(m, T);
+    if (K > 0)
+        split_reserve(m, B, K);
+    s->touch = 0;
+}
+
 static const struct model_vtable sasrec_vtable = {
     .forward = sasrec_forward,
     .backward = sasrec_backward,
     .free = sasrec_free,
+    .reserve = sasrec_reserve,
 };
 
 int model_sasrec_tensors(const struct model_conf *conf) { return 1 + conf->layers * L_COUNT + 2; }

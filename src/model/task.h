@@ -174,6 +174,9 @@ struct task_ops {
      * loss, the step's */
     int64_t (*losses)(struct task *t, struct comm *c, double *loss);
     void (*free)(struct task *t);
+    /* size the head's buffers for n rows now, every page written
+     * (model_reserve's companion); NULL: nothing kept per batch */
+    void (*reserve)(struct task *t, int64_t n);
 };
 
 struct task {

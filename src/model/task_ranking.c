@@ -80,6 +80,23 @@ static void reserve(struct rank_priv *r, int64_t n)
     r->zidx = be->alloc((size_t)r->cap * sizeof(int64_t)); /* zero-filled */
 }
 
+static void rank_reserve(struct task *t, int64_t n)
+{
+    struct rank_priv *r = t->priv;
+    const int64_t had = r->cap;
+    reserve(r, n);
+    if (r->cap == had)
+        return;
+    int wmax = 0; /* zero-filled already: written, the pages are resident now */
+    for (int l = 0; l <= r->L; l++)
+        wmax = r->width[l] > wmax ? r->width[l] : wmax;
+    for (int l = 1; l <= r->L; l++)
+        r->be->zero(r->h[l], (size_t)(r->cap * r->width[l]) * sizeof(float));
+    for (int k = 0; k < 2; k++)
+        r->be->zero(r->dh[k], (size_t)(r->cap * wmax) * sizeof(float));
+    r->be->zero(r->dz, (size_t)(r->cap * r->K) * sizeof(float));
+}
+
 /* z = the head on x [n, d]: r->h[L] [n, K] (activations kept). */
 static void head_fwd(const struct backend_ops *be, struct rank_priv *r, int64_t n,
                      const float *x)
@@ -270,6 +287,7 @@ static const struct task_ops ranking_ops = {
     .backward = rank_backward,
     .losses = task_ranking_losses,
     .free = rank_free,
+    .reserve = rank_reserve,
 };
 
 static void add_extra(struct model_conf *mc, const char *name, int rows, int cols, float scale,

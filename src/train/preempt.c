@@ -72,14 +72,14 @@ int preempt_requested(struct comm *c)
  * gathers to rank 0, a busier machine), at least 10, in tens. */
 static long generous(double secs) { return (long)fmax(10.0, ceil(3.0 * secs / 10.0) * 10.0); }
 
-void preempt_advise(double bytes, double rate, double draw, const char *dir)
+void preempt_advise(double bytes, const char *assume, double rate, double draw, const char *dir)
 {
     const double secs = bytes / rate + draw; /* the first one's: the longest */
     char b[32], r[32];
-    log_info("checkpoint: %s each, about %.2f s at the %s/s measured in %s now, plus the "
+    log_info("checkpoint: %s each%s%s%s, about %.2f s at the %s/s measured in %s now, plus the "
              "gathers of the rows to rank 0; the first one also draws the rows never trained "
-             "(%.2f s)", log_bytes(bytes, b, sizeof b), bytes / rate,
-             log_bytes(rate, r, sizeof r), dir, draw);
+             "(%.2f s)", log_bytes(bytes, b, sizeof b), assume[0] ? " (dynamic table " : "",
+             assume, assume[0] ? ")" : "", bytes / rate, log_bytes(rate, r, sizeof r), dir, draw);
     /* Open MPI's mpirun (4.x: its ranks know its URI); Slurm's job */
     const char *mpi = getenv("OMPI_MCA_orte_hnp_uri"), *slurm = getenv("SLURM_JOB_ID");
     if (mpi) {

@@ -28,6 +28,6 @@ int preempt_requested(struct comm *c);
  * bytes/s (measured in dir), the first one `draw` seconds longer (the rows
  * never trained are drawn): its size and time, and, where that exceeds the
  * launcher's time between SIGTERM and SIGKILL, how to give it more. */
-void preempt_advise(double bytes, double rate, double draw, const char *dir);
+void preempt_advise(double bytes, const char *assume, double rate, double draw, const char *dir);
 
 #endif

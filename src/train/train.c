@@ -8,17 +8,22 @@
 #include "train/train_dyn.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/blas.h"
 #include "backend/devstats.h"
 #include "base/check.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "base/tmpguard.h"
 #include "comm/comm_fail.h"
+#include "data/stream_follow.h"
 #include "data/window.h"
 #include "data/window_files.h"
 #include "train/backend_check.h"
@@ -64,6 +69,61 @@ int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t
     return 0;
 }
 
+/* train.follow with data.path a glob that matches no file yet: wait for
+ * its first complete file as the stream waits for later ones (rank 0 looks
+ * every 0.25 s and tells the others), at most train.follow_timeout; at
+ * the timeout there is nothing to train, an error. */
+static void follow_first(struct trainer *tr)
+{
+    const char *path = tr->conf.data_path;
+    char pattern[4096], err[1400] = "", why[1024] = "";
+    double timeout = 0;
+    if (!params_i64(tr->p, P_train_follow) ||
+        stream_follow_pattern(path, pattern, sizeof pattern, err, sizeof err) ||
+        strcmp(pattern, path) || /* a list: its files come first (checked as ever) */
+        stream_duration_parse("train.follow_timeout", params_str(tr->p, P_train_follow_timeout),
+                              &timeout, err, sizeof err))
+        return;
+    int none = 0;
+    if (tr->c->rank == 0) {
+        glob_t g;
+        const int rc = glob(pattern, 0, NULL, &g);
+        none = rc == GLOB_NOMATCH;
+        if (rc == 0)
+            globfree(&g);
+    }
+    comm_bcast_bytes(tr->c, &none, sizeof none, 0);
+    if (!none)
+        return;
+    log_info("train.follow: no file matches %s yet: waiting for the first one (%s%s)", pattern,
+             timeout > 0 ? "train.follow_timeout " : "no train.follow_timeout",
+             timeout > 0 ? params_str(tr->p, P_train_follow_timeout) : "");
+    log_release(); /* the wait is seen as it happens */
+    struct stream_files s = {0};
+    const double t0 = clock_seconds();
+    for (;;) {
+        int code = FOLLOW_NONE, pending = 0;
+        if (tr->c->rank == 0) {
+            code = stream_follow_look(&s, pattern, &pending, why, sizeof why, err, sizeof err);
+            if (code == FOLLOW_NONE && timeout > 0 && clock_seconds() - t0 >= timeout) {
+                code = FOLLOW_ERROR;
+                snprintf(err, sizeof err, "train.follow: no %sfile of %.300s arrived within "
+                         "train.follow_timeout (%g s): nothing to train%s%.900s",
+                         pending ? "complete " : "", pattern, timeout, pending ? ": " : "", why);
+            }
+        }
+        comm_bcast_bytes(tr->c, &code, sizeof code, 0);
+        comm_fail_agree(tr->c, code == FOLLOW_ERROR && tr->c->rank == 0, err);
+        if (code == FOLLOW_NEW)
+            break;
+        const struct timespec ts = {0, 250000000}; /* a look every 0.25 s */
+        nanosleep(&ts, NULL);
+    }
+    if (tr->c->rank == 0)
+        log_info("train.follow: %s arrived after %.1f s", s.f[0].path, clock_seconds() - t0);
+    stream_files_close(&s);
+}
+
 /* data.path as window files (data/stream_files.h): the stream schedule's,
  * with a dynamic item table (raw ids across files); tr->ds the first
  * window's dataset (data/window_files.h), every rank its own scratch copy. */
@@ -84,6 +144,7 @@ static void open_files(struct trainer *tr)
         bad = 1;
     }
     comm_fail_agree(tr->c, bad, err);
+    follow_first(tr);
     tr->files = xcalloc(1, sizeof *tr->files);
     tr->witems = xcalloc(1, sizeof *tr->witems);
     bad = stream_files_open(tr->files, cf->data_path,

@@ -71,7 +71,8 @@ static int device_check(const struct train_conf *tc, char *err, size_t errlen)
 }
 
 /* train.follow, train.follow_timeout (data/stream_follow.h), and what the
- * stream schedule refuses (output.checkpoint_delta_every). The stream
+ * stream schedule refuses (output.checkpoint_delta_every: before the deltas'
+ * own needs, train_dyn_refuse, which a stream would not help meet). The stream
  * schedule follows the files; until it reads train.follow, a run that asks
  * for it is refused (the schedule's hook: stream_schedule below). */
 static int follow_check(const struct params *p, char *err, size_t errlen)
@@ -95,14 +96,14 @@ static int follow_check(const struct params *p, char *err, size_t errlen)
     return stream_follow_pattern(params_str(p, P_data_path), pattern, sizeof pattern, err, errlen);
 }
 
-int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
+static int conf_check(const struct params *p, int P, char *err, size_t errlen)
 {
     struct train_conf tc;
     if (train_conf_resolve(p, P, &tc, err, errlen))
         return -1;
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
     if (model_conf_check(&tc.model, err, errlen) || device_check(&tc, err, errlen) ||
-        train_dyn_refuse(p, &tc, P, err, errlen) || follow_check(p, err, errlen))
+        follow_check(p, err, errlen) || train_dyn_refuse(p, &tc, P, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
     if (P > 0 && G > 0 && (G > P || P % G != 0))
@@ -110,6 +111,14 @@ int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
                       "parallel.embedding_group = %lld does not divide the %d ranks of this job "
                       "(use 0 for all ranks, or a divisor of %d)", (long long)G, P, P);
     return 0;
+}
+
+int train_conf_check(const struct params *p, int P, char *err, size_t errlen)
+{
+    if (conf_check(p, P, err, errlen) == 0)
+        return 0;
+    params_locate(p, err, errlen); /* "command line: ..." as the parse errors say it */
+    return -1;
 }
 
 int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, char *err,
