@@ -179,6 +179,14 @@ void model_exact_finish(struct model *m);
 void model_grad_tokens(struct model *m, const struct batch *b, int dense, int64_t M, int64_t N,
                        const float *A, int64_t lda, const float *Bm, int64_t ldb, float *g,
                        int64_t ldg);
+/* be->layernorm_bwd over the batch's tokens (x, dy, dx [T, d], mean, rstd
+ * [T]), its dgamma, dbeta (gradients in the arena) summed exactly per
+ * sequence with exact sums. */
+void model_layernorm_bwd(struct model *m, const struct batch *b, int d, const float *x,
+                         const float *mean, const float *rstd, const float *gamma,
+                         const float *dy, float *dx, float *dgamma, float *dbeta);
+/* g[o] += the column sums of dy [T, o] over the batch's tokens. */
+void model_grad_colsums(struct model *m, const struct batch *b, int o, const float *dy, float *g);
 /* g[idx[t]] += dx[t] (rows of d) for the T tokens. */
 void model_grad_rows(struct model *m, int64_t T, int d, const float *dx, const int64_t *idx,
                      float *g);

@@ -79,6 +79,41 @@ void model_grad_tokens(struct model *m, const struct batch *b, int dense, int64_
     }
 }
 
+void model_layernorm_bwd(struct model *m, const struct batch *b, int d, const float *x,
+                         const float *mean, const float *rstd, const float *gamma,
+                         const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    const struct backend_ops *be = m->be;
+    if (!m->xgrad) {
+        be->layernorm_bwd(b->T, d, x, mean, rstd, gamma, dy, dx, dgamma, dbeta);
+        return;
+    }
+    float *tmp = model_grad_tmp(m, 2 * (int64_t)d);
+    for (int64_t s = 0; s < b->B; s++) { /* rows are independent: one sequence at a time */
+        const int64_t t0 = b->offsets[s], L = b->offsets[s + 1] - t0;
+        memset(tmp, 0, 2 * (size_t)d * sizeof *tmp);
+        be->layernorm_bwd(L, d, x + t0 * d, mean + t0, rstd + t0, gamma, dy + t0 * d,
+                          dx + t0 * d, tmp, tmp + d);
+        model_grad_add(m, dgamma, tmp, d);
+        model_grad_add(m, dbeta, tmp + d, d);
+    }
+}
+
+void model_grad_colsums(struct model *m, const struct batch *b, int o, const float *dy, float *g)
+{
+    if (!m->xgrad) {
+        m->be->col_sums(b->T, o, dy, g);
+        return;
+    }
+    float *tmp = model_grad_tmp(m, o);
+    for (int64_t s = 0; s < b->B; s++) { /* one sequence's sums, then exactly */
+        const int64_t t0 = b->offsets[s], L = b->offsets[s + 1] - t0;
+        memset(tmp, 0, (size_t)o * sizeof *tmp);
+        m->be->col_sums(L, o, dy + t0 * o, tmp);
+        model_grad_add(m, g, tmp, o);
+    }
+}
+
 void model_grad_rows(struct model *m, int64_t T, int d, const float *dx, const int64_t *idx,
                      float *g)
 {

@@ -22,6 +22,7 @@
 
 #include "backend/mirror.h"
 #include "base/check.h"
+#include "base/exact.h"
 #include "model/task.h"
 #include "model/task_bias.h"
 #include "model/task_factor.h"
@@ -47,6 +48,7 @@ struct rank_priv {
     struct mirror tcoef;              /* [K, 4K] coef with the other tasks' weights 0 */
     double htcoef[4 * RANK_MAX_TASKS * RANK_MAX_TASKS];
     int64_t tsteps;                   /* losses added to tacc since the last read */
+    int64_t xtacc[RANK_MAX_TASKS][EXACT_LIMBS + 1]; /* exact sums: tacc's sums (base/exact.h) */
     struct rank_bias bias;            /* model.bias (task_bias.h) */
     struct rank_recency rec;          /* model.recency (task_recency.h) */
     struct recency_rule rule;
@@ -151,7 +153,17 @@ static void rank_loss(struct task *t, struct task_step *st)
     mirror_up(&r->lab, 0, (size_t)(st->T * K) * sizeof(float));
     const double *coef = mirror_bind(&r->coef, be, &backend_cpu, r->hcoef, sizeof r->hcoef);
     mirror_up(&r->coef, 0, sizeof r->hcoef);
-    be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);
+    if (st->xloss) /* exact sums: each sequence's loss, added exactly (host memory) */
+        for (int64_t b = 0; b < st->B; b++) {
+            const int64_t t0 = st->offsets[b], L = st->offsets[b + 1] - t0;
+            double a[2] = {0, 0};
+            be->rank_loss(L, K, r->h[r->L] + t0 * K, lab + t0 * K, coef, r->dz + t0 * K, a);
+            st->acc[0] += a[0];
+            st->acc[1] += a[1];
+            exact_add_double(st->xloss, a[0], st->xloss + EXACT_LIMBS);
+        }
+    else
+        be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);
     /* each task's part alone, for the progress line (task_ranking_losses):
      * the same loss with the other tasks' weights 0, its dz into scratch */
     for (int k = 0; k < K; k++)
@@ -160,8 +172,19 @@ static void rank_loss(struct task *t, struct task_step *st)
     const double *tcoef = mirror_bind(&r->tcoef, be, &backend_cpu, r->htcoef,
                                       (size_t)(4 * K * K) * sizeof(double));
     mirror_up(&r->tcoef, 0, (size_t)(4 * K * K) * sizeof(double));
-    for (int k = 0; k < K; k++)
-        be->rank_loss(st->T, K, r->h[r->L], lab, tcoef + 4 * K * k, r->dh[0], r->tacc + 2 * k);
+    for (int k = 0; k < K; k++) {
+        if (!st->xloss) {
+            be->rank_loss(st->T, K, r->h[r->L], lab, tcoef + 4 * K * k, r->dh[0], r->tacc + 2 * k);
+            continue;
+        }
+        for (int64_t b = 0; b < st->B; b++) { /* exact sums: as the loss's */
+            const int64_t t0 = st->offsets[b], L = st->offsets[b + 1] - t0;
+            double a[2] = {0, 0};
+            be->rank_loss(L, K, r->h[r->L] + t0 * K, lab + t0 * K, tcoef + 4 * K * k,
+                          r->dh[0], a);
+            exact_add_double(r->xtacc[k], a[0], r->xtacc[k] + EXACT_LIMBS);
+        }
+    }
     r->tsteps++;
 }
 
@@ -173,7 +196,14 @@ int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss)
     r->be->to_host(h, r->tacc, (size_t)(2 * K) * sizeof *h);
     const int64_t n = r->tsteps;
     for (int k = 0; k < K; k++) {
-        const double sum = c ? comm_allreduce_sum_f64(c, COMM_DP, h[2 * k]) : h[2 * k];
+        double sum;
+        if (model_exact(r->m)) { /* integer sums: the same bits on any number of ranks */
+            if (c)
+                comm_allreduce_sum_i64v(c, COMM_DP, r->xtacc[k], EXACT_LIMBS + 1);
+            sum = exact_to_double(r->xtacc[k], r->xtacc[k][EXACT_LIMBS]);
+            memset(r->xtacc[k], 0, sizeof r->xtacc[k]);
+        } else
+            sum = c ? comm_allreduce_sum_f64(c, COMM_DP, h[2 * k]) : h[2 * k];
         loss[k] = n > 0 ? sum / (double)n / t->conf->t[k].weight : 0;
     }
     double zero[2 * RANK_MAX_TASKS] = {0};
@@ -191,6 +221,7 @@ static void rank_backward(struct task *t, struct task_step *st)
         fatal("task_ranking: backward of %lld rows after a forward of %lld", (long long)st->T,
               (long long)n);
     const float *dy = r->dz;
+    const struct batch rows = {.B = st->B, .T = n, .offsets = st->offsets}; /* its sequences */
     rank_bias_bwd(&r->bias, n, r->dz);
     rank_recency_bwd(&r->rec, n, r->dz);
     rank_factor_bwd(&r->fac, &r->rule, n, r->dz);
@@ -198,9 +229,9 @@ static void rank_backward(struct task *t, struct task_step *st)
         const int a = r->width[l], o = r->width[l + 1];
         const float *in = l ? r->h[l] : st->out;
         float *dx = l ? r->dh[l & 1] : st->du;
-        be->col_sums(n, o, dy, r->b[l]->g); /* db = column sums of dy, in row order */
+        model_grad_colsums(r->m, &rows, o, dy, r->b[l]->g); /* db: column sums of dy */
         if (n > 0) {
-            backend_gemm_dense(be, 1, 0, a, o, n, 1.0f, in, a, dy, o, 1.0f, r->W[l]->g, o);
+            model_grad_tokens(r->m, &rows, 1, a, o, in, a, dy, o, r->W[l]->g, o);
             backend_gemm_dense(be, 0, 1, n, a, o, 1.0f, dy, o, r->W[l]->w, o, 0.0f, dx, a);
         }
         if (l > 0) /* through the ReLU of h_l (h_l > 0 iff its input was) */

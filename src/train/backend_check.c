@@ -41,15 +41,18 @@ static int exact_check(const struct backend_ops *be, const struct train_conf *cf
 {
     const char *asked = "train.exact_sums = on", *off = "train.exact_sums = off";
     char feat[200], what[300];
+    const int ranking = cf->task.type == TASK_RANKING;
     if (!cf->exact_sums)
         return 0;
     if (!backend_is_host(be) || strcmp(be->name, "cpu"))
         return refuse(err, errlen, asked, "exact sums run on the CPU backend alone",
                       "device.type = cpu, or train.exact_sums = off");
-    const char *no = cf->model.type != MODEL_HSTU        ? "model.type = sasrec"
-                     : cf->task.type == TASK_RANKING     ? "train.task = ranking"
-                     : cf->loss == LOSS_FULL             ? "train.loss = full"
-                     : asks_features(cf, feat, sizeof feat) ? feat
+    const char *no = ranking                             ? "train.task = ranking"
+                     : cf->task.bias                     ? "model.bias = on"
+                     : cf->task.recency > 0              ? "model.recency"
+                     : cf->task.factors > 0              ? "model.factors"
+                     : !ranking && cf->loss == LOSS_FULL ? "train.loss = full"
+                     : feat_conf_any(&cf->features) ? asks_features(cf, feat, sizeof feat)
                      : cf->split_long.on                 ? "parallel.split_long = auto"
                      : cf->grads_codec != EMB_CODEC_FP32 ? "parallel.grads_codec (not fp32)"
                      : cf->subspace_k > 0                ? "embedding.subspace_k"
@@ -59,9 +62,10 @@ static int exact_check(const struct backend_ops *be, const struct train_conf *cf
         return 0;
     snprintf(what, sizeof what, "%s with %s", asked, no);
     return refuse(err, errlen, what,
-                  "exact sums cover HSTU retrieval (sampled softmax or BCE) on dense or "
-                  "dynamic item tables without features, split_long, gradient codecs, a "
-                  "subspace or embedding groups",
+                  "exact sums cover retrieval (HSTU or SASRec; sampled softmax or BCE) on "
+                  "dense or dynamic item tables, without features (ranking's labels are "
+                  "feature tables), split_long, gradient codecs, a subspace or embedding "
+                  "groups",
                   off);
 }
 
