@@ -6,6 +6,8 @@
 #     and changes a later window;
 #   - the per-window losses and metrics at P = 1, 2, 4 agree (the dense
 #     all-reduce's order: 1e-4 relative, as the other P tests);
+#   - the final means: the model's and the baseline's over the same windows
+#     (those with both figures), which the line names;
 #   - a run stopped after window K (data.stream_end) and resumed on another
 #     P (train.resume = auto) ends as the uninterrupted run (also with
 #     model.bias, model.recency and model.factors, which are causal too); another
@@ -16,7 +18,7 @@
 #     window parameters without the stream schedule, retrieval's full
 #     softmax, parallel.split_long, output.checkpoint_delta_every;
 #   - retrieval (HR@K, NDCG@K against the item table, the online popularity
-#     baseline): causal, P = 3, the fake device.
+#     baseline, absent in window 0): causal, P = 3, the fake device.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
@@ -109,8 +111,36 @@ windows "$T/clean.jsonl" "$T/poison.jsonl" 0 $K 0 &&
 windows "$T/clean.jsonl" "$T/poison.jsonl" $((K + 1)) $((K + 1)) 0 &&
     fail "the poison changed nothing in window $((K + 1)): the test cannot fail" ||
     pass "the poison shows from window $((K + 1)) on ($(cat "$T/cmp.out"))"
-grep -q '"event":"stream"' "$T/clean.jsonl" && grep -q 'stream: windows 0 .. .* mean over the' "$T/clean.out" &&
-    pass "the running average at the end" || fail "no running average: $(tail -2 "$T/clean.out")"
+# like_with_like NAME [FEWER]: the stream's final means (event stream and
+# its line) are the model's and the baseline's means over the same windows:
+# those with both figures, named on the line ("over windows A .. B");
+# FEWER: some evaluated window has the model's figure alone (window 0)
+like_with_like() {
+    $PY - "$T/$1.jsonl" "$T/$1.out" "${2:-}" <<'EOF' > "$T/lwl.out" 2>&1
+import json, re, sys
+lines = list(map(json.loads, open(sys.argv[1])))
+W = [o for o in lines if o.get("event") == "window" and o["eval_events"] > 0]
+S = [o for o in lines if o.get("event") == "stream"][-1]
+keys = [k for k in S if k.startswith("baseline.")]
+for bk in keys:
+    mk = bk[len("baseline."):]
+    both = [o for o in W if o[mk] is not None and o[bk] is not None]
+    assert len(both) == S["evaluated"] and (len(both) < len(W) or not sys.argv[3]), \
+        (mk, len(both), len(W), S)
+    for k in (mk, bk):
+        want = sum(o[k] for o in both) / len(both)
+        assert abs(S[k] - want) <= 1e-8, (k, S[k], want)  # windows: 9 digits
+first, last = both[0]["window"], both[-1]["window"]
+assert (S["mean_first_window"], S["mean_last_window"]) == (first, last), S
+text = open(sys.argv[2]).read()
+assert re.search(r"stream: windows 0 \.\. \d+ in .* s; model and baseline means over windows "
+                 r"%d \.\. %d: " % (first, last), text), text[-400:]
+print("%d of %d evaluated windows, %d .. %d" % (len(both), len(W), first, last))
+EOF
+}
+like_with_like clean fewer &&
+    pass "the running average at the end: model and baseline over the same windows ($(cat "$T/lwl.out"))" ||
+    fail "running average: $(cat "$T/lwl.out")"
 grep -q "window 3 \[2023-11-.*, +1d): train [0-9]* users [0-9]* events, eval like AUC [0-9.]* (baseline [0-9.]*)" \
     "$T/clean.out" && pass "the window line" || fail "window line: $(grep 'window 3' "$T/clean.out")"
 # window 0 starts at the first event: the user+item baseline has nothing to
@@ -168,14 +198,16 @@ average() {
 import json, sys
 a, b, tol, atol = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 A, B = ([o for o in map(json.loads, open(p)) if o.get("event") == "stream"][-1] for p in (a, b))
-if A["evaluated"] != B["evaluated"]:
-    sys.exit("evaluated %s vs %s" % (A["evaluated"], B["evaluated"]))
+for k in ("evaluated", "mean_first_window", "mean_last_window"): # the windows of the mean
+    if A.get(k) != B.get(k) or A.get(k) is None:
+        sys.exit("%s %s vs %s" % (k, A.get(k), B.get(k)))
 keys = [k for k in A if "." in k or "@" in k or k == "mrr"]
 for k in keys:
     x, y = A[k], B[k]
     if (x is None) != (y is None) or x is not None and abs(x - y) > (atol if k.endswith("auc") else tol * max(abs(y), 1e-12)):
         sys.exit("%s: %r vs %r" % (k, x, y))
-print("%d windows, %s" % (A["evaluated"], ", ".join(sorted(keys))))
+print("%d windows, %d .. %d, %s" % (A["evaluated"], A["mean_first_window"], A["mean_last_window"],
+                                   ", ".join(sorted(keys))))
 EOF
 }
 average "$T/p4.jsonl" "$T/rest.jsonl" 1e-6 5e-3 &&
@@ -254,6 +286,18 @@ windows "$T/rclean.jsonl" "$T/rpoison.jsonl" $((K + 1)) $((K + 1)) 0 &&
     pass "retrieval: the poison shows from window $((K + 1)) on ($(cat "$T/cmp.out"))"
 grep -q "window 3 \[.*\]*: train [0-9]* users [0-9]* events.*, eval HR@10 [0-9.]* (baseline [0-9.]*), NDCG@10 [0-9.]* (baseline [0-9.]*)" \
     "$T/rclean.out" && pass "retrieval's window line" || fail "retrieval's window line: $(grep 'window 3' "$T/rclean.out")"
+# window 0 (no event before it: no user has a history to rank from): the
+# popularity baseline absent (null), not a figure from nothing
+$PY -c 'import json, sys
+w = {o["window"]: o for o in map(json.loads, open(sys.argv[1])) if o.get("event") == "window"}
+b = ("baseline.hr@10", "baseline.ndcg@10")
+assert w[0]["eval_events"] == 0 and all(w[0][k] is None for k in b), w[0]
+assert all(isinstance(w[1][k], float) for k in b), w[1]' "$T/rclean.jsonl" 2>"$T/b0.err" &&
+    pass "retrieval's window 0: the popularity baseline absent, window 1's a figure" ||
+    fail "retrieval's window 0 baseline: $(grep 'window 0 ' "$T/rclean.out") $(cat "$T/b0.err")"
+like_with_like rclean &&
+    pass "retrieval's running average: model and baseline over the same windows ($(cat "$T/lwl.out"))" ||
+    fail "retrieval's running average: $(cat "$T/lwl.out")"
 run rp3 3 "$T/r.h5"
 windows "$T/rclean.jsonl" "$T/rp3.jsonl" 0 $((N - 1)) 1e-6 &&
     pass "retrieval, P = 3: every window's loss and metrics as P = 1 ($(cat "$T/cmp.out"))" ||

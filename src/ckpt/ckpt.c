@@ -182,6 +182,11 @@ static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
             snprintf(key, sizeof key, "stream_avg_%d_base", t);
             h5io_attr_f64(h, f, key, tr->avg.base[t]);
         }
+    if (tr->avg.nw) { /* the windows of the stream's mean */
+        h5io_attr_i64(h, f, "stream_avg_windows", tr->avg.nw);
+        h5io_attr_i64(h, f, "stream_avg_first", tr->avg.first);
+        h5io_attr_i64(h, f, "stream_avg_last", tr->avg.last);
+    }
     if (tr->files) /* window files: checked on resume (cmd/train_stream.c) */
         h5io_attr_i64(h, f, "stream_files_before", tr->files_before);
     struct ckpt_run run; /* the run it belongs to, and the write order (ckpt_run.h) */

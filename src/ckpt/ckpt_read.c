@@ -456,6 +456,14 @@ void checkpoint_read(struct trainer *tr, const char *path)
              h5io_attr_read_f64(f, path, kb, &tr->avg.base[t], err, sizeof err)))
             fatal("checkpoint %s", err);
     }
+    if (h5io_has_attr(f, "stream_avg_windows") && /* the windows of the mean */
+        (h5io_attr_read_range(f, path, "stream_avg_windows", 0, tr->windows, &tr->avg.nw, err,
+                              sizeof err) ||
+         h5io_attr_read_range(f, path, "stream_avg_first", 0, tr->windows, &tr->avg.first, err,
+                              sizeof err) ||
+         h5io_attr_read_range(f, path, "stream_avg_last", 0, tr->windows, &tr->avg.last, err,
+                              sizeof err)))
+        fatal("checkpoint %s", err);
     tr->files_before = -1;
     if (h5io_has_attr(f, "stream_files_before") &&
         h5io_attr_read_range(f, path, "stream_files_before", 0, INT64_MAX, &tr->files_before,

@@ -31,6 +31,11 @@ static struct emb_table *view_begin(void *inf)
     return tr->items;
 }
 static void view_end(void *inf) { train_dyn_view_end(inf); }
+static const float *view_shared(void *inf)
+{
+    (void)inf;
+    return train_dyn_view_shared();
+}
 
 void eval_ctx_of(struct trainer *tr, struct eval_ctx *ev)
 {
@@ -41,5 +46,5 @@ void eval_ctx_of(struct trainer *tr, struct eval_ctx *ev)
                             .items = tr->items, .inf = tr, .user_vectors = user_vectors,
                             .predict = predict, .item_rows = tr->feat ? item_rows : NULL,
                             .history_tokens = history_tokens, .view_begin = view_begin,
-                            .view_end = view_end};
+                            .view_end = view_end, .view_shared = view_shared};
 }

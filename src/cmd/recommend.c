@@ -27,6 +27,7 @@
 #include "eval/eval.h"
 #include "eval/eval_retrieval.h"
 #include "train/infer.h"
+#include "train/train_dyn.h"
 #include "cmd/rec_ids.h"
 #include "cmd/rec_out.h"
 #include "model/loss.h"
@@ -283,7 +284,9 @@ int recommend_main(int argc, char **argv)
                                        tr.step);
     struct rec_plan pl;
     rec_plan_init(&pl, n, c.size, o.batch, o.round);
-    struct eval_conf ec = {.normalize_items = tr.conf.normalize_items, .topk = K};
+    /* a dynamic item table: its ids without a row of their own score as one */
+    struct eval_conf ec = {.normalize_items = tr.conf.normalize_items, .topk = K,
+                           .shared_row = train_dyn_view_shared()};
     struct eval_ctx ev;
     eval_ctx_of(&tr, &ev);
     eval_conf_items(&ev, &ec);

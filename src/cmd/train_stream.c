@@ -127,9 +127,10 @@ static void window_training(struct trainer *tr, const struct rsplit *ws, int64_t
 }
 
 /* Window k's evaluation: the model and the baselines on its sampled events;
- * *no_base: ranking with no event before the window (the stream's first
- * window from the first event): the user+item baseline has nothing to
- * predict from, and its figures are not shown. */
+ * *no_base: no event before the window (the stream's first window from the
+ * first event): the baseline (ranking's user+item means, retrieval's most
+ * popular items) has nothing to predict from, and its figures are not
+ * shown. */
 static void window_eval(struct trainer *tr, const struct rsplit *ws,
                         const struct bias_values *bias0, int64_t k, struct eval_result *model,
                         struct eval_result *base, int64_t *n_eval, int *no_base)
@@ -137,7 +138,7 @@ static void window_eval(struct trainer *tr, const struct rsplit *ws,
     int64_t before = 0;
     for (int64_t u = 0; u < tr->ds.num_users; u++)
         before += ws->bound[2 * u];
-    *no_base = tr->conf.task.type == TASK_RANKING && before == 0;
+    *no_base = before == 0;
     struct rsplit es;
     *n_eval = window_eval_sample(ws, &tr->ds, tr->conf.seed, k, tr->conf.stream.max_events, &es);
     struct eval_ctx ev;
@@ -168,7 +169,10 @@ static void window_eval(struct trainer *tr, const struct rsplit *ws,
 }
 
 /* The window line and its metrics line (event "window"); base: the
- * baseline shown (window_eval; no_base: absent, "-" and null). */
+ * baseline shown (window_eval; no_base: absent, "-" and null). A window
+ * with both the model's and the baseline's figure of a metric adds both
+ * to the running average (avg), so that the two means are over the same
+ * windows. */
 static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struct eval_result *m,
                           const struct eval_result *base, int no_base, int64_t n_eval, int64_t users,
                           int64_t trained, int64_t events, double loss, int64_t steps,
@@ -184,20 +188,25 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     for (int t = 0; no_base && t < sb.n; t++)
         sb.v[t] = NAN;
     size_t n = 0;
+    int in_mean = 0;
     for (int t = 0; t < sm.n && n < sizeof ev; t++) {
         char bt[32] = "-";
         if (!isnan(sb.v[t]))
             snprintf(bt, sizeof bt, "%.4f", sb.v[t]);
         n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s %.4f (baseline %s)", t ? ", " : "",
                               sm.name[t], sm.v[t], bt);
-        if (n_eval > 0 && !isnan(sm.v[t])) {
+        if (n_eval > 0 && !isnan(sm.v[t]) && !isnan(sb.v[t])) {
             avg->n[t]++;
             avg->model[t] += sm.v[t];
-        }
-        if (n_eval > 0 && !isnan(sb.v[t])) {
             avg->nb[t]++;
             avg->base[t] += sb.v[t];
+            in_mean = 1;
         }
+    }
+    if (in_mean) {
+        if (avg->nw++ == 0)
+            avg->first = k;
+        avg->last = k;
     }
     snprintf(line, sizeof line, "window %lld [%s, +%s): train %lld users %s events",
              (long long)k, when, tr->conf.stream.len_text, (long long)users, ntr);
@@ -240,7 +249,9 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     metrics_end(&l, tr->metrics);
 }
 
-/* The running average over the windows this run evaluated. */
+/* The running average: the model's and the baseline's means over the
+ * windows with both figures (window_report), the first and the last of
+ * them named. */
 static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int64_t k0,
                            int64_t k1, double secs)
 {
@@ -257,6 +268,10 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
     metrics_int(&l, "step", tr->step);
     metrics_num(&l, "seconds", secs);
     metrics_int(&l, "evaluated", avg->n[0]); /* the windows of the mean, from window 0 */
+    if (avg->nw > 0) {
+        metrics_int(&l, "mean_first_window", avg->first);
+        metrics_int(&l, "mean_last_window", avg->last);
+    }
     for (int t = 0; t < sh.n && n < sizeof ev; t++) {
         const double a = avg->n[t] ? avg->model[t] / (double)avg->n[t] : NAN;
         const double b = avg->nb[t] ? avg->base[t] / (double)avg->nb[t] : NAN;
@@ -271,9 +286,17 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
         metrics_num_exact(&l, key, b);
     }
     metrics_end(&l, tr->metrics);
-    log_info("stream: windows %lld .. %lld in %.1f s; mean over the %lld evaluated of windows "
-             "0 .. %lld: %s", (long long)k0, (long long)k1 - 1, secs, (long long)avg->n[0],
-             (long long)k1 - 1, ev);
+    char over[160];
+    if (avg->nw > 0 && avg->last - avg->first + 1 == avg->n[0])
+        snprintf(over, sizeof over, "windows %lld .. %lld", (long long)avg->first,
+                 (long long)avg->last);
+    else if (avg->nw > 0)
+        snprintf(over, sizeof over, "the %lld windows of %lld .. %lld with both figures",
+                 (long long)avg->n[0], (long long)avg->first, (long long)avg->last);
+    else /* none, or a checkpoint from before the windows were recorded */
+        snprintf(over, sizeof over, "%lld windows with both figures", (long long)avg->n[0]);
+    log_info("stream: windows %lld .. %lld in %.1f s; model and baseline means over %s: %s",
+             (long long)k0, (long long)k1 - 1, secs, over, ev);
 }
 
 /* Window k's training steps; returns the signal that stopped them (0:

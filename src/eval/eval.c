@@ -51,15 +51,16 @@ void eval_split(const struct eval_ctx *ev, int test, struct eval_metrics *out)
         nh += sb.hist_off[sb.B];
         batch_free(&sb);
     }
-    struct eval_conf conf = {.normalize_items = ev->normalize_items};
+    struct eval_conf conf = {.normalize_items = ev->normalize_items,
+                             .shared_row = ev->items_shared};
     eval_conf_items(ev, &conf);
     struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
                              .hist_ids = hist};
-    int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * sizeof *rank);
-    eval_retrieval_queries(ev->items, c, &backend_cpu, &conf, &q, rank, NULL, NULL);
+    int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * 2 * sizeof *rank), *ties = rank + nq;
+    eval_retrieval_queries(ev->items, c, &backend_cpu, &conf, &q, rank, ties, NULL, NULL);
     eval_metrics_init(out);
     for (int64_t i = 0; i < nq; i++)
-        eval_metrics_add(out, rank[i]);
+        eval_metrics_add(out, rank[i], ties[i]);
     eval_metrics_reduce(out, c);
     free(rank);
     free(u);
@@ -157,6 +158,8 @@ void eval_run(const struct eval_ctx *ev, int test, struct eval_result *out)
     struct eval_ctx e = *ev;
     if (ev->view_begin) /* a dynamic item table: read as a dense one */
         e.items = ev->view_begin(ev->inf);
+    if (ev->view_shared) /* its items without a row of their own */
+        e.items_shared = ev->view_shared(ev->inf);
     eval_ops_of(ev)->run(&e, test, out);
     if (ev->view_end)
         ev->view_end(ev->inf);

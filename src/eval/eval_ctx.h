@@ -41,6 +41,11 @@ struct eval_ctx {
      * view, which view_begin returns for the evaluation to read */
     struct emb_table *(*view_begin)(void *inf);
     void (*view_end)(void *inf);
+    /* during it: the row of the view's items without one of their own (the
+     * unadmitted row, eval_retrieval.h's shared_row), NULL: none; eval_run
+     * sets items_shared from it */
+    const float *(*view_shared)(void *inf);
+    const float *items_shared;
 };
 
 #endif

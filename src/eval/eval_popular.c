@@ -1,7 +1,9 @@
 /* eval_popular: the most-popular-items baseline, evaluated like the model:
- * items ranked by their number of training events (ties: smaller id first),
- * the user's history excluded, leave-one-out targets (the stream schedule's
- * window: the events before it counted, its events the targets). */
+ * items ranked by their number of training events, the user's history
+ * excluded, leave-one-out targets (the stream schedule's window: the events
+ * before it counted, its events the targets). Items with the target's count
+ * are ties, taken as the model's are (eval_metrics_add: the expectation
+ * over their random order). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,17 +41,22 @@ void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out)
     }
     free(items);
     comm_allreduce_sum_i64v(c, COMM_DP, count, n_items + 1);
-    /* pos[id]: place of id in the popularity order */
-    int64_t *order = xmalloc((size_t)n_items * sizeof *order);
-    int64_t *pos = xmalloc(((size_t)n_items + 1) * sizeof *pos);
+    /* pos[id]: items with a higher count than id's; tie[id]: items with its count */
+    int64_t *order = xmalloc((size_t)(n_items ? n_items : 1) * sizeof *order);
+    int64_t *pos = xmalloc(((size_t)n_items + 1) * 2 * sizeof *pos), *tie = pos + n_items + 1;
     for (int64_t i = 0; i < n_items; i++)
         order[i] = i + 1;
     g_count = count;
     qsort(order, (size_t)n_items, sizeof *order, by_popularity);
-    for (int64_t i = 0; i < n_items; i++)
-        pos[order[i]] = i;
+    for (int64_t i = 0, j; i < n_items; i = j) { /* groups of equal counts */
+        for (j = i; j < n_items && count[order[j]] == count[order[i]]; j++)
+            pos[order[j]] = i;
+        for (int64_t k = i; k < j; k++)
+            tie[order[k]] = j - i;
+    }
     free(order);
-    /* rank = items before the target, less the history items among them */
+    /* above: items before the target's group, ties: the others of its group,
+     * less the history items among them */
     int64_t *users, *events = NULL, skipped;
     int64_t n = ev->window ? batch_window_entries(ev->rsplit, ds, &users, &events, &skipped)
                            : split_eval_users(ds, ev->split, test, &users);
@@ -64,16 +71,19 @@ void eval_popular(const struct eval_ctx *ev, int test, struct eval_metrics *out)
         else
             batch_eval(ds, ev->split, test, ev->N, 0, users + k, nb, &sb);
         for (int64_t i = 0; i < sb.B; i++) {
-            int64_t target = sb.targets[sb.offsets[i + 1] - 1], r = pos[target];
+            const int64_t target = sb.targets[sb.offsets[i + 1] - 1];
+            int64_t r = pos[target], t = tie[target] - 1;
             for (int64_t h = sb.hist_off[i]; h < sb.hist_off[i + 1]; h++) {
                 int64_t id = sb.hist[h];
-                if (id != target && !seen[id] && pos[id] < pos[target])
-                    r--;
+                if (id >= 1 && id != target && !seen[id]) {
+                    r -= pos[id] < pos[target];
+                    t -= pos[id] == pos[target];
+                }
                 seen[id] = 1;
             }
             for (int64_t h = sb.hist_off[i]; h < sb.hist_off[i + 1]; h++)
                 seen[sb.hist[h]] = 0;
-            eval_metrics_add(out, r);
+            eval_metrics_add(out, r, t);
         }
         batch_free(&sb);
     }

@@ -86,8 +86,21 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* This rank's shard as a dense matrix: position k holds id first + k G. */
 struct shard_mat {
     int64_t m, first;
-    float *dev; /* [m, d] (normalised) rows in be memory */
+    float *dev;      /* [m, d] (normalised) rows in be memory */
+    uint8_t *shared; /* [m] 1: the row is the shared row (conf->shared_row), or NULL */
 };
+
+/* Whether shared rows are told apart (eval_retrieval.h). */
+static int with_shared(const struct eval_conf *conf)
+{
+    return conf->shared_row && !conf->item_rows;
+}
+
+/* Whether row[d] is the shared row, bit for bit. */
+static int is_shared(const float *row, const float *shared, int d)
+{
+    return memcmp(row, shared, (size_t)d * sizeof *row) == 0;
+}
 
 static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
                             const struct backend_ops *be, int normalize,
@@ -100,6 +113,12 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
     size_t bytes = (size_t)(sm->m ? sm->m : 1) * (size_t)d * sizeof(float);
     float *host = xmalloc(bytes);
     emb_table_get_slots(t, sm->first / G, sm->m, host, NULL, NULL); /* any placement */
+    sm->shared = NULL;
+    if (with_shared(conf)) {
+        sm->shared = xmalloc((size_t)(sm->m ? sm->m : 1));
+        for (int64_t k = 0; k < sm->m; k++)
+            sm->shared[k] = (uint8_t)is_shared(host + k * d, conf->shared_row, d);
+    }
     if (conf->item_rows) { /* the items' representation */
         int64_t *ids = xmalloc((size_t)(sm->m ? sm->m : 1) * sizeof *ids);
         for (int64_t k = 0; k < sm->m; k++)
@@ -119,9 +138,49 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
     free(host);
 }
 
-/* Target scores st[n] = u_q . e_target (float dot, e as in the shard). */
+/* rows[n, d] := rows / max(||row||, ITEM_NORM_EPS) (be's l2norm_fwd) */
+static void normalize_rows(const struct backend_ops *be, int64_t n, int d, float *rows)
+{
+    if (n < 1)
+        return;
+    size_t bytes = (size_t)n * (size_t)d * sizeof(float);
+    float *a = be->alloc(bytes), *b = be->alloc(bytes), *nrm = be->alloc((size_t)n * 4);
+    be->to_device(a, rows, bytes);
+    be->l2norm_fwd(n, d, ITEM_NORM_EPS, a, b, nrm);
+    be->to_host(rows, b, bytes);
+    be->free(a);
+    be->free(b);
+    be->free(nrm);
+}
+
+/* u[d] . e[d] as float, in one order: the targets' and the shared row's scores */
+static float dot_score(const float *u, const float *e, int d)
+{
+    float s = 0;
+    for (int j = 0; j < d; j++)
+        s += u[j] * e[j];
+    return s;
+}
+
+/* The shared row's score of every query, ss[n] = u_q . e_sh (with_shared;
+ * e_sh normalised as the shard's rows are). Local. */
+static void shared_scores(const struct backend_ops *be, const struct eval_conf *conf, int d,
+                          const struct eval_queries *q, float *ss)
+{
+    float *e = xmalloc((size_t)d * sizeof *e);
+    memcpy(e, conf->shared_row, (size_t)d * sizeof *e);
+    if (conf->normalize_items)
+        normalize_rows(be, 1, d, e);
+    for (int64_t i = 0; i < q->n; i++)
+        ss[i] = dot_score(q->u + i * d, e, d);
+    free(e);
+}
+
+/* Target scores st[n] = u_q . e_target (float dot, e as in the shard); a
+ * target whose row is the shared row scores ss[i] (ss NULL: none). */
 static void target_scores(struct emb_table *t, struct comm *c, const struct backend_ops *be,
-                          const struct eval_conf *conf, const struct eval_queries *q, float *st)
+                          const struct eval_conf *conf, const struct eval_queries *q,
+                          const float *ss, float *st)
 {
     const int normalize = conf->normalize_items;
     const int d = t->conf.dim;
@@ -129,23 +188,16 @@ static void target_scores(struct emb_table *t, struct comm *c, const struct back
     size_t bytes = (size_t)(n ? n : 1) * (size_t)d * sizeof(float);
     float *rows = xmalloc(bytes);
     emb_exchange_free(emb_lookup(t, c, q->targets, n, rows, NULL)); /* collective over emb */
+    uint8_t *sh = xcalloc((size_t)(n ? n : 1), 1);
+    for (int64_t i = 0; ss && i < n; i++)
+        sh[i] = (uint8_t)is_shared(rows + i * d, conf->shared_row, d);
     if (conf->item_rows)
         conf->item_rows(conf->item_ctx, q->targets, n, rows);
-    if (normalize && n > 0) {
-        float *a = be->alloc(bytes), *b = be->alloc(bytes), *nrm = be->alloc((size_t)n * 4);
-        be->to_device(a, rows, (size_t)n * (size_t)d * sizeof(float));
-        be->l2norm_fwd(n, d, ITEM_NORM_EPS, a, b, nrm);
-        be->to_host(rows, b, (size_t)n * (size_t)d * sizeof(float));
-        be->free(a);
-        be->free(b);
-        be->free(nrm);
-    }
-    for (int64_t i = 0; i < n; i++) {
-        float s = 0;
-        for (int j = 0; j < d; j++)
-            s += q->u[i * d + j] * rows[i * d + j];
-        st[i] = s;
-    }
+    if (normalize)
+        normalize_rows(be, n, d, rows);
+    for (int64_t i = 0; i < n; i++)
+        st[i] = sh[i] ? ss[i] : dot_score(q->u + i * d, rows + i * d, d);
+    free(sh);
     free(rows);
 }
 
@@ -153,7 +205,7 @@ static void target_scores(struct emb_table *t, struct comm *c, const struct back
 struct round {
     int64_t ng;                 /* gathered queries */
     int64_t *cnt, *off;         /* [G], [G + 1]: queries per rank, offsets */
-    float *u, *st;              /* [ng, d], [ng] */
+    float *u, *st, *ss;         /* [ng, d], [ng], [ng] (ss: shared rows' scores, or NULL) */
     int64_t *tgt;               /* [ng] */
     int64_t *tpos;              /* [ng] shard position of the target, or -1 */
     int64_t *skip_off, *skip;   /* CSR [ng + 1]: sorted unique shard positions of
@@ -162,7 +214,7 @@ struct round {
 
 static void round_gather(struct round *rd, struct comm *c, const struct emb_table *t,
                          const struct shard_mat *sm, const struct eval_queries *q,
-                         const float *st, int64_t q0, int64_t mine)
+                         const float *st, const float *ss, int64_t q0, int64_t mine)
 {
     const int G = t->G, d = t->conf.dim;
     const int64_t ng = rd->ng;
@@ -179,6 +231,12 @@ static void round_gather(struct round *rd, struct comm *c, const struct emb_tabl
     rd->st = xmalloc((size_t)(ng ? ng : 1) * sizeof(float));
     comm_allgatherv(c, COMM_EMB, COMM_F32, mine ? st + q0 : NULL, mine, rd->st, rd->cnt,
                     COMM_PH_OTHER);
+    rd->ss = NULL;
+    if (ss) { /* the same on every rank of the group: all have shared rows or none */
+        rd->ss = xmalloc((size_t)(ng ? ng : 1) * sizeof(float));
+        comm_allgatherv(c, COMM_EMB, COMM_F32, mine ? ss + q0 : NULL, mine, rd->ss, rd->cnt,
+                        COMM_PH_OTHER);
+    }
     /* history lengths, then the histories */
     int64_t *len = xmalloc((size_t)(mine ? mine : 1) * sizeof *len);
     for (int64_t i = 0; i < mine; i++)
@@ -228,14 +286,17 @@ static void round_free(struct round *rd)
 {
     free(rd->u);
     free(rd->st);
+    free(rd->ss);
     free(rd->tgt);
     free(rd->tpos);
     free(rd->skip_off);
     free(rd->skip);
 }
 
-/* Score the round's queries against the shard: pc[ng] partial counts of
- * candidates above the target, lists[ng, K] this shard's top-K. */
+/* Score the round's queries against the shard: pc[ng, 3] partial counts of
+ * candidates of their own rows above and tied with the target, and of
+ * candidates with the shared row (rd->ss: scored ss[g], compared on the
+ * query's rank); lists[ng, K] this shard's top-K. */
 static void round_score(const struct round *rd, const struct shard_mat *sm, int G, int d, int K,
                         const struct eval_conf *conf, const struct backend_ops *be, int64_t *pc,
                         struct cand *lists)
@@ -253,7 +314,7 @@ static void round_score(const struct round *rd, const struct shard_mat *sm, int 
         for (int64_t i = 0; i < nb; i++) {
             hn[i] = 0;
             cur[i] = rd->skip_off[b0 + i];
-            pc[b0 + i] = 0;
+            pc[3 * (b0 + i)] = pc[3 * (b0 + i) + 1] = pc[3 * (b0 + i) + 2] = 0;
         }
         for (int64_t i0 = 0; i0 < m; i0 += IB) {
             int64_t ni = min64(IB, m - i0);
@@ -262,23 +323,33 @@ static void round_score(const struct round *rd, const struct shard_mat *sm, int 
             be->to_host(S, ds, (size_t)nb * (size_t)ni * sizeof(float));
             for (int64_t i = 0; i < nb; i++) {
                 const int64_t g = b0 + i, send = rd->skip_off[g + 1], tp = rd->tpos[g];
-                const float thr = rd->st[g], *s = S + i * ni;
+                const float thr = rd->st[g], *s = S + i * ni, ssg = rd->ss ? rd->ss[g] : 0;
+                const uint8_t *sh = sm->shared;
                 struct cand *hp = heaps + i * K;
-                int64_t above = 0, k = cur[i];
+                int64_t above = 0, tied = 0, shared = 0, k = cur[i];
                 for (int64_t j = 0; j < ni; j++) {
                     int64_t pos = i0 + j;
                     if (k < send && rd->skip[k] == pos) { /* excluded history */
                         k++;
                         continue;
                     }
-                    above += pos != tp && s[j] > thr;
+                    float x = s[j];
+                    if (sh && sh[pos]) { /* one score for the whole group */
+                        x = ssg;
+                        shared += pos != tp;
+                    } else if (pos != tp) {
+                        above += x > thr;
+                        tied += x == thr;
+                    }
                     /* NaN scores never enter a list; ids rise along the scan, so
                      * once the heap is full only a strictly higher score can */
-                    if (K > 0 && (hn[i] < K ? s[j] == s[j] : s[j] > hp[0].s))
-                        heap_offer(hp, &hn[i], K, (struct cand){s[j], sm->first + pos * G});
+                    if (K > 0 && (hn[i] < K ? x == x : x > hp[0].s))
+                        heap_offer(hp, &hn[i], K, (struct cand){x, sm->first + pos * G});
                 }
                 cur[i] = k;
-                pc[g] += above;
+                pc[3 * g] += above;
+                pc[3 * g + 1] += tied;
+                pc[3 * g + 2] += shared;
             }
         }
         for (int64_t i = 0; i < nb && K > 0; i++)
@@ -292,28 +363,44 @@ static void round_score(const struct round *rd, const struct shard_mat *sm, int 
     free(cur);
 }
 
-/* Partial counts pc[ng] back to each query's rank (all-to-allv), summed
- * there: rank[mine] of this rank's queries of the round, st[mine] their
- * target scores (not finite: rank = rows). */
+/* Partial counts pc[ng, 3] back to each query's rank (all-to-allv), summed
+ * there: rank[mine] and ties[mine] (or NULL) of this rank's queries of the
+ * round, st[mine] their target scores (not finite: rank = rows, no ties),
+ * ss[mine] their shared rows' scores (NULL: none), the one comparison
+ * that places the group of shared rows. */
 static void round_return_counts(struct comm *c, const struct round *rd, int G, int me,
-                                const int64_t *pc, const float *st, int64_t rows, int64_t *rank)
+                                const int64_t *pc, const float *st, const float *ss,
+                                int64_t rows, int64_t *rank, int64_t *ties)
 {
     const int64_t mine = rd->cnt[me];
-    int64_t *rc = xmalloc((size_t)G * 2 * sizeof *rc), *rdis = rc + G;
-    int64_t *rpc = xmalloc((size_t)(mine > 0 ? G * mine : 1) * sizeof *rpc);
+    int64_t *v = xmalloc((size_t)G * 4 * sizeof *v), *sc = v, *sd = v + G, *rc = v + 2 * G,
+            *rdis = v + 3 * G;
+    int64_t *rpc = xmalloc((size_t)(mine > 0 ? 3 * G * mine : 1) * sizeof *rpc);
     for (int r = 0; r < G; r++) {
-        rc[r] = mine;
-        rdis[r] = r * mine;
+        sc[r] = 3 * rd->cnt[r];
+        sd[r] = 3 * rd->off[r];
+        rc[r] = 3 * mine;
+        rdis[r] = 3 * r * mine;
     }
-    comm_alltoallv(c, COMM_EMB, COMM_I64, pc, rd->cnt, rd->off, rpc, rc, rdis, COMM_PH_OTHER);
+    comm_alltoallv(c, COMM_EMB, COMM_I64, pc, sc, sd, rpc, rc, rdis, COMM_PH_OTHER);
     for (int64_t i = 0; i < mine; i++) {
-        int64_t sum = 0;
-        for (int r = 0; r < G; r++)
-            sum += rpc[r * mine + i];
-        rank[i] = isfinite(st[i]) ? sum : rows;
+        int64_t above = 0, tied = 0, shared = 0;
+        for (int r = 0; r < G; r++) {
+            const int64_t *p = rpc + 3 * (r * mine + i);
+            above += p[0];
+            tied += p[1];
+            shared += p[2];
+        }
+        if (ss && ss[i] > st[i])
+            above += shared;
+        else if (ss && ss[i] == st[i])
+            tied += shared;
+        rank[i] = isfinite(st[i]) ? above : rows;
+        if (ties)
+            ties[i] = isfinite(st[i]) ? tied : 0;
     }
     free(rpc);
-    free(rc);
+    free(v);
 }
 
 /* The shards' top-K lists[ng, K] back to each query's rank, where the G
@@ -407,7 +494,8 @@ static void check_queries(const struct emb_table *t, const struct comm *c,
  * and rank[] receives placeholders. */
 static void rank_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
                          const struct eval_conf *conf_in, const struct eval_queries *q_in,
-                         int with_targets, int64_t *rank, int64_t *topk_ids, float *topk_scores)
+                         int with_targets, int64_t *rank, int64_t *ties, int64_t *topk_ids,
+                         float *topk_scores)
 {
     const int G = t->G, me = t->shard, d = t->conf.dim, K = conf_in->topk;
     if (G != c->g[COMM_EMB].size || me != c->g[COMM_EMB].rank)
@@ -430,9 +518,13 @@ static void rank_queries(struct emb_table *t, struct comm *c, const struct backe
     if (conf.iblock <= 0)
         conf.iblock = 4096;
 
-    float *st = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *st);
+    float *st = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *st), *ss = NULL;
+    if (with_shared(&conf)) {
+        ss = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *ss);
+        shared_scores(be, &conf, d, q, ss);
+    }
     if (with_targets)
-        target_scores(t, c, be, &conf, q, st);
+        target_scores(t, c, be, &conf, q, ss, st);
     else /* no item scores above +inf: nothing counted */
         for (int64_t i = 0; i < q->n; i++)
             st[i] = INFINITY;
@@ -457,12 +549,13 @@ static void rank_queries(struct emb_table *t, struct comm *c, const struct backe
             rd.off[r + 1] = rd.off[r] + rd.cnt[r];
         }
         rd.ng = rd.off[G];
-        round_gather(&rd, c, t, &sm, q, st, q0, rd.cnt[me]);
-        int64_t *pc = xmalloc((size_t)(rd.ng ? rd.ng : 1) * sizeof *pc);
+        round_gather(&rd, c, t, &sm, q, st, ss, q0, rd.cnt[me]);
+        int64_t *pc = xmalloc((size_t)(rd.ng ? rd.ng : 1) * 3 * sizeof *pc);
         struct cand *lists = xmalloc((size_t)(rd.ng ? rd.ng : 1) * (size_t)(K ? K : 1) *
                                      sizeof *lists);
         round_score(&rd, &sm, G, d, K, &conf, be, pc, lists);
-        round_return_counts(c, &rd, G, me, pc, st + q0, t->conf.rows, rank + q0);
+        round_return_counts(c, &rd, G, me, pc, st + q0, ss ? ss + q0 : NULL, t->conf.rows,
+                            rank + q0, ties ? ties + q0 : NULL);
         if (K > 0)
             round_return_topk(c, &rd, G, me, K, lists, topk_ids + q0 * K,
                               topk_scores ? topk_scores + q0 * K : NULL);
@@ -474,15 +567,17 @@ static void rank_queries(struct emb_table *t, struct comm *c, const struct backe
     free(rd.off);
     free(nq);
     free(st);
+    free(ss);
     free(no_targets);
+    free(sm.shared);
     be->free(sm.dev);
 }
 
 void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
                             const struct eval_conf *conf, const struct eval_queries *q,
-                            int64_t *rank, int64_t *topk_ids, float *topk_scores)
+                            int64_t *rank, int64_t *ties, int64_t *topk_ids, float *topk_scores)
 {
-    rank_queries(t, c, be, conf, q, 1, rank, topk_ids, topk_scores);
+    rank_queries(t, c, be, conf, q, 1, rank, ties, topk_ids, topk_scores);
 }
 
 void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backend_ops *be,
@@ -492,7 +587,7 @@ void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backe
     if (conf->topk < 1)
         fatal("eval_retrieval_topk: top-%d (at least 1)", conf->topk);
     int64_t *rank = xmalloc((size_t)(q->n ? q->n : 1) * sizeof *rank);
-    rank_queries(t, c, be, conf, q, 0, rank, topk_ids, topk_scores);
+    rank_queries(t, c, be, conf, q, 0, rank, NULL, topk_ids, topk_scores);
     free(rank);
 }
 
@@ -501,21 +596,65 @@ void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backe
 const int eval_hr_k[EVAL_NHR] = {1, 10, 50, 200};
 const int eval_ndcg_k[EVAL_NNDCG] = {10, 50, 200};
 
+double eval_tie_hr(int64_t above, int64_t ties, int K)
+{
+    if (above >= K)
+        return 0.0;
+    const int64_t last = above + ties < K - 1 ? above + ties : K - 1; /* the last hit */
+    return (double)(last - above + 1) / (double)(ties + 1);
+}
+
+double eval_tie_ndcg(int64_t above, int64_t ties, int K)
+{
+    double s = 0;
+    for (int64_t r = above; r <= above + ties && r < K; r++) /* at most K terms */
+        s += 1.0 / log2((double)r + 2.0);
+    return s / (double)(ties + 1);
+}
+
+#define TIE_SUM_MAX 4096 /* ties summed term by term up to this; beyond, H in closed form */
+
+/* H(n) = 1 + 1/2 + ... + 1/n for n > TIE_SUM_MAX: ln n + gamma + 1/(2n) -
+ * 1/(12 n^2) + 1/(120 n^4), the next term below 1e-22 */
+static double harmonic_big(int64_t n)
+{
+    const double x = (double)n, x2 = x * x;
+    return log(x) + 0.57721566490153286061 + 1.0 / (2.0 * x) - 1.0 / (12.0 * x2) +
+           1.0 / (120.0 * x2 * x2);
+}
+
+double eval_tie_mrr(int64_t above, int64_t ties)
+{
+    if (ties <= TIE_SUM_MAX) {
+        double s = 0;
+        for (int64_t r = above + ties; r >= above; r--) /* small terms first */
+            s += 1.0 / ((double)r + 1.0);
+        return s / (double)(ties + 1);
+    }
+    double lo = 0; /* H(above) */
+    if (above > TIE_SUM_MAX)
+        lo = harmonic_big(above);
+    else
+        for (int64_t r = above; r >= 1; r--)
+            lo += 1.0 / (double)r;
+    return (harmonic_big(above + ties + 1) - lo) / (double)(ties + 1);
+}
+
 void eval_metrics_init(struct eval_metrics *m) { memset(m, 0, sizeof *m); }
 
-void eval_metrics_add(struct eval_metrics *m, int64_t rank)
+void eval_metrics_add(struct eval_metrics *m, int64_t above, int64_t ties)
 {
     if (m->finished)
         fatal("eval_metrics_add: the metrics are already finished");
-    if (rank < 0)
-        fatal("eval_metrics_add: negative rank %lld", (long long)rank);
+    if (above < 0 || ties < 0)
+        fatal("eval_metrics_add: negative rank %lld or ties %lld", (long long)above,
+              (long long)ties);
     m->count++;
     for (int i = 0; i < EVAL_NHR; i++)
-        m->hr[i] += rank < eval_hr_k[i];
+        m->hr[i] += eval_tie_hr(above, ties, eval_hr_k[i]);
     for (int i = 0; i < EVAL_NNDCG; i++)
-        if (rank < eval_ndcg_k[i])
-            m->ndcg[i] += 1.0 / log2((double)rank + 2.0);
-    m->mrr += 1.0 / ((double)rank + 1.0);
+        m->ndcg[i] += eval_tie_ndcg(above, ties, eval_ndcg_k[i]);
+    m->mrr += eval_tie_mrr(above, ties);
 }
 
 void eval_metrics_finish(struct eval_metrics *m)

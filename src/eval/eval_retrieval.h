@@ -5,7 +5,8 @@
  * target id and the history to exclude. No rank holds the whole table: the
  * queries are all-gathered within the emb group (in rounds of a bounded
  * number of queries), each owner scores its shard against them in blocks
- * with be->gemm, counts the items scoring above the target and keeps its
+ * with be->gemm, counts the items scoring above and tied with the target
+ * (and those holding the shared row: one group) and keeps its
  * best K; partial counts and top-K lists go back to each query's rank
  * (all-to-allv), which sums the counts and merges the lists. With G < P each
  * emb group evaluates its own queries independently.
@@ -15,17 +16,30 @@
  * raw row (SASRec).
  *
  * Rank of the target (0-based): the number of candidate items scoring
- * STRICTLY above the target, where the candidates are the ids 1..rows minus
- * the query's history minus the target itself. Ties count in the target's
- * favour. The target's score is a float dot product with its looked-up row,
- * the items' scores come from gemm: scores that are equal in exact
- * arithmetic may differ in the last bit, so an item tied with the target
- * within float rounding may fall on either side. A query whose target score
- * is not finite (a diverged model) gets rank = rows, a miss at every cutoff.
+ * strictly above the target ("above"), and the number scoring exactly the
+ * same ("ties"), where the candidates are the ids 1..rows minus the query's
+ * history minus the target itself. The metrics take the target's position
+ * among its ties as uniformly random (eval_metrics_add: never in the
+ * target's favour; doc/training.md, "Splits and evaluation"). The target's
+ * score is a float dot product with its looked-up row, the items' scores
+ * come from gemm: scores that are equal in exact arithmetic may differ in
+ * the last bit, so an item of its own row tied with the target within float
+ * rounding may fall on either side.
+ *
+ * Shared rows (conf->shared_row, a dynamic table's unadmitted row; not with
+ * item_rows): every item whose row is bit for bit the shared row (no row of
+ * its own) is scored once per query, s_sh = u_q . e_sh on the query's rank,
+ * and the whole group is above, tied with or below the target by that one
+ * comparison (a target without a row of its own scores s_sh itself: tied
+ * with the group), so that no rounding difference between ranks or blocks
+ * can move part of a group; in the top-K lists they score s_sh. A query
+ * whose target score is not finite (a diverged model) gets rank = rows, no
+ * ties: a miss at every cutoff.
  *
  * Top-K: the K (<= EVAL_MAX_TOPK) best items of the candidates ids 1..rows
  * minus the history (the target is NOT excluded), by score descending, ties
- * by smaller id; padded with id 0, score -inf when fewer than K remain.
+ * by smaller id (the same order on any number of ranks); padded with id 0,
+ * score -inf when fewer than K remain.
  *
  * All functions of the ranking are collective over the emb group. */
 #ifndef FS_EVAL_RETRIEVAL_H
@@ -63,17 +77,22 @@ struct eval_conf {
      * targets, once for each rank's shard. */
     void (*item_rows)(void *ctx, const int64_t *ids, int64_t n, float *rows);
     void *item_ctx;
+    /* [d]: the row the items without one of their own share, as the table's
+     * lookups return it (the same bits on every rank of the group), or NULL
+     * (a dense table); ignored with item_rows (features make them differ) */
+    const float *shared_row;
 };
 
 /* Rank every query of this rank against the whole table t (sharded over c's
  * emb group), scoring with be (buffers are copied to and from be's memory).
- *   rank: [q->n] out, 0-based rank of the target (see above);
+ *   rank: [q->n] out, candidates strictly above the target (see above);
+ *   ties: [q->n] out, candidates scoring the same as the target, or NULL;
  *   topk_ids: [q->n, conf->topk] out, or NULL (conf->topk must then be 0);
  *   topk_scores: [q->n, conf->topk] out, or NULL.
  * Bad ids end the job through fatal(), naming the rank and the query. */
 void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,
                             const struct eval_conf *conf, const struct eval_queries *q,
-                            int64_t *rank, int64_t *topk_ids, float *topk_scores);
+                            int64_t *rank, int64_t *ties, int64_t *topk_ids, float *topk_scores);
 
 /* Top-K only (recommendation after the whole history): the lists as above
  * with no target, i.e. the conf->topk (>= 1) best of the candidates ids
@@ -90,18 +109,31 @@ void eval_retrieval_topk(struct emb_table *t, struct comm *c, const struct backe
 extern const int eval_hr_k[EVAL_NHR];
 extern const int eval_ndcg_k[EVAL_NNDCG];
 
-/* Sums over queries while accumulating; means once finished (reduced). */
+/* Sums over queries while accumulating; means once finished (reduced).
+ * A query's figures at a 0-based rank r: */
 struct eval_metrics {
     int64_t count;
-    double hr[EVAL_NHR];     /* rank < K */
-    double ndcg[EVAL_NNDCG]; /* 1 / log2(rank + 2) if rank < K, else 0 */
-    double mrr;              /* 1 / (rank + 1), no cutoff */
+    double hr[EVAL_NHR];     /* r < K */
+    double ndcg[EVAL_NNDCG]; /* 1 / log2(r + 2) if r < K, else 0 */
+    double mrr;              /* 1 / (r + 1), no cutoff */
     int finished;            /* 1: the fields are means */
 };
 
+/* Ties: a target with `above` candidates strictly above it and `ties`
+ * tied with it has rank r uniform over above .. above + ties (the ties'
+ * order drawn at random), and its figures are their exact expectations:
+ *   HR@K   = #{r in above .. above + ties : r < K} / (ties + 1)
+ *   NDCG@K = sum over those r < K of 1 / log2(r + 2), / (ties + 1)
+ *   MRR    = (H(above + ties + 1) - H(above)) / (ties + 1), H harmonic
+ * (ties = 0: the plain rank's figures, bit for bit). Counts >= 0. */
+double eval_tie_hr(int64_t above, int64_t ties, int K);
+double eval_tie_ndcg(int64_t above, int64_t ties, int K);
+double eval_tie_mrr(int64_t above, int64_t ties);
+
 void eval_metrics_init(struct eval_metrics *m);
-/* Add one query's 0-based rank (>= 0). */
-void eval_metrics_add(struct eval_metrics *m, int64_t rank);
+/* Add one query: `above` candidates strictly above its target, `ties`
+ * tied with it (both >= 0; see above). */
+void eval_metrics_add(struct eval_metrics *m, int64_t above, int64_t ties);
 /* Turn this rank's sums into means (count = 0 gives zeros). */
 void eval_metrics_finish(struct eval_metrics *m);
 /* Sum over COMM_DP (every query is counted on exactly one rank), then

@@ -64,11 +64,12 @@ struct trainer {
     int64_t n_windows;         /* and the stream's windows (0: not a stream, or not known:
                                   train.follow without data.stream_end) */
     struct stream_avg {        /* the stream's running average: sums of the shown metrics
-                                  over windows 0 .. windows - 1 (cmd/train_stream.c;
+                                  over the windows of 0 .. windows - 1 with both the model's
+                                  and the baseline's figure (cmd/train_stream.c;
                                   checkpointed, so that a resume continues it) */
-        int64_t n[RANK_MAX_TASKS], nb[RANK_MAX_TASKS]; /* windows with the model's, the
-                                                          baseline's figure */
+        int64_t n[RANK_MAX_TASKS], nb[RANK_MAX_TASKS]; /* windows in the sums (the same) */
         double model[RANK_MAX_TASKS], base[RANK_MAX_TASKS];
+        int64_t nw, first, last; /* windows in any task's sums, the first and the last */
     } avg;
     int64_t files_before;      /* window files: the files with events before the last trained
                                   window's end (checkpointed; -1: not known) */

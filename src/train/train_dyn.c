@@ -168,6 +168,9 @@ void train_dyn_full_ids(const struct trainer *tr, int64_t *ids, int64_t n)
 
 static struct emb_registry *view_reg; /* the view (one table), reachable until freed */
 static struct emb_table *view_dyn;    /* the dynamic table it stands for */
+static float *view_shared;            /* [dim] the unadmitted row in the view */
+
+const float *train_dyn_view_shared(void) { return view_dyn ? view_shared : NULL; }
 
 void train_dyn_view_begin(struct trainer *tr)
 {
@@ -183,6 +186,21 @@ void train_dyn_view_begin(struct trainer *tr)
     if (list)
         conf.rows = tr->ds.num_items;
     conf.placement = NULL; /* host memory, as the dynamic table */
+    conf.rows_codec = conf.grads_codec = EMB_CODEC_FP32; /* the view's lookups: its bits */
+    /* the unadmitted row (pool slot 0, identical on every rank) as the lookups
+     * below return it: through the table's row codec */
+    view_shared = xmalloc((size_t)conf.dim * sizeof *view_shared);
+    if (t->conf.rows_codec == EMB_CODEC_FP32)
+        memcpy(view_shared, t->w, (size_t)conf.dim * sizeof *view_shared);
+    else {
+        uint8_t *wire = xmalloc((size_t)emb_codec_row_bytes(t->conf.rows_codec, conf.dim));
+        int64_t bad;
+        if (emb_codec_encode(t->conf.rows_codec, 1, conf.dim, t->w, wire, &bad))
+            fatal("embedding table '%s': the unadmitted row holds NaN or infinity",
+                  t->conf.name);
+        t->be->emb_decode((int)t->conf.rows_codec, 1, conf.dim, wire, view_shared);
+        free(wire);
+    }
     view_reg = xcalloc(1, sizeof *view_reg);
     struct emb_table *v = emb_registry_add(view_reg, tr->c, &conf);
     v->index = tr->reg.n; /* its own message tags */
@@ -214,4 +232,6 @@ void train_dyn_view_end(struct trainer *tr)
     emb_registry_free(view_reg);
     free(view_reg);
     view_reg = NULL;
+    free(view_shared);
+    view_shared = NULL;
 }

@@ -61,5 +61,10 @@ void train_dyn_full_ids(const struct trainer *tr, int64_t *ids, int64_t n);
  * dynamic item table. */
 void train_dyn_view_begin(struct trainer *tr);
 void train_dyn_view_end(struct trainer *tr);
+/* While a view is made: the row [dim] that the view's ids without a row of
+ * their own hold (the unadmitted row as a lookup returns it: the same bits
+ * on every rank; eval_retrieval.h's shared_row), else NULL. The view's own
+ * lookups send fp32 rows, so that they return the view's bits. */
+const float *train_dyn_view_shared(void);
 
 #endif
