@@ -3,11 +3,11 @@
 # "The same bits on any number of ranks").
 #
 #   bench/exact_sums.sh
-#   EX_RUNS=5 EX_NP=2 EX_STEPS=24 bench/exact_sums.sh model.dim=64
+#   EX_RUNS=5 EX_NP=2 EX_STEPS=24 EX_INPUT=input/ml1m-sasrec.in bench/exact_sums.sh model.dim=64
 #
 # Data of ML-1M's shape (6040 users, 3416 items, lognormal(4.6, 1.0)
-# lengths, as bench/bench_train.sh), input/ml1m-hstu.in and the overrides
-# given, on EX_NP ranks (default 2), EX_STEPS steps (default 24), no
+# lengths, as bench/bench_train.sh), EX_INPUT (default input/ml1m-hstu.in)
+# and the overrides given, on EX_NP ranks (default 2), EX_STEPS steps (default 24), no
 # evaluation: EX_RUNS (default 3) interleaved pairs off, on. Prints the
 # median milliseconds per step of each (the progress intervals after the
 # first), the median of the pairs' ratios on / off, the phases that grew
@@ -20,7 +20,7 @@ set -eu
 cd "$(dirname "$0")/.."
 make -s freescale >/dev/null
 MPIRUN=${MPIRUN:-mpirun}
-NP=${EX_NP:-2} RUNS=${EX_RUNS:-3} STEPS=${EX_STEPS:-24}
+NP=${EX_NP:-2} RUNS=${EX_RUNS:-3} STEPS=${EX_STEPS:-24} IN=${EX_INPUT:-input/ml1m-hstu.in}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-exact.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 ./freescale data gen --users 6040 --items 3416 --length lognormal:4.6,1.0 --timestamps --seed 3 \
@@ -30,7 +30,7 @@ field() { # FILE NAME: the field's values of the progress lines after the first
 }
 run() { # TAG ARGS...
     tag=$1; shift
-    "$MPIRUN" -np "$NP" ./freescale train input/ml1m-hstu.in data.path="$T/ml.h5" \
+    "$MPIRUN" -np "$NP" ./freescale train "$IN" data.path="$T/ml.h5" \
         train.max_steps="$STEPS" train.log_every=4 train.eval_every=0 train.final_eval=off \
         output.metrics="$T/$tag.jsonl" "$@" >"$T/$tag.out" 2>&1
     field "$T/$tag.jsonl" interval_s | awk '{ s += $1; n++ } END { printf "%.2f\n", 1000 * s / (4 * n) }' >> "$T/$tag.ms"
@@ -45,7 +45,7 @@ done
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 a=$(median < "$T/off.ms") b=$(median < "$T/on.ms")
 ratio=$(paste "$T/on.ms" "$T/off.ms" | awk '{ print $1 / $2 }' | median)
-echo "step time, ML-1M shape, HSTU, $NP ranks, $STEPS steps, $RUNS pairs${*:+, $*}:"
+echo "step time, ML-1M shape, $IN, $NP ranks, $STEPS steps, $RUNS pairs${*:+, $*}:"
 echo "  exact_sums = off $a ms/step  (runs: $(tr '\n' ' ' < "$T/off.ms"))"
 echo "  exact_sums = on  $b ms/step  (runs: $(tr '\n' ' ' < "$T/on.ms"))"
 echo "  on / off: median of the pairs' ratios $ratio"
