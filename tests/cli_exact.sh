@@ -6,12 +6,15 @@
 #   - retrieval on a dynamic table with admission and ttl eviction, adam,
 #     in-batch negatives (the shared unadmitted row's gradient over the job);
 #   - SASRec (two layers, two heads, BCE: LayerNorms and linear layers);
+#   - ranking (a binary and a regression task) with event and user
+#     features, HSTU and SASRec (interleaved action tokens), each task's
+#     loss too;
 #   - a stream of 14 daily windows over a dynamic table, the window lines'
 #     losses and metrics too;
 # the checkpoints' dense tensors and rows too (h5py); the same runs without
 # exact sums differ at P = 3 (what the option is for: the comparison can
-# fail); and the paths it does not cover (ranking, whose labels are feature
-# tables; features; the full softmax; split_long; gradient codecs; devices)
+# fail); and the paths it does not cover (item features, projections,
+# model.bias, the full softmax, split_long, gradient codecs, devices)
 # refused by name.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -99,6 +102,34 @@ for np in 1 2 3 4; do
 done
 same sas.2 sas.3 sas.4
 
+# --- ranking with event and user features ---------------------------------------
+awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp,click"
+    for (u = 1; u <= 48; u++) { n = 8 + int(rand() * 40)
+        for (k = 0; k < n; k++) { r = 0.5 + int(rand() * 10) / 2
+            printf "%d,%d,%.1f,%d,%d\n", u, 1 + int(rand() * rand() * 90), r,
+                964980000 + 1000 * u + 37 * k, (r >= 3.5) != (k % 7 == 0) } } }' >"$T/ratings.csv"
+awk 'BEGIN { print "userId,age"; for (u = 1; u <= 48; u++) printf "%d,%d\n", u, 18 + u % 5 * 10 }' \
+    >"$T/users.csv"
+"$FS" data import --format csv "$T/ratings.csv" --event-cols rating:float,click \
+    --user-features "$T/users.csv" --user-key userId -o "$T/r.h5" >/dev/null || fail "import"
+RANK="data.path=$T/r.h5 train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5
+      data.split=last:20% train.batch_size=12 train.epochs=25 train.final_eval=off
+      features.user=age features.event=click"
+for np in 1 2 3 4; do
+    run rank.$np $np $RANK $E
+done
+same rank.2 rank.3 rank.4
+for np in 2 3 4; do # each task's loss of the progress line too
+    sed -n 's/.*"event":"train".*"loss.like":\([^,]*\),.*/\1/p' "$T/rank.1.jsonl" >"$T/a.like"
+    sed -n 's/.*"event":"train".*"loss.like":\([^,]*\),.*/\1/p' "$T/rank.$np.jsonl" >"$T/b.like"
+    [ -s "$T/a.like" ] && cmp -s "$T/a.like" "$T/b.like" &&
+        pass "ranking P=$np: the task like's losses bit for bit" ||
+        fail "ranking P=$np: the task like's losses differ (or are missing)"
+done
+run rsas.1 1 $RANK $E model.type=sasrec model.actions=interleave
+run rsas.3 3 $RANK $E model.type=sasrec model.actions=interleave
+same rsas.3
+
 # --- a stream of 14 windows over a dynamic table --------------------------------
 "$FS" data gen --stream --days 14 --users 300 --items 400 --new-items-per-day 30 --drift 0.3 \
     --seed 2 -o "$T/st.h5" >/dev/null || fail "data gen --stream"
@@ -120,18 +151,15 @@ done
 
 # --- what it does not cover: refused by name ------------------------------------
 ok() { "$MPIRUN" -np 1 "$FS" train "$IN" data.path="$T/tiny.h5" train.max_steps=1 $E "$@"; }
-awk 'BEGIN { print "userId,movieId,rating,timestamp"; for (u = 1; u <= 20; u++)
-    for (k = 0; k < 12; k++) printf "%d,%d,%.1f,%d\n", u, 1 + (u * k) % 30, 1 + (u + k) % 5, 1000 * u + k }' \
-    >"$T/ratings.csv"
-"$FS" data import --format csv "$T/ratings.csv" --event-cols rating:float -o "$T/r.h5" \
-    >/dev/null || fail "import"
-expect_error "train.exact_sums = on with train.task = ranking" \
-    "$MPIRUN" -np 1 "$FS" train "$IN" data.path="$T/r.h5" train.task=ranking \
-    train.tasks=like:binary:rating>=4 $E
+expect_error "train.exact_sums = on with model.bias = on" \
+    "$MPIRUN" -np 1 "$FS" train "$IN" $RANK $E model.bias=on
+expect_error "train.exact_sums = on with features.dim or features.dims" \
+    "$MPIRUN" -np 1 "$FS" train "$IN" $RANK $E features.dim=8
+expect_error "train.exact_sums = on with features.item" ok features.item=genres
 expect_error "train.exact_sums = on with train.loss = full" ok train.loss=full
 expect_error "train.exact_sums = on with parallel.split_long = auto" ok parallel.split_long=auto
 expect_error "train.exact_sums = on with parallel.grads_codec" ok parallel.grads_codec=bf16
+expect_error "train.exact_sums = on with parallel.embedding_group" ok parallel.embedding_group=1
 expect_error "train.exact_sums = on: exact sums run on the CPU backend alone" ok device.type=fake
-expect_error "train.exact_sums = on with features.item" ok features.item=genres
 
 finish

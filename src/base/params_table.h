@@ -136,7 +136,7 @@ X(train, nonfinite, CHOICE, "stop", 0, 0, "stop|skip",
 X(train, exact_sums, BOOL, "off", 0, 1, NULL,
   "order-independent gradient and loss sums: the same bits on any number of ranks (each "
   "sample's dense gradient and each token's row gradient added as integers; costs step time "
-  "and gradient bytes, doc/training.md; HSTU retrieval on the CPU backend)")
+  "and gradient bytes, doc/training.md; the CPU backend)")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
 X(train, follow, BOOL, "off", 0, 1, NULL,

@@ -173,6 +173,13 @@ static inline int model_exact(const struct model *m) { return m->xgrad != NULL; 
 int64_t *model_exact_arena(struct model *m, int64_t *n);
 /* The arena (m->grad) := the accumulators' values. */
 void model_exact_finish(struct model *m);
+/* C [T, N] = A [T, K] op(B) + beta C (op: B^T when trans_b) over the
+ * batch's tokens, rows = tokens; with exact sums one sequence at a time
+ * (BLAS may round a row differently with other rows beside it: the same
+ * call for a sequence on any rank); dense: through backend_gemm_dense. */
+void model_gemm_rows(struct model *m, const struct batch *b, int dense, int trans_b, int64_t N,
+                     int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                     float beta, float *C, int64_t ldc);
 /* g[M, N] (ld ldg, a tensor's gradient in the arena) += A^T Bm over the
  * batch's tokens: A [T, M] (ld lda), Bm [T, N] (ld ldb); dense: through
  * backend_gemm_dense (else be->gemm). */

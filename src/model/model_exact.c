@@ -51,6 +51,26 @@ void model_grad_add(struct model *m, float *g, const float *v, int64_t n)
     exact_add_vec(acc_of(m, g), v, n, &m->xgrad[m->ngrad * EXACT_LIMBS]);
 }
 
+void model_gemm_rows(struct model *m, const struct batch *b, int dense, int trans_b, int64_t N,
+                     int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                     float beta, float *C, int64_t ldc)
+{
+    const struct backend_ops *be = m->be;
+    const int64_t B_ = m->xgrad ? b->B : 1;
+    for (int64_t s = 0; s < B_; s++) {
+        const int64_t t0 = m->xgrad ? b->offsets[s] : 0,
+                      L = m->xgrad ? b->offsets[s + 1] - t0 : b->T;
+        if (L == 0)
+            continue;
+        if (dense)
+            backend_gemm_dense(be, 0, trans_b, L, N, K, 1.0f, A + t0 * lda, lda, B, ldb, beta,
+                               C + t0 * ldc, ldc);
+        else
+            be->gemm(0, trans_b, L, N, K, 1.0f, A + t0 * lda, lda, B, ldb, beta, C + t0 * ldc,
+                     ldc);
+    }
+}
+
 void model_grad_tokens(struct model *m, const struct batch *b, int dense, int64_t M, int64_t N,
                        const float *A, int64_t lda, const float *Bm, int64_t ldb, float *g,
                        int64_t ldg)

@@ -272,7 +272,7 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         const float *tb = P->use_ts ? param(m, l, P_TIME_BIAS)->w : NULL;
         be->layernorm_fwd(T, d, LN_EPS, A->x, NULL, NULL, A->n, A->mean, A->rstd);
         for (int blk = 0; blk < 4; blk++) /* column block blk of uvqk: [d, hd], ld 4 hd */
-            backend_gemm_dense(be, 0, 0, T, hd, d, 1.0f, A->n, d, uvqk + (size_t)blk * hd,
+            model_gemm_rows(m, b, 1, 0, hd, d, A->n, d, uvqk + (size_t)blk * hd,
                                4 * hd, 0.0f, A->pre + (size_t)blk * T * hd, hd);
         be->silu_fwd(4 * T * hd, A->pre, A->h);
         const float *U = A->h, *V = U + (size_t)T * hd, *Q = V + (size_t)T * hd,
@@ -296,9 +296,9 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         if (P->dropped)
             be->dropout_fwd(T, hd, c->dropout, P->keys, 1 + (uint64_t)l, A->z, A->z, A->mask);
         be->copy(xnext, A->x, td * sizeof(float));
-        backend_gemm_dense(be, 0, 0, T, d, hd, 1.0f, A->z, hd, param(m, l, P_OW)->w, d, 1.0f,
+        model_gemm_rows(m, b, 1, 0, d, hd, A->z, hd, param(m, l, P_OW)->w, d, 1.0f,
                            xnext, d);
-        be->gemm(0, 0, T, d, 1, 1.0f, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, xnext, d);
+        model_gemm_rows(m, b, 0, 0, d, 1, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, xnext, d);
         model_between_layers(m, -1);
     }
     be->l2norm_fwd(T, d, L2_EPS, P->xl, P->y, P->norm);
@@ -331,7 +331,7 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
 
         model_grad_tokens(m, b, 0, 1, d, P->ones, 1, dx, d, param(m, l, P_OB)->g, d);
         model_grad_tokens(m, b, 1, hd, d, A->z, hd, dx, d, ow->g, d);
-        backend_gemm_dense(be, 0, 1, T, hd, d, 1.0f, dx, d, ow->w, d, 0.0f, P->dz, hd);
+        model_gemm_rows(m, b, 1, 1, hd, d, dx, d, ow->w, d, 0.0f, P->dz, hd);
         if (P->dropped)
             be->dropout_bwd(T, hd, c->dropout, A->mask, P->dz, P->dz);
         be->mul((int64_t)th, P->dz, A->o, dU);
@@ -372,7 +372,7 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
             const float *dpre = P->dh + (size_t)blk * th;
             model_grad_tokens(m, b, 1, d, hd, A->n, d, dpre, hd, uvqk->g + (size_t)blk * hd,
                               4 * hd);
-            backend_gemm_dense(be, 0, 1, T, d, hd, 1.0f, dpre, hd, uvqk->w + (size_t)blk * hd,
+            model_gemm_rows(m, b, 1, 1, d, hd, dpre, hd, uvqk->w + (size_t)blk * hd,
                                4 * hd, blk ? 1.0f : 0.0f, P->dn, d);
         }
         be->layernorm_bwd(T, d, A->x, A->mean, A->rstd, NULL, P->dn, P->tmp, NULL, NULL);

@@ -209,14 +209,13 @@ static void reserve(struct model *m, int64_t T)
 /* -- dense layers ------------------------------------------------------- */
 
 /* y = x W + b; x, y: [T, d]; W: [d, d] as [in, out]; b: [d] */
-static void linear_fwd(struct model *m, int64_t T, const float *x, const struct dense_tensor *W,
-                       const struct dense_tensor *b, float *y)
+static void linear_fwd(struct model *m, const struct batch *bt, const float *x,
+                       const struct dense_tensor *W, const struct dense_tensor *b, float *y)
 {
-    const struct backend_ops *be = m->be;
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
-    be->gemm(0, 0, T, d, 1, 1.0f, s->ones, 1, b->w, d, 0.0f, y, d);
-    backend_gemm_dense(be, 0, 0, T, d, d, 1.0f, x, d, W->w, d, 1.0f, y, d);
+    model_gemm_rows(m, bt, 0, 0, d, 1, s->ones, 1, b->w, d, 0.0f, y, d);
+    model_gemm_rows(m, bt, 1, 0, d, d, x, d, W->w, d, 1.0f, y, d);
 }
 
 /* dW += x^T dy, db += 1^T dy; dx = dy W^T (+= when accumulate) */
@@ -224,14 +223,11 @@ static void linear_bwd(struct model *m, const struct batch *bt, const float *x,
                        struct dense_tensor *W, struct dense_tensor *b, const float *dy, float *dx,
                        int accumulate)
 {
-    const struct backend_ops *be = m->be;
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
-    const int64_t T = bt->T;
     model_grad_tokens(m, bt, 1, d, d, x, d, dy, d, W->g, d);
     model_grad_tokens(m, bt, 0, 1, d, s->ones, 1, dy, d, b->g, d);
-    backend_gemm_dense(be, 0, 1, T, d, d, 1.0f, dy, d, W->w, d, accumulate ? 1.0f : 0.0f, dx,
-                       d);
+    model_gemm_rows(m, bt, 1, 1, d, d, dy, d, W->w, d, accumulate ? 1.0f : 0.0f, dx, d);
 }
 
 /* -- forward / backward ------------------------------------------------- */
@@ -280,9 +276,9 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
         float *xout = s->xs[l + 1];
         be->layernorm_fwd(T, d, SASREC_LN_EPS, xin, w[L_ATTN_G].w, w[L_ATTN_B].w, a->qin,
                           a->mean1, a->rstd1);
-        linear_fwd(m, T, a->qin, &w[L_QW], &w[L_QB], a->q);
-        linear_fwd(m, T, xin, &w[L_KW], &w[L_KB], a->k);
-        linear_fwd(m, T, xin, &w[L_VW], &w[L_VB], a->v);
+        linear_fwd(m, b, a->qin, &w[L_QW], &w[L_QB], a->q);
+        linear_fwd(m, b, xin, &w[L_KW], &w[L_KB], a->k);
+        linear_fwd(m, b, xin, &w[L_VW], &w[L_VB], a->v);
         if (b->split) { /* the own keys' softmax, then the earlier keys' merged in */
             const struct model_split *sp = b->split;
             sp->post_kv(sp->ctx, d, a->k, a->v, s->kb[l], s->vb[l]);
@@ -294,16 +290,16 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
         } else
             be->sasrec_attn_fwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
                                 a->a, a->lse);
-        linear_fwd(m, T, a->a, &w[L_OW], &w[L_OB], a->x1);
+        linear_fwd(m, b, a->a, &w[L_OW], &w[L_OB], a->x1);
         be->axpy(n, 1.0f, a->qin, a->x1);
 
         be->layernorm_fwd(T, d, SASREC_LN_EPS, a->x1, w[L_FFN_G].w, w[L_FFN_B].w, a->fin,
                           a->mean2, a->rstd2);
-        linear_fwd(m, T, a->fin, &w[L_F1W], &w[L_F1B], a->r);
+        linear_fwd(m, b, a->fin, &w[L_F1W], &w[L_F1B], a->r);
         if (s->drop)
             be->dropout_fwd(T, d, p, s->keys, 1 + 3 * (uint64_t)l, a->r, a->r, a->m1);
         be->relu_fwd(n, a->r, a->r);
-        linear_fwd(m, T, a->r, &w[L_F2W], &w[L_F2B], xout);
+        linear_fwd(m, b, a->r, &w[L_F2W], &w[L_F2B], xout);
         if (s->drop)
             be->dropout_fwd(T, d, p, s->keys, 2 + 3 * (uint64_t)l, xout, xout, a->m2);
         be->axpy(n, 1.0f, a->fin, xout);

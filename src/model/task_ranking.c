@@ -83,9 +83,10 @@ static void reserve(struct rank_priv *r, int64_t n)
 }
 
 /* z = the head on x [n, d]: r->h[L] [n, K] (activations kept). */
-static void head_fwd(const struct backend_ops *be, struct rank_priv *r, int64_t n,
+static void head_fwd(const struct backend_ops *be, struct rank_priv *r, const struct batch *rows,
                      const float *x)
 {
+    const int64_t n = rows->T;
     reserve(r, n);
     r->T = n;
     const float *in = x;
@@ -94,7 +95,7 @@ static void head_fwd(const struct backend_ops *be, struct rank_priv *r, int64_t 
         float *y = r->h[l + 1];
         be->index_rows(n, o, r->b[l]->w, r->zidx, y, NULL, 0); /* every row: the bias */
         if (n > 0)
-            backend_gemm_dense(be, 0, 0, n, o, a, 1.0f, in, a, r->W[l]->w, o, 1.0f, y, o);
+            model_gemm_rows(r->m, rows, 1, 0, o, a, in, a, r->W[l]->w, o, 1.0f, y, o);
         if (l + 1 < r->L)
             be->relu_fwd(n * o, y, y);
         in = y;
@@ -123,7 +124,8 @@ static void rank_loss(struct task *t, struct task_step *st)
     const struct task_conf *tc = t->conf;
     const int K = r->K;
     read_stats(r, st->be);
-    head_fwd(st->be, r, st->T, st->out);
+    const struct batch rows = {.B = st->B, .T = st->T, .offsets = st->offsets}; /* its sequences */
+    head_fwd(st->be, r, &rows, st->out);
     rank_bias_fwd(&r->bias, st->T, st->items, NULL, st->B, st->users, st->offsets, r->h[r->L]);
     if (r->rec.A) {
         if (st->T > r->rcap) {
@@ -232,7 +234,7 @@ static void rank_backward(struct task *t, struct task_step *st)
         model_grad_colsums(r->m, &rows, o, dy, r->b[l]->g); /* db: column sums of dy */
         if (n > 0) {
             model_grad_tokens(r->m, &rows, 1, a, o, in, a, dy, o, r->W[l]->g, o);
-            backend_gemm_dense(be, 0, 1, n, a, o, 1.0f, dy, o, r->W[l]->w, o, 0.0f, dx, a);
+            model_gemm_rows(r->m, &rows, 1, 1, a, o, dy, o, r->W[l]->w, o, 0.0f, dx, a);
         }
         if (l > 0) /* through the ReLU of h_l (h_l > 0 iff its input was) */
             be->relu_bwd(n * a, in, dx, dx);
@@ -483,7 +485,15 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64
     const size_t xb = (size_t)(n > 0 ? n : 1) * (size_t)r->width[0] * sizeof(float);
     const float *dx = mirror_bind(&r->xin, be, &backend_cpu, x, xb);
     mirror_up(&r->xin, 0, (size_t)n * (size_t)r->width[0] * sizeof(float));
-    head_fwd(be, r, n, dx);
+    /* one block; with exact sums a row at a time (a row's floats alone) */
+    const int per_row = model_exact(r->m);
+    int64_t whole[2] = {0, n}, *off = per_row ? xmalloc((size_t)(n + 1) * sizeof *off) : whole;
+    for (int64_t i = 0; per_row && i <= n; i++)
+        off[i] = i;
+    const struct batch rows = {.B = per_row ? n : 1, .T = n, .offsets = off};
+    head_fwd(be, r, &rows, dx);
+    if (per_row)
+        free(off);
     rank_bias_fwd(&r->bias, n, items, users, 0, NULL, NULL, r->h[r->L]);
     if (r->rec.A && !rterms)
         fatal("task_ranking: model.recency and a prediction without the history terms");

@@ -40,19 +40,20 @@ static int exact_check(const struct backend_ops *be, const struct train_conf *cf
                        size_t errlen)
 {
     const char *asked = "train.exact_sums = on", *off = "train.exact_sums = off";
-    char feat[200], what[300];
+    char what[300];
     const int ranking = cf->task.type == TASK_RANKING;
     if (!cf->exact_sums)
         return 0;
     if (!backend_is_host(be) || strcmp(be->name, "cpu"))
         return refuse(err, errlen, asked, "exact sums run on the CPU backend alone",
                       "device.type = cpu, or train.exact_sums = off");
-    const char *no = ranking                             ? "train.task = ranking"
+    const struct feat_conf *fc = &cf->features;
+    const char *no = fc->item[0]                         ? "features.item"
+                     : fc->dim > 0 || fc->dims[0]        ? "features.dim or features.dims"
                      : cf->task.bias                     ? "model.bias = on"
                      : cf->task.recency > 0              ? "model.recency"
                      : cf->task.factors > 0              ? "model.factors"
                      : !ranking && cf->loss == LOSS_FULL ? "train.loss = full"
-                     : feat_conf_any(&cf->features) ? asks_features(cf, feat, sizeof feat)
                      : cf->split_long.on                 ? "parallel.split_long = auto"
                      : cf->grads_codec != EMB_CODEC_FP32 ? "parallel.grads_codec (not fp32)"
                      : cf->subspace_k > 0                ? "embedding.subspace_k"
@@ -62,10 +63,10 @@ static int exact_check(const struct backend_ops *be, const struct train_conf *cf
         return 0;
     snprintf(what, sizeof what, "%s with %s", asked, no);
     return refuse(err, errlen, what,
-                  "exact sums cover retrieval (HSTU or SASRec; sampled softmax or BCE) on "
-                  "dense or dynamic item tables, without features (ranking's labels are "
-                  "feature tables), split_long, gradient codecs, a subspace or embedding "
-                  "groups",
+                  "exact sums cover HSTU and SASRec, retrieval (sampled softmax or BCE) and "
+                  "ranking (its head, without model.bias, recency or factors), dense or "
+                  "dynamic tables, event and user features without projections; not item "
+                  "features, split_long, gradient codecs, a subspace or embedding groups",
                   off);
 }
 
