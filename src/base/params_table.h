@@ -133,6 +133,10 @@ X(train, baseline_prior, FLOAT, "5", 0, 1e9, NULL,
 X(train, nonfinite, CHOICE, "stop", 0, 0, "stop|skip",
   "a step whose global loss or dense gradient is not finite: stop = end the run naming the "
   "step (no checkpoint of that state); skip = drop the step's update and count it")
+X(train, exact_sums, BOOL, "off", 0, 1, NULL,
+  "order-independent gradient and loss sums: the same bits on any number of ranks (each "
+  "sample's dense gradient and each token's row gradient added as integers; costs step time "
+  "and gradient bytes, doc/training.md; the CPU backend)")
 X(train, seed, INT, "42", 0, 9007199254740992.0, NULL,
   "seed of every random choice (init, permutation, negatives, dropout)")
 X(train, follow, BOOL, "off", 0, 1, NULL,

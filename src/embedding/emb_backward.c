@@ -15,6 +15,8 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/exact.h"
+#include "embedding/emb_exact.h"
 #include "embedding/emb_exchange_priv.h"
 #include "embedding/emb_subspace.h"
 
@@ -54,8 +56,10 @@ void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchang
     x->gs = emb_buf_get(be, &x->b_gs, at_least1(x->nserve) * dim * sizeof(float));
     /* the wire: floats (fp32), else gb bytes per row encoded here, decoded
      * by the owner in emb_grad_finish */
-    const int byte_wire = x->gcodec != EMB_CODEC_FP32;
-    const int64_t gb = emb_codec_row_bytes(x->gcodec, dim);
+    const int64_t *xg = emb_exchange_exact(x, NULL); /* exact sums: their limbs travel */
+    const int byte_wire = x->gcodec != EMB_CODEC_FP32 || xg;
+    const int64_t gb = xg ? (int64_t)dim * EXACT_LIMBS * (int64_t)sizeof(uint32_t)
+                          : emb_codec_row_bytes(x->gcodec, dim);
     if (byte_wire) {
         x->gu_w = emb_buf_get(be, &x->b_gu_w, at_least1(x->nuniq) * (size_t)gb);
         x->gs_w = emb_buf_get(be, &x->b_gs_w, at_least1(x->nserve) * (size_t)gb);
@@ -70,7 +74,10 @@ void emb_grad_post_chunk(struct emb_table *t, struct comm *c, struct emb_exchang
     }
     for (int p = 0; p < G; p++) {
         const int64_t first = v[G + p], count = v[p];
-        if (byte_wire) /* every row, those to this rank itself included */
+        if (xg) /* every row, those to this rank itself included */
+            exact_pack(xg + first * dim * EXACT_LIMBS, count * dim,
+                       (uint32_t *)(x->gu_w + first * gb));
+        else if (byte_wire)
             emb_wire_encode(x, x->gcodec, count, dim, gu + first * dim, x->gu_w + first * gb, 1);
         if (x->counted && p != t->shard) {
             t->wire.grads += count * gb;
@@ -165,13 +172,21 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
         t->wire.backwards++;
     for (int k = 0; k < 2; k++)
         emb_xfer_wait(&x->xf[EMB_X_GRADS0 + k]);
-    if (x->gs_w && x->nserve) /* from the wire */
+    const int exact = t->conf.exact;
+    if (x->gs_w && x->nserve && !exact) /* from the wire */
         be->emb_decode((int)x->gcodec, x->nserve, dim, x->gs_w, x->gs);
     double t2 = clock_seconds();
-    /* sum per row over the requesters (serve order: requester order) */
+    /* sum per row over the requesters (serve order: requester order), or
+     * exactly (their limbs as integers: any order) */
     int64_t *ids = emb_buf_get(be, &x->b_sid, at_least1(x->nserve) * sizeof(int64_t));
     float *g = emb_buf_get(be, &x->b_sg, at_least1(x->nserve) * dim * sizeof(float));
-    be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g, t->conf.rows);
+    int64_t *xsum = NULL;
+    if (exact) {
+        xsum = emb_buf_get(be, &x->b_xs,
+                           at_least1(x->nserve) * (size_t)dim * EXACT_LIMBS * sizeof(int64_t));
+        emb_exact_sum_by_id(x->nserve, dim, x->serve, (const uint32_t *)x->gs_w, ids, g, xsum);
+    } else
+        be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g, t->conf.rows);
     int64_t k = x->nserve; /* the distinct ones first, then -1: skipped */
     double t3 = clock_seconds();
     if (c->g[COMM_EMB_REPLICA].size > 1) { /* on the host: the same sums on any backend */
@@ -185,7 +200,9 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
             k--;
         emb_table_ready(t, ids, k);
     }
-    if (t->dyn) /* the shared unadmitted row: one gradient over the job */
+    if (t->dyn && exact) /* the shared unadmitted row: one gradient over the job */
+        emb_dyn_shared_grad_exact(t, c, &ids, &g, &k, xsum);
+    else if (t->dyn)
         emb_dyn_shared_grad(t, c, &ids, &g, &k);
     be->emb_sparse_update(&t->conf.optim, k, dim, ids, G, g, t->w, t->state, t->state_floats,
                           t->steps);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/exact.h"
 #include "base/log.h"
 #include "comm/comm.h"
 #include "embedding/emb_exchange_priv.h"
@@ -346,10 +347,29 @@ void emb_dyn_find(const struct emb_table *t, int64_t *ids, int64_t n)
     }
 }
 
+/* The shared row's summed gradient sum[width] into the update's lists:
+ * in place when this shard had it (ids[0]), else in front of a copy. */
+static void shared_put(struct emb_table *t, int has, const float *sum, int64_t **ids, float **g,
+                       int64_t *k)
+{
+    struct emb_dyn *d = t->dyn;
+    const int w = t->width;
+    if (!has) { /* the shared row in front of a copy */
+        d->sid = xrealloc(d->sid, (size_t)(*k + 1) * sizeof *d->sid);
+        d->sg = xrealloc(d->sg, (size_t)(*k + 1) * (size_t)w * sizeof *d->sg);
+        memcpy(d->sid + 1, *ids, (size_t)*k * sizeof *d->sid);
+        memcpy(d->sg + w, *g, (size_t)*k * (size_t)w * sizeof *d->sg);
+        d->sid[0] = t->shard;
+        *ids = d->sid;
+        *g = d->sg;
+        (*k)++;
+    }
+    memcpy(*g, sum, (size_t)w * sizeof *sum);
+}
+
 void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                          int64_t *k)
 {
-    struct emb_dyn *d = t->dyn;
     const int w = t->width, G = c->g[COMM_EMB].size;
     const int has = *k > 0 && (*ids)[0] == t->shard;
     float *mine = xcalloc((size_t)w + 1, sizeof *mine);
@@ -366,22 +386,36 @@ void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, flo
             for (int j = 0; j < w; j++)
                 acc[j] += all[p * (w + 1) + 1 + j];
         }
-    if (any && !has) { /* the shared row in front of a copy */
-        d->sid = xrealloc(d->sid, (size_t)(*k + 1) * sizeof *d->sid);
-        d->sg = xrealloc(d->sg, (size_t)(*k + 1) * (size_t)w * sizeof *d->sg);
-        memcpy(d->sid + 1, *ids, (size_t)*k * sizeof *d->sid);
-        memcpy(d->sg + w, *g, (size_t)*k * (size_t)w * sizeof *d->sg);
-        d->sid[0] = t->shard;
-        *ids = d->sid;
-        *g = d->sg;
-        (*k)++;
-    }
-    if (any)
+    if (any) {
+        float *sum = mine; /* reused: [w] */
         for (int j = 0; j < w; j++)
-            (*g)[j] = (float)acc[j];
+            sum[j] = (float)acc[j];
+        shared_put(t, has, sum, ids, g, k);
+    }
     free(acc);
     free(all);
     free(mine);
+}
+
+void emb_dyn_shared_grad_exact(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                               int64_t *k, const int64_t *x0)
+{
+    const int w = t->width;
+    const int64_t nl = (int64_t)w * EXACT_LIMBS;
+    const int has = *k > 0 && (*ids)[0] == t->shard;
+    int64_t *buf = xcalloc((size_t)nl + 1, sizeof *buf); /* limbs, then the shards that had it */
+    if (has) {
+        memcpy(buf, x0, (size_t)nl * sizeof *buf);
+        buf[nl] = 1;
+    }
+    comm_allreduce_sum_i64v(c, COMM_EMB, buf, nl + 1); /* integer sums: any order */
+    if (buf[nl] > 0) {
+        float *sum = xmalloc((size_t)w * sizeof *sum);
+        exact_to_float(buf, w, 0, sum);
+        shared_put(t, has, sum, ids, g, k);
+        free(sum);
+    }
+    free(buf);
 }
 
 void emb_dyn_take(struct emb_table *t, struct emb_dyn_stats *out)

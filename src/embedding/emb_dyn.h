@@ -125,6 +125,11 @@ void emb_dyn_find(const struct emb_table *t, int64_t *ids, int64_t n);
  * shared row in front; *k updated), valid until the next call. */
 void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                          int64_t *k);
+/* The same with exact sums (train.exact_sums): x0 [width][EXACT_LIMBS] the
+ * limbs of ids[0]'s row on this shard (read when it is the shared row),
+ * summed over the emb group as integers. */
+void emb_dyn_shared_grad_exact(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                               int64_t *k, const int64_t *x0);
 
 /* Requester side: the distinct ids of ids[n] grouped by owner (emb_dyn_owner),
  * within an owner chunk 0 (among the first n_first) before chunk 1, each

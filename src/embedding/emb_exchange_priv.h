@@ -178,6 +178,7 @@ struct emb_exchange {
     /* t: the buffers, kept across uses */
     struct emb_buf b_uniq, b_inv, b_serve, b_served, b_rows, b_cw, b_gu, b_gk, b_gs;
     struct emb_buf b_served_w, b_rows_w, b_gu_w, b_gs_w, b_sid, b_sg, b_bad;
+    struct emb_buf b_xg, b_xs;  /* exact sums (emb_exact.c) */
     struct backend_event *freed; /* device: the compute stream's work up to the last release
                                     (every use of the buffers), recorded when freed_set */
     int freed_set;
@@ -192,6 +193,8 @@ struct emb_exchange {
     float *gs;                 /* t [nserve, width] gradients received */
     uint8_t *served_w, *rows_w, *gu_w, *gs_w; /* t encoded rows / gradients */
     uint64_t *bad;             /* t [2] rows / gradients a codec refused (backend.h) */
+    int64_t *xg;               /* exact sums: [nuniq, dim][EXACT_LIMBS] the rows' gradients */
+    int64_t xbad;              /* their contributions out of range */
     struct emb_pf *pf;         /* parallel.overlap = prefetch: its state, kept across uses
                                   (emb_prefetch.c); pf_on: this use's rows come by it */
     int pf_on;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/exact.h"
+#include "embedding/emb_exact.h"
 
 /* One table of the lookup. */
 struct mtab {
@@ -32,6 +34,9 @@ struct emb_multi {
     int64_t *serve;           /* ids served: per requester, table after table */
     int64_t *sc, *sd, *rc, *rd; /* [G] counts and displacements (elements) */
     int train;                /* a training lookup (dynamic tables: emb_multi_train) */
+    int exact;                /* emb_multi_backward_exact: the gradients travel and are summed
+                                 as packed exact sums (base/exact.h), EXACT_LIMBS words a value
+                                 in float-sized slots (widths x EXACT_LIMBS meanwhile) */
 };
 
 static void *alloc0(size_t n, size_t size) { return xcalloc(n ? n : 1, size); }
@@ -255,9 +260,19 @@ struct glist {
 /* g [n, w] summed per key (the backend's emb_sum_by_id, host memory) into
  * uid, out; returns the number of distinct keys (the -1 after them
  * dropped). */
-static int64_t sum_by_id(int64_t n, int w, const int64_t *keys, const float *g, int64_t *uid,
-                         float *out)
+static int64_t sum_by_id(const struct emb_multi *x, int64_t n, int w, const int64_t *keys,
+                         const float *g, int64_t *uid, float *out)
 {
+    if (x->exact) { /* packed exact sums in, packed exact sums out: integer adds */
+        const int dim = w / EXACT_LIMBS;
+        float *vals = alloc0((size_t)(n * dim), sizeof *vals);
+        int64_t *sums = alloc0((size_t)(n * w), sizeof *sums);
+        const int64_t k = emb_exact_sum_by_id(n, dim, keys, (const uint32_t *)g, uid, vals, sums);
+        exact_pack(sums, k * dim, (uint32_t *)out);
+        free(vals);
+        free(sums);
+        return k;
+    }
     backend_cpu.emb_sum_by_id(n, w, keys, g, uid, out, 0);
     int64_t k = 0;
     while (k < n && uid[k] >= 0)
@@ -324,7 +339,7 @@ static void group_sum(struct emb_multi *x, enum comm_group grp, const int *idx, 
         free(l->g[k]);
         l->ids[k] = alloc0((size_t)total, sizeof *l->ids[k]);
         l->g[k] = alloc0((size_t)(total * w), sizeof *l->g[k]);
-        l->n[k] = sum_by_id(total, w, ids, g, l->ids[k], l->g[k]);
+        l->n[k] = sum_by_id(x, total, w, ids, g, l->ids[k], l->g[k]);
         free(ids);
         free(g);
     }
@@ -338,6 +353,44 @@ static void group_sum(struct emb_multi *x, enum comm_group grp, const int *idx, 
     free(nf);
     free(cnt);
     free(all);
+}
+
+/* Packed exact sums [n, width] (the lists' floats while x->exact) to their
+ * values in place, the first row's limbs kept in x0 [width / EXACT_LIMBS]
+ * [EXACT_LIMBS] (the shared row of a dynamic table). */
+static void unpack_sums(float *g, int64_t n, int dim, int64_t *x0)
+{
+    int64_t *acc = alloc0((size_t)dim * EXACT_LIMBS, sizeof *acc);
+    float *v = alloc0((size_t)dim, sizeof *v);
+    for (int64_t i = 0; i < n; i++) { /* row i's values fit where its words were */
+        memset(acc, 0, (size_t)dim * EXACT_LIMBS * sizeof *acc);
+        exact_unpack_add(acc, (const uint32_t *)(g + i * dim * EXACT_LIMBS), dim);
+        if (i == 0)
+            memcpy(x0, acc, (size_t)dim * EXACT_LIMBS * sizeof *acc);
+        exact_to_float(acc, dim, 0, v);
+        memcpy(g + i * dim, v, (size_t)dim * sizeof *v);
+    }
+    free(acc);
+    free(v);
+}
+
+void emb_multi_backward_exact(struct emb_multi *x, int64_t *const *xg)
+{
+    float *gu[EMB_MULTI_MAX];
+    emb_multi_lookup(x); /* before the widths change */
+    for (int k = 0; k < x->nt; k++) {
+        struct mtab *m = &x->tab[k];
+        gu[k] = alloc0((size_t)(m->nuniq * m->width * EXACT_LIMBS), sizeof *gu[k]);
+        exact_pack(xg[k], m->nuniq * m->width, (uint32_t *)gu[k]);
+        m->width *= EXACT_LIMBS;
+    }
+    x->exact = 1;
+    emb_multi_backward(x, gu);
+    x->exact = 0;
+    for (int k = 0; k < x->nt; k++) {
+        x->tab[k].width /= EXACT_LIMBS;
+        free(gu[k]);
+    }
 }
 
 void emb_multi_backward(struct emb_multi *x, float *const *gu)
@@ -397,7 +450,7 @@ void emb_multi_backward(struct emb_multi *x, float *const *gu)
             }
             l.ids[k] = alloc0((size_t)total, sizeof *l.ids[k]);
             l.g[k] = alloc0((size_t)(total * m->width), sizeof *l.g[k]);
-            l.n[k] = sum_by_id(total, m->width, ids, g, l.ids[k], l.g[k]);
+            l.n[k] = sum_by_id(x, total, m->width, ids, g, l.ids[k], l.g[k]);
             free(ids);
             free(g);
         }
@@ -421,8 +474,14 @@ void emb_multi_backward(struct emb_multi *x, float *const *gu)
         emb_table_ready(t, l.ids[k], l.n[k]);
         int64_t *uid = l.ids[k];
         float *ug = l.g[k];
-        if (t->dyn) /* the shared unadmitted row: one gradient over the job */
+        int64_t *x0 = x->exact ? alloc0((size_t)t->width * EXACT_LIMBS, sizeof *x0) : NULL;
+        if (x->exact)
+            unpack_sums(ug, l.n[k], t->width, x0);
+        if (t->dyn && x->exact) /* the shared unadmitted row: one gradient over the job */
+            emb_dyn_shared_grad_exact(t, c, &uid, &ug, &l.n[k], x0);
+        else if (t->dyn)
             emb_dyn_shared_grad(t, c, &uid, &ug, &l.n[k]);
+        free(x0);
         backend_cpu.emb_sparse_update(&t->conf.optim, l.n[k], t->width, uid, t->G, ug,
                                       t->w, t->state, t->state_floats, t->steps);
         free(l.ids[k]);

@@ -62,6 +62,10 @@ const int64_t *emb_multi_uniq(const struct emb_multi *x, int k);
 void emb_multi_progress(struct emb_multi *x);
 /* gu[k]: [nuniq_k, width_k] gradients per unique row of table k. */
 void emb_multi_backward(struct emb_multi *x, float *const *gu);
+/* The same with exact sums (train.exact_sums): xg[k] [nuniq_k, width_k]
+ * [EXACT_LIMBS] each table's per-row accumulators (base/exact.h), summed
+ * over the ranks as integers: the same update on any number of ranks. */
+void emb_multi_backward_exact(struct emb_multi *x, int64_t *const *xg);
 void emb_multi_free(struct emb_multi *x);
 
 #endif

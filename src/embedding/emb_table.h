@@ -56,6 +56,8 @@ struct emb_table_conf {
     /* embedding.dynamic and its settings (emb_dyn.h): a hash table of raw
      * ids, rows a pool of slots; rows = the ids' bound when known (0 = none) */
     struct emb_dyn_conf dyn;
+    /* train.exact_sums: the rows' gradients summed exactly (emb_exact.h) */
+    int exact;
 };
 
 /* Bytes the exchanges of a table sent, counted by every rank for what it

@@ -51,7 +51,8 @@ static void exchange_release(const struct backend_ops *be, struct emb_exchange *
     struct emb_buf *b[] = {&x->b_uniq,     &x->b_inv,    &x->b_serve, &x->b_served,
                            &x->b_rows,     &x->b_cw,     &x->b_gu,    &x->b_gk,
                            &x->b_gs,       &x->b_served_w, &x->b_rows_w, &x->b_gu_w,
-                           &x->b_gs_w,     &x->b_sid,    &x->b_sg,    &x->b_bad};
+                           &x->b_gs_w,     &x->b_sid,    &x->b_sg,    &x->b_bad,
+                           &x->b_xg,       &x->b_xs};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         emb_buf_free(be, b[i]);
     emb_prefetch_release(be, x->pf);

@@ -650,11 +650,14 @@ void eval_metrics_add(struct eval_metrics *m, int64_t above, int64_t ties)
         fatal("eval_metrics_add: negative rank %lld or ties %lld", (long long)above,
               (long long)ties);
     m->count++;
+    double v[EVAL_NHR + EVAL_NNDCG + 1];
     for (int i = 0; i < EVAL_NHR; i++)
-        m->hr[i] += eval_tie_hr(above, ties, eval_hr_k[i]);
+        m->hr[i] += v[i] = eval_tie_hr(above, ties, eval_hr_k[i]);
     for (int i = 0; i < EVAL_NNDCG; i++)
-        m->ndcg[i] += eval_tie_ndcg(above, ties, eval_ndcg_k[i]);
-    m->mrr += eval_tie_mrr(above, ties);
+        m->ndcg[i] += v[EVAL_NHR + i] = eval_tie_ndcg(above, ties, eval_ndcg_k[i]);
+    m->mrr += v[EVAL_NHR + EVAL_NNDCG] = eval_tie_mrr(above, ties);
+    for (int i = 0; i < EVAL_NHR + EVAL_NNDCG + 1; i++)
+        exact_add_double(m->x[i], v[i], &m->x[i][EXACT_LIMBS]);
 }
 
 void eval_metrics_finish(struct eval_metrics *m)
@@ -662,6 +665,12 @@ void eval_metrics_finish(struct eval_metrics *m)
     if (m->finished)
         return;
     double inv = m->count > 0 ? 1.0 / (double)m->count : 0.0;
+    /* the sums from the exact accumulators: the same bits whatever the order */
+    for (int i = 0; i < EVAL_NHR; i++)
+        m->hr[i] = exact_to_double(m->x[i], m->x[i][EXACT_LIMBS]);
+    for (int i = 0; i < EVAL_NNDCG; i++)
+        m->ndcg[i] = exact_to_double(m->x[EVAL_NHR + i], m->x[EVAL_NHR + i][EXACT_LIMBS]);
+    m->mrr = exact_to_double(m->x[EVAL_NHR + EVAL_NNDCG], m->x[EVAL_NHR + EVAL_NNDCG][EXACT_LIMBS]);
     for (int i = 0; i < EVAL_NHR; i++)
         m->hr[i] *= inv;
     for (int i = 0; i < EVAL_NNDCG; i++)
@@ -674,11 +683,8 @@ void eval_metrics_reduce(struct eval_metrics *m, struct comm *c)
 {
     if (m->finished)
         fatal("eval_metrics_reduce: the metrics are already finished");
-    for (int i = 0; i < EVAL_NHR; i++)
-        m->hr[i] = comm_allreduce_sum_f64(c, COMM_DP, m->hr[i]);
-    for (int i = 0; i < EVAL_NNDCG; i++)
-        m->ndcg[i] = comm_allreduce_sum_f64(c, COMM_DP, m->ndcg[i]);
-    m->mrr = comm_allreduce_sum_f64(c, COMM_DP, m->mrr);
+    /* integer sums of the exact accumulators (finish reads them) */
+    comm_allreduce_sum_i64v(c, COMM_DP, &m->x[0][0], (int64_t)(sizeof m->x / sizeof m->x[0][0]));
     /* exact: counts are far below 2^53 */
     m->count = (int64_t)comm_allreduce_sum_f64(c, COMM_DP, (double)m->count);
     eval_metrics_finish(m);

@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "base/exact.h"
 #include "comm/comm.h"
 #include "embedding/emb_exchange.h"
 
@@ -117,6 +118,10 @@ struct eval_metrics {
     double ndcg[EVAL_NNDCG]; /* 1 / log2(r + 2) if r < K, else 0 */
     double mrr;              /* 1 / (r + 1), no cutoff */
     int finished;            /* 1: the fields are means */
+    /* the same sums as exact accumulators (base/exact.h: hr, ndcg, mrr; the
+     * last int64 of each counts values out of range), which the reduction
+     * adds as integers: the same means on any number of ranks */
+    int64_t x[EVAL_NHR + EVAL_NNDCG + 1][EXACT_LIMBS + 1];
 };
 
 /* Ties: a target with `above` candidates strictly above it and `ties`

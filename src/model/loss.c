@@ -7,8 +7,10 @@
  * normalised rows goes through be->l2norm_bwd once and is added to drows. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/check.h"
+#include "base/exact.h"
 #include "base/log.h"
 #include "model/loss.h"
 #include "backend/loss_sample.h"
@@ -168,4 +170,82 @@ void loss_bce_acc(const struct backend_ops *be, int64_t T, int d, const float *u
     if (d < 1)
         fatal("loss_bce: bad dimension d = %d", d);
     be->bce_loss(T, d, u, nu, rows, pos, neg, scale, du, drows, acc);
+}
+
+/* A sequence's contributions to the rows it touched (rows [n] distinct,
+ * their gradients in de; through the normalisation when norm), added
+ * exactly to x[row]; those rows of de zeroed again. */
+static void exact_rows_out(const struct backend_ops *be, const struct loss_ws *ws, int norm, int d,
+                           const int64_t *rows, int64_t n, float *de, int64_t *x, int64_t *bad)
+{
+    for (int64_t j = 0; j < n; j++) {
+        const int64_t k = rows[j];
+        float *dk = de + k * d;
+        const float *v = dk;
+        if (norm) { /* through the normalisation, one row */
+            be->l2norm_bwd(1, d, ws->en + k * d, ws->norms + k, dk, ws->dx);
+            v = ws->dx;
+        }
+        exact_add_vec(x + k * d * EXACT_LIMBS, v, d, bad);
+        memset(dk, 0, (size_t)d * sizeof *dk);
+    }
+}
+
+void loss_exact_acc(const struct backend_ops *be, struct loss_ws *ws, int bce, int64_t B,
+                    const int64_t *offsets, int d, int R, float tau, int normalize_items,
+                    const float *u, int64_t nu, const float *rows, const float *logq,
+                    const int64_t *pos, const int64_t *neg, float scale, float *du, double *acc,
+                    int64_t *xrows, int64_t *xbad, int64_t *xloss)
+{
+    if (!backend_is_host(be))
+        fatal("loss_exact_acc: exact sums need a host backend (%s)", be->name);
+    const int Rn = bce ? 1 : R, norm = normalize_items && !bce;
+    ws_reserve(ws, be, nu, d); /* de: the sequences' scratch; en, norms, dx: the normalisation */
+    const float *e = rows;
+    if (norm) {
+        be->l2norm_fwd(nu, d, ITEM_NORM_EPS, rows, ws->en, ws->norms);
+        e = ws->en;
+    }
+    memset(ws->de, 0, (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float));
+    uint8_t *seen = xcalloc((size_t)(nu ? nu : 1), 1);
+    int64_t *touched = NULL, cap = 0;
+    for (int64_t b = 0; b < B; b++) { /* the batch's kernel on one sequence at a time */
+        const int64_t t0 = offsets[b], L = offsets[b + 1] - t0;
+        if (L * (Rn + 1) > cap) {
+            cap = L * (Rn + 1);
+            touched = xrealloc(touched, (size_t)cap * sizeof *touched);
+        }
+        int64_t n = 0;
+        for (int64_t i = t0; i < t0 + L; i++) { /* the rows it touches, once each */
+            if (pos[i] < 0)
+                continue;
+            const int64_t *ni = neg + i * Rn;
+            for (int r = -1; r < Rn; r++) {
+                const int64_t k = r < 0 ? pos[i] : ni[r];
+                if (k >= 0 && k < nu && !seen[k]) {
+                    seen[k] = 1;
+                    touched[n++] = k;
+                }
+            }
+        }
+        double a[2] = {0, 0};
+        const float *ub = u + t0 * d;
+        float *dub = du + t0 * d;
+        if (bce)
+            be->bce_loss(L, d, ub, nu, rows, pos + t0, neg + t0, scale, dub, ws->de, a);
+        else if (logq)
+            be->softmax_loss_q(L, d, R, 1.0f / tau, ub, nu, e, logq, pos + t0, neg + t0 * R,
+                               scale, dub, ws->de, a);
+        else
+            be->softmax_loss(L, d, R, 1.0f / tau, ub, nu, e, pos + t0, neg + t0 * R, scale, dub,
+                             ws->de, a);
+        exact_rows_out(be, ws, norm, d, touched, n, ws->de, xrows, xbad);
+        for (int64_t j = 0; j < n; j++)
+            seen[touched[j]] = 0;
+        acc[0] += a[0];
+        acc[1] += a[1];
+        exact_add_double(xloss, a[0], xloss + EXACT_LIMBS);
+    }
+    free(touched);
+    free(seen);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/exact.h"
 #include "base/log.h"
 #include "base/rng.h"
 #include "backend/stage.h"
@@ -137,6 +138,10 @@ void model_free(struct model *m)
         m->be->free(m->params[i].w);
     m->be->free(m->grad);
     m->grad = NULL;
+    free(m->xgrad);
+    free(m->xtmp);
+    m->xgrad = NULL;
+    m->xtmp = NULL;
     m->nparams = 0;
     stage_free(m->stage);
     m->stage = NULL;
@@ -164,6 +169,8 @@ struct dense_tensor *model_param(struct model *m, const char *name)
 void model_zero_grads(struct model *m)
 {
     m->be->zero(m->grad, (size_t)m->ngrad * sizeof(float));
+    if (m->xgrad)
+        memset(m->xgrad, 0, ((size_t)m->ngrad * EXACT_LIMBS + 1) * sizeof *m->xgrad);
 }
 
 void model_set_hook(struct model *m, struct model_hook h) { m->hook = h; }

@@ -136,6 +136,13 @@ struct model {
     struct model_hook hook; /* between layers (model_set_hook); none by default */
     struct stage *stage;    /* the batch's uploads (model_upload) */
     void *priv;         /* activations saved by forward for backward */
+    /* train.exact_sums (model_exact_enable; base/exact.h): the gradients as
+     * exact accumulators, [ngrad][EXACT_LIMBS] and a last int64 counting
+     * the contributions out of range; the arena gets their values
+     * (model_exact_finish). NULL: the gradients are summed in the arena. */
+    int64_t *xgrad;
+    float *xtmp;            /* scratch of one sample's gradients */
+    int64_t xtmp_n;
 };
 
 /* Check conf without building anything (what model_init refuses): heads
@@ -161,6 +168,47 @@ void model_set_hook(struct model *m, struct model_hook h);
 void model_between_layers(const struct model *m, int first_final);
 
 #define MODEL_GRAD_ALIGN 64
+
+/* train.exact_sums (model_exact.c): every gradient below is a sum over
+ * tokens of the batch; with exact sums it is summed per sequence (the
+ * same floats whichever rank holds the sequence) and each sequence's part
+ * added exactly, so the sum has the same bits on any number of ranks.
+ * Host backends only (backend_check refuses the others). */
+void model_exact_enable(struct model *m);
+static inline int model_exact(const struct model *m) { return m->xgrad != NULL; }
+/* The accumulators and their size in int64 (ngrad * EXACT_LIMBS + 1): what
+ * the dense all-reduce sums. */
+int64_t *model_exact_arena(struct model *m, int64_t *n);
+/* The arena (m->grad) := the accumulators' values. */
+void model_exact_finish(struct model *m);
+/* C [T, N] = A [T, K] op(B) + beta C (op: B^T when trans_b) over the
+ * batch's tokens, rows = tokens; with exact sums one sequence at a time
+ * (BLAS may round a row differently with other rows beside it: the same
+ * call for a sequence on any rank); dense: through backend_gemm_dense. */
+void model_gemm_rows(struct model *m, const struct batch *b, int dense, int trans_b, int64_t N,
+                     int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                     float beta, float *C, int64_t ldc);
+/* g[M, N] (ld ldg, a tensor's gradient in the arena) += A^T Bm over the
+ * batch's tokens: A [T, M] (ld lda), Bm [T, N] (ld ldb); dense: through
+ * backend_gemm_dense (else be->gemm). */
+void model_grad_tokens(struct model *m, const struct batch *b, int dense, int64_t M, int64_t N,
+                       const float *A, int64_t lda, const float *Bm, int64_t ldb, float *g,
+                       int64_t ldg);
+/* be->layernorm_bwd over the batch's tokens (x, dy, dx [T, d], mean, rstd
+ * [T]), its dgamma, dbeta (gradients in the arena) summed exactly per
+ * sequence with exact sums. */
+void model_layernorm_bwd(struct model *m, const struct batch *b, int d, const float *x,
+                         const float *mean, const float *rstd, const float *gamma,
+                         const float *dy, float *dx, float *dgamma, float *dbeta);
+/* g[o] += the column sums of dy [T, o] over the batch's tokens. */
+void model_grad_colsums(struct model *m, const struct batch *b, int o, const float *dy, float *g);
+/* g[idx[t]] += dx[t] (rows of d) for the T tokens. */
+void model_grad_rows(struct model *m, int64_t T, int d, const float *dx, const int64_t *idx,
+                     float *g);
+/* Exact sums only: g[n] += v[n] (one sequence's part, computed apart). */
+void model_grad_add(struct model *m, float *g, const float *v, int64_t n);
+/* Exact sums only: scratch of n floats (kept by the model). */
+float *model_grad_tmp(struct model *m, int64_t n);
 
 /* For model files: dst[bytes] (backend memory) = the host bytes src, before
  * the backend's next operation, without a host wait (backend/stage.h); src

@@ -276,7 +276,7 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         const float *tb = P->use_ts ? param(m, l, P_TIME_BIAS)->w : NULL;
         be->layernorm_fwd(T, d, LN_EPS, A->x, NULL, NULL, A->n, A->mean, A->rstd);
         for (int blk = 0; blk < 4; blk++) /* column block blk of uvqk: [d, hd], ld 4 hd */
-            backend_gemm_dense(be, 0, 0, T, hd, d, 1.0f, A->n, d, uvqk + (size_t)blk * hd,
+            model_gemm_rows(m, b, 1, 0, hd, d, A->n, d, uvqk + (size_t)blk * hd,
                                4 * hd, 0.0f, A->pre + (size_t)blk * T * hd, hd);
         be->silu_fwd(4 * T * hd, A->pre, A->h);
         const float *U = A->h, *V = U + (size_t)T * hd, *Q = V + (size_t)T * hd,
@@ -300,9 +300,9 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
         if (P->dropped)
             be->dropout_fwd(T, hd, c->dropout, P->keys, 1 + (uint64_t)l, A->z, A->z, A->mask);
         be->copy(xnext, A->x, td * sizeof(float));
-        backend_gemm_dense(be, 0, 0, T, d, hd, 1.0f, A->z, hd, param(m, l, P_OW)->w, d, 1.0f,
+        model_gemm_rows(m, b, 1, 0, d, hd, A->z, hd, param(m, l, P_OW)->w, d, 1.0f,
                            xnext, d);
-        be->gemm(0, 0, T, d, 1, 1.0f, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, xnext, d);
+        model_gemm_rows(m, b, 0, 0, d, 1, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, xnext, d);
         model_between_layers(m, -1);
     }
     be->l2norm_fwd(T, d, L2_EPS, P->xl, P->y, P->norm);
@@ -333,9 +333,9 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
         const float *U = A->h, *V = U + th, *Q = V + th, *K = Q + th;
         float *dU = P->dh, *dV = dU + th, *dQ = dV + th, *dK = dQ + th;
 
-        be->gemm(1, 0, 1, d, T, 1.0f, P->ones, 1, dx, d, 1.0f, param(m, l, P_OB)->g, d);
-        backend_gemm_dense(be, 1, 0, hd, d, T, 1.0f, A->z, hd, dx, d, 1.0f, ow->g, d);
-        backend_gemm_dense(be, 0, 1, T, hd, d, 1.0f, dx, d, ow->w, d, 0.0f, P->dz, hd);
+        model_grad_tokens(m, b, 0, 1, d, P->ones, 1, dx, d, param(m, l, P_OB)->g, d);
+        model_grad_tokens(m, b, 1, hd, d, A->z, hd, dx, d, ow->g, d);
+        model_gemm_rows(m, b, 1, 1, hd, d, dx, d, ow->w, d, 0.0f, P->dz, hd);
         if (P->dropped)
             be->dropout_bwd(T, hd, c->dropout, A->mask, P->dz, P->dz);
         be->mul((int64_t)th, P->dz, A->o, dU);
@@ -355,6 +355,18 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
                                   N, Q, A->kb, A->vb, pb->w, tbw, kts, P->da, dQ, P->dkb, P->dvb,
                                   pb->g, dtb);
             sp->wait_dkv(sp->ctx, hd, P->dkb, P->dvb, dK, dV);
+        } else if (model_exact(m)) { /* the bias gradients per sequence, then exactly */
+            const int64_t nb = pb->n + (tb ? tb->n : 0);
+            float *dpb = model_grad_tmp(m, nb);
+            for (int64_t s = 0; s < b->B; s++) {
+                memset(dpb, 0, (size_t)nb * sizeof *dpb);
+                be->hstu_attn_bwd(1, P->offsets + s, H, dh, dh, N, Q, K, V, pb->w,
+                                  tb ? tb->w : NULL, tb ? P->ts : NULL, P->da, dQ, dK, dV, dpb,
+                                  tb ? dpb + pb->n : NULL);
+                model_grad_add(m, pb->g, dpb, pb->n);
+                if (tb)
+                    model_grad_add(m, tb->g, dpb + pb->n, tb->n);
+            }
         } else
             be->hstu_attn_bwd(b->B, P->offsets, H, dh, dh, N, Q, K, V, pb->w,
                               tb ? tb->w : NULL, tb ? P->ts : NULL, P->da, dQ, dK, dV, pb->g,
@@ -362,9 +374,9 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
         be->silu_bwd(4 * (int64_t)th, A->pre, P->dh, P->dh);
         for (int blk = 0; blk < 4; blk++) {
             const float *dpre = P->dh + (size_t)blk * th;
-            backend_gemm_dense(be, 1, 0, d, hd, T, 1.0f, A->n, d, dpre, hd, 1.0f,
-                               uvqk->g + (size_t)blk * hd, 4 * hd);
-            backend_gemm_dense(be, 0, 1, T, d, hd, 1.0f, dpre, hd, uvqk->w + (size_t)blk * hd,
+            model_grad_tokens(m, b, 1, d, hd, A->n, d, dpre, hd, uvqk->g + (size_t)blk * hd,
+                              4 * hd);
+            model_gemm_rows(m, b, 1, 1, d, hd, dpre, hd, uvqk->w + (size_t)blk * hd,
                                4 * hd, blk ? 1.0f : 0.0f, P->dn, d);
         }
         be->layernorm_bwd(T, d, A->x, A->mean, A->rstd, NULL, P->dn, P->tmp, NULL, NULL);
@@ -373,7 +385,7 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
     }
     if (P->dropped)
         be->dropout_bwd(T, d, c->dropout, P->mask0, dx, dx);
-    be->scatter_add_rows(T, d, dx, P->pos, m->params[0].g);
+    model_grad_rows(m, T, d, dx, P->pos, m->params[0].g);
     be->copy(demb, dx, td * sizeof(float));
     be->scale((int64_t)td, sqrtf((float)d), demb);
     model_between_layers(m, 0);

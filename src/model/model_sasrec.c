@@ -219,27 +219,25 @@ static void reserve(struct model *m, int64_t T)
 /* -- dense layers ------------------------------------------------------- */
 
 /* y = x W + b; x, y: [T, d]; W: [d, d] as [in, out]; b: [d] */
-static void linear_fwd(struct model *m, int64_t T, const float *x, const struct dense_tensor *W,
-                       const struct dense_tensor *b, float *y)
+static void linear_fwd(struct model *m, const struct batch *bt, const float *x,
+                       const struct dense_tensor *W, const struct dense_tensor *b, float *y)
 {
-    const struct backend_ops *be = m->be;
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
-    be->gemm(0, 0, T, d, 1, 1.0f, s->ones, 1, b->w, d, 0.0f, y, d);
-    backend_gemm_dense(be, 0, 0, T, d, d, 1.0f, x, d, W->w, d, 1.0f, y, d);
+    model_gemm_rows(m, bt, 0, 0, d, 1, s->ones, 1, b->w, d, 0.0f, y, d);
+    model_gemm_rows(m, bt, 1, 0, d, d, x, d, W->w, d, 1.0f, y, d);
 }
 
 /* dW += x^T dy, db += 1^T dy; dx = dy W^T (+= when accumulate) */
-static void linear_bwd(struct model *m, int64_t T, const float *x, struct dense_tensor *W,
-                       struct dense_tensor *b, const float *dy, float *dx, int accumulate)
+static void linear_bwd(struct model *m, const struct batch *bt, const float *x,
+                       struct dense_tensor *W, struct dense_tensor *b, const float *dy, float *dx,
+                       int accumulate)
 {
-    const struct backend_ops *be = m->be;
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
-    backend_gemm_dense(be, 1, 0, d, d, T, 1.0f, x, d, dy, d, 1.0f, W->g, d);
-    be->gemm(0, 0, 1, d, T, 1.0f, s->ones, T, dy, d, 1.0f, b->g, d);
-    backend_gemm_dense(be, 0, 1, T, d, d, 1.0f, dy, d, W->w, d, accumulate ? 1.0f : 0.0f, dx,
-                       d);
+    model_grad_tokens(m, bt, 1, d, d, x, d, dy, d, W->g, d);
+    model_grad_tokens(m, bt, 0, 1, d, s->ones, 1, dy, d, b->g, d);
+    model_gemm_rows(m, bt, 1, 1, d, d, dy, d, W->w, d, accumulate ? 1.0f : 0.0f, dx, d);
 }
 
 /* -- forward / backward ------------------------------------------------- */
@@ -288,9 +286,9 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
         float *xout = s->xs[l + 1];
         be->layernorm_fwd(T, d, SASREC_LN_EPS, xin, w[L_ATTN_G].w, w[L_ATTN_B].w, a->qin,
                           a->mean1, a->rstd1);
-        linear_fwd(m, T, a->qin, &w[L_QW], &w[L_QB], a->q);
-        linear_fwd(m, T, xin, &w[L_KW], &w[L_KB], a->k);
-        linear_fwd(m, T, xin, &w[L_VW], &w[L_VB], a->v);
+        linear_fwd(m, b, a->qin, &w[L_QW], &w[L_QB], a->q);
+        linear_fwd(m, b, xin, &w[L_KW], &w[L_KB], a->k);
+        linear_fwd(m, b, xin, &w[L_VW], &w[L_VB], a->v);
         if (b->split) { /* the own keys' softmax, then the earlier keys' merged in */
             const struct model_split *sp = b->split;
             sp->post_kv(sp->ctx, d, a->k, a->v, s->kb[l], s->vb[l]);
@@ -302,16 +300,16 @@ static void sasrec_forward(struct model *m, const struct batch *b, const float *
         } else
             be->sasrec_attn_fwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
                                 a->a, a->lse);
-        linear_fwd(m, T, a->a, &w[L_OW], &w[L_OB], a->x1);
+        linear_fwd(m, b, a->a, &w[L_OW], &w[L_OB], a->x1);
         be->axpy(n, 1.0f, a->qin, a->x1);
 
         be->layernorm_fwd(T, d, SASREC_LN_EPS, a->x1, w[L_FFN_G].w, w[L_FFN_B].w, a->fin,
                           a->mean2, a->rstd2);
-        linear_fwd(m, T, a->fin, &w[L_F1W], &w[L_F1B], a->r);
+        linear_fwd(m, b, a->fin, &w[L_F1W], &w[L_F1B], a->r);
         if (s->drop)
             be->dropout_fwd(T, d, p, s->keys, 1 + 3 * (uint64_t)l, a->r, a->r, a->m1);
         be->relu_fwd(n, a->r, a->r);
-        linear_fwd(m, T, a->r, &w[L_F2W], &w[L_F2B], xout);
+        linear_fwd(m, b, a->r, &w[L_F2W], &w[L_F2B], xout);
         if (s->drop)
             be->dropout_fwd(T, d, p, s->keys, 2 + 3 * (uint64_t)l, xout, xout, a->m2);
         be->axpy(n, 1.0f, a->fin, xout);
@@ -334,8 +332,8 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
     const size_t bytes = (size_t)n * sizeof(float);
 
     struct dense_tensor *f = final_params(m);
-    be->layernorm_bwd(T, d, s->xs[layers], s->meanf, s->rstdf, f[0].w, dout, s->dx, f[0].g,
-                      f[1].g);
+    model_layernorm_bwd(m, b, d, s->xs[layers], s->meanf, s->rstdf, f[0].w, dout, s->dx, f[0].g,
+                        f[1].g);
     model_between_layers(m, 1 + layers * L_COUNT); /* the final LayerNorm */
     for (int l = layers - 1; l >= 0; l--) {
         struct dense_tensor *w = layer_params(m, l);
@@ -348,16 +346,16 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
             be->dropout_bwd(T, d, p, a->m2, s->dx, s->dz);
             dz = s->dz;
         }
-        linear_bwd(m, T, a->r, &w[L_F2W], &w[L_F2B], dz, s->dr, 0);
+        linear_bwd(m, b, a->r, &w[L_F2W], &w[L_F2B], dz, s->dr, 0);
         be->relu_bwd(n, a->r, s->dr, s->dr); /* r > 0 exactly where its input was */
         if (s->drop)
             be->dropout_bwd(T, d, p, a->m1, s->dr, s->dr);
-        linear_bwd(m, T, a->fin, &w[L_F1W], &w[L_F1B], s->dr, s->dfin, 1);
-        be->layernorm_bwd(T, d, a->x1, a->mean2, a->rstd2, w[L_FFN_G].w, s->dfin, s->dx,
-                          w[L_FFN_G].g, w[L_FFN_B].g);
+        linear_bwd(m, b, a->fin, &w[L_F1W], &w[L_F1B], s->dr, s->dfin, 1);
+        model_layernorm_bwd(m, b, d, a->x1, a->mean2, a->rstd2, w[L_FFN_G].w, s->dfin, s->dx,
+                            w[L_FFN_G].g, w[L_FFN_B].g);
         /* s->dx = d x1, x1 = q_in + a Wout + bout */
         be->copy(s->dqin, s->dx, bytes);
-        linear_bwd(m, T, a->a, &w[L_OW], &w[L_OB], s->dx, s->da, 0);
+        linear_bwd(m, b, a->a, &w[L_OW], &w[L_OB], s->dx, s->da, 0);
         if (b->split) { /* the earlier keys' gradients first: they travel back */
             const struct model_split *sp = b->split;
             be->zero(s->dq, bytes);
@@ -372,17 +370,17 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
         } else
             be->sasrec_attn_bwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
                                 a->a, a->lse, s->da, s->dq, s->dk, s->dv);
-        linear_bwd(m, T, a->qin, &w[L_QW], &w[L_QB], s->dq, s->dqin, 1);
-        linear_bwd(m, T, xin, &w[L_KW], &w[L_KB], s->dk, s->dx, 0);
-        linear_bwd(m, T, xin, &w[L_VW], &w[L_VB], s->dv, s->dx, 1);
-        be->layernorm_bwd(T, d, xin, a->mean1, a->rstd1, w[L_ATTN_G].w, s->dqin, s->tmp,
-                          w[L_ATTN_G].g, w[L_ATTN_B].g);
+        linear_bwd(m, b, a->qin, &w[L_QW], &w[L_QB], s->dq, s->dqin, 1);
+        linear_bwd(m, b, xin, &w[L_KW], &w[L_KB], s->dk, s->dx, 0);
+        linear_bwd(m, b, xin, &w[L_VW], &w[L_VB], s->dv, s->dx, 1);
+        model_layernorm_bwd(m, b, d, xin, a->mean1, a->rstd1, w[L_ATTN_G].w, s->dqin, s->tmp,
+                            w[L_ATTN_G].g, w[L_ATTN_B].g);
         be->axpy(n, 1.0f, s->tmp, s->dx); /* s->dx = d(layer input) */
         model_between_layers(m, 1 + l * L_COUNT);
     }
     if (s->drop)
         be->dropout_bwd(T, d, p, s->m0, s->dx, s->dx);
-    be->scatter_add_rows(T, d, s->dx, s->pos, m->params[0].g);
+    model_grad_rows(m, T, d, s->dx, s->pos, m->params[0].g);
     be->copy(demb, s->dx, bytes);
     be->scale(n, sqrtf((float)d), demb);
     model_between_layers(m, 0);

@@ -117,6 +117,10 @@ struct task_step {
     const int64_t *targets;  /* [T] host */
     const uint8_t *no_target; /* [T] host: 1 where a position has no target (the stream
                                  schedule's history; seq_batch.no_target), or NULL */
+    /* train.exact_sums (loss.h: loss_exact_acc), or NULL: the rows' gradients
+     * [nuniq, d][EXACT_LIMBS] instead of drows, their out of range count,
+     * and the loss's sum [EXACT_LIMBS + 1] (host memory) */
+    int64_t *xrows, *xbad, *xloss;
     /* ranking */
     const float *labels;     /* [T, K] host (NaN: missing) */
     const float *all_labels; /* [T, K] host: the labels of every event, the inputs' too

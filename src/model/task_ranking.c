@@ -22,6 +22,7 @@
 
 #include "backend/mirror.h"
 #include "base/check.h"
+#include "base/exact.h"
 #include "model/task.h"
 #include "model/task_bias.h"
 #include "model/task_factor.h"
@@ -47,6 +48,7 @@ struct rank_priv {
     struct mirror tcoef;              /* [K, 4K] coef with the other tasks' weights 0 */
     double htcoef[4 * RANK_MAX_TASKS * RANK_MAX_TASKS];
     int64_t tsteps;                   /* losses added to tacc since the last read */
+    int64_t xtacc[RANK_MAX_TASKS][EXACT_LIMBS + 1]; /* exact sums: tacc's sums (base/exact.h) */
     struct rank_bias bias;            /* model.bias (task_bias.h) */
     struct rank_recency rec;          /* model.recency (task_recency.h) */
     struct recency_rule rule;
@@ -98,9 +100,10 @@ static void rank_reserve(struct task *t, int64_t n)
 }
 
 /* z = the head on x [n, d]: r->h[L] [n, K] (activations kept). */
-static void head_fwd(const struct backend_ops *be, struct rank_priv *r, int64_t n,
+static void head_fwd(const struct backend_ops *be, struct rank_priv *r, const struct batch *rows,
                      const float *x)
 {
+    const int64_t n = rows->T;
     reserve(r, n);
     r->T = n;
     const float *in = x;
@@ -109,7 +112,7 @@ static void head_fwd(const struct backend_ops *be, struct rank_priv *r, int64_t 
         float *y = r->h[l + 1];
         be->index_rows(n, o, r->b[l]->w, r->zidx, y, NULL, 0); /* every row: the bias */
         if (n > 0)
-            backend_gemm_dense(be, 0, 0, n, o, a, 1.0f, in, a, r->W[l]->w, o, 1.0f, y, o);
+            model_gemm_rows(r->m, rows, 1, 0, o, a, in, a, r->W[l]->w, o, 1.0f, y, o);
         if (l + 1 < r->L)
             be->relu_fwd(n * o, y, y);
         in = y;
@@ -138,7 +141,8 @@ static void rank_loss(struct task *t, struct task_step *st)
     const struct task_conf *tc = t->conf;
     const int K = r->K;
     read_stats(r, st->be);
-    head_fwd(st->be, r, st->T, st->out);
+    const struct batch rows = {.B = st->B, .T = st->T, .offsets = st->offsets}; /* its sequences */
+    head_fwd(st->be, r, &rows, st->out);
     rank_bias_fwd(&r->bias, st->T, st->items, NULL, st->B, st->users, st->offsets, r->h[r->L]);
     if (r->rec.A) {
         if (st->T > r->rcap) {
@@ -168,7 +172,17 @@ static void rank_loss(struct task *t, struct task_step *st)
     mirror_up(&r->lab, 0, (size_t)(st->T * K) * sizeof(float));
     const double *coef = mirror_bind(&r->coef, be, &backend_cpu, r->hcoef, sizeof r->hcoef);
     mirror_up(&r->coef, 0, sizeof r->hcoef);
-    be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);
+    if (st->xloss) /* exact sums: each sequence's loss, added exactly (host memory) */
+        for (int64_t b = 0; b < st->B; b++) {
+            const int64_t t0 = st->offsets[b], L = st->offsets[b + 1] - t0;
+            double a[2] = {0, 0};
+            be->rank_loss(L, K, r->h[r->L] + t0 * K, lab + t0 * K, coef, r->dz + t0 * K, a);
+            st->acc[0] += a[0];
+            st->acc[1] += a[1];
+            exact_add_double(st->xloss, a[0], st->xloss + EXACT_LIMBS);
+        }
+    else
+        be->rank_loss(st->T, K, r->h[r->L], lab, coef, r->dz, st->acc);
     /* each task's part alone, for the progress line (task_ranking_losses):
      * the same loss with the other tasks' weights 0, its dz into scratch */
     for (int k = 0; k < K; k++)
@@ -177,8 +191,19 @@ static void rank_loss(struct task *t, struct task_step *st)
     const double *tcoef = mirror_bind(&r->tcoef, be, &backend_cpu, r->htcoef,
                                       (size_t)(4 * K * K) * sizeof(double));
     mirror_up(&r->tcoef, 0, (size_t)(4 * K * K) * sizeof(double));
-    for (int k = 0; k < K; k++)
-        be->rank_loss(st->T, K, r->h[r->L], lab, tcoef + 4 * K * k, r->dh[0], r->tacc + 2 * k);
+    for (int k = 0; k < K; k++) {
+        if (!st->xloss) {
+            be->rank_loss(st->T, K, r->h[r->L], lab, tcoef + 4 * K * k, r->dh[0], r->tacc + 2 * k);
+            continue;
+        }
+        for (int64_t b = 0; b < st->B; b++) { /* exact sums: as the loss's */
+            const int64_t t0 = st->offsets[b], L = st->offsets[b + 1] - t0;
+            double a[2] = {0, 0};
+            be->rank_loss(L, K, r->h[r->L] + t0 * K, lab + t0 * K, tcoef + 4 * K * k,
+                          r->dh[0], a);
+            exact_add_double(r->xtacc[k], a[0], r->xtacc[k] + EXACT_LIMBS);
+        }
+    }
     r->tsteps++;
 }
 
@@ -190,7 +215,14 @@ int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss)
     r->be->to_host(h, r->tacc, (size_t)(2 * K) * sizeof *h);
     const int64_t n = r->tsteps;
     for (int k = 0; k < K; k++) {
-        const double sum = c ? comm_allreduce_sum_f64(c, COMM_DP, h[2 * k]) : h[2 * k];
+        double sum;
+        if (model_exact(r->m)) { /* integer sums: the same bits on any number of ranks */
+            if (c)
+                comm_allreduce_sum_i64v(c, COMM_DP, r->xtacc[k], EXACT_LIMBS + 1);
+            sum = exact_to_double(r->xtacc[k], r->xtacc[k][EXACT_LIMBS]);
+            memset(r->xtacc[k], 0, sizeof r->xtacc[k]);
+        } else
+            sum = c ? comm_allreduce_sum_f64(c, COMM_DP, h[2 * k]) : h[2 * k];
         loss[k] = n > 0 ? sum / (double)n / t->conf->t[k].weight : 0;
     }
     double zero[2 * RANK_MAX_TASKS] = {0};
@@ -208,6 +240,7 @@ static void rank_backward(struct task *t, struct task_step *st)
         fatal("task_ranking: backward of %lld rows after a forward of %lld", (long long)st->T,
               (long long)n);
     const float *dy = r->dz;
+    const struct batch rows = {.B = st->B, .T = n, .offsets = st->offsets}; /* its sequences */
     rank_bias_bwd(&r->bias, n, r->dz);
     rank_recency_bwd(&r->rec, n, r->dz);
     rank_factor_bwd(&r->fac, &r->rule, n, r->dz);
@@ -215,10 +248,10 @@ static void rank_backward(struct task *t, struct task_step *st)
         const int a = r->width[l], o = r->width[l + 1];
         const float *in = l ? r->h[l] : st->out;
         float *dx = l ? r->dh[l & 1] : st->du;
-        be->col_sums(n, o, dy, r->b[l]->g); /* db = column sums of dy, in row order */
+        model_grad_colsums(r->m, &rows, o, dy, r->b[l]->g); /* db: column sums of dy */
         if (n > 0) {
-            backend_gemm_dense(be, 1, 0, a, o, n, 1.0f, in, a, dy, o, 1.0f, r->W[l]->g, o);
-            backend_gemm_dense(be, 0, 1, n, a, o, 1.0f, dy, o, r->W[l]->w, o, 0.0f, dx, a);
+            model_grad_tokens(r->m, &rows, 1, a, o, in, a, dy, o, r->W[l]->g, o);
+            model_gemm_rows(r->m, &rows, 1, 1, a, o, dy, o, r->W[l]->w, o, 0.0f, dx, a);
         }
         if (l > 0) /* through the ReLU of h_l (h_l > 0 iff its input was) */
             be->relu_bwd(n * a, in, dx, dx);
@@ -470,7 +503,15 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64
     const size_t xb = (size_t)(n > 0 ? n : 1) * (size_t)r->width[0] * sizeof(float);
     const float *dx = mirror_bind(&r->xin, be, &backend_cpu, x, xb);
     mirror_up(&r->xin, 0, (size_t)n * (size_t)r->width[0] * sizeof(float));
-    head_fwd(be, r, n, dx);
+    /* one block; with exact sums a row at a time (a row's floats alone) */
+    const int per_row = model_exact(r->m);
+    int64_t whole[2] = {0, n}, *off = per_row ? xmalloc((size_t)(n + 1) * sizeof *off) : whole;
+    for (int64_t i = 0; per_row && i <= n; i++)
+        off[i] = i;
+    const struct batch rows = {.B = per_row ? n : 1, .T = n, .offsets = off};
+    head_fwd(be, r, &rows, dx);
+    if (per_row)
+        free(off);
     rank_bias_fwd(&r->bias, n, items, users, 0, NULL, NULL, r->h[r->L]);
     if (r->rec.A && !rterms)
         fatal("task_ranking: model.recency and a prediction without the history terms");

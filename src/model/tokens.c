@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/exact.h"
 #include "base/rng.h"
 
 static void *zalloc(int64_t n, size_t size) { return xcalloc((size_t)(n > 0 ? n : 1), size); }
@@ -398,5 +399,34 @@ void tokens_features_bwd(struct tokens *tk, const float *const *rows, const int6
         }
         free(dP);
         free(dp);
+    }
+}
+
+void tokens_features_bwd_exact(struct tokens *tk, const int64_t *const *inv, int64_t *const *xg,
+                               int64_t *bad)
+{
+    const int d = tk->d;
+    for (int i = 0; i < tk->s->n; i++) {
+        const struct feat_spec *sp = &tk->s->f[i];
+        struct tok_feat *f = &tk->f[i];
+        const int w = sp->width;
+        if (sp->proj >= 0 || sp->role == FEAT_ITEM || w != d)
+            fatal("tokens: feature %s: exact sums cover event and user features without a "
+                  "projection", sp->name);
+        int64_t *x = xg[sp->table];
+        const int64_t *iv = inv[sp->table];
+        float *c = xmalloc((size_t)w * sizeof *c);
+        for (int64_t e = 0; e < f->ne; e++) { /* each entity's part, exactly: any order */
+            const int64_t a = f->off[e], z = f->off[e + 1];
+            const float *go = f->dout + e * d;
+            const float scale = tk->s->mean && z > a ? 1.0f / (float)(z - a) : 1.0f;
+            for (int64_t r = a; r < z; r++) {
+                const float s = f->w ? scale * f->w[r] : scale;
+                for (int j = 0; j < w; j++)
+                    c[j] = s * go[j];
+                exact_add_vec(x + iv[r] * w * EXACT_LIMBS, c, w, bad);
+            }
+        }
+        free(c);
     }
 }

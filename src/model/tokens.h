@@ -133,5 +133,12 @@ void tokens_items_bwd(struct tokens *tk, const float *drep);
  * here), from the douts, through the projections and the pooling. */
 void tokens_features_bwd(struct tokens *tk, const float *const *rows, const int64_t *const *inv,
                          const int64_t *nuniq, float *const *gu);
+/* The same with exact sums (train.exact_sums; base/exact.h): each entity's
+ * contribution to a row added exactly to xg[k] [nuniq[k], width_k]
+ * [EXACT_LIMBS] (zeroed by the caller), out of range counted in *bad.
+ * Event and user features without a projection (backend_check refuses
+ * the others). */
+void tokens_features_bwd_exact(struct tokens *tk, const int64_t *const *inv, int64_t *const *xg,
+                               int64_t *bad);
 
 #endif

@@ -34,6 +34,42 @@ static const char *asks_features(const struct train_conf *cf, char *buf, size_t 
     return buf;
 }
 
+/* train.exact_sums = on: the paths whose sums are exact (model_exact.c,
+ * model/loss_exact.c, embedding/emb_exact.c); the others refused. */
+static int exact_check(const struct backend_ops *be, const struct train_conf *cf, char *err,
+                       size_t errlen)
+{
+    const char *asked = "train.exact_sums = on", *off = "train.exact_sums = off";
+    char what[300];
+    const int ranking = cf->task.type == TASK_RANKING;
+    if (!cf->exact_sums)
+        return 0;
+    if (!backend_is_host(be) || strcmp(be->name, "cpu"))
+        return refuse(err, errlen, asked, "exact sums run on the CPU backend alone",
+                      "device.type = cpu, or train.exact_sums = off");
+    const struct feat_conf *fc = &cf->features;
+    const char *no = fc->item[0]                         ? "features.item"
+                     : fc->dim > 0 || fc->dims[0]        ? "features.dim or features.dims"
+                     : cf->task.bias                     ? "model.bias = on"
+                     : cf->task.recency > 0              ? "model.recency"
+                     : cf->task.factors > 0              ? "model.factors"
+                     : !ranking && cf->loss == LOSS_FULL ? "train.loss = full"
+                     : cf->split_long.on                 ? "parallel.split_long = auto"
+                     : cf->grads_codec != EMB_CODEC_FP32 ? "parallel.grads_codec (not fp32)"
+                     : cf->subspace_k > 0                ? "embedding.subspace_k"
+                     : cf->embedding_group != 0          ? "parallel.embedding_group (not 0)"
+                                                         : NULL;
+    if (!no)
+        return 0;
+    snprintf(what, sizeof what, "%s with %s", asked, no);
+    return refuse(err, errlen, what,
+                  "exact sums cover HSTU and SASRec, retrieval (sampled softmax or BCE) and "
+                  "ranking (its head, without model.bias, recency or factors), dense or "
+                  "dynamic tables, event and user features without projections; not item "
+                  "features, split_long, gradient codecs, a subspace or embedding groups",
+                  off);
+}
+
 int backend_check(const struct backend_ops *be, const struct train_conf *cf, char *err,
                   size_t errlen)
 {
@@ -84,5 +120,5 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
                       "train.final_eval = off and train.eval_every = 0 (training alone), or "
                       "device.type = cpu (doc/gpu.md)");
 #undef LACKS
-    return 0;
+    return exact_check(be, cf, err, errlen);
 }

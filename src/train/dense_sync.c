@@ -78,7 +78,7 @@ struct dense_sync *dense_sync_init(struct comm *c, const struct device_choice *d
      * Open MPI takes device buffers in point-to-point calls and blocking
      * collectives, not in non-blocking collectives); the IPC transports
      * reduce the whole arena at once */
-    s->bucketed = want_buckets && !s->ipc && backend_is_host(s->be);
+    s->bucketed = want_buckets && !s->ipc && backend_is_host(s->be) && !model_exact(m);
     if (!backend_is_host(s->be) && !dev->direct && !s->ipc)
         s->stage = s->be->host_alloc((size_t)m->ngrad * sizeof(float));
     return s;
@@ -141,6 +141,11 @@ void dense_sync_finish(struct dense_sync *s)
         for (int i = 0; i < s->nbuckets; i++)
             if (s->buckets[i].mpi)
                 comm_wait(&s->buckets[i]);
+    } else if (model_exact(s->m)) { /* the accumulators: integer sums, any order */
+        int64_t n;
+        int64_t *x = model_exact_arena(s->m, &n);
+        comm_allreduce_sum_i64v(s->c, COMM_DP, x, n);
+        model_exact_finish(s->m);
     } else if (s->ipc) {
         dense_ipc_allreduce(&s->dipc);
     } else {

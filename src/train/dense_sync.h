@@ -8,7 +8,10 @@
  * posted in buckets during the backward, each as soon as the model's
  * between-layers hook reports its tensors final; the bucket of the first
  * tensors is posted last, after the sparse gradients. Otherwise the arena is summed at once in
- * dense_sync_finish. Either way the sum has the same bits. */
+ * dense_sync_finish. Either way the sum has the same bits. With
+ * train.exact_sums the model's exact accumulators are summed instead (at
+ * once, as int64: the same bits on any number of ranks) and the arena gets
+ * their values. */
 #ifndef FS_DENSE_SYNC_H
 #define FS_DENSE_SYNC_H
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/exact.h"
 #include "comm/comm_fail.h"
 #include "embedding/emb_feat.h"
 #include "train/train.h"
@@ -279,6 +280,18 @@ void step_feat_update(struct step_feat *sf, const float *drep)
     if (identity(sf)) /* d rep is the item rows' gradient, already theirs */
         return;
     const struct train_feat *F = sf->tr->feat;
+    if (sf->tr->conf.exact_sums) { /* the rows' gradients as exact sums (base/exact.h) */
+        int64_t *xg[TOKENS_MAX_TABLES], bad = 0;
+        for (int k = 0; k < F->s.ntables; k++)
+            xg[k] = xcalloc((size_t)(sf->nuniq[k] ? sf->nuniq[k] : 1) * (size_t)F->tab[k]->width *
+                                EXACT_LIMBS,
+                            sizeof *xg[k]);
+        tokens_features_bwd_exact(&sf->tk, sf->inv, xg, &bad);
+        emb_multi_backward_exact(sf->mx, xg);
+        for (int k = 0; k < F->s.ntables; k++)
+            free(xg[k]);
+        return;
+    }
     tokens_items_bwd(&sf->tk, drep);
     float *gu[TOKENS_MAX_TABLES];
     for (int k = 0; k < F->s.ntables; k++)

@@ -20,6 +20,7 @@
 #include "backend/devstats.h"
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/exact.h"
 #include "base/log.h"
 #include "base/tmpguard.h"
 #include "comm/comm_fail.h"
@@ -320,6 +321,15 @@ void trainer_build(struct trainer *tr)
     task_setup_model(tr);
     comm_fail_agree(tr->c, model_init(&tr->m, &cf->model, tr->be, cf->seed, err, sizeof err) != 0,
                     err);
+    if (cf->exact_sums) { /* train.exact_sums: the dense gradients (backend_check: the rest) */
+        model_exact_enable(&tr->m);
+        log_info("train.exact_sums: %lld dense gradient values summed as %d int64 limbs each "
+                 "(all-reduce %.1f kB a step, fp32's x %d), row gradients %d bytes a value on "
+                 "the wire (x %d)",
+                 (long long)tr->m.ngrad, EXACT_LIMBS,
+                 (double)(tr->m.ngrad * EXACT_LIMBS + 1) * 8 / 1e3, 2 * EXACT_LIMBS,
+                 4 * EXACT_LIMBS, EXACT_LIMBS);
+    }
     /* a dataset of raw ids has no bound on them (a dynamic table: 0) */
     struct emb_table_conf ec = {.rows = tr->ds.raw_ids ? 0 : tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
                                 .init_scale = cf->emb_init_std, .seed = cf->seed,
@@ -330,6 +340,7 @@ void trainer_build(struct trainer *tr)
     ec.subspace_k = cf->subspace_k;
     ec.subspace_identity = cf->subspace_identity;
     ec.dyn = cf->dyn;
+    ec.exact = cf->exact_sums; /* the rows' gradients: exact sums (emb_exact.c) */
     if (cf->node_size > 0) /* debug.node_size: the byte counters' nodes */
         comm_set_node_size(tr->c, (int)cf->node_size);
     trainer_check_table(tr, &ec);

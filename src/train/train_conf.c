@@ -170,6 +170,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->baseline = (int)params_i64(p, P_train_baseline);
     tc->resume = params_str(p, P_train_resume);
     tc->nonfinite_skip = !strcmp(params_str(p, P_train_nonfinite), "skip");
+    tc->exact_sums = (int)params_i64(p, P_train_exact_sums);
     tc->dense_optim = (struct dense_optim_conf){
         .lr = params_f64(p, P_train_lr), .warmup_steps = params_i64(p, P_train_warmup_steps),
         .schedule = lr_schedule_parse(params_str(p, P_train_lr_schedule)),

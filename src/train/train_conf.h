@@ -57,6 +57,7 @@ struct train_conf {
     int final_eval, baseline;
     const char *resume;       /* "" | "auto" | a path */
     int nonfinite_skip;       /* train.nonfinite = skip (else stop) */
+    int exact_sums;           /* train.exact_sums (base/exact.h) */
     /* dense optimizer */
     struct dense_optim_conf dense_optim;
     /* parallel */

@@ -72,12 +72,15 @@
  * or ranking (train.task = ranking: the events' labels by the head; the
  * lookup holds the inputs alone). */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "backend/mirror.h"
 #include "backend/stage.h"
 #include "base/check.h"
+#include "base/exact.h"
 #include "base/clock.h"
+#include "embedding/emb_exact.h"
 #include "model/loss.h"
 #include "model/loss_full.h"
 #include "train/ctx_split.h"
@@ -118,6 +121,7 @@ struct step_state {
     int nlr;                   /* tables whose embedding lr is scheduled (train.lr_schedule) */
     float base_lr[EMB_MAX_TABLES]; /* their optimizers' lr as configured */
     struct loss_full_shard shard; /* the view's, train.loss = full */
+    int64_t xloss[EXACT_LIMBS + 1]; /* train.exact_sums: the loss's sum (base/exact.h) */
 };
 
 /* parallel.overlap's schedule (the top of this file): each mode does what
@@ -263,6 +267,7 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
     const struct train_conf *cf = &tr->conf;
     const int64_t T = in->sb.T;
     const float *logq = in->logq ? step_logq(s, in, inv) : NULL; /* uniform negatives: none */
+    int64_t *xbad = NULL, *xrows = emb_exchange_exact(in->x, &xbad); /* exact sums, or NULL */
     s->shard = (struct loss_full_shard){.G = tr->items->G, .shard = tr->items->shard,
                                         .num_items = tr->ds.num_items, .m = s->ring.n_shard,
                                         .idx = s->ring.targets ? inv + T * (2 + cf->R) : NULL,
@@ -279,7 +284,8 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .all_labels = in->sb.labels,
                                  .items = in->item_nums ? in->item_nums : in->sb.items,
                                  .B = in->sb.B, .users = in->sb.users,
-                                 .offsets = in->sb.offsets};
+                                 .offsets = in->sb.offsets, .xrows = xrows, .xbad = xbad,
+                                 .xloss = xrows ? s->xloss : NULL};
     tr->task.ops->loss(&tr->task, &s->view);
 }
 
@@ -382,7 +388,12 @@ static void phase_backward(struct step_state *s, struct step_input *in, const st
     float *dev = mb->T != b->T ? mirror_bind(&s->fdemb, be, be, NULL, rows_bytes(b->T, d)) : demb;
     step_feat_backward_inputs(in->feat, demb, dev);
     demb = dev;
-    be->scatter_add_rows(b->T, d, demb, mirror_at(&s->inv), mirror_at(&s->grads));
+    int64_t *xbad, *xrows = emb_exchange_exact(in->x, &xbad);
+    if (xrows) { /* exact sums: each token's row, then the local sums for the guard */
+        emb_exact_add_rows(xrows, d, b->T, demb, mirror_at(&s->inv), xbad);
+        emb_exact_local(in->x);
+    } else
+        be->scatter_add_rows(b->T, d, demb, mirror_at(&s->inv), mirror_at(&s->grads));
     gputime_end(&tr->gt, GPU_BACKWARD);
     chunk_down(&s->grads, in->x, d, 0);
     if (!prioritized(s)) /* chunk 1 still here too */
@@ -456,6 +467,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     s->in_step = 1;
     sparse_lr(s);
     tr->be->zero(s->sc, sizeof s->hsc);
+    memset(s->xloss, 0, sizeof s->xloss);
     s->sparse_host = 0;
     if (!in->ready) /* else read during the previous step */
         step_input_read(&s->ring, in, now);
@@ -491,7 +503,12 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     gputime_step(&tr->gt, clock_seconds() - t_start);
     tr->sparse_sq = same ? s->hsc[SC_SPARSE] : s->sparse_host;
     tr->dense_sq = s->hsc[SC_DENSE];
-    double loss = comm_allreduce_sum_f64(tr->c, COMM_DP, s->hsc[SC_LOSS]);
+    double loss;
+    if (tr->conf.exact_sums) { /* integer sums: the same bits on any number of ranks */
+        comm_allreduce_sum_i64v(tr->c, COMM_DP, s->xloss, EXACT_LIMBS + 1);
+        loss = exact_to_double(s->xloss, s->xloss[EXACT_LIMBS]);
+    } else
+        loss = comm_allreduce_sum_f64(tr->c, COMM_DP, s->hsc[SC_LOSS]);
     steptime_phase(&tr->st, PH_ALLREDUCE);
     *tokens = n_global;
     s->in_step = 0;
