@@ -137,9 +137,9 @@ STREAM="data.path=$T/st.h5 embedding.dynamic=on embedding.admit=2 train.schedule
         data.window=1d"
 for np in 1 2 3 4; do
     run stream.$np $np $STREAM $E
-    # the window lines without their timings
+    # the window lines without their timings and memory
     grep '"event":"window"' "$T/stream.$np.jsonl" |
-        sed 's/"\(samples_per_s\|tokens_per_s\|train_s\|seconds\)":[^,}]*,\?//g' >"$T/stream.$np.win"
+        sed 's/"\(samples_per_s\|tokens_per_s\|train_s\|seconds\|peak_mib\|peak_mib_max\)":[^,}]*,\?//g' >"$T/stream.$np.win"
 done
 same stream.2 stream.3 stream.4
 w=$(wc -l <"$T/stream.1.win")
