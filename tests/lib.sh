@@ -154,19 +154,38 @@ tiny_data() {
 }
 
 # need_cluster N: skip (77) where network namespaces are refused (not root,
-# no ip or nsenter, refused by the kernel) or a cluster is already up;
-# else bring up N nodes of scripts/cluster.sh (its state in $T/cluster),
-# taken down on exit. Sets CL (the script); exports MPIRUN for it.
+# no ip, nsenter or flock, refused by the kernel); else bring up N nodes of
+# scripts/cluster.sh (its state in $T/cluster), taken down on exit. Sets CL
+# (the script); exports MPIRUN for it. The namespaces' names are the
+# machine's, so the tests that need a cluster take turns: the test runs
+# again (sh "$0", no arguments) under flock(1) on CLUSTER_LOCK, which it
+# holds until it ends, waiting for it without a time limit (a test that
+# holds it ends by itself); flock -o: no process the test starts holds the
+# lock after the test. Holding the lock, a cluster that is up was left by a
+# person (or by a test that was killed): a failure that says so.
+CLUSTER_LOCK=${FREESCALE_CLUSTER_LOCK:-/run/lock/freescale-cluster.lock}
+[ -d "${CLUSTER_LOCK%/*}" ] || CLUSTER_LOCK=/tmp/freescale-cluster.lock
 need_cluster() {
     CL="$TOP_SRCDIR/scripts/cluster.sh"
-    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
-        echo "SKIP: network namespaces need root, ip and nsenter"
+    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nsenter >/dev/null ||
+        ! command -v flock >/dev/null; then
+        echo "SKIP: network namespaces need root, ip and nsenter (and flock, util-linux)"
         exit 77
     fi
-    if ip netns list 2>/dev/null | grep -q '^fs-sw\b'; then
-        echo "SKIP: a cluster is already up (scripts/cluster.sh down)"
-        exit 77
+    if [ "${FREESCALE_CLUSTER_LOCKED:-}" != 1 ]; then
+        touch "$CLUSTER_LOCK" || { fail "cannot create the lock file $CLUSTER_LOCK"; finish; }
+        flock -n "$CLUSTER_LOCK" true ||
+            echo "waiting for the cluster: another test holds $CLUSTER_LOCK"
+        rm -rf "$T"
+        trap - EXIT
+        FREESCALE_CLUSTER_LOCKED=1 TOP_SRCDIR="$TOP_SRCDIR" FREESCALE="$FS" \
+            exec flock -o "$CLUSTER_LOCK" sh "$0"
     fi
+    if ip netns list 2>/dev/null | grep -q '^fs-\(sw\|node[0-9]*\)\b'; then
+        fail "a cluster is up that no test holds (brought up by hand, or left by a killed test): $(ip netns list | grep '^fs-' | cut -d' ' -f1 | tr '\n' ' ')- scripts/cluster.sh status shows it, scripts/cluster.sh down takes it down"
+        finish
+    fi
+    pass "the cluster is this test's (lock $CLUSTER_LOCK)"
     if ! ip netns add "fs-probe-$$" 2>/dev/null; then
         echo "SKIP: this machine refuses network namespaces"
         exit 77
