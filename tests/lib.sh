@@ -24,6 +24,35 @@ expect_error() {
     fi
 }
 
+# error_once NP WANT ARGS...: freescale ARGS on NP ranks ($MPIRUN) fails
+# with WANT on the one "freescale: error" line of its stderr and without
+# Open MPI's abort text (MPI_ABORT, ORTE_ERROR_LOG); under Open MPI's
+# mpirun -q, which drops mpirun's notice of a non-zero exit ("Primary job
+# terminated normally ..."), that line is all it prints besides warnings
+# (doc/robustness.md).
+error_once() {
+    eo_np=$1 eo_want=$2
+    shift 2
+    if "$MPIRUN" -np "$eo_np" "$FS" "$@" >"$T/out" 2>"$T/err"; then
+        fail "expected failure on $eo_np ranks: $*"
+        return
+    fi
+    eo_n=$(grep -c '^freescale: error' "$T/err")
+    if [ "$eo_n" != 1 ] || ! grep '^freescale: error' "$T/err" | grep -qF -- "$eo_want"; then
+        fail "expected '$eo_want' once on $eo_np ranks, got $eo_n error lines: $(head -c 600 "$T/err")"
+    elif grep -qE 'MPI_ABORT|ORTE_ERROR_LOG' "$T/err"; then
+        fail "Open MPI's abort text after '$eo_want': $(head -c 600 "$T/err")"
+    elif ! "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI'; then
+        pass "once on $eo_np ranks, no abort text: $eo_want"
+    elif "$MPIRUN" -q -np "$eo_np" "$FS" "$@" >"$T/out" 2>"$T/err"; then
+        fail "expected failure under mpirun -q on $eo_np ranks: $*"
+    elif [ "$(grep -vc '^freescale: warning' "$T/err")" != 1 ] || [ -s "$T/out" ]; then
+        fail "under mpirun -q, more than the error: $(head -c 600 "$T/err") $(head -c 200 "$T/out")"
+    else
+        pass "once on $eo_np ranks, no abort text, alone under mpirun -q: $eo_want"
+    fi
+}
+
 # expect_ok cmd args...: the command must succeed; its stdout is in $T/out.
 expect_ok() {
     if "$@" >"$T/out" 2>"$T/err"; then
