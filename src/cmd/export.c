@@ -273,7 +273,7 @@ int export_main(int argc, char **argv)
     struct trainer tr;
     rec_start(&cmd, &argc, &argv, &c, &p, &tr);
     struct rec_ids um = {0}, im = {0};
-    char err[1024], msg[1100];
+    char err[1024] = "", msg[1100];
     /* the set-up's errors: every rank ends, one message (comm_fail_agree) */
     int bad = rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
               rec_ids_load(&im, &tr.ds, 1, err, sizeof err);

@@ -28,6 +28,7 @@
 #include "eval/eval.h"
 #include "eval/eval_retrieval.h"
 #include "train/infer.h"
+#include "cmd/rec_file.h"
 #include "cmd/rec_ids.h"
 #include "cmd/rec_out.h"
 #include "model/loss.h"
@@ -284,7 +285,7 @@ int recommend_main(int argc, char **argv)
     struct trainer tr;
     rec_start(&o.cmd, &argc, &argv, &c, &p, &tr);
     /* the set-up's errors: every rank ends, one message (comm_fail_agree) */
-    char err[1024], msg[5200];
+    char err[1024] = "", msg[5200];
     snprintf(msg, sizeof msg, "recommend: %s is a ranking model (train.task = ranking): it "
              "scores given candidates, not the whole table: use freescale score --pairs",
              o.cmd.ckpt);

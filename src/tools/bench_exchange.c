@@ -147,7 +147,7 @@ int bench_exchange_main(int argc, char **argv)
     banner_print(&c);
     struct params p;
     comm_params_load(&p, &c, NULL, argc - first, argv + first);
-    char err[512];
+    char err[512] = "";
     /* every rank finds the same: one message (comm_fail_agree) */
     comm_fail_agree(&c, comm_setup_groups(&c, params_i64(&p, P_parallel_embedding_group), err,
                                           sizeof err) != 0, err);

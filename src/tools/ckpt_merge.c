@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cmd/rec_file.h"
 #include "cmd/recommend.h"
 #include "ckpt/ckpt.h"
 #include "train/train_dyn.h"
