@@ -148,7 +148,7 @@ struct log_catch *log_catch_set(struct log_catch *k)
 /* Before MPI starts: the launcher's rank of this process, 0 when none says */
 static long env_rank(void)
 {
-    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
         const char *v = getenv(vars[i]);
         if (v && *v)

@@ -16,8 +16,9 @@
  *             that registered them: async-signal-safe calls only.
  * Before MPI starts (argument parsing) in a job of several processes, the
  *             launcher's rank variables (OMPI_COMM_WORLD_RANK, PMIX_RANK,
- *             PMI_RANK, SLURM_PROCID) pick rank 0 alone to print fatal()'s line: every
- *             process parses the same arguments and exits 1.
+ *             PMI_RANK; not SLURM_PROCID, which srun also sets for tasks
+ *             that are no MPI job) pick rank 0 alone to print fatal()'s
+ *             line: every process parses the same arguments and exits 1.
  * log_catch   while set (this thread), fatal() writes its message into the
  *             catch and jumps back (longjmp) to where the catch was set
  *             instead of ending the job: comm_fail_run's use, which then
