@@ -8,7 +8,7 @@
 # with the machine (one mount namespace): Open MPI uses shared memory
 # within a node and TCP between nodes, as on a cluster. As root.
 #
-#   scripts/cluster.sh up N [--rate R]   N nodes (2..16); R: tc's rate
+#   scripts/cluster.sh up N [--rate R]   N nodes (1..16); R: tc's rate
 #                                        (e.g. 100mbit) for every link, each
 #                                        way; replaces a cluster already up
 #   scripts/cluster.sh rate NODE R|off   one node's link (a straggler)
@@ -24,11 +24,17 @@
 #   scripts/cluster.sh agent HOST CMD    (the launcher agent mpirun calls)
 #
 # FREESCALE_CLUSTER_DIR (default /run/freescale-cluster) keeps the state.
+# Every argument is checked before a running cluster is touched. The tests
+# that need a cluster take turns through a lock file (flock(1); LOCK
+# below, doc/cluster.md): while a test holds it, up and down refuse unless
+# FREESCALE_CLUSTER_LOCKED=1 (set for the test that holds it).
 set -eu
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 STATE=${FREESCALE_CLUSTER_DIR:-/run/freescale-cluster}
 NET=198.18.0
 SW=fs-sw
+LOCK=${FREESCALE_CLUSTER_LOCK:-/run/lock/freescale-cluster.lock}
+[ -d "${LOCK%/*}" ] || LOCK=/tmp/freescale-cluster.lock
 
 die() { echo "cluster: $*" >&2; exit 1; }
 nodes() { cat "$STATE/nodes" 2>/dev/null || echo 0; }
@@ -49,6 +55,17 @@ enter() { # I CMD...: run CMD in node I's network and UTS namespaces
     i=$1
     shift
     exec nsenter --net="/run/netns/fs-node$i" --uts="$STATE/uts/node$i" -- "$@"
+}
+check_rate() { # R|off: a rate tc accepts (a number, then bit/bps with an SI or IEC prefix)
+    echo "$1" | grep -Eqi '^(off|[0-9]+(\.[0-9]+)?([kmgt]i?)?(bit|bps)?)$' ||
+        die "rate '$1': expected off or a rate such as 100mbit, 2mbit, 500kbit (tc's units)"
+}
+check_free() { # up/down leave a cluster that a test holds alone (the lock)
+    [ "${FREESCALE_CLUSTER_LOCKED:-}" = 1 ] && return 0
+    command -v flock >/dev/null 2>&1 || return 0
+    touch "$LOCK" 2>/dev/null || return 0
+    flock -n "$LOCK" true ||
+        die "a test holds the cluster (lock $LOCK: $(fuser "$LOCK" 2>/dev/null | tr -s ' ' || true)); wait for it to end"
 }
 set_rate() { # I R|off: tbf on both ends of node I's link
     for end in "fs-node$1 eth0" "$SW fss$1"; do
@@ -84,15 +101,21 @@ down() { # (sh has no local variables: dn, di are down's own)
 
 up() {
     n=${1:-}
-    case $n in '' | *[!0-9]*) die "up N: N nodes (2..16)" ;; esac
+    case $n in '' | *[!0-9]*) die "up N: N nodes (1..16)" ;; esac
     [ "$n" -ge 1 ] && [ "$n" -le 16 ] || die "up $n: 1..16 nodes"
     rate=off
     if [ "${2:-}" = --rate ]; then
-        rate=${3:?--rate needs a rate, e.g. 100mbit}
-    elif [ -n "${2:-}" ]; then
+        [ $# -ge 3 ] || die "up N --rate R: --rate needs a rate, e.g. 100mbit"
+        rate=$3
+        [ $# -le 3 ] || die "up N [--rate R]: unexpected '$4'"
+    elif [ $# -gt 1 ]; then
         die "up N [--rate R]: unexpected '$2'"
     fi
+    check_rate "$rate"
     [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
+    command -v tc >/dev/null 2>&1 || [ "$rate" = off ] || die "--rate needs tc (iproute2)"
+    check_free
+    # every argument is good: only now the old cluster goes
     down
     mkdir -p "$STATE/uts"
     # a private mount for the UTS namespaces' handles
@@ -149,10 +172,18 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in
     up) up "$@" ;;
-    down) down; echo "cluster: down" ;;
+    down) check_free; down; echo "cluster: down" ;;
     status) status ;;
-    hostfile) hostfile "${1:-2}" ;;
-    rate) check_node "${1:-}"; set_rate "$1" "${2:?rate NODE R|off}" ;;
+    hostfile)
+        case ${1:-2} in '' | *[!0-9]* | 0) die "hostfile [SLOTS]: SLOTS a count >= 1" ;; esac
+        hostfile "${1:-2}"
+        ;;
+    rate)
+        check_node "${1:-}"
+        [ -n "${2:-}" ] || die "rate NODE R|off"
+        check_rate "$2"
+        set_rate "$1" "$2"
+        ;;
     link)
         check_node "${1:-}"
         case ${2:-} in up | down) ;; *) die "link NODE up|down" ;; esac

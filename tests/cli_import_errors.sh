@@ -140,4 +140,14 @@ expect_error "--min-rating needs ratings" \
     "$FS" data import $NH --columns user,item --min-rating 3 "$G2" -o "$O"
 no_file "$O"
 
+# under a launcher: a data tool's error once, without Open MPI's abort text
+# (several ranks: refused as serial; one: the tool's own error)
+if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then
+    need_mpirun
+    error_once 2 "'freescale data' tools are serial" data import $NH "$T/cut.csv.gz" -o "$O"
+    error_once 2 "'freescale data' tools are serial" data gen --users 5 --items 5 -o "$O"
+    error_once 3 "'freescale data' tools are serial" data stats "$O"
+    error_once 1 "gzip data ends early" data import $NH "$T/cut.csv.gz" -o "$O"
+    no_file "$O"
+fi
 finish

@@ -155,6 +155,15 @@ printf 'id,item\n' > "$T/p5.csv"
 expect_error "p5.csv:1: expected a header line naming the user and item columns" \
     "$FS" score "$CK" "data.path=$T/hist.h5" --pairs "$T/p5.csv" -o "$T/bad.csv"
 no_file "$T/bad.csv"
+# on 2 ranks: rank 0's error reading the pairs, once, no MPI_ABORT
+error_once 2 "p1.csv:3: user '99999' is not in the dataset" \
+    score "$CK" "data.path=$T/hist.h5" --pairs "$T/p1.csv" -o "$T/bad.csv"
+error_once 2 "p4.csv:2: time 'soon' is not an integer" \
+    score "$CK" "data.path=$T/hist.h5" --pairs "$T/p4.csv" -o "$T/bad.csv"
+error_once 2 "score: --pairs $T/none.csv: cannot open" \
+    score "$CK" "data.path=$T/hist.h5" --pairs "$T/none.csv" -o "$T/bad.csv"
+error_once 2 "is a ranking model" recommend "$CK" --top 5 -o "$T/bad.csv"
+no_file "$T/bad.csv"
 expect_error "is a ranking model" "$FS" recommend "$CK" --top 5 -o "$T/bad.csv"
 run ret 1 train.task=retrieval train.tasks= train.max_steps=2 data.split=loo \
     "output.checkpoint_dir=$T/ckr" train.final_eval=off

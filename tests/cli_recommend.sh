@@ -18,7 +18,11 @@
 #     options, a checkpoint of another dataset or model, an unknown or
 #     repeated user, a bad record read on another rank or on the writing
 #     rank in mid-run, an unwritable output) is refused with a message
-#     naming the file, exit non-zero, and nothing left at the output.
+#     naming the file, exit non-zero, and nothing left at the output;
+#   - on 2 ranks each set-up error of recommend, export, score and
+#     checkpoint merge is printed once, without Open MPI's abort text
+#     (lib.sh error_once); the bad record found by one rank in mid-run
+#     aborts the job, our message first.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 tiny_data
@@ -212,6 +216,24 @@ expect_error "$T/twice.txt:3: user 'A000X' is listed twice (first at line 1)" \
 no_file "$O"
 expect_error "cannot create" rec 1 "$CK" -o "$T/no/such/dir/r.csv"
 no_file "$T/no/such/dir/r.csv"
+# on 2 ranks: once, no MPI_ABORT (before MPI, rank 0's parse, agreed checks)
+error_once 2 "checkpoint $T/none.h5: No such file" recommend "$T/none.h5" -o "$O"
+error_once 2 "recommend: unknown option '--bogus'" recommend "$CK" --bogus -o "$O"
+error_once 2 "recommend: -o $T/recs.txt: the name must end in" recommend "$CK" -o "$T/recs.txt"
+error_once 2 "$T/unknown.txt:2: user 'nobody' is not in the dataset" \
+    recommend "$CK" --users "$T/unknown.txt" -o "$O"
+error_once 2 "recommend: -o $T/no/such/dir/r.csv: cannot create it" \
+    recommend "$CK" -o "$T/no/such/dir/r.csv"
+error_once 2 "recommend: -o $T/no/such/dir/r.h5: cannot create it" \
+    recommend "$CK" -o "$T/no/such/dir/r.h5"
+no_file "$O"
+error_once 2 "checkpoint $CK: num_items" export "$CK" data.path="$T/tiny.h5" -o "$T/bad.h5"
+error_once 2 "export: -o $T/no/such/dir/m.h5: cannot create it" export "$CK" -o "$T/no/such/dir/m.h5"
+error_once 2 "score: $CK is a retrieval model" score "$CK" --pairs "$T/unknown.txt" -o "$O"
+error_once 2 "checkpoint merge: -o $CK exists" checkpoint merge "$CK" -o "$CK"
+error_once 2 "checkpoint merge: -o $T/no/such/dir/m.h5: cannot create it" \
+    checkpoint merge "$CK" -o "$T/no/such/dir/m.h5"
+no_file "$T/bad.h5"
 # a bad record found in mid-run, on another rank (the last user, rank 1 of 3
 # in the last round) and on the writing rank 0 (user 55)
 if have_h5py; then
@@ -221,6 +243,10 @@ if have_h5py; then
             "$T/bad$u.h5"
         expect_error "bad$u.h5: /item_ids[" rec 3 "$CK" data.path="$T/bad$u.h5" --batch 3 --round 12 \
             -o "$T/mid$u.h5"
+        # one rank alone: MPI_Abort ends the job, our message first
+        head -n 1 "$T/err" | grep -q "^freescale: error \[rank [0-9]\]: .*bad$u.h5: /item_ids\[" &&
+            pass "mid-run error of user $u: our message first" ||
+            fail "mid-run error of user $u: first line $(head -n 1 "$T/err")"
         no_file "$T/mid$u.h5"
     done
 fi

@@ -74,6 +74,9 @@ same_losses "$T/hstu-2.jsonl" "$T/r3.jsonl" "P=2 checkpoint resumed at P=3 vs st
 
 # bad inputs, refused before training
 expect_error "cannot open dataset" train 2 data.path="$T/none.h5"
+error_once 2 "cannot open dataset" train "$IN" data.path="$T/none.h5"
+error_once 3 "train: unknown option '--bogus'" train "$IN" --bogus
+error_once 2 "data.max_seq_len = '0': out of range" train "$IN" data.max_seq_len=0
 expect_error "data.max_seq_len = '0': out of range" train 1 data.max_seq_len=0
 expect_error "train.resume = $T/none.h5: No such file" train 1 train.resume="$T/none.h5"
 head -c 4000 "$T/ck/ckpt-5.h5" > "$T/cut.h5"

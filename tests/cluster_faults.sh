@@ -9,7 +9,8 @@
 # left, and the job resumed on the remaining node (2 ranks,
 # train.resume=auto from the newest checkpoint) gives the losses of an
 # uninterrupted 2-rank run (1e-5, P-invariance across the resharding).
-# Skips (77) where network namespaces are refused or a cluster is up.
+# Skips (77) where network namespaces are refused; waits its turn for the
+# cluster (the lock of tests/lib.sh need_cluster).
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 need_cluster 2

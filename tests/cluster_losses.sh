@@ -10,7 +10,8 @@
 # rows_bytes_xnode > 0; against one node's mpi transport, which sums the
 # dense gradients in the same order as the two nodes' IPC-then-MPI). Runs
 # twice to show the two-node run repeats. Skips (77) where network
-# namespaces are refused (not root, no ip) or a cluster is already up.
+# namespaces are refused (not root, no ip); waits its turn for the cluster
+# (the lock of tests/lib.sh need_cluster).
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 need_cluster 2

@@ -9,7 +9,7 @@
 # (debug.slow_rank), adapt re-weights first (once the split is even, the
 # tiny run may well be bound by communication, and adapt may say so).
 # bench/straggler.sh measures the bubble (doc/scaling.md). Skips (77)
-# where network namespaces are refused or a cluster is already up.
+# where network namespaces are refused; waits its turn for the cluster.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 need_cluster 2

@@ -24,6 +24,35 @@ expect_error() {
     fi
 }
 
+# error_once NP WANT ARGS...: freescale ARGS on NP ranks ($MPIRUN) fails
+# with WANT on the one "freescale: error" line of its stderr and without
+# Open MPI's abort text (MPI_ABORT, ORTE_ERROR_LOG); under Open MPI's
+# mpirun -q, which drops mpirun's notice of a non-zero exit ("Primary job
+# terminated normally ..."), that line is all it prints besides warnings
+# (doc/robustness.md).
+error_once() {
+    eo_np=$1 eo_want=$2
+    shift 2
+    if "$MPIRUN" -np "$eo_np" "$FS" "$@" >"$T/out" 2>"$T/err"; then
+        fail "expected failure on $eo_np ranks: $*"
+        return
+    fi
+    eo_n=$(grep -c '^freescale: error' "$T/err")
+    if [ "$eo_n" != 1 ] || ! grep '^freescale: error' "$T/err" | grep -qF -- "$eo_want"; then
+        fail "expected '$eo_want' once on $eo_np ranks, got $eo_n error lines: $(head -c 600 "$T/err")"
+    elif grep -qE 'MPI_ABORT|ORTE_ERROR_LOG' "$T/err"; then
+        fail "Open MPI's abort text after '$eo_want': $(head -c 600 "$T/err")"
+    elif ! "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI'; then
+        pass "once on $eo_np ranks, no abort text: $eo_want"
+    elif "$MPIRUN" -q -np "$eo_np" "$FS" "$@" >"$T/out" 2>"$T/err"; then
+        fail "expected failure under mpirun -q on $eo_np ranks: $*"
+    elif [ "$(grep -vc '^freescale: warning' "$T/err")" != 1 ] || [ -s "$T/out" ]; then
+        fail "under mpirun -q, more than the error: $(head -c 600 "$T/err") $(head -c 200 "$T/out")"
+    else
+        pass "once on $eo_np ranks, no abort text, alone under mpirun -q: $eo_want"
+    fi
+}
+
 # expect_ok cmd args...: the command must succeed; its stdout is in $T/out.
 expect_ok() {
     if "$@" >"$T/out" 2>"$T/err"; then
@@ -154,19 +183,38 @@ tiny_data() {
 }
 
 # need_cluster N: skip (77) where network namespaces are refused (not root,
-# no ip or nsenter, refused by the kernel) or a cluster is already up;
-# else bring up N nodes of scripts/cluster.sh (its state in $T/cluster),
-# taken down on exit. Sets CL (the script); exports MPIRUN for it.
+# no ip, nsenter or flock, refused by the kernel); else bring up N nodes of
+# scripts/cluster.sh (its state in $T/cluster), taken down on exit. Sets CL
+# (the script); exports MPIRUN for it. The namespaces' names are the
+# machine's, so the tests that need a cluster take turns: the test runs
+# again (sh "$0", no arguments) under flock(1) on CLUSTER_LOCK, which it
+# holds until it ends, waiting for it without a time limit (a test that
+# holds it ends by itself); flock -o: no process the test starts holds the
+# lock after the test. Holding the lock, a cluster that is up was left by a
+# person (or by a test that was killed): a failure that says so.
+CLUSTER_LOCK=${FREESCALE_CLUSTER_LOCK:-/run/lock/freescale-cluster.lock}
+[ -d "${CLUSTER_LOCK%/*}" ] || CLUSTER_LOCK=/tmp/freescale-cluster.lock
 need_cluster() {
     CL="$TOP_SRCDIR/scripts/cluster.sh"
-    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
-        echo "SKIP: network namespaces need root, ip and nsenter"
+    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nsenter >/dev/null ||
+        ! command -v flock >/dev/null; then
+        echo "SKIP: network namespaces need root, ip and nsenter (and flock, util-linux)"
         exit 77
     fi
-    if ip netns list 2>/dev/null | grep -q '^fs-sw\b'; then
-        echo "SKIP: a cluster is already up (scripts/cluster.sh down)"
-        exit 77
+    if [ "${FREESCALE_CLUSTER_LOCKED:-}" != 1 ]; then
+        touch "$CLUSTER_LOCK" || { fail "cannot create the lock file $CLUSTER_LOCK"; finish; }
+        flock -n "$CLUSTER_LOCK" true ||
+            echo "waiting for the cluster: another test holds $CLUSTER_LOCK"
+        rm -rf "$T"
+        trap - EXIT
+        FREESCALE_CLUSTER_LOCKED=1 TOP_SRCDIR="$TOP_SRCDIR" FREESCALE="$FS" \
+            exec flock -o "$CLUSTER_LOCK" sh "$0"
     fi
+    if ip netns list 2>/dev/null | grep -q '^fs-\(sw\|node[0-9]*\)\b'; then
+        fail "a cluster is up that no test holds (brought up by hand, or left by a killed test): $(ip netns list | grep '^fs-' | cut -d' ' -f1 | tr '\n' ' ')- scripts/cluster.sh status shows it, scripts/cluster.sh down takes it down"
+        finish
+    fi
+    pass "the cluster is this test's (lock $CLUSTER_LOCK)"
     if ! ip netns add "fs-probe-$$" 2>/dev/null; then
         echo "SKIP: this machine refuses network namespaces"
         exit 77

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int g_rank = 0;
 static int g_size = 1;
@@ -135,11 +136,46 @@ void log_error(int rank, const char *msg)
     fflush(stderr);
 }
 
+static __thread struct log_catch *g_catch;
+
+struct log_catch *log_catch_set(struct log_catch *k)
+{
+    struct log_catch *was = g_catch;
+    g_catch = k;
+    return was;
+}
+
+/* Before MPI starts: the launcher's rank of this process, 0 when none says */
+static long env_rank(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return strtol(v, NULL, 10);
+    }
+    return 0;
+}
+
 void vfatal(const char *fmt, va_list ap)
 {
     char msg[4096];
+    struct log_catch *k = g_catch;
+    if (k) { /* comm_fail_run: the ranks agree on it (comm/comm_fail.h) */
+        g_catch = NULL;
+        vsnprintf(k->msg, sizeof k->msg, fmt, ap);
+        longjmp(k->jb, 1);
+    }
     vsnprintf(msg, sizeof msg, fmt, ap);
-    log_error(g_size > 1 ? g_rank : -1, msg);
+    if (g_size > 1 || g_job_abort || env_rank() == 0) { /* before MPI: rank 0 alone prints */
+        log_error(g_size > 1 ? g_rank : -1, msg);
+    } else {
+        /* the others exit a moment later, so that mpirun's notice of the
+         * first non-zero exit (doc/robustness.md) usually follows rank 0's
+         * line instead of preceding it (cosmetic: the order is mpirun's) */
+        struct timespec pause = {0, 300 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
     log_run_abort_hooks();
     if (g_size > 1 && g_job_abort) /* one process alone (a serial command) exits without MPI's banner */
         g_job_abort(1);

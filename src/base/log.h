@@ -13,10 +13,20 @@
  * log_at_abort  a hook that fatal() and the watchdog (whose abort skips the
  *             exit handlers) run before the job ends: removing a temporary
  *             output, say. Hooks may run on another thread than the one
- *             that registered them: async-signal-safe calls only. */
+ *             that registered them: async-signal-safe calls only.
+ * Before MPI starts (argument parsing) in a job of several processes, the
+ *             launcher's rank variables (OMPI_COMM_WORLD_RANK, PMIX_RANK,
+ *             PMI_RANK; not SLURM_PROCID, which srun also sets for tasks
+ *             that are no MPI job) pick rank 0 alone to print fatal()'s
+ *             line: every process parses the same arguments and exits 1.
+ * log_catch   while set (this thread), fatal() writes its message into the
+ *             catch and jumps back (longjmp) to where the catch was set
+ *             instead of ending the job: comm_fail_run's use, which then
+ *             agrees on the error with the other ranks (comm/comm_fail.h). */
 #ifndef FS_LOG_H
 #define FS_LOG_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -42,6 +52,14 @@ int errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format
 void log_error(int rank, const char *msg);
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
+/* fatal() caught: jb set by setjmp in the frame that stays live, msg the
+ * message once it jumped. */
+struct log_catch {
+    jmp_buf jb;
+    char msg[4096];
+};
+/* Set (k) or clear (NULL) this thread's catch; returns the previous one. */
+struct log_catch *log_catch_set(struct log_catch *k);
 /* Register fn (at most 8 hooks; a repeated fn once). */
 void log_at_abort(void (*fn)(void));
 /* Run the hooks (fatal() and the watchdog call it). */

@@ -45,6 +45,7 @@
 
 #include "base/check.h"
 #include "cli/cli.h"
+#include "comm/comm_fail.h"
 #include "cmd/rec_file.h"
 #include "cmd/rec_ids.h"
 #include "cmd/recommend.h"
@@ -272,10 +273,14 @@ int export_main(int argc, char **argv)
     struct trainer tr;
     rec_start(&cmd, &argc, &argv, &c, &p, &tr);
     struct rec_ids um = {0}, im = {0};
-    char err[1024];
-    if (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
-        rec_ids_load(&im, &tr.ds, 1, err, sizeof err))
-        fatal("export: %s", err);
+    char err[1024] = "", msg[1100];
+    /* the set-up's errors: every rank ends, one message (comm_fail_agree) */
+    int bad = rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
+              rec_ids_load(&im, &tr.ds, 1, err, sizeof err);
+    snprintf(msg, sizeof msg, "export: %s", err);
+    comm_fail_agree(&c, bad, msg);
+    rec_file_check(&c, "export", out);
+    log_release(); /* set up: what rec_start held */
     struct rec_file file;
     rec_file_begin(&file, out, &c);
     if (c.rank == 0)

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/check.h"
 #include "base/tmpguard.h"
+#include "comm/comm_fail.h"
 
 void rec_file_begin(struct rec_file *f, const char *path, struct comm *c)
 {
@@ -24,6 +26,35 @@ void rec_file_begin(struct rec_file *f, const char *path, struct comm *c)
         comm_bcast_bytes(c, &pid, sizeof pid, 0);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, pid);
     tmpguard_begin(f->tmp, 1);
+}
+
+void rec_file_check(struct comm *c, const char *tool, const char *path)
+{
+    char err[8400] = "", dir[4096];
+    int bad = 0;
+    if (c->rank == 0) {
+        struct stat st;
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else
+            slash[slash == dir] = '\0'; /* "/x": the root */
+        if (strlen(path) >= sizeof ((struct rec_file *)0)->path)
+            bad = errorf(err, sizeof err, "%s: -o %s: path too long", tool, path);
+        else if (stat(dir, &st) != 0)
+            bad = errorf(err, sizeof err, "%s: -o %s: cannot create it: folder %s: %s", tool,
+                         path, dir, strerror(errno));
+        else if (!S_ISDIR(st.st_mode))
+            bad = errorf(err, sizeof err, "%s: -o %s: cannot create it: %s is not a folder",
+                         tool, path, dir);
+        else if (access(dir, W_OK | X_OK) != 0)
+            bad = errorf(err, sizeof err, "%s: -o %s: cannot create it in %s: %s", tool, path,
+                         dir, strerror(errno));
+        else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            bad = errorf(err, sizeof err, "%s: -o %s is a folder: name a file", tool, path);
+    }
+    comm_fail_agree(c, bad != 0, err);
 }
 
 void rec_file_commit(struct rec_file *f, struct comm *c)

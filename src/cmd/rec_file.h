@@ -35,6 +35,10 @@ void rec_file_begin(struct rec_file *f, const char *path, struct comm *c);
  * fatal() naming path on failure. Collective with c (rank 0 renames once
  * every rank is there). */
 void rec_file_commit(struct rec_file *f, struct comm *c);
+/* Set-up: rank 0 checks that PATH can be created (its folder exists and
+ * takes files; PATH is no folder); every rank ends on its verdict, one
+ * message naming tool and PATH (comm_fail_agree). Collective. */
+void rec_file_check(struct comm *c, const char *tool, const char *path);
 /* Remove the temporary (after an error). */
 void rec_file_abort(struct rec_file *f);
 /* End the job with the message, removing the output being written first

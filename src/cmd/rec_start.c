@@ -176,6 +176,9 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     tr->best_epoch = -1;
     tr->val_epoch = -1;
     trainer_setup(tr);
+    /* another model's or dataset's checkpoint: rank 0 checks, one message */
+    bad = c->rank == 0 && checkpoint_compatible(tr, cmd->ckpt, err, sizeof err) != 0;
+    comm_fail_agree(c, bad, err);
     checkpoint_read(tr, cmd->ckpt);
     train_dyn_view_begin(tr); /* a dynamic item table: read as a dense one */
     watchdog_start((double)tr->conf.timeout, c->rank, "round"); /* stopped by trainer_free */
@@ -183,7 +186,7 @@ void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *
     log_info("%s: %s at step %lld; %lld users, %lld items (%s)", cmd->tool, cmd->ckpt,
              (long long)tr->step, (long long)tr->ds.num_users, (long long)tr->ds.num_items,
              tr->conf.data_path);
-    log_release();
+    /* held until the command's own set-up is done (rec_start.h) */
 }
 
 /* --- rounds ------------------------------------------------------------------------- */

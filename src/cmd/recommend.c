@@ -23,11 +23,13 @@
 
 #include "base/check.h"
 #include "cli/cli.h"
+#include "comm/comm_fail.h"
 #include "cmd/eval_trainer.h"
 #include "eval/eval.h"
 #include "eval/eval_retrieval.h"
 #include "train/infer.h"
 #include "train/train_dyn.h"
+#include "cmd/rec_file.h"
 #include "cmd/rec_ids.h"
 #include "cmd/rec_out.h"
 #include "model/loss.h"
@@ -153,14 +155,31 @@ static int64_t read_users_file(const char *path, struct rec_ids *um, const struc
     return n;
 }
 
+struct users_arg {
+    const struct rec_opts *o;
+    struct rec_ids *um;
+    const struct dataset *ds;
+    int64_t *users, n;
+};
+
+/* comm_fail_run's fn: read_users_file into a (NULL: nothing to do) */
+static void read_users_arg(void *arg)
+{
+    struct users_arg *a = arg;
+    if (a)
+        a->n = read_users_file(a->o->users_file, a->um, a->ds, &a->users);
+}
+
 /* The list of users on every rank: rank 0 decides, then broadcasts. */
 static int64_t user_list(struct trainer *tr, const struct rec_opts *o, struct rec_ids *um,
                          int64_t **users)
 {
-    int64_t n = 0, *u = NULL;
-    if (tr->c->rank == 0)
-        n = o->users_file ? read_users_file(o->users_file, um, &tr->ds, &u)
-                          : rec_users_with_events(&tr->ds, &u);
+    struct users_arg a = {o, um, &tr->ds, NULL, 0};
+    if (tr->c->rank == 0 && !o->users_file)
+        a.n = rec_users_with_events(&tr->ds, &a.users);
+    /* a bad --users file: rank 0's error, once (comm_fail_run) */
+    comm_fail_run(tr->c, read_users_arg, tr->c->rank == 0 && o->users_file ? &a : NULL);
+    int64_t n = a.n, *u = a.users;
     comm_bcast_bytes(tr->c, &n, sizeof n, 0);
     if (tr->c->rank != 0)
         u = xmalloc((size_t)(n ? n : 1) * sizeof *u);
@@ -266,19 +285,24 @@ int recommend_main(int argc, char **argv)
     struct params p;
     struct trainer tr;
     rec_start(&o.cmd, &argc, &argv, &c, &p, &tr);
-    if (tr.conf.task.type == TASK_RANKING)
-        fatal("recommend: %s is a ranking model (train.task = ranking): it scores given "
-              "candidates, not the whole table: use freescale score --pairs", o.cmd.ckpt);
+    /* the set-up's errors: every rank ends, one message (comm_fail_agree) */
+    char err[1024] = "", msg[5200];
+    snprintf(msg, sizeof msg, "recommend: %s is a ranking model (train.task = ranking): it "
+             "scores given candidates, not the whole table: use freescale score --pairs",
+             o.cmd.ckpt);
+    comm_fail_agree(&c, tr.conf.task.type == TASK_RANKING, msg);
     const int d = tr.conf.d, K = o.K;
     struct rec_ids um = {0}, im = {0};
-    char err[1024];
     /* the original ids: where they are written (rank 0 for CSV, every rank for HDF5) */
     const int csv = rec_out_format(o.out) == 1;
-    if ((c.rank == 0 || !csv) && (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
-                                  rec_ids_load(&im, &tr.ds, 1, err, sizeof err)))
-        fatal("recommend: %s", err);
+    int bad = (c.rank == 0 || !csv) && (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
+                                        rec_ids_load(&im, &tr.ds, 1, err, sizeof err));
+    snprintf(msg, sizeof msg, "recommend: %s", err);
+    comm_fail_agree(&c, bad, msg);
+    rec_file_check(&c, "recommend", o.out);
     int64_t *users;
     const int64_t n = user_list(&tr, &o, &um, &users);
+    log_release(); /* set up: what rec_start held */
     struct rec_out *out = rec_out_open(&c, o.out, n, K, &um, &im, o.cmd.ckpt, tr.conf.data_path,
                                        tr.conf.model.type == MODEL_HSTU ? "hstu" : "sasrec",
                                        tr.step);

@@ -45,7 +45,10 @@ void rec_cmd_word(struct rec_cmd *cmd, char *word);
 
 /* MPI, the banner, the parameters, the trainer and the checkpoint's weights
  * (tr->c, tr->p set here). A checkpoint that is missing, unreadable, not a
- * checkpoint or made for another model or dataset ends the job naming it. */
+ * checkpoint or made for another model or dataset ends the job naming it,
+ * once (comm_fail_agree). What it prints is held (log_hold) until the
+ * command has done its own set-up and calls log_release, so that an error
+ * of the set-up is the first and only line (doc/robustness.md). */
 void rec_start(const struct rec_cmd *cmd, int *argc, char ***argv, struct comm *c,
                struct params *p, struct trainer *tr);
 

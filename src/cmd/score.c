@@ -8,8 +8,10 @@
 
 #include "base/check.h"
 #include "cli/cli.h"
+#include "comm/comm_fail.h"
 #include "cmd/eval_trainer.h"
 #include "eval/eval_ranking.h"
+#include "cmd/rec_file.h"
 #include "cmd/rec_out.h"
 #include "cmd/recommend.h"
 #include "train/infer.h"
@@ -204,6 +206,26 @@ static void read_pairs(const char *path, struct rec_ids *um, struct rec_ids *im,
         fatal("score: --pairs %s holds no pairs", path);
 }
 
+struct pairs_arg {
+    const struct score_opts *o;
+    struct rec_ids *um, *im;
+    const struct dataset *ds;
+    struct pairs *pr;
+};
+
+/* comm_fail_run's fn on rank 0 (NULL elsewhere): the ids and the pairs */
+static void read_pairs_arg(void *arg)
+{
+    struct pairs_arg *a = arg;
+    if (!a)
+        return;
+    char err[1024];
+    if (rec_ids_load(a->um, a->ds, 0, err, sizeof err) ||
+        rec_ids_load(a->im, a->ds, 1, err, sizeof err))
+        fatal("score: %s", err);
+    read_pairs(a->o->pairs, a->um, a->im, a->ds, a->pr);
+}
+
 /* Broadcast the pairs from rank 0. */
 static void bcast_pairs(struct comm *c, struct pairs *p)
 {
@@ -265,19 +287,19 @@ int score_main(int argc, char **argv)
     struct trainer tr;
     rec_start(&o.cmd, &argc, &argv, &c, &p, &tr);
     const struct train_conf *cf = &tr.conf;
-    if (cf->task.type != TASK_RANKING)
-        fatal("score: %s is a retrieval model (train.task = retrieval): score needs a ranking "
-              "model (for retrieval's top-K items: freescale recommend)", o.cmd.ckpt);
+    /* the set-up's errors: every rank ends, one message (comm_fail_agree) */
+    char msg[4400];
+    snprintf(msg, sizeof msg, "score: %s is a retrieval model (train.task = retrieval): score "
+             "needs a ranking model (for retrieval's top-K items: freescale recommend)",
+             o.cmd.ckpt);
+    comm_fail_agree(&c, cf->task.type != TASK_RANKING, msg);
     const int K = cf->task.n, P = c.size;
     struct rec_ids um = {0}, im = {0};
     struct pairs pr = {0};
-    char err[1024];
-    if (c.rank == 0) {
-        if (rec_ids_load(&um, &tr.ds, 0, err, sizeof err) ||
-            rec_ids_load(&im, &tr.ds, 1, err, sizeof err))
-            fatal("score: %s", err);
-        read_pairs(o.pairs, &um, &im, &tr.ds, &pr);
-    }
+    struct pairs_arg a = {&o, &um, &im, &tr.ds, &pr};
+    comm_fail_run(&c, read_pairs_arg, c.rank == 0 ? &a : NULL); /* rank 0 reads */
+    rec_file_check(&c, "score", o.out);
+    log_release(); /* set up: what rec_start held */
     bcast_pairs(&c, &pr);
     int64_t *users, *uoff, *order;
     const int64_t nu = group(&pr, tr.ds.num_users, &users, &uoff, &order);

@@ -1,6 +1,7 @@
 /* comm_fail: errors agreed by all ranks; see comm_fail.h. */
 #include "comm/comm_fail.h"
 
+#include <setjmp.h>
 #include <stdlib.h>
 
 #include "base/check.h"
@@ -21,4 +22,20 @@ void comm_fail_agree(struct comm *c, int failed, const char *err)
     log_run_abort_hooks();
     comm_free(c);
     exit(1);
+}
+
+void comm_fail_run(struct comm *c, void (*fn)(void *arg), void *arg)
+{
+    struct log_catch k;
+    k.msg[0] = '\0';
+    struct log_catch *was = log_catch_set(NULL);
+    volatile int failed = 0;
+    if (setjmp(k.jb) == 0) {
+        log_catch_set(&k);
+        fn(arg);
+    } else {
+        failed = 1;
+    }
+    log_catch_set(was);
+    comm_fail_agree(c, failed, k.msg);
 }

@@ -16,9 +16,11 @@
 /* Warn of the retrieval parameters set away from their defaults in a
  * ranking run (the ranking losses have no negatives and no temperature;
  * a warning, not a refusal: a retrieval file turned into a ranking run
- * on the command line keeps working). */
+ * on the command line keeps working). Rank 0 alone. */
 static void warn_retrieval_only(const struct params *p)
 {
+    if (log_rank() != 0) /* every rank has the same parameters: one warning */
+        return;
     static const enum param_id ids[] = {P_train_loss, P_train_negatives, P_train_negatives_from,
                                         P_train_temperature};
     struct params *def = xmalloc(sizeof *def);

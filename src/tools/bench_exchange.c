@@ -22,6 +22,7 @@
 #include "base/check.h"
 #include "cli/cli.h"
 #include "comm/comm.h"
+#include "comm/comm_fail.h"
 #include "embedding/emb_reference.h"
 #include "embedding/emb_exchange.h"
 #include "base/params.h"
@@ -146,9 +147,10 @@ int bench_exchange_main(int argc, char **argv)
     banner_print(&c);
     struct params p;
     comm_params_load(&p, &c, NULL, argc - first, argv + first);
-    char err[512];
-    if (comm_setup_groups(&c, params_i64(&p, P_parallel_embedding_group), err, sizeof err))
-        fatal("%s", err);
+    char err[512] = "";
+    /* every rank finds the same: one message (comm_fail_agree) */
+    comm_fail_agree(&c, comm_setup_groups(&c, params_i64(&p, P_parallel_embedding_group), err,
+                                          sizeof err) != 0, err);
     struct emb_table_conf conf = {.rows = o.vocab, .dim = o.dim, .init = EMB_INIT_UNIFORM,
                                   .init_scale = (float)(1.0 / sqrt(o.dim)), .seed = (uint64_t)o.seed};
     snprintf(conf.name, sizeof conf.name, "items");

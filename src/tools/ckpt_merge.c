@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cmd/rec_file.h"
 #include "cmd/recommend.h"
 #include "ckpt/ckpt.h"
 #include "train/train_dyn.h"
@@ -63,6 +64,8 @@ int ckpt_merge_main(int argc, char **argv)
     struct params p;
     struct trainer tr;
     rec_start(&cmd, &argc, &argv, &c, &p, &tr);
+    rec_file_check(&c, "checkpoint merge", out); /* one message, every rank ends */
+    log_release(); /* set up: what rec_start held */
     train_dyn_view_end(&tr); /* the tables themselves, not the dense view */
     checkpoint_write(&tr, out);
     log_info("checkpoint merge: %s (step %lld) -> %s", cmd.ckpt, (long long)tr.step, out);
