@@ -38,7 +38,7 @@ static __int128 oracle(const float *v, int n)
         int e;
         double f = frexp((double)v[i], &e); /* v = f 2^e, |f| in [0.5, 1) */
         int64_t m = (int64_t)ldexp(f, 24);  /* exact: 24 bits */
-        s += (__int128)m << (e - 24 + 83);
+        s += (__int128)m * ((__int128)1 << (e - 24 + 83)); /* m may be negative: no shift */
     }
     return s;
 }
