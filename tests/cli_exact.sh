@@ -113,7 +113,7 @@ awk 'BEGIN { print "userId,age"; for (u = 1; u <= 48; u++) printf "%d,%d\n", u, 
 "$FS" data import --format csv "$T/ratings.csv" --event-cols rating:float,click \
     --user-features "$T/users.csv" --user-key userId -o "$T/r.h5" >/dev/null || fail "import"
 RANK="data.path=$T/r.h5 train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5
-      data.split=last:20% train.batch_size=12 train.epochs=25 train.final_eval=off
+      data.split=last:20% train.batch_size=12 train.epochs=75 train.final_eval=off
       features.user=age features.event=click"
 for np in 1 2 3 4; do
     run rank.$np $np $RANK $E

@@ -2,8 +2,10 @@
 # tests/doc_commands.sh. Input: the doc files; output, one record a line,
 # tab-separated: FILE, LINE, KIND, TEXT, where KIND is
 #   c  a command: an indented line (at its block's indentation) starting,
-#      after optional VAR=value assignments, with ./freescale, mpirun, srun,
-#      sbatch, scripts/ or bench/; continuation lines (trailing backslash)
+#      after optional VAR=value assignments, with ./freescale, with mpirun,
+#      srun or sbatch and an option (quoted output such as mpirun's own
+#      "mpirun detected ..." is not a command), or with scripts/ or bench/;
+#      continuation lines (trailing backslash)
 #      joined to it with one space
 #   u  a usage line: such a line with placeholders (FILE.in, OUT.h5, P, a
 #      [bracketed] option, a|b alternatives, ...), or a row of a usage table
@@ -47,7 +49,7 @@ fence { next }
         else if (!region) { region = 1; base = ind }
     }
     if (prose) next
-    if (ind == base && t ~ /^([A-Za-z_][A-Za-z0-9_]*=('[^']*'|"[^"]*"|[^ ]*) +)*((\.\/freescale|mpirun|srun|sbatch)( |$)|scripts\/|bench\/)/ ||
+    if (ind == base && t ~ /^([A-Za-z_][A-Za-z0-9_]*=('[^']*'|"[^"]*"|[^ ]*) +)*(\.\/freescale( |$)|(mpirun|srun|sbatch) -|scripts\/|bench\/)/ ||
         ind == base && t ~ /^([A-Za-z_][A-Za-z0-9_]*=('[^']*'|"[^"]*"|[^ ]*) +)*[A-Za-z_][A-Za-z0-9_]*=('[^']*'|"[^"]*"|[^ ]*) *\\$/) {
         cline = FNR; cont = (t ~ /\\$/); sub(/ *\\$/, "", t); cmd = t
         if (!cont) done_cmd()
