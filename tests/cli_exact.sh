@@ -3,12 +3,13 @@
 # number of ranks"): P = 1, 2, 3, 4 give the same losses bit for bit (the
 # metrics file's full-precision losses compared with cmp, not a tolerance)
 #   - retrieval on tiny.in's data for 300 steps (dense table, adagrad);
-#   - retrieval on a dynamic table with admission and ttl eviction, adam,
-#     in-batch negatives (the shared unadmitted row's gradient over the job);
-#   - SASRec (two layers, two heads, BCE: LayerNorms and linear layers);
-#   - ranking (a binary and a regression task) with event and user
-#     features, HSTU and SASRec (interleaved action tokens), each task's
-#     loss too;
+#   - ranking (a binary and a regression task, 300 steps) with event and
+#     user features, each task's loss too;
+#   - at P = 1 and 3 (CI's time): retrieval on a dynamic table with
+#     admission and ttl eviction, adam, in-batch negatives (the shared
+#     unadmitted row's gradient over the job); SASRec (two layers, two
+#     heads, BCE: LayerNorms and linear layers); SASRec ranking with
+#     interleaved action tokens;
 #   - a stream of 14 daily windows over a dynamic table, the window lines'
 #     losses and metrics too;
 # the checkpoints' dense tensors and rows too (h5py); the same runs without
@@ -77,8 +78,8 @@ EOF
         fail "checkpoints differ: $(cat "$T/h5.out")"
 fi
 # the control: without exact sums the same runs differ at P = 3
-run plain.1 1 data.path="$T/tiny.h5" train.epochs=10
-run plain.3 3 data.path="$T/tiny.h5" train.epochs=10
+run plain.1 1 data.path="$T/tiny.h5" train.epochs=5
+run plain.3 3 data.path="$T/tiny.h5" train.epochs=5
 if [ -s "$T/plain.1.loss" ] && ! cmp -s "$T/plain.1.loss" "$T/plain.3.loss"; then
     pass "without exact sums P = 3 differs from P = 1 (the comparison can fail)"
 else
@@ -88,19 +89,19 @@ fi
 # --- dynamic table: admission, ttl, adam, in-batch negatives --------------------
 DYN="data.path=$T/tiny.h5 train.epochs=15 embedding.dynamic=on embedding.admit=3
      embedding.evict=ttl:8 embedding.optimizer=adam train.negatives_from=in_batch"
-for np in 1 2 3 4; do
+for np in 1 3; do # (P = 2 and 4 as the dense runs: CI's time)
     run dyn.$np $np $DYN $E
 done
-same dyn.2 dyn.3 dyn.4
+same dyn.3
 grep -q 'unadmitted [1-9]' "$T/dyn.1.out" && pass "the shared row trained (unadmitted ids seen)" ||
     fail "no unadmitted ids in the dynamic run"
 
 # --- SASRec: its LayerNorms and linear layers, BCE ------------------------------
-for np in 1 2 3 4; do
+for np in 1 3; do
     run sas.$np $np data.path="$T/tiny.h5" train.epochs=15 model.type=sasrec model.layers=2 \
         model.heads=2 train.loss=bce $E
 done
-same sas.2 sas.3 sas.4
+same sas.3
 
 # --- ranking with event and user features ---------------------------------------
 awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp,click"
