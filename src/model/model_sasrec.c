@@ -236,7 +236,10 @@ static void linear_bwd(struct model *m, const struct batch *bt, const float *x,
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
     model_grad_tokens(m, bt, 1, d, d, x, d, dy, d, W->g, d);
-    model_grad_tokens(m, bt, 0, 1, d, s->ones, 1, dy, d, b->g, d);
+    if (model_exact(m)) /* db per sequence, exactly */
+        model_grad_tokens(m, bt, 0, 1, d, s->ones, 1, dy, d, b->g, d);
+    else /* db = 1^T dy, as a [1, T] row times dy */
+        m->be->gemm(0, 0, 1, d, bt->T, 1.0f, s->ones, bt->T, dy, d, 1.0f, b->g, d);
     model_gemm_rows(m, bt, 1, 1, d, d, dy, d, W->w, d, accumulate ? 1.0f : 0.0f, dx, d);
 }
 
