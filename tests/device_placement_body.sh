@@ -15,7 +15,10 @@
 # device placement and one written there resumes on the CPU, both
 # continuing the uninterrupted run. The fake device runs the CPU's own
 # operations: every comparison is exact (tolerance 0; the final state bit
-# for bit). Without a device: placement=device is refused on the CPU
+# for bit); the evaluation and recommend score a device table where it
+# is, with no copy of the shard through the host (the evaluation's
+# h2d_bytes below one shard's bytes), with the CPU's metrics and lists.
+# Without a device: placement=device is refused on the CPU
 # backend with a clear message; CUDA then SKIPs (77).
 need_mpirun
 tiny_data
@@ -126,4 +129,38 @@ for way in cpu-dev dev-cpu; do
     same_losses "$T/hstu-cpu-2.jsonl" "$T/res-$way.jsonl" "resume $way continues the run" 0 $TOL
     state_same hstu-cpu-2 $way "resume $way: the state of the uninterrupted run"
 done
+# evaluation and recommend over device tables: scored in place (no copy of
+# the shard up: the evaluation's h2d_bytes, the forward passes' inputs,
+# below one shard's bytes: 20000 items of 16 floats over 2 ranks, 640000),
+# the CPU's metrics and top-K lists
+"$FS" data gen --users 64 --items 20000 --length uniform:5,40 --timestamps -o "$T/wide.h5" \
+    >/dev/null || fail "data gen (wide)"
+E="data.path=$T/wide.h5 train.final_eval=on train.max_steps=4"
+expect_ok train 2 device.type=cpu $E output.metrics="$T/ev-cpu.jsonl" output.checkpoint_dir="$T/ev-ck"
+expect_ok train 2 $GPU embedding.placement=device $E output.metrics="$T/ev-dev.jsonl"
+evm() { grep '"split":"test"' "$1" | grep -o '"hr@10":[^,]*,"hr@50":[^,]*,\|"ndcg@10":[^,]*,\|"mrr":[^,}]*' | tr '\n' ' '; }
+a=$(evm "$T/ev-cpu.jsonl") b=$(evm "$T/ev-dev.jsonl")
+if [ "$DEV" = fake ]; then
+    [ -n "$a" ] && [ "$a" = "$b" ] && pass "test metrics over device tables: the CPU's ($b)" ||
+        fail "test metrics: CPU $a, device $b"
+else
+    [ -n "$b" ] && pass "test metrics over device tables: $b (CPU: $a)" || fail "no test metrics"
+fi
+h=$(grep '"split":"test"' "$T/ev-dev.jsonl" | grep -o '"h2d_bytes":[0-9.e+]*' | cut -d: -f2)
+awk -v h="$h" 'BEGIN { exit !(h != "" && h + 0 < 640000) }' &&
+    pass "the evaluation scored the shard in place: $h bytes up (a shard: 640000)" ||
+    fail "the evaluation's h2d_bytes: '$h' (a copy of the shard: >= 640000)"
+timeout 300 "$MPIRUN" -np 2 "$FS" recommend "$T/ev-ck/ckpt-4.h5" --top 5 -o "$T/rec-cpu.csv" \
+    >"$T/rec-cpu.out" 2>&1 || fail "recommend on the CPU: $(tail -n 3 "$T/rec-cpu.out")"
+timeout 300 "$MPIRUN" -np 2 "$FS" recommend "$T/ev-ck/ckpt-4.h5" $GPU embedding.placement=device \
+    --top 5 -o "$T/rec-dev.csv" >"$T/rec-dev.out" 2>&1 ||
+    fail "recommend over device tables: $(tail -n 3 "$T/rec-dev.out")"
+if [ "$DEV" = fake ]; then
+    [ -s "$T/rec-dev.csv" ] && cmp -s "$T/rec-cpu.csv" "$T/rec-dev.csv" &&
+        pass "recommend over device tables: the CPU's lists ($(wc -l < "$T/rec-dev.csv") lines)" ||
+        fail "recommend over device tables differs from the CPU's"
+else
+    [ -s "$T/rec-dev.csv" ] && pass "recommend over device tables: $(wc -l < "$T/rec-dev.csv") lines" ||
+        fail "recommend over device tables: no output"
+fi
 finish

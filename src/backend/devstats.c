@@ -31,3 +31,11 @@ void devstats_take(struct devstats *out)
     *out = g_stats;
     memset(&g_stats, 0, sizeof g_stats);
 }
+
+void devstats_add(const struct devstats *d)
+{
+    g_stats.syncs += d->syncs;
+    g_stats.h2d += d->h2d;
+    g_stats.d2h += d->d2h;
+    g_stats.allocs += d->allocs;
+}

@@ -33,6 +33,9 @@ void devstats_d2h(size_t bytes);
 void devstats_alloc(void);
 /* The counters since the last call (all zeros on the CPU backend), reset. */
 void devstats_take(struct devstats *out);
+/* Add d back to the counters (what a caller took to count a part apart:
+ * the evaluation's bytes, eval.c, while the interval's go on). */
+void devstats_add(const struct devstats *d);
 
 #ifdef __cplusplus
 }

@@ -326,7 +326,7 @@ int recommend_main(int argc, char **argv)
         int64_t *ids = xmalloc((size_t)(cnt ? cnt : 1) * (size_t)K * sizeof *ids);
         float *scores = xmalloc((size_t)(cnt ? cnt : 1) * (size_t)K * sizeof *scores);
         const struct eval_queries q = {.n = cnt, .u = u, .hist_off = hist_off, .hist_ids = hist};
-        eval_retrieval_topk(tr.items, &c, &backend_cpu, &ec, &q, ids, scores);
+        eval_retrieval_topk(tr.items, &c, eval_retrieval_backend(tr.items), &ec, &q, ids, scores);
         rescore(&tr, cnt, K, u, ids, scores);
         if (csv)
             gather_round(&c, out, K, rec_plan_first(&pl, k), cnt, users + lo, ids, scores);

@@ -7,6 +7,7 @@
 
 #include <math.h>
 
+#include "backend/devstats.h"
 #include "base/check.h"
 
 #define EVAL_CHUNK 256 /* users per forward pass */
@@ -57,7 +58,7 @@ void eval_split(const struct eval_ctx *ev, int test, struct eval_metrics *out)
     struct eval_queries q = {.n = nq, .u = u, .targets = targets, .hist_off = hist_off,
                              .hist_ids = hist};
     int64_t *rank = xmalloc((size_t)(nq ? nq : 1) * 2 * sizeof *rank), *ties = rank + nq;
-    eval_retrieval_queries(ev->items, c, &backend_cpu, &conf, &q, rank, ties, NULL, NULL);
+    eval_retrieval_queries(ev->items, c, eval_retrieval_backend(ev->items), &conf, &q, rank, ties, NULL, NULL);
     eval_metrics_init(out);
     for (int64_t i = 0; i < nq; i++)
         eval_metrics_add(out, rank[i], ties[i]);
@@ -155,6 +156,8 @@ const struct eval_ops *eval_ops_of(const struct eval_ctx *ev)
 void eval_run(const struct eval_ctx *ev, int test, struct eval_result *out)
 {
     memset(out, 0, sizeof *out);
+    struct devstats before, during; /* the evaluation's own device traffic */
+    devstats_take(&before);
     struct eval_ctx e = *ev;
     if (ev->view_begin) /* a dynamic item table: read as a dense one */
         e.items = ev->view_begin(ev->inf);
@@ -163,6 +166,10 @@ void eval_run(const struct eval_ctx *ev, int test, struct eval_result *out)
     eval_ops_of(ev)->run(&e, test, out);
     if (ev->view_end)
         ev->view_end(ev->inf);
+    devstats_take(&during);
+    devstats_add(&before); /* the interval's counters go on without the evaluation's */
+    out->h2d = comm_allreduce_max_f64(ev->c, COMM_DP, (double)during.h2d);
+    out->d2h = comm_allreduce_max_f64(ev->c, COMM_DP, (double)during.d2h);
 }
 
 double eval_select(const struct eval_ctx *ev, const struct eval_result *e)
@@ -200,4 +207,6 @@ void eval_result_json(const struct eval_ctx *ev, const struct eval_result *e,
                       struct metrics_line *l)
 {
     eval_ops_of(ev)->json(ev, e, l);
+    metrics_num(l, "h2d_bytes", e->h2d);
+    metrics_num(l, "d2h_bytes", e->d2h);
 }

@@ -25,6 +25,9 @@ void eval_metrics_json(const struct eval_metrics *m, struct metrics_line *l);
 struct eval_result {
     struct eval_metrics r;   /* retrieval */
     struct rank_metrics k;   /* ranking (eval_ranking.h) */
+    /* bytes the evaluation copied host -> device and device -> host, the
+     * largest over ranks (backend/devstats.h; 0 on the CPU backend) */
+    double h2d, d2h;
 };
 
 /* The evaluation side of a task (its training side: model/task.h's

@@ -86,8 +86,9 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* This rank's shard as a dense matrix: position k holds id first + k G. */
 struct shard_mat {
     int64_t m, first;
-    float *dev;      /* [m, d] (normalised) rows in be memory */
-    uint8_t *shared; /* [m] 1: the row is the shared row (conf->shared_row), or NULL */
+    const float *dev; /* [m, d] (normalised) rows in be memory */
+    float *owned;     /* dev when it is a copy (be->free it), else NULL: the table's own rows */
+    uint8_t *shared;  /* [m] 1: the row is the shared row (conf->shared_row), or NULL */
 };
 
 /* Whether shared rows are told apart (eval_retrieval.h). */
@@ -102,6 +103,23 @@ static int is_shared(const float *row, const float *shared, int d)
     return memcmp(row, shared, (size_t)d * sizeof *row) == 0;
 }
 
+const struct backend_ops *eval_retrieval_backend(const struct emb_table *t)
+{
+    return backend_is_host(t->be) ? &backend_cpu : t->be;
+}
+
+/* A device table whose rows be scores in place: the shard's slots
+ * first / G .. are its ids first, first + G, ... (emb_table.h), rows of
+ * dim floats initialised eagerly, so the matrix is the table's memory
+ * itself, with no copy through the host. Not with items scored by their
+ * representation (item_rows: host) or told apart from the shared row. */
+static int in_place(const struct emb_table *t, const struct backend_ops *be,
+                    const struct eval_conf *conf)
+{
+    return !backend_is_host(t->be) && t->be == be && !t->ready && !t->sub && !t->dyn &&
+           t->width == t->conf.dim && !conf->item_rows && !with_shared(conf);
+}
+
 static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
                             const struct backend_ops *be, int normalize,
                             const struct eval_conf *conf)
@@ -111,31 +129,49 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
     sm->first = t->shard == 0 ? G : t->shard;
     sm->m = sm->first <= rows ? (rows - sm->first) / G + 1 : 0;
     size_t bytes = (size_t)(sm->m ? sm->m : 1) * (size_t)d * sizeof(float);
-    float *host = xmalloc(bytes);
-    emb_table_get_slots(t, sm->first / G, sm->m, host, NULL, NULL); /* any placement */
     sm->shared = NULL;
-    if (with_shared(conf)) {
-        sm->shared = xmalloc((size_t)(sm->m ? sm->m : 1));
-        for (int64_t k = 0; k < sm->m; k++)
-            sm->shared[k] = (uint8_t)is_shared(host + k * d, conf->shared_row, d);
+    sm->owned = NULL;
+    const float *raw;
+    float *host = NULL;
+    if (in_place(t, be, conf)) {
+        raw = t->w + (sm->first / G) * (int64_t)d;
+    } else {
+        host = xmalloc(bytes);
+        emb_table_get_slots(t, sm->first / G, sm->m, host, NULL, NULL); /* any placement */
+        if (with_shared(conf)) {
+            sm->shared = xmalloc((size_t)(sm->m ? sm->m : 1));
+            for (int64_t k = 0; k < sm->m; k++)
+                sm->shared[k] = (uint8_t)is_shared(host + k * d, conf->shared_row, d);
+        }
+        if (conf->item_rows) { /* the items' representation */
+            int64_t *ids = xmalloc((size_t)(sm->m ? sm->m : 1) * sizeof *ids);
+            for (int64_t k = 0; k < sm->m; k++)
+                ids[k] = sm->first + k * G;
+            conf->item_rows(conf->item_ctx, ids, sm->m, host);
+            free(ids);
+        }
+        if (!normalize || sm->m == 0) {
+            sm->owned = be->alloc(bytes);
+            be->to_device(sm->owned, host, (size_t)sm->m * (size_t)d * sizeof(float));
+            sm->dev = sm->owned;
+            free(host);
+            return;
+        }
+        float *up = be->alloc(bytes);
+        be->to_device(up, host, (size_t)sm->m * (size_t)d * sizeof(float));
+        raw = up;
     }
-    if (conf->item_rows) { /* the items' representation */
-        int64_t *ids = xmalloc((size_t)(sm->m ? sm->m : 1) * sizeof *ids);
-        for (int64_t k = 0; k < sm->m; k++)
-            ids[k] = sm->first + k * G;
-        conf->item_rows(conf->item_ctx, ids, sm->m, host);
-        free(ids);
-    }
-    sm->dev = be->alloc(bytes);
-    be->to_device(sm->dev, host, (size_t)sm->m * (size_t)d * sizeof(float));
     if (normalize && sm->m > 0) {
-        float *raw = sm->dev, *norm = be->alloc((size_t)sm->m * sizeof(float));
-        sm->dev = be->alloc(bytes);
-        be->l2norm_fwd(sm->m, d, ITEM_NORM_EPS, raw, sm->dev, norm);
-        be->free(raw);
+        float *norm = be->alloc((size_t)sm->m * sizeof(float));
+        sm->owned = be->alloc(bytes);
+        be->l2norm_fwd(sm->m, d, ITEM_NORM_EPS, raw, sm->owned, norm);
         be->free(norm);
     }
-    free(host);
+    sm->dev = sm->owned ? sm->owned : raw;
+    if (host) {
+        be->free((void *)raw);
+        free(host);
+    }
 }
 
 /* rows[n, d] := rows / max(||row||, ITEM_NORM_EPS) (be's l2norm_fwd) */
@@ -570,7 +606,7 @@ static void rank_queries(struct emb_table *t, struct comm *c, const struct backe
     free(ss);
     free(no_targets);
     free(sm.shared);
-    be->free(sm.dev);
+    be->free(sm.owned);
 }
 
 void eval_retrieval_queries(struct emb_table *t, struct comm *c, const struct backend_ops *be,

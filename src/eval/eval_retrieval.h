@@ -84,8 +84,14 @@ struct eval_conf {
     const float *shared_row;
 };
 
+/* The backend that scores against t: t's device when t lives on one (its
+ * rows are scored where they are, with no copy of the shard through the
+ * host: doc/gpu.md), else the CPU. */
+const struct backend_ops *eval_retrieval_backend(const struct emb_table *t);
+
 /* Rank every query of this rank against the whole table t (sharded over c's
- * emb group), scoring with be (buffers are copied to and from be's memory).
+ * emb group), scoring with be (buffers are copied to and from be's memory;
+ * a device table in be's memory is scored in place).
  *   rank: [q->n] out, candidates strictly above the target (see above);
  *   ties: [q->n] out, candidates scoring the same as the target, or NULL;
  *   topk_ids: [q->n, conf->topk] out, or NULL (conf->topk must then be 0);
