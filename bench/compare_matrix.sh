@@ -22,6 +22,8 @@ hstu-emb-group|hstu|ml|parallel.embedding_group=1
 hstu-features|hstu|feat|features.item=genres,year features.user=age,occ features.event=act
 hstu-ranking|hstu|feat|train.task=ranking train.tasks=like:binary:act>=3 data.split=last:10% features.item=genres,year
 hstu-fake-devtab|hstu|ml|device.type=fake device.share=on embedding.placement=device
+hstu-fake-rank|hstu|feat|device.type=fake device.share=on train.task=ranking train.tasks=like:binary:act>=3 data.split=last:10% features.item=genres,year model.bias=on model.recency=10 model.factors=4
+hstu-fake-dyn|hstu|ml|device.type=fake device.share=on embedding.dynamic=on embedding.admit=2 embedding.evict=lru embedding.capacity=3000
 hstu-bf16|hstu|ml|device.precision=bf16
 sasrec-bce|sasrec|ml|
 sasrec-softmax|sasrec|ml|train.loss=softmax
