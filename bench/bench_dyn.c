@@ -6,8 +6,13 @@
  * of B ids drawn uniformly from 2N ids, until N rows exist: ids per second.
  * Prints one line per N. --index-only leaves out the training lookups (a
  * table's pool of N rows: ~68 bytes a row, doubled while it grows), so that
- * the index can be measured at sizes whose pool would not fit.
- *   build: make bench/bench_dyn      run: bench/bench_dyn [--index-only] [N ...] */
+ * the index can be measured at sizes whose pool would not fit. --hkv: the
+ * table in HierarchicalKV's benchmark format instead (bench_dyn_hkv.c).
+ *   build: make bench/bench_dyn
+ *   run:   bench/bench_dyn [--index-only] [N ...]
+ *          bench/bench_dyn --hkv [--capacity C] [--dim D] [--runs R] [--cpu-time] */
+#include "bench/bench_dyn.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +29,8 @@ int main(int argc, char **argv)
 {
     int64_t sizes[8] = {1000000, 10000000};
     int ns = 2, first = 1, index_only = 0;
+    if (argc > 1 && strcmp(argv[1], "--hkv") == 0)
+        return bench_dyn_hkv(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "--index-only") == 0) {
         index_only = 1;
         first = 2;

@@ -161,7 +161,8 @@ X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
   "where each rank's shard and its optimizer state live: host memory, or device memory, where "
   "the ids, rows and gradients of the exchanges stay (de-duplication, gathers, codecs, sums and "
   "the sparse update on the device; the CUDA backend or the fake device; not yet verified on a "
-  "GPU); auto = host")
+  "GPU); auto = device when the run is one device placement takes and the shard, its state and "
+  "the step's workspace fit in half of the device's free memory, else host (doc/gpu.md)")
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "

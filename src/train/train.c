@@ -28,6 +28,7 @@
 #include "data/window.h"
 #include "data/window_files.h"
 #include "train/backend_check.h"
+#include "train/placement.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
 #include "train/step_task.h"
@@ -183,45 +184,6 @@ static void open_dataset(struct trainer *tr)
     comm_fail_agree(tr->c, bad, msg);
 }
 
-/* embedding.placement: where the item table's shard and its optimizer
- * state live (NULL: host memory). device needs a device backend (CUDA, or
- * the fake device) and room: the shard and its state within half of the
- * device's free memory divided among the ranks sharing the device,
- * agreed over all ranks. auto = host for now: the device path is not yet
- * verified on a GPU. */
-static const struct backend_ops *table_placement(struct trainer *tr)
-{
-    const struct train_conf *cf = &tr->conf;
-    if (cf->placement != PLACE_DEVICE) {
-        if (cf->placement == PLACE_AUTO && !backend_is_host(tr->be))
-            log_info("notice: embedding.placement=auto: host memory (the device placement is "
-                     "not yet verified on a GPU; ask for it with embedding.placement=device)");
-        return NULL;
-    }
-    const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
-    const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
-    const double need = (double)slots * (double)(cf->d + sf) * 4.0 +
-                        (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)slots : 0.0);
-    size_t free_b = 0, total_b = 0;
-    char err[256] = "";
-    char msg[1024];
-    int bad = tr->be->device_memory(&free_b, &total_b, err, sizeof err) != 0;
-    snprintf(msg, sizeof msg, "embedding.placement = device: %s", err);
-    comm_fail_agree(tr->c, bad, msg);
-    const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
-    const double room = 0.5 * (double)free_b / sharers;
-    snprintf(msg, sizeof msg, "embedding.placement = device: the item table's shard and its %s "
-             "state need %.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a "
-             "rank's device, shared by %d rank%s): use embedding.placement=host, or more devices "
-             "(a cache of hot rows for tables larger than device memory does not exist yet)",
-             emb_optim_name(cf->emb_optim.kind), need / 1073741824.0, room / 1073741824.0,
-             (double)free_b / 1073741824.0, sharers, sharers == 1 ? "" : "s");
-    comm_fail_agree(tr->c, need > room, msg);
-    log_info("embedding.placement: device (%.3f GiB per rank: the shard and its %s state)",
-             need / 1073741824.0, emb_optim_name(cf->emb_optim.kind));
-    return tr->be;
-}
-
 /* parallel.transport = copy-engine | kernel: the rows and gradients of the
  * tables in device memory go through CUDA IPC between the ranks of a node
  * too (emb_ipc.c), MPI between nodes. auto leaves them on MPI (the dense
@@ -333,7 +295,7 @@ void trainer_build(struct trainer *tr)
     /* a dataset of raw ids has no bound on them (a dynamic table: 0) */
     struct emb_table_conf ec = {.rows = tr->ds.raw_ids ? 0 : tr->ds.num_items, .dim = cf->d, .init = EMB_INIT_NORMAL,
                                 .init_scale = cf->emb_init_std, .seed = cf->seed,
-                                .optim = cf->emb_optim, .placement = table_placement(tr)};
+                                .optim = cf->emb_optim, .placement = train_placement(tr)};
     snprintf(ec.name, sizeof ec.name, "items");
     ec.rows_codec = cf->rows_codec;
     ec.grads_codec = cf->grads_codec;

@@ -106,5 +106,12 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
  * device.type = cpu (backend_check),
  * and with P > 0 the rank counts. 0, or -1 with err. */
 int train_conf_check(const struct params *p, int P, char *err, size_t errlen);
+struct backend_ops;
+/* What embedding.placement = device would refuse in this run on backend be
+ * (embedding.placement = auto asks before it chooses the device): the
+ * refusals of train_conf_check and backend_check with tc's placement set to
+ * device. 0 when none, or -1 with err (`ASKED: WHY; use REMEDY`). */
+int train_conf_device_refusal(const struct params *p, const struct train_conf *tc,
+                              const struct backend_ops *be, int P, char *err, size_t errlen);
 
 #endif
