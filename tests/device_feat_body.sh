@@ -10,8 +10,14 @@
 # summed and interleaved actions, with item, user and event features. Its
 # evaluation (the candidates' target mask) needs context-parallel
 # attention: where the backend refuses it with that reason, the training
-# losses alone are compared (and the refusal is checked). CUDA: SKIP (77)
-# when no GPU is usable or the build has no CUDA backend.
+# losses alone are compared (and the refusal is checked). With the tables
+# in device memory (embedding.placement = device: the item table, the
+# feature tables sharded and replicated, the labels' tables) at P = 1, 2,
+# 4 the same, for features and for ranking with model.bias, recency and
+# factors (parallel.transport = mpi: the IPC all-reduce of 4 ranks sums in
+# another order than the CPU's MPI); features.dynamic with them is
+# refused. CUDA: SKIP (77) when no GPU is usable or the build has no CUDA
+# backend.
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
 run() { name=$1 np=$2; shift 2
@@ -51,6 +57,22 @@ for np in 1 2 3; do
     same_losses "$T/fc$np.jsonl" "$T/fd$np.jsonl" "features, $DEV vs cpu, P=$np" 0 $TOL
     same_evals "$T/fc$np.jsonl" "$T/fd$np.jsonl" "features, $DEV vs cpu, P=$np" $MTOL
 done
+# the tables in device memory: every feature table sharded, then replicated
+DT="device.type=$DEV embedding.placement=device parallel.transport=mpi"
+for np in 1 2 4; do
+    for pl in sharded replicated; do
+        run tc$np$pl $np $F features.placement=$pl device.type=cpu ||
+            fail "features ($pl) cpu P=$np: $(tail -3 "$T/tc$np$pl.out")"
+        run td$np$pl $np $F features.placement=$pl $DT ||
+            fail "features ($pl), device tables P=$np: $(tail -3 "$T/td$np$pl.out")"
+        same_losses "$T/tc$np$pl.jsonl" "$T/td$np$pl.jsonl" \
+            "features ($pl tables) in $DEV memory vs cpu, P=$np" 0 $TOL
+        same_evals "$T/tc$np$pl.jsonl" "$T/td$np$pl.jsonl" \
+            "features ($pl tables) in $DEV memory vs cpu, P=$np" $MTOL
+    done
+done
+expect_error "features.dynamic" \
+    "$FS" train "$IN" $F features.dynamic=brand $DT train.max_steps=1
 run fs2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=cpu ||
     fail "sasrec features cpu"
 run fsd2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=$DEV ||
@@ -89,5 +111,17 @@ for np in 1 2 3; do
         [ $EVAL = on ] && same_evals "$T/rc$np$act.jsonl" "$T/rd$np$act.jsonl" \
             "ranking ($act), $DEV vs cpu, P=$np" $MTOL
     done
+done
+# ranking with its tables in device memory: the head's model.bias, recency
+# and factors, item, user and event features (the labels' tables), sharded
+B="model.bias=on model.recency=4 model.factors=4 features.event=click features.placement=sharded \
+train.final_eval=$EVAL"
+for np in 1 2 4; do
+    run bc$np $np $R $B device.type=cpu || fail "ranking+bias cpu P=$np: $(tail -3 "$T/bc$np.out")"
+    run bd$np $np $R $B $DT || fail "ranking+bias, device tables P=$np: $(tail -3 "$T/bd$np.out")"
+    same_losses "$T/bc$np.jsonl" "$T/bd$np.jsonl" \
+        "ranking with bias, recency, factors, tables in $DEV memory vs cpu, P=$np" 0 $TOL
+    [ $EVAL = on ] && same_evals "$T/bc$np.jsonl" "$T/bd$np.jsonl" \
+        "ranking with bias, recency, factors, tables in $DEV memory vs cpu, P=$np" $MTOL
 done
 finish

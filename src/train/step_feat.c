@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/stage.h"
 #include "base/check.h"
 #include "base/exact.h"
 #include "comm/comm_fail.h"
@@ -55,7 +56,8 @@ void step_feat_tables(struct trainer *tr)
         if (ec.dyn.on) { /* features.dynamic: the item table's settings */
             ec.dyn = tr->conf.dyn;
             ec.dyn.on = 1;
-        }
+        } else /* the item table's memory (embedding.placement) */
+            ec.placement = tr->items->conf.placement;
         trainer_check_table(tr, &ec);
         F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
     }
@@ -72,6 +74,12 @@ void step_feat_teardown(struct trainer *tr)
         return;
     feat_values_free(&tr->feat->v);
     tokens_dev_free(&tr->feat->dev);
+    if (tr->feat->dbe) {
+        tr->feat->dbe->free(tr->feat->drep);
+        tr->feat->dbe->free(tr->feat->dfeat);
+        stage_free(tr->feat->st);
+    }
+    emb_multi_device_free();
     free(tr->feat);
     tr->feat = NULL;
 }
@@ -85,7 +93,8 @@ struct step_feat {
     struct emb_multi *mx;
     int32_t *evv[DATASET_MAX_FEATURES];
     float *evw[DATASET_MAX_FEATURES];
-    float *rep;          /* [nuniq, d] */
+    float *rep;          /* [nuniq, d]: host memory, or a device item table's (F->drep) */
+    int64_t nrep;        /* its rows */
     int looked;
     const float *rows[TOKENS_MAX_TABLES];
     const int64_t *inv[TOKENS_MAX_TABLES];
@@ -167,11 +176,62 @@ void step_feat_free(struct step_feat *sf)
         free(sf->evv[i]);
         free(sf->evw[i]);
     }
-    free(sf->rep);
+    if (backend_is_host(sf->tr->items->be)) /* else F's device buffer */
+        free(sf->rep);
     free(sf);
 }
 
 /* --- one training step ---------------------------------------------------------- */
+
+/* --- a device item table (embedding.placement = device) ------------------------ */
+
+/* Device buffers of F (grown, kept across steps): the representations
+ * [nu, d] of a step, and the item features' outputs staged up beside them
+ * ([n_item, nu, d]). Returns the representations. */
+static int item_features(const struct feat_schema *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        n += s->f[i].role == FEAT_ITEM;
+    return n;
+}
+
+static float *dev_rep(struct train_feat *F, const struct backend_ops *be, int64_t nu, int d)
+{
+    const int nitem = item_features(&F->s);
+    const size_t bytes = (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float);
+    if (!F->dbe) {
+        F->dbe = be;
+        F->st = stage_new(be);
+    }
+    if (bytes > F->drep_cap) {
+        be->free(F->drep);
+        be->free(F->dfeat);
+        F->drep = be->alloc(bytes);
+        F->dfeat = be->alloc(bytes * (size_t)(nitem ? nitem : 1));
+        F->drep_cap = bytes;
+    }
+    return F->drep;
+}
+
+/* rep = rows + item features for the rows [first, first + n) on the
+ * device: the rows copied, each item feature's output staged up and added
+ * in the schema's order (tokens_items_add's sums: r += out, the same
+ * bits). */
+static void dev_items_add(struct step_feat *sf, const float *rows, int64_t first, int64_t n)
+{
+    struct train_feat *F = sf->tr->feat;
+    const struct backend_ops *be = F->dbe;
+    const int d = sf->tk.d;
+    const size_t at = (size_t)(first * d);
+    be->copy(sf->rep + at, rows + at, (size_t)(n * d) * sizeof(float));
+    for (int i = 0, j = 0; i < F->s.n; i++)
+        if (F->s.f[i].role == FEAT_ITEM) {
+            float *dst = F->dfeat + (size_t)j++ * (size_t)(sf->nrep * d) + at;
+            stage_up(F->st, dst, sf->tk.f[i].out + at, (size_t)(n * d) * sizeof(float));
+            be->axpy(n * d, 1.0f, dst, sf->rep + at);
+        }
+}
 
 /* Without features (tr->feat NULL) a step's plan is the identity layout:
  * no tables, rep = the item rows, Tx = T, the model batch the step's own;
@@ -188,17 +248,28 @@ struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
         return sf;
     }
     const int64_t nu = emb_exchange_nuniq(x);
-    struct step_feat *sf = plan(tr, emb_exchange_uniq(x), nu, sb, 1);
+    void *own = NULL; /* a device item table: its unique ids here (a host wait) */
+    const int64_t *uq = backend_download(tr->items->be, emb_exchange_uniq(x),
+                                         (size_t)nu * sizeof *uq, &own);
+    struct step_feat *sf = plan(tr, uq, nu, sb, 1);
+    free(own);
     sf->x = x;
+    sf->nrep = nu;
     emb_multi_train(sf->mx); /* dynamic feature tables: their rows made here */
-    sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
+    if (backend_is_host(tr->items->be)) /* else in its memory, at the step's lookup */
+        sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
     return sf;
 }
 
 void step_feat_lookup(struct step_feat *sf)
 {
-    if (!identity(sf))
-        lookup(sf);
+    if (identity(sf))
+        return;
+    lookup(sf);
+    struct trainer *tr = sf->tr;
+    if (!sf->rep) /* a device item table: the step's representations there (the step
+                     before this one is over: its buffers are free) */
+        sf->rep = dev_rep(tr->feat, tr->items->be, sf->nrep, tr->conf.d);
 }
 
 const float *step_feat_rep(struct step_feat *sf)
@@ -231,8 +302,12 @@ void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k)
     lookup(sf);
     const struct emb_span *sp;
     const float *rows = emb_exchange_rows(x);
+    const int dev = !backend_is_host(sf->tr->items->be);
     for (int i = 0, n = emb_exchange_spans(x, k, &sp); i < n; i++)
-        tokens_items_add(&sf->tk, rows, sf->rep, sp[i].first, sp[i].n);
+        if (dev)
+            dev_items_add(sf, rows, sp[i].first, sp[i].n);
+        else
+            tokens_items_add(&sf->tk, rows, sf->rep, sp[i].first, sp[i].n);
 }
 
 /* The token assembly where the model computes: the host functions on a
@@ -292,7 +367,12 @@ void step_feat_update(struct step_feat *sf, const float *drep)
             free(xg[k]);
         return;
     }
+    void *own = NULL; /* a device item table: d rep here (a host wait), for item features */
+    if (item_features(&sf->tr->feat->s) > 0)
+        drep = backend_download(sf->tr->items->be, drep,
+                                (size_t)(sf->nrep * sf->tr->conf.d) * sizeof *drep, &own);
     tokens_items_bwd(&sf->tk, drep);
+    free(own);
     float *gu[TOKENS_MAX_TABLES];
     for (int k = 0; k < F->s.ntables; k++)
         gu[k] = xmalloc((size_t)(sf->nuniq[k] ? sf->nuniq[k] : 1) * (size_t)F->tab[k]->width *
