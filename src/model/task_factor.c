@@ -123,7 +123,7 @@ void rank_factor_apply(struct rank_factor *rf, int64_t n, const float *h, float 
     const int K = rf->K;
     const float *dh = mirror_bind(&rf->h, rf->be, &backend_cpu, h, (size_t)(n * K) * sizeof *h);
     mirror_up(&rf->h, 0, (size_t)(n * K) * sizeof *h);
-    backend_gemm_dense(rf->be, 0, 1, n, K, K, 1.0f, dh, K, rf->mix->w, K, 1.0f, z, K);
+    rf->be->gemm(0, 1, n, K, K, 1.0f, dh, K, rf->mix->w, K, 1.0f, z, K); /* fp32 (backend.h) */
 }
 
 void rank_factor_fwd(struct rank_factor *rf, const struct recency_rule *rule, int64_t B,
@@ -158,9 +158,9 @@ void rank_factor_bwd(struct rank_factor *rf, const struct recency_rule *rule, in
               (long long)n, (long long)rf->n);
     const int K = rf->K, F = rf->F;
     const struct backend_ops *be = rf->be;
-    /* M's gradient += dz^T h; dh = dz M */
-    backend_gemm_dense(be, 1, 0, K, K, n, 1.0f, dz, K, mirror_at(&rf->h), K, 1.0f, rf->mix->g, K);
-    backend_gemm_dense(be, 0, 0, n, K, K, 1.0f, dz, K, rf->mix->w, K, 0.0f, rf->dh, K);
+    /* M's gradient += dz^T h; dh = dz M (fp32 under every precision: backend.h) */
+    be->gemm(1, 0, K, K, n, 1.0f, dz, K, mirror_at(&rf->h), K, 1.0f, rf->mix->g, K);
+    be->gemm(0, 0, n, K, K, 1.0f, dz, K, rf->mix->w, K, 0.0f, rf->dh, K);
     void *own_dh, *own_f;
     const float *dh = backend_download(be, rf->dh, (size_t)(n * K) * sizeof(float), &own_dh);
     const float *f = backend_download(be, rf->rows, (size_t)(n * F) * sizeof(float), &own_f);
