@@ -62,10 +62,10 @@ static void *md_buf(int which, size_t bytes)
 {
     if (bytes < 8)
         bytes = 8;
-    if (bytes > md.cap[which]) {
+    if (bytes > md.cap[which]) { /* with room: lookups vary */
         md.be->free(md.buf[which]);
-        md.buf[which] = md.be->alloc(bytes);
-        md.cap[which] = bytes;
+        md.cap[which] = bytes + bytes / 2;
+        md.buf[which] = md.be->alloc(md.cap[which]);
     }
     return md.buf[which];
 }

@@ -66,7 +66,7 @@ void rank_recency_fwd(struct rank_recency *rc, int64_t n, const float *r, float 
         return;
     const int K = rc->K;
     const float *dr = mirror_bind(&rc->r, rc->be, &backend_cpu, r, (size_t)(n * K) * sizeof *r);
-    mirror_up(&rc->r, 0, (size_t)(n * K) * sizeof *r);
+    mirror_up_async(&rc->r, rc->st, 0, (size_t)(n * K) * sizeof *r); /* no host wait */
     rc->be->gemm(0, 1, n, K, K, 1.0f, dr, K, rc->A->w, K, 1.0f, z, K); /* fp32 (backend.h) */
 }
 

@@ -95,6 +95,8 @@ struct step_feat {
     float *evw[DATASET_MAX_FEATURES];
     float *rep;          /* [nuniq, d]: host memory, or a device item table's (F->drep) */
     int64_t nrep;        /* its rows */
+    int grads_later;     /* the features' gradients wait in device memory for d rep
+                            (step_feat_backward_inputs, step_feat_update) */
     int looked;
     const float *rows[TOKENS_MAX_TABLES];
     const int64_t *inv[TOKENS_MAX_TABLES];
@@ -204,12 +206,12 @@ static float *dev_rep(struct train_feat *F, const struct backend_ops *be, int64_
         F->dbe = be;
         F->st = stage_new(be);
     }
-    if (bytes > F->drep_cap) {
+    if (bytes > F->drep_cap) { /* with room: batches vary */
         be->free(F->drep);
         be->free(F->dfeat);
-        F->drep = be->alloc(bytes);
-        F->dfeat = be->alloc(bytes * (size_t)(nitem ? nitem : 1));
-        F->drep_cap = bytes;
+        F->drep_cap = bytes + bytes / 2;
+        F->drep = be->alloc(F->drep_cap);
+        F->dfeat = be->alloc(F->drep_cap * (size_t)(nitem ? nitem : 1));
     }
     return F->drep;
 }
@@ -233,6 +235,35 @@ static void dev_items_add(struct step_feat *sf, const float *rows, int64_t first
         }
 }
 
+/* The item exchange's unique ids [nuniq] on the host (*own: free() it). A
+ * device table's are in device memory: where the exchange holds the
+ * inputs alone (ranking) the host de-duplicates them the same way (the
+ * backends' emb_dedup give the same bits), else they are downloaded (a
+ * host wait). */
+static const int64_t *device_uniq(struct trainer *tr, const struct seq_batch *sb,
+                                  const struct emb_exchange *x, void **own)
+{
+    const struct emb_table *t = tr->items;
+    const int64_t nu = emb_exchange_nuniq(x);
+    *own = NULL;
+    if (backend_is_host(t->be))
+        return emb_exchange_uniq(x);
+    if (tr->task.ops->target_rows) /* the targets and negatives too */
+        return backend_download(t->be, emb_exchange_uniq(x), (size_t)nu * sizeof(int64_t), own);
+    const int64_t T = sb->T;
+    int64_t *uq = xmalloc((size_t)(T ? T : 1) * sizeof *uq),
+            *inv = xmalloc((size_t)(T ? T : 1) * sizeof *inv),
+            *counts = xmalloc((size_t)(2 * t->G) * sizeof *counts);
+    const int64_t n = backend_cpu.emb_dedup(T, sb->items, T, t->G, uq, inv, counts, t->conf.rows);
+    free(inv);
+    free(counts);
+    if (n != nu)
+        fatal("step_feat: the host's de-duplication of %lld ids found %lld, the device's %lld",
+              (long long)T, (long long)n, (long long)nu);
+    *own = uq;
+    return uq;
+}
+
 /* Without features (tr->feat NULL) a step's plan is the identity layout:
  * no tables, rep = the item rows, Tx = T, the model batch the step's own;
  * every function below is then a no-op (or returns its input). */
@@ -248,9 +279,8 @@ struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
         return sf;
     }
     const int64_t nu = emb_exchange_nuniq(x);
-    void *own = NULL; /* a device item table: its unique ids here (a host wait) */
-    const int64_t *uq = backend_download(tr->items->be, emb_exchange_uniq(x),
-                                         (size_t)nu * sizeof *uq, &own);
+    void *own = NULL;
+    const int64_t *uq = device_uniq(tr, sb, x, &own);
     struct step_feat *sf = plan(tr, uq, nu, sb, 1);
     free(own);
     sf->x = x;
@@ -344,10 +374,17 @@ void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *dem
 {
     if (identity(sf)) /* demb is dx */
         return;
-    if (!sf->tr->feat->on_device)
+    if (!sf->tr->feat->on_device) {
         tokens_inputs_bwd(&sf->tk, dx, demb);
-    else
-        tokens_dev_inputs_bwd(&sf->tr->feat->dev, &sf->tk, dx, demb);
+        return;
+    }
+    /* a device item table with item features: their d rep comes down with
+     * these gradients at once, in step_feat_update (one host wait) */
+    sf->grads_later = !backend_is_host(sf->tr->items->be) && item_features(&sf->tr->feat->s) > 0;
+    const int64_t extra = sf->grads_later ? sf->nrep * sf->tr->conf.d : 0;
+    tokens_dev_inputs_bwd(&sf->tr->feat->dev, &sf->tk, dx, demb, extra);
+    if (!sf->grads_later)
+        tokens_dev_grads(&sf->tr->feat->dev, &sf->tk, NULL, 0, NULL);
 }
 
 void step_feat_update(struct step_feat *sf, const float *drep)
@@ -367,10 +404,14 @@ void step_feat_update(struct step_feat *sf, const float *drep)
             free(xg[k]);
         return;
     }
-    void *own = NULL; /* a device item table: d rep here (a host wait), for item features */
-    if (item_features(&sf->tr->feat->s) > 0)
-        drep = backend_download(sf->tr->items->be, drep,
-                                (size_t)(sf->nrep * sf->tr->conf.d) * sizeof *drep, &own);
+    float *own = NULL; /* a device item table: d rep here, with the event and user features' */
+    if (sf->grads_later) {
+        const int64_t n = sf->nrep * sf->tr->conf.d;
+        own = xmalloc((size_t)(n ? n : 1) * sizeof *own);
+        tokens_dev_grads(&sf->tr->feat->dev, &sf->tk, drep, n, own);
+        drep = own;
+    } else if (!backend_is_host(sf->tr->items->be) && item_features(&sf->tr->feat->s) > 0)
+        fatal("step_feat: the item features' gradients of a device table without a backward");
     tokens_items_bwd(&sf->tk, drep);
     free(own);
     float *gu[TOKENS_MAX_TABLES];
