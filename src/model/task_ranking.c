@@ -158,9 +158,10 @@ static void rank_loss(struct task *t, struct task_step *st)
             r->rcap = st->T + st->T / 2;
             r->rterm = xrealloc(r->rterm, (size_t)(r->rcap * K) * sizeof *r->rterm);
         }
-        recency_terms(&r->rule, st->B, st->offsets, NULL, st->items,
-                      st->all_labels ? st->all_labels : st->labels, r->rterm);
-        rank_recency_fwd(&r->rec, st->T, r->rterm, r->h[r->L]);
+        if (!st->rterms) /* else made where the batch was read */
+            recency_terms(&r->rule, st->B, st->offsets, NULL, st->items,
+                          st->all_labels ? st->all_labels : st->labels, r->rterm);
+        rank_recency_fwd(&r->rec, st->T, st->rterms ? st->rterms : r->rterm, r->h[r->L]);
     }
     rank_factor_fwd(&r->fac, &r->rule, st->B, st->offsets, st->items,
                     st->all_labels ? st->all_labels : st->labels, r->h[r->L]);
