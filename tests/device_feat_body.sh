@@ -15,8 +15,9 @@
 # feature tables sharded and replicated, the labels' tables) at P = 1, 2,
 # 4 the same, for features and for ranking with model.bias, recency and
 # factors (parallel.transport = mpi: the IPC all-reduce of 4 ranks sums in
-# another order than the CPU's MPI); features.dynamic with them is
-# refused. CUDA: SKIP (77) when no GPU is usable or the build has no CUDA
+# another order than the CPU's MPI); a P = 2 checkpoint of device tables
+# holds the host tables' state (h5diff) and resumes at P = 4 as the CPU's
+# does; features.dynamic with them is refused. CUDA: SKIP (77) when no GPU is usable or the build has no CUDA
 # backend.
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
@@ -124,4 +125,20 @@ for np in 1 2 4; do
     [ $EVAL = on ] && same_evals "$T/bc$np.jsonl" "$T/bd$np.jsonl" \
         "ranking with bias, recency, factors, tables in $DEV memory vs cpu, P=$np" $MTOL
 done
+# a checkpoint of device tables at P = 2 holds the host tables' state and
+# resumes at P = 4 as theirs does
+run bk2 2 $R $B $DT "output.checkpoint_dir=$T/bk" train.checkpoint_every=3 ||
+    fail "ranking+bias, device tables, checkpoint: $(tail -3 "$T/bk2.out")"
+run bkc2 2 $R $B device.type=cpu "output.checkpoint_dir=$T/bkc" train.checkpoint_every=3 ||
+    fail "ranking+bias cpu, checkpoint: $(tail -3 "$T/bkc2.out")"
+[ "$DEV" = fake ] && same_state "$T/bkc/ckpt-3.h5" "$T/bk/ckpt-3.h5" \
+    "ranking with features: a checkpoint of device tables vs host tables"
+run br4 4 $R $B $DT "train.resume=$T/bk/ckpt-3.h5" ||
+    fail "resume at P=4 from device tables: $(tail -3 "$T/br4.out")"
+run brc4 4 $R $B device.type=cpu "train.resume=$T/bkc/ckpt-3.h5" ||
+    fail "resume at P=4 on the cpu: $(tail -3 "$T/brc4.out")"
+same_losses "$T/brc4.jsonl" "$T/br4.jsonl" \
+    "ranking, resumed at P=4 from a P=2 checkpoint: device tables vs cpu" 3 $TOL
+same_losses "$T/bd2.jsonl" "$T/br4.jsonl" \
+    "ranking, resumed at P=4 from device tables vs uninterrupted at P=2" 3 1e-5
 finish
