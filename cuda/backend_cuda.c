@@ -563,6 +563,21 @@ static void cuda_op_rank_loss(int64_t T, int K, const float *z, const float *lab
     cuda_rank_loss(cuda_state()->compute, T, K, z, labels, coef, dz, acc);
 }
 
+/* issue 51 B: the ranking head's factor walks */
+static void cuda_op_factor_fwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                               const double *v, double prior, float gain, float *z, float *w,
+                               float *vb, float *h)
+{
+    cuda_factor_fwd(cuda_state()->compute, B, offsets, K, F, f, v, prior, gain, z, w, vb, h);
+}
+
+static void cuda_op_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                               const double *v, float gain, const float *z, const float *w,
+                               const float *vb, const float *dh, float *df)
+{
+    cuda_factor_bwd(cuda_state()->compute, B, offsets, K, F, f, v, gain, z, w, vb, dh, df);
+}
+
 const struct backend_ops backend_cuda = {
     .name = "cuda",
     .alloc = cuda_alloc,
@@ -616,6 +631,8 @@ const struct backend_ops backend_cuda = {
     .index_rows = cuda_op_index_rows,
     .col_sums = cuda_op_col_sums,
     .rank_loss = cuda_op_rank_loss,
+    .factor_fwd = cuda_op_factor_fwd, /* issue 51 B */
+    .factor_bwd = cuda_op_factor_bwd,
     .device_count = cuda_device_count,
     .device_open = cuda_device_open,
     .device_describe = cuda_device_describe,

@@ -214,6 +214,14 @@ void cuda_index_rows(cudaStream_t s, int64_t n, int d, const float *src, const i
 void cuda_col_sums(cudaStream_t s, int64_t n, int m, const float *x, float *acc);
 void cuda_rank_loss(cudaStream_t s, int64_t T, int K, const float *z, const float *labels,
                     const double *coef, float *dz, double *acc);
+/* factor.cu (issue 51 B): the ranking head's factor walks (backend.h:
+ * factor_fwd, factor_bwd; backend/factor_walk.h) */
+void cuda_factor_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, int F,
+                     const float *f, const double *v, double prior, float gain, float *z,
+                     float *w, float *vb, float *h);
+void cuda_factor_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, int F,
+                     const float *f, const double *v, float gain, const float *z, const float *w,
+                     const float *vb, const float *dh, float *df);
 /* gemm_bf16.cu: y[rows, cols] (packed, bf16 bits) = x (row stride ldx)
  * rounded to bf16, nearest even (emb_codec_row.h: ecr_f32_to_bf16_rn) */
 void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x, int64_t ldx,

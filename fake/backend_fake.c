@@ -659,6 +659,55 @@ static void fk_rank_loss(int64_t T, int K, const float *z, const float *labels,
     LAUNCH(run_rank_loss, AI(T), AI(K), AP(z), AP(labels), AP(coef), AP(dz), AP(acc));
 }
 
+/* --- issue 51 B: the ranking head's factor terms --------------------------- */
+static void run_factor_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.factor_fwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, a[4].p, a[5].p, a[6].d,
+                           (float)a[7].d, a[8].p, a[9].p, a[10].p, a[11].p);
+}
+
+static void fk_factor_fwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                          const double *v, double prior, float gain, float *z, float *w,
+                          float *vb, float *h)
+{
+    OP("factor_fwd");
+    IN(offsets);
+    IN(f);
+    IN(v);
+    IN(z);
+    IN(w);
+    IN(vb);
+    IN(h);
+    LAUNCH(run_factor_fwd, AI(B), AP(offsets), AI(K), AI(F), AP(f), AP(v), AF(prior), AF(gain),
+           AP(z), AP(w), AP(vb), AP(h));
+}
+
+static void run_factor_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.factor_bwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, a[4].p, a[5].p,
+                           (float)a[6].d, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p);
+}
+
+static void fk_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                          const double *v, float gain, const float *z, const float *w,
+                          const float *vb, const float *dh, float *df)
+{
+    OP("factor_bwd");
+    IN(offsets);
+    IN(f);
+    IN(v);
+    IN(z);
+    IN(w);
+    IN(vb);
+    IN(dh);
+    IN(df);
+    LAUNCH(run_factor_bwd, AI(B), AP(offsets), AI(K), AI(F), AP(f), AP(v), AF(gain), AP(z),
+           AP(w), AP(vb), AP(dh), AP(df));
+}
+/* --- end of issue 51 B's block ------------------------------------------------ */
+
 const struct backend_ops backend_fake = {
     .name = "fake",
     .alloc = fk_alloc,
@@ -711,6 +760,8 @@ const struct backend_ops backend_fake = {
     .sample_negatives = fk_sample_negatives,
     .index_rows = fk_index_rows,
     .col_sums = fk_col_sums,
+    .factor_fwd = fk_factor_fwd, /* issue 51 B */
+    .factor_bwd = fk_factor_bwd,
     .rank_loss = fk_rank_loss,
     .device_count = fk_device_count,
     .device_open = fk_device_open,

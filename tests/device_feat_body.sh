@@ -10,8 +10,15 @@
 # summed and interleaved actions, with item, user and event features. Its
 # evaluation (the candidates' target mask) needs context-parallel
 # attention: where the backend refuses it with that reason, the training
-# losses alone are compared (and the refusal is checked). CUDA: SKIP (77)
-# when no GPU is usable or the build has no CUDA backend.
+# losses alone are compared (and the refusal is checked). With the tables
+# in device memory (embedding.placement = device: the item table, the
+# feature tables sharded and replicated, the labels' tables) at P = 1, 2,
+# 4 the same, for features and for ranking with model.bias, recency and
+# factors (parallel.transport = mpi: the IPC all-reduce of 4 ranks sums in
+# another order than the CPU's MPI); a P = 2 checkpoint of device tables
+# holds the host tables' state (h5diff) and resumes at P = 4 as the CPU's
+# does; features.dynamic with them is refused. CUDA: SKIP (77) when no GPU is usable or the build has no CUDA
+# backend.
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
 run() { name=$1 np=$2; shift 2
@@ -51,6 +58,22 @@ for np in 1 2 3; do
     same_losses "$T/fc$np.jsonl" "$T/fd$np.jsonl" "features, $DEV vs cpu, P=$np" 0 $TOL
     same_evals "$T/fc$np.jsonl" "$T/fd$np.jsonl" "features, $DEV vs cpu, P=$np" $MTOL
 done
+# the tables in device memory: every feature table sharded, then replicated
+DT="device.type=$DEV embedding.placement=device parallel.transport=mpi"
+for np in 1 2 4; do
+    for pl in sharded replicated; do
+        run tc$np$pl $np $F features.placement=$pl device.type=cpu ||
+            fail "features ($pl) cpu P=$np: $(tail -3 "$T/tc$np$pl.out")"
+        run td$np$pl $np $F features.placement=$pl $DT ||
+            fail "features ($pl), device tables P=$np: $(tail -3 "$T/td$np$pl.out")"
+        same_losses "$T/tc$np$pl.jsonl" "$T/td$np$pl.jsonl" \
+            "features ($pl tables) in $DEV memory vs cpu, P=$np" 0 $TOL
+        same_evals "$T/tc$np$pl.jsonl" "$T/td$np$pl.jsonl" \
+            "features ($pl tables) in $DEV memory vs cpu, P=$np" $MTOL
+    done
+done
+expect_error "features.dynamic" \
+    "$FS" train "$IN" $F features.dynamic=brand $DT train.max_steps=1
 run fs2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=cpu ||
     fail "sasrec features cpu"
 run fsd2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=$DEV ||
@@ -90,4 +113,32 @@ for np in 1 2 3; do
             "ranking ($act), $DEV vs cpu, P=$np" $MTOL
     done
 done
+# ranking with its tables in device memory: the head's model.bias, recency
+# and factors, item, user and event features (the labels' tables), sharded
+B="model.bias=on model.recency=4 model.factors=4 features.event=click features.placement=sharded \
+train.final_eval=$EVAL"
+for np in 1 2 4; do
+    run bc$np $np $R $B device.type=cpu || fail "ranking+bias cpu P=$np: $(tail -3 "$T/bc$np.out")"
+    run bd$np $np $R $B $DT || fail "ranking+bias, device tables P=$np: $(tail -3 "$T/bd$np.out")"
+    same_losses "$T/bc$np.jsonl" "$T/bd$np.jsonl" \
+        "ranking with bias, recency, factors, tables in $DEV memory vs cpu, P=$np" 0 $TOL
+    [ $EVAL = on ] && same_evals "$T/bc$np.jsonl" "$T/bd$np.jsonl" \
+        "ranking with bias, recency, factors, tables in $DEV memory vs cpu, P=$np" $MTOL
+done
+# a checkpoint of device tables at P = 2 holds the host tables' state and
+# resumes at P = 4 as theirs does
+run bk2 2 $R $B $DT "output.checkpoint_dir=$T/bk" train.checkpoint_every=3 ||
+    fail "ranking+bias, device tables, checkpoint: $(tail -3 "$T/bk2.out")"
+run bkc2 2 $R $B device.type=cpu "output.checkpoint_dir=$T/bkc" train.checkpoint_every=3 ||
+    fail "ranking+bias cpu, checkpoint: $(tail -3 "$T/bkc2.out")"
+[ "$DEV" = fake ] && same_state "$T/bkc/ckpt-3.h5" "$T/bk/ckpt-3.h5" \
+    "ranking with features: a checkpoint of device tables vs host tables"
+run br4 4 $R $B $DT "train.resume=$T/bk/ckpt-3.h5" ||
+    fail "resume at P=4 from device tables: $(tail -3 "$T/br4.out")"
+run brc4 4 $R $B device.type=cpu "train.resume=$T/bkc/ckpt-3.h5" ||
+    fail "resume at P=4 on the cpu: $(tail -3 "$T/brc4.out")"
+same_losses "$T/brc4.jsonl" "$T/br4.jsonl" \
+    "ranking, resumed at P=4 from a P=2 checkpoint: device tables vs cpu" 3 $TOL
+same_losses "$T/bd2.jsonl" "$T/br4.jsonl" \
+    "ranking, resumed at P=4 from device tables vs uninterrupted at P=2" 3 1e-5
 finish

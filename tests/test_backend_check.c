@@ -113,15 +113,19 @@ int main(void)
     cf = plain();
     cf.placement = PLACE_DEVICE;
     cf.features.event = "genre";
-    expect("event features, device placement", &backend_fake, &cf,
-           "features.event = genre: features need the item table in host memory, not "
-           "embedding.placement = device; use embedding.placement = host or auto");
-    cf.features.event = "";
+    expect("event features, device placement", &backend_fake, &cf, NULL);
+    cf.features.item = "genres";
+    cf.features.user = "age";
+    expect("item and user features, device placement", &backend_fake, &cf, NULL);
+    cf.features.item = cf.features.user = cf.features.event = "";
     cf.task.type = TASK_RANKING;
-    expect("ranking, device placement", &backend_fake, &cf,
-           "train.task = ranking (its labels are features): features need the item table in "
-           "host memory, not embedding.placement = device; use embedding.placement = host or "
-           "auto");
+    expect("ranking, device placement", &backend_fake, &cf, NULL);
+    cf.features.event = "genre";
+    cf.features.dynamic = "genre";
+    expect("dynamic features, device placement", &backend_fake, &cf,
+           "features.dynamic = genre with embedding.placement = device: dynamic feature tables "
+           "live in host memory (their index and pool); use embedding.placement = host or auto, "
+           "or plain feature tables (no features.dynamic)");
     cf = plain();
     cf.precision = PRECISION_BF16;
     expect("bf16", &lack, &cf,

@@ -1541,6 +1541,7 @@ static void test_staging(void)
 
 /* every operation present (device and staging ops only on device backends) */
 #include "backend_ops_feat.h" /* test_feat */
+#include "backend_ops_factor.h" /* test_factor (issue 51 B) */
 
 static int ops_present(const struct backend_ops *be)
 {
@@ -1560,7 +1561,7 @@ static int ops_present(const struct backend_ops *be)
         OP(hstu_attn_ctx_fwd), OP(hstu_attn_ctx_bwd), OP(sasrec_attn_ctx_fwd),
         OP(sasrec_attn_ctx_bwd), OP(softmax_loss_q), OP(softmax_block_lse),
         OP(softmax_block_grad),
-        OP(index_rows), OP(col_sums), OP(rank_loss),
+        OP(index_rows), OP(col_sums), OP(rank_loss), OP(factor_fwd), OP(factor_bwd),
     };
     const struct {
         const char *name;
@@ -1631,6 +1632,7 @@ int main(int argc, char **argv)
         {"softmax_loss_q", test_softmax_loss_q}, {"full_blocks", test_full_blocks},
         {"hstu_ctx", test_hstu_ctx},     {"sasrec_ctx", test_sasrec_ctx},
         {"feat", test_feat},
+        {"factor", test_factor},
         {"gemm_bf16", test_gemm_bf16},
     };
     const char *only = argc > 2 ? argv[2] : NULL; /* comma-separated test names */

@@ -12,7 +12,11 @@
  *   - the bf16 view (precision.h) of the CPU and of the fake device:
  *     backend_gemm_dense is gemm_bf16's product, gemm stays the fp32 one
  *     (bf16 in the dense layers only: the full softmax, the bias GEMMs and
- *     evaluation scoring call gemm).
+ *     evaluation scoring call gemm);
+ *   - the ranking head's K x K maps under the bf16 view of the CPU
+ *     (model.recency's A, model.factors' M: task_recency.c, task_factor.c):
+ *     their products and gradients are the fp32 gemm's bit for bit, not
+ *     gemm_bf16's (the rule above: sums over positions stay fp32).
  * File format (little-endian): records of 9 int64 (kind, ta, tb, m, n, k,
  * lda, ldb, ldc) then float32 arrays: kind 1 (rounding): n = count, x[n],
  * y[n]; kind 2 (gemm): alpha, beta, A[ra lda], B[rb ldb], C0[m ldc] (the C
@@ -29,6 +33,8 @@
 #include "backend/precision.h"
 #include "base/check.h"
 #include "base/rng.h"
+#include "model/task_factor.h"
+#include "model/task_recency.h"
 
 static int failures;
 static struct rng G;
@@ -248,6 +254,51 @@ static void view_rule(void)
     free(A), free(B), free(want_f), free(want_b);
 }
 
+/* The recency and factor maps under the bf16 view of the CPU: z += r A^T,
+ * A's gradient dz^T r, z += h M^T, M's gradient, dh = dz M: each the fp32
+ * gemm's bits (and not the bf16 product's, which differs for these values). */
+static void maps(void)
+{
+    const int64_t n = 23;
+    const int K = 3;
+    char err[256];
+    const struct backend_ops *be = backend_at_precision(&backend_cpu, PRECISION_BF16, err,
+                                                        sizeof err);
+    if (!be) {
+        FAIL("bf16 view of the CPU: %s", err);
+        return;
+    }
+    float *r = rand_f32(n * K), *dz = rand_f32(n * K), *A = rand_f32(K * K), *z0 = rand_f32(n * K);
+    float *z = dup_f32(z0, n * K), *want = dup_f32(z0, n * K), *bf = dup_f32(z0, n * K);
+    const size_t zb = (size_t)(n * K) * sizeof(float), ab = (size_t)(K * K) * sizeof(float);
+    struct dense_tensor T = {.n = K * K, .rows = K, .cols = K, .w = A, .g = xcalloc(K * K, 4)};
+    struct rank_recency rc = {.be = be, .K = K, .A = &T};
+    rank_recency_fwd(&rc, n, r, z);
+    backend_cpu.gemm(0, 1, n, K, K, 1.0f, r, K, A, K, 1.0f, want, K);
+    backend_cpu.gemm_bf16(0, 1, n, K, K, 1.0f, r, K, A, K, 1.0f, bf, K);
+    if (memcmp(z, want, zb) || !memcmp(want, bf, zb))
+        FAIL("model.recency's map under bf16: z %s the fp32 product (which %s the bf16 one)",
+             memcmp(z, want, zb) ? "is not" : "is", memcmp(want, bf, zb) ? "differs from" : "is");
+    float *gw = xcalloc(K * K, 4), *gb = xcalloc(K * K, 4);
+    rank_recency_bwd(&rc, n, dz);
+    backend_cpu.gemm(1, 0, K, K, n, 1.0f, dz, K, r, K, 1.0f, gw, K);
+    backend_cpu.gemm_bf16(1, 0, K, K, n, 1.0f, dz, K, r, K, 1.0f, gb, K);
+    if (memcmp(T.g, gw, ab) || !memcmp(gw, gb, ab))
+        FAIL("model.recency's map gradient under bf16 is not the fp32 product");
+    mirror_free(&rc.r);
+    /* the factor terms' map M: z += h M^T (rank_factor_apply) */
+    struct rank_factor rf = {.be = be, .K = K, .F = 1, .fac = &T, .mix = &T};
+    memcpy(z, z0, zb);
+    memcpy(want, z0, zb);
+    rank_factor_apply(&rf, n, r, z);
+    backend_cpu.gemm(0, 1, n, K, K, 1.0f, r, K, A, K, 1.0f, want, K);
+    if (memcmp(z, want, zb))
+        FAIL("model.factors' map under bf16: z is not the fp32 product");
+    mirror_free(&rf.h);
+    free(r), free(dz), free(A), free(z0), free(z), free(want), free(bf), free(T.g), free(gw);
+    free(gb);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -268,6 +319,7 @@ int main(int argc, char **argv)
     rounding();
     gemms();
     view_rule();
+    maps();
     if (fclose(out))
         fatal("test_bf16: %s: close failed", argv[1]);
     if (failures) {
@@ -275,6 +327,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("ok: bf16 rounding and gemm_bf16 (the rounded operands' sgemm, bit for bit; the fake "
-           "device's bits); the bf16 view: dense GEMMs bf16, gemm fp32\n");
+           "device's bits); the bf16 view: dense GEMMs bf16, gemm fp32; the ranking head's "
+           "recency and factor maps fp32 under it\n");
     return 0;
 }

@@ -4,7 +4,10 @@
  * P: lookups exact before any update, 1e-6 relative after, every row at
  * the end. The same table placed replicated and placed sharded gives
  * bitwise the same rows when G = P (the same sums in the same order). The
- * last rank (P > 1) asks nothing of one table. */
+ * last rank (P > 1) asks nothing of one table. The same tables in the fake
+ * device's memory (embedding.placement = device: rows gathered there,
+ * updates applied there) give the host tables' lookups and rows bit for
+ * bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +55,15 @@ static struct emb_table_conf conf_of(int k, int replicated)
 
 /* One variant: placement[k] = 1 replicated. Returns nothing; checks
  * against refs; leaves the registry for the caller to compare. */
-static void run(struct comm *c, const int *replicated, struct emb_registry *reg, int G)
+static void run(struct comm *c, const int *replicated, struct emb_registry *reg, int G,
+                const struct backend_ops *placement)
 {
     const int P = c->size;
     struct emb_table *t[NT];
     struct emb_ref ref[NT];
     for (int k = 0; k < NT; k++) {
         struct emb_table_conf cf = conf_of(k, replicated[k]);
+        cf.placement = placement; /* NULL: host memory */
         t[k] = emb_registry_add(reg, c, &cf);
         emb_ref_init(&ref[k], &cf);
     }
@@ -136,15 +141,32 @@ int main(int argc, char **argv)
     const int P = c.size;
     int groups[3] = {1, 2, P}, tested = 0;
     char err[512];
+    T_CHECK(!backend_fake.device_open(0, 0, err, sizeof err), "the fake device: %s", err);
     for (int gi = 0; gi < 3; gi++) {
         const int G = groups[gi];
         if (P % G != 0 || (gi == 2 && (G == 1 || G == 2)))
             continue;
         T_CHECK(!comm_setup_groups(&c, G, err, sizeof err), "%s", err);
         const int mixed[NT] = {0, 1, 0}, all_rep[NT] = {1, 1, 1};
-        struct emb_registry a = {0}, b = {0};
-        run(&c, mixed, &a, G);
-        run(&c, all_rep, &b, G);
+        struct emb_registry a = {0}, b = {0}, dv = {0};
+        run(&c, mixed, &a, G, NULL);
+        run(&c, all_rep, &b, G, NULL);
+        run(&c, mixed, &dv, G, &backend_fake);
+        for (int k = 0; k < NT; k++) { /* device tables: the host tables' rows, bitwise */
+            struct emb_table *th = &a.tables[k], *td = &dv.tables[k];
+            float r1[8], r2[8];
+            for (int64_t id = 1; id <= rows_of[k]; id++) {
+                if (id % th->G != th->shard)
+                    continue;
+                emb_shard_row(th, id, r1);
+                emb_shard_row(td, id, r2);
+                T_CHECK(!memcmp(r1, r2, (size_t)width_of[k] * sizeof(float)),
+                        "G=%d table %d row %lld: device and host tables differ", G, k,
+                        (long long)id);
+            }
+        }
+        emb_registry_free(&dv);
+        emb_multi_device_free();
         if (G == P) /* sharded and replicated: bitwise the same rows */
             for (int k = 0; k < NT; k++) {
                 struct emb_table *ts = &a.tables[k], *tr = &b.tables[k];
@@ -163,7 +185,8 @@ int main(int argc, char **argv)
         tested++;
     }
     if (c.rank == 0)
-        printf("emb_multi on %d ranks: %d group sizes ok\n", P, tested);
+        printf("emb_multi on %d ranks: %d group sizes ok (host and fake device tables)\n", P,
+               tested);
     comm_free(&c);
     return 0;
 }

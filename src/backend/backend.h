@@ -298,6 +298,22 @@ struct backend_ops {
     void (*rank_loss)(int64_t T, int K, const float *z, const float *labels, const double *coef,
                       float *dz, double *acc);
 
+    /* --- issue 51 B: the ranking head's factor terms on the device ------- */
+    /* The walks of model.factors (model/task_factor.h; their per-sequence
+     * bodies: backend/factor_walk.h, the same functions on every backend)
+     * over B sequences (offsets [B + 1], backend memory): factor_fwd
+     * writes z [T, K, F], w, vb, h [T, K] from the factor rows f [T, F]
+     * and the residual values v [T, K] (double, NaN: no label); factor_bwd
+     * writes df [T, F] from dh [T, K] and the forward's f, v, z, w, vb.
+     * K <= 16, F <= 64. prior: the pseudo-events at 0, gain: the terms'. */
+    void (*factor_fwd)(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                       const double *v, double prior, float gain, float *z, float *w, float *vb,
+                       float *h);
+    void (*factor_bwd)(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                       const double *v, float gain, const float *z, const float *w,
+                       const float *vb, const float *dh, float *df);
+    /* --- end of issue 51 B's block ---------------------------------------- */
+
     /* Device management; NULL on backends without devices (the CPU).
      * device_count: devices visible, or -1 with err set to the runtime's
      * reason. device_open: make `device` current for this process, create

@@ -371,5 +371,7 @@ const struct backend_ops backend_cpu = {
     .index_rows = cpu_index_rows,
     .col_sums = cpu_col_sums,
     .rank_loss = cpu_rank_loss,
+    .factor_fwd = cpu_factor_fwd, /* issue 51 B */
+    .factor_bwd = cpu_factor_bwd,
     /* no devices, no staging: host memory is the backend's memory */
 };

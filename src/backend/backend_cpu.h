@@ -83,5 +83,12 @@ void cpu_index_rows(int64_t n, int d, const float *src, const int64_t *sidx, flo
 void cpu_col_sums(int64_t n, int m, const float *x, float *acc);
 void cpu_rank_loss(int64_t T, int K, const float *z, const float *labels, const double *coef,
                    float *dz, double *acc);
+/* backend_cpu_factor.c: the factor terms' walks (backend/factor_walk.h) */
+void cpu_factor_fwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                    const double *v, double prior, float gain, float *z, float *w, float *vb,
+                    float *h);
+void cpu_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
+                    const double *v, float gain, const float *z, const float *w, const float *vb,
+                    const float *dh, float *df);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "backend/stage.h"
 #include "base/log.h"
 
 void *mirror_bind(struct mirror *mr, const struct backend_ops *be,
@@ -32,6 +33,14 @@ void mirror_up(const struct mirror *mr, size_t off, size_t n)
 {
     if (n > 0 && mr->src && !mr->alias)
         mr->be->to_device((char *)mr->dev + off, (const char *)mr->src + off, n);
+}
+
+void mirror_up_async(const struct mirror *mr, struct stage *st, size_t off, size_t n)
+{
+    if (!st) /* no ring: a plain copy */
+        mirror_up(mr, off, n);
+    else if (n > 0 && mr->src && !mr->alias)
+        stage_up(st, (char *)mr->dev + off, (const char *)mr->src + off, n);
 }
 
 void mirror_down(const struct mirror *mr, size_t off, size_t n)

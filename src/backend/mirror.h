@@ -33,6 +33,13 @@ void *mirror_at(const struct mirror *mr);
 /* Copy bytes [off, off + n) src -> be, or be -> src. */
 void mirror_up(const struct mirror *mr, size_t off, size_t n);
 void mirror_down(const struct mirror *mr, size_t off, size_t n);
+/* mirror_up through the pinned ring st (stage.h): enqueued before the
+ * compute stream's next operation, no host wait; src may change at once.
+ * For a buffer uploaded once before the operations that read it (a
+ * step's inputs): a second upload may land before those ran. st NULL:
+ * mirror_up. */
+struct stage;
+void mirror_up_async(const struct mirror *mr, struct stage *st, size_t off, size_t n);
 void mirror_free(struct mirror *mr);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/stage.h"
 #include "base/check.h"
 #include "base/exact.h"
 #include "embedding/emb_exact.h"
@@ -37,7 +38,61 @@ struct emb_multi {
     int exact;                /* emb_multi_backward_exact: the gradients travel and are summed
                                  as packed exact sums (base/exact.h), EXACT_LIMBS words a value
                                  in float-sized slots (widths x EXACT_LIMBS meanwhile) */
+    const struct backend_ops *dbe; /* the tables' device (embedding.placement = device), or
+                                      NULL: host tables */
 };
+
+/* --- device tables ------------------------------------------------------------------ */
+
+/* What the lookups of device tables keep across calls (one device per
+ * process): the ids staged up (stage.h: no host wait), the rows gathered
+ * and the gradients applied, in device buffers that grow to the largest
+ * call. Before staging, the comm stream waits for the compute stream's
+ * work so far (the previous call's operations read these buffers). */
+static struct multi_dev {
+    const struct backend_ops *be;
+    struct stage *st;
+    struct backend_event *ev;
+    void *buf[4]; /* lookup ids, rows; backward ids, gradients */
+    size_t cap[4];
+} md;
+enum { MD_IDS, MD_ROWS, MD_GIDS, MD_GRADS };
+
+static void *md_buf(int which, size_t bytes)
+{
+    if (bytes < 8)
+        bytes = 8;
+    if (bytes > md.cap[which]) { /* with room: lookups vary */
+        md.be->free(md.buf[which]);
+        md.cap[which] = bytes + bytes / 2;
+        md.buf[which] = md.be->alloc(md.cap[which]);
+    }
+    return md.buf[which];
+}
+
+/* Start staging to be's buffers (after the compute stream's work so far). */
+static void md_begin(const struct backend_ops *be)
+{
+    if (md.be != be) {
+        emb_multi_device_free();
+        md.be = be;
+        md.st = stage_new(be);
+        md.ev = be->event_new(0);
+    }
+    be->event_record(md.ev, BACKEND_COMPUTE);
+    be->stream_wait(BACKEND_COMM, md.ev);
+}
+
+void emb_multi_device_free(void)
+{
+    if (!md.be)
+        return;
+    for (int i = 0; i < 4; i++)
+        md.be->free(md.buf[i]);
+    stage_free(md.st);
+    md.be->event_free(md.ev);
+    memset(&md, 0, sizeof md);
+}
 
 static void *alloc0(size_t n, size_t size) { return xcalloc(n ? n : 1, size); }
 
@@ -67,8 +122,14 @@ struct emb_multi *emb_multi_input(struct emb_table *const *t, int nt, struct com
         m->n = n[k];
         m->width = t[k]->width;
         m->sharded = !t[k]->conf.replicated;
-        if (!t[k]->ready || t[k]->sub)
-            fatal("emb_multi: table '%s' must be a plain table in host memory", t[k]->conf.name);
+        const int dev = !backend_is_host(t[k]->be);
+        if ((!t[k]->ready && !dev) || t[k]->sub || (dev && t[k]->dyn))
+            fatal("emb_multi: table '%s' must be a plain table (a dynamic one in host memory)",
+                  t[k]->conf.name);
+        if (k > 0 && (dev ? x->dbe != t[k]->be : x->dbe != NULL))
+            fatal("emb_multi: table '%s' is not in the memory of the others", t[k]->conf.name);
+        if (dev)
+            x->dbe = t[k]->be;
         if (m->sharded && t[k]->G != G)
             fatal("emb_multi: table '%s' is sharded over %d ranks, the emb group has %d",
                   t[k]->conf.name, t[k]->G, G);
@@ -161,14 +222,70 @@ static void multi_map(struct emb_multi *x, int j)
     free(n);
 }
 
+/* Device tables: every row a lookup reads, gathered on the device from
+ * ids staged up and copied to the host at once (one host wait): the
+ * replicated tables' unique rows into their m->rows, then the sharded
+ * tables' served rows ([nout] floats: per requester, table after table,
+ * x->serve's order) into out. */
+static void dev_rows(struct emb_multi *x, float *out, int64_t nout)
+{
+    const struct backend_ops *be = x->dbe;
+    const int G = x->G;
+    const int64_t nserve = x->ns ? x->rd[G - 1] + x->rc[G - 1] : 0;
+    int64_t nid = 0, nf = 0;
+    for (int k = 0; k < x->nt; k++)
+        if (!x->tab[k].sharded) {
+            nid += x->tab[k].nuniq;
+            nf += x->tab[k].nuniq * x->tab[k].width;
+        }
+    md_begin(be);
+    int64_t *dids = md_buf(MD_IDS, (size_t)(nid + nserve) * sizeof *dids);
+    float *drows = md_buf(MD_ROWS, (size_t)(nf + nout) * sizeof *drows);
+    int64_t ai = 0, af = 0;
+    for (int k = 0; k < x->nt; k++) {
+        const struct mtab *m = &x->tab[k];
+        if (m->sharded)
+            continue;
+        stage_up(md.st, dids + ai, m->uniq, (size_t)m->nuniq * sizeof *dids);
+        be->emb_gather_shard(m->nuniq, m->width, m->t->w, dids + ai, 1, drows + af);
+        ai += m->nuniq;
+        af += m->nuniq * m->width;
+    }
+    stage_up(md.st, dids + ai, x->serve, (size_t)nserve * sizeof *dids);
+    for (int p = 0; p < G && x->ns; p++) /* as the host's loop: out's layout */
+        for (int j = 0; j < x->ns; j++) {
+            const struct mtab *m = &x->tab[x->sidx[j]];
+            be->emb_gather_shard(m->rcnt[p], m->width, m->t->w, dids + ai, G, drows + af);
+            ai += m->rcnt[p];
+            af += m->rcnt[p] * m->width;
+        }
+    float *h = alloc0((size_t)(nf + nout), sizeof *h);
+    be->to_host(h, drows, (size_t)(nf + nout) * sizeof *h);
+    af = 0;
+    for (int k = 0; k < x->nt; k++) {
+        struct mtab *m = &x->tab[k];
+        if (m->sharded)
+            continue;
+        memcpy(m->rows, h + af, (size_t)(m->nuniq * m->width) * sizeof *h);
+        af += m->nuniq * m->width;
+    }
+    if (nout)
+        memcpy(out, h + nf, (size_t)nout * sizeof *h);
+    free(h);
+}
+
 void emb_multi_lookup(struct emb_multi *x)
 {
     if (x->done)
         return;
     x->done = 1;
+    if (x->dbe && x->ns == 0) { /* replicated device tables alone */
+        dev_rows(x, NULL, 0);
+        return;
+    }
     /* replicated tables: every row is here, read now (after the updates
      * applied before this call, as the owners read theirs) */
-    for (int k = 0; k < x->nt; k++) {
+    for (int k = 0; k < x->nt && !x->dbe; k++) {
         struct mtab *m = &x->tab[k];
         if (m->sharded)
             continue;
@@ -223,12 +340,16 @@ void emb_multi_lookup(struct emb_multi *x)
                 if (ids[i] % G != m->t->shard)
                     fatal("emb_multi: table '%s': rank %d asked shard %d for id %lld",
                           m->t->conf.name, p, m->t->shard, (long long)ids[i]);
-            emb_table_ready(m->t, ids, m->rcnt[p]);
-            backend_cpu.emb_gather_shard(m->rcnt[p], m->width, m->t->w, ids, G, out + f_at);
+            if (!x->dbe) {
+                emb_table_ready(m->t, ids, m->rcnt[p]);
+                backend_cpu.emb_gather_shard(m->rcnt[p], m->width, m->t->w, ids, G, out + f_at);
+            }
             f_at += m->rcnt[p] * m->width;
             id_at += m->rcnt[p];
         }
     }
+    if (x->dbe) /* device tables: the replicated tables' rows and these, gathered there */
+        dev_rows(x, out, fsd[G - 1] + fsc[G - 1]);
     comm_alltoallv(x->c, COMM_EMB, COMM_F32, out, fsc, fsd, in, frc, frd, COMM_PH_ROWS);
     for (int p = 0; p < G; p++) {
         int64_t f_at = frd[p];
@@ -393,6 +514,33 @@ void emb_multi_backward_exact(struct emb_multi *x, int64_t *const *xg)
     }
 }
 
+/* Device tables: the summed gradient lists l (host) staged up, each
+ * table's sparse optimizer on its rows there (no host wait); l freed. */
+static void dev_update(struct emb_multi *x, struct glist *l)
+{
+    const struct backend_ops *be = x->dbe;
+    int64_t nid = 0, nf = 0;
+    for (int k = 0; k < x->nt; k++) {
+        nid += l->n[k];
+        nf += l->n[k] * x->tab[k].width;
+    }
+    md_begin(be);
+    int64_t *dids = md_buf(MD_GIDS, (size_t)nid * sizeof *dids);
+    float *dg = md_buf(MD_GRADS, (size_t)nf * sizeof *dg);
+    int64_t ai = 0, af = 0;
+    for (int k = 0; k < x->nt; k++) {
+        struct emb_table *t = x->tab[k].t;
+        stage_up(md.st, dids + ai, l->ids[k], (size_t)l->n[k] * sizeof *dids);
+        stage_up(md.st, dg + af, l->g[k], (size_t)(l->n[k] * t->width) * sizeof *dg);
+        be->emb_sparse_update(&t->conf.optim, l->n[k], t->width, dids + ai, t->G, dg + af, t->w,
+                              t->state, t->state_floats, t->steps);
+        ai += l->n[k];
+        af += l->n[k] * t->width;
+        free(l->ids[k]);
+        free(l->g[k]);
+    }
+}
+
 void emb_multi_backward(struct emb_multi *x, float *const *gu)
 {
     emb_multi_lookup(x);
@@ -469,6 +617,10 @@ void emb_multi_backward(struct emb_multi *x, float *const *gu)
     }
     if (nrep)
         group_sum(x, COMM_DP, rep, nrep, &l);
+    if (x->dbe) { /* device tables: the sums staged up, the optimizer there */
+        dev_update(x, &l);
+        return;
+    }
     for (int k = 0; k < x->nt; k++) {
         struct emb_table *t = x->tab[k].t;
         emb_table_ready(t, l.ids[k], l.n[k]);

@@ -10,7 +10,11 @@
  * rows back, and in the backward ONE all-to-allv of their gradients, each
  * peer's part laid out table after table. Rows and gradients are fp32 on
  * the wire (the item table's codecs and subspace rows are not offered
- * here); tables must live in host memory.
+ * here). Tables in device memory (embedding.placement = device; plain,
+ * all on one device) are read and updated there: their ids staged up
+ * without a host wait, the rows of a lookup gathered and copied to the
+ * host at once (one host wait), the summed gradients staged up and the
+ * optimizer run there; the exchanges and sums stay on the host.
  *
  * Gradients: the caller gives each table's gradient per unique row (gu[k]
  * [nuniq_k, width_k]). A sharded table's owner sums them per row over
@@ -67,5 +71,8 @@ void emb_multi_backward(struct emb_multi *x, float *const *gu);
  * over the ranks as integers: the same update on any number of ranks. */
 void emb_multi_backward_exact(struct emb_multi *x, int64_t *const *xg);
 void emb_multi_free(struct emb_multi *x);
+/* Release the device buffers that lookups of device tables keep across
+ * calls (a run's end; none on the host). */
+void emb_multi_device_free(void);
 
 #endif

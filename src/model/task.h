@@ -128,6 +128,9 @@ struct task_step {
     const int64_t *items;    /* [T] host: each token's item (model.bias) */
     int64_t B;               /* sequences; users [B], offsets [B + 1] host (model.bias) */
     const int64_t *users, *offsets;
+    const float *rterms;     /* [T, K] host: model.recency's terms of the tokens, made
+                                where the batch was read (task_ranking_recency_terms), or
+                                NULL: the loss makes them */
 };
 
 /* What a task's batches and costs read: the run's data, set once at

@@ -21,7 +21,7 @@ void rank_bias_init(struct rank_bias *rb, struct model *m, int K, int on)
               "(task_ranking_params before model_init)");
 }
 
-/* Upload the tokens' item and user rows. */
+/* Upload the tokens' item and user rows (staged: no host wait). */
 static void bind_rows(struct rank_bias *rb, int64_t n, const int64_t *items,
                       const int64_t *users, int64_t B, const int64_t *seq_users,
                       const int64_t *offsets, const int64_t **di, const int64_t **du)
@@ -38,9 +38,9 @@ static void bind_rows(struct rank_bias *rb, int64_t n, const int64_t *items,
     }
     const size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(int64_t);
     *di = mirror_bind(&rb->items, rb->be, &backend_cpu, items, bytes);
-    mirror_up(&rb->items, 0, (size_t)n * sizeof(int64_t));
+    mirror_up_async(&rb->items, rb->st, 0, (size_t)n * sizeof(int64_t));
     *du = mirror_bind(&rb->users, rb->be, &backend_cpu, users, bytes);
-    mirror_up(&rb->users, 0, (size_t)n * sizeof(int64_t));
+    mirror_up_async(&rb->users, rb->st, 0, (size_t)n * sizeof(int64_t));
 }
 
 void rank_bias_fwd(struct rank_bias *rb, int64_t n, const int64_t *items, const int64_t *users,

@@ -22,6 +22,7 @@ struct rank_bias {
     int64_t cap;
     float *tmp;                        /* [tcap, K] the rows gathered (backend) */
     int64_t tcap;
+    struct stage *st;                  /* the uploads' pinned ring (the head's), or NULL */
 };
 
 /* Find bias.item and bias.user in m (on: fatal when absent). */

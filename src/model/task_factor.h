@@ -18,11 +18,13 @@
  * Candidates (evaluation, score) take the history's sums: the events before
  * the first candidate. M starts at 0 (the logits start at the biases) and
  * the factors uniform in +-FACTOR_INIT; both are dense parameters
- * (replicated, all-reduced, AdamW without decay). The sums and the
- * gradients of the factors run on the host (the tokens' factor rows
- * downloaded, dh downloaded, the factors' row gradients uploaded and
- * scatter-added); the product with M and M's gradient are GEMMs on the
- * model's backend. */
+ * (replicated, all-reduced, AdamW without decay). In training the sums
+ * and the factors' gradients are walks on the model's backend (backend.h:
+ * factor_fwd, factor_bwd; backend/factor_walk.h), from the tokens' factor
+ * rows gathered there and kept to the backward and the residual values
+ * computed on the host and uploaded without a host wait: no host wait at
+ * all; the product with M and M's gradient are fp32 GEMMs there
+ * (evaluation's terms: the same walk on the host). */
 #ifndef FS_MODEL_TASK_FACTOR_H
 #define FS_MODEL_TASK_FACTOR_H
 
@@ -43,17 +45,18 @@ struct rank_factor {
     const struct backend_ops *be;      /* the model's */
     int K, F;
     struct dense_tensor *fac, *mix;    /* NULL: model.factors = 0 */
-    struct mirror items, h, dfac;      /* uploads: [n] rows, [n, K] terms, [n, F] gradients */
-    float *rows;                       /* [cap, F] backend: the tokens' factor rows */
+    struct mirror items, h, v, off;    /* uploads: [n] rows, [n, K] terms (predict), [n, K]
+                                        * residual values (double), [B + 1] offsets */
+    float *rows;                       /* [cap, F] backend: the tokens' factor rows, kept
+                                        * from the forward to the backward */
     float *dh;                         /* [cap, K] backend: dz M */
-    float *z, *w, *vb, *hh, *df;       /* host: [cap, K, F] sums, [cap, K] 1 / (n + R0),
-                                        * [cap, K] mean residuals, [cap, K] terms,
-                                        * [cap, F] gradients */
-    int64_t cap, n;
-    /* the last training forward's sequences (host, borrowed until the backward) */
-    int64_t B;
-    const int64_t *offsets, *tok_items;
-    const float *labels;
+    float *wz, *ww, *wvb, *wh, *wdf;   /* backend: the walks' [cap, K, F] sums, [cap, K]
+                                        * 1 / (n + R0), mean residuals, terms; [cap, F]
+                                        * the rows' gradients */
+    float *z, *w, *vb, *hh;            /* host: the same for rank_factor_terms */
+    double *hv;                        /* host: [cap, K] the residual values */
+    int64_t cap, n, B;                 /* the last training forward's rows and sequences */
+    struct stage *st;                  /* the uploads' pinned ring (the head's), or NULL */
 };
 
 /* Find bias.factor and bias.fmix in m (F > 0: fatal when absent). */

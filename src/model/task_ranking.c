@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "backend/mirror.h"
+#include "backend/stage.h"
 #include "base/check.h"
 #include "base/exact.h"
 #include "model/task.h"
@@ -57,6 +58,11 @@ struct rank_priv {
     float *rterm;                     /* [rcap, K] host: the training batch's history terms */
     int64_t rcap;
     float mean[RANK_MAX_TASKS], std[RANK_MAX_TASKS];
+    struct stage *st;                 /* the step's uploads (labels, coefficients, the bias,
+                                         recency and factor inputs): a pinned ring, no host
+                                         wait */
+    int stats_live;                   /* mean, std read in training: head.stats change only
+                                         where a checkpoint is loaded, before the first step */
 };
 
 static void reserve(struct rank_priv *r, int64_t n)
@@ -140,7 +146,10 @@ static void rank_loss(struct task *t, struct task_step *st)
     struct rank_priv *r = t->priv;
     const struct task_conf *tc = t->conf;
     const int K = r->K;
-    read_stats(r, st->be);
+    if (!r->stats_live) { /* once: they do not change while training */
+        read_stats(r, st->be);
+        r->stats_live = 1;
+    }
     const struct batch rows = {.B = st->B, .T = st->T, .offsets = st->offsets}; /* its sequences */
     head_fwd(st->be, r, &rows, st->out);
     rank_bias_fwd(&r->bias, st->T, st->items, NULL, st->B, st->users, st->offsets, r->h[r->L]);
@@ -149,9 +158,10 @@ static void rank_loss(struct task *t, struct task_step *st)
             r->rcap = st->T + st->T / 2;
             r->rterm = xrealloc(r->rterm, (size_t)(r->rcap * K) * sizeof *r->rterm);
         }
-        recency_terms(&r->rule, st->B, st->offsets, NULL, st->items,
-                      st->all_labels ? st->all_labels : st->labels, r->rterm);
-        rank_recency_fwd(&r->rec, st->T, r->rterm, r->h[r->L]);
+        if (!st->rterms) /* else made where the batch was read */
+            recency_terms(&r->rule, st->B, st->offsets, NULL, st->items,
+                          st->all_labels ? st->all_labels : st->labels, r->rterm);
+        rank_recency_fwd(&r->rec, st->T, st->rterms ? st->rterms : r->rterm, r->h[r->L]);
     }
     rank_factor_fwd(&r->fac, &r->rule, st->B, st->offsets, st->items,
                     st->all_labels ? st->all_labels : st->labels, r->h[r->L]);
@@ -169,9 +179,9 @@ static void rank_loss(struct task *t, struct task_step *st)
     const struct backend_ops *be = st->be;
     const size_t lb = (size_t)(st->T > 0 ? st->T : 1) * (size_t)K * sizeof(float);
     const float *lab = mirror_bind(&r->lab, be, &backend_cpu, st->labels, lb);
-    mirror_up(&r->lab, 0, (size_t)(st->T * K) * sizeof(float));
+    mirror_up_async(&r->lab, r->st, 0, (size_t)(st->T * K) * sizeof(float));
     const double *coef = mirror_bind(&r->coef, be, &backend_cpu, r->hcoef, sizeof r->hcoef);
-    mirror_up(&r->coef, 0, sizeof r->hcoef);
+    mirror_up_async(&r->coef, r->st, 0, sizeof r->hcoef);
     if (st->xloss) /* exact sums: each sequence's loss, added exactly (host memory) */
         for (int64_t b = 0; b < st->B; b++) {
             const int64_t t0 = st->offsets[b], L = st->offsets[b + 1] - t0;
@@ -190,7 +200,7 @@ static void rank_loss(struct task *t, struct task_step *st)
             r->htcoef[4 * K * k + j] = j / 4 == k || j % 4 != 1 ? r->hcoef[j] : 0.0;
     const double *tcoef = mirror_bind(&r->tcoef, be, &backend_cpu, r->htcoef,
                                       (size_t)(4 * K * K) * sizeof(double));
-    mirror_up(&r->tcoef, 0, (size_t)(4 * K * K) * sizeof(double));
+    mirror_up_async(&r->tcoef, r->st, 0, (size_t)(4 * K * K) * sizeof(double));
     for (int k = 0; k < K; k++) {
         if (!st->xloss) {
             be->rank_loss(st->T, K, r->h[r->L], lab, tcoef + 4 * K * k, r->dh[0], r->tacc + 2 * k);
@@ -225,8 +235,7 @@ int64_t task_ranking_losses(struct task *t, struct comm *c, double *loss)
             sum = c ? comm_allreduce_sum_f64(c, COMM_DP, h[2 * k]) : h[2 * k];
         loss[k] = n > 0 ? sum / (double)n / t->conf->t[k].weight : 0;
     }
-    double zero[2 * RANK_MAX_TASKS] = {0};
-    r->be->to_device(r->tacc, zero, (size_t)(2 * K) * sizeof *zero);
+    r->be->zero(r->tacc, (size_t)(2 * K) * sizeof(double)); /* no host wait */
     r->tsteps = 0;
     return n;
 }
@@ -280,6 +289,7 @@ static void rank_free(struct task *t)
     mirror_free(&r->lab);
     mirror_free(&r->coef);
     mirror_free(&r->xin);
+    stage_free(r->st);
     free(r);
     t->priv = NULL;
 }
@@ -460,6 +470,8 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
     rank_bias_init(&r->bias, m, r->K, tc->bias);
     rank_recency_init(&r->rec, m, r->K, tc->recency > 0);
     rank_factor_init(&r->fac, m, r->K, tc->factors);
+    r->st = backend_is_host(r->be) ? NULL : stage_new(r->be);
+    r->bias.st = r->rec.st = r->fac.st = r->st;
     r->rule.K = r->K;
     r->rule.lam = tc->recency > 0 ? pow(2.0, -1.0 / tc->recency) : 0;
     for (int k = 0; k < r->K; k++)

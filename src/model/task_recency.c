@@ -66,8 +66,8 @@ void rank_recency_fwd(struct rank_recency *rc, int64_t n, const float *r, float 
         return;
     const int K = rc->K;
     const float *dr = mirror_bind(&rc->r, rc->be, &backend_cpu, r, (size_t)(n * K) * sizeof *r);
-    mirror_up(&rc->r, 0, (size_t)(n * K) * sizeof *r);
-    backend_gemm_dense(rc->be, 0, 1, n, K, K, 1.0f, dr, K, rc->A->w, K, 1.0f, z, K);
+    mirror_up_async(&rc->r, rc->st, 0, (size_t)(n * K) * sizeof *r); /* no host wait */
+    rc->be->gemm(0, 1, n, K, K, 1.0f, dr, K, rc->A->w, K, 1.0f, z, K); /* fp32 (backend.h) */
 }
 
 void rank_recency_bwd(struct rank_recency *rc, int64_t n, const float *dz)
@@ -78,8 +78,7 @@ void rank_recency_bwd(struct rank_recency *rc, int64_t n, const float *dz)
         fatal("task_ranking: the history terms' backward of %lld rows after a forward of %lld",
               (long long)n, (long long)rc->n);
     const int K = rc->K;
-    backend_gemm_dense(rc->be, 1, 0, K, K, n, 1.0f, dz, K, mirror_at(&rc->r), K, 1.0f, rc->A->g,
-                       K);
+    rc->be->gemm(1, 0, K, K, n, 1.0f, dz, K, mirror_at(&rc->r), K, 1.0f, rc->A->g, K);
 }
 
 void rank_recency_free(struct rank_recency *rc)

@@ -61,6 +61,7 @@ struct rank_recency {
     struct dense_tensor *A;            /* NULL: model.recency = 0 */
     struct mirror r;                   /* [n, K] the last forward's terms, uploaded */
     int64_t n;
+    struct stage *st;                  /* the uploads' pinned ring (the head's), or NULL */
 };
 
 /* Find bias.recency in m (on: fatal when absent). */

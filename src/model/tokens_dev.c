@@ -11,24 +11,30 @@
 static size_t fbytes(int64_t n, int d) { return (size_t)(n > 0 ? n : 1) * (size_t)d * sizeof(float); }
 
 /* Mirror host[n] (elements of size bytes) on be and copy it there (at
- * least one element's room). */
-static void up(struct mirror *mr, const struct backend_ops *be, const void *host, int64_t n,
-               size_t size)
+ * least one element's room), staged (no host wait). */
+static void up(struct tokens_dev *D, struct mirror *mr, const struct backend_ops *be,
+               const void *host, int64_t n, size_t size)
 {
     const size_t bytes = (size_t)(n > 0 ? n : 0) * size;
     mirror_bind(mr, be, &backend_cpu, host, bytes > 0 ? bytes : size);
-    mirror_up(mr, 0, bytes);
+    mirror_up_async(mr, D->st, 0, bytes);
 }
 
 void tokens_dev_load(struct tokens_dev *D, const struct backend_ops *be, const struct tokens *tk)
 {
     const int d = tk->d;
+    if (D->st && D->be != be) {
+        stage_free(D->st);
+        D->st = NULL;
+    }
     D->be = be;
-    up(&D->xrow, be, tk->xrow, tk->T, sizeof(int64_t));
+    if (!D->st)
+        D->st = stage_new(be);
+    up(D, &D->xrow, be, tk->xrow, tk->T, sizeof(int64_t));
     if (tk->xact)
-        up(&D->xact, be, tk->xact, tk->T, sizeof(int64_t));
+        up(D, &D->xact, be, tk->xact, tk->T, sizeof(int64_t));
     if (tk->aprev)
-        up(&D->aprev, be, tk->aprev, tk->T, sizeof(int64_t));
+        up(D, &D->aprev, be, tk->aprev, tk->T, sizeof(int64_t));
     if (tk->act)
         mirror_bind(&D->act, be, be, NULL, fbytes(tk->T, d));
     if (tk->B > D->hctx_cap) {
@@ -40,11 +46,11 @@ void tokens_dev_load(struct tokens_dev *D, const struct backend_ops *be, const s
         const struct tok_feat *f = &tk->f[i];
         if (sp->role == FEAT_ITEM) /* in the representations (host) */
             continue;
-        up(&D->out[i], be, f->out, f->ne, (size_t)d * sizeof(float));
+        up(D, &D->out[i], be, f->out, f->ne, (size_t)d * sizeof(float));
         if (sp->role == FEAT_USER) {
             for (int64_t q = 0; q < tk->B; q++)
                 D->hctx[q] = tk->xoff[q] + sp->ctx;
-            up(&D->ctxrow[i], be, D->hctx, tk->B, sizeof(int64_t));
+            up(D, &D->ctxrow[i], be, D->hctx, tk->B, sizeof(int64_t));
         }
     }
 }
@@ -93,7 +99,8 @@ void tokens_dev_dout(struct tokens_dev *D, const struct tokens *tk, const float 
     D->be->index_rows(tk->T, tk->d, du_ev, NULL, du_x, mirror_at(&D->xrow), 0);
 }
 
-void tokens_dev_inputs_bwd(struct tokens_dev *D, struct tokens *tk, const float *dx, float *demb)
+void tokens_dev_inputs_bwd(struct tokens_dev *D, struct tokens *tk, const float *dx, float *demb,
+                           int64_t extra)
 {
     const struct backend_ops *be = D->be;
     const int d = tk->d;
@@ -115,26 +122,63 @@ void tokens_dev_inputs_bwd(struct tokens_dev *D, struct tokens *tk, const float 
         be->index_rows(T, d, dx, xrow, g, NULL, 0);
         gev = g;
     }
-    int got = -1; /* the first event feature's dout, copied to the others */
-    for (int i = 0; i < tk->s->n; i++) {
-        const struct feat_spec *sp = &tk->s->f[i];
-        struct tok_feat *f = &tk->f[i];
-        if (sp->role == FEAT_EVENT && got < 0) {
-            if (T > 0)
-                be->to_host(f->dout, gev, (size_t)(T * d) * sizeof *f->dout);
-            got = i;
-        } else if (sp->role == FEAT_EVENT)
-            memcpy(f->dout, tk->f[got].dout, (size_t)(T * d) * sizeof *f->dout);
-        else if (sp->role == FEAT_USER && tk->B > 0) {
-            float *g = mirror_bind(&D->tmpu, be, be, NULL, fbytes(tk->B, d));
-            be->index_rows(tk->B, d, dx, mirror_at(&D->ctxrow[i]), g, NULL, 0);
-            be->to_host(f->dout, g, (size_t)(tk->B * d) * sizeof *f->dout);
-        }
+    /* the event features' dout [T, d] (one for all), then each user feature's
+     * [B, d], gathered into one buffer and downloaded at once (one host wait) */
+    int ev = 0;
+    for (int i = 0; i < tk->s->n; i++)
+        ev |= tk->s->f[i].role == FEAT_EVENT;
+    ev = ev && gev && T > 0;
+    int64_t nf = ev ? T * d : 0;
+    for (int i = 0; i < tk->s->n; i++)
+        if (tk->s->f[i].role == FEAT_USER)
+            nf += tk->B * d;
+    float *g = mirror_bind(&D->tmpu, be, be, NULL, (size_t)(nf + extra + 1) * sizeof *g);
+    int64_t at = 0;
+    if (ev) {
+        be->copy(g, gev, (size_t)(T * d) * sizeof *g);
+        at = T * d;
     }
+    for (int i = 0; i < tk->s->n; i++)
+        if (tk->s->f[i].role == FEAT_USER && tk->B > 0) {
+            be->index_rows(tk->B, d, dx, mirror_at(&D->ctxrow[i]), g + at, NULL, 0);
+            at += tk->B * d;
+        }
+    D->nf = nf;
+    D->ev = ev;
     if (tk->Tx != T)
         be->index_rows(T, d, dx, xrow, demb, NULL, 0);
     else if (demb != dx)
         be->copy(demb, dx, fbytes(T, d));
+}
+
+void tokens_dev_grads(struct tokens_dev *D, struct tokens *tk, const float *extra, int64_t nextra,
+                      float *hextra)
+{
+    const struct backend_ops *be = D->be;
+    const int d = tk->d;
+    const int64_t T = tk->T, nf = D->nf;
+    float *g = mirror_at(&D->tmpu);
+    if (nextra > 0)
+        be->copy(g + nf, extra, (size_t)nextra * sizeof *g);
+    if (nf + nextra > D->hg_cap) {
+        D->hg_cap = nf + nextra;
+        D->hg = xrealloc(D->hg, (size_t)D->hg_cap * sizeof *D->hg);
+    }
+    if (nf + nextra > 0)
+        be->to_host(D->hg, g, (size_t)(nf + nextra) * sizeof *D->hg);
+    int64_t at = D->ev ? T * d : 0;
+    for (int i = 0; i < tk->s->n; i++) {
+        const struct feat_spec *sp = &tk->s->f[i];
+        struct tok_feat *f = &tk->f[i];
+        if (sp->role == FEAT_EVENT && D->ev)
+            memcpy(f->dout, D->hg, (size_t)(T * d) * sizeof *f->dout);
+        else if (sp->role == FEAT_USER && tk->B > 0) {
+            memcpy(f->dout, D->hg + at, (size_t)(tk->B * d) * sizeof *f->dout);
+            at += tk->B * d;
+        }
+    }
+    if (nextra > 0)
+        memcpy(hextra, D->hg + nf, (size_t)nextra * sizeof *hextra);
 }
 
 void tokens_dev_free(struct tokens_dev *D)
@@ -147,5 +191,7 @@ void tokens_dev_free(struct tokens_dev *D)
         mirror_free(&D->out[i]);
     }
     free(D->hctx);
+    free(D->hg);
+    stage_free(D->st);
     memset(D, 0, sizeof *D);
 }

@@ -18,21 +18,20 @@ static int has_ctx_attn(const struct backend_ops *be, const struct train_conf *c
                                         : be->sasrec_attn_ctx_fwd != NULL;
 }
 
-/* What the device placement of the item table cannot carry: the features'
- * tables (and the ranking task's labels, which are event features) are
- * looked up beside the item table in host memory (step_feat.c). NULL: none
- * asked. */
-static const char *asks_features(const struct train_conf *cf, char *buf, size_t len)
+/* --- issue 51 B: features and ranking with device tables ------------------- */
+/* What the device placement cannot carry yet: dynamic feature tables
+ * (features.dynamic: their hash index and pool live in host memory,
+ * emb_dyn.h). Features and ranking's labels with plain tables follow the
+ * item table onto the device (step_feat.c, emb_multi.c). NULL: none asked. */
+static const char *asks_dynamic_features(const struct train_conf *cf, char *buf, size_t len)
 {
-    const struct feat_conf *fc = &cf->features;
-    if (!feat_conf_any(fc))
-        return cf->task.type == TASK_RANKING ? "train.task = ranking (its labels are features)"
-                                             : NULL;
-    const char *name = fc->item[0] ? "item" : fc->event[0] ? "event" : "user";
-    const char *v = fc->item[0] ? fc->item : fc->event[0] ? fc->event : fc->user;
-    snprintf(buf, len, "features.%s = %s", name, v);
+    if (!cf->features.dynamic || !cf->features.dynamic[0])
+        return NULL;
+    snprintf(buf, len, "features.dynamic = %s with embedding.placement = device",
+             cf->features.dynamic);
     return buf;
 }
+/* --- end of issue 51 B's block ---------------------------------------------- */
 
 /* train.exact_sums = on: the paths whose sums are exact (model_exact.c,
  * model/loss_exact.c, embedding/emb_exact.c); the others refused. */
@@ -91,12 +90,12 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
         snprintf(asked, sizeof asked, "parallel.transport = %s", tp);
         return refuse(err, errlen, asked, LACKS("CUDA IPC"), "parallel.transport = mpi or auto");
     }
-    const char *feat = asks_features(cf, asked, sizeof asked);
+    const char *feat = asks_dynamic_features(cf, asked, sizeof asked);
     if (cf->placement == PLACE_DEVICE && feat)
         return refuse(err, errlen, feat,
-                      "features need the item table in host memory, not embedding.placement = "
-                      "device",
-                      "embedding.placement = host or auto");
+                      "dynamic feature tables live in host memory (their index and pool)",
+                      "embedding.placement = host or auto, or plain feature tables (no "
+                      "features.dynamic)");
     if (cf->precision == PRECISION_BF16 && !be->gemm_bf16)
         return refuse(err, errlen, "device.precision = bf16", LACKS("bf16 GEMM"),
                       "device.precision = fp32 or tf32");

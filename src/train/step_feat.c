@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/stage.h"
 #include "base/check.h"
 #include "base/exact.h"
 #include "comm/comm_fail.h"
@@ -55,7 +56,8 @@ void step_feat_tables(struct trainer *tr)
         if (ec.dyn.on) { /* features.dynamic: the item table's settings */
             ec.dyn = tr->conf.dyn;
             ec.dyn.on = 1;
-        }
+        } else /* the item table's memory (embedding.placement) */
+            ec.placement = tr->items->conf.placement;
         trainer_check_table(tr, &ec);
         F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
     }
@@ -72,6 +74,12 @@ void step_feat_teardown(struct trainer *tr)
         return;
     feat_values_free(&tr->feat->v);
     tokens_dev_free(&tr->feat->dev);
+    if (tr->feat->dbe) {
+        tr->feat->dbe->free(tr->feat->drep);
+        tr->feat->dbe->free(tr->feat->dfeat);
+        stage_free(tr->feat->st);
+    }
+    emb_multi_device_free();
     free(tr->feat);
     tr->feat = NULL;
 }
@@ -85,7 +93,10 @@ struct step_feat {
     struct emb_multi *mx;
     int32_t *evv[DATASET_MAX_FEATURES];
     float *evw[DATASET_MAX_FEATURES];
-    float *rep;          /* [nuniq, d] */
+    float *rep;          /* [nuniq, d]: host memory, or a device item table's (F->drep) */
+    int64_t nrep;        /* its rows */
+    int grads_later;     /* the features' gradients wait in device memory for d rep
+                            (step_feat_backward_inputs, step_feat_update) */
     int looked;
     const float *rows[TOKENS_MAX_TABLES];
     const int64_t *inv[TOKENS_MAX_TABLES];
@@ -167,11 +178,91 @@ void step_feat_free(struct step_feat *sf)
         free(sf->evv[i]);
         free(sf->evw[i]);
     }
-    free(sf->rep);
+    if (backend_is_host(sf->tr->items->be)) /* else F's device buffer */
+        free(sf->rep);
     free(sf);
 }
 
 /* --- one training step ---------------------------------------------------------- */
+
+/* --- a device item table (embedding.placement = device) ------------------------ */
+
+/* Device buffers of F (grown, kept across steps): the representations
+ * [nu, d] of a step, and the item features' outputs staged up beside them
+ * ([n_item, nu, d]). Returns the representations. */
+static int item_features(const struct feat_schema *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        n += s->f[i].role == FEAT_ITEM;
+    return n;
+}
+
+static float *dev_rep(struct train_feat *F, const struct backend_ops *be, int64_t nu, int d)
+{
+    const int nitem = item_features(&F->s);
+    const size_t bytes = (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float);
+    if (!F->dbe) {
+        F->dbe = be;
+        F->st = stage_new(be);
+    }
+    if (bytes > F->drep_cap) { /* with room: batches vary */
+        be->free(F->drep);
+        be->free(F->dfeat);
+        F->drep_cap = bytes + bytes / 2;
+        F->drep = be->alloc(F->drep_cap);
+        F->dfeat = be->alloc(F->drep_cap * (size_t)(nitem ? nitem : 1));
+    }
+    return F->drep;
+}
+
+/* rep = rows + item features for the rows [first, first + n) on the
+ * device: the rows copied, each item feature's output staged up and added
+ * in the schema's order (tokens_items_add's sums: r += out, the same
+ * bits). */
+static void dev_items_add(struct step_feat *sf, const float *rows, int64_t first, int64_t n)
+{
+    struct train_feat *F = sf->tr->feat;
+    const struct backend_ops *be = F->dbe;
+    const int d = sf->tk.d;
+    const size_t at = (size_t)(first * d);
+    be->copy(sf->rep + at, rows + at, (size_t)(n * d) * sizeof(float));
+    for (int i = 0, j = 0; i < F->s.n; i++)
+        if (F->s.f[i].role == FEAT_ITEM) {
+            float *dst = F->dfeat + (size_t)j++ * (size_t)(sf->nrep * d) + at;
+            stage_up(F->st, dst, sf->tk.f[i].out + at, (size_t)(n * d) * sizeof(float));
+            be->axpy(n * d, 1.0f, dst, sf->rep + at);
+        }
+}
+
+/* The item exchange's unique ids [nuniq] on the host (*own: free() it). A
+ * device table's are in device memory: where the exchange holds the
+ * inputs alone (ranking) the host de-duplicates them the same way (the
+ * backends' emb_dedup give the same bits), else they are downloaded (a
+ * host wait). */
+static const int64_t *device_uniq(struct trainer *tr, const struct seq_batch *sb,
+                                  const struct emb_exchange *x, void **own)
+{
+    const struct emb_table *t = tr->items;
+    const int64_t nu = emb_exchange_nuniq(x);
+    *own = NULL;
+    if (backend_is_host(t->be))
+        return emb_exchange_uniq(x);
+    if (tr->task.ops->target_rows) /* the targets and negatives too */
+        return backend_download(t->be, emb_exchange_uniq(x), (size_t)nu * sizeof(int64_t), own);
+    const int64_t T = sb->T;
+    int64_t *uq = xmalloc((size_t)(T ? T : 1) * sizeof *uq),
+            *inv = xmalloc((size_t)(T ? T : 1) * sizeof *inv),
+            *counts = xmalloc((size_t)(2 * t->G) * sizeof *counts);
+    const int64_t n = backend_cpu.emb_dedup(T, sb->items, T, t->G, uq, inv, counts, t->conf.rows);
+    free(inv);
+    free(counts);
+    if (n != nu)
+        fatal("step_feat: the host's de-duplication of %lld ids found %lld, the device's %lld",
+              (long long)T, (long long)n, (long long)nu);
+    *own = uq;
+    return uq;
+}
 
 /* Without features (tr->feat NULL) a step's plan is the identity layout:
  * no tables, rep = the item rows, Tx = T, the model batch the step's own;
@@ -188,17 +279,27 @@ struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
         return sf;
     }
     const int64_t nu = emb_exchange_nuniq(x);
-    struct step_feat *sf = plan(tr, emb_exchange_uniq(x), nu, sb, 1);
+    void *own = NULL;
+    const int64_t *uq = device_uniq(tr, sb, x, &own);
+    struct step_feat *sf = plan(tr, uq, nu, sb, 1);
+    free(own);
     sf->x = x;
+    sf->nrep = nu;
     emb_multi_train(sf->mx); /* dynamic feature tables: their rows made here */
-    sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
+    if (backend_is_host(tr->items->be)) /* else in its memory, at the step's lookup */
+        sf->rep = xmalloc((size_t)(nu ? nu : 1) * (size_t)tr->conf.d * sizeof *sf->rep);
     return sf;
 }
 
 void step_feat_lookup(struct step_feat *sf)
 {
-    if (!identity(sf))
-        lookup(sf);
+    if (identity(sf))
+        return;
+    lookup(sf);
+    struct trainer *tr = sf->tr;
+    if (!sf->rep) /* a device item table: the step's representations there (the step
+                     before this one is over: its buffers are free) */
+        sf->rep = dev_rep(tr->feat, tr->items->be, sf->nrep, tr->conf.d);
 }
 
 const float *step_feat_rep(struct step_feat *sf)
@@ -231,8 +332,12 @@ void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k)
     lookup(sf);
     const struct emb_span *sp;
     const float *rows = emb_exchange_rows(x);
+    const int dev = !backend_is_host(sf->tr->items->be);
     for (int i = 0, n = emb_exchange_spans(x, k, &sp); i < n; i++)
-        tokens_items_add(&sf->tk, rows, sf->rep, sp[i].first, sp[i].n);
+        if (dev)
+            dev_items_add(sf, rows, sp[i].first, sp[i].n);
+        else
+            tokens_items_add(&sf->tk, rows, sf->rep, sp[i].first, sp[i].n);
 }
 
 /* The token assembly where the model computes: the host functions on a
@@ -269,10 +374,17 @@ void step_feat_backward_inputs(struct step_feat *sf, const float *dx, float *dem
 {
     if (identity(sf)) /* demb is dx */
         return;
-    if (!sf->tr->feat->on_device)
+    if (!sf->tr->feat->on_device) {
         tokens_inputs_bwd(&sf->tk, dx, demb);
-    else
-        tokens_dev_inputs_bwd(&sf->tr->feat->dev, &sf->tk, dx, demb);
+        return;
+    }
+    /* a device item table with item features: their d rep comes down with
+     * these gradients at once, in step_feat_update (one host wait) */
+    sf->grads_later = !backend_is_host(sf->tr->items->be) && item_features(&sf->tr->feat->s) > 0;
+    const int64_t extra = sf->grads_later ? sf->nrep * sf->tr->conf.d : 0;
+    tokens_dev_inputs_bwd(&sf->tr->feat->dev, &sf->tk, dx, demb, extra);
+    if (!sf->grads_later)
+        tokens_dev_grads(&sf->tr->feat->dev, &sf->tk, NULL, 0, NULL);
 }
 
 void step_feat_update(struct step_feat *sf, const float *drep)
@@ -292,7 +404,16 @@ void step_feat_update(struct step_feat *sf, const float *drep)
             free(xg[k]);
         return;
     }
+    float *own = NULL; /* a device item table: d rep here, with the event and user features' */
+    if (sf->grads_later) {
+        const int64_t n = sf->nrep * sf->tr->conf.d;
+        own = xmalloc((size_t)(n ? n : 1) * sizeof *own);
+        tokens_dev_grads(&sf->tr->feat->dev, &sf->tk, drep, n, own);
+        drep = own;
+    } else if (!backend_is_host(sf->tr->items->be) && item_features(&sf->tr->feat->s) > 0)
+        fatal("step_feat: the item features' gradients of a device table without a backward");
     tokens_items_bwd(&sf->tk, drep);
+    free(own);
     float *gu[TOKENS_MAX_TABLES];
     for (int k = 0; k < F->s.ntables; k++)
         gu[k] = xmalloc((size_t)(sf->nuniq[k] ? sf->nuniq[k] : 1) * (size_t)F->tab[k]->width *

@@ -31,6 +31,7 @@
 #include "model/tokens_dev.h"
 
 struct trainer;
+struct stage;
 
 /* The run's features (tr->feat). */
 struct train_feat {
@@ -40,6 +41,12 @@ struct train_feat {
     struct tokens_dev dev; /* a device backend's buffers of the token assembly */
     int on_device;         /* the model computes on a device: the assembly's device form
                               (tokens_dev.h), else the host's (tokens.h); set once */
+    /* a device item table (embedding.placement = device): the step's
+     * representations made in its memory (step_feat_items) */
+    const struct backend_ops *dbe; /* that device, once used, else NULL */
+    struct stage *st;      /* the item features' outputs staged up */
+    float *drep, *dfeat;   /* [nuniq, d] representations; [item features, nuniq, d] */
+    size_t drep_cap;       /* drep's bytes */
 };
 
 /* Resolve the features of tr->conf.features against the dataset, refuse
@@ -59,7 +66,8 @@ struct step_feat;
 struct step_feat *step_feat_read(struct trainer *tr, const struct seq_batch *sb,
                                  const struct emb_exchange *x);
 void step_feat_lookup(struct step_feat *sf);
-/* The item representations [nuniq, d] (host): the loss's rows. */
+/* The item representations [nuniq, d] (the item table's memory): the
+ * loss's rows. */
 const float *step_feat_rep(struct step_feat *sf);
 /* rep = rows + item features for chunk k of the item exchange's rows. */
 void step_feat_items(struct step_feat *sf, const struct emb_exchange *x, int k);

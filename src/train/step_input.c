@@ -43,6 +43,13 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
         in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
         emb_ids_put(t, T * (2 + cf->R), r->shard_ids, r->n_shard, tr->c->rank);
     }
+    if (!r->targets && tr->conf.task.type == TASK_RANKING &&
+        task_ranking_recency_on(&tr->task)) { /* the history terms: here, not in the loss */
+        in->rterms = xmalloc((size_t)((T ? T : 1) * tr->conf.task.n) * sizeof *in->rterms);
+        task_ranking_recency_terms(&tr->task, in->sb.B, in->sb.offsets, NULL,
+                                   in->item_nums ? in->item_nums : in->sb.items, in->sb.labels,
+                                   in->rterms);
+    }
     steptime_phase(&tr->st, PH_READ);
     in->x = emb_input_dist_at(t, tr->c, n_ids, T, NULL);
     in->feat = step_feat_read(tr, &in->sb, in->x); /* without features: the identity */
@@ -60,6 +67,8 @@ void step_input_release(struct step_input *in)
     in->logq = NULL;
     free(in->item_nums);
     free(in->target_nums);
+    free(in->rterms);
+    in->rterms = NULL;
     in->item_nums = in->target_nums = NULL;
     step_feat_free(in->feat);
     in->feat = NULL;

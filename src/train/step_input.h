@@ -30,6 +30,8 @@ struct step_input {
                                   item numbers (the full softmax's columns), else NULL */
     int prefetched;            /* overlap = prefetch: its rows were posted during the
                                   previous step (emb_prefetch_*), not by its lookup */
+    float *rterms;             /* ranking with model.recency: [T, K] the tokens' history
+                                  terms, made with the batch (task_step.rterms), else NULL */
 };
 
 /* The ring of this step's input and the next step's, and what reading one

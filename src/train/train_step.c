@@ -284,7 +284,8 @@ static void step_loss(struct step_state *s, struct step_input *in, const float *
                                  .all_labels = in->sb.labels,
                                  .items = in->item_nums ? in->item_nums : in->sb.items,
                                  .B = in->sb.B, .users = in->sb.users,
-                                 .offsets = in->sb.offsets, .xrows = xrows, .xbad = xbad,
+                                 .offsets = in->sb.offsets, .rterms = in->rterms,
+                                 .xrows = xrows, .xbad = xbad,
                                  .xloss = xrows ? s->xloss : NULL};
     tr->task.ops->loss(&tr->task, &s->view);
 }

@@ -1,0 +1,72 @@
+/* factor: the walks of the ranking head's factor terms (backend.h:
+ * factor_fwd, factor_bwd; the CPU reference is
+ * src/backend/backend_cpu_factor.c). Both run backend/factor_walk.h's
+ * bodies, the host's own functions:
+ *
+ *   factor_fwd  one thread per (sequence, task), walking its tokens in
+ *               order (its sums in double, in the host's order)
+ *   factor_bwd  one thread per (sequence, factor column), backwards
+ *
+ * nvcc may fuse a product and a sum where GCC is told not to
+ * (-ffp-contract=off): the results agree with the CPU's within rounding.
+ * No atomics: runs repeat bit for bit. */
+#include <stdint.h>
+
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
+#include "backend/factor_walk.h"
+
+#define FACTOR_THREADS 128
+
+static unsigned factor_blocks(int64_t n)
+{
+    const int64_t b = (n + FACTOR_THREADS - 1) / FACTOR_THREADS;
+    return (unsigned)(b < 1 ? 1 : b);
+}
+
+static __global__ void factor_fwd_kernel(int64_t B, const int64_t *offsets, int K, int F,
+                                         const float *f, const double *v, double prior,
+                                         float gain, float *z, float *w, float *vb, float *h)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * K)
+        return;
+    const int64_t b = i / K;
+    factor_walk_fwd_task(offsets[b], offsets[b + 1], (int)(i % K), K, F, f, v, prior, gain, z,
+                         w, vb, h);
+}
+
+static __global__ void factor_bwd_kernel(int64_t B, const int64_t *offsets, int K, int F,
+                                         const float *f, const double *v, float gain,
+                                         const float *z, const float *w, const float *vb,
+                                         const float *dh, float *df)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * F)
+        return;
+    const int64_t b = i / F;
+    factor_walk_bwd_col(offsets[b], offsets[b + 1], (int)(i % F), K, F, f, v, gain, z, w, vb,
+                        dh, df);
+}
+
+void cuda_factor_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, int F,
+                     const float *f, const double *v, double prior, float gain, float *z,
+                     float *w, float *vb, float *h)
+{
+    if (B <= 0 || K <= 0)
+        return;
+    factor_fwd_kernel<<<factor_blocks(B * K), FACTOR_THREADS, 0, s>>>(B, offsets, K, F, f, v,
+                                                                      prior, gain, z, w, vb, h);
+    CUDA_CHECK_LAUNCH("factor_fwd_kernel");
+}
+
+void cuda_factor_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, int F,
+                     const float *f, const double *v, float gain, const float *z, const float *w,
+                     const float *vb, const float *dh, float *df)
+{
+    if (B <= 0 || F <= 0)
+        return;
+    factor_bwd_kernel<<<factor_blocks(B * F), FACTOR_THREADS, 0, s>>>(B, offsets, K, F, f, v,
+                                                                      gain, z, w, vb, dh, df);
+    CUDA_CHECK_LAUNCH("factor_bwd_kernel");
+}
