@@ -53,12 +53,12 @@ said "host (the cpu backend has no device memory)" "cpu"
 for np in 1 2; do
     TP=""; [ "$np" = 2 ] && TP="parallel.transport=copy-engine"
     auto_run fits$np $np 64M $TP
-    said "device (the shard and its adagrad state" "P=$np, 64 MiB"
+    said "device (the shards and their adagrad state" "P=$np, 64 MiB"
     [ "$np" = 2 ] && { grep -q "embedding rows and gradients of 1 device table through CUDA IPC" \
         "$T/out" && pass "P=2, 64 MiB: the table's rows go through IPC (device memory)" ||
         fail "P=2, 64 MiB: $(grep 'parallel.transport' "$T/out" | head -n 1)"; }
     auto_run short$np $np 6M $TP
-    said "host (the shard and its adagrad state .* more than half of the" "P=$np, 6 MiB"
+    said "host (the shards and their adagrad state .* more than half of the" "P=$np, 6 MiB"
     [ "$np" = 2 ] && { grep -q "no table in device memory" "$T/out" &&
         pass "P=2, 6 MiB: the table's rows go by MPI (host memory)" ||
         fail "P=2, 6 MiB: $(grep 'parallel.transport' "$T/out" | head -n 1)"; }

@@ -12,13 +12,15 @@
 #include "comm/comm_fail.h"
 #include "model/model.h"
 #include "train/infer.h"
+#include "train/step_feat.h"
 #include "train/train.h"
 #include "train/train_conf.h"
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* Bytes of the item table's shard and its optimizer state on one rank of
+/* Bytes of the item table's shard and its optimizer state (with the feature
+ * tables' beside it: step_feat_table_bytes) on one rank of
  * G shards: a dense table of num_items rows; a dynamic one grown to its
  * share of embedding.capacity (the pool's slots with their statistics, the
  * index at most half full: train_dyn_describe's count). -1: a dynamic
@@ -29,9 +31,10 @@ static double table_bytes(const struct trainer *tr)
     const int64_t G = tr->c->g[COMM_EMB].size;
     const double sf = (double)emb_optim_state_floats(cf->emb_optim.kind, cf->d);
     const double steps = cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 : 0.0;
+    const double feat = step_feat_table_bytes(tr, (int)G); /* beside the item table */
     if (!cf->dyn.on) {
         const double slots = (double)(tr->ds.num_items / G + 1);
-        return slots * ((double)cf->d + sf) * 4.0 + steps * slots;
+        return slots * ((double)cf->d + sf) * 4.0 + steps * slots + feat;
     }
     if (cf->dyn.capacity <= 0)
         return -1;
@@ -39,7 +42,7 @@ static double table_bytes(const struct trainer *tr)
     int64_t ix = 16;
     while (ix < 2 * slots)
         ix *= 2;
-    return (double)slots * (((double)cf->d + sf) * 4.0 + steps + 32.0) + (double)ix * 16.0;
+    return (double)slots * (((double)cf->d + sf) * 4.0 + steps + 32.0) + (double)ix * 16.0 + feat;
 }
 
 /* The device's free bytes, read on this rank (a failed read: 0, its
@@ -136,7 +139,7 @@ static int choose(struct trainer *tr)
     const int any_short = comm_allreduce_max_i64(tr->c, short_here) != 0;
     const double worst = -comm_allreduce_max_f64(tr->c, COMM_WORLD, -(room - need));
     snprintf(why, sizeof why,
-             "the shard and its %s state %.2f MiB%s + the step's workspace %.2f MiB = %.2f MiB "
+             "the shards and their %s state %.2f MiB%s + the step's workspace %.2f MiB = %.2f MiB "
              "per rank, %s half of the %.1f MiB free on a rank's device (shared by %d "
              "rank%s; the other half kept as the margin for the exchanges, the loss and the "
              "allocator)%s",

@@ -68,6 +68,22 @@ void step_feat_tables(struct trainer *tr)
     }
 }
 
+double step_feat_table_bytes(const struct trainer *tr, int G)
+{
+    const struct train_feat *F = tr->feat;
+    double bytes = 0;
+    for (int k = 0; F && k < F->s.ntables; k++) {
+        struct emb_table_conf ec;
+        emb_feat_table(&F->s, k, &ec);
+        if (ec.dyn.on)
+            continue;
+        const double slots = ec.replicated ? (double)ec.rows + 1 : (double)(ec.rows / G + 1);
+        const double sf = (double)emb_optim_state_floats(ec.optim.kind, ec.dim);
+        bytes += slots * (((double)ec.dim + sf) * 4.0 + (ec.optim.kind == EMB_OPT_ADAM ? 8 : 0));
+    }
+    return bytes;
+}
+
 void step_feat_teardown(struct trainer *tr)
 {
     if (!tr->feat)
