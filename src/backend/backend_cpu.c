@@ -371,5 +371,13 @@ const struct backend_ops backend_cpu = {
     .index_rows = cpu_index_rows,
     .col_sums = cpu_col_sums,
     .rank_loss = cpu_rank_loss,
+    /* dynamic tables (backend_cpu_dyn.c) */
+    .emb_dyn_dedup = cpu_emb_dyn_dedup,
+    .dyn_find = cpu_dyn_find,
+    .dyn_stamp = cpu_dyn_stamp,
+    .dyn_missing = cpu_dyn_missing,
+    .dyn_insert = cpu_dyn_insert,
+    .dyn_rehash = cpu_dyn_rehash,
+    .dyn_virtual = cpu_dyn_virtual,
     /* no devices, no staging: host memory is the backend's memory */
 };

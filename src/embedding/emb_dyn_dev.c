@@ -1,0 +1,351 @@
+/* emb_dyn_dev: a dynamic table in device memory (embedding.placement =
+ * device; doc/embedding.md, "Dynamic tables on the device"): the index,
+ * the slot statistics, the free list and the pool's rows live in the
+ * table's backend memory and a training lookup runs emb_dyn.c's steps as
+ * backend operations (backend.h: dyn_find, dyn_stamp, dyn_missing,
+ * dyn_insert, dyn_rehash, dyn_virtual). The host keeps the sizes (the
+ * clock, the pool's next slot and free count, the index's entries) and
+ * reads back, per training lookup, the distinct missing ids (one wait):
+ * it decides how many get rows, grows the pool and the index, and draws
+ * the new rows from (seed, table, id) as every host table does. The
+ * checkpoints' accessors and the replicas' rebinding work on a host
+ * mirror of the arrays (emb_dyn.c), read back when stale and written back
+ * before the device's next use. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "comm/comm.h"
+#include "embedding/emb_dyn.h"
+#include "embedding/emb_dyn_priv.h"
+#include "embedding/emb_exchange_priv.h"
+#include "embedding/emb_table.h"
+
+struct emb_dyn_dev {
+    int64_t *keys, *vals, cap;         /* the index (cap = the mirror's) */
+    int64_t *sid, *last, *freq, *freel; /* [t->local_rows] */
+    int64_t *acc;                      /* [1] unadmitted hits since the last read */
+    int64_t *slot, *miss, *cat;        /* a lookup's scratch: [n], [n + 1], [n] */
+    size_t slot_b, miss_b, cat_b;
+    float *rows;                       /* the new rows, uploaded */
+    size_t rows_b;
+    int64_t *hmiss;                    /* host: [n + 1] the missing ids read back */
+    size_t hmiss_b;
+    float *hrows;                      /* host: the new rows drawn */
+    size_t hrows_b;
+    int64_t *lsid;                     /* the shared row's update lists (shard id in front) */
+    float *lsg;
+    int64_t lcap;
+    char *pack, *hpack;                /* [8 + row bytes]: ids[0] and its row, down at once */
+    size_t pack_b;
+};
+
+static size_t at_least1(int64_t n) { return (size_t)(n > 0 ? n : 1); }
+
+/* A device buffer of at least `bytes` (contents not kept). */
+static void *dgrow(const struct backend_ops *be, void *p, size_t *have, size_t bytes)
+{
+    if (bytes <= *have)
+        return p;
+    be->free(p);
+    *have = bytes > 2 * *have ? bytes : 2 * *have;
+    return be->alloc(*have);
+}
+
+/* A host buffer likewise. */
+static void *hgrow(void *p, size_t *have, size_t bytes)
+{
+    if (bytes <= *have)
+        return p;
+    *have = bytes > 2 * *have ? bytes : 2 * *have;
+    free(p);
+    return xmalloc(*have);
+}
+
+/* p[old] -> a new zero-filled buffer [new], the old contents kept. */
+static void *dresize(const struct backend_ops *be, void *p, size_t old, size_t new)
+{
+    void *q = be->alloc(new ? new : 1);
+    if (p) {
+        if (old)
+            be->copy(q, p, old < new ? old : new);
+        be->free(p);
+    }
+    return q;
+}
+
+void emb_dyn_dev_init(struct emb_table *t)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = xcalloc(1, sizeof *v);
+    d->dv = v;
+    v->cap = d->ix.cap;
+    v->keys = t->be->alloc((size_t)v->cap * sizeof *v->keys);
+    v->vals = t->be->alloc((size_t)v->cap * sizeof *v->vals);
+    v->acc = t->be->alloc(sizeof *v->acc);
+}
+
+void emb_dyn_dev_free(struct emb_table *t)
+{
+    struct emb_dyn_dev *v = t->dyn->dv;
+    if (!v)
+        return;
+    const struct backend_ops *be = t->be;
+    void *dev[] = {v->keys, v->vals, v->sid, v->last, v->freq, v->freel, v->acc,
+                   v->slot, v->miss, v->cat, v->rows, v->lsid, v->lsg, v->pack};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        be->free(dev[i]);
+    free(v->hmiss);
+    free(v->hrows);
+    free(v->hpack);
+    free(v);
+    t->dyn->dv = NULL;
+}
+
+void emb_dyn_dev_resize(struct emb_table *t, int64_t slots)
+{
+    struct emb_dyn_dev *v = t->dyn->dv;
+    const struct backend_ops *be = t->be;
+    const size_t o = (size_t)t->local_rows, n = (size_t)slots, w = (size_t)t->width;
+    const size_t sf = (size_t)t->state_floats;
+    t->w = dresize(be, t->w, o * w * sizeof(float), n * w * sizeof(float));
+    if (sf)
+        t->state = dresize(be, t->state, o * sf * sizeof(float), n * sf * sizeof(float));
+    if (t->conf.optim.kind == EMB_OPT_ADAM)
+        t->steps = dresize(be, t->steps, o * sizeof(int64_t), n * sizeof(int64_t));
+    v->sid = dresize(be, v->sid, o * sizeof(int64_t), n * sizeof(int64_t));
+    v->last = dresize(be, v->last, o * sizeof(int64_t), n * sizeof(int64_t));
+    v->freq = dresize(be, v->freq, o * sizeof(int64_t), n * sizeof(int64_t));
+    v->freel = dresize(be, v->freel, o * sizeof(int64_t), n * sizeof(int64_t));
+}
+
+void emb_dyn_dev_row_init(struct emb_table *t, int64_t slot, int64_t id)
+{
+    const struct backend_ops *be = t->be;
+    float *row = xmalloc((size_t)t->width * sizeof *row);
+    emb_init_row_n(&t->conf, id, row, t->width);
+    be->to_device(t->w + slot * t->width, row, (size_t)t->width * sizeof *row);
+    free(row);
+    if (t->state_floats)
+        be->zero(t->state + slot * t->state_floats, (size_t)t->state_floats * sizeof(float));
+    if (t->steps)
+        be->zero(t->steps + slot, sizeof(int64_t));
+}
+
+void emb_dyn_dev_pull(struct emb_table *t)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = d->dv;
+    if (!d->stale)
+        return;
+    const struct backend_ops *be = t->be;
+    const size_t n = (size_t)t->local_rows * sizeof(int64_t);
+    be->to_host(d->ix.keys, v->keys, (size_t)d->ix.cap * sizeof(int64_t));
+    be->to_host(d->ix.vals, v->vals, (size_t)d->ix.cap * sizeof(int64_t));
+    be->to_host(d->ids, v->sid, n);
+    be->to_host(d->last, v->last, n);
+    be->to_host(d->freq, v->freq, n);
+    be->to_host(d->freel, v->freel, n);
+    d->stale = 0;
+}
+
+void emb_dyn_dev_push(struct emb_table *t)
+{
+    t->dyn->dirty = 1;
+}
+
+/* The device's arrays from the mirror, when the host changed it. */
+static void flush(struct emb_table *t)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = d->dv;
+    if (!d->dirty)
+        return;
+    const struct backend_ops *be = t->be;
+    if (v->cap != d->ix.cap) { /* the host's put doubled the index */
+        be->free(v->keys);
+        be->free(v->vals);
+        v->cap = d->ix.cap;
+        v->keys = be->alloc((size_t)v->cap * sizeof *v->keys);
+        v->vals = be->alloc((size_t)v->cap * sizeof *v->vals);
+    }
+    const size_t n = (size_t)t->local_rows * sizeof(int64_t);
+    be->to_device(v->keys, d->ix.keys, (size_t)v->cap * sizeof(int64_t));
+    be->to_device(v->vals, d->ix.vals, (size_t)v->cap * sizeof(int64_t));
+    be->to_device(v->sid, d->ids, n);
+    be->to_device(v->last, d->last, n);
+    be->to_device(v->freq, d->freq, n);
+    be->to_device(v->freel, d->freel, n);
+    d->dirty = 0;
+}
+
+/* The index to hold `more` more keys at most half full (emb_dyn_index_put
+ * doubles at each put that would pass half: the same final size), rehashed
+ * on the device; the mirror is sized alike (stale). */
+static void index_room(struct emb_table *t, int64_t more)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = d->dv;
+    int64_t cap = d->ix.cap;
+    while (2 * (d->ix.n + more) > cap)
+        cap *= 2;
+    if (cap == d->ix.cap)
+        return;
+    const struct backend_ops *be = t->be;
+    int64_t *keys = be->alloc((size_t)cap * sizeof *keys);
+    int64_t *vals = be->alloc((size_t)cap * sizeof *vals);
+    be->dyn_rehash(v->keys, v->vals, v->cap, keys, vals, cap);
+    be->free(v->keys);
+    be->free(v->vals);
+    v->keys = keys;
+    v->vals = vals;
+    v->cap = cap;
+    const int64_t n = d->ix.n;
+    emb_dyn_index_free(&d->ix);
+    emb_dyn_index_init(&d->ix, cap);
+    d->ix.n = n;
+}
+
+/* k of the missing ids hm[k] (ascending, on the device at miss) get rows
+ * at this tick: the pool grown first (as slot_take grows it), the rows
+ * drawn here and uploaded. */
+static void insert_rows(struct emb_table *t, int64_t k, const int64_t *hm, const int64_t *miss)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = d->dv;
+    const struct backend_ops *be = t->be;
+    const int64_t from_free = k < d->nfree ? k : d->nfree, from_next = k - from_free;
+    if (d->next + from_next > t->local_rows) {
+        int64_t n = t->local_rows;
+        while (n < d->next + from_next) {
+            n *= 2;
+            if (d->max_slots && n > d->max_slots)
+                n = d->max_slots;
+        }
+        emb_dyn_pool_resize(t, n);
+    }
+    index_room(t, k);
+    const int W = t->width;
+    const size_t rb = (size_t)k * (size_t)W * sizeof(float);
+    v->hrows = hgrow(v->hrows, &v->hrows_b, rb);
+#pragma omp parallel for schedule(static) if (k >= 256)
+    for (int64_t i = 0; i < k; i++)
+        emb_init_row_n(&t->conf, hm[i], v->hrows + i * W, W);
+    v->rows = dgrow(be, v->rows, &v->rows_b, rb);
+    be->to_device(v->rows, v->hrows, rb);
+    be->dyn_insert(k, miss, v->rows, W, d->nfree, v->freel, d->next, d->clock, v->keys, v->vals,
+                   v->cap, v->sid, v->last, v->freq, t->w, t->state, t->state_floats, t->steps);
+    d->nfree -= from_free;
+    d->next += from_next;
+    d->ix.n += k;
+    d->rows += k;
+    d->st.inserted += k;
+}
+
+void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n,
+                     int train)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = d->dv;
+    const struct backend_ops *be = t->be;
+    const struct emb_dyn_conf *dc = &t->conf.dyn;
+    if (dc->admit > 1 || dc->evict != EMB_EVICT_NONE) /* train_dyn_refuse stops these */
+        fatal("embedding table '%s': admission and eviction of a dynamic table in device memory "
+              "are not implemented", t->conf.name);
+    flush(t);
+    int64_t total = 0;
+    for (int s = 0; s < nseg; s++)
+        total += n[s];
+    int64_t *all = seg[0];
+    if (nseg > 1) { /* the segments end to end */
+        v->cat = dgrow(be, v->cat, &v->cat_b, at_least1(total) * sizeof *all);
+        all = v->cat;
+        for (int s = 0, at = 0; s < nseg; at += (int)n[s], s++)
+            be->copy(all + at, seg[s], (size_t)n[s] * sizeof *all);
+    }
+    v->slot = dgrow(be, v->slot, &v->slot_b, at_least1(total) * sizeof *v->slot);
+    be->dyn_find(total, all, v->keys, v->vals, v->cap, v->slot);
+    if (train) {
+        d->clock++;
+        /* 1. stamps; 3. the missing ids ascending, once each (admit = 1) */
+        be->dyn_stamp(total, v->slot, d->clock, v->last, v->freq);
+        v->miss = dgrow(be, v->miss, &v->miss_b, (size_t)(total + 1) * sizeof *v->miss);
+        be->dyn_missing(total, all, v->slot, v->miss);
+        v->hmiss = hgrow(v->hmiss, &v->hmiss_b, (size_t)(total + 1) * sizeof *v->hmiss);
+        be->to_host(v->hmiss, v->miss, (size_t)(total + 1) * sizeof *v->hmiss); /* the wait */
+        const int64_t m = v->hmiss[0];
+        /* 4. rows while the shard has room (no eviction: a full shard
+         * gives the unadmitted row) */
+        const int64_t avail = d->nfree + (d->max_slots ? d->max_slots - d->next : INT64_MAX - d->next);
+        const int64_t k = m < avail ? m : avail;
+        if (k > 0)
+            insert_rows(t, k, v->hmiss + 1, v->miss + 1);
+        d->stale = 1;
+    }
+    /* 5. virtual ids; no row: the unadmitted row */
+    be->dyn_virtual(total, all, v->slot, v->keys, v->vals, v->cap, t->G, t->shard, train, v->acc);
+    if (nseg > 1)
+        for (int s = 0, at = 0; s < nseg; at += (int)n[s], s++)
+            be->copy(seg[s], all + at, (size_t)n[s] * sizeof *all);
+}
+
+int64_t emb_dyn_dev_hits(struct emb_table *t)
+{
+    struct emb_dyn_dev *v = t->dyn->dv;
+    int64_t h;
+    t->be->to_host(&h, v->acc, sizeof h);
+    t->be->zero(v->acc, sizeof h);
+    return h;
+}
+
+void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                             int64_t *k, const int64_t *x0)
+{
+    struct emb_dyn_dev *v = t->dyn->dv;
+    const struct backend_ops *be = t->be;
+    const int w = t->width;
+    const size_t row_b = (size_t)w * sizeof(float);
+    if (x0) /* train_conf refuses exact sums off the CPU backend */
+        fatal("embedding table '%s': exact sums over a table in device memory", t->conf.name);
+    int has = 0;
+    float *sum = xmalloc(row_b), *g0 = xmalloc(row_b);
+    if (*k > 0) { /* ids[0] and its gradient: one copy down */
+        if (!v->pack) {
+            v->pack_b = 8 + row_b;
+            v->pack = be->alloc(v->pack_b);
+            v->hpack = xmalloc(v->pack_b);
+        }
+        be->copy(v->pack, *ids, 8);
+        be->copy(v->pack + 8, *g, row_b);
+        be->to_host(v->hpack, v->pack, v->pack_b);
+        int64_t id0;
+        memcpy(&id0, v->hpack, 8);
+        memcpy(g0, v->hpack + 8, row_b);
+        has = id0 == t->shard;
+    }
+    if (emb_dyn_shared_sum(t, c, has, 0, g0, NULL, sum)) {
+        if (has) /* in place */
+            be->to_device(*g, sum, row_b);
+        else { /* in front of a copy; lsid[0] = the shard's id of the shared row */
+            if (v->lcap < *k + 1) {
+                be->free(v->lsid);
+                be->free(v->lsg);
+                v->lcap = 2 * (*k + 1);
+                v->lsid = be->alloc((size_t)v->lcap * sizeof *v->lsid);
+                v->lsg = be->alloc((size_t)v->lcap * row_b);
+                const int64_t sh = t->shard;
+                be->to_device(v->lsid, &sh, sizeof sh);
+            }
+            be->copy(v->lsid + 1, *ids, (size_t)*k * sizeof *v->lsid);
+            be->copy(v->lsg + w, *g, (size_t)*k * row_b);
+            be->to_device(v->lsg, sum, row_b);
+            *ids = v->lsid;
+            *g = v->lsg;
+            (*k)++;
+        }
+    }
+    free(g0);
+    free(sum);
+}
