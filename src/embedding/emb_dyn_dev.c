@@ -7,7 +7,10 @@
  * clock, the pool's next slot and free count, the index's entries) and
  * reads back, per training lookup, the distinct missing ids (one wait):
  * it decides how many get rows, grows the pool and the index, and draws
- * the new rows from (seed, table, id) as every host table does. The
+ * the new rows from (seed, table, id) as every host table does (uploaded
+ * through the pinned stage, stage.h: no wait). The shared unadmitted
+ * row's gradient is summed over the emb group on the host (one wait for
+ * its row when G > 1; none at G = 1, where the sum is the row). The
  * checkpoints' accessors and the replicas' rebinding work on a host
  * mirror of the arrays (emb_dyn.c), read back when stale and written back
  * before the device's next use. */
@@ -15,6 +18,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/stage.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "comm/comm.h"
@@ -40,6 +44,7 @@ struct emb_dyn_dev {
     int64_t lcap;
     char *pack, *hpack;                /* [8 + row bytes]: ids[0] and its row, down at once */
     size_t pack_b;
+    struct stage *up;                  /* uploads without a host wait (the new rows, the sum) */
 };
 
 static size_t at_least1(int64_t n) { return (size_t)(n > 0 ? n : 1); }
@@ -85,6 +90,7 @@ void emb_dyn_dev_init(struct emb_table *t)
     v->keys = t->be->alloc((size_t)v->cap * sizeof *v->keys);
     v->vals = t->be->alloc((size_t)v->cap * sizeof *v->vals);
     v->acc = t->be->alloc(sizeof *v->acc);
+    v->up = stage_new(t->be);
 }
 
 void emb_dyn_dev_free(struct emb_table *t)
@@ -97,6 +103,7 @@ void emb_dyn_dev_free(struct emb_table *t)
                    v->slot, v->miss, v->cat, v->rows, v->lsid, v->lsg, v->pack};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         be->free(dev[i]);
+    stage_free(v->up);
     free(v->hmiss);
     free(v->hrows);
     free(v->hpack);
@@ -234,7 +241,7 @@ static void insert_rows(struct emb_table *t, int64_t k, const int64_t *hm, const
     for (int64_t i = 0; i < k; i++)
         emb_init_row_n(&t->conf, hm[i], v->hrows + i * W, W);
     v->rows = dgrow(be, v->rows, &v->rows_b, rb);
-    be->to_device(v->rows, v->hrows, rb);
+    stage_up(v->up, v->rows, v->hrows, rb);
     be->dyn_insert(k, miss, v->rows, W, d->nfree, v->freel, d->next, d->clock, v->keys, v->vals,
                    v->cap, v->sid, v->last, v->freq, t->w, t->state, t->state_floats, t->steps);
     d->nfree -= from_free;
@@ -309,6 +316,8 @@ void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids,
     const size_t row_b = (size_t)w * sizeof(float);
     if (x0) /* train_conf refuses exact sums off the CPU backend */
         fatal("embedding table '%s': exact sums over a table in device memory", t->conf.name);
+    if (c->g[COMM_EMB].size == 1) /* the sum over one shard is its own row: nothing to do */
+        return;
     int has = 0;
     float *sum = xmalloc(row_b), *g0 = xmalloc(row_b);
     if (*k > 0) { /* ids[0] and its gradient: one copy down */
@@ -327,7 +336,7 @@ void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids,
     }
     if (emb_dyn_shared_sum(t, c, has, 0, g0, NULL, sum)) {
         if (has) /* in place */
-            be->to_device(*g, sum, row_b);
+            stage_up(v->up, *g, sum, row_b);
         else { /* in front of a copy; lsid[0] = the shard's id of the shared row */
             if (v->lcap < *k + 1) {
                 be->free(v->lsid);
@@ -340,7 +349,7 @@ void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids,
             }
             be->copy(v->lsid + 1, *ids, (size_t)*k * sizeof *v->lsid);
             be->copy(v->lsg + w, *g, (size_t)*k * row_b);
-            be->to_device(v->lsg, sum, row_b);
+            stage_up(v->up, v->lsg, sum, row_b);
             *ids = v->lsid;
             *g = v->lsg;
             (*k)++;
