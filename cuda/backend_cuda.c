@@ -607,6 +607,31 @@ static void cuda_op_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64
     cuda_dyn_rehash(cuda_state()->compute, okeys, ovals, ocap, keys, vals, cap);
 }
 
+static void cuda_op_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                               const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                               int64_t *freel, int64_t *gone, int64_t *ctl)
+{
+    cuda_dyn_expire(cuda_state()->compute, ttl, clock, next, sid, last, keys, vals, cap, freel,
+                    gone, ctl);
+}
+
+static void cuda_op_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
+                              int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
+                              int64_t *ctl)
+{
+    cuda_dyn_admit(cuda_state()->compute, out, admit, clock, pkeys, pvals, pcap, prob_max,
+                   scratch, ctl);
+}
+
+static void cuda_op_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t top,
+                                   const int64_t *out, int64_t *sid, const int64_t *last,
+                                   const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                                   int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch)
+{
+    cuda_dyn_evict_full(cuda_state()->compute, lfu, clock, next, top, out, sid, last, freq, keys,
+                        vals, cap, freel, gone, ctl, scratch);
+}
+
 static void cuda_op_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
                                 const int64_t *vals, int64_t cap, int G, int shard, int count,
                                 int64_t *acc)
@@ -697,4 +722,7 @@ const struct backend_ops backend_cuda = {
     .dyn_insert = cuda_op_dyn_insert,
     .dyn_rehash = cuda_op_dyn_rehash,
     .dyn_virtual = cuda_op_dyn_virtual,
+    .dyn_expire = cuda_op_dyn_expire,
+    .dyn_admit = cuda_op_dyn_admit,
+    .dyn_evict_full = cuda_op_dyn_evict_full,
 };

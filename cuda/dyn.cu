@@ -20,6 +20,14 @@
  *   rehash   one thread per old position, the same compare-and-swap.
  *   virtual  one thread per id; the unadmitted hits counted by an integer
  *            atomic (exact in any order).
+ *   expire, admit, evict_full: the sequential steps of a tick (ttl's
+ *            evictions in slot order, admission in id order with the
+ *            probation list's trimming, lru / lfu's victims sorted) run in
+ *            one thread, the host's own functions (emb_dyn_row.h: edr_*),
+ *            so that their orders (the free list's, the evicted list's)
+ *            are the host's. Correct, not fast: a parallel form (flags,
+ *            a stable compaction, a sort of (key, id), the deletions
+ *            alone sequential) is the next step.
  *
  * Nothing waits: the host reads out[0 .. n] (emb_dyn_dev.c). Scratch
  * memory: the workspace (kernels.h). */
@@ -238,4 +246,58 @@ void cuda_dyn_virtual(cudaStream_t s, int64_t n, int64_t *ids, const int64_t *sl
     k_virtual<<<dyn_blocks(n), DYN_THREADS, 0, s>>>(n, ids, slot, keys, vals, cap, G, shard, count,
                                                     acc);
     CUDA_CHECK_LAUNCH("k_virtual");
+}
+
+static __global__ void k_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                                const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                                int64_t *freel, int64_t *gone, int64_t *ctl)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        edr_expire(ttl, clock, next, sid, last, keys, vals, cap, freel, gone, ctl);
+}
+
+void cuda_dyn_expire(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                     const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                     int64_t *freel, int64_t *gone, int64_t *ctl)
+{
+    k_expire<<<1, 1, 0, s>>>(ttl, clock, next, sid, last, keys, vals, cap, freel, gone, ctl);
+    CUDA_CHECK_LAUNCH("k_expire");
+}
+
+static __global__ void k_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
+                               int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
+                               int64_t *ctl)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        out[0] = edr_admit(out[0], out + 1, admit, clock, pkeys, pvals, pcap, &ctl[EDR_PROB],
+                           prob_max, scratch);
+}
+
+void cuda_dyn_admit(cudaStream_t s, int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
+                    int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
+                    int64_t *ctl)
+{
+    k_admit<<<1, 1, 0, s>>>(out, admit, clock, pkeys, pvals, pcap, prob_max, scratch, ctl);
+    CUDA_CHECK_LAUNCH("k_admit");
+}
+
+static __global__ void k_evict_full(int lfu, int64_t clock, int64_t next, int64_t top,
+                                    const int64_t *out, int64_t *sid, const int64_t *last,
+                                    const int64_t *freq, int64_t *keys, int64_t *vals,
+                                    int64_t cap, int64_t *freel, int64_t *gone, int64_t *ctl,
+                                    int64_t *scratch)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        edr_evict_full(lfu, clock, next, top, out[0], sid, last, freq, keys, vals, cap, freel,
+                       gone, ctl, scratch);
+}
+
+void cuda_dyn_evict_full(cudaStream_t s, int lfu, int64_t clock, int64_t next, int64_t top,
+                         const int64_t *out, int64_t *sid, const int64_t *last,
+                         const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                         int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch)
+{
+    k_evict_full<<<1, 1, 0, s>>>(lfu, clock, next, top, out, sid, last, freq, keys, vals, cap,
+                                 freel, gone, ctl, scratch);
+    CUDA_CHECK_LAUNCH("k_evict_full");
 }

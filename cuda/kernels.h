@@ -245,5 +245,15 @@ void cuda_dyn_rehash(cudaStream_t s, const int64_t *okeys, const int64_t *ovals,
 void cuda_dyn_virtual(cudaStream_t s, int64_t n, int64_t *ids, const int64_t *slot,
                       const int64_t *keys, const int64_t *vals, int64_t cap, int G, int shard,
                       int count, int64_t *acc);
+void cuda_dyn_expire(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                     const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                     int64_t *freel, int64_t *gone, int64_t *ctl);
+void cuda_dyn_admit(cudaStream_t s, int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
+                    int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
+                    int64_t *ctl);
+void cuda_dyn_evict_full(cudaStream_t s, int lfu, int64_t clock, int64_t next, int64_t top,
+                         const int64_t *out, int64_t *sid, const int64_t *last,
+                         const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                         int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch);
 
 #endif

@@ -744,4 +744,7 @@ const struct backend_ops backend_fake = {
     .dyn_insert = fk_dyn_insert,
     .dyn_rehash = fk_dyn_rehash,
     .dyn_virtual = fk_dyn_virtual,
+    .dyn_expire = fk_dyn_expire,
+    .dyn_admit = fk_dyn_admit,
+    .dyn_evict_full = fk_dyn_evict_full,
 };

@@ -118,6 +118,76 @@ void fk_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64_t ocap, int
     LAUNCH(run_dyn_rehash, AP(okeys), AP(ovals), AI(ocap), AP(keys), AP(vals), AI(cap));
 }
 
+static void run_dyn_expire(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.dyn_expire(a[0].i, a[1].i, a[2].i, a[3].p, a[4].p, a[5].p, a[6].p, a[7].i, a[8].p,
+                           a[9].p, a[10].p);
+}
+
+void fk_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid, const int64_t *last,
+                   int64_t *keys, int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
+                   int64_t *ctl)
+{
+    OP("dyn_expire");
+    IN(sid);
+    IN(last);
+    IN(keys);
+    IN(vals);
+    IN(freel);
+    IN(gone);
+    IN(ctl);
+    LAUNCH(run_dyn_expire, AI(ttl), AI(clock), AI(next), AP(sid), AP(last), AP(keys), AP(vals),
+           AI(cap), AP(freel), AP(gone), AP(ctl));
+}
+
+static void run_dyn_admit(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.dyn_admit(a[0].p, a[1].i, a[2].i, a[3].p, a[4].p, a[5].i, a[6].i, a[7].p, a[8].p);
+}
+
+void fk_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys, int64_t *pvals,
+                  int64_t pcap, int64_t prob_max, int64_t *scratch, int64_t *ctl)
+{
+    OP("dyn_admit");
+    IN(out);
+    IN(pkeys);
+    IN(pvals);
+    IN(scratch);
+    IN(ctl);
+    LAUNCH(run_dyn_admit, AP(out), AI(admit), AI(clock), AP(pkeys), AP(pvals), AI(pcap),
+           AI(prob_max), AP(scratch), AP(ctl));
+}
+
+static void run_dyn_evict_full(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.dyn_evict_full((int)a[0].i, a[1].i, a[2].i, a[3].i, a[4].p, a[5].p, a[6].p,
+                               a[7].p, a[8].p, a[9].p, a[10].i, a[11].p, a[12].p, a[13].p,
+                               a[14].p);
+}
+
+void fk_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t top, const int64_t *out,
+                       int64_t *sid, const int64_t *last, const int64_t *freq, int64_t *keys,
+                       int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone, int64_t *ctl,
+                       int64_t *scratch)
+{
+    OP("dyn_evict_full");
+    IN(out);
+    IN(sid);
+    IN(last);
+    IN(freq);
+    IN(keys);
+    IN(vals);
+    IN(freel);
+    IN(gone);
+    IN(ctl);
+    IN(scratch);
+    LAUNCH(run_dyn_evict_full, AI(lfu), AI(clock), AI(next), AI(top), AP(out), AP(sid), AP(last),
+           AP(freq), AP(keys), AP(vals), AI(cap), AP(freel), AP(gone), AP(ctl), AP(scratch));
+}
+
 static void run_dyn_virtual(const union fk_arg *a, const void *blob)
 {
     (void)blob;

@@ -4,7 +4,8 @@
 # device") on the fake device, whose operations are the CPU's: at P = 1,
 # 2 and 4 ranks sharing it (device.share = on, transport mpi) the losses
 # equal the CPU's host tables at tolerance 0 (adagrad and adam, a binding
-# capacity, overlap prefetch, embedding groups), and equal
+# capacity, overlap prefetch, embedding groups; admission, ttl, lru and
+# lfu with the tables' counters too), and equal
 # host tables on the same device; the full and delta checkpoints written
 # from device tables hold the same datasets, bit for bit, as those written
 # from host tables; a device-table checkpoint written at P = 2 resumes at
@@ -12,8 +13,8 @@
 # checkpoint resumed on the CPU there, bit for bit (and the uninterrupted
 # run's to 1e-6: other P, other orders of the sums);
 # the final evaluation over a device table gives the host table's figures.
-# The device's host waits per step are reported; admission, eviction and
-# a dynamic feature table in device memory are refused by name.
+# The device's host waits per step are reported; a dynamic feature table
+# in device memory is refused by name.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -41,6 +42,12 @@ trio() { # NAME TAG NP ARGS...: the CPU, host tables and device tables on the fa
     identical "$tn: device tables = CPU" "$T/$tt-cpu.jsonl" "$T/$tt-dev.jsonl"
     identical "$tn: device tables = host tables on the device" "$T/$tt-host.jsonl" "$T/$tt-dev.jsonl"
 }
+duo() { # NAME TAG NP ARGS...: the CPU and device tables on the fake device
+    tn=$1 tt=$2 tp=$3; shift 3
+    run "$tt-cpu" "$tp" device.type=cpu "$@"
+    run "$tt-dev" "$tp" $DEV "$@"
+    identical "$tn: device tables = CPU" "$T/$tt-cpu.jsonl" "$T/$tt-dev.jsonl"
+}
 for np in 1 2 4; do
     trio "P=$np" p$np $np
 done
@@ -54,10 +61,31 @@ grep -o '"items.rows":[0-9]*' "$T/cap-dev.jsonl" > "$T/rb"
 cmp -s "$T/ra" "$T/rb" && pass "capacity: the same rows held on the device ($(tail -n 1 "$T/rb"))" ||
     fail "capacity: rows differ: $(paste "$T/ra" "$T/rb" | tail -n 2 | tr '\n' ' ')"
 trio "P=4 embedding groups of 2" grp 4 parallel.embedding_group=2 parallel.overlap=prefetch
+# admission, eviction (the counters too: rows, inserted, evicted, unadmitted, load)
+counters() { # NAME A B: the tables' counters of A and B are identical and B evicted
+    grep -o '"items\.[a-z_]*":[^,}]*' "$2" > "$T/ca"; grep -o '"items\.[a-z_]*":[^,}]*' "$3" > "$T/cb"
+    if cmp -s "$T/ca" "$T/cb"; then pass "$1: the same counters"
+    else fail "$1: counters differ: $(diff "$T/ca" "$T/cb" | head -n 3 | tr '\n' ' ')"; fi
+}
+B8="train.batch_size=8 train.max_steps=12"
+for np in 1 2 4; do
+    duo "P=$np admit=2" adm$np $np embedding.admit=2 $B8
+    duo "P=$np ttl:2" ttl$np $np embedding.evict=ttl:2 $B8 embedding.optimizer=adam
+    duo "P=$np lru, capacity 300" lru$np $np embedding.evict=lru embedding.capacity=300 $B8
+    duo "P=$np admit=3 lfu, capacity 300" lfu$np $np embedding.admit=3 embedding.evict=lfu \
+        embedding.capacity=300 $B8
+    counters "P=$np lru" "$T/lru$np-cpu.jsonl" "$T/lru$np-dev.jsonl"
+    counters "P=$np admit=3 lfu" "$T/lfu$np-cpu.jsonl" "$T/lfu$np-dev.jsonl"
+done
+grep -q '"items.evicted":[1-9]' "$T/lru2-dev.jsonl" && grep -q '"items.evicted":[1-9]' "$T/ttl2-dev.jsonl" &&
+    pass "lru and ttl evict on the device" || fail "no evictions: $(grep -o '"items.evicted":[^,]*' "$T/lru2-dev.jsonl" | tail -n 2)"
+duo "P=2 ttl:1 prefetch" ttlp 2 embedding.evict=ttl:1 parallel.overlap=prefetch $B8
 
-# checkpoints: a full one at step 4 and deltas at 5 and 6, from host and
-# device tables: the same datasets
-CK="train.checkpoint_every=4 output.checkpoint_delta_every=1 train.max_steps=6"
+# checkpoints (admission and ttl: the probation list, the evicted ids): a
+# full one at step 4 and deltas at 5 and 6, from host and device tables:
+# the same datasets
+CK="train.checkpoint_every=4 output.checkpoint_delta_every=1 train.max_steps=6 embedding.admit=2
+embedding.evict=ttl:2 parallel.overlap=none"
 run ck-host 2 device.type=cpu $CK output.checkpoint_dir="$T/ck-host"
 run ck-dev 2 $DEV $CK output.checkpoint_dir="$T/ck-dev"
 identical "checkpointing run: device = CPU" "$T/ck-host.jsonl" "$T/ck-dev.jsonl"
@@ -74,16 +102,17 @@ command -v h5diff >/dev/null 2>&1 || pass "checkpoints not compared (h5diff, of 
 [ "$nck" -ge 3 ] && pass "$nck checkpoints (full and delta): /emb bit for bit from device and host tables" ||
     fail "only $nck checkpoints compared: $(ls "$T/ck-host" | tr '\n' ' ')"
 # resume at another P from a device-table checkpoint
-run full 2 device.type=cpu train.max_steps=8
+run full 2 device.type=cpu train.max_steps=8 embedding.admit=2 embedding.evict=ttl:2 parallel.overlap=none
 for np in 4 1; do
-    run res$np-host $np device.type=cpu train.max_steps=8 train.resume="$T/ck-host/ckpt-4.h5"
+    R="train.max_steps=8 embedding.admit=2 embedding.evict=ttl:2 parallel.overlap=none"
+    run res$np-host $np device.type=cpu $R train.resume="$T/ck-host/ckpt-4.h5"
     [ $np = 4 ] && on="$DEV" || on=device.type=cpu
-    run res$np $np $on train.max_steps=8 train.resume="$T/ck-dev/ckpt-4.h5"
+    run res$np $np $on $R train.resume="$T/ck-dev/ckpt-4.h5"
     identical "resumed at P=$np ($on) from P=2's device tables = from its host tables (CPU)" \
         "$T/res$np-host.jsonl" "$T/res$np.jsonl"
     same_losses "$T/full.jsonl" "$T/res$np.jsonl" "resumed at P=$np: the uninterrupted run's" 4 1e-6
 done
-run resd 2 $DEV train.max_steps=8 train.resume=auto output.checkpoint_dir="$T/ck-dev" \
+run resd 2 $DEV $R train.resume=auto output.checkpoint_dir="$T/ck-dev" \
     output.checkpoint_delta_every=1 train.checkpoint_every=4
 same_losses "$T/full.jsonl" "$T/resd.jsonl" "resumed at P=2 (device) from the delta chain" 6 0
 
@@ -100,10 +129,6 @@ sy() { grep '"event":"train"' "$1" | tail -n 1 | grep -o '"device_syncs":[0-9.]*
 echo "device_syncs at step 6, P=2: host tables $(sy "$T/p2-host.jsonl"), device tables $(sy "$T/p2-dev.jsonl")"
 
 # not on the device yet
-expect_error "admits every id at once and evicts none so far" "$FS" train "$IN" $COMMON $DEV \
-    embedding.admit=2
-expect_error "admits every id at once and evicts none so far" "$FS" train "$IN" $COMMON $DEV \
-    embedding.evict=lru embedding.capacity=1000
 expect_error "a dynamic feature table's lookups" "$FS" train "$IN" $COMMON $DEV \
     features.item=brand features.dynamic=brand
 finish

@@ -414,6 +414,23 @@ struct backend_ops {
     void (*dyn_virtual)(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
                         const int64_t *vals, int64_t cap, int G, int shard, int count,
                         int64_t *acc);
+    /* The sequential steps of a tick (emb_dyn_row.h: edr_expire, edr_admit,
+     * edr_evict_full; one thread on a device), their counters in ctl
+     * [EDR_CTL]: dyn_expire: ttl's evictions (their ids onto gone, their
+     * slots onto freel); dyn_admit: out[0] = m distinct missing ids out[1
+     * .. m] -> the na admitted ones (out[0] = na), the probation list
+     * pkeys/pvals (pcap, bound prob_max; scratch [3 (pn + m)]);
+     * dyn_evict_full: lru (lfu = 0) or lfu's evictions for the na = out[0]
+     * admitted ids when the shard (top slots) is full (scratch [3 next]). */
+    void (*dyn_expire)(int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                       const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                       int64_t *freel, int64_t *gone, int64_t *ctl);
+    void (*dyn_admit)(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys, int64_t *pvals,
+                      int64_t pcap, int64_t prob_max, int64_t *scratch, int64_t *ctl);
+    void (*dyn_evict_full)(int lfu, int64_t clock, int64_t next, int64_t top, const int64_t *out,
+                           int64_t *sid, const int64_t *last, const int64_t *freq, int64_t *keys,
+                           int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
+                           int64_t *ctl, int64_t *scratch);
 };
 
 /* bytes of an ipc_export handle (the size of a cudaIpcMemHandle_t) */

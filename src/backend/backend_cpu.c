@@ -379,5 +379,8 @@ const struct backend_ops backend_cpu = {
     .dyn_insert = cpu_dyn_insert,
     .dyn_rehash = cpu_dyn_rehash,
     .dyn_virtual = cpu_dyn_virtual,
+    .dyn_expire = cpu_dyn_expire,
+    .dyn_admit = cpu_dyn_admit,
+    .dyn_evict_full = cpu_dyn_evict_full,
     /* no devices, no staging: host memory is the backend's memory */
 };

@@ -121,6 +121,29 @@ void cpu_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64_t ocap, in
         }
 }
 
+void cpu_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid, const int64_t *last,
+                    int64_t *keys, int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
+                    int64_t *ctl)
+{
+    edr_expire(ttl, clock, next, sid, last, keys, vals, cap, freel, gone, ctl);
+}
+
+void cpu_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys, int64_t *pvals,
+                   int64_t pcap, int64_t prob_max, int64_t *scratch, int64_t *ctl)
+{
+    out[0] = edr_admit(out[0], out + 1, admit, clock, pkeys, pvals, pcap, &ctl[EDR_PROB],
+                       prob_max, scratch);
+}
+
+void cpu_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t top, const int64_t *out,
+                        int64_t *sid, const int64_t *last, const int64_t *freq, int64_t *keys,
+                        int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone, int64_t *ctl,
+                        int64_t *scratch)
+{
+    edr_evict_full(lfu, clock, next, top, out[0], sid, last, freq, keys, vals, cap, freel, gone,
+                   ctl, scratch);
+}
+
 void cpu_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
                      const int64_t *vals, int64_t cap, int G, int shard, int count, int64_t *acc)
 {

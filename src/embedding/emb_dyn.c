@@ -535,6 +535,8 @@ int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs)
 
 void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value)
 {
+    pull(t);
+    changed(t);
     if (!t->dyn->prob.keys)
         fatal("embedding table '%s': a probation list in the checkpoint, but embedding.admit = "
               "%lld here (resume with the admit it was written with)", t->conf.name,
@@ -544,6 +546,7 @@ void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value)
 
 int64_t emb_dyn_delta(const struct emb_table *t, const int64_t **gone, int64_t *since)
 {
+    pull(t);
     *gone = t->dyn->gone;
     *since = t->dyn->ck_clock;
     return t->dyn->ngone;
@@ -605,6 +608,8 @@ void emb_dyn_probation_clear(struct emb_table *t)
     struct emb_dyn *d = t->dyn;
     if (!d->prob.keys)
         return;
+    pull(t);
+    changed(t);
     const int64_t cap = d->prob.cap;
     emb_dyn_index_free(&d->prob);
     emb_dyn_index_init(&d->prob, cap);

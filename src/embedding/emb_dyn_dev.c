@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/emb_dyn_row.h"
 #include "backend/stage.h"
 #include "base/check.h"
 #include "base/log.h"
@@ -45,6 +46,11 @@ struct emb_dyn_dev {
     char *pack, *hpack;                /* [8 + row bytes]: ids[0] and its row, down at once */
     size_t pack_b;
     struct stage *up;                  /* uploads without a host wait (the new rows, the sum) */
+    int64_t *pkeys, *pvals, pcap;      /* admit > 1: the probation list (cap = the mirror's) */
+    int64_t *gone;                     /* [gone_n] the ids evicted since the chain's checkpoint */
+    size_t gone_n;
+    int64_t *scr;                      /* the sequential steps' scratch */
+    size_t scr_b;
 };
 
 static size_t at_least1(int64_t n) { return (size_t)(n > 0 ? n : 1); }
@@ -91,6 +97,11 @@ void emb_dyn_dev_init(struct emb_table *t)
     v->vals = t->be->alloc((size_t)v->cap * sizeof *v->vals);
     v->acc = t->be->alloc(sizeof *v->acc);
     v->up = stage_new(t->be);
+    if (d->prob.keys) {
+        v->pcap = d->prob.cap;
+        v->pkeys = t->be->alloc((size_t)v->pcap * sizeof *v->pkeys);
+        v->pvals = t->be->alloc((size_t)v->pcap * sizeof *v->pvals);
+    }
 }
 
 void emb_dyn_dev_free(struct emb_table *t)
@@ -100,7 +111,8 @@ void emb_dyn_dev_free(struct emb_table *t)
         return;
     const struct backend_ops *be = t->be;
     void *dev[] = {v->keys, v->vals, v->sid, v->last, v->freq, v->freel, v->acc,
-                   v->slot, v->miss, v->cat, v->rows, v->lsid, v->lsg, v->pack};
+                   v->slot, v->miss, v->cat, v->rows, v->lsid, v->lsg, v->pack,
+                   v->pkeys, v->pvals, v->gone, v->scr};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         be->free(dev[i]);
     stage_free(v->up);
@@ -155,6 +167,16 @@ void emb_dyn_dev_pull(struct emb_table *t)
     be->to_host(d->last, v->last, n);
     be->to_host(d->freq, v->freq, n);
     be->to_host(d->freel, v->freel, n);
+    if (v->pkeys) {
+        be->to_host(d->prob.keys, v->pkeys, (size_t)d->prob.cap * sizeof(int64_t));
+        be->to_host(d->prob.vals, v->pvals, (size_t)d->prob.cap * sizeof(int64_t));
+    }
+    if (d->ngone > d->capgone) {
+        d->capgone = d->ngone;
+        d->gone = xrealloc(d->gone, (size_t)d->capgone * sizeof *d->gone);
+    }
+    if (d->ngone)
+        be->to_host(d->gone, v->gone, (size_t)d->ngone * sizeof *d->gone);
     d->stale = 0;
 }
 
@@ -185,7 +207,46 @@ static void flush(struct emb_table *t)
     be->to_device(v->last, d->last, n);
     be->to_device(v->freq, d->freq, n);
     be->to_device(v->freel, d->freel, n);
-    d->dirty = 0;
+    if (v->pkeys) { /* the host's put doubled it, or a clear made it anew */
+        if (v->pcap != d->prob.cap) {
+            be->free(v->pkeys);
+            be->free(v->pvals);
+            v->pcap = d->prob.cap;
+            v->pkeys = be->alloc((size_t)v->pcap * sizeof *v->pkeys);
+            v->pvals = be->alloc((size_t)v->pcap * sizeof *v->pvals);
+        }
+        be->to_device(v->pkeys, d->prob.keys, (size_t)v->pcap * sizeof(int64_t));
+        be->to_device(v->pvals, d->prob.vals, (size_t)v->pcap * sizeof(int64_t));
+    }
+    d->dirty = 0; /* the evicted list is never changed by the host but emptied (ngone = 0) */
+}
+
+/* The probation list to take `more` more entries at most half full (the
+ * host's doubles at each put; this one is sized for the tick's ids at
+ * once: the same entries, another capacity), rehashed on the device; the
+ * mirror sized alike (stale). */
+static void prob_room(struct emb_table *t, int64_t more)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = d->dv;
+    int64_t cap = d->prob.cap;
+    while (2 * (d->prob.n + more) > cap)
+        cap *= 2;
+    if (cap == d->prob.cap)
+        return;
+    const struct backend_ops *be = t->be;
+    int64_t *keys = be->alloc((size_t)cap * sizeof *keys);
+    int64_t *vals = be->alloc((size_t)cap * sizeof *vals);
+    be->dyn_rehash(v->pkeys, v->pvals, v->pcap, keys, vals, cap);
+    be->free(v->pkeys);
+    be->free(v->pvals);
+    v->pkeys = keys;
+    v->pvals = vals;
+    v->pcap = cap;
+    const int64_t n = d->prob.n;
+    emb_dyn_index_free(&d->prob);
+    emb_dyn_index_init(&d->prob, cap);
+    d->prob.n = n;
 }
 
 /* The index to hold `more` more keys at most half full (emb_dyn_index_put
@@ -258,9 +319,6 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
     struct emb_dyn_dev *v = d->dv;
     const struct backend_ops *be = t->be;
     const struct emb_dyn_conf *dc = &t->conf.dyn;
-    if (dc->admit > 1 || dc->evict != EMB_EVICT_NONE) /* train_dyn_refuse stops these */
-        fatal("embedding table '%s': admission and eviction of a dynamic table in device memory "
-              "are not implemented", t->conf.name);
     flush(t);
     int64_t total = 0;
     for (int s = 0; s < nseg; s++)
@@ -276,19 +334,57 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
     be->dyn_find(total, all, v->keys, v->vals, v->cap, v->slot);
     if (train) {
         d->clock++;
-        /* 1. stamps; 3. the missing ids ascending, once each (admit = 1) */
+        const int full = dc->evict == EMB_EVICT_LRU || dc->evict == EMB_EVICT_LFU;
+        /* 1. stamps */
         be->dyn_stamp(total, v->slot, d->clock, v->last, v->freq);
-        v->miss = dgrow(be, v->miss, &v->miss_b, (size_t)(total + 1) * sizeof *v->miss);
-        be->dyn_missing(total, all, v->slot, v->miss);
-        v->hmiss = hgrow(v->hmiss, &v->hmiss_b, (size_t)(total + 1) * sizeof *v->hmiss);
-        be->to_host(v->hmiss, v->miss, (size_t)(total + 1) * sizeof *v->hmiss); /* the wait */
-        const int64_t m = v->hmiss[0];
-        /* 4. rows while the shard has room (no eviction: a full shard
-         * gives the unadmitted row) */
+        /* the tick's counters (the host's), then the missing ids behind them */
+        v->miss = dgrow(be, v->miss, &v->miss_b, (size_t)(EDR_CTL + total + 1) * sizeof *v->miss);
+        int64_t *ctl = v->miss, *out = v->miss + EDR_CTL;
+        const int64_t c0[EDR_CTL] = {[EDR_NFREE] = d->nfree, [EDR_NGONE] = d->ngone,
+                                     [EDR_PROB] = d->prob.n, [EDR_EVICTED] = 0};
+        stage_up(v->up, ctl, c0, sizeof c0);
+        if (dc->evict != EMB_EVICT_NONE && (int64_t)v->gone_n < d->ngone + t->local_rows) {
+            const size_t n = (size_t)(d->ngone + t->local_rows) * 2;
+            v->gone = dresize(be, v->gone, (size_t)d->ngone * sizeof *v->gone, n * sizeof *v->gone);
+            v->gone_n = n;
+        }
+        const size_t scr = (size_t)3 * (size_t)(full ? t->local_rows : 0) +
+                           (dc->admit > 1 ? (size_t)3 * (size_t)(d->prob.n + total + 1) : 0);
+        if (scr)
+            v->scr = dgrow(be, v->scr, &v->scr_b, scr * sizeof *v->scr);
+        /* 2. ttl */
+        if (dc->evict == EMB_EVICT_TTL)
+            be->dyn_expire(dc->ttl, d->clock, d->next, v->sid, v->last, v->keys, v->vals, v->cap,
+                           v->freel, v->gone, ctl);
+        /* 3. the missing ids ascending, once each; admission */
+        be->dyn_missing(total, all, v->slot, out);
+        if (dc->admit > 1) {
+            prob_room(t, total);
+            be->dyn_admit(out, dc->admit, d->clock, v->pkeys, v->pvals, v->pcap, d->prob_max,
+                          v->scr, ctl);
+        }
+        /* 4. room: lru / lfu when full */
+        if (full)
+            be->dyn_evict_full(dc->evict == EMB_EVICT_LFU, d->clock, d->next, d->max_slots, out,
+                               v->sid, v->last, v->freq, v->keys, v->vals, v->cap, v->freel,
+                               v->gone, ctl, v->scr);
+        const size_t back = (size_t)(EDR_CTL + total + 1) * sizeof *v->hmiss;
+        v->hmiss = hgrow(v->hmiss, &v->hmiss_b, back);
+        be->to_host(v->hmiss, v->miss, back); /* the wait */
+        const int64_t *hc = v->hmiss, *ho = v->hmiss + EDR_CTL, ev = hc[EDR_EVICTED];
+        d->nfree = hc[EDR_NFREE];
+        d->ngone = hc[EDR_NGONE];
+        d->prob.n = hc[EDR_PROB];
+        d->rows -= ev;
+        d->ix.n -= ev;
+        d->st.evicted += ev;
+        /* the rows, while the shard has room (a full shard without lru /
+         * lfu: the unadmitted row) */
+        const int64_t m = ho[0];
         const int64_t avail = d->nfree + (d->max_slots ? d->max_slots - d->next : INT64_MAX - d->next);
         const int64_t k = m < avail ? m : avail;
         if (k > 0)
-            insert_rows(t, k, v->hmiss + 1, v->miss + 1);
+            insert_rows(t, k, ho + 1, out + 1);
         d->stale = 1;
     }
     /* 5. virtual ids; no row: the unadmitted row */

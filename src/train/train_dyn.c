@@ -48,15 +48,6 @@ int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P,
                       "dynamic feature table's lookups (several tables in one exchange) run on "
                       "the host, so its rows cannot live in device memory yet (doc/gpu.md): use "
                       "embedding.placement = host");
-    if (tc->placement == PLACE_DEVICE && (dc->admit > 1 || dc->evict != EMB_EVICT_NONE))
-        return errorf(err, errlen, "embedding.dynamic = on with embedding.placement = device and "
-                      "embedding.admit = %lld, evict = %s: a dynamic table in device memory "
-                      "admits every id at once and evicts none so far (its admission and "
-                      "eviction run on the host only, doc/gpu.md): use embedding.placement = "
-                      "host, or admit = 1 and evict = none (embedding.capacity still bounds it)",
-                      (long long)dc->admit, dc->evict == EMB_EVICT_TTL ? "ttl"
-                      : dc->evict == EMB_EVICT_LRU ? "lru" : dc->evict == EMB_EVICT_LFU ? "lfu"
-                      : "none");
     if (dc->on && tc->subspace_k > 0)
         return errorf(err, errlen, "embedding.dynamic = on: not with embedding.subspace_k = %d "
                       "(a dynamic table is a plain table)", tc->subspace_k);
