@@ -223,10 +223,6 @@ void cuda_rank_loss(cudaStream_t s, int64_t T, int K, const float *z, const floa
 void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x, int64_t ldx,
                      uint16_t *y);
 
-#ifdef __cplusplus
-}
-#endif
-
 /* dyn.cu: the dynamic tables' operations (backend.h); nothing waits */
 size_t cuda_dyn_missing_ws_bytes(int64_t n);
 void cuda_dyn_find(cudaStream_t s, int64_t n, const int64_t *ids, const int64_t *keys,
@@ -255,5 +251,9 @@ void cuda_dyn_evict_full(cudaStream_t s, int lfu, int64_t clock, int64_t next, i
                          const int64_t *out, int64_t *sid, const int64_t *last,
                          const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
                          int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
