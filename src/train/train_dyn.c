@@ -186,7 +186,8 @@ void train_dyn_view_begin(struct trainer *tr)
     conf.dyn.on = 0;
     if (list)
         conf.rows = tr->ds.num_items;
-    conf.placement = NULL; /* host memory, as the dynamic table */
+    conf.placement = t->conf.placement; /* the dynamic table's memory (a device's: no dense
+                                           copy of the table in host memory) */
     conf.rows_codec = conf.grads_codec = EMB_CODEC_FP32; /* the view's lookups: its bits */
     /* the unadmitted row (pool slot 0, identical on every rank) as the lookups
      * below return it: through the table's row codec */
