@@ -12,7 +12,8 @@
 # P = 4 (device) and at P = 1 (CPU) with the losses of the host-table
 # checkpoint resumed on the CPU there, bit for bit (and the uninterrupted
 # run's to 1e-6: other P, other orders of the sums);
-# the final evaluation over a device table gives the host table's figures.
+# the final evaluation over a device table gives the host table's figures,
+# and a stream over window files (retrieval) the host tables' windows.
 # The device's host waits per step are reported; a dynamic feature table
 # in device memory is refused by name.
 . "$(dirname "$0")/lib.sh"
@@ -123,6 +124,18 @@ a=$(grep '"event":"eval"' "$T/ev-host.jsonl" | sed 's/"time[^,]*,//g; s/"[a-z_]*
 b=$(grep '"event":"eval"' "$T/ev-dev.jsonl" | sed 's/"time[^,]*,//g; s/"[a-z_]*_s":[^,}]*//g' | tail -n 1)
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "final evaluation over a device table = host table" ||
     fail "evaluation differs: $a | $b"
+
+# a stream over window files (12h windows of day files): the windows'
+# losses and evaluations (over the device table's view) = host tables'
+"$FS" data gen --stream --days 3 --users 60 --items 100 --new-items-per-day 10 --labels --seed 3 \
+    -o "$T/one.h5" --split-days "$T/D" >/dev/null 2>&1 || fail "data gen --stream"
+S="train.schedule=stream data.window=12h train.batch_size=8 train.log_every=5"
+run st-host 1 device.type=fake embedding.placement=host "data.path=$T/D/day-*.h5" $S
+run st-dev 1 $DEV "data.path=$T/D/day-*.h5" $S
+win() { grep '"event":"window"' "$1" | sed 's/"[a-z_]*_s":[^,}]*,*//g; s/"peak_mib[a-z_]*":[^,}]*,*//g; s/"seconds":[^,}]*,*//g'; }
+win "$T/st-host.jsonl" > "$T/wa"; win "$T/st-dev.jsonl" > "$T/wb"
+[ -s "$T/wa" ] && cmp -s "$T/wa" "$T/wb" && pass "stream: $(wc -l < "$T/wa") windows identical, device = host tables" ||
+    fail "stream windows differ: $(diff "$T/wa" "$T/wb" | head -n 2 | cut -c 1-300 | tr '\n' ' ')"
 
 # host waits: the last logging interval's, host and device tables (doc/embedding.md)
 sy() { grep '"event":"train"' "$1" | tail -n 1 | grep -o '"device_syncs":[0-9.]*' | cut -d: -f2; }
