@@ -12,7 +12,8 @@
 # P = 4 (device) and at P = 1 (CPU) with the losses of the host-table
 # checkpoint resumed on the CPU there, bit for bit (and the uninterrupted
 # run's to 1e-6: other P, other orders of the sums);
-# the final evaluation over a device table gives the host table's figures,
+# the final evaluation and recommend over a device table give the host
+# table's figures,
 # and a stream over window files (retrieval) the host tables' windows.
 # The device's host waits per step are reported; a dynamic feature table
 # in device memory is refused by name.
@@ -124,6 +125,14 @@ a=$(grep '"event":"eval"' "$T/ev-host.jsonl" | sed 's/"time[^,]*,//g; s/"[a-z_]*
 b=$(grep '"event":"eval"' "$T/ev-dev.jsonl" | sed 's/"time[^,]*,//g; s/"[a-z_]*_s":[^,}]*//g' | tail -n 1)
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "final evaluation over a device table = host table" ||
     fail "evaluation differs: $a | $b"
+
+# recommend over the checkpoint's table in device memory = on the CPU
+"$MPIRUN" -np 2 "$FS" recommend "$T/ck-dev/ckpt-4.h5" --top 5 -o "$T/rec-cpu.csv" >/dev/null 2>&1 &&
+    "$MPIRUN" -np 2 "$FS" recommend "$T/ck-dev/ckpt-4.h5" $DEV parallel.transport=mpi --top 5 \
+        -o "$T/rec-dev.csv" >"$T/rec-dev.out" 2>&1 || fail "recommend: $(tail -n 2 "$T/rec-dev.out")"
+grep -q '^embedding.placement: device' "$T/rec-dev.out" && [ -s "$T/rec-cpu.csv" ] &&
+    cmp -s "$T/rec-cpu.csv" "$T/rec-dev.csv" && pass "recommend over a device table = CPU" ||
+    fail "recommend over a device table: $(cmp "$T/rec-cpu.csv" "$T/rec-dev.csv" 2>&1)"
 
 # a stream over window files (12h windows of day files): the windows'
 # losses and evaluations (over the device table's view) = host tables'
