@@ -268,9 +268,11 @@ static __global__ void k_admit(int64_t *out, int64_t admit, int64_t clock, int64
                                int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
                                int64_t *ctl)
 {
-    if (blockIdx.x == 0 && threadIdx.x == 0)
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        ctl[EDR_MISSING] = out[0];
         out[0] = edr_admit(out[0], out + 1, admit, clock, pkeys, pvals, pcap, &ctl[EDR_PROB],
                            prob_max, scratch);
+    }
 }
 
 void cuda_dyn_admit(cudaStream_t s, int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,

@@ -131,6 +131,7 @@ void cpu_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid, cons
 void cpu_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys, int64_t *pvals,
                    int64_t pcap, int64_t prob_max, int64_t *scratch, int64_t *ctl)
 {
+    ctl[EDR_MISSING] = out[0];
     out[0] = edr_admit(out[0], out + 1, admit, clock, pkeys, pvals, pcap, &ctl[EDR_PROB],
                        prob_max, scratch);
 }

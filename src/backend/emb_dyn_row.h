@@ -212,9 +212,10 @@ static inline EDR_HD int64_t edr_admit(int64_t m, int64_t *miss, int64_t admit, 
 }
 
 /* The ticks' counters of a device table (ctl[EDR_CTL], backend memory):
- * the free list's length, the evicted list's, the probation list's and the
- * rows evicted at this tick. */
-enum { EDR_NFREE, EDR_NGONE, EDR_PROB, EDR_EVICTED, EDR_CTL };
+ * the free list's length, the evicted list's, the probation list's, the
+ * rows evicted at this tick and (admission) the distinct missing ids
+ * before it. */
+enum { EDR_NFREE, EDR_NGONE, EDR_PROB, EDR_EVICTED, EDR_MISSING, EDR_CTL };
 
 /* ttl: the rows of slots 1 .. next - 1 not used in the last ttl ticks go,
  * in slot order (emb_dyn.c, step 2). */

@@ -427,8 +427,19 @@ int emb_dyn_shared_sum(struct emb_table *t, struct comm *c, int has, int exact,
 void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                          int64_t *k)
 {
+    emb_dyn_shared_grad_in(t, c, ids, g, k, 1);
+}
+
+int emb_dyn_map_shared(const struct emb_table *t)
+{
+    return t->dyn->dv ? t->dyn->shared_served : 1;
+}
+
+void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                            int64_t *k, int maybe)
+{
     if (t->dyn->dv) {
-        emb_dyn_dev_shared_grad(t, c, ids, g, k, NULL);
+        emb_dyn_dev_shared_grad(t, c, ids, g, k, NULL, maybe);
         return;
     }
     const int has = *k > 0 && (*ids)[0] == t->shard;
@@ -442,7 +453,7 @@ void emb_dyn_shared_grad_exact(struct emb_table *t, struct comm *c, int64_t **id
                                int64_t *k, const int64_t *x0)
 {
     if (t->dyn->dv) {
-        emb_dyn_dev_shared_grad(t, c, ids, g, k, x0);
+        emb_dyn_dev_shared_grad(t, c, ids, g, k, x0, 1);
         return;
     }
     const int has = *k > 0 && (*ids)[0] == t->shard;

@@ -380,13 +380,16 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
         d->st.evicted += ev;
         /* the rows, while the shard has room (a full shard without lru /
          * lfu: the unadmitted row) */
-        const int64_t m = ho[0];
+        const int64_t m = ho[0], missing = dc->admit > 1 ? hc[EDR_MISSING] : m;
         const int64_t avail = d->nfree + (d->max_slots ? d->max_slots - d->next : INT64_MAX - d->next);
         const int64_t k = m < avail ? m : avail;
         if (k > 0)
             insert_rows(t, k, ho + 1, out + 1);
+        d->shared_served = missing > k; /* an id missing and not inserted: the shared row */
         d->stale = 1;
     }
+    if (!train)
+        d->shared_served = 1;
     /* 5. virtual ids; no row: the unadmitted row */
     be->dyn_virtual(total, all, v->slot, v->keys, v->vals, v->cap, t->G, t->shard, train, v->acc);
     if (nseg > 1)
@@ -404,7 +407,7 @@ int64_t emb_dyn_dev_hits(struct emb_table *t)
 }
 
 void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
-                             int64_t *k, const int64_t *x0)
+                             int64_t *k, const int64_t *x0, int maybe)
 {
     struct emb_dyn_dev *v = t->dyn->dv;
     const struct backend_ops *be = t->be;
@@ -416,7 +419,7 @@ void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids,
         return;
     int has = 0;
     float *sum = xmalloc(row_b), *g0 = xmalloc(row_b);
-    if (*k > 0) { /* ids[0] and its gradient: one copy down */
+    if (*k > 0 && maybe) { /* ids[0] and its gradient: one copy down */
         if (!v->pack) {
             v->pack_b = 8 + row_b;
             v->pack = be->alloc(v->pack_b);

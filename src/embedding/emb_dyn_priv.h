@@ -33,6 +33,7 @@ struct emb_dyn {
     struct emb_dyn_dev *dv;
     int stale;                 /* the mirror is older than dv's arrays */
     int dirty;                 /* dv's arrays are older than the mirror */
+    int shared_served;         /* the last lookup gave some id the unadmitted row (device) */
 };
 
 struct emb_table;
@@ -68,8 +69,9 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
                      int train);
 /* The unadmitted hits counted on the device since the last call (then 0). */
 int64_t emb_dyn_dev_hits(struct emb_table *t);
-/* emb_dyn_shared_grad on lists in device memory (x0: exact sums, refused). */
+/* emb_dyn_shared_grad on lists in device memory (x0: exact sums, refused;
+ * maybe = 0: the lists lack the shared row, nothing read back). */
 void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
-                             int64_t *k, const int64_t *x0);
+                             int64_t *k, const int64_t *x0, int maybe);
 
 #endif

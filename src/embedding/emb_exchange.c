@@ -171,6 +171,7 @@ void emb_input_serve(struct comm *c, struct emb_exchange *x)
     if (x->tab->dyn && !x->dyn_mapped) { /* the served ids to slots (emb_dyn.h) */
         emb_dyn_map(x->tab, 1, &x->serve, &x->nserve, x->counted);
         x->dyn_mapped = 1;
+        x->dyn_shared = emb_dyn_map_shared(x->tab);
     }
 }
 
