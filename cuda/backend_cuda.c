@@ -578,6 +578,82 @@ static void cuda_op_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, 
     cuda_factor_bwd(cuda_state()->compute, B, offsets, K, F, f, v, gain, z, w, vb, dh, df);
 }
 
+/* --- dynamic tables (dyn.cu; emb_dyn_dedup: emb.cu with the dynamic owner) --- */
+
+static int64_t cuda_op_emb_dyn_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G,
+                                     int64_t *uniq, int64_t *inverse, int64_t *counts)
+{
+    struct cuda_state *st = cuda_state();
+    return cuda_emb_dedup_owner(st->compute, n, ids, n_first, G, 1, uniq, inverse, counts, 0,
+                                ws_for(st, cuda_emb_dedup_ws_bytes(n, G)));
+}
+
+static void cuda_op_dyn_find(int64_t n, const int64_t *ids, const int64_t *keys,
+                             const int64_t *vals, int64_t cap, int64_t *slot)
+{
+    cuda_dyn_find(cuda_state()->compute, n, ids, keys, vals, cap, slot);
+}
+
+static void cuda_op_dyn_stamp(int64_t n, const int64_t *slot, int64_t clock, int64_t *last,
+                              int64_t *freq)
+{
+    cuda_dyn_stamp(cuda_state()->compute, n, slot, clock, last, freq);
+}
+
+static void cuda_op_dyn_missing(int64_t n, const int64_t *ids, const int64_t *slot, int64_t *out)
+{
+    struct cuda_state *st = cuda_state();
+    cuda_dyn_missing(st->compute, n, ids, slot, out, ws_for(st, cuda_dyn_missing_ws_bytes(n)));
+}
+
+static void cuda_op_dyn_insert(int64_t k, const int64_t *ids, const float *rows, int width,
+                               int64_t nfree, const int64_t *freel, int64_t next, int64_t clock,
+                               int64_t *keys, int64_t *vals, int64_t cap, int64_t *sid,
+                               int64_t *last, int64_t *freq, float *w, float *state,
+                               int64_t state_floats, int64_t *steps)
+{
+    cuda_dyn_insert(cuda_state()->compute, k, ids, rows, width, nfree, freel, next, clock, keys,
+                    vals, cap, sid, last, freq, w, state, state_floats, steps);
+}
+
+static void cuda_op_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64_t ocap,
+                               int64_t *keys, int64_t *vals, int64_t cap)
+{
+    cuda_dyn_rehash(cuda_state()->compute, okeys, ovals, ocap, keys, vals, cap);
+}
+
+static void cuda_op_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                               const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                               int64_t *freel, int64_t *gone, int64_t *ctl)
+{
+    cuda_dyn_expire(cuda_state()->compute, ttl, clock, next, sid, last, keys, vals, cap, freel,
+                    gone, ctl);
+}
+
+static void cuda_op_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
+                              int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
+                              int64_t *ctl)
+{
+    cuda_dyn_admit(cuda_state()->compute, out, admit, clock, pkeys, pvals, pcap, prob_max,
+                   scratch, ctl);
+}
+
+static void cuda_op_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t top,
+                                   const int64_t *out, int64_t *sid, const int64_t *last,
+                                   const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                                   int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch)
+{
+    cuda_dyn_evict_full(cuda_state()->compute, lfu, clock, next, top, out, sid, last, freq, keys,
+                        vals, cap, freel, gone, ctl, scratch);
+}
+
+static void cuda_op_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
+                                const int64_t *vals, int64_t cap, int G, int shard, int count,
+                                int64_t *acc)
+{
+    cuda_dyn_virtual(cuda_state()->compute, n, ids, slot, keys, vals, cap, G, shard, count, acc);
+}
+
 const struct backend_ops backend_cuda = {
     .name = "cuda",
     .alloc = cuda_alloc,
@@ -655,4 +731,15 @@ const struct backend_ops backend_cuda = {
     .ipc_close = cuda_ipc_close,
     .peer_copy = cuda_peer_copy,
     .comm_add = cuda_comm_add,
+    /* dynamic tables */
+    .emb_dyn_dedup = cuda_op_emb_dyn_dedup,
+    .dyn_find = cuda_op_dyn_find,
+    .dyn_stamp = cuda_op_dyn_stamp,
+    .dyn_missing = cuda_op_dyn_missing,
+    .dyn_insert = cuda_op_dyn_insert,
+    .dyn_rehash = cuda_op_dyn_rehash,
+    .dyn_virtual = cuda_op_dyn_virtual,
+    .dyn_expire = cuda_op_dyn_expire,
+    .dyn_admit = cuda_op_dyn_admit,
+    .dyn_evict_full = cuda_op_dyn_evict_full,
 };

@@ -31,6 +31,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "backend/emb_dyn_row.h"
 #include "backend/emb_optim.h"
 
 #define EMB_THREADS 256
@@ -113,7 +114,7 @@ static void sorted_runs(cudaStream_t s, int64_t n, const int64_t *keys, int bits
 /* For each run (distinct id) u: its id, its (owner, chunk) group; every
  * token's run index; the number of runs into *nu. */
 static __global__ void k_runs(int64_t n, const int64_t *skey, const int64_t *spos,
-                              const int64_t *seg, int64_t n_first, int G, int64_t *uid,
+                              const int64_t *seg, int64_t n_first, int G, int dyn, int64_t *uid,
                               int64_t *group, int64_t *tinv, int64_t *nu)
 {
     GRID_LOOP(i, n)
@@ -122,7 +123,8 @@ static __global__ void k_runs(int64_t n, const int64_t *skey, const int64_t *spo
         tinv[spos[i]] = u;
         if (i == 0 || skey[i] != skey[i - 1]) { /* the run's first token: its first occurrence */
             uid[u] = skey[i];
-            group[u] = (skey[i] % G) * 2 + (spos[i] < n_first ? 0 : 1);
+            const int64_t owner = dyn ? edr_owner(skey[i], G) : skey[i] % G;
+            group[u] = owner * 2 + (spos[i] < n_first ? 0 : 1);
         }
         if (i == n - 1)
             *nu = seg[i];
@@ -162,6 +164,13 @@ int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_
                        int64_t *uniq, int64_t *inverse, int64_t *counts_host, int64_t key_max,
                        struct cuda_ws *ws)
 {
+    return cuda_emb_dedup_owner(s, n, ids, n_first, G, 0, uniq, inverse, counts_host, key_max, ws);
+}
+
+int64_t cuda_emb_dedup_owner(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first,
+                             int G, int dyn, int64_t *uniq, int64_t *inverse,
+                             int64_t *counts_host, int64_t key_max, struct cuda_ws *ws)
+{
     for (int p = 0; p < 2 * G; p++)
         counts_host[p] = 0;
     if (n <= 0)
@@ -178,7 +187,7 @@ int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_
     k_fill<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, 2 * (int64_t)G, group); /* past nu: last */
     CUDA_CHECK_LAUNCH("k_fill");
     CUDA_CHECK(cudaMemsetAsync(out, 0, (size_t)(2 * G + 1) * 8, s));
-    k_runs<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, spos, seg, n_first, G, uid, group,
+    k_runs<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, spos, seg, n_first, G, dyn, uid, group,
                                                  inverse, out + 2 * G);
     CUDA_CHECK_LAUNCH("k_runs");
     /* groups in order, stable: ascending ids within a group */

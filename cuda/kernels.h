@@ -90,6 +90,10 @@ size_t cuda_emb_dedup_ws_bytes(int64_t n, int G);
 int64_t cuda_emb_dedup(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first, int G,
                        int64_t *uniq, int64_t *inverse, int64_t *counts_host, int64_t key_max,
                        struct cuda_ws *ws);
+/* the same with the owner of a dynamic table (dyn = 1: edr_owner, emb_dyn_row.h) */
+int64_t cuda_emb_dedup_owner(cudaStream_t s, int64_t n, const int64_t *ids, int64_t n_first,
+                             int G, int dyn, int64_t *uniq, int64_t *inverse,
+                             int64_t *counts_host, int64_t key_max, struct cuda_ws *ws);
 void cuda_emb_gather_shard(cudaStream_t s, int64_t n, int dim, const float *w, const int64_t *ids,
                            int G, float *out);
 size_t cuda_emb_sum_by_id_ws_bytes(int64_t n);
@@ -226,6 +230,35 @@ void cuda_factor_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, i
  * rounded to bf16, nearest even (emb_codec_row.h: ecr_f32_to_bf16_rn) */
 void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x, int64_t ldx,
                      uint16_t *y);
+
+/* dyn.cu: the dynamic tables' operations (backend.h); nothing waits */
+size_t cuda_dyn_missing_ws_bytes(int64_t n);
+void cuda_dyn_find(cudaStream_t s, int64_t n, const int64_t *ids, const int64_t *keys,
+                   const int64_t *vals, int64_t cap, int64_t *slot);
+void cuda_dyn_stamp(cudaStream_t s, int64_t n, const int64_t *slot, int64_t clock,
+                    int64_t *last, int64_t *freq);
+void cuda_dyn_missing(cudaStream_t s, int64_t n, const int64_t *ids, const int64_t *slot,
+                      int64_t *out, struct cuda_ws *ws);
+void cuda_dyn_insert(cudaStream_t s, int64_t k, const int64_t *ids, const float *rows, int width,
+                     int64_t nfree, const int64_t *freel, int64_t next, int64_t clock,
+                     int64_t *keys, int64_t *vals, int64_t cap, int64_t *sid, int64_t *last,
+                     int64_t *freq, float *w, float *state, int64_t state_floats,
+                     int64_t *steps);
+void cuda_dyn_rehash(cudaStream_t s, const int64_t *okeys, const int64_t *ovals, int64_t ocap,
+                     int64_t *keys, int64_t *vals, int64_t cap);
+void cuda_dyn_virtual(cudaStream_t s, int64_t n, int64_t *ids, const int64_t *slot,
+                      const int64_t *keys, const int64_t *vals, int64_t cap, int G, int shard,
+                      int count, int64_t *acc);
+void cuda_dyn_expire(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                     const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                     int64_t *freel, int64_t *gone, int64_t *ctl);
+void cuda_dyn_admit(cudaStream_t s, int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
+                    int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
+                    int64_t *ctl);
+void cuda_dyn_evict_full(cudaStream_t s, int lfu, int64_t clock, int64_t next, int64_t top,
+                         const int64_t *out, int64_t *sid, const int64_t *last,
+                         const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                         int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch);
 
 #ifdef __cplusplus
 }

@@ -787,4 +787,15 @@ const struct backend_ops backend_fake = {
     .ipc_close = fk_ipc_close,
     .peer_copy = fk_peer_copy,
     .comm_add = fk_comm_add,
+    /* dynamic tables (backend_fake_dyn.c) */
+    .emb_dyn_dedup = fk_emb_dyn_dedup,
+    .dyn_find = fk_dyn_find,
+    .dyn_stamp = fk_dyn_stamp,
+    .dyn_missing = fk_dyn_missing,
+    .dyn_insert = fk_dyn_insert,
+    .dyn_rehash = fk_dyn_rehash,
+    .dyn_virtual = fk_dyn_virtual,
+    .dyn_expire = fk_dyn_expire,
+    .dyn_admit = fk_dyn_admit,
+    .dyn_evict_full = fk_dyn_evict_full,
 };

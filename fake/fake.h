@@ -214,4 +214,29 @@ void fk_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, cons
 void fk_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
                            const int64_t *tcol, float gscale, float *s, double *acc);
 
+/* --- backend_fake_dyn.c: the dynamic tables' operations (backend.h) ------------- */
+int64_t fk_emb_dyn_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
+                         int64_t *inverse, int64_t *counts);
+void fk_dyn_find(int64_t n, const int64_t *ids, const int64_t *keys, const int64_t *vals,
+                 int64_t cap, int64_t *slot);
+void fk_dyn_stamp(int64_t n, const int64_t *slot, int64_t clock, int64_t *last, int64_t *freq);
+void fk_dyn_missing(int64_t n, const int64_t *ids, const int64_t *slot, int64_t *out);
+void fk_dyn_insert(int64_t k, const int64_t *ids, const float *rows, int width, int64_t nfree,
+                   const int64_t *freel, int64_t next, int64_t clock, int64_t *keys,
+                   int64_t *vals, int64_t cap, int64_t *sid, int64_t *last, int64_t *freq,
+                   float *w, float *state, int64_t state_floats, int64_t *steps);
+void fk_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64_t ocap, int64_t *keys,
+                   int64_t *vals, int64_t cap);
+void fk_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid, const int64_t *last,
+                   int64_t *keys, int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
+                   int64_t *ctl);
+void fk_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys, int64_t *pvals,
+                  int64_t pcap, int64_t prob_max, int64_t *scratch, int64_t *ctl);
+void fk_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t top, const int64_t *out,
+                       int64_t *sid, const int64_t *last, const int64_t *freq, int64_t *keys,
+                       int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone, int64_t *ctl,
+                       int64_t *scratch);
+void fk_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
+                    const int64_t *vals, int64_t cap, int G, int shard, int count, int64_t *acc);
+
 #endif

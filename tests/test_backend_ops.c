@@ -21,7 +21,9 @@
  * embedding engine (sparse updates included: no FMA contraction, one power
  * helper), the codecs and the negative sampler must be bit-identical, and
  * the loss counts equal. Ops with sums (losses, scatter-add, sums of
- * squares, the HSTU bias gradients) must repeat bit for bit on the device. Outputs that ops accumulate (+=) start from nonzero
+ * squares, the HSTU bias gradients) must repeat bit for bit on the device.
+ * The dynamic tables' operations (test_emb_dyn: ticks with admission, ttl,
+ * lru, a full pool) are bit for bit but for the index's layout. Outputs that ops accumulate (+=) start from nonzero
  * values and are compared by their increments; outputs that ops write start
  * from junk. Each mismatch prints "FAIL op [case] what: ..."; a summary per
  * op follows. gemm_bf16 (device.precision = bf16): TOL on a device, bit
@@ -39,6 +41,7 @@
 #include "base/check.h"
 #include "base/rng.h"
 #include "backend/emb_codec.h"
+#include "backend/emb_dyn_row.h"
 #include "backend/emb_optim.h"
 
 #define TOL 1e-4        /* sums whose order may differ (gemm, norms, attention, losses) */
@@ -845,6 +848,150 @@ static void test_emb_engine(void)
 /* TOL, not TOL_EXACT: m = b1 m + (1 - b1) g may cancel, and where a
  * backend fuses the multiply-add the few elements of the small cases can
  * differ by more than a few ulps relative to the result */
+/* The dynamic tables' operations (backend.h; emb_dyn_dev.c drives them the
+ * same way): emb_dyn_dedup as emb_dedup's cases; then ticks of a shard
+ * (find, stamp, ttl, missing, admission with a small probation bound,
+ * lru under the pool's bound, insert, virtual ids) on both backends, the
+ * host reading the counters as the table does. Everything bit for bit
+ * but the index's layout (a device's parallel insert may put a key in
+ * another free position of its run): the index is compared by what it
+ * finds for every id. Last, a rehash into a larger index. */
+static void test_emb_dyn(void)
+{
+    char cas[256];
+    static const int64_t counts[] = {0, 1, 7, 1000, 20000};
+    static const int groups[] = {1, 2, 3, 8};
+    for (size_t a = 0; a < sizeof counts / sizeof *counts; a++)
+        for (size_t b = 0; b < sizeof groups / sizeof *groups; b++) {
+            const int64_t n = counts[a], n_first = a % 3 == 0 ? 0 : a % 3 == 1 ? n / 3 : n;
+            const int Gs = groups[b];
+            snprintf(cas, sizeof cas, "n=%lld n_first=%lld G=%d", (long long)n, (long long)n_first,
+                     Gs);
+            int64_t *h = engine_ids(n, 2, Gs);
+            for (int64_t i = 0; i < n; i += 3) /* raw ids: large ones too */
+                h[i] = (int64_t)(rng_u64(&G) >> 1) | 1;
+            struct pair ids = pair_i64(h, n), uniq = pair_i64(NULL, n), inv = pair_i64(NULL, n);
+            int64_t *cc = xmalloc((size_t)2 * Gs * 8), *cg = xmalloc((size_t)2 * Gs * 8);
+            const int64_t nc = cpu->emb_dyn_dedup(n, ids.c, n_first, Gs, uniq.c, inv.c, cc);
+            const int64_t ng = dev->emb_dyn_dedup(n, ids.g, n_first, Gs, uniq.g, inv.g, cg);
+            expect_i64("emb_dyn_dedup", cas, "unique ids", ng, nc);
+            uniq.bytes = (size_t)nc * 8;
+            expect_bytes("emb_dyn_dedup", cas, "uniq", &uniq);
+            expect_bytes("emb_dyn_dedup", cas, "inverse", &inv);
+            expect_same("emb_dyn_dedup", cas, (const uint8_t *)cg, (const uint8_t *)cc,
+                        (size_t)2 * Gs * 8);
+            pair_free(&ids);
+            pair_free(&uniq);
+            pair_free(&inv);
+            free(cc);
+            free(cg);
+            free(h);
+        }
+    /* a shard: 200 slots (slot 0 the shared row), width 5, adagrad's state */
+    const int64_t S = 200, W = 5, SF = 5, cap = 1024, pcap = 4096, N = 300, ID = 600;
+    struct pair keys = pair_i64(NULL, cap), vals = pair_i64(NULL, cap);
+    struct pair pkeys = pair_i64(NULL, pcap), pvals = pair_i64(NULL, pcap);
+    struct pair sid = pair_i64(NULL, S), last = pair_i64(NULL, S), freq = pair_i64(NULL, S);
+    struct pair freel = pair_i64(NULL, S), gone = pair_i64(NULL, 64 * S);
+    struct pair w = pair_f32(NULL, S * W), st = pair_f32(NULL, S * SF), steps = pair_i64(NULL, S);
+    struct pair acc = pair_i64(NULL, 1), scr = pair_i64(NULL, 3 * (pcap + N + S));
+    int64_t next = 1, nfree = 0, ngone = 0, pn = 0, trims = 0;
+    for (int64_t tick = 1; tick <= 12; tick++) {
+        snprintf(cas, sizeof cas, "tick %lld", (long long)tick);
+        int64_t *h = xmalloc((size_t)N * sizeof *h);
+        for (int64_t i = 0; i < N; i++)
+            h[i] = (int64_t)rng_below(&G, (uint64_t)(tick < 6 ? ID / 2 : ID)) + 1;
+        struct pair ids = pair_i64(h, N), slot = pair_i64(NULL, N);
+        const int64_t c0[EDR_CTL] = {[EDR_NFREE] = nfree, [EDR_NGONE] = ngone, [EDR_PROB] = pn};
+        struct pair miss = pair_i64(NULL, EDR_CTL + N + 1);
+        cpu->to_device(miss.c, c0, sizeof c0);
+        dev->to_device(miss.g, c0, sizeof c0);
+        int64_t *ctl_c = miss.c, *ctl_g = miss.g;
+        cpu->dyn_find(N, ids.c, keys.c, vals.c, cap, slot.c);
+        dev->dyn_find(N, ids.g, keys.g, vals.g, cap, slot.g);
+        expect_bytes("dyn_find", cas, "slots", &slot);
+        cpu->dyn_stamp(N, slot.c, tick, last.c, freq.c);
+        dev->dyn_stamp(N, slot.g, tick, last.g, freq.g);
+        cpu->dyn_expire(3, tick, next, sid.c, last.c, keys.c, vals.c, cap, freel.c, gone.c, ctl_c);
+        dev->dyn_expire(3, tick, next, sid.g, last.g, keys.g, vals.g, cap, freel.g, gone.g, ctl_g);
+        cpu->dyn_missing(N, ids.c, slot.c, ctl_c + EDR_CTL);
+        dev->dyn_missing(N, ids.g, slot.g, ctl_g + EDR_CTL);
+        cpu->dyn_admit(ctl_c + EDR_CTL, 2, tick, pkeys.c, pvals.c, pcap, 200, scr.c, ctl_c);
+        dev->dyn_admit(ctl_g + EDR_CTL, 2, tick, pkeys.g, pvals.g, pcap, 200, scr.g, ctl_g);
+        cpu->dyn_evict_full(0, tick, next, S, ctl_c + EDR_CTL, sid.c, last.c, freq.c, keys.c,
+                            vals.c, cap, freel.c, gone.c, ctl_c, scr.c);
+        dev->dyn_evict_full(0, tick, next, S, ctl_g + EDR_CTL, sid.g, last.g, freq.g, keys.g,
+                            vals.g, cap, freel.g, gone.g, ctl_g, scr.g);
+        expect_bytes("dyn_expire, dyn_missing, dyn_admit, dyn_evict_full", cas,
+                     "counters and admitted ids", &miss);
+        nfree = ctl_c[EDR_NFREE];
+        ngone = ctl_c[EDR_NGONE];
+        trims += ctl_c[EDR_PROB] < pn; /* entries dropped: a trim (admitted ones leave too) */
+        pn = ctl_c[EDR_PROB];
+        const int64_t na = ctl_c[EDR_CTL], avail = nfree + (S - next);
+        const int64_t k = na < avail ? na : avail, from_free = k < nfree ? k : nfree;
+        struct pair rows = pair_rand(k * W, 1);
+        cpu->dyn_insert(k, ctl_c + EDR_CTL + 1, rows.c, (int)W, nfree, freel.c, next, tick,
+                        keys.c, vals.c, cap, sid.c, last.c, freq.c, w.c, st.c, SF, steps.c);
+        dev->dyn_insert(k, ctl_g + EDR_CTL + 1, rows.g, (int)W, nfree, freel.g, next, tick,
+                        keys.g, vals.g, cap, sid.g, last.g, freq.g, w.g, st.g, SF, steps.g);
+        nfree -= from_free;
+        next += k - from_free;
+        cpu->dyn_virtual(N, ids.c, slot.c, keys.c, vals.c, cap, 3, 1, 1, acc.c);
+        dev->dyn_virtual(N, ids.g, slot.g, keys.g, vals.g, cap, 3, 1, 1, acc.g);
+        expect_bytes("dyn_virtual", cas, "virtual ids", &ids);
+        expect_bytes("dyn_virtual", cas, "unadmitted hits", &acc);
+        const struct pair *arr[] = {&sid, &last, &freq, &w, &st, &steps};
+        static const char *what[] = {"slot ids", "last", "freq", "rows", "state", "steps"};
+        for (int j = 0; j < 6; j++)
+            expect_bytes("dyn_insert", cas, what[j], arr[j]);
+        struct pair fl = freel, gl = gone;
+        fl.bytes = (size_t)nfree * 8;
+        gl.bytes = (size_t)ngone * 8;
+        expect_bytes("dyn_expire, dyn_evict_full", cas, "free list", &fl);
+        expect_bytes("dyn_expire, dyn_evict_full", cas, "evicted ids", &gl);
+        /* the index and the probation list by what they find */
+        int64_t *every = xmalloc((size_t)ID * sizeof *every);
+        for (int64_t i = 0; i < ID; i++)
+            every[i] = i + 1;
+        struct pair all = pair_i64(every, ID), got = pair_i64(NULL, ID);
+        cpu->dyn_find(ID, all.c, keys.c, vals.c, cap, got.c);
+        dev->dyn_find(ID, all.g, keys.g, vals.g, cap, got.g);
+        expect_bytes("dyn_insert", cas, "the index's slot of every id", &got);
+        cpu->dyn_find(ID, all.c, pkeys.c, pvals.c, pcap, got.c);
+        dev->dyn_find(ID, all.g, pkeys.g, pvals.g, pcap, got.g);
+        expect_bytes("dyn_admit", cas, "the probation list's entry of every id", &got);
+        if (tick == 12) { /* a rehash into an index of 4 times the size */
+            struct pair k2 = pair_i64(NULL, 4 * cap), v2 = pair_i64(NULL, 4 * cap);
+            cpu->dyn_rehash(keys.c, vals.c, cap, k2.c, v2.c, 4 * cap);
+            dev->dyn_rehash(keys.g, vals.g, cap, k2.g, v2.g, 4 * cap);
+            cpu->dyn_find(ID, all.c, k2.c, v2.c, 4 * cap, got.c);
+            dev->dyn_find(ID, all.g, k2.g, v2.g, 4 * cap, got.g);
+            expect_bytes("dyn_rehash", cas, "the slot of every id", &got);
+            pair_free(&k2);
+            pair_free(&v2);
+        }
+        pair_free(&all);
+        pair_free(&got);
+        free(every);
+        pair_free(&rows);
+        pair_free(&ids);
+        pair_free(&slot);
+        pair_free(&miss);
+        free(h);
+    }
+    if (ngone == 0 || next < S || trims == 0) { /* eviction, a full pool, the list shrunk */
+        printf("FAIL dyn_expire [ticks] the scenario evicted %lld rows, used %lld of %lld slots, "
+               "shrank the probation list %lld times\n", (long long)ngone, (long long)next,
+               (long long)S, (long long)trims);
+        failures++;
+    }
+    struct pair *all[] = {&keys, &vals, &pkeys, &pvals, &sid, &last, &freq, &freel, &gone,
+                          &w, &st, &steps, &acc, &scr};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++)
+        pair_free(all[j]);
+}
+
 static void test_adamw(void)
 {
     static const int64_t sizes[] = {0, 1, 7, 1000, 1000003};
@@ -1628,7 +1775,8 @@ int main(int argc, char **argv)
         {"sum_squares", test_sum_squares}, {"softmax_loss", test_softmax_loss},
         {"bce_loss", test_bce_loss},     {"hstu_attn", test_hstu},
         {"sasrec_attn", test_sasrec},    {"staging", test_staging},
-        {"emb_engine", test_emb_engine}, {"exchange_ops", test_exchange_ops},
+        {"emb_engine", test_emb_engine}, {"emb_dyn", test_emb_dyn},
+        {"exchange_ops", test_exchange_ops},
         {"softmax_loss_q", test_softmax_loss_q}, {"full_blocks", test_full_blocks},
         {"hstu_ctx", test_hstu_ctx},     {"sasrec_ctx", test_sasrec_ctx},
         {"feat", test_feat},

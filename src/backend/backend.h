@@ -388,6 +388,65 @@ struct backend_ops {
     void (*ipc_close)(void *peer_ptr);
     void (*peer_copy)(void *dst, const void *src, size_t bytes, int use_kernel);
     void (*comm_add)(float *y, const float *x, int64_t n);
+
+    /* --- Dynamic tables in the backend's memory (embedding/emb_dyn_dev.c,
+     * issue 51 item 1) ----------------------------------------------------
+     * A shard's index (keys[cap], 0 = empty, vals[cap]: cap a power of
+     * two, at most half full; emb_dyn_row.h), its slot statistics
+     * (sid[slots] the id of a slot's row, last[slots], freq[slots]), its
+     * free list freel and its rows (w, state, steps as emb_sparse_update's)
+     * all in the backend's memory; the host keeps only their sizes. The
+     * CPU reference is backend_cpu_dyn.c (the host table's algorithm,
+     * emb_dyn.c, step by step); ids are >= 1.
+     *
+     * emb_dyn_dedup: emb_dedup with the dynamic owner (edr_owner: mix mod
+     * G) and no bound on the ids; counts and the result on the host.
+     * dyn_find: slot[i] = the value of ids[i] in the index, -1 if absent.
+     * dyn_stamp: every row slot[i] >= 0 used at tick clock: last = clock
+     * and freq + 1 once per tick.
+     * dyn_missing: out[0] = m, out[1 .. m] the distinct ids[i] with
+     * slot[i] < 0 ascending (out: [n + 1]).
+     * dyn_insert: the ids[k] (distinct, absent) get rows: the i-th slot
+     * edr_slot(i, nfree, freel, next); w := rows[i] (width floats), state
+     * and steps zero, sid = id, last = clock, freq = 1, the index keys it.
+     * dyn_rehash: every key of the old index into the new (empty) one.
+     * dyn_virtual: ids[i] := s G + shard with s = slot[i] when >= 0, else
+     * the index's value of ids[i], else 0 (the unadmitted row; acc[0] +=
+     * 1 when count). */
+    int64_t (*emb_dyn_dedup)(int64_t n, const int64_t *ids, int64_t n_first, int G,
+                             int64_t *uniq, int64_t *inverse, int64_t *counts);
+    void (*dyn_find)(int64_t n, const int64_t *ids, const int64_t *keys, const int64_t *vals,
+                     int64_t cap, int64_t *slot);
+    void (*dyn_stamp)(int64_t n, const int64_t *slot, int64_t clock, int64_t *last,
+                      int64_t *freq);
+    void (*dyn_missing)(int64_t n, const int64_t *ids, const int64_t *slot, int64_t *out);
+    void (*dyn_insert)(int64_t k, const int64_t *ids, const float *rows, int width,
+                       int64_t nfree, const int64_t *freel, int64_t next, int64_t clock,
+                       int64_t *keys, int64_t *vals, int64_t cap, int64_t *sid, int64_t *last,
+                       int64_t *freq, float *w, float *state, int64_t state_floats,
+                       int64_t *steps);
+    void (*dyn_rehash)(const int64_t *okeys, const int64_t *ovals, int64_t ocap, int64_t *keys,
+                       int64_t *vals, int64_t cap);
+    void (*dyn_virtual)(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
+                        const int64_t *vals, int64_t cap, int G, int shard, int count,
+                        int64_t *acc);
+    /* The sequential steps of a tick (emb_dyn_row.h: edr_expire, edr_admit,
+     * edr_evict_full; one thread on a device), their counters in ctl
+     * [EDR_CTL]: dyn_expire: ttl's evictions (their ids onto gone, their
+     * slots onto freel); dyn_admit: out[0] = m distinct missing ids out[1
+     * .. m] -> the na admitted ones (out[0] = na), the probation list
+     * pkeys/pvals (pcap, bound prob_max; scratch [3 (pn + m)]);
+     * dyn_evict_full: lru (lfu = 0) or lfu's evictions for the na = out[0]
+     * admitted ids when the shard (top slots) is full (scratch [3 next]). */
+    void (*dyn_expire)(int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                       const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                       int64_t *freel, int64_t *gone, int64_t *ctl);
+    void (*dyn_admit)(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys, int64_t *pvals,
+                      int64_t pcap, int64_t prob_max, int64_t *scratch, int64_t *ctl);
+    void (*dyn_evict_full)(int lfu, int64_t clock, int64_t next, int64_t top, const int64_t *out,
+                           int64_t *sid, const int64_t *last, const int64_t *freq, int64_t *keys,
+                           int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
+                           int64_t *ctl, int64_t *scratch);
 };
 
 /* bytes of an ipc_export handle (the size of a cudaIpcMemHandle_t) */

@@ -373,5 +373,16 @@ const struct backend_ops backend_cpu = {
     .rank_loss = cpu_rank_loss,
     .factor_fwd = cpu_factor_fwd, /* issue 51 B */
     .factor_bwd = cpu_factor_bwd,
+    /* dynamic tables (backend_cpu_dyn.c) */
+    .emb_dyn_dedup = cpu_emb_dyn_dedup,
+    .dyn_find = cpu_dyn_find,
+    .dyn_stamp = cpu_dyn_stamp,
+    .dyn_missing = cpu_dyn_missing,
+    .dyn_insert = cpu_dyn_insert,
+    .dyn_rehash = cpu_dyn_rehash,
+    .dyn_virtual = cpu_dyn_virtual,
+    .dyn_expire = cpu_dyn_expire,
+    .dyn_admit = cpu_dyn_admit,
+    .dyn_evict_full = cpu_dyn_evict_full,
     /* no devices, no staging: host memory is the backend's memory */
 };

@@ -77,6 +77,30 @@ void cpu_emb_sum_by_id(int64_t n, int dim, const int64_t *keys, const float *g, 
 void cpu_emb_sparse_update(const struct emb_optim_conf *opt, int64_t k, int dim,
                            const int64_t *ids, int G, const float *g, float *w, float *state,
                            int64_t state_floats, int64_t *steps);
+/* backend_cpu_dyn.c: the dynamic tables' operations (backend.h) */
+int64_t cpu_emb_dyn_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
+                          int64_t *inverse, int64_t *counts);
+void cpu_dyn_find(int64_t n, const int64_t *ids, const int64_t *keys, const int64_t *vals,
+                  int64_t cap, int64_t *slot);
+void cpu_dyn_stamp(int64_t n, const int64_t *slot, int64_t clock, int64_t *last, int64_t *freq);
+void cpu_dyn_missing(int64_t n, const int64_t *ids, const int64_t *slot, int64_t *out);
+void cpu_dyn_insert(int64_t k, const int64_t *ids, const float *rows, int width, int64_t nfree,
+                    const int64_t *freel, int64_t next, int64_t clock, int64_t *keys,
+                    int64_t *vals, int64_t cap, int64_t *sid, int64_t *last, int64_t *freq,
+                    float *w, float *state, int64_t state_floats, int64_t *steps);
+void cpu_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64_t ocap, int64_t *keys,
+                    int64_t *vals, int64_t cap);
+void cpu_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid, const int64_t *last,
+                    int64_t *keys, int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
+                    int64_t *ctl);
+void cpu_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys, int64_t *pvals,
+                   int64_t pcap, int64_t prob_max, int64_t *scratch, int64_t *ctl);
+void cpu_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t top, const int64_t *out,
+                        int64_t *sid, const int64_t *last, const int64_t *freq, int64_t *keys,
+                        int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone, int64_t *ctl,
+                        int64_t *scratch);
+void cpu_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
+                     const int64_t *vals, int64_t cap, int G, int shard, int count, int64_t *acc);
 /* backend_cpu_feat.c: the features' and the ranking head's operations */
 void cpu_index_rows(int64_t n, int d, const float *src, const int64_t *sidx, float *dst,
                     const int64_t *didx, int add);

@@ -304,14 +304,23 @@ static void get_part(const struct emb_table *t, enum part pt, int64_t id, int64_
     case P_IDS:
         memcpy(o, &id, 8);
         return;
-    case P_WEIGHT:
-        memcpy(o, t->w + s * t->width, (size_t)t->width * 4);
+    case P_WEIGHT: /* a device table's: copied down (emb_table_get_stored) */
+        if (!t->ready)
+            emb_table_get_stored((struct emb_table *)t, s, 1, (float *)o, NULL, NULL);
+        else
+            memcpy(o, t->w + s * t->width, (size_t)t->width * 4);
         return;
     case P_STATE:
-        memcpy(o, t->state + s * t->state_floats, (size_t)t->state_floats * 4);
+        if (!t->ready)
+            emb_table_get_stored((struct emb_table *)t, s, 1, NULL, (float *)o, NULL);
+        else
+            memcpy(o, t->state + s * t->state_floats, (size_t)t->state_floats * 4);
         return;
     case P_STEPS:
-        memcpy(o, &t->steps[s], 8);
+        if (!t->ready)
+            emb_table_get_stored((struct emb_table *)t, s, 1, NULL, NULL, (int64_t *)o);
+        else
+            memcpy(o, &t->steps[s], 8);
         return;
     case P_LAST:
     case P_FREQ:
@@ -583,11 +592,16 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
             if (s < 0)
                 fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
                       (long long)v[0]);
-            memcpy(t->w + s * W, o + 32, (size_t)W * 4);
-            if (S)
-                memcpy(t->state + s * S, o + 32 + 4 * W, (size_t)S * 4);
-            if (t->steps)
-                t->steps[s] = v[3];
+            if (!t->ready) /* a device table: copied up */
+                emb_table_set_slots(t, s, 1, (const float *)(o + 32),
+                                    S ? (const float *)(o + 32 + 4 * W) : NULL, &v[3]);
+            else {
+                memcpy(t->w + s * W, o + 32, (size_t)W * 4);
+                if (S)
+                    memcpy(t->state + s * S, o + 32 + 4 * W, (size_t)S * 4);
+                if (t->steps)
+                    t->steps[s] = v[3];
+            }
         }
     }
     for (int j = 0; j < np; j++)

@@ -202,8 +202,9 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
     }
     if (t->dyn && exact) /* the shared unadmitted row: one gradient over the job */
         emb_dyn_shared_grad_exact(t, c, &ids, &g, &k, xsum);
-    else if (t->dyn)
-        emb_dyn_shared_grad(t, c, &ids, &g, &k);
+    else if (t->dyn) /* replicas: the lists hold the other replicas' ids too */
+        emb_dyn_shared_grad_in(t, c, &ids, &g, &k,
+                               c->g[COMM_EMB_REPLICA].size > 1 || x->dyn_shared);
     be->emb_sparse_update(&t->conf.optim, k, dim, ids, G, g, t->w, t->state, t->state_floats,
                           t->steps);
     if (tm) {

@@ -2,6 +2,7 @@
  * lookup (stamps, eviction, admission, insertion, virtual ids), the shared
  * unadmitted row and the counters; see emb_dyn.h. */
 #include "embedding/emb_dyn.h"
+#include "embedding/emb_dyn_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,29 +10,10 @@
 #include "base/check.h"
 #include "base/exact.h"
 #include "base/log.h"
+#include "backend/backend.h"
 #include "comm/comm.h"
 #include "embedding/emb_exchange_priv.h"
 #include "embedding/emb_table.h"
-
-#define POOL0 64 /* slots of a new pool (slot 0: the unadmitted row) */
-
-struct emb_dyn {
-    struct emb_dyn_index ix;   /* id -> slot */
-    struct emb_dyn_index prob; /* admit > 1: id -> (last tick << 16) | sightings */
-    int64_t prob_max;          /* the probation list's bound (0 = none) */
-    int64_t max_slots;         /* the pool's bound (0 = none): capacity / G + 1 */
-    int64_t *ids;              /* [slots] the id of a slot's row, 0 = free (and slot 0) */
-    int64_t *last, *freq;      /* [slots] last tick used, ticks used */
-    int64_t *freel, nfree;     /* free slots below next */
-    int64_t next;              /* slots [next, local_rows) never used */
-    int64_t clock;             /* training lookups so far */
-    int64_t rows;              /* rows held (slot 0 not counted) */
-    struct emb_dyn_stats st;   /* inserted, evicted, unadmitted_hits since the last take */
-    int64_t *sid;              /* emb_dyn_shared_grad's lists */
-    float *sg;
-    int64_t ck_clock;          /* the clock at the last checkpoint of the chain */
-    int64_t *gone, ngone, capgone; /* ids evicted since then (delta checkpoints) */
-};
 
 static void *grow0(void *p, size_t old, size_t new)
 {
@@ -41,18 +23,21 @@ static void *grow0(void *p, size_t old, size_t new)
     return p;
 }
 
-/* The pool to `slots` slots (the table's arrays and the statistics). */
-static void pool_resize(struct emb_table *t, int64_t slots)
+void emb_dyn_pool_resize(struct emb_table *t, int64_t slots)
 {
     struct emb_dyn *d = t->dyn;
     const size_t o = (size_t)t->local_rows, n = (size_t)slots, w = (size_t)t->width;
-    t->w = grow0(t->w, o * w * sizeof(float), n * w * sizeof(float));
-    if (t->state_floats)
-        t->state = grow0(t->state, o * (size_t)t->state_floats * sizeof(float),
-                         n * (size_t)t->state_floats * sizeof(float));
-    if (t->conf.optim.kind == EMB_OPT_ADAM)
-        t->steps = grow0(t->steps, o * sizeof(int64_t), n * sizeof(int64_t));
-    t->ready = grow0(t->ready, o ? o / 8 + 1 : 0, n / 8 + 1);
+    if (d->dv) /* the rows and statistics in device memory; below: the host's mirror */
+        emb_dyn_dev_resize(t, slots);
+    else {
+        t->w = grow0(t->w, o * w * sizeof(float), n * w * sizeof(float));
+        if (t->state_floats)
+            t->state = grow0(t->state, o * (size_t)t->state_floats * sizeof(float),
+                             n * (size_t)t->state_floats * sizeof(float));
+        if (t->conf.optim.kind == EMB_OPT_ADAM)
+            t->steps = grow0(t->steps, o * sizeof(int64_t), n * sizeof(int64_t));
+        t->ready = grow0(t->ready, o ? o / 8 + 1 : 0, n / 8 + 1);
+    }
     d->ids = grow0(d->ids, o * sizeof(int64_t), n * sizeof(int64_t));
     d->last = grow0(d->last, o * sizeof(int64_t), n * sizeof(int64_t));
     d->freq = grow0(d->freq, o * sizeof(int64_t), n * sizeof(int64_t));
@@ -67,6 +52,10 @@ static void pool_resize(struct emb_table *t, int64_t slots)
 /* Row `slot` := the initial row of id (0: the unadmitted row), zero state. */
 static void row_init(struct emb_table *t, int64_t slot, int64_t id)
 {
+    if (t->dyn->dv) {
+        emb_dyn_dev_row_init(t, slot, id);
+        return;
+    }
     emb_init_row_n(&t->conf, id, t->w + slot * t->width, t->width);
     if (t->state_floats)
         memset(t->state + slot * t->state_floats, 0, (size_t)t->state_floats * sizeof(float));
@@ -88,7 +77,9 @@ void emb_dyn_init(struct emb_table *t)
         d->prob_max = d->max_slots ? 4 * d->max_slots + 1024 : 0;
     }
     t->local_rows = 0;
-    pool_resize(t, s0);
+    if (!backend_is_host(t->be))
+        emb_dyn_dev_init(t); /* the arrays in device memory (emb_dyn_dev.c) */
+    emb_dyn_pool_resize(t, s0);
     row_init(t, 0, 0);
     d->next = 1;
 }
@@ -98,6 +89,7 @@ void emb_dyn_free(struct emb_table *t)
     struct emb_dyn *d = t->dyn;
     if (!d)
         return;
+    emb_dyn_dev_free(t);
     emb_dyn_index_free(&d->ix);
     if (d->prob.keys)
         emb_dyn_index_free(&d->prob);
@@ -122,7 +114,8 @@ static void evict_slot(struct emb_table *t, int64_t s)
     d->gone[d->ngone++] = d->ids[s];
     emb_dyn_index_del(&d->ix, d->ids[s]);
     d->ids[s] = 0;
-    t->ready[s >> 3] &= (uint8_t)~(1u << (s & 7));
+    if (t->ready)
+        t->ready[s >> 3] &= (uint8_t)~(1u << (s & 7));
     d->freel[d->nfree++] = s;
     d->rows--;
     d->st.evicted++;
@@ -148,7 +141,7 @@ static int64_t slot_take(struct emb_table *t)
         int64_t n = 2 * t->local_rows;
         if (d->max_slots && n > d->max_slots)
             n = d->max_slots;
-        pool_resize(t, n);
+        emb_dyn_pool_resize(t, n);
     }
     return d->next++;
 }
@@ -259,6 +252,10 @@ static int admitted(struct emb_table *t, int64_t id)
 void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n, int train)
 {
     struct emb_dyn *d = t->dyn;
+    if (d->dv) { /* the same steps as backend operations on the device */
+        emb_dyn_dev_map(t, nseg, seg, n, train);
+        return;
+    }
     const struct emb_dyn_conf *dc = &t->conf.dyn;
     const int64_t G = t->G, sh = t->shard;
     int64_t total = 0;
@@ -319,8 +316,24 @@ void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64
     free(slot);
 }
 
+/* The host's mirror of a device table current (emb_dyn_dev.c); const:
+ * the table's contents do not change. */
+static void pull(const struct emb_table *t)
+{
+    if (t->dyn->dv)
+        emb_dyn_dev_pull((struct emb_table *)t);
+}
+
+/* The host changed the mirror: the device follows (before its next use). */
+static void changed(struct emb_table *t)
+{
+    if (t->dyn->dv)
+        emb_dyn_dev_push(t);
+}
+
 void emb_dyn_unmap(const struct emb_table *t, int64_t *ids, int64_t n)
 {
+    pull(t);
     for (int64_t i = 0; i < n; i++)
         if (ids[i] >= 0)
             ids[i] = t->dyn->ids[ids[i] / t->G];
@@ -328,6 +341,7 @@ void emb_dyn_unmap(const struct emb_table *t, int64_t *ids, int64_t n)
 
 void emb_dyn_rebind(struct emb_table *t, int64_t *ids, int64_t n)
 {
+    pull(t);
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0)
             continue;
@@ -337,10 +351,12 @@ void emb_dyn_rebind(struct emb_table *t, int64_t *ids, int64_t n)
                   t->shard);
         ids[i] = slot * t->G + t->shard;
     }
+    changed(t);
 }
 
 void emb_dyn_find(const struct emb_table *t, int64_t *ids, int64_t n)
 {
+    pull(t);
     for (int64_t i = 0; i < n; i++) {
         const int64_t slot = ids[i] == 0 ? 0 : emb_dyn_index_get(&t->dyn->ix, ids[i]);
         ids[i] = slot < 0 ? -1 : slot * t->G + t->shard;
@@ -367,60 +383,91 @@ static void shared_put(struct emb_table *t, int has, const float *sum, int64_t *
     memcpy(*g, sum, (size_t)w * sizeof *sum);
 }
 
-void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
-                         int64_t *k)
+int emb_dyn_shared_sum(struct emb_table *t, struct comm *c, int has, int exact,
+                       const float *g0, const int64_t *x0, float *sum)
 {
-    const int w = t->width, G = c->g[COMM_EMB].size;
-    const int has = *k > 0 && (*ids)[0] == t->shard;
+    const int w = t->width;
+    int any = 0;
+    if (exact) { /* the limbs as integers (any order) */
+        const int64_t nl = (int64_t)w * EXACT_LIMBS;
+        int64_t *buf = xcalloc((size_t)nl + 1, sizeof *buf); /* limbs, then the shards that had it */
+        if (has) {
+            memcpy(buf, x0, (size_t)nl * sizeof *buf);
+            buf[nl] = 1;
+        }
+        comm_allreduce_sum_i64v(c, COMM_EMB, buf, nl + 1);
+        if ((any = buf[nl] > 0))
+            exact_to_float(buf, w, 0, sum);
+        free(buf);
+        return any;
+    }
+    const int G = c->g[COMM_EMB].size;
     float *mine = xcalloc((size_t)w + 1, sizeof *mine);
     float *all = xmalloc((size_t)G * ((size_t)w + 1) * sizeof *all);
     mine[0] = (float)has;
     if (has)
-        memcpy(mine + 1, *g, (size_t)w * sizeof *mine);
+        memcpy(mine + 1, g0, (size_t)w * sizeof *mine);
     comm_allgather_bytes(c, COMM_EMB, mine, ((size_t)w + 1) * sizeof *mine, all);
     double *acc = xcalloc((size_t)w, sizeof *acc);
-    int any = 0;
     for (int p = 0; p < G; p++) /* shard order: the same sum on every rank */
         if (all[p * (w + 1)] != 0) {
             any = 1;
             for (int j = 0; j < w; j++)
                 acc[j] += all[p * (w + 1) + 1 + j];
         }
-    if (any) {
-        float *sum = mine; /* reused: [w] */
+    if (any)
         for (int j = 0; j < w; j++)
             sum[j] = (float)acc[j];
-        shared_put(t, has, sum, ids, g, k);
-    }
     free(acc);
     free(all);
     free(mine);
+    return any;
+}
+
+void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                         int64_t *k)
+{
+    emb_dyn_shared_grad_in(t, c, ids, g, k, 1);
+}
+
+int emb_dyn_map_shared(const struct emb_table *t)
+{
+    return t->dyn->dv ? t->dyn->shared_served : 1;
+}
+
+void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                            int64_t *k, int maybe)
+{
+    if (t->dyn->dv) {
+        emb_dyn_dev_shared_grad(t, c, ids, g, k, NULL, maybe);
+        return;
+    }
+    const int has = *k > 0 && (*ids)[0] == t->shard;
+    float *sum = xmalloc((size_t)t->width * sizeof *sum);
+    if (emb_dyn_shared_sum(t, c, has, 0, *g, NULL, sum))
+        shared_put(t, has, sum, ids, g, k);
+    free(sum);
 }
 
 void emb_dyn_shared_grad_exact(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                                int64_t *k, const int64_t *x0)
 {
-    const int w = t->width;
-    const int64_t nl = (int64_t)w * EXACT_LIMBS;
+    if (t->dyn->dv) {
+        emb_dyn_dev_shared_grad(t, c, ids, g, k, x0, 1);
+        return;
+    }
     const int has = *k > 0 && (*ids)[0] == t->shard;
-    int64_t *buf = xcalloc((size_t)nl + 1, sizeof *buf); /* limbs, then the shards that had it */
-    if (has) {
-        memcpy(buf, x0, (size_t)nl * sizeof *buf);
-        buf[nl] = 1;
-    }
-    comm_allreduce_sum_i64v(c, COMM_EMB, buf, nl + 1); /* integer sums: any order */
-    if (buf[nl] > 0) {
-        float *sum = xmalloc((size_t)w * sizeof *sum);
-        exact_to_float(buf, w, 0, sum);
+    float *sum = xmalloc((size_t)t->width * sizeof *sum);
+    if (emb_dyn_shared_sum(t, c, has, 1, NULL, x0, sum))
         shared_put(t, has, sum, ids, g, k);
-        free(sum);
-    }
-    free(buf);
+    free(sum);
 }
 
 void emb_dyn_take(struct emb_table *t, struct emb_dyn_stats *out)
 {
     struct emb_dyn *d = t->dyn;
+    if (d->dv) /* counted on the device */
+        d->st.unadmitted_hits += emb_dyn_dev_hits(t);
     *out = d->st;
     out->rows = d->rows;
     out->slots = t->local_rows;
@@ -433,6 +480,7 @@ void emb_dyn_take(struct emb_table *t, struct emb_dyn_stats *out)
 
 int64_t emb_dyn_rows(const struct emb_table *t, int64_t **ids, int64_t **slots)
 {
+    pull(t);
     const struct emb_dyn *d = t->dyn;
     int64_t *p = xmalloc((size_t)(d->rows > 0 ? d->rows : 1) * 2 * sizeof *p), m = 0;
     for (int64_t s = 1; s < d->next; s++)
@@ -457,6 +505,7 @@ void emb_dyn_set_clock(struct emb_table *t, int64_t clock) { t->dyn->clock = clo
 
 void emb_dyn_row_stats(const struct emb_table *t, int64_t slot, int64_t *last, int64_t *freq)
 {
+    pull(t);
     *last = t->dyn->last[slot];
     *freq = t->dyn->freq[slot];
 }
@@ -464,6 +513,7 @@ void emb_dyn_row_stats(const struct emb_table *t, int64_t slot, int64_t *last, i
 int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t freq)
 {
     struct emb_dyn *d = t->dyn;
+    pull(t);
     if (id == 0 || emb_dyn_index_get(&d->ix, id) >= 0)
         return -1;
     const int64_t s = insert(t, id);
@@ -474,11 +524,13 @@ int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t f
     d->st.inserted--; /* restored, not inserted */
     d->last[s] = last;
     d->freq[s] = freq;
+    changed(t);
     return s;
 }
 
 int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs)
 {
+    pull(t);
     const struct emb_dyn_index *p = &t->dyn->prob;
     int64_t m = 0;
     *pairs = xmalloc((size_t)(p->n > 0 ? p->n : 1) * 2 * sizeof **pairs);
@@ -494,6 +546,8 @@ int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs)
 
 void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value)
 {
+    pull(t);
+    changed(t);
     if (!t->dyn->prob.keys)
         fatal("embedding table '%s': a probation list in the checkpoint, but embedding.admit = "
               "%lld here (resume with the admit it was written with)", t->conf.name,
@@ -503,6 +557,7 @@ void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value)
 
 int64_t emb_dyn_delta(const struct emb_table *t, const int64_t **gone, int64_t *since)
 {
+    pull(t);
     *gone = t->dyn->gone;
     *since = t->dyn->ck_clock;
     return t->dyn->ngone;
@@ -517,12 +572,14 @@ void emb_dyn_delta_mark(struct emb_table *t)
 int64_t emb_dyn_upsert(struct emb_table *t, int64_t id, int64_t last, int64_t freq)
 {
     struct emb_dyn *d = t->dyn;
+    pull(t);
     const int64_t s = id == 0 ? 0 : emb_dyn_index_get(&d->ix, id);
     if (s < 0)
         return emb_dyn_restore(t, id, last, freq);
     if (s > 0) {
         d->last[s] = last;
         d->freq[s] = freq;
+        changed(t);
     }
     return s;
 }
@@ -530,12 +587,15 @@ int64_t emb_dyn_upsert(struct emb_table *t, int64_t id, int64_t last, int64_t fr
 void emb_dyn_remove(struct emb_table *t, int64_t id)
 {
     struct emb_dyn *d = t->dyn;
+    pull(t);
     const int64_t s = emb_dyn_index_get(&d->ix, id);
     if (s <= 0)
         return;
+    changed(t);
     emb_dyn_index_del(&d->ix, id);
     d->ids[s] = 0;
-    t->ready[s >> 3] &= (uint8_t)~(1u << (s & 7));
+    if (t->ready)
+        t->ready[s >> 3] &= (uint8_t)~(1u << (s & 7));
     d->freel[d->nfree++] = s;
     d->rows--;
 }
@@ -543,6 +603,8 @@ void emb_dyn_remove(struct emb_table *t, int64_t id)
 void emb_dyn_clear(struct emb_table *t)
 {
     struct emb_dyn *d = t->dyn;
+    pull(t);
+    changed(t);
     for (int64_t s = 1; s < d->next; s++)
         if (d->ids[s])
             emb_dyn_remove(t, d->ids[s]);
@@ -557,6 +619,8 @@ void emb_dyn_probation_clear(struct emb_table *t)
     struct emb_dyn *d = t->dyn;
     if (!d->prob.keys)
         return;
+    pull(t);
+    changed(t);
     const int64_t cap = d->prob.cap;
     emb_dyn_index_free(&d->prob);
     emb_dyn_index_init(&d->prob, cap);

@@ -125,6 +125,14 @@ void emb_dyn_find(const struct emb_table *t, int64_t *ids, int64_t n);
  * shared row in front; *k updated), valid until the next call. */
 void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                          int64_t *k);
+/* The same knowing (maybe = 0) that this shard's lists lack the shared row
+ * (a device table then reads nothing back: emb_dyn_map_shared). */
+void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                            int64_t *k, int maybe);
+/* 0 when the last lookup of t (emb_dyn_map) gave none of its ids the
+ * unadmitted row, as far as the host knows it (a device table's training
+ * lookups); else 1. */
+int emb_dyn_map_shared(const struct emb_table *t);
 /* The same with exact sums (train.exact_sums): x0 [width][EXACT_LIMBS] the
  * limbs of ids[0]'s row on this shard (read when it is the shared row),
  * summed over the emb group as integers. */

@@ -8,23 +8,14 @@
 #include <string.h>
 
 #include "backend/backend_cpu.h"
+#include "backend/emb_dyn_row.h"
 #include "base/check.h"
 #include "base/log.h"
 
-uint64_t emb_dyn_mix(int64_t id)
-{
-    uint64_t z = (uint64_t)id + 0x9e3779b97f4a7c15ull; /* splitmix64 */
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+uint64_t emb_dyn_mix(int64_t id) { return edr_mix(id); }
 
-/* The index's home of a key: other bits than the owner's (mix mod G
- * would leave the low bits of a shard's keys alike). */
-static uint64_t home(int64_t key, int64_t cap)
-{
-    return (emb_dyn_mix(key ^ (int64_t)0x5851f42d4c957f2dll) >> 7) & (uint64_t)(cap - 1);
-}
+/* The index's home of a key (emb_dyn_row.h: the device's too). */
+static uint64_t home(int64_t key, int64_t cap) { return edr_home(key, cap); }
 
 void emb_dyn_index_init(struct emb_dyn_index *ix, int64_t cap)
 {
@@ -123,36 +114,7 @@ int emb_dyn_index_del(struct emb_dyn_index *ix, int64_t key)
 int64_t emb_dyn_dedup(int64_t n, const int64_t *ids, int64_t n_first, int G, int64_t *uniq,
                       int64_t *inverse, int64_t *counts)
 {
-    /* the distinct ids of each chunk ascending (one owner), then regrouped
-     * by owner, stably */
-    int64_t c1[2];
-    const int64_t nu = cpu_emb_dedup(n, ids, n_first, 1, uniq, inverse, c1, 0);
-    const int64_t n0 = c1[1]; /* uniq[0 .. n0): chunk 0 */
-    memset(counts, 0, (size_t)2 * (size_t)G * sizeof *counts);
-    int *own = xmalloc((size_t)(nu > 0 ? nu : 1) * sizeof *own);
-    for (int64_t u = 0; u < nu; u++) {
-        own[u] = emb_dyn_owner(uniq[u], G);
-        counts[own[u]]++;
-        counts[G + own[u]] += u < n0;
-    }
-    int64_t *next = xmalloc((size_t)G * 2 * sizeof *next);
-    for (int64_t p = 0, at = 0; p < G; at += counts[p], p++) {
-        next[p] = at;
-        next[G + p] = at + counts[G + p];
-    }
-    int64_t *to = xmalloc((size_t)(nu > 0 ? nu : 1) * sizeof *to), *out = xmalloc((size_t)(nu > 0 ? nu : 1) * sizeof *out);
-    for (int64_t u = 0; u < nu; u++) {
-        to[u] = next[(u < n0 ? 0 : G) + own[u]]++;
-        out[to[u]] = uniq[u];
-    }
-    memcpy(uniq, out, (size_t)nu * sizeof *uniq);
-    for (int64_t i = 0; i < n; i++)
-        inverse[i] = to[inverse[i]];
-    free(out);
-    free(to);
-    free(next);
-    free(own);
-    return nu;
+    return cpu_emb_dyn_dedup(n, ids, n_first, G, uniq, inverse, counts);
 }
 
 int emb_dyn_parse_evict(const char *s, struct emb_dyn_conf *dc, char *err, size_t errlen)

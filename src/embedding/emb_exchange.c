@@ -34,7 +34,7 @@ static void dedup_bucket(struct emb_table *t, struct emb_exchange *x, const int6
     x->inverse = emb_buf_get(be, &x->b_inv, at_least1(n) * sizeof(int64_t));
     x->uniq = emb_buf_get(be, &x->b_uniq, at_least1(n) * sizeof(int64_t));
     int64_t *counts = xmalloc((size_t)G * 2 * sizeof *counts);
-    x->nuniq = t->dyn ? emb_dyn_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts) /* host */
+    x->nuniq = t->dyn ? be->emb_dyn_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts)
                       : be->emb_dedup(n, ids, n_first, G, x->uniq, x->inverse, counts, t->conf.rows);
     memcpy(x->scounts, counts, (size_t)G * sizeof *counts);
     memcpy(x->scounts0, counts + G, (size_t)G * sizeof *counts);
@@ -171,6 +171,7 @@ void emb_input_serve(struct comm *c, struct emb_exchange *x)
     if (x->tab->dyn && !x->dyn_mapped) { /* the served ids to slots (emb_dyn.h) */
         emb_dyn_map(x->tab, 1, &x->serve, &x->nserve, x->counted);
         x->dyn_mapped = 1;
+        x->dyn_shared = emb_dyn_map_shared(x->tab);
     }
 }
 

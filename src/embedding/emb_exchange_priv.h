@@ -199,6 +199,7 @@ struct emb_exchange {
                                   (emb_prefetch.c); pf_on: this use's rows come by it */
     int pf_on;
     int dyn_mapped;            /* a dynamic table: serve holds virtual ids (emb_dyn_map) */
+    int dyn_shared;            /* ... of which may be the unadmitted row (emb_dyn_map_shared) */
 };
 
 /* Chunk k's counts and displacements, in units of `scale` (1: ids, dim:

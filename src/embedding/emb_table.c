@@ -65,10 +65,11 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
     }
     t->state_floats = emb_optim_state_floats(conf->optim.kind, t->width);
     const size_t slots = (size_t)t->local_rows, dim = (size_t)t->width;
-    if (conf->dyn.on) { /* a pool of slots behind a hash index (emb_dyn.h) */
-        if (!backend_is_host(t->be) || conf->subspace_k > 0)
-            fatal("embedding table '%s': a dynamic table lives in host memory as a plain table "
-                  "(embedding.placement = host, subspace_k = 0)", conf->name);
+    if (conf->dyn.on) { /* a pool of slots behind a hash index (emb_dyn.h), in the
+                           table's memory (emb_dyn_dev.c where that is a device's) */
+        if (conf->subspace_k > 0)
+            fatal("embedding table '%s': a dynamic table is a plain table (subspace_k = 0)",
+                  conf->name);
         emb_dyn_init(t);
         return t;
     }

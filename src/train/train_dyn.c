@@ -43,10 +43,11 @@ int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P,
         return 0;
     }
     const char *what = dc->on ? "embedding.dynamic = on" : "features.dynamic";
-    if (tc->placement == PLACE_DEVICE)
-        return errorf(err, errlen, "%s: dynamic tables live in host memory; a device-resident "
-                      "dynamic table (embedding.placement = device) is not available yet "
-                      "(doc/gpu.md): use embedding.placement = host or auto", what);
+    if (tc->placement == PLACE_DEVICE && feat)
+        return errorf(err, errlen, "features.dynamic with embedding.placement = device: a "
+                      "dynamic feature table's lookups (several tables in one exchange) run on "
+                      "the host, so its rows cannot live in device memory yet (doc/gpu.md): use "
+                      "embedding.placement = host");
     if (dc->on && tc->subspace_k > 0)
         return errorf(err, errlen, "embedding.dynamic = on: not with embedding.subspace_k = %d "
                       "(a dynamic table is a plain table)", tc->subspace_k);
@@ -185,22 +186,26 @@ void train_dyn_view_begin(struct trainer *tr)
     conf.dyn.on = 0;
     if (list)
         conf.rows = tr->ds.num_items;
-    conf.placement = NULL; /* host memory, as the dynamic table */
+    conf.placement = t->conf.placement; /* the dynamic table's memory (a device's: no dense
+                                           copy of the table in host memory) */
     conf.rows_codec = conf.grads_codec = EMB_CODEC_FP32; /* the view's lookups: its bits */
     /* the unadmitted row (pool slot 0, identical on every rank) as the lookups
      * below return it: through the table's row codec */
     view_shared = xmalloc((size_t)conf.dim * sizeof *view_shared);
+    float *row0 = xmalloc((size_t)conf.dim * sizeof *row0); /* slot 0, in the table's memory */
+    emb_table_get_slots(t, 0, 1, row0, NULL, NULL);
     if (t->conf.rows_codec == EMB_CODEC_FP32)
-        memcpy(view_shared, t->w, (size_t)conf.dim * sizeof *view_shared);
+        memcpy(view_shared, row0, (size_t)conf.dim * sizeof *view_shared);
     else {
         uint8_t *wire = xmalloc((size_t)emb_codec_row_bytes(t->conf.rows_codec, conf.dim));
         int64_t bad;
-        if (emb_codec_encode(t->conf.rows_codec, 1, conf.dim, t->w, wire, &bad))
+        if (emb_codec_encode(t->conf.rows_codec, 1, conf.dim, row0, wire, &bad))
             fatal("embedding table '%s': the unadmitted row holds NaN or infinity",
                   t->conf.name);
-        t->be->emb_decode((int)t->conf.rows_codec, 1, conf.dim, wire, view_shared);
+        backend_cpu.emb_decode((int)t->conf.rows_codec, 1, conf.dim, wire, view_shared);
         free(wire);
     }
+    free(row0);
     view_reg = xcalloc(1, sizeof *view_reg);
     struct emb_table *v = emb_registry_add(view_reg, tr->c, &conf);
     v->index = tr->reg.n; /* its own message tags */
