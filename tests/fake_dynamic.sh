@@ -151,6 +151,6 @@ sy() { grep '"event":"train"' "$1" | tail -n 1 | grep -o '"device_syncs":[0-9.]*
 echo "device_syncs at step 6, P=2: host tables $(sy "$T/p2-host.jsonl"), device tables $(sy "$T/p2-dev.jsonl")"
 
 # not on the device yet
-expect_error "a dynamic feature table's lookups" "$FS" train "$IN" $COMMON $DEV \
+expect_error "dynamic feature tables live in host memory" "$FS" train "$IN" $COMMON $DEV \
     features.item=brand features.dynamic=brand
 finish

@@ -124,7 +124,8 @@ int main(void)
     cf.features.dynamic = "genre";
     expect("dynamic features, device placement", &backend_fake, &cf,
            "features.dynamic = genre with embedding.placement = device: dynamic feature tables "
-           "live in host memory (their index and pool); use embedding.placement = host or auto, "
+           "live in host memory (their lookups, several tables in one exchange, map and rebind ids "
+           "on the host: emb_multi.c); use embedding.placement = host or auto, "
            "or plain feature tables (no features.dynamic)");
     cf = plain();
     cf.precision = PRECISION_BF16;

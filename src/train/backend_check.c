@@ -93,7 +93,8 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
     const char *feat = asks_dynamic_features(cf, asked, sizeof asked);
     if (cf->placement == PLACE_DEVICE && feat)
         return refuse(err, errlen, feat,
-                      "dynamic feature tables live in host memory (their index and pool)",
+                      "dynamic feature tables live in host memory (their lookups, several "
+                      "tables in one exchange, map and rebind ids on the host: emb_multi.c)",
                       "embedding.placement = host or auto, or plain feature tables (no "
                       "features.dynamic)");
     if (cf->precision == PRECISION_BF16 && !be->gemm_bf16)

@@ -43,11 +43,6 @@ int train_dyn_refuse(const struct params *p, const struct train_conf *tc, int P,
         return 0;
     }
     const char *what = dc->on ? "embedding.dynamic = on" : "features.dynamic";
-    if (tc->placement == PLACE_DEVICE && feat)
-        return errorf(err, errlen, "features.dynamic with embedding.placement = device: a "
-                      "dynamic feature table's lookups (several tables in one exchange) run on "
-                      "the host, so its rows cannot live in device memory yet (doc/gpu.md): use "
-                      "embedding.placement = host");
     if (dc->on && tc->subspace_k > 0)
         return errorf(err, errlen, "embedding.dynamic = on: not with embedding.subspace_k = %d "
                       "(a dynamic table is a plain table)", tc->subspace_k);
