@@ -112,6 +112,13 @@ int main(void)
            "parallel.transport = mpi or auto");
     cf = plain();
     cf.placement = PLACE_DEVICE;
+    cf.subspace_k = 4;
+    expect("subspace, device placement", &backend_fake, &cf,
+           "embedding.subspace_k = 4 with embedding.placement = device: a subspace table's rows "
+           "F(i) + U c[i] are rebuilt and its gradients projected on the host (emb_subspace.c); "
+           "use embedding.placement = host or auto, or embedding.subspace_k = 0");
+    cf = plain();
+    cf.placement = PLACE_DEVICE;
     cf.features.event = "genre";
     expect("event features, device placement", &backend_fake, &cf, NULL);
     cf.features.item = "genres";

@@ -90,6 +90,14 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
         snprintf(asked, sizeof asked, "parallel.transport = %s", tp);
         return refuse(err, errlen, asked, LACKS("CUDA IPC"), "parallel.transport = mpi or auto");
     }
+    if (cf->placement == PLACE_DEVICE && cf->subspace_k > 0) {
+        snprintf(asked, sizeof asked, "embedding.subspace_k = %d with embedding.placement = device",
+                 cf->subspace_k);
+        return refuse(err, errlen, asked,
+                      "a subspace table's rows F(i) + U c[i] are rebuilt and its gradients "
+                      "projected on the host (emb_subspace.c)",
+                      "embedding.placement = host or auto, or embedding.subspace_k = 0");
+    }
     const char *feat = asks_dynamic_features(cf, asked, sizeof asked);
     if (cf->placement == PLACE_DEVICE && feat)
         return refuse(err, errlen, feat,

@@ -57,23 +57,11 @@ static int rank_step_parse(const char *name, const char *text, int P, int *r, in
     return 0;
 }
 
-/* What the device placement of the tables refuses before any backend is
- * known. */
-static int placement_check(const struct train_conf *tc, char *err, size_t errlen)
-{
-    if (tc->subspace_k > 0 && tc->placement == PLACE_DEVICE)
-        return errorf(err, errlen, "embedding.subspace_k = %d needs embedding.placement = host "
-                      "or auto", tc->subspace_k);
-    return 0;
-}
-
 /* What a run asks that contradicts itself before any backend is known,
  * and with device.type = cpu what the CPU backend cannot give
  * (backend_check: the same refusals as at set-up, found first). */
 static int device_check(const struct train_conf *tc, char *err, size_t errlen)
 {
-    if (placement_check(tc, err, errlen))
-        return -1;
     if (!strcmp(tc->device_type, "cpu"))
         return backend_check(&backend_cpu, tc, err, errlen);
     return 0;
@@ -84,7 +72,7 @@ int train_conf_device_refusal(const struct params *p, const struct train_conf *t
 {
     struct train_conf dev = *tc;
     dev.placement = PLACE_DEVICE;
-    return placement_check(&dev, err, errlen) || backend_check(be, &dev, err, errlen) ||
+    return backend_check(be, &dev, err, errlen) ||
                    train_dyn_refuse(p, &dev, P, err, errlen)
                ? -1
                : 0;
