@@ -77,8 +77,9 @@
 # on the fake device, with GPU_CHECK_SECONDS (the deadline; the budgets
 # scale with it), GPU_CHECK_ML_STEPS and GPU_CHECK_HEAVY_ITEMS;
 # GPU_CHECK_FAIL=STAGE makes that stage's first check fail (to see the
-# check go on). scripts/gpu-rehearse.sh runs it so on a bare root file
-# system.
+# check go on), GPU_CHECK_CUT=STAGE its first check end as if cut by the
+# budget (the sanitizer's: incomplete). scripts/gpu-rehearse.sh runs it so
+# on a bare root file system.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$(pwd)
@@ -244,8 +245,9 @@ stage_end() {
 }
 stage() { # NAME SHARE_OF_480
     stage_end
-    STAGE=$1 STAGE_FAILS=0 STAGE_CUTS=0 CUT_OK=0 FAIL_NEXT=0
+    STAGE=$1 STAGE_FAILS=0 STAGE_CUTS=0 CUT_OK=0 FAIL_NEXT=0 CUT_NEXT=0
     [ "${GPU_CHECK_FAIL:-}" = "$1" ] && FAIL_NEXT=1
+    [ "${GPU_CHECK_CUT:-}" = "$1" ] && CUT_NEXT=1
     STAGE_T0=$(date +%s)
     own=$(($2 * SECONDS_ALL / 480))
     if [ "$SHARES_LEFT" -gt 0 ]; then
@@ -298,6 +300,10 @@ check() {
         FAIL_NEXT=0
         echo "GPU_CHECK_FAIL=$STAGE: this check made to fail" > "$W/cmd.out"
         rc=1
+    elif [ "$CUT_NEXT" = 1 ]; then # GPU_CHECK_CUT: as if cut by the budget
+        CUT_NEXT=0
+        echo "GPU_CHECK_CUT=$STAGE: this check taken as cut by the budget" > "$W/cmd.out"
+        rc=124
     else
         timeout -k 5 "$left" "$@" > "$W/cmd.out" 2>&1
         rc=$?
@@ -446,6 +452,7 @@ print("".join(l for l in open("/proc/self/maps") if sys.argv[1] in l), end="")' 
 stage_sanitizer() {
     SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
         /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+    CUT_OK=1 # a run cut by the budget: incomplete, not failed
     if [ "$DEV" != cuda ] || [ "$GPUS" -eq 0 ]; then
         say "  not run: no GPU (compute-sanitizer checks GPU kernels)"
         check "test_backend_ops $DEV (in place of the sanitizer)" "$TBO" "$DEV" \
@@ -456,7 +463,6 @@ stage_sanitizer() {
         # memcheck over every op test whose kernels are new or rewritten; the
         # attention kernels under racecheck (shared memory hazards); each capped
         # at its share of the stage, the reports in OUT/sanitizer.log
-        CUT_OK=1 # a run cut by the budget: incomplete, not failed
         half=$(( (STAGE_END - $(date +%s)) * 2 / 3 ))
         STAGE_END_ALL=$STAGE_END
         STAGE_END=$(( $(date +%s) + half ))
@@ -607,7 +613,8 @@ stage_direct() {
             continue
         fi
         aware=$(grep -o -m 1 'CUDA-aware: [a-z]*' "$W/cmd.out")
-        table "direct $1 through $how (${aware:-CUDA-aware: not said})"
+        table "direct $1 through $how (MPI: ${aware:-CUDA-aware: not said}$([ "$DEV" = fake ] &&
+            echo '; the fake device acts CUDA-aware'))"
         same "$1: staging=direct vs staged, bit for bit" "$M/$1-direct.jsonl" "$ref" 0
     done
     unset FREESCALE_FAKE_AWARE
