@@ -126,5 +126,7 @@ set -e
 rm -rf "$OUT"
 mkdir -p "$OUT"
 cp "$R/out"/* "$OUT/" 2>/dev/null || true
+took=$(sed -n 's/^gpu-check: .* in \([0-9]*\) s.*/\1/p' "$OUT/table.txt" 2>/dev/null | tail -n 1)
+echo "gpu-rehearse: the check took ${took:-?} s of its deadline of ${GPU_CHECK_SECONDS:-1440} s (this machine's for the GPU's 480 s)"
 echo "gpu-rehearse: exit $rc after $(( $(date +%s) - T0 )) s; $(ls "$OUT" | wc -l) file(s) in $OUT: $(ls "$OUT" | tr '\n' ' ')"
 exit $rc
