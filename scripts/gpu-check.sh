@@ -417,9 +417,11 @@ stage_env() {
     if [ -n "$MPIRUN_CUDA" ]; then
         check "the second launcher (CUDA-aware Open MPI), -np 2" $MPIRUN_CUDA --bind-to none -np 2 \
             "$FS" --version
-        check "its ompi_info" env LD_LIBRARY_PATH="$OMPI_CUDA/lib" OPAL_PREFIX="$OMPI_CUDA" \
+        check "its ompi_info: mpi_built_with_cuda_support true" sh -c '"$@" > "$0" 2>&1
+            grep "mpi_built_with_cuda_support:value:" "$0"
+            grep -q "mpi_built_with_cuda_support:value:true" "$0"' "$W/ompi_info.out" \
+            env LD_LIBRARY_PATH="$OMPI_CUDA/lib" OPAL_PREFIX="$OMPI_CUDA" \
             "$OMPI_CUDA/bin/ompi_info" --parsable --all
-        say "  $(grep -m 1 'mpi_built_with_cuda_support' "$W/cmd.out")"
     fi
     # the bundle's libraries reach its own programs alone (their RUNPATH):
     # the machine's python3 and compute-sanitizer load none of them
