@@ -24,7 +24,8 @@
 #      GPU_CHECK_DEVICE=fake FREESCALE_BUNDLE=gpu-bundle \
 #          scripts/gpu-check.sh --quick /rehearse/out
 #    with the deadline and sizes of this 2-core machine (GPU_CHECK_SECONDS,
-#    GPU_CHECK_ML_STEPS, GPU_CHECK_HEAVY_ITEMS may be set).
+#    GPU_CHECK_ML_STEPS, GPU_CHECK_HEAVY_ITEMS, GPU_CHECK_FAIL and
+#    GPU_CHECK_STAGES may be set).
 # OUT (default rehearse-out/) receives the check's files. Exit status: the
 # check's.
 set -eu
@@ -119,6 +120,7 @@ exec chroot "$R" /usr/bin/env -i HOME=/root TERM=dumb \
     GPU_CHECK_DEVICE=fake FREESCALE_BUNDLE=gpu-bundle \
     GPU_CHECK_SECONDS=${GPU_CHECK_SECONDS:-1440} GPU_CHECK_ML_STEPS=${GPU_CHECK_ML_STEPS:-6} \
     GPU_CHECK_HEAVY_ITEMS=${GPU_CHECK_HEAVY_ITEMS:-200000} ${GPU_CHECK_FAIL:+GPU_CHECK_FAIL=$GPU_CHECK_FAIL} \
+    ${GPU_CHECK_STAGES:+"GPU_CHECK_STAGES=$GPU_CHECK_STAGES"} \
     sh -c 'cd /rehearse/tree && scripts/gpu-check.sh --quick /rehearse/out'
 EOF
 rc=$?
