@@ -16,7 +16,24 @@
 #                               Open MPI at them)
 #                        cuda-libs  the CUDA libraries the programs need
 #                               (sonames), which scripts/gpu-env.sh finds
-#                               on the GPU machine
+#                               on the GPU machine and links into
+#                               cuda-lib/ there
+#                        ompi-cuda/  the second launcher, where this
+#                               machine has built it (scripts/gpu-ompi.sh;
+#                               FREESCALE_OMPI_CUDA=PREFIX, default the
+#                               cache of that script): a CUDA-aware Open MPI
+#                               of the same version (bin/orterun, orted,
+#                               ompi_info, lib/ with its plugins, share/,
+#                               etc/), for gpu-check.sh's
+#                               device.staging=direct runs; its libmpi.so.40
+#                               takes the place of lib/'s in those runs
+#                      Every program and library carries its own search
+#                      path (RUNPATH, set with patchelf: $ORIGIN/../lib
+#                      and $ORIGIN/../cuda-lib for the programs, the
+#                      folder itself and lib/ for libraries and plugins),
+#                      so the bundle's libraries reach its own programs
+#                      only: no LD_LIBRARY_PATH, nothing shadowed for the
+#                      GPU machine's python3 or compute-sanitizer
 #   DIR/ref/           the CPU reference runs of the check and their
 #                      dataset (gpu-check.sh --refs), computed here
 # It refuses (exit 1, naming them) when the closure is incomplete: a
@@ -31,6 +48,15 @@ set -eu
 DIR=$(realpath -m "${1:?usage: scripts/gpu-bundle.sh DIR}")
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 MAX_MIB=40
+if ! command -v patchelf >/dev/null; then # Debian's package, as root
+    [ "$(id -u)" -eq 0 ] && echo "gpu-bundle: installing patchelf" &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends patchelf >/dev/null
+    command -v patchelf >/dev/null ||
+        { echo "gpu-bundle: patchelf not found (apt-get install patchelf)" >&2; exit 1; }
+fi
+OMPI_VERSION=$(dpkg-query -W -f '${Version}' libopenmpi3 2>/dev/null || true)
+OMPI_CUDA=${FREESCALE_OMPI_CUDA:-/var/cache/freescale/ompi-cuda-${OMPI_VERSION%+b[0-9]*}}
+[ -f "$OMPI_CUDA/.freescale-ompi" ] || OMPI_CUDA=
 W=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 git -C "$TOP" rev-parse --is-inside-work-tree >/dev/null
@@ -69,7 +95,16 @@ for d in /usr/lib/$MA/openmpi/lib /usr/lib/$MA/pmix2/lib /usr/lib/$MA/pmix2/shar
     mkdir -p "$R$(dirname "$d")"
     cp -a "$d" "$R$(dirname "$d")/"
 done
-find "$R/usr" \( -name '*.a' -o -name '*.la' -o -name pkgconfig \) -prune -exec rm -rf {} +
+# the second launcher: the CUDA-aware Open MPI's runtime, in its own layout
+if [ -n "$OMPI_CUDA" ]; then
+    mkdir -p "$R/ompi-cuda/bin" "$R/ompi-cuda/share"
+    cp "$OMPI_CUDA/bin/orterun" "$OMPI_CUDA/bin/orted" "$OMPI_CUDA/bin/ompi_info" "$R/ompi-cuda/bin/"
+    cp -a "$OMPI_CUDA/lib" "$OMPI_CUDA/etc" "$R/ompi-cuda/"
+    cp -a "$OMPI_CUDA/share/openmpi" "$R/ompi-cuda/share/"
+    rm -f "$R/ompi-cuda/lib"/libmpi_mpifh* "$R/ompi-cuda/lib"/libmpi_usempi* "$R/ompi-cuda/lib"/liboshmem*
+fi
+find "$R/usr" "$R/ompi-cuda" \( -name '*.a' -o -name '*.la' -o -name pkgconfig -o -name '*.mod' \) \
+    -prune -exec rm -rf {} + 2>/dev/null || true
 # the fabric plugins (UCX, OFI, PSM, verbs): one GPU host needs shared
 # memory and TCP; they would bring 10 MB of network libraries
 for f in "$R/usr/lib/$MA/openmpi/lib/openmpi3"/*.so; do
@@ -82,8 +117,25 @@ rm -f "$R/usr/lib/$MA/openmpi/lib"/libmca_common_ucx* "$R/usr/lib/$MA/openmpi/li
 # what the GPU machine must have itself: the C library's pieces, the C++
 # and GCC runtime, CUDA's libraries and the driver
 SYSTEM='^(linux-vdso\.so|ld-linux[-a-z0-9_]*\.so|libc|libm|libmvec|libdl|libpthread|librt|libresolv|libnss_[a-z]*|libanl|libutil|libcrypt|libBrokenLocale|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvidia-[a-z-]*)\.so'
-find "$R/bin" "$R/usr" -type f \( -perm -u+x -o -name '*.so*' \) > "$W/objs"
-# the libraries of the objects, copied into lib/ until nothing new comes
+# runpath F: F's RUNPATH: the folders it loads from, relative to itself
+# ($ORIGIN): lib/ (and ompi-cuda/lib first for the second launcher's
+# files), the folder itself for a library, cuda-lib/ for the programs
+runpath() {
+    d=$(dirname "$1")
+    rp=
+    case $1 in "$R/ompi-cuda/"*) rp="\$ORIGIN/$(realpath -m --relative-to="$d" "$R/ompi-cuda/lib"):" ;; esac
+    case $1 in *.so*) rp="$rp\$ORIGIN:" ;; esac
+    rp="$rp\$ORIGIN/$(realpath -m --relative-to="$d" "$R/lib")"
+    case $1 in "$R/bin/"* | "$R/ompi-cuda/bin/"*) rp="$rp:\$ORIGIN/$(realpath -m --relative-to="$d" "$R/cuda-lib")" ;; esac
+    rp=$(echo "$rp" | sed 's#/\./#/#g; s#/\.:#:#g; s#/\.$##' | tr ':' '\n' | awk '!seen[$0]++' | paste -sd:)
+    patchelf --set-rpath "$rp" "$1"
+}
+elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = "177ELF" ]; }
+find "$R/bin" "$R/usr" "$R/ompi-cuda" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null |
+    while read -r f; do elf "$f" && echo "$f"; done > "$W/objs"
+while read -r f; do runpath "$f"; done < "$W/objs"
+# the libraries of the objects, copied into lib/ (with their RUNPATH) until
+# nothing new comes; what resolves inside the bundle already is there
 : > "$W/have"
 while :; do
     while read -r f; do ldd "$f" 2>/dev/null; done < "$W/objs" |
@@ -91,21 +143,24 @@ while :; do
     new=0
     while read -r name path; do
         echo "$name" | grep -Eq "$SYSTEM" && continue
+        case $path in "$R"/*) continue ;; esac
         grep -qx "$name" "$W/have" && continue
         cp -L "$path" "$R/lib/$name"
+        chmod u+w "$R/lib/$name"
+        runpath "$R/lib/$name"
         echo "$name" >> "$W/have"
+        echo "$R/lib/$name" >> "$W/objs"
         new=1
     done < "$W/deps"
     [ $new = 0 ] && break
-    find "$R/lib" -type f > "$W/objs.lib"
-    cat "$W/objs.lib" >> "$W/objs"
     sort -u -o "$W/objs" "$W/objs"
 done
-# the closure, checked as the GPU machine will see it: with only lib/ added,
-# every library resolves inside the bundle or is one of the system's
+# the closure, checked as the GPU machine will see it: without any
+# LD_LIBRARY_PATH, every library resolves inside the bundle (through the
+# RUNPATHs) or is one of the system's
 : > "$W/bad"
 while read -r f; do
-    LD_LIBRARY_PATH="$R/lib" ldd "$f" 2>/dev/null | awk -v f="${f#"$R"/}" '
+    ldd "$f" 2>/dev/null | awk -v f="${f#"$R"/}" '
         /not found/ { print f ": " $1 " not found"; next }
         $2 == "=>" && $3 ~ /^\// { print f ": " $1 " " $3 }' |
         while read -r obj name path; do

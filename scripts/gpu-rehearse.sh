@@ -24,7 +24,8 @@
 #      GPU_CHECK_DEVICE=fake FREESCALE_BUNDLE=gpu-bundle \
 #          scripts/gpu-check.sh --quick /rehearse/out
 #    with the deadline and sizes of this 2-core machine (GPU_CHECK_SECONDS,
-#    GPU_CHECK_ML_STEPS, GPU_CHECK_HEAVY_ITEMS may be set).
+#    GPU_CHECK_ML_STEPS, GPU_CHECK_HEAVY_ITEMS, GPU_CHECK_FAIL and
+#    GPU_CHECK_STAGES may be set).
 # OUT (default rehearse-out/) receives the check's files. Exit status: the
 # check's.
 set -eu
@@ -119,6 +120,7 @@ exec chroot "$R" /usr/bin/env -i HOME=/root TERM=dumb \
     GPU_CHECK_DEVICE=fake FREESCALE_BUNDLE=gpu-bundle \
     GPU_CHECK_SECONDS=${GPU_CHECK_SECONDS:-1440} GPU_CHECK_ML_STEPS=${GPU_CHECK_ML_STEPS:-6} \
     GPU_CHECK_HEAVY_ITEMS=${GPU_CHECK_HEAVY_ITEMS:-200000} ${GPU_CHECK_FAIL:+GPU_CHECK_FAIL=$GPU_CHECK_FAIL} \
+    ${GPU_CHECK_STAGES:+"GPU_CHECK_STAGES=$GPU_CHECK_STAGES"} \
     sh -c 'cd /rehearse/tree && scripts/gpu-check.sh --quick /rehearse/out'
 EOF
 rc=$?
@@ -126,5 +128,7 @@ set -e
 rm -rf "$OUT"
 mkdir -p "$OUT"
 cp "$R/out"/* "$OUT/" 2>/dev/null || true
+took=$(sed -n 's/^gpu-check: .* in \([0-9]*\) s.*/\1/p' "$OUT/table.txt" 2>/dev/null | tail -n 1)
+echo "gpu-rehearse: the check took ${took:-?} s of its deadline of ${GPU_CHECK_SECONDS:-1440} s (this machine's for the GPU's 480 s)"
 echo "gpu-rehearse: exit $rc after $(( $(date +%s) - T0 )) s; $(ls "$OUT" | wc -l) file(s) in $OUT: $(ls "$OUT" | tr '\n' ' ')"
 exit $rc

@@ -266,7 +266,10 @@ void comm_describe(const struct comm *c, char *buf, size_t len)
 
 int comm_cuda_aware(void)
 {
-#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+    /* asked at run time even where the headers built against say 0: the
+     * same program with a CUDA-aware libmpi.so.40 of the same version in
+     * its place (the GPU bundle's second launcher) answers 1 */
     return MPIX_Query_cuda_support() != 0;
 #else
     return 0; /* not built CUDA-aware (or not Open MPI): stage through the host */
