@@ -13,7 +13,7 @@
 # (slurm_lib.sh's waits end on progress).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
-STEPS=${CLUSTER_SLURM_STEPS:-1500}
+STEPS=${CLUSTER_SLURM_STEPS:-1000}
 
 if [ "${1:-}" != --in-node1 ]; then
     slurm_skip_unless_installed
@@ -53,10 +53,10 @@ last_step() { sed -n 's/^{"event":"train",.*"step":\([0-9]*\),.*/\1/p' "$1" 2>/d
 past() { s=$(last_step "$1"); [ -n "$s" ] && [ "$s" -ge "$2" ]; }
 restarted() { [ "$(grep -c restart= "$RUN/job.txt" 2>/dev/null)" -ge 2 ]; }
 
-if slurm_until "$job" past "$RUN/metrics.jsonl" 400; then
+if slurm_until "$job" past "$RUN/metrics.jsonl" 300; then
     timeout 300 scancel --batch --signal=USR1 "$job" && pass "job $job on 2 nodes: USR1 at step $s"
 else
-    fail "no training past step 400 (job $(slurm_state "$job")): $(tail -n 5 "$RUN/log" 2>/dev/null) $(cat "$out")"
+    fail "no training past step 300 (job $(slurm_state "$job")): $(tail -n 5 "$RUN/log" 2>/dev/null) $(cat "$out")"
     finish
 fi
 slurm_until "$job" restarted || fail "no restart: $(cat "$out")"
