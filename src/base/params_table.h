@@ -173,7 +173,8 @@ X(embedding, subspace_basis, CHOICE, "random", 0, 0, "random|identity",
 X(embedding, dynamic, BOOL, "off", 0, 1, NULL,
   "a dynamic item table (doc/embedding.md, \"Dynamic tables\"): a hash table from raw id to a "
   "row per shard (owner: a 64-bit mix of the id mod the group size), rows made on first use "
-  "(embedding.admit), evicted by embedding.evict, at most embedding.capacity (host memory)")
+  "(embedding.admit), evicted by embedding.evict, at most embedding.capacity (host or device "
+  "memory: embedding.placement)")
 X(embedding, capacity, INT, "0", 0, 1e18, NULL,
   "dynamic tables: at most this many rows over all shards (each shard its share); 0 = unbounded")
 X(embedding, admit, INT, "1", 1, 65535, NULL,
