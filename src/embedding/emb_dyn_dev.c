@@ -221,59 +221,47 @@ static void flush(struct emb_table *t)
     d->dirty = 0; /* the evicted list is never changed by the host but emptied (ngone = 0) */
 }
 
+/* A device index (keys, vals of *cap entries, backend memory) and its
+ * host mirror m grown to hold `more` more keys at most half full (the
+ * capacity doubled as emb_dyn_index_put doubles past half), rehashed on
+ * the device; the mirror sized alike (stale). */
+static void room(const struct backend_ops *be, struct emb_dyn_index *m, int64_t **keys,
+                 int64_t **vals, int64_t *cap, int64_t more)
+{
+    int64_t c = m->cap;
+    while (2 * (m->n + more) > c)
+        c *= 2;
+    if (c == m->cap)
+        return;
+    int64_t *k = be->alloc((size_t)c * sizeof *k);
+    int64_t *v = be->alloc((size_t)c * sizeof *v);
+    be->dyn_rehash(*keys, *vals, *cap, k, v, c);
+    be->free(*keys);
+    be->free(*vals);
+    *keys = k;
+    *vals = v;
+    *cap = c;
+    const int64_t n = m->n;
+    emb_dyn_index_free(m);
+    emb_dyn_index_init(m, c);
+    m->n = n;
+}
+
 /* The probation list to take `more` more entries at most half full (the
  * host's doubles at each put; this one is sized for the tick's ids at
- * once: the same entries, another capacity), rehashed on the device; the
- * mirror sized alike (stale). */
+ * once: the same entries, another capacity). */
 static void prob_room(struct emb_table *t, int64_t more)
 {
-    struct emb_dyn *d = t->dyn;
-    struct emb_dyn_dev *v = d->dv;
-    int64_t cap = d->prob.cap;
-    while (2 * (d->prob.n + more) > cap)
-        cap *= 2;
-    if (cap == d->prob.cap)
-        return;
-    const struct backend_ops *be = t->be;
-    int64_t *keys = be->alloc((size_t)cap * sizeof *keys);
-    int64_t *vals = be->alloc((size_t)cap * sizeof *vals);
-    be->dyn_rehash(v->pkeys, v->pvals, v->pcap, keys, vals, cap);
-    be->free(v->pkeys);
-    be->free(v->pvals);
-    v->pkeys = keys;
-    v->pvals = vals;
-    v->pcap = cap;
-    const int64_t n = d->prob.n;
-    emb_dyn_index_free(&d->prob);
-    emb_dyn_index_init(&d->prob, cap);
-    d->prob.n = n;
+    struct emb_dyn_dev *v = t->dyn->dv;
+    room(t->be, &t->dyn->prob, &v->pkeys, &v->pvals, &v->pcap, more);
 }
 
 /* The index to hold `more` more keys at most half full (emb_dyn_index_put
- * doubles at each put that would pass half: the same final size), rehashed
- * on the device; the mirror is sized alike (stale). */
+ * doubles at each put that would pass half: the same final size). */
 static void index_room(struct emb_table *t, int64_t more)
 {
-    struct emb_dyn *d = t->dyn;
-    struct emb_dyn_dev *v = d->dv;
-    int64_t cap = d->ix.cap;
-    while (2 * (d->ix.n + more) > cap)
-        cap *= 2;
-    if (cap == d->ix.cap)
-        return;
-    const struct backend_ops *be = t->be;
-    int64_t *keys = be->alloc((size_t)cap * sizeof *keys);
-    int64_t *vals = be->alloc((size_t)cap * sizeof *vals);
-    be->dyn_rehash(v->keys, v->vals, v->cap, keys, vals, cap);
-    be->free(v->keys);
-    be->free(v->vals);
-    v->keys = keys;
-    v->vals = vals;
-    v->cap = cap;
-    const int64_t n = d->ix.n;
-    emb_dyn_index_free(&d->ix);
-    emb_dyn_index_init(&d->ix, cap);
-    d->ix.n = n;
+    struct emb_dyn_dev *v = t->dyn->dv;
+    room(t->be, &t->dyn->ix, &v->keys, &v->vals, &v->cap, more);
 }
 
 /* k of the missing ids hm[k] (ascending, on the device at miss) get rows
