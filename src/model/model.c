@@ -155,7 +155,13 @@ void model_upload(struct model *m, void *dst, const void *src, size_t bytes)
 void model_reserve(struct model *m, int64_t B, int64_t T, int64_t K)
 {
     if (m->vt && m->vt->reserve)
-        m->vt->reserve(m, B, T, K);
+        m->vt->reserve(m, B, T, K, 1);
+}
+
+void model_reserve_cold(struct model *m, int64_t B, int64_t T, int64_t K)
+{
+    if (m->vt && m->vt->reserve)
+        m->vt->reserve(m, B, T, K, 0);
 }
 
 struct dense_tensor *model_param(struct model *m, const char *name)

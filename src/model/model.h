@@ -118,8 +118,9 @@ struct model_vtable {
     void (*backward)(struct model *m, const struct batch *b, const float *dout, float *demb);
     void (*free)(struct model *m);
     /* Make the buffers hold batches of up to T tokens in B sequences and,
-     * split (batch.split), K key rows (0: none) at once (model_reserve). */
-    void (*reserve)(struct model *m, int64_t B, int64_t T, int64_t K);
+     * split (batch.split), K key rows (0: none) at once (model_reserve;
+     * touch: every new buffer written, its pages resident). */
+    void (*reserve)(struct model *m, int64_t B, int64_t T, int64_t K, int touch);
 };
 
 struct model {
@@ -159,6 +160,10 @@ void model_free(struct model *m);
  * largest batch seen, so that a long run's memory creeps up as its batches
  * do (the stream schedule reserves its bound before the first window). */
 void model_reserve(struct model *m, int64_t B, int64_t T, int64_t K);
+/* The same without writing the buffers (their pages not made resident):
+ * what embedding.placement = auto measures in the device's free memory
+ * (placement.c), at the cost of the allocations alone. */
+void model_reserve_cold(struct model *m, int64_t B, int64_t T, int64_t K);
 /* The tensor called name, or NULL. */
 struct dense_tensor *model_param(struct model *m, const char *name);
 void model_zero_grads(struct model *m);

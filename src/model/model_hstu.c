@@ -405,10 +405,10 @@ static void hstu_free(struct model *m)
     m->priv = NULL;
 }
 
-static void hstu_reserve(struct model *m, int64_t B, int64_t T, int64_t K)
+static void hstu_reserve(struct model *m, int64_t B, int64_t T, int64_t K, int touch)
 {
     struct hstu_priv *P = m->priv;
-    P->touch = 1;
+    P->touch = touch;
     reserve(m, B, T);
     if (K > 0)
         kbuf_reserve(m, B, K);

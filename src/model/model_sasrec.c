@@ -405,10 +405,10 @@ static void sasrec_free(struct model *m)
     m->priv = NULL;
 }
 
-static void sasrec_reserve(struct model *m, int64_t B, int64_t T, int64_t K)
+static void sasrec_reserve(struct model *m, int64_t B, int64_t T, int64_t K, int touch)
 {
     struct sasrec_priv *s = m->priv;
-    s->touch = 1;
+    s->touch = touch;
     reserve(m, T);
     if (K > 0)
         split_reserve(m, B, K);

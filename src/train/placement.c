@@ -78,7 +78,7 @@ static size_t free_bytes(struct trainer *tr)
 
 /* The step's workspace of this rank: the model's buffers for a training
  * batch (train.batch_size sequences of data.max_seq_len events, with
- * features their tokens), reserved now (model_reserve: the buffers the
+ * features their tokens), reserved now (model_reserve_cold: the buffers the
  * steps would grow to) and measured as the device's free memory shrank
  * over it, the ranks of a node in turn (so that a device shared by
  * several sees one rank's at a time). Collective over the node. */
@@ -96,7 +96,7 @@ static double workspace_bytes(struct trainer *tr)
     for (int turn = 0; turn < tr->c->g[COMM_NODE].size; turn++) {
         if (turn == tr->c->g[COMM_NODE].rank) {
             const size_t free0 = read_free(tr, err);
-            model_reserve(&tr->m, cf->batch_size, cf->batch_size * seq, 0);
+            model_reserve_cold(&tr->m, cf->batch_size, cf->batch_size * seq, 0);
             const size_t free1 = read_free(tr, err);
             ws = free0 > free1 ? (double)(free0 - free1) : 0.0;
         }
