@@ -447,6 +447,13 @@ struct backend_ops {
                            int64_t *sid, const int64_t *last, const int64_t *freq, int64_t *keys,
                            int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
                            int64_t *ctl, int64_t *scratch);
+
+    /* --- issue 51 G: host waits ------------------------------------------ */
+    /* index_mask: dst[i] = -1 where mask[i] != 0, else src[i] (i < n; all
+     * backend memory): the loss's target rows with the positions without a
+     * target unset (model/task_retrieval.c). */
+    void (*index_mask)(int64_t n, const int64_t *src, const uint8_t *mask, int64_t *dst);
+    /* --- end of issue 51 G's block ---------------------------------------- */
 };
 
 /* bytes of an ipc_export handle (the size of a cudaIpcMemHandle_t) */
