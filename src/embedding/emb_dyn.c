@@ -442,6 +442,12 @@ void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, 
         emb_dyn_dev_shared_grad(t, c, ids, g, k, NULL, maybe);
         return;
     }
+    emb_dyn_shared_grad_host(t, c, ids, g, k);
+}
+
+void emb_dyn_shared_grad_host(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                              int64_t *k)
+{
     const int has = *k > 0 && (*ids)[0] == t->shard;
     float *sum = xmalloc((size_t)t->width * sizeof *sum);
     if (emb_dyn_shared_sum(t, c, has, 0, *g, NULL, sum))

@@ -129,6 +129,10 @@ void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, flo
  * (a device table then reads nothing back: emb_dyn_map_shared). */
 void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                             int64_t *k, int maybe);
+/* The same over lists in host memory whatever t's memory (emb_multi.c:
+ * a device table's lists summed on the host before they go up). */
+void emb_dyn_shared_grad_host(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                              int64_t *k);
 /* 0 when the last lookup of t (emb_dyn_map) gave none of its ids the
  * unadmitted row, as far as the host knows it (a device table's training
  * lookups); else 1. */
