@@ -114,11 +114,15 @@ same_losses "$T/full.jsonl" "$T/res-dev.jsonl" "resumed at P=4: the uninterrupte
 run res-delta 2 $DT $RS "train.resume=$T/ck-dev/delta-5.h5"
 same_losses "$T/full.jsonl" "$T/res-delta.jsonl" "resumed at P=2 (device) from the delta chain" 5 0
 
-# --- host waits: the last logging interval's, host and device tables ---------
+# --- host waits per step: the last logging interval's (steps 21-25), host
+# and device tables (doc/embedding.md) -----------------------------------------
 sy() { grep '"event":"train"' "$1" | tail -n 1 | grep -o '"device_syncs":[0-9.]*' | cut -d: -f2; }
-run sh2 2 device.type=fake device.share=on embedding.placement=host parallel.transport=mpi \
-    $F embedding.admit=2 embedding.evict=ttl:2
-echo "device_syncs at step 6, P=2, admit=2 ttl:2: host tables $(sy "$T/sh2.jsonl"), device tables $(sy "$T/t2-dev.jsonl")"
-run shr1 1 device.type=fake device.share=on embedding.placement=host parallel.transport=mpi $R
-echo "device_syncs at step 6, P=1, ranking: host tables $(sy "$T/shr1.jsonl"), device tables $(sy "$T/r1-dev.jsonl")"
+W="device.type=fake device.share=on parallel.transport=mpi train.epochs=20 train.max_steps=25
+train.log_every=5 train.eval_every=0 train.final_eval=off"
+for pl in host device; do
+    run w$pl 2 $W embedding.placement=$pl $F embedding.admit=2 embedding.evict=ttl:2
+    run wr$pl 1 $W embedding.placement=$pl $R
+done
+echo "device_syncs a step, retrieval, P=2, admit=2 ttl:2: host tables $(sy "$T/whost.jsonl"), device tables $(sy "$T/wdevice.jsonl")"
+echo "device_syncs a step, ranking, P=1, admit=2 ttl:3: host tables $(sy "$T/wrhost.jsonl"), device tables $(sy "$T/wrdevice.jsonl")"
 finish

@@ -316,6 +316,20 @@ void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64
     free(slot);
 }
 
+void emb_dyn_map_tables(int nt, struct emb_table *const *t, const int *nseg,
+                        int64_t *const *const *seg, const int64_t *const *n, int train)
+{
+    int dev = nt > 1;
+    for (int k = 0; k < nt; k++)
+        dev &= t[k]->dyn->dv != NULL;
+    if (dev) { /* one read-back for all */
+        emb_dyn_dev_map_many(nt, t, nseg, seg, n, train);
+        return;
+    }
+    for (int k = 0; k < nt; k++)
+        emb_dyn_map(t[k], nseg[k], seg[k], n[k], train);
+}
+
 /* The host's mirror of a device table current (emb_dyn_dev.c); const:
  * the table's contents do not change. */
 static void pull(const struct emb_table *t)

@@ -204,14 +204,13 @@ static int64_t *float_layout(const struct emb_multi *x, int grads, float **out, 
     return l;
 }
 
-/* Sharded table j's served ids (one segment per requester, in serve[]:
- * x->serve, or its copy in the tables' device memory) made virtual ids: a
- * lookup of a dynamic table (emb_dyn_map; x->train: a training one).
- * Segments that follow one another go as one. */
-static void multi_map(struct emb_multi *x, int j, int64_t *serve)
+/* Sharded table j's served ids in serve[] (x->serve, or its copy in the
+ * tables' device memory) as segments seg[nseg], n[nseg] ([G] each), one
+ * per requester, those that follow one another as one; returns nseg. */
+static int multi_segs(const struct emb_multi *x, int j, int64_t *serve, int64_t **seg,
+                      int64_t *n)
 {
     const int G = x->G;
-    int64_t **seg = alloc0((size_t)G, sizeof *seg), *n = alloc0((size_t)G, sizeof *n);
     int nseg = 0;
     for (int p = 0; p < G; p++) {
         int64_t at = x->rd[p];
@@ -225,9 +224,34 @@ static void multi_map(struct emb_multi *x, int j, int64_t *serve)
             n[nseg++] = np;
         }
     }
-    emb_dyn_map(x->tab[x->sidx[j]].t, nseg, seg, n, x->train);
-    free(seg);
-    free(n);
+    return nseg;
+}
+
+/* The served ids of the dynamic sharded tables made virtual ids, in serve[]
+ * (as multi_segs'): their lookups (emb_dyn_map_tables; x->train: a
+ * training one), all at once. */
+static void multi_map(struct emb_multi *x, int64_t *serve)
+{
+    const int G = x->G;
+    struct emb_table *t[EMB_MULTI_MAX];
+    int nseg[EMB_MULTI_MAX], m = 0;
+    int64_t **seg[EMB_MULTI_MAX], *n[EMB_MULTI_MAX];
+    for (int j = 0; j < x->ns; j++) {
+        if (!x->tab[x->sidx[j]].t->dyn)
+            continue;
+        t[m] = x->tab[x->sidx[j]].t;
+        seg[m] = alloc0((size_t)G, sizeof *seg[m]);
+        n[m] = alloc0((size_t)G, sizeof *n[m]);
+        nseg[m] = multi_segs(x, j, serve, seg[m], n[m]);
+        m++;
+    }
+    if (m)
+        emb_dyn_map_tables(m, t, nseg, (int64_t *const *const *)seg, (const int64_t *const *)n,
+                           x->train);
+    for (int k = 0; k < m; k++) {
+        free(seg[k]);
+        free(n[k]);
+    }
 }
 
 /* Device tables: every row a lookup reads, gathered on the device from
@@ -269,9 +293,8 @@ static void dev_rows(struct emb_multi *x, float *out, int64_t nout)
     }
     stage_up(md.st, dids + ai, x->serve, (size_t)nserve * sizeof *dids);
     int64_t *dserve = dids + ai;
-    for (int j = 0; j < x->ns && dyn; j++) /* dynamic tables: the served ids to slots */
-        if (x->tab[x->sidx[j]].t->dyn)
-            multi_map(x, j, dserve);
+    if (dyn) /* dynamic tables: the served ids to slots */
+        multi_map(x, dserve);
     for (int p = 0; p < G && x->ns; p++) /* as the host's loop: out's layout */
         for (int j = 0; j < x->ns; j++) {
             const struct mtab *m = &x->tab[x->sidx[j]];
@@ -352,10 +375,9 @@ void emb_multi_lookup(struct emb_multi *x)
     float *out, *in;
     int64_t *fsc = float_layout(x, 0, &out, &in), *fsd = fsc + G, *frc = fsc + 2 * G,
             *frd = fsc + 3 * G;
-    for (int j = 0; j < ns && !x->dbe; j++) /* dynamic tables: the served ids to slots
-                                                (emb_dyn.h; device tables: in dev_rows) */
-        if (x->tab[x->sidx[j]].t->dyn)
-            multi_map(x, j, x->serve);
+    if (!x->dbe) /* dynamic tables: the served ids to slots (emb_dyn.h; device tables:
+                    in dev_rows) */
+        multi_map(x, x->serve);
     for (int p = 0; p < G; p++) {
         int64_t f_at = fsd[p], id_at = x->rd[p];
         for (int j = 0; j < ns; j++) {
