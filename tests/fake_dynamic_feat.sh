@@ -5,15 +5,15 @@
 # the CPU's: at P = 1, 2 and 4 ranks sharing it (device.share = on,
 # transport mpi) the losses, the evaluations' metrics and the tables'
 # counters equal the CPU's host tables at tolerance 0, for retrieval with
-# item and user features (two dynamic tables, one multi-valued) with
-# admission, ttl, lru and lfu under a binding capacity (the item table
-# dynamic too in one), embedding groups (admit 1, evict none), and ranking
-# with features (admission, ttl); a
-# checkpoint chain (full and deltas) written from device tables at P = 2
-# holds the host tables' datasets bit for bit and resumes at P = 4 with
-# the losses of the host tables' checkpoint resumed there. The device's
-# host waits per step, host tables against device tables, are reported
-# (doc/embedding.md).
+# item and user features (two dynamic tables, one multi-valued) under
+# admission with ttl, lru under a binding capacity, admission with lfu and
+# adam (the item table dynamic too in one run), embedding groups (admit 1,
+# evict none), and ranking with features (admission, ttl); a checkpoint
+# chain (full and deltas) written from device tables at P = 2 holds the
+# host tables' datasets bit for bit and resumes at P = 4 with the losses
+# of the host tables' checkpoint resumed there; recommend from it over
+# device tables gives the CPU's lists. The device's host waits per step,
+# host tables against device tables, are reported (doc/embedding.md).
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -113,6 +113,14 @@ same_evals "$T/res-cpu.jsonl" "$T/res-dev.jsonl" "resumed at P=4, device tables 
 same_losses "$T/full.jsonl" "$T/res-dev.jsonl" "resumed at P=4: the uninterrupted run's" 4 1e-6
 run res-delta 2 $DT $RS "train.resume=$T/ck-dev/delta-5.h5"
 same_losses "$T/full.jsonl" "$T/res-delta.jsonl" "resumed at P=2 (device) from the delta chain" 5 0
+# recommend over the checkpoint's tables (the items' representations with
+# their dynamic feature rows) in device memory = on the CPU
+"$MPIRUN" -np 2 "$FS" recommend "$T/ck-dev/ckpt-6.h5" --top 5 -o "$T/rec-cpu.csv" >/dev/null 2>&1 &&
+    "$MPIRUN" -np 2 "$FS" recommend "$T/ck-dev/ckpt-6.h5" $DT --top 5 -o "$T/rec-dev.csv" \
+        >"$T/rec-dev.out" 2>&1 || fail "recommend: $(tail -n 2 "$T/rec-dev.out")"
+grep -q '^embedding.placement: device' "$T/rec-dev.out" && [ -s "$T/rec-cpu.csv" ] &&
+    cmp -s "$T/rec-cpu.csv" "$T/rec-dev.csv" && pass "recommend over dynamic feature tables in device memory = CPU" ||
+    fail "recommend over device tables: $(cmp "$T/rec-cpu.csv" "$T/rec-dev.csv" 2>&1)"
 
 # --- host waits per step: the last logging interval's (steps 21-25), host
 # and device tables (doc/embedding.md) -----------------------------------------
