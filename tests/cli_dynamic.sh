@@ -277,8 +277,6 @@ expect_error "ttl:S needs S >= 1" "$FS" train "$IN" $COMMON embedding.dynamic=on
 expect_error "expected none, ttl:S, lru or lfu" "$FS" train "$IN" $COMMON embedding.dynamic=on embedding.evict=fifo
 expect_error "needs at least one row per shard" "$MPIRUN" -np 4 "$FS" train "$IN" $COMMON \
     embedding.dynamic=on embedding.capacity=3
-expect_error "dynamic feature tables live in host memory" "$FS" train "$IN" $COMMON features.item=brand \
-    features.dynamic=brand device.type=fake embedding.placement=device
 expect_error "delta checkpoints are for dynamic tables" "$FS" train "$IN" $COMMON \
     output.checkpoint_delta_every=2 output.checkpoint_dir="$T/dy" train.checkpoint_every=4
 expect_error "output.checkpoint_write = gathered is not available" "$FS" train "$IN" $COMMON \

@@ -17,8 +17,9 @@
 # factors (parallel.transport = mpi: the IPC all-reduce of 4 ranks sums in
 # another order than the CPU's MPI); a P = 2 checkpoint of device tables
 # holds the host tables' state (h5diff) and resumes at P = 4 as the CPU's
-# does; features.dynamic with them is refused. CUDA: SKIP (77) when no GPU is usable or the build has no CUDA
-# backend.
+# does; dynamic feature tables (features.dynamic) in device memory at
+# P = 2 the same. CUDA: SKIP (77) when no GPU is usable or the build has
+# no CUDA backend.
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
 run() { name=$1 np=$2; shift 2
@@ -34,22 +35,6 @@ if ! run probe 1 device.type=$DEV train.max_steps=1 train.final_eval=off "data.p
     echo "SKIP: no usable GPU: $(grep -o 'device.type=cuda: .*' "$T/probe.out" | head -n 1)"
     exit 77
 fi
-
-# same_evals A B NAME TOL: the metrics of every eval line agree (absolute TOL;
-# the evaluation's device bytes, h2d/d2h_bytes, are not metrics)
-same_evals() {
-    ev() { sed 's/,"[hd]2[hd]_bytes":[^,}]*//g' "$1" | sed -n 's/.*"event":"eval","split":"\([a-z]*\)".*"step":\([0-9]*\),"loss":[^,]*,"samples_per_s":[^,]*,"tokens_per_s":[^,]*,\(.*\)}.*/\1 \2 \3/p' |
-        tr ',:' '  ' | tr -d '"'; }
-    ev "$1" > "$T/ea"; ev "$2" > "$T/eb"
-    if [ ! -s "$T/ea" ] || [ "$(wc -l < "$T/ea")" != "$(wc -l < "$T/eb")" ]; then
-        fail "$3: eval lines $(wc -l < "$T/ea") vs $(wc -l < "$T/eb")"; return; fi
-    worst=$(paste -d' ' "$T/ea" "$T/eb" | awk '{ h = NF / 2; for (i = 1; i <= h; i++) {
-        if ($i ~ /^[0-9.e+-]+$/) { d = $i - $(i + h); if (d < 0) d = -d; if (d > w) w = d }
-        else if ($i != $(i + h)) { print "names"; exit } } } END { printf "%.3g", w }')
-    if [ "$worst" = names ]; then fail "$3: eval lines differ in their fields"
-    elif awk -v w="$worst" -v t="$4" 'BEGIN { exit !(w <= t) }'; then pass "$3: metrics agree (worst $worst)"
-    else fail "$3: metrics differ by $worst"; fi
-}
 
 # --- features: item, user (contextual tokens) and event features --------------
 F="data.path=$T/all.h5 features.item=genres,brand features.user=age,occ features.event=act"
@@ -73,8 +58,14 @@ for np in 1 2 4; do
             "features ($pl tables) in $DEV memory vs cpu, P=$np" $MTOL
     done
 done
-expect_error "features.dynamic" \
-    "$FS" train "$IN" $F features.dynamic=brand $DT train.max_steps=1
+# a dynamic feature table (features.dynamic) in device memory too, at P = 2
+# (tests/fake_dynamic_feat.sh: admission, eviction, checkpoints, P = 1, 4)
+run dyc2 2 $F features.placement=sharded features.dynamic=brand,occ device.type=cpu ||
+    fail "dynamic features cpu: $(tail -3 "$T/dyc2.out")"
+run dyd2 2 $F features.placement=sharded features.dynamic=brand,occ $DT ||
+    fail "dynamic features, device tables: $(tail -3 "$T/dyd2.out")"
+same_losses "$T/dyc2.jsonl" "$T/dyd2.jsonl" "dynamic feature tables in $DEV memory vs cpu, P=2" 0 $TOL
+same_evals "$T/dyc2.jsonl" "$T/dyd2.jsonl" "dynamic feature tables in $DEV memory vs cpu, P=2" $MTOL
 run fs2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=cpu ||
     fail "sasrec features cpu"
 run fsd2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=bce device.type=$DEV ||

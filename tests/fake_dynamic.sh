@@ -16,7 +16,7 @@
 # table's figures,
 # and a stream over window files (retrieval) the host tables' windows.
 # The device's host waits per step are reported; a dynamic feature table
-# in device memory is refused by name.
+# beside the item table in device memory equals the CPU's too.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN="$TOP_SRCDIR/input/tiny.in"
@@ -150,7 +150,8 @@ win "$T/st-host.jsonl" > "$T/wa"; win "$T/st-dev.jsonl" > "$T/wb"
 sy() { grep '"event":"train"' "$1" | tail -n 1 | grep -o '"device_syncs":[0-9.]*' | cut -d: -f2; }
 echo "device_syncs at step 6, P=2: host tables $(sy "$T/p2-host.jsonl"), device tables $(sy "$T/p2-dev.jsonl")"
 
-# not on the device yet
-expect_error "dynamic feature tables live in host memory" "$FS" train "$IN" $COMMON $DEV \
-    features.item=brand features.dynamic=brand
+# a dynamic feature table beside the dynamic item table, both in device
+# memory (tests/fake_dynamic_feat.sh: more)
+duo "P=2 a dynamic feature table, admit=2" feat 2 features.item=brand features.dynamic=brand \
+    features.placement=sharded embedding.admit=2 $B8
 finish

@@ -143,6 +143,23 @@ same_losses() {
     else fail "$3: losses differ by $worst relative"; fi
 }
 
+# same_evals A B NAME TOL: the metrics of every eval line of two metrics files
+# agree (absolute TOL; the evaluation's device bytes, h2d/d2h_bytes, are not
+# metrics)
+same_evals() {
+    ev() { sed 's/,"[hd]2[hd]_bytes":[^,}]*//g' "$1" | sed -n 's/.*"event":"eval","split":"\([a-z]*\)".*"step":\([0-9]*\),"loss":[^,]*,"samples_per_s":[^,]*,"tokens_per_s":[^,]*,\(.*\)}.*/\1 \2 \3/p' |
+        tr ',:' '  ' | tr -d '"'; }
+    ev "$1" > "$T/ea"; ev "$2" > "$T/eb"
+    if [ ! -s "$T/ea" ] || [ "$(wc -l < "$T/ea")" != "$(wc -l < "$T/eb")" ]; then
+        fail "$3: eval lines $(wc -l < "$T/ea") vs $(wc -l < "$T/eb")"; return; fi
+    worst=$(paste -d' ' "$T/ea" "$T/eb" | awk '{ h = NF / 2; for (i = 1; i <= h; i++) {
+        if ($i ~ /^[0-9.e+-]+$/) { d = $i - $(i + h); if (d < 0) d = -d; if (d > w) w = d }
+        else if ($i != $(i + h)) { print "names"; exit } } } END { printf "%.3g", w }')
+    if [ "$worst" = names ]; then fail "$3: eval lines differ in their fields"
+    elif awk -v w="$worst" -v t="$4" 'BEGIN { exit !(w <= t) }'; then pass "$3: metrics agree (worst $worst)"
+    else fail "$3: metrics differ by $worst"; fi
+}
+
 # same_state A B NAME: two checkpoints hold the same model, optimizer state
 # and tables bit for bit (h5diff of every dataset; the parameters dumped as
 # attributes may differ).

@@ -316,6 +316,20 @@ void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64
     free(slot);
 }
 
+void emb_dyn_map_tables(int nt, struct emb_table *const *t, const int *nseg,
+                        int64_t *const *const *seg, const int64_t *const *n, int train)
+{
+    int dev = nt > 1;
+    for (int k = 0; k < nt; k++)
+        dev &= t[k]->dyn->dv != NULL;
+    if (dev) { /* one read-back for all */
+        emb_dyn_dev_map_many(nt, t, nseg, seg, n, train);
+        return;
+    }
+    for (int k = 0; k < nt; k++)
+        emb_dyn_map(t[k], nseg[k], seg[k], n[k], train);
+}
+
 /* The host's mirror of a device table current (emb_dyn_dev.c); const:
  * the table's contents do not change. */
 static void pull(const struct emb_table *t)
@@ -442,6 +456,12 @@ void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, 
         emb_dyn_dev_shared_grad(t, c, ids, g, k, NULL, maybe);
         return;
     }
+    emb_dyn_shared_grad_host(t, c, ids, g, k);
+}
+
+void emb_dyn_shared_grad_host(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                              int64_t *k)
+{
     const int has = *k > 0 && (*ids)[0] == t->shard;
     float *sum = xmalloc((size_t)t->width * sizeof *sum);
     if (emb_dyn_shared_sum(t, c, has, 0, *g, NULL, sum))

@@ -109,6 +109,12 @@ void emb_dyn_free(struct emb_table *t);
  * train: a training lookup (a tick: stamps, eviction, admission,
  * insertion, as above); else read only. */
 void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n, int train);
+/* emb_dyn_map of nt tables' lookups at once (emb_multi.c: the dynamic
+ * tables of one exchange; table k's segments seg[k][0 .. nseg[k]) of
+ * n[k][s] ids): the same results; tables in device memory read their
+ * missing ids back in one host wait together. */
+void emb_dyn_map_tables(int nt, struct emb_table *const *t, const int *nseg,
+                        int64_t *const *const *seg, const int64_t *const *n, int train);
 /* Virtual ids back to ids (the unadmitted row: 0), in place; ids < 0 kept. */
 void emb_dyn_unmap(const struct emb_table *t, int64_t *ids, int64_t n);
 /* Ids (0: the unadmitted row) to virtual ids, a row made for an id
@@ -129,6 +135,10 @@ void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, flo
  * (a device table then reads nothing back: emb_dyn_map_shared). */
 void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                             int64_t *k, int maybe);
+/* The same over lists in host memory whatever t's memory (emb_multi.c:
+ * a device table's lists summed on the host before they go up). */
+void emb_dyn_shared_grad_host(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
+                              int64_t *k);
 /* 0 when the last lookup of t (emb_dyn_map) gave none of its ids the
  * unadmitted row, as far as the host knows it (a device table's training
  * lookups); else 1. */

@@ -5,7 +5,8 @@
  * backend operations (backend.h: dyn_find, dyn_stamp, dyn_missing,
  * dyn_insert, dyn_rehash, dyn_virtual). The host keeps the sizes (the
  * clock, the pool's next slot and free count, the index's entries) and
- * reads back, per training lookup, the distinct missing ids (one wait):
+ * reads back, per training lookup, the distinct missing ids (one wait;
+ * one for the dynamic tables of one exchange, emb_dyn_dev_map_many):
  * it decides how many get rows, grows the pool and the index, and draws
  * the new rows from (seed, table, id) as every host table does (uploaded
  * through the pinned stage, stage.h: no wait). The shared unadmitted
@@ -51,6 +52,8 @@ struct emb_dyn_dev {
     size_t gone_n;
     int64_t *scr;                      /* the sequential steps' scratch */
     size_t scr_b;
+    char *joint, *hjoint;              /* emb_dyn_dev_map_many: the tables' read-backs */
+    size_t joint_b, hjoint_b;
 };
 
 static size_t at_least1(int64_t n) { return (size_t)(n > 0 ? n : 1); }
@@ -112,13 +115,14 @@ void emb_dyn_dev_free(struct emb_table *t)
     const struct backend_ops *be = t->be;
     void *dev[] = {v->keys, v->vals, v->sid, v->last, v->freq, v->freel, v->acc,
                    v->slot, v->miss, v->cat, v->rows, v->lsid, v->lsg, v->pack,
-                   v->pkeys, v->pvals, v->gone, v->scr};
+                   v->pkeys, v->pvals, v->gone, v->scr, v->joint};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         be->free(dev[i]);
     stage_free(v->up);
     free(v->hmiss);
     free(v->hrows);
     free(v->hpack);
+    free(v->hjoint);
     free(v);
     t->dyn->dv = NULL;
 }
@@ -300,8 +304,12 @@ static void insert_rows(struct emb_table *t, int64_t k, const int64_t *hm, const
     d->st.inserted += k;
 }
 
-void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n,
-                     int train)
+/* emb_dyn_dev_map's first half: the lookup enqueued up to a training
+ * lookup's read-back of its counters and missing ids (v->miss; v->hmiss
+ * grown to hold them); returns the bytes to read back (0: not a training
+ * lookup). */
+static size_t map_begin(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n,
+                        int train)
 {
     struct emb_dyn *d = t->dyn;
     struct emb_dyn_dev *v = d->dv;
@@ -358,7 +366,25 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
                                v->gone, ctl, v->scr);
         const size_t back = (size_t)(EDR_CTL + total + 1) * sizeof *v->hmiss;
         v->hmiss = hgrow(v->hmiss, &v->hmiss_b, back);
-        be->to_host(v->hmiss, v->miss, back); /* the wait */
+        return back;
+    }
+    return 0;
+}
+
+/* The second half, v->hmiss read back (a training lookup): the host's
+ * counters, the new rows, then the virtual ids. */
+static void map_end(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n,
+                    int train)
+{
+    struct emb_dyn *d = t->dyn;
+    struct emb_dyn_dev *v = d->dv;
+    const struct backend_ops *be = t->be;
+    const struct emb_dyn_conf *dc = &t->conf.dyn;
+    int64_t total = 0;
+    for (int s = 0; s < nseg; s++)
+        total += n[s];
+    int64_t *all = nseg > 1 ? v->cat : seg[0];
+    if (train) {
         const int64_t *hc = v->hmiss, *ho = v->hmiss + EDR_CTL, ev = hc[EDR_EVICTED];
         d->nfree = hc[EDR_NFREE];
         d->ngone = hc[EDR_NGONE];
@@ -372,7 +398,7 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
         const int64_t avail = d->nfree + (d->max_slots ? d->max_slots - d->next : INT64_MAX - d->next);
         const int64_t k = m < avail ? m : avail;
         if (k > 0)
-            insert_rows(t, k, ho + 1, out + 1);
+            insert_rows(t, k, ho + 1, v->miss + EDR_CTL + 1);
         d->shared_served = missing > k; /* an id missing and not inserted: the shared row */
         d->stale = 1;
     }
@@ -383,6 +409,40 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
     if (nseg > 1)
         for (int s = 0, at = 0; s < nseg; at += (int)n[s], s++)
             be->copy(seg[s], all + at, (size_t)n[s] * sizeof *all);
+}
+
+void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n,
+                     int train)
+{
+    const size_t back = map_begin(t, nseg, seg, n, train);
+    if (back) /* the wait */
+        t->be->to_host(t->dyn->dv->hmiss, t->dyn->dv->miss, back);
+    map_end(t, nseg, seg, n, train);
+}
+
+void emb_dyn_dev_map_many(int nt, struct emb_table *const *t, const int *nseg,
+                          int64_t *const *const *seg, const int64_t *const *n, int train)
+{
+    const struct backend_ops *be = t[0]->be;
+    struct emb_dyn_dev *v0 = t[0]->dyn->dv;
+    size_t *back = xmalloc((size_t)nt * sizeof *back), sum = 0;
+    for (int k = 0; k < nt; k++) {
+        if (t[k]->be != be)
+            fatal("emb_dyn_dev_map_many: table '%s' is in another memory", t[k]->conf.name);
+        sum += back[k] = map_begin(t[k], nseg[k], seg[k], n[k], train);
+    }
+    if (sum) { /* the read-backs end to end, down at once (the one wait) */
+        v0->joint = dgrow(be, v0->joint, &v0->joint_b, sum);
+        v0->hjoint = hgrow(v0->hjoint, &v0->hjoint_b, sum);
+        for (size_t k = 0, at = 0; k < (size_t)nt; at += back[k], k++)
+            be->copy(v0->joint + at, t[k]->dyn->dv->miss, back[k]);
+        be->to_host(v0->hjoint, v0->joint, sum);
+        for (size_t k = 0, at = 0; k < (size_t)nt; at += back[k], k++)
+            memcpy(t[k]->dyn->dv->hmiss, v0->hjoint + at, back[k]);
+    }
+    for (int k = 0; k < nt; k++)
+        map_end(t[k], nseg[k], seg[k], n[k], train);
+    free(back);
 }
 
 int64_t emb_dyn_dev_hits(struct emb_table *t)

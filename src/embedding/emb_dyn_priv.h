@@ -67,6 +67,10 @@ void emb_dyn_dev_push(struct emb_table *t);
 /* emb_dyn_map on the device (emb_dyn.h). */
 void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64_t *n,
                      int train);
+/* emb_dyn_map_tables on device tables (one backend): the lookups
+ * enqueued, their read-backs down in one host wait, then finished. */
+void emb_dyn_dev_map_many(int nt, struct emb_table *const *t, const int *nseg,
+                          int64_t *const *const *seg, const int64_t *const *n, int train);
 /* The unadmitted hits counted on the device since the last call (then 0). */
 int64_t emb_dyn_dev_hits(struct emb_table *t);
 /* emb_dyn_shared_grad on lists in device memory (x0: exact sums, refused;

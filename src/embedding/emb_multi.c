@@ -123,8 +123,8 @@ struct emb_multi *emb_multi_input(struct emb_table *const *t, int nt, struct com
         m->width = t[k]->width;
         m->sharded = !t[k]->conf.replicated;
         const int dev = !backend_is_host(t[k]->be);
-        if ((!t[k]->ready && !dev) || t[k]->sub || (dev && t[k]->dyn))
-            fatal("emb_multi: table '%s' must be a plain table (a dynamic one in host memory)",
+        if ((!t[k]->ready && !dev) || t[k]->sub)
+            fatal("emb_multi: table '%s' must be a plain table (not a subspace one)",
                   t[k]->conf.name);
         if (k > 0 && (dev ? x->dbe != t[k]->be : x->dbe != NULL))
             fatal("emb_multi: table '%s' is not in the memory of the others", t[k]->conf.name);
@@ -204,43 +204,83 @@ static int64_t *float_layout(const struct emb_multi *x, int grads, float **out, 
     return l;
 }
 
-/* Sharded table j's served ids (one segment per requester) made virtual
- * ids: a training lookup of a dynamic table (emb_dyn_map). */
-static void multi_map(struct emb_multi *x, int j)
+/* Sharded table j's served ids in serve[] (x->serve, or its copy in the
+ * tables' device memory) as segments seg[nseg], n[nseg] ([G] each), one
+ * per requester, those that follow one another as one; returns nseg. */
+static int multi_segs(const struct emb_multi *x, int j, int64_t *serve, int64_t **seg,
+                      int64_t *n)
 {
     const int G = x->G;
-    int64_t **seg = alloc0((size_t)G, sizeof *seg), *n = alloc0((size_t)G, sizeof *n);
+    int nseg = 0;
     for (int p = 0; p < G; p++) {
         int64_t at = x->rd[p];
         for (int q = 0; q < j; q++)
             at += x->tab[x->sidx[q]].rcnt[p];
-        seg[p] = x->serve + at;
-        n[p] = x->tab[x->sidx[j]].rcnt[p];
+        const int64_t np = x->tab[x->sidx[j]].rcnt[p];
+        if (nseg > 0 && seg[nseg - 1] + n[nseg - 1] == serve + at)
+            n[nseg - 1] += np;
+        else {
+            seg[nseg] = serve + at;
+            n[nseg++] = np;
+        }
     }
-    emb_dyn_map(x->tab[x->sidx[j]].t, G, seg, n, x->train);
-    free(seg);
-    free(n);
+    return nseg;
+}
+
+/* The served ids of the dynamic sharded tables made virtual ids, in serve[]
+ * (as multi_segs'): their lookups (emb_dyn_map_tables; x->train: a
+ * training one), all at once. */
+static void multi_map(struct emb_multi *x, int64_t *serve)
+{
+    const int G = x->G;
+    struct emb_table *t[EMB_MULTI_MAX];
+    int nseg[EMB_MULTI_MAX], m = 0;
+    int64_t **seg[EMB_MULTI_MAX], *n[EMB_MULTI_MAX];
+    for (int j = 0; j < x->ns; j++) {
+        if (!x->tab[x->sidx[j]].t->dyn)
+            continue;
+        t[m] = x->tab[x->sidx[j]].t;
+        seg[m] = alloc0((size_t)G, sizeof *seg[m]);
+        n[m] = alloc0((size_t)G, sizeof *n[m]);
+        nseg[m] = multi_segs(x, j, serve, seg[m], n[m]);
+        m++;
+    }
+    if (m)
+        emb_dyn_map_tables(m, t, nseg, (int64_t *const *const *)seg, (const int64_t *const *)n,
+                           x->train);
+    for (int k = 0; k < m; k++) {
+        free(seg[k]);
+        free(n[k]);
+    }
 }
 
 /* Device tables: every row a lookup reads, gathered on the device from
  * ids staged up and copied to the host at once (one host wait): the
  * replicated tables' unique rows into their m->rows, then the sharded
  * tables' served rows ([nout] floats: per requester, table after table,
- * x->serve's order) into out. */
+ * x->serve's order) into out. Dynamic tables: their served ids are made
+ * virtual ids there (emb_dyn_map: emb_dyn_dev.c, a host wait of its own
+ * in a training lookup) and come back into x->serve with the rows. */
 static void dev_rows(struct emb_multi *x, float *out, int64_t nout)
 {
     const struct backend_ops *be = x->dbe;
     const int G = x->G;
     const int64_t nserve = x->ns ? x->rd[G - 1] + x->rc[G - 1] : 0;
     int64_t nid = 0, nf = 0;
-    for (int k = 0; k < x->nt; k++)
+    int dyn = 0;
+    for (int k = 0; k < x->nt; k++) {
+        dyn |= x->tab[k].t->dyn != NULL;
         if (!x->tab[k].sharded) {
             nid += x->tab[k].nuniq;
             nf += x->tab[k].nuniq * x->tab[k].width;
         }
+    }
     md_begin(be);
     int64_t *dids = md_buf(MD_IDS, (size_t)(nid + nserve) * sizeof *dids);
-    float *drows = md_buf(MD_ROWS, (size_t)(nf + nout) * sizeof *drows);
+    /* the rows, then (dynamic tables) the served virtual ids, 8-byte aligned */
+    const size_t rows_b = ((size_t)(nf + nout) * sizeof(float) + 7) / 8 * 8;
+    const size_t back_b = rows_b + (dyn ? (size_t)nserve * sizeof *dids : 0);
+    float *drows = md_buf(MD_ROWS, back_b);
     int64_t ai = 0, af = 0;
     for (int k = 0; k < x->nt; k++) {
         const struct mtab *m = &x->tab[k];
@@ -252,6 +292,9 @@ static void dev_rows(struct emb_multi *x, float *out, int64_t nout)
         af += m->nuniq * m->width;
     }
     stage_up(md.st, dids + ai, x->serve, (size_t)nserve * sizeof *dids);
+    int64_t *dserve = dids + ai;
+    if (dyn) /* dynamic tables: the served ids to slots */
+        multi_map(x, dserve);
     for (int p = 0; p < G && x->ns; p++) /* as the host's loop: out's layout */
         for (int j = 0; j < x->ns; j++) {
             const struct mtab *m = &x->tab[x->sidx[j]];
@@ -259,8 +302,12 @@ static void dev_rows(struct emb_multi *x, float *out, int64_t nout)
             ai += m->rcnt[p];
             af += m->rcnt[p] * m->width;
         }
-    float *h = alloc0((size_t)(nf + nout), sizeof *h);
-    be->to_host(h, drows, (size_t)(nf + nout) * sizeof *h);
+    if (dyn && nserve) /* the virtual ids behind the rows: one copy down */
+        be->copy((char *)drows + rows_b, dserve, (size_t)nserve * sizeof *dids);
+    float *h = alloc0(back_b / sizeof *h, sizeof *h);
+    be->to_host(h, drows, back_b);
+    if (dyn && nserve)
+        memcpy(x->serve, (char *)h + rows_b, (size_t)nserve * sizeof *x->serve);
     af = 0;
     for (int k = 0; k < x->nt; k++) {
         struct mtab *m = &x->tab[k];
@@ -328,9 +375,9 @@ void emb_multi_lookup(struct emb_multi *x)
     float *out, *in;
     int64_t *fsc = float_layout(x, 0, &out, &in), *fsd = fsc + G, *frc = fsc + 2 * G,
             *frd = fsc + 3 * G;
-    for (int j = 0; j < ns; j++) /* dynamic tables: the served ids to slots (emb_dyn.h) */
-        if (x->tab[x->sidx[j]].t->dyn)
-            multi_map(x, j);
+    if (!x->dbe) /* dynamic tables: the served ids to slots (emb_dyn.h; device tables:
+                    in dev_rows) */
+        multi_map(x, x->serve);
     for (int p = 0; p < G; p++) {
         int64_t f_at = fsd[p], id_at = x->rd[p];
         for (int j = 0; j < ns; j++) {
@@ -515,10 +562,20 @@ void emb_multi_backward_exact(struct emb_multi *x, int64_t *const *xg)
 }
 
 /* Device tables: the summed gradient lists l (host) staged up, each
- * table's sparse optimizer on its rows there (no host wait); l freed. */
+ * table's sparse optimizer on its rows there (no host wait); l freed. A
+ * dynamic table's shared unadmitted row: its gradient summed over the job
+ * on the host lists first (emb_dyn_shared_grad_host, as a host table's). */
 static void dev_update(struct emb_multi *x, struct glist *l)
 {
     const struct backend_ops *be = x->dbe;
+    int64_t *uid[EMB_MULTI_MAX];
+    float *ug[EMB_MULTI_MAX];
+    for (int k = 0; k < x->nt; k++) {
+        uid[k] = l->ids[k];
+        ug[k] = l->g[k];
+        if (x->tab[k].t->dyn) /* maybe one more row (the lists then dyn's own) */
+            emb_dyn_shared_grad_host(x->tab[k].t, x->c, &uid[k], &ug[k], &l->n[k]);
+    }
     int64_t nid = 0, nf = 0;
     for (int k = 0; k < x->nt; k++) {
         nid += l->n[k];
@@ -530,8 +587,8 @@ static void dev_update(struct emb_multi *x, struct glist *l)
     int64_t ai = 0, af = 0;
     for (int k = 0; k < x->nt; k++) {
         struct emb_table *t = x->tab[k].t;
-        stage_up(md.st, dids + ai, l->ids[k], (size_t)l->n[k] * sizeof *dids);
-        stage_up(md.st, dg + af, l->g[k], (size_t)(l->n[k] * t->width) * sizeof *dg);
+        stage_up(md.st, dids + ai, uid[k], (size_t)l->n[k] * sizeof *dids);
+        stage_up(md.st, dg + af, ug[k], (size_t)(l->n[k] * t->width) * sizeof *dg);
         be->emb_sparse_update(&t->conf.optim, l->n[k], t->width, dids + ai, t->G, dg + af, t->w,
                               t->state, t->state_floats, t->steps);
         ai += l->n[k];

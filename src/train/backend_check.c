@@ -18,21 +18,6 @@ static int has_ctx_attn(const struct backend_ops *be, const struct train_conf *c
                                         : be->sasrec_attn_ctx_fwd != NULL;
 }
 
-/* --- issue 51 B: features and ranking with device tables ------------------- */
-/* What the device placement cannot carry yet: dynamic feature tables
- * (features.dynamic: their hash index and pool live in host memory,
- * emb_dyn.h). Features and ranking's labels with plain tables follow the
- * item table onto the device (step_feat.c, emb_multi.c). NULL: none asked. */
-static const char *asks_dynamic_features(const struct train_conf *cf, char *buf, size_t len)
-{
-    if (!cf->features.dynamic || !cf->features.dynamic[0])
-        return NULL;
-    snprintf(buf, len, "features.dynamic = %s with embedding.placement = device",
-             cf->features.dynamic);
-    return buf;
-}
-/* --- end of issue 51 B's block ---------------------------------------------- */
-
 /* train.exact_sums = on: the paths whose sums are exact (model_exact.c,
  * model/loss_exact.c, embedding/emb_exact.c); the others refused. */
 static int exact_check(const struct backend_ops *be, const struct train_conf *cf, char *err,
@@ -98,13 +83,6 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
                       "projected on the host (emb_subspace.c)",
                       "embedding.placement = host or auto, or embedding.subspace_k = 0");
     }
-    const char *feat = asks_dynamic_features(cf, asked, sizeof asked);
-    if (cf->placement == PLACE_DEVICE && feat)
-        return refuse(err, errlen, feat,
-                      "dynamic feature tables live in host memory (their lookups, several "
-                      "tables in one exchange, map and rebind ids on the host: emb_multi.c)",
-                      "embedding.placement = host or auto, or plain feature tables (no "
-                      "features.dynamic)");
     if (cf->precision == PRECISION_BF16 && !be->gemm_bf16)
         return refuse(err, errlen, "device.precision = bf16", LACKS("bf16 GEMM"),
                       "device.precision = fp32 or tf32");

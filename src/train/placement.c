@@ -32,6 +32,8 @@ static double table_bytes(const struct trainer *tr)
     const double sf = (double)emb_optim_state_floats(cf->emb_optim.kind, cf->d);
     const double steps = cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 : 0.0;
     const double feat = step_feat_table_bytes(tr, (int)G); /* beside the item table */
+    if (feat < 0) /* a dynamic feature table without a bound */
+        return -1;
     if (!cf->dyn.on) {
         const double slots = (double)(tr->ds.num_items / G + 1);
         return slots * ((double)cf->d + sf) * 4.0 + steps * slots + feat;
@@ -124,8 +126,9 @@ static int choose(struct trainer *tr)
     }
     const double table = table_bytes(tr);
     if (table < 0) {
-        log_info("embedding.placement = auto: host (embedding.dynamic = on without "
-                 "embedding.capacity: the pool has no bound to fit in device memory)");
+        log_info("embedding.placement = auto: host (%s without embedding.capacity: the pool "
+                 "has no bound to fit in device memory)",
+                 cf->dyn.on ? "embedding.dynamic = on" : "features.dynamic");
         return 0;
     }
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
@@ -143,7 +146,9 @@ static int choose(struct trainer *tr)
              "per rank, %s half of the %.1f MiB free on a rank's device (shared by %d "
              "rank%s; the other half kept as the margin for the exchanges, the loss and the "
              "allocator)%s",
-             optim, table / MIB, cf->dyn.on ? " (the pool grown to embedding.capacity)" : "",
+             optim, table / MIB,
+             cf->dyn.on || (cf->features.dynamic && cf->features.dynamic[0])
+                 ? " (the pools grown to embedding.capacity)" : "",
              ws / MIB, need / MIB, short_here ? "more than" : "within", (double)free0 / MIB,
              sharers, sharers == 1 ? "" : "s",
              any_short && !short_here ? "; another rank's device is short" : "");

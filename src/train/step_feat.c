@@ -56,8 +56,8 @@ void step_feat_tables(struct trainer *tr)
         if (ec.dyn.on) { /* features.dynamic: the item table's settings */
             ec.dyn = tr->conf.dyn;
             ec.dyn.on = 1;
-        } else /* the item table's memory (embedding.placement) */
-            ec.placement = tr->items->conf.placement;
+        }
+        ec.placement = tr->items->conf.placement; /* the item table's memory */
         trainer_check_table(tr, &ec);
         F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
     }
@@ -75,11 +75,22 @@ double step_feat_table_bytes(const struct trainer *tr, int G)
     for (int k = 0; F && k < F->s.ntables; k++) {
         struct emb_table_conf ec;
         emb_feat_table(&F->s, k, &ec);
-        if (ec.dyn.on)
-            continue;
-        const double slots = ec.replicated ? (double)ec.rows + 1 : (double)(ec.rows / G + 1);
         const double sf = (double)emb_optim_state_floats(ec.optim.kind, ec.dim);
-        bytes += slots * (((double)ec.dim + sf) * 4.0 + (ec.optim.kind == EMB_OPT_ADAM ? 8 : 0));
+        const double row = ((double)ec.dim + sf) * 4.0 + (ec.optim.kind == EMB_OPT_ADAM ? 8 : 0);
+        if (ec.dyn.on) { /* the pool at its share of embedding.capacity, 32 bytes of
+                            statistics a slot, the index at most half full */
+            const int64_t cap = tr->conf.dyn.capacity;
+            if (cap <= 0)
+                return -1;
+            const int64_t slots = (cap + G - 1) / G + 1;
+            int64_t ix = 16;
+            while (ix < 2 * slots)
+                ix *= 2;
+            bytes += (double)slots * (row + 32.0) + (double)ix * 16.0;
+            continue;
+        }
+        const double slots = ec.replicated ? (double)ec.rows + 1 : (double)(ec.rows / G + 1);
+        bytes += slots * row;
     }
     return bytes;
 }

@@ -56,10 +56,11 @@ struct train_feat {
 void step_feat_setup(struct trainer *tr);
 /* Add the feature tables to tr->reg (after the item table). */
 void step_feat_tables(struct trainer *tr);
-/* The bytes a rank's shards of the feature tables (not the dynamic ones)
- * hold with their optimizer state over G shards (a replicated table:
- * whole), for embedding.placement = auto (placement.c); 0 without
- * features. */
+/* The bytes a rank's shards of the feature tables hold with their
+ * optimizer state over G shards (a replicated table: whole; a dynamic
+ * one: its pool grown to its share of embedding.capacity, -1 without a
+ * capacity: no bound), for embedding.placement = auto (placement.c); 0
+ * without features. */
 double step_feat_table_bytes(const struct trainer *tr, int G);
 void step_feat_teardown(struct trainer *tr);
 
