@@ -38,20 +38,10 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 #include "backend/emb_dyn_row.h"
 
 #define DYN_THREADS 256
-#define DYN_MAX_BLOCKS 65536
-
-static unsigned dyn_blocks(int64_t n)
-{
-    int64_t b = (n + DYN_THREADS - 1) / DYN_THREADS;
-    return (unsigned)(b < 1 ? 1 : b < DYN_MAX_BLOCKS ? b : DYN_MAX_BLOCKS);
-}
-
-#define GRID_LOOP(i, n)                                                                    \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);               \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 /* key into the index (distinct from every key there), value val */
 static __device__ void dyn_put(int64_t *keys, int64_t *vals, int64_t cap, int64_t key,
@@ -79,7 +69,7 @@ void cuda_dyn_find(cudaStream_t s, int64_t n, const int64_t *ids, const int64_t 
 {
     if (n <= 0)
         return;
-    k_find<<<dyn_blocks(n), DYN_THREADS, 0, s>>>(n, ids, keys, vals, cap, slot);
+    k_find<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, ids, keys, vals, cap, slot);
     CUDA_CHECK_LAUNCH("k_find");
 }
 
@@ -100,7 +90,7 @@ void cuda_dyn_stamp(cudaStream_t s, int64_t n, const int64_t *slot, int64_t cloc
 {
     if (n <= 0)
         return;
-    k_stamp<<<dyn_blocks(n), DYN_THREADS, 0, s>>>(n, slot, clock, last, freq);
+    k_stamp<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, slot, clock, last, freq);
     CUDA_CHECK_LAUNCH("k_stamp");
 }
 
@@ -156,15 +146,15 @@ void cuda_dyn_missing(cudaStream_t s, int64_t n, const int64_t *ids, const int64
     int64_t *heads = (int64_t *)cuda_ws_take(ws, v);
     size_t tb = dyn_cub_bytes(n);
     void *tmp = cuda_ws_take(ws, tb);
-    k_miss_keys<<<dyn_blocks(n), DYN_THREADS, 0, s>>>(n, ids, slot, key);
+    k_miss_keys<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, ids, slot, key);
     CUDA_CHECK_LAUNCH("k_miss_keys");
     CUDA_CHECK(cub::DeviceRadixSort::SortKeys(tmp, tb, key, sk, n, 0, 64, s));
-    k_miss_heads<<<dyn_blocks(n), DYN_THREADS, 0, s>>>(n, sk, heads);
+    k_miss_heads<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, sk, heads);
     CUDA_CHECK_LAUNCH("k_miss_heads");
     int64_t *pos = (int64_t *)key; /* the keys are sorted into sk: reused */
     tb = dyn_cub_bytes(n);
     CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp, tb, heads, pos, n, s));
-    k_miss_place<<<dyn_blocks(n), DYN_THREADS, 0, s>>>(n, sk, heads, pos, out);
+    k_miss_place<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, sk, heads, pos, out);
     CUDA_CHECK_LAUNCH("k_miss_place");
 }
 
@@ -198,9 +188,9 @@ void cuda_dyn_insert(cudaStream_t s, int64_t k, const int64_t *ids, const float 
 {
     if (k <= 0)
         return;
-    k_insert<<<dyn_blocks(k), DYN_THREADS, 0, s>>>(k, ids, rows, width, nfree, freel, next, clock,
-                                                   keys, vals, cap, sid, last, freq, w, state,
-                                                   state_floats, steps);
+    k_insert<<<launch_blocks(k, DYN_THREADS), DYN_THREADS, 0, s>>>(
+        k, ids, rows, width, nfree, freel, next, clock, keys, vals, cap, sid, last, freq, w, state,
+        state_floats, steps);
     CUDA_CHECK_LAUNCH("k_insert");
 }
 
@@ -217,7 +207,8 @@ static __global__ void k_rehash(const int64_t *okeys, const int64_t *ovals, int6
 void cuda_dyn_rehash(cudaStream_t s, const int64_t *okeys, const int64_t *ovals, int64_t ocap,
                      int64_t *keys, int64_t *vals, int64_t cap)
 {
-    k_rehash<<<dyn_blocks(ocap), DYN_THREADS, 0, s>>>(okeys, ovals, ocap, keys, vals, cap);
+    k_rehash<<<launch_blocks(ocap, DYN_THREADS), DYN_THREADS, 0, s>>>(okeys, ovals, ocap, keys,
+                                                                      vals, cap);
     CUDA_CHECK_LAUNCH("k_rehash");
 }
 
@@ -243,8 +234,8 @@ void cuda_dyn_virtual(cudaStream_t s, int64_t n, int64_t *ids, const int64_t *sl
 {
     if (n <= 0)
         return;
-    k_virtual<<<dyn_blocks(n), DYN_THREADS, 0, s>>>(n, ids, slot, keys, vals, cap, G, shard, count,
-                                                    acc);
+    k_virtual<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, ids, slot, keys, vals, cap,
+                                                                    G, shard, count, acc);
     CUDA_CHECK_LAUNCH("k_virtual");
 }
 

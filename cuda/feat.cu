@@ -16,15 +16,9 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define FEAT_THREADS 256
-#define FEAT_MAX_BLOCKS 65536
-
-static unsigned feat_blocks(int64_t n)
-{
-    int64_t b = (n + FEAT_THREADS - 1) / FEAT_THREADS;
-    return (unsigned)(b < 1 ? 1 : b < FEAT_MAX_BLOCKS ? b : FEAT_MAX_BLOCKS);
-}
 
 static __global__ void feat_index_rows(int64_t n, int d, const float *src, const int64_t *sidx,
                                        float *dst, const int64_t *didx, int add)
@@ -48,8 +42,8 @@ void cuda_index_rows(cudaStream_t s, int64_t n, int d, const float *src, const i
 {
     if (n <= 0 || d <= 0)
         return;
-    feat_index_rows<<<feat_blocks(n * d), FEAT_THREADS, 0, s>>>(n, d, src, sidx, dst, didx,
-                                                                  add);
+    feat_index_rows<<<launch_blocks(n * d, FEAT_THREADS), FEAT_THREADS, 0, s>>>(n, d, src, sidx,
+                                                                                dst, didx, add);
     CUDA_CHECK_LAUNCH("feat_index_rows");
 }
 
