@@ -552,6 +552,12 @@ static void cuda_op_index_rows(int64_t n, int d, const float *src, const int64_t
     cuda_index_rows(cuda_state()->compute, n, d, src, sidx, dst, didx, add);
 }
 
+static void cuda_op_rows_match(int64_t n, int d, const float *rows, const float *row,
+                               uint8_t *out)
+{
+    cuda_rows_match(cuda_state()->compute, n, d, rows, row, out);
+}
+
 static void cuda_op_col_sums(int64_t n, int m, const float *x, float *acc)
 {
     cuda_col_sums(cuda_state()->compute, n, m, x, acc);
@@ -706,6 +712,7 @@ const struct backend_ops backend_cuda = {
     .sample_negatives = cuda_op_sample_negatives,
     .index_rows = cuda_op_index_rows,
     .col_sums = cuda_op_col_sums,
+    .rows_match = cuda_op_rows_match, /* issue 51 item 3 (H) */
     .rank_loss = cuda_op_rank_loss,
     .factor_fwd = cuda_op_factor_fwd, /* issue 51 B */
     .factor_bwd = cuda_op_factor_bwd,

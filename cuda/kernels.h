@@ -212,10 +212,12 @@ void cuda_copy_kernel(cudaStream_t s, void *dst, const void *src, size_t bytes);
 void cuda_add(cudaStream_t s, int64_t n, float *y, const float *x);
 
 /* feat.cu: the features' and the ranking head's operations (backend.h:
- * index_rows, col_sums, rank_loss) */
+ * index_rows, col_sums, rank_loss) and rows_match (the evaluation's) */
 void cuda_index_rows(cudaStream_t s, int64_t n, int d, const float *src, const int64_t *sidx,
                      float *dst, const int64_t *didx, int add);
 void cuda_col_sums(cudaStream_t s, int64_t n, int m, const float *x, float *acc);
+void cuda_rows_match(cudaStream_t s, int64_t n, int d, const float *rows, const float *row,
+                     uint8_t *out);
 void cuda_rank_loss(cudaStream_t s, int64_t T, int K, const float *z, const float *labels,
                     const double *coef, float *dz, double *acc);
 /* factor.cu (issue 51 B): the ranking head's factor walks (backend.h:
