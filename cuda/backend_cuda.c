@@ -628,12 +628,29 @@ static void cuda_op_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64
     cuda_dyn_rehash(cuda_state()->compute, okeys, ovals, ocap, keys, vals, cap);
 }
 
+/* FREESCALE_CUDA_DYN_SERIAL=1: the one-thread form of the dynamic tables'
+ * sequential steps (cuda/dyn.cu), where a parallel one exists */
+static int dyn_serial(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("FREESCALE_CUDA_DYN_SERIAL");
+        mode = v && strcmp(v, "0") != 0;
+    }
+    return mode;
+}
+
 static void cuda_op_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
                                const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
                                int64_t *freel, int64_t *gone, int64_t *ctl)
 {
-    cuda_dyn_expire(cuda_state()->compute, ttl, clock, next, sid, last, keys, vals, cap, freel,
-                    gone, ctl);
+    struct cuda_state *st = cuda_state();
+    if (dyn_serial())
+        cuda_dyn_expire(st->compute, ttl, clock, next, sid, last, keys, vals, cap, freel, gone,
+                        ctl);
+    else
+        cuda_dyn_expire_par(st->compute, ttl, clock, next, sid, last, keys, vals, cap, freel,
+                            gone, ctl, ws_for(st, cuda_dyn_expire_ws_bytes(next)));
 }
 
 static void cuda_op_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,

@@ -25,9 +25,13 @@
  *            probation list's trimming, lru / lfu's victims sorted) run in
  *            one thread, the host's own functions (emb_dyn_row.h: edr_*),
  *            so that their orders (the free list's, the evicted list's)
- *            are the host's. Correct, not fast: a parallel form (flags,
- *            a stable compaction, a sort of (key, id), the deletions
- *            alone sequential) is the next step.
+ *            are the host's. Correct, not fast. expire has a parallel
+ *            form (cuda_dyn_expire_par: flags, an exclusive scan, the
+ *            lists written a slot a thread, the index's deletions alone
+ *            in one thread), the default, NOT YET RUN ON A GPU
+ *            (FREESCALE_CUDA_DYN_SERIAL=1 selects the one-thread form);
+ *            admit and evict_full (a sort of (key, id)) are still one
+ *            thread.
  *
  * Nothing waits: the host reads out[0 .. n] (emb_dyn_dev.c). Scratch
  * memory: the workspace (kernels.h). */
@@ -253,6 +257,82 @@ void cuda_dyn_expire(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, i
 {
     k_expire<<<1, 1, 0, s>>>(ttl, clock, next, sid, last, keys, vals, cap, freel, gone, ctl);
     CUDA_CHECK_LAUNCH("k_expire");
+}
+
+/* The parallel expire (not yet run on a GPU; FREESCALE_CUDA_DYN_SERIAL=1
+ * keeps the one-thread k_expire): flags of the slots 1 .. next - 1 that
+ * go, their places by an exclusive scan (slot order: the host's), the ids
+ * onto gone and the slots onto the free list by one thread a slot, then
+ * the index's deletions, in that order, in one thread (a backward shift
+ * is not safe in parallel; the rows expired are few against next). */
+static size_t expire_scan_bytes(int64_t n)
+{
+    size_t b = 0;
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, b, (const int64_t *)NULL, (int64_t *)NULL, n,
+                                             (cudaStream_t)0));
+    return b;
+}
+
+size_t cuda_dyn_expire_ws_bytes(int64_t next)
+{
+    const int64_t n = next > 1 ? next - 1 : 1;
+    return 2 * cuda_ws_round((size_t)n * 8) + cuda_ws_round(expire_scan_bytes(n));
+}
+
+static __global__ void k_expire_flags(int64_t n, int64_t ttl, int64_t clock, const int64_t *sid,
+                                      const int64_t *last, int64_t *flag)
+{
+    GRID_LOOP(i, n) flag[i] = sid[i + 1] && clock - last[i + 1] > ttl; /* slot i + 1 */
+}
+
+static __global__ void k_expire_place(int64_t n, const int64_t *flag, const int64_t *pos,
+                                      const int64_t *sid, int64_t *freel, int64_t *gone,
+                                      const int64_t *ctl)
+{
+    GRID_LOOP(i, n) {
+        if (flag[i]) {
+            gone[ctl[EDR_NGONE] + pos[i]] = sid[i + 1];
+            freel[ctl[EDR_NFREE] + pos[i]] = i + 1;
+        }
+    }
+}
+
+static __global__ void k_expire_finish(int64_t n, const int64_t *flag, const int64_t *pos,
+                                       int64_t *sid, int64_t *keys, int64_t *vals, int64_t cap,
+                                       const int64_t *freel, const int64_t *gone, int64_t *ctl)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    const int64_t k = pos[n - 1] + flag[n - 1], g0 = ctl[EDR_NGONE], f0 = ctl[EDR_NFREE];
+    for (int64_t j = 0; j < k; j++) {
+        edr_del(keys, vals, cap, gone[g0 + j]);
+        sid[freel[f0 + j]] = 0;
+    }
+    ctl[EDR_NGONE] += k;
+    ctl[EDR_NFREE] += k;
+    ctl[EDR_EVICTED] += k;
+}
+
+void cuda_dyn_expire_par(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                         const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                         int64_t *freel, int64_t *gone, int64_t *ctl, struct cuda_ws *ws)
+{
+    const int64_t n = next - 1;
+    if (n <= 0)
+        return;
+    int64_t *flag = (int64_t *)cuda_ws_take(ws, (size_t)n * 8);
+    int64_t *pos = (int64_t *)cuda_ws_take(ws, (size_t)n * 8);
+    size_t tb = expire_scan_bytes(n);
+    void *tmp = cuda_ws_take(ws, tb);
+    k_expire_flags<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, ttl, clock, sid, last,
+                                                                         flag);
+    CUDA_CHECK_LAUNCH("k_expire_flags");
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, tb, flag, pos, n, s));
+    k_expire_place<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, flag, pos, sid, freel,
+                                                                         gone, ctl);
+    CUDA_CHECK_LAUNCH("k_expire_place");
+    k_expire_finish<<<1, 1, 0, s>>>(n, flag, pos, sid, keys, vals, cap, freel, gone, ctl);
+    CUDA_CHECK_LAUNCH("k_expire_finish");
 }
 
 static __global__ void k_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,

@@ -235,6 +235,7 @@ void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x,
 
 /* dyn.cu: the dynamic tables' operations (backend.h); nothing waits */
 size_t cuda_dyn_missing_ws_bytes(int64_t n);
+size_t cuda_dyn_expire_ws_bytes(int64_t next);
 void cuda_dyn_find(cudaStream_t s, int64_t n, const int64_t *ids, const int64_t *keys,
                    const int64_t *vals, int64_t cap, int64_t *slot);
 void cuda_dyn_stamp(cudaStream_t s, int64_t n, const int64_t *slot, int64_t clock,
@@ -254,6 +255,10 @@ void cuda_dyn_virtual(cudaStream_t s, int64_t n, int64_t *ids, const int64_t *sl
 void cuda_dyn_expire(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
                      const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
                      int64_t *freel, int64_t *gone, int64_t *ctl);
+/* the parallel form of cuda_dyn_expire (the same results; not yet run on a GPU) */
+void cuda_dyn_expire_par(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                         const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                         int64_t *freel, int64_t *gone, int64_t *ctl, struct cuda_ws *ws);
 void cuda_dyn_admit(cudaStream_t s, int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
                     int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
                     int64_t *ctl);
