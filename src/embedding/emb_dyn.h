@@ -163,11 +163,12 @@ int64_t emb_dyn_clock(const struct emb_table *t);
 void emb_dyn_set_clock(struct emb_table *t, int64_t clock);
 void emb_dyn_row_stats(const struct emb_table *t, int64_t slot, int64_t *last, int64_t *freq);
 int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t freq);
-/* Rows restored into slots slot[n] (emb_dyn_restore's, emb_dyn_upsert's;
- * a device table's restore leaves them unwritten): w [n, width], state
- * [n, state_floats] (NULL: left), steps [n] (NULL or a table without:
- * left), host memory. A device table's in one upload and three copies
- * on the device (emb_dyn_dev.c), no host wait. */
+/* A device table's rows restored into slots slot[n] (emb_dyn_restore's,
+ * emb_dyn_upsert's; its restore leaves them unwritten): w [n, width],
+ * state [n, state_floats] (NULL: left), steps [n] (NULL or a table
+ * without: left), host memory; one upload (one host wait) and three
+ * copies on the device (emb_dyn_dev.c). fatal() on a host table (its
+ * rows are written in place). */
 void emb_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
                       const float *state, const int64_t *steps);
 int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs);

@@ -481,19 +481,8 @@ static void put_rows_dev(struct emb_table *t, int64_t n, const int64_t *slot, co
 void emb_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
                       const float *state, const int64_t *steps)
 {
-    if (n <= 0)
-        return;
-    if (t->dyn->dv) {
+    if (!t->dyn->dv) /* a host table's rows are written in place (ckpt_dyn.c) */
+        fatal("embedding table '%s': emb_dyn_put_rows on a host table", t->conf.name);
+    if (n > 0)
         put_rows_dev(t, n, slot, w, state, steps);
-        return;
-    }
-    const int64_t W = t->width, S = t->state_floats;
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(t->w + slot[i] * W, w + i * W, (size_t)W * sizeof *w);
-        if (state && S)
-            memcpy(t->state + slot[i] * S, state + i * S, (size_t)S * sizeof *state);
-        if (steps && t->steps)
-            t->steps[slot[i]] = steps[i];
-        t->ready[slot[i] >> 3] |= (uint8_t)(1u << (slot[i] & 7));
-    }
 }
