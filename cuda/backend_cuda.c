@@ -666,8 +666,14 @@ static void cuda_op_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t
                                    const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
                                    int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch)
 {
-    cuda_dyn_evict_full(cuda_state()->compute, lfu, clock, next, top, out, sid, last, freq, keys,
-                        vals, cap, freel, gone, ctl, scratch);
+    struct cuda_state *st = cuda_state();
+    if (dyn_serial())
+        cuda_dyn_evict_full(st->compute, lfu, clock, next, top, out, sid, last, freq, keys, vals,
+                            cap, freel, gone, ctl, scratch);
+    else
+        cuda_dyn_evict_full_par(st->compute, lfu, clock, next, top, out, sid, last, freq, keys,
+                                vals, cap, freel, gone, ctl,
+                                ws_for(st, cuda_dyn_evict_full_ws_bytes(next)));
 }
 
 static void cuda_op_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,

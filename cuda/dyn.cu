@@ -25,13 +25,14 @@
  *            probation list's trimming, lru / lfu's victims sorted) run in
  *            one thread, the host's own functions (emb_dyn_row.h: edr_*),
  *            so that their orders (the free list's, the evicted list's)
- *            are the host's. Correct, not fast. expire has a parallel
- *            form (cuda_dyn_expire_par: flags, an exclusive scan, the
- *            lists written a slot a thread, the index's deletions alone
- *            in one thread), the default, NOT YET RUN ON A GPU
- *            (FREESCALE_CUDA_DYN_SERIAL=1 selects the one-thread form);
- *            admit and evict_full (a sort of (key, id)) are still one
- *            thread.
+ *            are the host's. Correct, not fast. expire and evict_full
+ *            have parallel forms, the default, NOT YET RUN ON A GPU
+ *            (FREESCALE_CUDA_DYN_SERIAL=1 selects the one-thread forms):
+ *            cuda_dyn_expire_par (flags, an exclusive scan, the lists
+ *            written a slot a thread, the index's deletions alone in one
+ *            thread), cuda_dyn_evict_full_par (two stable radix sorts:
+ *            (statistic, id), then the victims evicted in order by one
+ *            thread). admit is still one thread.
  *
  * Nothing waits: the host reads out[0 .. n] (emb_dyn_dev.c). Scratch
  * memory: the workspace (kernels.h). */
@@ -373,4 +374,98 @@ void cuda_dyn_evict_full(cudaStream_t s, int lfu, int64_t clock, int64_t next, i
     k_evict_full<<<1, 1, 0, s>>>(lfu, clock, next, top, out, sid, last, freq, keys, vals, cap,
                                  freel, gone, ctl, scratch);
     CUDA_CHECK_LAUNCH("k_evict_full");
+}
+
+/* The parallel evict_full (not yet run on a GPU; FREESCALE_CUDA_DYN_SERIAL=1
+ * keeps the one-thread k_evict_full): the candidates (rows not used at
+ * this tick or the one before) sorted by (statistic, id) by two stable
+ * radix sorts (id, then the statistic: last for lru, freq for lfu), the
+ * others after them; one thread then evicts the first na - avail, the
+ * host's order (edr_evict_full). The sorts run whenever the host calls
+ * (na is on the device); emb_dyn_dev.c calls only when the tick's ids may
+ * not fit. */
+static size_t evict_sort_bytes(int64_t n)
+{
+    size_t b = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(NULL, b, (const uint64_t *)NULL, (uint64_t *)NULL,
+                                               (const int64_t *)NULL, (int64_t *)NULL, n, 0, 64,
+                                               (cudaStream_t)0));
+    return b;
+}
+
+size_t cuda_dyn_evict_full_ws_bytes(int64_t next)
+{
+    const int64_t n = next > 1 ? next - 1 : 1;
+    return 4 * cuda_ws_round((size_t)n * 8) + cuda_ws_round(evict_sort_bytes(n));
+}
+
+/* a candidate of slot s: its row not used at this tick or the one before */
+static __device__ int ef_candidate(int64_t s, int64_t clock, const int64_t *sid,
+                                   const int64_t *last)
+{
+    return sid[s] && last[s] < clock - 1;
+}
+
+static __global__ void k_ef_ids(int64_t n, int64_t clock, const int64_t *sid,
+                                const int64_t *last, uint64_t *key, int64_t *slot)
+{
+    GRID_LOOP(i, n) {
+        key[i] = ef_candidate(i + 1, clock, sid, last) ? (uint64_t)sid[i + 1] : UINT64_MAX;
+        slot[i] = i + 1;
+    }
+}
+
+/* the statistic of the slots in id order, as an unsigned key that sorts
+ * as the signed value; the others last */
+static __global__ void k_ef_stats(int64_t n, int lfu, const uint64_t *idk, const int64_t *slot,
+                                  const int64_t *last, const int64_t *freq, uint64_t *key)
+{
+    GRID_LOOP(i, n) {
+        const int64_t s = slot[i], v = lfu ? freq[s] : last[s];
+        key[i] = idk[i] == UINT64_MAX ? UINT64_MAX : (uint64_t)v ^ ((uint64_t)1 << 63);
+    }
+}
+
+static __global__ void k_ef_finish(int64_t n, int64_t clock, int64_t next, int64_t top,
+                                   const int64_t *out, const int64_t *order, int64_t *sid,
+                                   const int64_t *last, int64_t *keys, int64_t *vals,
+                                   int64_t cap, int64_t *freel, int64_t *gone, int64_t *ctl)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    const int64_t avail = ctl[EDR_NFREE] + (top - next), na = out[0];
+    for (int64_t j = 0; j < n && j < na - avail; j++) {
+        const int64_t s = order[j];
+        if (!ef_candidate(s, clock, sid, last))
+            break; /* the candidates are all gone: the others follow them */
+        edr_evict(s, sid, keys, vals, cap, freel, &ctl[EDR_NFREE], gone, &ctl[EDR_NGONE]);
+        ctl[EDR_EVICTED]++;
+    }
+}
+
+void cuda_dyn_evict_full_par(cudaStream_t s, int lfu, int64_t clock, int64_t next, int64_t top,
+                             const int64_t *out, int64_t *sid, const int64_t *last,
+                             const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                             int64_t *freel, int64_t *gone, int64_t *ctl, struct cuda_ws *ws)
+{
+    const int64_t n = next - 1;
+    if (n <= 0)
+        return;
+    uint64_t *ka = (uint64_t *)cuda_ws_take(ws, (size_t)n * 8);
+    uint64_t *kb = (uint64_t *)cuda_ws_take(ws, (size_t)n * 8);
+    int64_t *va = (int64_t *)cuda_ws_take(ws, (size_t)n * 8);
+    int64_t *vb = (int64_t *)cuda_ws_take(ws, (size_t)n * 8);
+    size_t tb = evict_sort_bytes(n);
+    void *tmp = cuda_ws_take(ws, tb);
+    k_ef_ids<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, clock, sid, last, ka, va);
+    CUDA_CHECK_LAUNCH("k_ef_ids");
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, ka, kb, va, vb, n, 0, 64, s));
+    k_ef_stats<<<launch_blocks(n, DYN_THREADS), DYN_THREADS, 0, s>>>(n, lfu, kb, vb, last, freq,
+                                                                     ka);
+    CUDA_CHECK_LAUNCH("k_ef_stats");
+    tb = evict_sort_bytes(n);
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, ka, kb, vb, va, n, 0, 64, s));
+    k_ef_finish<<<1, 1, 0, s>>>(n, clock, next, top, out, va, sid, last, keys, vals, cap, freel,
+                                gone, ctl);
+    CUDA_CHECK_LAUNCH("k_ef_finish");
 }

@@ -266,6 +266,12 @@ void cuda_dyn_evict_full(cudaStream_t s, int lfu, int64_t clock, int64_t next, i
                          const int64_t *out, int64_t *sid, const int64_t *last,
                          const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
                          int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch);
+/* the parallel form of cuda_dyn_evict_full (the same results; not yet run on a GPU) */
+size_t cuda_dyn_evict_full_ws_bytes(int64_t next);
+void cuda_dyn_evict_full_par(cudaStream_t s, int lfu, int64_t clock, int64_t next, int64_t top,
+                             const int64_t *out, int64_t *sid, const int64_t *last,
+                             const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                             int64_t *freel, int64_t *gone, int64_t *ctl, struct cuda_ws *ws);
 
 #ifdef __cplusplus
 }

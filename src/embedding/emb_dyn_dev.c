@@ -351,8 +351,10 @@ void emb_dyn_dev_map(struct emb_table *t, int nseg, int64_t *const *seg, const i
             be->dyn_admit(out, dc->admit, d->clock, v->pkeys, v->pvals, v->pcap, d->prob_max,
                           v->scr, ctl);
         }
-        /* 4. room: lru / lfu when full */
-        if (full)
+        /* 4. room: lru / lfu when full (not called when the tick's ids fit
+         * whatever admission leaves: its test, na > nfree + top - next,
+         * cannot hold) */
+        if (full && total > d->nfree + (d->max_slots - d->next))
             be->dyn_evict_full(dc->evict == EMB_EVICT_LFU, d->clock, d->next, d->max_slots, out,
                                v->sid, v->last, v->freq, v->keys, v->vals, v->cap, v->freel,
                                v->gone, ctl, v->scr);
