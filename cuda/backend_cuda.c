@@ -471,6 +471,12 @@ static void cuda_op_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t
     cuda_count_range(cuda_state()->compute, n, x, lo, hi, acc);
 }
 
+/* issue 51 G */
+static void cuda_op_index_mask(int64_t n, const int64_t *src, const uint8_t *mask, int64_t *dst)
+{
+    cuda_index_mask(cuda_state()->compute, n, src, mask, dst);
+}
+
 static void cuda_op_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys,
                                      int64_t T, int R, int64_t num_items, int64_t *out)
 {
@@ -772,4 +778,5 @@ const struct backend_ops backend_cuda = {
     .dyn_expire = cuda_op_dyn_expire,
     .dyn_admit = cuda_op_dyn_admit,
     .dyn_evict_full = cuda_op_dyn_evict_full,
+    .index_mask = cuda_op_index_mask, /* issue 51 G */
 };

@@ -97,3 +97,19 @@ void cuda_count_range(cudaStream_t s, int64_t n, const int64_t *x, int64_t lo, i
                                                                  (unsigned long long *)acc);
     CUDA_CHECK_LAUNCH("ex_count");
 }
+
+/* issue 51 G: the loss's target rows with the positions without a target unset */
+static __global__ void ex_index_mask(int64_t n, const int64_t *src, const uint8_t *mask,
+                                     int64_t *dst)
+{
+    GRID_LOOP(i, n) dst[i] = mask[i] ? -1 : src[i];
+}
+
+void cuda_index_mask(cudaStream_t s, int64_t n, const int64_t *src, const uint8_t *mask,
+                     int64_t *dst)
+{
+    if (n <= 0)
+        return;
+    ex_index_mask<<<launch_blocks(n, EX_THREADS), EX_THREADS, 0, s>>>(n, src, mask, dst);
+    CUDA_CHECK_LAUNCH("ex_index_mask");
+}

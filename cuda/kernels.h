@@ -150,6 +150,9 @@ void cuda_sample_negatives(cudaStream_t s, uint64_t seed, uint64_t epoch, const 
                            int64_t T, int R, int64_t num_items, int64_t *out);
 void cuda_count_range(cudaStream_t s, int64_t n, const int64_t *x, int64_t lo, int64_t hi,
                       int64_t *acc);
+/* issue 51 G: dst[i] = mask[i] ? -1 : src[i] (backend.h: index_mask) */
+void cuda_index_mask(cudaStream_t s, int64_t n, const int64_t *src, const uint8_t *mask,
+                     int64_t *dst);
 
 /* attn_hstu.cu. The backward's bias gradients: per-block partials in ws
  * (cuda_hstu_attn_bwd_ws_bytes; bias: a bias gradient is asked for), summed

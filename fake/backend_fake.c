@@ -496,6 +496,22 @@ static void fk_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi, 
     LAUNCH(run_count_range, AI(n), AP(x), AI(lo), AI(hi), AP(acc));
 }
 
+/* issue 51 G */
+static void run_index_mask(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.index_mask(a[0].i, a[1].p, a[2].p, a[3].p);
+}
+
+static void fk_index_mask(int64_t n, const int64_t *src, const uint8_t *mask, int64_t *dst)
+{
+    OP("index_mask");
+    IN(src);
+    IN(mask);
+    IN(dst);
+    LAUNCH(run_index_mask, AI(n), AP(src), AP(mask), AP(dst));
+}
+
 static void run_sample_negatives(const union fk_arg *a, const void *blob)
 {
     (void)blob;
@@ -814,4 +830,5 @@ const struct backend_ops backend_fake = {
     .dyn_expire = fk_dyn_expire,
     .dyn_admit = fk_dyn_admit,
     .dyn_evict_full = fk_dyn_evict_full,
+    .index_mask = fk_index_mask, /* issue 51 G */
 };

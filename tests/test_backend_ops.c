@@ -1633,6 +1633,17 @@ static void test_exchange_ops(void)
             cpu->count_range(T * R, out.c, lo, hi, cnt.c);
             dev->count_range(T * R, out.g, lo, hi, cnt.g);
             expect_bytes("count_range", cas, "count", &cnt);
+            /* index_mask (issue 51 G): the ids with about a third unset */
+            uint8_t *hm = xmalloc((size_t)(T * R + 1));
+            for (int64_t i = 0; i < T * R; i++)
+                hm[i] = rng_u64(&G) % 3 == 0;
+            struct pair mask = pair_new(hm, (size_t)(T * R)), mo = pair_i64(NULL, T * R);
+            cpu->index_mask(T * R, out.c, mask.c, mo.c);
+            dev->index_mask(T * R, out.g, mask.g, mo.g);
+            expect_bytes("index_mask", cas, "ids", &mo);
+            free(hm);
+            pair_free(&mask);
+            pair_free(&mo);
             free(hk);
             pair_free(&keys);
             pair_free(&out);
@@ -1710,7 +1721,7 @@ static int ops_present(const struct backend_ops *be)
         OP(sasrec_attn_ctx_bwd), OP(softmax_loss_q), OP(softmax_block_lse),
         OP(softmax_block_grad),
         OP(index_rows), OP(col_sums), OP(rank_loss), OP(factor_fwd), OP(factor_bwd),
-        OP(rows_match),
+        OP(index_mask), OP(rows_match),
     };
     const struct {
         const char *name;

@@ -454,6 +454,13 @@ struct backend_ops {
      * memory): the shard's items that hold a dynamic table's shared row,
      * told apart where the rows are. */
     void (*rows_match)(int64_t n, int d, const float *rows, const float *row, uint8_t *out);
+
+    /* --- issue 51 G: host waits ------------------------------------------ */
+    /* index_mask: dst[i] = -1 where mask[i] != 0, else src[i] (i < n; all
+     * backend memory): the loss's target rows with the positions without a
+     * target unset (model/task_retrieval.c). */
+    void (*index_mask)(int64_t n, const int64_t *src, const uint8_t *mask, int64_t *dst);
+    /* --- end of issue 51 G's block ---------------------------------------- */
 };
 
 /* bytes of an ipc_export handle (the size of a cudaIpcMemHandle_t) */

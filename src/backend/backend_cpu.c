@@ -296,6 +296,13 @@ static void cpu_count_range(int64_t n, const int64_t *x, int64_t lo, int64_t hi,
     acc[0] += k;
 }
 
+/* issue 51 G */
+static void cpu_index_mask(int64_t n, const int64_t *src, const uint8_t *mask, int64_t *dst)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = mask[i] ? -1 : src[i];
+}
+
 static void cpu_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys, int64_t T,
                                  int R, int64_t num_items, int64_t *out)
 {
@@ -385,5 +392,6 @@ const struct backend_ops backend_cpu = {
     .dyn_expire = cpu_dyn_expire,
     .dyn_admit = cpu_dyn_admit,
     .dyn_evict_full = cpu_dyn_evict_full,
+    .index_mask = cpu_index_mask, /* issue 51 G */
     /* no devices, no staging: host memory is the backend's memory */
 };

@@ -182,8 +182,9 @@ void emb_count_lookup(struct emb_table *t, struct emb_exchange *x)
     struct emb_xstate *xs = emb_xstate(t);
     t->wire.lookups++;
     xs->tokens += x->n; /* less those owned here (emb_xstate_wire) */
-    t->be->count_range(x->n, x->inverse, x->sdispls[t->shard],
-                       x->sdispls[t->shard] + x->scounts[t->shard], xs->stats.p);
+    if (t->G > 1) /* one shard owns every id: all local, nothing to count */
+        t->be->count_range(x->n, x->inverse, x->sdispls[t->shard],
+                           x->sdispls[t->shard] + x->scounts[t->shard], xs->stats.p);
 }
 
 /* The rows of serve[first, first + count) from the shard into served. */

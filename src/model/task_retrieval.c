@@ -6,39 +6,44 @@
 #include <stdlib.h>
 
 #include "backend/mirror.h"
+#include "backend/stage.h"
 #include "base/check.h"
 #include "data/batch_window.h"
 #include "model/loss.h"
 #include "model/loss_full.h"
 #include "model/task.h"
 
+static size_t at_least1(int64_t n) { return (size_t)(n > 0 ? n : 1); }
+
 /* The conf and, for the stream schedule's positions without a target, the
- * targets' row indexes with those set to -1 (host, then be's memory). */
+ * targets' row indexes with those unset (be's memory), made from the
+ * positions' flags uploaded through a pinned stage (no host wait). */
 struct retrieval_priv {
     struct retrieval_conf rc;
-    int64_t *pos, cap;
-    struct mirror pos_be;
+    struct mirror mask;        /* the flags [T] */
+    struct mirror pos;         /* [T] the row indexes */
+    struct stage *st;          /* a device's uploads, else NULL */
+    const struct backend_ops *st_be;
 };
 
-/* The loss's index of each position's target row: inv + T, or a copy with
- * the positions without a target at -1 (unsupervised, loss.h). */
+/* The loss's index of each position's target row: inv + T, or on be a
+ * copy with the positions without a target at -1 (unsupervised, loss.h). */
 static const int64_t *target_rows(struct retrieval_priv *r, struct task_step *st)
 {
     const int64_t T = st->T;
     if (!st->no_target)
         return st->inv + T;
-    if (T > r->cap) {
-        r->cap = T;
-        r->pos = xrealloc(r->pos, (size_t)T * sizeof *r->pos);
+    const struct backend_ops *be = st->be;
+    if (!backend_is_host(be) && r->st_be != be) {
+        stage_free(r->st);
+        r->st = stage_new(be);
+        r->st_be = be;
     }
-    const size_t bytes = (size_t)(T ? T : 1) * sizeof *r->pos;
-    st->be->to_host(r->pos, st->inv + T, (size_t)T * sizeof *r->pos);
-    for (int64_t i = 0; i < T; i++)
-        if (st->no_target[i])
-            r->pos[i] = -1;
-    const int64_t *p = mirror_bind(&r->pos_be, st->be, &backend_cpu, r->pos, bytes);
-    mirror_up(&r->pos_be, 0, (size_t)T * sizeof *r->pos);
-    return p;
+    const uint8_t *mask = mirror_bind(&r->mask, be, &backend_cpu, st->no_target, at_least1(T));
+    mirror_up_async(&r->mask, backend_is_host(be) ? NULL : r->st, 0, (size_t)T);
+    int64_t *pos = mirror_bind(&r->pos, be, be, NULL, at_least1(T) * sizeof *pos);
+    be->index_mask(T, st->inv + T, mask, pos);
+    return pos;
 }
 
 static void retrieval_loss(struct task *t, struct task_step *st)
@@ -105,8 +110,9 @@ static void retrieval_free(struct task *t)
 {
     struct retrieval_priv *r = t->priv;
     if (r) {
-        free(r->pos);
-        mirror_free(&r->pos_be);
+        mirror_free(&r->mask);
+        mirror_free(&r->pos);
+        stage_free(r->st);
     }
     free(t->priv);
     t->priv = NULL;

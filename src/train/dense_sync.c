@@ -21,6 +21,10 @@ struct dense_sync {
     int nbuckets;
     int64_t bucket_end;       /* arena floats [bucket_end, ngrad) are posted */
     struct comm_request buckets[DENSE_MAX_BUCKETS];
+    /* issue 51 G: the staged copy down started after the backward */
+    struct backend_event *down; /* its event, or NULL */
+    int started;                /* this step's copy is in flight */
+    double sumsq;               /* the summed arena's sum of squares (host) */
 };
 
 /* parallel.transport: mpi, or on the CUDA backend copy-engine | kernel
@@ -92,10 +96,51 @@ void dense_sync_free(struct dense_sync *s)
         dense_ipc_free(&s->dipc);
     if (s->stage)
         s->be->host_free(s->stage);
+    if (s->down)
+        s->be->event_free(s->down);
     free(s);
 }
 
 int dense_sync_bucketed(const struct dense_sync *s) { return s->bucketed; }
+
+/* --- issue 51 G: the staged copy down started early ---------------------- */
+
+int dense_sync_start(struct dense_sync *s, const void *ride, void *ride_host, size_t ride_bytes)
+{
+    const struct backend_ops *be = s->be;
+    s->started = 0;
+    if (!s->stage || s->bucketed || s->ipc || model_exact(s->m) || s->c->g[COMM_DP].size < 2 ||
+        s->m->ngrad <= 0)
+        return 0;
+    if (!s->down)
+        s->down = be->event_new(0);
+    be->to_host_async(s->stage, s->m->grad, (size_t)s->m->ngrad * sizeof(float));
+    if (ride_bytes)
+        be->to_host_async(ride_host, ride, ride_bytes);
+    be->event_record(s->down, BACKEND_COMM);
+    s->started = 1;
+    return 1;
+}
+
+/* The started copy's end (no wait when it is done), the sum over dp on the
+ * host, its sum of squares there (backend_cpu's: the CPU's arithmetic) and
+ * the copy up. */
+static void finish_started(struct dense_sync *s)
+{
+    const struct backend_ops *be = s->be;
+    const int64_t n = s->m->ngrad;
+    if (!be->event_query(s->down))
+        be->event_sync(s->down);
+    comm_allreduce_sum_f32(s->c, COMM_DP, s->stage, n, COMM_PH_DENSE);
+    s->sumsq = 0;
+    backend_cpu.sumsq_acc(n, s->stage, &s->sumsq);
+    /* the compute stream waits for the copy up; the comm stream runs it
+     * before it next overwrites stage */
+    be->to_device_async(s->m->grad, s->stage, (size_t)n * sizeof(float));
+    s->started = 0;
+}
+
+double dense_sync_sumsq(const struct dense_sync *s) { return s->sumsq; }
 
 void dense_sync_begin(struct dense_sync *s)
 {
@@ -148,6 +193,8 @@ void dense_sync_finish(struct dense_sync *s)
         model_exact_finish(s->m);
     } else if (s->ipc) {
         dense_ipc_allreduce(&s->dipc);
+    } else if (s->started) {
+        finish_started(s);
     } else {
         device_allreduce_sum_f32(s->be, s->c, COMM_DP, s->m->grad, s->m->ngrad, s->stage);
     }

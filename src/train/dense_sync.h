@@ -41,4 +41,16 @@ void dense_sync_progress(struct dense_sync *s);
 /* The arena holds the sum over dp: wait for the buckets, or sum it now. */
 void dense_sync_finish(struct dense_sync *s);
 
+/* --- issue 51 G: the staged copy down started early ----------------------- */
+/* The staged all-reduce (a device without CUDA-aware MPI or IPC, dp > 1,
+ * no buckets, no exact sums): enqueue the arena's copy down now (its
+ * gradients final) and with it ride[ride_bytes] (backend memory) into
+ * ride_host (pinned host memory); dense_sync_finish waits for them only
+ * where they are not done by then. 1 when started; 0 (nothing enqueued)
+ * otherwise. */
+int dense_sync_start(struct dense_sync *s, const void *ride, void *ride_host, size_t ride_bytes);
+/* After dense_sync_finish of a started copy: the sum of squares of the
+ * summed arena (in double, the CPU backend's order), made on the host. */
+double dense_sync_sumsq(const struct dense_sync *s);
+
 #endif

@@ -115,6 +115,8 @@ struct step_state {
     double *sc;                /* [SC_N] model backend memory */
     double hsc[SC_N];          /* read back */
     double sparse_host;        /* SC_SPARSE when the table's memory is the host's, the model's not */
+    double *hride;             /* [SC_N] pinned: the scalars carried by the dense copy down */
+    int rode;                  /* this step's scalars came with it (read_scalars reads none) */
     struct mirror lq_tok;      /* in-batch negatives: the tokens' logQ [T (1 + R)] */
     struct mirror lq_row;      /* and the unique rows' [nuniq] (step_logq) */
     struct task_step view;     /* the loss's view of the step, for the task's backward */
@@ -183,10 +185,33 @@ static void between_layers(void *ctx, int first_final)
     comm_compute_begin();
 }
 
-/* The step's scalars, read back (a host wait on a device). */
+/* The step's scalars, read back (a host wait on a device), or taken from
+ * the dense gradients' copy down that carried them (readback_start). */
 static void read_scalars(struct step_state *s)
 {
+    if (s->rode) {
+        memcpy(s->hsc, s->hride, SC_DENSE * sizeof *s->hsc);
+        s->hsc[SC_DENSE] = dense_sync_sumsq(s->dense);
+        return;
+    }
     s->tr->be->to_host(s->hsc, s->sc, sizeof s->hsc);
+}
+
+/* issue 51 G: with the staged dense all-reduce (a device, dp > 1) the
+ * dense gradients' copy down starts after the backward and carries the
+ * scalars final by then (the loss, the count, the sparse sum of squares);
+ * the dense sum of squares is made on the host from the summed arena, so
+ * the step's end waits for nothing (the guard's skip mode reads them
+ * before the updates, as before). */
+static void readback_start(struct step_state *s)
+{
+    const struct backend_ops *be = s->tr->be;
+    s->rode = 0;
+    if (s->tr->conf.nonfinite_skip || backend_is_host(be))
+        return;
+    if (!s->hride)
+        s->hride = be->host_alloc(sizeof s->hsc);
+    s->rode = dense_sync_start(s->dense, s->sc, s->hride, SC_DENSE * sizeof *s->hsc);
 }
 
 /* --- the phases --------------------------------------------------------------- */
@@ -438,7 +463,8 @@ static void phase_dense_allreduce(struct step_state *s)
 {
     struct trainer *tr = s->tr;
     dense_sync_finish(s->dense);
-    tr->be->sumsq_acc(tr->m.ngrad, tr->m.grad, s->sc + SC_DENSE);
+    if (!s->rode) /* else made on the host (dense_sync_sumsq) */
+        tr->be->sumsq_acc(tr->m.ngrad, tr->m.grad, s->sc + SC_DENSE);
     steptime_phase(&tr->st, PH_ALLREDUCE);
 }
 
@@ -484,6 +510,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     const float *emb = phase_lookup(s, in, next);
     phase_forward_loss(s, in, &b, &mb, emb, scale, next);
     phase_backward(s, in, &b, &mb);
+    readback_start(s);
     if (skip_mode) /* the guard decides before the updates: the sums now */
         read_scalars(s);
     const int same = backend_same_memory(tr->items->be, tr->be);
@@ -572,6 +599,8 @@ void train_step_free(struct trainer *tr)
         mirror_free(m[i]);
     loss_ws_free(&s->lws);
     tr->be->free(s->sc);
+    if (s->hride)
+        tr->be->host_free(s->hride);
     emb_set_wait_hook(NULL, NULL);
     gputime_free(&tr->gt);
     ctx_stage_free(s->ring.kv_stage);
