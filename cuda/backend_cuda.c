@@ -558,6 +558,12 @@ static void cuda_op_index_rows(int64_t n, int d, const float *src, const int64_t
     cuda_index_rows(cuda_state()->compute, n, d, src, sidx, dst, didx, add);
 }
 
+static void cuda_op_rows_match(int64_t n, int d, const float *rows, const float *row,
+                               uint8_t *out)
+{
+    cuda_rows_match(cuda_state()->compute, n, d, rows, row, out);
+}
+
 static void cuda_op_col_sums(int64_t n, int m, const float *x, float *acc)
 {
     cuda_col_sums(cuda_state()->compute, n, m, x, acc);
@@ -628,12 +634,29 @@ static void cuda_op_dyn_rehash(const int64_t *okeys, const int64_t *ovals, int64
     cuda_dyn_rehash(cuda_state()->compute, okeys, ovals, ocap, keys, vals, cap);
 }
 
+/* FREESCALE_CUDA_DYN_SERIAL=1: the one-thread form of the dynamic tables'
+ * sequential steps (cuda/dyn.cu), where a parallel one exists */
+static int dyn_serial(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("FREESCALE_CUDA_DYN_SERIAL");
+        mode = v && strcmp(v, "0") != 0;
+    }
+    return mode;
+}
+
 static void cuda_op_dyn_expire(int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
                                const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
                                int64_t *freel, int64_t *gone, int64_t *ctl)
 {
-    cuda_dyn_expire(cuda_state()->compute, ttl, clock, next, sid, last, keys, vals, cap, freel,
-                    gone, ctl);
+    struct cuda_state *st = cuda_state();
+    if (dyn_serial())
+        cuda_dyn_expire(st->compute, ttl, clock, next, sid, last, keys, vals, cap, freel, gone,
+                        ctl);
+    else
+        cuda_dyn_expire_par(st->compute, ttl, clock, next, sid, last, keys, vals, cap, freel,
+                            gone, ctl, ws_for(st, cuda_dyn_expire_ws_bytes(next)));
 }
 
 static void cuda_op_dyn_admit(int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
@@ -649,8 +672,14 @@ static void cuda_op_dyn_evict_full(int lfu, int64_t clock, int64_t next, int64_t
                                    const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
                                    int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch)
 {
-    cuda_dyn_evict_full(cuda_state()->compute, lfu, clock, next, top, out, sid, last, freq, keys,
-                        vals, cap, freel, gone, ctl, scratch);
+    struct cuda_state *st = cuda_state();
+    if (dyn_serial())
+        cuda_dyn_evict_full(st->compute, lfu, clock, next, top, out, sid, last, freq, keys, vals,
+                            cap, freel, gone, ctl, scratch);
+    else
+        cuda_dyn_evict_full_par(st->compute, lfu, clock, next, top, out, sid, last, freq, keys,
+                                vals, cap, freel, gone, ctl,
+                                ws_for(st, cuda_dyn_evict_full_ws_bytes(next)));
 }
 
 static void cuda_op_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t *keys,
@@ -712,6 +741,7 @@ const struct backend_ops backend_cuda = {
     .sample_negatives = cuda_op_sample_negatives,
     .index_rows = cuda_op_index_rows,
     .col_sums = cuda_op_col_sums,
+    .rows_match = cuda_op_rows_match, /* issue 51 item 3 (H) */
     .rank_loss = cuda_op_rank_loss,
     .factor_fwd = cuda_op_factor_fwd, /* issue 51 B */
     .factor_bwd = cuda_op_factor_bwd,

@@ -17,16 +17,12 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define COPY_THREADS 512
 #define COPY_BLOCKS 32 /* SMs the copy occupies at most (NCCL: one per channel) */
 #define COPY_UNROLL 4
 #define ADD_THREADS 256
-#define ADD_MAX_BLOCKS 65536
-
-#define GRID_LOOP(i, n)                                                                  \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 /* dst[n], src[n]: 16-byte words; COPY_UNROLL loads in flight per thread
  * before their stores (a bounded number of SMs needs them to keep enough
@@ -90,6 +86,6 @@ void cuda_add(cudaStream_t s, int64_t n, float *y, const float *x)
 {
     if (n <= 0)
         return;
-    add_f32<<<copy_grid(n, ADD_THREADS, ADD_MAX_BLOCKS), ADD_THREADS, 0, s>>>(n, y, x);
+    add_f32<<<launch_blocks(n, ADD_THREADS), ADD_THREADS, 0, s>>>(n, y, x);
     CUDA_CHECK_LAUNCH("add_f32");
 }

@@ -14,11 +14,11 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 #include "base/rng.h"
 
 #define DROPOUT_SITE_SALT 0x64726f70ull /* "drop", as in backend_cpu.c */
 #define DROPOUT_THREADS 128
-#define DROPOUT_MAX_BLOCKS 65536
 
 /* row r: x, y: [d]; mask: [d] bytes (host and device, so that the host
  * tests can check it against src/base/rng.h; unused by the host pass) */
@@ -55,19 +55,13 @@ static __global__ void drop_bwd(int64_t n, float p, const uint8_t *mask, const f
         dx[i] = mask[i] ? dy[i] / keep : 0.0f;
 }
 
-static unsigned drop_blocks(int64_t n)
-{
-    int64_t b = (n + DROPOUT_THREADS - 1) / DROPOUT_THREADS;
-    return (unsigned)(b < DROPOUT_MAX_BLOCKS ? b : DROPOUT_MAX_BLOCKS);
-}
-
 void cuda_dropout_fwd(cudaStream_t s, int64_t rows, int d, float p, const uint64_t *row_keys,
                       uint64_t site, const float *x, float *y, uint8_t *mask)
 {
     if (rows <= 0 || d <= 0)
         return;
-    drop_fwd<<<drop_blocks(rows), DROPOUT_THREADS, 0, s>>>(rows, d, p, row_keys, site, x, y,
-                                                            mask);
+    drop_fwd<<<launch_blocks(rows, DROPOUT_THREADS), DROPOUT_THREADS, 0, s>>>(rows, d, p, row_keys,
+                                                                              site, x, y, mask);
     CUDA_CHECK_LAUNCH("drop_fwd");
 }
 
@@ -77,6 +71,6 @@ void cuda_dropout_bwd(cudaStream_t s, int64_t rows, int d, float p, const uint8_
     if (rows <= 0 || d <= 0)
         return;
     const int64_t n = rows * d;
-    drop_bwd<<<drop_blocks(n), DROPOUT_THREADS, 0, s>>>(n, p, mask, dy, dx);
+    drop_bwd<<<launch_blocks(n, DROPOUT_THREADS), DROPOUT_THREADS, 0, s>>>(n, p, mask, dy, dx);
     CUDA_CHECK_LAUNCH("drop_bwd");
 }

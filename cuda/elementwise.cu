@@ -10,43 +10,32 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define EW_THREADS 256
-#define EW_MAX_BLOCKS 65536
-
-/* blocks for n values: ceil(n / EW_THREADS), at most EW_MAX_BLOCKS (n > 0) */
-static unsigned ew_blocks(int64_t n)
-{
-    int64_t b = (n + EW_THREADS - 1) / EW_THREADS;
-    return (unsigned)(b < EW_MAX_BLOCKS ? b : EW_MAX_BLOCKS);
-}
-
-#define EW_LOOP(i, n)                                                                    \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 /* y: [n] += alpha x: [n] */
 static __global__ void ew_axpy(int64_t n, float alpha, const float *x, float *y)
 {
-    EW_LOOP(i, n) y[i] += alpha * x[i];
+    GRID_LOOP(i, n) y[i] += alpha * x[i];
 }
 
 /* x: [n] *= alpha */
 static __global__ void ew_scale(int64_t n, float alpha, float *x)
 {
-    EW_LOOP(i, n) x[i] *= alpha;
+    GRID_LOOP(i, n) x[i] *= alpha;
 }
 
 /* y = a * b, all [n] */
 static __global__ void ew_mul(int64_t n, const float *a, const float *b, float *y)
 {
-    EW_LOOP(i, n) y[i] = a[i] * b[i];
+    GRID_LOOP(i, n) y[i] = a[i] * b[i];
 }
 
 /* y = x sigma(x) = x / (1 + exp(-x)) */
 static __global__ void ew_silu_fwd(int64_t n, const float *x, float *y)
 {
-    EW_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         float xi = x[i];
         y[i] = xi / (1.0f + expf(-xi));
@@ -56,7 +45,7 @@ static __global__ void ew_silu_fwd(int64_t n, const float *x, float *y)
 /* dx = dy silu'(x), silu'(x) = s (1 + x (1 - s)), s = sigma(x) */
 static __global__ void ew_silu_bwd(int64_t n, const float *x, const float *dy, float *dx)
 {
-    EW_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         float xi = x[i];
         float s = 1.0f / (1.0f + expf(-xi));
@@ -66,7 +55,7 @@ static __global__ void ew_silu_bwd(int64_t n, const float *x, const float *dy, f
 
 static __global__ void ew_relu_fwd(int64_t n, const float *x, float *y)
 {
-    EW_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         float xi = x[i];
         y[i] = xi > 0 ? xi : 0.0f;
@@ -76,14 +65,14 @@ static __global__ void ew_relu_fwd(int64_t n, const float *x, float *y)
 /* dx = dy where x > 0, else 0 */
 static __global__ void ew_relu_bwd(int64_t n, const float *x, const float *dy, float *dx)
 {
-    EW_LOOP(i, n) dx[i] = x[i] > 0 ? dy[i] : 0.0f;
+    GRID_LOOP(i, n) dx[i] = x[i] > 0 ? dy[i] : 0.0f;
 }
 
 void cuda_axpy(cudaStream_t s, int64_t n, float alpha, const float *x, float *y)
 {
     if (n <= 0)
         return;
-    ew_axpy<<<ew_blocks(n), EW_THREADS, 0, s>>>(n, alpha, x, y);
+    ew_axpy<<<launch_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(n, alpha, x, y);
     CUDA_CHECK_LAUNCH("ew_axpy");
 }
 
@@ -91,7 +80,7 @@ void cuda_scale(cudaStream_t s, int64_t n, float alpha, float *x)
 {
     if (n <= 0)
         return;
-    ew_scale<<<ew_blocks(n), EW_THREADS, 0, s>>>(n, alpha, x);
+    ew_scale<<<launch_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(n, alpha, x);
     CUDA_CHECK_LAUNCH("ew_scale");
 }
 
@@ -99,7 +88,7 @@ void cuda_mul(cudaStream_t s, int64_t n, const float *a, const float *b, float *
 {
     if (n <= 0)
         return;
-    ew_mul<<<ew_blocks(n), EW_THREADS, 0, s>>>(n, a, b, y);
+    ew_mul<<<launch_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(n, a, b, y);
     CUDA_CHECK_LAUNCH("ew_mul");
 }
 
@@ -107,7 +96,7 @@ void cuda_silu_fwd(cudaStream_t s, int64_t n, const float *x, float *y)
 {
     if (n <= 0)
         return;
-    ew_silu_fwd<<<ew_blocks(n), EW_THREADS, 0, s>>>(n, x, y);
+    ew_silu_fwd<<<launch_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(n, x, y);
     CUDA_CHECK_LAUNCH("ew_silu_fwd");
 }
 
@@ -115,7 +104,7 @@ void cuda_silu_bwd(cudaStream_t s, int64_t n, const float *x, const float *dy, f
 {
     if (n <= 0)
         return;
-    ew_silu_bwd<<<ew_blocks(n), EW_THREADS, 0, s>>>(n, x, dy, dx);
+    ew_silu_bwd<<<launch_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(n, x, dy, dx);
     CUDA_CHECK_LAUNCH("ew_silu_bwd");
 }
 
@@ -123,7 +112,7 @@ void cuda_relu_fwd(cudaStream_t s, int64_t n, const float *x, float *y)
 {
     if (n <= 0)
         return;
-    ew_relu_fwd<<<ew_blocks(n), EW_THREADS, 0, s>>>(n, x, y);
+    ew_relu_fwd<<<launch_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(n, x, y);
     CUDA_CHECK_LAUNCH("ew_relu_fwd");
 }
 
@@ -131,6 +120,6 @@ void cuda_relu_bwd(cudaStream_t s, int64_t n, const float *x, const float *dy, f
 {
     if (n <= 0)
         return;
-    ew_relu_bwd<<<ew_blocks(n), EW_THREADS, 0, s>>>(n, x, dy, dx);
+    ew_relu_bwd<<<launch_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(n, x, dy, dx);
     CUDA_CHECK_LAUNCH("ew_relu_bwd");
 }

@@ -31,22 +31,12 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 #include "backend/emb_dyn_row.h"
 #include "backend/emb_optim.h"
 
 #define EMB_THREADS 256
-#define EMB_MAX_BLOCKS 65536
 #define EMB_KEY_BITS 63 /* ids and keys are >= 0: the bits of an unknown bound */
-
-static unsigned emb_blocks(int64_t n)
-{
-    int64_t b = (n + EMB_THREADS - 1) / EMB_THREADS;
-    return (unsigned)(b < 1 ? 1 : b < EMB_MAX_BLOCKS ? b : EMB_MAX_BLOCKS);
-}
-
-#define GRID_LOOP(i, n)                                                                    \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);               \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 /* Bits that hold keys up to kmax (at least 1). */
 static int key_bits(uint64_t kmax)
@@ -99,11 +89,11 @@ static void sorted_runs(cudaStream_t s, int64_t n, const int64_t *keys, int bits
                         int64_t *spos, int64_t *seg, int64_t *heads, void *tmp)
 {
     size_t tb = cub_bytes(n);
-    k_iota<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, heads);
+    k_iota<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(n, heads);
     CUDA_CHECK_LAUNCH("k_iota");
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, (const uint64_t *)keys, (uint64_t *)skey,
                                                heads, spos, n, 0, bits, s));
-    k_heads<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, heads);
+    k_heads<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(n, skey, heads);
     CUDA_CHECK_LAUNCH("k_heads");
     tb = cub_bytes(n);
     CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp, tb, heads, seg, n, s));
@@ -184,25 +174,26 @@ int64_t cuda_emb_dedup_owner(cudaStream_t s, int64_t n, const int64_t *ids, int6
     int64_t *out = (int64_t *)cuda_ws_take(ws, (size_t)(2 * G + 1) * 8);
     void *tmp = cuda_ws_take(ws, cub_bytes(n));
     sorted_runs(s, n, ids, sort_bits(key_max), skey, spos, seg, tmp_n, tmp);
-    k_fill<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, 2 * (int64_t)G, group); /* past nu: last */
+    /* past nu: last */
+    k_fill<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(n, 2 * (int64_t)G, group);
     CUDA_CHECK_LAUNCH("k_fill");
     CUDA_CHECK(cudaMemsetAsync(out, 0, (size_t)(2 * G + 1) * 8, s));
-    k_runs<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, spos, seg, n_first, G, dyn, uid, group,
-                                                 inverse, out + 2 * G);
+    k_runs<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(
+        n, skey, spos, seg, n_first, G, dyn, uid, group, inverse, out + 2 * G);
     CUDA_CHECK_LAUNCH("k_runs");
     /* groups in order, stable: ascending ids within a group */
     int64_t *sgroup = skey;
-    k_iota<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, tmp_n);
+    k_iota<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(n, tmp_n);
     CUDA_CHECK_LAUNCH("k_iota");
     size_t tb = cub_bytes(n);
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, (const uint64_t *)group,
                                                (uint64_t *)sgroup, tmp_n, order, n, 0,
                                                key_bits((uint64_t)(2 * G)), s));
     int64_t *rank = seg;
-    k_place<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, out + 2 * G, order, uid, group, G, uniq,
-                                                  rank, (unsigned long long *)out);
+    k_place<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(
+        n, out + 2 * G, order, uid, group, G, uniq, rank, (unsigned long long *)out);
     CUDA_CHECK_LAUNCH("k_place");
-    k_remap<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, rank, inverse);
+    k_remap<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(n, rank, inverse);
     CUDA_CHECK_LAUNCH("k_remap");
     int64_t *h = (int64_t *)malloc((size_t)(2 * G + 1) * 8);
     if (!h)
@@ -233,7 +224,8 @@ void cuda_emb_gather_shard(cudaStream_t s, int64_t n, int dim, const float *w, c
 {
     if (n <= 0 || dim <= 0)
         return;
-    k_gather_shard<<<emb_blocks(n * dim), EMB_THREADS, 0, s>>>(n, dim, w, ids, G, out);
+    k_gather_shard<<<launch_blocks(n * dim, EMB_THREADS), EMB_THREADS, 0, s>>>(n, dim, w, ids, G,
+                                                                               out);
     CUDA_CHECK_LAUNCH("k_gather_shard");
 }
 
@@ -297,11 +289,11 @@ void cuda_emb_sum_by_id(cudaStream_t s, int64_t n, int dim, const int64_t *keys,
     int64_t *start = (int64_t *)cuda_ws_take(ws, v), *k = (int64_t *)cuda_ws_take(ws, 8);
     void *tmp = cuda_ws_take(ws, cub_bytes(n));
     sorted_runs(s, n, keys, sort_bits(key_max), skey, spos, seg, heads, tmp);
-    k_starts<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, skey, seg, start, uid, k);
+    k_starts<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(n, skey, seg, start, uid, k);
     CUDA_CHECK_LAUNCH("k_starts");
-    k_tail<<<emb_blocks(n), EMB_THREADS, 0, s>>>(n, k, uid);
+    k_tail<<<launch_blocks(n, EMB_THREADS), EMB_THREADS, 0, s>>>(n, k, uid);
     CUDA_CHECK_LAUNCH("k_tail");
-    const unsigned blocks = (unsigned)(n < EMB_MAX_BLOCKS ? n : EMB_MAX_BLOCKS);
+    const unsigned blocks = launch_blocks(n, 1); /* a block a run */
     k_run_sums<<<blocks, dim < 128 ? 32 * ((dim + 31) / 32) : 128, 0, s>>>(k, n, dim, start,
                                                                             spos, g, out);
     CUDA_CHECK_LAUNCH("k_run_sums");
@@ -393,8 +385,7 @@ void cuda_emb_sparse_update(cudaStream_t s, const struct emb_optim_conf *opt, in
 {
     if (k <= 0)
         return;
-    const int64_t b = (k + EMB_THREADS / 32 - 1) / (EMB_THREADS / 32);
-    const unsigned blocks = (unsigned)(b < EMB_MAX_BLOCKS ? b : EMB_MAX_BLOCKS);
+    const unsigned blocks = launch_blocks(k, EMB_THREADS / 32); /* a warp a row */
     k_sparse_update<<<blocks, EMB_THREADS, 0, s>>>(*opt, k, dim, ids, G, g, w, state,
                                                    state_floats, steps);
     CUDA_CHECK_LAUNCH("k_sparse_update");

@@ -8,21 +8,11 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 #include "backend/emb_codec_row.h"
 #include "backend/loss_sample.h"
 
 #define EX_THREADS 256
-#define EX_MAX_BLOCKS 65536
-
-#define EX_LOOP(i, n)                                                                    \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
-         i += (int64_t)gridDim.x * blockDim.x)
-
-static unsigned ex_blocks(int64_t n)
-{
-    int64_t b = (n + EX_THREADS - 1) / EX_THREADS;
-    return (unsigned)(b < 1 ? 1 : b < EX_MAX_BLOCKS ? b : EX_MAX_BLOCKS);
-}
 
 /* bytes of one encoded row (emb_codec.h: emb_codec_row_bytes) */
 static __device__ int64_t ex_row_bytes(int codec, int dim)
@@ -35,7 +25,7 @@ static __global__ void ex_encode(int codec, int64_t n, int dim, const float *row
                                  unsigned long long *bad)
 {
     const int64_t rb = ex_row_bytes(codec, dim);
-    EX_LOOP(i, n)
+    GRID_LOOP(i, n)
     if (ecr_encode_row(codec, dim, rows + i * dim, wire + i * rb))
         atomicMax(bad, ~0ull - (unsigned long long)i); /* integers: exact in any order */
 }
@@ -43,7 +33,7 @@ static __global__ void ex_encode(int codec, int64_t n, int dim, const float *row
 static __global__ void ex_decode(int codec, int64_t n, int dim, const uint8_t *wire, float *rows)
 {
     const int64_t rb = ex_row_bytes(codec, dim);
-    EX_LOOP(i, n) ecr_decode_row(codec, dim, wire + i * rb, rows + i * dim);
+    GRID_LOOP(i, n) ecr_decode_row(codec, dim, wire + i * rb, rows + i * dim);
 }
 
 void cuda_emb_encode(cudaStream_t s, int codec, int64_t n, int dim, const float *rows,
@@ -55,8 +45,8 @@ void cuda_emb_encode(cudaStream_t s, int codec, int64_t n, int dim, const float 
         CUDA_CHECK(cudaMemcpyAsync(wire, rows, (size_t)n * dim * 4, cudaMemcpyDeviceToDevice, s));
         return;
     }
-    ex_encode<<<ex_blocks(n), EX_THREADS, 0, s>>>(codec, n, dim, rows, wire,
-                                                  (unsigned long long *)bad);
+    ex_encode<<<launch_blocks(n, EX_THREADS), EX_THREADS, 0, s>>>(codec, n, dim, rows, wire,
+                                                                  (unsigned long long *)bad);
     CUDA_CHECK_LAUNCH("ex_encode");
 }
 
@@ -69,14 +59,14 @@ void cuda_emb_decode(cudaStream_t s, int codec, int64_t n, int dim, const uint8_
         CUDA_CHECK(cudaMemcpyAsync(rows, wire, (size_t)n * dim * 4, cudaMemcpyDeviceToDevice, s));
         return;
     }
-    ex_decode<<<ex_blocks(n), EX_THREADS, 0, s>>>(codec, n, dim, wire, rows);
+    ex_decode<<<launch_blocks(n, EX_THREADS), EX_THREADS, 0, s>>>(codec, n, dim, wire, rows);
     CUDA_CHECK_LAUNCH("ex_decode");
 }
 
 static __global__ void ex_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys,
                                     int64_t T, int R, int64_t num_items, int64_t *out)
 {
-    EX_LOOP(i, T) loss_negatives_row(seed, epoch, keys[i], R, num_items, out + i * R);
+    GRID_LOOP(i, T) loss_negatives_row(seed, epoch, keys[i], R, num_items, out + i * R);
 }
 
 void cuda_sample_negatives(cudaStream_t s, uint64_t seed, uint64_t epoch, const uint64_t *keys,
@@ -84,7 +74,8 @@ void cuda_sample_negatives(cudaStream_t s, uint64_t seed, uint64_t epoch, const 
 {
     if (T <= 0 || R <= 0)
         return;
-    ex_negatives<<<ex_blocks(T), EX_THREADS, 0, s>>>(seed, epoch, keys, T, R, num_items, out);
+    ex_negatives<<<launch_blocks(T, EX_THREADS), EX_THREADS, 0, s>>>(seed, epoch, keys, T, R,
+                                                                     num_items, out);
     CUDA_CHECK_LAUNCH("ex_negatives");
 }
 
@@ -92,7 +83,7 @@ static __global__ void ex_count(int64_t n, const int64_t *x, int64_t lo, int64_t
                                 unsigned long long *acc)
 {
     unsigned long long k = 0;
-    EX_LOOP(i, n) k += x[i] >= lo && x[i] < hi;
+    GRID_LOOP(i, n) k += x[i] >= lo && x[i] < hi;
     if (k)
         atomicAdd(acc, k); /* integers: exact in any order */
 }
@@ -102,7 +93,8 @@ void cuda_count_range(cudaStream_t s, int64_t n, const int64_t *x, int64_t lo, i
 {
     if (n <= 0)
         return;
-    ex_count<<<ex_blocks(n), EX_THREADS, 0, s>>>(n, x, lo, hi, (unsigned long long *)acc);
+    ex_count<<<launch_blocks(n, EX_THREADS), EX_THREADS, 0, s>>>(n, x, lo, hi,
+                                                                 (unsigned long long *)acc);
     CUDA_CHECK_LAUNCH("ex_count");
 }
 
@@ -110,7 +102,7 @@ void cuda_count_range(cudaStream_t s, int64_t n, const int64_t *x, int64_t lo, i
 static __global__ void ex_index_mask(int64_t n, const int64_t *src, const uint8_t *mask,
                                      int64_t *dst)
 {
-    EX_LOOP(i, n) dst[i] = mask[i] ? -1 : src[i];
+    GRID_LOOP(i, n) dst[i] = mask[i] ? -1 : src[i];
 }
 
 void cuda_index_mask(cudaStream_t s, int64_t n, const int64_t *src, const uint8_t *mask,
@@ -118,6 +110,6 @@ void cuda_index_mask(cudaStream_t s, int64_t n, const int64_t *src, const uint8_
 {
     if (n <= 0)
         return;
-    ex_index_mask<<<ex_blocks(n), EX_THREADS, 0, s>>>(n, src, mask, dst);
+    ex_index_mask<<<launch_blocks(n, EX_THREADS), EX_THREADS, 0, s>>>(n, src, mask, dst);
     CUDA_CHECK_LAUNCH("ex_index_mask");
 }

@@ -14,15 +14,10 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 #include "backend/factor_walk.h"
 
 #define FACTOR_THREADS 128
-
-static unsigned factor_blocks(int64_t n)
-{
-    const int64_t b = (n + FACTOR_THREADS - 1) / FACTOR_THREADS;
-    return (unsigned)(b < 1 ? 1 : b);
-}
 
 static __global__ void factor_fwd_kernel(int64_t B, const int64_t *offsets, int K, int F,
                                          const float *f, const double *v, double prior,
@@ -55,8 +50,8 @@ void cuda_factor_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, i
 {
     if (B <= 0 || K <= 0)
         return;
-    factor_fwd_kernel<<<factor_blocks(B * K), FACTOR_THREADS, 0, s>>>(B, offsets, K, F, f, v,
-                                                                      prior, gain, z, w, vb, h);
+    factor_fwd_kernel<<<launch_blocks_all(B * K, FACTOR_THREADS), FACTOR_THREADS, 0, s>>>(
+        B, offsets, K, F, f, v, prior, gain, z, w, vb, h);
     CUDA_CHECK_LAUNCH("factor_fwd_kernel");
 }
 
@@ -66,7 +61,7 @@ void cuda_factor_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, i
 {
     if (B <= 0 || F <= 0)
         return;
-    factor_bwd_kernel<<<factor_blocks(B * F), FACTOR_THREADS, 0, s>>>(B, offsets, K, F, f, v,
-                                                                      gain, z, w, vb, dh, df);
+    factor_bwd_kernel<<<launch_blocks_all(B * F, FACTOR_THREADS), FACTOR_THREADS, 0, s>>>(
+        B, offsets, K, F, f, v, gain, z, w, vb, dh, df);
     CUDA_CHECK_LAUNCH("factor_bwd_kernel");
 }

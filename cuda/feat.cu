@@ -10,21 +10,17 @@
  *               in double by a fixed tree (the order differs from the
  *               CPU's sequential sum: equal within rounding), the tasks
  *               added in order to acc by thread 0. No atomics: runs
- *               repeat bit for bit. */
+ *               repeat bit for bit.
+ *   rows_match  one thread per row, grid-stride: its words against the
+ *               row's as 32-bit integers (bits, not float equality) */
 #include <math.h>
 #include <stdint.h>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define FEAT_THREADS 256
-#define FEAT_MAX_BLOCKS 65536
-
-static unsigned feat_blocks(int64_t n)
-{
-    int64_t b = (n + FEAT_THREADS - 1) / FEAT_THREADS;
-    return (unsigned)(b < 1 ? 1 : b < FEAT_MAX_BLOCKS ? b : FEAT_MAX_BLOCKS);
-}
 
 static __global__ void feat_index_rows(int64_t n, int d, const float *src, const int64_t *sidx,
                                        float *dst, const int64_t *didx, int add)
@@ -48,9 +44,31 @@ void cuda_index_rows(cudaStream_t s, int64_t n, int d, const float *src, const i
 {
     if (n <= 0 || d <= 0)
         return;
-    feat_index_rows<<<feat_blocks(n * d), FEAT_THREADS, 0, s>>>(n, d, src, sidx, dst, didx,
-                                                                  add);
+    feat_index_rows<<<launch_blocks(n * d, FEAT_THREADS), FEAT_THREADS, 0, s>>>(n, d, src, sidx,
+                                                                                dst, didx, add);
     CUDA_CHECK_LAUNCH("feat_index_rows");
+}
+
+static __global__ void feat_rows_match(int64_t n, int d, const uint32_t *rows,
+                                       const uint32_t *row, uint8_t *out)
+{
+    GRID_LOOP(i, n) {
+        const uint32_t *r = rows + i * d;
+        int same = 1;
+        for (int j = 0; j < d && same; j++)
+            same = r[j] == row[j];
+        out[i] = (uint8_t)same;
+    }
+}
+
+void cuda_rows_match(cudaStream_t s, int64_t n, int d, const float *rows, const float *row,
+                     uint8_t *out)
+{
+    if (n <= 0)
+        return;
+    feat_rows_match<<<launch_blocks(n, FEAT_THREADS), FEAT_THREADS, 0, s>>>(
+        n, d, (const uint32_t *)rows, (const uint32_t *)row, out);
+    CUDA_CHECK_LAUNCH("feat_rows_match");
 }
 
 static __global__ void feat_col_sums(int64_t n, int m, const float *x, float *acc)

@@ -8,10 +8,10 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 #include "backend/emb_codec_row.h"
 
 #define BF_THREADS 256
-#define BF_MAX_BLOCKS 65536
 
 /* y[r * cols + c] = bf16(x[r * ldx + c]) */
 static __global__ void bf_round(int64_t rows, int64_t cols, const float *x, int64_t ldx,
@@ -31,8 +31,6 @@ void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x,
     const int64_t n = rows * cols;
     if (n <= 0)
         return;
-    const int64_t b = (n + BF_THREADS - 1) / BF_THREADS;
-    bf_round<<<(unsigned)(b < BF_MAX_BLOCKS ? b : BF_MAX_BLOCKS), BF_THREADS, 0, s>>>(rows, cols,
-                                                                                    x, ldx, y);
+    bf_round<<<launch_blocks(n, BF_THREADS), BF_THREADS, 0, s>>>(rows, cols, x, ldx, y);
     CUDA_CHECK_LAUNCH("bf_round");
 }

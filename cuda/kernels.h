@@ -215,10 +215,12 @@ void cuda_copy_kernel(cudaStream_t s, void *dst, const void *src, size_t bytes);
 void cuda_add(cudaStream_t s, int64_t n, float *y, const float *x);
 
 /* feat.cu: the features' and the ranking head's operations (backend.h:
- * index_rows, col_sums, rank_loss) */
+ * index_rows, col_sums, rank_loss) and rows_match (the evaluation's) */
 void cuda_index_rows(cudaStream_t s, int64_t n, int d, const float *src, const int64_t *sidx,
                      float *dst, const int64_t *didx, int add);
 void cuda_col_sums(cudaStream_t s, int64_t n, int m, const float *x, float *acc);
+void cuda_rows_match(cudaStream_t s, int64_t n, int d, const float *rows, const float *row,
+                     uint8_t *out);
 void cuda_rank_loss(cudaStream_t s, int64_t T, int K, const float *z, const float *labels,
                     const double *coef, float *dz, double *acc);
 /* factor.cu (issue 51 B): the ranking head's factor walks (backend.h:
@@ -236,6 +238,7 @@ void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x,
 
 /* dyn.cu: the dynamic tables' operations (backend.h); nothing waits */
 size_t cuda_dyn_missing_ws_bytes(int64_t n);
+size_t cuda_dyn_expire_ws_bytes(int64_t next);
 void cuda_dyn_find(cudaStream_t s, int64_t n, const int64_t *ids, const int64_t *keys,
                    const int64_t *vals, int64_t cap, int64_t *slot);
 void cuda_dyn_stamp(cudaStream_t s, int64_t n, const int64_t *slot, int64_t clock,
@@ -255,6 +258,10 @@ void cuda_dyn_virtual(cudaStream_t s, int64_t n, int64_t *ids, const int64_t *sl
 void cuda_dyn_expire(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
                      const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
                      int64_t *freel, int64_t *gone, int64_t *ctl);
+/* the parallel form of cuda_dyn_expire (the same results; not yet run on a GPU) */
+void cuda_dyn_expire_par(cudaStream_t s, int64_t ttl, int64_t clock, int64_t next, int64_t *sid,
+                         const int64_t *last, int64_t *keys, int64_t *vals, int64_t cap,
+                         int64_t *freel, int64_t *gone, int64_t *ctl, struct cuda_ws *ws);
 void cuda_dyn_admit(cudaStream_t s, int64_t *out, int64_t admit, int64_t clock, int64_t *pkeys,
                     int64_t *pvals, int64_t pcap, int64_t prob_max, int64_t *scratch,
                     int64_t *ctl);
@@ -262,6 +269,12 @@ void cuda_dyn_evict_full(cudaStream_t s, int lfu, int64_t clock, int64_t next, i
                          const int64_t *out, int64_t *sid, const int64_t *last,
                          const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
                          int64_t *freel, int64_t *gone, int64_t *ctl, int64_t *scratch);
+/* the parallel form of cuda_dyn_evict_full (the same results; not yet run on a GPU) */
+size_t cuda_dyn_evict_full_ws_bytes(int64_t next);
+void cuda_dyn_evict_full_par(cudaStream_t s, int lfu, int64_t clock, int64_t next, int64_t top,
+                             const int64_t *out, int64_t *sid, const int64_t *last,
+                             const int64_t *freq, int64_t *keys, int64_t *vals, int64_t cap,
+                             int64_t *freel, int64_t *gone, int64_t *ctl, struct cuda_ws *ws);
 
 #ifdef __cplusplus
 }

@@ -30,10 +30,10 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define LOSS_SM_THREADS 128 /* softmax: 4 warps per position */
 #define LOSS_BCE_THREADS 256 /* BCE: 8 positions (warps) per block */
-#define LOSS_MAX_BLOCKS 65536
 
 static __device__ float loss_warp_sum(float v)
 {
@@ -345,7 +345,7 @@ void cuda_softmax_loss_q(cudaStream_t s, int64_t T, int d, int R, float inv_tau,
     const size_t shmem = (size_t)(R + 1) * (sizeof(int64_t) + sizeof(float)) +
                          (size_t)d * sizeof(float);
     loss_smem_fit(shmem);
-    const unsigned blocks = (unsigned)(T < LOSS_MAX_BLOCKS ? T : LOSS_MAX_BLOCKS);
+    const unsigned blocks = launch_blocks(T, 1); /* a block a position */
     loss_softmax<<<blocks, LOSS_SM_THREADS, shmem, s>>>(T, d, R, inv_tau, u, e, logq, pos, neg,
                                                         scale * inv_tau, du, nu, li, coef, key);
     CUDA_CHECK_LAUNCH("loss_softmax");
@@ -361,8 +361,7 @@ void cuda_bce_loss(cudaStream_t s, int64_t T, int d, const float *u, int64_t nu,
     double *li = (double *)cuda_ws_take(ws, (size_t)T * 16);
     float *coef = (float *)cuda_ws_take(ws, (size_t)T * 2 * 4);
     int64_t *key = (int64_t *)cuda_ws_take(ws, (size_t)T * 2 * 8);
-    const int64_t wpb = LOSS_BCE_THREADS / 32, b = (T + wpb - 1) / wpb;
-    const unsigned blocks = (unsigned)(b < LOSS_MAX_BLOCKS ? b : LOSS_MAX_BLOCKS);
+    const unsigned blocks = launch_blocks(T, LOSS_BCE_THREADS / 32); /* a warp a position */
     loss_bce<<<blocks, LOSS_BCE_THREADS, 0, s>>>(T, d, u, e, pos, neg, scale, du, nu, li, coef,
                                                  key);
     CUDA_CHECK_LAUNCH("loss_bce");

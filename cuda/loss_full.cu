@@ -18,9 +18,9 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define LF_THREADS 256
-#define LF_MAX_BLOCKS 65535
 
 /* block max / sum (LF_THREADS threads); every thread gets the result */
 static __device__ float lf_block_max(float v, float *sc)
@@ -104,14 +104,12 @@ static __global__ void lf_target_sum(int64_t n, const int64_t *tcol, const doubl
     acc[0] = t;
 }
 
-static unsigned lf_blocks(int64_t n) { return (unsigned)(n < LF_MAX_BLOCKS ? n : LF_MAX_BLOCKS); }
-
 void cuda_softmax_block_lse(cudaStream_t s, int64_t n, int64_t m, int64_t lds, float inv_tau,
                             const float *S, float *lse)
 {
     if (n <= 0)
         return;
-    lf_lse<<<lf_blocks(n), LF_THREADS, 0, s>>>(n, m, lds, inv_tau, S, lse);
+    lf_lse<<<launch_blocks(n, 1), LF_THREADS, 0, s>>>(n, m, lds, inv_tau, S, lse);
     CUDA_CHECK_LAUNCH("lf_lse");
 }
 
@@ -127,7 +125,8 @@ void cuda_softmax_block_grad(cudaStream_t s, int64_t n, int64_t m, int64_t lds, 
     if (n <= 0)
         return;
     double *tl = (double *)cuda_ws_take(ws, (size_t)n * sizeof(double));
-    lf_grad<<<lf_blocks(n), LF_THREADS, 0, s>>>(n, m, lds, inv_tau, lse, tcol, gscale, S, tl);
+    lf_grad<<<launch_blocks(n, 1), LF_THREADS, 0, s>>>(n, m, lds, inv_tau, lse, tcol, gscale, S,
+                                                       tl);
     CUDA_CHECK_LAUNCH("lf_grad");
     lf_target_sum<<<1, 1, 0, s>>>(n, tcol, tl, acc);
     CUDA_CHECK_LAUNCH("lf_target_sum");

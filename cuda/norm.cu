@@ -19,23 +19,17 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 extern "C" {
 #include "base/log.h"
 }
 
 #define NORM_THREADS 256 /* 8 warps, one row each */
 #define NORM_ROWS_PER_BLOCK (NORM_THREADS / 32)
-#define NORM_MAX_BLOCKS 65536
 #define NORM_COL_CHUNKS 256 /* at most this many row chunks for dgamma/dbeta */
 #define NORM_PART_FLOATS (2 * 256 * 1024) /* scratch: [2, chunks, d] */
 
 static __device__ float norm_part[NORM_PART_FLOATS];
-
-static unsigned norm_row_blocks(int64_t rows)
-{
-    int64_t b = (rows + NORM_ROWS_PER_BLOCK - 1) / NORM_ROWS_PER_BLOCK;
-    return (unsigned)(b < NORM_MAX_BLOCKS ? b : NORM_MAX_BLOCKS);
-}
 
 /* sum over the warp; every lane gets the same value (the butterfly adds the
  * same two operands on both partners) */
@@ -211,8 +205,8 @@ void cuda_layernorm_fwd(cudaStream_t s, int64_t rows, int d, float eps, const fl
 {
     if (rows <= 0 || d <= 0)
         return;
-    norm_layernorm_fwd<<<norm_row_blocks(rows), NORM_THREADS, 0, s>>>(rows, d, eps, x, gamma,
-                                                                       beta, y, mean, rstd);
+    norm_layernorm_fwd<<<launch_blocks(rows, NORM_ROWS_PER_BLOCK), NORM_THREADS, 0, s>>>(
+        rows, d, eps, x, gamma, beta, y, mean, rstd);
     CUDA_CHECK_LAUNCH("norm_layernorm_fwd");
 }
 
@@ -237,8 +231,8 @@ void cuda_layernorm_bwd(cudaStream_t s, int64_t rows, int d, const float *x, con
                                                                            dbeta);
         CUDA_CHECK_LAUNCH("norm_layernorm_bwd_sum");
     }
-    norm_layernorm_bwd_dx<<<norm_row_blocks(rows), NORM_THREADS, 0, s>>>(rows, d, x, mean, rstd,
-                                                                          gamma, dy, dx);
+    norm_layernorm_bwd_dx<<<launch_blocks(rows, NORM_ROWS_PER_BLOCK), NORM_THREADS, 0, s>>>(
+        rows, d, x, mean, rstd, gamma, dy, dx);
     CUDA_CHECK_LAUNCH("norm_layernorm_bwd_dx");
 }
 
@@ -247,7 +241,8 @@ void cuda_l2norm_fwd(cudaStream_t s, int64_t rows, int d, float eps, const float
 {
     if (rows <= 0 || d <= 0)
         return;
-    norm_l2norm_fwd<<<norm_row_blocks(rows), NORM_THREADS, 0, s>>>(rows, d, eps, x, y, norm);
+    norm_l2norm_fwd<<<launch_blocks(rows, NORM_ROWS_PER_BLOCK), NORM_THREADS, 0, s>>>(rows, d, eps,
+                                                                                      x, y, norm);
     CUDA_CHECK_LAUNCH("norm_l2norm_fwd");
 }
 
@@ -256,6 +251,7 @@ void cuda_l2norm_bwd(cudaStream_t s, int64_t rows, int d, const float *y, const 
 {
     if (rows <= 0 || d <= 0)
         return;
-    norm_l2norm_bwd<<<norm_row_blocks(rows), NORM_THREADS, 0, s>>>(rows, d, y, norm, dy, dx);
+    norm_l2norm_bwd<<<launch_blocks(rows, NORM_ROWS_PER_BLOCK), NORM_THREADS, 0, s>>>(rows, d, y,
+                                                                                      norm, dy, dx);
     CUDA_CHECK_LAUNCH("norm_l2norm_bwd");
 }

@@ -16,9 +16,9 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define OPT_THREADS 256
-#define OPT_MAX_BLOCKS 65536
 #define SS_PER_BLOCK 4096     /* values per partial sum, at least */
 #define SS_MAX_PARTIALS 1024
 
@@ -95,8 +95,7 @@ void cuda_adamw_step(cudaStream_t s, int64_t n, float *w, float *m, float *v, co
         return;
     const float c1 = 1.0f - (float)pow(beta1, (double)t);
     const float c2 = 1.0f - (float)pow(beta2, (double)t);
-    int64_t b = (n + OPT_THREADS - 1) / OPT_THREADS;
-    unsigned blocks = (unsigned)(b < OPT_MAX_BLOCKS ? b : OPT_MAX_BLOCKS);
+    const unsigned blocks = launch_blocks(n, OPT_THREADS);
     opt_adamw<<<blocks, OPT_THREADS, 0, s>>>(n, w, m, v, g, lr, beta1, beta2, eps, weight_decay,
                                              c1, c2);
     CUDA_CHECK_LAUNCH("opt_adamw");

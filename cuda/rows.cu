@@ -17,26 +17,16 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 #define ROWS_THREADS 256
-#define ROWS_MAX_BLOCKS 65536
 #define ROWS_BATCH 8 /* a segment's entries loaded ahead of their adds */
-
-#define ROWS_LOOP(i, n)                                                                  \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
-         i += (int64_t)gridDim.x * blockDim.x)
-
-static unsigned rows_blocks(int64_t n)
-{
-    int64_t b = (n + ROWS_THREADS - 1) / ROWS_THREADS;
-    return (unsigned)(b < 1 ? 1 : b < ROWS_MAX_BLOCKS ? b : ROWS_MAX_BLOCKS);
-}
 
 static __global__ void rows_gather(int64_t n, int d, const float *table, const int64_t *idx,
                                    float *out)
 {
     const int64_t total = n * d;
-    ROWS_LOOP(e, total)
+    GRID_LOOP(e, total)
     {
         int64_t i = e / d, j = e - i * d;
         out[e] = table[idx[i] * d + j];
@@ -48,7 +38,7 @@ void cuda_gather_rows(cudaStream_t s, int64_t n, int d, const float *table, cons
 {
     if (n <= 0 || d <= 0)
         return;
-    rows_gather<<<rows_blocks(n * d), ROWS_THREADS, 0, s>>>(n, d, table, idx, out);
+    rows_gather<<<launch_blocks(n * d, ROWS_THREADS), ROWS_THREADS, 0, s>>>(n, d, table, idx, out);
     CUDA_CHECK_LAUNCH("rows_gather");
 }
 
@@ -65,20 +55,20 @@ static int rows_key_bits(uint64_t kmax)
 
 static __global__ void rows_iota(int64_t n, int64_t *p)
 {
-    ROWS_LOOP(i, n) p[i] = i;
+    GRID_LOOP(i, n) p[i] = i;
 }
 
 /* heads[i] = 1 where a run of equal sorted keys starts */
 static __global__ void rows_heads(int64_t n, const int64_t *skey, int64_t *heads)
 {
-    ROWS_LOOP(i, n) heads[i] = i == 0 || skey[i] != skey[i - 1];
+    GRID_LOOP(i, n) heads[i] = i == 0 || skey[i] != skey[i - 1];
 }
 
 /* start[run] = its first sorted position; nseg = the runs */
 static __global__ void rows_starts(int64_t n, const int64_t *skey, const int64_t *seg,
                                   int64_t *start, int64_t *nseg)
 {
-    ROWS_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         if (i == 0 || skey[i] != skey[i - 1])
             start[seg[i] - 1] = i;
@@ -119,17 +109,18 @@ void cuda_segments_build(cudaStream_t s, int64_t M, const int64_t *keys, int64_t
     CUDA_CHECK(cudaMemsetAsync(out->nseg, 0, 8, s));
     if (M <= 0)
         return;
-    rows_iota<<<rows_blocks(M), ROWS_THREADS, 0, s>>>(M, pos);
+    rows_iota<<<launch_blocks(M, ROWS_THREADS), ROWS_THREADS, 0, s>>>(M, pos);
     CUDA_CHECK_LAUNCH("rows_iota");
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, tb, (const uint64_t *)keys,
                                                (uint64_t *)out->skey, pos, out->spos, M, 0,
                                                rows_key_bits((uint64_t)bound), s));
-    rows_heads<<<rows_blocks(M), ROWS_THREADS, 0, s>>>(M, out->skey, pos); /* pos: heads */
+    rows_heads<<<launch_blocks(M, ROWS_THREADS), ROWS_THREADS, 0, s>>>(M, out->skey,
+                                                                       pos); /* pos: heads */
     CUDA_CHECK_LAUNCH("rows_heads");
     tb = rows_cub_bytes(M);
     CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp, tb, pos, seg, M, s));
-    rows_starts<<<rows_blocks(M), ROWS_THREADS, 0, s>>>(M, out->skey, seg, out->start,
-                                                        out->nseg);
+    rows_starts<<<launch_blocks(M, ROWS_THREADS), ROWS_THREADS, 0, s>>>(M, out->skey, seg,
+                                                                        out->start, out->nseg);
     CUDA_CHECK_LAUNCH("rows_starts");
 }
 
@@ -180,7 +171,7 @@ void cuda_segments_add(cudaStream_t s, const struct cuda_segments *g, int64_t M,
 {
     if (M <= 0 || d <= 0)
         return;
-    const unsigned blocks = (unsigned)(M < ROWS_MAX_BLOCKS ? M : ROWS_MAX_BLOCKS);
+    const unsigned blocks = launch_blocks(M, 1); /* a block a segment */
     const int threads = d < 128 ? 32 * ((d + 31) / 32) : 128;
     rows_segment_add<<<blocks, threads, 0, s>>>(M, d, per, bound, g->skey, g->spos, g->start,
                                                 g->nseg, coef, vec, table);

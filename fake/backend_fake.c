@@ -643,6 +643,21 @@ static void fk_index_rows(int64_t n, int d, const float *src, const int64_t *sid
     LAUNCH(run_index_rows, AI(n), AI(d), AP(src), AP(sidx), AP(dst), AP(didx), AI(add));
 }
 
+static void run_rows_match(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.rows_match(a[0].i, (int)a[1].i, a[2].p, a[3].p, a[4].p);
+}
+
+static void fk_rows_match(int64_t n, int d, const float *rows, const float *row, uint8_t *out)
+{
+    OP("rows_match");
+    IN(rows);
+    IN(row);
+    IN(out);
+    LAUNCH(run_rows_match, AI(n), AI(d), AP(rows), AP(row), AP(out));
+}
+
 static void run_col_sums(const union fk_arg *a, const void *blob)
 {
     (void)blob;
@@ -776,6 +791,7 @@ const struct backend_ops backend_fake = {
     .sample_negatives = fk_sample_negatives,
     .index_rows = fk_index_rows,
     .col_sums = fk_col_sums,
+    .rows_match = fk_rows_match, /* issue 51 item 3 (H) */
     .factor_fwd = fk_factor_fwd, /* issue 51 B */
     .factor_bwd = fk_factor_bwd,
     .rank_loss = fk_rank_loss,

@@ -460,7 +460,7 @@ stage_sanitizer() {
     if [ "$DEV" != cuda ] || [ "$GPUS" -eq 0 ]; then
         say "  not run: no GPU (compute-sanitizer checks GPU kernels)"
         check "test_backend_ops $DEV (in place of the sanitizer)" "$TBO" "$DEV" \
-            hstu_ctx,sasrec_ctx,full_blocks,softmax_loss_q,feat,gemm_bf16
+            hstu_ctx,sasrec_ctx,full_blocks,softmax_loss_q,feat,gemm_bf16,emb_dyn,rows_match
     elif [ -z "$SAN" ]; then
         table "sanitizer: not run (no compute-sanitizer found)"
     else
@@ -472,7 +472,7 @@ stage_sanitizer() {
         STAGE_END=$(( $(date +%s) + half ))
         check "memcheck: new kernels" "$SAN" --tool memcheck --error-exitcode 86 \
             --log-file "$SANLOG.memcheck" "$TBO" cuda \
-            hstu_ctx,sasrec_ctx,full_blocks,softmax_loss_q,feat,gemm_bf16,emb_engine,rows,softmax_loss,exchange_ops
+            hstu_ctx,sasrec_ctx,full_blocks,softmax_loss_q,feat,gemm_bf16,emb_engine,rows,softmax_loss,exchange_ops,emb_dyn,rows_match
         STAGE_END=$STAGE_END_ALL
         check "racecheck: attention kernels" "$SAN" --tool racecheck --error-exitcode 86 \
             --log-file "$SANLOG.racecheck" "$TBO" cuda hstu_attn,sasrec_attn,hstu_ctx,sasrec_ctx
@@ -486,6 +486,9 @@ stage_sanitizer() {
 stage_ops() {
     check "test_backend_ops (FREESCALE_CUDA_SYNC=1)" env FREESCALE_CUDA_SYNC=1 "$TBO" "$DEV"
     grep '^# ' "$W/cmd.out" | grep -v 'ok (' >> "$TABLE"
+    # the dynamic tables' one-thread forms (cuda/dyn.cu; the parallel ones ran above)
+    check "test_backend_ops emb_dyn (FREESCALE_CUDA_DYN_SERIAL=1)" \
+        env FREESCALE_CUDA_DYN_SERIAL=1 "$TBO" "$DEV" emb_dyn
     check test_model_backends "$TMB" "$DEV"
 }
 

@@ -21,16 +21,7 @@ IN="$TOP_SRCDIR/input/tiny.in"
     --item-feature brand:300 --labels planted -o "$T/d.h5" >/dev/null 2>&1 || { fail "data gen"; finish; }
 COMMON="data.path=$T/d.h5 data.max_seq_len=64 device.type=cpu train.epochs=10 train.max_steps=6
 train.log_every=1 train.eval_every=0 train.final_eval=off model.layers=1 model.dim=16"
-run() { # NAME NP ARGS...: metrics in $T/NAME.jsonl
-    rn=$1 rp=$2; shift 2
-    if "$MPIRUN" -np "$rp" "$FS" train "$IN" $COMMON "output.metrics=$T/$rn.jsonl" "$@" \
-        >"$T/$rn.out" 2>&1; then :; else fail "$rn: $(tail -3 "$T/$rn.out")"; fi
-}
-identical() { # NAME A B: the step/loss listings are identical
-    losses "$2" > "$T/la"; losses "$3" > "$T/lb"
-    if [ -s "$T/la" ] && cmp -s "$T/la" "$T/lb"; then pass "$1: losses identical ($(wc -l < "$T/la") steps)"
-    else fail "$1: losses differ: $(diff "$T/la" "$T/lb" | head -n 3 | tr '\n' ' ')"; fi
-}
+# run, identical: tests/lib.sh
 pair() { # NAME TAG NP ARGS...: dense vs dynamic, identical (files $T/TAG-dense, $T/TAG-dyn)
     pn=$1 pt=$2 pp=$3; shift 3
     run "$pt-dense" "$pp" "$@"

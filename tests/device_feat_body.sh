@@ -133,4 +133,14 @@ same_losses "$T/brc4.jsonl" "$T/br4.jsonl" \
     "ranking, resumed at P=4 from a P=2 checkpoint: device tables vs cpu" 3 $TOL
 same_losses "$T/bd2.jsonl" "$T/br4.jsonl" \
     "ranking, resumed at P=4 from device tables vs uninterrupted at P=2" 3 1e-5
+
+# parallel.transport = copy-engine with sharded feature tables in device
+# memory: only the item table is set up for CUDA IPC (the feature tables'
+# lookups are emb_multi.c's own exchange, by MPI)
+run ipc2 2 $F features.placement=sharded device.type=$DEV embedding.placement=device \
+    parallel.transport=copy-engine train.max_steps=2 train.final_eval=off ||
+    fail "copy-engine with feature tables: $(tail -3 "$T/ipc2.out")"
+grep -q 'embedding rows and gradients of 1 device table through CUDA IPC' "$T/ipc2.out" &&
+    pass "copy-engine: CUDA IPC set up for the item table only, not the feature tables" ||
+    fail "copy-engine: $(grep -o 'embedding rows and gradients of [0-9]* device tables*' "$T/ipc2.out")"
 finish

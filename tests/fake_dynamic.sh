@@ -26,16 +26,7 @@ COMMON="data.path=$T/d.h5 data.max_seq_len=64 train.epochs=10 train.max_steps=6
 train.log_every=1 train.eval_every=0 train.final_eval=off model.layers=1 model.dim=16
 embedding.dynamic=on parallel.transport=mpi"
 DEV="device.type=fake device.share=on embedding.placement=device"
-run() { # NAME NP ARGS...: metrics in $T/NAME.jsonl
-    rn=$1 rp=$2; shift 2
-    if "$MPIRUN" -np "$rp" "$FS" train "$IN" $COMMON "output.metrics=$T/$rn.jsonl" "$@" \
-        >"$T/$rn.out" 2>&1; then :; else fail "$rn: $(tail -3 "$T/$rn.out")"; fi
-}
-identical() { # NAME A B: the step/loss listings are identical
-    losses "$2" > "$T/la"; losses "$3" > "$T/lb"
-    if [ -s "$T/la" ] && cmp -s "$T/la" "$T/lb"; then pass "$1: losses identical ($(wc -l < "$T/la") steps)"
-    else fail "$1: losses differ: $(diff "$T/la" "$T/lb" | head -n 3 | tr '\n' ' ')"; fi
-}
+# run, identical: tests/lib.sh
 trio() { # NAME TAG NP ARGS...: the CPU, host tables and device tables on the fake device
     tn=$1 tt=$2 tp=$3; shift 3
     run "$tt-cpu" "$tp" device.type=cpu "$@"

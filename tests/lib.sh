@@ -160,6 +160,22 @@ same_evals() {
     else fail "$3: metrics differ by $worst"; fi
 }
 
+# run NAME NP ARGS...: `freescale train $IN $COMMON ARGS` on NP ranks (the
+# caller sets IN and COMMON), metrics in $T/NAME.jsonl, output in
+# $T/NAME.out; a failed run is a failure. identical NAME A B: the
+# step/loss listings of A and B are identical (bit for bit). The
+# dynamic tables' tests (cli_dynamic.sh, fake_dynamic.sh) use both.
+run() {
+    rn=$1 rp=$2; shift 2
+    if "$MPIRUN" -np "$rp" "$FS" train "$IN" $COMMON "output.metrics=$T/$rn.jsonl" "$@" \
+        >"$T/$rn.out" 2>&1; then :; else fail "$rn: $(tail -3 "$T/$rn.out")"; fi
+}
+identical() {
+    losses "$2" > "$T/la"; losses "$3" > "$T/lb"
+    if [ -s "$T/la" ] && cmp -s "$T/la" "$T/lb"; then pass "$1: losses identical ($(wc -l < "$T/la") steps)"
+    else fail "$1: losses differ: $(diff "$T/la" "$T/lb" | head -n 3 | tr '\n' ' ')"; fi
+}
+
 # same_state A B NAME: two checkpoints hold the same model, optimizer state
 # and tables bit for bit (h5diff of every dataset; the parameters dumped as
 # attributes may differ).

@@ -1700,6 +1700,7 @@ static void test_staging(void)
 /* every operation present (device and staging ops only on device backends) */
 #include "backend_ops_feat.h" /* test_feat */
 #include "backend_ops_factor.h" /* test_factor (issue 51 B) */
+#include "backend_ops_eval.h"   /* test_rows_match (issue 51 item 3, H) */
 
 static int ops_present(const struct backend_ops *be)
 {
@@ -1720,7 +1721,7 @@ static int ops_present(const struct backend_ops *be)
         OP(sasrec_attn_ctx_bwd), OP(softmax_loss_q), OP(softmax_block_lse),
         OP(softmax_block_grad),
         OP(index_rows), OP(col_sums), OP(rank_loss), OP(factor_fwd), OP(factor_bwd),
-        OP(index_mask),
+        OP(index_mask), OP(rows_match),
     };
     const struct {
         const char *name;
@@ -1793,6 +1794,7 @@ int main(int argc, char **argv)
         {"hstu_ctx", test_hstu_ctx},     {"sasrec_ctx", test_sasrec_ctx},
         {"feat", test_feat},
         {"factor", test_factor},
+        {"rows_match", test_rows_match},
         {"gemm_bf16", test_gemm_bf16},
     };
     const char *only = argc > 2 ? argv[2] : NULL; /* comma-separated test names */

@@ -448,6 +448,13 @@ struct backend_ops {
                            int64_t *vals, int64_t cap, int64_t *freel, int64_t *gone,
                            int64_t *ctl, int64_t *scratch);
 
+    /* --- Evaluation over device tables (issue 51 item 3, eval_retrieval.c) --
+     * rows_match: out[i] = 1 when rows[i, 0 .. d) equals row[0 .. d) bit
+     * for bit, else 0 (rows [n, d], row [d], out [n] bytes: backend
+     * memory): the shard's items that hold a dynamic table's shared row,
+     * told apart where the rows are. */
+    void (*rows_match)(int64_t n, int d, const float *rows, const float *row, uint8_t *out);
+
     /* --- issue 51 G: host waits ------------------------------------------ */
     /* index_mask: dst[i] = -1 where mask[i] != 0, else src[i] (i < n; all
      * backend memory): the loss's target rows with the positions without a

@@ -377,6 +377,7 @@ const struct backend_ops backend_cpu = {
     .sample_negatives = cpu_sample_negatives,
     .index_rows = cpu_index_rows,
     .col_sums = cpu_col_sums,
+    .rows_match = cpu_rows_match, /* issue 51 item 3 (H) */
     .rank_loss = cpu_rank_loss,
     .factor_fwd = cpu_factor_fwd, /* issue 51 B */
     .factor_bwd = cpu_factor_bwd,

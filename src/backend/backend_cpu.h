@@ -105,6 +105,7 @@ void cpu_dyn_virtual(int64_t n, int64_t *ids, const int64_t *slot, const int64_t
 void cpu_index_rows(int64_t n, int d, const float *src, const int64_t *sidx, float *dst,
                     const int64_t *didx, int add);
 void cpu_col_sums(int64_t n, int m, const float *x, float *acc);
+void cpu_rows_match(int64_t n, int d, const float *rows, const float *row, uint8_t *out);
 void cpu_rank_loss(int64_t T, int K, const float *z, const float *labels, const double *coef,
                    float *dz, double *acc);
 /* backend_cpu_factor.c: the factor terms' walks (backend/factor_walk.h) */

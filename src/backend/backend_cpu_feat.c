@@ -1,5 +1,6 @@
 /* backend_cpu_feat: the CPU reference of the features' and the ranking
- * head's operations (backend.h: index_rows, col_sums, rank_loss). Plain
+ * head's operations (backend.h: index_rows, col_sums, rank_loss) and the
+ * evaluation's rows_match. Plain
  * loops in a fixed order; the ranking loss is task_ranking.c's arithmetic
  * term for term (its CPU form before the head moved onto the backends). */
 #include <math.h>
@@ -63,4 +64,10 @@ void cpu_rank_loss(int64_t T, int K, const float *z, const float *labels, const 
     }
     acc[0] += sum;
     acc[1] += (double)T;
+}
+
+void cpu_rows_match(int64_t n, int d, const float *rows, const float *row, uint8_t *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = (uint8_t)(memcmp(rows + i * d, row, (size_t)d * sizeof *row) == 0);
 }

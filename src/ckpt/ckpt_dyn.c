@@ -489,6 +489,38 @@ static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int
     return (int64_t *)in;
 }
 
+/* A round's received rows recv[tot] (id, last, freq, steps, weight,
+ * state: rb bytes each) into a device table: the statistics row by row
+ * on the host mirror, the rows, state and steps up in one batch
+ * (emb_dyn_put_rows). */
+static void restore_dev(const char *path, struct emb_table *t, int is_delta, int64_t tot,
+                        int64_t rb, const char *recv)
+{
+    const int64_t W = t->width, S = t->state_floats;
+    int64_t *slot = xmalloc((size_t)(tot ? tot : 1) * 16), *steps = slot + (tot ? tot : 1);
+    float *w = xmalloc((size_t)((tot ? tot : 1) * W) * 4);
+    float *st = S ? xmalloc((size_t)(tot * S) * 4 + 4) : NULL;
+    for (int64_t i = 0; i < tot; i++) {
+        const char *o = recv + i * rb;
+        int64_t v[4];
+        memcpy(v, o, 32);
+        const int64_t s = is_delta ? emb_dyn_upsert(t, v[0], v[1], v[2])
+                          : v[0] == 0 ? 0 : emb_dyn_restore(t, v[0], v[1], v[2]);
+        if (s < 0)
+            fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
+                  (long long)v[0]);
+        slot[i] = s;
+        steps[i] = v[3];
+        memcpy(w + i * W, o + 32, (size_t)W * 4);
+        if (S)
+            memcpy(st + i * S, o + 32 + 4 * W, (size_t)S * 4);
+    }
+    emb_dyn_put_rows(t, tot, slot, w, st, steps);
+    free(slot);
+    free(w);
+    free(st);
+}
+
 void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, int k)
 {
     struct emb_table *t = &tr->reg.tables[k];
@@ -583,6 +615,10 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
             sc[q] = off - sd[q];
         }
         const int64_t tot = ckpt_dyn_exchange(c, cnt, rb, send, &recv);
+        if (!t->ready) { /* a device table: the round's rows up at once */
+            restore_dev(path, t, is_delta, tot, rb, recv);
+            continue;
+        }
         for (int64_t i = 0; i < tot; i++) {
             const char *o = recv + i * rb;
             int64_t v[4];
@@ -592,16 +628,11 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
             if (s < 0)
                 fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
                       (long long)v[0]);
-            if (!t->ready) /* a device table: copied up */
-                emb_table_set_slots(t, s, 1, (const float *)(o + 32),
-                                    S ? (const float *)(o + 32 + 4 * W) : NULL, &v[3]);
-            else {
-                memcpy(t->w + s * W, o + 32, (size_t)W * 4);
-                if (S)
-                    memcpy(t->state + s * S, o + 32 + 4 * W, (size_t)S * 4);
-                if (t->steps)
-                    t->steps[s] = v[3];
-            }
+            memcpy(t->w + s * W, o + 32, (size_t)W * 4);
+            if (S)
+                memcpy(t->state + s * S, o + 32 + 4 * W, (size_t)S * 4);
+            if (t->steps)
+                t->steps[s] = v[3];
         }
     }
     for (int j = 0; j < np; j++)

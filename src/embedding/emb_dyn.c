@@ -146,14 +146,16 @@ static int64_t slot_take(struct emb_table *t)
     return d->next++;
 }
 
-/* A row for id (slot 0 when the shard is full). */
-static int64_t insert(struct emb_table *t, int64_t id)
+/* A row for id (slot 0 when the shard is full); init = 0: its row not
+ * written (the caller writes it: a device table's restore). */
+static int64_t insert_row(struct emb_table *t, int64_t id, int init)
 {
     struct emb_dyn *d = t->dyn;
     const int64_t s = slot_take(t);
     if (s == 0)
         return 0;
-    row_init(t, s, id);
+    if (init)
+        row_init(t, s, id);
     d->ids[s] = id;
     d->last[s] = d->clock;
     d->freq[s] = 1;
@@ -162,6 +164,8 @@ static int64_t insert(struct emb_table *t, int64_t id)
     d->st.inserted++;
     return s;
 }
+
+static int64_t insert(struct emb_table *t, int64_t id) { return insert_row(t, id, 1); }
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -536,7 +540,8 @@ int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t f
     pull(t);
     if (id == 0 || emb_dyn_index_get(&d->ix, id) >= 0)
         return -1;
-    const int64_t s = insert(t, id);
+    /* a device table's rows come in a batch (emb_dyn_put_rows): not one upload a row */
+    const int64_t s = insert_row(t, id, !d->dv);
     if (s == 0)
         fatal("embedding table '%s': shard %d is full (embedding.capacity = %lld, %lld rows per "
               "shard) restoring a checkpoint's rows: raise embedding.capacity", t->conf.name,

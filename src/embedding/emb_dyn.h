@@ -164,7 +164,8 @@ int64_t emb_dyn_rows(const struct emb_table *t, int64_t **ids, int64_t **slots);
 
 /* Checkpoints (ckpt/ckpt_dyn.c): the clock; a row's statistics
  * (slot: of emb_dyn_rows); a row restored (made with the initial values,
- * which the caller overwrites; its statistics set): its slot, or -1 when
+ * which the caller overwrites, on a device table not written: the caller
+ * writes it, emb_dyn_put_rows; its statistics set): its slot, or -1 when
  * the id has a row already (fatal() when the shard is full); the probation
  * list (admit > 1) as pairs (id, value) ascending by id (xmalloc'd), and
  * an entry restored. */
@@ -172,6 +173,14 @@ int64_t emb_dyn_clock(const struct emb_table *t);
 void emb_dyn_set_clock(struct emb_table *t, int64_t clock);
 void emb_dyn_row_stats(const struct emb_table *t, int64_t slot, int64_t *last, int64_t *freq);
 int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t freq);
+/* A device table's rows restored into slots slot[n] (emb_dyn_restore's,
+ * emb_dyn_upsert's; its restore leaves them unwritten): w [n, width],
+ * state [n, state_floats] (NULL: left), steps [n] (NULL or a table
+ * without: left), host memory; one upload (one host wait) and three
+ * copies on the device (emb_dyn_dev.c). fatal() on a host table (its
+ * rows are written in place). */
+void emb_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
+                      const float *state, const int64_t *steps);
 int64_t emb_dyn_probation(const struct emb_table *t, int64_t **pairs);
 void emb_dyn_probation_put(struct emb_table *t, int64_t id, int64_t value);
 

@@ -359,8 +359,10 @@ static size_t map_begin(struct emb_table *t, int nseg, int64_t *const *seg, cons
             be->dyn_admit(out, dc->admit, d->clock, v->pkeys, v->pvals, v->pcap, d->prob_max,
                           v->scr, ctl);
         }
-        /* 4. room: lru / lfu when full */
-        if (full)
+        /* 4. room: lru / lfu when full (not called when the tick's ids fit
+         * whatever admission leaves: its test, na > nfree + top - next,
+         * cannot hold) */
+        if (full && total > d->nfree + (d->max_slots - d->next))
             be->dyn_evict_full(dc->evict == EMB_EVICT_LFU, d->clock, d->next, d->max_slots, out,
                                v->sid, v->last, v->freq, v->keys, v->vals, v->cap, v->freel,
                                v->gone, ctl, v->scr);
@@ -504,4 +506,45 @@ void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids,
     }
     free(g0);
     free(sum);
+}
+
+/* A device table's restored rows (emb_dyn.h: emb_dyn_put_rows): packed on
+ * the host as slot [n], steps [n], w [n, W], state [n, S], up in one copy
+ * (one host wait, a block of a checkpoint's rows) into the insert rows'
+ * scratch, then index_rows into the slots (steps as pairs of 32-bit
+ * words: a copy moves bits). */
+static void put_rows_dev(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
+                         const float *state, const int64_t *steps)
+{
+    struct emb_dyn_dev *v = t->dyn->dv;
+    const struct backend_ops *be = t->be;
+    const int64_t W = t->width, S = state ? t->state_floats : 0;
+    const size_t ib = (size_t)n * sizeof(int64_t), wb = (size_t)(n * W) * sizeof(float);
+    const size_t bytes = 2 * ib + wb + (size_t)(n * S) * sizeof(float);
+    v->hrows = hgrow(v->hrows, &v->hrows_b, bytes);
+    char *h = (char *)v->hrows;
+    memcpy(h, slot, ib);
+    if (steps && t->steps)
+        memcpy(h + ib, steps, ib);
+    memcpy(h + 2 * ib, w, wb);
+    if (S)
+        memcpy(h + 2 * ib + wb, state, (size_t)(n * S) * sizeof(float));
+    v->rows = dgrow(be, v->rows, &v->rows_b, bytes);
+    char *d = (char *)v->rows;
+    be->to_device(d, h, bytes);
+    const int64_t *ds = (const int64_t *)d;
+    be->index_rows(n, (int)W, (const float *)(d + 2 * ib), NULL, t->w, ds, 0);
+    if (S)
+        be->index_rows(n, (int)S, (const float *)(d + 2 * ib + wb), NULL, t->state, ds, 0);
+    if (steps && t->steps)
+        be->index_rows(n, 2, (const float *)(d + ib), NULL, (float *)t->steps, ds, 0);
+}
+
+void emb_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
+                      const float *state, const int64_t *steps)
+{
+    if (!t->dyn->dv) /* a host table's rows are written in place (ckpt_dyn.c) */
+        fatal("embedding table '%s': emb_dyn_put_rows on a host table", t->conf.name);
+    if (n > 0)
+        put_rows_dev(t, n, slot, w, state, steps);
 }

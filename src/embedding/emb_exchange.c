@@ -333,6 +333,25 @@ struct emb_exchange *emb_lookup(struct emb_table *t, struct comm *c, const int64
     return x;
 }
 
+struct emb_exchange *emb_lookup_dev(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                    int64_t n, float *out, struct emb_times *tm)
+{
+    const struct backend_ops *be = t->be;
+    if (backend_is_host(be))
+        return emb_lookup(t, c, ids, n, out, tm);
+    ids_in(t, c, ids, n);
+    struct emb_exchange *x = input_dist(t, c, emb_xstate(t)->ids.p, n, n, 0, tm); /* not counted */
+    emb_output_post(t, c, x, tm);
+    emb_output_wait(x, 0, tm);
+    emb_output_wait(x, 1, tm);
+    double t3 = clock_seconds();
+    if (n) /* gathered where the rows are: nothing comes down */
+        be->gather_rows(n, t->conf.dim, x->rows, x->inverse, out);
+    if (tm)
+        tm->expand += clock_seconds() - t3;
+    return x;
+}
+
 void emb_exchange_free(struct emb_exchange *x)
 {
     if (!x)

@@ -171,6 +171,10 @@ int emb_ipc_init(struct emb_table *t, struct comm *c, int use_kernel, char *err,
  * freed). */
 struct emb_exchange *emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids,
                                 int64_t n, float *out, struct emb_times *tm);
+/* emb_lookup with out [n, dim] in the table's memory (a device table's:
+ * the rows gathered on the device, none brought down). */
+struct emb_exchange *emb_lookup_dev(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                    int64_t n, float *out, struct emb_times *tm);
 /* The whole backward of a lookup, blocking. grad: [n, dim] in token order,
  * host memory (summed per unique id in double, then sent as floats). */
 void emb_backward(struct emb_table *t, struct comm *c, struct emb_exchange *x, const float *grad,

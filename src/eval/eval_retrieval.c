@@ -111,13 +111,32 @@ const struct backend_ops *eval_retrieval_backend(const struct emb_table *t)
 /* A device table whose rows be scores in place: the shard's slots
  * first / G .. are its ids first, first + G, ... (emb_table.h), rows of
  * dim floats initialised eagerly, so the matrix is the table's memory
- * itself, with no copy through the host. Not with items scored by their
- * representation (item_rows: host) or told apart from the shared row. */
+ * itself, with no copy through the host (the items holding the shared
+ * row told apart there too: shared_flags). Not with items scored by their
+ * representation (item_rows: host). */
 static int in_place(const struct emb_table *t, const struct backend_ops *be,
                     const struct eval_conf *conf)
 {
     return !backend_is_host(t->be) && t->be == be && !t->ready && !t->sub && !t->dyn &&
-           t->width == t->conf.dim && !conf->item_rows && !with_shared(conf);
+           t->width == t->conf.dim && !conf->item_rows;
+}
+
+/* Which of the m rows raw[m, d] (be memory) are the shared row, bit for
+ * bit (as is_shared): compared on the device, m bytes down. */
+static uint8_t *shared_flags(const struct backend_ops *be, const float *raw, int64_t m, int d,
+                             const float *shared_row)
+{
+    uint8_t *h = xmalloc((size_t)(m ? m : 1));
+    if (m) {
+        float *row = be->alloc((size_t)d * sizeof *row);
+        uint8_t *f = be->alloc((size_t)m);
+        be->to_device(row, shared_row, (size_t)d * sizeof *row);
+        be->rows_match(m, d, raw, row, f);
+        be->to_host(h, f, (size_t)m);
+        be->free(row);
+        be->free(f);
+    }
+    return h;
 }
 
 static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
@@ -135,6 +154,8 @@ static void shard_mat_build(struct shard_mat *sm, struct emb_table *t,
     float *host = NULL;
     if (in_place(t, be, conf)) {
         raw = t->w + (sm->first / G) * (int64_t)d;
+        if (with_shared(conf))
+            sm->shared = shared_flags(be, raw, sm->m, d, conf->shared_row);
     } else {
         host = xmalloc(bytes);
         emb_table_get_slots(t, sm->first / G, sm->m, host, NULL, NULL); /* any placement */

@@ -184,11 +184,21 @@ static void open_dataset(struct trainer *tr)
     comm_fail_agree(tr->c, bad, msg);
 }
 
+/* Whether t is a feature table (step_feat.h): looked up by emb_multi.c's
+ * own exchange (MPI), never through the CUDA IPC mappings. */
+static int feature_table(const struct trainer *tr, const struct emb_table *t)
+{
+    for (int k = 0; tr->feat && k < tr->feat->s.ntables; k++)
+        if (tr->feat->tab[k] == t)
+            return 1;
+    return 0;
+}
+
 /* parallel.transport = copy-engine | kernel: the rows and gradients of the
- * tables in device memory go through CUDA IPC between the ranks of a node
- * too (emb_ipc.c), MPI between nodes. auto leaves them on MPI (the dense
- * all-reduce alone takes IPC): this path is not yet verified on a GPU.
- * Collective. */
+ * tables in device memory that emb_exchange.c looks up (not the feature
+ * tables) go through CUDA IPC between the ranks of a node too (emb_ipc.c),
+ * MPI between nodes. auto leaves them on MPI (the dense all-reduce alone
+ * takes IPC): this path is not yet verified on a GPU. Collective. */
 static void table_transport(struct trainer *tr)
 {
     const char *tp = tr->conf.transport;
@@ -198,8 +208,8 @@ static void table_transport(struct trainer *tr)
     int n = 0;
     for (int i = 0; i < tr->reg.n; i++) {
         struct emb_table *t = &tr->reg.tables[i];
-        if (!backend_has_ipc(t->be) || t->G < 2) /* host tables: no IPC */
-            continue;
+        if (!backend_has_ipc(t->be) || t->G < 2 || feature_table(tr, t)) /* host tables, */
+            continue; /* feature tables: no IPC */
         char err[512], msg[700];
         int bad = emb_ipc_init(t, tr->c, kernel, err, sizeof err);
         snprintf(msg, sizeof msg, "parallel.transport = %s: embedding table '%s': %s", tp,

@@ -208,14 +208,20 @@ void train_dyn_view_begin(struct trainer *tr)
     const int64_t first = q ? q : G, n = first <= conf.rows ? (conf.rows - first) / G + 1 : 0;
     const int64_t calls = (conf.rows / G + 1 + VIEW_BLOCK - 1) / VIEW_BLOCK; /* the same on all */
     int64_t *ids = xmalloc((size_t)VIEW_BLOCK * sizeof *ids);
-    float *rows = xmalloc((size_t)VIEW_BLOCK * (size_t)conf.dim * sizeof *rows);
+    const int on_dev = !backend_is_host(t->be) && v->be == t->be;
+    float *rows = on_dev ? NULL : xmalloc((size_t)VIEW_BLOCK * (size_t)conf.dim * sizeof *rows);
     for (int64_t k = 0; k < calls; k++) {
         const int64_t a = k * VIEW_BLOCK, m = a < n ? (n - a < VIEW_BLOCK ? n - a : VIEW_BLOCK) : 0;
         for (int64_t i = 0; i < m; i++)
             ids[i] = list ? list[first + (a + i) * G - 1] : first + (a + i) * G;
-        emb_exchange_free(emb_lookup(t, tr->c, ids, m, rows, NULL)); /* collective over emb */
-        if (m)
-            emb_table_set_slots(v, first / G + a, m, rows, NULL, NULL);
+        if (on_dev) /* device to device: into the view's rows (collective over emb) */
+            emb_exchange_free(emb_lookup_dev(t, tr->c, ids, m, v->w + (first / G + a) * conf.dim,
+                                             NULL));
+        else {
+            emb_exchange_free(emb_lookup(t, tr->c, ids, m, rows, NULL)); /* collective over emb */
+            if (m)
+                emb_table_set_slots(v, first / G + a, m, rows, NULL, NULL);
+        }
     }
     free(ids);
     free(rows);
