@@ -29,7 +29,8 @@ void task_setup_model(struct trainer *tr)
     struct train_conf *cf = &tr->conf;
     if (cf->task.type != TASK_RANKING)
         return;
-    cf->task.bias_rows = cf->task.bias; /* sharded rows (train/bias_rows.h), not dense */
+    /* sharded rows (train/bias_rows.h), not dense tensors */
+    cf->task.bias_rows = cf->task.bias && !params_i64(tr->p, P_debug_bias_dense);
     task_ranking_params(&cf->task, &cf->model);
 }
 
