@@ -46,7 +46,7 @@ struct ck_out {
 };
 
 /* model.bias's rows (train/bias_rows.h), brought up to date and gathered
- * whole on every rank (collective), for rank 0's header: each part item
+ * whole on rank 0 (collective) for its header: each part item
  * [bias_items, K] then user [bias_users, K]. */
 static void bias_gather(struct trainer *tr, struct ck_out *o)
 {
@@ -54,9 +54,10 @@ static void bias_gather(struct trainer *tr, struct ck_out *o)
         return;
     const struct task_conf *tc = &tr->conf.task;
     const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
+    const int root = tr->c->g[COMM_DP].rank == 0;
     for (int part = 0; part < 3; part++) {
-        o->bias[part] = xmalloc((size_t)(ni + nu) * sizeof *o->bias[part]);
-        bias_rows_full(tr->bias, part, o->bias[part], o->bias[part] + ni);
+        o->bias[part] = root ? xmalloc((size_t)(ni + nu) * sizeof *o->bias[part]) : NULL;
+        bias_rows_full(tr->bias, part, 0, o->bias[part], root ? o->bias[part] + ni : NULL);
     }
 }
 

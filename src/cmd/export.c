@@ -150,16 +150,17 @@ static void write_matrix(struct rec_file *file, hid_t g, const char *name, int64
 }
 
 /* model.bias's rows held outside the model (train/bias_rows.h), gathered
- * whole (collective): item [bias_items, K] then user [bias_users, K]; NULL
- * without. */
+ * whole on rank 0 (collective): item [bias_items, K] then user
+ * [bias_users, K]; NULL without, and on the other ranks. */
 static float *gather_bias(struct trainer *tr)
 {
     if (!tr->bias)
         return NULL;
     const struct task_conf *tc = &tr->conf.task;
     const int64_t ni = tc->bias_items * tc->n;
-    float *v = xmalloc((size_t)(ni + tc->bias_users * tc->n) * sizeof *v);
-    bias_rows_full(tr->bias, 0, v, v + ni);
+    const int root = tr->c->g[COMM_DP].rank == 0;
+    float *v = root ? xmalloc((size_t)(ni + tc->bias_users * tc->n) * sizeof *v) : NULL;
+    bias_rows_full(tr->bias, 0, 0, v, root ? v + ni : NULL);
     return v;
 }
 

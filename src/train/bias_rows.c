@@ -334,7 +334,7 @@ void bias_rows_apply(struct bias_rows *b, int scaled, float scale, float lr, int
     b->pushed = 0;
 }
 
-void bias_rows_full(struct bias_rows *b, int part, float *item, float *user)
+void bias_rows_full(struct bias_rows *b, int part, int all_ranks, float *item, float *user)
 {
     const int P = b->P, K = b->K;
     catch_up_all(b);
@@ -342,10 +342,16 @@ void bias_rows_full(struct bias_rows *b, int part, float *item, float *user)
     int64_t *cnt = xmalloc((size_t)P * sizeof *cnt);
     for (int p = 0; p < P; p++)
         cnt[p] = (b->rows > p ? (b->rows - p + P - 1) / P : 0) * K;
-    float *all = xmalloc((size_t)(b->rows * K + 1) * sizeof *all);
-    comm_allgatherv(b->c, COMM_DP, COMM_F32, mine, b->nloc * K, all, cnt, COMM_PH_OTHER);
+    const int here = all_ranks || b->me == 0;
+    float *all = here ? xmalloc((size_t)(b->rows * K + 1) * sizeof *all) : NULL;
+    if (all_ranks)
+        comm_allgatherv(b->c, COMM_DP, COMM_F32, mine, b->nloc * K, all, cnt, COMM_PH_OTHER);
+    else
+        comm_gatherv(b->c, COMM_DP, COMM_F32, mine, b->nloc * K, all, cnt, 0);
     int64_t off = 0;
-    for (int p = 0; p < P; p++) { /* rank p's slot s: row s P + p */
+    for (int p = 0; !here && p < P; p++)
+        off += cnt[p]; /* nothing to lay out */
+    for (int p = 0; here && p < P; p++) { /* rank p's slot s: row s P + p */
         for (int64_t s = 0; s < cnt[p] / K; s++) {
             const int64_t r = s * P + p;
             float *dst = r < b->items ? item + r * K : user + (r - b->items) * K;
@@ -402,7 +408,10 @@ static void hook_set(void *ctx, const float *item, const float *user)
 {
     bias_rows_set(ctx, item, user);
 }
-static void hook_get(void *ctx, float *item, float *user) { bias_rows_full(ctx, 0, item, user); }
+static void hook_get(void *ctx, float *item, float *user)
+{
+    bias_rows_full(ctx, 0, 1, item, user);
+}
 
 void bias_rows_hooks(struct bias_rows *b, struct rank_bias_rows *h)
 {

@@ -60,8 +60,9 @@ double bias_rows_sumsq(struct bias_rows *b);
  * updated at learning rate lr; every other row catches up later. */
 void bias_rows_apply(struct bias_rows *b, int scaled, float scale, float lr, int64_t t);
 /* Collective: the whole tables, part 0 the values, 1 the first moments, 2
- * the second: item [items, K], user [users, K] on every rank. */
-void bias_rows_full(struct bias_rows *b, int part, float *item, float *user);
+ * the second: item [items, K], user [users, K] on every rank (all_ranks)
+ * or on rank 0 of dp alone (the others pass NULL). */
+void bias_rows_full(struct bias_rows *b, int part, int all_ranks, float *item, float *user);
 /* Take this rank's rows of part from the whole tables (every rank passes
  * the same); the rows are at the current step. */
 void bias_rows_load(struct bias_rows *b, int part, const float *item, const float *user);
