@@ -69,6 +69,18 @@ struct bias_rows *bias_rows_init(struct comm *c, int K, int64_t items, int64_t u
     b->sd = b->sc + b->P;
     b->rc = b->sd + b->P;
     b->rd = b->rc + b->P;
+    /* one of everything: a lookup of no token passes real buffers on */
+    b->ncap = b->ucap = b->rcap = b->tcap = 1;
+    b->key = xcalloc(2, sizeof *b->key);
+    b->inv = xcalloc(2, sizeof *b->inv);
+    b->uniq = xcalloc(1, sizeof *b->uniq);
+    b->row = xcalloc((size_t)K, sizeof *b->row);
+    b->grad = xcalloc((size_t)K, sizeof *b->grad);
+    b->rid = xcalloc(1, sizeof *b->rid);
+    b->rtouch = xcalloc(1, sizeof *b->rtouch);
+    b->rrow = xcalloc((size_t)K, sizeof *b->rrow);
+    b->tslot = xcalloc(1, sizeof *b->tslot);
+    b->tg = xcalloc((size_t)K, sizeof *b->tg);
     return b;
 }
 
