@@ -174,6 +174,30 @@ static void displs(const int64_t *counts, int64_t *d, int P)
         d[p] = d[p - 1] + counts[p - 1];
 }
 
+/* The owner's side of a lookup: each of the nr rows asked (rid) brought
+ * up to date and copied to rrow [nr, K]; train: marked touched, rtouch [nr]
+ * their index among the touched slots. */
+static void serve(struct bias_rows *b, int64_t nr, int train)
+{
+    const int P = b->P, K = b->K;
+    for (int64_t j = 0; j < nr; j++) {
+        const int64_t s = b->rid[j] / P;
+        if (b->rid[j] % P != b->me || s >= b->nloc)
+            fatal("model.bias: row %lld asked of rank %d, which does not hold it",
+                  (long long)b->rid[j], b->me);
+        if (b->stamp[s] < b->t)
+            catch_up(b, s);
+        memcpy(b->rrow + j * K, b->w + s * K, (size_t)K * sizeof *b->rrow);
+        if (!train)
+            continue;
+        if (b->mark[s] < 0) {
+            b->mark[s] = b->nt;
+            b->tslot[b->nt++] = s;
+        }
+        b->rtouch[j] = b->mark[s];
+    }
+}
+
 const float *bias_rows_lookup(struct bias_rows *b, int64_t n, const int64_t *items,
                               const int64_t *users, int train, const int64_t **inv_item,
                               const int64_t **inv_user, int64_t *nu)
@@ -240,23 +264,7 @@ const float *bias_rows_lookup(struct bias_rows *b, int64_t n, const int64_t *ite
     b->nr = nr;
     comm_alltoallv(b->c, COMM_DP, COMM_I64, b->uniq, b->sc, b->sd, b->rid, b->rc, b->rd,
                    COMM_PH_BIAS);
-    /* the owner: each row up to date, served (and marked touched) */
-    for (int64_t j = 0; j < nr; j++) {
-        const int64_t s = b->rid[j] / P;
-        if (b->rid[j] % P != b->me || s >= b->nloc)
-            fatal("model.bias: row %lld asked of rank %d, which does not hold it",
-                  (long long)b->rid[j], b->me);
-        if (b->stamp[s] < b->t)
-            catch_up(b, s);
-        memcpy(b->rrow + j * K, b->w + s * K, (size_t)K * sizeof *b->rrow);
-        if (!train)
-            continue;
-        if (b->mark[s] < 0) {
-            b->mark[s] = b->nt;
-            b->tslot[b->nt++] = s;
-        }
-        b->rtouch[j] = b->mark[s];
-    }
+    serve(b, nr, train);
     int64_t *sk = xmalloc((size_t)(4 * P) * sizeof *sk), *sdk = sk + P, *rk = sdk + P,
             *rdk = rk + P;
     for (int p = 0; p < P; p++) {
