@@ -10,7 +10,7 @@
 #     (/dense, /dense_m, /dense_v) at P = 1 and 2;
 #   - P = 2, 4 agree with P = 1 (1e-6);
 #   - the fake device with device placement = the CPU at tolerance 0
-#     (P = 1, 2);
+#     (P = 1, 2), with no more host waits a step than the dense tables;
 #   - a checkpoint of P = 2 resumed at P = 3 and 1 = the uninterrupted
 #     run (1e-6); a checkpoint of the dense way resumed as rows = the dense
 #     way resumed (0);
@@ -74,6 +74,17 @@ for np in 1 2; do
     same_losses "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0 0
     evals "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0
 done
+
+# host waits: the rows' gradients come down during the backward, no more
+# waits a step than the dense tables' (the last interval's device_syncs)
+run fdense1 1 device.type=fake device.share=on embedding.placement=device debug.bias_dense=on
+syncs() { sed -n 's/.*"event":"train".*"device_syncs":\([^,}]*\).*/\1/p' "$1" | tail -n 1; }
+sr=$(syncs "$T/f1.jsonl") sd=$(syncs "$T/fdense1.jsonl")
+if [ -n "$sr" ] && [ -n "$sd" ] && awk -v r="$sr" -v d="$sd" 'BEGIN { exit !(r <= d) }'; then
+    pass "fake device, P=1: $sr host waits a step with the rows, $sd with the dense tables"
+else
+    fail "fake device host waits a step: rows '$sr', dense tables '$sd'"
+fi
 
 # --- resume on another rank count; a dense-way checkpoint read as rows -------------
 run h3 3 "train.resume=$T/ckr2/ckpt-4.h5"

@@ -99,6 +99,19 @@ void rank_bias_fwd(struct rank_bias *rb, int64_t n, const int64_t *items, const 
     be->axpy(n * rb->K, 1.0f, rb->tmp, z);
 }
 
+/* The device's gradients, come down (rank_bias_bwd), into the host
+ * buffer the owners' push reads: a wait only when the copy has not ended. */
+static void fetch_grads(void *arg)
+{
+    struct rank_bias *rb = arg;
+    const struct backend_ops *be = rb->be;
+    if (!be->event_query(rb->down))
+        be->event_sync(rb->down);
+    const size_t bytes = (size_t)(rb->nu * rb->K) * sizeof(float);
+    if (bytes)
+        memcpy(rb->ext->grads(rb->ext->ctx), rb->hg, bytes);
+}
+
 void rank_bias_bwd(struct rank_bias *rb, int64_t n, const float *dz)
 {
     if (!rb->on || (n <= 0 && !rb->ext))
@@ -117,9 +130,23 @@ void rank_bias_bwd(struct rank_bias *rb, int64_t n, const float *dz)
         be->zero(g, bytes);
         be->scatter_add_rows(n, rb->K, dz, mirror_at(&rb->items), g);
         be->scatter_add_rows(n, rb->K, dz, mirror_at(&rb->users), g);
-        mirror_down(&rb->grads, 0, bytes);
     }
-    rb->ext->push(rb->ext->ctx);
+    if (rb->grads.alias) { /* host memory: the gradients are where the owners read */
+        rb->ext->push(rb->ext->ctx);
+        return;
+    }
+    /* a device: down on the comm stream (after the scatters) while the
+     * model's backward runs; fetch_grads when the owners need them */
+    if (bytes > rb->hcap) {
+        be->host_free(rb->hg);
+        rb->hcap = bytes + bytes / 2;
+        rb->hg = be->host_alloc(rb->hcap);
+    }
+    if (!rb->down)
+        rb->down = be->event_new(0);
+    be->to_host_async(rb->hg, g, bytes);
+    be->event_record(rb->down, BACKEND_COMM);
+    rb->ext->defer(rb->ext->ctx, fetch_grads, rb);
 }
 
 void rank_bias_set(struct rank_bias *rb, const float *item, const float *user)
@@ -150,6 +177,10 @@ void rank_bias_free(struct rank_bias *rb)
 {
     if (rb->be)
         rb->be->free(rb->tmp);
+    if (rb->hg)
+        rb->be->host_free(rb->hg);
+    if (rb->down)
+        rb->be->event_free(rb->down);
     mirror_free(&rb->rows);
     mirror_free(&rb->grads);
     mirror_free(&rb->items);

@@ -34,6 +34,9 @@ struct rank_bias_rows {
                            int64_t *nu);
     float *(*grads)(void *ctx);
     void (*push)(void *ctx);
+    /* push later: fetch(arg) fills grads when the owners need them, then
+     * they are pushed (a device's gradients come down meanwhile) */
+    void (*defer)(void *ctx, void (*fetch)(void *arg), void *arg);
     void (*set)(void *ctx, const float *item, const float *user);
     void (*get)(void *ctx, float *item, float *user);
 };
@@ -44,6 +47,9 @@ struct rank_bias {
     const struct rank_bias_rows *ext;  /* the rows held outside (rank_bias_attach), or NULL */
     struct mirror rows, grads;         /* [nu, K] the step's unique rows, their gradients */
     int64_t nu;
+    float *hg;                         /* [hcap] pinned: a device's gradients coming down */
+    size_t hcap;                       /* its bytes */
+    struct backend_event *down;        /* their copy's end on the comm stream */
     int K;
     struct dense_tensor *item, *user;  /* the dense way's, else NULL */
     struct mirror items, users;        /* [n] the tokens' rows (outside: their indexes among
@@ -69,8 +75,10 @@ void rank_bias_fwd(struct rank_bias *rb, int64_t n, const int64_t *items, const 
                    int64_t B, const int64_t *seq_users, const int64_t *offsets, int train,
                    float *z);
 /* The gradients of the last forward's n rows: dz [n, K] (backend); with
- * rows held outside, collective (n = 0 too) and one host wait on a
- * device backend (the gradients brought to the host). */
+ * rows held outside, collective (n = 0 too): in host memory they are
+ * pushed at once; on a device they come down on the comm stream and are
+ * pushed when the optimizer needs them (no host wait once the copy is
+ * done). */
 void rank_bias_bwd(struct rank_bias *rb, int64_t n, const float *dz);
 /* Set the values from host item [num_items + 1, K], user [num_users, K]. */
 void rank_bias_set(struct rank_bias *rb, const float *item, const float *user);

@@ -36,6 +36,8 @@ struct bias_rows {
     int64_t *tslot;             /* [tcap] the touched slots */
     float *tg;                  /* [tcap, K] their summed gradients */
     int pushed;                 /* tg holds this step's sums */
+    void (*fetch)(void *arg);   /* a push deferred (bias_rows_defer), or NULL */
+    void *fetch_arg;
     int64_t bytes, steps;
 };
 
@@ -208,6 +210,7 @@ const float *bias_rows_lookup(struct bias_rows *b, int64_t n, const int64_t *ite
         b->mark[b->tslot[i]] = -1;
     b->nt = 0;
     b->pushed = 0;
+    b->fetch = NULL;
     b->train = train;
     if (n > b->ncap) {
         b->ncap = grow(n, b->ncap);
@@ -315,8 +318,26 @@ void bias_rows_push(struct bias_rows *b)
     b->pushed = 1;
 }
 
+void bias_rows_defer(struct bias_rows *b, void (*fetch)(void *arg), void *arg)
+{
+    b->fetch = fetch;
+    b->fetch_arg = arg;
+}
+
+/* A deferred push, now. */
+static void push_deferred(struct bias_rows *b)
+{
+    if (!b->fetch)
+        return;
+    void (*fetch)(void *) = b->fetch;
+    b->fetch = NULL;
+    fetch(b->fetch_arg);
+    bias_rows_push(b);
+}
+
 double bias_rows_sumsq(struct bias_rows *b)
 {
+    push_deferred(b);
     double s = 0;
     for (int64_t i = 0; b->pushed && i < b->nt * b->K; i++)
         s += (double)b->tg[i] * b->tg[i];
@@ -326,6 +347,7 @@ double bias_rows_sumsq(struct bias_rows *b)
 void bias_rows_apply(struct bias_rows *b, int scaled, float scale, float lr, int64_t t)
 {
     const int K = b->K;
+    push_deferred(b);
     if (t != b->t + 1)
         fatal("model.bias: step %lld applied to rows at step %lld", (long long)t,
               (long long)b->t);
@@ -424,6 +446,10 @@ static const float *hook_lookup(void *ctx, int64_t n, const int64_t *items, cons
 }
 static float *hook_grads(void *ctx) { return bias_rows_grads(ctx); }
 static void hook_push(void *ctx) { bias_rows_push(ctx); }
+static void hook_defer(void *ctx, void (*fetch)(void *arg), void *arg)
+{
+    bias_rows_defer(ctx, fetch, arg);
+}
 static void hook_set(void *ctx, const float *item, const float *user)
 {
     bias_rows_set(ctx, item, user);
@@ -436,5 +462,6 @@ static void hook_get(void *ctx, float *item, float *user)
 void bias_rows_hooks(struct bias_rows *b, struct rank_bias_rows *h)
 {
     *h = (struct rank_bias_rows){.ctx = b, .lookup = hook_lookup, .grads = hook_grads,
-                                 .push = hook_push, .set = hook_set, .get = hook_get};
+                                 .push = hook_push, .defer = hook_defer, .set = hook_set,
+                                 .get = hook_get};
 }

@@ -12,7 +12,8 @@
  *                     back (every rank calls it the same number of times)
  *   bias_rows_grads   the requester's gradient per unique row, to fill
  *   bias_rows_push    the gradients go to the owners, summed there over
- *                     the requesters in rank order
+ *                     the requesters in rank order (or bias_rows_defer:
+ *                     when the owners need them)
  *   bias_rows_sumsq   their squared norm over all owners (the clip's)
  *   bias_rows_apply   step t: the owners update the rows touched
  * A row last updated at step s and not touched again is brought up to
@@ -53,6 +54,11 @@ const float *bias_rows_lookup(struct bias_rows *b, int64_t n, const int64_t *ite
 float *bias_rows_grads(struct bias_rows *b);
 /* Collective: the gradients to the owners, summed per row. */
 void bias_rows_push(struct bias_rows *b);
+/* bias_rows_push deferred until the owners need the gradients
+ * (bias_rows_sumsq, bias_rows_apply): fetch(arg) first fills
+ * bias_rows_grads (a device's, come down meanwhile). A lookup drops a
+ * deferred push not made (a step whose update was dropped). */
+void bias_rows_defer(struct bias_rows *b, void (*fetch)(void *arg), void *arg);
 /* Collective: the summed gradients' sum of squares over every owner. */
 double bias_rows_sumsq(struct bias_rows *b);
 /* Step t (the dense optimizer's count, after its increment): the rows of
