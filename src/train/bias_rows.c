@@ -24,7 +24,9 @@ struct bias_rows {
     int64_t hcap;
     /* the last lookup, the requester's side */
     int64_t n, nu, ucap, ncap;
-    int64_t *key, *uniq, *inv;  /* [2 ncap] sorted keys; [ucap] unique rows; [2 ncap] */
+    int64_t *uniq, *inv;        /* [ucap] unique rows (by owner); [2 ncap] each token's */
+    int64_t *seen;              /* [ucap] the unique rows as first seen, then their places */
+    int64_t *hk, *hv, kcap;     /* [kcap] the de-duplication's hash table: row, index */
     float *row, *grad;          /* [ucap, K] the rows, the gradients */
     int64_t *sc, *sd, *rc, *rd; /* [P] counts and displacements in rows */
     int train;                  /* its gradients follow */
@@ -73,7 +75,7 @@ struct bias_rows *bias_rows_init(struct comm *c, int K, int64_t items, int64_t u
     b->rd = b->rc + b->P;
     /* one of everything: a lookup of no token passes real buffers on */
     b->ncap = b->ucap = b->rcap = b->tcap = 1;
-    b->key = xcalloc(2, sizeof *b->key);
+    b->seen = xcalloc(1, sizeof *b->seen);
     b->inv = xcalloc(2, sizeof *b->inv);
     b->uniq = xcalloc(1, sizeof *b->uniq);
     b->row = xcalloc((size_t)K, sizeof *b->row);
@@ -98,7 +100,9 @@ void bias_rows_free(struct bias_rows *b)
     free(b->hlr);
     free(b->hc1);
     free(b->hc2);
-    free(b->key);
+    free(b->seen);
+    free(b->hk);
+    free(b->hv);
     free(b->uniq);
     free(b->inv);
     free(b->row);
@@ -138,25 +142,63 @@ static void catch_up_all(struct bias_rows *b)
 
 static int64_t grow(int64_t want, int64_t have) { return want > have ? want + want / 2 + 16 : have; }
 
-/* The sort key of row r: its owner, then r. */
-static int cmp_i64(const void *a, const void *b)
-{
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
+static void displs(const int64_t *counts, int64_t *d, int P);
 
-/* Index of key k in the sorted unique keys u [n]. */
-static int64_t find(const int64_t *u, int64_t n, int64_t k)
+/* De-duplicate the 2n rows of the tokens: b->uniq [nu] the unique rows
+ * grouped by owner (rank order; within an owner, first seen first),
+ * b->inv [2n] each token's index among them, b->sc [P] the rows per
+ * owner. Linear: a hash table of at least 4n slots (the order of the
+ * rows does not matter to the sums: each row's gradient is summed in
+ * token order all the same). */
+static int64_t dedup(struct bias_rows *b, const int64_t *items, const int64_t *users, int64_t n)
 {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (u[mid] < k)
-            lo = mid + 1;
-        else
-            hi = mid;
+    const int P = b->P;
+    int64_t cap = 16;
+    while (cap < 4 * n)
+        cap *= 2;
+    if (cap > b->kcap) {
+        b->kcap = cap;
+        b->hk = xrealloc(b->hk, (size_t)cap * sizeof *b->hk);
+        b->hv = xrealloc(b->hv, (size_t)cap * sizeof *b->hv);
     }
-    return lo;
+    memset(b->hk, 0xff, (size_t)cap * sizeof *b->hk); /* -1: empty */
+    int64_t u = 0;
+    for (int64_t i = 0; i < 2 * n; i++) {
+        const int64_t id = i < n ? items[i] : users[i - n];
+        const int64_t lim = i < n ? b->items : b->users;
+        if (id < 0 || id >= lim)
+            fatal("model.bias: %s %lld of token %lld is outside 0..%lld", i < n ? "item" : "user",
+                  (long long)id, (long long)(i % (n ? n : 1)), (long long)lim - 1);
+        const int64_t r = i < n ? id : b->items + id;
+        uint64_t h = ((uint64_t)r * 0x9E3779B97F4A7C15ull) >> 17;
+        for (;; h++) {
+            const int64_t at = (int64_t)(h & (uint64_t)(cap - 1));
+            if (b->hk[at] == r) {
+                b->inv[i] = b->hv[at];
+                break;
+            }
+            if (b->hk[at] < 0) {
+                b->hk[at] = r;
+                b->hv[at] = b->inv[i] = u;
+                b->seen[u++] = r;
+                break;
+            }
+        }
+    }
+    memset(b->sc, 0, (size_t)P * sizeof *b->sc);
+    for (int64_t j = 0; j < u; j++)
+        b->sc[b->seen[j] % P]++;
+    displs(b->sc, b->sd, P);
+    int64_t *next = b->rd; /* scratch until the counts come back */
+    memcpy(next, b->sd, (size_t)P * sizeof *next);
+    for (int64_t j = 0; j < u; j++) {
+        const int64_t at = next[b->seen[j] % P]++;
+        b->uniq[at] = b->seen[j];
+        b->seen[j] = at;
+    }
+    for (int64_t i = 0; i < 2 * n; i++)
+        b->inv[i] = b->seen[b->inv[i]];
+    return u;
 }
 
 /* Bytes of counts[P] rows of `each` bytes to ranks other than this one. */
@@ -214,41 +256,17 @@ const float *bias_rows_lookup(struct bias_rows *b, int64_t n, const int64_t *ite
     b->train = train;
     if (n > b->ncap) {
         b->ncap = grow(n, b->ncap);
-        b->key = xrealloc(b->key, (size_t)(2 * b->ncap) * sizeof *b->key);
         b->inv = xrealloc(b->inv, (size_t)(2 * b->ncap) * sizeof *b->inv);
     }
     b->n = n;
-    /* keys (owner, row) = owner * rows + row, sorted and made unique */
-    for (int64_t i = 0; i < 2 * n; i++) {
-        const int64_t id = i < n ? items[i] : users[i - n];
-        const int64_t lim = i < n ? b->items : b->users;
-        if (id < 0 || id >= lim)
-            fatal("model.bias: %s %lld of token %lld is outside 0..%lld", i < n ? "item" : "user",
-                  (long long)id, (long long)(i % (n ? n : 1)), (long long)lim - 1);
-        const int64_t r = i < n ? id : b->items + id;
-        b->key[i] = (r % P) * b->rows + r;
-    }
     if (2 * n > b->ucap) {
         b->ucap = grow(2 * n, b->ucap);
         b->uniq = xrealloc(b->uniq, (size_t)b->ucap * sizeof *b->uniq);
+        b->seen = xrealloc(b->seen, (size_t)b->ucap * sizeof *b->seen);
         b->row = xrealloc(b->row, (size_t)(b->ucap * K) * sizeof *b->row);
         b->grad = xrealloc(b->grad, (size_t)(b->ucap * K) * sizeof *b->grad);
     }
-    memcpy(b->uniq, b->key, (size_t)(2 * n) * sizeof *b->uniq);
-    qsort(b->uniq, (size_t)(2 * n), sizeof *b->uniq, cmp_i64);
-    int64_t u = 0;
-    for (int64_t i = 0; i < 2 * n; i++)
-        if (!u || b->uniq[i] != b->uniq[u - 1])
-            b->uniq[u++] = b->uniq[i];
-    b->nu = u;
-    for (int64_t i = 0; i < 2 * n; i++)
-        b->inv[i] = find(b->uniq, u, b->key[i]);
-    memset(b->sc, 0, (size_t)P * sizeof *b->sc);
-    for (int64_t i = 0; i < u; i++) {
-        b->sc[b->uniq[i] / b->rows]++;
-        b->uniq[i] %= b->rows; /* the row itself */
-    }
-    displs(b->sc, b->sd, P);
+    const int64_t u = b->nu = dedup(b, items, users, n);
     /* the rows to their owners */
     comm_alltoall_i64(b->c, COMM_DP, b->sc, b->rc, COMM_PH_BIAS);
     displs(b->rc, b->rd, P);
