@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/adamw_elem.h"
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
 #include "backend/cpu_math.h"
@@ -270,12 +271,10 @@ FS_SIMD
 static void cpu_adamw_step(int64_t n, float *w, float *m, float *v, const float *g, float lr,
                            float b1, float b2, float eps, float wd, int64_t t)
 {
-    float c1 = 1.0f - (float)pow(b1, (double)t), c2 = 1.0f - (float)pow(b2, (double)t);
-    for (int64_t i = 0; i < n; i++) {
-        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-        v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-        w[i] -= lr * ((m[i] / c1) / (sqrtf(v[i] / c2) + eps) + wd * w[i]);
-    }
+    float c1, c2;
+    adamw_corrections(b1, b2, t, &c1, &c2);
+    for (int64_t i = 0; i < n; i++)
+        adamw_elem(w + i, m + i, v + i, g[i], lr, b1, b2, eps, wd, c1, c2);
 }
 
 static double cpu_sum_squares(int64_t n, const float *x)

@@ -323,6 +323,10 @@ X(debug, full_logits, INT, "0", 0, 1000000000000.0, NULL,
 X(debug, split_chunks, INT, "0", 0, 64, NULL,
   "test hook: with split_long = auto, cut every sequence into this many chunks (at least "
   "one position each), whatever its cost")
+X(debug, bias_dense, BOOL, "off", 0, 1, NULL,
+  "test hook: model.bias's tables as dense parameters replicated on every rank, all-reduced "
+  "and updated whole every step (the former way, kept for comparison), not rows sharded over "
+  "the ranks")
 X(debug, rank_dump, STRING, "", 0, 0, NULL,
   "ranking: write every evaluation's (task, user, label, score) rows to PREFIX-SPLIT.csv "
   "(rank 0; the exact metrics can be recomputed from them)")

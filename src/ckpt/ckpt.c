@@ -33,6 +33,7 @@
 #include "ckpt/ckpt_priv.h"
 #include "ckpt/ckpt_run.h"
 #include "ckpt/ckpt_dyn.h"
+#include "train/bias_rows.h"
 
 /* --- failing cleanly ----------------------------------------------------------- */
 
@@ -41,7 +42,24 @@ struct ck_out {
     const char *path; /* the checkpoint's final name */
     char tmp[4200];   /* the temporary file written */
     struct h5io h;
+    float *bias[3];   /* model.bias's rows gathered (bias_gather): values, m, v; or NULL */
 };
+
+/* model.bias's rows (train/bias_rows.h), brought up to date and gathered
+ * whole on rank 0 (collective) for its header: each part item
+ * [bias_items, K] then user [bias_users, K]. */
+static void bias_gather(struct trainer *tr, struct ck_out *o)
+{
+    if (!tr->bias)
+        return;
+    const struct task_conf *tc = &tr->conf.task;
+    const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
+    const int root = tr->c->g[COMM_DP].rank == 0;
+    for (int part = 0; part < 3; part++) {
+        o->bias[part] = root ? xmalloc((size_t)(ni + nu) * sizeof *o->bias[part]) : NULL;
+        bias_rows_full(tr->bias, part, 0, o->bias[part], root ? o->bias[part] + ni : NULL);
+    }
+}
 
 /* what failed (a call, or a description: h5io's record, or `what` with
  * errno e); removes the temporary file and ends the job. A rank that fails
@@ -102,20 +120,35 @@ static hid_t create_checksummed(struct ck_out *o, hid_t loc, const char *name, h
     return h5io_dset(&o->h, loc, name, type, rows, cols, &lay);
 }
 
+/* GROUP/NAME = h [n] */
+static void write_flat(struct ck_out *o, hid_t g, const char *name, const float *h, int64_t n)
+{
+    hid_t d = create_checksummed(o, g, name, H5T_IEEE_F32LE, n, 0);
+    h5io_write_rows(&o->h, d, H5T_NATIVE_FLOAT, 0, 1, n, 0, h);
+    h5io_close_obj(&o->h, d);
+}
+
 /* /GROUP/NAME for every dense parameter (which: NULL = the weights, else
- * the optimizer's moments). */
+ * the optimizer's moments: part 1 the first, 2 the second), and
+ * model.bias's rows (bias_gather) as the dense bias.item and bias.user
+ * they replace: the layout depends neither on the rank count nor on how
+ * the rows are held (a checkpoint of the dense way reads the same). */
 static void write_dense(struct ck_out *o, const char *group, struct trainer *tr,
-                        float *const *which)
+                        float *const *which, int part)
 {
     hid_t g = h5io_group(&o->h, o->h.f, group);
     for (int i = 0; i < tr->m.nparams; i++) {
         struct dense_tensor *t = &tr->m.params[i];
         float *h = xmalloc((size_t)t->n * sizeof *h);
         tr->be->to_host(h, which ? which[i] : t->w, (size_t)t->n * sizeof *h);
-        hid_t d = create_checksummed(o, g, t->name, H5T_IEEE_F32LE, t->n, 0);
-        h5io_write_rows(&o->h, d, H5T_NATIVE_FLOAT, 0, 1, t->n, 0, h);
-        h5io_close_obj(&o->h, d);
+        write_flat(o, g, t->name, h, t->n);
         free(h);
+    }
+    if (o->bias[part]) {
+        const struct task_conf *tc = &tr->conf.task;
+        const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
+        write_flat(o, g, "bias.item", o->bias[part], ni);
+        write_flat(o, g, "bias.user", o->bias[part] + ni, nu);
     }
     h5io_close_obj(&o->h, g);
 }
@@ -198,9 +231,9 @@ static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
     char *text = params_serialize(tr->p);
     h5io_attr_str(h, f, "params", text);
     free(text);
-    write_dense(o, "/dense", tr, NULL);
-    write_dense(o, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
-    write_dense(o, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
+    write_dense(o, "/dense", tr, NULL, 0);
+    write_dense(o, "/dense_m", tr, dense_optim_moments(&tr->optim, 0), 1);
+    write_dense(o, "/dense_v", tr, dense_optim_moments(&tr->optim, 1), 2);
     create_tables(tr, o, d);
 }
 
@@ -293,8 +326,11 @@ void checkpoint_write(struct trainer *tr, const char *path)
                                        the preemption handler's) */
     /* rank 0 alone: the attributes, the dense parameters and the datasets
      * (a few hundred small HDF5 calls, not worth as many collectives) */
+    bias_gather(tr, &out);
     if (root)
         write_header(tr, &out, d);
+    for (int part = 0; part < 3; part++)
+        free(out.bias[part]);
     if (collective) {
         if (root) {
             close_tables(tr, &out, d);

@@ -25,6 +25,7 @@
 #include "data/dataset.h"
 #include "ckpt/ckpt_priv.h"
 #include "ckpt/ckpt_dyn.h"
+#include "train/bias_rows.h"
 #include "train/watchdog.h"
 
 #define VERIFY_BLOCK_VALUES ((int64_t)1 << 20)
@@ -244,31 +245,49 @@ static int expect_attr(hid_t f, const char *path, const char *name, int64_t want
     return 0;
 }
 
-/* /GROUP/NAME of every dense parameter, read whole by every rank (no
- * collective: the same few chunks on every rank). */
-static void read_dense(const struct h5io *h, const char *path, const char *group,
-                       struct trainer *tr, float *const *which)
+/* GROUP/NAME [n] into v (host), checked finite. */
+static void read_flat(const struct h5io *h, const char *path, const char *group,
+                      const char *tname, float *v, int64_t n)
 {
-    char err[1024];
+    char err[1024], name[128];
+    snprintf(name, sizeof name, "%s/%s", group, tname);
+    int64_t want[1] = {n}, got[1];
+    hid_t d = h5io_dset_open(h->f, path, name, H5T_FLOAT, 1, want, got, H5P_DEFAULT, err,
+                             sizeof err);
+    if (d < 0)
+        fatal("checkpoint %s (it belongs to another model?)", err);
+    if (h5io_read_rows(NULL, d, H5T_NATIVE_FLOAT, 0, 1, n, 0, v)) /* independently */
+        fatal("checkpoint %s: cannot read %s (truncated or corrupt?)", path, name);
+    for (int64_t k = 0; k < n; k++)
+        if (!isfinite(v[k]))
+            fatal("checkpoint %s: %s[%lld] = %g is not finite", path, name, (long long)k, v[k]);
+    h5io_close_obj(NULL, d);
+}
+
+/* /GROUP/NAME of every dense parameter, read whole by every rank (no
+ * collective: the same few chunks on every rank); part as write_dense's
+ * (ckpt.c): model.bias's rows take this rank's rows of bias.item and
+ * bias.user, at the checkpoint's step. */
+static void read_dense(const struct h5io *h, const char *path, const char *group,
+                       struct trainer *tr, float *const *which, int part)
+{
     for (int i = 0; i < tr->m.nparams; i++) {
         struct dense_tensor *t = &tr->m.params[i];
-        char name[128];
-        snprintf(name, sizeof name, "%s/%s", group, t->name);
-        int64_t want[1] = {t->n}, got[1];
-        hid_t d = h5io_dset_open(h->f, path, name, H5T_FLOAT, 1, want, got, H5P_DEFAULT, err,
-                                 sizeof err);
-        if (d < 0)
-            fatal("checkpoint %s (it belongs to another model?)", err);
         float *v = xmalloc((size_t)t->n * sizeof *v);
-        if (h5io_read_rows(NULL, d, H5T_NATIVE_FLOAT, 0, 1, t->n, 0, v)) /* independently */
-            fatal("checkpoint %s: cannot read %s (truncated or corrupt?)", path, name);
-        for (int64_t k = 0; k < t->n; k++)
-            if (!isfinite(v[k]))
-                fatal("checkpoint %s: %s[%lld] = %g is not finite", path, name, (long long)k,
-                      v[k]);
+        read_flat(h, path, group, t->name, v, t->n);
         tr->be->to_device(which ? which[i] : t->w, v, (size_t)t->n * sizeof *v);
         free(v);
-        h5io_close_obj(NULL, d);
+    }
+    if (tr->bias) {
+        const struct task_conf *tc = &tr->conf.task;
+        const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
+        float *v = xmalloc((size_t)(ni + nu) * sizeof *v);
+        read_flat(h, path, group, "bias.item", v, ni);
+        read_flat(h, path, group, "bias.user", v + ni, nu);
+        if (!part)
+            bias_rows_restart(tr->bias, dense_optim_steps(&tr->optim));
+        bias_rows_load(tr->bias, part, v, v + ni);
+        free(v);
     }
 }
 
@@ -469,9 +488,9 @@ void checkpoint_read(struct trainer *tr, const char *path)
         h5io_attr_read_range(f, path, "stream_files_before", 0, INT64_MAX, &tr->files_before,
                              err, sizeof err))
         fatal("checkpoint %s", err);
-    read_dense(&h, path, "/dense", tr, NULL);
-    read_dense(&h, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0));
-    read_dense(&h, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1));
+    read_dense(&h, path, "/dense", tr, NULL, 0);
+    read_dense(&h, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0), 1);
+    read_dense(&h, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1), 2);
     read_tables(tr, &h, path);
     if (h5io_close(&h))
         fatal("checkpoint %s: cannot close the file", path);

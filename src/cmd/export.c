@@ -50,6 +50,7 @@
 #include "cmd/rec_ids.h"
 #include "cmd/recommend.h"
 #include "model/loss.h"
+#include "train/bias_rows.h"
 #include "train/infer.h"
 
 #define ITEM_BLOCK ((int64_t)1 << 15) /* table rows per lookup */
@@ -139,20 +140,47 @@ static void write_users(struct trainer *tr, struct rec_file *file, hid_t ds)
     free(users);
 }
 
-/* /dense/NAME: the model's parameters as it holds them (rank 0). */
-static void write_dense(struct trainer *tr, struct rec_file *file)
+/* /dense/NAME [rows, cols] = v (rank 0) */
+static void write_matrix(struct rec_file *file, hid_t g, const char *name, int64_t rows,
+                         int64_t cols, const float *v)
+{
+    hid_t dd = rec_h5_dset(file, g, name, H5T_IEEE_F32LE, rows, cols);
+    h5io_write_rows(&file->h, dd, H5T_NATIVE_FLOAT, 0, 1, rows, cols, v);
+    h5io_close_obj(&file->h, dd);
+}
+
+/* model.bias's rows held outside the model (train/bias_rows.h), gathered
+ * whole on rank 0 (collective): item [bias_items, K] then user
+ * [bias_users, K]; NULL without, and on the other ranks. */
+static float *gather_bias(struct trainer *tr)
+{
+    if (!tr->bias)
+        return NULL;
+    const struct task_conf *tc = &tr->conf.task;
+    const int64_t ni = tc->bias_items * tc->n;
+    const int root = tr->c->g[COMM_DP].rank == 0;
+    float *v = root ? xmalloc((size_t)(ni + tc->bias_users * tc->n) * sizeof *v) : NULL;
+    bias_rows_full(tr->bias, 0, 0, v, root ? v + ni : NULL);
+    return v;
+}
+
+/* /dense/NAME: the model's parameters as it holds them, and model.bias's
+ * rows (bias: gather_bias's) as bias.item and bias.user (rank 0). */
+static void write_dense(struct trainer *tr, struct rec_file *file, const float *bias)
 {
     struct h5io *h = &file->h;
     hid_t g = h5io_group(h, h->f, "dense");
+    if (bias) {
+        const struct task_conf *tc = &tr->conf.task;
+        write_matrix(file, g, "bias.item", tc->bias_items, tc->n, bias);
+        write_matrix(file, g, "bias.user", tc->bias_users, tc->n, bias + tc->bias_items * tc->n);
+    }
     for (int i = 0; i < tr->m.nparams; i++) {
         const struct dense_tensor *t = &tr->m.params[i];
         float *v = xmalloc((size_t)t->n * sizeof *v);
         tr->be->to_host(v, t->w, (size_t)t->n * sizeof *v);
         int two_d = t->rows > 1 && (int64_t)t->rows * t->cols == t->n;
-        const int64_t rows = two_d ? t->rows : t->n, cols = two_d ? t->cols : 0;
-        hid_t dd = rec_h5_dset(file, g, t->name, H5T_IEEE_F32LE, rows, cols);
-        h5io_write_rows(h, dd, H5T_NATIVE_FLOAT, 0, 1, rows, cols, v);
-        h5io_close_obj(h, dd);
+        write_matrix(file, g, t->name, two_d ? t->rows : t->n, two_d ? t->cols : 0, v);
         free(v);
     }
     h5io_close_obj(h, g);
@@ -243,7 +271,7 @@ static void write_task_head(struct trainer *tr, struct rec_file *file)
 /* Rank 0: the attributes, the dense parameters and the empty large
  * datasets (/item_map, /user_map, /item_embeddings, /user_embeddings). */
 static void write_head(struct trainer *tr, const struct rec_cmd *cmd, struct rec_file *file,
-                       const struct rec_ids *um, const struct rec_ids *im)
+                       const struct rec_ids *um, const struct rec_ids *im, const float *bias)
 {
     struct h5io *h = &file->h;
     const int64_t ni = tr->ds.num_items, nu = tr->ds.num_users;
@@ -258,7 +286,7 @@ static void write_head(struct trainer *tr, const struct rec_cmd *cmd, struct rec
         h5io_close_obj(h, d[i]);
     h5io_close_obj(h, ti);
     h5io_close_obj(h, tu);
-    write_dense(tr, file);
+    write_dense(tr, file, bias);
     write_task_head(tr, file);
     rec_h5_close(file);
 }
@@ -283,8 +311,10 @@ int export_main(int argc, char **argv)
     log_release(); /* set up: what rec_start held */
     struct rec_file file;
     rec_file_begin(&file, out, &c);
+    float *bias = gather_bias(&tr);
     if (c.rank == 0)
-        write_head(&tr, &cmd, &file, &um, &im);
+        write_head(&tr, &cmd, &file, &um, &im, bias);
+    free(bias);
     rec_h5_reopen(&file, &c); /* every rank, its own rows */
     hid_t d[4] = {rec_h5_open(&file, "item_map"), rec_h5_open(&file, "user_map"),
                   rec_h5_open(&file, "item_embeddings"), rec_h5_open(&file, "user_embeddings")};
@@ -297,7 +327,8 @@ int export_main(int argc, char **argv)
     rec_h5_close(&file);
     rec_file_commit(&file, &c);
     log_info("export: %lld items, %lld users, %d dense parameters -> %s",
-             (long long)tr.ds.num_items, (long long)tr.ds.num_users, tr.m.nparams, out);
+             (long long)tr.ds.num_items, (long long)tr.ds.num_users,
+             tr.m.nparams + (tr.bias ? 2 : 0), out);
     free(cmd.overrides);
     rec_ids_free(&um);
     rec_ids_free(&im);

@@ -9,6 +9,7 @@
 #include "base/metrics.h"
 #include "cmd/eval_trainer.h"
 #include "eval/eval_ranking.h"
+#include "train/bias_rows.h"
 #include "train/train_dyn.h"
 
 /* The item table's wire bytes per step since the last progress line, summed
@@ -73,6 +74,23 @@ static void report_split(struct trainer *tr, struct split_stats *sx, struct metr
     metrics_int(l, "split_chunks", sx->chunks);
     metrics_num(l, "kv_bytes", bytes / n);
     *sx = (struct split_stats){.kv_mark = kv};
+}
+
+/* model.bias's rows (train/bias_rows.h) over a logging interval: the
+ * bytes sent to other ranks per training step, summed over ranks
+ * (collective), and what the dense all-reduce of the same tables counted
+ * (every rank its whole tables a step, P > 1), onto the progress line's
+ * metrics. */
+static void report_bias(struct trainer *tr, struct metrics_line *l)
+{
+    int64_t bytes, steps;
+    bias_rows_traffic_take(tr->bias, &bytes, &steps);
+    const double b = comm_allreduce_sum_f64(tr->c, COMM_DP, (double)bytes);
+    const struct task_conf *tc = &tr->conf.task;
+    const int P = tr->c->g[COMM_DP].size;
+    metrics_num(l, "bias_bytes", b / (double)(steps > 0 ? steps : 1));
+    metrics_num(l, "bias_dense_bytes",
+                P > 1 ? (double)P * (double)((tc->bias_items + tc->bias_users) * tc->n) * 4 : 0);
 }
 
 /* The device counters (devstats.h) per step over the interval's steps,
@@ -207,6 +225,8 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
         metrics_int(&l, "skipped_steps", tr->skipped);
     if (tr->conf.split_long.on)
         report_split(tr, sx, &l);
+    if (tr->bias)
+        report_bias(tr, &l);
     metrics_end(&l, tr->metrics);
 }
 

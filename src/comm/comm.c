@@ -278,8 +278,8 @@ int comm_cuda_aware(void)
 
 const char *comm_phase_name(enum comm_phase ph)
 {
-    static const char *names[COMM_NPHASES] = {"counts", "ids",   "rows", "grads",
-                                              "replica", "dense", "kv",   "other"};
+    static const char *names[COMM_NPHASES] = {"counts",  "ids",   "rows", "grads", "replica",
+                                              "dense",   "kv",    "bias", "other"};
     return names[ph];
 }
 

@@ -38,6 +38,7 @@ enum comm_phase {
     COMM_PH_REPLICA,   /* sparse gradient reduction across replicas */
     COMM_PH_DENSE,     /* dense gradient all-reduce */
     COMM_PH_KV,        /* split_long: keys/values and their gradients between chunks */
+    COMM_PH_BIAS,      /* model.bias's rows and gradients (train/bias_rows.h) */
     COMM_PH_OTHER,
     COMM_NPHASES
 };

@@ -70,6 +70,8 @@ struct task_conf {
     double recency;          /* model.recency: the history terms' half-life (0: off) */
     int factors;             /* model.factors: the factor terms' width (0: off) */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
+    int bias_rows;           /* model.bias's rows held outside the model (task_bias.h: the
+                              * trainer's, task_ranking_attach_bias), not dense parameters */
     int64_t candidates;      /* data.candidates (0 = all) */
     double prior;            /* train.baseline_prior */
     const char *dump;        /* debug.rank_dump: prefix of the (user, label, score) dumps */
@@ -246,6 +248,9 @@ void task_ranking_factor_terms(const struct task *t, int64_t B, const int64_t *o
 void task_ranking_set_bias(struct task *t, const float *item, const float *user);
 /* Their current values, into host arrays of the same shapes. */
 void task_ranking_get_bias(const struct task *t, float *item, float *user);
+/* With bias_rows: the rows held outside the model (kept by the caller). */
+struct rank_bias_rows;
+void task_ranking_attach_bias(struct task *t, const struct rank_bias_rows *ext);
 /* Each task's loss (unweighted: BCE, or the squared error of the
  * standardised label) per step, over the steps since the last call (their
  * number returned), summed over the ranks of c (NULL: this process);

@@ -152,7 +152,8 @@ static void rank_loss(struct task *t, struct task_step *st)
     }
     const struct batch rows = {.B = st->B, .T = st->T, .offsets = st->offsets}; /* its sequences */
     head_fwd(st->be, r, &rows, st->out);
-    rank_bias_fwd(&r->bias, st->T, st->items, NULL, st->B, st->users, st->offsets, r->h[r->L]);
+    rank_bias_fwd(&r->bias, st->T, st->items, NULL, st->B, st->users, st->offsets, 1,
+                  r->h[r->L]);
     if (r->rec.A) {
         if (st->T > r->rcap) {
             r->rcap = st->T + st->T / 2;
@@ -361,7 +362,8 @@ void task_ranking_params(const struct task_conf *tc, struct model_conf *mc)
         in = out;
     }
     add_extra(mc, "head.stats", 2, tc->n, 0.0f, 0);
-    if (tc->bias) { /* set by task_ranking_set_bias, then trained without decay */
+    if (tc->bias && !tc->bias_rows) { /* set by task_ranking_set_bias, then trained
+                                       * without decay (else rows held outside) */
         if (tc->bias_items > INT32_MAX || tc->bias_users > INT32_MAX)
             fatal("model.bias: %lld items and %lld users: a dense tensor holds at most %d rows",
                   (long long)tc->bias_items, (long long)tc->bias_users, INT32_MAX);
@@ -380,6 +382,12 @@ void task_ranking_set_bias(struct task *t, const float *item, const float *user)
 {
     struct rank_priv *r = t->priv;
     rank_bias_set(&r->bias, item, user);
+}
+
+void task_ranking_attach_bias(struct task *t, const struct rank_bias_rows *ext)
+{
+    struct rank_priv *r = t->priv;
+    rank_bias_attach(&r->bias, ext);
 }
 
 void task_ranking_get_bias(const struct task *t, float *item, float *user)
@@ -467,7 +475,7 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
     for (int k = 0; k < r->K; k++)
         r->std[k] = 1;
     r->tacc = r->be->alloc((size_t)(2 * r->K) * sizeof(double)); /* zero-filled */
-    rank_bias_init(&r->bias, m, r->K, tc->bias);
+    rank_bias_init(&r->bias, m, r->K, tc->bias, tc->bias_rows);
     rank_recency_init(&r->rec, m, r->K, tc->recency > 0);
     rank_factor_init(&r->fac, m, r->K, tc->factors);
     r->st = backend_is_host(r->be) ? NULL : stage_new(r->be);
@@ -510,8 +518,10 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64
     const struct task_conf *tc = t->conf;
     const struct backend_ops *be = r->be;
     read_stats(r, be);
-    if (n <= 0)
+    if (n <= 0) { /* the bias rows held outside: every rank asks together */
+        rank_bias_fwd(&r->bias, 0, items, users, 0, NULL, NULL, 0, r->h[r->L]);
         return;
+    }
     const size_t xb = (size_t)(n > 0 ? n : 1) * (size_t)r->width[0] * sizeof(float);
     const float *dx = mirror_bind(&r->xin, be, &backend_cpu, x, xb);
     mirror_up(&r->xin, 0, (size_t)n * (size_t)r->width[0] * sizeof(float));
@@ -524,7 +534,7 @@ void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64
     head_fwd(be, r, &rows, dx);
     if (per_row)
         free(off);
-    rank_bias_fwd(&r->bias, n, items, users, 0, NULL, NULL, r->h[r->L]);
+    rank_bias_fwd(&r->bias, n, items, users, 0, NULL, NULL, 0, r->h[r->L]);
     if (r->rec.A && !rterms)
         fatal("task_ranking: model.recency and a prediction without the history terms");
     if (r->rec.A)

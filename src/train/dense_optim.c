@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "train/bias_rows.h"
+
 void dense_optim_init(struct dense_optim *o, const struct dense_optim_conf *conf,
                       const struct model *m)
 {
@@ -31,10 +33,18 @@ void dense_optim_step(struct dense_optim *o, struct model *m, int64_t step)
 {
     const struct backend_ops *be = o->be;
     const struct dense_optim_conf *c = &o->conf;
+    int clipped = 0;
+    float f = 1.0f;
     if (c->clip_norm > 0) {
-        double norm = sqrt(be->sum_squares(m->ngrad, m->grad));
-        if (norm > c->clip_norm)
-            be->scale(m->ngrad, (float)(c->clip_norm / norm), m->grad);
+        double sq = be->sum_squares(m->ngrad, m->grad);
+        if (o->bias) /* the bias rows' gradients, summed over their owners */
+            sq += bias_rows_sumsq(o->bias);
+        double norm = sqrt(sq);
+        if (norm > c->clip_norm) {
+            f = (float)(c->clip_norm / norm);
+            be->scale(m->ngrad, f, m->grad);
+            clipped = 1;
+        }
     }
     const double lr = dense_optim_lr(o, step);
     o->t++;
@@ -43,6 +53,8 @@ void dense_optim_step(struct dense_optim *o, struct model *m, int64_t step)
         be->adamw_step(t->n, t->w, o->m[i], o->v[i], t->g, (float)lr, c->beta1, c->beta2, c->eps,
                        t->decay ? c->weight_decay : 0.0f, o->t);
     }
+    if (o->bias)
+        bias_rows_apply(o->bias, clipped, f, (float)lr, o->t);
 }
 
 double dense_optim_lr(const struct dense_optim *o, int64_t step)

@@ -10,6 +10,8 @@
 #include "model/model.h"
 #include "train/lr_schedule.h"
 
+struct bias_rows;
+
 struct dense_optim_conf {
     double lr;              /* train.lr */
     int64_t warmup_steps;   /* linear warmup over the first steps (0: none) */
@@ -26,6 +28,8 @@ struct dense_optim {
     int n;                  /* tensors */
     float *m[MODEL_MAX_PARAMS], *v[MODEL_MAX_PARAMS]; /* first and second moments */
     int64_t t;              /* steps taken */
+    struct bias_rows *bias; /* model.bias's rows (train/bias_rows.h): in the clip's norm
+                             * and stepped with the tensors; NULL: none */
 };
 
 /* Zero moments for every tensor of m. */
@@ -34,7 +38,8 @@ void dense_optim_init(struct dense_optim *o, const struct dense_optim_conf *conf
 void dense_optim_free(struct dense_optim *o);
 /* Clip m's summed gradients, then one AdamW step at learning rate
  * dense_optim_lr(o, step) (step: the global step, 0-based). Synchronises
- * the backend. */
+ * the backend. With o->bias, its rows' gradients count in the clip's norm
+ * (a sum over the ranks: collective) and its rows take the step too. */
 void dense_optim_step(struct dense_optim *o, struct model *m, int64_t step);
 /* lr * min(1, (step + 1) / warmup_steps) * the schedule's factor. */
 double dense_optim_lr(const struct dense_optim *o, int64_t step);

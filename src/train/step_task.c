@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "comm/comm_fail.h"
+#include "train/bias_rows.h"
 #include "train/step_feat.h"
 #include "train/train.h"
 
@@ -26,8 +27,26 @@ void task_setup_conf(struct trainer *tr)
 void task_setup_model(struct trainer *tr)
 {
     struct train_conf *cf = &tr->conf;
-    if (cf->task.type == TASK_RANKING)
-        task_ranking_params(&cf->task, &cf->model);
+    if (cf->task.type != TASK_RANKING)
+        return;
+    /* sharded rows (train/bias_rows.h), not dense tensors */
+    cf->task.bias_rows = cf->task.bias && !params_i64(tr->p, P_debug_bias_dense);
+    task_ranking_params(&cf->task, &cf->model);
+}
+
+/* model.bias's rows, sharded over dp, at step 0 (a resume restarts them at
+ * the checkpoint's step). */
+static void bias_setup(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    const struct task_conf *tc = &cf->task;
+    if (!tc->bias_rows)
+        return;
+    const struct dense_optim_conf *o = &cf->dense_optim;
+    tr->bias = bias_rows_init(tr->c, tc->n, tc->bias_items, tc->bias_users, o->beta1, o->beta2,
+                              o->eps, 0);
+    bias_rows_hooks(tr->bias, &tr->bias_hooks);
+    task_ranking_attach_bias(&tr->task, &tr->bias_hooks);
 }
 
 void task_setup_init(struct trainer *tr)
@@ -49,6 +68,7 @@ void task_setup_init(struct trainer *tr)
     comm_fail_agree(tr->c, task_setup_ranking(&tr->task, &cf->task, &tr->m, &tr->tdata,
                                               cf->data_path, params_str(tr->p, P_data_split),
                                               sums, err, sizeof err) != 0, err);
+    bias_setup(tr);
     step_bias_init(tr);
     comm_fail_agree(tr->c, task_setup_ranking_labels(&cf->task, cf->data_path, sums, err,
                                                      sizeof err) != 0, err);
@@ -59,6 +79,8 @@ void task_teardown(struct trainer *tr)
     if (tr->task.ops && tr->task.ops->free)
         tr->task.ops->free(&tr->task);
     memset(&tr->task, 0, sizeof tr->task);
+    bias_rows_free(tr->bias);
+    tr->bias = NULL;
     rsplit_free(&tr->rsplit);
     task_conf_free(&tr->conf.task);
 }

@@ -322,6 +322,7 @@ void trainer_build(struct trainer *tr)
     table_transport(tr);
     task_setup_init(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
+    tr->optim.bias = tr->bias; /* model.bias's rows: clipped and stepped with the rest */
     train_step_init(tr);
     if (cf->task.type == TASK_RANKING) { /* the retrieval split: trainer_open */
         char err[8192];

@@ -16,6 +16,7 @@
 #include "embedding/emb_exchange.h"
 #include "model/model.h"
 #include "model/task.h"
+#include "model/task_bias.h"
 #include "train/dense_optim.h"
 #include "train/gputime.h"
 #include "train/planner.h"
@@ -51,6 +52,8 @@ struct trainer {
     float bias_uscale[RANK_MAX_TASKS]; /* model.recency: each task's user-term scale of the
                                           start-up fit (train/step_bias.c), else 1 */
     struct dense_optim optim;
+    struct bias_rows *bias;    /* model.bias's rows, sharded (train/bias_rows.h), or NULL */
+    struct rank_bias_rows bias_hooks; /* the task's way to them (model/task_bias.h) */
     /* the step's own state (overlap, buffers, dense all-reduce): train_step.c */
     struct step_state *state;
     /* progress: kept in checkpoints */
