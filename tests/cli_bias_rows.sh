@@ -30,34 +30,14 @@ awk 'BEGIN { srand(11); print "userId,movieId,rating,timestamp"
 R="data.path=$T/r.h5 train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5
 train.negatives=128 data.split=last:20% train.batch_size=10 model.bias=on train.log_every=1
 train.epochs=3 train.clip_norm=0.5 model.recency=3 model.factors=4 parallel.timeout=120"
-run() {
-    name=$1 np=$2; shift 2
-    # shellcheck disable=SC2086
-    "$MPIRUN" -np "$np" "$FS" train "$IN" $R "output.metrics=$T/$name.jsonl" "$@" \
-        >"$T/$name.out" 2>&1 || fail "train $name: $(tail -3 "$T/$name.out")"
-}
-# evals A B NAME TOL: every evaluation's metrics (split, step, values) agree
-evals() {
-    ev() { sed -n 's/.*"event":"eval","split":"\([a-z]*\)".*"step":\([0-9]*\),"loss":[^,]*,"samples_per_s":[^,]*,"tokens_per_s":[^,]*,\(.*\)}.*/\1 \2 \3/p' "$1" |
-        sed 's/"[hd]2[hd]_bytes":[^,]*,*//g' | tr ',:' '  ' | tr -d '"'; }
-    ev "$1" > "$T/ea"; ev "$2" > "$T/eb"
-    if [ ! -s "$T/ea" ] || [ "$(wc -l < "$T/ea")" != "$(wc -l < "$T/eb")" ]; then
-        fail "$3: eval lines $(wc -l < "$T/ea") vs $(wc -l < "$T/eb")"; return; fi
-    worst=$(paste -d' ' "$T/ea" "$T/eb" | awk '{ h = NF / 2; for (i = 1; i <= h; i++) {
-        if ($i ~ /^[0-9.e+-]+$/) { d = $i - $(i + h); if (d < 0) d = -d; if (d > w) w = d }
-        else if ($i != $(i + h)) { print "names"; exit } } } END { printf "%.3g", w }')
-    if [ "$worst" = names ]; then fail "$3: eval lines differ in their fields"
-    elif awk -v w="$worst" -v t="$4" 'BEGIN { exit !(w <= t) }'; then
-        pass "$3: $(wc -l < "$T/ea") evaluations agree (worst $worst)"
-    else fail "$3: metrics differ by $worst"; fi
-}
+COMMON=$R # lib.sh's run and same_evals
 
 # --- rows vs the dense tables; P-invariance ----------------------------------------
 CK="train.checkpoint_every=4"
 run d1 1 debug.bias_dense=on "output.checkpoint_dir=$T/ckd1" $CK
 run r1 1 "output.checkpoint_dir=$T/ckr1" $CK
 same_losses "$T/d1.jsonl" "$T/r1.jsonl" "rows vs dense tables, P=1" 0 1e-7
-evals "$T/d1.jsonl" "$T/r1.jsonl" "rows vs dense tables, P=1" 1e-7
+same_evals "$T/d1.jsonl" "$T/r1.jsonl" "rows vs dense tables, P=1" 1e-7
 same_state "$T/ckd1/ckpt-4.h5" "$T/ckr1/ckpt-4.h5" "rows vs dense tables, P=1: checkpoint of step 4"
 run d2 2 debug.bias_dense=on "output.checkpoint_dir=$T/ckd2" $CK
 run r2 2 "output.checkpoint_dir=$T/ckr2" $CK
@@ -66,13 +46,13 @@ same_losses "$T/d2.jsonl" "$T/r2.jsonl" "rows vs dense tables, P=2" 0 1e-7
 run r4 4
 same_losses "$T/r1.jsonl" "$T/r2.jsonl" "rows: P=2 vs P=1" 0 1e-6
 same_losses "$T/r1.jsonl" "$T/r4.jsonl" "rows: P=4 vs P=1" 0 1e-6
-evals "$T/r1.jsonl" "$T/r4.jsonl" "rows: P=4 vs P=1" 1e-6
+same_evals "$T/r1.jsonl" "$T/r4.jsonl" "rows: P=4 vs P=1" 1e-6
 
 # --- the fake device, tables in device memory ----------------------------------------
 for np in 1 2; do
     run f$np $np device.type=fake device.share=on embedding.placement=device
     same_losses "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0 0
-    evals "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0
+    same_evals "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0
 done
 
 # host waits: the rows' gradients come down during the backward, no more
@@ -94,6 +74,19 @@ same_losses "$T/r2.jsonl" "$T/h1.jsonl" "rows: resumed P=2 -> P=1 at step 8" 9 1
 run dd 1 debug.bias_dense=on "train.resume=$T/ckd1/ckpt-4.h5"
 run dr 1 "train.resume=$T/ckd1/ckpt-4.h5"
 same_losses "$T/dd.jsonl" "$T/dr.jsonl" "a dense-way checkpoint resumed as rows" 5 0
+
+# --- the divergence guard sees the rows' gradients (debug.nan_in = bias: a NaN
+# into one the rank 0 owns): stop ends the run before they are applied;
+# skip drops the step's dense and rows' updates and goes on
+tr() { np=$1; shift; "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
+expect_error "step 3: the gradients of the model.bias rows this rank owns are not finite" \
+    tr 2 debug.nan_step=3 debug.nan_in=bias
+expect_ok tr 2 debug.nan_step=3 debug.nan_in=bias train.nonfinite=skip \
+    "output.metrics=$T/gskip.jsonl"
+grep -q "step 3: a model.bias row's gradient is not finite: its update was dropped" "$T/err" &&
+    pass "bias NaN: skip reported" || fail "bias NaN: skip not reported: $(head -c 300 "$T/err")"
+grep '"event":"summary"' "$T/gskip.jsonl" | grep -q '"skipped_steps":1,' &&
+    pass "bias NaN: one skipped step" || fail "bias NaN: $(grep summary "$T/gskip.jsonl")"
 
 # --- the bytes a step with many items ------------------------------------------------
 "$FS" data gen --users 1500 --items 20000 --length uniform:4,30 --labels planted \

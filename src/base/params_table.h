@@ -314,8 +314,9 @@ X(debug, nan_step, INT, "0", 0, 1000000000000.0, NULL,
 X(debug, node_size, INT, "0", 0, 1000000, NULL,
   "test hook: count the bytes to other nodes as if nodes held this many consecutive ranks "
   "(0 = the real nodes)")
-X(debug, nan_in, CHOICE, "loss", 0, 0, "loss|sparse",
-  "test hook: where debug.nan_step puts its NaN: the loss, or one embedding gradient of rank 0")
+X(debug, nan_in, CHOICE, "loss", 0, 0, "loss|sparse|bias",
+  "test hook: where debug.nan_step puts its NaN: the loss, one embedding gradient of rank 0, "
+  "or one gradient of the model.bias rows rank 0 owns")
 X(debug, full_logits, INT, "0", 0, 1000000000000.0, NULL,
   "test hook: train.loss = full scores blocks of at most this many logits (0 = 4Mi on the "
   "CPU; a device takes several blocks at a time, from its free memory): small values make "

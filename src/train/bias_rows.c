@@ -353,6 +353,13 @@ static void push_deferred(struct bias_rows *b)
     bias_rows_push(b);
 }
 
+float *bias_rows_owned_grads(struct bias_rows *b, int64_t *n)
+{
+    push_deferred(b);
+    *n = b->pushed ? b->nt * b->K : 0;
+    return b->tg;
+}
+
 double bias_rows_sumsq(struct bias_rows *b)
 {
     push_deferred(b);

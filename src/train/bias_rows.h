@@ -59,6 +59,10 @@ void bias_rows_push(struct bias_rows *b);
  * bias_rows_grads (a device's, come down meanwhile). A lookup drops a
  * deferred push not made (a step whose update was dropped). */
 void bias_rows_defer(struct bias_rows *b, void (*fetch)(void *arg), void *arg);
+/* Collective (it makes a deferred push): this rank's summed gradients of
+ * the rows it owns [*n floats] (*n = 0: none pushed this step), for the
+ * divergence guard (train/guard.h). */
+float *bias_rows_owned_grads(struct bias_rows *b, int64_t *n);
 /* Collective: the summed gradients' sum of squares over every owner. */
 double bias_rows_sumsq(struct bias_rows *b);
 /* Step t (the dense optimizer's count, after its increment): the rows of

@@ -5,17 +5,19 @@
 #include <time.h>
 
 #include "base/check.h"
+#include "train/bias_rows.h"
 
 /* The step being run, numbered as in the progress lines (from 1). */
 static int64_t step_number(const struct trainer *tr) { return tr->step + 1; }
 
 static int injected(const struct trainer *tr, int64_t step)
 {
-    return tr->conf.nan_step > 0 && step == tr->conf.nan_step && !tr->conf.nan_sparse;
+    return tr->conf.nan_step > 0 && step == tr->conf.nan_step && !tr->conf.nan_sparse &&
+           !tr->conf.nan_bias;
 }
 
 /* What skip_now says was not finite. */
-enum { SKIP_NONE, SKIP_LOSS, SKIP_DENSE, SKIP_SPARSE };
+enum { SKIP_NONE, SKIP_LOSS, SKIP_DENSE, SKIP_SPARSE, SKIP_BIAS };
 
 void guard_inject_sparse(struct trainer *tr, const struct backend_ops *be, float *gu, int64_t n)
 {
@@ -46,6 +48,33 @@ int guard_dense_ok(struct trainer *tr, double dense_sq)
         return 1;
     if (!tr->skip_now && !isfinite(dense_sq))
         tr->skip_now = SKIP_DENSE; /* the sparse rows had finite gradients and were updated */
+    return !tr->skip_now;
+}
+
+int guard_bias_ok(struct trainer *tr)
+{
+    const struct train_conf *cf = &tr->conf;
+    if (!tr->bias)
+        return 1;
+    int64_t n;
+    float *g = bias_rows_owned_grads(tr->bias, &n);
+    if (cf->nan_bias && cf->nan_step == step_number(tr) && tr->c->rank == 0 && n > 0)
+        g[0] = NAN; /* debug.nan_in = bias */
+    int ok = 1;
+    for (int64_t i = 0; i < n && ok; i++)
+        ok = isfinite(g[i]);
+    if (!cf->nonfinite_skip) {
+        if (!ok)
+            fatal("step %lld: the gradients of the model.bias rows this rank owns are not finite "
+                  "(train.nonfinite = stop): training diverged; the state of this step was not "
+                  "saved (lower train.lr, set train.clip_norm, or train.nonfinite = skip)",
+                  (long long)step_number(tr));
+        return 1;
+    }
+    if (tr->skip_now) /* the same on every rank */
+        return 0;
+    if (comm_allreduce_sum_f64(tr->c, COMM_DP, ok ? 0.0 : 1.0) > 0)
+        tr->skip_now = SKIP_BIAS;
     return !tr->skip_now;
 }
 
@@ -83,6 +112,7 @@ void guard_after_step(struct trainer *tr, double *loss, double sparse_sq, double
             tr->skipped++;
             const char *what = tr->skip_now == SKIP_DENSE    ? "the dense gradient is"
                                : tr->skip_now == SKIP_SPARSE ? "an embedding gradient is"
+                               : tr->skip_now == SKIP_BIAS   ? "a model.bias row's gradient is"
                                                              : "the loss is";
             if (tr->c->rank == 0)
                 log_warn("step %lld: %s not finite: its update was dropped (train.nonfinite = "

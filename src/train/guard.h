@@ -19,8 +19,11 @@
  *                   (after the dense all-reduce) whether the dense one is; a
  *                   dropped update is counted in tr->skipped and the warning
  *                   names what was not finite.
+ * model.bias's rows (sharded, train/bias_rows.h): guard_bias_ok, on their
+ * owners before they are updated.
  * debug.nan_step = S makes step S's loss NaN (both modes), or with
- * debug.nan_in = sparse one of rank 0's embedding gradients, for tests. */
+ * debug.nan_in = sparse one of rank 0's embedding gradients, or with bias
+ * one of the model.bias rows' gradients rank 0 owns, for tests. */
 #ifndef FS_GUARD_H
 #define FS_GUARD_H
 
@@ -40,6 +43,13 @@ int guard_before_update(struct trainer *tr, double loss_sum, double sparse_sq);
  * looks (dense_sq: the dense gradient's sum of squares, the same on every
  * rank); stop mode: 1. */
 int guard_dense_ok(struct trainer *tr, double dense_sq);
+/* After guard_dense_ok, before the dense update: model.bias's rows
+ * (train/bias_rows.h), their summed gradients at their owners (collective:
+ * the rows' push; debug.nan_in = bias puts a NaN into rank 0's first).
+ * stop: fatal() on the owner whose gradients are not finite, before they
+ * are applied; skip: 0 = drop the dense and the rows' updates (one
+ * all-reduce of a double: every rank agrees). 1 without model.bias's rows. */
+int guard_bias_ok(struct trainer *tr);
 /* After step tr->step (counted): *loss is the global loss (NaN-injected
  * here at debug.nan_step), sparse_sq and dense_sq the step's sums of
  * squares. stop: fatal() when one is not finite; skip: reports a dropped

@@ -219,6 +219,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->full_logits = params_i64(p, P_debug_full_logits);
     tc->nan_step = params_i64(p, P_debug_nan_step);
     tc->nan_sparse = !strcmp(params_str(p, P_debug_nan_in), "sparse");
+    tc->nan_bias = !strcmp(params_str(p, P_debug_nan_in), "bias");
     if (!tc->data_path[0])
         return errorf(err, errlen,
                       "data.path is not set: name an HDF5 dataset (freescale data import / "

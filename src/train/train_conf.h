@@ -88,6 +88,7 @@ struct train_conf {
     /* debug.nan_step, debug.hang_rank (test hooks; steps numbered from 1) */
     int64_t nan_step;         /* 0: none */
     int nan_sparse;           /* debug.nan_in = sparse: into rank 0's embedding gradients */
+    int nan_bias;             /* debug.nan_in = bias: into the model.bias rows rank 0 owns */
     int hang_rank;            /* -1: none */
     int64_t hang_step;
     int signal_rank;          /* debug.signal_rank: -1 none */

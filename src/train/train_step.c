@@ -520,7 +520,8 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
     if (skip_mode)
         read_scalars(s);
     gputime_begin(&tr->gt, GPU_OPTIMIZER);
-    if (guard_dense_ok(tr, s->hsc[SC_DENSE]))
+    const int dense_ok = guard_dense_ok(tr, s->hsc[SC_DENSE]);
+    if (guard_bias_ok(tr) && dense_ok)
         dense_optim_step(&tr->optim, &tr->m, tr->step);
     gputime_end(&tr->gt, GPU_OPTIMIZER);
     steptime_phase(&tr->st, PH_OPTIMIZER);
