@@ -41,18 +41,8 @@ IN=$TOP/input/tiny.in
 FS=$NEW
 
 # the data (made by the new build)
-awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp,click"
-    for (u = 1; u <= 48; u++) { n = 8 + int(rand() * 40)
-        for (k = 0; k < n; k++) { it = 1 + int(rand() * rand() * 90); r = 0.5 + int(rand() * 10) / 2
-            printf "%d,%d,%.1f,%d,%d\n", u, it, r, 964980000 + 1000 * u + 37 * k, (r >= 3.5) != (k % 7 == 0) } } }' \
-    > "$W/ratings.csv"
-awk 'BEGIN { split("Action,Comedy,Drama,Thriller,Romance", g, ","); print "movieId,title,genres"
-    for (m = 1; m <= 90; m++) printf "%d,Movie %d (%d),%s|%s\n", m, m, 1990 + m % 20, g[1 + m % 5], g[1 + (m * 3) % 5] }' \
-    > "$W/movies.csv"
-awk 'BEGIN { print "userId,age"; for (u = 1; u <= 48; u++) printf "%d,%d\n", u, 18 + u % 5 * 10 }' > "$W/users.csv"
-"$FS" data import --format csv "$W/ratings.csv" --items "$W/movies.csv" --event-cols rating:float,click \
-    --user-features "$W/users.csv" --user-key userId -o "$W/r.h5" >/dev/null ||
-    { echo "syncs: data import failed"; exit 1; }
+. "$TOP/tests/rank_feat_data.sh"
+rank_feat_data "$W" "$FS" || { echo "syncs: data import failed"; exit 1; }
 "$FS" data gen --users 64 --items 2000 --length pareto:8,1.2 --max-length 60 --timestamps \
     -o "$W/d.h5" >/dev/null || { echo "syncs: data gen failed"; exit 1; }
 "$FS" data gen --stream --days 2 --users 400 --items 300 --new-items-per-day 20 --labels --seed 3 \

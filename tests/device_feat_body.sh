@@ -73,17 +73,8 @@ run fsd2 2 data.path=$T/all.h5 features.event=act model.type=sasrec train.loss=b
 same_losses "$T/fs2.jsonl" "$T/fsd2.jsonl" "sasrec, event features on their tokens, $DEV vs cpu" 0 $TOL
 
 # --- ranking ---------------------------------------------------------------------
-awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp,click"
-    for (u = 1; u <= 48; u++) { n = 8 + int(rand() * 40)
-        for (k = 0; k < n; k++) { it = 1 + int(rand() * rand() * 90); r = 0.5 + int(rand() * 10) / 2
-            printf "%d,%d,%.1f,%d,%d\n", u, it, r, 964980000 + 1000 * u + 37 * k, (r >= 3.5) != (k % 7 == 0) } } }' \
-    > "$T/ratings.csv"
-awk 'BEGIN { split("Action,Comedy,Drama,Thriller,Romance", g, ","); print "movieId,title,genres"
-    for (m = 1; m <= 90; m++) printf "%d,Movie %d (%d),%s|%s\n", m, m, 1990 + m % 20, g[1 + m % 5], g[1 + (m * 3) % 5] }' \
-    > "$T/movies.csv"
-awk 'BEGIN { print "userId,age"; for (u = 1; u <= 48; u++) printf "%d,%d\n", u, 18 + u % 5 * 10 }' > "$T/users.csv"
-"$FS" data import --format csv "$T/ratings.csv" --items "$T/movies.csv" --event-cols rating:float,click \
-    --user-features "$T/users.csv" --user-key userId -o "$T/r.h5" >/dev/null || { fail "import"; finish; }
+. "$TOP_SRCDIR/tests/rank_feat_data.sh"
+rank_feat_data "$T" "$FS" || { fail "import"; finish; }
 R="data.path=$T/r.h5 train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5 \
 data.split=last:20% train.batch_size=12 features.item=genres features.user=age model.head=16"
 EVAL=on
