@@ -22,9 +22,9 @@ struct dense_sync {
     int64_t bucket_end;       /* arena floats [bucket_end, ngrad) are posted */
     struct comm_request buckets[DENSE_MAX_BUCKETS];
     /* staged (a device through pinned host memory) where the host would
-     * post buckets: the buckets' bounds recorded during the backward and
-     * summed in the same non-blocking all-reduces on the staged copy
-     * (staged_sum): the host's bits at any P */
+     * post buckets, dp >= 3: the buckets' bounds recorded during the
+     * backward and summed in the same non-blocking all-reduces on the
+     * staged copy (staged_sum): the host's bits at any P */
     int mimic;
     int64_t blo[DENSE_MAX_BUCKETS], bn[DENSE_MAX_BUCKETS]; /* bucket i: [blo, blo + bn) */
     /* issue 51 G: the staged copy down started after the backward */
@@ -91,7 +91,8 @@ struct dense_sync *dense_sync_init(struct comm *c, const struct device_choice *d
     s->bucketed = want_buckets && !s->ipc && backend_is_host(s->be) && !model_exact(m);
     if (!backend_is_host(s->be) && !dev->direct && !s->ipc)
         s->stage = s->be->host_alloc((size_t)m->ngrad * sizeof(float));
-    s->mimic = want_buckets && s->stage && !model_exact(m);
+    /* at P = 2 a + b = b + a: one all-reduce has the buckets' bits */
+    s->mimic = want_buckets && s->stage && !model_exact(m) && c->g[COMM_DP].size >= 3;
     return s;
 }
 

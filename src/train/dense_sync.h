@@ -9,7 +9,8 @@
  * between-layers hook reports its tensors final; the bucket of the first
  * tensors is posted last, after the sparse gradients. Otherwise the arena is summed at once in
  * dense_sync_finish, except where it is staged through pinned host memory
- * (a device by MPI) and the host would bucket it: the buckets' bounds are
+ * (a device by MPI), the host would bucket it and dp >= 3 (at 2 one sum
+ * has the buckets' bits): the buckets' bounds are
  * recorded during the backward and the staged copy summed in the same
  * non-blocking all-reduces, for the host's bits (at P >= 3 Open MPI's
  * order depends on the call and the count: one all-reduce of the arena
