@@ -10,7 +10,8 @@
 #     (/dense, /dense_m, /dense_v) at P = 1 and 2;
 #   - P = 2, 4 agree with P = 1 (1e-6);
 #   - the fake device with device placement = the CPU at tolerance 0
-#     (P = 1, 2), with no more host waits a step than the dense tables;
+#     (P = 1, 2; P = 3, 4 with parallel.transport = mpi), with no more host
+#     waits a step than the dense tables;
 #   - a checkpoint of P = 2 resumed at P = 3 and 1 = the uninterrupted
 #     run (1e-6); a checkpoint of the dense way resumed as rows = the dense
 #     way resumed (0);
@@ -51,6 +52,17 @@ same_evals "$T/r1.jsonl" "$T/r4.jsonl" "rows: P=4 vs P=1" 1e-6
 # --- the fake device, tables in device memory ----------------------------------------
 for np in 1 2; do
     run f$np $np device.type=fake device.share=on embedding.placement=device
+    same_losses "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0 0
+    same_evals "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0
+done
+# P = 3, 4 by MPI (parallel.transport = mpi: auto picks the copy-engine,
+# whose IPC sum adds the node's slices in rank order, MPI in its own: not
+# bit for bit at P >= 3, tests/device_train_body.sh); the staged copy is
+# summed in the CPU's buckets (dense_sync.c): at P = 3 one all-reduce of
+# the whole arena differed at step 4 (~1e-9)
+run r3 3
+for np in 3 4; do
+    run f$np $np device.type=fake device.share=on embedding.placement=device parallel.transport=mpi
     same_losses "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0 0
     same_evals "$T/r$np.jsonl" "$T/f$np.jsonl" "rows on the fake device vs the CPU, P=$np" 0
 done

@@ -21,6 +21,12 @@ struct dense_sync {
     int nbuckets;
     int64_t bucket_end;       /* arena floats [bucket_end, ngrad) are posted */
     struct comm_request buckets[DENSE_MAX_BUCKETS];
+    /* staged (a device through pinned host memory) where the host would
+     * post buckets, dp >= 3: the buckets' bounds recorded during the
+     * backward and summed in the same non-blocking all-reduces on the
+     * staged copy (staged_sum): the host's bits at any P */
+    int mimic;
+    int64_t blo[DENSE_MAX_BUCKETS], bn[DENSE_MAX_BUCKETS]; /* bucket i: [blo, blo + bn) */
     /* issue 51 G: the staged copy down started after the backward */
     struct backend_event *down; /* its event, or NULL */
     int started;                /* this step's copy is in flight */
@@ -85,6 +91,8 @@ struct dense_sync *dense_sync_init(struct comm *c, const struct device_choice *d
     s->bucketed = want_buckets && !s->ipc && backend_is_host(s->be) && !model_exact(m);
     if (!backend_is_host(s->be) && !dev->direct && !s->ipc)
         s->stage = s->be->host_alloc((size_t)m->ngrad * sizeof(float));
+    /* at P = 2 a + b = b + a: one all-reduce has the buckets' bits */
+    s->mimic = want_buckets && s->stage && !model_exact(m) && c->g[COMM_DP].size >= 3;
     return s;
 }
 
@@ -102,6 +110,27 @@ void dense_sync_free(struct dense_sync *s)
 }
 
 int dense_sync_bucketed(const struct dense_sync *s) { return s->bucketed; }
+
+/* The staged copy stage [ngrad] summed over dp: in the buckets the host
+ * backend would have posted (mimic: the same MPI_Iallreduce calls, so the
+ * same sums at P >= 3, where Open MPI's order depends on the call and the
+ * count), else at once. */
+static void staged_sum(struct dense_sync *s)
+{
+    const int64_t n = s->m->ngrad;
+    int64_t covered = 0;
+    for (int i = 0; s->mimic && i < s->nbuckets; i++)
+        covered += s->bn[i];
+    if (!s->mimic || s->nbuckets == 0 || covered != n) {
+        comm_allreduce_sum_f32(s->c, COMM_DP, s->stage, n, COMM_PH_DENSE);
+        return;
+    }
+    for (int i = 0; i < s->nbuckets; i++)
+        comm_iallreduce_sum_f32(s->c, COMM_DP, s->stage + s->blo[i], s->bn[i], COMM_PH_DENSE,
+                                &s->buckets[i]);
+    for (int i = 0; i < s->nbuckets; i++)
+        comm_wait(&s->buckets[i]);
+}
 
 /* --- issue 51 G: the staged copy down started early ---------------------- */
 
@@ -131,7 +160,7 @@ static void finish_started(struct dense_sync *s)
     const int64_t n = s->m->ngrad;
     if (!be->event_query(s->down))
         be->event_sync(s->down);
-    comm_allreduce_sum_f32(s->c, COMM_DP, s->stage, n, COMM_PH_DENSE);
+    staged_sum(s);
     s->sumsq = 0;
     backend_cpu.sumsq_acc(n, s->stage, &s->sumsq);
     /* the compute stream waits for the copy up; the comm stream runs it
@@ -148,7 +177,8 @@ void dense_sync_begin(struct dense_sync *s)
     s->bucket_end = s->m->ngrad;
 }
 
-/* Post the arena floats [offset of params[first], bucket_end). */
+/* Post the arena floats [offset of params[first], bucket_end) (mimic:
+ * record the bounds for staged_sum). */
 static void bucket_post(struct dense_sync *s, int first)
 {
     int64_t lo = s->m->params[first].g - s->m->grad;
@@ -156,26 +186,30 @@ static void bucket_post(struct dense_sync *s, int first)
         return;
     if (s->nbuckets == DENSE_MAX_BUCKETS)
         fatal("train: more than %d gradient buckets", DENSE_MAX_BUCKETS);
-    comm_iallreduce_sum_f32(s->c, COMM_DP, s->m->grad + lo, s->bucket_end - lo, COMM_PH_DENSE,
-                            &s->buckets[s->nbuckets++]);
+    s->blo[s->nbuckets] = lo;
+    s->bn[s->nbuckets] = s->bucket_end - lo;
+    if (s->bucketed)
+        comm_iallreduce_sum_f32(s->c, COMM_DP, s->m->grad + lo, s->bucket_end - lo,
+                                COMM_PH_DENSE, &s->buckets[s->nbuckets]);
+    s->nbuckets++;
     s->bucket_end = lo;
 }
 
 void dense_sync_post_final(struct dense_sync *s, int first_final)
 {
-    if (s->bucketed && first_final > 0)
+    if ((s->bucketed || s->mimic) && first_final > 0)
         bucket_post(s, first_final);
 }
 
 void dense_sync_post_last(struct dense_sync *s)
 {
-    if (s->bucketed)
+    if (s->bucketed || s->mimic)
         bucket_post(s, 0);
 }
 
 void dense_sync_progress(struct dense_sync *s)
 {
-    for (int i = 0; i < s->nbuckets; i++)
+    for (int i = 0; s->bucketed && i < s->nbuckets; i++)
         if (s->buckets[i].mpi)
             comm_test(&s->buckets[i]);
 }
@@ -195,6 +229,13 @@ void dense_sync_finish(struct dense_sync *s)
         dense_ipc_allreduce(&s->dipc);
     } else if (s->started) {
         finish_started(s);
+    } else if (s->mimic && s->c->g[COMM_DP].size > 1 && s->m->ngrad > 0) {
+        /* device_allreduce_sum_f32's staging with the host's buckets */
+        const size_t bytes = (size_t)s->m->ngrad * sizeof(float);
+        s->be->to_host_async(s->stage, s->m->grad, bytes);
+        s->be->comm_sync();
+        staged_sum(s);
+        s->be->to_device_async(s->m->grad, s->stage, bytes);
     } else {
         device_allreduce_sum_f32(s->be, s->c, COMM_DP, s->m->grad, s->m->ngrad, s->stage);
     }

@@ -8,7 +8,14 @@
  * posted in buckets during the backward, each as soon as the model's
  * between-layers hook reports its tensors final; the bucket of the first
  * tensors is posted last, after the sparse gradients. Otherwise the arena is summed at once in
- * dense_sync_finish. Either way the sum has the same bits. With
+ * dense_sync_finish, except where it is staged through pinned host memory
+ * (a device by MPI), the host would bucket it and dp >= 3 (at 2 one sum
+ * has the buckets' bits): the buckets' bounds are
+ * recorded during the backward and the staged copy summed in the same
+ * non-blocking all-reduces, for the host's bits (at P >= 3 Open MPI's
+ * order depends on the call and the count: one all-reduce of the arena
+ * differs from its buckets' in the last bits). The IPC transports sum in
+ * node-rank order: other bits than MPI's at P >= 3. With
  * train.exact_sums the model's exact accumulators are summed instead (at
  * once, as int64: the same bits on any number of ranks) and the arena gets
  * their values. */
