@@ -489,6 +489,19 @@ static int64_t *route(struct emb_table *t, struct comm *c, const int64_t *v, int
     return (int64_t *)in;
 }
 
+/* A received row's slot (v: id, last, freq, steps): a delta's id upserted,
+ * a full checkpoint's restored (id 0: the unadmitted row, slot 0). */
+static int64_t restore_slot(const char *path, struct emb_table *t, int is_delta,
+                            const int64_t *v)
+{
+    const int64_t s = is_delta ? emb_dyn_upsert(t, v[0], v[1], v[2])
+                      : v[0] == 0 ? 0 : emb_dyn_restore(t, v[0], v[1], v[2]);
+    if (s < 0)
+        fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
+              (long long)v[0]);
+    return s;
+}
+
 /* A round's received rows recv[tot] (id, last, freq, steps, weight,
  * state: rb bytes each) into a device table: the statistics row by row
  * on the host mirror, the rows, state and steps up in one batch
@@ -504,11 +517,7 @@ static void restore_dev(const char *path, struct emb_table *t, int is_delta, int
         const char *o = recv + i * rb;
         int64_t v[4];
         memcpy(v, o, 32);
-        const int64_t s = is_delta ? emb_dyn_upsert(t, v[0], v[1], v[2])
-                          : v[0] == 0 ? 0 : emb_dyn_restore(t, v[0], v[1], v[2]);
-        if (s < 0)
-            fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
-                  (long long)v[0]);
+        const int64_t s = restore_slot(path, t, is_delta, v);
         slot[i] = s;
         steps[i] = v[3];
         memcpy(w + i * W, o + 32, (size_t)W * 4);
@@ -623,11 +632,7 @@ void ckpt_dyn_read(struct trainer *tr, const struct h5io *h, const char *path, i
             const char *o = recv + i * rb;
             int64_t v[4];
             memcpy(v, o, 32);
-            const int64_t s = is_delta ? emb_dyn_upsert(t, v[0], v[1], v[2])
-                              : v[0] == 0 ? 0 : emb_dyn_restore(t, v[0], v[1], v[2]);
-            if (s < 0)
-                fatal("checkpoint %s: /emb/%s/ids holds id %lld twice", path, t->conf.name,
-                      (long long)v[0]);
+            const int64_t s = restore_slot(path, t, is_delta, v);
             memcpy(t->w + s * W, o + 32, (size_t)W * 4);
             if (S)
                 memcpy(t->state + s * S, o + 32 + 4 * W, (size_t)S * 4);

@@ -308,16 +308,24 @@ int emb_exchange_spans(const struct emb_exchange *x, int k, const struct emb_spa
     return x->G;
 }
 
+/* The blocking lookup's exchange: ids in, every row out (not counted). */
+static struct emb_exchange *lookup_rows(struct emb_table *t, struct comm *c, const int64_t *ids,
+                                        int64_t n, struct emb_times *tm)
+{
+    ids_in(t, c, ids, n);
+    struct emb_exchange *x = input_dist(t, c, emb_xstate(t)->ids.p, n, n, 0, tm);
+    emb_output_post(t, c, x, tm);
+    emb_output_wait(x, 0, tm);
+    emb_output_wait(x, 1, tm);
+    return x;
+}
+
 struct emb_exchange *emb_lookup(struct emb_table *t, struct comm *c, const int64_t *ids,
                                 int64_t n, float *out, struct emb_times *tm)
 {
     const int dim = t->conf.dim;
     const struct backend_ops *be = t->be;
-    ids_in(t, c, ids, n);
-    struct emb_exchange *x = input_dist(t, c, emb_xstate(t)->ids.p, n, n, 0, tm); /* not counted */
-    emb_output_post(t, c, x, tm);
-    emb_output_wait(x, 0, tm);
-    emb_output_wait(x, 1, tm);
+    struct emb_exchange *x = lookup_rows(t, c, ids, n, tm);
     double t3 = clock_seconds();
     if (backend_is_host(be)) {
         for (int64_t i = 0; i < n; i++)
@@ -339,11 +347,7 @@ struct emb_exchange *emb_lookup_dev(struct emb_table *t, struct comm *c, const i
     const struct backend_ops *be = t->be;
     if (backend_is_host(be))
         return emb_lookup(t, c, ids, n, out, tm);
-    ids_in(t, c, ids, n);
-    struct emb_exchange *x = input_dist(t, c, emb_xstate(t)->ids.p, n, n, 0, tm); /* not counted */
-    emb_output_post(t, c, x, tm);
-    emb_output_wait(x, 0, tm);
-    emb_output_wait(x, 1, tm);
+    struct emb_exchange *x = lookup_rows(t, c, ids, n, tm);
     double t3 = clock_seconds();
     if (n) /* gathered where the rows are: nothing comes down */
         be->gather_rows(n, t->conf.dim, x->rows, x->inverse, out);
