@@ -119,6 +119,19 @@ def main():
             print(f"  {kind:<7} r{src:<4} {node[src]:>4} {nbytes:12.0f}      {ms(sp, dst)}"
                   f"      {ms(rp, dst)}    {ms(sd, dst)}    {ms(rd, dst)}   "
                   f"{ms(cons[0] if cons else None, dst)}")
+        summary = []
+        for kind in sorted({x[1] for x in rows if x[0] == dst}):
+            xs = [x for x in rows if x[0] == dst and x[1] == kind]
+            done = [x[8] for x in xs if x[8] is not None]
+            if not done:
+                continue
+            last = max(xs, key=lambda x: x[8] or 0)
+            cons = [t for t in consumed.get((dst, last[3], kind), []) if t >= last[6]]
+            summary.append(f"{kind} {sum(x[4] for x in xs) / 1e6:.2f} MB all done "
+                           f"{ms(max(done), dst).strip()} (last r{last[2]})"
+                           + (f" consumed {ms(cons[0], dst).strip()}" if cons else ""))
+        if summary:
+            print("  = " + "; ".join(summary))
     print("\nlinks (inbound per node, from ranks on other nodes; ms from the step start of "
           "the node's first rank):")
     for n in sorted(set(node.values())):
