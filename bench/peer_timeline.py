@@ -3,7 +3,7 @@
 a trace written with output.trace_peers = on (doc/overlap.md, "Per-peer
 trace").
 
-    bench/peer_timeline.py TRACE [STEP] [KINDS]
+    bench/peer_timeline.py TRACE [STEP] [KINDS] [MBIT]
 
 STEP counts the steps of the trace window from 1 as bench/trace_timeline.py
 does (default: the last complete one). KINDS: the transfers shown, comma-
@@ -20,7 +20,8 @@ origin (one monotonic clock per host: the namespace nodes of
 scripts/cluster.sh share it). Then the links: for every node, what its
 inbound link carried from the other nodes per kind, the first post and the
 last completion, and the rate of the whole (bytes over last done - first
-post)."""
+post); with MBIT (the link's rate in Mbit/s) also each kind's wire time at
+that rate, alone and behind the kinds before it."""
 import json
 import os
 import sys
@@ -58,6 +59,7 @@ def main():
     path = sys.argv[1]
     meta, phases, peer = load(path)
     kinds = (sys.argv[3] if len(sys.argv) > 3 else "rows0,rows1").split(",")
+    mbit = float(sys.argv[4]) if len(sys.argv) > 4 else 0
     origin = {r: meta[r]["origin_s"] * 1e6 for r in phases}  # us
     node = {r: meta[r].get("node", r) for r in phases}
     # the chosen step's window per rank, in absolute us
@@ -143,7 +145,7 @@ def main():
             continue
         print(f"  node {n} (ranks {','.join(map(str, sorted(here)))}) <- "
               f"{len(peers)} peers ({','.join('r' + str(p) for p in peers)}):")
-        tot_b, first, last = 0, None, None
+        tot_b, first, last, ahead = 0, None, None, 0
         for kind in sorted({x[1] for x in ins}):
             xs = [x for x in ins if x[1] == kind]
             b = sum(x[4] for x in xs)
@@ -156,8 +158,13 @@ def main():
             tot_b += b
             first = p0 if first is None or (p0 is not None and p0 < first) else first
             last = d1 if last is None or (d1 is not None and d1 > last) else last
+            wire = ""
+            if mbit > 0:
+                ahead += b
+                wire = (f"  wire at {mbit:g} Mbit/s: {b * 8 / mbit / 1e3:.1f} ms alone, "
+                        f"{ahead * 8 / mbit / 1e3:.1f} ms with the kinds above")
             print(f"    {kind:<7} {b / 1e6:8.2f} MB  both posted by {ms(p0, ref)}  "
-                  f"first done {ms(d0, ref)}  last done {ms(d1, ref)}")
+                  f"first done {ms(d0, ref)}  last done {ms(d1, ref)}{wire}")
         if first is not None and last is not None and last > first:
             print(f"    all      {tot_b / 1e6:8.2f} MB  in {(last - first) / 1000:.1f} ms: "
                   f"{tot_b * 8 / (last - first) / 1e3:.0f} Mbit/s")

@@ -81,6 +81,7 @@ run() {
     awk -v s="$s" -v b=$((PER_RANK * rn)) 'BEGIN { printf " %8.1f\n", 1000 * b / s }'
 }
 TR="output.trace_steps=$STEPS output.trace_peers=on"
+MBIT=$(echo "$RATE" | awk '/gbit$/ { print $0 * 1000; next } /mbit$/ { print $0 + 0; next } { print 0 }')
 for n in $NODES; do
     echo
     echo "$n nodes: medians of steps 3-$STEPS, ms per step"
@@ -96,6 +97,6 @@ for n in $NODES; do
     for m in $MODES ${PEERS_MCA:+mca}; do
         echo
         echo "--- $n nodes, $m, step $STEP (traced run):"
-        "$PY" "$TOP/bench/peer_timeline.py" "$W/$n-$m.json" "$STEP" || exit 1
+        "$PY" "$TOP/bench/peer_timeline.py" "$W/$n-$m.json" "$STEP" rows0,rows1 "$MBIT" || exit 1
     done
 done
