@@ -197,7 +197,7 @@ int steptime_trace_write(struct steptime *st, struct comm *c, const char *path, 
                        "\"args\":{\"name\":\"rank %d\",\"node\":%d",
                     first ? (first = 0, "") : ",\n", r, r, c->node_of ? c->node_of[r] : 0);
             if (origins)
-                fprintf(f, ",\"origin_s\":%.6f", origins[r]);
+                fprintf(f, ",\"origin_s\":%.9f", origins[r]);
             fprintf(f, "}}");
         }
         int64_t off = 0;
