@@ -15,6 +15,8 @@
 #   PEERS_MCA="NAME=VALUE ..."        Open MPI parameters (OMPI_MCA_NAME) for an
 #                                     extra traced prioritized run per node count
 #   PEERS_KEEP=1                      keep the files (their directory is printed)
+# It holds scripts/cluster.sh's lock while it runs and refuses to replace
+# a cluster that is up.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
@@ -24,6 +26,18 @@ if [ "$(id -u)" -ne 0 ] || ! ip netns add fs-peers-probe 2>/dev/null; then
     exit 0
 fi
 ip netns del fs-peers-probe
+# the namespaces' names are the machine's: take turns with the tests and
+# other runs through scripts/cluster.sh's lock (held until the end), and
+# leave a cluster that is up alone
+LOCK=${FREESCALE_CLUSTER_LOCK:-/run/lock/freescale-cluster.lock}
+[ -d "${LOCK%/*}" ] || LOCK=/tmp/freescale-cluster.lock
+if [ -z "${PEERS_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+    PEERS_LOCKED=1 FREESCALE_CLUSTER_LOCKED=1 exec flock -o "$LOCK" "$0" "$@"
+fi
+if ip netns list 2>/dev/null | grep -q '^fs-sw\b'; then
+    echo "peers: a cluster is up (another run's: scripts/cluster.sh status); not replacing it"
+    exit 1
+fi
 STEPS=${1:-8}
 STEP=${2:-6}
 RATE=${PEERS_RATE:-500mbit}
