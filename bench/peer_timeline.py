@@ -113,14 +113,25 @@ def main():
                 spans.append(f"{name} {(s[0]['ts'] - t0) / 1000:.1f}-"
                              f"{(s[-1]['ts'] + s[-1]['dur'] - t0) / 1000:.1f}")
         print(f"\nrank {dst} (node {node[dst]}): " + ", ".join(spans))
-        print("  kind    from  node        bytes  send posted  recv posted  send done  "
+        print("  kind    from    node        bytes  send posted  recv posted  send done  "
               "recv done  consumed")
         for r in sorted((x for x in rows if x[0] == dst), key=lambda x: (x[1], x[2])):
             _, kind, src, table, nbytes, sp, rp, sd, rd = r
             cons = [t for t in consumed.get((dst, table, kind), []) if t >= rp]
-            print(f"  {kind:<7} r{src:<4} {node[src]:>4} {nbytes:12.0f}      {ms(sp, dst)}"
+            print(f"  {kind:<7} {'r' + str(src):<7} {node[src]:>4} {nbytes:12.0f}      {ms(sp, dst)}"
                   f"      {ms(rp, dst)}    {ms(sd, dst)}    {ms(rd, dst)}   "
                   f"{ms(cons[0] if cons else None, dst)}")
+        own = []  # this rank's sends of the kinds shown: the other way on the same connections
+        for (src, to, table, kind), sv in sends.items():
+            if src != dst or ("all" not in kinds and kind not in kinds):
+                continue
+            for i, (sp, nbytes) in enumerate(sv.get("post_send", [])):
+                if win[dst][0] <= sp < win[dst][1]:
+                    sd = sv.get("done_send", [])
+                    own.append((kind, to, nbytes, sp, sd[i][0] if i < len(sd) else None))
+        for kind, to, nbytes, sp, sd in sorted(own):
+            print(f"  {kind:<7} {'to r' + str(to):<7} {node[to]:>4} {nbytes:12.0f}      {ms(sp, dst)}"
+                  f"                   {ms(sd, dst)}      (this rank's send)")
         summary = []
         for kind in sorted({x[1] for x in rows if x[0] == dst}):
             xs = [x for x in rows if x[0] == dst and x[1] == kind]
