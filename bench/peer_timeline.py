@@ -147,6 +147,8 @@ def main():
             print("  = " + "; ".join(summary))
     print("\nlinks (inbound per node, from ranks on other nodes; ms from the step start of "
           "the node's first rank):")
+    if len(set(node.values())) == 1:
+        print("  none: every rank on one node")
     for n in sorted(set(node.values())):
         here = [r for r in win if node[r] == n]
         ref = min(here)
