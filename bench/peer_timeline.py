@@ -180,7 +180,7 @@ def main():
                   f"first done {ms(d0, ref)}  last done {ms(d1, ref)}{wire}")
         if first is not None and last is not None and last > first:
             print(f"    all      {tot_b / 1e6:8.2f} MB  in {(last - first) / 1000:.1f} ms: "
-                  f"{tot_b * 8 / (last - first) / 1e3:.0f} Mbit/s")
+                  f"{tot_b * 8 / (last - first):.0f} Mbit/s")
 
 
 if __name__ == "__main__":
