@@ -307,6 +307,10 @@ X(output, metrics, STRING, "", 0, 0, NULL, "JSON-lines metrics file (empty = non
 X(output, trace, STRING, "", 0, 0, NULL,
   "Chrome trace-event JSON of the phases of every rank (open in Perfetto); empty = none")
 X(output, trace_steps, INT, "20", 1, 100000, NULL, "steps recorded in output.trace")
+X(output, trace_peers, BOOL, "off", 0, 1, NULL,
+  "on: output.trace also records, per peer and per chunk of every embedding transfer, when "
+  "it was posted, seen complete and consumed (host tables then exchange per peer instead of "
+  "by all-to-all; doc/overlap.md)")
 X(debug, slow_rank, STRING, "", 0, 0, NULL,
   "test hook R:FACTOR: rank R computes FACTOR times slower (to exercise balance_adapt)")
 X(debug, nan_step, INT, "0", 0, 1000000000000.0, NULL,

@@ -364,6 +364,7 @@ int train_main(int argc, char **argv)
     watchdog_start((double)cf->timeout, c.rank, "step");
     preempt_install();
     steptime_init(&tr.st, cf->log_every, cf->trace[0] ? cf->trace_steps : 0);
+    tr.st.trace_peers = cf->trace_peers && cf->trace[0];
     struct loop_clock lc = {.start = clock_seconds(), .first_step = tr.step};
     lc.last = lc.start;
     int64_t last_ckpt = -1;

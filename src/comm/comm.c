@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "comm/comm_priv.h"
+#include "comm/comm_trace.h"
 
 /* The communicator of group grp of c; noted as the one the next wait is on
  * (the watchdog's view, below). */
@@ -528,6 +529,7 @@ void comm_post_rows(struct comm *c, enum comm_group g, enum comm_dtype t, int64_
     out->mpi = req;
     out->n = n;
     out->group = (int)g;
+    out->trace = comm_trace_on() ? comm_trace_post(c, (int)g, m, n, elem, send) : NULL;
 }
 
 void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
@@ -537,27 +539,65 @@ void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
     comm_post_rows(c, g, t, 1, m, n, send, ph, out);
 }
 
+/* The traced requests of r: test (block = 0) or wait for (1) them one by
+ * one (MPI_Testsome / MPI_Waitsome), each completion recorded when seen;
+ * *done = 1 once all are. Returns MPI_SUCCESS (for TIMED_AS). */
+static int traced_complete(struct comm_msgs *r, int block, int *done)
+{
+    MPI_Request *q = r->mpi;
+    int *idx = xmalloc((size_t)r->n * sizeof *idx), out = 0;
+    *done = 0;
+    do {
+        if (block)
+            MPI_CHECK(MPI_Waitsome(r->n, q, &out, idx, MPI_STATUSES_IGNORE));
+        else
+            MPI_CHECK(MPI_Testsome(r->n, q, &out, idx, MPI_STATUSES_IGNORE));
+        if (out == MPI_UNDEFINED) { /* none left */
+            *done = 1;
+            break;
+        }
+        for (int i = 0; i < out; i++)
+            comm_trace_done(r->trace, idx[i]);
+        int left = 0;
+        for (int i = 0; i < r->n; i++)
+            left += q[i] != MPI_REQUEST_NULL;
+        *done = left == 0;
+    } while (block && !*done);
+    free(idx);
+    return MPI_SUCCESS;
+}
+
+static void msgs_release(struct comm_msgs *r)
+{
+    free(r->mpi);
+    r->mpi = NULL;
+    r->n = 0;
+    comm_trace_free(r->trace);
+    r->trace = NULL;
+}
+
 int comm_test_msgs(struct comm_msgs *r)
 {
     int done = 1;
-    if (r->n > 0)
+    if (r->n > 0 && r->trace)
+        traced_complete(r, 0, &done);
+    else if (r->n > 0)
         MPI_CHECK(MPI_Testall(r->n, r->mpi, &done, MPI_STATUSES_IGNORE));
-    if (done) {
-        free(r->mpi);
-        r->mpi = NULL;
-        r->n = 0;
-    }
+    if (done)
+        msgs_release(r);
     return done;
 }
 
 void comm_wait_msgs(struct comm_msgs *r)
 {
-    if (r->n > 0)
+    int done;
+    if (r->n > 0 && r->trace)
+        TIMED_AS("point-to-point messages (MPI_Waitsome)", r->group,
+                 traced_complete(r, 1, &done));
+    else if (r->n > 0)
         TIMED_AS("point-to-point messages (MPI_Waitall)", r->group,
                  MPI_Waitall(r->n, r->mpi, MPI_STATUSES_IGNORE));
-    free(r->mpi);
-    r->mpi = NULL;
-    r->n = 0;
+    msgs_release(r);
 }
 
 void comm_allgather_i64(struct comm *c, enum comm_group g, int64_t v, int64_t *out)

@@ -173,9 +173,12 @@ struct comm_msgs {
     void *mpi; /* MPI_Request[n] */
     int n;
     int group; /* its enum comm_group, for the watchdog */
+    struct comm_trace_msgs *trace; /* output.trace_peers: per request (comm_trace.h), or NULL */
 };
 /* Post n sends (send = 1) or receives of group g, non-blocking; a rank may
- * send to itself. Peers must post matching messages. */
+ * send to itself. Peers must post matching messages. A post labelled by
+ * comm_trace_label while the per-peer trace records is traced per message
+ * (comm_trace.h). */
 void comm_post_msgs(struct comm *c, enum comm_group g, enum comm_dtype t,
                     const struct comm_msg *m, int n, int send, enum comm_phase ph,
                     struct comm_msgs *out);

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "comm/comm_trace.h"
 #include "embedding/emb_subspace.h"
 
 static void prefix(const int64_t *counts, int64_t *displs, int n)
@@ -258,8 +259,11 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
     double t0 = clock_seconds();
     const struct emb_table *t = x->tab;
     if (x->pf_on) { /* prefetched: both chunks' rows come together */
-        if (!x->rmade[0])
+        if (!x->rmade[0]) {
             emb_prefetch_wait(x);
+            comm_trace_consumed(t->index, EMB_X_PF);
+            comm_trace_consumed(t->index, EMB_X_LATE);
+        }
         if (tm)
             tm->rows += clock_seconds() - t0;
         return;
@@ -278,6 +282,8 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
                                     x->cw + sp->first * x->width, x->rows + sp->first * x->dim);
         }
     }
+    if (!x->rmade[k])
+        comm_trace_consumed(t->index, EMB_X_ROWS0 + k);
     x->rmade[k] = 1;
     if (tm)
         tm->rows += clock_seconds() - t0;

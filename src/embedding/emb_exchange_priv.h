@@ -31,6 +31,9 @@ void emb_buf_free(const struct backend_ops *be, struct emb_buf *b);
  * a receive buffer (counts and displacements in rows, [G] each), both in
  * the table's memory. How it travels depends on the table:
  *   host      MPI_Ialltoallv on host memory (the CPU's way, as always);
+ *             while the per-peer trace records (output.trace_peers), one
+ *             send and one receive per peer instead, so that each peer's
+ *             completion is seen (comm_trace.h);
  *   staged    device tables, MPI not CUDA-aware: the send segments go down
  *             to pinned buffers on the comm stream (one copy per peer), the
  *             sends are posted once those copies are done (found by an
@@ -86,8 +89,10 @@ struct emb_xfer {
     char *recv;
     struct emb_layout lay;   /* in rows */
     struct comm_request req; /* host: the all-to-all */
-    struct comm_msgs sq, rq; /* device: the messages */
+    struct comm_msgs sq, rq; /* device, and host while the per-peer trace records: the
+                                messages */
     int sends_posted, recvd;
+    int p2p;                 /* host: point-to-point messages instead of the all-to-all */
     struct backend_event *reuse; /* device: recv may be written once this completed (the
                                     compute stream's last use of the pooled buffers), or NULL */
 };

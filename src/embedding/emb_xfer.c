@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "comm/comm_tags.h"
+#include "comm/comm_trace.h"
 #include "embedding/emb_exchange_priv.h"
 
 /* the host's blocking waits, announced (emb_set_wait_hook) */
@@ -80,6 +81,12 @@ static void post(struct emb_xfer *f, int send, const char *base, struct comm_msg
                 f->t->be->mpi_expose(m[n].buf, (size_t)cnt[p] * f->rb, 1);
             n++;
         }
+    if (comm_trace_on()) {
+        static const char *const kinds[EMB_NX] = {"ids",    "rows0", "rows1", "grads0",
+                                                  "grads1", "mask",  "pf",    "late"};
+        comm_trace_kinds(kinds, EMB_NX);
+        comm_trace_label(f->t->index, f->kind);
+    }
     comm_post_rows(f->c, COMM_EMB, f->type, f->width, m, n, send, f->ph, out);
     free(m);
 }
@@ -167,6 +174,20 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
     memcpy(f->lay.send.displs, sd, (size_t)G * sizeof *sd);
     memcpy(f->lay.recv.counts, rc, (size_t)G * sizeof *rc);
     memcpy(f->lay.recv.displs, rd, (size_t)G * sizeof *rd);
+    f->p2p = 0;
+    if (xs->mode == EMB_XF_HOST && comm_trace_on()) { /* per peer, to be seen per peer */
+        f->p2p = 1;
+        post(f, 0, recv, &f->rq);
+        if (sc[me] != rc[me])
+            fatal("embedding table '%s': transfer %d: %lld rows to itself, %lld expected",
+                  t->conf.name, kind, (long long)sc[me], (long long)rc[me]);
+        if (sc[me] > 0)
+            memcpy((char *)recv + (size_t)rd[me] * f->rb,
+                   (const char *)send + (size_t)sd[me] * f->rb, (size_t)sc[me] * f->rb);
+        post(f, 1, send, &f->sq);
+        f->sends_posted = 1;
+        return;
+    }
     if (xs->mode == EMB_XF_HOST) {
         comm_ialltoallv(c, COMM_EMB, type, width, send, sc, sd, recv, rc, rd, ph, &f->req);
         return;
@@ -223,6 +244,14 @@ int emb_xfer_test(struct emb_xfer *f)
 {
     if (!f->active)
         return 1;
+    if (f->p2p) {
+        if (!f->recvd && comm_test_msgs(&f->rq))
+            f->recvd = 1;
+        if (!f->recvd || !comm_test_msgs(&f->sq))
+            return 0;
+        f->active = 0;
+        return 1;
+    }
     if (f->t->xs->mode == EMB_XF_HOST) {
         if (!comm_test(&f->req))
             return 0;
@@ -245,6 +274,15 @@ void emb_xfer_wait(struct emb_xfer *f)
 {
     if (!f->active)
         return;
+    if (f->p2p) {
+        blocking(1);
+        comm_wait_msgs(&f->rq);
+        comm_wait_msgs(&f->sq);
+        blocking(0);
+        f->recvd = 1;
+        f->active = 0;
+        return;
+    }
     if (f->t->xs->mode == EMB_XF_HOST) {
         blocking(1);
         comm_wait(&f->req);

@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "comm/comm_trace.h"
 #include "train/watchdog.h"
 
 const char *phase_name(enum phase ph)
@@ -47,6 +48,8 @@ void steptime_begin(struct steptime *st)
     watchdog_beat("at", "the start of the step");
     if (st->trace_left > 0 && st->trace_origin == 0)
         st->trace_origin = st->step_start;
+    if (st->trace_peers)
+        comm_trace_enable(st->trace_left > 0);
 }
 
 void steptime_phase(struct steptime *st, enum phase ph)
@@ -81,6 +84,8 @@ void steptime_end(struct steptime *st, double cost)
     }
     if (st->trace_left > 0)
         st->trace_left--;
+    if (st->trace_peers && st->trace_left == 0)
+        comm_trace_enable(0);
 }
 
 void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *out)
@@ -171,6 +176,12 @@ int steptime_trace_write(struct steptime *st, struct comm *c, const char *path, 
     double *all = xmalloc((size_t)(total ? total : 1) * sizeof *all);
     comm_allgatherv(c, COMM_WORLD, COMM_F64, st->trace, 3 * st->trace_n, all, counts,
                     COMM_PH_OTHER);
+    double *pev = NULL, *origins = NULL;
+    int64_t npev = 0;
+    if (st->trace_peers) {
+        comm_trace_enable(0);
+        npev = comm_trace_gather(c, st->trace_origin, &pev, &origins);
+    }
     st->trace_origin = -1; /* written once */
     st->trace_left = 0;
     if (c->rank == 0) {
@@ -181,9 +192,14 @@ int steptime_trace_write(struct steptime *st, struct comm *c, const char *path, 
             fatal("output.trace = %s: cannot write %s: %s", path, tmp, strerror(errno));
         fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
         int first = 1;
-        for (int r = 0; r < P; r++)
+        for (int r = 0; r < P; r++) { /* node: its first rank; origin: clock_seconds() */
             fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,"
-                       "\"args\":{\"name\":\"rank %d\"}}", first ? (first = 0, "") : ",\n", r, r);
+                       "\"args\":{\"name\":\"rank %d\",\"node\":%d",
+                    first ? (first = 0, "") : ",\n", r, r, c->node_of ? c->node_of[r] : 0);
+            if (origins)
+                fprintf(f, ",\"origin_s\":%.9f", origins[r]);
+            fprintf(f, "}}");
+        }
         int64_t off = 0;
         for (int r = 0; r < P; r++) {
             for (int64_t i = 0; i < counts[r]; i += 3) {
@@ -194,12 +210,23 @@ int steptime_trace_write(struct steptime *st, struct comm *c, const char *path, 
             }
             off += counts[r];
         }
+        for (int64_t i = 0; i < npev; i++) { /* per peer: instants on the rank's track */
+            const double *e = pev + i * COMM_TRACE_FIELDS;
+            const char *kind = comm_trace_kind_name((int)e[4]);
+            const char *ev = comm_trace_ev_name((enum comm_trace_ev)(int)e[1]);
+            fprintf(f, ",\n{\"name\":\"%s %s\",\"cat\":\"peer\",\"ph\":\"i\",\"s\":\"t\","
+                       "\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"args\":{\"ev\":\"%s\",\"kind\":\"%s\","
+                       "\"table\":%d,\"peer\":%d,\"bytes\":%.0f}}",
+                    kind, ev, (int)e[0], e[2], ev, kind, (int)e[3], (int)e[5], e[6]);
+        }
         fprintf(f, "\n]}\n");
         if (fclose(f) != 0 || rename(tmp, path) != 0) {
             unlink(tmp);
             fatal("output.trace = %s: cannot write: %s", path, strerror(errno));
         }
     }
+    free(pev);
+    free(origins);
     free(all);
     free(counts);
     return 1;

@@ -36,6 +36,8 @@ struct steptime {
     int64_t trace_left, trace_n, trace_cap;
     double trace_origin;
     double *trace;             /* [trace_n, 3]: phase, start us, duration us */
+    int trace_peers;           /* output.trace_peers: the per-peer events (comm_trace.h)
+                                * recorded in the trace window, written with it */
     int64_t step_index;
 };
 

@@ -212,6 +212,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->metrics = params_str(p, P_output_metrics);
     tc->trace = params_str(p, P_output_trace);
     tc->trace_steps = params_i64(p, P_output_trace_steps);
+    tc->trace_peers = (int)params_i64(p, P_output_trace_peers);
     tc->keep_checkpoints = params_i64(p, P_output_keep_checkpoints);
     tc->shared_dir = (int)params_i64(p, P_output_shared_dir);
     tc->ckpt_gathered = !strcmp(params_str(p, P_output_checkpoint_write), "gathered");
@@ -227,6 +228,9 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (!strcmp(tc->resume, "auto") && !tc->checkpoint_dir[0])
         return errorf(err, errlen, "train.resume = auto needs output.checkpoint_dir (where it "
                       "looks for this run's checkpoints)");
+    if (tc->trace_peers && !tc->trace[0])
+        return errorf(err, errlen, "output.trace_peers = on needs output.trace (the file the "
+                                   "per-peer events are written to)");
     if (tc->keep_best && !tc->checkpoint_dir[0])
         return errorf(err, errlen, "train.keep_best = on needs output.checkpoint_dir (where "
                       "best.h5 goes)");

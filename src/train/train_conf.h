@@ -77,6 +77,7 @@ struct train_conf {
     /* output */
     const char *checkpoint_dir, *metrics, *trace;
     int64_t trace_steps;
+    int trace_peers;          /* output.trace_peers */
     int64_t keep_checkpoints; /* output.keep_checkpoints (0 = all) */
     int shared_dir;           /* output.shared_dir: beside other runs' checkpoints */
     int ckpt_gathered;        /* output.checkpoint_write = gathered (through rank 0) */
