@@ -4,8 +4,10 @@
 # "Per-peer trace"): one rank per node, every link limited to PEERS_RATE
 # each way, the configuration of bench/scaling.sh (48 sequences per rank,
 # HSTU d = 64, 2 layers, 32 negatives, 10^6 items). Per node count and mode
-# two runs: one as always (host tables exchange by all-to-all) and one
-# with output.trace_peers = on (per peer); the medians of their phases,
+# two runs: one as always ("plain": host tables exchange by all-to-all,
+# but for the rows of prioritized and prefetch, which go per peer) and one
+# with output.trace_peers = on (per peer); the medians of their phases
+# (lk wait: the lookup's time inside MPI, waiting for the rows),
 # then bench/peer_timeline.py's picture of one step of the traced run.
 #
 #   bench/peers.sh [STEPS] [STEP]     (default 8 steps, the timeline of step 6)
@@ -14,6 +16,8 @@
 #   PEERS_MODES="prioritized none"    the overlap modes (default prioritized)
 #   PEERS_MCA="NAME=VALUE ..."        Open MPI parameters (OMPI_MCA_NAME) for an
 #                                     extra traced prioritized run per node count
+#   PEERS_ARGS="parallel.progress=thread"
+#                                     settings added to every run
 #   PEERS_KEEP=1                      keep the files (their directory is printed)
 # It holds scripts/cluster.sh's lock while it runs and refuses to replace
 # a cluster that is up.
@@ -85,10 +89,10 @@ run() {
     head -n "$rn" "$W/cluster/hostfile" | sed 's/slots=.*/slots=1/' > "$W/hosts$rn"
     "$CL" mpirun --hostfile "$W/hosts$rn" -np "$rn" --map-by node "$FS" train "$W/sc.in" \
         train.batch_size=$((PER_RANK * rn)) parallel.overlap="$rm" train.max_steps="$STEPS" \
-        output.metrics="$W/$rn-$rm-$rt.jsonl" "$@" > "$W/log" 2>&1 ||
+        output.metrics="$W/$rn-$rm-$rt.jsonl" ${PEERS_ARGS:-} "$@" > "$W/log" 2>&1 ||
         { echo "peers: $rn nodes, $rm ($rt) failed:"; tail -n 20 "$W/log"; exit 1; }
     printf '  %-26s' "$rm ($rt)"
-    for f in lookup_ms forward_ms backward_ms grad_exchange_ms exposed_comm_ms; do
+    for f in lookup_ms lookup_mpi_ms forward_ms backward_ms grad_exchange_ms exposed_comm_ms; do
         printf ' %8.1f' "$(field "$W/$rn-$rm-$rt.jsonl" "$f" | tail -n +3 | median)"
     done
     s=$(field "$W/$rn-$rm-$rt.jsonl" samples_per_s | tail -n +3 | median)
@@ -99,9 +103,9 @@ MBIT=$(echo "$RATE" | awk '/gbit$/ { print $0 * 1000; next } /mbit$/ { print $0 
 for n in $NODES; do
     echo
     echo "$n nodes: medians of steps 3-$STEPS, ms per step"
-    echo "  run                          lookup  forward backward grad_exch  exposed     step"
+    echo "  run                          lookup  lk wait  forward backward grad_exch  exposed     step"
     for m in $MODES; do
-        run "$n" "$m" a2a
+        run "$n" "$m" plain
         run "$n" "$m" traced output.trace="$W/$n-$m.json" $TR
     done
     if [ -n "${PEERS_MCA:-}" ]; then

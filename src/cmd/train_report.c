@@ -209,6 +209,8 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     for (int ph = 0; ph < PH_COUNT; ph++) {
         snprintf(key, sizeof key, "%s_ms", phase_name((enum phase)ph));
         metrics_num(&l, key, st->phase_ms[ph]);
+        snprintf(key, sizeof key, "%s_mpi_ms", phase_name((enum phase)ph));
+        metrics_num(&l, key, st->phase_wait_ms[ph]);
     }
     metrics_num(&l, "wait_ms", st->wait_ms);
     metrics_num(&l, "exposed_comm_ms", st->wait_ms);

@@ -198,6 +198,45 @@ static void serve_rows(struct emb_table *t, struct emb_exchange *x, int64_t firs
                             x->served + first * t->width);
 }
 
+/* Post chunk k's rows (gathered into served, encoded into served_w when
+ * the wire is bytes): owner -> requester, each chunk its own part of
+ * every owner's block of the rows. */
+static void post_chunk(struct emb_exchange *x, int k)
+{
+    struct emb_table *t = x->tab;
+    const int G = t->G, dim = t->width; /* values per row on the wire */
+    const int byte_wire = x->rcodec != EMB_CODEC_FP32;
+    const int64_t rb = emb_codec_row_bytes(x->rcodec, dim);
+    float *recv_f32 = t->sub ? x->cw : x->rows;
+    int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
+    int64_t *sc = v, *sd = v + G, *rc = v + 2 * G, *rd = v + 3 * G;
+    emb_chunk_layout(x, k, 1, rc, rd, sc, sd); /* owner -> requester, in rows */
+    x->xf[EMB_X_ROWS0 + k].p2p_asked = x->hold; /* chunk 1 is posted at a test */
+    emb_xfer_post(t, x->c, &x->xf[EMB_X_ROWS0 + k], EMB_X_ROWS0 + k,
+                  byte_wire ? COMM_BYTE : COMM_F32, byte_wire ? rb : dim,
+                  byte_wire ? (void *)x->served_w : (void *)x->served, sc, sd,
+                  byte_wire ? (void *)x->rows_w : (void *)recv_f32, rc, rd, COMM_PH_ROWS);
+    free(v);
+}
+
+/* A held chunk 1 (emb_output_hold) leaves now. */
+static void release_held(struct emb_exchange *x)
+{
+    if (!x->held)
+        return;
+    x->held = 0;
+    post_chunk(x, 1);
+}
+
+/* ... if chunk 0's exchange is done at this rank (a test). */
+static void release_if_done(struct emb_exchange *x)
+{
+    if (x->held && emb_xfer_test(&x->xf[EMB_X_ROWS0]))
+        release_held(x);
+}
+
+void emb_output_hold(struct emb_exchange *x) { x->hold = 1; }
+
 void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                      struct emb_times *tm)
 {
@@ -210,7 +249,6 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
     x->rows = emb_buf_get(be, &x->b_rows, at_least1(x->nuniq) * t->conf.dim * sizeof(float));
     if (t->sub) /* c arrives here; emb_output_wait rebuilds the rows */
         x->cw = emb_buf_get(be, &x->b_cw, at_least1(x->nuniq) * dim * sizeof(float));
-    float *recv_f32 = t->sub ? x->cw : x->rows;
     /* the wire: floats (fp32), else rb bytes per row encoded here, decoded
      * by the requester in emb_output_wait */
     const int byte_wire = x->rcodec != EMB_CODEC_FP32;
@@ -220,8 +258,8 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
         x->rows_w = emb_buf_get(be, &x->b_rows_w, at_least1(x->nuniq) * (size_t)rb);
     }
     /* rows go back the way the ids came, chunk 0 first: its rows are
-     * gathered and posted before chunk 1's are gathered; each chunk writes
-     * its own part of every owner's block of x->rows */
+     * gathered and posted before chunk 1's are gathered (held: and posted
+     * once chunk 0 is done, emb_output_hold) */
     int64_t *v = xmalloc((size_t)G * 4 * sizeof *v);
     int64_t *sc = v, *sd = v + G, *rc = v + 2 * G, *rd = v + 3 * G;
     double t2 = t1;
@@ -241,12 +279,13 @@ void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x
             }
         }
         t2 += clock_seconds() - g0;
-        emb_xfer_post(t, c, &x->xf[EMB_X_ROWS0 + k], EMB_X_ROWS0 + k,
-                      byte_wire ? COMM_BYTE : COMM_F32, byte_wire ? rb : dim,
-                      byte_wire ? (void *)x->served_w : (void *)x->served, sc, sd,
-                      byte_wire ? (void *)x->rows_w : (void *)recv_f32, rc, rd, COMM_PH_ROWS);
+        if (k == 1 && x->hold)
+            x->held = 1;
+        else
+            post_chunk(x, k);
     }
     free(v);
+    release_if_done(x);
     if (tm) { /* t2 - t1: the time spent gathering; the rest: posting */
         tm->ids += t1 - t0;
         tm->gather += t2 - t1;
@@ -268,7 +307,11 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
             tm->rows += clock_seconds() - t0;
         return;
     }
+    if (k == 1)
+        release_held(x);
     emb_xfer_wait(&x->xf[EMB_X_ROWS0 + k]);
+    if (k == 0)
+        release_held(x); /* chunk 0 done here: chunk 1 leaves behind it */
     if (!x->rmade[k] && (x->rows_w || x->cw)) { /* chunk k's spans from the wire */
         const int64_t rb = emb_codec_row_bytes(x->rcodec, x->width);
         float *dst = x->cw ? x->cw : x->rows;
@@ -292,6 +335,7 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm)
 void emb_exchange_progress(struct emb_exchange *x)
 {
     input_test(x);
+    release_if_done(x);
     for (int k = EMB_X_ROWS0; k < EMB_NX; k++)
         emb_xfer_test(&x->xf[k]);
 }
@@ -367,6 +411,7 @@ void emb_exchange_free(struct emb_exchange *x)
     if (!x)
         return;
     emb_input_wait(x->c, x); /* drain: every peer takes part in the same exchanges */
+    release_held(x);
     for (int k = EMB_X_ROWS0; k < EMB_NX; k++)
         emb_xfer_wait(&x->xf[k]);
     if (emb_xstate(x->tab)->mode != EMB_XF_HOST) { /* the codecs' flags, read once */

@@ -29,8 +29,9 @@
  *   emb_exchange_free   drains what is in flight and releases the exchange.
  *
  * emb_exchange_progress may be called at any point in between to move what
- * is in flight (MPI_Test only: it never posts, so every rank posts the same
- * exchanges in the same order). The unique rows [nuniq, dim] are laid out
+ * is in flight (MPI_Test; it posts only point-to-point messages, those of
+ * emb_output_hold, so every rank posts the same collectives in the same
+ * order). The unique rows [nuniq, dim] are laid out
  * by owner; chunk k of them is the set of row spans emb_exchange_spans
  * returns (the one place the two-chunk layout is computed). The exchange's
  * state is private to the embedding module.
@@ -99,6 +100,19 @@ void emb_input_post_ids(struct comm *c, struct emb_exchange *x);
 /* Owners gather the rows and post both chunks back, non-blocking. */
 void emb_output_post(struct emb_table *t, struct comm *c, struct emb_exchange *x,
                      struct emb_times *tm);
+/* Before emb_output_post (parallel.overlap = prioritized, prefetch):
+ * priority that holds on a shared link. Chunk 1's rows are posted only
+ * once chunk 0's exchange is complete at this rank (seen by
+ * emb_output_post's end, emb_exchange_progress or emb_output_wait(x, 0),
+ * else the first call that needs chunk 1), so no byte of chunk 1 shares a
+ * connection or a link's queue with chunk 0's. (Testing chunk 0 while
+ * chunk 1's rows are gathered, to move its rendezvous, made the gather
+ * several times slower over TCP: not done.) The rows of a held exchange
+ * travel point to point (the order of
+ * their posts among the ranks' other exchanges need not agree). The rows
+ * are the same bits either way (doc/overlap.md, "Priority on a shared
+ * link"). */
+void emb_output_hold(struct emb_exchange *x);
 /* Block until chunk k's rows are in emb_exchange_rows(x). */
 void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm);
 /* hook(arg, 1) before and hook(arg, 0) after each blocking wait of a
@@ -106,7 +120,7 @@ void emb_output_wait(struct emb_exchange *x, int k, struct emb_times *tm);
  * train/gputime.h, take the waits out of their spans); NULL: none. */
 void emb_set_wait_hook(void (*hook)(void *arg, int begin), void *arg);
 /* Advance whatever of x is in flight (counts, ids, rows, gradients) without
- * blocking. */
+ * blocking; post a held chunk 1 whose chunk 0 is done (emb_output_hold). */
 void emb_exchange_progress(struct emb_exchange *x);
 
 /* Unique ids requested (the rows' count), the inverse index [n] (token ->

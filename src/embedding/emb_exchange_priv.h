@@ -31,9 +31,11 @@ void emb_buf_free(const struct backend_ops *be, struct emb_buf *b);
  * a receive buffer (counts and displacements in rows, [G] each), both in
  * the table's memory. How it travels depends on the table:
  *   host      MPI_Ialltoallv on host memory (the CPU's way, as always);
- *             while the per-peer trace records (output.trace_peers), one
- *             send and one receive per peer instead, so that each peer's
- *             completion is seen (comm_trace.h);
+ *             while the per-peer trace records (output.trace_peers), and
+ *             for the rows of a held exchange (emb_output_hold, whose
+ *             chunk 1 may be posted at any test), one send and one receive
+ *             per peer instead, so that each peer's completion is seen
+ *             (comm_trace.h) and the order of posts needs no agreement;
  *   staged    device tables, MPI not CUDA-aware: the send segments go down
  *             to pinned buffers on the comm stream (one copy per peer), the
  *             sends are posted once those copies are done (found by an
@@ -93,6 +95,7 @@ struct emb_xfer {
                                 messages */
     int sends_posted, recvd;
     int p2p;                 /* host: point-to-point messages instead of the all-to-all */
+    int p2p_asked;           /* set before the post: p2p whatever the trace (emb_output_hold) */
     struct backend_event *reuse; /* device: recv may be written once this completed (the
                                     compute stream's last use of the pooled buffers), or NULL */
 };
@@ -179,6 +182,8 @@ struct emb_exchange {
     struct comm_request req;   /* counts in flight */
     struct emb_xfer xf[EMB_NX];
     int rmade[2];              /* chunk k's rows are in rows (decoded, rebuilt) */
+    int hold;                  /* emb_output_hold: chunk 1 leaves after chunk 0 */
+    int held;                  /* chunk 1's rows gathered, not yet posted */
     int gposted[2];
     /* t: the buffers, kept across uses */
     struct emb_buf b_uniq, b_inv, b_serve, b_served, b_rows, b_cw, b_gu, b_gk, b_gs;

@@ -26,6 +26,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "comm/comm_tags.h"
+#include "comm/comm_trace.h"
 #include "embedding/emb_exchange_priv.h"
 
 #define REASON_BYTES 256
@@ -224,9 +225,12 @@ int emb_ipc_post(struct emb_xfer *f)
             m[n++] = (struct comm_msg){.peer = p, .tag = ctl_tag(t, f->kind), .buf = &q->in[p],
                                        .n = 1};
     q->handoffs_in = n > 0;
-    if (n > 0) /* (cr is waited for only then) */
+    if (n > 0) { /* (cr is waited for only then) */
+        if (comm_trace_on()) /* the per-peer trace: the hand-offs */
+            comm_trace_label(t->index, f->kind);
         comm_post_rows(f->c, COMM_EMB, COMM_BYTE, sizeof(struct emb_ipc_ctl), m, n, 0, f->ph,
                        &q->cr);
+    }
     free(m);
     return rows > 0;
 }
@@ -247,6 +251,8 @@ void emb_ipc_send(struct emb_xfer *f)
             q->sent_gen[p] = q->gen;
             comm_count_ipc(f->c, COMM_EMB, p, sc[p] * (int64_t)f->rb, f->ph);
         }
+    if (comm_trace_on())
+        comm_trace_label(t->index, f->kind);
     comm_post_rows(f->c, COMM_EMB, COMM_BYTE, sizeof(struct emb_ipc_ctl), m, n, 1, f->ph, &q->cs);
     free(m);
 }

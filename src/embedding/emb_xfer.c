@@ -175,7 +175,7 @@ void emb_xfer_post(struct emb_table *t, struct comm *c, struct emb_xfer *f, int 
     memcpy(f->lay.recv.counts, rc, (size_t)G * sizeof *rc);
     memcpy(f->lay.recv.displs, rd, (size_t)G * sizeof *rd);
     f->p2p = 0;
-    if (xs->mode == EMB_XF_HOST && comm_trace_on()) { /* per peer, to be seen per peer */
+    if (xs->mode == EMB_XF_HOST && (comm_trace_on() || f->p2p_asked)) { /* per peer */
         f->p2p = 1;
         post(f, 0, recv, &f->rq);
         if (sc[me] != rc[me])

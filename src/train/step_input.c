@@ -15,6 +15,15 @@ int64_t step_input_ids(const struct step_ring *r, int64_t T)
     return r->targets ? T * (2 + r->tr->conf.R) + r->n_shard : T;
 }
 
+/* While the next step is read (in): this step's exchange moves, and its
+ * held chunk 1 leaves once chunk 0 is done (emb_output_hold). */
+static void progress_now(struct step_ring *r, const struct step_input *in)
+{
+    struct step_input *now = step_ring_now(r);
+    if (now != in && now->ready)
+        emb_exchange_progress(now->x);
+}
+
 void step_input_read(struct step_ring *r, struct step_input *in, const struct step_plan *pl)
 {
     struct trainer *tr = r->tr;
@@ -23,6 +32,7 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
     const int pieces = pl->pieces.nsplit > 0; /* entries are pieces of sequences */
     tr->task.ops->batch(&tr->task, &tr->tdata, (uint64_t)pl->epoch, pl->users,
                         pieces ? pl->p0 : NULL, pieces ? pl->p1 : NULL, pl->n, &in->sb);
+    progress_now(r, in);
     in->split = pieces ? ctx_split_new(tr->c, pl, &in->sb, cf->model.layers, &tr->st) : NULL;
     ctx_split_device(in->split, tr->be, tr->dev.direct, r->kv_stage);
     const int64_t T = in->sb.T, n_ids = step_input_ids(r, T);
@@ -41,6 +51,7 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
             dataset_raw_numbers(&tr->ds, in->target_nums, T);
         }
         in->logq = step_neg_draw(tr, &in->sb, (uint64_t)pl->epoch);
+        progress_now(r, in);
         emb_ids_put(t, T * (2 + cf->R), r->shard_ids, r->n_shard, tr->c->rank);
     }
     if (!r->targets && tr->conf.task.type == TASK_RANKING &&
@@ -51,6 +62,7 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
                                    in->rterms);
     }
     steptime_phase(&tr->st, PH_READ);
+    progress_now(r, in);
     in->x = emb_input_dist_at(t, tr->c, n_ids, T, NULL);
     in->feat = step_feat_read(tr, &in->sb, in->x); /* without features: the identity */
     in->ready = 1;

@@ -43,7 +43,7 @@ void steptime_free(struct steptime *st)
 void steptime_begin(struct steptime *st)
 {
     st->step_start = st->mark = clock_seconds();
-    st->mpi_start = comm_mpi_seconds();
+    st->mpi_start = st->mpi_mark = comm_mpi_seconds();
     st->hidden_start = comm_hidden_seconds();
     watchdog_beat("at", "the start of the step");
     if (st->trace_left > 0 && st->trace_origin == 0)
@@ -57,6 +57,9 @@ void steptime_phase(struct steptime *st, enum phase ph)
     double now = clock_seconds();
     watchdog_beat("after phase", phase_name(ph));
     st->t[ph] += now - st->mark;
+    const double mpi = comm_mpi_seconds();
+    st->w[ph] += mpi - st->mpi_mark;
+    st->mpi_mark = mpi;
     if (st->trace_left > 0) {
         if (st->trace_n == st->trace_cap) {
             st->trace_cap = st->trace_cap ? 2 * st->trace_cap : 256;
@@ -92,8 +95,9 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
 {
     const int P = c->size;
     const int64_t k = st->k; /* every rank records the same steps */
-    /* one record per rank: k x (dur, busy, cost), phase sums */
-    const int64_t n = 3 * k + PH_COUNT + 2;
+    /* one record per rank: k x (dur, busy, cost), phase sums, exposed,
+     * hidden, the phases' waits */
+    const int64_t n = 3 * k + 2 * PH_COUNT + 2;
     double *mine = xcalloc((size_t)n, sizeof *mine), *all = xmalloc((size_t)(n * P) * sizeof *all);
     for (int64_t s = 0; s < st->k; s++) {
         mine[3 * s] = st->dur[s];
@@ -103,6 +107,7 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
     memcpy(mine + 3 * k, st->t, sizeof st->t);
     mine[3 * k + PH_COUNT] = st->exposed;
     mine[3 * k + PH_COUNT + 1] = st->hidden;
+    memcpy(mine + 3 * k + PH_COUNT + 2, st->w, sizeof st->w);
     int64_t *counts = xmalloc((size_t)P * sizeof *counts);
     for (int r = 0; r < P; r++)
         counts[r] = n;
@@ -134,6 +139,10 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
         for (int r = 0; r < P; r++)
             sum += all[r * n + 3 * k + ph];
         out->phase_ms[ph] = k > 0 ? 1e3 * sum / (double)(k * P) : 0;
+        double w = 0;
+        for (int r = 0; r < P; r++)
+            w += all[r * n + 3 * k + PH_COUNT + 2 + ph];
+        out->phase_wait_ms[ph] = k > 0 ? 1e3 * w / (double)(k * P) : 0;
     }
     double exposed = 0, hidden = 0;
     for (int r = 0; r < P; r++) {
@@ -160,6 +169,7 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
     free(counts);
     st->k = 0;
     memset(st->t, 0, sizeof st->t);
+    memset(st->w, 0, sizeof st->w);
     st->exposed = st->hidden = 0;
 }
 

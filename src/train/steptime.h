@@ -29,6 +29,8 @@ enum phase {
 struct steptime {
     double t[PH_COUNT];        /* this interval's seconds per phase */
     double mark, step_start, mpi_start, hidden_start;
+    double mpi_mark;           /* comm_mpi_seconds() at mark */
+    double w[PH_COUNT];        /* this interval's seconds inside MPI per phase */
     double exposed, hidden;    /* this interval's communication seconds */
     int64_t cap, k;            /* steps recorded in this interval */
     double *dur, *busy, *cost; /* [cap] per step: wall, busy, predicted cost */
@@ -44,6 +46,7 @@ struct steptime {
 struct step_stats {
     double bubble, imbalance;  /* means over the interval's steps */
     double phase_ms[PH_COUNT]; /* mean per step over ranks */
+    double phase_wait_ms[PH_COUNT]; /* of which inside MPI (waiting), mean per step */
     double wait_ms;            /* mean time inside MPI per step: the exposed
                                 * communication (step time - busy time) */
     double overlap;            /* hidden / (hidden + exposed) communication

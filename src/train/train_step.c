@@ -231,8 +231,11 @@ static float *phase_lookup(struct step_state *s, struct step_input *in,
     const int d = tr->conf.d;
     const int64_t T = in->sb.T, n_ids = step_input_ids(&s->ring, T);
     gputime_begin(&tr->gt, GPU_EXCHANGE);
-    if (!in->prefetched) /* else posted during the previous step */
+    if (!in->prefetched) { /* else posted during the previous step */
+        if (prioritized(s)) /* chunk 1 leaves once chunk 0 is done */
+            emb_output_hold(x);
         emb_output_post(tr->items, tr->c, x, NULL);
+    }
     steptime_phase(&tr->st, PH_LOOKUP);
     if (reads_ahead(s) && next && !s->read_late) {
         struct step_input *nx = step_ring_next(&s->ring);
