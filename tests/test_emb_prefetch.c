@@ -2,13 +2,16 @@
  * emb_prefetch_*) against the blocking one, on P ranks. Two lookups x then
  * y; the reference serves y's rows after x's sparse update
  * (emb_output_post); the prefetch plans y against x before the update,
- * posts the clean rows, then the colliding ones after it. y's rows must be
+ * posts the clean rows (or holds them, to post them with the late ones:
+ * emb_prefetch_post's hold), then the colliding ones after it. y's rows must be
  * the reference's bit for bit, with
  *   - every id of y colliding (y asks for ids x asked for: nothing comes
  *     ahead), none colliding (disjoint ids: nothing late), and a mix;
  *   - G = P, G = 1 and (P = 4) G = 2: with replicas a row that another
  *     replica's requesters updated collides too;
  *   - fp32 and bf16 rows on the wire;
+ *   - the clean rows posted at once and held (the mixed case; the fake
+ *     device's: held);
  *   - the table in host memory (every case), and in the fake device's
  *     memory staged (mixed, both codecs) and direct (mixed, fp32);
  * and the counters (wire stats pf_rows, pf_late) agree with the case. */
@@ -55,7 +58,7 @@ static struct emb_table *table(struct emb_registry *reg, struct comm *c, enum em
 }
 
 static void run(struct comm *c, int G, int kase, enum emb_codec cd,
-                const struct backend_ops *place, int direct)
+                const struct backend_ops *place, int direct, int hold)
 {
     char err[512];
     T_CHECK(!comm_setup_groups(c, G, err, sizeof err), "%s", err);
@@ -95,7 +98,7 @@ static void run(struct comm *c, int G, int kase, enum emb_codec cd,
         emb_output_wait(x, 1, NULL);
         emb_prefetch_plan(t, c, y, x);
         emb_steps_grads(t, x, c->rank, DIM);
-        emb_prefetch_post(t, c, y);
+        emb_prefetch_post(t, c, y, hold);
         emb_grad_post(t, c, x, NULL);
         emb_grad_finish(t, c, x, NULL);
         emb_prefetch_late(t, c, y);
@@ -126,9 +129,10 @@ static void run(struct comm *c, int G, int kase, enum emb_codec cd,
         T_CHECK(s.pf_rows > 0 && s.pf_late > 0, "mixed: %lld ahead, %lld late",
                 (long long)s.pf_rows, (long long)s.pf_late);
     if (c->rank == 0)
-        printf("ok: %s, G=%d, %s, %s: %lld rows ahead, %lld late, bitwise the blocking "
+        printf("ok: %s, G=%d, %s, %s%s: %lld rows ahead, %lld late, bitwise the blocking "
                "lookup's\n", case_name[kase], G, emb_codec_name(cd), where,
-               (long long)s.pf_rows, (long long)s.pf_late);
+               hold ? " (held behind the gradients)" : "", (long long)s.pf_rows,
+               (long long)s.pf_late);
     free(ref);
     free(got);
 }
@@ -148,7 +152,9 @@ int main(int argc, char **argv)
         for (int g = 0; g < nG; g++)
             for (int kase = where ? MIX : 0; kase < 3; kase++)
                 for (int k = 0; k < (where == 2 ? 1 : 2); k++)
-                    run(&c, Gs[g], kase, codecs[k], where ? &backend_fake : NULL, where == 2);
+                    for (int hold = where ? 1 : 0; hold < (kase == MIX ? 2 : 1); hold++)
+                        run(&c, Gs[g], kase, codecs[k], where ? &backend_fake : NULL,
+                            where == 2, hold);
     comm_free(&c);
     return 0;
 }

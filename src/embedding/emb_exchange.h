@@ -158,7 +158,10 @@ void emb_exchange_free(struct emb_exchange *x);
  *                      the rows of y that x's update touches (x's served
  *                      ids, over the replicas of the shard: collective over
  *                      emb_replica) and post the marks to the requesters
- *   emb_prefetch_post  owners gather and post y's unmarked rows
+ *   emb_prefetch_post  owners gather and post y's unmarked rows (hold:
+ *                      gather them now, post them with the late ones, so
+ *                      that x's gradients go ahead of them on a shared
+ *                      link; doc/overlap.md, "Priority on a shared link")
  *   emb_prefetch_late  after x's emb_grad_finish: owners post the marked
  *                      (colliding) rows, read now
  * then emb_output_wait(y, 0) completes every row of y (chunk 1 with them;
@@ -167,7 +170,7 @@ void emb_exchange_free(struct emb_exchange *x);
  * order. */
 void emb_prefetch_plan(struct emb_table *t, struct comm *c, struct emb_exchange *y,
                        const struct emb_exchange *x);
-void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange *y);
+void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange *y, int hold);
 void emb_prefetch_late(struct emb_table *t, struct comm *c, struct emb_exchange *y);
 
 /* parallel.transport = copy-engine | kernel (emb_ipc.c): a device table's

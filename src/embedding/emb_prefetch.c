@@ -48,6 +48,7 @@ struct emb_pf {
     int G;
     int64_t clean_s, clean_r; /* clean rows served / received (late: the rest) */
     int posted, late;     /* the clean rows, the late ones posted */
+    int held;             /* the clean rows gathered, posted with the late ones */
     /* the table's memory */
     struct emb_buf b_mask, b_rmask, b_ids, b_perm, b_served, b_recv, b_served_w, b_recv_w;
 };
@@ -246,32 +247,40 @@ static void gather(struct emb_table *t, struct emb_exchange *y, const int64_t *h
                         served_w + first * rb, 0);
 }
 
-/* Post the rows of one part (0: clean, 1: late) owner -> requester. */
-static void post_part(struct emb_table *t, struct comm *c, struct emb_exchange *y, int late)
+/* Gather the rows of one part (0: clean, 1: late) into served. */
+static void gather_part(struct emb_table *t, struct comm *c, struct emb_exchange *y, int late)
 {
     struct emb_pf *pf = y->pf;
-    const int G = t->G, w = t->width;
-    const int byte_wire = y->rcodec != EMB_CODEC_FP32;
-    const int64_t rb = emb_codec_row_bytes(y->rcodec, w);
+    const int G = t->G;
+    const int64_t rb = emb_codec_row_bytes(y->rcodec, t->width);
     const int64_t *oc = pf->own[late].counts, *od = pf->own[late].displs;
-    const int64_t *rc = pf->req[late].counts, *rd = pf->req[late].displs;
-    float *served = pf->b_served.p;
-    uint8_t *served_w = byte_wire ? pf->b_served_w.p : NULL;
+    uint8_t *served_w = y->rcodec != EMB_CODEC_FP32 ? pf->b_served_w.p : NULL;
     for (int p = 0; p < G; p++) {
-        gather(t, y, pf->ids, pf->ids_t, od[p], oc[p], served, served_w, rb);
+        gather(t, y, pf->ids, pf->ids_t, od[p], oc[p], pf->b_served.p, served_w, rb);
         if (y->counted && p != t->shard) {
             t->wire.rows += oc[p] * rb;
             if (comm_peer_remote(c, COMM_EMB, p))
                 t->wire.rows_xnode += oc[p] * rb;
         }
     }
-    const int kind = late ? EMB_X_LATE : EMB_X_PF;
-    emb_xfer_post(t, c, &y->xf[kind], kind, byte_wire ? COMM_BYTE : COMM_F32, byte_wire ? rb : w,
-                  byte_wire ? (const void *)served_w : (const void *)served, oc, od,
-                  byte_wire ? pf->b_recv_w.p : pf->b_recv.p, rc, rd, COMM_PH_ROWS);
 }
 
-void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange *y)
+/* Post the gathered rows of one part owner -> requester. */
+static void send_part(struct emb_table *t, struct comm *c, struct emb_exchange *y, int late)
+{
+    struct emb_pf *pf = y->pf;
+    const int w = t->width;
+    const int byte_wire = y->rcodec != EMB_CODEC_FP32;
+    const int64_t rb = emb_codec_row_bytes(y->rcodec, w);
+    const int kind = late ? EMB_X_LATE : EMB_X_PF;
+    emb_xfer_post(t, c, &y->xf[kind], kind, byte_wire ? COMM_BYTE : COMM_F32, byte_wire ? rb : w,
+                  byte_wire ? (const void *)pf->b_served_w.p : (const void *)pf->b_served.p,
+                  pf->own[late].counts, pf->own[late].displs,
+                  byte_wire ? pf->b_recv_w.p : pf->b_recv.p, pf->req[late].counts,
+                  pf->req[late].displs, COMM_PH_ROWS);
+}
+
+void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange *y, int hold)
 {
     struct emb_pf *pf = y->pf;
     const struct backend_ops *be = t->be;
@@ -318,7 +327,10 @@ void emb_prefetch_post(struct emb_table *t, struct comm *c, struct emb_exchange 
     if (t->sub)
         y->cw = emb_buf_get(be, &y->b_cw, at_least1(y->nuniq) * w * sizeof(float));
     emb_count_lookup(t, y);
-    post_part(t, c, y, 0);
+    gather_part(t, c, y, 0);
+    if (!hold)
+        send_part(t, c, y, 0);
+    pf->held = hold;
     pf->posted = 1;
 }
 
@@ -328,7 +340,11 @@ void emb_prefetch_late(struct emb_table *t, struct comm *c, struct emb_exchange 
     if (!y->pf_on || !pf->posted || pf->late)
         fatal("emb_prefetch_late: table '%s': the clean rows not posted, or late twice",
               t->conf.name);
-    post_part(t, c, y, 1);
+    if (pf->held) /* the clean rows leave behind x's gradients */
+        send_part(t, c, y, 0);
+    pf->held = 0;
+    gather_part(t, c, y, 1);
+    send_part(t, c, y, 1);
     pf->late = 1;
 }
 

@@ -30,7 +30,8 @@
  *                in the model's between-layers hook while this step
  *                computes, and complete when the next step needs them.
  *   prioritized  pipeline, and: the rows of chunk 0 are waited for before
- *                the forward, those of chunk 1 only before the loss; the
+ *                the forward, those of chunk 1 only before the loss, and
+ *                leave only once chunk 0's are done (emb_output_hold); the
  *                gradients of the loss-only rows (chunk 1) leave right after
  *                the loss and travel during the backward; the dense
  *                all-reduce is bucketed per layer and each bucket is posted
@@ -41,10 +42,11 @@
  *   prefetch     prioritized, and: the next step's ids are posted before
  *                this step's forward; after the forward the owners find
  *                which of its rows this step's update touches (collisions,
- *                emb_prefetch_plan), after the loss they post the others,
- *                which travel during the backward; right after this step's
- *                sparse update they post the colliding rows, read now
- *                (emb_exchange.h). The next step's lookup only waits.
+ *                emb_prefetch_plan), after the loss they gather the others;
+ *                right after this step's sparse update (its gradients
+ *                ahead of them on the link) they post those and the
+ *                colliding rows, read now (emb_exchange.h). The next
+ *                step's lookup only waits.
  * Rows are always read by their owners after the last sparse update that
  * changes them, and every reduction keeps its order, so all four modes
  * give the same losses. Every rank posts its collectives in the same program order
@@ -382,8 +384,9 @@ static void phase_forward_loss(struct step_state *s, struct step_input *in,
     }
     slow_down(s, clock_seconds() - t_work);
     steptime_phase(&tr->st, PH_FORWARD);
-    if (prefetches(s) && nx->ready) { /* its other rows travel during the backward */
-        emb_prefetch_post(tr->items, tr->c, nx->x);
+    if (prefetches(s) && nx->ready) { /* its other rows gathered; they leave behind the
+                                         gradients (emb_prefetch_post's hold) */
+        emb_prefetch_post(tr->items, tr->c, nx->x, 1);
         steptime_phase(&tr->st, PH_PREFETCH);
     }
 }
