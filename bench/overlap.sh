@@ -21,10 +21,12 @@
 #                                         doc/overlap.md, "The bound"). Pick a
 #                                         rate where the rows' wire time is of
 #                                         the order of the forward (the bound
-#                                         table's rows1 against fwd): 4gbit
-#                                         here (2-core VM); at 400mbit the
-#                                         wire dominates and every mode's
-#                                         bound is nearly none's. Holds
+#                                         table's rows1 against fwd): 1500mbit
+#                                         on the 2-core VM (486 ms of chunk 1
+#                                         against a 506 ms forward); at
+#                                         400mbit the wire dominates, at 4gbit
+#                                         the compute (every bound is then
+#                                         chunk 0's few ms). Holds
 #                                         scripts/cluster.sh's lock
 #   OVERLAP_BTL=tcp bench/overlap.sh      the ranks talk over TCP loopback
 #                                         instead of shared memory (a slower,
