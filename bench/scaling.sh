@@ -11,12 +11,15 @@
 #                                         SCALING_KEEP=1 keeps the files)
 #   SCALING_FROM=DIR bench/scaling.sh     the model against the runs kept in
 #                                         DIR, without running them again
-#   SCALING_RATE=500mbit                  a rate where the rows' wire time is
+#   SCALING_RATE=1gbit                    a rate where the rows' wire time is
 #                                         of the order of the compute (the
 #                                         bound table's rows1 against fwd,
-#                                         grads against bwd): 500mbit on this
-#                                         2-core VM; at 200mbit the wire
-#                                         dominates and no mode can hide much
+#                                         grads against bwd + host): 1gbit on
+#                                         this 2-core VM (chunk 1's wire
+#                                         140-210 ms against a forward of
+#                                         100-190 ms at 2-4 nodes); at 200mbit
+#                                         the wire dominates and no mode can
+#                                         hide much
 #   SCALING_NODES="2 4 8"                 node counts (the first is the one the
 #                                         inputs below are measured on)
 #   SCALING_FIT="2 4"                     the node counts whose none runs fit
@@ -146,7 +149,7 @@ analyse() {
         if (a < 1) { a = 1; b = sll > 0 ? (sle - swl) / sll : 0; if (b < 0) b = 0 } # eff <= 1
         printf "%.4f %.4f\n", 1 / a, b }')
     EFF=$1 LAT=$2
-    echo "fitted once on none at nodes $FIT: eff $EFF (of $RATE / $G per rank), latency $LAT ms per message"
+    echo "fitted once on none at nodes $(echo $FIT): eff $EFF (of $RATE / $G per rank), latency $LAT ms per message"
     echo
     printf '%5s %-12s %12s %12s %7s %10s %10s %7s\n' nodes mode "exposed ms" "predicted" ratio \
         "step ms" predicted ratio
