@@ -10,8 +10,10 @@ RUN.jsonl: the metrics of one or more runs of one configuration and mode
 every field is the median over the remaining intervals of all files.
 --compute: the runs whose forward and backward are taken as the compute
 (default the runs themselves): parallel.overlap = none's, in which nothing
-waits inside the forward or the backward; its busy time is the step
-(train.batch_size / samples_per_s) less exposed_comm_ms. Prints one line:
+waits inside the forward or the backward; of forward_ms and backward_ms
+the time inside MPI (forward_mpi_ms, backward_mpi_ms) is left out where
+the metrics have it; the busy time is the step (train.batch_size /
+samples_per_s) less exposed_comm_ms. Prints one line:
 the measured exposed time (exposed_comm_ms: the time inside MPI's waits),
 "over" (the run's step less the compute runs' busy time: what the step
 spends beyond the compute, which counts the MPI calls that push bytes
@@ -194,7 +196,9 @@ def main():
     m, params = read(a.runs)
     c, cparams = read(a.compute) if a.compute else (m, params)
     mode = params.get("parallel.overlap", "prioritized")
-    F, B = c.get("forward_ms", 0), c.get("backward_ms", 0)
+    # the phases' compute: less their time inside MPI where the metrics say it
+    F = c.get("forward_ms", 0) - c.get("forward_mpi_ms", 0)
+    B = c.get("backward_ms", 0) - c.get("backward_mpi_ms", 0)
     cb = float(cparams.get("train.batch_size", 0))
     if cb <= 0 or c.get("samples_per_s", 0) <= 0:
         sys.exit("bound: the compute runs' train.batch_size or samples_per_s is missing")

@@ -63,6 +63,12 @@ sed 's/"forward_ms":20,/"forward_ms":25,/' "$T/none.jsonl" > "$T/c.jsonl"
 set -- $("$PY" "$B" --rate 8mbit --compute "$T/c.jsonl" "$T/prioritized.jsonl")
 [ "${15} ${17}" = "25.0 5.0" ] && pass "--compute: forward 25, host 5 from the other run" ||
     fail "--compute: $*"
+# the time inside MPI of the forward and the backward is not compute
+sed 's/"forward_ms":20,/"forward_ms":26,"forward_mpi_ms":6,"backward_mpi_ms":4,/' "$T/none.jsonl" > "$T/w.jsonl"
+set -- $("$PY" "$B" --rate 8mbit "$T/w.jsonl")
+[ "${15} ${16} ${17}" = "20.0 26.0 14.0" ] &&
+    pass "forward_mpi_ms, backward_mpi_ms left out of the compute: ${15} ${16} ${17}" ||
+    fail "the phases' MPI time: $*"
 head -n 2 "$T/none.jsonl" > "$T/short.jsonl"
 expect_error "short.jsonl: 1 progress line(s)" "$PY" "$B" --rate 8mbit "$T/short.jsonl"
 expect_error "rate '3furlong'" "$PY" "$B" --rate 3furlong "$T/none.jsonl"
