@@ -12,7 +12,22 @@
 #                                         exchange over a link limited to
 #                                         OVERLAP_RATE (tc's units; default
 #                                         400mbit) each way: the wire time is
-#                                         real, not a CPU copying inside MPI
+#                                         real, not a CPU copying inside MPI;
+#                                         then per mode the bound beside the
+#                                         exposed time (bench/bound.py: the
+#                                         wire time per kind on the busiest
+#                                         link, the compute behind it, max(0,
+#                                         wire - compute) per phase summed;
+#                                         doc/overlap.md, "The bound"). Pick a
+#                                         rate where the rows' wire time is of
+#                                         the order of the forward (the bound
+#                                         table's rows1 against fwd): 1500mbit
+#                                         on the 2-core VM (486 ms of chunk 1
+#                                         against a 506 ms forward); at
+#                                         400mbit the wire dominates, at 4gbit
+#                                         the compute (every bound is then
+#                                         chunk 0's few ms). Holds
+#                                         scripts/cluster.sh's lock
 #   OVERLAP_BTL=tcp bench/overlap.sh      the ranks talk over TCP loopback
 #                                         instead of shared memory (a slower,
 #                                         network-like transport)
@@ -40,6 +55,21 @@ FS=${FREESCALE:-$TOP/freescale}
 [ -x "$FS" ] || { echo "overlap: $FS not built"; exit 1; }
 CLUSTER=0
 [ "${1:-}" = --cluster ] && { CLUSTER=1; shift; }
+if [ $CLUSTER = 1 ]; then
+    # the namespaces' names are the machine's: take turns with the tests and
+    # other runs through scripts/cluster.sh's lock (held until the end)
+    LOCK=${FREESCALE_CLUSTER_LOCK:-/run/lock/freescale-cluster.lock}
+    [ -d "${LOCK%/*}" ] || LOCK=/tmp/freescale-cluster.lock
+    if [ -z "${OVERLAP_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+        OVERLAP_LOCKED=1 FREESCALE_CLUSTER_LOCKED=1 exec flock -o "$LOCK" "$0" --cluster "$@"
+    fi
+    if ip netns list 2>/dev/null | grep -q '^fs-sw\b'; then
+        echo "overlap: a cluster is up (another run's: scripts/cluster.sh status); not replacing it"
+        exit 1
+    fi
+fi
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 STEPS=${1:-40}
 ROUNDS=${2:-2}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-overlap.XXXXXX") || exit 1
@@ -121,10 +151,23 @@ for m in $MODES; do
             pb == "nan" ? "-" : sprintf("%.2f", e / pb), 100 * o, 128000 / s, sb / s,
             c == "nan" ? "-" : sprintf("%.3f", c) }'
 done
+if [ $CLUSTER = 1 ]; then
+    # the bound: none's forward and backward as the compute behind the wire
+    echo
+    echo "the bound (bench/bound.py; medians, ms per step; compute: none's forward and backward):"
+    cf=
+    for f in "$W"/none-[0-9]*.jsonl; do [ -f "$f" ] && cf="$cf --compute $f"; done
+    h=--header
+    for m in $MODES; do
+        "$PY" "$TOP/bench/bound.py" --rate "$RATE" --label "$m" $h $cf \
+            "$W/$m"-[0-9]*.jsonl || echo "overlap: no bound for $m"
+        h=
+    done
+fi
 if [ -n "${OVERLAP_TRACE:-}" ]; then
     for m in $MODES; do
         echo "$m, step $OVERLAP_TRACE of the last round:"
-        /usr/bin/python3 "$TOP/bench/trace_timeline.py" "$W/$m.trace.json" "$OVERLAP_TRACE" 60 ||
+        "$PY" "$TOP/bench/trace_timeline.py" "$W/$m.trace.json" "$OVERLAP_TRACE" 60 ||
             echo "overlap: no timeline for $m"
     done
 fi

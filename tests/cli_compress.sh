@@ -18,6 +18,8 @@
 #     relative to fp32 (bf16 = 1/2, fp16 = 36/64, fp8 = 20/64, int8 =
 #     24/64 at d = 16), none at P = 1, none to other nodes on one node, all
 #     of them with debug.node_size = 1; the progress line shows them;
+#     each node's bytes to other nodes (xsent_KIND.N) sum to the table's
+#     (4 ranks on 2 nodes, prioritized and prefetch);
 #   - subspace tables: k = d with the identity basis is the plain table to
 #     the printed digits (evaluation and Adam included); k = 8 gives the
 #     same losses on P = 1, 2, 4 and sends k values per row; its checkpoint
@@ -88,6 +90,29 @@ awk -v r="$rr" 'BEGIN { exit !(r > 0 && r < 1) }' && pass "de-duplication: rows 
 expect_ok train 2 debug.node_size=1 train.max_steps=3 output.metrics="$T/nodes.jsonl"
 [ "$(last "$T/nodes.jsonl" rows_bytes_xnode)" = "$(last "$T/nodes.jsonl" rows_bytes)" ] &&
     pass "debug.node_size=1: every byte to another node" || fail "node_size=1 counters"
+# the bytes each node sent to other nodes (xsent_KIND.N, bench/bound.py)
+# against the table's own counting: 4 ranks on 2 nodes, by the comm
+# counters the same bytes per step as rows_bytes_xnode and grads_bytes_xnode,
+# with prioritized and with prefetch (next step's rows counted per lookup);
+# step 6's line (the last one's interval posts no next step's ids)
+at() { grep '"event":"train"' "$1" | grep "\"step\":$2," | grep -o "\"$3\":[^,}]*" | cut -d: -f2; }
+for ov in prioritized prefetch; do
+    f=$T/xs-$ov.jsonl
+    expect_ok train 4 debug.node_size=2 parallel.overlap=$ov train.max_steps=7 train.log_every=3 \
+        output.metrics="$f"
+    x0=$(at "$f" 6 xsent_rows.0) x1=$(at "$f" 6 xsent_rows.1)
+    g0=$(at "$f" 6 xsent_grads.0) g1=$(at "$f" 6 xsent_grads.1)
+    if awk -v a="$x0" -v b="$x1" -v c="$g0" -v d="$g1" -v r="$(at "$f" 6 rows_bytes_xnode)" \
+            -v g="$(at "$f" 6 grads_bytes_xnode)" -v i="$(at "$f" 6 xsent_ids.0)" \
+            -v n="$(at "$f" 6 dense_bytes)" 'BEGIN {
+            exit !(a > 0 && b > 0 && (a + b - r)^2 < 1e-6 * r * r && (c + d - g)^2 < 1e-6 * g * g &&
+                   i > 0 && n > 0) }' &&
+        [ -z "$(at "$f" 6 xsent_rows.2)" ]; then
+        pass "$ov: 2 nodes' bytes to other nodes: rows $x0 + $x1, gradients $g0 + $g1 = the table's"
+    else
+        fail "$ov: xsent at step 6: $(grep '"step":6,' "$f" | grep -o '"[a-z_]*bytes[a-z_]*":[^,]*\|"xsent[^,]*' | tr '\n' ' ')"
+    fi
+done
 expect_error "parallel.rows_codec" train 1 parallel.rows_codec=fp4
 
 # subspace tables (embedding.subspace_k): k = d with the identity basis and

@@ -2,9 +2,11 @@
 #include "cmd/train_report.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "backend/devstats.h"
 #include "backend/peak.h"
+#include "base/check.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "cmd/eval_trainer.h"
@@ -74,6 +76,55 @@ static void report_split(struct trainer *tr, struct split_stats *sx, struct metr
     metrics_int(l, "split_chunks", sx->chunks);
     metrics_num(l, "kv_bytes", bytes / n);
     *sx = (struct split_stats){.kv_mark = kv};
+}
+
+/* Per node (up to XSENT_NODES, in the order of their first ranks), the
+ * bytes its ranks sent to other nodes per step of the interval: ids, rows
+ * and gradients of the embedding tables (every table's), as xsent_ids.N,
+ * xsent_rows.N, xsent_grads.N (ids and rows per lookup, gradients per
+ * backward, as report_wire: under prefetch the next step's are counted
+ * when posted); and dense_bytes, the gradient bytes a rank all-reduced per
+ * step (the vector, not the wire). What crosses each node's link, for
+ * bench/bound.py. Collective over world. */
+#define XSENT_NODES 32
+static void report_links(struct trainer *tr, const struct emb_wire_stats *w, int64_t steps,
+                         struct metrics_line *l)
+{
+    struct comm *c = tr->c;
+    const enum comm_phase ph[3] = {COMM_PH_IDS, COMM_PH_ROWS, COMM_PH_GRADS};
+    const char *name[3] = {"ids", "rows", "grads"};
+    const double n = steps > 0 ? (double)steps : 1, nl = w->lookups ? (double)w->lookups : n;
+    const double per[3] = {nl, nl, w->backwards ? (double)w->backwards : nl};
+    double mine[3];
+    for (int k = 0; k < 3; k++) {
+        mine[k] = (double)(c->counters.xbytes[ph[k]] - tr->xsent_mark[k]) / per[k];
+        tr->xsent_mark[k] = c->counters.xbytes[ph[k]];
+    }
+    const int64_t dense = c->counters.bytes[COMM_PH_DENSE];
+    metrics_num(l, "dense_bytes", comm_allreduce_max_f64(c, COMM_WORLD,
+                                                         (double)(dense - tr->xsent_mark[3]) / n));
+    tr->xsent_mark[3] = dense;
+    const int P = c->size;
+    if (!c->node_of)
+        return;
+    double *all = xmalloc((size_t)P * sizeof mine);
+    comm_allgather_bytes(c, COMM_WORLD, mine, sizeof mine, all);
+    int node = 0;
+    for (int r = 0; r < P && node < XSENT_NODES; r++) {
+        if (c->node_of[r] != r) /* a node's first rank (its leader) sums its ranks */
+            continue;
+        double sum[3] = {0, 0, 0};
+        for (int q = 0; q < P; q++)
+            for (int k = 0; c->node_of[q] == r && k < 3; k++)
+                sum[k] += all[3 * q + k];
+        for (int k = 0; k < 3; k++) {
+            char key[40];
+            snprintf(key, sizeof key, "xsent_%s.%d", name[k], node);
+            metrics_num(l, key, sum[k]);
+        }
+        node++;
+    }
+    free(all);
 }
 
 /* model.bias's rows (train/bias_rows.h) over a logging interval: the
@@ -221,6 +272,7 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
         report_prefetch(&w, &l);
     report_device(tr, iv->steps, &l);
     report_ipc(tr, iv->steps, &l);
+    report_links(tr, &w, iv->steps, &l);
     if (on_gpu)
         report_gpu(gv, &l);
     if (tr->conf.nonfinite_skip)

@@ -153,7 +153,11 @@ static void plan_usage(FILE *out)
             "  --png OUT.png       bubble fraction against ranks (needs gnuplot)\n"
             "\n"
             "Network model (doc/scaling.md): step time = compute + bubble + exposed\n"
-            "communication per parallel.overlap mode, for parallel.balance:\n"
+            "communication per parallel.overlap mode, for parallel.balance; per phase\n"
+            "the wire time of what a mode runs behind compute exposes max(0, wire -\n"
+            "compute) (chunk 1 of the rows behind the forward, the gradients behind the\n"
+            "backward, prefetch's rows behind the host work too; doc/overlap.md \"The\n"
+            "bound\"):\n"
             "  --net BW[,LAT]      inter-node bandwidth per GPU and latency (400gbit,5us)\n"
             "  --intra BW          intra-node bandwidth per GPU (default 450GB)\n"
             "  --gpus-per-node G   (default 8)\n"
@@ -161,7 +165,11 @@ static void plan_usage(FILE *out)
             "  --exchange-ranks P0 rows and gradient bytes per token) at P0 >= 2 ranks\n"
             "  --gflops R          compute rate per GPU when parallel.cost_model = auto\n"
             "                      (FLOPs); else the cost model is in microseconds\n"
-            "  --hide H            share of the overlappable communication hidden (1)\n"
+            "  --eff E             share of the inter-node bandwidth that carries payload\n"
+            "                      (1; fitted with LAT on measured runs: doc/scaling.md)\n"
+            "  --split SF,SB       the forward's and the backward's shares of the compute,\n"
+            "                      the rest host work (1/3,2/3: the model's FLOP split)\n"
+            "  --hide H            share of what a mode can hide that it hides (1)\n"
             "  --collision C       prefetch: share of the rows that come late (0)\n"
             "\n"
             "With parallel.split_long=auto, lpt and kk balance the pieces of the split\n"
@@ -447,12 +455,30 @@ static void refuse_parallel(void)
     }
 }
 
+/* --split SF,SB: two shares in [0, 1] whose sum is at most 1. */
+static void parse_split(struct plan_net *n, const char *val)
+{
+    char *end;
+    errno = 0;
+    n->fwd_share = strtod(val, &end);
+    if (end == val || *end != ',' || errno)
+        fatal("--split: '%s': expected SF,SB (the forward's and the backward's shares)", val);
+    const char *b = end + 1;
+    n->bwd_share = strtod(b, &end);
+    if (end == b || *end || errno || !(n->fwd_share >= 0) || !(n->bwd_share >= 0) ||
+        n->fwd_share + n->bwd_share > 1 + 1e-9)
+        fatal("--split: '%s': expected two shares >= 0 whose sum is at most 1", val);
+}
+
 /* Options "--name VALUE" or "--name=VALUE"; other words are overrides. */
 static void parse_args(struct plan_opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
     o->net.gpus_per_node = 8;
     o->net.hide = 1;
+    o->net.eff = 1;
+    o->net.fwd_share = 1.0 / 3;
+    o->net.bwd_share = 2.0 / 3;
     o->ranks_text = "8,16,32,64,128,256,512,1024,2048,4096";
     o->overrides = xmalloc((size_t)(argc ? argc : 1) * sizeof *o->overrides);
     for (int i = 1; i < argc; i++) {
@@ -468,7 +494,7 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
         const char *names[] = {"--ranks", "--batch-per-rank", "--steps", "--lengths", "--csv",
                                "--png", "--noise", "--net", "--intra", "--gpus-per-node",
                                "--exchange", "--exchange-ranks", "--gflops", "--hide",
-                               "--collision"};
+                               "--collision", "--eff", "--split"};
         const char *val = NULL;
         int k = cli_option("plan", argc, argv, &i, names, (int)(sizeof names / sizeof *names),
                            &val);
@@ -490,6 +516,8 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
         case 12: o->net.gflops = cli_number("--gflops", val, 1e-6, 1e12); break;
         case 13: o->net.hide = cli_number("--hide", val, 0, 1); break;
         case 14: o->net.collision = cli_number("--collision", val, 0, 1); break;
+        case 15: o->net.eff = cli_number("--eff", val, 1e-3, 1); break;
+        case 16: parse_split(&o->net, val); break;
         default: fatal("plan: unknown option '%s' (see freescale plan --help)", a);
         }
     }
@@ -539,6 +567,8 @@ static void net_setup(struct plan_net *n, const struct params *p, int is_auto)
     const int bce = !strcmp(params_str(p, P_train_loss), "bce");
     n->input_share = 1.0 / (2.0 + (bce ? 1.0 : (double)params_i64(p, P_train_negatives)));
     plan_net_read_exchange(n);
+    if (n->ids_share <= 0) /* not in the metrics: an 8-byte id per fp32 row */
+        n->ids_share = 8.0 / (4.0 * (double)params_i64(p, P_model_dim));
 }
 
 /* The exchange's bytes per token hold for the measured run's batch size. */
@@ -557,26 +587,28 @@ static void print_net(const struct plan_net *n, const struct plan_row *rows, int
     char b1[16], b2[16], b3[16];
     printf("\nnetwork model (balance %s): inter-node %s/s per GPU, latency %g us, intra-node "
            "%s/s, %d GPUs per node; exchange %.1f bytes per token (%s at %d ranks, %.1f "
-           "sequences per rank); dense "
-           "all-reduce %s; hide %g, collision %g\n",
+           "sequences per rank, ids %.4f of the rows' bytes); dense all-reduce %s; eff %g, "
+           "split %.3f/%.3f/%.3f (forward/backward/host), hide %g, collision %g\n",
            row_name(bal), fmt_bytes(n->inter_Bps, b1), 1e6 * n->latency_s,
            fmt_bytes(n->intra_Bps, b2), n->gpus_per_node, n->bytes_per_token, n->exchange,
-           n->exchange_ranks, n->exchange_per_rank, fmt_bytes(n->dense_bytes, b3), n->hide,
+           n->exchange_ranks, n->exchange_per_rank, n->ids_share, fmt_bytes(n->dense_bytes, b3),
+           n->eff, n->fwd_share, n->bwd_share, 1 - n->fwd_share - n->bwd_share, n->hide,
            n->collision);
-    printf("%7s %10s %9s %9s %9s %9s  %-26s %-26s\n", "ranks", "compute", "bubble", "rows",
-           "grads", "dense", "exposed none/prio/prefetch", "step none/prio/prefetch");
+    printf("%7s %10s %9s %9s %9s %9s %9s  %-26s %-26s\n", "ranks", "compute", "bubble", "ids",
+           "rows", "grads", "dense", "exposed none/prio/prefetch", "step none/prio/prefetch");
     for (int i = 0; i < nrows; i++) {
         struct plan_net_row r;
         const double T = rows[i].time[bal] / (double)rows[i].steps;
         const double mean = T / rows[i].imbalance[bal];
         plan_net_predict(n, rows[i].ranks, T, mean, mean_len * (double)per_rank, &r);
-        printf("%7d %10.3f %9.3f %9.3f %9.3f %9.3f  %8.3f %8.3f %8.3f  %8.3f %8.3f %8.3f\n",
-               rows[i].ranks, r.compute_ms, r.bubble_ms, r.rows_ms, r.grads_ms, r.dense_ms,
+        printf("%7d %10.3f %9.3f %9.3f %9.3f %9.3f %9.3f  %8.3f %8.3f %8.3f  %8.3f %8.3f %8.3f\n",
+               rows[i].ranks, r.compute_ms, r.bubble_ms, r.ids_ms, r.rows_ms, r.grads_ms, r.dense_ms,
                r.exposed_ms[0], r.exposed_ms[1], r.exposed_ms[2], r.step_ms[0], r.step_ms[1],
                r.step_ms[2]);
     }
     printf("(milliseconds per step and rank; compute = the mean rank's model work, bubble = the "
-           "slowest rank's lead over it; rows, grads, dense = wire time of each exchange)\n");
+           "slowest rank's lead over it; ids, rows, grads, dense = each exchange's wire time and "
+           "latencies)\n");
 }
 
 int plan_main(int argc, char **argv)

@@ -64,9 +64,24 @@ void plan_net_parse_net(struct plan_net *n, const char *text)
     n->on = 1;
 }
 
-/* One train line's numbers; 0 when the line is another event. */
+/* Sums of the keys named prefix.N (N = 0, 1, ...) of object o: the
+ * per-node fields; 0 without any. */
+static double node_sum(json_object *o, const char *prefix)
+{
+    double s = 0;
+    char key[48];
+    json_object *v;
+    for (int i = 0; snprintf(key, sizeof key, "%s.%d", prefix, i) > 0 &&
+                    json_object_object_get_ex(o, key, &v);
+         i++)
+        s += json_object_get_double(v);
+    return s;
+}
+
+/* One train line's numbers; 0 when the line is another event. x[0..1]:
+ * the ids' and the rows' bytes to other nodes (0 when not reported). */
 static int train_line(const char *path, long ln, const char *line, double *step, double *tokens,
-                      double *bytes, double *samples)
+                      double *bytes, double *samples, double x[2])
 {
     json_object *o = json_tokener_parse(line);
     if (!o || json_object_get_type(o) != json_type_object)
@@ -88,6 +103,8 @@ static int train_line(const char *path, long ln, const char *line, double *step,
         *tokens = got[1];
         *bytes = got[2] + got[3];
         *samples = got[4] * got[5];
+        x[0] = node_sum(o, "xsent_ids");
+        x[1] = node_sum(o, "xsent_rows");
     }
     json_object_put(o);
     return ok;
@@ -103,12 +120,14 @@ void plan_net_read_exchange(struct plan_net *n)
     size_t cap = 0;
     long ln = 0, lines = 0;
     double prev = 0, tok = 0, bytes = 0, tok1 = 0, bytes1 = 0, seqs = 0, seqs1 = 0, st = 0,
-           st1 = 0;
+           st1 = 0, xids = 0, xrows = 0;
     while (getline(&line, &cap, f) > 0) {
         ln++;
-        double step, t, b, q;
-        if (!train_line(path, ln, line, &step, &t, &b, &q))
+        double step, t, b, q, x[2];
+        if (!train_line(path, ln, line, &step, &t, &b, &q, x))
             continue;
+        xids += x[0];
+        xrows += x[1];
         if (step <= prev)
             fatal("--exchange %s:%ld: step %.0f after step %.0f (one run's metrics expected)",
                   path, ln, step, prev);
@@ -145,11 +164,14 @@ void plan_net_read_exchange(struct plan_net *n)
     const int P0 = n->exchange_ranks;
     n->bytes_per_token = bytes / tok * (double)P0 / (double)(P0 - 1);
     n->exchange_per_rank = st > 0 ? seqs / st / P0 : 0;
+    if (xids > 0 && xrows > 0) /* else net_setup's 8 bytes per row of 4 dim */
+        n->ids_share = xids / xrows;
 }
 
-/* Seconds for the rows or gradients of one rank at P: bytes b split over
- * the intra- and inter-node peers, one message per peer. */
-static double exchange_s(const struct plan_net *n, int P, double b, double *intra, double *inter)
+/* Bytes b of one rank at P split over the intra- and inter-node peers:
+ * *intra, *inter (added to), and the seconds of the bytes alone (without
+ * latencies) over the links. */
+static double wire_s(const struct plan_net *n, int P, double b, double *intra, double *inter)
 {
     if (P < 2)
         return 0;
@@ -158,9 +180,11 @@ static double exchange_s(const struct plan_net *n, int P, double b, double *intr
     const double x = (double)(P - G) / (double)(P - 1); /* of the remote: other nodes */
     *intra += remote * (1 - x);
     *inter += remote * x;
-    return remote * (1 - x) / n->intra_Bps + remote * x / n->inter_Bps +
-           (double)(P - 1) * n->latency_s;
+    return remote * (1 - x) / n->intra_Bps + remote * x / (n->eff * n->inter_Bps);
 }
+
+/* Seconds of one message set (a message per peer): P - 1 latencies. */
+static double msgs_s(const struct plan_net *n, int P) { return P < 2 ? 0 : (P - 1) * n->latency_s; }
 
 /* Seconds for the hierarchical ring all-reduce of D bytes. */
 static double allreduce_s(const struct plan_net *n, int P, double D)
@@ -173,7 +197,7 @@ static double allreduce_s(const struct plan_net *n, int P, double D)
     if (G > 1)
         s += 2.0 * (G - 1) / G * D / n->intra_Bps + 2.0 * (G - 1) * n->latency_s;
     if (N > 1)
-        s += 2.0 * (N - 1) / N * (D / G) / n->inter_Bps + 2.0 * (N - 1) * n->latency_s;
+        s += 2.0 * (N - 1) / N * (D / G) / (n->eff * n->inter_Bps) + 2.0 * (N - 1) * n->latency_s;
     return s;
 }
 
@@ -187,21 +211,40 @@ void plan_net_predict(const struct plan_net *n, int P, double T, double mean, do
     r->compute_ms = mean * unit_ms;
     r->bubble_ms = (T - mean) * unit_ms;
     const double half = 0.5 * n->bytes_per_token * tokens; /* rows; gradients the same */
-    r->rows_ms = 1e3 * exchange_s(n, P, half, &r->intra_bytes, &r->inter_bytes);
-    r->grads_ms = 1e3 * exchange_s(n, P, half, &r->intra_bytes, &r->inter_bytes);
+    double ignore = 0;
+    const double lat = 1e3 * msgs_s(n, P);
+    /* wire times, ms: the rows' and the gradients' bytes, the ids' */
+    const double rows_w = 1e3 * wire_s(n, P, half, &r->intra_bytes, &r->inter_bytes);
+    const double grads_w = 1e3 * wire_s(n, P, half, &r->intra_bytes, &r->inter_bytes);
+    const double ids_w = 1e3 * wire_s(n, P, n->ids_share * half, &ignore, &ignore);
+    r->rows_ms = rows_w + lat;
+    r->grads_ms = grads_w + lat;
+    r->ids_ms = P < 2 ? 0 : ids_w + lat;
     r->dense_ms = 1e3 * allreduce_s(n, P, n->dense_bytes);
     /* the slowest rank's forward and backward: what communication can hide behind */
-    const double fwd = T * unit_ms / 3, bwd = 2 * T * unit_ms / 3, h = n->hide;
-    const double rows = r->rows_ms, grads = r->grads_ms, dense = r->dense_ms;
-    const double in = n->input_share * rows;
-    /* exposed = all of it, less the hidden share of what a mode can hide */
-    double hideable[PLAN_NET_MODES];
-    hideable[0] = 0;
-    hideable[1] = (rows - in) - pos(rows - in - fwd) + (grads + dense) - pos(grads + dense - bwd);
-    const double ahead = (1 - n->collision) * rows;
-    hideable[2] = ahead + grads - pos(ahead + grads - bwd);
+    const double fwd = n->fwd_share * T * unit_ms, bwd = n->bwd_share * T * unit_ms;
+    const double host = pos(1 - n->fwd_share - n->bwd_share) * T * unit_ms;
+    const double ids = r->ids_ms, grads = r->grads_ms, dense = r->dense_ms;
+    const double all = ids + r->rows_ms + grads + dense;
+    double ex[PLAN_NET_MODES];
+    ex[0] = all;
+    /* prioritized: chunk 0 behind nothing, chunk 1 (its own messages) behind
+     * the forward, the next step's ids, the gradients and the dense buckets
+     * behind the backward */
+    const double in = n->input_share * rows_w;
+    const double rows1 = P < 2 ? 0 : rows_w - in + lat;
+    ex[1] = (P < 2 ? 0 : in + lat) + pos(rows1 - fwd) + pos(ids + grads + dense - bwd);
+    /* prefetch: the next step's ids behind the forward, the gradients behind
+     * the backward, then the next step's rows ahead and late (each their
+     * own messages) behind the host work and what the gradients left of the
+     * backward; the dense all-reduce (in one piece, after the update) behind
+     * nothing */
+    const double c = n->collision;
+    const double ahead = P < 2 || c >= 1 ? 0 : (1 - c) * rows_w + lat;
+    const double late = P < 2 || c <= 0 ? 0 : c * rows_w + lat;
+    ex[2] = pos(ids - fwd) + pos(grads - bwd) + pos(ahead + late - host - pos(bwd - grads)) + dense;
     for (int m = 0; m < PLAN_NET_MODES; m++) {
-        r->exposed_ms[m] = rows + grads + dense - h * hideable[m];
+        r->exposed_ms[m] = all - n->hide * (all - ex[m]);
         r->step_ms[m] = r->compute_ms + r->bubble_ms + r->exposed_ms[m];
     }
 }

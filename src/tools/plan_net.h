@@ -15,26 +15,38 @@
  *   - the dense all-reduce: the model's gradient arena (fp32 bytes),
  *     hierarchical: a ring within the node over the intra-node links, then
  *     a ring across the nodes of 1/G of it per GPU over the inter-node link;
+ *   - the ids: 8 bytes per requested row, a share of the rows' bytes: the
+ *     measured run's xsent_ids / xsent_rows (its bytes to other nodes) when
+ *     its metrics have them, else 8 / (4 model.dim);
  *   - links: per GPU, inter-node bandwidth and latency (--net BW[,LAT]),
- *     intra-node bandwidth (--intra BW); each exchange phase costs its
- *     bytes over the links plus (P - 1) latencies (one message per peer),
- *     the all-reduce 2 (steps) latencies per ring step;
+ *     intra-node bandwidth (--intra BW); a share --eff E (default 1) of the
+ *     inter-node bandwidth carries payload (framing, the transport's
+ *     efficiency); each message set (one message per peer: the ids, each
+ *     chunk of rows, the gradients) costs its bytes over the links plus
+ *     (P - 1) latencies, the all-reduce 2 (steps) latencies per ring step;
+ *     E and LAT are the model's two terms fitted once, from measured runs
+ *     across node counts (bench/scaling.sh fits them on the none runs);
  *   - compute: the slowest rank's and the mean rank's model work per step
  *     from the balance simulation (the cost model in microseconds, as
  *     'freescale calibrate' prints it, or FLOPs over --gflops), split into
- *     forward (1/3) and backward (2/3) as the FLOP model counts them.
- * Exposure per mode (doc/overlap.md for what each mode overlaps):
- *   none         rows + grads + dense
- *   prioritized  the input rows (a share 1 / (2 + negatives) of the rows'
- *                bytes: the input item and its target and negatives travel
- *                as one token's rows) + the rest of the rows beyond the
- *                forward + grads and dense beyond the backward
- *   prefetch     the next step's rows (all but the collision share) and
- *                this step's gradients beyond the backward, + the dense
- *                all-reduce and the late rows (which travel together)
- * and of what a mode could hide, only the share --hide H (default 1) is
- * hidden: H < 1 says how much a machine's MPI progress actually overlaps
- * (calibrated on a measured run: doc/scaling.md). */
+ *     forward F, backward B and host work H (reading, the owners' gathers,
+ *     the sparse update, the optimizer) by --split SF,SB (shares of it;
+ *     default 1/3,2/3 as the FLOP model counts the model's work, H = 0).
+ * Exposure per mode, per phase: what runs behind compute exposes only its
+ * excess, max(0, wire - compute), on one FIFO link per direction (doc/
+ * overlap.md, "The bound", is the same model on the measured bytes):
+ *   none         ids + rows + grads + dense (each where it is needed)
+ *   prioritized  chunk 0 (the input rows: a share 1 / (2 + negatives) of
+ *                the rows' bytes, a token's input row beside its target's
+ *                and negatives') + max(0, chunk 1 - F) + max(0, the next
+ *                step's ids + grads + dense - B)
+ *   prefetch     max(0, the next step's ids - F) + max(0, grads - B) +
+ *                max(0, the next step's rows ahead (all but the collision
+ *                share) + the late rows - H - what the gradients left of
+ *                B) (the best order: the gradients first) + the dense
+ *                all-reduce (in one piece, after the update)
+ * and of what a mode could hide (none's exposure less the mode's), only
+ * the share --hide H (default 1) is hidden. */
 #ifndef FS_PLAN_NET_H
 #define FS_PLAN_NET_H
 
@@ -50,6 +62,9 @@ struct plan_net {
     double bytes_per_token;  /* rows + grads when every row is remote */
     double dense_bytes;      /* the all-reduced gradient arena */
     double input_share;      /* of the rows' bytes: the input rows */
+    double ids_share;        /* ids' bytes per byte of rows */
+    double eff;              /* of the inter-node bandwidth, the payload's share */
+    double fwd_share, bwd_share; /* of the compute, the forward's and the backward's */
     double collision;        /* prefetch: the share of rows that come late */
     double hide;             /* of the overlappable communication, hidden */
     const char *exchange;    /* the measured run's metrics file */
@@ -59,7 +74,7 @@ struct plan_net {
 
 /* One rank count's prediction, milliseconds per step. */
 struct plan_net_row {
-    double compute_ms, bubble_ms, rows_ms, grads_ms, dense_ms;
+    double compute_ms, bubble_ms, rows_ms, grads_ms, dense_ms, ids_ms;
     double exposed_ms[PLAN_NET_MODES], step_ms[PLAN_NET_MODES];
     double inter_bytes, intra_bytes; /* per rank and step, rows + grads */
 };

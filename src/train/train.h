@@ -86,6 +86,7 @@ struct trainer {
     struct flop_model flops;   /* the model's FLOPs per token and pair (cost.h) */
     double peak_gflops;        /* the job's peak: the sum of the ranks' (device.peak_tflops) */
     int64_t ipc_mark;          /* comm counters' IPC bytes at the last progress line */
+    int64_t xsent_mark[4];     /* ... and ids, rows, gradients to other nodes, dense bytes */
     struct gputime gt;         /* device-side phase timers (gputime.h) */
 };
 
