@@ -184,6 +184,9 @@ def main():
     ap.add_argument("--compute", action="append", help="a metrics file whose forward and "
                     "backward are the compute (parallel.overlap = none's runs; repeated)")
     ap.add_argument("--chunk0", type=float, help="chunk 0's share of the rows' bytes")
+    ap.add_argument("--eff", type=float, default=0, help="the share of the rate the "
+                    "transport reaches on this machine (scaling.sh: fitted on none's runs): "
+                    "adds the bound at rate x EFF")
     ap.add_argument("--label", help="the line's name (default the mode)")
     ap.add_argument("--header", action="store_true", help="print the columns' names first")
     ap.add_argument("runs", nargs="+")
@@ -191,6 +194,8 @@ def main():
     Bps = rate_Bps(a.rate)
     if a.ranks_per_node < 1:
         sys.exit("bound: --ranks-per-node %d: 1 or more expected" % a.ranks_per_node)
+    if a.eff < 0 or a.eff > 1:
+        sys.exit("bound: --eff %g: a share in (0, 1] expected" % a.eff)
     if a.chunk0 is not None and not 0 <= a.chunk0 <= 1:
         sys.exit("bound: --chunk0 %g: a share in [0, 1] expected" % a.chunk0)
     m, params = read(a.runs)
@@ -210,6 +215,9 @@ def main():
     N, ph, k = bound(m, params, mode, Bps, a.ranks_per_node, F, B, H, a.chunk0)
     b = sum(max(0.0, w - cp) for _, w, cp in ph)
     e = m.get("exposed_comm_ms", float("nan"))
+    be = sum(max(0.0, w - cp) for _, w, cp in
+             bound(m, params, mode, Bps * a.eff, a.ranks_per_node, F, B, H, a.chunk0)[1]) \
+        if a.eff > 0 else None
     if a.header:
         print("%-20s %8s %8s %8s %5s %5s | %-41s | %-20s" % (
             "", "exposed", "over", "bound", "e/b", "o/b", "wire ms (busiest link and direction)",
@@ -217,10 +225,11 @@ def main():
         print("%-20s %8s %8s %8s %5s %5s | %6s %6s %6s %6s %6s %6s | %6s %6s %6s" % (
             "run", "ms", "ms", "ms", "", "", "ids", "rows0", "rows1", "pf", "grads", "dense",
             "fwd", "bwd", "host"))
-    ratio = lambda x: "%.2f" % (x / b) if b > 0 and x == x else "-"
-    print("%-20s %8.1f %8.1f %8.1f %5s %5s | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f"
-          % (a.label or mode, e, over, b, ratio(e), ratio(over), k["ids"], k["rows0"], k["rows1"],
-             k["pf"], k["grads"], k["dense"], F, B, H))
+    ratio = lambda x, y: "%.2f" % (x / y) if y and y > 0 and x == x else "-"
+    tail = "" if be is None else " | eff %.2f: bound %8.1f e/b %5s" % (a.eff, be, ratio(e, be))
+    print("%-20s %8.1f %8.1f %8.1f %5s %5s | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f%s"
+          % (a.label or mode, e, over, b, ratio(e, b), ratio(over, b), k["ids"], k["rows0"],
+             k["rows1"], k["pf"], k["grads"], k["dense"], F, B, H, tail))
 
 
 if __name__ == "__main__":

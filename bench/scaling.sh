@@ -168,13 +168,15 @@ analyse() {
     grep '^network model' "$W/plan.txt"
     echo "(ratio = predicted / measured; medians over the progress intervals; $STEPS steps, $ROUNDS round(s))"
     echo
-    echo "the bound (bench/bound.py, doc/overlap.md \"The bound\"; ms per step; compute: none's forward and backward):"
+    echo "the bound (bench/bound.py, doc/overlap.md \"The bound\"; ms per step; compute: none's forward and backward;"
+    echo "at the link's rate, then at the rate x the fitted efficiency $EFF):"
     h=--header
     for n in $NODES; do
         cf=
         for f in "$W/$n-none"-[0-9]*.jsonl; do [ -f "$f" ] && cf="$cf --compute $f"; done
         for m in $MODES; do
             "$PY" "$TOP/bench/bound.py" --rate "$RATE" --ranks-per-node "$G" --label "$n $m" $h $cf \
+                --eff "$EFF" \
                 "$W/$n-$m"-[0-9]*.jsonl ||
                 echo "scaling: no bound for $n nodes, $m"
             h=
