@@ -248,7 +248,7 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         lc->iv.samples += (double)now->global_B;
         lc->iv.tokens += (double)tokens;
         lc->iv.pairs += now->pairs;
-        lc->iv.flops += tr->flops.per_token * (double)now->tokens + tr->flops.per_pair * now->pairs;
+        train_interval_flops(tr, now, &lc->iv);
         lc->split.steps++;
         lc->split.seqs += now->pieces.nsplit;
         lc->split.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);

@@ -194,6 +194,11 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     const double samples_s = iv->samples / dt, tokens_s = iv->tokens / dt;
     const double gflops = iv->flops / dt / 1e9;
     const double mfu = tr->peak_gflops > 0 ? gflops / tr->peak_gflops : 0;
+    const double ml_gflops = iv->mlperf_flops / dt / 1e9; /* MLPerf DLRMv4's count */
+    const double ml_mfu = tr->peak_gflops > 0 ? ml_gflops / tr->peak_gflops : 0;
+    char ml[80] = "";
+    if (tr->mlperf_on)
+        snprintf(ml, sizeof ml, " mlperf_gflops %.1f mlperf_mfu %.1f%%", ml_gflops, 100 * ml_mfu);
     double gv[2 + GPU_NPHASES];
     char gpu[64] = "";
     const int on_gpu = gpu_figures(tr, gv);
@@ -227,10 +232,10 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     else
         snprintf(when, sizeof when, "epoch %lld", (long long)tr->epoch + 1);
     log_info("%s step %lld/%lld loss %.6f%s samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
-             "MFU %.1f%% bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
+             "MFU %.1f%%%s bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
              "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s%s ETA %.0fs",
              when, (long long)tr->step, (long long)total, loss, tasks,
-             samples_s, tokens_s, gflops, 100 * mfu, 100 * st->bubble, st->imbalance, st->wait_ms,
+             samples_s, tokens_s, gflops, 100 * mfu, ml, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nbw,
              w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, dline, gpu,
              eta);
@@ -254,6 +259,11 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     metrics_num(&l, "attn_pairs", iv->pairs);
     metrics_num(&l, "flops", iv->flops);
     metrics_num(&l, "peak_gflops", tr->peak_gflops);
+    if (tr->mlperf_on) {
+        metrics_num(&l, "mlperf_flops", iv->mlperf_flops);
+        metrics_num(&l, "mlperf_gflops", ml_gflops);
+        metrics_num(&l, "mlperf_mfu", ml_mfu);
+    }
     metrics_num(&l, "bubble", st->bubble);
     metrics_num(&l, "imbalance", st->imbalance);
     char key[48];
@@ -355,5 +365,24 @@ void train_utilisation_setup(struct trainer *tr)
              "backward); peak %.1f GFLOP/s on rank 0 (%s), %.1f GFLOP/s for the job",
              tr->flops.per_token, tr->flops.per_pair, mine,
              cf->peak_tflops > 0 ? "device.peak_tflops" : gemm, tr->peak_gflops);
+    tr->mlperf_on = ranking; /* the benchmark's count beside ours: qk = v = d / H per head */
+    if (ranking) {
+        const struct model_conf *m = &cf->model;
+        flops_mlperf_init(&tr->mlperf, m->d, m->heads, m->d / m->heads, m->d / m->heads,
+                          m->layers);
+        log_info("utilisation: MLPerf DLRMv4's count (doc/ranking.md) %.4g FLOPs per position "
+                 "+ %.4g per squared sample length", tr->mlperf.per_token,
+                 tr->mlperf.per_square);
+    }
+}
+
+void train_interval_flops(const struct trainer *tr, const struct step_plan *now,
+                          struct interval *iv)
+{
+    const double tokens = (double)now->tokens;
+    iv->flops += tr->flops.per_token * tokens + tr->flops.per_pair * now->pairs;
+    if (tr->mlperf_on)
+        iv->mlperf_flops += flops_mlperf_count(&tr->mlperf, tokens,
+                                               flops_mlperf_squares(tokens, now->pairs));
 }
 

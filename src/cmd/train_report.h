@@ -17,9 +17,10 @@ struct split_stats {
 };
 
 /* A logging interval's work: its seconds, samples, tokens, attention
- * pairs and model FLOPs (all ranks), and its steps. */
+ * pairs and model FLOPs (all ranks), the FLOPs by MLPerf DLRMv4's count
+ * (ranking; model/flops_mlperf.h), and its steps. */
 struct interval {
-    double seconds, samples, tokens, pairs, flops;
+    double seconds, samples, tokens, pairs, flops, mlperf_flops;
     int64_t steps;
 };
 
@@ -35,5 +36,8 @@ void train_report_summary(struct trainer *tr, const struct eval_result *test, do
                           int64_t steps_run, double secs);
 /* tr->flops and tr->peak_gflops, logged (collective). */
 void train_utilisation_setup(struct trainer *tr);
+/* A step's model FLOPs (ours, and MLPerf DLRMv4's when reported) added to iv. */
+void train_interval_flops(const struct trainer *tr, const struct step_plan *now,
+                          struct interval *iv);
 
 #endif

@@ -366,7 +366,7 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
         iv.samples += (double)now->global_B;
         iv.tokens += (double)tok;
         iv.pairs += now->pairs;
-        iv.flops += tr->flops.per_token * (double)now->tokens + tr->flops.per_pair * now->pairs;
+        train_interval_flops(tr, now, &iv);
         if (tr->step % cf->log_every == 0 || s + 1 == steps) {
             steptime_collect(&tr->st, tr->c, &stats);
             planner_adapt(pl, tr, &stats);

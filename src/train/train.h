@@ -14,6 +14,7 @@
 #include "data/batch.h"
 #include "data/dataset.h"
 #include "embedding/emb_exchange.h"
+#include "model/flops_mlperf.h"
 #include "model/model.h"
 #include "model/task.h"
 #include "model/task_bias.h"
@@ -84,6 +85,8 @@ struct trainer {
     FILE *metrics;
     struct steptime st;
     struct flop_model flops;   /* the model's FLOPs per token and pair (cost.h) */
+    struct flops_mlperf mlperf; /* ranking: MLPerf DLRMv4's count too (model/flops_mlperf.h) */
+    int mlperf_on;             /* ... reported (task.type = ranking) */
     double peak_gflops;        /* the job's peak: the sum of the ranks' (device.peak_tflops) */
     int64_t ipc_mark;          /* comm counters' IPC bytes at the last progress line */
     int64_t xsent_mark[4];     /* ... and ids, rows, gradients to other nodes, dense bytes */
