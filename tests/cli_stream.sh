@@ -17,6 +17,7 @@
 #     stream_end not after the start, a dataset without timestamps, the
 #     window parameters without the stream schedule, retrieval's full
 #     softmax, parallel.split_long, output.checkpoint_delta_every;
+#   - a ranking stream's progress lines carry mlperf_gflops (doc/ranking.md);
 #   - retrieval (HR@K, NDCG@K against the item table, the online popularity
 #     baseline, absent in window 0): causal, P = 3, the fake device.
 . "$(dirname "$0")/lib.sh"
@@ -104,6 +105,12 @@ with h5py.File(dst, "r+") as f:
     print("poisoned", int(late.sum()), "of", len(ts), "events", file=sys.stderr)
 EOF
 run clean 1 "$T/r.h5" train.log_every=5 # its progress lines: the window, not an epoch
+# the stream's progress lines carry MLPerf DLRMv4's count too (ranking; doc/ranking.md)
+$PY -c 'import json, sys; t = [o for o in map(json.loads, open(sys.argv[1])) if o["event"] == "train"]
+assert t and all(o["mlperf_gflops"] > 0 and o["mlperf_flops"] > 0 for o in t)' "$T/clean.jsonl" &&
+    grep -q "window .* mlperf_gflops [0-9.]* mlperf_mfu" "$T/clean.out" &&
+    pass "stream: mlperf_gflops on the progress lines and in the metrics" ||
+    fail "stream: no mlperf_gflops on the progress lines or in the metrics"
 run poison 1 "$T/poison.h5"
 windows "$T/clean.jsonl" "$T/poison.jsonl" 0 $K 0 &&
     pass "causal: events after window $K's end poisoned: windows 0 .. $K identical ($(cat "$T/cmp.out"))" ||
