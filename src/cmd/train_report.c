@@ -365,8 +365,9 @@ void train_utilisation_setup(struct trainer *tr)
              "backward); peak %.1f GFLOP/s on rank 0 (%s), %.1f GFLOP/s for the job",
              tr->flops.per_token, tr->flops.per_pair, mine,
              cf->peak_tflops > 0 ? "device.peak_tflops" : gemm, tr->peak_gflops);
-    tr->mlperf_on = ranking; /* the benchmark's count beside ours: qk = v = d / H per head */
-    if (ranking) {
+    /* the benchmark's count beside ours (HSTU ranking): qk = v = d / H per head */
+    tr->mlperf_on = ranking && cf->model.type == MODEL_HSTU;
+    if (tr->mlperf_on) {
         const struct model_conf *m = &cf->model;
         flops_mlperf_init(&tr->mlperf, m->d, m->heads, m->d / m->heads, m->d / m->heads,
                           m->layers);
