@@ -51,34 +51,8 @@ PER_RANK=48
 CL=$TOP/scripts/cluster.sh
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-W=$(mktemp -d "${TMPDIR:-/tmp}/bench-peers.XXXXXX") || exit 1
-export FREESCALE_CLUSTER_DIR=$W/cluster
-trap '"$CL" down >/dev/null 2>&1; [ -n "${PEERS_KEEP:-}" ] && echo "kept $W" || rm -rf "$W"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-max=0
-for n in $NODES; do [ "$n" -gt "$max" ] && max=$n; done
-"$CL" up "$max" --rate "$RATE" > "$W/up.log" 2>&1 || { cat "$W/up.log"; exit 1; }
-"$FS" data gen --users 4096 --items 1000000 --length uniform:40,160 --zipf 0.8 --seed 5 \
-    -o "$W/data.h5" >/dev/null || exit 1
-cat > "$W/sc.in" <<IN
-[data]
-path = $W/data.h5
-max_seq_len = 128
-[model]
-type = hstu
-dim = 64
-layers = 2
-heads = 2
-dropout = 0
-[train]
-negatives = 32
-epochs = 100
-log_every = 1
-final_eval = off
-[embedding]
-optimizer = adagrad
-IN
+. "$TOP/bench/cluster_bench.sh"
+cluster_bench_up peers "${PEERS_KEEP:-}" 1
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1); load $(cut -d' ' -f1-3 /proc/loadavg); links $RATE each way; $STEPS steps"
 field() { sed -n "s/.*\"event\":\"train\".*\"$2\":\([^,}]*\).*/\1/p" "$1"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)] }'; }
