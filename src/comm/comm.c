@@ -63,7 +63,10 @@ uint64_t comm_wait_state(char *op, size_t oplen, const char **group, double *sec
     int g = __atomic_load_n(&g_wait.group, __ATOMIC_RELAXED);
     if (g < 0) /* the group its arguments named */
         g = __atomic_load_n(&g_next_group, __ATOMIC_RELAXED);
-    snprintf(op, oplen, "%.*s", o ? (int)strcspn(o, "(") : 0, o ? o : "");
+    int n = o ? (int)strcspn(o, "(") : 0; /* the call's name, its arguments dropped */
+    while (n > 0 && o[n - 1] == ' ')
+        n--;
+    snprintf(op, oplen, "%.*s", n, o ? o : "");
     *group = comm_group_name((enum comm_group)g);
     *seconds = o ? MPI_Wtime() - since : 0;
     return __atomic_load_n(&g_wait.done, __ATOMIC_RELAXED);
