@@ -47,7 +47,7 @@ wait $job
 rc=$?
 pass "link of node 2 down after step $s: the job ended (exit $rc) $(( $(date +%s) - t0 )) s later"
 [ $rc -ne 0 ] && pass "non-zero exit" || fail "the job exited 0 after losing a node"
-grep -q 'watchdog: no progress for .*: step [0-9]*, .*; \(waiting in \(MPI_[A-Za-z_]*\|point-to-point messages\) on communicator\|inside HDF5\)' "$T/cut.log" &&
+grep -q 'watchdog: no progress for .*: step [0-9]*, .*; \(waiting in \(MPI_[A-Za-z_]*\( for MPI_[A-Za-z_]*\)\?\|point-to-point messages\) on communicator\|inside HDF5\)' "$T/cut.log" &&
     pass "the watchdog names the phase and the call: $(grep -o 'step [0-9]*, [^;]*; [^;]*' "$T/cut.log" | head -n 1)" ||
     fail "no watchdog line naming the wait: $(grep -i 'watchdog\|error' "$T/cut.log" | head -n 3)"
 # Open MPI names the node only when its keepalives notice the loss before
