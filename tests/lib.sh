@@ -114,6 +114,10 @@ need_mpirun() {
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
     export OPENBLAS_NUM_THREADS=1
+    # a rank waiting in MPI yields its core: the suite runs several tests at
+    # once on 2 cores, and Open MPI busy-polls otherwise (it yields by itself
+    # only when one mpirun oversubscribes): cli_rank 163 -> 94 s under load
+    export OMPI_MCA_mpi_yield_when_idle=1
 }
 
 finish() {

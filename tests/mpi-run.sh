@@ -28,4 +28,6 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # one BLAS thread per rank: the tests oversubscribe the cores
 export OPENBLAS_NUM_THREADS=1
+# waiting ranks yield their core (several tests run at once; tests/lib.sh)
+export OMPI_MCA_mpi_yield_when_idle=1
 exec timeout 300 "$MPIRUN" -np "$np" "$prog"
