@@ -78,6 +78,7 @@
 #include "base/params.h"
 #include "model/model.h"
 #include "backend/backend_cpu.h"
+#include "tools/plan_mem.h"
 #include "tools/plan_net.h"
 #include "tools/plan_pool.h"
 #include "tools/plan_tools.h"
@@ -101,6 +102,8 @@ struct plan_opts {
     char **overrides;
     struct plan_net net;
     const char *intra;
+    struct plan_mem mem;
+    double samples; /* --samples: time to this many samples (0: not asked) */
 };
 
 /* Figures of one rank count; with splitting off only the first
@@ -178,7 +181,18 @@ static void plan_usage(FILE *out)
             "splitting) is added. Extra columns: time (predicted step time, max over the\n"
             "ranks, relative to none), cut (sequences cut per step), p2p/step (bytes sent\n"
             "point-to-point per step: key/value rows between ranks x model.layers x 2\n"
-            "(keys and values) x 2 (forward values, backward gradients) x model.dim x 4).\n");
+            "(keys and values) x 2 (forward values, backward gradients) x model.dim x 4).\n"
+            "\n"
+            "Memory and time to quality (doc/scaling.md, \"Memory per rank\"):\n"
+            "  --memory            print each rank count's memory per rank: the tables'\n"
+            "                      shards with their optimizer state, the dense parameters\n"
+            "                      with Adam's, the HSTU's workspace for the batch\n"
+            "  --tables LIST       the tables for --memory: NAME:ROWS[:DIM][:dyn],...\n"
+            "                      (ROWS as 1e8 is accepted; DIM default model.dim; dyn: a\n"
+            "                      dynamic table's pool); default the item table of\n"
+            "                      data.path's items\n"
+            "  --samples N         with --net: the time to train on N samples at each rank\n"
+            "                      count and overlap mode (ceil(N / (P x batch)) steps)\n");
 }
 
 /* "8,64,256" -> o->ranks; strict whole numbers in [1, PLAN_MAX_RANKS]. */
@@ -491,10 +505,14 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
             cli_file_or_override("plan", a, &o->file, o->overrides, &o->noverrides);
             continue;
         }
+        if (!strcmp(a, "--memory")) { /* a flag */
+            o->mem.on = 1;
+            continue;
+        }
         const char *names[] = {"--ranks", "--batch-per-rank", "--steps", "--lengths", "--csv",
                                "--png", "--noise", "--net", "--intra", "--gpus-per-node",
                                "--exchange", "--exchange-ranks", "--gflops", "--hide",
-                               "--collision", "--eff", "--split"};
+                               "--collision", "--eff", "--split", "--tables", "--samples"};
         const char *val = NULL;
         int k = cli_option("plan", argc, argv, &i, names, (int)(sizeof names / sizeof *names),
                            &val);
@@ -518,6 +536,8 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
         case 14: o->net.collision = cli_number("--collision", val, 0, 1); break;
         case 15: o->net.eff = cli_number("--eff", val, 1e-3, 1); break;
         case 16: parse_split(&o->net, val); break;
+        case 17: plan_mem_parse_tables(&o->mem, val); break;
+        case 18: o->samples = cli_number("--samples", val, 1, 1e15); break;
         default: fatal("plan: unknown option '%s' (see freescale plan --help)", a);
         }
     }
@@ -537,12 +557,31 @@ static void parse_args(struct plan_opts *o, int argc, char **argv)
     if (!o->net.on && (o->intra || o->net.exchange || o->net.exchange_ranks || o->net.gflops))
         fatal("plan: --intra, --exchange, --exchange-ranks and --gflops belong to the network "
               "model: give --net BW[,LAT] too");
+    if (o->mem.nt && !o->mem.on)
+        fatal("plan: --tables belongs to --memory: give --memory too");
+    if (o->samples > 0 && !o->net.on)
+        fatal("plan: --samples needs the network model's step time: give --net BW[,LAT] too");
     if (o->net.on) {
         if (!o->net.exchange || !o->net.exchange_ranks)
             fatal("plan: --net needs --exchange FILE and --exchange-ranks P0 (the metrics of a "
                   "training run of this configuration at P0 >= 2 ranks: its bytes per token)");
         o->net.intra_Bps = plan_net_rate("--intra", o->intra ? o->intra : "450GB");
     }
+}
+
+/* The model's gradient arena in floats (its dense parameters), built on
+ * the CPU. */
+static double dense_floats(const struct params *p)
+{
+    struct model_conf mc;
+    struct model m;
+    char err[PARAM_ERR_MAX];
+    cost_model_conf(p, &mc);
+    if (model_init(&m, &mc, &backend_cpu, 1, err, sizeof err))
+        fatal("%s", err);
+    const double n = (double)m.ngrad;
+    model_free(&m);
+    return n;
 }
 
 /* The network model's inputs from the parameters: the dense all-reduce's
@@ -556,14 +595,7 @@ static void net_setup(struct plan_net *n, const struct params *p, int is_auto)
     if (!is_auto && n->gflops > 0)
         fatal("plan: --gflops is for parallel.cost_model = auto; this cost model is taken in "
               "microseconds");
-    struct model_conf mc;
-    struct model m;
-    char err[PARAM_ERR_MAX];
-    cost_model_conf(p, &mc);
-    if (model_init(&m, &mc, &backend_cpu, 1, err, sizeof err))
-        fatal("%s", err);
-    n->dense_bytes = 4.0 * (double)m.ngrad;
-    model_free(&m);
+    n->dense_bytes = 4.0 * dense_floats(p);
     const int bce = !strcmp(params_str(p, P_train_loss), "bce");
     n->input_share = 1.0 / (2.0 + (bce ? 1.0 : (double)params_i64(p, P_train_negatives)));
     plan_net_read_exchange(n);
@@ -582,8 +614,9 @@ static void net_check_batch(const struct plan_net *n, int64_t per_rank)
 }
 
 static void print_net(const struct plan_net *n, const struct plan_row *rows, int nrows,
-                      int bal, double mean_len, int64_t per_rank)
+                      int bal, double mean_len, int64_t per_rank, double samples)
 {
+    double *step = xcalloc((size_t)nrows * PLAN_NET_MODES, sizeof *step);
     char b1[16], b2[16], b3[16];
     printf("\nnetwork model (balance %s): inter-node %s/s per GPU, latency %g us, intra-node "
            "%s/s, %d GPUs per node; exchange %.1f bytes per token (%s at %d ranks, %.1f "
@@ -605,10 +638,25 @@ static void print_net(const struct plan_net *n, const struct plan_row *rows, int
                rows[i].ranks, r.compute_ms, r.bubble_ms, r.ids_ms, r.rows_ms, r.grads_ms, r.dense_ms,
                r.exposed_ms[0], r.exposed_ms[1], r.exposed_ms[2], r.step_ms[0], r.step_ms[1],
                r.step_ms[2]);
+        for (int k = 0; k < PLAN_NET_MODES; k++)
+            step[i * PLAN_NET_MODES + k] = r.step_ms[k];
     }
     printf("(milliseconds per step and rank; compute = the mean rank's model work, bubble = the "
            "slowest rank's lead over it; ids, rows, grads, dense = each exchange's wire time and "
            "latencies)\n");
+    if (samples > 0) {
+        printf("\ntime to %.4g samples (hours; ceil(samples / (ranks x %lld)) steps of the step "
+               "time above):\n%7s %10s %10s %10s %10s\n", samples, (long long)per_rank, "ranks",
+               "steps", "none", "prio", "prefetch");
+        for (int i = 0; i < nrows; i++) {
+            const double steps = ceil(samples / ((double)rows[i].ranks * (double)per_rank));
+            printf("%7d %10.0f", rows[i].ranks, steps);
+            for (int k = 0; k < PLAN_NET_MODES; k++)
+                printf(" %10.3f", steps * step[i * PLAN_NET_MODES + k] / 3.6e6);
+            printf("\n");
+        }
+    }
+    free(step);
 }
 
 int plan_main(int argc, char **argv)
@@ -636,6 +684,9 @@ int plan_main(int argc, char **argv)
         split_conf_from_params(&p, &cm, &sc, err, sizeof err))
         fatal("%s", err);
     const int split = sc.on;
+    if (o.mem.on && strcmp(params_str(&p, P_model_type), "hstu"))
+        fatal("plan: --memory models the HSTU's workspace; model.type is %s",
+              params_str(&p, P_model_type));
     if (o.net.on) {
         net_setup(&o.net, &p, is_auto);
         net_check_batch(&o.net, o.per_rank);
@@ -742,7 +793,9 @@ int plan_main(int argc, char **argv)
     if (o.net.on)
         print_net(&o.net, rows, o.nranks,
                   split ? (int)BALANCE_KK : (int)params_i64(&p, P_parallel_balance),
-                  sumL / (double)pl.n, o.per_rank);
+                  sumL / (double)pl.n, o.per_rank, o.samples);
+    if (o.mem.on)
+        plan_mem_print(&o.mem, &p, o.ranks, o.nranks, o.per_rank, dense_floats(&p), pl.num_items);
     if (o.csv) {
         write_csv(o.csv, rows, o.nranks, split);
         printf("wrote %s\n", o.csv);
@@ -754,5 +807,6 @@ int plan_main(int argc, char **argv)
     free(rows);
     free(pl.len);
     free(o.overrides);
+    plan_mem_free(&o.mem);
     return 0;
 }

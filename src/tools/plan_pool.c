@@ -33,6 +33,7 @@ void pool_from_dataset(struct pool *pl, const char *what, const char *path, int 
     pl->len = xmalloc((size_t)(ds.num_users ? ds.num_users : 1) * sizeof *pl->len);
     for (int64_t u = 0; u < ds.num_users; u++)
         pool_add(pl, dataset_length(&ds, u), hold, N);
+    pl->num_items = ds.num_items;
     dataset_close(&ds);
     snprintf(pl->source, sizeof pl->source, "%s (/offsets)", path);
 }

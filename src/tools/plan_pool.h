@@ -12,6 +12,7 @@
 
 struct pool {
     int64_t *len, n;
+    int64_t num_items; /* the dataset's items (0 from --lengths) */
     char source[4400];
 };
 

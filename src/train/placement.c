@@ -89,10 +89,9 @@ static double workspace_bytes(struct trainer *tr)
     const struct train_conf *cf = &tr->conf;
     const int64_t N = cf->N;
     int64_t seq = N;
-    if (tr->feat) { /* contextual tokens; two an event with interleaved actions */
-        const int64_t h = infer_history_tokens(tr, N);
-        seq = h + (N > 1 ? h - infer_history_tokens(tr, N - 1) : 1);
-    }
+    if (tr->feat) /* contextual tokens; two an event with interleaved actions: a history of
+                     N - 1 events and one more (the training sequence's C + m N) */
+        seq = infer_history_tokens(tr, N) + (cf->task.actions == ACT_INTERLEAVE ? 2 : 1);
     double ws = 0;
     char err[256] = "";
     for (int turn = 0; turn < tr->c->g[COMM_NODE].size; turn++) {
