@@ -32,7 +32,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: freescale data import --format movielens|csv|sasrec|jsonl INPUT -o OUT.h5 [options]\n"
+        "usage: freescale data import --format movielens|csv|sasrec|jsonl|yambda INPUT -o OUT.h5\n"
+        "       [options]\n"
         "\n"
         "Convert interactions to a freescale sequence dataset: users 0..U-1 and items\n"
         "1..N renumbered densely in ascending original id (/user_map, /item_map keep the\n"
@@ -51,6 +52,11 @@ static void usage(FILE *out)
         "  jsonl      one JSON object per line, fields by name below (Amazon reviews:\n"
         "             --user-col reviewerID --item-col asin --rating-col overall\n"
         "             --time-col unixReviewTime)\n"
+        "  yambda     Yambda's multi_event table as csv with a header, or as JSON lines\n"
+        "             (INPUT *.jsonl, *.json, *.ndjson): uid, item_id, timestamp (seconds),\n"
+        "             event_type, is_organic (categorical, fixed ids), played_ratio_pct,\n"
+        "             track_length_seconds (float, empty = 0); --ids raw by default;\n"
+        "             --item-features FILE keyed by item_id (doc/importing.md)\n"
         "\n"
         "options:\n"
         "  -o, --output OUT.h5      output file (written as OUT.h5.tmp.PID, renamed at the end)\n"
@@ -230,6 +236,46 @@ static int parse_id_kind(const char *opt, const char *s)
     fatal("%s: '%s' is not int or string", opt, s);
 }
 
+/* --format yambda: Yambda's multi_event columns (doc/importing.md), csv with
+ * a header or JSON lines (INPUT named *.jsonl, *.json, *.ndjson, maybe .gz). */
+static void yambda_preset(struct import_cli *c, struct import_options *o, const char *named,
+                          int ids_set)
+{
+    static const char *const types[] = {"dislike", "like", "listen", "undislike", "unlike"};
+    static const char *const flags[] = {"0", "1"};
+    if (named)
+        fatal("--format yambda names its columns itself (uid, item_id, timestamp, is_organic, "
+              "played_ratio_pct, track_length_seconds, event_type): %s is not for it", named);
+    const char *in = c->input;
+    size_t n = strlen(in);
+    if (n > 3 && !strcmp(in + n - 3, ".gz"))
+        n -= 3;
+    static const char *const json_ext[] = {".jsonl", ".json", ".ndjson"};
+    for (int k = 0; k < 3; k++) {
+        size_t e = strlen(json_ext[k]);
+        if (n > e && !strncmp(in + n - e, json_ext[k], e))
+            o->format = IMPORT_JSONL;
+    }
+    o->user_col = "uid";
+    o->item_col = "item_id";
+    o->time_col = "timestamp";
+    o->rating_col = NULL;
+    o->want_rating = 0;
+    if (!ids_set)
+        c->raw_ids = o->raw_items = 1;
+    o->nevcols = 0;
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "event_type", .values = types,
+                                                   .nvalues = 5};
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "is_organic", .values = flags,
+                                                   .nvalues = 2};
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "played_ratio_pct", .is_float = 1,
+                                                   .empty_zero = 1};
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "track_length_seconds",
+                                                   .is_float = 1, .empty_zero = 1};
+    if (c->item_side.path && !c->item_side.key)
+        c->item_side.key = "item_id";
+}
+
 static void parse_args(int argc, char **argv, struct import_cli *c)
 {
     enum { O_USER = 256, O_ITEM, O_RATING, O_TIME, O_NORATING, O_NOTIME, O_DELIM, O_MINR,
@@ -275,6 +321,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
                                  .time_col = "timestamp", .delimiter = ",",
                                  .want_rating = 1, .want_time = 1};
     const char *named = NULL, *csv_only = NULL, *columns = NULL;
+    int yambda = 0, ids_set = 0;
     opterr = 0;
     optind = 1;
     int ch;
@@ -285,7 +332,9 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
             else if (!strcmp(optarg, "csv")) o->format = IMPORT_CSV;
             else if (!strcmp(optarg, "sasrec")) o->format = IMPORT_SASREC;
             else if (!strcmp(optarg, "jsonl")) o->format = IMPORT_JSONL;
-            else fatal("--format: '%s' is not one of movielens, csv, sasrec, jsonl", optarg);
+            else if (!strcmp(optarg, "yambda")) o->format = IMPORT_CSV, yambda = 1;
+            else fatal("--format: '%s' is not one of movielens, csv, sasrec, jsonl, yambda",
+                       optarg);
             break;
         case 'o': c->output = optarg; break;
         case O_USER: o->user_col = optarg; named = "--user-col"; break;
@@ -333,6 +382,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
             if (strcmp(optarg, "dense") && strcmp(optarg, "raw"))
                 fatal("--ids: '%s' is not dense or raw", optarg);
             c->raw_ids = o->raw_items = !strcmp(optarg, "raw");
+            ids_set = 1;
             break;
         case 'h': usage(stdout); exit(0);
         case ':': fatal("option '%s' needs a value", argv[optind - 1]);
@@ -346,9 +396,12 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
               argv[optind], argv[optind + 1], argc - optind > 2 ? ", ..." : "");
     c->input = argv[optind];
     if ((int)o->format < 0)
-        fatal("data import: missing --format movielens|csv|sasrec|jsonl");
+        fatal("data import: missing --format movielens|csv|sasrec|jsonl|yambda");
     if (!c->output)
         fatal("data import: missing -o OUT.h5");
+    if (yambda)
+        yambda_preset(c, o, named ? named : columns ? "--columns" : evcols ? "--event-cols"
+                                          : o->no_header ? "--no-header" : NULL, ids_set);
     if (csv_only && o->format != IMPORT_CSV)
         fatal("%s applies to --format csv only", csv_only);
     if (named && o->format != IMPORT_CSV && o->format != IMPORT_JSONL)
@@ -376,7 +429,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
     int has_rating = o->format == IMPORT_MOVIELENS ||
                      ((o->format == IMPORT_CSV || o->format == IMPORT_JSONL) &&
                       (o->by_position ? o->position[IMPORT_RATING] >= 0 : o->rating_col != NULL));
-    if (evcols) {
+    if (evcols && !yambda) {
         if (o->format == IMPORT_SASREC)
             fatal("--event-cols: --format sasrec has no columns but user and item");
         parse_event_cols(evcols, o);
