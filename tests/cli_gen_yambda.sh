@@ -12,8 +12,9 @@
 #   - the generator's --csv (Yambda's multi_event columns, nulls as empty
 #     fields) and --items-csv imported by --format yambda give the same
 #     events, times, users, items, event columns and item features, and so
-#     does the same table as JSON lines (nulls as null); a day file's
-#     events imported alone keep the event types' ids;
+#     does the same table as JSON lines (nulls as null); --split-days gives
+#     the generator's day files, dataset by dataset; a table with some
+#     event types only keeps the event types' ids;
 #   - an oracle in numpy recomputes the planted optimum (AUC with ties
 #     halved, logloss, positive rate) of the last day from /events/planted_p
 #     and the labels played_ratio_pct >= 50, and checks the labels are drawn
@@ -24,7 +25,7 @@ have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
 G="--yambda --days 5 --users 300 --tracks 800 --albums 200 --artists 60 --median-length 60 --seed 3"
 expect_ok "$FS" data gen $G -o "$T/a.h5" --split-days "$T/days" --csv "$T/a.csv" --items-csv "$T/items.csv"
 expect_ok "$FS" data gen $G -o "$T/b.h5" --planted-scores --split-days "$T/bdays"
-expect_ok "$FS" data import --format yambda "$T/a.csv" --item-features "$T/items.csv" -o "$T/imp.h5"
+expect_ok "$FS" data import --format yambda "$T/a.csv" --item-features "$T/items.csv" -o "$T/imp.h5" --split-days "$T/idays"
 "$PY" - "$T" <<'PYEOF' > "$T/p.out" 2>&1 && pass "$(tail -1 "$T/p.out")" || fail "yambda: $(cat "$T/p.out")"
 import sys, json, h5py, numpy as np
 T = sys.argv[1]
@@ -85,6 +86,13 @@ for n in ("offsets", "item_ids", "timestamps", "user_map", "items/ids", "events/
         assert x == y, n
     else:
         assert np.array_equal(x, y), n
+# --split-days: each day file equals the generator's
+for d in range(5):
+    g, i = (h5py.File(f"{T}/{x}/day-{d:04d}.h5", "r") for x in ("days", "idays"))
+    assert names(g) == names(i), (names(g), names(i))
+    for n in names(g):
+        x, y = g[n][()], i[n][()]
+        assert (x.dtype.kind in "SO" and [s(v) for v in x] == [s(v) for v in y]) or np.array_equal(x, y), (d, n)
 # the oracle of the planted optimum: the last day, from planted_p and the labels
 f = h5py.File(f"{T}/bdays/day-0004.h5", "r")
 p = f["events/planted_p"][:].astype(np.float64)
