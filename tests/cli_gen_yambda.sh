@@ -17,8 +17,11 @@
 #     event types only keeps the event types' ids;
 #   - an oracle in numpy recomputes the planted optimum (AUC with ties
 #     halved, logloss, positive rate) of the last day from /events/planted_p
-#     and the labels played_ratio_pct >= 50, and checks the labels are drawn
-#     from planted_p (calibration by deciles);
+#     and the labels played_ratio_pct >= 50, recomputes planted_p itself
+#     from the written factors (/planted_users, /planted_tracks) and the
+#     model's formula (the optimum within 0.001 AUC from its float64 p),
+#     checks the event types' counts against the model's expectation and
+#     that the labels are drawn from planted_p (calibration by deciles);
 #   - bad inputs are refused with FILE:LINE or the option.
 . "$(dirname "$0")/lib.sh"
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -35,10 +38,10 @@ def names(f):
     f.visititems(lambda n, o: out.append(n) if isinstance(o, h5py.Dataset) else None)
     return sorted(out)
 # determinism, and --planted-scores changes nothing else
-assert names(b) == sorted(names(a) + ["events/planted_p"]), (names(a), names(b))
+assert names(b) == sorted(names(a) + ["events/planted_p", "planted_tracks", "planted_users"]), (names(a), names(b))
 for n in names(a):
     assert np.array_equal(a[n][()], b[n][()]), n
-assert {k: v for k, v in a.attrs.items() if k != "complete"} == {k: v for k, v in b.attrs.items() if k != "complete"}
+assert {k: v for k, v in a.attrs.items()} == {k: v for k, v in b.attrs.items() if k != "planted_taste"}
 def s(x): return x.decode() if isinstance(x, bytes) else str(x)
 # Yambda's columns
 et = a["events/event_type"][:]
@@ -112,6 +115,30 @@ assert abs(at["planted_logloss"] - ll) < 1e-9 and abs(at["planted_positive_rate"
 assert at["planted_test_events"] == len(y) and at["planted_test_day"] == 4
 assert s(at["planted_tasks"]) == "listen_plus:binary:played_ratio_pct>=50"
 assert a.attrs["planted_auc"] == at["planted_auc"]
+# the model from the written factors: planted_p, the optimum, the event types
+def model(f):
+    U, Q = f["planted_users"][:], f["planted_tracks"][:]
+    off = f["offsets"][:]
+    u = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    k = np.searchsorted(f["items/ids"][:], f["item_ids"][:])
+    sc = 0.3 + U[u, 8] + Q[k, 8] + f.attrs["planted_taste"] * (U[u, :8] * Q[k, :8]).sum(1) / np.sqrt(8)
+    sig = 1 / (1 + np.exp(-sc))
+    return sig, (1 - 0.04 * sig - 0.012 * (1 - sig) - 0.004) * sig
+sig, p64 = model(f)
+assert np.allclose(p64, p, rtol=1e-6, atol=0), np.abs(p64 - p).max()
+def auc_of(p, y):
+    order = np.argsort(p, kind="mergesort"); ps, ys = p[order], y[order]
+    _, st, ct = np.unique(ps, return_index=True, return_counts=True)
+    r = np.empty(len(p))
+    for a0, c in zip(st, ct):
+        r[a0:a0 + c] = a0 + (c + 1) / 2.0
+    npos = ys.sum()
+    return (r[ys == 1].sum() - npos * (npos + 1) / 2) / (npos * (len(y) - npos))
+assert abs(auc_of(p64, y) - at["planted_auc"]) < 1e-3, (auc_of(p64, y), at["planted_auc"])
+sig, _ = model(b)
+et_b = b["events/event_type"][:]
+for t, pt in ((2, 0.04 * sig), (1, 0.012 * (1 - sig)), (5, 0.003 + 0 * sig), (4, 0.001 + 0 * sig)):
+    assert abs((et_b == t).sum() - pt.sum()) < 4.5 * np.sqrt((pt * (1 - pt)).sum()) + 1, (t, (et_b == t).sum(), pt.sum())
 # calibration: the labels of every event are drawn from planted_p
 P = b["events/planted_p"][:].astype(np.float64)
 Y = (b["events/played_ratio_pct"][:] >= 50).astype(np.float64)

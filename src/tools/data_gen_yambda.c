@@ -196,9 +196,60 @@ static int write_event_map(struct dataset_writer *w, const char *name, const cha
     return dataset_writer_feature_map(w, DS_EVENTS, name, s, len, n, err, errlen);
 }
 
+/* User u's taste: factors p[Y_F] and bias *a, from r (left at the next draw). */
+static void user_taste(uint64_t seed, int64_t u, struct rng *r, double *p, double *a)
+{
+    rng_init(r, rng_key(seed, (uint64_t)u, KEY_Y_USER));
+    for (int f = 0; f < Y_F; f++)
+        p[f] = rng_normal(r);
+    *a = 0.5 * rng_normal(r);
+}
+
+/* --planted-scores: the planted model's factors beside the events, for an
+ * oracle: /planted_users [users, 9] (p_u, a_u) in the file's user order,
+ * /planted_tracks [items, 9] (q_k, c_k) in /items/ids order, and the
+ * attribute planted_taste (G). */
+static void factors_write(const char *path, const struct yopts *o, const struct catalog *k,
+                          const int64_t *uidx, int64_t nu, const int64_t *tk, int64_t ni)
+{
+    const int64_t rows = nu > ni ? nu : ni;
+    double *buf = xmalloc((size_t)((rows ? rows : 1) * (Y_F + 1)) * sizeof *buf);
+    struct h5io f;
+    int bad = h5io_open_rw(&f, path, NULL, 0, NULL, NULL);
+    if (!bad) {
+        const struct h5io_layout lay = {0};
+        struct rng r;
+        for (int64_t i = 0; i < nu; i++)
+            user_taste((uint64_t)o->seed, uidx[i], &r, buf + i * (Y_F + 1),
+                       buf + i * (Y_F + 1) + Y_F);
+        hid_t d = h5io_dset(&f, f.f, "planted_users", H5T_IEEE_F64LE, nu, Y_F + 1, &lay);
+        bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, nu, Y_F + 1, buf);
+        if (d >= 0)
+            H5Dclose(d);
+        for (int64_t i = 0; i < ni; i++) {
+            memcpy(buf + i * (Y_F + 1), k->q + tk[i] * Y_F, Y_F * sizeof *buf);
+            buf[i * (Y_F + 1) + Y_F] = k->c[tk[i]];
+        }
+        if (!bad) {
+            d = h5io_dset(&f, f.f, "planted_tracks", H5T_IEEE_F64LE, ni, Y_F + 1, &lay);
+            bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, ni, Y_F + 1, buf);
+            if (d >= 0)
+                H5Dclose(d);
+        }
+        bad = bad || h5io_attr_f64(&f, f.f, "planted_taste", o->taste);
+        bad = h5io_close(&f) || bad;
+    }
+    free(buf);
+    if (bad) {
+        unlink(path);
+        fatal("data gen --yambda: %s: cannot write the planted factors (%s; the file was "
+              "removed)", path, f.desc[0] ? f.desc : "HDF5 error");
+    }
+}
+
 /* Write one dataset of the events of b (user order) with raw ids. */
 static void write_file(const char *path, const struct yopts *o, const struct catalog *k,
-                       const struct ybuf *b, const int64_t *uraw)
+                       const struct ybuf *b, const int64_t *uraw, const int64_t *uidx)
 {
     char err[4400];
     const size_t n1 = (size_t)(b->n ? b->n : 1);
@@ -270,6 +321,13 @@ static void write_file(const char *path, const struct yopts *o, const struct cat
     }
     if (dataset_writer_close(w, ni, err, sizeof err))
         fatal("%s", err);
+    if (o->scores) {
+        int64_t *users = umap; /* now each user's index (the model's key) */
+        for (int64_t e = 0, i = 0; e < b->n; e++)
+            if (e == 0 || b->e[e].pos != b->e[e - 1].pos)
+                users[i++] = uidx[b->e[e].pos];
+        factors_write(path, o, k, users, nu, tk, ni);
+    }
     free(lengths);
     free(umap);
     free(items);
@@ -388,11 +446,8 @@ static int64_t gen_user(const struct yopts *o, const struct catalog *k, const st
 {
     const uint64_t seed = (uint64_t)o->seed;
     struct rng r;
-    rng_init(&r, rng_key(seed, (uint64_t)u, KEY_Y_USER));
-    double p_u[Y_F];
-    for (int f = 0; f < Y_F; f++)
-        p_u[f] = rng_normal(&r);
-    const double a_u = 0.5 * rng_normal(&r);
+    double p_u[Y_F], a_u;
+    user_taste(seed, u, &r, p_u, &a_u);
     const double x = exp(log(o->median) + o->sigma * rng_normal(&r));
     int64_t len = x < 1.5 ? 1 : (int64_t)floor(x + 0.5);
     if (!(x < (double)o->max_len + 0.5)) {
@@ -449,8 +504,11 @@ static void yambda_run(const struct yopts *o)
     }
     qsort(pair, (size_t)o->users, 2 * sizeof *pair, cmp_pair);
     int64_t *uraw = xmalloc((size_t)o->users * sizeof *uraw);
-    for (int64_t p = 0; p < o->users; p++)
+    int64_t *uidx = xmalloc((size_t)o->users * sizeof *uidx);
+    for (int64_t p = 0; p < o->users; p++) {
         uraw[p] = pair[2 * p];
+        uidx[p] = pair[2 * p + 1];
+    }
     struct zipf z;
     zipf_init(&z, o->tracks, o->zipf_s);
     struct ybuf all = {0}, *day = xcalloc((size_t)o->days, sizeof *day);
@@ -470,11 +528,11 @@ static void yambda_run(const struct yopts *o)
                 log_warn("data gen --yambda: no events on day %lld: no %s", (long long)d, path);
                 continue;
             }
-            write_file(path, o, &k, &day[d], uraw);
+            write_file(path, o, &k, &day[d], uraw, uidx);
             optimum_write(path, &opt, o->days - 1);
         }
     if (o->out) {
-        write_file(o->out, o, &k, &all, uraw);
+        write_file(o->out, o, &k, &all, uraw, uidx);
         optimum_write(o->out, &opt, o->days - 1);
     }
     if (o->csv)
@@ -497,6 +555,7 @@ static void yambda_run(const struct yopts *o)
     free(day);
     free(all.e);
     free(uraw);
+    free(uidx);
     catalog_free(&k);
 }
 

@@ -46,7 +46,9 @@
  * 1 -> 2, map "0", "1"), /events/played_ratio_pct and
  * /events/track_length_seconds float, /events/planted_p float
  * (--planted-scores: each event's true listen_plus probability, for
- * tests); /items/artist and /items/album categorical, numbered per file
+ * tests, with the factors beside: /planted_users [users, 9] = p_u, a_u in
+ * the file's user order, /planted_tracks [items, 9] = q_k, c_k in
+ * /items/ids order, the attribute planted_taste = G); /items/artist and /items/album categorical, numbered per file
  * in ascending artist / album number among the file's tracks (the
  * importer's numbering), the numbers kept as their maps. --csv writes the
  * events as Yambda's multi_event columns (uid, item_id, timestamp,
