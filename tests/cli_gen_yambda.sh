@@ -1,9 +1,9 @@
 #!/bin/sh
 # cli_gen_yambda: data gen --yambda (tools/data_gen_yambda.h) and data
 # import --format yambda:
-#   - the files are a function of the options (two runs: every dataset and
-#     attribute equal; --planted-scores adds /events/planted_p and changes
-#     nothing else);
+#   - the files are a function of the options (two runs: the same bytes);
+#     --planted-scores adds /events/planted_p and the factors and changes
+#     nothing else;
 #   - the day files concatenated user by user are the single file's
 #     events, each in its day; the columns are Yambda's (event types with
 #     fixed ids, listens the vast majority, a non-listen's played ratio and
@@ -28,6 +28,9 @@ have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
 G="--yambda --days 5 --users 300 --tracks 800 --albums 200 --artists 60 --median-length 60 --seed 3"
 expect_ok "$FS" data gen $G -o "$T/a.h5" --split-days "$T/days" --csv "$T/a.csv" --items-csv "$T/items.csv"
 expect_ok "$FS" data gen $G -o "$T/b.h5" --planted-scores --split-days "$T/bdays"
+expect_ok "$FS" data gen $G -o "$T/c.h5" --split-days "$T/cdays"
+cmp -s "$T/a.h5" "$T/c.h5" && cmp -s "$T/days/day-0004.h5" "$T/cdays/day-0004.h5" &&
+    pass "the same options, the same bytes" || fail "two runs of the same options differ"
 expect_ok "$FS" data import --format yambda "$T/a.csv" --item-features "$T/items.csv" -o "$T/imp.h5" --split-days "$T/idays"
 "$PY" - "$T" <<'PYEOF' > "$T/p.out" 2>&1 && pass "$(tail -1 "$T/p.out")" || fail "yambda: $(cat "$T/p.out")"
 import sys, json, h5py, numpy as np
