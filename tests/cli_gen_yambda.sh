@@ -29,6 +29,7 @@ G="--yambda --days 5 --users 300 --tracks 800 --albums 200 --artists 60 --median
 expect_ok "$FS" data gen $G -o "$T/a.h5" --split-days "$T/days" --csv "$T/a.csv" --items-csv "$T/items.csv"
 expect_ok "$FS" data gen $G -o "$T/b.h5" --planted-scores --split-days "$T/bdays"
 expect_ok "$FS" data gen $G -o "$T/c.h5" --split-days "$T/cdays"
+expect_ok "$FS" data gen $G --factors 5 --artist-share 0.5 --taste 1 --planted-scores -o "$T/f5.h5"
 cmp -s "$T/a.h5" "$T/c.h5" && cmp -s "$T/days/day-0004.h5" "$T/cdays/day-0004.h5" &&
     pass "the same options, the same bytes" || fail "two runs of the same options differ"
 expect_ok "$FS" data import --format yambda "$T/a.csv" --item-features "$T/items.csv" -o "$T/imp.h5" --split-days "$T/idays"
@@ -124,7 +125,8 @@ def model(f):
     off = f["offsets"][:]
     u = np.repeat(np.arange(len(off) - 1), np.diff(off))
     k = np.searchsorted(f["items/ids"][:], f["item_ids"][:])
-    sc = 0.3 + U[u, 8] + Q[k, 8] + f.attrs["planted_taste"] * (U[u, :8] * Q[k, :8]).sum(1) / np.sqrt(8)
+    F = U.shape[1] - 1
+    sc = 0.3 + U[u, F] + Q[k, F] + f.attrs["planted_taste"] * (U[u, :F] * Q[k, :F]).sum(1) / np.sqrt(F)
     sig = 1 / (1 + np.exp(-sc))
     return sig, (1 - 0.04 * sig - 0.012 * (1 - sig) - 0.004) * sig
 sig, p64 = model(f)
@@ -138,6 +140,9 @@ def auc_of(p, y):
     npos = ys.sum()
     return (r[ys == 1].sum() - npos * (npos + 1) / 2) / (npos * (len(y) - npos))
 assert abs(auc_of(p64, y) - at["planted_auc"]) < 1e-3, (auc_of(p64, y), at["planted_auc"])
+f5 = h5py.File(f"{T}/f5.h5", "r")  # other factors, a track part: the same formula
+assert f5["planted_users"].shape[1] == 6 and f5.attrs["planted_taste"] == 1
+assert np.allclose(model(f5)[1], f5["events/planted_p"][:], rtol=1e-6, atol=0)
 sig, _ = model(b)
 et_b = b["events/event_type"][:]
 for t, pt in ((2, 0.04 * sig), (1, 0.012 * (1 - sig)), (5, 0.003 + 0 * sig), (4, 0.001 + 0 * sig)):

@@ -24,7 +24,7 @@
 enum { KEY_Y_USER = 0x79750000, KEY_Y_EVENTS = 0x79650000, KEY_Y_TRACK = 0x79740000,
        KEY_Y_ALBUM = 0x79610000, KEY_Y_ARTIST = 0x79720000, KEY_Y_ORDER = 0x796f0000 };
 
-#define Y_F 8             /* taste factors */
+#define Y_F 16            /* taste factors at most (--factors) */
 #define Y_DAY 86400LL
 #define Y_STEP 5LL        /* Yambda's timestamps: multiples of 5 seconds */
 #define Y_MAX_DAYS 3650
@@ -38,7 +38,8 @@ static const char *const y_type_name[Y_NTYPES + 1] = {"", "dislike", "like", "li
 
 struct yopts {
     int64_t days, users, tracks, artists, albums, max_len, seed;
-    double median, sigma, zipf_s, drift, organic, taste;
+    int64_t factors;
+    double median, sigma, zipf_s, drift, organic, taste, artist_share;
     int scores;
     const char *out, *split_dir, *csv, *items_csv;
 };
@@ -84,6 +85,8 @@ struct catalog {
     float *length;            /* [T + 1] seconds */
     int64_t *raw;             /* [T + 1] the track's raw id */
     int64_t *rank0;           /* [T] day 0's ranking */
+    double *w;                /* [(A + 1) F] the artists' factors */
+    int64_t *aoff, *atrk;     /* [A + 2], [T]: artist a's tracks atrk[aoff[a] .. aoff[a + 1]) */
 };
 
 static void catalog_init(struct catalog *k, const struct yopts *o)
@@ -91,7 +94,9 @@ static void catalog_init(struct catalog *k, const struct yopts *o)
     const uint64_t seed = (uint64_t)o->seed;
     const int64_t T = o->tracks;
     int32_t *album_artist = xmalloc((size_t)(o->albums + 1) * sizeof *album_artist);
-    double *w = xmalloc((size_t)((o->artists + 1) * Y_F) * sizeof *w);
+    const int F = (int)o->factors;
+    const double wa = sqrt(o->artist_share), we = sqrt(1 - o->artist_share);
+    double *w = xmalloc((size_t)((o->artists + 1) * F) * sizeof *w);
     struct rng r;
     for (int64_t b = 1; b <= o->albums; b++) {
         rng_init(&r, rng_key(seed, (uint64_t)b, KEY_Y_ALBUM));
@@ -99,12 +104,12 @@ static void catalog_init(struct catalog *k, const struct yopts *o)
     }
     for (int64_t a = 1; a <= o->artists; a++) {
         rng_init(&r, rng_key(seed, (uint64_t)a, KEY_Y_ARTIST));
-        for (int f = 0; f < Y_F; f++)
-            w[a * Y_F + f] = rng_normal(&r);
+        for (int f = 0; f < F; f++)
+            w[a * F + f] = rng_normal(&r);
     }
     k->album = xmalloc((size_t)(T + 1) * sizeof *k->album);
     k->artist = xmalloc((size_t)(T + 1) * sizeof *k->artist);
-    k->q = xmalloc((size_t)((T + 1) * Y_F) * sizeof *k->q);
+    k->q = xmalloc((size_t)((T + 1) * F) * sizeof *k->q);
     k->c = xmalloc((size_t)(T + 1) * sizeof *k->c);
     k->length = xmalloc((size_t)(T + 1) * sizeof *k->length);
     k->raw = xmalloc((size_t)(T + 1) * sizeof *k->raw);
@@ -112,8 +117,8 @@ static void catalog_init(struct catalog *k, const struct yopts *o)
         rng_init(&r, rng_key(seed, (uint64_t)t, KEY_Y_TRACK));
         k->album[t] = 1 + (int32_t)rng_below(&r, (uint64_t)o->albums);
         k->artist[t] = album_artist[k->album[t]];
-        for (int f = 0; f < Y_F; f++)
-            k->q[t * Y_F + f] = (w[k->artist[t] * Y_F + f] + rng_normal(&r)) / sqrt(2.0);
+        for (int f = 0; f < F; f++)
+            k->q[t * F + f] = wa * w[k->artist[t] * F + f] + we * rng_normal(&r);
         k->c[t] = 0.5 * rng_normal(&r);
         k->length[t] = (float)floor(exp(5.3 + 0.3 * rng_normal(&r)) + 0.5);
         k->raw[t] = raw63((uint64_t)t);
@@ -127,8 +132,19 @@ static void catalog_init(struct catalog *k, const struct yopts *o)
         k->rank0[i] = k->rank0[j];
         k->rank0[j] = x;
     }
+    k->aoff = xcalloc((size_t)o->artists + 2, sizeof *k->aoff);
+    k->atrk = xmalloc((size_t)T * sizeof *k->atrk);
+    for (int64_t t = 1; t <= T; t++)
+        k->aoff[k->artist[t] + 1]++;
+    for (int64_t a = 1; a <= o->artists; a++)
+        k->aoff[a + 1] += k->aoff[a];
+    int64_t *at = xmalloc((size_t)(o->artists + 2) * sizeof *at);
+    memcpy(at, k->aoff, (size_t)(o->artists + 2) * sizeof *at);
+    for (int64_t t = 1; t <= T; t++)
+        k->atrk[at[k->artist[t]]++] = t;
+    free(at);
     free(album_artist);
-    free(w);
+    k->w = w;
 }
 
 static void catalog_free(struct catalog *k)
@@ -140,6 +156,9 @@ static void catalog_free(struct catalog *k)
     free(k->length);
     free(k->raw);
     free(k->rank0);
+    free(k->w);
+    free(k->aoff);
+    free(k->atrk);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -196,11 +215,11 @@ static int write_event_map(struct dataset_writer *w, const char *name, const cha
     return dataset_writer_feature_map(w, DS_EVENTS, name, s, len, n, err, errlen);
 }
 
-/* User u's taste: factors p[Y_F] and bias *a, from r (left at the next draw). */
-static void user_taste(uint64_t seed, int64_t u, struct rng *r, double *p, double *a)
+/* User u's taste: factors p[F] and bias *a, from r (left at the next draw). */
+static void user_taste(uint64_t seed, int F, int64_t u, struct rng *r, double *p, double *a)
 {
     rng_init(r, rng_key(seed, (uint64_t)u, KEY_Y_USER));
-    for (int f = 0; f < Y_F; f++)
+    for (int f = 0; f < F; f++)
         p[f] = rng_normal(r);
     *a = 0.5 * rng_normal(r);
 }
@@ -213,26 +232,27 @@ static void factors_write(const char *path, const struct yopts *o, const struct 
                           const int64_t *uidx, int64_t nu, const int64_t *tk, int64_t ni)
 {
     const int64_t rows = nu > ni ? nu : ni;
-    double *buf = xmalloc((size_t)((rows ? rows : 1) * (Y_F + 1)) * sizeof *buf);
+    const int F = (int)o->factors;
+    double *buf = xmalloc((size_t)((rows ? rows : 1) * (F + 1)) * sizeof *buf);
     struct h5io f;
     int bad = h5io_open_rw(&f, path, NULL, 0, NULL, NULL);
     if (!bad) {
         const struct h5io_layout lay = {0};
         struct rng r;
         for (int64_t i = 0; i < nu; i++)
-            user_taste((uint64_t)o->seed, uidx[i], &r, buf + i * (Y_F + 1),
-                       buf + i * (Y_F + 1) + Y_F);
-        hid_t d = h5io_dset(&f, f.f, "planted_users", H5T_IEEE_F64LE, nu, Y_F + 1, &lay);
-        bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, nu, Y_F + 1, buf);
+            user_taste((uint64_t)o->seed, F, uidx[i], &r, buf + i * (F + 1),
+                       buf + i * (F + 1) + F);
+        hid_t d = h5io_dset(&f, f.f, "planted_users", H5T_IEEE_F64LE, nu, F + 1, &lay);
+        bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, nu, F + 1, buf);
         if (d >= 0)
             H5Dclose(d);
         for (int64_t i = 0; i < ni; i++) {
-            memcpy(buf + i * (Y_F + 1), k->q + tk[i] * Y_F, Y_F * sizeof *buf);
-            buf[i * (Y_F + 1) + Y_F] = k->c[tk[i]];
+            memcpy(buf + i * (F + 1), k->q + tk[i] * F, F * sizeof *buf);
+            buf[i * (F + 1) + F] = k->c[tk[i]];
         }
         if (!bad) {
-            d = h5io_dset(&f, f.f, "planted_tracks", H5T_IEEE_F64LE, ni, Y_F + 1, &lay);
-            bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, ni, Y_F + 1, buf);
+            d = h5io_dset(&f, f.f, "planted_tracks", H5T_IEEE_F64LE, ni, F + 1, &lay);
+            bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, ni, F + 1, buf);
             if (d >= 0)
                 H5Dclose(d);
         }
@@ -441,13 +461,14 @@ static void write_items_csv(const char *path, const struct yopts *o, const struc
  * their day's buffer (if --split-days; the last day's always). Returns
  * their number. */
 static int64_t gen_user(const struct yopts *o, const struct catalog *k, const struct zipf *z,
-                     int64_t u, int64_t pos, int64_t *ts, struct ybuf *all, struct ybuf *day,
-                     int64_t *clamped)
+                        int64_t u, int64_t pos, int64_t *ts, double *cdf, struct ybuf *all,
+                        struct ybuf *day, int64_t *clamped)
 {
     const uint64_t seed = (uint64_t)o->seed;
     struct rng r;
+    const int F = (int)o->factors;
     double p_u[Y_F], a_u;
-    user_taste(seed, u, &r, p_u, &a_u);
+    user_taste(seed, F, u, &r, p_u, &a_u);
     const double x = exp(log(o->median) + o->sigma * rng_normal(&r));
     int64_t len = x < 1.5 ? 1 : (int64_t)floor(x + 0.5);
     if (!(x < (double)o->max_len + 0.5)) {
@@ -460,15 +481,42 @@ static int64_t gen_user(const struct yopts *o, const struct catalog *k, const st
         ts[i] = Y_STEP * (int64_t)rng_below(&r, (uint64_t)steps);
     qsort(ts, (size_t)len, sizeof *ts, cmp_i64);
     const int64_t T = o->tracks, shift = (int64_t)floor(o->drift * (double)T + 0.5) % T;
+    /* organic events: an artist by the user's taste, cdf over the artists
+     * with tracks, P(a) ~ exp(p_u.w_a / sqrt F) */
+    double tot = 0;
+    for (int64_t a = 1; a <= o->artists; a++) {
+        double dot = 0;
+        for (int f = 0; f < F; f++)
+            dot += p_u[f] * k->w[a * F + f];
+        cdf[a] = tot += k->aoff[a + 1] > k->aoff[a] ? exp(dot / sqrt((double)F)) : 0.0;
+    }
     for (int64_t i = 0; i < len; i++) {
         const int64_t d = ts[i] / Y_DAY;
-        const int64_t rank = zipf_sample(z, &r) - 1;
-        const int64_t t = k->rank0[(rank + (int64_t)(((unsigned __int128)d * (uint64_t)shift) %
-                                                     (uint64_t)T)) % T];
+        const int organic = rng_uniform(&r) < o->organic;
+        int64_t t;
+        if (organic) { /* the artist by taste, then one of their tracks uniformly */
+            const double x = rng_uniform(&r) * tot;
+            int64_t lo = 1, hi = o->artists;
+            while (lo < hi) {
+                const int64_t mid = lo + (hi - lo) / 2;
+                if (cdf[mid] > x)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            while (k->aoff[lo + 1] == k->aoff[lo]) /* x at a step's edge: the next artist */
+                lo = lo > 1 ? lo - 1 : o->artists;
+            t = k->atrk[k->aoff[lo] + (int64_t)rng_below(&r, (uint64_t)(k->aoff[lo + 1] -
+                                                                      k->aoff[lo]))];
+        } else { /* recommended: by the day's popularity */
+            const int64_t rank = zipf_sample(z, &r) - 1;
+            t = k->rank0[(rank + (int64_t)(((unsigned __int128)d * (uint64_t)shift) %
+                                           (uint64_t)T)) % T];
+        }
         double dot = 0;
-        for (int f = 0; f < Y_F; f++)
-            dot += p_u[f] * k->q[t * Y_F + f];
-        const double s = 0.3 + a_u + k->c[t] + o->taste * dot / sqrt((double)Y_F);
+        for (int f = 0; f < F; f++)
+            dot += p_u[f] * k->q[t * F + f];
+        const double s = 0.3 + a_u + k->c[t] + o->taste * dot / sqrt((double)F);
         const double sig = sigmoid(s);
         const double pl = 0.04 * sig, pd = 0.012 * (1 - sig), pun = 0.003, pund = 0.001;
         struct yev e = {.ts = ts[i], .pos = pos, .track = (int32_t)t};
@@ -476,7 +524,7 @@ static int64_t gen_user(const struct yopts *o, const struct catalog *k, const st
         e.type = v < pl ? Y_LIKE : v < pl + pd ? Y_DISLIKE : v < pl + pd + pun ? Y_UNLIKE
                : v < pl + pd + pun + pund ? Y_UNDISLIKE : Y_LISTEN;
         const double lu = rng_uniform(&r); /* drawn for every event: the streams stay aligned */
-        e.organic = rng_uniform(&r) < o->organic;
+        e.organic = organic;
         if (e.type == Y_LISTEN) {
             const double l = log((lu + 0x1p-60) / (1 - lu + 0x1p-60));
             const double pct = floor(100.0 * sigmoid(s + l));
@@ -513,9 +561,11 @@ static void yambda_run(const struct yopts *o)
     zipf_init(&z, o->tracks, o->zipf_s);
     struct ybuf all = {0}, *day = xcalloc((size_t)o->days, sizeof *day);
     int64_t *ts = xmalloc((size_t)o->max_len * sizeof *ts), clamped = 0, events = 0;
+    double *cdf = xmalloc((size_t)(o->artists + 1) * sizeof *cdf);
     for (int64_t p = 0; p < o->users; p++)
-        events += gen_user(o, &k, &z, pair[2 * p + 1], p, ts,
+        events += gen_user(o, &k, &z, pair[2 * p + 1], p, ts, cdf,
                            (o->out || o->csv || o->items_csv) ? &all : NULL, day, &clamped);
+    free(cdf);
     free(ts);
     free(pair);
     struct optimum opt;
@@ -568,8 +618,8 @@ static void yambda_usage(FILE *f)
             "  --days D             days, 1 .. %d (default 14)\n"
             "  --users U            users, 1 .. 2^28 (default 1000)\n"
             "  --tracks T           tracks, 1 .. 2^31 - 1 (default 4000)\n"
-            "  --albums B           albums (default 1000); each belongs to one artist\n"
-            "  --artists A          artists (default 300)\n"
+            "  --albums B           albums (default 400); each belongs to one artist\n"
+            "  --artists A          artists (default 50)\n"
             "  --median-length M    median events of a user over the stream (default 100)\n"
             "  --length-sigma S     lognormal sigma of the users' lengths (default 1)\n"
             "  --max-length L       cap on a user's events (default 30 M)\n"
@@ -577,24 +627,28 @@ static void yambda_usage(FILE *f)
             "  --drift X            the ranking rotates by round(X T) places a day (default 0.02)\n"
             "  --organic F          chance an event is organic (default 0.45)\n"
             "  --taste G            weight of the user x track factors in the planted model\n"
-            "                       (default 1.5; 0: no taste, only biases)\n"
+            "                       (default 2; 0: no taste, only biases)\n"
+            "  --factors F          taste factors, 1 .. %d (default 2)\n"
+            "  --artist-share X     share of a track's factors' variance from its artist\n"
+            "                       (0 .. 1, default 1: the taste is for artists)\n"
             "  --seed N             random seed (default 1)\n"
             "  --planted-scores     /events/planted_p: each event's true listen_plus probability\n"
             "  -o, --output FILE    the whole stream in one dataset\n"
             "  --split-days DIR     one dataset per day: DIR/day-0000.h5 ... (created if missing)\n"
             "  --csv FILE           the events as Yambda's multi_event columns (CSV)\n"
             "  --items-csv FILE     the tracks' item_id, artist, album (CSV)\n",
-            Y_MAX_DAYS);
+            Y_MAX_DAYS, Y_F);
 }
 
 int data_gen_yambda_main(int argc, char **argv)
 {
-    struct yopts o = {.days = 14, .users = 1000, .tracks = 4000, .artists = 300, .albums = 1000,
+    struct yopts o = {.days = 14, .users = 1000, .tracks = 4000, .artists = 50, .albums = 400,
                       .max_len = -1, .seed = 1, .median = 100, .sigma = 1.0, .zipf_s = 1.0,
-                      .drift = 0.02, .organic = 0.45, .taste = 1.5};
+                      .drift = 0.02, .organic = 0.45, .taste = 2.0, .factors = 2,
+                      .artist_share = 1.0};
     enum { O_YAMBDA = 256, O_DAYS, O_USERS, O_TRACKS, O_ARTISTS, O_ALBUMS, O_MEDIAN, O_SIGMA,
            O_MAXLEN, O_ZIPF, O_DRIFT, O_ORGANIC, O_TASTE, O_SEED, O_SCORES, O_SPLIT, O_CSV,
-           O_ICSV };
+           O_ICSV, O_FACTORS, O_ASHARE };
     static const struct option longopts[] = {
         {"yambda", no_argument, NULL, O_YAMBDA},
         {"days", required_argument, NULL, O_DAYS},
@@ -609,6 +663,8 @@ int data_gen_yambda_main(int argc, char **argv)
         {"drift", required_argument, NULL, O_DRIFT},
         {"organic", required_argument, NULL, O_ORGANIC},
         {"taste", required_argument, NULL, O_TASTE},
+        {"factors", required_argument, NULL, O_FACTORS},
+        {"artist-share", required_argument, NULL, O_ASHARE},
         {"seed", required_argument, NULL, O_SEED},
         {"planted-scores", no_argument, NULL, O_SCORES},
         {"output", required_argument, NULL, 'o'},
@@ -636,6 +692,8 @@ int data_gen_yambda_main(int argc, char **argv)
         case O_DRIFT: o.drift = cli_number("--drift", optarg, 0.0, 1.0); break;
         case O_ORGANIC: o.organic = cli_number("--organic", optarg, 0.0, 1.0); break;
         case O_TASTE: o.taste = cli_number("--taste", optarg, 0.0, 100.0); break;
+        case O_FACTORS: o.factors = cli_count("--factors", optarg, 1, Y_F); break;
+        case O_ASHARE: o.artist_share = cli_number("--artist-share", optarg, 0.0, 1.0); break;
         case O_SEED: o.seed = cli_count("--seed", optarg, 0, INT64_MAX); break;
         case O_SCORES: o.scores = 1; break;
         case 'o': o.out = optarg; break;

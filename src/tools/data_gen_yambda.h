@@ -6,7 +6,8 @@
  *   freescale data gen --yambda [--days D] [--users U] [--tracks T]
  *                      [--artists A] [--albums B] [--median-length M]
  *                      [--length-sigma S] [--max-length L] [--zipf S]
- *                      [--drift X] [--organic F] [--taste G] [--seed N]
+ *                      [--drift X] [--organic F] [--taste G] [--factors F]
+ *                      [--artist-share X] [--seed N]
  *                      [--planted-scores] [--csv FILE] [--items-csv FILE]
  *                      (-o OUT.h5 | --split-days DIR | both)
  *
@@ -21,21 +22,23 @@
  *             (clamped to [1, L]) at times uniform over the D days, in
  *             5-second steps from 0 (Yambda's timestamps: seconds from the
  *             dataset's start, multiples of 5), sorted;
- *   tracks    by popularity: day d's ranking is a seeded shuffle of
- *             1 .. T rotated by d x round(X T) places (the most popular
- *             round(X T) become the least popular each day); an event's
- *             track is rank Zipf(S) of its day's ranking;
- *   taste     user factors p_u ~ N(0, I_8), a_u ~ N(0, 0.5^2); artist
- *             factors w_a ~ N(0, I_8); track factors q_k = (w_artist(k) +
- *             e_k) / sqrt 2, e_k ~ N(0, I_8), c_k ~ N(0, 0.5^2);
- *               s = 0.3 + a_u + c_k + G p_u.q_k / sqrt 8   (G: --taste, 1.5)
+ *   taste     F factors (--factors, 2): user p_u ~ N(0, I_F), a_u ~ N(0,
+ *             0.5^2); artist w_a ~ N(0, I_F); track q_k = sqrt(X) w_artist(k)
+ *             + sqrt(1 - X) e_k, e_k ~ N(0, I_F) (X: --artist-share, 1),
+ *             c_k ~ N(0, 0.5^2);
+ *               s = 0.3 + a_u + c_k + G p_u.q_k / sqrt F   (G: --taste, 2)
+ *   choice    an event is organic with probability --organic (0.45): its
+ *             track is one of artist a's (uniformly), a drawn with P(a) ~
+ *             exp(p_u.w_a / sqrt F) among the artists with tracks (so the
+ *             history shows the taste); else recommended: by popularity,
+ *             day d's ranking a seeded shuffle of 1 .. T rotated by d x
+ *             round(X T) places (--drift X), rank Zipf(S);
  *   events    with sig = sigmoid(s): like 0.04 sig, dislike 0.012 (1 - sig),
  *             unlike 0.003, undislike 0.001, else listen; a listen's
  *             played_ratio_pct = min(100, floor(100 sigmoid(s + l))), l
  *             logistic, so P(played_ratio_pct >= 50) = sig; its
  *             track_length_seconds the track's (round(exp(5.3 + 0.3 N)));
- *             both 0 for the other types (Yambda: null); is_organic 1 with
- *             probability F (0.45);
+ *             both 0 for the other types (Yambda: null);
  *   optimum   listen_plus = played_ratio_pct >= 50 has the probability
  *             P(listen) sig; its AUC, logloss and NE over the last day's
  *             events (the next-day test of a 1-day stream) are written as
