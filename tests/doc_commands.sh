@@ -47,6 +47,7 @@ SUBST=(
     # big synthetic sizes -> small ones
     "--users 1e5 --items 1e6"           "--users 300 --items 3000"
     "--days 30 --users 10000 --items 5000" "--days 30 --users 200 --items 300"
+    "--users 1500 --tracks 4000"        "--users 150 --tracks 400"
     "--users 20000 --items 26744"       "--users 600 --items 2000"
     "--vocab 1000000 --dim 64 --ids 100000" "--vocab 10000 --dim 64 --ids 1000 --iters 3"
     "--vocab 1e6"                       "--vocab 1e4 --iters 3"
@@ -141,7 +142,11 @@ awk 'BEGIN { print "userId,age"; for (u = 1; u <= 200; u++) print u "," 18 + u %
 FSD="$FS"
 (cd "$FIX" && "$FSD" data import --format csv ml-latest-small/ratings.csv -o mls.h5 &&
     "$FSD" data import --format movielens ml-latest-small/ratings.csv --items ml-latest-small/movies.csv \
-        -o mls-rank.h5) > "$T/fixtures.log" 2>&1 || { echo "FAIL: the fixtures: $(cat "$T/fixtures.log")"; exit 1; }
+        -o mls-rank.h5 &&
+    # Yambda's multi_event table and the tracks' artist and album (doc/importing.md), as CSV
+    mkdir -p yambda && "$FSD" data gen --yambda --days 3 --users 60 --tracks 300 \
+        --csv yambda/multi_event.csv --items-csv yambda/items.csv) > "$T/fixtures.log" 2>&1 ||
+    { echo "FAIL: the fixtures: $(cat "$T/fixtures.log")"; exit 1; }
 mkdir -p "$T/made" && mv "$FIX/mls.h5" "$FIX/mls-rank.h5" "$T/made/"
 
 # --- the commands

@@ -40,6 +40,7 @@
 #include "tools/data_gen_feat.h"
 #include "tools/data_gen_planted.h"
 #include "tools/data_gen_stream.h"
+#include "tools/data_gen_yambda.h"
 
 /* Purposes of the random streams (third word of rng_key). */
 enum { KEY_LENGTH = 1, KEY_ITEMS = 2, KEY_TIMES = 3, KEY_ACTIONS = 4, KEY_MAP = 5 };
@@ -440,7 +441,10 @@ static void gen_usage(FILE *f)
             "                     K .. N K, /user_map the users 0 .. U-1; the same events as\n"
             "                     without it (tests of raw ids; at most 2^28 items and users)\n"
             "  --stream           a stream of days with raw ids, new items and drifting\n"
-            "                     popularity: 'freescale data gen --stream --help'\n",
+            "                     popularity: 'freescale data gen --stream --help'\n"
+            "  --yambda           a Yambda-shaped stream (event types, played ratio, tracks\n"
+            "                     with albums and artists, planted taste): 'freescale data\n"
+            "                     gen --yambda --help'\n",
             GEN_MAX_FEATURES);
 }
 
@@ -449,6 +453,8 @@ int data_gen_main(int argc, char **argv)
     for (int i = 1; i < argc; i++) /* a stream of days: its own options (data_gen_stream.h) */
         if (!strcmp(argv[i], "--stream"))
             return data_gen_stream_main(argc, argv);
+        else if (!strcmp(argv[i], "--yambda")) /* Yambda-shaped (data_gen_yambda.h) */
+            return data_gen_yambda_main(argc, argv);
     struct gen_opts o = {.users = -1, .items = -1, .max_len = GEN_MAX_LENGTH,
                          .chunk = (int64_t)1 << 20, .seed = 1, .zipf_s = 1.0};
     int have_max = 0;

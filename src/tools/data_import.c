@@ -11,12 +11,14 @@
  * features; import_side.h), write through the dataset writer
  * (import_write.c), which renames the file into place only when everything
  * succeeded. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/check.h"
 #include "base/clock.h"
@@ -32,7 +34,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: freescale data import --format movielens|csv|sasrec|jsonl INPUT -o OUT.h5 [options]\n"
+        "usage: freescale data import --format movielens|csv|sasrec|jsonl|yambda INPUT -o OUT.h5\n"
+        "       [options]\n"
         "\n"
         "Convert interactions to a freescale sequence dataset: users 0..U-1 and items\n"
         "1..N renumbered densely in ascending original id (/user_map, /item_map keep the\n"
@@ -51,9 +54,17 @@ static void usage(FILE *out)
         "  jsonl      one JSON object per line, fields by name below (Amazon reviews:\n"
         "             --user-col reviewerID --item-col asin --rating-col overall\n"
         "             --time-col unixReviewTime)\n"
+        "  yambda     Yambda's multi_event table as csv with a header, or as JSON lines\n"
+        "             (INPUT *.jsonl, *.json, *.ndjson): uid, item_id, timestamp (seconds),\n"
+        "             event_type, is_organic (categorical, fixed ids), played_ratio_pct,\n"
+        "             track_length_seconds (float, empty = 0); --ids raw by default;\n"
+        "             --item-features FILE keyed by item_id (doc/importing.md)\n"
         "\n"
         "options:\n"
         "  -o, --output OUT.h5      output file (written as OUT.h5.tmp.PID, renamed at the end)\n"
+        "  --split-days DIR         (also or instead) one file per day of the events' times,\n"
+        "                           DIR/day-DDDD.h5 for the seconds [D x 86400, + 86400),\n"
+        "                           as data gen --stream writes them (needs a time column)\n"
         "  --user-col NAME          csv, jsonl: user id column / field (default userId)\n"
         "  --item-col NAME          csv, jsonl: item id column / field (default movieId)\n"
         "  --rating-col NAME        csv, jsonl: rating (default rating; '' = none)\n"
@@ -118,6 +129,7 @@ static void usage(FILE *out)
 struct import_cli {
     struct import_options o;
     const char *input, *output;
+    const char *split_dir;                    /* --split-days DIR */
     int64_t min_user, min_item;
     int raw_ids;                              /* --ids raw */
     const char *ml_items, *ml_users;          /* --items, --users */
@@ -230,12 +242,52 @@ static int parse_id_kind(const char *opt, const char *s)
     fatal("%s: '%s' is not int or string", opt, s);
 }
 
+/* --format yambda: Yambda's multi_event columns (doc/importing.md), csv with
+ * a header or JSON lines (INPUT named *.jsonl, *.json, *.ndjson, maybe .gz). */
+static void yambda_preset(struct import_cli *c, struct import_options *o, const char *named,
+                          int ids_set)
+{
+    static const char *const types[] = {"dislike", "like", "listen", "undislike", "unlike"};
+    static const char *const flags[] = {"0", "1"};
+    if (named)
+        fatal("--format yambda names its columns itself (uid, item_id, timestamp, is_organic, "
+              "played_ratio_pct, track_length_seconds, event_type): %s is not for it", named);
+    const char *in = c->input;
+    size_t n = strlen(in);
+    if (n > 3 && !strcmp(in + n - 3, ".gz"))
+        n -= 3;
+    static const char *const json_ext[] = {".jsonl", ".json", ".ndjson"};
+    for (int k = 0; k < 3; k++) {
+        size_t e = strlen(json_ext[k]);
+        if (n > e && !strncmp(in + n - e, json_ext[k], e))
+            o->format = IMPORT_JSONL;
+    }
+    o->user_col = "uid";
+    o->item_col = "item_id";
+    o->time_col = "timestamp";
+    o->rating_col = NULL;
+    o->want_rating = 0;
+    if (!ids_set)
+        c->raw_ids = o->raw_items = 1;
+    o->nevcols = 0;
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "event_type", .values = types,
+                                                   .nvalues = 5};
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "is_organic", .values = flags,
+                                                   .nvalues = 2};
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "played_ratio_pct", .is_float = 1,
+                                                   .empty_zero = 1};
+    o->evcol[o->nevcols++] = (struct import_evcol){.name = "track_length_seconds",
+                                                   .is_float = 1, .empty_zero = 1};
+    if (c->item_side.path && !c->item_side.key)
+        c->item_side.key = "item_id";
+}
+
 static void parse_args(int argc, char **argv, struct import_cli *c)
 {
     enum { O_USER = 256, O_ITEM, O_RATING, O_TIME, O_NORATING, O_NOTIME, O_DELIM, O_MINR,
            O_MINU, O_MINI, O_SKIP, O_NOHEADER, O_COLUMNS, O_USERIDS, O_ITEMIDS, O_STRIDS,
            O_EVCOLS, O_ITEMS, O_USERS, O_IFEAT, O_IKEY, O_ICOLS, O_UFEAT, O_UKEY, O_UCOLS,
-           O_SIDEDELIM, O_MULTISEP, O_TUNIT, O_IDS };
+           O_SIDEDELIM, O_MULTISEP, O_TUNIT, O_IDS, O_SPLIT };
     static const struct option longs[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"user-col", required_argument, NULL, O_USER},
@@ -265,6 +317,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
         {"multi-sep", required_argument, NULL, O_MULTISEP},
         {"time-unit", required_argument, NULL, O_TUNIT},
         {"ids", required_argument, NULL, O_IDS},
+        {"split-days", required_argument, NULL, O_SPLIT},
         {NULL, 0, NULL, 0}};
     struct import_options *o = &c->o;
     *c = (struct import_cli){.min_user = 1, .min_item = 1};
@@ -275,6 +328,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
                                  .time_col = "timestamp", .delimiter = ",",
                                  .want_rating = 1, .want_time = 1};
     const char *named = NULL, *csv_only = NULL, *columns = NULL;
+    int yambda = 0, ids_set = 0;
     opterr = 0;
     optind = 1;
     int ch;
@@ -285,9 +339,12 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
             else if (!strcmp(optarg, "csv")) o->format = IMPORT_CSV;
             else if (!strcmp(optarg, "sasrec")) o->format = IMPORT_SASREC;
             else if (!strcmp(optarg, "jsonl")) o->format = IMPORT_JSONL;
-            else fatal("--format: '%s' is not one of movielens, csv, sasrec, jsonl", optarg);
+            else if (!strcmp(optarg, "yambda")) o->format = IMPORT_CSV, yambda = 1;
+            else fatal("--format: '%s' is not one of movielens, csv, sasrec, jsonl, yambda",
+                       optarg);
             break;
         case 'o': c->output = optarg; break;
+        case O_SPLIT: c->split_dir = optarg; break;
         case O_USER: o->user_col = optarg; named = "--user-col"; break;
         case O_ITEM: o->item_col = optarg; named = "--item-col"; break;
         case O_RATING: o->rating_col = optarg; named = "--rating-col"; break;
@@ -333,6 +390,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
             if (strcmp(optarg, "dense") && strcmp(optarg, "raw"))
                 fatal("--ids: '%s' is not dense or raw", optarg);
             c->raw_ids = o->raw_items = !strcmp(optarg, "raw");
+            ids_set = 1;
             break;
         case 'h': usage(stdout); exit(0);
         case ':': fatal("option '%s' needs a value", argv[optind - 1]);
@@ -346,9 +404,14 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
               argv[optind], argv[optind + 1], argc - optind > 2 ? ", ..." : "");
     c->input = argv[optind];
     if ((int)o->format < 0)
-        fatal("data import: missing --format movielens|csv|sasrec|jsonl");
-    if (!c->output)
-        fatal("data import: missing -o OUT.h5");
+        fatal("data import: missing --format movielens|csv|sasrec|jsonl|yambda");
+    if (!c->output && !c->split_dir)
+        fatal("data import: missing -o OUT.h5 (or --split-days DIR)");
+    if (c->split_dir && !c->split_dir[0])
+        fatal("--split-days: an empty directory name");
+    if (yambda)
+        yambda_preset(c, o, named ? named : columns ? "--columns" : evcols ? "--event-cols"
+                                          : o->no_header ? "--no-header" : NULL, ids_set);
     if (csv_only && o->format != IMPORT_CSV)
         fatal("%s applies to --format csv only", csv_only);
     if (named && o->format != IMPORT_CSV && o->format != IMPORT_JSONL)
@@ -376,7 +439,7 @@ static void parse_args(int argc, char **argv, struct import_cli *c)
     int has_rating = o->format == IMPORT_MOVIELENS ||
                      ((o->format == IMPORT_CSV || o->format == IMPORT_JSONL) &&
                       (o->by_position ? o->position[IMPORT_RATING] >= 0 : o->rating_col != NULL));
-    if (evcols) {
+    if (evcols && !yambda) {
         if (o->format == IMPORT_SASREC)
             fatal("--event-cols: --format sasrec has no columns but user and item");
         parse_event_cols(evcols, o);
@@ -507,6 +570,111 @@ static int64_t *order_events(const struct import_events *ev, const uint8_t *aliv
 
 /* --- main --------------------------------------------------------------------- */
 
+/* What one output holds, for the log. */
+struct import_out {
+    int64_t nu, ni, events, iraw0, iraw1, ucoll, icoll;
+    struct import_features feat;
+};
+
+/* Write the events with alive[i] (NULL: all) and their counts ucnt, icnt
+ * to path: dense or raw ids, each user's events in time order, the side
+ * files joined to the users and items of this output. */
+static void import_output(const struct import_cli *c, const struct import_events *ev,
+                          const uint8_t *alive, const int64_t *ucnt, const int64_t *icnt,
+                          const char *path, struct import_out *out)
+{
+    int32_t *urank = xmalloc((size_t)ev->users.n * sizeof *urank);
+    int32_t *irank = xmalloc((size_t)ev->items.n * sizeof *irank);
+    int32_t *uorder, *iorder;
+    int64_t *uraw = NULL, *iraw = NULL;
+    memset(out, 0, sizeof *out);
+    int64_t nu = c->raw_ids ? import_raw_rank(&ev->users, ucnt, 0, urank, &uorder, &uraw,
+                                              &out->ucoll)
+                            : import_ids_rank(&ev->users, ucnt, urank, &uorder);
+    int64_t ni = c->raw_ids ? import_raw_rank(&ev->items, icnt, 1, irank, &iorder, &iraw,
+                                              &out->icoll)
+                            : import_ids_rank(&ev->items, icnt, irank, &iorder);
+    int64_t *off = xmalloc((size_t)(nu + 1) * sizeof *off);
+    off[0] = 0;
+    for (int64_t k = 0; k < ev->users.n; k++)
+        if (urank[k] >= 0)
+            off[urank[k] + 1] = ucnt[k];
+    for (int64_t u = 0; u < nu; u++)
+        off[u + 1] += off[u];
+    int64_t *perm = order_events(ev, alive, urank, nu, off);
+
+    /* side files, before anything is written: a bad one leaves no output */
+    struct import_join ju, ji;
+    import_join_init(&ju, DS_USERS, &ev->users, urank, nu);
+    import_join_init(&ji, DS_ITEMS, &ev->items, irank, ni);
+    if (c->ml_items)
+        import_ml_items(c->ml_items, &ji, &out->feat);
+    if (c->item_side.path)
+        import_side_read(&c->item_side, &ji, &out->feat);
+    if (c->ml_users)
+        import_ml_users(c->ml_users, &ju, &out->feat);
+    if (c->user_side.path)
+        import_side_read(&c->user_side, &ju, &out->feat);
+    import_join_free(&ju);
+    import_join_free(&ji);
+
+    import_write(path, ev, perm, off, nu, irank, uorder, iorder, ni, &out->feat, iraw, uraw);
+    out->nu = nu;
+    out->ni = ni;
+    out->events = off[nu];
+    out->iraw0 = iraw ? iraw[0] : 0;
+    out->iraw1 = iraw ? iraw[ni - 1] : 0;
+    free(perm);
+    free(off);
+    free(uorder);
+    free(iorder);
+    free(uraw);
+    free(iraw);
+    free(urank);
+    free(irank);
+}
+
+/* --split-days DIR: one output per day of the events' times (day d:
+ * [d x 86400, (d + 1) x 86400) seconds), DIR/day-DDDD.h5, as data gen
+ * --stream and --yambda name them. Returns the files written. */
+static int64_t import_split_days(const struct import_cli *c, const struct import_events *ev,
+                                 const uint8_t *alive, int64_t *ucnt, int64_t *icnt)
+{
+    int64_t d0 = INT64_MAX, d1 = INT64_MIN;
+    for (int64_t i = 0; i < ev->n; i++)
+        if (!alive || alive[i]) {
+            const int64_t d = ev->ts[i] >= 0 ? ev->ts[i] / 86400 : -((-ev->ts[i] - 1) / 86400) - 1;
+            d0 = d < d0 ? d : d0;
+            d1 = d > d1 ? d : d1;
+        }
+    if (d0 < 0 || d1 > 9999)
+        fatal("%s: --split-days: the events' days run from %lld to %lld (day d: seconds [d x "
+              "86400, (d + 1) x 86400)); the files day-0000.h5 .. day-9999.h5 hold days 0 .. "
+              "9999 (times from 1970-01-01 to 1997-05-18, or relative to a start, as Yambda's)",
+              ev->path, (long long)d0, (long long)d1);
+    uint8_t *day = xmalloc((size_t)ev->n);
+    int64_t files = 0;
+    char path[4200];
+    for (int64_t d = d0; d <= d1; d++) {
+        int64_t n = 0;
+        for (int64_t i = 0; i < ev->n; i++)
+            n += day[i] = (!alive || alive[i]) && ev->ts[i] >= d * 86400 &&
+                          ev->ts[i] < (d + 1) * 86400;
+        if (n == 0)
+            continue;
+        count_events(ev, day, ucnt, icnt);
+        snprintf(path, sizeof path, "%s/day-%04lld.h5", c->split_dir, (long long)d);
+        struct import_out out;
+        import_output(c, ev, day, ucnt, icnt, path, &out);
+        log_info("data import: wrote %s: %lld users, %lld items, %lld events", path,
+                 (long long)out.nu, (long long)out.ni, (long long)out.events);
+        import_features_free(&out.feat);
+        files++;
+    }
+    free(day);
+    return files;
+}
+
 int data_import_main(int argc, char **argv)
 {
     static const char *format_name[] = {"movielens", "csv", "sasrec", "jsonl"};
@@ -519,6 +687,8 @@ int data_import_main(int argc, char **argv)
     if (ev.n == 0)
         fatal("%s: no events left: %lld rows, %lld bad lines skipped, %lld below --min-rating",
               ev.path, (long long)ev.rows, (long long)ev.bad, (long long)ev.below_min);
+    if (c.split_dir && !ev.ts)
+        fatal("%s: --split-days needs the events' times (a time column)", ev.path);
     double t_read = clock_seconds();
 
     int64_t *ucnt = xmalloc((size_t)ev.users.n * sizeof *ucnt);
@@ -531,51 +701,32 @@ int data_import_main(int argc, char **argv)
         memset(alive, 1, (size_t)ev.n);
         rounds = kcore(&ev, c.min_user, c.min_item, alive, ucnt, icnt);
     }
-    int32_t *urank = xmalloc((size_t)ev.users.n * sizeof *urank);
-    int32_t *irank = xmalloc((size_t)ev.items.n * sizeof *irank);
-    int32_t *uorder, *iorder;
-    int64_t *uraw = NULL, *iraw = NULL, ucoll = 0, icoll = 0;
-    int64_t nu = c.raw_ids ? import_raw_rank(&ev.users, ucnt, 0, urank, &uorder, &uraw, &ucoll)
-                           : import_ids_rank(&ev.users, ucnt, urank, &uorder);
-    int64_t ni = c.raw_ids ? import_raw_rank(&ev.items, icnt, 1, irank, &iorder, &iraw, &icoll)
-                           : import_ids_rank(&ev.items, icnt, irank, &iorder);
-    int64_t *off = xmalloc((size_t)(nu + 1) * sizeof *off);
-    off[0] = 0;
+    int64_t events = 0;
     for (int64_t k = 0; k < ev.users.n; k++)
-        if (urank[k] >= 0)
-            off[urank[k] + 1] = ucnt[k];
-    for (int64_t u = 0; u < nu; u++)
-        off[u + 1] += off[u];
-    int64_t events = off[nu];
+        events += ucnt[k];
     if (events == 0)
         fatal("%s: nothing left after the k-core filter (--min-user-events %lld, "
               "--min-item-events %lld) of %lld events", ev.path, (long long)c.min_user,
               (long long)c.min_item, (long long)ev.n);
-    int64_t *perm = order_events(&ev, alive, urank, nu, off);
-    double t_sort = clock_seconds();
-
-    /* side files, before anything is written: a bad one leaves no output */
-    struct import_features feat = {0};
-    struct import_join ju, ji;
-    import_join_init(&ju, DS_USERS, &ev.users, urank, nu);
-    import_join_init(&ji, DS_ITEMS, &ev.items, irank, ni);
-    if (c.ml_items)
-        import_ml_items(c.ml_items, &ji, &feat);
-    if (c.item_side.path)
-        import_side_read(&c.item_side, &ji, &feat);
-    if (c.ml_users)
-        import_ml_users(c.ml_users, &ju, &feat);
-    if (c.user_side.path)
-        import_side_read(&c.user_side, &ju, &feat);
-    import_join_free(&ju);
-    import_join_free(&ji);
+    /* the event columns' categorical ids: the whole input's (every day file's) */
     for (int k = 0; k < ev.nevf; k++)
         if (!ev.evf[k].is_float)
             import_vocab_finish(&ev.evf[k].vocab);
-    double t_side = clock_seconds();
+    double t_sort = clock_seconds();
 
-    import_write(c.output, &ev, perm, off, nu, irank, uorder, iorder, ni, &feat, iraw, uraw);
+    struct import_out out = {0};
+    int64_t files = 0;
+    if (c.split_dir) {
+        if (mkdir(c.split_dir, 0777) && errno != EEXIST)
+            fatal("data import: cannot create the directory %s: %s", c.split_dir,
+                  strerror(errno));
+        files = import_split_days(&c, &ev, alive, ucnt, icnt);
+        count_events(&ev, alive, ucnt, icnt); /* the whole input's again, for -o */
+    }
+    if (c.output)
+        import_output(&c, &ev, alive, ucnt, icnt, c.output, &out);
     double t_end = clock_seconds();
+    const struct import_features *feat = &out.feat;
 
     log_info("data import: read %s (%s%s): %lld lines, %lld rows, %lld bad lines skipped, "
              "%lld below --min-rating", ev.path, format_name[c.o.format],
@@ -585,46 +736,40 @@ int data_import_main(int argc, char **argv)
         log_info("data import: k-core (--min-user-events %lld, --min-item-events %lld): "
                  "%lld events dropped in %d passes", (long long)c.min_user,
                  (long long)c.min_item, (long long)(ev.n - events), rounds);
-    log_info("data import: wrote %s: %lld users, %lld items, %lld events (%s%s)", c.output,
-             (long long)nu, (long long)ni, (long long)events,
-             ev.ts ? "timestamps" : "no timestamps",
-             ev.act ? ", actions = rating x 10" : ", no actions");
-    if (c.raw_ids)
+    if (files)
+        log_info("data import: %lld day files in %s", (long long)files, c.split_dir);
+    if (c.output)
+        log_info("data import: wrote %s: %lld users, %lld items, %lld events (%s%s)", c.output,
+                 (long long)out.nu, (long long)out.ni, (long long)out.events,
+                 ev.ts ? "timestamps" : "no timestamps",
+                 ev.act ? ", actions = rating x 10" : ", no actions");
+    if (c.raw_ids && c.output)
         log_info("data import: raw ids (version 3): item ids %lld .. %lld in /items/ids, users "
                  "in ascending raw id in /user_map; hash collisions (distinct string ids, one "
-                 "raw id): %lld of items%s, %lld of users%s", (long long)iraw[0],
-                 (long long)iraw[ni - 1], (long long)icoll,
+                 "raw id): %lld of items%s, %lld of users%s", (long long)out.iraw0,
+                 (long long)out.iraw1, (long long)out.icoll,
                  ev.items.strings ? " (merged into one item)" : " (integer ids: none)",
-                 (long long)ucoll, ev.users.strings ? " (kept apart)" : " (integer ids: none)");
-    if (icoll || ucoll)
+                 (long long)out.ucoll, ev.users.strings ? " (kept apart)" : " (integer ids: none)");
+    if (out.icoll || out.ucoll)
         log_warn("data import: %lld item and %lld user string ids share their 64-bit hash with "
                  "another: colliding items are one item, colliding users share a raw id",
-                 (long long)icoll, (long long)ucoll);
+                 (long long)out.icoll, (long long)out.ucoll);
     double dt = t_end - t0 > 1e-9 ? t_end - t0 : 1e-9;
-    if (feat.n || ev.nevf) {
+    if (feat->n || ev.nevf) {
         char list[2048] = "";
         size_t at = 0;
         for (int k = 0; k < ev.nevf && at + 64 < sizeof list; k++)
             at += (size_t)snprintf(list + at, sizeof list - at, "%sevents/%s", at ? ", " : "",
                                    ev.evf[k].name);
-        for (int k = 0; k < feat.n && at + 64 < sizeof list; k++)
+        for (int k = 0; k < feat->n && at + 64 < sizeof list; k++)
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%s/%s", at ? ", " : "",
-                                   dataset_feat_kind_name(feat.f[k].kind), feat.f[k].name);
+                                   dataset_feat_kind_name(feat->f[k].kind), feat->f[k].name);
         log_info("data import: features: %s", list);
     }
-    log_info("data import: %.2f s (read %.2f, filter+sort %.2f, side files %.2f, write %.2f), "
-             "%.3g rows/s", dt, t_read - t0, t_sort - t_read, t_side - t_sort, t_end - t_side,
+    log_info("data import: %.2f s (read %.2f, filter %.2f, sort, side files and write %.2f), "
+             "%.3g rows/s", dt, t_read - t0, t_sort - t_read, t_end - t_sort,
              (double)ev.rows / dt);
-    import_features_free(&feat);
-
-    free(perm);
-    free(off);
-    free(uorder);
-    free(iorder);
-    free(uraw);
-    free(iraw);
-    free(urank);
-    free(irank);
+    import_features_free(&out.feat);
     free(alive);
     free(ucnt);
     free(icnt);

@@ -132,6 +132,25 @@ void import_bad_line(struct reader *r, int64_t line, const char *fmt, ...)
         log_warn("%s:%lld: %s (skipped)", r->path, (long long)line, msg);
 }
 
+/* Is s[0 .. len) (spaces around it aside) one of a closed column's values? */
+static int closed_value(const struct import_evcol *col, const char *s, size_t len)
+{
+    trim(&s, &len);
+    for (int i = 0; i < col->nvalues; i++)
+        if (strlen(col->values[i]) == len && !memcmp(col->values[i], s, len))
+            return 1;
+    return 0;
+}
+
+static const char *closed_list(const struct import_evcol *col, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < col->nvalues && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? ", " : "", col->values[i]);
+    return buf;
+}
+
 int import_add_event(struct reader *r, int64_t line, const struct import_key *user,
                      const struct import_key *item, double rating, int64_t ts,
                      const struct import_text *evt)
@@ -144,7 +163,21 @@ int import_add_event(struct reader *r, int64_t line, const struct import_key *us
         return -1;
     }
     double fv[IMPORT_MAX_EVCOLS];
-    for (int c = 0; c < ev->nevf; c++) /* numbers first: a bad one drops the row */
+    char list[256];
+    for (int c = 0; c < ev->nevf; c++) { /* numbers and closed values first: a bad one drops the row */
+        const struct import_evcol *col = &o->evcol[c];
+        if (col->empty_zero && import_blank(evt[c].s, evt[c].len)) {
+            fv[c] = 0; /* a null of a preset's float column */
+            continue;
+        }
+        if (col->nvalues && !import_blank(evt[c].s, evt[c].len) &&
+            !closed_value(col, evt[c].s, evt[c].len)) {
+            char b[48];
+            import_bad_line(r, line, "field '%s' = '%s' is not one of %s", col->name,
+                            import_shown(b, sizeof b, evt[c].s, evt[c].len),
+                            closed_list(col, list, sizeof list));
+            return -1;
+        }
         if (ev->evf[c].is_float && import_parse_f64(evt[c].s, evt[c].len, &fv[c])) {
             char b[48];
             import_bad_line(r, line, "field '%s' = '%s' is not a number (a float event "
@@ -152,6 +185,7 @@ int import_add_event(struct reader *r, int64_t line, const struct import_key *us
                                                                       evt[c].len));
             return -1;
         }
+    }
     if (o->raw_items && !o->string_items && item->i <= 0) {
         import_bad_line(r, line, "item id %lld: raw item ids (--ids raw) are positive, 1 .. "
                         "2^63 - 1 (0 is padding)", (long long)item->i);
@@ -360,6 +394,8 @@ void import_read(const char *path, const struct import_options *o, struct import
         snprintf(f->name, sizeof f->name, "%s", o->evcol[c].name);
         f->is_float = o->evcol[c].is_float;
         import_vocab_init(&f->vocab);
+        for (int i = 0; i < o->evcol[c].nvalues; i++) /* a closed column: every value has its id */
+            import_vocab_add(&f->vocab, o->evcol[c].values[i], strlen(o->evcol[c].values[i]));
         if (f->is_float)
             f->v = xmalloc((size_t)ev->cap * sizeof *f->v);
         else

@@ -32,6 +32,12 @@ enum import_format { IMPORT_MOVIELENS, IMPORT_CSV, IMPORT_SASREC, IMPORT_JSONL }
 struct import_evcol {
     const char *name;
     int is_float;
+    /* presets (--format yambda): a categorical column of these values only
+     * (ids 1 .. nvalues in their sorted order whether or not they occur;
+     * another value is a bad line), a float column whose empty field is 0 */
+    const char *const *values;
+    int nvalues;
+    int empty_zero;
 };
 enum import_column { IMPORT_USER, IMPORT_ITEM, IMPORT_RATING, IMPORT_TIME, IMPORT_NCOLS };
 

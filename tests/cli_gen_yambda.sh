@@ -1,0 +1,203 @@
+#!/bin/sh
+# cli_gen_yambda: data gen --yambda (tools/data_gen_yambda.h) and data
+# import --format yambda:
+#   - the files are a function of the options (two runs: the same bytes);
+#     --planted-scores adds /events/planted_p and the factors and changes
+#     nothing else;
+#   - the day files concatenated user by user are the single file's
+#     events, each in its day; the columns are Yambda's (event types with
+#     fixed ids, listens the vast majority, a non-listen's played ratio and
+#     track length 0, is_organic 0/1), an album has one artist, the users'
+#     median length is near --median-length;
+#   - the generator's --csv (Yambda's multi_event columns, nulls as empty
+#     fields) and --items-csv imported by --format yambda give the same
+#     events, times, users, items, event columns and item features, and so
+#     does the same table as JSON lines (nulls as null); --split-days gives
+#     the generator's day files, dataset by dataset; a table with some
+#     event types only keeps the event types' ids;
+#   - an oracle in numpy recomputes the planted optimum (AUC with ties
+#     halved, logloss, positive rate) of the last day from /events/planted_p
+#     and the labels played_ratio_pct >= 50, recomputes planted_p itself
+#     from the written factors (/planted_users, /planted_tracks) and the
+#     model's formula (the optimum within 0.001 AUC from its float64 p),
+#     checks the event types' counts against the model's expectation and
+#     that the labels are drawn from planted_p (calibration by deciles);
+#   - bad inputs are refused with FILE:LINE or the option.
+. "$(dirname "$0")/lib.sh"
+have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
+G="--yambda --days 5 --users 300 --tracks 800 --albums 200 --artists 60 --median-length 60 --seed 3"
+expect_ok "$FS" data gen $G -o "$T/a.h5" --split-days "$T/days" --csv "$T/a.csv" --items-csv "$T/items.csv"
+expect_ok "$FS" data gen $G -o "$T/b.h5" --planted-scores --split-days "$T/bdays"
+expect_ok "$FS" data gen $G -o "$T/c.h5" --split-days "$T/cdays"
+expect_ok "$FS" data gen $G --factors 5 --artist-share 0.5 --taste 1 --planted-scores -o "$T/f5.h5"
+cmp -s "$T/a.h5" "$T/c.h5" && cmp -s "$T/days/day-0004.h5" "$T/cdays/day-0004.h5" &&
+    pass "the same options, the same bytes" || fail "two runs of the same options differ"
+expect_ok "$FS" data import --format yambda "$T/a.csv" --item-features "$T/items.csv" -o "$T/imp.h5" --split-days "$T/idays"
+"$PY" - "$T" <<'PYEOF' > "$T/p.out" 2>&1 && pass "$(tail -1 "$T/p.out")" || fail "yambda: $(cat "$T/p.out")"
+import sys, json, h5py, numpy as np
+T = sys.argv[1]
+a, b, imp = (h5py.File(f"{T}/{n}.h5", "r") for n in ("a", "b", "imp"))
+def names(f):
+    out = []
+    f.visititems(lambda n, o: out.append(n) if isinstance(o, h5py.Dataset) else None)
+    return sorted(out)
+# determinism, and --planted-scores changes nothing else
+assert names(b) == sorted(names(a) + ["events/planted_p", "planted_tracks", "planted_users"]), (names(a), names(b))
+for n in names(a):
+    assert np.array_equal(a[n][()], b[n][()]), n
+assert {k: v for k, v in a.attrs.items()} == {k: v for k, v in b.attrs.items() if k != "planted_taste"}
+def s(x): return x.decode() if isinstance(x, bytes) else str(x)
+# Yambda's columns
+et = a["events/event_type"][:]
+assert [s(x) for x in a["feature_maps/events/event_type"][:]] == ["dislike", "like", "listen", "undislike", "unlike"]
+assert [s(x) for x in a["feature_maps/events/is_organic"][:]] == ["0", "1"]
+share = np.bincount(et, minlength=6)[1:] / len(et)
+assert share[2] > 0.9 and share[1] > 0.005 and all(share > 0), share
+pr, tl = a["events/played_ratio_pct"][:], a["events/track_length_seconds"][:]
+assert np.all(pr[et != 3] == 0) and np.all(tl[et != 3] == 0) and np.all(tl[et == 3] > 0)
+assert pr.min() >= 0 and pr.max() <= 100 and np.all(pr == np.floor(pr))
+assert set(np.unique(a["events/is_organic"][:])) == {1, 2}
+off = a["offsets"][:]
+med = np.median(np.diff(off))
+assert 45 <= med <= 80, med
+ts = a["timestamps"][:]
+assert np.all(ts % 5 == 0) and ts.min() >= 0 and ts.max() < 5 * 86400
+# an album has one artist
+al, ar = a["items/album"][:], a["items/artist"][:]
+alv = np.array([int(s(x)) for x in a["feature_maps/items/album"][:]])[al - 1]
+arv = np.array([int(s(x)) for x in a["feature_maps/items/artist"][:]])[ar - 1]
+for v in np.unique(alv):
+    assert len(np.unique(arv[alv == v])) == 1, v
+# the day files, user by user, are the single file's events
+um = a["user_map"][:]
+ev = {u: [] for u in um}
+for d in range(5):
+    f = h5py.File(f"{T}/days/day-{d:04d}.h5", "r")
+    fo, fu = f["offsets"][:], f["user_map"][:]
+    ft = f["timestamps"][:]
+    assert np.all(ft // 86400 == d), d
+    cols = [f["item_ids"][:], ft, f["events/event_type"][:], f["events/played_ratio_pct"][:]]
+    for i, u in enumerate(fu):
+        ev[u] += list(zip(*(c[fo[i]:fo[i + 1]] for c in cols)))
+cols = [a["item_ids"][:], ts, et, pr]
+for i, u in enumerate(um):
+    assert ev[u] == list(zip(*(c[off[i]:off[i + 1]] for c in cols))), u
+# the import equals the generator's file
+for n in ("offsets", "item_ids", "timestamps", "user_map", "items/ids", "events/event_type",
+          "events/is_organic", "events/played_ratio_pct", "events/track_length_seconds",
+          "items/artist", "items/album", "feature_maps/items/artist", "feature_maps/items/album",
+          "feature_maps/events/event_type", "feature_maps/events/is_organic"):
+    x, y = a[n][()], imp[n][()]
+    if x.dtype.kind in "SO":
+        x, y = [s(v) for v in x], [s(v) for v in y]
+        assert x == y, n
+    else:
+        assert np.array_equal(x, y), n
+# --split-days: each day file equals the generator's
+for d in range(5):
+    g, i = (h5py.File(f"{T}/{x}/day-{d:04d}.h5", "r") for x in ("days", "idays"))
+    assert names(g) == names(i), (names(g), names(i))
+    for n in names(g):
+        x, y = g[n][()], i[n][()]
+        assert (x.dtype.kind in "SO" and [s(v) for v in x] == [s(v) for v in y]) or np.array_equal(x, y), (d, n)
+# the oracle of the planted optimum: the last day, from planted_p and the labels
+f = h5py.File(f"{T}/bdays/day-0004.h5", "r")
+p = f["events/planted_p"][:].astype(np.float64)
+y = (f["events/played_ratio_pct"][:] >= 50).astype(np.float64)
+order = np.argsort(p, kind="mergesort")
+ps, ys = p[order], y[order]
+_, start, counts = np.unique(ps, return_index=True, return_counts=True)
+ranks = np.empty(len(p))
+for st, c in zip(start, counts):
+    ranks[st:st + c] = st + (c + 1) / 2.0  # ties halved
+npos = ys.sum()
+auc = (ranks[ys == 1].sum() - npos * (npos + 1) / 2) / (npos * (len(y) - npos))
+ll = -np.mean(y * np.log(p) + (1 - y) * np.log1p(-p))
+at = f.attrs
+assert abs(at["planted_auc"] - auc) < 1e-9, (at["planted_auc"], auc)
+assert abs(at["planted_logloss"] - ll) < 1e-9 and abs(at["planted_positive_rate"] - y.mean()) < 1e-12
+assert at["planted_test_events"] == len(y) and at["planted_test_day"] == 4
+assert s(at["planted_tasks"]) == "listen_plus:binary:played_ratio_pct>=50"
+assert a.attrs["planted_auc"] == at["planted_auc"]
+# the model from the written factors: planted_p, the optimum, the event types
+def model(f):
+    U, Q = f["planted_users"][:], f["planted_tracks"][:]
+    off = f["offsets"][:]
+    u = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    k = np.searchsorted(f["items/ids"][:], f["item_ids"][:])
+    F = U.shape[1] - 1
+    sc = 0.3 + U[u, F] + Q[k, F] + f.attrs["planted_taste"] * (U[u, :F] * Q[k, :F]).sum(1) / np.sqrt(F)
+    sig = 1 / (1 + np.exp(-sc))
+    return sig, (1 - 0.04 * sig - 0.012 * (1 - sig) - 0.004) * sig
+sig, p64 = model(f)
+assert np.allclose(p64, p, rtol=1e-6, atol=0), np.abs(p64 - p).max()
+def auc_of(p, y):
+    order = np.argsort(p, kind="mergesort"); ps, ys = p[order], y[order]
+    _, st, ct = np.unique(ps, return_index=True, return_counts=True)
+    r = np.empty(len(p))
+    for a0, c in zip(st, ct):
+        r[a0:a0 + c] = a0 + (c + 1) / 2.0
+    npos = ys.sum()
+    return (r[ys == 1].sum() - npos * (npos + 1) / 2) / (npos * (len(y) - npos))
+assert abs(auc_of(p64, y) - at["planted_auc"]) < 1e-3, (auc_of(p64, y), at["planted_auc"])
+f5 = h5py.File(f"{T}/f5.h5", "r")  # other factors, a track part: the same formula
+assert f5["planted_users"].shape[1] == 6 and f5.attrs["planted_taste"] == 1
+assert np.allclose(model(f5)[1], f5["events/planted_p"][:], rtol=1e-6, atol=0)
+sig, _ = model(b)
+et_b = b["events/event_type"][:]
+for t, pt in ((2, 0.04 * sig), (1, 0.012 * (1 - sig)), (5, 0.003 + 0 * sig), (4, 0.001 + 0 * sig)):
+    assert abs((et_b == t).sum() - pt.sum()) < 4.5 * np.sqrt((pt * (1 - pt)).sum()) + 1, (t, (et_b == t).sum(), pt.sum())
+# calibration: the labels of every event are drawn from planted_p
+P = b["events/planted_p"][:].astype(np.float64)
+Y = (b["events/played_ratio_pct"][:] >= 50).astype(np.float64)
+for q in np.array_split(np.argsort(P), 10):
+    m, sd = P[q].mean(), np.sqrt((P[q] * (1 - P[q])).sum()) / len(q)
+    assert abs(Y[q].mean() - m) < 4.5 * sd + 1e-3, (Y[q].mean(), m, sd)
+# the same table as JSON lines (nulls as null)
+with open(f"{T}/a.csv") as fi, open(f"{T}/a.jsonl", "w") as fo:
+    head = fi.readline().strip().split(",")
+    for line in fi:
+        r = dict(zip(head, line.strip().split(",")))
+        o = {k: (None if r[k] == "" else r[k] if k == "event_type" else int(r[k])) for k in head}
+        fo.write(json.dumps(o) + "\n")
+print(f"yambda: {len(et)} events, median length {med:.0f}, listens {share[2]:.3f}, "
+      f"optimum AUC {auc:.4f} on {len(y)} last-day events (oracle equal)")
+PYEOF
+expect_ok "$FS" data import --format yambda "$T/a.jsonl" --item-features "$T/items.csv" -o "$T/impj.h5"
+"$PY" - "$T/imp.h5" "$T/impj.h5" <<'PYEOF' > "$T/j.out" 2>&1 && pass "JSON lines: the same import" || fail "jsonl: $(cat "$T/j.out")"
+import sys, h5py, numpy as np
+a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
+for n in ("offsets", "item_ids", "timestamps", "user_map", "events/event_type", "events/is_organic",
+          "events/played_ratio_pct", "events/track_length_seconds", "items/artist", "items/album"):
+    assert np.array_equal(a[n][()], b[n][()]), n
+PYEOF
+# a day whose table lacks some event types keeps their ids
+head -1 "$T/a.csv" > "$T/few.csv"
+grep -E ',listen$|,unlike$' "$T/a.csv" | head -50 >> "$T/few.csv"
+expect_ok "$FS" data import --format yambda "$T/few.csv" -o "$T/few.h5"
+"$PY" -c "
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], 'r')
+m = [x.decode() if isinstance(x, bytes) else x for x in f['feature_maps/events/event_type'][:]]
+assert m == ['dislike', 'like', 'listen', 'undislike', 'unlike'], m
+assert set(np.unique(f['events/event_type'][:])) <= {3, 5}
+" "$T/few.h5" && pass "fixed event type ids" || fail "event type ids of a partial table"
+# bad inputs
+printf 'uid,item_id,timestamp,is_organic,played_ratio_pct,track_length_seconds,event_type\n1,2,5,1,50,200,listen\n1,3,10,0,,,skip\n' > "$T/bad1.csv"
+expect_error "bad1.csv:3: field 'event_type' = 'skip' is not one of dislike, like, listen, undislike, unlike" \
+    "$FS" data import --format yambda "$T/bad1.csv" -o "$T/x.h5"
+printf 'uid,item_id,timestamp,is_organic,played_ratio_pct,track_length_seconds,event_type\n1,2,5,2,50,200,listen\n' > "$T/bad2.csv"
+expect_error "bad2.csv:2: field 'is_organic' = '2' is not one of 0, 1" "$FS" data import --format yambda "$T/bad2.csv" -o "$T/x.h5"
+printf 'uid,item_id,timestamp,is_organic,played_ratio_pct,track_length_seconds,event_type\n1,2,5,1,half,200,listen\n' > "$T/bad3.csv"
+expect_error "bad3.csv:2: field 'played_ratio_pct' = 'half' is not a number" "$FS" data import --format yambda "$T/bad3.csv" -o "$T/x.h5"
+printf 'uid,item_id,timestamp,is_organic,played_ratio_pct,event_type\n1,2,5,1,50,listen\n' > "$T/bad4.csv"
+expect_error "track_length_seconds" "$FS" data import --format yambda "$T/bad4.csv" -o "$T/x.h5"
+printf '{"uid": 1, "item_id": 2, "timestamp": 5, "is_organic": 1, "played_ratio_pct": 50, "track_length_seconds": 200, "event_type": "listen"}\n{"uid": 1, "item_id": 2, "timestamp": 1.5e1, "is_organic": 1, "played_ratio_pct": null, "track_length_seconds": null, "event_type": "lk"}\n' > "$T/bad5.jsonl"
+expect_error "bad5.jsonl:2: field 'event_type' = 'lk' is not one of" "$FS" data import --format yambda "$T/bad5.jsonl" -o "$T/x.h5"
+expect_error "--format yambda names its columns itself" "$FS" data import --format yambda --user-col user "$T/bad1.csv" -o "$T/x.h5"
+no_file "$T/x.h5"
+expect_error "--median-length 500 is above --max-length 100" "$FS" data gen --yambda --median-length 500 --max-length 100 -o "$T/x.h5"
+expect_error "give -o OUT.h5, --split-days DIR or --csv FILE" "$FS" data gen --yambda --days 2
+expect_error "unknown option '--tracks-per-album'" "$FS" data gen --yambda --tracks-per-album 5 -o "$T/x.h5"
+no_file "$T/x.h5"
+finish
