@@ -77,7 +77,8 @@ grep -q "user feature occ (contextual token): multi-valued, 14 rows x 5, sharded
     "$T/a3.out" || fail "occ line: $(grep feature "$T/a3.out")"
 # the user id as a contextual token (features.user = id: a table of one row per user)
 train u1 1 data.path=$T/all.h5 features.user=id,age features.dims=id:8
-train u3 3 data.path=$T/all.h5 features.user=id,age features.dims=id:8 features.placement=sharded
+# (a list's blanks around the commas are not part of the names)
+train u3 3 data.path=$T/all.h5 "features.user=id, age" features.dims=id:8 features.placement=sharded
 same_losses "$T/u1.jsonl" "$T/u3.jsonl" "user id: P=3 sharded vs P=1" 0 1e-6
 grep -q "user feature id (contextual token): 60 rows x 8, sharded, projected to model.dim" \
     "$T/u3.out" || fail "id line: $(grep feature "$T/u3.out")"

@@ -64,15 +64,27 @@ static void kind_list(const struct dataset *ds, enum dataset_feat_kind kind, cha
         snprintf(buf, len, "none");
 }
 
+/* An entry of a comma-separated list without its surrounding blanks
+ * ("artist, album" names "album"). */
+static void trim_span(const char **p, size_t *n)
+{
+    while (*n && (**p == ' ' || **p == '\t'))
+        (*p)++, (*n)--;
+    while (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t'))
+        (*n)--;
+}
+
 /* 1 if name is one of the comma-separated list's. */
 static int name_listed(const char *list, const char *name)
 {
     const size_t len = strlen(name);
     for (const char *p = list; *p;) {
-        const size_t n = strcspn(p, ",");
+        size_t n = strcspn(p, ",");
+        const char *next = p + n + (p[n] == ',');
+        trim_span(&p, &n);
         if (n == len && !strncmp(p, name, n))
             return 1;
-        p += n + (p[n] == ',');
+        p = next;
     }
     return 0;
 }
@@ -85,12 +97,14 @@ static int add_list(struct feat_schema *s, const struct feat_conf *fc, const str
     const char *p = text;
     while (*p) {
         size_t n = strcspn(p, ",");
+        const char *next = p + n + (p[n] == ','), *at = p;
+        trim_span(&at, &n);
         char name[DATASET_FEATURE_NAME];
         if (n == 0 || n >= sizeof name)
             return errorf(err, errlen, "%s = '%s': an empty or too long name", param, text);
-        memcpy(name, p, n);
+        memcpy(name, at, n);
         name[n] = 0;
-        p += n + (p[n] == ',');
+        p = next;
         int df = -1;
         for (int i = 0; i < ds->nfeat; i++)
             if (ds->feat[i].kind == kind && !strcmp(ds->feat[i].name, name))
@@ -175,7 +189,9 @@ int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const
         return -1;
     /* every features.dynamic entry must name a feature of the run */
     for (const char *p = fc->dynamic; *p;) {
-        const size_t n = strcspn(p, ",");
+        size_t n = strcspn(p, ",");
+        const char *next = p + n + (p[n] == ',');
+        trim_span(&p, &n);
         int found = 0;
         for (int i = 0; i < s->n; i++)
             found |= n == strlen(s->f[i].name) && !strncmp(p, s->f[i].name, n);
@@ -183,7 +199,7 @@ int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const
             return errorf(err, errlen, "features.dynamic = %s: '%.*s' names no feature of "
                           "features.item, features.event or features.user", fc->dynamic, (int)n,
                           p);
-        p += n + (p[n] == ',');
+        p = next;
     }
     /* every features.dims entry must name a feature of the run */
     for (const char *p = fc->dims; *p;) {
