@@ -24,6 +24,12 @@ X(data, split, STRING, "loo", 0, 0, NULL,
 X(data, candidates, INT, "0", 0, 1000000000, NULL,
   "ranking evaluation: at most this many of a user's held-out events are candidates (the "
   "earliest); 0 = all")
+X(data, pools, STRING, "", 0, 0, NULL,
+  "ranking: build each history from pools of event kinds, NAME:COLUMN[OP X], ... (the syntax "
+  "of a binary task; e.g. listen_plus:played_ratio>=50, like:is_like, skip:played_ratio<50): "
+  "the last floor(L / K) events of each of the K pools before the cut, in time order, events "
+  "in no pool left out (L = data.max_seq_len in training, minus 1 for an evaluated history); "
+  "empty = the most recent events (doc/ranking.md)")
 X(data, history_files, INT, "0", 0, 1000000, NULL,
   "streaming, data.path a list or glob of window files: a user's history is read from at "
   "most this many files before the window (newest first); 0 = all (doc/data.md)")
