@@ -111,6 +111,12 @@ X(train, patience, INT, "0", 0, 1000000, NULL,
 X(train, temperature, FLOAT, "0.05", 1e-6, 100, NULL,
   "retrieval: sampled softmax temperature tau")
 X(train, weight_decay, FLOAT, "0", 0, 10, NULL, "AdamW weight decay of the dense parameters")
+X(train, adam_beta1, FLOAT, "0.9", 0, 0.999999, NULL,
+  "AdamW's first-moment decay of the dense parameters (and model.bias's rows); MLPerf DLRMv4: "
+  "0.95")
+X(train, adam_beta2, FLOAT, "0.98", 0, 0.999999, NULL,
+  "AdamW's second-moment decay of the dense parameters (and model.bias's rows); MLPerf DLRMv4: "
+  "0.999")
 X(train, warmup_steps, INT, "0", 0, 1000000000, NULL, "linear learning-rate warmup (steps)")
 X(train, lr_schedule, CHOICE, "constant", 0, 0, "constant|cosine|linear",
   "the learning rates after the warmup, dense and sparse alike: constant, or decayed over the "
