@@ -221,6 +221,11 @@ X(features, dims, STRING, "", 0, 0, NULL,
 X(features, dynamic, STRING, "", 0, 0, NULL,
   "features whose tables are dynamic (comma-separated names; sharded, with "
   "embedding.capacity, admit and evict as the item table's)")
+X(features, cross, STRING, "", 0, 0, NULL,
+  "ranking: hashed crosses, NAME:KEY*KEY[*KEY..]:ROWS, ... (KEY: user, item, hour, an /items "
+  "or /events column); each a per-event feature of ROWS rows added to its event's own item "
+  "token: row xxh64(the keys as little-endian int64) mod ROWS (MLPerf DLRMv4's "
+  "user_x_artist:user*artist_id:100000000; doc/ranking.md)")
 X(features, pooling, CHOICE, "sum", 0, 0, "sum|mean",
   "how the rows of a multi-valued feature's values are pooled (a value 0 is missing: no row)")
 X(features, optimizer, CHOICE, "same", 0, 0, "same|sgd|adagrad|adam",

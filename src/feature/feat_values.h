@@ -24,6 +24,9 @@ struct feat_column {
 
 struct feat_values {
     struct feat_column col[DATASET_MAX_FEATURES]; /* per schema feature (events: empty) */
+    int32_t *xitem[FEAT_MAX_CROSS][FEAT_CROSS_KEYS]; /* crosses' item columns: [num_items]
+                                                        value of item row e (else NULL) */
+    int64_t *xuser;          /* crosses with the key user: /user_map [num_users] (else NULL) */
 };
 
 /* Read the item and user features of s. 0, or -1 + err. */

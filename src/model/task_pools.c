@@ -101,6 +101,9 @@ int task_pools_resolve(struct task_conf *tc, const struct dataset *ds, char *err
         }
         struct label_col *c = &pc->lc.c[k];
         c->f = f;
+        free(pc->decode[k]); /* a window file: resolved again */
+        pc->decode[k] = NULL;
+        c->decode = NULL;
         if (!f->is_float) {
             char what[96];
             snprintf(what, sizeof what, "data.pools: pool %s", pc->name[k]);
