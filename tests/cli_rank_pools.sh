@@ -11,6 +11,7 @@
 #     apart);
 #   - a ranking run with pools and an event feature: other losses than
 #     without pools (and with crosses too: the same on P = 1 and 2, below);
+#     the stream schedule with pools: the same losses on P = 1 and 2;
 #   - hashed crosses (features.cross, feature/feat_cross.h): each token's
 #     value of crosses of 2 to 4 keys (user, item, hour, an item column, an
 #     event column) in the same batches equals the oracle's, whose XXH64 is
@@ -80,6 +81,11 @@ losses "$T/p1.jsonl" > "$T/la"
 losses "$T/x1.jsonl" > "$T/lb"
 cmp -s "$T/la" "$T/lb" && fail "the losses with crosses are those without" ||
     pass "the losses with crosses differ from those without"
+
+# the stream schedule (a window's earlier events history, not targets): P = 1 and 2
+run st1 1 "data.pools=$POOLS" train.schedule=stream data.window=1d train.max_steps=0
+run st2 2 "data.pools=$POOLS" train.schedule=stream data.window=1d train.max_steps=0
+same_losses "$T/st1.jsonl" "$T/st2.jsonl" "pools in the stream schedule: P=2 vs P=1" 0 1e-6
 
 # --- refusals ---------------------------------------------------------------------------
 G="data.path=$T/g.h5 train.task=ranking train.tasks=$TASKS data.split=last:3"
