@@ -44,7 +44,7 @@ same_dump() {
         fail "$1: the batches differ from the oracle's: $(diff "$T/d.txt" "$T/o.txt" | head -3 | cut -c1-300)"
     fi
 }
-same_dump "pools on long users, N = 91" "$T/long.h5" 91 4 "r:rating>=4.4, one:kind==1, lo:click==0"
+same_dump "pools on long users, N = 91" "$T/long.h5" 91 4 "top:rating>=6, r:rating>=5.5, lo:click==0"
 X="ua:user*artist:1000, uk:user*kind*hour:500,uia:user*item*artist*hour:300"
 same_dump "crosses of 2, 3 and 4 keys, with pools" "$T/g.h5" 12 3 "$POOLS" "$X"
 "$PY" -c 'import sys, shutil, h5py, numpy as np

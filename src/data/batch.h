@@ -66,7 +66,7 @@ void batch_eval_queries(const struct dataset *ds, int N, int with_ts, const int6
                         struct seq_batch *b);
 /* Tokens [j, end) of ev[n] (ascending file events) read as one span of the
  * file from ev[j]: a run whose gaps are at most BATCH_EV_GAP events. */
-#define BATCH_EV_GAP 16
+#define BATCH_EV_GAP 1024 /* a gap costs less to read than another read call */
 static inline int64_t batch_ev_run(const int64_t *ev, int64_t j, int64_t n)
 {
     int64_t k = j + 1;
