@@ -4,6 +4,9 @@
 #     times the schedule's factor (lr_schedule.h, 1e-7); the sparse rates
 #     follow it too (train.lr ~ 0: the losses still differ from constant's);
 #   - a run resumed on another rank count equals the uninterrupted one;
+#   - train.adam_beta1/2: 0.9, 0.98 given equal the default bit for bit,
+#     0.95, 0.999 change the losses from the second step, and resume on
+#     another P as the uninterrupted run;
 #   - train.select = rating.mse / like.ne: keep_best follows that metric
 #     (its value in the log line = the best validation line's); metrics of
 #     the wrong kind are refused.
@@ -49,6 +52,22 @@ run sk 1 train.max_steps=6 train.lr=1e-12
 a=$(losses "$T/sc.jsonl" | awk '$1 == 6 { print $2 }') b=$(losses "$T/sk.jsonl" | awk '$1 == 6 { print $2 }')
 [ -n "$a" ] && [ "$a" != "$b" ] && pass "cosine changes the sparse updates (step 6: $a vs $b)" ||
     fail "the sparse learning rate ignores the schedule (step 6: $a vs $b)"
+
+# --- train.adam_beta1, train.adam_beta2 (the dense AdamW and model.bias's rows) ---------
+B="train.max_steps=6 model.bias=on"
+run b0 1 $B
+run b9 1 $B train.adam_beta1=0.9 train.adam_beta2=0.98
+identical "betas 0.9, 0.98 given = the default" "$T/b0.jsonl" "$T/b9.jsonl"
+run b95 1 $B train.adam_beta1=0.95 train.adam_beta2=0.999 "output.checkpoint_dir=$T/ckb" \
+    train.checkpoint_every=3
+losses "$T/b0.jsonl" > "$T/la"
+losses "$T/b95.jsonl" > "$T/lb"
+[ "$(sed -n 1p "$T/la")" = "$(sed -n 1p "$T/lb")" ] && ! cmp -s "$T/la" "$T/lb" &&
+    pass "betas 0.95, 0.999: the first loss the default's, the later ones not" ||
+    fail "betas 0.95, 0.999 vs the default: $(paste "$T/la" "$T/lb" | head -3 | tr '\n' ' ')"
+run b95r 2 $B train.adam_beta1=0.95 train.adam_beta2=0.999 "train.resume=$T/ckb/ckpt-3.h5"
+same_losses "$T/b95.jsonl" "$T/b95r.jsonl" "betas 0.95, 0.999: resumed P=1 -> P=2 at step 3" 3 1e-6
+expect_error "train.adam_beta2" "$FS" train "$IN" "data.path=$T/r.h5" train.adam_beta2=1
 
 # --- train.select = TASK.METRIC ------------------------------------------------
 for sel in "rating.mse rating MSE" "like.ne like NE"; do

@@ -1,7 +1,9 @@
 /* test_rank_grad: a ranking step through the real modules on the CPU
  * backend, for the PyTorch oracle tests/torch_rank.py: the token assembly
  * with actions (model.actions = sum | interleave: the tasks' labels and an
- * event feature), a contextual token (a user feature), candidates under the
+ * event feature), a hashed cross (features.cross: an event feature on its
+ * own item token, history and candidates), a contextual token (a user
+ * feature), candidates under the
  * target mask (tokens_target.c), HSTU with the time bias, the MLP head and
  * the loss (model/task_ranking.c: BCE and MSE of the standardised label,
  * weighted, normalised by the labelled counts), then the whole backward:
@@ -43,7 +45,7 @@
 #define T_TOK 17
 #define N_ITEMS 7
 #define K_TASKS 2
-#define NFEAT 4 /* act (event), age (user), like, rating (labels) */
+#define NFEAT 5 /* act (event), age (user), like, rating (labels), xr (a cross) */
 
 static const int64_t offsets[B_SEQ + 1] = {0, 3, 8, 17};
 static const int64_t ncand[B_SEQ] = {2, 0, 3};
@@ -52,6 +54,8 @@ static const int64_t ts[T_TOK] = {100, 200, 250, 10, 11, 50, 3000, 3001,
                                   7, 9, 100, 1000, 1001, 90000, 90500, 91000, 200000};
 static const int32_t act[T_TOK] = {1, 2, 3, 3, 0, 1, 2, 3, 2, 2, 1, 0, 3, 1, 2, 3, 1};
 static const int32_t age[B_SEQ] = {2, 0, 4};
+/* a hashed cross's values (features.cross: on its own item token) */
+static const int32_t xr[T_TOK] = {4, 1, 0, 2, 3, 3, 1, 0, 2, 4, 4, 1, 2, 0, 3, 1, 2};
 static const float nan_ = NAN;
 
 static void fill(struct rng *r, float *x, int64_t n, float scale)
@@ -65,10 +69,11 @@ static void schema_init(struct feat_schema *s, enum action_mode mode)
     memset(s, 0, sizeof *s);
     s->d = D;
     s->actions = mode;
-    static const char *names[NFEAT] = {"act", "age", "like", "rating"};
-    static const enum feat_role roles[NFEAT] = {FEAT_EVENT, FEAT_USER, FEAT_EVENT, FEAT_EVENT};
-    static const int64_t rows[NFEAT] = {3, 5, 2, 1};
-    static const int label[NFEAT] = {0, 0, 1, 2};
+    static const char *names[NFEAT] = {"act", "age", "like", "rating", "xr"};
+    static const enum feat_role roles[NFEAT] = {FEAT_EVENT, FEAT_USER, FEAT_EVENT, FEAT_EVENT,
+                                                FEAT_EVENT};
+    static const int64_t rows[NFEAT] = {3, 5, 2, 1, 4};
+    static const int label[NFEAT] = {0, 0, 1, 2, 0};
     for (int i = 0; i < NFEAT; i++) {
         struct feat_spec *f = &s->f[i];
         snprintf(f->name, sizeof f->name, "%s", names[i]);
@@ -79,6 +84,7 @@ static void schema_init(struct feat_schema *s, enum action_mode mode)
         f->table = i;
         f->proj = -1;
         f->label = label[i];
+        f->cross = i == 4;
         s->n_event += roles[i] == FEAT_EVENT;
         s->n_user += roles[i] == FEAT_USER;
     }
@@ -177,7 +183,9 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
         ev_rating[t] = isnan(z) ? 0 : 1;
         w_rating[t] = isnan(z) ? 0 : task_ranking_z(&task, 1, z);
     }
-    int32_t *evv[DATASET_MAX_FEATURES] = {ev_act, NULL, ev_like, ev_rating};
+    int32_t ev_xr[T_TOK];
+    memcpy(ev_xr, xr, sizeof xr);
+    int32_t *evv[DATASET_MAX_FEATURES] = {ev_act, NULL, ev_like, ev_rating, ev_xr};
     float *evw[DATASET_MAX_FEATURES] = {NULL, NULL, NULL, w_rating};
     int64_t ids[N_ITEMS];
     for (int i = 0; i < N_ITEMS; i++)
@@ -270,6 +278,9 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     for (int i = 0; i < B_SEQ; i++)
         tmp[i] = age[i];
     oracle_put(fp, pre, "age", 'q', B_SEQ, tmp);
+    for (int i = 0; i < T_TOK; i++)
+        tmp[i] = xr[i];
+    oracle_put(fp, pre, "xr", 'q', T_TOK, tmp);
     oracle_put(fp, pre, "labels", 'f', T_TOK * K_TASKS, labels);
     const double head[4] = {tc.t[0].weight, tc.t[1].weight, 3.25, sqrt(480.0 / 40 - 3.25 * 3.25)};
     oracle_put(fp, pre, "task", 'd', 4, head);

@@ -9,7 +9,8 @@ Rebuilds in float64 from the definitions (model/tokens.h, model/task.h):
             history event's item row R[item] (sum: + a_{t-1}; interleave: then
             a_t as a token of its own), then the candidates R[item] (sum: +
             a of the last history event), all at the position after the
-            history;
+            history; every item token (history and candidates) also +
+            xr table[value] (a hashed cross, on its own token; none for 0);
   mask      the history causal; a candidate sees the history and itself;
   HSTU      torch_hstu.py's layers with explicit positions, timestamps and
             that mask (each token's rab from its own position and time);
@@ -45,7 +46,7 @@ except ImportError as e:
 
 TOL = 1e-4
 TIME_BUCKETS = 128
-ACT, AGE, LIKE, RATING = 0, 1, 2, 3
+ACT, AGE, LIKE, RATING, XR = 0, 1, 2, 3, 4
 
 
 def bucket(dt):
@@ -84,6 +85,8 @@ def case(rec, c):
     inter, d, layers, H, N, B, T, K, n_items, nfeat = (int(v) for v in g("cfg"))
     off, ncand, items, ts = g("offsets"), g("ncand"), g("items"), g("ts")
     act, age, lab = g("act"), g("age"), g("labels").reshape(T, K).astype(np.float64)
+    xr = g("xr")
+    cross = lambda t: W[XR][int(xr[t])] if xr[t] else 0  # noqa: E731
     w_like, w_rating, mean, std = (float(v) for v in g("task"))
     W = [torch.tensor(g(f"table{t}"), dtype=torch.float64).reshape(-1, d).requires_grad_(True)
          for t in range(nfeat)]
@@ -124,7 +127,7 @@ def case(rec, c):
         tok(W[AGE][int(age[q])] if age[q] else torch.zeros(d, dtype=torch.float64), 0, ts[t0])
         for j in range(Hn):
             t = t0 + j
-            v = R[int(items[t]) - 1] + (action(t - 1) if not inter and j > 0 else 0)
+            v = R[int(items[t]) - 1] + (action(t - 1) if not inter and j > 0 else 0) + cross(t)
             item_row[t] = tok(v, len(pos), ts[t])
             if inter:
                 tok(action(t), len(pos), ts[t])
@@ -132,7 +135,8 @@ def case(rec, c):
         mask = np.tril(np.ones((hx + int(ncand[q]),) * 2, dtype=bool))
         for j in range(Hn, t1 - t0):
             t = t0 + j
-            v = R[int(items[t]) - 1] + (action(t0 + Hn - 1) if not inter and Hn > 0 else 0)
+            v = (R[int(items[t]) - 1] + (action(t0 + Hn - 1) if not inter and Hn > 0 else 0) +
+                 cross(t))
             item_row[t] = tok(v, hx, ts[t])
             mask[len(rows) - 1, hx:len(rows) - 1] = False  # not the other candidates
         seqs.append((rows, pos, tt, mask))

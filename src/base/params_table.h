@@ -24,6 +24,12 @@ X(data, split, STRING, "loo", 0, 0, NULL,
 X(data, candidates, INT, "0", 0, 1000000000, NULL,
   "ranking evaluation: at most this many of a user's held-out events are candidates (the "
   "earliest); 0 = all")
+X(data, pools, STRING, "", 0, 0, NULL,
+  "ranking: build each history from pools of event kinds, NAME:COLUMN[OP X], ... (the syntax "
+  "of a binary task; e.g. listen_plus:played_ratio>=50, like:is_like, skip:played_ratio<50): "
+  "the last floor(L / K) events of each of the K pools before the cut, in time order, events "
+  "in no pool left out (L = data.max_seq_len in training, minus 1 for an evaluated history); "
+  "empty = the most recent events (doc/ranking.md)")
 X(data, history_files, INT, "0", 0, 1000000, NULL,
   "streaming, data.path a list or glob of window files: a user's history is read from at "
   "most this many files before the window (newest first); 0 = all (doc/data.md)")
@@ -105,6 +111,12 @@ X(train, patience, INT, "0", 0, 1000000, NULL,
 X(train, temperature, FLOAT, "0.05", 1e-6, 100, NULL,
   "retrieval: sampled softmax temperature tau")
 X(train, weight_decay, FLOAT, "0", 0, 10, NULL, "AdamW weight decay of the dense parameters")
+X(train, adam_beta1, FLOAT, "0.9", 0, 0.999999, NULL,
+  "AdamW's first-moment decay of the dense parameters (and model.bias's rows); MLPerf DLRMv4: "
+  "0.95")
+X(train, adam_beta2, FLOAT, "0.98", 0, 0.999999, NULL,
+  "AdamW's second-moment decay of the dense parameters (and model.bias's rows); MLPerf DLRMv4: "
+  "0.999")
 X(train, warmup_steps, INT, "0", 0, 1000000000, NULL, "linear learning-rate warmup (steps)")
 X(train, lr_schedule, CHOICE, "constant", 0, 0, "constant|cosine|linear",
   "the learning rates after the warmup, dense and sparse alike: constant, or decayed over the "
@@ -209,6 +221,11 @@ X(features, dims, STRING, "", 0, 0, NULL,
 X(features, dynamic, STRING, "", 0, 0, NULL,
   "features whose tables are dynamic (comma-separated names; sharded, with "
   "embedding.capacity, admit and evict as the item table's)")
+X(features, cross, STRING, "", 0, 0, NULL,
+  "ranking: hashed crosses, NAME:KEY*KEY[*KEY..]:ROWS, ... (KEY: user, item, hour, an /items "
+  "or /events column); each a per-event feature of ROWS rows added to its event's own item "
+  "token: row xxh64(the keys as little-endian int64) mod ROWS (MLPerf DLRMv4's "
+  "user_x_artist:user*artist_id:100000000; doc/ranking.md)")
 X(features, pooling, CHOICE, "sum", 0, 0, "sum|mean",
   "how the rows of a multi-valued feature's values are pooled (a value 0 is missing: no row)")
 X(features, optimizer, CHOICE, "same", 0, 0, "same|sgd|adagrad|adam",

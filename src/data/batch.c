@@ -164,6 +164,7 @@ void batch_free(struct seq_batch *b)
     free(b->hist);
     free(b->ncand);
     free(b->cskip);
+    free(b->ev);
     free(b->labels);
     free(b->target_labels);
     free(b->no_target);

@@ -22,6 +22,8 @@ struct seq_batch {
     uint64_t *keys;     /* [T] per-token random key */
     int64_t *ev0;       /* [B] the file's index of entry i's first token's event (its
                            tokens are consecutive events): event features */
+    int64_t *ev;        /* [T] or NULL: each token's event in the file, where they are not
+                           consecutive (ranking's data.pools: data/pools.h); -1: none */
     int64_t *hist_off;  /* eval only: [B + 1] CSR of the whole history to exclude */
     int64_t *hist;      /* eval only */
     /* train with pieces (parallel.split_long), else NULL: */
@@ -62,6 +64,16 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
 void batch_eval_queries(const struct dataset *ds, int N, int with_ts, const int64_t *users,
                         const int64_t *hist, const int64_t *target, int64_t B,
                         struct seq_batch *b);
+/* Tokens [j, end) of ev[n] (ascending file events) read as one span of the
+ * file from ev[j]: a run whose gaps are at most BATCH_EV_GAP events. */
+#define BATCH_EV_GAP 1024 /* a gap costs less to read than another read call */
+static inline int64_t batch_ev_run(const int64_t *ev, int64_t j, int64_t n)
+{
+    int64_t k = j + 1;
+    while (k < n && ev[k] > ev[k - 1] && ev[k] - ev[k - 1] <= BATCH_EV_GAP)
+        k++;
+    return k;
+}
 /* Allocate b's arrays for B sequences of T tokens in all (contents
  * undefined but targets, zeroed; ts only with_ts; hist_off only for eval:
  * the caller allocates hist). */

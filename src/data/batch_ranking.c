@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/rng.h"
+#include "data/pools.h"
 
 double label_of(const struct label_col *c, double v)
 {
@@ -54,6 +55,28 @@ void labels_read_events(const struct dataset *ds, const struct label_conf *lc, i
     free(iv);
 }
 
+/* Labels of the file events ev[0 .. n) (ascending) into out [n, K]: read in
+ * runs of nearby events (batch_ev_run). */
+static void labels_read_picked(const struct dataset *ds, const struct label_conf *lc,
+                               const int64_t *ev, int64_t n, float *out)
+{
+    const int K = lc->n;
+    float *tmp = NULL;
+    int64_t cap = 0;
+    for (int64_t j = 0, k; j < n; j = k) {
+        k = batch_ev_run(ev, j, n);
+        const int64_t span = ev[k - 1] - ev[j] + 1;
+        if (span > cap) {
+            cap = span;
+            tmp = xrealloc(tmp, (size_t)(cap * K) * sizeof *tmp);
+        }
+        labels_read_events(ds, lc, ev[j], span, tmp);
+        for (int64_t i = j; i < k; i++)
+            memcpy(out + i * K, tmp + (ev[i] - ev[j]) * K, (size_t)K * sizeof *out);
+    }
+    free(tmp);
+}
+
 void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
                                struct seq_batch *b)
 {
@@ -65,40 +88,68 @@ void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf
     for (int64_t q = 0; q < b->B; q++) { /* the history, then the candidates (a part: a gap) */
         int64_t e1;
         const int64_t n = batch_file_events(b, q), h = batch_file_run(b, q, &e1);
+        if (b->ev) { /* data.pools: the tokens' events */
+            labels_read_picked(ds, lc, b->ev + b->offsets[q], n, b->labels + b->offsets[q] * K);
+            continue;
+        }
         labels_read_events(ds, lc, b->ev0[q], h, b->labels + b->offsets[q] * K);
         labels_read_events(ds, lc, e1, n - h, b->labels + (b->offsets[q] + h) * K);
     }
+}
+
+/* data.pools: user u's pooled events [0, end) with room `room` appended to
+ * *sel (growable, *n used of *cap); their count. */
+static int64_t pooled(const struct dataset *ds, const struct label_conf *lc, int64_t u,
+                      int64_t end, int64_t room, int64_t **sel, int64_t *n, int64_t *cap)
+{
+    const int64_t per = pools_per(lc->pools, room), need = *n + per * lc->pools->n;
+    if (need > *cap) {
+        *cap = need > 2 * *cap ? need : 2 * *cap;
+        *sel = xrealloc(*sel, (size_t)*cap * sizeof **sel);
+    }
+    const int64_t m = pools_select(ds, lc->pools, u, end, per, *sel + *n);
+    *n += m;
+    return m;
 }
 
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                          const struct label_conf *lc, int N, int with_ts, uint64_t seed,
                          uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
 {
-    int64_t T = 0, a, bb;
+    int64_t T = 0, a, bb, *sel = NULL, nsel = 0, csel = 0;
+    int64_t *cnt = xmalloc((size_t)(B ? B : 1) * sizeof *cnt); /* each user's events */
     for (int64_t i = 0; i < B; i++) {
         rsplit_bounds(rs, ds, users[i], &a, &bb);
-        T += a < N ? a : N;
+        cnt[i] = lc->pools ? pooled(ds, lc, users[i], a, N, &sel, &nsel, &csel) : a < N ? a : N;
+        T += cnt[i];
     }
     batch_alloc(b, B, T, with_ts, 0);
+    if (lc->pools)
+        b->ev = xmalloc((size_t)(T ? T : 1) * sizeof *b->ev);
     int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i];
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         rsplit_bounds(rs, ds, u, &a, &bb);
-        const int64_t n = a < N ? a : N, first = a - n;
-        for (int64_t p = 0; p < n; p++, t++) {
-            b->items[t] = items[first + p];
+        const int64_t first = a - cnt[i], s0 = t; /* pools: sel[t ..] this user's events */
+        for (int64_t p = 0; p < cnt[i]; p++, t++) {
+            const int64_t e = lc->pools ? sel[s0 + p] : first + p;
+            b->items[t] = items[e];
             if (with_ts)
-                b->ts[t] = ts[first + p];
+                b->ts[t] = ts[e];
+            if (b->ev)
+                b->ev[t] = ds->offsets[u] + e;
             b->keys[t] = batch_token_key(seed, epoch, batch_user_key(ds, u), p);
         }
         b->users[i] = u;
-        b->ev0[i] = ds->offsets[u] + first;
+        b->ev0[i] = ds->offsets[u] + (lc->pools ? (cnt[i] ? sel[s0] : 0) : first);
         b->offsets[i + 1] = t;
     }
+    free(cnt);
     free(items);
     free(ts);
+    free(sel);
     batch_ranking_read_labels(ds, lc, b);
     if (!rs->from)
         return;
@@ -109,7 +160,7 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
     for (int64_t i = 0; i < B; i++) {
         const int64_t e1 = ds->offsets[users[i]] + rs->from[users[i]];
         for (int64_t t = b->offsets[i]; t < b->offsets[i + 1]; t++)
-            if (b->ev0[i] + (t - b->offsets[i]) < e1)
+            if (batch_event(b, i, t) < e1)
                 for (int k = 0; k < lc->n; k++)
                     b->target_labels[t * lc->n + k] = NAN;
     }
@@ -140,18 +191,23 @@ void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
                         int with_ts, const int64_t *users, const int64_t *part, int64_t B,
                         struct seq_batch *b)
 {
-    int64_t T = 0, c0, cs, c1;
+    int64_t T = 0, c0, cs, c1, *sel = NULL, nsel = 0, csel = 0;
+    int64_t *hn = xmalloc((size_t)(B ? B : 1) * sizeof *hn); /* each history's events */
     for (int64_t i = 0; i < B; i++) {
         eval_candidates(ds, rs, test, max_cand, users[i], part ? part + 2 * i : NULL, &c0, &cs,
                         &c1);
-        T += (c0 < N - 1 ? c0 : N - 1) + c1 - cs;
+        hn[i] = lc->pools ? pooled(ds, lc, users[i], c0, N - 1, &sel, &nsel, &csel)
+                          : c0 < N - 1 ? c0 : N - 1;
+        T += hn[i] + c1 - cs;
     }
     batch_alloc(b, B, T, with_ts, 0);
     b->ncand = xmalloc((size_t)(B ? B : 1) * sizeof *b->ncand);
     b->cand_events = 1;
     if (part)
         b->cskip = xmalloc((size_t)(B ? B : 1) * sizeof *b->cskip);
-    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
+    if (lc->pools)
+        b->ev = xmalloc((size_t)(T ? T : 1) * sizeof *b->ev);
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0, s0 = 0;
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i];
@@ -160,22 +216,27 @@ void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
         if (c1 <= cs)
             fatal("batch_ranking_eval: user %lld has no candidate", (long long)u);
         dataset_raw_numbers(ds, items, c1); /* a raw dataset: item numbers */
-        const int64_t first = c0 - (c0 < N - 1 ? c0 : N - 1);
-        for (int64_t e = first; e < c1; e++) {
-            if (e == c0)
-                e = cs; /* a part: the candidates before it are another entry's */
+        const int64_t first = c0 - hn[i];
+        for (int64_t j = 0; j < hn[i] + c1 - cs; j++, t++) {
+            /* the history (pooled, or the last events before c0), then the candidates */
+            const int64_t e = j >= hn[i] ? cs + j - hn[i] : lc->pools ? sel[s0 + j] : first + j;
             b->items[t] = items[e];
             if (with_ts)
                 b->ts[t] = ts[e];
-            b->keys[t++] = 0; /* no dropout in evaluation */
+            if (b->ev)
+                b->ev[t] = ds->offsets[u] + e;
+            b->keys[t] = 0; /* no dropout in evaluation */
         }
         b->users[i] = u;
-        b->ev0[i] = ds->offsets[u] + first;
+        b->ev0[i] = ds->offsets[u] + (lc->pools ? (hn[i] ? sel[s0] : cs) : first);
         b->ncand[i] = c1 - cs;
         if (part)
             b->cskip[i] = cs - c0;
         b->offsets[i + 1] = t;
+        s0 += lc->pools ? hn[i] : 0;
     }
+    free(hn);
+    free(sel);
     free(items);
     free(ts);
     batch_ranking_read_labels(ds, lc, b);
@@ -185,15 +246,20 @@ void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, 
                          const int64_t *users, int64_t B, const int64_t *coff,
                          const int64_t *citems, const int64_t *cts, struct seq_batch *b)
 {
-    int64_t T = 0;
+    int64_t T = 0, *sel = NULL, nsel = 0, csel = 0;
+    int64_t *hn = xmalloc((size_t)(B ? B : 1) * sizeof *hn); /* each history's events */
     for (int64_t i = 0; i < B; i++) {
         const int64_t L = dataset_length(ds, users[i]);
-        T += (L < N - 1 ? L : N - 1) + coff[i + 1] - coff[i];
+        hn[i] = lc->pools ? pooled(ds, lc, users[i], L, N - 1, &sel, &nsel, &csel)
+                          : L < N - 1 ? L : N - 1;
+        T += hn[i] + coff[i + 1] - coff[i];
     }
     batch_alloc(b, B, T, with_ts, 0);
     b->ncand = xmalloc((size_t)(B ? B : 1) * sizeof *b->ncand);
     b->cand_events = 0;
-    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
+    if (lc->pools)
+        b->ev = xmalloc((size_t)(T ? T : 1) * sizeof *b->ev);
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0, s0 = 0;
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i], L = dataset_length(ds, u);
@@ -201,24 +267,32 @@ void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, 
             fatal("batch_ranking_pairs: user %lld has no events", (long long)u);
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         dataset_raw_numbers(ds, items, L); /* a raw dataset: item numbers, as citems */
-        const int64_t first = L - (L < N - 1 ? L : N - 1);
-        for (int64_t e = first; e < L; e++, t++) {
+        const int64_t first = L - hn[i];
+        for (int64_t j = 0; j < hn[i]; j++, t++) {
+            const int64_t e = lc->pools ? sel[s0 + j] : first + j;
             b->items[t] = items[e];
             if (with_ts)
                 b->ts[t] = ts[e];
+            if (b->ev)
+                b->ev[t] = ds->offsets[u] + e;
             b->keys[t] = 0;
         }
         for (int64_t j = coff[i]; j < coff[i + 1]; j++, t++) {
             b->items[t] = citems[j];
             if (with_ts)
                 b->ts[t] = cts ? cts[j] : ts[L - 1];
+            if (b->ev)
+                b->ev[t] = -1; /* not an event of the file */
             b->keys[t] = 0;
         }
         b->users[i] = u;
-        b->ev0[i] = ds->offsets[u] + first;
+        b->ev0[i] = ds->offsets[u] + (lc->pools ? (hn[i] ? sel[s0] : 0) : first);
         b->ncand[i] = coff[i + 1] - coff[i];
         b->offsets[i + 1] = t;
+        s0 += lc->pools ? hn[i] : 0;
     }
+    free(hn);
+    free(sel);
     free(items);
     free(ts);
     batch_ranking_read_labels(ds, lc, b);

@@ -18,7 +18,12 @@
  * value, or a categorical column's original value (its /feature_maps
  * entry read as a number: decode[id]; id 0 is missing). A binary label is
  * the comparison of that value with x (or value != 0), a regression label
- * the value itself. */
+ * the value itself.
+ *
+ * With data.pools (lc->pools, data/pools.h) a training sequence is the
+ * pooled selection of the training events (room N), an evaluation's or
+ * score's history that of the events before the first candidate (room
+ * N - 1); seq_batch.ev then holds each token's event. */
 #ifndef FS_DATA_BATCH_RANKING_H
 #define FS_DATA_BATCH_RANKING_H
 
@@ -39,9 +44,13 @@ struct label_col {
     const double *decode;            /* categorical: [cardinality] value of id k (NaN: none) */
 };
 
+struct pool_conf;
+
 struct label_conf {
     int n;
     struct label_col c[RANK_MAX_TASKS];
+    struct pool_conf *pools; /* data.pools (data/pools.h): the histories' events; NULL: the
+                                most recent ones */
 };
 
 /* The label of value v (NaN: missing). */
@@ -72,6 +81,19 @@ void batch_ranking_eval(const struct dataset *ds, const struct rsplit *rs,
 void batch_ranking_pairs(const struct dataset *ds, const struct label_conf *lc, int N, int with_ts,
                          const int64_t *users, int64_t B, const int64_t *coff, const int64_t *items,
                          const int64_t *ts, struct seq_batch *b);
+/* The file's event of token t (of entry i, whose first token is t0) that is
+ * a file event: b->ev[t], else consecutive from ev0 (b->cskip's gap
+ * before the candidates). */
+static inline int64_t batch_event(const struct seq_batch *b, int64_t i, int64_t t)
+{
+    if (b->ev)
+        return b->ev[t];
+    const int64_t j = t - b->offsets[i];
+    if (!b->cskip)
+        return b->ev0[i] + j;
+    const int64_t n = b->offsets[i + 1] - b->offsets[i] - (b->cand_events ? 0 : b->ncand[i]);
+    return b->ev0[i] + j + (j >= n - b->ncand[i] ? b->cskip[i] : 0);
+}
 /* Events of entry i read from the file at b->ev0[i] (all of its tokens but
  * candidates that are not events). */
 static inline int64_t batch_file_events(const struct seq_batch *b, int64_t i)

@@ -11,9 +11,23 @@ int feat_values_load(struct feat_values *v, const struct feat_schema *s, const s
                      char *err, size_t errlen)
 {
     memset(v, 0, sizeof *v);
+    int user = 0;
+    for (int k = 0; k < s->ncross; k++)
+        for (int j = 0; j < s->cross[k].nkeys; j++)
+            user |= s->cross[k].key[j] == CK_USER;
+    if (user && ds->has_user_map && !(v->xuser = dataset_read_map(ds, "user_map", err, errlen)))
+        return -1;
+    for (int k = 0; k < s->ncross; k++) /* the crosses' item columns (single-valued) */
+        for (int j = 0; j < s->cross[k].nkeys; j++)
+            if (s->cross[k].key[j] == CK_ITEM_FEATURE) {
+                const struct dataset_feature *f = &ds->feat[s->cross[k].df[j]];
+                v->xitem[k][j] = xmalloc((size_t)(f->n > 0 ? f->n : 1) * sizeof(int32_t));
+                if (dataset_feat_ints(ds, f, 0, f->n, v->xitem[k][j], err, errlen))
+                    return -1;
+            }
     for (int i = 0; i < s->n; i++) {
         const struct feat_spec *sp = &s->f[i];
-        if (sp->role == FEAT_EVENT)
+        if (sp->role == FEAT_EVENT) /* per batch (crosses: feat_cross.c) */
             continue;
         if (sp->user_id) { /* user u: u + 1 (schema.c checked that it fits) */
             struct feat_column *c = &v->col[i];
@@ -50,7 +64,34 @@ void feat_values_free(struct feat_values *v)
         free(v->col[i].off);
         free(v->col[i].val);
     }
+    for (int k = 0; k < FEAT_MAX_CROSS; k++)
+        for (int j = 0; j < FEAT_CROSS_KEYS; j++)
+            free(v->xitem[k][j]);
+    free(v->xuser);
     memset(v, 0, sizeof *v);
+}
+
+/* Values of f at the file events ev[0 .. n) (ascending) into out[n]: read in
+ * runs of nearby events (batch_ev_run). */
+static void ints_picked(const struct dataset *ds, const struct dataset_feature *f,
+                        const int64_t *ev, int64_t n, int32_t *out)
+{
+    char err[1024];
+    int32_t *tmp = NULL;
+    int64_t cap = 0;
+    for (int64_t j = 0, k; j < n; j = k) {
+        k = batch_ev_run(ev, j, n);
+        const int64_t span = ev[k - 1] - ev[j] + 1;
+        if (span > cap) {
+            cap = span;
+            tmp = xrealloc(tmp, (size_t)cap * sizeof *tmp);
+        }
+        if (dataset_feat_ints(ds, f, ev[j], span, tmp, err, sizeof err))
+            fatal("%s", err);
+        for (int64_t i = j; i < k; i++)
+            out[i] = tmp[ev[i] - ev[j]];
+    }
+    free(tmp);
 }
 
 void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
@@ -58,14 +99,16 @@ void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
 {
     char err[1024];
     for (int i = 0; i < s->n; i++) {
-        if (s->f[i].role != FEAT_EVENT || s->f[i].label) /* labels: the task's */
+        if (s->f[i].role != FEAT_EVENT || s->f[i].label || s->f[i].cross) /* the task's, crosses */
             continue;
         const struct dataset_feature *f = &ds->feat[s->f[i].df];
         for (int64_t q = 0; q < b->B; q++) { /* candidates that are not events: missing */
             const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0;
             int64_t e1; /* the history, then the candidates (a part of them: after a gap) */
             const int64_t len = batch_file_events(b, q), h = batch_file_run(b, q, &e1);
-            if ((h > 0 && dataset_feat_ints(ds, f, b->ev0[q], h, out[i] + t0, err, sizeof err)) ||
+            if (b->ev) /* data.pools: the tokens' events */
+                ints_picked(ds, f, b->ev + t0, len, out[i] + t0);
+            else if ((h > 0 && dataset_feat_ints(ds, f, b->ev0[q], h, out[i] + t0, err, sizeof err)) ||
                 (len > h && dataset_feat_ints(ds, f, e1, len - h, out[i] + t0 + h, err,
                                               sizeof err)))
                 fatal("%s", err);

@@ -1,7 +1,8 @@
 /* feat_values: the values of a run's features. Item and user features are
  * read whole at start-up (every rank holds them: a few values per item and
  * per user); event features are read per batch, the tokens of a sequence
- * being consecutive events of the file (seq_batch.ev0). Every value is
+ * being consecutive events of the file (seq_batch.ev0; with data.pools the
+ * events seq_batch.ev names). Every value is
  * checked by the dataset reader (dataset_feat_*). */
 #ifndef FS_FEATURE_VALUES_H
 #define FS_FEATURE_VALUES_H
@@ -23,6 +24,9 @@ struct feat_column {
 
 struct feat_values {
     struct feat_column col[DATASET_MAX_FEATURES]; /* per schema feature (events: empty) */
+    int32_t *xitem[FEAT_MAX_CROSS][FEAT_CROSS_KEYS]; /* crosses' item columns: [num_items]
+                                                        value of item row e (else NULL) */
+    int64_t *xuser;          /* crosses with the key user: /user_map [num_users] (else NULL) */
 };
 
 /* Read the item and user features of s. 0, or -1 + err. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "feature/feat_cross.h"
 
 int feat_conf_from_params(const struct params *p, struct feat_conf *fc, char *err,
                           size_t errlen)
@@ -16,6 +17,7 @@ int feat_conf_from_params(const struct params *p, struct feat_conf *fc, char *er
     fc->user = params_str(p, P_features_user);
     fc->dims = params_str(p, P_features_dims);
     fc->dynamic = params_str(p, P_features_dynamic);
+    fc->cross = params_str(p, P_features_cross);
     const char *pl = params_str(p, P_features_placement);
     fc->placement = !strcmp(pl, "replicated") ? FEAT_PLACE_REPLICATED
                     : !strcmp(pl, "sharded")  ? FEAT_PLACE_SHARDED
@@ -32,8 +34,8 @@ int feat_conf_from_params(const struct params *p, struct feat_conf *fc, char *er
 }
 
 /* The width of feature name: its features.dims entry, else the default. */
-static int width_of(const struct feat_conf *fc, const char *name, int def, char *err,
-                    size_t errlen)
+int feat_width_of(const struct feat_conf *fc, const char *name, int def, char *err,
+                  size_t errlen)
 {
     const char *p = fc->dims;
     while (*p) {
@@ -75,7 +77,7 @@ static void trim_span(const char **p, size_t *n)
 }
 
 /* 1 if name is one of the comma-separated list's. */
-static int name_listed(const char *list, const char *name)
+int feat_name_listed(const char *list, const char *name)
 {
     const size_t len = strlen(name);
     for (const char *p = list; *p;) {
@@ -144,13 +146,13 @@ static int add_list(struct feat_schema *s, const struct feat_conf *fc, const str
         sp->user_id = user_id;
         sp->multi = f->multi;
         sp->rows = f->cardinality - 1;
-        sp->width = width_of(fc, name, fc->dim ? fc->dim : s->d, err, errlen);
+        sp->width = feat_width_of(fc, name, fc->dim ? fc->dim : s->d, err, errlen);
         if (sp->width < 0)
             return -1;
         const double values = (double)sp->rows * (double)sp->width;
         sp->replicated = fc->placement == FEAT_PLACE_REPLICATED ||
                          (fc->placement == FEAT_PLACE_AUTO && values <= (double)fc->replicate_below);
-        sp->dynamic = name_listed(fc->dynamic, name);
+        sp->dynamic = feat_name_listed(fc->dynamic, name);
         if (sp->dynamic && fc->placement == FEAT_PLACE_REPLICATED)
             return errorf(err, errlen, "features.dynamic = %s: '%s' is dynamic, which is a "
                           "sharded table: not with features.placement = replicated (use auto or "
@@ -186,6 +188,8 @@ int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const
     if (add_list(s, fc, ds, "features.item", fc->item, FEAT_ITEM, DS_ITEMS, err, errlen) ||
         add_list(s, fc, ds, "features.event", fc->event, FEAT_EVENT, DS_EVENTS, err, errlen) ||
         add_list(s, fc, ds, "features.user", fc->user, FEAT_USER, DS_USERS, err, errlen))
+        return -1;
+    if (feat_cross_add(s, fc, ds, err, errlen))
         return -1;
     /* every features.dynamic entry must name a feature of the run */
     for (const char *p = fc->dynamic; *p;) {
@@ -242,6 +246,7 @@ void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t 
     snprintf(buf, len, "%s feature %s%s: %s%lld rows x %d, %s%s", role[f->role], f->name,
              f->role == FEAT_USER                ? " (contextual token)"
              : f->label                          ? " (the task's label, in the actions)"
+             : f->cross                          ? " (a hashed cross, on its item's token)"
              : f->role == FEAT_EVENT && s->actions ? " (in the actions)"
                                                    : "",
              f->multi ? "multi-valued, " : "", (long long)f->rows, f->width,

@@ -46,6 +46,7 @@ enum feat_placement { FEAT_PLACE_AUTO, FEAT_PLACE_REPLICATED, FEAT_PLACE_SHARDED
 struct feat_conf {
     const char *item, *event, *user, *dims; /* comma-separated lists */
     const char *dynamic;     /* features.dynamic: names of dynamic tables */
+    const char *cross;       /* features.cross: hashed crosses (feat_cross.h) */
     enum feat_placement placement;
     int64_t replicate_below;
     int dim;                 /* 0 = model.dim */
@@ -66,13 +67,28 @@ struct feat_spec {
     int table, proj;         /* indexes into the run's feature tables (proj: -1 = none) */
     int ctx;                 /* user: its contextual token (0 .. n_user - 1) */
     int user_id;             /* user: the user id (features.user = id), df = -1 */
+    int cross;               /* k + 1: hashed cross k (feat_cross.h; an event feature on its
+                                own token, df = -1), else 0 */
     int label;               /* 0: a dataset column; k + 1: the label of ranking task k
                                 (binary: value 1 negative, 2 positive; regression: 1,
                                 weighted by the standardised label); table label.NAME */
 };
 
+#define FEAT_MAX_CROSS 16
+#define FEAT_CROSS_KEYS 4
+/* A key of a hashed cross (features.cross; feat_cross.h). */
+enum cross_key { CK_USER, CK_ITEM, CK_HOUR, CK_ITEM_FEATURE, CK_EVENT_FEATURE };
+struct feat_cross {
+    int nkeys;
+    enum cross_key key[FEAT_CROSS_KEYS];
+    int df[FEAT_CROSS_KEYS];     /* CK_*_FEATURE: the dataset's feature */
+    char text[160];              /* "user*artist", for the log */
+};
+
 struct feat_schema {
     int n, n_item, n_event, n_user, ntables;
+    int ncross;
+    struct feat_cross cross[FEAT_MAX_CROSS];
     struct feat_spec f[DATASET_MAX_FEATURES]; /* items, events, users, then labels */
     int d;                   /* model.dim */
     enum action_mode actions;
@@ -87,7 +103,7 @@ int feat_conf_from_params(const struct params *p, struct feat_conf *fc, char *er
                           size_t errlen);
 static inline int feat_conf_any(const struct feat_conf *fc)
 {
-    return fc->item[0] || fc->event[0] || fc->user[0];
+    return fc->item[0] || fc->event[0] || fc->user[0] || fc->cross[0];
 }
 /* Resolve the features of fc against the open dataset ds for model width
  * d: 0, or -1 + err naming the parameter, the file and the feature.
@@ -100,6 +116,11 @@ int feat_schema_resolve(struct feat_schema *s, const struct feat_conf *fc, const
  * After feat_schema_resolve. */
 void feat_schema_add_label(struct feat_schema *s, const char *name, int k, int binary);
 /* The conf of table k as an embedding table: embedding/emb_feat.h. */
+/* Feature name's width: its features.dims entry, else def (-1 + err on a
+ * malformed entry); 1 if name is one of the comma-separated list's. */
+int feat_width_of(const struct feat_conf *fc, const char *name, int def, char *err,
+                  size_t errlen);
+int feat_name_listed(const char *list, const char *name);
 /* One line per feature for the log: "items/genres: multi-valued, 19 rows x 50, replicated". */
 void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t len);
 

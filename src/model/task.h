@@ -79,6 +79,7 @@ struct task_conf {
     /* resolved against the dataset (task_conf_resolve): */
     struct label_conf labels;
     double *decode[RANK_MAX_TASKS]; /* categorical columns: value of each id (heap) */
+    struct pool_conf *pools;  /* data.pools (data/pools.h; heap, NULL: off); labels.pools */
 };
 
 /* The ranking parameters (train.task, train.tasks, train.select,
@@ -92,6 +93,22 @@ int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err,
 void task_conf_free(struct task_conf *tc);
 /* "like: binary, rating >= 4, weight 1" */
 void task_describe(const struct task_spec *t, char *buf, size_t len);
+/* The comparison COLUMN OP X (or COLUMN: != 0 for a binary t, the value for
+ * a regression one) into t's column, op and x: 0, or -1. */
+int task_expr_parse(const char *expr, struct task_spec *t);
+/* Categorical column f's numeric values: *out [cardinality], decode[id]
+ * (id 0: missing); `what` names the parameter and entry in an error. */
+int task_column_decode(const struct dataset *ds, const struct dataset_feature *f,
+                       const char *what, double **out, char *err, size_t errlen);
+/* "click, rating" (the names of ds's event columns; "none"), for a message. */
+void task_event_columns(const struct dataset *ds, char *buf, size_t len);
+/* data.pools (task_pools.c): the text into tc->pools (empty: NULL), 0 or -1 +
+ * err naming the parameter; then its columns resolved against ds (present,
+ * a categorical one's values numbers), 0 or -1 + err naming the pool, the
+ * file and the column; "listen_plus: played_ratio >= 50, ..." for the log. */
+int task_pools_parse(const char *text, struct task_conf *tc, char *err, size_t errlen);
+int task_pools_resolve(struct task_conf *tc, const struct dataset *ds, char *err, size_t errlen);
+void task_pools_describe(const struct pool_conf *pc, char *buf, size_t len);
 
 /* --- the interface of the training step ------------------------------------ */
 

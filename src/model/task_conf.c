@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "data/pools.h"
 
 /* s[0 .. n) without surrounding blanks into out[cap]; its length, or -1
  * when it does not fit. */
@@ -44,8 +45,7 @@ static int valid_name(const char *s)
     return 1;
 }
 
-/* The comparison of expr (COLUMN OP X, or COLUMN): its column and op. */
-static int parse_expr(const char *expr, struct task_spec *t)
+int task_expr_parse(const char *expr, struct task_spec *t)
 {
     static const struct {
         const char *s;
@@ -108,7 +108,7 @@ static int parse_task(const char *text, const char *entry, size_t n, struct task
     else
         return errorf(err, errlen, "train.tasks = %s: task %s: kind '%s' is not binary or "
                       "regression", text, t->name, kind);
-    if (parse_expr(f[2], t))
+    if (task_expr_parse(f[2], t))
         return errorf(err, errlen, "train.tasks = %s: task %s: '%s' is not %s", text, t->name,
                       f[2], t->kind == TASK_BINARY
                                 ? "COLUMN, or COLUMN OP X with OP one of >= > <= < == != and "
@@ -217,10 +217,11 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
                           params_i64(p, P_model_bias) ? "model.bias = on"
                           : params_f64(p, P_model_recency) > 0 ? "model.recency"
                                                                 : "model.factors");
-        if (tasks[0] || select[0])
+        const char *pools = params_str(p, P_data_pools);
+        if (tasks[0] || select[0] || pools[0])
             return errorf(err, errlen, "%s = %s: for train.task = ranking (this run: "
-                          "retrieval)", tasks[0] ? "train.tasks" : "train.select",
-                          tasks[0] ? tasks : select);
+                          "retrieval)", tasks[0] ? "train.tasks" : select[0] ? "train.select"
+                          : "data.pools", tasks[0] ? tasks : select[0] ? select : pools);
         if (strcmp(split, "loo") && strcmp(split, "hstu"))
             return errorf(err, errlen, "data.split = '%s': retrieval takes loo or hstu (last:K "
                           "and time:T split for train.task = ranking)", split);
@@ -233,7 +234,8 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
         parse_mlp(params_str(p, P_model_head), tc, err, errlen) ||
         rsplit_parse(split, &tc->split, err, errlen))
         return -1;
-    if (parse_select(select, tasks, tc, err, errlen))
+    if (parse_select(select, tasks, tc, err, errlen) ||
+        task_pools_parse(params_str(p, P_data_pools), tc, err, errlen))
         return -1;
     tc->actions = !strcmp(params_str(p, P_model_actions), "interleave") ? ACT_INTERLEAVE
                                                                           : ACT_SUM;
@@ -253,7 +255,7 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
 }
 
 /* The names of ds's event columns, for a message. */
-static void event_columns(const struct dataset *ds, char *buf, size_t len)
+void task_event_columns(const struct dataset *ds, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = 0;
@@ -264,9 +266,8 @@ static void event_columns(const struct dataset *ds, char *buf, size_t len)
         snprintf(buf, len, "none");
 }
 
-/* Categorical column f's numeric values: decode[id] (id 0: missing). */
-static int decode_map(const struct dataset *ds, const struct dataset_feature *f,
-                      const struct task_spec *t, double **out, char *err, size_t errlen)
+int task_column_decode(const struct dataset *ds, const struct dataset_feature *f,
+                       const char *what, double **out, char *err, size_t errlen)
 {
     double *dec = xmalloc((size_t)f->cardinality * sizeof *dec);
     dec[0] = NAN;
@@ -283,9 +284,8 @@ static int decode_map(const struct dataset *ds, const struct dataset_feature *f,
     }
     for (int64_t k = 1; k < f->cardinality; k++)
         if (number(map[k - 1], &dec[k])) {
-            errorf(err, errlen, "train.tasks: task %s: /events/%s of %s is categorical and its "
-                   "value '%s' (id %lld) is not a number: a binary task compares numbers",
-                   t->name, f->name, ds->path, map[k - 1], (long long)k);
+            errorf(err, errlen, "%s: /events/%s of %s is categorical and its value '%s' (id "
+                   "%lld) is not a number: a comparison compares numbers", what, f->name, ds->path, map[k - 1], (long long)k);
             free(map);
             free(dec);
             return -1;
@@ -303,7 +303,7 @@ int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err,
         const struct dataset_feature *f = dataset_feat_find(ds, DS_EVENTS, t->column);
         if (!f) {
             char list[1024];
-            event_columns(ds, list, sizeof list);
+            task_event_columns(ds, list, sizeof list);
             return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s (its event "
                           "columns: %s; data import --event-cols keeps them%s)", t->name,
                           ds->path, t->column, list, ds->has_actions
@@ -321,16 +321,23 @@ int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err,
         c->op = t->op;
         c->x = t->x;
         if (!f->is_float) {
-            if (decode_map(ds, f, t, &tc->decode[i], err, errlen))
+            char what[96];
+            snprintf(what, sizeof what, "train.tasks: task %s", t->name);
+            if (task_column_decode(ds, f, what, &tc->decode[i], err, errlen))
                 return -1;
             c->decode = tc->decode[i];
         }
     }
-    return 0;
+    return task_pools_resolve(tc, ds, err, errlen);
 }
 
 void task_conf_free(struct task_conf *tc)
 {
+    if (tc->pools) {
+        pools_free(tc->pools);
+        free(tc->pools);
+        tc->pools = tc->labels.pools = NULL;
+    }
     for (int i = 0; i < RANK_MAX_TASKS; i++) {
         free(tc->decode[i]);
         tc->decode[i] = NULL;

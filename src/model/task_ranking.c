@@ -24,6 +24,7 @@
 #include "backend/stage.h"
 #include "base/check.h"
 #include "base/exact.h"
+#include "data/pools.h"
 #include "model/task.h"
 #include "model/task_bias.h"
 #include "model/task_factor.h"
@@ -310,12 +311,13 @@ static void rank_labels(const struct task *t, const struct task_data *d, struct 
     batch_ranking_read_labels(d->ds, &t->conf->labels, sb);
 }
 
-/* the training events of u's split, at most N */
+/* the training events of u's split, at most N (data.pools: its pooled ones) */
 static int64_t rank_train_tokens(const struct task *t, const struct task_data *d, int64_t u)
 {
     int64_t a, b;
     rsplit_bounds(d->rsplit, d->ds, u, &a, &b);
-    const int64_t n = a < d->N ? a : d->N;
+    struct pool_conf *pc = t->conf->labels.pools;
+    const int64_t n = pc ? pools_count(d->ds, pc, u, a, pools_per(pc, d->N)) : a < d->N ? a : d->N;
     const int m = t->conf->actions == ACT_INTERLEAVE ? 2 : 1;
     return d->context + m * n;
 }

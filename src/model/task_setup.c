@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "data/pools.h"
 #include "model/task.h"
 
 #define STATS_USERS 4096 /* users per label read of the statistics */
@@ -51,6 +52,19 @@ int task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
              tc->actions == ACT_INTERLEAVE ? "interleaved" : "summed into the next item",
              tc->nmlp, tc->nmlp == 1 ? "" : "s",
              tc->bias ? "; per-item and per-user logit biases" : "");
+    if (tc->pools) {
+        const int64_t N = params_i64(p, P_data_max_seq_len);
+        if (pools_per(tc->pools, N - 1) < 1)
+            return errorf(err, errlen, "data.pools: %d pools need data.max_seq_len >= %d (an "
+                          "evaluated history holds data.max_seq_len - 1 events, floor of that / "
+                          "%d of each pool; this run: %lld)", tc->pools->n, tc->pools->n + 1,
+                          tc->pools->n, (long long)N);
+        task_pools_describe(tc->pools, line, sizeof line);
+        log_info("ranking: histories from %d pools, the last %lld events of each in training "
+                 "(%lld in an evaluated history): %s", tc->pools->n,
+                 (long long)pools_per(tc->pools, N), (long long)pools_per(tc->pools, N - 1),
+                 line);
+    }
     tc->bias_items = ds->num_items + 1;
     tc->bias_users = ds->num_users;
     return 0;

@@ -242,7 +242,7 @@ static void actions_fwd(const struct tokens *tk)
     const int d = tk->d;
     memset(tk->act, 0, (size_t)(tk->T * d) * sizeof *tk->act);
     for (int i = 0; i < tk->s->n; i++)
-        if (tk->s->f[i].role == FEAT_EVENT)
+        if (tk->s->f[i].role == FEAT_EVENT && !tk->s->f[i].cross) /* crosses: their own token */
             for (int64_t k = 0; k < tk->T * d; k++)
                 tk->act[k] += tk->f[i].out[k];
 }
@@ -274,6 +274,13 @@ void tokens_inputs(const struct tokens *tk, const float *emb, float *x)
         return;
     }
     actions_fwd(tk);
+    for (int i = 0; i < tk->s->n; i++) /* hashed crosses (feat_cross.h): on their own token */
+        if (tk->s->f[i].cross)
+            for (int64_t t = 0; t < T; t++) {
+                float *r = x + tk->xrow[t] * d;
+                for (int k = 0; k < d; k++)
+                    r[k] += tk->f[i].out[t * d + k];
+            }
     for (int64_t t = 0; t < T; t++) {
         if (tk->xact && tk->xact[t] >= 0)
             memcpy(x + tk->xact[t] * d, tk->act + t * d, (size_t)d * sizeof *x);
@@ -328,7 +335,7 @@ void tokens_inputs_bwd(struct tokens *tk, const float *dx, float *demb)
     for (int i = 0; i < tk->s->n; i++) {
         const struct feat_spec *sp = &tk->s->f[i];
         struct tok_feat *f = &tk->f[i];
-        if (sp->role == FEAT_EVENT && tk->s->actions != ACT_NONE)
+        if (sp->role == FEAT_EVENT && tk->s->actions != ACT_NONE && !sp->cross)
             memcpy(f->dout, tk->act, (size_t)(tk->T * d) * sizeof *f->dout);
         else if (sp->role == FEAT_EVENT)
             for (int64_t t = 0; t < tk->T; t++)

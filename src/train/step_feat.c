@@ -11,6 +11,7 @@
 #include "base/exact.h"
 #include "comm/comm_fail.h"
 #include "embedding/emb_feat.h"
+#include "feature/feat_cross.h"
 #include "train/train.h"
 
 /* --- set-up --------------------------------------------------------------------- */
@@ -38,6 +39,23 @@ void step_feat_setup(struct trainer *tr)
              "auto are not supported (a sequence's chunks would need them on every rank): use "
              "one or the other", cf->features.user);
     comm_fail_agree(tr->c, F->s.n_user > 0 && cf->split_long.on, err);
+    int hour = 0; /* features.cross: what its crosses need */
+    for (int k = 0; k < F->s.ncross; k++)
+        for (int j = 0; j < F->s.cross[k].nkeys; j++)
+            hour |= F->s.cross[k].key[j] == CK_HOUR;
+    const char *no = !F->s.ncross ? NULL
+                     : !ranking   ? "for train.task = ranking (the crosses of the user with "
+                                    "each target's attributes)"
+                     : !backend_is_host(tr->be)
+                         ? "on the host backends only (device.type = cpu): the device's tokens "
+                           "have no event feature on its own token"
+                     : tr->files ? "not with window files (data.path a list or glob): the items' "
+                                   "columns are read once, from one file"
+                     : hour && !tr->with_ts ? "the key hour needs timestamps (data.timestamps = "
+                                              "on and a file with /timestamps)"
+                                            : NULL;
+    snprintf(err, sizeof err, "features.cross = %s: %s", cf->features.cross, no ? no : "");
+    comm_fail_agree(tr->c, no != NULL, err);
     comm_fail_agree(tr->c, feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err) != 0, err);
     /* the contextual and action tokens are positions of the model (and its 1/N scale) */
     cf->model.max_len = (ranking && tc->actions == ACT_INTERLEAVE ? 2 : 1) * cf->N + F->s.n_user;
@@ -166,6 +184,7 @@ static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t 
             if (F->s.f[i].role == FEAT_EVENT)
                 sf->evv[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(int32_t));
         feat_values_events(&F->s, &tr->ds, b, sf->evv);
+        feat_cross_values(&F->s, &F->v, &tr->ds, b, raw, sf->evv);
         label_values(tr, b, sf);
     }
     int64_t *nums = NULL;

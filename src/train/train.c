@@ -64,6 +64,8 @@ int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t
         !(tr->ds.user_keys = dataset_read_map(&tr->ds, "user_map", err, errlen)))
         return -1;
     struct task_conf *tc = &tr->conf.task; /* the label columns: this dataset's */
+    if (task_pools_resolve(tc, &tr->ds, err, errlen)) /* data.pools' too */
+        return -1;
     for (int i = 0; i < tc->labels.n; i++)
         if (!(tc->labels.c[i].f = dataset_feat_find(&tr->ds, DS_EVENTS, tc->t[i].column)))
             return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s", tc->t[i].name,

@@ -12,6 +12,8 @@
 #include "train/backend_check.h"
 
 /* Adam's constants, for the dense parameters and the tables alike. */
+/* the embedding tables' Adam (embedding.optimizer = adam); the dense
+ * parameters' betas are train.adam_beta1, train.adam_beta2 */
 static const float ADAM_BETA1 = 0.9f, ADAM_BETA2 = 0.98f, ADAM_EPS = 1e-8f;
 
 /* debug.slow_rank = R:FACTOR */
@@ -183,8 +185,9 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         .lr = params_f64(p, P_train_lr), .warmup_steps = params_i64(p, P_train_warmup_steps),
         .schedule = lr_schedule_parse(params_str(p, P_train_lr_schedule)),
         .weight_decay = (float)params_f64(p, P_train_weight_decay),
-        .clip_norm = params_f64(p, P_train_clip_norm), .beta1 = ADAM_BETA1,
-        .beta2 = ADAM_BETA2, .eps = ADAM_EPS};
+        .clip_norm = params_f64(p, P_train_clip_norm),
+        .beta1 = (float)params_f64(p, P_train_adam_beta1),
+        .beta2 = (float)params_f64(p, P_train_adam_beta2), .eps = ADAM_EPS};
     tc->embedding_group = params_i64(p, P_parallel_embedding_group);
     const char *ov = params_str(p, P_parallel_overlap);
     tc->overlap = !strcmp(ov, "none")       ? OVERLAP_NONE
