@@ -5,20 +5,28 @@
 # interleaved actions (item, action, item, action, ...: the loss reads the
 # item tokens' outputs, half the rows) over planted data (data gen --labels
 # planted, input/planted-rank.in as the base).
-#   the last layer: model.layers = 1, the step's forward_ms + backward_ms
-#                   (the layer, with the input layer's sum and the final
-#                   L2 norm, a few per cent of it)
-#   the step:       model.layers = LAYERS, the step's wall time (interval_s)
-#                   and its forward_ms + backward_ms
-# Each value is the median over steps 3.. of a run, then the median over the
-# runs, the modes alternating (full, targets, full, ...) so that a change of
-# load hits both. Prints both, the ratios, and the load average before and
-# after (say it with the figures: a loaded machine slows both modes).
+#   the last layer: bench/bench_last_layer (built here when missing): the
+#                   model's forward + backward at the same shape with
+#                   model.layers = 1 (the layer, with the input layer's sum
+#                   and the final L2 norm, a few per cent of it) and LAYERS,
+#                   in CPU ms (min of 5 calls: what other processes perturb
+#                   least)
+#   the step:       freescale train, model.layers = LAYERS: the CPU time of
+#                   a step (user + system of a run of 3 STEPS steps less
+#                   one of STEPS, over 2 STEPS: start-up cancels out), and
+#                   its wall time (interval_s) and forward_ms + backward_ms
+#                   (the model and the ranking head), medians over steps 3..
+#                   of a run; each the median over the runs, the modes
+#                   alternating (full, targets, full, ...) so that a change
+#                   of load hits both.
+# Prints both, the ratios, and the load average before and after (say it
+# with the figures: a loaded machine slows both modes).
 #
 # usage: bench/last_layer.sh [--runs N]     (default 3)
 # environment: FREESCALE (the program), USERS (400), LENGTH (events a user,
 # 250: 500 tokens), DIM (64), HEADS (2), LAYERS (3), STEPS (10), BATCH (16),
-# NP (ranks, 1), ARGS (extra overrides for every run).
+# NP (ranks, 1), ARGS (extra overrides for every run), BENCH (the
+# bench_last_layer program).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=3
@@ -46,17 +54,25 @@ trap 'rm -rf "$W"' EXIT
     --labels planted:2 --seed 1 -o "$W/planted.h5" > "$W/gen.out" 2>&1 ||
     { cat "$W/gen.out" >&2; exit 1; }
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+BENCH=${BENCH:-$here/bench/bench_last_layer}
+if [ ! -x "$BENCH" ]; then
+    make -C "$here" -s bench/bench_last_layer > "$W/make.out" 2>&1 || { cat "$W/make.out" >&2; exit 1; }
+fi
+"$BENCH" 5 "$BATCH" "$LENGTH" "$DIM" "$HEADS" "$LAYERS" > "$W/layer.out" ||
+    { cat "$W/layer.out" >&2; exit 1; }
 
-# one NAME LAYERS MODE: a run's medians (steps 3..), "step_ms model_ms", to $W/NAME
+# one NAME STEPS MODE: a run of STEPS steps; its medians (steps 3..) "step_ms
+# model_ms" to $W/NAME, its CPU seconds (user + system, all ranks) to $W/NAME.cpu
 one() {
     launch=""
     [ "$NP" -gt 1 ] && launch="mpirun -np $NP"
     # shellcheck disable=SC2086
-    $launch "$FS" train "$here/input/planted-rank.in" "data.path=$W/planted.h5" \
-        "data.max_seq_len=$LENGTH" model.actions=interleave "model.dim=$DIM" "model.heads=$HEADS" \
-        "model.layers=$2" "model.last_layer=$3" "train.batch_size=$BATCH" "train.max_steps=$STEPS" \
-        train.final_eval=off train.log_every=1 "output.metrics=$W/$1.jsonl" $ARGS \
-        > "$W/$1.out" 2>&1 || { tail -5 "$W/$1.out" >&2; exit 1; }
+    /usr/bin/time -f '%U %S' -o "$W/$1.time" $launch "$FS" train "$here/input/planted-rank.in" \
+        "data.path=$W/planted.h5" "data.max_seq_len=$LENGTH" model.actions=interleave \
+        "model.dim=$DIM" "model.heads=$HEADS" "model.layers=$LAYERS" "model.last_layer=$3" \
+        "train.batch_size=$BATCH" "train.max_steps=$2" train.final_eval=off train.log_every=1 \
+        "output.metrics=$W/$1.jsonl" $ARGS > "$W/$1.out" 2>&1 || { tail -5 "$W/$1.out" >&2; exit 1; }
+    awk '{ print $1 + $2 }' "$W/$1.time" > "$W/$1.cpu"
     sed -n 's/.*"event":"train".*"step":\([0-9]*\),.*"interval_s":\([^,]*\),.*"forward_ms":\([^,]*\),.*"backward_ms":\([^,]*\),.*/\1 \2 \3 \4/p' \
         "$W/$1.jsonl" | awk '$1 >= 3 { print $2 * 1000, $3 + $4 }' > "$W/$1.steps"
     [ -s "$W/$1.steps" ] || { echo "last_layer.sh: no train lines in $W/$1.jsonl" >&2; exit 1; }
@@ -64,10 +80,13 @@ one() {
 }
 med() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# per run: STEPS and 3 STEPS steps; the CPU ms of a step = the difference / 2 STEPS
 for r in $(seq 1 "$RUNS"); do
     for mode in full targets; do
-        one "l1-$mode-$r" 1 "$mode"
-        one "lL-$mode-$r" "$LAYERS" "$mode"
+        one "s-$mode-$r" "$STEPS" "$mode"
+        one "d-$mode-$r" $((3 * STEPS)) "$mode"
+        awk -v a="$(cat "$W/s-$mode-$r.cpu")" -v b="$(cat "$W/d-$mode-$r.cpu")" -v n=$((2 * STEPS)) \
+            'BEGIN { print (b - a) * 1000 / n }' > "$W/c-$mode-$r"
     done
 done
 # col CONF MODE FIELD: the median over the runs
@@ -78,10 +97,13 @@ row() {
 }
 echo "model.last_layer: full vs targets, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $NP rank(s)"
 echo "planted data: $USERS users x $LENGTH events, max_seq_len $LENGTH, interleaved actions"
-echo "($((2 * LENGTH)) tokens a sequence, the loss reads $LENGTH), dim $DIM, $HEADS heads, batch $BATCH;"
-echo "medians over steps 3..$STEPS of each run, then over $RUNS runs a mode"
+echo "(up to $((2 * LENGTH)) tokens a sequence, the loss reads the items), dim $DIM, $HEADS heads, batch $BATCH"
+echo
+cat "$W/layer.out"
+echo
+echo "freescale train, layers = $LAYERS, medians over $RUNS runs a mode:"
 printf '%-38s %10s %10s %9s\n' "" "full ms" "targets ms" "speed-up"
-row "last layer fwd+bwd (layers = 1)" l1 2
-row "model fwd+bwd (layers = $LAYERS)" lL 2
-row "step (layers = $LAYERS)" lL 1
+row "step, CPU (runs of $((3 * STEPS)) less $STEPS steps)" c 1
+row "step, wall (median of steps 3..)" d 1
+row "forward + backward, wall" d 2
 echo "load average: before $load0, after $(cut -d' ' -f1-3 /proc/loadavg)"
