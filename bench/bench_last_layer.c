@@ -126,8 +126,8 @@ int main(int argc, char **argv)
         }
         double diff = 0;
         for (int64_t r = 0; r < R; r++)
-            for (int j = 0; j < d; j++)
-                diff = fmax(diff, fabs((double)k.out[reads[r] * d + j] - full_out[reads[r] * d + j]));
+            for (int64_t j = reads[r] * d; j < (reads[r] + 1) * d; j++)
+                diff = fmax(diff, fabs((double)k.out[j] - full_out[j]));
         char name[64];
         snprintf(name, sizeof name, i ? "model (layers = %d)" : "last layer (layers = %d)", nl[i]);
         printf("%-26s %10.1f %10.1f %8.2fx   (read outputs differ by %.1e at most)\n", name,
