@@ -90,7 +90,7 @@ struct hstu_priv {
     int64_t R;               /* how many */
     int64_t *ridx, *rpos, *roff; /* backend: [R] rows, [R] positions, [B + 1] per segment */
     uint64_t *rkeys;         /* [R] their dropout keys */
-    float *rn, *rx, *rdn;    /* [R, d] LayerNorm(x), x (forward) or dx (backward), dn */
+    float *rn;               /* [R, d] LayerNorm(x) (their x, dx and dn in dob, tmp) */
     int64_t *hroff;          /* host roff (the compact rows' batch) */
     int64_t hroff_cap;
 };
@@ -222,8 +222,6 @@ static void reserve(struct model *m, int64_t B, int64_t T)
     P->tmp = buf(m, td * f);
     if (m->conf.last_targets) {
         P->rn = buf(m, td * f);
-        P->rx = buf(m, td * f);
-        P->rdn = buf(m, td * f);
         P->ridx = buf(m, (size_t)cap * sizeof(int64_t));
         P->rpos = buf(m, (size_t)cap * sizeof(int64_t));
         P->roff = buf(m, (size_t)(cap_b + 1) * sizeof(int64_t));
@@ -356,10 +354,11 @@ static void last_rows_fwd(struct model *m, const struct batch *b, int l, float *
     if (P->dropped)
         be->dropout_fwd(R, hd, c->dropout, P->rkeys, 1 + (uint64_t)l, A->z, A->z, A->mask);
     be->copy(xnext, A->x, (size_t)T * (size_t)d * sizeof(float));
-    be->gather_rows(R, d, A->x, P->ridx, P->rx);
-    model_gemm_rows(m, &cb, 1, 0, d, hd, A->z, hd, param(m, l, P_OW)->w, d, 1.0f, P->rx, d);
-    model_gemm_rows(m, &cb, 0, 0, d, 1, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, P->rx, d);
-    be->index_rows(R, d, P->rx, NULL, xnext, P->ridx, 0);
+    float *rx = P->dob; /* the read rows of x, then of xnext (backward work: free here) */
+    be->gather_rows(R, d, A->x, P->ridx, rx);
+    model_gemm_rows(m, &cb, 1, 0, d, hd, A->z, hd, param(m, l, P_OW)->w, d, 1.0f, rx, d);
+    model_gemm_rows(m, &cb, 0, 0, d, 1, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, rx, d);
+    be->index_rows(R, d, rx, NULL, xnext, P->ridx, 0);
 }
 
 /* Its backward: dx [T, d] (0 off the read rows) -> dx with the layer's
@@ -378,7 +377,8 @@ static void last_rows_bwd(struct model *m, const struct batch *b, int l, float *
     struct dense_tensor *pb = param(m, l, P_POS_BIAS);
     struct dense_tensor *tb = P->use_ts ? param(m, l, P_TIME_BIAS) : NULL;
     const float *U = A->h, *V = U + th, *Q = V + th, *K = Q + th;
-    float *dU = P->dh, *dV = dU + th, *dQ = dV + th, *dK = dQ + th, *rdx = P->rx;
+    float *dU = P->dh, *dV = dU + th, *dQ = dV + th, *dK = dQ + th;
+    float *rdx = P->dob, *rdn = P->tmp; /* the read rows of dx (until dz), of dn */
 
     be->gather_rows(R, d, dx, P->ridx, rdx);
     model_grad_tokens(m, &cb, 0, 1, d, P->ones, 1, rdx, d, param(m, l, P_OB)->g, d);
@@ -428,9 +428,9 @@ static void last_rows_bwd(struct model *m, const struct batch *b, int l, float *
         if (blk == 0)
             be->zero(P->dn, (size_t)T * (size_t)d * sizeof(float));
         else
-            be->gather_rows(R, d, P->dn, P->ridx, P->rdn);
-        model_gemm_rows(m, &cb, 1, 1, d, hd, dpre, hd, w, 4 * hd, blk ? 1.0f : 0.0f, P->rdn, d);
-        be->index_rows(R, d, P->rdn, NULL, P->dn, P->ridx, 0);
+            be->gather_rows(R, d, P->dn, P->ridx, rdn);
+        model_gemm_rows(m, &cb, 1, 1, d, hd, dpre, hd, w, 4 * hd, blk ? 1.0f : 0.0f, rdn, d);
+        be->index_rows(R, d, rdn, NULL, P->dn, P->ridx, 0);
     }
     be->layernorm_bwd(T, d, A->x, A->mean, A->rstd, NULL, P->dn, P->tmp, NULL, NULL);
     be->axpy((int64_t)T * d, 1.0f, P->tmp, dx);
@@ -655,7 +655,7 @@ int model_hstu_init(struct model *m, uint64_t seed, char *err, size_t errlen)
     }
 
     struct hstu_priv *P = xcalloc(1, sizeof *P);
-    P->bufs.max = 12 * (c->layers > 0 ? c->layers : 1) + 40;
+    P->bufs.max = 12 * (c->layers > 0 ? c->layers : 1) + 32;
     P->bufs.p = xcalloc((size_t)P->bufs.max, sizeof *P->bufs.p);
     P->act = xcalloc((size_t)(c->layers > 0 ? c->layers : 1), sizeof *P->act);
     P->kbufs.max = 2 * c->layers + 8;
