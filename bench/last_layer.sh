@@ -19,6 +19,10 @@
 #                   of a run; each the median over the runs, the modes
 #                   alternating (full, targets, full, ...) so that a change
 #                   of load hits both.
+#   the evaluation: the CPU time of a run of 2 steps with train.final_eval =
+#                   on less one without (the validation and test
+#                   evaluations: the candidates' outputs alone are read, the
+#                   history's not at all), the median over the runs.
 # Prints both, the ratios, and the load average before and after (say it
 # with the figures: a loaded machine slows both modes).
 #
@@ -61,8 +65,9 @@ fi
 "$BENCH" 5 "$BATCH" "$LENGTH" "$DIM" "$HEADS" "$LAYERS" > "$W/layer.out" ||
     { cat "$W/layer.out" >&2; exit 1; }
 
-# one NAME STEPS MODE: a run of STEPS steps; its medians (steps 3..) "step_ms
-# model_ms" to $W/NAME, its CPU seconds (user + system, all ranks) to $W/NAME.cpu
+# one NAME STEPS MODE [EVAL]: a run of STEPS steps (EVAL: train.final_eval, off);
+# its medians (steps 3..) "step_ms model_ms" to $W/NAME, its CPU seconds (user +
+# system, all ranks) to $W/NAME.cpu
 one() {
     launch=""
     [ "$NP" -gt 1 ] && launch="mpirun -np $NP"
@@ -70,11 +75,11 @@ one() {
     /usr/bin/time -f '%U %S' -o "$W/$1.time" $launch "$FS" train "$here/input/planted-rank.in" \
         "data.path=$W/planted.h5" "data.max_seq_len=$LENGTH" model.actions=interleave \
         "model.dim=$DIM" "model.heads=$HEADS" "model.layers=$LAYERS" "model.last_layer=$3" \
-        "train.batch_size=$BATCH" "train.max_steps=$2" train.final_eval=off train.log_every=1 \
+        "train.batch_size=$BATCH" "train.max_steps=$2" "train.final_eval=${4:-off}" train.log_every=1 \
         "output.metrics=$W/$1.jsonl" $ARGS > "$W/$1.out" 2>&1 || { tail -5 "$W/$1.out" >&2; exit 1; }
     awk '{ print $1 + $2 }' "$W/$1.time" > "$W/$1.cpu"
     sed -n 's/.*"event":"train".*"step":\([0-9]*\),.*"interval_s":\([^,]*\),.*"forward_ms":\([^,]*\),.*"backward_ms":\([^,]*\),.*/\1 \2 \3 \4/p' \
-        "$W/$1.jsonl" | awk '$1 >= 3 { print $2 * 1000, $3 + $4 }' > "$W/$1.steps"
+        "$W/$1.jsonl" | awk -v n="$2" '$1 >= (n < 3 ? 1 : 3) { print $2 * 1000, $3 + $4 }' > "$W/$1.steps"
     [ -s "$W/$1.steps" ] || { echo "last_layer.sh: no train lines in $W/$1.jsonl" >&2; exit 1; }
     printf '%s %s\n' "$(cut -d' ' -f1 "$W/$1.steps" | med)" "$(cut -d' ' -f2 "$W/$1.steps" | med)" > "$W/$1"
 }
@@ -87,6 +92,10 @@ for r in $(seq 1 "$RUNS"); do
         one "d-$mode-$r" $((3 * STEPS)) "$mode"
         awk -v a="$(cat "$W/s-$mode-$r.cpu")" -v b="$(cat "$W/d-$mode-$r.cpu")" -v n=$((2 * STEPS)) \
             'BEGIN { print (b - a) * 1000 / n }' > "$W/c-$mode-$r"
+        one "n-$mode-$r" 2 "$mode" off
+        one "e-$mode-$r" 2 "$mode" on
+        awk -v a="$(cat "$W/n-$mode-$r.cpu")" -v b="$(cat "$W/e-$mode-$r.cpu")" \
+            'BEGIN { print (b - a) * 1000 }' > "$W/v-$mode-$r"
     done
 done
 # col CONF MODE FIELD: the median over the runs
@@ -106,4 +115,5 @@ printf '%-38s %10s %10s %9s\n' "" "full ms" "targets ms" "speed-up"
 row "step, CPU (runs of $((3 * STEPS)) less $STEPS steps)" c 1
 row "step, wall (median of steps 3..)" d 1
 row "forward + backward, wall" d 2
+row "evaluation (val + test), CPU" v 1
 echo "load average: before $load0, after $(cut -d' ' -f1-3 /proc/loadavg)"
