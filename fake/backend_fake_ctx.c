@@ -1,5 +1,6 @@
 /* backend_fake_ctx: the fake device's context-parallel attention
- * (parallel.split_long) and its full and logQ-corrected softmax (train.loss
+ * (parallel.split_long), its attention over some query rows
+ * (model.last_layer = targets) and its full and logQ-corrected softmax (train.loss
  * = full, train.negatives_from = in_batch | mixed): the CPU's operations,
  * each launched with its operands translated like those of backend_fake.c, so that the host
  * flow around them (keys and values exchanged from device buffers, the
@@ -73,6 +74,72 @@ void fk_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0
     IN(dtime_bias);
     LAUNCH(run_hstu_attn_ctx_bwd, AI(B), AP(offsets), AP(pos0), AP(key_off), AI(keys), AI(H),
            AI(dqk), AI(dv), AI(N), AP(q), AP(kb), AP(vb), AP(pos_bias), AP(time_bias), AP(key_ts),
+           AP(dout), AP(dq), AP(dkb), AP(dvb), AP(dpos_bias), AP(dtime_bias));
+}
+
+static void run_hstu_attn_rows_fwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.hstu_attn_rows_fwd(a[0].i, a[1].p, a[2].p, a[3].p, (int)a[4].i, (int)a[5].i,
+                                   (int)a[6].i, (int)a[7].i, a[8].p, a[9].p, a[10].p, a[11].p,
+                                   a[12].p, a[13].p, a[14].p);
+}
+
+void fk_hstu_attn_rows_fwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                           const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+                           const float *kb, const float *vb, const float *pos_bias,
+                           const float *time_bias, const int64_t *key_ts, float *out)
+{
+    OP("hstu_attn_rows_fwd");
+    IN(qoff);
+    IN(qpos);
+    IN(key_off);
+    IN(q);
+    IN(kb);
+    IN(vb);
+    IN(pos_bias);
+    IN(time_bias);
+    IN(key_ts);
+    IN(out);
+    LAUNCH(run_hstu_attn_rows_fwd, AI(B), AP(qoff), AP(qpos), AP(key_off), AI(H), AI(dqk),
+           AI(dv), AI(N), AP(q), AP(kb), AP(vb), AP(pos_bias), AP(time_bias), AP(key_ts),
+           AP(out));
+}
+
+static void run_hstu_attn_rows_bwd(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    backend_cpu.hstu_attn_rows_bwd(a[0].i, a[1].p, a[2].p, a[3].p, (int)a[4].i, (int)a[5].i,
+                                   (int)a[6].i, (int)a[7].i, a[8].p, a[9].p, a[10].p, a[11].p,
+                                   a[12].p, a[13].p, a[14].p, a[15].p, a[16].p, a[17].p,
+                                   a[18].p, a[19].p);
+}
+
+void fk_hstu_attn_rows_bwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                           const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+                           const float *kb, const float *vb, const float *pos_bias,
+                           const float *time_bias, const int64_t *key_ts, const float *dout,
+                           float *dq, float *dkb, float *dvb, float *dpos_bias,
+                           float *dtime_bias)
+{
+    OP("hstu_attn_rows_bwd");
+    IN(qoff);
+    IN(qpos);
+    IN(key_off);
+    IN(q);
+    IN(kb);
+    IN(vb);
+    IN(pos_bias);
+    IN(time_bias);
+    IN(key_ts);
+    IN(dout);
+    IN(dq);
+    IN(dkb);
+    IN(dvb);
+    IN(dpos_bias);
+    IN(dtime_bias);
+    LAUNCH(run_hstu_attn_rows_bwd, AI(B), AP(qoff), AP(qpos), AP(key_off), AI(H), AI(dqk),
+           AI(dv), AI(N), AP(q), AP(kb), AP(vb), AP(pos_bias), AP(time_bias), AP(key_ts),
            AP(dout), AP(dq), AP(dkb), AP(dvb), AP(dpos_bias), AP(dtime_bias));
 }
 

@@ -188,7 +188,7 @@ int fk_event_query(struct backend_event *e);
 void fk_event_sync(struct backend_event *e);
 void fk_stream_wait(enum backend_stream s, struct backend_event *e);
 
-/* --- backend_fake_ctx.c: context-parallel attention, full and logQ softmax --- */
+/* --- backend_fake_ctx.c: context-parallel and rows attention, full and logQ softmax --- */
 
 void fk_hstu_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                           const int64_t *key_off, int keys, int H, int dqk, int dv, int N,
@@ -199,6 +199,16 @@ void fk_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos0
                           const float *q, const float *kb, const float *vb, const float *pos_bias,
                           const float *time_bias, const int64_t *key_ts, const float *dout,
                           float *dq, float *dkb, float *dvb, float *dpos_bias, float *dtime_bias);
+void fk_hstu_attn_rows_fwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                           const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+                           const float *kb, const float *vb, const float *pos_bias,
+                           const float *time_bias, const int64_t *key_ts, float *out);
+void fk_hstu_attn_rows_bwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                           const int64_t *key_off, int H, int dqk, int dv, int N, const float *q,
+                           const float *kb, const float *vb, const float *pos_bias,
+                           const float *time_bias, const int64_t *key_ts, const float *dout,
+                           float *dq, float *dkb, float *dvb, float *dpos_bias,
+                           float *dtime_bias);
 void fk_sasrec_attn_ctx_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                             const int64_t *key_off, int keys, int H, int dh, const float *q,
                             const float *kb, const float *vb, float *out, float *lse);

@@ -7,6 +7,10 @@
 #   - the losses agree at P = 1, 2, 4 and with an embedding group (1e-6),
 #     for summed and interleaved actions, with item, user and event
 #     features; a run resumed on another P equals the uninterrupted one;
+#   - model.last_layer = targets (the last layer at the outputs read): the
+#     losses and the evaluation's metrics of the full layer (1e-6), summed
+#     and interleaved, with contextual tokens; on the fake device the same
+#     bits as on the CPU;
 #   - the baselines (train.baseline) are reported, the global one at AUC 0.5;
 #   - keep_best follows the validation AUC of train.select;
 #   - score: the same file at P = 1 and 2; the test events scored from a
@@ -88,6 +92,18 @@ same_losses "$T/i1.jsonl" "$T/i3.jsonl" "interleave (SASRec): P=3 vs P=1" 0 1e-6
 run i3p 3 train.max_steps=8 train.final_eval=off $F model.actions=interleave model.type=sasrec \
     parallel.overlap=prefetch
 same_losses "$T/i3.jsonl" "$T/i3p.jsonl" "ranking with features at P=3: overlap=prefetch vs none" 0 0
+
+# --- model.last_layer = targets: the full layer's losses and metrics -----------
+# (~1e-7 apart, not bit for bit: BLAS sums the rows read apart from the others)
+run st 1 train.max_steps=8 train.final_eval=off $F model.last_layer=targets
+same_losses "$T/s1.jsonl" "$T/st.jsonl" "sum: last_layer targets vs full" 0 1e-6
+run ih 1 train.max_steps=8 $F model.actions=interleave
+run iht 1 train.max_steps=8 $F model.actions=interleave model.last_layer=targets
+same_losses "$T/ih.jsonl" "$T/iht.jsonl" "interleave: last_layer targets vs full" 0 1e-6
+same_evals "$T/ih.jsonl" "$T/iht.jsonl" "interleave, evaluation: last_layer targets vs full" 1e-6
+run ihf 1 train.max_steps=8 $F model.actions=interleave model.last_layer=targets device.type=fake
+same_losses "$T/iht.jsonl" "$T/ihf.jsonl" "last_layer targets: fake device vs cpu" 0 0
+same_evals "$T/iht.jsonl" "$T/ihf.jsonl" "last_layer targets, evaluation: fake device vs cpu" 0
 
 # --- resume on another rank count ----------------------------------------------
 run full 2 train.max_steps=8 train.final_eval=off "output.checkpoint_dir=$T/ckf" \
@@ -190,6 +206,10 @@ expect_error "data.split = hstu: validation and test share" ok $TASKS data.split
 expect_error "retrieval takes loo or hstu" ok data.split=last:2
 expect_error "a regression task has no AUC" ok $TASKS train.select=rating
 expect_error "with parallel.split_long = auto: not supported" ok $TASKS parallel.split_long=auto
+expect_error "model.last_layer = targets: for model.type = hstu with train.task = ranking, whose" \
+    ok model.last_layer=targets
+expect_error "(this run: model.type = sasrec, train.task = ranking)" \
+    ok $TASKS model.type=sasrec model.last_layer=targets
 expect_ok ok $TASKS device.type=fake train.final_eval=on # its evaluation on a device too
 expect_error "train.keep_best follows the validation AUC of a binary task" \
     ok train.task=ranking train.tasks=r:regression:rating train.keep_best=on output.checkpoint_dir=$T/x

@@ -61,6 +61,7 @@ int main(void)
     lack.softmax_loss_q = NULL;
     lack.hstu_attn_ctx_fwd = NULL;
     lack.sasrec_attn_ctx_fwd = NULL;
+    lack.hstu_attn_rows_fwd = NULL;
     lack.ipc_export = NULL;
     struct backend_ops grad_only = backend_fake; /* half of the full softmax */
     grad_only.softmax_block_grad = NULL;
@@ -78,6 +79,9 @@ int main(void)
         cf.task.type = TASK_RANKING;
         cf.model.type = MODEL_SASREC;
         expect("ranking", real[i], &cf, NULL);
+        cf.model.type = MODEL_HSTU;
+        cf.model.last_targets = 1;
+        expect("ranking, last_layer targets", real[i], &cf, NULL);
     }
     cf = plain();
     cf.placement = PLACE_DEVICE;
@@ -163,7 +167,14 @@ int main(void)
            "evaluation's target mask needs (each candidate attends to its history and itself); "
            "use train.final_eval = off and train.eval_every = 0 (training alone), or "
            "device.type = cpu (doc/gpu.md)");
+    cf = plain();
+    cf.task.type = TASK_RANKING;
+    cf.model.last_targets = 1;
+    expect("last_layer targets", &lack, &cf,
+           "model.last_layer = targets: the fake backend has no attention over some query rows; "
+           "use model.last_layer = full, or device.type = cpu or fake");
     cf.task.type = TASK_RETRIEVAL; /* the losses a ranking run does not have */
+    cf.model.last_targets = 0;
     expect("retrieval", &lack, &cf, NULL);
     printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;

@@ -4,7 +4,8 @@
  * 32 or above 1024, in-place calls, jagged batches with empty sequences,
  * L = 1 and L = N, several heads, HSTU with dqk != dv; the context forms of
  * the attentions (split_long: both key windows, segments at position 0 and
- * past it), the logQ softmax and the full softmax's blocks (TOL each).
+ * past it), the HSTU attention over some query rows (model.last_layer =
+ * targets; skipped where the backend has none), the logQ softmax and the full softmax's blocks (TOL each).
  *
  *   test_backend_ops [BACKEND [TESTS]]   (BACKEND: default "cuda"; "cpu" checks the
  *                                         harness, "fake" the fake device; TESTS: the
@@ -1513,6 +1514,70 @@ static void test_hstu_ctx(void)
         }
 }
 
+/* hstu_attn_rows_*: the queries at positions p % 3 != 1 of each sequence of
+ * a ctx case (lens alone, every key its own row), both biases (out, dq
+ * written; dkb, dvb every key row written; the bias gradients accumulate);
+ * skipped on a backend without it (model.last_layer = targets refused) */
+static void test_hstu_rows(void)
+{
+    if (!dev->hstu_attn_rows_fwd) {
+        printf("# hstu_rows: the backend has none (model.last_layer = targets refused)\n");
+        return;
+    }
+    char cas[256];
+    for (size_t k = 0; k < sizeof ctx_cases / sizeof ctx_cases[0]; k++) {
+        const struct ccase *c = &ctx_cases[k];
+        const int H = c->H, dqk = c->dqk, dv = c->dv, N = c->N, nb = HSTU_TIME_BUCKETS + 1;
+        int64_t off[MAX_SEQ + 1] = {0}, qoff[MAX_SEQ + 1] = {0}, R = 0;
+        for (int b = 0; b < c->B; b++)
+            off[b + 1] = off[b] + c->lens[b];
+        const int64_t T = off[c->B];
+        int64_t *qpos = xmalloc((size_t)(T + 1) * sizeof *qpos);
+        for (int b = 0; b < c->B; b++) {
+            for (int64_t p = 0; p < c->lens[b]; p++)
+                if (p % 3 != 1)
+                    qpos[R++] = p;
+            qoff[b + 1] = R;
+        }
+        snprintf(cas, sizeof cas, "%s: B=%d T=%lld R=%lld H=%d dqk=%d dv=%d", c->name, c->B,
+                 (long long)T, (long long)R, H, dqk, dv);
+        const struct acase tc = {.B = 1, .lens = {T}};
+        int64_t tof[2] = {0, T}, *hts = xmalloc((size_t)(T + 1) * sizeof *hts);
+        make_ts(&tc, tof, hts);
+        struct pair o = pair_i64(off, c->B + 1), qo = pair_i64(qoff, c->B + 1),
+                    qp = pair_i64(qpos, R), ts = pair_i64(hts, T);
+        free(hts);
+        free(qpos);
+        float *dp0 = rand_f32(2 * N - 1, 1e-2), *dt0 = rand_f32(nb, 1e-2);
+        struct pair q = pair_rand(R * H * dqk, 1), kb = pair_rand(T * H * dqk, 1),
+                    vb = pair_rand(T * H * dv, 1), pb = pair_rand(2 * N - 1, 1),
+                    tb = pair_rand(nb, 1), out = pair_rand(R * H * dv, 9);
+        cpu->hstu_attn_rows_fwd(c->B, qo.c, qp.c, o.c, H, dqk, dv, N, q.c, kb.c, vb.c, pb.c, tb.c,
+                                ts.c, out.c);
+        dev->hstu_attn_rows_fwd(c->B, qo.g, qp.g, o.g, H, dqk, dv, N, q.g, kb.g, vb.g, pb.g, tb.g,
+                                ts.g, out.g);
+        expect_f32("hstu_attn_rows_fwd", cas, "out", &out, NULL, 1, R * H * dv, TOL);
+        struct pair dout = pair_rand(R * H * dv, 1), dq = pair_rand(R * H * dqk, 9),
+                    dkb = pair_rand(T * H * dqk, 9), dvb = pair_rand(T * H * dv, 9),
+                    dp = pair_f32(dp0, 2 * N - 1), dt = pair_f32(dt0, nb);
+        cpu->hstu_attn_rows_bwd(c->B, qo.c, qp.c, o.c, H, dqk, dv, N, q.c, kb.c, vb.c, pb.c, tb.c,
+                                ts.c, dout.c, dq.c, dkb.c, dvb.c, dp.c, dt.c);
+        dev->hstu_attn_rows_bwd(c->B, qo.g, qp.g, o.g, H, dqk, dv, N, q.g, kb.g, vb.g, pb.g, tb.g,
+                                ts.g, dout.g, dq.g, dkb.g, dvb.g, dp.g, dt.g);
+        expect_f32("hstu_attn_rows_bwd", cas, "dq", &dq, NULL, 1, R * H * dqk, TOL);
+        expect_f32("hstu_attn_rows_bwd", cas, "dkb", &dkb, NULL, 1, T * H * dqk, TOL);
+        expect_f32("hstu_attn_rows_bwd", cas, "dvb", &dvb, NULL, 1, T * H * dv, TOL);
+        expect_f32("hstu_attn_rows_bwd", cas, "dpos_bias", &dp, dp0, 1, 2 * N - 1, TOL);
+        expect_f32("hstu_attn_rows_bwd", cas, "dtime_bias", &dt, dt0, 1, nb, TOL);
+        free(dp0);
+        free(dt0);
+        struct pair *all[] = {&o, &qo, &qp, &ts, &q, &kb, &vb, &pb, &tb, &out,
+                              &dout, &dq, &dkb, &dvb, &dp, &dt};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
 /* sasrec_attn_ctx_*: the own window (out, lse written), then the earlier
  * keys merged into the CPU's result, then both backwards from the CPU's
  * merged out, lse (dq accumulates; dkb, dvb: the window's rows). TOL. */
@@ -1792,6 +1857,7 @@ int main(int argc, char **argv)
         {"exchange_ops", test_exchange_ops},
         {"softmax_loss_q", test_softmax_loss_q}, {"full_blocks", test_full_blocks},
         {"hstu_ctx", test_hstu_ctx},     {"sasrec_ctx", test_sasrec_ctx},
+        {"hstu_rows", test_hstu_rows},
         {"feat", test_feat},
         {"factor", test_factor},
         {"rows_match", test_rows_match},

@@ -7,15 +7,21 @@
  *
  * Case A: 2 layers, d 8, 2 heads, N 16, time bias, no dropout.
  * Case B: 2 layers, d 8, 1 head, N 16, no time bias, dropout 0.25 (train).
+ * Cases C, D: A and B with model.last_layer = targets and batch.reads
+ * (sequence 0 read nowhere, the others at about half their rows; dout 0
+ * elsewhere): also against the full last layer on the same weights (the
+ * read rows' outputs, demb and every gradient).
  * Batch: 3 sequences of lengths 1, 5, 9 with timestamps whose gaps reach
  * many time buckets, including the clamped last one. Also the attention
  * op alone against plain double loops on sequences spanning several of its
- * row tiles. Exit 0 pass, 1 fail.
+ * row tiles, and its rows form (hstu_attn_rows_*) against it. Exit 0 pass,
+ * 1 fail.
  *
- * File layout (little-endian, native): "HSTUGRAD", int32 version 1, d,
+ * File layout (little-endian, native): "HSTUGRAD", int32 version 2, d,
  * layers, heads, N, time_bias, has_ts, train, float dropout, int64 B, T,
  * int64 offsets[B+1], int64 ts[T] (when has_ts), float emb[T d], dout[T d],
- * int32 nmasks, then the masks as float 0/1 (input [T d], then per layer
+ * int32 nreads, int64 reads[nreads] (0: every row's output is read), int32
+ * nmasks, then the masks as float 0/1 (input [T d], then per layer
  * [T d]), int32 nparams, per parameter: char name[48], int32 rows, cols,
  * float w[rows cols]; then float out[T d], demb[T d], and every parameter
  * gradient in the same order. */
@@ -39,7 +45,11 @@ struct tcase {
     const char *name;
     int heads, time_bias, train;
     float dropout;
+    int targets; /* model.last_layer = targets, batch.reads = reads[] */
 };
+
+#define N_READS 8
+static const int64_t reads[N_READS] = {2, 4, 5, 7, 9, 10, 12, 14};
 
 static const int64_t offsets[B_SEQ + 1] = {0, 1, 6, 15};
 /* seconds; gaps from 0 s to 1e17 s (beyond the last bucket, e^(128 * 0.301)) */
@@ -134,7 +144,7 @@ static void dump(struct fixture *f, const struct tcase *tc, float **grads, const
     if (!fp)
         fatal("test_hstu_grad: cannot write %s", path);
     put(fp, "HSTUGRAD", 8);
-    put_i32(fp, 1);
+    put_i32(fp, 2);
     put_i32(fp, d);
     put_i32(fp, c->layers);
     put_i32(fp, c->heads);
@@ -150,6 +160,9 @@ static void dump(struct fixture *f, const struct tcase *tc, float **grads, const
         put(fp, ts, sizeof ts);
     put(fp, f->emb, sizeof(float) * T_TOK * (size_t)d);
     put(fp, f->dout, sizeof(float) * T_TOK * (size_t)d);
+    put_i32(fp, (int32_t)f->b.nreads);
+    if (f->b.nreads)
+        put(fp, reads, sizeof reads);
     put_i32(fp, nm);
     float ones[T_TOK * 64], y[T_TOK * 64], mf[T_TOK * 64];
     uint8_t mask[T_TOK * 64];
@@ -191,18 +204,75 @@ static void check_ts(void)
             }
 }
 
+/* max |a - b| / max(max |b|, tiny) over n values */
+static double max_rel(const float *a, const float *b, int64_t n)
+{
+    double e = 0, m = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return e / m;
+}
+
+/* The last_layer = targets model of f (forward and backward done, its
+ * gradients grads) against the full last layer on the same weights and
+ * batch: the read rows' outputs, demb and every gradient to 1e-5 of their
+ * largest value (BLAS sums over fewer rows: the order of the additions
+ * differs); reports which are bit for bit equal. */
+static int vs_full(struct fixture *f, const struct model_conf *conf, float **grads)
+{
+    struct model_conf fc = *conf;
+    fc.last_targets = 0;
+    struct model m;
+    char err[256];
+    const int d = conf->d;
+    if (model_init(&m, &fc, &backend_cpu, 42, err, sizeof err) != 0)
+        fatal("model_init: %s", err);
+    for (int p = 0; p < m.nparams; p++)
+        memcpy(m.params[p].w, f->m.params[p].w, (size_t)m.params[p].n * sizeof(float));
+    float out[T_TOK * 64], demb[T_TOK * 64], ro[N_READS * 64], rf[N_READS * 64];
+    model_zero_grads(&m);
+    m.vt->forward(&m, &f->b, f->emb, out);
+    m.vt->backward(&m, &f->b, f->dout, demb);
+    for (int k = 0; k < N_READS; k++) {
+        memcpy(ro + k * d, f->out + reads[k] * d, (size_t)d * sizeof(float));
+        memcpy(rf + k * d, out + reads[k] * d, (size_t)d * sizeof(float));
+    }
+    int bad = 0, same = 0, n = 0;
+    double worst = 0;
+    for (int p = -2; p < m.nparams; p++, n++) {
+        const float *a = p == -2 ? ro : p == -1 ? f->demb : grads[p];
+        const float *b = p == -2 ? rf : p == -1 ? demb : m.params[p].g;
+        const int64_t len = p == -2 ? N_READS * d : p == -1 ? T_TOK * d : m.params[p].n;
+        const double e = max_rel(a, b, len);
+        worst = fmax(worst, e);
+        same += memcmp(a, b, (size_t)len * sizeof(float)) == 0;
+        if (!(e <= 1e-5)) {
+            printf("FAIL vs the full last layer: %s differs by %.2e\n",
+                   p == -2 ? "out (read rows)" : p == -1 ? "demb" : m.params[p].name, e);
+            bad++;
+        }
+    }
+    printf("  vs the full last layer: read outputs, demb, %d gradients: worst %.1e, %d of %d "
+           "bit for bit\n", m.nparams, worst, same, n);
+    model_free(&m);
+    return bad;
+}
+
 static int run_case(const struct tcase *tc, const char *path)
 {
     struct fixture *f = xcalloc(1, sizeof *f);
     struct model_conf conf = {.type = MODEL_HSTU, .d = 8, .layers = 2, .heads = tc->heads,
-                              .max_len = 16, .dropout = tc->dropout, .time_bias = tc->time_bias};
+                              .max_len = 16, .dropout = tc->dropout, .time_bias = tc->time_bias,
+                              .last_targets = tc->targets};
     char err[256];
     int d = conf.d, bad = 0;
     struct rng r;
 
-    printf("case %s: d %d, layers %d, heads %d, N %d, time_bias %d, dropout %g, train %d\n",
-           tc->name, d, conf.layers, conf.heads, conf.max_len, conf.time_bias, conf.dropout,
-           tc->train);
+    printf("case %s: d %d, layers %d, heads %d, N %d, time_bias %d, dropout %g, train %d, "
+           "last_layer %s\n", tc->name, d, conf.layers, conf.heads, conf.max_len,
+           conf.time_bias, conf.dropout, tc->train, tc->targets ? "targets" : "full");
     if (model_init(&f->m, &conf, &backend_cpu, 42, err, sizeof err) != 0)
         fatal("model_init: %s", err);
     /* larger weights than the initialisation, so that every nonlinearity
@@ -220,6 +290,15 @@ static int run_case(const struct tcase *tc, const char *path)
     f->b = (struct batch){.B = B_SEQ, .T = T_TOK, .offsets = offsets,
                           .ts = tc->time_bias ? ts : NULL, .row_keys = f->keys,
                           .train = tc->train};
+    if (tc->targets) { /* the outputs read: dout 0 elsewhere */
+        f->b.reads = reads;
+        f->b.nreads = N_READS;
+        for (int t = 0, k = 0; t < T_TOK; t++)
+            if (k < N_READS && reads[k] == t)
+                k++;
+            else
+                memset(f->dout + t * d, 0, (size_t)d * sizeof *f->dout);
+    }
 
     /* forward, backward; gradients accumulate: run backward twice and
      * check that it doubled, then keep half */
@@ -253,6 +332,8 @@ static int run_case(const struct tcase *tc, const char *path)
         }
     if (path)
         dump(f, tc, grads, path);
+    if (tc->targets)
+        bad += vs_full(f, &conf, grads);
 
     float demb[T_TOK * 64];
     memcpy(demb, f->demb, sizeof demb);
@@ -366,16 +447,108 @@ static int attn_check(void)
     return bad;
 }
 
+/* The rows form against the plain op on the same sequences (lengths 0, 1,
+ * 63, 64, 65, 150; time bias): the queries at positions p with p % 3 != 1
+ * (a compact tile spans more than one of the plain op's), dout 0 at the
+ * others: out and dq at the read rows, dk, dv, the bias gradients, to
+ * 1e-6 norm-wise. */
+static int attn_rows_check(void)
+{
+    enum { NB = 6, H = 2, DQK = 4, DV = 3, N = 160 };
+    static const int64_t lens[NB] = {0, 1, 63, 64, 65, 150};
+    int64_t off[NB + 1] = {0}, qoff[NB + 1] = {0};
+    for (int b = 0; b < NB; b++)
+        off[b + 1] = off[b] + lens[b];
+    const int64_t T = off[NB], nq = T * H * DQK, nv = T * H * DV, np = 2 * N - 1;
+    const int64_t nt = HSTU_TIME_BUCKETS + 1, lq = H * DQK, lv = H * DV;
+    int64_t *rows = xmalloc((size_t)T * sizeof *rows), *qpos = xmalloc((size_t)T * sizeof *qpos);
+    int64_t R = 0;
+    for (int b = 0; b < NB; b++) {
+        for (int64_t p = 0; p < lens[b]; p++)
+            if (p % 3 != 1) {
+                rows[R] = off[b] + p;
+                qpos[R++] = p;
+            }
+        qoff[b + 1] = R;
+    }
+    struct rng r;
+    rng_init(&r, rng_key(8, 9, 10));
+    float *q = xmalloc((size_t)nq * 4), *k = xmalloc((size_t)nq * 4), *v = xmalloc((size_t)nv * 4);
+    float *dout = xcalloc((size_t)nv, 4), *out = xmalloc((size_t)nv * 4);
+    float *dq = xmalloc((size_t)nq * 4), *dk = xmalloc((size_t)nq * 4), *dv = xmalloc((size_t)nv * 4);
+    float *rq = xmalloc((size_t)nq * 4), *rdout = xmalloc((size_t)nv * 4);
+    float *rout = xmalloc((size_t)nv * 4), *rdq = xmalloc((size_t)nq * 4);
+    float *rdk = xmalloc((size_t)nq * 4), *rdv = xmalloc((size_t)nv * 4);
+    float pb[2 * N - 1], tb[HSTU_TIME_BUCKETS + 1];
+    float dpb[2 * N - 1] = {0}, dtb[HSTU_TIME_BUCKETS + 1] = {0};
+    float rdpb[2 * N - 1] = {0}, rdtb[HSTU_TIME_BUCKETS + 1] = {0};
+    int64_t *tsv = xmalloc((size_t)T * sizeof *tsv);
+    fill(&r, q, nq, 1.0f);
+    fill(&r, k, nq, 1.0f);
+    fill(&r, v, nv, 1.0f);
+    fill(&r, pb, np, 1.0f);
+    fill(&r, tb, nt, 1.0f);
+    for (int64_t t = 0; t < T; t++)
+        tsv[t] = (t ? tsv[t - 1] : 0) + (int64_t)exp(20.0 * rng_uniform(&r));
+    for (int64_t i = 0; i < R; i++) { /* the read rows: compact q and dout */
+        memcpy(rq + i * lq, q + rows[i] * lq, (size_t)lq * 4);
+        fill(&r, rdout + i * lv, lv, 1.0f);
+        memcpy(dout + rows[i] * lv, rdout + i * lv, (size_t)lv * 4);
+    }
+    backend_cpu.hstu_attn_fwd(NB, off, H, DQK, DV, N, q, k, v, pb, tb, tsv, out);
+    backend_cpu.hstu_attn_bwd(NB, off, H, DQK, DV, N, q, k, v, pb, tb, tsv, dout, dq, dk, dv, dpb,
+                              dtb);
+    backend_cpu.hstu_attn_rows_fwd(NB, qoff, qpos, off, H, DQK, DV, N, rq, k, v, pb, tb, tsv,
+                                   rout);
+    backend_cpu.hstu_attn_rows_bwd(NB, qoff, qpos, off, H, DQK, DV, N, rq, k, v, pb, tb, tsv,
+                                   rdout, rdq, rdk, rdv, rdpb, rdtb);
+    double *fo = xmalloc((size_t)(R * lv) * 8), *fq = xmalloc((size_t)(R * lq) * 8);
+    double *fk = xmalloc((size_t)nq * 8), *fv = xmalloc((size_t)nv * 8);
+    double fpb[2 * N - 1], ftb[HSTU_TIME_BUCKETS + 1];
+    for (int64_t i = 0; i < R; i++) { /* the plain op's, as references */
+        for (int c = 0; c < lv; c++)
+            fo[i * lv + c] = out[rows[i] * lv + c];
+        for (int c = 0; c < lq; c++)
+            fq[i * lq + c] = dq[rows[i] * lq + c];
+    }
+    for (int64_t i = 0; i < nq; i++)
+        fk[i] = dk[i];
+    for (int64_t i = 0; i < nv; i++)
+        fv[i] = dv[i];
+    for (int64_t i = 0; i < np; i++)
+        fpb[i] = dpb[i];
+    for (int64_t i = 0; i < nt; i++)
+        ftb[i] = dtb[i];
+    double e[6] = {nrm_err(rout, fo, R * lv), nrm_err(rdq, fq, R * lq), nrm_err(rdk, fk, nq),
+                   nrm_err(rdv, fv, nv), nrm_err(rdpb, fpb, np), nrm_err(rdtb, ftb, nt)};
+    static const char *names[6] = {"out", "dq", "dk", "dv", "dpos_bias", "dtime_bias"};
+    int bad = 0;
+    printf("rows attention op (%lld of %lld queries) vs the plain op:", (long long)R,
+           (long long)T);
+    for (int i = 0; i < 6; i++) {
+        printf(" %s %.1e", names[i], e[i]);
+        bad += !(e[i] <= 1e-6);
+    }
+    printf("%s\n", bad ? "  FAIL" : "");
+    free(q), free(k), free(v), free(dout), free(out), free(dq), free(dk), free(dv), free(tsv);
+    free(rq), free(rdout), free(rout), free(rdq), free(rdk), free(rdv), free(rows), free(qpos);
+    free(fo), free(fq), free(fk), free(fv);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     static const struct tcase cases[] = {
-        {"A (2 heads, time bias)", 2, 1, 0, 0.0f},
-        {"B (1 head, dropout)", 1, 0, 1, 0.25f},
+        {"A (2 heads, time bias)", 2, 1, 0, 0.0f, 0},
+        {"B (1 head, dropout)", 1, 0, 1, 0.25f, 0},
+        {"C (A, last_layer targets)", 2, 1, 0, 0.0f, 1},
+        {"D (B, last_layer targets)", 1, 0, 1, 0.25f, 1},
     };
     int bad = 0;
     check_ts();
     bad += attn_check();
-    for (int c = 0; c < 2; c++)
+    bad += attn_rows_check();
+    for (int c = 0; c < 4; c++)
         bad += run_case(&cases[c], argc > 1 + c ? argv[1 + c] : NULL);
     printf("%s: %d failure(s)\n", bad ? "FAIL" : "PASS", bad);
     return bad ? 1 : 0;

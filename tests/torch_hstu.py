@@ -3,9 +3,11 @@
 
 Reads a file written by tests/test_hstu_grad (layout in its header comment),
 recomputes the forward pass independently with PyTorch in float64 (padded
-[B, Lmax] attention with its own causal mask and bias lookup), runs autograd
-on L = sum(out * dout), and compares out, demb and every parameter gradient
-to the C results with a norm-wise relative error ||c - t|| / max(||t||, tiny).
+[B, Lmax] attention with its own causal mask and bias lookup: always the full
+last layer), runs autograd on L = sum(out * dout), and compares out, demb and
+every parameter gradient to the C results with a norm-wise relative error
+||c - t|| / max(||t||, tiny). A file with reads (model.last_layer = targets)
+compares out at those rows alone, after checking that dout is 0 elsewhere.
 
     torch_hstu.py FILE...      exit 0 pass, 1 fail, 77 torch missing
 """
@@ -46,7 +48,7 @@ def read(path):
         raise SystemExit(f"{path}: not an HSTUGRAD file")
     r.pos = 8
     f = {}
-    if r.i32() != 1:
+    if r.i32() != 2:
         raise SystemExit(f"{path}: unknown version")
     for k in ("d", "layers", "heads", "N", "time_bias", "has_ts", "train"):
         f[k] = r.i32()
@@ -58,6 +60,7 @@ def read(path):
     f["ts"] = r.take(np.int64, T) if f["has_ts"] else None
     f["emb"] = r.take(np.float32, T * d).reshape(T, d)
     f["dout"] = r.take(np.float32, T * d).reshape(T, d)
+    f["reads"] = r.take(np.int64, r.i32())
     f["masks"] = [r.take(np.float32, T * d).reshape(T, d) for _ in range(r.i32())]
     params = []
     for _ in range(r.i32()):
@@ -157,7 +160,16 @@ def check(path):
     dout = torch.tensor(f["dout"], dtype=torch.float64)
     (out * dout).sum().backward()
 
-    rows = [("out", f["out"], out.detach()), ("demb", f["demb"], emb.grad)]
+    reads = f["reads"]
+    if len(reads):  # the outputs read; every other row's output gradient must be 0
+        other = np.setdiff1d(np.arange(f["T"]), reads)
+        if np.any(f["dout"][other] != 0):
+            raise SystemExit(f"{path}: dout is not 0 off the read rows")
+        print(f"  last_layer targets: out compared at the {len(reads)} read rows of {f['T']}")
+        rows = [("out (read rows)", f["out"][reads], out.detach()[torch.tensor(reads)])]
+    else:
+        rows = [("out", f["out"], out.detach())]
+    rows += [("demb", f["demb"], emb.grad)]
     rows += [(f"grad {n}", f["grads"][n], P[n].grad) for n, _, _, _ in f["params"]]
     bad = 0
     for name, c, t in rows:

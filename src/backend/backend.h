@@ -149,6 +149,27 @@ struct backend_ops {
                               const float *pos_bias, const float *time_bias,
                               const int64_t *key_ts, const float *dout, float *dq, float *dkb,
                               float *dvb, float *dpos_bias, float *dtime_bias);
+    /* The same for some query rows alone (model.last_layer = targets: the
+     * rows whose outputs are read): group b's queries are rows qoff[b] ..
+     * qoff[b + 1] of q, dout, out, dq (compact), query row r at position
+     * qpos[r] of its sequence (ascending within a group), attending to the
+     * keys of positions 0 .. qpos[r] (causal), rows key_off[b] + j of kb,
+     * vb, key_ts (NULL: none); the query's timestamp is key_ts[key_off[b] +
+     * qpos[r]]. out and dq are written; dkb and dvb are written on every
+     * key row of the groups (key_off[b] .. key_off[b + 1]; those no query
+     * reaches get 0); the bias gradients accumulated. NULL on backends
+     * without it (model.last_layer = targets refused). */
+    void (*hstu_attn_rows_fwd)(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                               const int64_t *key_off, int H, int dqk, int dv, int N,
+                               const float *q, const float *kb, const float *vb,
+                               const float *pos_bias, const float *time_bias,
+                               const int64_t *key_ts, float *out);
+    void (*hstu_attn_rows_bwd)(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                               const int64_t *key_off, int H, int dqk, int dv, int N,
+                               const float *q, const float *kb, const float *vb,
+                               const float *pos_bias, const float *time_bias,
+                               const int64_t *key_ts, const float *dout, float *dq, float *dkb,
+                               float *dvb, float *dpos_bias, float *dtime_bias);
 
     /* SASRec causal softmax attention per sequence and head, scale
      * 1/sqrt(dh): q, k, v, out: [T, H * dh]; lse: [T, H] log-sum-exp saved

@@ -23,6 +23,17 @@ void cpu_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos
                            const float *pos_bias, const float *time_bias,
                            const int64_t *key_ts, const float *dout, float *dq, float *dkb,
                            float *dvb, float *dpos_bias, float *dtime_bias);
+void cpu_hstu_attn_rows_fwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                            const int64_t *key_off, int H, int dqk, int dv, int N,
+                            const float *q, const float *kb, const float *vb,
+                            const float *pos_bias, const float *time_bias,
+                            const int64_t *key_ts, float *out);
+void cpu_hstu_attn_rows_bwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                            const int64_t *key_off, int H, int dqk, int dv, int N,
+                            const float *q, const float *kb, const float *vb,
+                            const float *pos_bias, const float *time_bias,
+                            const int64_t *key_ts, const float *dout, float *dq, float *dkb,
+                            float *dvb, float *dpos_bias, float *dtime_bias);
 void cpu_sasrec_attn_fwd(int64_t B, const int64_t *offsets, int H, int dh, int N,
                          const float *q, const float *k, const float *v, float *out, float *lse);
 void cpu_sasrec_attn_bwd(int64_t B, const int64_t *offsets, int H, int dh, int N,

@@ -19,7 +19,10 @@
  * call: the segment's own positions (causal) or the earlier ones (all
  * unmasked), so that a rank can compute the first while the second is
  * still arriving. The plain ops are the loop with pos0 = 0, every causal
- * key, and the keys being the queries' own rows. */
+ * key, and the keys being the queries' own rows. The rows form
+ * (hstu_attn_rows_*, model.last_layer = targets) is the loop over some
+ * query rows alone, each at its own position (qpos), against every causal
+ * key of its sequence: a tile's keys reach its last row's position. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -82,16 +85,16 @@ static void work_free(struct attn_work *w)
     free(w->dtime);
 }
 
-/* rab[r, jj] for query rows i = i0 + r (r < rows) and the keys j = c0 + jj,
+/* rab[r, jj] for query rows i = i0 + r (qp: qp[r]; r < rows) and the keys j = c0 + jj,
  * jj < n, of the sequence whose position 0 is row s0 of ts; 0 where j > i
  * (masked, unused). */
 FS_SIMD
-static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, int64_t rows, int64_t c0,
-                      int64_t n, int N, const float *pos_bias, const float *time_bias,
-                      const int64_t *ts)
+static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, const int64_t *qp,
+                      int64_t rows, int64_t c0, int64_t n, int N, const float *pos_bias,
+                      const float *time_bias, const int64_t *ts)
 {
     for (int64_t r = 0; r < rows; r++) {
-        const int64_t i = i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1; /* j <= i */
+        const int64_t i = qp ? qp[r] : i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1; /* j <= i */
         float *rab = w->rab + r * n;
         int32_t *bucket = w->bucket + r * n;
         for (int64_t jj = 0; jj < n; jj++)
@@ -113,13 +116,15 @@ static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, int64_t rows,
  * the keys j = c0 + jj, w->a = SiLU(s) / N with the causal mask (0 where
  * j > i). */
 FS_SIMD
-static void tile_scores(struct attn_work *w, int64_t i0, int64_t rows, int64_t c0, int64_t n,
-                        int N, int dqk, int64_t ldq, const float *qh, const float *kh)
+static void tile_scores(struct attn_work *w, int64_t i0, const int64_t *qp, int64_t rows,
+                        int64_t c0, int64_t n, int N, int dqk, int64_t ldq, const float *qh,
+                        const float *kh)
 {
     mm(0, 1, rows, n, dqk, qh, ldq, kh, ldq, 0.0f, w->s, n);
     float inv_n = 1.0f / (float)N;
     for (int64_t r = 0; r < rows; r++) {
-        const int64_t last = i0 + r - c0 < n - 1 ? i0 + r - c0 : n - 1; /* unmasked: <= last */
+        const int64_t i = qp ? qp[r] : i0 + r;
+        const int64_t last = i - c0 < n - 1 ? i - c0 : n - 1; /* unmasked: <= last */
         float *s = w->s + r * n, *a = w->a + r * n;
         for (int64_t jj = 0; jj <= last; jj++) {
             s[jj] += w->rab[r * n + jj];
@@ -141,14 +146,16 @@ struct attn_call {
     const int64_t *offsets, *pos0, *key_off; /* pos0, key_off NULL: 0, offsets */
     enum attn_part part;
     float beta;              /* out and dq: 0 written, 1 accumulated */
+    const int64_t *qpos;     /* PART_ALL: each query row's position (NULL: p0 + r) */
 };
 
-/* The key columns [c0, c0 + n) of tile [i0, i0 + rows) of segment b. */
-static void tile_keys(const struct attn_call *ac, int64_t p0, int64_t i0, int64_t rows,
-                      int64_t *c0, int64_t *n)
+/* The key columns [c0, c0 + n) of tile [i0, i0 + rows) of segment b (qp:
+ * the tile's query positions, ascending, or NULL). */
+static void tile_keys(const struct attn_call *ac, int64_t p0, int64_t i0, const int64_t *qp,
+                      int64_t rows, int64_t *c0, int64_t *n)
 {
     *c0 = ac->part == PART_OWN ? p0 : 0;
-    *n = ac->part == PART_PREFIX ? p0 : i0 + rows - *c0;
+    *n = ac->part == PART_PREFIX ? p0 : qp ? qp[rows - 1] + 1 : i0 + rows - *c0;
 }
 
 /* The key rows a call touches, [first, first + n) of each segment. */
@@ -190,15 +197,16 @@ static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
         int64_t p0 = ac->pos0 ? ac->pos0[b] : 0, k0 = ac->key_off ? ac->key_off[b] : s0;
         for (int64_t r0 = 0; r0 < L; r0 += HSTU_TILE) {
             int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0, c0, n;
-            tile_keys(ac, p0, i0, rows, &c0, &n);
+            const int64_t *qp = ac->qpos ? ac->qpos + s0 + r0 : NULL;
+            tile_keys(ac, p0, i0, qp, rows, &c0, &n);
             if (n == 0)
                 continue;
-            tile_bias(&w, k0, i0, rows, c0, n, N, pos_bias, time_bias, ts);
+            tile_bias(&w, k0, i0, qp, rows, c0, n, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
                 const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
                 const float *kh = kb + (k0 + c0) * ldq + (int64_t)h * dqk;
                 const float *vh = vb + (k0 + c0) * ldv + (int64_t)h * dv;
-                tile_scores(&w, i0, rows, c0, n, N, dqk, ldq, qh, kh);
+                tile_scores(&w, i0, qp, rows, c0, n, N, dqk, ldq, qh, kh);
                 mm(0, 0, rows, dv, n, w.a, n, vh, ldv, ac->beta,
                    out + (s0 + r0) * ldv + (int64_t)h * dv, ldv);
             }
@@ -235,26 +243,27 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
         int64_t p0 = ac->pos0 ? ac->pos0[b] : 0, k0 = ac->key_off ? ac->key_off[b] : s0;
         for (int64_t r0 = 0; r0 < L; r0 += HSTU_TILE) {
             int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE, i0 = p0 + r0, c0, n;
-            tile_keys(ac, p0, i0, rows, &c0, &n);
+            const int64_t *qp = ac->qpos ? ac->qpos + s0 + r0 : NULL;
+            tile_keys(ac, p0, i0, qp, rows, &c0, &n);
             if (n == 0) { /* no keys: dq gets nothing */
                 if (ac->beta == 0.0f)
                     for (int64_t r = 0; r < rows; r++)
                         memset(dq + (s0 + r0 + r) * ldq, 0, (size_t)ldq * sizeof(float));
                 continue;
             }
-            tile_bias(&w, k0, i0, rows, c0, n, N, pos_bias, time_bias, ts);
+            tile_bias(&w, k0, i0, qp, rows, c0, n, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
                 const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
                 const float *kh = kb + (k0 + c0) * ldq + (int64_t)h * dqk;
                 const float *vh = vb + (k0 + c0) * ldv + (int64_t)h * dv;
                 const float *doh = dout + (s0 + r0) * ldv + (int64_t)h * dv;
-                tile_scores(&w, i0, rows, c0, n, N, dqk, ldq, qh, kh);
+                tile_scores(&w, i0, qp, rows, c0, n, N, dqk, ldq, qh, kh);
                 mm(0, 1, rows, n, dv, doh, ldv, vh, ldv, 0.0f, w.da, n);
                 mm(1, 0, n, dv, rows, w.a, n, doh, ldv, 1.0f,
                    dvb + (k0 + c0) * ldv + (int64_t)h * dv, ldv);
                 /* dS = dA SiLU'(s) / N, with SiLU'(s) = sig(s) (1 + s (1 - sig(s))) */
                 for (int64_t r = 0; r < rows; r++) {
-                    const int64_t i = i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1;
+                    const int64_t i = qp ? qp[r] : i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1;
                     float *ds = w.da + r * n;
                     const float *sv = w.s + r * n;
                     for (int64_t jj = 0; jj <= last; jj++) {
@@ -328,6 +337,30 @@ void cpu_hstu_attn_ctx_bwd(int64_t B, const int64_t *offsets, const int64_t *pos
     const struct attn_call ac = {.B = B, .offsets = offsets, .pos0 = pos0, .key_off = key_off,
                                  .part = keys == HSTU_KEYS_PREFIX ? PART_PREFIX : PART_OWN,
                                  .beta = 1.0f};
+    attn_bwd(&ac, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts, dout, dq, dkb, dvb,
+             dpos_bias, dtime_bias);
+}
+
+void cpu_hstu_attn_rows_fwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                            const int64_t *key_off, int H, int dqk, int dv, int N,
+                            const float *q, const float *kb, const float *vb,
+                            const float *pos_bias, const float *time_bias,
+                            const int64_t *key_ts, float *out)
+{
+    const struct attn_call ac = {.B = B, .offsets = qoff, .key_off = key_off, .part = PART_ALL,
+                                 .beta = 0.0f, .qpos = qpos};
+    attn_fwd(&ac, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts, out);
+}
+
+void cpu_hstu_attn_rows_bwd(int64_t B, const int64_t *qoff, const int64_t *qpos,
+                            const int64_t *key_off, int H, int dqk, int dv, int N,
+                            const float *q, const float *kb, const float *vb,
+                            const float *pos_bias, const float *time_bias,
+                            const int64_t *key_ts, const float *dout, float *dq, float *dkb,
+                            float *dvb, float *dpos_bias, float *dtime_bias)
+{
+    const struct attn_call ac = {.B = B, .offsets = qoff, .key_off = key_off, .part = PART_ALL,
+                                 .beta = 0.0f, .qpos = qpos};
     attn_bwd(&ac, H, dqk, dv, N, q, kb, vb, pos_bias, time_bias, key_ts, dout, dq, dkb, dvb,
              dpos_bias, dtime_bias);
 }

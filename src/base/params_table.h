@@ -53,6 +53,11 @@ X(model, actions, CHOICE, "sum", 0, 0, "sum|interleave",
   "ranking: how each event's action (its labels and features.event) enters the sequence: "
   "sum = added to the next item's token; interleave = a token of its own after its item "
   "(item, action, item, action, ...); a position never sees its own labels")
+X(model, last_layer, CHOICE, "full", 0, 0, "full|targets",
+  "ranking with HSTU: full = the last layer computes every token; targets = its queries, "
+  "gating and output projection only at the tokens whose outputs are read (the item "
+  "positions in training, the candidates in evaluation; keys and values stay full length): "
+  "the same outputs and gradients, less work (doc/ranking.md)")
 X(model, head, STRING, "128", 0, 0, NULL,
   "ranking: hidden widths of the MLP head over the item positions' outputs (ReLU), "
   "comma-separated; one logit per task after them; empty = a linear head")

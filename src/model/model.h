@@ -39,6 +39,7 @@ struct model_conf {
     int max_len;        /* N = data.max_seq_len: positions, HSTU's 1/N scale */
     float dropout;
     int time_bias;      /* HSTU: add the time-bucket bias (batch has timestamps) */
+    int last_targets;   /* HSTU, model.last_layer = targets: see batch.reads */
     int nextra;         /* extra tensors, after the model's own (in this order) */
     struct model_extra extra[MODEL_MAX_EXTRA];
 };
@@ -91,6 +92,13 @@ struct batch {
     const uint64_t *row_keys;  /* [T] dropout key of each token (seed, epoch, sample, pos) */
     int train;                 /* 1: dropout on; 0: evaluation */
     const struct model_split *split; /* NULL: every segment is a whole sequence */
+    /* The rows whose outputs the caller reads, ascending (NULL: all): with
+     * model_conf.last_targets the last layer computes its attention, gating
+     * and output projection for these rows alone (their outputs and every
+     * gradient as the full layer's); the other rows' outputs are then not
+     * the full model's, and their output gradients must be 0. */
+    const int64_t *reads;
+    int64_t nreads;
 };
 
 #define MODEL_MAX_PARAMS 128

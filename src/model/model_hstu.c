@@ -24,7 +24,16 @@
  * segment's pos0, and each layer's attention runs on key buffers that also
  * hold the earlier positions' keys and values, gathered from their ranks
  * (kept per layer for the backward, whose key gradients go back). Every
- * other operation is per token and runs on the chunk as it is. */
+ * other operation is per token and runs on the chunk as it is.
+ *
+ * model.last_layer = targets (conf.last_targets) with batch.reads (the R
+ * rows whose outputs are read): the last layer computes K and V at every
+ * row and U, Q, the attention, its LayerNorm, the gating, dropout and the
+ * output projection at the read rows alone, compact ([R, hd], rows ridx;
+ * hstu_attn_rows_* against the full keys); the other rows pass x on
+ * unchanged. The read rows' outputs are the full layer's, and since the
+ * other rows' output gradients are 0, so is every gradient (the full
+ * layer's U and Q rows there get none). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +85,14 @@ struct hstu_priv {
     struct buf_pool kbufs;   /* their allocations */
     int64_t *pos0, *key_off, *key_ts; /* backend copies: [B], [B + 1], [keys] */
     float *dkb, *dvb;        /* [keys, hd] backward work */
+    /* model.last_layer = targets: the last forward's read rows */
+    int rows_on;             /* its last layer computed them alone */
+    int64_t R;               /* how many */
+    int64_t *ridx, *rpos, *roff; /* backend: [R] rows, [R] positions, [B + 1] per segment */
+    uint64_t *rkeys;         /* [R] their dropout keys */
+    float *rn;               /* [R, d] LayerNorm(x) (their x, dx and dn in dob, tmp) */
+    int64_t *hroff;          /* host roff (the compact rows' batch) */
+    int64_t hroff_cap;
 };
 
 /* parameters in the order model_hstu_init adds them */
@@ -203,6 +220,13 @@ static void reserve(struct model *m, int64_t B, int64_t T)
     P->dh = buf(m, 4 * td * f);
     P->dn = buf(m, td * f);
     P->tmp = buf(m, td * f);
+    if (m->conf.last_targets) {
+        P->rn = buf(m, td * f);
+        P->ridx = buf(m, (size_t)cap * sizeof(int64_t));
+        P->rpos = buf(m, (size_t)cap * sizeof(int64_t));
+        P->roff = buf(m, (size_t)(cap_b + 1) * sizeof(int64_t));
+        P->rkeys = buf(m, (size_t)cap * sizeof(uint64_t));
+    }
     float *ones = xmalloc((size_t)cap * f);
     for (int64_t i = 0; i < cap; i++)
         ones[i] = 1.0f;
@@ -229,6 +253,47 @@ static void load_split(struct model *m, const struct batch *b)
     }
 }
 
+/* model.last_layer = targets: the read rows (batch.reads) to the backend,
+ * with their positions (pos: the batch's), segments and dropout keys; none
+ * (the full last layer) without reads or when every row is read. */
+static void load_reads(struct model *m, const struct batch *b, const int64_t *pos)
+{
+    struct hstu_priv *P = m->priv;
+    const int64_t R = b->nreads;
+    P->rows_on = m->conf.last_targets && b->reads && R < b->T;
+    if (!P->rows_on)
+        return;
+    if (b->B + 1 > P->hroff_cap) {
+        P->hroff_cap = grown(b->B + 1, P->hroff_cap);
+        P->hroff = xrealloc(P->hroff, (size_t)P->hroff_cap * sizeof *P->hroff);
+    }
+    int64_t *rpos = xmalloc((size_t)(R > 0 ? R : 1) * sizeof *rpos);
+    uint64_t *rkeys = P->dropped ? xmalloc((size_t)(R > 0 ? R : 1) * sizeof *rkeys) : NULL;
+    int64_t s = 0;
+    for (int64_t r = 0; r < R; r++) {
+        const int64_t t = b->reads[r];
+        if (t < 0 || t >= b->T || (r > 0 && t <= b->reads[r - 1]))
+            fatal("model_hstu: batch.reads[%lld] = %lld: not ascending within the %lld rows",
+                  (long long)r, (long long)t, (long long)b->T);
+        while (s < b->B && b->offsets[s + 1] <= t)
+            P->hroff[++s] = r;
+        rpos[r] = pos[t];
+        if (rkeys)
+            rkeys[r] = b->row_keys[t];
+    }
+    P->hroff[0] = 0;
+    while (s < b->B)
+        P->hroff[++s] = R;
+    P->R = R;
+    model_upload(m, P->ridx, b->reads, (size_t)R * sizeof *b->reads);
+    model_upload(m, P->rpos, rpos, (size_t)R * sizeof *rpos);
+    model_upload(m, P->roff, P->hroff, (size_t)(b->B + 1) * sizeof *P->hroff);
+    if (rkeys)
+        model_upload(m, P->rkeys, rkeys, (size_t)R * sizeof *rkeys);
+    free(rpos);
+    free(rkeys);
+}
+
 /* Copy the batch's host arrays to the backend; positions pos[t] = pos0[b]
  * + t - offsets[b] (pos0 = 0 unless split). */
 static void load_batch(struct model *m, const struct batch *b)
@@ -238,7 +303,6 @@ static void load_batch(struct model *m, const struct batch *b)
     int64_t *pos = xmalloc((size_t)(T > 0 ? T : 1) * sizeof *pos);
     model_positions(m, b, "model_hstu", pos);
     model_upload(m, P->pos, pos, (size_t)T * sizeof *pos);
-    free(pos);
     model_upload(m, P->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int64_t));
     P->use_ts = m->conf.time_bias && b->ts;
     if (P->use_ts)
@@ -248,7 +312,128 @@ static void load_batch(struct model *m, const struct batch *b)
         model_upload(m, P->keys, b->row_keys, (size_t)T * sizeof(uint64_t));
     P->B = b->B;
     P->T = T;
+    load_reads(m, b, pos);
+    free(pos);
     load_split(m, b);
+}
+
+/* The last layer l with the read rows alone (model.last_layer = targets):
+ * x = A->x -> xnext. */
+static void last_rows_fwd(struct model *m, const struct batch *b, int l, float *xnext)
+{
+    const struct backend_ops *be = m->be;
+    const struct model_conf *c = &m->conf;
+    struct hstu_priv *P = m->priv;
+    struct hstu_acts *A = &P->act[l];
+    const int64_t T = b->T, R = P->R;
+    const int d = c->d, H = c->heads, dh = d / H, hd = H * dh, N = c->max_len;
+    const size_t th = (size_t)T * (size_t)hd;
+    const struct batch cb = {.B = b->B, .T = R, .offsets = P->hroff}; /* the read rows */
+    const float *uvqk = param(m, l, P_UVQK)->w, *pw = param(m, l, P_POS_BIAS)->w;
+    const float *tb = P->use_ts ? param(m, l, P_TIME_BIAS)->w : NULL;
+    be->layernorm_fwd(T, d, LN_EPS, A->x, NULL, NULL, A->n, A->mean, A->rstd);
+    be->gather_rows(R, d, A->n, P->ridx, P->rn);
+    for (int blk = 0; blk < 4; blk++) { /* U, Q (0, 2): the read rows; V, K: all */
+        const int few = blk == 0 || blk == 2;
+        model_gemm_rows(m, few ? &cb : b, 1, 0, hd, d, few ? P->rn : A->n, d,
+                        uvqk + (size_t)blk * hd, 4 * hd, 0.0f, A->pre + (size_t)blk * th, hd);
+        be->silu_fwd((few ? R : T) * hd, A->pre + (size_t)blk * th, A->h + (size_t)blk * th);
+    }
+    const float *U = A->h, *V = U + th, *Q = V + th, *K = Q + th;
+    if (P->split) { /* every key first (no overlap: the queries need the earlier ones) */
+        const struct model_split *sp = b->split;
+        sp->post_kv(sp->ctx, hd, K, V, A->kb, A->vb);
+        sp->wait_kv(sp->ctx);
+        be->hstu_attn_rows_fwd(b->B, P->roff, P->rpos, P->key_off, H, dh, dh, N, Q, A->kb,
+                               A->vb, pw, tb, P->use_ts ? P->key_ts : NULL, A->a);
+    } else
+        be->hstu_attn_rows_fwd(b->B, P->roff, P->rpos, P->offsets, H, dh, dh, N, Q, K, V, pw,
+                               tb, P->use_ts ? P->ts : NULL, A->a);
+    be->layernorm_fwd(R, hd, LN_EPS, A->a, NULL, NULL, A->o, A->mean2, A->rstd2);
+    be->mul(R * hd, U, A->o, A->z);
+    if (P->dropped)
+        be->dropout_fwd(R, hd, c->dropout, P->rkeys, 1 + (uint64_t)l, A->z, A->z, A->mask);
+    be->copy(xnext, A->x, (size_t)T * (size_t)d * sizeof(float));
+    float *rx = P->dob; /* the read rows of x, then of xnext (backward work: free here) */
+    be->gather_rows(R, d, A->x, P->ridx, rx);
+    model_gemm_rows(m, &cb, 1, 0, d, hd, A->z, hd, param(m, l, P_OW)->w, d, 1.0f, rx, d);
+    model_gemm_rows(m, &cb, 0, 0, d, 1, P->ones, 1, param(m, l, P_OB)->w, d, 1.0f, rx, d);
+    be->index_rows(R, d, rx, NULL, xnext, P->ridx, 0);
+}
+
+/* Its backward: dx [T, d] (0 off the read rows) -> dx with the layer's
+ * input gradient added; the layer's parameter gradients accumulated. */
+static void last_rows_bwd(struct model *m, const struct batch *b, int l, float *dx)
+{
+    const struct backend_ops *be = m->be;
+    const struct model_conf *c = &m->conf;
+    struct hstu_priv *P = m->priv;
+    struct hstu_acts *A = &P->act[l];
+    const int64_t T = b->T, R = P->R;
+    const int d = c->d, H = c->heads, dh = d / H, hd = H * dh, N = c->max_len;
+    const size_t th = (size_t)T * (size_t)hd, rh = (size_t)R * (size_t)hd;
+    const struct batch cb = {.B = b->B, .T = R, .offsets = P->hroff};
+    struct dense_tensor *uvqk = param(m, l, P_UVQK), *ow = param(m, l, P_OW);
+    struct dense_tensor *pb = param(m, l, P_POS_BIAS);
+    struct dense_tensor *tb = P->use_ts ? param(m, l, P_TIME_BIAS) : NULL;
+    const float *U = A->h, *V = U + th, *Q = V + th, *K = Q + th;
+    float *dU = P->dh, *dV = dU + th, *dQ = dV + th, *dK = dQ + th;
+    float *rdx = P->dob, *rdn = P->tmp; /* the read rows of dx (until dz), of dn */
+
+    be->gather_rows(R, d, dx, P->ridx, rdx);
+    model_grad_tokens(m, &cb, 0, 1, d, P->ones, 1, rdx, d, param(m, l, P_OB)->g, d);
+    model_grad_tokens(m, &cb, 1, hd, d, A->z, hd, rdx, d, ow->g, d);
+    model_gemm_rows(m, &cb, 1, 1, hd, d, rdx, d, ow->w, d, 0.0f, P->dz, hd);
+    if (P->dropped)
+        be->dropout_bwd(R, hd, c->dropout, A->mask, P->dz, P->dz);
+    be->mul((int64_t)rh, P->dz, A->o, dU);
+    be->mul((int64_t)rh, P->dz, U, P->dob);
+    be->layernorm_bwd(R, hd, A->a, A->mean2, A->rstd2, NULL, P->dob, P->da, NULL, NULL);
+    const float *tbw = tb ? tb->w : NULL;
+    if (P->split) {
+        const struct model_split *sp = b->split;
+        be->hstu_attn_rows_bwd(b->B, P->roff, P->rpos, P->key_off, H, dh, dh, N, Q, A->kb,
+                               A->vb, pb->w, tbw, tb ? P->key_ts : NULL, P->da, dQ, P->dkb,
+                               P->dvb, pb->g, tb ? tb->g : NULL);
+        sp->post_dkv(sp->ctx, hd, P->dkb, P->dvb);
+        sp->wait_dkv(sp->ctx, hd, P->dkb, P->dvb, dK, dV);
+    } else if (model_exact(m)) { /* the bias gradients per sequence, then exactly */
+        const int64_t nb = pb->n + (tb ? tb->n : 0);
+        float *dpb = model_grad_tmp(m, nb);
+        for (int64_t s = 0; s < b->B; s++) {
+            memset(dpb, 0, (size_t)nb * sizeof *dpb);
+            be->hstu_attn_rows_bwd(1, P->roff + s, P->rpos, P->offsets + s, H, dh, dh, N, Q, K,
+                                   V, pb->w, tbw, tb ? P->ts : NULL, P->da, dQ, dK, dV, dpb,
+                                   tb ? dpb + pb->n : NULL);
+            model_grad_add(m, pb->g, dpb, pb->n);
+            if (tb)
+                model_grad_add(m, tb->g, dpb + pb->n, tb->n);
+        }
+    } else
+        be->hstu_attn_rows_bwd(b->B, P->roff, P->rpos, P->offsets, H, dh, dh, N, Q, K, V, pb->w,
+                               tbw, tb ? P->ts : NULL, P->da, dQ, dK, dV, pb->g,
+                               tb ? tb->g : NULL);
+    /* dn in the full layer's order: U's rows (0 elsewhere), + V's, + Q's rows, + K's */
+    for (int blk = 0; blk < 4; blk++) {
+        const int few = blk == 0 || blk == 2;
+        float *dpre = P->dh + (size_t)blk * th;
+        const float *w = uvqk->w + (size_t)blk * hd;
+        be->silu_bwd((few ? R : T) * hd, A->pre + (size_t)blk * th, dpre, dpre);
+        model_grad_tokens(m, few ? &cb : b, 1, d, hd, few ? P->rn : A->n, d, dpre, hd,
+                          uvqk->g + (size_t)blk * hd, 4 * hd);
+        if (!few) {
+            model_gemm_rows(m, b, 1, 1, d, hd, dpre, hd, w, 4 * hd, 1.0f, P->dn, d);
+            continue;
+        }
+        if (blk == 0)
+            be->zero(P->dn, (size_t)T * (size_t)d * sizeof(float));
+        else
+            be->gather_rows(R, d, P->dn, P->ridx, rdn);
+        model_gemm_rows(m, &cb, 1, 1, d, hd, dpre, hd, w, 4 * hd, blk ? 1.0f : 0.0f, rdn, d);
+        be->index_rows(R, d, rdn, NULL, P->dn, P->ridx, 0);
+    }
+    be->layernorm_bwd(T, d, A->x, A->mean, A->rstd, NULL, P->dn, P->tmp, NULL, NULL);
+    be->axpy((int64_t)T * d, 1.0f, P->tmp, dx);
 }
 
 /* emb: [T, d] -> out: [T, d]; keeps the activations in m->priv. */
@@ -272,6 +457,11 @@ static void hstu_forward(struct model *m, const struct batch *b, const float *em
     for (int l = 0; l < c->layers; l++) {
         struct hstu_acts *A = &P->act[l];
         float *xnext = l + 1 < c->layers ? P->act[l + 1].x : P->xl;
+        if (P->rows_on && l == c->layers - 1) {
+            last_rows_fwd(m, b, l, xnext);
+            model_between_layers(m, -1);
+            continue;
+        }
         const float *uvqk = param(m, l, P_UVQK)->w;
         const float *tb = P->use_ts ? param(m, l, P_TIME_BIAS)->w : NULL;
         be->layernorm_fwd(T, d, LN_EPS, A->x, NULL, NULL, A->n, A->mean, A->rstd);
@@ -326,6 +516,11 @@ static void hstu_backward(struct model *m, const struct batch *b, const float *d
               (long long)b->B, (long long)b->T);
     be->l2norm_bwd(T, d, P->y, P->norm, dout, dx);
     for (int l = c->layers - 1; l >= 0; l--) {
+        if (P->rows_on && l == c->layers - 1) {
+            last_rows_bwd(m, b, l, dx);
+            model_between_layers(m, 1 + l * per_layer(m));
+            continue;
+        }
         struct hstu_acts *A = &P->act[l];
         struct dense_tensor *uvqk = param(m, l, P_UVQK), *ow = param(m, l, P_OW);
         struct dense_tensor *pb = param(m, l, P_POS_BIAS);
@@ -400,6 +595,7 @@ static void hstu_free(struct model *m)
     kbuf_release(m);
     free(P->kbufs.p);
     free(P->bufs.p);
+    free(P->hroff);
     free(P->act);
     free(P);
     m->priv = NULL;

@@ -232,7 +232,9 @@ void tokens_batch(struct tokens *tk, const struct batch *b, struct batch *mb)
     mb->offsets = tk->xoff;
     mb->ts = b->ts ? tk->xts : NULL;
     mb->row_keys = tk->xkeys;
-    if (tk->ncand)
+    mb->reads = tk->xrow; /* the event tokens' outputs (the loss's) */
+    mb->nreads = tk->T;
+    if (tk->ncand) /* the candidates' alone */
         tokens_target_batch(tk, mb);
 }
 

@@ -26,6 +26,7 @@ struct tok_target {
     int64_t *key_off;    /* [S + 1] */
     int64_t *key_ts;     /* [Kr] or NULL */
     int64_t *src;        /* [Kr] the token row each key row copies */
+    int64_t *reads, nc;  /* [nc] the candidates' rows (the outputs read) */
     const struct backend_ops *be; /* a device's (tokens_target_device), or NULL: the host */
     int64_t *dsrc;       /* src in be's memory */
     struct model_split split;
@@ -97,6 +98,7 @@ void tokens_target_batch(struct tokens *tk, struct batch *mb)
     g->key_off = zalloc(S + 1, sizeof *g->key_off);
     g->key_ts = tk->xts ? zalloc(Kr, sizeof *g->key_ts) : NULL;
     g->src = zalloc(Kr, sizeof *g->src);
+    g->reads = zalloc(S - tk->B, sizeof *g->reads);
     int64_t s = 0, r = 0;
     for (int64_t q = 0; q < tk->B; q++) {
         const int64_t x0 = tk->xoff[q], K = tk->ncand[q], H = tk->xoff[q + 1] - x0 - K;
@@ -104,6 +106,8 @@ void tokens_target_batch(struct tokens *tk, struct batch *mb)
             g->off[s] = c < 0 ? x0 : x0 + H + c;
             g->pos0[s] = c < 0 ? 0 : H;
             g->key_off[s] = r;
+            if (c >= 0)
+                g->reads[g->nc++] = x0 + H + c;
             for (int64_t j = 0; j < H; j++)
                 g->src[r++] = x0 + j;
             if (c >= 0)
@@ -121,6 +125,8 @@ void tokens_target_batch(struct tokens *tk, struct batch *mb)
     mb->B = S;
     mb->offsets = g->off;
     mb->split = &g->split;
+    mb->reads = g->reads;
+    mb->nreads = g->nc;
 }
 
 void tokens_target_device(struct tokens *tk, const struct backend_ops *be)
@@ -144,6 +150,7 @@ void tokens_target_free(struct tokens *tk)
     free(g->key_off);
     free(g->key_ts);
     free(g->src);
+    free(g->reads);
     free(g);
     tk->tgt = NULL;
 }

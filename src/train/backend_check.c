@@ -105,6 +105,10 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
                             "needs (each candidate attends to its history and itself)"),
                       "train.final_eval = off and train.eval_every = 0 (training alone), or "
                       "device.type = cpu (doc/gpu.md)");
+    if (cf->model.last_targets && !be->hstu_attn_rows_fwd)
+        return refuse(err, errlen, "model.last_layer = targets",
+                      LACKS("attention over some query rows"),
+                      "model.last_layer = full, or device.type = cpu or fake");
 #undef LACKS
     return exact_check(be, cf, err, errlen);
 }

@@ -259,6 +259,14 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
         return errorf(err, errlen, "train.%s follows the validation AUC of a binary task: "
                       "train.tasks has none (or name a metric: train.select = TASK.mse)",
                       tc->keep_best ? "keep_best" : "patience");
+    tc->model.last_targets = !strcmp(params_str(p, P_model_last_layer), "targets");
+    if (tc->model.last_targets && (tc->model.type != MODEL_HSTU || tc->task.type != TASK_RANKING))
+        return errorf(err, errlen, "model.last_layer = targets: for model.type = hstu with "
+                      "train.task = ranking, whose loss and evaluation read the item positions' "
+                      "and candidates' outputs alone (this run: model.type = %s, train.task = "
+                      "%s); use model.last_layer = full",
+                      tc->model.type == MODEL_HSTU ? "hstu" : "sasrec",
+                      tc->task.type == TASK_RANKING ? "ranking" : "retrieval");
     if (tc->keep_best && tc->split != SPLIT_LOO)
         return errorf(err, errlen, "train.keep_best = on needs data.split = loo (with hstu "
                       "the validation target is the test target)");
