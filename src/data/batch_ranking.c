@@ -70,16 +70,45 @@ void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf
     }
 }
 
+/* The events [*e0, *e1) of entry i's piece of a sequence of n events
+ * (pc: NULL, the whole sequence); fatal() on a piece off its grid. */
+static void piece_events(const struct rank_pieces *pc, int64_t i, int64_t u, int64_t n,
+                         int64_t *e0, int64_t *e1)
+{
+    *e0 = 0;
+    *e1 = n;
+    if (!pc)
+        return;
+    const int64_t h = pc->head, s = pc->step, a = pc->p0[i], z = pc->p1[i], L = h + s * n;
+    const int on_a = a == 0 || (a >= h + s && (a - h) % s == 0);
+    const int on_z = z == L || (z >= h + s && (z - h) % s == 0);
+    if (!on_a || !on_z || a >= z || z > L)
+        fatal("batch_ranking: piece [%lld, %lld) of user %lld off its %lld model positions' "
+              "event boundaries (%lld contextual, %d per event)", (long long)a, (long long)z,
+              (long long)u, (long long)L, (long long)h, (int)s);
+    *e0 = a ? (a - h) / s : 0;
+    *e1 = (z - h) / s;
+}
+
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                          const struct label_conf *lc, int N, int with_ts, uint64_t seed,
-                         uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
+                         uint64_t epoch, const int64_t *users, const struct rank_pieces *pc,
+                         int64_t B, struct seq_batch *b)
 {
-    int64_t T = 0, a, bb;
+    int64_t T = 0, K = 0, a, bb, e0, e1;
     for (int64_t i = 0; i < B; i++) {
         rsplit_bounds(rs, ds, users[i], &a, &bb);
-        T += a < N ? a : N;
+        piece_events(pc, i, users[i], a < N ? a : N, &e0, &e1);
+        T += e1 - e0;
+        K += pc ? pc->p1[i] : 0;
     }
     batch_alloc(b, B, T, with_ts, 0);
+    if (pc) {
+        b->pos0 = xmalloc((size_t)(B ? B : 1) * sizeof *b->pos0);
+        b->key_off = xmalloc((size_t)(B + 1) * sizeof *b->key_off);
+        b->key_off[0] = 0;
+        b->key_ts = with_ts ? xmalloc((size_t)(K ? K : 1) * sizeof *b->key_ts) : NULL;
+    }
     int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
@@ -87,14 +116,22 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         rsplit_bounds(rs, ds, u, &a, &bb);
         const int64_t n = a < N ? a : N, first = a - n;
-        for (int64_t p = 0; p < n; p++, t++) {
+        piece_events(pc, i, u, n, &e0, &e1);
+        for (int64_t p = e0; p < e1; p++, t++) {
             b->items[t] = items[first + p];
             if (with_ts)
                 b->ts[t] = ts[first + p];
             b->keys[t] = batch_token_key(seed, epoch, batch_user_key(ds, u), p);
         }
+        if (pc) { /* the keys: model positions [0, p1) */
+            const int64_t z = pc->p1[i], *k0 = b->key_off + i;
+            b->pos0[i] = pc->p0[i];
+            b->key_off[i + 1] = b->key_off[i] + z;
+            for (int64_t x = 0; with_ts && x < z; x++)
+                b->key_ts[*k0 + x] = ts[first + (x < pc->head ? 0 : (x - pc->head) / pc->step)];
+        }
         b->users[i] = u;
-        b->ev0[i] = ds->offsets[u] + first;
+        b->ev0[i] = ds->offsets[u] + first + e0;
         b->offsets[i + 1] = t;
     }
     free(items);

@@ -70,10 +70,11 @@ static void plan_layout(struct tokens *tk, const struct seq_batch *b)
     int64_t Tx = 0;
     for (int64_t q = 0; q < B; q++) {
         const int64_t L = b->offsets[q + 1] - b->offsets[q], K = b->ncand ? b->ncand[q] : 0;
-        Tx += C + m * (L - K) + K;
+        Tx += (b->pos0 && b->pos0[q] > 0 ? 0 : C) + m * (L - K) + K;
     }
     tk->Tx = Tx;
     tk->xoff = zalloc(B + 1, sizeof *tk->xoff);
+    tk->xctx = zalloc(B, sizeof *tk->xctx);
     tk->xts = b->ts ? zalloc(Tx, sizeof *tk->xts) : NULL;
     tk->xkeys = zalloc(Tx, sizeof *tk->xkeys);
     tk->xrow = zalloc(tk->T, sizeof *tk->xrow);
@@ -86,7 +87,11 @@ static void plan_layout(struct tokens *tk, const struct seq_batch *b)
         const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0;
         const int64_t H = L - (b->ncand ? b->ncand[q] : 0);
         tk->xoff[q] = x;
-        for (int64_t c = 0; c < C; c++, x++) { /* the first event's time; keys from its key */
+        /* a piece after a sequence's first (split_long): its events alone */
+        const int64_t Cq = b->pos0 && b->pos0[q] > 0 ? 0 : C;
+        tk->xctx[q] = Cq ? x : -1;
+        tk->ctx_missing |= Cq < C;
+        for (int64_t c = 0; c < Cq; c++, x++) { /* the first event's time; keys from its key */
             if (tk->xts)
                 tk->xts[x] = L ? b->ts[t0] : 0;
             tk->xkeys[x] = L && b->keys[t0] ? rng_key(b->keys[t0], 0x63747874ull, (uint64_t)c)
@@ -158,6 +163,7 @@ void tokens_free(struct tokens *tk)
     }
     tokens_target_free(tk);
     free(tk->xoff);
+    free(tk->xctx);
     free(tk->xts);
     free(tk->xkeys);
     free(tk->xrow);
@@ -226,8 +232,10 @@ void tokens_batch(struct tokens *tk, const struct batch *b, struct batch *mb)
     *mb = *b;
     if (tk->Tx == tk->T && !tk->ncand) /* the event tokens are the model's */
         return;
-    if (b->split)
-        fatal("tokens: contextual or action tokens with split sequences (parallel.split_long)");
+    if (b->split && tk->ncand)
+        fatal("tokens: candidates in split sequences (parallel.split_long)");
+    if (b->split && tk->aprev)
+        fatal("tokens: model.actions = sum with split sequences (parallel.split_long)");
     mb->T = tk->Tx;
     mb->offsets = tk->xoff;
     mb->ts = b->ts ? tk->xts : NULL;
@@ -258,8 +266,9 @@ void tokens_inputs(const struct tokens *tk, const float *emb, float *x)
             const struct feat_spec *sp = &tk->s->f[i];
             if (sp->role == FEAT_USER)
                 for (int64_t q = 0; q < tk->B; q++)
-                    memcpy(x + (tk->xoff[q] + sp->ctx) * d, tk->f[i].out + q * d,
-                           (size_t)d * sizeof *x);
+                    if (tk->xctx[q] >= 0)
+                        memcpy(x + (tk->xctx[q] + sp->ctx) * d, tk->f[i].out + q * d,
+                               (size_t)d * sizeof *x);
         }
     } else if (x != emb)
         memcpy(x, emb, (size_t)(T * d) * sizeof *x);
@@ -334,9 +343,13 @@ void tokens_inputs_bwd(struct tokens *tk, const float *dx, float *demb)
             for (int64_t t = 0; t < tk->T; t++)
                 memcpy(f->dout + t * d, dx + tk->xrow[t] * d, (size_t)d * sizeof *f->dout);
         else if (sp->role == FEAT_USER)
-            for (int64_t q = 0; q < tk->B; q++)
-                memcpy(f->dout + q * d, dx + (tk->xoff[q] + sp->ctx) * d,
-                       (size_t)d * sizeof *f->dout);
+            for (int64_t q = 0; q < tk->B; q++) {
+                if (tk->xctx[q] >= 0)
+                    memcpy(f->dout + q * d, dx + (tk->xctx[q] + sp->ctx) * d,
+                           (size_t)d * sizeof *f->dout);
+                else /* a later piece of a split sequence: the first holds them */
+                    memset(f->dout + q * d, 0, (size_t)d * sizeof *f->dout);
+            }
     }
     if (tk->Tx != tk->T)
         for (int64_t t = 0; t < tk->T; t++)

@@ -37,7 +37,11 @@
  * item entities n_items (the unique rows of the item exchange in training,
  * the tokens in evaluation); T event tokens of B sequences; Tx = T + B C
  * model tokens: B C contextual, the items and, interleaved, the actions of
- * the events that are not candidates. */
+ * the events that are not candidates. A training batch of pieces of split
+ * sequences (seq_batch.pos0, parallel.split_long): a piece that starts
+ * after position 0 has no contextual tokens (the first piece's, which the
+ * later ones see as keys); no candidates, and actions none or interleave
+ * (sum would add the previous piece's last action). */
 #ifndef FS_MODEL_TOKENS_H
 #define FS_MODEL_TOKENS_H
 
@@ -75,6 +79,9 @@ struct tokens {
     /* the model batch: B sequences of C contextual tokens and their events */
     int64_t B, T, C, Tx;
     int64_t *xoff;     /* [B + 1] */
+    int64_t *xctx;     /* [B] row of sequence b's first contextual token, -1: none (a
+                          piece of a split sequence after its first, which holds them) */
+    int ctx_missing;   /* some xctx are -1 */
     int64_t *xts;      /* [Tx] or NULL */
     uint64_t *xkeys;   /* [Tx] */
     int64_t *xrow;     /* [T] row of event token t's item among the Tx */

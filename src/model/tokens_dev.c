@@ -48,8 +48,8 @@ void tokens_dev_load(struct tokens_dev *D, const struct backend_ops *be, const s
             continue;
         up(D, &D->out[i], be, f->out, f->ne, (size_t)d * sizeof(float));
         if (sp->role == FEAT_USER) {
-            for (int64_t q = 0; q < tk->B; q++)
-                D->hctx[q] = tk->xoff[q] + sp->ctx;
+            for (int64_t q = 0; q < tk->B; q++) /* -1: none (skipped) */
+                D->hctx[q] = tk->xctx[q] >= 0 ? tk->xctx[q] + sp->ctx : -1;
             up(D, &D->ctxrow[i], be, D->hctx, tk->B, sizeof(int64_t));
         }
     }
@@ -140,6 +140,8 @@ void tokens_dev_inputs_bwd(struct tokens_dev *D, struct tokens *tk, const float 
     }
     for (int i = 0; i < tk->s->n; i++)
         if (tk->s->f[i].role == FEAT_USER && tk->B > 0) {
+            if (tk->ctx_missing) /* the rows of pieces without them: 0 */
+                be->zero(g + at, (size_t)(tk->B * d) * sizeof *g);
             be->index_rows(tk->B, d, dx, mirror_at(&D->ctxrow[i]), g + at, NULL, 0);
             at += tk->B * d;
         }

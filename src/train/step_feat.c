@@ -35,9 +35,14 @@ void step_feat_setup(struct trainer *tr)
             feat_schema_add_label(&F->s, tc->t[k].name, k, tc->t[k].kind == TASK_BINARY);
     }
     snprintf(err, sizeof err, "features.user = %s: contextual tokens with parallel.split_long = "
-             "auto are not supported (a sequence's chunks would need them on every rank): use "
-             "one or the other", cf->features.user);
-    comm_fail_agree(tr->c, F->s.n_user > 0 && cf->split_long.on, err);
+             "auto are not supported with retrieval (a sequence's chunks would need them on every "
+             "rank): use one or the other", cf->features.user);
+    comm_fail_agree(tr->c, F->s.n_user > 0 && cf->split_long.on && !ranking, err);
+    if (ranking) { /* ranking's chunks: the contextual tokens with the first, an event's
+                    * action token with its item (split_long.h) */
+        cf->split_long.head = F->s.n_user;
+        cf->split_long.step = tc->actions == ACT_INTERLEAVE ? 2 : 1;
+    }
     comm_fail_agree(tr->c, feat_values_load(&F->v, &F->s, &tr->ds, err, sizeof err) != 0, err);
     /* the contextual and action tokens are positions of the model (and its 1/N scale) */
     cf->model.max_len = (ranking && tc->actions == ACT_INTERLEAVE ? 2 : 1) * cf->N + F->s.n_user;
