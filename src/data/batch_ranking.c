@@ -108,6 +108,8 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
         b->key_off = xmalloc((size_t)(B + 1) * sizeof *b->key_off);
         b->key_off[0] = 0;
         b->key_ts = with_ts ? xmalloc((size_t)(K ? K : 1) * sizeof *b->key_ts) : NULL;
+        b->lead = xmalloc((size_t)(B ? B : 1) * sizeof *b->lead);
+        b->lead_ev = xmalloc((size_t)(B ? B : 1) * sizeof *b->lead_ev);
     }
     int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
     b->offsets[0] = 0;
@@ -133,10 +135,21 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
         b->users[i] = u;
         b->ev0[i] = ds->offsets[u] + first + e0;
         b->offsets[i + 1] = t;
+        if (pc) {
+            b->lead[i] = e0 > 0 ? b->nlead : -1;
+            if (e0 > 0)
+                b->lead_ev[b->nlead++] = b->ev0[i] - 1;
+        }
     }
     free(items);
     free(ts);
     batch_ranking_read_labels(ds, lc, b);
+    if (pc) { /* the leads' labels: their actions' */
+        const size_t nl = (size_t)(b->nlead * lc->n > 0 ? b->nlead * lc->n : 1);
+        b->lead_labels = xmalloc(nl * sizeof *b->lead_labels);
+        for (int64_t j = 0; j < b->nlead; j++)
+            labels_read_events(ds, lc, b->lead_ev[j], 1, b->lead_labels + j * lc->n);
+    }
     if (!rs->from)
         return;
     /* the stream's history: its labels are inputs (actions), not targets */

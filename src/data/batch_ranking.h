@@ -67,7 +67,9 @@ struct rank_pieces {
  * With pc (else NULL): entry i holds the events of its piece (keys,
  * labels and event indexes as in the whole sequence), and pos0, key_off,
  * key_ts are filled in model positions (key_ts: a contextual token at its
- * sequence's first event's time, an event's tokens at its time). */
+ * sequence's first event's time, an event's tokens at its time), and the
+ * leads (seq_batch.lead: the event before a piece that starts after its
+ * sequence's first, with its labels). */
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                          const struct label_conf *lc, int N, int with_ts, uint64_t seed,
                          uint64_t epoch, const int64_t *users, const struct rank_pieces *pc,

@@ -135,7 +135,7 @@ struct step_feat {
     int64_t nuniq[TOKENS_MAX_TABLES];
 };
 
-/* The values of the tasks' label features of b's tokens (schema.h):
+/* The values of the tasks' label features of b's tokens and leads (schema.h):
  * binary 1 negative, 2 positive; regression 1 weighted by the standardised
  * label; 0 where missing. */
 static void label_values(struct trainer *tr, const struct seq_batch *b, struct step_feat *sf)
@@ -146,10 +146,11 @@ static void label_values(struct trainer *tr, const struct seq_batch *b, struct s
         if (k < 0)
             continue;
         const int bin = tr->conf.task.t[k].kind == TASK_BINARY;
+        const int64_t ne = b->T + b->nlead; /* the tokens, then the leads */
         if (!bin)
-            sf->evw[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(float));
-        for (int64_t t = 0; t < b->T; t++) {
-            const float y = b->labels[t * K + k];
+            sf->evw[i] = xmalloc((size_t)(ne ? ne : 1) * sizeof(float));
+        for (int64_t t = 0; t < ne; t++) {
+            const float y = t < b->T ? b->labels[t * K + k] : b->lead_labels[(t - b->T) * K + k];
             sf->evv[i][t] = isnan(y) ? 0 : bin ? (y != 0 ? 2 : 1) : 1;
             if (!bin)
                 sf->evw[i][t] = isnan(y) ? 0.0f : task_ranking_z(&tr->task, k, y);
@@ -169,7 +170,8 @@ static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t 
     if (b && F->s.n_event) {
         for (int i = 0; i < F->s.n; i++)
             if (F->s.f[i].role == FEAT_EVENT)
-                sf->evv[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(int32_t));
+                sf->evv[i] = xmalloc((size_t)(b->T + b->nlead ? b->T + b->nlead : 1) *
+                                     sizeof(int32_t));
         feat_values_events(&F->s, &tr->ds, b, sf->evv);
         label_values(tr, b, sf);
     }
