@@ -499,9 +499,10 @@ int train_stream_run(struct trainer *tr)
                  params_str(tr->p, P_data_split), when, (long long)t0);
         bad = 1;
     }
-    if (cf->split_long.on || cf->split_long.force >= 2) {
-        snprintf(err, sizeof err, "train.schedule = stream: parallel.split_long cuts the "
-                 "sequences of a step into pieces, which a window's batches do not take; use "
+    if ((cf->split_long.on || cf->split_long.force >= 2) && cf->task.type == TASK_RETRIEVAL) {
+        snprintf(err, sizeof err, "train.schedule = stream with train.task = retrieval: "
+                 "parallel.split_long cuts the sequences of a step into pieces, which "
+                 "retrieval's window batches do not take (ranking's do); use "
                  "parallel.split_long = off");
         bad = 1;
     }
