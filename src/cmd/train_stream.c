@@ -367,6 +367,9 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
         iv.tokens += (double)tok;
         iv.pairs += now->pairs;
         train_interval_flops(tr, now, &iv);
+        sx.steps++; /* parallel.split_long (ranking): the cuts, as epochs */
+        sx.seqs += now->pieces.nsplit;
+        sx.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);
         if (tr->step % cf->log_every == 0 || s + 1 == steps) {
             steptime_collect(&tr->st, tr->c, &stats);
             planner_adapt(pl, tr, &stats);
