@@ -11,6 +11,8 @@
 #     losses and the evaluation's metrics of the full layer (1e-6), summed
 #     and interleaved, with contextual tokens; on the fake device the same
 #     bits as on the CPU;
+#   - parallel.split_long (sequences cut into chunks on several ranks):
+#     the losses and metrics of the unsplit run at P = 1, 2, 4;
 #   - the baselines (train.baseline) are reported, the global one at AUC 0.5;
 #   - keep_best follows the validation AUC of train.select;
 #   - score: the same file at P = 1 and 2; the test events scored from a
@@ -104,6 +106,41 @@ same_evals "$T/ih.jsonl" "$T/iht.jsonl" "interleave, evaluation: last_layer targ
 run ihf 1 train.max_steps=8 $F model.actions=interleave model.last_layer=targets device.type=fake
 same_losses "$T/iht.jsonl" "$T/ihf.jsonl" "last_layer targets: fake device vs cpu" 0 0
 same_evals "$T/iht.jsonl" "$T/ihf.jsonl" "last_layer targets, evaluation: fake device vs cpu" 0
+
+# --- parallel.split_long: every training sequence forced into K chunks
+# (debug.split_chunks) on several ranks, with contextual tokens, an event
+# feature, model.bias and model.recency: the losses (1e-6) and the
+# evaluation's metrics (which never split: 1e-6) as the unsplit run's, at
+# P = 1, 2, 4, summed and interleaved actions; the fake device as the CPU
+L="train.max_steps=6 $F model.bias=on model.recency=4"
+SL="parallel.split_long=auto"
+was_cut() { # METRICS NAME: the run cut sequences
+    n=$(grep -o '"split_sequences":[0-9]*' "$1" | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+    [ "$n" -gt 0 ] || fail "$2: nothing was cut"
+}
+# shellcheck disable=SC2086
+run u1 1 $L
+for c in 1:2 2:3 4:4; do
+    np=${c%:*} k=${c#*:}
+    # shellcheck disable=SC2086
+    run "l$np" "$np" $L $SL "debug.split_chunks=$k"
+    same_losses "$T/u1.jsonl" "$T/l$np.jsonl" "split_long, sum: P=$np, $k chunks vs unsplit" 0 1e-6
+    same_evals "$T/u1.jsonl" "$T/l$np.jsonl" "split_long, sum: P=$np, $k chunks vs unsplit" 1e-6
+    was_cut "$T/l$np.jsonl" "split_long P=$np"
+done
+# shellcheck disable=SC2086
+run li1 1 $L model.actions=interleave
+# shellcheck disable=SC2086
+run li4 4 $L model.actions=interleave $SL debug.split_chunks=3
+same_losses "$T/li1.jsonl" "$T/li4.jsonl" "split_long, interleave: P=4, 3 chunks vs unsplit" 0 1e-6
+same_evals "$T/li1.jsonl" "$T/li4.jsonl" "split_long, interleave: P=4, 3 chunks vs unsplit" 1e-6
+# shellcheck disable=SC2086
+run lt2 2 $L model.actions=interleave model.last_layer=targets $SL debug.split_chunks=3
+same_losses "$T/li1.jsonl" "$T/lt2.jsonl" "split_long and last_layer targets: P=2 vs unsplit" 0 1e-6
+same_evals "$T/li1.jsonl" "$T/lt2.jsonl" "split_long and last_layer targets: P=2 vs unsplit" 1e-6
+# shellcheck disable=SC2086
+FREESCALE_FAKE_GPUS=fake0,fake1 run lf2 2 $L $SL debug.split_chunks=3 device.type=fake
+same_losses "$T/l2.jsonl" "$T/lf2.jsonl" "split_long: the fake device as the CPU" 0 0
 
 # --- resume on another rank count ----------------------------------------------
 run full 2 train.max_steps=8 train.final_eval=off "output.checkpoint_dir=$T/ckf" \
@@ -205,7 +242,8 @@ expect_error "kind 'bin' is not binary or regression" ok train.task=ranking trai
 expect_error "data.split = hstu: validation and test share" ok $TASKS data.split=hstu
 expect_error "retrieval takes loo or hstu" ok data.split=last:2
 expect_error "a regression task has no AUC" ok $TASKS train.select=rating
-expect_error "with parallel.split_long = auto: not supported" ok $TASKS parallel.split_long=auto
+expect_error "with parallel.split_long = auto and model.factors = 2: not supported" \
+    ok $TASKS parallel.split_long=auto model.bias=on model.factors=2
 expect_error "model.last_layer = targets: for model.type = hstu with train.task = ranking, whose" \
     ok model.last_layer=targets
 expect_error "(this run: model.type = sasrec, train.task = ranking)" \

@@ -17,7 +17,9 @@
 #     event column) in the same batches equals the oracle's, whose XXH64 is
 #     checked on the published vectors; with a /user_map too (the raw user
 #     ids hashed); a run with crosses and pools: the same losses and
-#     metrics on P = 1 and 2, other losses than without the crosses;
+#     metrics on P = 1 and 2, other losses than without the crosses; pools
+#     alone with the sequences cut into chunks (parallel.split_long) at
+#     P = 2 as unsplit at P = 1, and crosses with it refused;
 #   - bad values are refused before training.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -75,6 +77,13 @@ run x1 1 "data.pools=$POOLS" "features.cross=$X"
 run x2 2 "data.pools=$POOLS" "features.cross=$X"
 same_losses "$T/x1.jsonl" "$T/x2.jsonl" "pools and crosses: P=2 vs P=1" 0 1e-6
 same_evals "$T/x1.jsonl" "$T/x2.jsonl" "pools and crosses: P=2 vs P=1" 1e-6
+# the pooled sequences (some users with no pooled event) cut into 3 chunks
+# over 2 ranks (parallel.split_long; a chunk's first event takes the action
+# of the pooled event before it); crosses are refused with it (below)
+run p2s 2 "data.pools=$POOLS" parallel.split_long=auto debug.split_chunks=3
+same_losses "$T/p1.jsonl" "$T/p2s.jsonl" "pools: split_long P=2 vs P=1 unsplit" 0 1e-6
+same_evals "$T/p1.jsonl" "$T/p2s.jsonl" "pools: split_long P=2 vs P=1 unsplit" 1e-6
+grep -q '"split_sequences":[1-9]' "$T/p2s.jsonl" || fail "split_long with pools: nothing was cut"
 grep -q "event feature uia (a hashed cross, on its item's token): 300 rows" "$T/x1.out" ||
     fail "no cross in the log: $(grep -i cross "$T/x1.out" | head -2)"
 losses "$T/p1.jsonl" > "$T/la"
@@ -105,4 +114,6 @@ expect_error "features.cross = a:user*kind:9: for train.task = ranking" "$FS" tr
     "data.path=$T/g.h5" features.cross=a:user\*kind:9
 expect_error "the key hour needs timestamps" "$FS" train "$IN" $G features.cross=a:user\*hour:9 \
     data.timestamps=off
+expect_error "not with parallel.split_long" "$FS" train "$IN" $G features.cross=a:user\*kind:9 \
+    parallel.split_long=auto debug.split_chunks=2
 finish

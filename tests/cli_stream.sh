@@ -5,7 +5,8 @@
 #     evaluation and training identical (losses, metrics, counts: exactly),
 #     and changes a later window;
 #   - the per-window losses and metrics at P = 1, 2, 4 agree (the dense
-#     all-reduce's order: 1e-4 relative, as the other P tests);
+#     all-reduce's order: 1e-4 relative, as the other P tests), and with
+#     parallel.split_long (every sequence in 2 chunks at P = 2);
 #   - the final means: the model's and the baseline's over the same windows
 #     (those with both figures), which the line names;
 #   - a run stopped after window K (data.stream_end) and resumed on another
@@ -16,7 +17,7 @@
 #   - bad input: data.window zero or negative or not a duration, a
 #     stream_end not after the start, a dataset without timestamps, the
 #     window parameters without the stream schedule, retrieval's full
-#     softmax, parallel.split_long, output.checkpoint_delta_every;
+#     softmax, parallel.split_long with retrieval, output.checkpoint_delta_every;
 #   - a ranking stream's progress lines carry mlperf_gflops (doc/ranking.md);
 #   - retrieval (HR@K, NDCG@K against the item table, the online popularity
 #     baseline, absent in window 0): causal, P = 3, the fake device.
@@ -185,6 +186,14 @@ for np in 2 4; do
         pass "P = $np: every window's loss and metrics as P = 1 (1e-6, AUCs 5e-3; $(cat "$T/cmp.out"))" ||
         fail "P = $np vs 1: $(cat "$T/cmp.out")"
 done
+
+# parallel.split_long: every sequence of a step into 2 chunks on 2 ranks
+# (ranking's window batches take pieces): as P = 1 unsplit
+run sp2 2 "$T/r.h5" parallel.split_long=auto debug.split_chunks=2
+windows "$T/clean.jsonl" "$T/sp2.jsonl" 0 $((N - 1)) 1e-6 5e-3 &&
+    grep -q 'split_long: [1-9][0-9]* sequences* cut into' "$T/sp2.out" &&
+    pass "split_long, 2 chunks at P = 2: every window as P = 1 unsplit ($(cat "$T/cmp.out"))" ||
+    fail "split_long in the stream: $(cat "$T/cmp.out")"
 
 # eval.max_events: at most 30 events a window, the same sample on any P
 run m1 1 "$T/r.h5" eval.max_events=30
@@ -357,6 +366,6 @@ expect_error "train.schedule = stream: train.loss = full has no positions withou
 expect_error "output.checkpoint_delta_every = 2: train.schedule = stream writes a full checkpoint after each window" \
     ok train.schedule=stream data.window=1d embedding.dynamic=on "output.checkpoint_dir=$T/ckd" \
     train.checkpoint_every=4 output.checkpoint_delta_every=2
-expect_error "train.schedule = stream: parallel.split_long cuts the sequences" \
+expect_error "train.schedule = stream with train.task = retrieval: parallel.split_long cuts" \
     "$FS" train "$IN" "data.path=$T/r.h5" train.schedule=stream data.window=1d parallel.split_long=auto
 finish

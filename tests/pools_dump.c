@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     int64_t *users;
     int64_t n = rsplit_train_users(&rs, &ds, &users);
     struct seq_batch b;
-    batch_ranking_train(&ds, &rs, &tc.labels, N, ts, 1, 0, users, n, &b);
+    batch_ranking_train(&ds, &rs, &tc.labels, N, ts, 1, 0, users, NULL, n, &b);
     print_batch("train", &ds, &b, K, df);
     batch_free(&b);
     free(users);

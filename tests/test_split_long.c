@@ -4,7 +4,8 @@
  * b p^2 evenly (later chunks shorter); the threshold, the P cap and the
  * one-tile minimum are honoured; debug.split_chunks forces k chunks of at
  * least one position; the key/value rows between ranks are counted; a
- * threshold below one tile's cost is refused. */
+ * threshold below one tile's cost is refused; on ranking's grid (contextual
+ * tokens, two tokens an event) every boundary lies on an event. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -154,11 +155,45 @@ static void test_check(void **state)
     assert_int_equal(split_check(&sc, &cm, err, sizeof err), 0);
 }
 
+/* ranking's grid (head contextual tokens, step tokens an event): every
+ * boundary on head + step j, j >= 1; forced chunks capped at the events;
+ * auto cuts on the grid too */
+static void test_grid(void **state)
+{
+    (void)state;
+    int64_t len[4] = {3 + 2 * 5, 3 + 2 * 1, 3 + 2 * 2, 3 + 2 * 3000};
+    struct split_pieces sp = {0};
+    for (int force = 2; force <= 6; force++) {
+        struct split_conf sc = {.on = 1, .fraction = 0.5, .min_chunk = 64, .force = force,
+                                .head = 3, .step = 2};
+        split_plan(&sc, &cm, len, 4, 8, &sp);
+        check_cover(&sp, len, 4);
+        const int64_t events[4] = {5, 1, 2, 3000};
+        for (int64_t i = 0; i < sp.n; i++) {
+            const struct piece *p = &sp.pc[i];
+            const int64_t want = force < events[p->seq] ? force : events[p->seq];
+            assert_int_equal(p->nchunks, want);
+            if (p->p0 > 0) /* on an event's first token */
+                assert_true(p->p0 >= 5 && (p->p0 - 3) % 2 == 0);
+        }
+    }
+    struct split_conf sc = {.on = 1, .threshold = 0, .fraction = 0.5, .min_chunk = 64,
+                            .head = 7, .step = 2};
+    int64_t big[3] = {7 + 2 * 4000, 7 + 2 * 10, 7 + 2 * 20};
+    split_plan(&sc, &cm, big, 3, 4, &sp);
+    check_cover(&sp, big, 3);
+    assert_true(sp.nsplit == 1 && sp.pc[0].nchunks > 1);
+    for (int j = 1; j < sp.pc[0].nchunks; j++)
+        assert_true((sp.pc[j].p0 - 7) % 2 == 0 && sp.pc[j].p0 >= 9);
+    split_free(&sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_off_and_whole), cmocka_unit_test(test_cuts),
         cmocka_unit_test(test_min_chunk_and_force), cmocka_unit_test(test_check),
+        cmocka_unit_test(test_grid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

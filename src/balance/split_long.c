@@ -27,15 +27,30 @@ static int64_t g_inverse(const struct cost_model *cm, double t, int64_t L)
     return q < 0 ? 0 : q > L ? L : q;
 }
 
-/* Boundaries q[0] = 0 < q[1] < ... < q[k] = L of k chunks of equal G. */
-static void boundaries(const struct cost_model *cm, int64_t L, int k, int64_t *q)
+static int grid_step(const struct split_conf *sc) { return sc->step > 1 ? sc->step : 1; }
+
+/* The cut points of a sequence of L positions (grid head + step j, j >= 1,
+ * below L): their number. */
+static int64_t grid_cuts(const struct split_conf *sc, int64_t L)
 {
+    const int64_t n = (L - sc->head) / grid_step(sc) - 1;
+    return n > 0 ? n : 0;
+}
+
+/* Boundaries q[0] = 0 < q[1] < ... < q[k] = L of k chunks of equal G, on
+ * the grid (k - 1 <= grid_cuts). */
+static void boundaries(const struct split_conf *sc, const struct cost_model *cm, int64_t L, int k,
+                       int64_t *q)
+{
+    const int64_t s = grid_step(sc), h = sc->head;
     double G = cm->a * (double)L + cm->b * (double)L * (double)L;
     q[0] = 0;
     q[k] = L;
     for (int j = 1; j < k; j++) {
         int64_t p = g_inverse(cm, G * j / k, L);
-        int64_t lo = q[j - 1] + 1, hi = L - (k - j); /* room for one position per chunk */
+        p = p > h ? h + s * ((p - h + s / 2) / s) : h; /* the nearest cut point */
+        /* room for one grid step per chunk */
+        int64_t lo = j > 1 ? q[j - 1] + s : h + s, hi = h + s * ((L - h) / s - (k - j));
         q[j] = p < lo ? lo : p > hi ? hi : p;
     }
 }
@@ -63,10 +78,11 @@ static void push(struct split_pieces *sp, struct piece pc, double cost)
 static int chunks_of(const struct split_conf *sc, const struct cost_model *cm, int64_t L,
                      double c, double theta, int P, int64_t *q)
 {
+    const int64_t cuts = grid_cuts(sc, L);
     if (sc->force >= 2) {
-        int k = sc->force < L ? sc->force : (int)L; /* force <= SPLIT_MAX_CHUNKS */
+        int k = sc->force <= cuts ? sc->force : (int)cuts + 1; /* force <= SPLIT_MAX_CHUNKS */
         if (k >= 2)
-            boundaries(cm, L, k, q);
+            boundaries(sc, cm, L, k, q);
         return k < 1 ? 1 : k;
     }
     if (!sc->on || P < 2 || !(c > theta) || L < 2 * (int64_t)sc->min_chunk)
@@ -74,8 +90,9 @@ static int chunks_of(const struct split_conf *sc, const struct cost_model *cm, i
     double want = ceil(c / theta);
     int k = want < P ? (int)want : P;
     k = k < SPLIT_MAX_CHUNKS ? k : SPLIT_MAX_CHUNKS;
+    k = k <= cuts ? k : (int)cuts + 1;
     for (; k >= 2; k--) {
-        boundaries(cm, L, k, q);
+        boundaries(sc, cm, L, k, q);
         if (shortest(q, k) >= sc->min_chunk)
             return k;
     }

@@ -20,7 +20,11 @@
  * k = ceil(c(L) / theta), at most P, and reduced until the shortest chunk
  * has min_chunk positions (one attention tile). force (debug.split_chunks)
  * splits every sequence into min(force, L) chunks instead, whatever their
- * length (tests). Deterministic: every rank computes the same pieces. */
+ * length (tests). A boundary lies on the grid head + step j (j >= 1) of
+ * the conf, the nearest to its equal-work position (ranking's model
+ * tokens: the contextual tokens in front, two tokens an event when the
+ * actions are interleaved); min(force, (L - head) / step) chunks then.
+ * Deterministic: every rank computes the same pieces. */
 #ifndef FS_SPLIT_LONG_H
 #define FS_SPLIT_LONG_H
 
@@ -39,6 +43,11 @@ struct split_conf {
     double kv_cost;    /* cost of one key/value row received */
     int min_chunk;     /* shortest chunk in positions */
     int force;         /* >= 2: every sequence into this many chunks */
+    /* the cut points: head + step j, j >= 1 (0, 0: every position; ranking:
+     * the contextual tokens stay with the first chunk, an event's action
+     * token with its item, train/step_feat.c) */
+    int64_t head;
+    int step;
 };
 
 /* Positions [p0, p1) of sequence seq (index in the global batch); chunk

@@ -367,6 +367,9 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
         iv.tokens += (double)tok;
         iv.pairs += now->pairs;
         train_interval_flops(tr, now, &iv);
+        sx.steps++; /* parallel.split_long (ranking): the cuts, as epochs */
+        sx.seqs += now->pieces.nsplit;
+        sx.chunks += now->pieces.n - (now->global_B - now->pieces.nsplit);
         if (tr->step % cf->log_every == 0 || s + 1 == steps) {
             steptime_collect(&tr->st, tr->c, &stats);
             planner_adapt(pl, tr, &stats);
@@ -499,9 +502,10 @@ int train_stream_run(struct trainer *tr)
                  params_str(tr->p, P_data_split), when, (long long)t0);
         bad = 1;
     }
-    if (cf->split_long.on || cf->split_long.force >= 2) {
-        snprintf(err, sizeof err, "train.schedule = stream: parallel.split_long cuts the "
-                 "sequences of a step into pieces, which a window's batches do not take; use "
+    if ((cf->split_long.on || cf->split_long.force >= 2) && cf->task.type == TASK_RETRIEVAL) {
+        snprintf(err, sizeof err, "train.schedule = stream with train.task = retrieval: "
+                 "parallel.split_long cuts the sequences of a step into pieces, which "
+                 "retrieval's window batches do not take (ranking's do); use "
                  "parallel.split_long = off");
         bad = 1;
     }

@@ -168,5 +168,8 @@ void batch_free(struct seq_batch *b)
     free(b->labels);
     free(b->target_labels);
     free(b->no_target);
+    free(b->lead);
+    free(b->lead_ev);
+    free(b->lead_labels);
     memset(b, 0, sizeof *b);
 }

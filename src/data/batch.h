@@ -30,6 +30,13 @@ struct seq_batch {
     int64_t *pos0;      /* [B] position of each segment's first token */
     int64_t *key_off;   /* [B + 1] CSR: positions [0, pos0 + L) of each segment */
     int64_t *key_ts;    /* [key_off[B]] their timestamps (with_ts) */
+    /* ranking's pieces (batch_ranking.h), else NULL: the leads, the events
+     * just before the pieces that start after their sequence's first event
+     * (model.actions = sum adds a lead's action to its piece's first) */
+    int64_t *lead;      /* [B] entry i's lead (index into the two below), -1: none */
+    int64_t nlead;
+    int64_t *lead_ev;   /* [nlead] the file's index of each lead event */
+    float *lead_labels; /* [nlead, nlab] their labels (NaN: missing) */
     /* ranking (batch_ranking.h), else NULL: */
     int64_t *ncand;     /* [B] the last ncand[i] tokens of entry i are candidates */
     int cand_events;    /* the candidates are the file's events after the history */

@@ -112,29 +112,65 @@ static int64_t pooled(const struct dataset *ds, const struct label_conf *lc, int
     return m;
 }
 
+/* The events [*e0, *e1) of entry i's piece of a sequence of n events
+ * (pc: NULL, the whole sequence); fatal() on a piece off its grid. */
+static void piece_events(const struct rank_pieces *pc, int64_t i, int64_t u, int64_t n,
+                         int64_t *e0, int64_t *e1)
+{
+    *e0 = 0;
+    *e1 = n;
+    if (!pc)
+        return;
+    const int64_t h = pc->head, s = pc->step, a = pc->p0[i], z = pc->p1[i], L = h + s * n;
+    const int on_a = a == 0 || (a >= h + s && (a - h) % s == 0);
+    const int on_z = z == L || (z >= h + s && (z - h) % s == 0);
+    if (n == 0 && a == 0 && z == L) /* no event (none in a pool): the contextual tokens */
+        return;
+    if (!on_a || !on_z || a >= z || z > L)
+        fatal("batch_ranking: piece [%lld, %lld) of user %lld off its %lld model positions' "
+              "event boundaries (%lld contextual, %d per event)", (long long)a, (long long)z,
+              (long long)u, (long long)L, (long long)h, (int)s);
+    *e0 = a ? (a - h) / s : 0;
+    *e1 = (z - h) / s;
+}
+
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                          const struct label_conf *lc, int N, int with_ts, uint64_t seed,
-                         uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b)
+                         uint64_t epoch, const int64_t *users, const struct rank_pieces *pc,
+                         int64_t B, struct seq_batch *b)
 {
-    int64_t T = 0, a, bb, *sel = NULL, nsel = 0, csel = 0;
+    int64_t T = 0, K = 0, a, bb, e0, e1, *sel = NULL, nsel = 0, csel = 0;
     int64_t *cnt = xmalloc((size_t)(B ? B : 1) * sizeof *cnt); /* each user's events */
     for (int64_t i = 0; i < B; i++) {
         rsplit_bounds(rs, ds, users[i], &a, &bb);
         cnt[i] = lc->pools ? pooled(ds, lc, users[i], a, N, &sel, &nsel, &csel) : a < N ? a : N;
-        T += cnt[i];
+        piece_events(pc, i, users[i], cnt[i], &e0, &e1);
+        T += e1 - e0;
+        K += pc ? pc->p1[i] : 0;
     }
     batch_alloc(b, B, T, with_ts, 0);
     if (lc->pools)
         b->ev = xmalloc((size_t)(T ? T : 1) * sizeof *b->ev);
-    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0;
+    if (pc) {
+        b->pos0 = xmalloc((size_t)(B ? B : 1) * sizeof *b->pos0);
+        b->key_off = xmalloc((size_t)(B + 1) * sizeof *b->key_off);
+        b->key_off[0] = 0;
+        b->key_ts = with_ts ? xmalloc((size_t)(K ? K : 1) * sizeof *b->key_ts) : NULL;
+        b->lead = xmalloc((size_t)(B ? B : 1) * sizeof *b->lead);
+        b->lead_ev = xmalloc((size_t)(B ? B : 1) * sizeof *b->lead_ev);
+    }
+    int64_t *items = NULL, *ts = NULL, cap = 0, t = 0, s0 = 0; /* s0: sel's user start */
     b->offsets[0] = 0;
     for (int64_t i = 0; i < B; i++) {
         const int64_t u = users[i];
         batch_read_user(ds, u, with_ts, &items, &ts, &cap);
         rsplit_bounds(rs, ds, u, &a, &bb);
-        const int64_t first = a - cnt[i], s0 = t; /* pools: sel[t ..] this user's events */
-        for (int64_t p = 0; p < cnt[i]; p++, t++) {
-            const int64_t e = lc->pools ? sel[s0 + p] : first + p;
+        /* the user's p-th event: pooled (sel), or the last cnt[i] before the cut */
+        const int64_t first = a - cnt[i], *pick = lc->pools ? sel + s0 : NULL;
+#define EVENT(p) (pick ? pick[p] : first + (p))
+        piece_events(pc, i, u, cnt[i], &e0, &e1);
+        for (int64_t p = e0; p < e1; p++, t++) {
+            const int64_t e = EVENT(p);
             b->items[t] = items[e];
             if (with_ts)
                 b->ts[t] = ts[e];
@@ -142,15 +178,35 @@ void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                 b->ev[t] = ds->offsets[u] + e;
             b->keys[t] = batch_token_key(seed, epoch, batch_user_key(ds, u), p);
         }
+        if (pc) { /* the keys: model positions [0, p1) */
+            const int64_t z = pc->p1[i], *k0 = b->key_off + i;
+            b->pos0[i] = pc->p0[i];
+            b->key_off[i + 1] = b->key_off[i] + z;
+            for (int64_t x = 0; with_ts && x < z; x++)
+                b->key_ts[*k0 + x] = ts[EVENT(x < pc->head ? 0 : (x - pc->head) / pc->step)];
+        }
         b->users[i] = u;
-        b->ev0[i] = ds->offsets[u] + (lc->pools ? (cnt[i] ? sel[s0] : 0) : first);
+        b->ev0[i] = ds->offsets[u] + (pick ? (e1 > e0 ? pick[e0] : 0) : first + e0);
         b->offsets[i + 1] = t;
+        if (pc) {
+            b->lead[i] = e0 > 0 ? b->nlead : -1;
+            if (e0 > 0) /* the event before the piece's first */
+                b->lead_ev[b->nlead++] = ds->offsets[u] + EVENT(e0 - 1);
+        }
+#undef EVENT
+        s0 += lc->pools ? cnt[i] : 0;
     }
     free(cnt);
     free(items);
     free(ts);
     free(sel);
     batch_ranking_read_labels(ds, lc, b);
+    if (pc) { /* the leads' labels: their actions' */
+        const size_t nl = (size_t)(b->nlead * lc->n > 0 ? b->nlead * lc->n : 1);
+        b->lead_labels = xmalloc(nl * sizeof *b->lead_labels);
+        for (int64_t j = 0; j < b->nlead; j++)
+            labels_read_events(ds, lc, b->lead_ev[j], 1, b->lead_labels + j * lc->n);
+    }
     if (!rs->from)
         return;
     /* the stream's history: its labels are inputs (actions), not targets */

@@ -62,10 +62,27 @@ void labels_read_events(const struct dataset *ds, const struct label_conf *lc, i
 /* b->labels [T, lc->n] of b's file events (any batch with ev0). */
 void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
                                struct seq_batch *b);
-/* users[B]: the training batch (keys from seed, epoch, user, position). */
+/* Pieces of training sequences (parallel.split_long): entry i is the
+ * model positions [p0[i], p1[i]) of its user's sequence, whose model
+ * tokens are head contextual tokens, then step tokens per event (the item,
+ * and its action token when interleaved); a boundary lies at 0, at the
+ * end or on an event's first token after the contextual ones. */
+struct rank_pieces {
+    const int64_t *p0, *p1;
+    int64_t head;
+    int step;
+};
+/* users[B]: the training batch (keys from seed, epoch, user, position).
+ * With pc (else NULL): entry i holds the events of its piece (keys,
+ * labels and event indexes as in the whole sequence), and pos0, key_off,
+ * key_ts are filled in model positions (key_ts: a contextual token at its
+ * sequence's first event's time, an event's tokens at its time), and the
+ * leads (seq_batch.lead: the event before a piece that starts after its
+ * sequence's first, with its labels). */
 void batch_ranking_train(const struct dataset *ds, const struct rsplit *rs,
                          const struct label_conf *lc, int N, int with_ts, uint64_t seed,
-                         uint64_t epoch, const int64_t *users, int64_t B, struct seq_batch *b);
+                         uint64_t epoch, const int64_t *users, const struct rank_pieces *pc,
+                         int64_t B, struct seq_batch *b);
 /* users[B] (each with a candidate in the split): the evaluation batch.
  * part [B, 2] (NULL: every candidate, at most max_cand): entry i's
  * candidates are its user's part[2i + 1] candidates from the part[2i]-th

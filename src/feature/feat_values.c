@@ -115,5 +115,8 @@ void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
             for (int64_t j = len; j < L; j++)
                 out[i][t0 + j] = 0;
         }
+        for (int64_t j = 0; j < b->nlead; j++)
+            if (dataset_feat_ints(ds, f, b->lead_ev[j], 1, out[i] + b->T + j, err, sizeof err))
+                fatal("%s", err);
     }
 }

@@ -47,9 +47,10 @@ static inline int64_t feat_values_of(const struct feat_values *v, int i, int64_t
     return c->off[e + 1] - c->off[e];
 }
 
-/* The event features' values of batch b's tokens: out[i] [b->T] for every
- * event feature i of s (others untouched), read sequence by sequence from
- * b->ev0. fatal() on a bad file (naming the dataset and index). */
+/* The event features' values of batch b's tokens: out[i] [b->T + b->nlead]
+ * for every event feature i of s (others untouched), read sequence by
+ * sequence from b->ev0, then those of b's leads (seq_batch.lead_ev).
+ * fatal() on a bad file (naming the dataset and index). */
 void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
                         const struct seq_batch *b, int32_t *const *out);
 

@@ -176,8 +176,8 @@ struct task_ops {
      * the step divides the sum by the global number of positions */
     int normalised;
     /* the training batch of users[n] in an epoch (data/batch.h,
-     * batch_ranking.h); p0, p1: pieces of their sequences (split_long,
-     * retrieval only), or NULL */
+     * batch_ranking.h); p0, p1: pieces of their sequences (split_long:
+     * positions of train_tokens' sequence), or NULL */
     void (*batch)(const struct task *t, const struct task_data *d, uint64_t epoch,
                   const int64_t *users, const int64_t *p0, const int64_t *p1, int64_t n,
                   struct seq_batch *sb);

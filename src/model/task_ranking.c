@@ -300,10 +300,11 @@ static void rank_batch(const struct task *t, const struct task_data *d, uint64_t
                        const int64_t *users, const int64_t *p0, const int64_t *p1, int64_t n,
                        struct seq_batch *sb)
 {
-    (void)p0; /* no pieces: split_long is refused (train/step_task.c) */
-    (void)p1;
+    /* pieces: model positions (rank_train_tokens's), cut at events (train/step_feat.c) */
+    const struct rank_pieces pc = {.p0 = p0, .p1 = p1, .head = d->context,
+                                   .step = t->conf->actions == ACT_INTERLEAVE ? 2 : 1};
     batch_ranking_train(d->ds, d->rsplit, &t->conf->labels, d->N, d->with_ts, d->seed, epoch,
-                        users, n, sb);
+                        users, p0 ? &pc : NULL, n, sb);
 }
 
 static void rank_labels(const struct task *t, const struct task_data *d, struct seq_batch *sb)

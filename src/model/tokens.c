@@ -70,10 +70,11 @@ static void plan_layout(struct tokens *tk, const struct seq_batch *b)
     int64_t Tx = 0;
     for (int64_t q = 0; q < B; q++) {
         const int64_t L = b->offsets[q + 1] - b->offsets[q], K = b->ncand ? b->ncand[q] : 0;
-        Tx += C + m * (L - K) + K;
+        Tx += (b->pos0 && b->pos0[q] > 0 ? 0 : C) + m * (L - K) + K;
     }
     tk->Tx = Tx;
     tk->xoff = zalloc(B + 1, sizeof *tk->xoff);
+    tk->xctx = zalloc(B, sizeof *tk->xctx);
     tk->xts = b->ts ? zalloc(Tx, sizeof *tk->xts) : NULL;
     tk->xkeys = zalloc(Tx, sizeof *tk->xkeys);
     tk->xrow = zalloc(tk->T, sizeof *tk->xrow);
@@ -85,8 +86,13 @@ static void plan_layout(struct tokens *tk, const struct seq_batch *b)
     for (int64_t q = 0; q < B; q++) {
         const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0;
         const int64_t H = L - (b->ncand ? b->ncand[q] : 0);
+        const int64_t lead = b->lead && b->lead[q] >= 0 ? tk->T + b->lead[q] : -1;
         tk->xoff[q] = x;
-        for (int64_t c = 0; c < C; c++, x++) { /* the first event's time; keys from its key */
+        /* a piece after a sequence's first (split_long): its events alone */
+        const int64_t Cq = b->pos0 && b->pos0[q] > 0 ? 0 : C;
+        tk->xctx[q] = Cq ? x : -1;
+        tk->ctx_missing |= Cq < C;
+        for (int64_t c = 0; c < Cq; c++, x++) { /* the first event's time; keys from its key */
             if (tk->xts)
                 tk->xts[x] = L ? b->ts[t0] : 0;
             tk->xkeys[x] = L && b->keys[t0] ? rng_key(b->keys[t0], 0x63747874ull, (uint64_t)c)
@@ -98,8 +104,9 @@ static void plan_layout(struct tokens *tk, const struct seq_batch *b)
             if (tk->xts)
                 tk->xts[x] = b->ts[t];
             tk->xkeys[x++] = b->keys[t];
-            if (tk->aprev) /* candidates: the last history event's action */
-                tk->aprev[t] = j < H ? (j > 0 ? t - 1 : -1) : (H > 0 ? t0 + H - 1 : -1);
+            if (tk->aprev) /* candidates: the last history event's action; a piece's
+                              first event: its lead's, if any */
+                tk->aprev[t] = j < H ? (j > 0 ? t - 1 : lead) : (H > 0 ? t0 + H - 1 : -1);
             if (tk->xact && j < H) { /* the action token after its item */
                 tk->xact[t] = x;
                 if (tk->xts)
@@ -128,7 +135,7 @@ void tokens_plan(struct tokens *tk, const struct feat_schema *s, const struct fe
         if (sp->role == FEAT_ITEM)
             plan_feature(tk, v, i, n_items, item_rows, NULL, NULL);
         else if (sp->role == FEAT_EVENT)
-            plan_feature(tk, v, i, b ? b->T : 0, NULL, b ? evv[i] : NULL,
+            plan_feature(tk, v, i, b ? b->T + b->nlead : 0, NULL, b ? evv[i] : NULL,
                          b && evw ? evw[i] : NULL);
         else
             plan_feature(tk, v, i, b ? b->B : 0, b ? b->users : NULL, NULL, NULL);
@@ -136,10 +143,10 @@ void tokens_plan(struct tokens *tk, const struct feat_schema *s, const struct fe
     free(item_rows);
     if (!b)
         return;
-    tk->B = b->B, tk->T = b->T, tk->C = s->n_user;
+    tk->B = b->B, tk->T = b->T, tk->C = s->n_user, tk->Te = b->T + b->nlead;
     plan_layout(tk, b);
     if (s->actions != ACT_NONE)
-        tk->act = zalloc(tk->T * tk->d, sizeof *tk->act);
+        tk->act = zalloc(tk->Te * tk->d, sizeof *tk->act);
 }
 
 void tokens_free(struct tokens *tk)
@@ -158,6 +165,7 @@ void tokens_free(struct tokens *tk)
     }
     tokens_target_free(tk);
     free(tk->xoff);
+    free(tk->xctx);
     free(tk->xts);
     free(tk->xkeys);
     free(tk->xrow);
@@ -226,8 +234,8 @@ void tokens_batch(struct tokens *tk, const struct batch *b, struct batch *mb)
     *mb = *b;
     if (tk->Tx == tk->T && !tk->ncand) /* the event tokens are the model's */
         return;
-    if (b->split)
-        fatal("tokens: contextual or action tokens with split sequences (parallel.split_long)");
+    if (b->split && tk->ncand)
+        fatal("tokens: candidates in split sequences (parallel.split_long)");
     mb->T = tk->Tx;
     mb->offsets = tk->xoff;
     mb->ts = b->ts ? tk->xts : NULL;
@@ -242,10 +250,10 @@ void tokens_batch(struct tokens *tk, const struct batch *b, struct batch *mb)
 static void actions_fwd(const struct tokens *tk)
 {
     const int d = tk->d;
-    memset(tk->act, 0, (size_t)(tk->T * d) * sizeof *tk->act);
+    memset(tk->act, 0, (size_t)(tk->Te * d) * sizeof *tk->act);
     for (int i = 0; i < tk->s->n; i++)
         if (tk->s->f[i].role == FEAT_EVENT && !tk->s->f[i].cross) /* crosses: their own token */
-            for (int64_t k = 0; k < tk->T * d; k++)
+            for (int64_t k = 0; k < tk->Te * d; k++)
                 tk->act[k] += tk->f[i].out[k];
 }
 
@@ -260,8 +268,9 @@ void tokens_inputs(const struct tokens *tk, const float *emb, float *x)
             const struct feat_spec *sp = &tk->s->f[i];
             if (sp->role == FEAT_USER)
                 for (int64_t q = 0; q < tk->B; q++)
-                    memcpy(x + (tk->xoff[q] + sp->ctx) * d, tk->f[i].out + q * d,
-                           (size_t)d * sizeof *x);
+                    if (tk->xctx[q] >= 0)
+                        memcpy(x + (tk->xctx[q] + sp->ctx) * d, tk->f[i].out + q * d,
+                               (size_t)d * sizeof *x);
         }
     } else if (x != emb)
         memcpy(x, emb, (size_t)(T * d) * sizeof *x);
@@ -316,7 +325,7 @@ void tokens_dout(const struct tokens *tk, const float *du_ev, float *du_x)
 static void actions_bwd(const struct tokens *tk, const float *dx)
 {
     const int d = tk->d;
-    memset(tk->act, 0, (size_t)(tk->T * d) * sizeof *tk->act);
+    memset(tk->act, 0, (size_t)(tk->Te * d) * sizeof *tk->act);
     for (int64_t t = 0; t < tk->T; t++) {
         if (tk->xact && tk->xact[t] >= 0)
             memcpy(tk->act + t * d, dx + tk->xact[t] * d, (size_t)d * sizeof *tk->act);
@@ -338,14 +347,18 @@ void tokens_inputs_bwd(struct tokens *tk, const float *dx, float *demb)
         const struct feat_spec *sp = &tk->s->f[i];
         struct tok_feat *f = &tk->f[i];
         if (sp->role == FEAT_EVENT && tk->s->actions != ACT_NONE && !sp->cross)
-            memcpy(f->dout, tk->act, (size_t)(tk->T * d) * sizeof *f->dout);
+            memcpy(f->dout, tk->act, (size_t)(tk->Te * d) * sizeof *f->dout);
         else if (sp->role == FEAT_EVENT)
             for (int64_t t = 0; t < tk->T; t++)
                 memcpy(f->dout + t * d, dx + tk->xrow[t] * d, (size_t)d * sizeof *f->dout);
         else if (sp->role == FEAT_USER)
-            for (int64_t q = 0; q < tk->B; q++)
-                memcpy(f->dout + q * d, dx + (tk->xoff[q] + sp->ctx) * d,
-                       (size_t)d * sizeof *f->dout);
+            for (int64_t q = 0; q < tk->B; q++) {
+                if (tk->xctx[q] >= 0)
+                    memcpy(f->dout + q * d, dx + (tk->xctx[q] + sp->ctx) * d,
+                           (size_t)d * sizeof *f->dout);
+                else /* a later piece of a split sequence: the first holds them */
+                    memset(f->dout + q * d, 0, (size_t)d * sizeof *f->dout);
+            }
     }
     if (tk->Tx != tk->T)
         for (int64_t t = 0; t < tk->T; t++)

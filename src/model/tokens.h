@@ -37,7 +37,12 @@
  * item entities n_items (the unique rows of the item exchange in training,
  * the tokens in evaluation); T event tokens of B sequences; Tx = T + B C
  * model tokens: B C contextual, the items and, interleaved, the actions of
- * the events that are not candidates. */
+ * the events that are not candidates. A training batch of pieces of split
+ * sequences (seq_batch.pos0, parallel.split_long): a piece that starts
+ * after position 0 has no contextual tokens (the first piece's, which the
+ * later ones see as keys), and with summed actions its first event adds
+ * the action of its lead (the event before it, an event entity after the
+ * T tokens: its features and labels read with the batch); no candidates. */
 #ifndef FS_MODEL_TOKENS_H
 #define FS_MODEL_TOKENS_H
 
@@ -74,14 +79,19 @@ struct tokens {
     int64_t n_items;
     /* the model batch: B sequences of C contextual tokens and their events */
     int64_t B, T, C, Tx;
+    int64_t Te;        /* event entities: the T event tokens, then the leads of a batch of
+                          pieces (seq_batch.lead: their actions, sum) */
     int64_t *xoff;     /* [B + 1] */
+    int64_t *xctx;     /* [B] row of sequence b's first contextual token, -1: none (a
+                          piece of a split sequence after its first, which holds them) */
+    int ctx_missing;   /* some xctx are -1 */
     int64_t *xts;      /* [Tx] or NULL */
     uint64_t *xkeys;   /* [Tx] */
     int64_t *xrow;     /* [T] row of event token t's item among the Tx */
     int64_t *xact;     /* interleave: [T] row of its action token (-1: none) */
-    int64_t *aprev;    /* sum: [T] the event whose action token t adds (-1: none) */
+    int64_t *aprev;    /* sum: [T] the event entity whose action token t adds (-1: none) */
     const int64_t *ncand; /* [B] candidates at the end of each sequence, or NULL */
-    float *act;        /* actions: [T, d] a_t */
+    float *act;        /* actions: [Te, d] a_t */
     struct tok_target *tgt; /* the target mask's split batch (candidates), or NULL */
 };
 

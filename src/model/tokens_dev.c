@@ -36,7 +36,7 @@ void tokens_dev_load(struct tokens_dev *D, const struct backend_ops *be, const s
     if (tk->aprev)
         up(D, &D->aprev, be, tk->aprev, tk->T, sizeof(int64_t));
     if (tk->act)
-        mirror_bind(&D->act, be, be, NULL, fbytes(tk->T, d));
+        mirror_bind(&D->act, be, be, NULL, fbytes(tk->Te, d));
     if (tk->B > D->hctx_cap) {
         D->hctx_cap = tk->B + tk->B / 4;
         D->hctx = xrealloc(D->hctx, (size_t)D->hctx_cap * sizeof *D->hctx);
@@ -48,8 +48,8 @@ void tokens_dev_load(struct tokens_dev *D, const struct backend_ops *be, const s
             continue;
         up(D, &D->out[i], be, f->out, f->ne, (size_t)d * sizeof(float));
         if (sp->role == FEAT_USER) {
-            for (int64_t q = 0; q < tk->B; q++)
-                D->hctx[q] = tk->xoff[q] + sp->ctx;
+            for (int64_t q = 0; q < tk->B; q++) /* -1: none (skipped) */
+                D->hctx[q] = tk->xctx[q] >= 0 ? tk->xctx[q] + sp->ctx : -1;
             up(D, &D->ctxrow[i], be, D->hctx, tk->B, sizeof(int64_t));
         }
     }
@@ -75,11 +75,11 @@ void tokens_dev_inputs(struct tokens_dev *D, const struct tokens *tk, const floa
                 be->index_rows(T, d, mirror_at(&D->out[i]), NULL, x, xrow, 1);
         return;
     }
-    float *act = mirror_at(&D->act); /* a_t: the event features' sum */
-    be->zero(act, fbytes(T, d));
+    float *act = mirror_at(&D->act); /* a_t: the event features' sum (the leads' too) */
+    be->zero(act, fbytes(tk->Te, d));
     for (int i = 0; i < tk->s->n; i++)
         if (tk->s->f[i].role == FEAT_EVENT)
-            be->index_rows(T, d, mirror_at(&D->out[i]), NULL, act, NULL, 1);
+            be->index_rows(tk->Te, d, mirror_at(&D->out[i]), NULL, act, NULL, 1);
     if (tk->xact) /* the action tokens (interleave) */
         be->index_rows(T, d, act, NULL, x, mirror_at(&D->xact), 0);
     if (tk->aprev) /* the previous event's action onto its item (sum) */
@@ -108,10 +108,11 @@ void tokens_dev_inputs_bwd(struct tokens_dev *D, struct tokens *tk, const float 
     const int64_t *xrow = mirror_at(&D->xrow);
     if (tk->ncand)
         fatal("tokens: the backward of a batch with candidates (evaluation only)");
-    const float *gev = NULL; /* the event features' dout: [T, d] */
+    const float *gev = NULL; /* the event features' dout: [Te, d] */
+    const int64_t Te = tk->Te; /* T, and the leads (summed actions only) */
     if (tk->s->actions != ACT_NONE) { /* before demb, which may be dx */
         float *act = mirror_at(&D->act);
-        be->zero(act, fbytes(T, d));
+        be->zero(act, fbytes(Te, d));
         if (tk->xact)
             be->index_rows(T, d, dx, mirror_at(&D->xact), act, NULL, 0);
         if (tk->aprev) /* each event's action is added to one item at most */
@@ -127,19 +128,21 @@ void tokens_dev_inputs_bwd(struct tokens_dev *D, struct tokens *tk, const float 
     int ev = 0;
     for (int i = 0; i < tk->s->n; i++)
         ev |= tk->s->f[i].role == FEAT_EVENT;
-    ev = ev && gev && T > 0;
-    int64_t nf = ev ? T * d : 0;
+    ev = ev && gev && Te > 0;
+    int64_t nf = ev ? Te * d : 0;
     for (int i = 0; i < tk->s->n; i++)
         if (tk->s->f[i].role == FEAT_USER)
             nf += tk->B * d;
     float *g = mirror_bind(&D->tmpu, be, be, NULL, (size_t)(nf + extra + 1) * sizeof *g);
     int64_t at = 0;
     if (ev) {
-        be->copy(g, gev, (size_t)(T * d) * sizeof *g);
-        at = T * d;
+        be->copy(g, gev, (size_t)(Te * d) * sizeof *g);
+        at = Te * d;
     }
     for (int i = 0; i < tk->s->n; i++)
         if (tk->s->f[i].role == FEAT_USER && tk->B > 0) {
+            if (tk->ctx_missing) /* the rows of pieces without them: 0 */
+                be->zero(g + at, (size_t)(tk->B * d) * sizeof *g);
             be->index_rows(tk->B, d, dx, mirror_at(&D->ctxrow[i]), g + at, NULL, 0);
             at += tk->B * d;
         }
@@ -156,7 +159,7 @@ void tokens_dev_grads(struct tokens_dev *D, struct tokens *tk, const float *extr
 {
     const struct backend_ops *be = D->be;
     const int d = tk->d;
-    const int64_t T = tk->T, nf = D->nf;
+    const int64_t Te = tk->Te, nf = D->nf;
     float *g = mirror_at(&D->tmpu);
     if (nextra > 0)
         be->copy(g + nf, extra, (size_t)nextra * sizeof *g);
@@ -166,12 +169,12 @@ void tokens_dev_grads(struct tokens_dev *D, struct tokens *tk, const float *extr
     }
     if (nf + nextra > 0)
         be->to_host(D->hg, g, (size_t)(nf + nextra) * sizeof *D->hg);
-    int64_t at = D->ev ? T * d : 0;
+    int64_t at = D->ev ? Te * d : 0;
     for (int i = 0; i < tk->s->n; i++) {
         const struct feat_spec *sp = &tk->s->f[i];
         struct tok_feat *f = &tk->f[i];
         if (sp->role == FEAT_EVENT && D->ev)
-            memcpy(f->dout, D->hg, (size_t)(T * d) * sizeof *f->dout);
+            memcpy(f->dout, D->hg, (size_t)(Te * d) * sizeof *f->dout);
         else if (sp->role == FEAT_USER && tk->B > 0) {
             memcpy(f->dout, D->hg + at, (size_t)(tk->B * d) * sizeof *f->dout);
             at += tk->B * d;

@@ -33,7 +33,7 @@ struct tokens_dev {
     float *hg;           /* host: the features' gradients of the backward, downloaded at once */
     int64_t hg_cap;      /* its floats */
     int64_t nf;          /* floats of them the last backward left in tmpu */
-    int ev;              /* ... of which the event features' [T, d] first */
+    int ev;              /* ... of which the event features' [Te, d] first */
 };
 
 /* Upload tk's index arrays and its event and user features' rows (after

@@ -42,6 +42,10 @@ struct ctx_split;
  * (so the trace shows them). */
 struct ctx_split *ctx_split_new(struct comm *c, const struct step_plan *pl,
                                 const struct seq_batch *sb, int layers, struct steptime *st);
+/* The model batch's segments (offsets [B + 1]: the rows of each piece,
+ * the seq_batch's or, with contextual or action tokens, the tokens'),
+ * checked against the pieces; before the model runs (x NULL: nothing). */
+void ctx_split_rows(struct ctx_split *x, const int64_t *offsets);
 /* The staged exchange's pinned host buffers, one per layer, kept across
  * steps (the caller's, for every step's exchange): NULL on a host backend. */
 struct ctx_stage;

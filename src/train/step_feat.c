@@ -36,9 +36,14 @@ void step_feat_setup(struct trainer *tr)
             feat_schema_add_label(&F->s, tc->t[k].name, k, tc->t[k].kind == TASK_BINARY);
     }
     snprintf(err, sizeof err, "features.user = %s: contextual tokens with parallel.split_long = "
-             "auto are not supported (a sequence's chunks would need them on every rank): use "
-             "one or the other", cf->features.user);
-    comm_fail_agree(tr->c, F->s.n_user > 0 && cf->split_long.on, err);
+             "auto are not supported with retrieval (a sequence's chunks would need them on every "
+             "rank): use one or the other", cf->features.user);
+    comm_fail_agree(tr->c, F->s.n_user > 0 && cf->split_long.on && !ranking, err);
+    if (ranking) { /* ranking's chunks: the contextual tokens with the first, an event's
+                    * action token with its item (split_long.h) */
+        cf->split_long.head = F->s.n_user;
+        cf->split_long.step = tc->actions == ACT_INTERLEAVE ? 2 : 1;
+    }
     int hour = 0; /* features.cross: what its crosses need */
     for (int k = 0; k < F->s.ncross; k++)
         for (int j = 0; j < F->s.cross[k].nkeys; j++)
@@ -51,6 +56,9 @@ void step_feat_setup(struct trainer *tr)
                            "have no event feature on its own token"
                      : tr->files ? "not with window files (data.path a list or glob): the items' "
                                    "columns are read once, from one file"
+                     : cf->split_long.on || cf->split_long.force >= 2
+                         ? "not with parallel.split_long (a chunk's first event takes the "
+                           "action of the event before it, whose crosses are not read)"
                      : hour && !tr->with_ts ? "the key hour needs timestamps (data.timestamps = "
                                               "on and a file with /timestamps)"
                                             : NULL;
@@ -148,7 +156,7 @@ struct step_feat {
     int64_t nuniq[TOKENS_MAX_TABLES];
 };
 
-/* The values of the tasks' label features of b's tokens (schema.h):
+/* The values of the tasks' label features of b's tokens and leads (schema.h):
  * binary 1 negative, 2 positive; regression 1 weighted by the standardised
  * label; 0 where missing. */
 static void label_values(struct trainer *tr, const struct seq_batch *b, struct step_feat *sf)
@@ -159,10 +167,11 @@ static void label_values(struct trainer *tr, const struct seq_batch *b, struct s
         if (k < 0)
             continue;
         const int bin = tr->conf.task.t[k].kind == TASK_BINARY;
+        const int64_t ne = b->T + b->nlead; /* the tokens, then the leads */
         if (!bin)
-            sf->evw[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(float));
-        for (int64_t t = 0; t < b->T; t++) {
-            const float y = b->labels[t * K + k];
+            sf->evw[i] = xmalloc((size_t)(ne ? ne : 1) * sizeof(float));
+        for (int64_t t = 0; t < ne; t++) {
+            const float y = t < b->T ? b->labels[t * K + k] : b->lead_labels[(t - b->T) * K + k];
             sf->evv[i][t] = isnan(y) ? 0 : bin ? (y != 0 ? 2 : 1) : 1;
             if (!bin)
                 sf->evw[i][t] = isnan(y) ? 0.0f : task_ranking_z(&tr->task, k, y);
@@ -182,7 +191,8 @@ static struct step_feat *plan(struct trainer *tr, const int64_t *items, int64_t 
     if (b && F->s.n_event) {
         for (int i = 0; i < F->s.n; i++)
             if (F->s.f[i].role == FEAT_EVENT)
-                sf->evv[i] = xmalloc((size_t)(b->T ? b->T : 1) * sizeof(int32_t));
+                sf->evv[i] = xmalloc((size_t)(b->T + b->nlead ? b->T + b->nlead : 1) *
+                                     sizeof(int32_t));
         feat_values_events(&F->s, &tr->ds, b, sf->evv);
         feat_cross_values(&F->s, &F->v, &tr->ds, b, raw, sf->evv);
         label_values(tr, b, sf);

@@ -24,6 +24,41 @@ static void progress_now(struct step_ring *r, const struct step_input *in)
         emb_exchange_progress(now->x);
 }
 
+/* model.recency's terms of a batch of pieces (split_long): a piece after
+ * its sequence's first continues the walk over the earlier events, so the
+ * terms come from its user's whole sequence (read again, as one batch of
+ * those users), rows [its first event, + its events) of it. out [T, K]. */
+static void piece_recency_terms(struct trainer *tr, const struct seq_batch *sb, uint64_t epoch,
+                                float *out)
+{
+    const int K = tr->conf.task.n;
+    int64_t n = 0;
+    int64_t *users = xmalloc((size_t)(sb->B ? sb->B : 1) * sizeof *users);
+    for (int64_t q = 0; q < sb->B; q++)
+        if (sb->pos0[q] > 0)
+            users[n++] = sb->users[q];
+    struct seq_batch w;
+    tr->task.ops->batch(&tr->task, &tr->tdata, epoch, users, NULL, NULL, n, &w);
+    if (tr->ds.raw_ids)
+        dataset_raw_numbers(&tr->ds, w.items, w.T);
+    float *wt = xmalloc((size_t)((w.T ? w.T : 1) * K) * sizeof *wt);
+    task_ranking_recency_terms(&tr->task, w.B, w.offsets, NULL, w.items, w.labels, wt);
+    for (int64_t q = 0, j = 0; q < sb->B; q++) {
+        if (sb->pos0[q] == 0)
+            continue;
+        const int64_t t0 = sb->offsets[q], L = sb->offsets[q + 1] - t0;
+        const int64_t at = w.offsets[j] + (sb->ev0[q] - w.ev0[j]);
+        if (w.users[j] != sb->users[q] || at < w.offsets[j] || at + L > w.offsets[j + 1])
+            fatal("step_input: piece %lld of user %lld outside its sequence", (long long)q,
+                  (long long)sb->users[q]);
+        memcpy(out + t0 * K, wt + at * K, (size_t)(L * K) * sizeof *out);
+        j++;
+    }
+    free(wt);
+    free(users);
+    batch_free(&w);
+}
+
 void step_input_read(struct step_ring *r, struct step_input *in, const struct step_plan *pl)
 {
     struct trainer *tr = r->tr;
@@ -60,6 +95,8 @@ void step_input_read(struct step_ring *r, struct step_input *in, const struct st
         task_ranking_recency_terms(&tr->task, in->sb.B, in->sb.offsets, NULL,
                                    in->item_nums ? in->item_nums : in->sb.items, in->sb.labels,
                                    in->rterms);
+        if (in->sb.pos0)
+            piece_recency_terms(tr, &in->sb, (uint64_t)pl->epoch, in->rterms);
     }
     steptime_phase(&tr->st, PH_READ);
     progress_now(r, in);

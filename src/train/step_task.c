@@ -1,6 +1,7 @@
 /* step_task: the task of a run on the trainer's side; see step_task.h. */
 #include "train/step_task.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +16,16 @@ void task_setup_conf(struct trainer *tr)
     struct train_conf *cf = &tr->conf;
     if (cf->task.type != TASK_RANKING)
         return;
-    /* every rank meets the same errors here: the first once (comm_fail_agree) */
-    char err[2600] = "train.task = ranking with parallel.split_long = auto: not supported (the "
-                     "action tokens and the target mask of a sequence cut into chunks): use one "
-                     "or the other";
-    comm_fail_agree(tr->c, cf->split_long.on, err);
+    /* every rank meets the same errors here: the first once (comm_fail_agree).
+     * parallel.split_long: a chunk of a sequence after its first has the
+     * earlier chunks' keys and values, not their tokens */
+    char err[2600];
+    snprintf(err, sizeof err, "train.task = ranking with parallel.split_long = auto and "
+             "model.factors = %d: not supported (a position's factor terms are trained through "
+             "the factor rows of every earlier event of its sequence, which another chunk holds): "
+             "use model.factors = 0 or parallel.split_long = off", cf->task.factors);
+    comm_fail_agree(tr->c, cf->split_long.on && cf->task.factors > 0, err);
+    err[0] = 0;
     comm_fail_agree(tr->c, task_setup_ranking_conf(&cf->task, tr->p, &tr->ds, &tr->rsplit, err,
                                                    sizeof err) != 0, err);
 }

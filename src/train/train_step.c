@@ -512,6 +512,7 @@ double train_step(struct trainer *tr, const struct step_plan *now, const struct 
                             .split = in->split ? ctx_split_model(in->split) : NULL};
     struct batch mb; /* the model's: with contextual tokens, more */
     step_feat_model_batch(in->feat, &b, &mb);
+    ctx_split_rows(in->split, mb.offsets); /* the pieces' rows: the model's tokens */
 
     const float *emb = phase_lookup(s, in, next);
     phase_forward_loss(s, in, &b, &mb, emb, scale, next);
