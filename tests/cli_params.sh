@@ -19,6 +19,32 @@ sed '1d' "$T/out" | sed 's/ *#.*//' > "$T/a"
 "$FS" params "$T/good.in" train.lr=0.01 model.dim=64 | sed '1d; s/ *#.*//' > "$T/b"
 cmp -s "$T/a" "$T/b" || fail "dump of the dump differs"
 
+# a list over indented lines (inih's 198 characters a line): the same value as
+# on one line; the dump wraps it and reads back; a number cannot go on; the
+# joined value has a limit
+X1="ua:user*artist:20000, ub:user*album:50000, uh:user*hour:36000, ih:item*hour:50000"
+X2="ah:artist*hour:1200, uo:user*is_organic:3000, uah:user*artist*hour:50000"
+printf '[data]\npath = d.h5\n[features]\ncross = %s,\n    %s\n' "$X1" "$X2" > "$T/cont.in"
+expect_ok "$FS" params "$T/cont.in"
+sed '1d' "$T/out" > "$T/cont2.in"
+expect_ok "$FS" params "$T/cont.in" "features.cross=$X1, $X2"
+sed '1d; s/ *#.*//' "$T/out" > "$T/b"
+sed 's/ *#.*//' "$T/cont2.in" > "$T/a"
+cmp -s "$T/a" "$T/b" && pass "a list over two lines = the same list on one" ||
+    fail "a list over two lines differs: $(diff "$T/a" "$T/b" | head -4)"
+grep -q "^    ah:artist" "$T/cont2.in" && pass "the dump wraps the long list" ||
+    fail "the dump does not wrap: $(grep -A1 '^cross' "$T/cont2.in")"
+expect_ok "$FS" params "$T/cont2.in"
+sed '1d; s/ *#.*//' "$T/out" | cmp -s - "$T/b" && pass "the wrapped dump reads back" ||
+    fail "the wrapped dump reads back otherwise"
+printf '[model]\ndim = 32\n  heads = 2\n' > "$T/indent.in"
+expect_error "indent.in:3: an indented line continues 'dim' of [model] (line 2), which is not a list" \
+    "$FS" params "$T/indent.in"
+{ printf '[features]\ncross = a:user*item:9'; i=0
+  while [ $i -lt 12 ]; do printf ',\n    %0100d:user*item:9' $i; i=$((i + 1)); done; echo; } > "$T/huge.in"
+expect_error "huge.in:11: 'cross' of [features] (from line 2) is longer than 1023 characters" \
+    "$FS" params "$T/huge.in"
+
 for f in "$TOP_SRCDIR"/input/*.in; do
     expect_ok "$FS" params "$f"
 done

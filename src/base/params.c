@@ -240,6 +240,8 @@ struct ini_state {
     int long_line;       /* first line longer than inih accepts, 0 if none */
     int nul_line;        /* first line holding a NUL byte, 0 if none */
     int err_line;        /* line of the first error reported by the handler */
+    int indented;        /* the line most recently read starts with a blank */
+    int last_id;         /* the parameter the previous key line set (-1: none) */
     int set_line[P_COUNT];
     char *err;
     size_t errlen;
@@ -261,6 +263,7 @@ static char *fs_ini_reader(char *str, int num, void *stream)
         return NULL;
     str[n] = '\0';
     s->line++;
+    s->indented = str[0] == ' ' || str[0] == '\t';
     if (n == num - 1 && str[n - 1] != '\n' && (ch = fgetc(s->f)) != EOF) {
         if (!s->long_line)
             s->long_line = s->line;
@@ -300,6 +303,30 @@ static int fs_ini_handler(void *user, const char *section, const char *name, con
         return 0;
     }
     int id = find_param(section, name);
+    if (id >= 0 && s->indented && id == s->last_id && s->set_line[id]) {
+        /* an indented line after a key's: inih hands it as more of that key's value
+         * (a long list over several lines); a string's goes on after a blank */
+        char joined[PARAM_STR_MAX], first[PARAM_STR_MAX];
+        snprintf(first, sizeof first, "%s:%d", s->path, s->set_line[id]);
+        if (param_defs[id].type != PT_STRING) {
+            errorf(s->err, s->errlen, "%s: an indented line continues '%s' of [%s] (line %d), "
+                   "which is not a list: only text values (lists) go on over lines; or "
+                   "unindent the line", where, name, section, s->set_line[id]);
+            s->err_line = s->line;
+            return 0;
+        }
+        if ((size_t)snprintf(joined, sizeof joined, "%s %s", s->p->str[id], v) >= sizeof joined) {
+            errorf(s->err, s->errlen, "%s: '%s' of [%s] (from line %d) is longer than %d "
+                   "characters", where, name, section, s->set_line[id], PARAM_STR_MAX - 1);
+            s->err_line = s->line;
+            return 0;
+        }
+        if (params_set(s->p, section, name, joined, first, s->err, s->errlen)) {
+            s->err_line = s->line;
+            return 0;
+        }
+        return 1;
+    }
     if (id >= 0 && s->set_line[id]) {
         errorf(s->err, s->errlen, "%s: duplicate key '%s' in section [%s] (first set at line %d)",
                where, name, section, s->set_line[id]);
@@ -311,6 +338,7 @@ static int fs_ini_handler(void *user, const char *section, const char *name, con
         return 0;
     }
     s->set_line[id] = s->line;
+    s->last_id = id;
     return 1;
 }
 
@@ -336,7 +364,7 @@ static void syntax_error(const char *path, int line, char *err, size_t errlen)
 
 int params_read_file(struct params *p, const char *path, char *err, size_t errlen)
 {
-    struct ini_state s = {.p = p, .path = path, .err = err, .errlen = errlen};
+    struct ini_state s = {.p = p, .path = path, .err = err, .errlen = errlen, .last_id = -1};
     s.f = fopen(path, "r");
     if (!s.f)
         return errorf(err, errlen, "%s: cannot open parameter file: %s", path, strerror(errno));
@@ -401,7 +429,21 @@ void params_dump(const struct params *p, FILE *out)
             section = d->section;
             fprintf(out, "[%s]\n", section);
         }
-        fprintf(out, "%s =%s%s", d->key, p->str[i][0] ? " " : "", p->str[i]);
+        /* a long list over indented lines (inih reads at most 198 characters a line) */
+        const char *v = p->str[i];
+        fprintf(out, "%s =", d->key);
+        for (size_t col = strlen(d->key) + 2; strlen(v) + col > 100;) {
+            const char *cut = NULL;
+            for (const char *c = v; *c && (size_t)(c - v) + col < 100; c++)
+                if (c[0] == ',' && c[1] == ' ')
+                    cut = c + 1;
+            if (!cut)
+                break;
+            fprintf(out, " %.*s\n   ", (int)(cut - v), v);
+            v = cut + 1;
+            col = 4;
+        }
+        fprintf(out, "%s%s", v[0] ? " " : "", v);
         if (p->origin[i][0])
             fprintf(out, "    # from %s", p->origin[i]);
         fputc('\n', out);
