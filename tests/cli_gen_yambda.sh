@@ -200,4 +200,37 @@ expect_error "--median-length 500 is above --max-length 100" "$FS" data gen --ya
 expect_error "give -o OUT.h5, --split-days DIR or --csv FILE" "$FS" data gen --yambda --days 2
 expect_error "unknown option '--tracks-per-album'" "$FS" data gen --yambda --tracks-per-album 5 -o "$T/x.h5"
 no_file "$T/x.h5"
+
+# --- a categorical column's value names in a task and a pool (event_type==like) --------
+# the batches the trainer builds (tests/pools_dump): a token's label lk is 1 exactly
+# where its event_type is like (id 2), nl the opposite; with the pool of likes alone
+# every history token is a like
+DUMP=$(dirname "$FS")/tests/pools_dump
+"$FS" data gen --yambda --days 3 --users 30 --tracks 100 --median-length 60 --seed 2 \
+    -o "$T/ys.h5" >/dev/null || fail "data gen --yambda (small)"
+W="lk:binary:event_type==like,nl:binary:event_type!=like"
+if "$DUMP" "$T/ys.h5" 30 last:2 "$W" "" event_type > "$T/w.txt" 2>"$T/w.err" &&
+    "$DUMP" "$T/ys.h5" 30 last:2 "$W" "lk:event_type==like, ls:played_ratio_pct>=50" event_type \
+        > "$T/wp.txt" 2>>"$T/w.err" &&
+    "$DUMP" "$T/ys.h5" 30 last:2 "$W" "lk:event_type==like" event_type > "$T/wl.txt" 2>>"$T/w.err"
+then
+    cat "$T/w.txt" "$T/wp.txt" | awk '{ for (i = 3; i <= NF; i++) { split($i, f, ":"); n++
+            like = f[5] == 2; likes += like
+            if (f[3] != like || f[4] != 1 - like) bad++ } }
+        END { print n, likes; exit bad || !likes || likes == n }' > "$T/w.n" &&
+        pass "event_type==like / !=like: the labels of $(cut -d' ' -f1 "$T/w.n") tokens ($(cut -d' ' -f2 "$T/w.n") likes)" ||
+        fail "event_type==like: labels do not follow the type ($(cat "$T/w.n"))"
+    awk '$1 == "train" { for (i = 3; i <= NF; i++) { split($i, f, ":"); n++; if (f[5] != 2) bad++ } }
+        END { exit bad || !n }' "$T/wl.txt" &&
+        pass "data.pools = lk:event_type==like: every training token is a like" ||
+        fail "data.pools = lk:event_type==like: a token of another type"
+else
+    fail "pools_dump with words: $(head -c 300 "$T/w.err")"
+fi
+expect_error "has no value 'likes' (its values: dislike, like, listen, undislike, unlike)" \
+    "$DUMP" "$T/ys.h5" 30 last:2 lk:binary:event_type==likes "" event_type
+expect_error "'like' is a word and /events/played_ratio_pct" \
+    "$DUMP" "$T/ys.h5" 30 last:2 lk:binary:played_ratio_pct==like "" event_type
+expect_error "or == and != with the name of a categorical column's value" \
+    "$DUMP" "$T/ys.h5" 30 last:2 lk:binary:event_type\>like "" event_type
 finish

@@ -28,6 +28,7 @@ struct pool_conf {
     char name[POOLS_MAX][32];
     char text[POOLS_MAX][96];      /* COLUMN[OP X], for the log */
     char column[POOLS_MAX][DATASET_FEATURE_NAME]; /* COLUMN */
+    char word[POOLS_MAX][64];      /* X a word: a categorical value's name ("" if a number) */
     struct label_conf lc;          /* lc.c[k]: pool k's comparison (binary: 1 in the pool) */
     double *decode[POOLS_MAX];     /* categorical columns: the value of each id (heap) */
     /* pools_count's cache (heap, [num_users] each, lazily): */

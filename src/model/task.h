@@ -55,6 +55,7 @@ struct task_spec {
     char column[DATASET_FEATURE_NAME];
     enum label_op op;        /* LOP_VALUE for regression */
     double x;
+    char word[64];           /* X a word (== and != only): a categorical value's name; x 1 */
     double weight;
 };
 
@@ -94,12 +95,15 @@ void task_conf_free(struct task_conf *tc);
 /* "like: binary, rating >= 4, weight 1" */
 void task_describe(const struct task_spec *t, char *buf, size_t len);
 /* The comparison COLUMN OP X (or COLUMN: != 0 for a binary t, the value for
- * a regression one) into t's column, op and x: 0, or -1. */
+ * a regression one) into t's column, op and x (X a word with == or !=: in
+ * t->word, compared with a categorical column's value names): 0, or -1. */
 int task_expr_parse(const char *expr, struct task_spec *t);
 /* Categorical column f's numeric values: *out [cardinality], decode[id]
- * (id 0: missing); `what` names the parameter and entry in an error. */
+ * (id 0: missing); with a word (non-empty), 1 for the value of that name
+ * and 0 for the others; `what` names the parameter and entry in an error. */
 int task_column_decode(const struct dataset *ds, const struct dataset_feature *f,
-                       const char *what, double **out, char *err, size_t errlen);
+                       const char *what, const char *word, double **out, char *err,
+                       size_t errlen);
 /* "click, rating" (the names of ds's event columns; "none"), for a message. */
 void task_event_columns(const struct dataset *ds, char *buf, size_t len);
 /* data.pools (task_pools.c): the text into tc->pools (empty: NULL), 0 or -1 +

@@ -73,7 +73,15 @@ int task_expr_parse(const char *expr, struct task_spec *t)
         !valid_name(t->column))
         return -1;
     const char *rhs = at + strlen(ops[k].s);
-    return trimmed(rhs, strlen(rhs), x, sizeof x) > 0 && !number(x, &t->x) ? 0 : -1;
+    if (trimmed(rhs, strlen(rhs), x, sizeof x) <= 0)
+        return -1;
+    if (!number(x, &t->x))
+        return 0;
+    if ((t->op != LOP_EQ && t->op != LOP_NE) || !valid_name(x)) /* a word: == or != */
+        return -1;
+    snprintf(t->word, sizeof t->word, "%s", x);
+    t->x = 1;
+    return 0;
 }
 
 /* One entry NAME:KIND:EXPR[:WEIGHT] of train.tasks. */
@@ -112,7 +120,8 @@ static int parse_task(const char *text, const char *entry, size_t n, struct task
         return errorf(err, errlen, "train.tasks = %s: task %s: '%s' is not %s", text, t->name,
                       f[2], t->kind == TASK_BINARY
                                 ? "COLUMN, or COLUMN OP X with OP one of >= > <= < == != and "
-                                  "X a number (e.g. rating>=4)"
+                                  "X a number (e.g. rating>=4), or == and != with the name of a "
+                                  "categorical column's value (event_type==like)"
                                 : "a column name (a regression task's label is the value)");
     char w[64];
     if (nf == 4 && (trimmed(f[3], strlen(f[3]), w, sizeof w) <= 0 || number(w, &t->weight) ||
@@ -267,8 +276,13 @@ void task_event_columns(const struct dataset *ds, char *buf, size_t len)
 }
 
 int task_column_decode(const struct dataset *ds, const struct dataset_feature *f,
-                       const char *what, double **out, char *err, size_t errlen)
+                       const char *what, const char *word, double **out, char *err,
+                       size_t errlen)
 {
+    if (word[0] && !f->has_map)
+        return errorf(err, errlen, "%s: '%s' is a word, compared with the names of a "
+                      "categorical column's values (its /feature_maps entry), which /events/%s "
+                      "of %s lacks: compare its ids as numbers", what, word, f->name, ds->path);
     double *dec = xmalloc((size_t)f->cardinality * sizeof *dec);
     dec[0] = NAN;
     if (!f->has_map) { /* the ids are the values */
@@ -282,7 +296,25 @@ int task_column_decode(const struct dataset *ds, const struct dataset_feature *f
         free(dec);
         return -1;
     }
-    for (int64_t k = 1; k < f->cardinality; k++)
+    int found = 0;
+    for (int64_t k = 1; word[0] && k < f->cardinality; k++) {
+        dec[k] = !strcmp(map[k - 1], word);
+        found |= dec[k] != 0;
+    }
+    if (word[0] && !found) {
+        char names[512];
+        size_t at = 0;
+        names[0] = 0;
+        for (int64_t k = 1; k < f->cardinality && at + 8 < sizeof names; k++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", k > 1 ? ", " : "",
+                                   map[k - 1]);
+        errorf(err, errlen, "%s: /events/%s of %s has no value '%s' (its values: %s)", what,
+               f->name, ds->path, word, names);
+        free(map);
+        free(dec);
+        return -1;
+    }
+    for (int64_t k = 1; !word[0] && k < f->cardinality; k++)
         if (number(map[k - 1], &dec[k])) {
             errorf(err, errlen, "%s: /events/%s of %s is categorical and its value '%s' (id "
                    "%lld) is not a number: a comparison compares numbers", what, f->name, ds->path, map[k - 1], (long long)k);
@@ -320,10 +352,14 @@ int task_conf_resolve(struct task_conf *tc, const struct dataset *ds, char *err,
         c->f = f;
         c->op = t->op;
         c->x = t->x;
+        if (f->is_float && t->word[0])
+            return errorf(err, errlen, "train.tasks: task %s: '%s' is a word and /events/%s of "
+                          "%s a float column: a word compares with a categorical column's "
+                          "value names", t->name, t->word, t->column, ds->path);
         if (!f->is_float) {
             char what[96];
             snprintf(what, sizeof what, "train.tasks: task %s", t->name);
-            if (task_column_decode(ds, f, what, &tc->decode[i], err, errlen))
+            if (task_column_decode(ds, f, what, t->word, &tc->decode[i], err, errlen))
                 return -1;
             c->decode = tc->decode[i];
         }
@@ -351,6 +387,9 @@ void task_describe(const struct task_spec *t, char *buf, size_t len)
         snprintf(buf, len, "%s: regression on %s, weight %g", t->name, t->column, t->weight);
     else if (t->op == LOP_NONZERO)
         snprintf(buf, len, "%s: binary, %s != 0, weight %g", t->name, t->column, t->weight);
+    else if (t->word[0])
+        snprintf(buf, len, "%s: binary, %s %s %s, weight %g", t->name, t->column, ops[t->op],
+                 t->word, t->weight);
     else
         snprintf(buf, len, "%s: binary, %s %s %g, weight %g", t->name, t->column, ops[t->op],
                  t->x, t->weight);

@@ -35,7 +35,8 @@ static int parse_pool(const char *text, const char *entry, size_t n, struct pool
                           "digits, '_' and '-'", text, pc->name[k]);
     if (task_expr_parse(buf, &t))
         return errorf(err, errlen, "data.pools = %s: pool %s: '%s' is not COLUMN, or COLUMN OP "
-                      "X with OP one of >= > <= < == != and X a number (e.g. played_ratio>=50)",
+                      "X with OP one of >= > <= < == != and X a number (e.g. played_ratio>=50), or == "
+                      "and != with the name of a categorical column's value (event_type==like)",
                       text, pc->name[k], buf);
     for (int i = 0; i < k; i++)
         if (!strcmp(pc->name[i], pc->name[k]))
@@ -47,7 +48,10 @@ static int parse_pool(const char *text, const char *entry, size_t n, struct pool
     c->x = t.x;
     static const char *ops[] = {"", "", ">=", ">", "<=", "<", "==", "!="};
     const size_t at = strlen(pc->text[k]);
-    if (t.op != LOP_NONZERO)
+    snprintf(pc->word[k], sizeof pc->word[k], "%s", t.word);
+    if (t.word[0])
+        snprintf(pc->text[k] + at, sizeof pc->text[k] - at, " %s %s", ops[t.op], t.word);
+    else if (t.op != LOP_NONZERO)
         snprintf(pc->text[k] + at, sizeof pc->text[k] - at, " %s %g", ops[t.op], t.x);
     else
         snprintf(pc->text[k] + at, sizeof pc->text[k] - at, " != 0");
@@ -104,10 +108,14 @@ int task_pools_resolve(struct task_conf *tc, const struct dataset *ds, char *err
         free(pc->decode[k]); /* a window file: resolved again */
         pc->decode[k] = NULL;
         c->decode = NULL;
+        if (f->is_float && pc->word[k][0])
+            return errorf(err, errlen, "data.pools: pool %s: '%s' is a word and /events/%s of "
+                          "%s a float column: a word compares with a categorical column's "
+                          "value names", pc->name[k], pc->word[k], pc->column[k], ds->path);
         if (!f->is_float) {
             char what[96];
             snprintf(what, sizeof what, "data.pools: pool %s", pc->name[k]);
-            if (task_column_decode(ds, f, what, &pc->decode[k], err, errlen))
+            if (task_column_decode(ds, f, what, pc->word[k], &pc->decode[k], err, errlen))
                 return -1;
             c->decode = pc->decode[k];
         }
