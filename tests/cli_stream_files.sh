@@ -155,6 +155,41 @@ rc=0; wait $pid || rc=$?
     pass "SIGUSR1 while following: exit 75, checkpoint kept" ||
     fail "SIGUSR1 while following: rc $rc: $(tail -3 "$T/sig.out")"
 
+# model.bias over window files (new items every day; users idle in a
+# window): its rows keyed by raw id over every file (train/bias_ids.h).
+# P = 1 = P = 2 (1e-6: the sums' order; exact sums do not cover the
+# biases), and a run stopped after
+# window 0 over the first three files, resumed over all five (the rows of
+# the items and users the later files bring keep their start): the
+# uninterrupted run's windows, exactly (at P = 2). A follower is refused.
+B="model.bias=on data.window=1d data.stream_start=2020-01-02 data.split=time:1577923200,1578009600"
+# shellcheck disable=SC2086
+run bias1 1 "$T/D/day-*.h5" $B
+# shellcheck disable=SC2086
+run bias2 2 "$T/D/day-*.h5" $B
+# shellcheck disable=SC2086
+run biasp 2 "$T/D/day-0000.h5,$T/D/day-0001.h5,$T/D/day-0002.h5" $B data.stream_end=2020-01-03 "output.checkpoint_dir=$T/bck"
+# shellcheck disable=SC2086
+run biasr 2 "$T/D/day-*.h5" $B "output.checkpoint_dir=$T/bck" train.resume=auto
+cat "$T/biasp.jsonl" "$T/biasr.jsonl" > "$T/biasj.jsonl"
+$PY - "$T/bias1.jsonl" "$T/bias2.jsonl" "$T/biasj.jsonl" <<'EOF' > "$T/cmp.out" 2>&1 && pass "model.bias over files: $(cat "$T/cmp.out")" || fail "model.bias over files: $(cat "$T/cmp.out")"
+import json, sys
+def load(p):
+    return [json.loads(l) for l in open(p) if '"event":"window"' in l]
+A, B, C = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
+if len(A) != 4 or len(B) != 4 or [c["window"] for c in C] != [0, 1, 2, 3]:
+    sys.exit("windows: %d, %d, %s" % (len(A), len(B), [c["window"] for c in C]))
+for what, X, Y, tol in (("P = 2", A, B, 1e-6), ("resumed", B, C, 0)):
+    for a, b in zip(X, Y):
+        for k in ("loss", "train_events", "eval_events", "like.auc", "like.ne"):
+            if abs(a[k] - b[k]) > tol * max(abs(a[k]), 1):
+                sys.exit("%s: window %d %s: %r vs %r" % (what, a["window"], k, a[k], b[k]))
+print("4 windows, P = 1 = P = 2 = stopped after window 0 over 3 files and resumed over 5")
+EOF
+# shellcheck disable=SC2086
+expect_error "model.bias = on over window files (data.path = $T/D/day-*.h5) is not supported with train.follow = on" \
+    "$FS" train "$IN" $S $B train.follow=on "data.path=$T/D/day-*.h5"
+
 # retrieval over window files: P = 1 and P = 2 agree (1e-6: the all-reduce)
 R=$(echo "$S" | sed 's/train.task=ranking train.tasks=like:binary:like/train.task=retrieval/')
 S=$R run ret1 1 "$T/D/day-*.h5"
