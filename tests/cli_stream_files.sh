@@ -190,6 +190,55 @@ EOF
 expect_error "model.bias = on over window files (data.path = $T/D/day-*.h5) is not supported with train.follow = on" \
     "$FS" train "$IN" $S $B train.follow=on "data.path=$T/D/day-*.h5"
 
+# item features over window files (data/window_feats.h): Yambda-shaped
+# days (every artist and album in every day: the first file's numbering is
+# the one dataset's) with features.item = artist,album give the one
+# dataset's per-window losses and metrics exactly, at P = 1 and at P = 2;
+# and days whose categorical codes are renumbered (day 1's and day 2's
+# reversed, /feature_maps with them: the same values) give them too (the
+# codes matched by their strings).
+"$FS" data gen --yambda --days 4 --users 80 --tracks 200 --artists 6 --albums 20 --median-length 30 \
+    --seed 2 -o "$T/y1.h5" --split-days "$T/Y" >/dev/null 2>"$T/gen.err" ||
+    { fail "data gen --yambda: $(cat "$T/gen.err")"; finish; }
+mkdir "$T/Yp" && cp "$T/Y"/day-*.h5 "$T/Yp/"
+$PY - "$T/Yp/day-0001.h5" "$T/Yp/day-0002.h5" <<'EOF' || fail "renumbering the day files' codes"
+import h5py, sys
+for p in sys.argv[1:]:
+    with h5py.File(p, "r+") as f:
+        for name in ("artist", "album"):
+            m = list(f["feature_maps/items/" + name][:])
+            K = len(m)
+            v = f["items/" + name][:]
+            f["items/" + name][...] = [K + 1 - x if x > 0 else 0 for x in v]
+            f["feature_maps/items/" + name][...] = m[::-1]
+EOF
+Y="train.tasks=listen_plus:binary:played_ratio_pct>=50 data.window=1d data.stream_start=1970-01-02 features.item=artist,album"
+# shellcheck disable=SC2086
+run yone1 1 "$T/y1.h5" $Y
+# shellcheck disable=SC2086
+run yday1 1 "$T/Y/day-*.h5" $Y
+# shellcheck disable=SC2086
+run yone2 2 "$T/y1.h5" $Y
+# shellcheck disable=SC2086
+run yday2 2 "$T/Y/day-*.h5" $Y
+# shellcheck disable=SC2086
+run yperm2 2 "$T/Yp/day-*.h5" $Y
+$PY - "$T" <<'EOF' > "$T/cmp.out" 2>&1 && pass "features.item over day files: $(cat "$T/cmp.out")" || fail "features.item over day files: $(cat "$T/cmp.out")"
+import json, sys
+def load(n):
+    return [json.loads(l) for l in open("%s/%s.jsonl" % (sys.argv[1], n)) if '"event":"window"' in l]
+keys = ("loss", "train_events", "eval_events", "listen_plus.auc", "listen_plus.ne")
+for x, y in (("yone1", "yday1"), ("yone2", "yday2"), ("yone2", "yperm2")):
+    A, B = load(x), load(y)
+    if len(A) != 3 or len(B) != 3:
+        sys.exit("%s %d, %s %d windows" % (x, len(A), y, len(B)))
+    for a, b in zip(A, B):
+        for k in keys:
+            if a[k] != b[k]:
+                sys.exit("%s vs %s: window %d %s: %r vs %r" % (x, y, a["window"], k, a[k], b[k]))
+print("3 windows: one dataset = day files (P = 1, P = 2) = day files renumbered (P = 2)")
+EOF
+
 # retrieval over window files: P = 1 and P = 2 agree (1e-6: the all-reduce)
 R=$(echo "$S" | sed 's/train.task=ranking train.tasks=like:binary:like/train.task=retrieval/')
 S=$R run ret1 1 "$T/D/day-*.h5"

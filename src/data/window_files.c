@@ -27,13 +27,17 @@ static int cmp_wev(const void *x, const void *y)
 void window_items_free(struct window_items *wi)
 {
     free(wi->ids);
+    window_feats_free(&wi->feats);
     memset(wi, 0, sizeof *wi);
 }
 
-/* Merge the item lists of the files before t1 into wi. */
-static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t1, char *err,
-                      size_t errlen)
+/* Merge the item lists of the files before t1 into wi (feats: and their
+ * item features' values, a later file's replacing an earlier one's). */
+static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t1, int feats,
+                      char *err, size_t errlen)
 {
+    struct window_feats *wf = &wi->feats;
+    const int nf = feats ? wf->n : 0;
     for (; wi->upto < s->n && s->f[wi->upto].t_first < t1; wi->upto++) {
         const struct dataset *ds = stream_files_dataset(s, wi->upto, err, errlen);
         if (!ds)
@@ -41,11 +45,22 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
         if (!ds->raw_ids)
             return errorf(err, errlen, "%s: not a raw-id dataset (window files need raw item "
                           "ids: data import --ids raw)", ds->path);
-        int64_t *m = xmalloc((size_t)(wi->n + ds->num_items + 1) * sizeof *m), n = 0, i = 0,
-                j = 0;
+        const int64_t cap = wi->n + ds->num_items + 1;
+        double *fv = nf ? xmalloc((size_t)(ds->num_items ? ds->num_items : 1) * (size_t)nf *
+                                  sizeof *fv) : NULL;
+        double *mv = nf ? xmalloc((size_t)cap * (size_t)nf * sizeof *mv) : NULL;
+        if (nf && window_feats_read(wf, ds, fv, err, errlen)) {
+            free(fv);
+            free(mv);
+            return -1;
+        }
+        int64_t *m = xmalloc((size_t)cap * sizeof *m), n = 0, i = 0, j = 0;
         while (i < wi->n || j < ds->num_items) {
             const int64_t a = i < wi->n ? wi->ids[i] : INT64_MAX;
             const int64_t b = j < ds->num_items ? ds->item_list[j] : INT64_MAX;
+            if (nf) /* the newer file's values */
+                memcpy(mv + n * nf, b <= a ? fv + j * nf : wf->val + i * nf,
+                       (size_t)nf * sizeof *mv);
             m[n++] = a <= b ? a : b;
             i += a <= b;
             j += b <= a;
@@ -53,6 +68,11 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
         free(wi->ids);
         wi->ids = m;
         wi->n = n;
+        if (nf) {
+            free(wf->val);
+            wf->val = mv;
+            free(fv);
+        }
     }
     return 0;
 }
@@ -60,7 +80,7 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
 int64_t window_files_distinct_items(struct stream_files *s, char *err, size_t errlen)
 {
     struct window_items wi = {0};
-    const int rc = items_grow(s, &wi, INT64_MAX, err, errlen);
+    const int rc = items_grow(s, &wi, INT64_MAX, 0, err, errlen);
     const int64_t n = wi.n;
     window_items_free(&wi);
     stream_files_release(s, s->n); /* opened again when a window reads them */
@@ -119,8 +139,10 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
     *users = *events = 0;
     if (s->n < 1)
         return errorf(err, errlen, "%s: no window file", path);
+    if (!wi->feats.ready && window_feats_open(&wi->feats, s, err, errlen))
+        return -1;
     const struct dataset *d0 = stream_files_dataset(s, 0, err, errlen);
-    if (!d0 || items_grow(s, wi, t1, err, errlen))
+    if (!d0 || items_grow(s, wi, t1, 1, err, errlen))
         return -1;
     /* the first file's event columns (names, kinds), kept while it is released */
     int nf = 0;
@@ -217,6 +239,8 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
         rc = dataset_writer_map(w, "user_map", uids, nu, err, errlen);
     if (rc == 0)
         rc = dataset_writer_raw_items(w, wi->ids, wi->n, err, errlen);
+    if (rc == 0) /* /items/NAME: row i the item wi->ids[i] */
+        rc = window_feats_write(&wi->feats, w, wi->feats.val, wi->n, err, errlen);
     if (rc == 0) {
         rc = dataset_writer_close(w, wi->n, err, errlen);
         w = NULL;

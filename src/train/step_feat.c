@@ -95,6 +95,15 @@ double step_feat_table_bytes(const struct trainer *tr, int G)
     return bytes;
 }
 
+int step_feat_window(struct trainer *tr, char *err, size_t errlen)
+{
+    struct train_feat *F = tr->feat;
+    if (!F)
+        return 0;
+    feat_values_free(&F->v);
+    return feat_values_load(&F->v, &F->s, &tr->ds, err, errlen);
+}
+
 void step_feat_teardown(struct trainer *tr)
 {
     if (!tr->feat)

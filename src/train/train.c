@@ -70,6 +70,8 @@ int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t
         if (!(tc->labels.c[i].f = dataset_feat_find(&tr->ds, DS_EVENTS, tc->t[i].column)))
             return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s", tc->t[i].name,
                           tr->files->f[0].path, tc->t[i].column);
+    if (step_feat_window(tr, err, errlen)) /* its item and user features */
+        return -1;
     if (tr->bias_ids) /* model.bias's rows of this window's items and users */
         return bias_ids_window(tr->bias_ids, &tr->ds, err, errlen) ? -1
                : (bias_rows_map(tr->bias, tr->bias_ids->imap, tr->bias_ids->nimap,
