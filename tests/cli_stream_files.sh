@@ -239,6 +239,27 @@ for x, y in (("yone1", "yday1"), ("yone2", "yday2"), ("yone2", "yperm2")):
 print("3 windows: one dataset = day files (P = 1, P = 2) = day files renumbered (P = 2)")
 EOF
 
+# user features over window files: a categorical /users/grp keyed by raw
+# user id (uid mod 4) added to the one dataset and to the day files, days
+# 1 and 3 with their codes renumbered (reversed, /feature_maps with them):
+# with features.user = grp the day files give the one dataset's windows
+# exactly (P = 2).
+mkdir "$T/U" && cp "$T/one.h5" "$T/uone.h5" && cp "$T/D"/day-*.h5 "$T/U/"
+$PY - "$T/uone.h5" "$T/U"/day-*.h5 <<'EOF' || fail "adding /users/grp"
+import h5py, sys, numpy as np
+for i, p in enumerate(sys.argv[1:]):  # the one dataset, then days 0 .. 4
+    with h5py.File(p, "r+") as f:
+        v = (f["user_map"][:] % 4 + 1).astype(np.int32)
+        m = [b"g0", b"g1", b"g2", b"g3"]
+        if i in (2, 4):
+            v, m = (5 - v).astype(np.int32), m[::-1]
+        f.create_dataset("users/grp", data=v).attrs["cardinality"] = np.int64(5)
+        f.create_dataset("feature_maps/users/grp", data=np.array(m, dtype="S2"))
+EOF
+run uone 2 "$T/uone.h5" features.user=grp
+run uday 2 "$T/U/day-*.h5" features.user=grp
+same uone uday "features.user over day files (days 1, 3 renumbered) = one dataset, P = 2"
+
 # retrieval over window files: P = 1 and P = 2 agree (1e-6: the all-reduce)
 R=$(echo "$S" | sed 's/train.task=ranking train.tasks=like:binary:like/train.task=retrieval/')
 S=$R run ret1 1 "$T/D/day-*.h5"

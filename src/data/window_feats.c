@@ -83,27 +83,31 @@ void window_feats_free(struct window_feats *wf)
 static const struct dataset_feature *feat_of(const struct window_feats *wf, int j,
                                              const struct dataset *ds, char *err, size_t errlen)
 {
-    const struct dataset_feature *f = dataset_feat_find(ds, DS_ITEMS, wf->name[j]);
+    const struct dataset_feature *f = dataset_feat_find(ds, wf->kind, wf->name[j]);
+    const char *kn = dataset_feat_kind_name(wf->kind);
     if (!f || f->multi || f->is_float != wf->is_float[j]) {
-        errorf(err, errlen, "%s: /items/%s is %s in this window file, and a single-valued %s "
-               "feature in the first: window files carry the first file's item features",
-               ds->path, wf->name[j], !f ? "absent" : f->multi ? "multi-valued" : "another type",
-               wf->is_float[j] ? "float" : "categorical");
+        errorf(err, errlen, "%s: /%s/%s is %s in this window file, and a single-valued %s "
+               "feature in the first: window files carry the first file's %s features",
+               ds->path, kn, wf->name[j], !f ? "absent" : f->multi ? "multi-valued"
+               : "another type", wf->is_float[j] ? "float" : "categorical",
+               wf->kind == DS_ITEMS ? "item" : "user");
         return NULL;
     }
     if (wf->dict[j] && !f->has_map) {
-        errorf(err, errlen, "%s: /items/%s has no /feature_maps/items/%s, and the first window "
-               "file's has one: its values cannot be matched to the other files'", ds->path,
-               wf->name[j], wf->name[j]);
+        errorf(err, errlen, "%s: /%s/%s has no /feature_maps/%s/%s, and the first window "
+               "file's has one: its values cannot be matched to the other files'", ds->path, kn,
+               wf->name[j], kn, wf->name[j]);
         return NULL;
     }
     return f;
 }
 
-int window_feats_open(struct window_feats *wf, struct stream_files *s, char *err, size_t errlen)
+int window_feats_open(struct window_feats *wf, enum dataset_feat_kind kind,
+                      struct stream_files *s, char *err, size_t errlen)
 {
     memset(wf, 0, sizeof *wf);
     wf->ready = 1;
+    wf->kind = kind;
     int rc = 0;
     for (int k = 0; k < s->n && rc == 0; k++) {
         const struct dataset *ds = stream_files_dataset(s, k, err, errlen);
@@ -113,7 +117,7 @@ int window_feats_open(struct window_feats *wf, struct stream_files *s, char *err
         }
         for (int i = 0; k == 0 && i < ds->nfeat && wf->n < DATASET_MAX_FEATURES; i++) {
             const struct dataset_feature *f = &ds->feat[i];
-            if (f->kind != DS_ITEMS || f->multi)
+            if (f->kind != kind || f->multi)
                 continue;
             const int j = wf->n++;
             memcpy(wf->name[j], f->name, DATASET_FEATURE_NAME);
@@ -149,7 +153,7 @@ int window_feats_open(struct window_feats *wf, struct stream_files *s, char *err
 int window_feats_read(const struct window_feats *wf, const struct dataset *ds, double *out,
                       char *err, size_t errlen)
 {
-    const int64_t n = ds->num_items;
+    const int64_t n = wf->kind == DS_ITEMS ? ds->num_items : ds->num_users;
     int32_t *iv = xmalloc((size_t)(n ? n : 1) * sizeof *iv);
     float *fv = xmalloc((size_t)(n ? n : 1) * sizeof *fv);
     int rc = 0;
@@ -168,16 +172,16 @@ int window_feats_read(const struct window_feats *wf, const struct dataset *ds, d
             if (m && iv[i] > 0) { /* 0: missing, as ever */
                 const int64_t c = dict_code(wf->dict[j], m[iv[i] - 1], 0);
                 if (c == 0)
-                    rc = errorf(err, errlen, "%s: /items/%s value '%s' is in none of the window "
+                    rc = errorf(err, errlen, "%s: /%s/%s value '%s' is in none of the window "
                                 "files present at the start, whose values make the feature's "
                                 "table (a file added since, by train.follow)", ds->path,
-                                wf->name[j], m[iv[i] - 1]);
+                                dataset_feat_kind_name(wf->kind), wf->name[j], m[iv[i] - 1]);
                 v = (double)c;
             } else if (!f->is_float && iv[i] >= wf->card[j])
-                rc = errorf(err, errlen, "%s: /items/%s value %d is beyond the cardinality %lld "
+                rc = errorf(err, errlen, "%s: /%s/%s value %d is beyond the cardinality %lld "
                             "of the window files present at the start (a file added since, by "
-                            "train.follow)", ds->path, wf->name[j], iv[i],
-                            (long long)wf->card[j]);
+                            "train.follow)", ds->path, dataset_feat_kind_name(wf->kind),
+                            wf->name[j], iv[i], (long long)wf->card[j]);
             out[i * wf->n + j] = v;
         }
         free(m);
@@ -198,11 +202,11 @@ int window_feats_write(const struct window_feats *wf, struct dataset_writer *w, 
             iv[i] = (int32_t)val[i * wf->n + j];
             fv[i] = (float)val[i * wf->n + j];
         }
-        rc = dataset_writer_feature(w, DS_ITEMS, wf->name[j], wf->is_float[j] ? 0 : wf->card[j],
+        rc = dataset_writer_feature(w, wf->kind, wf->name[j], wf->is_float[j] ? 0 : wf->card[j],
                                     n, NULL, wf->is_float[j] ? NULL : iv,
                                     wf->is_float[j] ? fv : NULL, err, errlen);
         if (rc == 0 && wf->dict[j])
-            rc = dataset_writer_feature_map(w, DS_ITEMS, wf->name[j],
+            rc = dataset_writer_feature_map(w, wf->kind, wf->name[j],
                                             (const char *const *)wf->dict[j]->s,
                                             wf->dict[j]->len, wf->dict[j]->n, err, errlen);
     }

@@ -28,11 +28,65 @@ void window_items_free(struct window_items *wi)
 {
     free(wi->ids);
     window_feats_free(&wi->feats);
+    window_feats_free(&wi->ufeats);
+    free(wi->uids);
     memset(wi, 0, sizeof *wi);
 }
 
+/* Merge file f's users (ds its dataset) and their user features' values
+ * into wi, a later file's replacing an earlier one's. */
+static int users_grow(const struct stream_file *f, const struct dataset *ds,
+                      struct window_items *wi, char *err, size_t errlen)
+{
+    struct window_feats *wf = &wi->ufeats;
+    const int nf = wf->n;
+    const int64_t nu = ds->num_users, cap = wi->nu + nu + 1;
+    double *fv = xmalloc((size_t)(nu ? nu : 1) * (size_t)nf * sizeof *fv);
+    if (window_feats_read(wf, ds, fv, err, errlen)) {
+        free(fv);
+        return -1;
+    }
+    double *mv = xmalloc((size_t)cap * (size_t)nf * sizeof *mv);
+    int64_t *m = xmalloc((size_t)cap * sizeof *m), n = 0, i = 0, j = 0;
+    while (i < wi->nu || j < nu) {
+        const int64_t a = i < wi->nu ? wi->uids[i] : INT64_MAX;
+        const int64_t b = j < nu ? f->uid[j] : INT64_MAX;
+        const int64_t row = j < nu ? (f->uidx ? f->uidx[j] : j) : 0; /* f's user */
+        memcpy(mv + n * nf, b <= a ? fv + row * nf : wf->val + i * nf, (size_t)nf * sizeof *mv);
+        m[n++] = a <= b ? a : b;
+        i += a <= b;
+        j += b <= a;
+    }
+    free(wi->uids);
+    free(wf->val);
+    free(fv);
+    wi->uids = m;
+    wi->nu = n;
+    wf->val = mv;
+    return 0;
+}
+
+/* The user features' values of the window's users [nu] (ascending raw
+ * ids, each among wi->uids): out [nu, ufeats.n]. 0, or -1 + err. */
+static int users_values(const struct window_items *wi, const int64_t *uids, int64_t nu,
+                        double *out, const char *path, char *err, size_t errlen)
+{
+    const int nf = wi->ufeats.n;
+    for (int64_t u = 0, i = 0; u < nu; u++) {
+        while (i < wi->nu && wi->uids[i] < uids[u]) /* both ascending */
+            i++;
+        if (i >= wi->nu || wi->uids[i] != uids[u])
+            return errorf(err, errlen, "%s: user %lld (raw id) is in none of the window files' "
+                          "/user_map read so far: no value of its user features", path,
+                          (long long)uids[u]);
+        memcpy(out + u * nf, wi->ufeats.val + i * nf, (size_t)nf * sizeof *out);
+    }
+    return 0;
+}
+
 /* Merge the item lists of the files before t1 into wi (feats: and their
- * item features' values, a later file's replacing an earlier one's). */
+ * item features' values, a later file's replacing an earlier one's; the
+ * users and their user features' values). */
 static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t1, int feats,
                       char *err, size_t errlen)
 {
@@ -73,6 +127,8 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
             wf->val = mv;
             free(fv);
         }
+        if (feats && wi->ufeats.n > 0 && users_grow(&s->f[wi->upto], ds, wi, err, errlen))
+            return -1;
     }
     return 0;
 }
@@ -139,7 +195,8 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
     *users = *events = 0;
     if (s->n < 1)
         return errorf(err, errlen, "%s: no window file", path);
-    if (!wi->feats.ready && window_feats_open(&wi->feats, s, err, errlen))
+    if (!wi->feats.ready && (window_feats_open(&wi->feats, DS_ITEMS, s, err, errlen) ||
+                             window_feats_open(&wi->ufeats, DS_USERS, s, err, errlen)))
         return -1;
     const struct dataset *d0 = stream_files_dataset(s, 0, err, errlen);
     if (!d0 || items_grow(s, wi, t1, 1, err, errlen))
@@ -241,6 +298,12 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
         rc = dataset_writer_raw_items(w, wi->ids, wi->n, err, errlen);
     if (rc == 0) /* /items/NAME: row i the item wi->ids[i] */
         rc = window_feats_write(&wi->feats, w, wi->feats.val, wi->n, err, errlen);
+    if (rc == 0 && wi->ufeats.n > 0) { /* /users/NAME: row u the user uids[u] */
+        double *uv = xmalloc((size_t)(nu ? nu : 1) * (size_t)wi->ufeats.n * sizeof *uv);
+        rc = users_values(wi, uids, nu, uv, path, err, errlen) ||
+             window_feats_write(&wi->ufeats, w, uv, nu, err, errlen) ? -1 : 0;
+        free(uv);
+    }
     if (rc == 0) {
         rc = dataset_writer_close(w, wi->n, err, errlen);
         w = NULL;

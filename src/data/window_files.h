@@ -12,7 +12,8 @@
  * is the sorted union of the item lists of the files whose first event is
  * before t1: the files opened so far, which only grows (the candidate set
  * of a window's evaluation "against the whole item table", the same on
- * every rank), with the first file's item features (data/window_feats.h).
+ * every rank), with the first file's item and user features
+ * (data/window_feats.h).
  * The window's split of this dataset (window_split) is the
  * split the one-file dataset of the same events gives the window, cut to
  * the users active in it and to their newest hist events before it: with
@@ -33,6 +34,8 @@ struct window_items {
     int64_t *ids, n;
     int upto; /* files 0 .. upto-1 merged */
     struct window_feats feats; /* the first file's item features, each item's values (val) */
+    struct window_feats ufeats; /* its user features, and with them: */
+    int64_t *uids, nu;          /* the files' users so far, ascending (values: ufeats.val) */
 };
 
 /* Write window [t0, t1)'s dataset to path (above). *users, *events: its
