@@ -102,14 +102,36 @@ static const struct dataset_feature *feat_of(const struct window_feats *wf, int 
     return f;
 }
 
-int window_feats_open(struct window_feats *wf, enum dataset_feat_kind kind,
+/* Is name one of the comma-separated list's (spaces around a name ignored)? */
+static int listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *z = e;
+        while (z > p && z[-1] == ' ')
+            z--;
+        if ((size_t)(z - p) == n && n > 0 && !strncmp(p, name, n))
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
+int window_feats_open(struct window_feats *wf, enum dataset_feat_kind kind, const char *want,
                       struct stream_files *s, char *err, size_t errlen)
 {
     memset(wf, 0, sizeof *wf);
     wf->ready = 1;
     wf->kind = kind;
+    if (!want || !want[0])
+        return 0;
     int rc = 0;
-    for (int k = 0; k < s->n && rc == 0; k++) {
+    for (int k = 0; k < s->n && rc == 0 && (k == 0 || wf->n > 0); k++) {
         const struct dataset *ds = stream_files_dataset(s, k, err, errlen);
         if (!ds) {
             rc = -1;
@@ -117,7 +139,7 @@ int window_feats_open(struct window_feats *wf, enum dataset_feat_kind kind,
         }
         for (int i = 0; k == 0 && i < ds->nfeat && wf->n < DATASET_MAX_FEATURES; i++) {
             const struct dataset_feature *f = &ds->feat[i];
-            if (f->kind != kind || f->multi)
+            if (f->kind != kind || f->multi || !listed(want, f->name))
                 continue;
             const int j = wf->n++;
             memcpy(wf->name[j], f->name, DATASET_FEATURE_NAME);
@@ -145,8 +167,8 @@ int window_feats_open(struct window_feats *wf, enum dataset_feat_kind kind,
             free(m);
             wf->card[j] = wf->dict[j]->n + 1;
         }
+        stream_files_release(s, k + 1); /* one open at a time; opened again when used */
     }
-    stream_files_release(s, s->n); /* opened again when a window reads them */
     return rc;
 }
 

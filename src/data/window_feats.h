@@ -1,7 +1,7 @@
 /* window_feats: the item and user features of window files in a window's
  * dataset (data/window_files.h; doc/training.md "Window files").
  *
- * Each single-valued item feature of the first file (/items/NAME, row i
+ * Each single-valued item feature of the first file that the run uses (/items/NAME, row i
  * the item /items/ids[i]) is carried into every window dataset, for the
  * window's item list, and each user feature (/users/NAME, row u the user
  * /user_map[u]) for the window's users: an item's or user's value is the
@@ -39,10 +39,11 @@ struct window_feats {
     double *val;                                  /* [entities, n] their values */
 };
 
-/* The item or user (kind) features of s's first file and their
+/* The item or user (kind) features of s's first file that want names
+ * (comma-separated; NULL or "": none, and no file is read) and their
  * dictionaries over every file (the files opened for it are released).
  * 0, or -1 + err naming the file. */
-int window_feats_open(struct window_feats *wf, enum dataset_feat_kind kind,
+int window_feats_open(struct window_feats *wf, enum dataset_feat_kind kind, const char *want,
                       struct stream_files *s, char *err, size_t errlen);
 /* A file's values of its items [ds->num_items] or users [ds->num_users]
  * (translated to the stream-wide codes): out [entities, n]. 0, or -1 +

@@ -195,8 +195,9 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
     *users = *events = 0;
     if (s->n < 1)
         return errorf(err, errlen, "%s: no window file", path);
-    if (!wi->feats.ready && (window_feats_open(&wi->feats, DS_ITEMS, s, err, errlen) ||
-                             window_feats_open(&wi->ufeats, DS_USERS, s, err, errlen)))
+    if (!wi->feats.ready &&
+        (window_feats_open(&wi->feats, DS_ITEMS, wi->want_items, s, err, errlen) ||
+         window_feats_open(&wi->ufeats, DS_USERS, wi->want_users, s, err, errlen)))
         return -1;
     const struct dataset *d0 = stream_files_dataset(s, 0, err, errlen);
     if (!d0 || items_grow(s, wi, t1, 1, err, errlen))

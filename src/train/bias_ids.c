@@ -70,8 +70,8 @@ int bias_ids_open(struct bias_ids *b, struct stream_files *s, char *err, size_t 
         }
         ni += idset_merge(&items, ds->item_list, ds->num_items, ni + 1); /* row 0: padding */
         nu += idset_merge(&users, s->f[k].uid, ds->num_users, nu);
+        stream_files_release(s, k + 1); /* one open at a time; opened again when used */
     }
-    stream_files_release(s, s->n); /* opened again when a window reads them */
     *b = (struct bias_ids){.ni = ni, .nu = nu, .iid = items.id, .irow = items.row,
                            .uid = users.id, .urow = users.row};
     return 0;

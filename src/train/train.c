@@ -157,6 +157,8 @@ static void open_files(struct trainer *tr)
     follow_first(tr);
     tr->files = xcalloc(1, sizeof *tr->files);
     tr->witems = xcalloc(1, sizeof *tr->witems);
+    tr->witems->want_items = cf->features.item; /* the features the windows carry */
+    tr->witems->want_users = cf->features.user;
     bad = stream_files_open(tr->files, cf->data_path,
                             (int)params_i64(tr->p, P_data_history_files), err, sizeof err);
     snprintf(msg, sizeof msg, "%s%s", strncmp(err, "data.path", 9) ? "data.path: " : "", err);
