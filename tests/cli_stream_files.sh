@@ -22,7 +22,8 @@
 #     far): P = 1 = P = 2 (1e-6);
 #   - refused by name: a list out of time order, overlapping files, a glob
 #     that matches nothing, window files without the
-#     stream schedule or without embedding.dynamic = on.
+#     stream schedule or without embedding.dynamic = on, features.user = id
+#     (a window's own numbering of its users).
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
@@ -285,5 +286,6 @@ grep -q "day-0001.h5" "$T/err" && grep -q "day-0002.h5" "$T/err" ||
 expect_error "data.path: cannot expand the pattern '$T/none/day-*.h5'" "$FS" train "$IN" $S "data.path=$T/none/day-*.h5"
 expect_error "overlaps the file before it" "$FS" train "$IN" $S "data.path=$T/D/day-0000.h5,$T/D2/day-0000.h5"
 expect_error "embedding.dynamic = on" "$FS" train "$IN" $S embedding.dynamic=off "data.path=$T/D/day-*.h5"
+expect_error "features.user = id over window files" "$FS" train "$IN" $S features.user=id "data.path=$T/D/day-*.h5"
 expect_error "train.schedule = stream" "$FS" train "$IN" device.type=cpu embedding.dynamic=on "data.path=$T/D/day-*.h5"
 finish
