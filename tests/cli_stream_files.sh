@@ -18,6 +18,10 @@
 #     trained, the run ends by train.follow_timeout, resumes with the next
 #     window, and its windows are those of a run over every file;
 #   - a signal (SIGUSR1 to mpirun) while following: exit 75, the checkpoint kept;
+#   - model.bias over day files with new items: P = 1 = P = 2 (1e-6), and
+#     stopped over three files, resumed over five = uninterrupted;
+#   - item and user features over day files (codes renumbered per file,
+#     matched by their /feature_maps strings) = one dataset, exactly;
 #   - retrieval over window files (the candidate set: the files' items so
 #     far): P = 1 = P = 2 (1e-6);
 #   - refused by name: a list out of time order, overlapping files, a glob
@@ -191,16 +195,28 @@ EOF
 expect_error "model.bias = on over window files (data.path = $T/D/day-*.h5) is not supported with train.follow = on" \
     "$FS" train "$IN" $S $B train.follow=on "data.path=$T/D/day-*.h5"
 
-# item features over window files (data/window_feats.h): Yambda-shaped
-# days (every artist and album in every day: the first file's numbering is
-# the one dataset's) with features.item = artist,album give the one
-# dataset's per-window losses and metrics exactly, at P = 1 and at P = 2;
-# and days whose categorical codes are renumbered (day 1's and day 2's
-# reversed, /feature_maps with them: the same values) give them too (the
-# codes matched by their strings).
+# item and user features over window files (data/window_feats.h):
+# Yambda-shaped days (every artist and album in every day: the first
+# file's numbering is the one dataset's) with features.item = artist,album
+# and a categorical user feature /users/grp keyed by raw user id (uid mod
+# 4, added here; days 1 and 3 with its codes reversed, /feature_maps with
+# them) give the one dataset's per-window losses and metrics exactly, at
+# P = 2; and at P = 1 with the item codes of days 1 and 2 renumbered too
+# (the codes matched by their strings).
 "$FS" data gen --yambda --days 4 --users 80 --tracks 200 --artists 6 --albums 20 --median-length 30 \
     --seed 2 -o "$T/y1.h5" --split-days "$T/Y" >/dev/null 2>"$T/gen.err" ||
     { fail "data gen --yambda: $(cat "$T/gen.err")"; finish; }
+$PY - "$T/y1.h5" "$T/Y"/day-*.h5 <<'EOF' || fail "adding /users/grp"
+import h5py, sys, numpy as np
+for i, p in enumerate(sys.argv[1:]):  # the one dataset, then days 0 .. 3
+    with h5py.File(p, "r+") as f:
+        v = (f["user_map"][:] % 4 + 1).astype(np.int32)
+        m = [b"g0", b"g1", b"g2", b"g3"]
+        if i in (2, 4):
+            v, m = (5 - v).astype(np.int32), m[::-1]
+        f.create_dataset("users/grp", data=v).attrs["cardinality"] = np.int64(5)
+        f.create_dataset("feature_maps/users/grp", data=np.array(m, dtype="S2"))
+EOF
 mkdir "$T/Yp" && cp "$T/Y"/day-*.h5 "$T/Yp/"
 $PY - "$T/Yp/day-0001.h5" "$T/Yp/day-0002.h5" <<'EOF' || fail "renumbering the day files' codes"
 import h5py, sys
@@ -213,23 +229,21 @@ for p in sys.argv[1:]:
             f["items/" + name][...] = [K + 1 - x if x > 0 else 0 for x in v]
             f["feature_maps/items/" + name][...] = m[::-1]
 EOF
-Y="train.tasks=listen_plus:binary:played_ratio_pct>=50 data.window=1d data.stream_start=1970-01-02 features.item=artist,album"
+Y="train.tasks=listen_plus:binary:played_ratio_pct>=50 data.window=1d data.stream_start=1970-01-02 features.item=artist,album features.user=grp"
 # shellcheck disable=SC2086
 run yone1 1 "$T/y1.h5" $Y
 # shellcheck disable=SC2086
-run yday1 1 "$T/Y/day-*.h5" $Y
+run yperm1 1 "$T/Yp/day-*.h5" $Y
 # shellcheck disable=SC2086
 run yone2 2 "$T/y1.h5" $Y
 # shellcheck disable=SC2086
 run yday2 2 "$T/Y/day-*.h5" $Y
-# shellcheck disable=SC2086
-run yperm2 2 "$T/Yp/day-*.h5" $Y
-$PY - "$T" <<'EOF' > "$T/cmp.out" 2>&1 && pass "features.item over day files: $(cat "$T/cmp.out")" || fail "features.item over day files: $(cat "$T/cmp.out")"
+$PY - "$T" <<'EOF' > "$T/cmp.out" 2>&1 && pass "features over day files: $(cat "$T/cmp.out")" || fail "features over day files: $(cat "$T/cmp.out")"
 import json, sys
 def load(n):
     return [json.loads(l) for l in open("%s/%s.jsonl" % (sys.argv[1], n)) if '"event":"window"' in l]
 keys = ("loss", "train_events", "eval_events", "listen_plus.auc", "listen_plus.ne")
-for x, y in (("yone1", "yday1"), ("yone2", "yday2"), ("yone2", "yperm2")):
+for x, y in (("yone1", "yperm1"), ("yone2", "yday2")):
     A, B = load(x), load(y)
     if len(A) != 3 or len(B) != 3:
         sys.exit("%s %d, %s %d windows" % (x, len(A), y, len(B)))
@@ -237,29 +251,9 @@ for x, y in (("yone1", "yday1"), ("yone2", "yday2"), ("yone2", "yperm2")):
         for k in keys:
             if a[k] != b[k]:
                 sys.exit("%s vs %s: window %d %s: %r vs %r" % (x, y, a["window"], k, a[k], b[k]))
-print("3 windows: one dataset = day files (P = 1, P = 2) = day files renumbered (P = 2)")
+print("3 windows: one dataset = day files, user codes of days 1, 3 renumbered (P = 2), "
+      "and item codes of days 1, 2 too (P = 1)")
 EOF
-
-# user features over window files: a categorical /users/grp keyed by raw
-# user id (uid mod 4) added to the one dataset and to the day files, days
-# 1 and 3 with their codes renumbered (reversed, /feature_maps with them):
-# with features.user = grp the day files give the one dataset's windows
-# exactly (P = 2).
-mkdir "$T/U" && cp "$T/one.h5" "$T/uone.h5" && cp "$T/D"/day-*.h5 "$T/U/"
-$PY - "$T/uone.h5" "$T/U"/day-*.h5 <<'EOF' || fail "adding /users/grp"
-import h5py, sys, numpy as np
-for i, p in enumerate(sys.argv[1:]):  # the one dataset, then days 0 .. 4
-    with h5py.File(p, "r+") as f:
-        v = (f["user_map"][:] % 4 + 1).astype(np.int32)
-        m = [b"g0", b"g1", b"g2", b"g3"]
-        if i in (2, 4):
-            v, m = (5 - v).astype(np.int32), m[::-1]
-        f.create_dataset("users/grp", data=v).attrs["cardinality"] = np.int64(5)
-        f.create_dataset("feature_maps/users/grp", data=np.array(m, dtype="S2"))
-EOF
-run uone 2 "$T/uone.h5" features.user=grp
-run uday 2 "$T/U/day-*.h5" features.user=grp
-same uone uday "features.user over day files (days 1, 3 renumbered) = one dataset, P = 2"
 
 # retrieval over window files: P = 1 and P = 2 agree (1e-6: the all-reduce)
 R=$(echo "$S" | sed 's/train.task=ranking train.tasks=like:binary:like/train.task=retrieval/')
