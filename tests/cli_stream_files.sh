@@ -18,11 +18,16 @@
 #     trained, the run ends by train.follow_timeout, resumes with the next
 #     window, and its windows are those of a run over every file;
 #   - a signal (SIGUSR1 to mpirun) while following: exit 75, the checkpoint kept;
+#   - model.bias over day files with new items: P = 1 = P = 2 (1e-6), and
+#     stopped over three files, resumed over five = uninterrupted;
+#   - item and user features over day files (codes renumbered per file,
+#     matched by their /feature_maps strings) = one dataset, exactly;
 #   - retrieval over window files (the candidate set: the files' items so
 #     far): P = 1 = P = 2 (1e-6);
 #   - refused by name: a list out of time order, overlapping files, a glob
 #     that matches nothing, window files without the
-#     stream schedule or without embedding.dynamic = on.
+#     stream schedule or without embedding.dynamic = on, features.user = id
+#     (a window's own numbering of its users).
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
@@ -155,6 +160,101 @@ rc=0; wait $pid || rc=$?
     pass "SIGUSR1 while following: exit 75, checkpoint kept" ||
     fail "SIGUSR1 while following: rc $rc: $(tail -3 "$T/sig.out")"
 
+# model.bias over window files (new items every day; users idle in a
+# window): its rows keyed by raw id over every file (train/bias_ids.h).
+# P = 1 = P = 2 (1e-6: the sums' order; exact sums do not cover the
+# biases), and a run stopped after
+# window 0 over the first three files, resumed over all five (the rows of
+# the items and users the later files bring keep their start): the
+# uninterrupted run's windows, exactly (at P = 2). A follower is refused.
+B="model.bias=on data.window=1d data.stream_start=2020-01-02 data.split=time:1577923200,1578009600"
+# shellcheck disable=SC2086
+run bias1 1 "$T/D/day-*.h5" $B
+# shellcheck disable=SC2086
+run bias2 2 "$T/D/day-*.h5" $B
+# shellcheck disable=SC2086
+run biasp 2 "$T/D/day-0000.h5,$T/D/day-0001.h5,$T/D/day-0002.h5" $B data.stream_end=2020-01-03 "output.checkpoint_dir=$T/bck"
+# shellcheck disable=SC2086
+run biasr 2 "$T/D/day-*.h5" $B "output.checkpoint_dir=$T/bck" train.resume=auto
+cat "$T/biasp.jsonl" "$T/biasr.jsonl" > "$T/biasj.jsonl"
+$PY - "$T/bias1.jsonl" "$T/bias2.jsonl" "$T/biasj.jsonl" <<'EOF' > "$T/cmp.out" 2>&1 && pass "model.bias over files: $(cat "$T/cmp.out")" || fail "model.bias over files: $(cat "$T/cmp.out")"
+import json, sys
+def load(p):
+    return [json.loads(l) for l in open(p) if '"event":"window"' in l]
+A, B, C = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
+if len(A) != 4 or len(B) != 4 or [c["window"] for c in C] != [0, 1, 2, 3]:
+    sys.exit("windows: %d, %d, %s" % (len(A), len(B), [c["window"] for c in C]))
+for what, X, Y, tol in (("P = 2", A, B, 1e-6), ("resumed", B, C, 0)):
+    for a, b in zip(X, Y):
+        for k in ("loss", "train_events", "eval_events", "like.auc", "like.ne"):
+            if abs(a[k] - b[k]) > tol * max(abs(a[k]), 1):
+                sys.exit("%s: window %d %s: %r vs %r" % (what, a["window"], k, a[k], b[k]))
+print("4 windows, P = 1 = P = 2 = stopped after window 0 over 3 files and resumed over 5")
+EOF
+# shellcheck disable=SC2086
+expect_error "model.bias = on over window files (data.path = $T/D/day-*.h5) is not supported with train.follow = on" \
+    "$FS" train "$IN" $S $B train.follow=on "data.path=$T/D/day-*.h5"
+
+# item and user features over window files (data/window_feats.h):
+# Yambda-shaped days (every artist and album in every day: the first
+# file's numbering is the one dataset's) with features.item = artist,album
+# and a categorical user feature /users/grp keyed by raw user id (uid mod
+# 4, added here; days 1 and 3 with its codes reversed, /feature_maps with
+# them) give the one dataset's per-window losses and metrics exactly, at
+# P = 2; and at P = 1 with the item codes of days 1 and 2 renumbered too
+# (the codes matched by their strings).
+"$FS" data gen --yambda --days 4 --users 80 --tracks 200 --artists 6 --albums 20 --median-length 30 \
+    --seed 2 -o "$T/y1.h5" --split-days "$T/Y" >/dev/null 2>"$T/gen.err" ||
+    { fail "data gen --yambda: $(cat "$T/gen.err")"; finish; }
+$PY - "$T/y1.h5" "$T/Y"/day-*.h5 <<'EOF' || fail "adding /users/grp"
+import h5py, sys, numpy as np
+for i, p in enumerate(sys.argv[1:]):  # the one dataset, then days 0 .. 3
+    with h5py.File(p, "r+") as f:
+        v = (f["user_map"][:] % 4 + 1).astype(np.int32)
+        m = [b"g0", b"g1", b"g2", b"g3"]
+        if i in (2, 4):
+            v, m = (5 - v).astype(np.int32), m[::-1]
+        f.create_dataset("users/grp", data=v).attrs["cardinality"] = np.int64(5)
+        f.create_dataset("feature_maps/users/grp", data=np.array(m, dtype="S2"))
+EOF
+mkdir "$T/Yp" && cp "$T/Y"/day-*.h5 "$T/Yp/"
+$PY - "$T/Yp/day-0001.h5" "$T/Yp/day-0002.h5" <<'EOF' || fail "renumbering the day files' codes"
+import h5py, sys
+for p in sys.argv[1:]:
+    with h5py.File(p, "r+") as f:
+        for name in ("artist", "album"):
+            m = list(f["feature_maps/items/" + name][:])
+            K = len(m)
+            v = f["items/" + name][:]
+            f["items/" + name][...] = [K + 1 - x if x > 0 else 0 for x in v]
+            f["feature_maps/items/" + name][...] = m[::-1]
+EOF
+Y="train.tasks=listen_plus:binary:played_ratio_pct>=50 data.window=1d data.stream_start=1970-01-02 features.item=artist,album features.user=grp"
+# shellcheck disable=SC2086
+run yone1 1 "$T/y1.h5" $Y
+# shellcheck disable=SC2086
+run yperm1 1 "$T/Yp/day-*.h5" $Y
+# shellcheck disable=SC2086
+run yone2 2 "$T/y1.h5" $Y
+# shellcheck disable=SC2086
+run yday2 2 "$T/Y/day-*.h5" $Y
+$PY - "$T" <<'EOF' > "$T/cmp.out" 2>&1 && pass "features over day files: $(cat "$T/cmp.out")" || fail "features over day files: $(cat "$T/cmp.out")"
+import json, sys
+def load(n):
+    return [json.loads(l) for l in open("%s/%s.jsonl" % (sys.argv[1], n)) if '"event":"window"' in l]
+keys = ("loss", "train_events", "eval_events", "listen_plus.auc", "listen_plus.ne")
+for x, y in (("yone1", "yperm1"), ("yone2", "yday2")):
+    A, B = load(x), load(y)
+    if len(A) != 3 or len(B) != 3:
+        sys.exit("%s %d, %s %d windows" % (x, len(A), y, len(B)))
+    for a, b in zip(A, B):
+        for k in keys:
+            if a[k] != b[k]:
+                sys.exit("%s vs %s: window %d %s: %r vs %r" % (x, y, a["window"], k, a[k], b[k]))
+print("3 windows: one dataset = day files, user codes of days 1, 3 renumbered (P = 2), "
+      "and item codes of days 1, 2 too (P = 1)")
+EOF
+
 # retrieval over window files: P = 1 and P = 2 agree (1e-6: the all-reduce)
 R=$(echo "$S" | sed 's/train.task=ranking train.tasks=like:binary:like/train.task=retrieval/')
 S=$R run ret1 1 "$T/D/day-*.h5"
@@ -180,5 +280,6 @@ grep -q "day-0001.h5" "$T/err" && grep -q "day-0002.h5" "$T/err" ||
 expect_error "data.path: cannot expand the pattern '$T/none/day-*.h5'" "$FS" train "$IN" $S "data.path=$T/none/day-*.h5"
 expect_error "overlaps the file before it" "$FS" train "$IN" $S "data.path=$T/D/day-0000.h5,$T/D2/day-0000.h5"
 expect_error "embedding.dynamic = on" "$FS" train "$IN" $S embedding.dynamic=off "data.path=$T/D/day-*.h5"
+expect_error "features.user = id over window files" "$FS" train "$IN" $S features.user=id "data.path=$T/D/day-*.h5"
 expect_error "train.schedule = stream" "$FS" train "$IN" device.type=cpu embedding.dynamic=on "data.path=$T/D/day-*.h5"
 finish

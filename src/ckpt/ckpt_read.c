@@ -264,6 +264,28 @@ static void read_flat(const struct h5io *h, const char *path, const char *group,
     h5io_close_obj(NULL, d);
 }
 
+/* model.bias over window files (train/bias_ids.h): its rows are numbered in
+ * the order the files bring the items and users, so a run resumed with
+ * more files than the checkpoint's run had holds its rows first: read
+ * /GROUP/NAME [m <= n] into v [m], the rest of v left as it is. */
+static void read_prefix(const struct h5io *h, const char *path, const char *group,
+                        const char *tname, float *v, int64_t n)
+{
+    char err[1024], name[128];
+    snprintf(name, sizeof name, "%s/%s", group, tname);
+    int64_t want[1] = {-1}, got[1];
+    hid_t d = h5io_dset_open(h->f, path, name, H5T_FLOAT, 1, want, got, H5P_DEFAULT, err,
+                             sizeof err);
+    if (d < 0)
+        fatal("checkpoint %s (it belongs to another model?)", err);
+    if (got[0] > n)
+        fatal("checkpoint %s: %s has %lld values, more than the %lld of the window files now "
+              "(model.bias's rows of every item and user of the files: a file of the run was "
+              "removed?)", path, name, (long long)got[0], (long long)n);
+    h5io_close_obj(NULL, d);
+    read_flat(h, path, group, tname, v, got[0]);
+}
+
 /* /GROUP/NAME of every dense parameter, read whole by every rank (no
  * collective: the same few chunks on every rank); part as write_dense's
  * (ckpt.c): model.bias's rows take this rank's rows of bias.item and
@@ -282,8 +304,14 @@ static void read_dense(const struct h5io *h, const char *path, const char *group
         const struct task_conf *tc = &tr->conf.task;
         const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
         float *v = xmalloc((size_t)(ni + nu) * sizeof *v);
-        read_flat(h, path, group, "bias.item", v, ni);
-        read_flat(h, path, group, "bias.user", v + ni, nu);
+        if (tr->bias_ids) { /* window files: the rows of files added since keep their start */
+            bias_rows_full(tr->bias, part, 1, v, v + ni);
+            read_prefix(h, path, group, "bias.item", v, ni);
+            read_prefix(h, path, group, "bias.user", v + ni, nu);
+        } else {
+            read_flat(h, path, group, "bias.item", v, ni);
+            read_flat(h, path, group, "bias.user", v + ni, nu);
+        }
         if (!part)
             bias_rows_restart(tr->bias, dense_optim_steps(&tr->optim));
         bias_rows_load(tr->bias, part, v, v + ni);

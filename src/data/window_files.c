@@ -27,13 +27,71 @@ static int cmp_wev(const void *x, const void *y)
 void window_items_free(struct window_items *wi)
 {
     free(wi->ids);
+    window_feats_free(&wi->feats);
+    window_feats_free(&wi->ufeats);
+    free(wi->uids);
     memset(wi, 0, sizeof *wi);
 }
 
-/* Merge the item lists of the files before t1 into wi. */
-static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t1, char *err,
-                      size_t errlen)
+/* Merge file f's users (ds its dataset) and their user features' values
+ * into wi, a later file's replacing an earlier one's. */
+static int users_grow(const struct stream_file *f, const struct dataset *ds,
+                      struct window_items *wi, char *err, size_t errlen)
 {
+    struct window_feats *wf = &wi->ufeats;
+    const int nf = wf->n;
+    const int64_t nu = ds->num_users, cap = wi->nu + nu + 1;
+    double *fv = xmalloc((size_t)(nu ? nu : 1) * (size_t)nf * sizeof *fv);
+    if (window_feats_read(wf, ds, fv, err, errlen)) {
+        free(fv);
+        return -1;
+    }
+    double *mv = xmalloc((size_t)cap * (size_t)nf * sizeof *mv);
+    int64_t *m = xmalloc((size_t)cap * sizeof *m), n = 0, i = 0, j = 0;
+    while (i < wi->nu || j < nu) {
+        const int64_t a = i < wi->nu ? wi->uids[i] : INT64_MAX;
+        const int64_t b = j < nu ? f->uid[j] : INT64_MAX;
+        const int64_t row = j < nu ? (f->uidx ? f->uidx[j] : j) : 0; /* f's user */
+        memcpy(mv + n * nf, b <= a ? fv + row * nf : wf->val + i * nf, (size_t)nf * sizeof *mv);
+        m[n++] = a <= b ? a : b;
+        i += a <= b;
+        j += b <= a;
+    }
+    free(wi->uids);
+    free(wf->val);
+    free(fv);
+    wi->uids = m;
+    wi->nu = n;
+    wf->val = mv;
+    return 0;
+}
+
+/* The user features' values of the window's users [nu] (ascending raw
+ * ids, each among wi->uids): out [nu, ufeats.n]. 0, or -1 + err. */
+static int users_values(const struct window_items *wi, const int64_t *uids, int64_t nu,
+                        double *out, const char *path, char *err, size_t errlen)
+{
+    const int nf = wi->ufeats.n;
+    for (int64_t u = 0, i = 0; u < nu; u++) {
+        while (i < wi->nu && wi->uids[i] < uids[u]) /* both ascending */
+            i++;
+        if (i >= wi->nu || wi->uids[i] != uids[u])
+            return errorf(err, errlen, "%s: user %lld (raw id) is in none of the window files' "
+                          "/user_map read so far: no value of its user features", path,
+                          (long long)uids[u]);
+        memcpy(out + u * nf, wi->ufeats.val + i * nf, (size_t)nf * sizeof *out);
+    }
+    return 0;
+}
+
+/* Merge the item lists of the files before t1 into wi (feats: and their
+ * item features' values, a later file's replacing an earlier one's; the
+ * users and their user features' values). */
+static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t1, int feats,
+                      char *err, size_t errlen)
+{
+    struct window_feats *wf = &wi->feats;
+    const int nf = feats ? wf->n : 0;
     for (; wi->upto < s->n && s->f[wi->upto].t_first < t1; wi->upto++) {
         const struct dataset *ds = stream_files_dataset(s, wi->upto, err, errlen);
         if (!ds)
@@ -41,11 +99,22 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
         if (!ds->raw_ids)
             return errorf(err, errlen, "%s: not a raw-id dataset (window files need raw item "
                           "ids: data import --ids raw)", ds->path);
-        int64_t *m = xmalloc((size_t)(wi->n + ds->num_items + 1) * sizeof *m), n = 0, i = 0,
-                j = 0;
+        const int64_t cap = wi->n + ds->num_items + 1;
+        double *fv = nf ? xmalloc((size_t)(ds->num_items ? ds->num_items : 1) * (size_t)nf *
+                                  sizeof *fv) : NULL;
+        double *mv = nf ? xmalloc((size_t)cap * (size_t)nf * sizeof *mv) : NULL;
+        if (nf && window_feats_read(wf, ds, fv, err, errlen)) {
+            free(fv);
+            free(mv);
+            return -1;
+        }
+        int64_t *m = xmalloc((size_t)cap * sizeof *m), n = 0, i = 0, j = 0;
         while (i < wi->n || j < ds->num_items) {
             const int64_t a = i < wi->n ? wi->ids[i] : INT64_MAX;
             const int64_t b = j < ds->num_items ? ds->item_list[j] : INT64_MAX;
+            if (nf) /* the newer file's values */
+                memcpy(mv + n * nf, b <= a ? fv + j * nf : wf->val + i * nf,
+                       (size_t)nf * sizeof *mv);
             m[n++] = a <= b ? a : b;
             i += a <= b;
             j += b <= a;
@@ -53,6 +122,13 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
         free(wi->ids);
         wi->ids = m;
         wi->n = n;
+        if (nf) {
+            free(wf->val);
+            wf->val = mv;
+            free(fv);
+        }
+        if (feats && wi->ufeats.n > 0 && users_grow(&s->f[wi->upto], ds, wi, err, errlen))
+            return -1;
     }
     return 0;
 }
@@ -60,7 +136,7 @@ static int items_grow(struct stream_files *s, struct window_items *wi, int64_t t
 int64_t window_files_distinct_items(struct stream_files *s, char *err, size_t errlen)
 {
     struct window_items wi = {0};
-    const int rc = items_grow(s, &wi, INT64_MAX, err, errlen);
+    const int rc = items_grow(s, &wi, INT64_MAX, 0, err, errlen);
     const int64_t n = wi.n;
     window_items_free(&wi);
     stream_files_release(s, s->n); /* opened again when a window reads them */
@@ -119,8 +195,12 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
     *users = *events = 0;
     if (s->n < 1)
         return errorf(err, errlen, "%s: no window file", path);
+    if (!wi->feats.ready &&
+        (window_feats_open(&wi->feats, DS_ITEMS, wi->want_items, s, err, errlen) ||
+         window_feats_open(&wi->ufeats, DS_USERS, wi->want_users, s, err, errlen)))
+        return -1;
     const struct dataset *d0 = stream_files_dataset(s, 0, err, errlen);
-    if (!d0 || items_grow(s, wi, t1, err, errlen))
+    if (!d0 || items_grow(s, wi, t1, 1, err, errlen))
         return -1;
     /* the first file's event columns (names, kinds), kept while it is released */
     int nf = 0;
@@ -217,6 +297,14 @@ int window_files_write(struct stream_files *s, struct window_items *wi, int64_t 
         rc = dataset_writer_map(w, "user_map", uids, nu, err, errlen);
     if (rc == 0)
         rc = dataset_writer_raw_items(w, wi->ids, wi->n, err, errlen);
+    if (rc == 0) /* /items/NAME: row i the item wi->ids[i] */
+        rc = window_feats_write(&wi->feats, w, wi->feats.val, wi->n, err, errlen);
+    if (rc == 0 && wi->ufeats.n > 0) { /* /users/NAME: row u the user uids[u] */
+        double *uv = xmalloc((size_t)(nu ? nu : 1) * (size_t)wi->ufeats.n * sizeof *uv);
+        rc = users_values(wi, uids, nu, uv, path, err, errlen) ||
+             window_feats_write(&wi->ufeats, w, uv, nu, err, errlen) ? -1 : 0;
+        free(uv);
+    }
     if (rc == 0) {
         rc = dataset_writer_close(w, wi->n, err, errlen);
         w = NULL;

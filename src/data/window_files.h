@@ -12,7 +12,9 @@
  * is the sorted union of the item lists of the files whose first event is
  * before t1: the files opened so far, which only grows (the candidate set
  * of a window's evaluation "against the whole item table", the same on
- * every rank). The window's split of this dataset (window_split) is the
+ * every rank), with the first file's item and user features that
+ * want_items and want_users name (data/window_feats.h).
+ * The window's split of this dataset (window_split) is the
  * split the one-file dataset of the same events gives the window, cut to
  * the users active in it and to their newest hist events before it: with
  * hist = data.max_seq_len - 1 a window trains and evaluates the same
@@ -25,11 +27,17 @@
 #include <stdint.h>
 
 #include "data/stream_files.h"
+#include "data/window_feats.h"
 
 /* The union of the files' item lists (grown as files are reached). */
 struct window_items {
     int64_t *ids, n;
     int upto; /* files 0 .. upto-1 merged */
+    const char *want_items, *want_users; /* the features to carry (the run's features.item,
+                                            .user: comma-separated names), or NULL: none */
+    struct window_feats feats; /* the first file's item features, each item's values (val) */
+    struct window_feats ufeats; /* its user features, and with them: */
+    int64_t *uids, nu;          /* the files' users so far, ascending (values: ufeats.val) */
 };
 
 /* Write window [t0, t1)'s dataset to path (above). *users, *events: its

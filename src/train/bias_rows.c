@@ -17,6 +17,8 @@ struct bias_rows {
     float *w, *m, *v;           /* [nloc, K] */
     int64_t *stamp;             /* [nloc] the step each row is at */
     int64_t *mark;              /* [nloc] the row's index among the step's touched, or -1 */
+    const int64_t *imap, *umap; /* bias_rows_map's, or NULL */
+    int64_t nimap, numap;
     float b1, b2, eps;
     int64_t t;                  /* the optimizer's steps applied */
     int64_t h0;                 /* the history holds steps h0 + 1 .. t */
@@ -164,7 +166,14 @@ static int64_t dedup(struct bias_rows *b, const int64_t *items, const int64_t *u
     memset(b->hk, 0xff, (size_t)cap * sizeof *b->hk); /* -1: empty */
     int64_t u = 0;
     for (int64_t i = 0; i < 2 * n; i++) {
-        const int64_t id = i < n ? items[i] : users[i - n];
+        int64_t id = i < n ? items[i] : users[i - n];
+        const int64_t *map = i < n ? b->imap : b->umap, nmap = i < n ? b->nimap : b->numap;
+        if (map && (id < 0 || id >= nmap))
+            fatal("model.bias: %s %lld of token %lld is outside the window's 0..%lld",
+                  i < n ? "item" : "user", (long long)id, (long long)(i % (n ? n : 1)),
+                  (long long)nmap - 1);
+        if (map)
+            id = map[id];
         const int64_t lim = i < n ? b->items : b->users;
         if (id < 0 || id >= lim)
             fatal("model.bias: %s %lld of token %lld is outside 0..%lld", i < n ? "item" : "user",
@@ -489,4 +498,15 @@ void bias_rows_hooks(struct bias_rows *b, struct rank_bias_rows *h)
     *h = (struct rank_bias_rows){.ctx = b, .lookup = hook_lookup, .grads = hook_grads,
                                  .push = hook_push, .defer = hook_defer, .set = hook_set,
                                  .get = hook_get};
+}
+
+void bias_rows_map(struct bias_rows *b, const int64_t *imap, int64_t ni, const int64_t *umap,
+                   int64_t nu)
+{
+    if (!b)
+        return;
+    b->imap = imap;
+    b->nimap = ni;
+    b->umap = umap;
+    b->numap = nu;
 }

@@ -85,6 +85,12 @@ void bias_rows_restart(struct bias_rows *b, int64_t t);
  * (model/task_bias.h; h kept by the caller). */
 struct rank_bias_rows;
 void bias_rows_hooks(struct bias_rows *b, struct rank_bias_rows *h);
+/* Window files (train/bias_ids.h): the tokens' items and users are a
+ * window dataset's numbers, the rows imap[item] (item < ni) and
+ * umap[user] (user < nu); kept by the caller until the next call. NULL
+ * maps: the numbers are the rows. */
+void bias_rows_map(struct bias_rows *b, const int64_t *imap, int64_t ni, const int64_t *umap,
+                   int64_t nu);
 /* Bytes this rank sent to other ranks (counts, ids, rows, gradients) and
  * the training lookups since the last call. */
 void bias_rows_traffic_take(struct bias_rows *b, int64_t *bytes, int64_t *steps);

@@ -30,6 +30,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "train/bias_ids.h"
 #include "train/step_task.h"
 #include "train/train.h"
 
@@ -62,6 +63,9 @@ static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t 
     if (dataset_read_users(ds, u0, u1, c->items, NULL, NULL, err, sizeof err))
         fatal("model.bias: %s", err);
     dataset_raw_numbers(ds, c->items, n); /* a raw dataset: rows by item number */
+    const struct bias_ids *bi = tr->bias_ids; /* window files: the rows by raw id */
+    for (int64_t e = 0; bi && e < n; e++)
+        c->items[e] = bi->imap[c->items[e]];
     labels_read_events(ds, lc, e0, n, c->lab);
 }
 
@@ -93,7 +97,8 @@ static void each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s,
         for (int64_t u = u0; u < u1; u++) {
             int64_t a, b;
             rsplit_bounds(s->sp ? s->sp : &tr->rsplit, ds, u, &a, &b);
-            visit(s, c, u, ds->offsets[u] - ds->offsets[u0], s->val ? b : a);
+            visit(s, c, tr->bias_ids ? tr->bias_ids->umap[u] : u, /* its row */
+                  ds->offsets[u] - ds->offsets[u0], s->val ? b : a);
         }
     }
 }

@@ -30,6 +30,13 @@ void step_feat_setup(struct trainer *tr)
     comm_fail_agree(tr->c, feat_schema_resolve(&F->s, &cf->features, &tr->ds, cf->d,
                                                &cf->emb_optim, cf->seed, cf->emb_init_std, err,
                                                sizeof err) != 0, err);
+    int uid = 0; /* window files: a window's users are numbered among its own */
+    for (int i = 0; tr->files && i < F->s.n; i++)
+        uid |= F->s.f[i].user_id;
+    snprintf(err, sizeof err, "features.user = id over window files (data.path = %.300s): the "
+             "user id is the user's place in a window's dataset, another user in every window; "
+             "import the users' ids as a feature (/users/NAME) or leave it out", cf->data_path);
+    comm_fail_agree(tr->c, uid, err);
     if (ranking) { /* the actions: the event features and the tasks' labels */
         F->s.actions = tc->actions;
         for (int k = 0; k < tc->n; k++)
@@ -119,6 +126,15 @@ double step_feat_table_bytes(const struct trainer *tr, int G)
         bytes += slots * row;
     }
     return bytes;
+}
+
+int step_feat_window(struct trainer *tr, char *err, size_t errlen)
+{
+    struct train_feat *F = tr->feat;
+    if (!F)
+        return 0;
+    feat_values_free(&F->v);
+    return feat_values_load(&F->v, &F->s, &tr->ds, err, errlen);
 }
 
 void step_feat_teardown(struct trainer *tr)

@@ -54,6 +54,10 @@ struct train_feat {
  * tokens. Sets tr->feat (NULL without features). Before the model is
  * built. */
 void step_feat_setup(struct trainer *tr);
+/* Window files: tr->ds is a new window's dataset (its item list grown,
+ * its users the window's): the item and user features' values read again
+ * from it. 0, or -1 + err naming the file. */
+int step_feat_window(struct trainer *tr, char *err, size_t errlen);
 /* Add the feature tables to tr->reg (after the item table). */
 void step_feat_tables(struct trainer *tr);
 /* The bytes a rank's shards of the feature tables hold with their

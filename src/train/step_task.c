@@ -7,9 +7,40 @@
 
 #include "base/check.h"
 #include "comm/comm_fail.h"
+#include "train/bias_ids.h"
 #include "train/bias_rows.h"
 #include "train/step_feat.h"
 #include "train/train.h"
+
+/* model.bias over window files: its rows keyed by raw id over every file
+ * (train/bias_ids.h), sized so; what cannot follow them is refused. */
+static void bias_files(struct trainer *tr)
+{
+    struct task_conf *tc = &tr->conf.task;
+    if (!tr->files || !tc->bias)
+        return;
+    char err[1200] = "";
+    const char *no = params_i64(tr->p, P_train_follow) ? "train.follow = on (a file that arrives "
+                     "later may bring items and users the rows, made from the files present at "
+                     "the start, do not hold)"
+                     : tc->recency > 0 ? "model.recency (its items' centres are numbered by the "
+                     "window's item list, which grows)"
+                     : tc->factors > 0 ? "model.factors (its items' centres are numbered by the "
+                     "window's item list, which grows)"
+                     : params_i64(tr->p, P_debug_bias_dense) ? "debug.bias_dense (dense tables "
+                     "numbered by the window's item list and users)" : NULL;
+    if (no)
+        snprintf(err, sizeof err, "model.bias = on over window files (data.path = %.300s) is "
+                 "not supported with %s: use model.bias = off, or one dataset", tr->conf.data_path,
+                 no);
+    comm_fail_agree(tr->c, no != NULL, err);
+    tr->bias_ids = xcalloc(1, sizeof *tr->bias_ids);
+    const int bad = bias_ids_open(tr->bias_ids, tr->files, err, sizeof err) ||
+                    bias_ids_window(tr->bias_ids, &tr->ds, err, sizeof err);
+    comm_fail_agree(tr->c, bad, err);
+    tc->bias_items = tr->bias_ids->ni + 1;
+    tc->bias_users = tr->bias_ids->nu;
+}
 
 void task_setup_conf(struct trainer *tr)
 {
@@ -28,6 +59,7 @@ void task_setup_conf(struct trainer *tr)
     err[0] = 0;
     comm_fail_agree(tr->c, task_setup_ranking_conf(&cf->task, tr->p, &tr->ds, &tr->rsplit, err,
                                                    sizeof err) != 0, err);
+    bias_files(tr);
 }
 
 void task_setup_model(struct trainer *tr)
@@ -51,6 +83,9 @@ static void bias_setup(struct trainer *tr)
     const struct dense_optim_conf *o = &cf->dense_optim;
     tr->bias = bias_rows_init(tr->c, tc->n, tc->bias_items, tc->bias_users, o->beta1, o->beta2,
                               o->eps, 0);
+    if (tr->bias_ids) /* window files: the first window's numbers to the rows */
+        bias_rows_map(tr->bias, tr->bias_ids->imap, tr->bias_ids->nimap, tr->bias_ids->umap,
+                      tr->bias_ids->numap);
     bias_rows_hooks(tr->bias, &tr->bias_hooks);
     task_ranking_attach_bias(&tr->task, &tr->bias_hooks);
 }

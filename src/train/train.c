@@ -28,6 +28,8 @@
 #include "data/window.h"
 #include "data/window_files.h"
 #include "train/backend_check.h"
+#include "train/bias_ids.h"
+#include "train/bias_rows.h"
 #include "train/placement.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
@@ -70,6 +72,12 @@ int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t
         if (!(tc->labels.c[i].f = dataset_feat_find(&tr->ds, DS_EVENTS, tc->t[i].column)))
             return errorf(err, errlen, "train.tasks: task %s: %s has no /events/%s", tc->t[i].name,
                           tr->files->f[0].path, tc->t[i].column);
+    if (step_feat_window(tr, err, errlen)) /* its item and user features */
+        return -1;
+    if (tr->bias_ids) /* model.bias's rows of this window's items and users */
+        return bias_ids_window(tr->bias_ids, &tr->ds, err, errlen) ? -1
+               : (bias_rows_map(tr->bias, tr->bias_ids->imap, tr->bias_ids->nimap,
+                                tr->bias_ids->umap, tr->bias_ids->numap), 0);
     return 0;
 }
 
@@ -151,6 +159,8 @@ static void open_files(struct trainer *tr)
     follow_first(tr);
     tr->files = xcalloc(1, sizeof *tr->files);
     tr->witems = xcalloc(1, sizeof *tr->witems);
+    tr->witems->want_items = cf->features.item; /* the features the windows carry */
+    tr->witems->want_users = cf->features.user;
     bad = stream_files_open(tr->files, cf->data_path,
                             (int)params_i64(tr->p, P_data_history_files), err, sizeof err);
     snprintf(msg, sizeof msg, "%s%s", strncmp(err, "data.path", 9) ? "data.path: " : "", err);
@@ -354,6 +364,11 @@ void trainer_free(struct trainer *tr)
         free(tr->witems);
         tr->files = NULL;
         tr->witems = NULL;
+    }
+    if (tr->bias_ids) {
+        bias_ids_free(tr->bias_ids);
+        free(tr->bias_ids);
+        tr->bias_ids = NULL;
     }
     steptime_free(&tr->st);
     if (tr->metrics)

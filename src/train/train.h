@@ -38,6 +38,7 @@ struct trainer {
     struct dataset ds;         /* a stream of window files: the window's (trainer_window) */
     struct stream_files *files; /* data.path as window files (stream schedule), else NULL */
     struct window_items *witems; /* their items so far (data/window_files.h) */
+    struct bias_ids *bias_ids; /* model.bias over them: its rows by raw id (train/bias_ids.h) */
     char wpath[4200];          /* the window dataset's scratch file */
     int with_ts;               /* timestamps used: data.timestamps and the dataset has them */
     int64_t n_train, *train_users;
