@@ -48,6 +48,7 @@ SUBST=(
     "--users 1e5 --items 1e6"           "--users 300 --items 3000"
     "--days 30 --users 10000 --items 5000" "--days 30 --users 200 --items 300"
     "--users 1500 --tracks 4000"        "--users 150 --tracks 400"
+    "--days 30 --users 2000 --tracks 4000 --median-length 300" "--days 4 --users 100 --tracks 300 --median-length 60"
     "--users 20000 --items 26744"       "--users 600 --items 2000"
     "--vocab 1000000 --dim 64 --ids 100000" "--vocab 10000 --dim 64 --ids 1000 --iters 3"
     "--vocab 1e6"                       "--vocab 1e4 --iters 3"
