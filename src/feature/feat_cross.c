@@ -168,20 +168,8 @@ static int parse_entry(struct feat_schema *s, const struct feat_conf *fc, const 
     sp->df = -1;
     sp->cross = ++s->ncross;
     sp->rows = R;
-    sp->width = feat_width_of(fc, name, fc->dim ? fc->dim : s->d, err, errlen);
-    if (sp->width < 0)
+    if (feat_spec_table(s, fc, sp, name, err, errlen))
         return -1;
-    const double values = (double)sp->rows * (double)sp->width;
-    sp->replicated = fc->placement == FEAT_PLACE_REPLICATED ||
-                     (fc->placement == FEAT_PLACE_AUTO && values <= (double)fc->replicate_below);
-    sp->dynamic = feat_name_listed(fc->dynamic, name);
-    if (sp->dynamic && fc->placement == FEAT_PLACE_REPLICATED)
-        return errorf(err, errlen, "features.dynamic = %s: '%s' is dynamic, which is a sharded "
-                      "table: not with features.placement = replicated", fc->dynamic, name);
-    if (sp->dynamic)
-        sp->replicated = 0;
-    sp->table = s->ntables++;
-    sp->proj = sp->width != s->d ? s->ntables++ : -1;
     s->n++;
     s->n_event++;
     return 0;

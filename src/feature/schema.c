@@ -66,6 +66,27 @@ static void kind_list(const struct dataset *ds, enum dataset_feat_kind kind, cha
         snprintf(buf, len, "none");
 }
 
+int feat_spec_table(struct feat_schema *s, const struct feat_conf *fc, struct feat_spec *sp,
+                    const char *name, char *err, size_t errlen)
+{
+    sp->width = feat_width_of(fc, name, fc->dim ? fc->dim : s->d, err, errlen);
+    if (sp->width < 0)
+        return -1;
+    const double values = (double)sp->rows * (double)sp->width;
+    sp->replicated = fc->placement == FEAT_PLACE_REPLICATED ||
+                     (fc->placement == FEAT_PLACE_AUTO && values <= (double)fc->replicate_below);
+    sp->dynamic = feat_name_listed(fc->dynamic, name);
+    if (sp->dynamic && fc->placement == FEAT_PLACE_REPLICATED)
+        return errorf(err, errlen, "features.dynamic = %s: '%s' is dynamic, which is a sharded "
+                      "table: not with features.placement = replicated (use auto or sharded)",
+                      fc->dynamic, name);
+    if (sp->dynamic) /* a dynamic table is a sharded one */
+        sp->replicated = 0;
+    sp->table = s->ntables++;
+    sp->proj = sp->width != s->d ? s->ntables++ : -1;
+    return 0;
+}
+
 /* An entry of a comma-separated list without its surrounding blanks
  * ("artist, album" names "album"). */
 static void trim_span(const char **p, size_t *n)
@@ -146,21 +167,8 @@ static int add_list(struct feat_schema *s, const struct feat_conf *fc, const str
         sp->user_id = user_id;
         sp->multi = f->multi;
         sp->rows = f->cardinality - 1;
-        sp->width = feat_width_of(fc, name, fc->dim ? fc->dim : s->d, err, errlen);
-        if (sp->width < 0)
+        if (feat_spec_table(s, fc, sp, name, err, errlen))
             return -1;
-        const double values = (double)sp->rows * (double)sp->width;
-        sp->replicated = fc->placement == FEAT_PLACE_REPLICATED ||
-                         (fc->placement == FEAT_PLACE_AUTO && values <= (double)fc->replicate_below);
-        sp->dynamic = feat_name_listed(fc->dynamic, name);
-        if (sp->dynamic && fc->placement == FEAT_PLACE_REPLICATED)
-            return errorf(err, errlen, "features.dynamic = %s: '%s' is dynamic, which is a "
-                          "sharded table: not with features.placement = replicated (use auto or "
-                          "sharded)", fc->dynamic, name);
-        if (sp->dynamic) /* a dynamic table is a sharded one */
-            sp->replicated = 0;
-        sp->table = s->ntables++;
-        sp->proj = sp->width != s->d ? s->ntables++ : -1;
         if (role == FEAT_USER)
             sp->ctx = s->n_user++;
         else if (role == FEAT_ITEM)

@@ -121,6 +121,11 @@ void feat_schema_add_label(struct feat_schema *s, const char *name, int k, int b
 int feat_width_of(const struct feat_conf *fc, const char *name, int def, char *err,
                   size_t errlen);
 int feat_name_listed(const char *list, const char *name);
+/* Feature sp (its rows set) as a table of s: its width, replicated or
+ * sharded, dynamic, its table and projection numbers; -1 + err on a bad
+ * features.dims or features.dynamic entry. */
+int feat_spec_table(struct feat_schema *s, const struct feat_conf *fc, struct feat_spec *sp,
+                    const char *name, char *err, size_t errlen);
 /* One line per feature for the log: "items/genres: multi-valued, 19 rows x 50, replicated". */
 void feat_schema_describe(const struct feat_schema *s, int i, char *buf, size_t len);
 
