@@ -46,7 +46,7 @@ echo "roofline: $(date -u '+%F %H:%M UTC'); $(lscpu | sed -n 's/^Model name: *//
 run() { # NAME INPUT
     name=$1 in=$2
     rm -f "$W"/m.jsonl "$W"/perf.* "$W"/prof.*
-    mpirun -np 2 sh -c 'exec perf record -q -F 499 --call-graph dwarf,65528 \
+    "${MPIRUN:-mpirun}" -np 2 sh -c 'exec perf record -q -F 499 --call-graph dwarf,65528 \
         -o "$0/perf.$OMPI_COMM_WORLD_RANK" -- "$@"' \
         "$W" "$FS" train "$TOP/input/$in" data.path="$W/ml1m-shape.h5" train.max_steps="$STEPS" \
         train.log_every=4 train.final_eval=off output.metrics="$W/m.jsonl" > "$W/log" 2>&1 ||
