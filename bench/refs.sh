@@ -68,7 +68,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
 PY=${PYTHON:-python3}
 SASREC=${SASREC_PYTORCH:-} GR=${GENERATIVE_RECOMMENDERS:-} ML1M=${ML1M_DIR:-}
-EPOCHS=3 CORES= ONLY=freescale,sasrec,hstu
+EPOCHS=3 CORES='' ONLY=freescale,sasrec,hstu
 usage() {
     sed -n '2,/^# chooses here, or REFS_PEER_CORETYPE/s/^# \{0,1\}//p' "$0"
     exit "${1:-2}"

@@ -30,10 +30,12 @@ bytes / bandwidth (the triad's, over arrays larger than the caches). The
 measured time of a class is the CPU time of the samples whose call chain
 reaches a function of its source files first (from the leaf; ms per step
 and rank: the samples' periods / steps, over the ranks' profiles), of the
-samples between the first and the last inside train_step (the start-up
-left out); the phases' CPU time by the phase functions on the chains.
+samples between the first and the last inside a step (the start-up
+left out); the phases' CPU time by the phase functions on the chains
+(a chain perf cut short: read_profile).
 """
 import argparse
+import bisect
 import json
 import math
 import os
@@ -282,7 +284,8 @@ PHASE_FN = [("step_input_read", "read input_dist"), ("phase_lookup", "lookup"),
             ("phase_forward_loss", "forward"), ("phase_backward", "backward"),
             ("phase_grad_exchange", "grad_exchange"), ("phase_dense_allreduce", "allreduce")]
 PHASE_REST = "rest of the step"
-PHASE_CUT = "chain cut short"
+# the model's step functions: a sample under one is inside a step
+STEP_ONLY = re.compile(r"^(hstu|sasrec)_(forward|backward)$|^phase_")
 
 
 def classify(chain, syms):
@@ -313,10 +316,13 @@ def classify(chain, syms):
 def read_profile(path, syms):
     """one rank's `perf script -F time,period,ip,sym,dso` of the whole run
     (call chains): ({class: CPU ms}, {phase: CPU ms}) of the samples between
-    the first and the last with train_step on its chain, and the CPU ms
-    outside (start-up, the end). A chain cut short (the unwinder gave up)
-    has no phase; if it ends in OpenBLAS, its class is shared out as the
-    rank's whole chains through OpenBLAS are"""
+    the first and the last inside a training step (a step function, the
+    attention or the loss on the chain), the CPU ms outside (start-up, the
+    end), and the CPU ms of chains cut short (perf's unwinder gave up below
+    the phase function or the GEMM's caller): such a sample takes the phase
+    of the nearest sample in time that has one, and a GEMM without its
+    caller the class of the nearest GEMM with one (GEMM calls and phases
+    last longer than the sampling period)"""
     frame = re.compile(r"^\s+[0-9a-f]+\s+(\S+?)(?:\+0x[0-9a-f]+)?\s+\((.*)\)\s*$")
     head = re.compile(r"^\s*(\d+\.\d+):\s+(\d+)\s*$")
     samples = []  # [time, ns, chain]
@@ -337,36 +343,58 @@ def read_profile(path, syms):
                 fail("%s: '%s' is not a line of perf script -F time,period,ip,sym,dso"
                      % (path, line.strip()))
             samples.append([float(m.group(1)), int(m.group(2)), []])
-    steps = [t for t, _, ch in samples if any(s == "train_step" for s, _ in ch)]
+    def step_only(chain):  # code that runs in training steps only (eval is off)
+        return any(sym == "train_step" or STEP_ONLY.match(sym) or
+                   syms.get(re.split(r"[.@]", sym)[0]) in ("attention", "loss")
+                   for sym, _ in chain)
+
+    steps = [t for t, _, ch in samples if step_only(ch)]
     if not steps:
-        fail("%s: no sample inside train_step (perf record --call-graph dwarf of a train run)" % path)
+        fail("%s: no sample inside a training step (perf record --call-graph dwarf of a train "
+             "run)" % path)
     t0, t1 = min(steps), max(steps)
     out, phases, outside = dict.fromkeys(CLASSES, 0.0), {}, 0.0
-    cut_blas, blas_by = 0.0, {}
+    blas = re.compile(DSO[0][0])
+    ph_t, ph_v, g_t, g_cls, todo = [], [], [], [], []
     for t, ns, chain in samples:
         ms = ns / 1e6  # cpu-clock: nanoseconds
         if t < t0 or t > t1:
             outside += ms
             continue
-        names = [s for s, _ in chain]
-        whole = any(s in ("train_step", "main", "_start", "start_thread", "clone3") for s in names)
-        if not whole and any(re.search(DSO[0][0], d) for _, d in chain):
-            cut_blas += ms
-            continue
+        names = [sym for sym, _ in chain]
+        in_blas = any(blas.search(d) for _, d in chain)
+        ph = next((p for fn, p in PHASE_FN if fn in names), None)
+        if ph is None and "train_step" in names:
+            ph = PHASE_REST
         cls = classify(chain, syms)
+        if in_blas and cls in ("other", "projections (GEMM)") and not any(
+                syms.get(re.split(r"[.@]", sym)[0]) == "model" for sym in names):
+            cls = None  # a GEMM whose caller perf lost
+        if cls is None or ph is None:
+            todo.append((t, ms, cls, ph))
+            continue
         out[cls] += ms
-        if any(re.search(DSO[0][0], d) for _, d in chain):
-            blas_by[cls] = blas_by.get(cls, 0.0) + ms
-        ph = next((p for fn, p in PHASE_FN if fn in names), PHASE_REST if whole else PHASE_CUT)
         phases[ph] = phases.get(ph, 0.0) + ms
-    nb = sum(blas_by.values())
-    for cls, v in blas_by.items():
-        out[cls] += cut_blas * v / nb
-    if not nb:
-        out["projections (GEMM)"] += cut_blas
-    if cut_blas:
-        phases[PHASE_CUT] = phases.get(PHASE_CUT, 0.0) + cut_blas
-    return out, phases, outside
+        ph_t.append(t)
+        ph_v.append(ph)
+        if in_blas:
+            g_t.append(t)
+            g_cls.append(cls)
+
+    def nearest(times, vals, t, default):
+        if not times:
+            return default
+        i = bisect.bisect_left(times, t)
+        return vals[min((j for j in (i - 1, i) if 0 <= j < len(times)), key=lambda j: abs(times[j] - t))]
+
+    cut_ms = 0.0
+    for t, ms, cls, ph in todo:
+        cut_ms += ms
+        cls = cls or nearest(g_t, g_cls, t, "projections (GEMM)")
+        ph = ph or nearest(ph_t, ph_v, t, PHASE_REST)
+        out[cls] += ms
+        phases[ph] = phases.get(ph, 0.0) + ms
+    return out, phases, outside, cut_ms
 
 
 # the rows of the phase table: (label, the metrics' phases, perf's phases)
@@ -375,8 +403,7 @@ PHASE_ROWS = [("read + plan + input_dist", ["read", "plan", "input_dist"], ["rea
               ("backward", ["backward"], ["backward"]),
               ("grad_exchange", ["grad_exchange"], ["grad_exchange"]),
               ("allreduce", ["allreduce"], ["allreduce"]),
-              ("optimizer + rest", ["optimizer", "kv", "prefetch", "late"], [PHASE_REST]),
-              ("(no phase: chain cut short)", [], [PHASE_CUT])]
+              ("optimizer + rest", ["optimizer", "kv", "prefetch", "late"], [PHASE_REST])]
 
 
 def table(st, rates, bw, blas, profiles, label):
@@ -405,8 +432,9 @@ def table(st, rates, bw, blas, profiles, label):
         if by_ or fl:
             by[cls] = "sgemm" if (r and tc >= tm) or by[cls] == "sgemm" else "bandwidth"
     steps = st.steps_run
-    meas, pcpu, outside = dict.fromkeys(CLASSES, 0.0), {}, 0.0
-    for cls_ms, ph_ms, out_ms in profiles:
+    meas, pcpu, outside, cut = dict.fromkeys(CLASSES, 0.0), {}, 0.0, 0.0
+    for cls_ms, ph_ms, out_ms, cut_ms in profiles:
+        cut += cut_ms / len(profiles) / steps
         for k, v in cls_ms.items():
             meas[k] += v / len(profiles) / steps
         for k, v in ph_ms.items():
@@ -436,19 +464,25 @@ def table(st, rates, bw, blas, profiles, label):
                                                        tot[0] / tot[1], tot[2], tot[3],
                                                        100 * tot[3] / tot[2] if tot[2] else 0))
     print("%-26s %9s %8s %9s %9s" % ("phase (ms a step)", "wall", "in MPI", "CPU", "bound"))
+    # the phases' CPU from mostly borrowed phases would be a guess: not shown
+    cut_share = cut / sum(pcpu.values()) if pcpu else 0.0
     for lab, mets, perfs in PHASE_ROWS:
-        print("%-26s %9.2f %8.2f %9.2f %9.2f" % (lab, sum(st.phase.get(n, (0, 0))[0] for n in mets),
-                                              sum(st.phase.get(n, (0, 0))[1] for n in mets),
-                                              sum(pcpu.get(n, 0.0) for n in perfs), pbound.get(lab, 0.0)))
+        cpu = "%9.2f" % sum(pcpu.get(n, 0.0) for n in perfs) if cut_share <= 0.5 else "%9s" % "-"
+        print("%-26s %9.2f %8.2f %s %9.2f" % (lab, sum(st.phase.get(n, (0, 0))[0] for n in mets),
+                                            sum(st.phase.get(n, (0, 0))[1] for n in mets),
+                                            cpu, pbound.get(lab, 0.0)))
     sum_b = sum(pbound.values())
     print("%-26s %9.2f %8.2f %9.2f %9.2f" % ("step", st.step_ms, st.wait, sum(pcpu.values()), sum_b))
     att = st.flops_g / st.P / (sum_b * 1e-3) / 1e9
     peak1 = rates.get((0, 0, 512, 512, 512))
     print("MFU: progress line %.1f%% (the FLOP model's %.2f GFLOP a step over the ranks' peak, "
           "%.0f GFLOP/s summed); at the step's sum of bounds %.1f%% (%.0f GFLOP/s a rank)%s; "
-          "outside the steps (start-up, end) %.0f CPU ms a rank"
+          "outside the steps (start-up, end) %.0f CPU ms a rank; chains perf cut short %.0f%% of "
+          "the steps' CPU ms (phase or GEMM caller from the nearest sample with one; the "
+          "phases' CPU not shown above half)"
           % (100 * st.mfu, st.flops_g / 1e9, st.peak, 100 * att / (st.peak / st.P), att,
-             "; 512^3 sgemm here %.0f GFLOP/s a core" % peak1 if peak1 else "", outside))
+             "; 512^3 sgemm here %.0f GFLOP/s a core" % peak1 if peak1 else "", outside,
+             100 * cut_share))
 
 
 def main():

@@ -68,7 +68,7 @@ step="train_step $F"
         sample $t "sgemm_small_kernel_nn_SKYLAKEX $BL" "cblas_sgemm $BL" "gemm (inlined)" \
             "attn_fwd (inlined)" "cpu_sasrec_attn_fwd $F" "phase_backward (inlined)" "$step" "main $F"
     done
-    for t in 4.0 4.1 4.2 4.3; do sample $t "sgemm_kernel_SKYLAKEX $BL" "sgemm_nn $BL"; done
+    for t in 2.6 2.7 3.2 3.3; do sample $t "sgemm_kernel_SKYLAKEX $BL" "sgemm_nn $BL"; done
     for t in 5.0 5.1 5.2; do
         sample $t "cpu_layernorm_fwd (inlined)" "hstu_forward $F" "phase_forward_loss (inlined)" \
             "$step" "main $F"
@@ -89,9 +89,9 @@ check() { # WHAT GOT WANT
 }
 # the class rows end: CPU ms, bound ms, bound/ms, bound by
 check "projections bound" "$(col 'projections (GEMM)' 2)" 1753.75
-check "projections CPU ms" "$(col 'projections (GEMM)' 3)" 0.75
+check "projections CPU ms" "$(col 'projections (GEMM)' 3)" 0.67
 check "attention bound" "$(col attention 2)" 128.00
-check "attention CPU ms" "$(col attention 3)" 0.25
+check "attention CPU ms" "$(col attention 3)" 0.33
 check "loss bound" "$(col 'loss ' 2)" 31.20
 check "element-wise CPU ms" "$(col element-wise 3)" 0.25
 check "page faults CPU ms" "$(col 'kernel (page faults)' 3)" 0.08
@@ -99,11 +99,12 @@ check "MPI CPU ms" "$(col 'MPI ' 3)" 0.17
 check "step's sum of bounds" "$(col 'step  ' 0)" 1912.95
 check "forward CPU ms" "$(col 'forward ' 1)" 0.25
 check "forward wall ms" "$(col 'forward ' 3)" 1500.00
-check "backward CPU ms" "$(col 'backward ' 1)" 0.17
-check "cut chains' CPU ms" "$(col '(no phase' 1)" 0.33
+check "backward CPU ms" "$(col 'backward ' 1)" 0.33
+check "the rest's CPU ms" "$(col 'optimizer + rest' 1)" 0.92
 echo "$out" | grep -q 'at the step.s sum of bounds 5\.2%' && pass "MFU at the bounds 5.2%" ||
     fail "MFU at the bounds: $(echo "$out" | grep MFU)"
-echo "$out" | grep -q 'outside the steps (start-up, end) 3 CPU ms' && pass "3 ms outside the steps" ||
+echo "$out" | grep -q 'outside the steps (start-up, end) 3 CPU ms a rank; chains perf cut short 22%' &&
+    pass "3 ms outside the steps, 4 of 18 cut short" ||
     fail "outside the steps: $(echo "$out" | grep MFU)"
 head -n 2 "$T/m.jsonl" > "$T/short.jsonl"
 expect_error "1 progress lines; the roofline needs >= 2" "$PY" "$R" --shapes "$T/short.jsonl"
