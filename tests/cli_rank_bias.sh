@@ -178,6 +178,13 @@ same_losses "$T/a1.jsonl" "$T/a2.jsonl" "model.recency = auto: P=2 vs P=1" 0 1e-
     > "$T/auto.out" 2>&1 && pass "$(tail -1 "$T/auto.out")" || fail "auto: $(cat "$T/auto.out")"
 grep -q '"bias_prior":' "$T/a2.jsonl" && grep -q '"recency":' "$T/a2.jsonl" ||
     fail "the summary line has no bias_prior or recency"
+expect_ok "$FS" export "$T/cka/ckpt-2.h5" -o "$T/modela.h5"
+"$PY" - "$T/modela.h5" "$T/a2.out" <<'EOF' && pass "export: the chosen half-life" || fail "export with model.recency = auto"
+import re, sys, h5py
+H = float(re.search(r"model.recency = auto: .*; chosen (\S+)", open(sys.argv[2]).read()).group(1))
+got = h5py.File(sys.argv[1], "r")["head"].attrs["recency"]
+assert got == H and H != 16, (got, H)  # 16: the placeholder before the choice
+EOF
 expect_error "model.bias_prior = auto: data.split = time:964990001,964990002 leaves no validation" \
     "$FS" train "$IN" $R model.bias_prior=auto data.split=time:964990001,964990002 train.max_steps=1
 expect_error "model.bias_prior = 'x': a number in [0, 1e9] or auto" \
