@@ -166,15 +166,26 @@ sys.exit(0 if worst <= 1e-4 else 1)
 EOF
 # model.bias_prior = auto and model.recency = auto (the grids searched on the
 # validation events): NumPy's search chooses the same, the same losses and
-# rows; the same losses at P = 1 and 2
-AU="train.max_steps=2 train.final_eval=off train.lr=1e-12 embedding.lr=1e-12 model.recency=auto
-model.bias_prior=auto"
+# rows; the same losses at P = 1 and 2. The data: item qualities, each
+# user's taste drifting slowly (an AR(1) walk) and noise, so that both
+# choices fall inside their grids (prior 16, half-life 32)
+awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp"
+    for (i = 1; i <= 60; i++) q[i] = rand() * 2 - 1
+    for (u = 1; u <= 60; u++) { n = 20 + int(rand() * 40); d = 0
+        for (k = 0; k < n; k++) { d = 0.99 * d + 0.1 * (rand() - 0.5); i = 1 + int(rand() * rand() * 60)
+            r = 3 + q[i] + 2 * d + 4 * (rand() - 0.5); r = int(r * 2 + 0.5) / 2
+            r = r < 0.5 ? 0.5 : r; r = r > 5 ? 5 : r
+            printf "%d,%d,%.1f,%d\n", u, i, r, 964980000 + 1000 * u + 7 * k } } }' \
+    > "$T/drift.csv"
+"$FS" data import --format movielens "$T/drift.csv" -o "$T/drift.h5" >/dev/null || fail "import drift"
+AU="data.path=$T/drift.h5 train.max_steps=2 train.final_eval=off train.lr=1e-12 embedding.lr=1e-12
+model.recency=auto model.bias_prior=auto"
 # shellcheck disable=SC2086
 run a1 1 $AU
 # shellcheck disable=SC2086
 run a2 2 $AU "output.checkpoint_dir=$T/cka"
 same_losses "$T/a1.jsonl" "$T/a2.jsonl" "model.recency = auto: P=2 vs P=1" 0 1e-6
-"$PY" "$TOP_SRCDIR/tests/bias_auto_oracle.py" "$T/r.h5" "$T/cka/ckpt-2.h5" "$T/a2.out" \
+"$PY" "$TOP_SRCDIR/tests/bias_auto_oracle.py" "$T/drift.h5" "$T/cka/ckpt-2.h5" "$T/a2.out" \
     > "$T/auto.out" 2>&1 && pass "$(tail -1 "$T/auto.out")" || fail "auto: $(cat "$T/auto.out")"
 grep -q '"bias_prior":' "$T/a2.jsonl" && grep -q '"recency":' "$T/a2.jsonl" ||
     fail "the summary line has no bias_prior or recency"
