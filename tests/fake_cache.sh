@@ -9,7 +9,8 @@
 # step before); a checkpoint written with the cache resumes at another P as
 # the host-placed one does, and the final checkpoints are the same bit for
 # bit (h5diff); evaluation and recommend read through the cache (the host
-# run's metrics and lists). The refusals name the parameter.
+# run's metrics and lists); a stream gives the host's losses with the hit
+# rate on every window line. The refusals name the parameter.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 "$FS" data gen --users 64 --items 3000 --length uniform:5,40 --timestamps -o "$T/c.h5" \
@@ -54,19 +55,24 @@ grep -q 'cache hit [0-9.]*% misses' "$T/c-2-none.out" && pass "the progress line
 for k in host cache; do
     A=$HOST; [ $k = cache ] && A=$CACHE
     run res-$k 2 $A train.max_steps=4 output.checkpoint_dir="$T/ck-$k" parallel.overlap=prefetch
-    run res-$k 4 $A train.resume=auto output.checkpoint_dir="$T/ck-$k"
+    run res-$k 4 $A train.resume=auto output.checkpoint_dir="$T/ck-$k" train.final_eval=on
 done
 same_losses "$T/res-host.jsonl" "$T/res-cache.jsonl" "resume 2 -> 4 ranks: cache vs host" 0 0
 same_state "$T/ck-host/ckpt-8.h5" "$T/ck-cache/ckpt-8.h5" "final checkpoint: cache vs host"
 # evaluation and recommend read through the cache
-E="train.final_eval=on train.max_steps=4 output.checkpoint_dir=$T/ev"
-run ev-host 2 $HOST $E
-run ev-cache 2 $CACHE $E output.checkpoint_dir="$T/ev-c"
-same_evals "$T/ev-host.jsonl" "$T/ev-cache.jsonl" "evaluation through the cache" 0
-"$MPIRUN" -np 2 "$FS" recommend "$T/ev/ckpt-4.h5" --top 5 -o "$T/rec-host.csv" >"$T/out" 2>&1 ||
+same_evals "$T/res-host.jsonl" "$T/res-cache.jsonl" "evaluation through the cache" 0
+"$MPIRUN" -np 2 "$FS" recommend "$T/ck-host/ckpt-8.h5" --top 5 -o "$T/rec-host.csv" >"$T/out" 2>&1 ||
     fail "recommend (host): $(tail -n 2 "$T/out")"
-"$MPIRUN" -np 2 "$FS" recommend "$T/ev/ckpt-4.h5" device.type=fake $CACHE --top 5 \
+"$MPIRUN" -np 2 "$FS" recommend "$T/ck-host/ckpt-8.h5" device.type=fake $CACHE --top 5 \
     -o "$T/rec-cache.csv" >"$T/out" 2>&1 || fail "recommend (cache): $(tail -n 2 "$T/out")"
 [ -s "$T/rec-cache.csv" ] && cmp -s "$T/rec-host.csv" "$T/rec-cache.csv" &&
     pass "recommend through the cache: the host run's lists" || fail "recommend through the cache differs"
+# a stream (4-week windows): the host's losses, the hit rate per window
+S="train.schedule=stream data.window=4w train.max_steps=0"
+run st-host 2 $HOST $S
+run st-cache 2 $CACHE $S parallel.overlap=prefetch
+same_losses "$T/st-host.jsonl" "$T/st-cache.jsonl" "a stream: cache vs host" 0 0
+w=$(grep '"event":"window"' "$T/st-cache.jsonl" | grep -c '"items.cache_hit_rate":')
+[ "$w" -gt 1 ] && [ "$w" = "$(grep -c '"event":"window"' "$T/st-cache.jsonl")" ] &&
+    pass "a stream: the hit rate on each of its $w window lines" || fail "a stream: hit rates on $w window lines"
 finish
