@@ -10,7 +10,9 @@
 # the host-placed one does, and the final checkpoints are the same bit for
 # bit (h5diff); evaluation and recommend read through the cache (the host
 # run's metrics and lists); a stream gives the host's losses with the hit
-# rate on every window line. The refusals name the parameter.
+# rate on every window line; adam's step counts travel with the rows;
+# embedding.placement = auto chooses device, cached or host from the fake
+# device's memory (FREESCALE_FAKE_MEM). The refusals name the parameter.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 "$FS" data gen --users 64 --items 3000 --length uniform:5,40 --timestamps -o "$T/c.h5" \
@@ -24,7 +26,7 @@ CACHE="embedding.placement=host embedding.cache=0.3"
 tr1() { timeout 120 "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON "$@"; }
 expect_error "embedding.cache = 'ten': expected a row count" tr1 embedding.cache=ten
 expect_error "command line: embedding.cache = '1.5': expected" tr1 $HOST embedding.cache=1.5
-expect_error "embedding.cache = 0.3: the cache is over a host-placed table; set embedding.placement = host" \
+expect_error "embedding.cache = 0.3: the cache is over a host-placed table; set embedding.placement = host (or auto" \
     tr1 embedding.placement=device embedding.cache=0.3
 expect_error "embedding.cache = 0.3 with embedding.dynamic = on" tr1 $CACHE embedding.dynamic=on
 expect_error "embedding.cache: the cpu backend has no device memory" tr1 $CACHE device.type=cpu
@@ -51,6 +53,26 @@ for np in 1 2 4; do
 done
 grep -q 'cache hit [0-9.]*% misses' "$T/c-2-none.out" && pass "the progress line shows the hit rate" ||
     fail "no hit rate on the progress line: $(grep 'step 1/' "$T/c-2-none.out" | head -n 1)"
+# adam's step counts travel with the rows
+run adam-host 2 $HOST embedding.optimizer=adam
+run adam-cache 2 $CACHE embedding.optimizer=adam
+same_losses "$T/adam-host.jsonl" "$T/adam-cache.jsonl" "adam: cache vs host" 0 0
+# embedding.placement = auto with a cache: device when the whole shard fits
+# (64 MiB), the cache when only it does (a 50000-row table, 3 MiB), host
+# when neither (1 MiB); the cached run's losses are the host's
+"$FS" data gen --users 64 --items 50000 --length uniform:5,40 --timestamps -o "$T/w.h5" \
+    >/dev/null || fail "data gen (wide)"
+for mem in 64M:device 3M:cached 1M:host; do
+    FREESCALE_FAKE_MEM=${mem%:*} run auto-${mem#*:} 2 data.path="$T/w.h5" embedding.cache=0.1
+    grep -q "^embedding.placement = auto: ${mem#*:} \|^embedding.placement = auto: the whole shard fits" \
+        "$T/auto-${mem#*:}.out" && pass "auto, ${mem%:*}: ${mem#*:}" ||
+        fail "auto, ${mem%:*}: not ${mem#*:}: $(grep 'placement = auto' "$T/auto-${mem#*:}.out" | tail -n 1)"
+done
+grep -q "embedding.cache = 0.1 is not used" "$T/auto-device.out" &&
+    grep -q "^embedding.placement = auto: cached" "$T/auto-cached.out" &&
+    grep -q "^embedding.placement = auto: host (embedding.cache" "$T/auto-host.out" &&
+    pass "auto: device, cached and host said" || fail "auto: the lines do not say device, cached, host"
+same_losses "$T/auto-host.jsonl" "$T/auto-cached.jsonl" "auto: cached vs host" 0 0
 # resume at another P: 4 steps on 2 ranks, 4 more on 4, cached and host-placed
 for k in host cache; do
     A=$HOST; [ $k = cache ] && A=$CACHE

@@ -56,12 +56,34 @@ int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen)
                       "looked up by its exchanges alone (not dynamic or subspace tables, "
                       "embedding groups, feature tables or the full softmax, which reads the "
                       "whole shard); use embedding.cache = 0", tc->cache, no);
-    if (tc->placement != PLACE_HOST)
+    if (tc->placement == PLACE_DEVICE)
         return errorf(err, errlen,
                       "embedding.cache = %s: the cache is over a host-placed table; set "
-                      "embedding.placement = host (device placement holds the whole shard on "
-                      "the device already)", tc->cache);
+                      "embedding.placement = host (or auto: device when the whole shard fits, "
+                      "else the cache); device placement holds the whole shard on the device",
+                      tc->cache);
     return 0;
+}
+
+/* embedding.placement = auto, the shard not placed on the device: 1 when
+ * the cache's bytes (bytes per rank) fit in half the device's free memory
+ * per rank sharing it, on every rank (collective); says which. */
+static int auto_fits(struct trainer *tr, double bytes)
+{
+    size_t free_b = 0, total_b = 0;
+    char e[256] = "";
+    const int bad = tr->be->device_memory(&free_b, &total_b, e, sizeof e) != 0;
+    const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
+    const double room = 0.5 * (double)free_b / sharers;
+    const int short_any = comm_allreduce_max_i64(tr->c, bad || bytes > room) != 0;
+    log_info("embedding.placement = auto: %s (embedding.cache = %s: %.2f MiB of rows and their "
+             "state per rank, %s half of the %.1f MiB free on rank 0's device, shared by %d "
+             "rank%s%s)",
+             short_any ? "host" : "cached", tr->conf.cache, bytes / (1024.0 * 1024.0),
+             bytes > room ? "more than" : "within", (double)free_b / (1024.0 * 1024.0), sharers,
+             sharers == 1 ? "" : "s",
+             short_any && bytes <= room ? "; another rank's device is short" : "");
+    return !short_any;
 }
 
 void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
@@ -69,6 +91,11 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
     const struct train_conf *cf = &tr->conf;
     if (cf->cache_rows == 0 && cf->cache_frac == 0)
         return;
+    if (cf->placement == PLACE_AUTO && ec->placement) {
+        log_info("embedding.placement = auto: the whole shard fits on the device (above): "
+                 "embedding.cache = %s is not used", cf->cache);
+        return;
+    }
     const int64_t G = tr->c->g[COMM_EMB].size;
     const int64_t shard_rows = (ec->rows + G - 1) / G; /* the largest shard's ids */
     int64_t rows = cf->cache_rows;
@@ -78,14 +105,18 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
         rows = shard_rows;
     if (rows < 1)
         rows = 1;
+    const double sf = (double)emb_optim_state_floats(cf->emb_optim.kind, cf->d);
+    const double bytes = (double)(rows + 1) * ((double)cf->d + sf) * 4.0 +
+                         (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)(rows + 1) : 0);
+    if (cf->placement == PLACE_AUTO && !auto_fits(tr, bytes))
+        return;
     ec->cache = rows;
     ec->placement = tr->be;
     log_info("embedding.cache = %s: table '%s': %lld of ~%lld rows per shard cached in %s "
              "memory with their %s state (%.3f MiB per rank), the rest in host memory",
              cf->cache, ec->name, (long long)rows, (long long)shard_rows,
              tr->be->name, emb_optim_name(cf->emb_optim.kind),
-             (double)rows * (double)(cf->d + emb_optim_state_floats(cf->emb_optim.kind, cf->d)) *
-                 4.0 / (1024.0 * 1024.0));
+             bytes / (1024.0 * 1024.0));
 }
 
 static double hit_rate(const struct emb_cache_stats *s)

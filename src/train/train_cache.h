@@ -7,7 +7,9 @@
  *   embedding.cache = ROWS       an integer >= 1: rows cached per shard
  *   embedding.cache = FRACTION   0 < F <= 1 with a point (0.1, 1.0): that
  *                                fraction of the shard's rows, rounded up
- * A shard's cache holds at most the shard's rows. */
+ * A shard's cache holds at most the shard's rows. embedding.placement =
+ * auto chooses device (the whole shard fits), cached (the cache fits) or
+ * host, and says which at start-up. */
 #ifndef FS_TRAIN_CACHE_H
 #define FS_TRAIN_CACHE_H
 
@@ -41,8 +43,12 @@ int train_cache_take(struct trainer *tr, int which, struct emb_cache_stats *s, c
  * rows / slots, at the take). */
 void train_cache_metrics(const struct trainer *tr, const struct emb_cache_stats *s,
                          struct metrics_line *l);
-/* Set ec's cache (rows per shard of G) and placement (the trainer's device
- * backend) when the run asks for one, and say so at start-up. */
+/* Set ec's cache (rows per shard) and placement (the trainer's device
+ * backend) when the run asks for one, and say so at start-up. With
+ * embedding.placement = auto (ec's placement chosen already): no cache
+ * when the whole shard went to the device; else the cache when its rows
+ * and their state fit in half of the device's free memory per rank
+ * sharing it, on every rank, host placement otherwise (collective). */
 void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec);
 
 #endif
