@@ -97,4 +97,9 @@ same_losses "$T/st-host.jsonl" "$T/st-cache.jsonl" "a stream: cache vs host" 0 0
 w=$(grep '"event":"window"' "$T/st-cache.jsonl" | grep -c '"items.cache_hit_rate":')
 [ "$w" -gt 1 ] && [ "$w" = "$(grep -c '"event":"window"' "$T/st-cache.jsonl")" ] &&
     pass "a stream: the hit rate on each of its $w window lines" || fail "a stream: hit rates on $w window lines"
+if command -v gnuplot >/dev/null 2>&1; then
+    expect_ok "$TOP_SRCDIR/scripts/plot" -o "$T/png" "$T/st-cache.jsonl"
+    [ -s "$T/png/st-cache-cache.png" ] && pass "scripts/plot draws the hit rate per window" ||
+        fail "scripts/plot: no st-cache-cache.png"
+fi
 finish
