@@ -40,7 +40,10 @@
 #                also 4) with device tables against the CPU references
 #                (1e-3, as the CUDA tests), device against host tables and
 #                a rerun against the first run on the GPU bit for bit (both
-#                bitwise by design: fixed-order sums, no float atomics)
+#                bitwise by design: fixed-order sums, no float atomics);
+#                HSTU at 2 ranks with a device cache over host tables
+#                (embedding.cache = 1.0, overlap prioritized and prefetch)
+#                against the host tables bit for bit
 #   workloads    1 and 2 ranks of (a) input/gpu-rank.in (HSTU ranking with
 #                item, event and user features, model.bias, model.recency,
 #                model.factors), (b) input/gpu-dyn.in (retrieval over a
@@ -530,6 +533,16 @@ stage_placement() {
     check "hstu P=2 device tables, again" $TRAIN 2 "$FS" train "$TOP/input/tiny.in" \
         data.path="$DATA" $TINY $GPU embedding.placement=device output.metrics="$M/hstu-dev-2b.jsonl" &&
         same "hstu P=2: a rerun repeats bit for bit" "$M/hstu-dev-2b.jsonl" "$M/hstu-dev-2.jsonl" 0
+    # embedding.cache: host tables' rows cached on the device (the whole
+    # shard: tiny.in's steps touch most of its 200 rows; the evictions are
+    # tests/fake_cache.sh's), at prefetch filled a step ahead
+    for ov in prioritized prefetch; do
+        check "hstu P=2 cached host tables, overlap=$ov" $TRAIN 2 "$FS" train \
+            "$TOP/input/tiny.in" data.path="$DATA" $TINY $GPU embedding.placement=host \
+            embedding.cache=1.0 parallel.overlap=$ov output.metrics="$M/hstu-cache-$ov.jsonl" &&
+            same "hstu P=2: cached vs host tables, overlap=$ov, bit for bit" \
+                "$M/hstu-cache-$ov.jsonl" "$M/hstu-host-2.jsonl" 0
+    done
 }
 
 # --- workloads -----------------------------------------------------------------------

@@ -185,6 +185,13 @@ X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
   "the sparse update on the device; the CUDA backend or the fake device; not yet verified on a "
   "GPU); auto = device when the run is one device placement takes and the shard, its state and "
   "the step's workspace fit in half of the device's free memory, else host (doc/gpu.md)")
+X(embedding, cache, STRING, "0", 0, 0, NULL,
+  "a device cache of hot rows over the host-placed item table (embedding.placement = host or "
+  "auto, a device backend; doc/embedding.md): ROWS per shard, or a FRACTION of the shard's "
+  "rows (0.1); "
+  "rows and their optimizer state fetched on a miss, least recently used rows written back; "
+  "with parallel.overlap = prefetch filled for step t+1 during step t; with placement = auto: "
+  "device when the whole shard fits, else the cache when it fits, else host; 0 = none")
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "

@@ -10,8 +10,10 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "cmd/eval_trainer.h"
+#include "embedding/emb_cache.h"
 #include "eval/eval_ranking.h"
 #include "train/bias_rows.h"
+#include "train/train_cache.h"
 #include "train/train_dyn.h"
 
 /* The item table's wire bytes per step since the last progress line, summed
@@ -212,6 +214,9 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     struct train_dyn_figs dyn; /* dynamic tables (collective) */
     char dline[512];
     train_dyn_take(tr, iv->steps, &dyn, dline, sizeof dline);
+    struct emb_cache_stats cs; /* embedding.cache (collective) */
+    char cline[160];
+    const int cached = train_cache_take(tr, 0, &cs, cline, sizeof cline);
     double tl[RANK_MAX_TASKS];
     char tasks[RANK_MAX_TASKS * (TASK_NAME + 16)] = "";
     const int K = tr->task.ops->losses ? tr->conf.task.n : 0;
@@ -233,12 +238,13 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
         snprintf(when, sizeof when, "epoch %lld", (long long)tr->epoch + 1);
     log_info("%s step %lld/%lld loss %.6f%s samples/s %.1f tokens/s %.0f GFLOP/s %.1f "
              "MFU %.1f%%%s bubble %.1f%% imbalance %.2f comm exposed %.1f ms overlap %.0f%% "
-             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s%s ETA %.0fs",
+             "bytes/step rows %.0f grads %.0f (%.3f of fp32 without de-duplication)%s%s%s%s "
+             "ETA %.0fs",
              when, (long long)tr->step, (long long)total, loss, tasks,
              samples_s, tokens_s, gflops, 100 * mfu, ml, 100 * st->bubble, st->imbalance, st->wait_ms,
              100 * st->overlap, w.rows / nw, w.grads / nbw,
-             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, dline, gpu,
-             eta);
+             w.fp32 > 0 ? (double)(w.rows + w.grads) / (2.0 * (double)w.fp32) : 0, pf, dline,
+             cline, gpu, eta);
     struct metrics_line l;
     metrics_begin(&l, "train");
     metrics_int(&l, "epoch", tr->epoch + 1);
@@ -278,6 +284,8 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     metrics_num(&l, "overlap", st->overlap);
     report_wire(&w, &l);
     train_dyn_metrics(&dyn, &l);
+    if (cached)
+        train_cache_metrics(tr, &cs, &l);
     if (prefetch)
         report_prefetch(&w, &l);
     report_device(tr, iv->steps, &l);

@@ -43,10 +43,12 @@
 #include "data/window.h"
 #include "data/stream_files.h"
 #include "data/stream_follow.h"
+#include "embedding/emb_cache.h"
 #include "eval/eval.h"
 #include "train/guard.h"
 #include "train/preempt.h"
 #include "train/step_task.h"
+#include "train/train_cache.h"
 #include "train/watchdog.h"
 
 
@@ -237,7 +239,10 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
                  peak_max);
     else if (peak >= 0)
         snprintf(mem, sizeof mem, ", peak memory %.0f MiB", peak);
-    log_info("%s, eval %s, %.1f s%s", line, n_eval ? ev : "no events", secs, mem);
+    struct emb_cache_stats cs; /* embedding.cache (collective) */
+    char cline[160];
+    const int cached = train_cache_take(tr, 1, &cs, cline, sizeof cline);
+    log_info("%s, eval %s, %.1f s%s%s", line, n_eval ? ev : "no events", secs, mem, cline);
     struct metrics_line l;
     metrics_begin(&l, "window");
     metrics_int(&l, "window", k);
@@ -257,6 +262,8 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     metrics_num(&l, "seconds", secs);
     metrics_num(&l, "peak_mib", peak); /* VmHWM over the window: rank 0, any rank */
     metrics_num(&l, "peak_mib_max", peak_max);
+    if (cached) /* embedding.cache: the window's figures */
+        train_cache_metrics(tr, &cs, &l);
     struct eval_ctx ec;
     eval_ctx_of(tr, &ec);
     eval_result_json(&ec, m, &l);

@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "comm/comm_trace.h"
+#include "embedding/emb_cache.h"
 #include "embedding/emb_subspace.h"
 
 static void prefix(const int64_t *counts, int64_t *displs, int n)
@@ -174,6 +175,10 @@ void emb_input_serve(struct comm *c, struct emb_exchange *x)
         x->dyn_mapped = 1;
         x->dyn_shared = emb_dyn_map_shared(x->tab);
     }
+    if (x->tab->cache && !x->cache_mapped) { /* the served ids to slots (emb_cache.h) */
+        emb_cache_map(x->tab, x);
+        x->cache_mapped = 1;
+    }
 }
 
 void emb_count_lookup(struct emb_table *t, struct emb_exchange *x)
@@ -194,7 +199,7 @@ static void serve_rows(struct emb_table *t, struct emb_exchange *x, int64_t firs
     if (count == 0)
         return;
     emb_table_ready(t, x->serve + first, count); /* host tables: lazily initialised */
-    t->be->emb_gather_shard(count, t->width, t->w, x->serve + first, t->G,
+    t->be->emb_gather_shard(count, t->width, x->crows ? x->crows : t->w, x->serve + first, t->G,
                             x->served + first * t->width);
 }
 

@@ -210,6 +210,9 @@ struct emb_exchange {
     int pf_on;
     int dyn_mapped;            /* a dynamic table: serve holds virtual ids (emb_dyn_map) */
     int dyn_shared;            /* ... of which may be the unadmitted row (emb_dyn_map_shared) */
+    int cache_mapped;          /* a cached table: serve holds virtual ids (emb_cache_map) */
+    const float *crows;        /* ... of a read-through lookup: the rows it gathers from
+                                  (NULL: t->w) */
 };
 
 /* Chunk k's counts and displacements, in units of `scale` (1: ids, dim:

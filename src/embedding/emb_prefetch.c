@@ -188,9 +188,9 @@ void emb_prefetch_plan(struct emb_table *t, struct comm *c, struct emb_exchange 
                        const struct emb_exchange *x)
 {
     const int G = t->G;
+    y->pf_on = 1; /* (before the serve: a cached table's fills are ahead of the lookup) */
     emb_input_serve(c, y); /* y's served ids are here */
     struct emb_pf *pf = pf_of(y);
-    y->pf_on = 1;
     const int64_t nm = mark_updated(t, c, pf, x);
     /* y's served ids on the host, kept for emb_prefetch_post */
     pf->want = backend_download(t->be, y->serve, at_least1(y->nserve) * 8, &pf->want_own);

@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/rng.h"
+#include "embedding/emb_cache.h"
 #include "embedding/emb_exchange_priv.h"
 #include "embedding/emb_subspace.h"
 
@@ -73,6 +74,13 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
         emb_dyn_init(t);
         return t;
     }
+    if (conf->cache > 0) { /* a device cache over a host shard (emb_cache.h) */
+        if (backend_is_host(t->be) || conf->subspace_k > 0 || conf->replicated)
+            fatal("embedding table '%s': a cache needs a device backend and a plain sharded "
+                  "table", conf->name);
+        emb_cache_init(t);
+        return t;
+    }
     if (backend_is_host(t->be)) {
         /* calloc: the kernel maps zero pages on first touch, so a shard
          * costs memory only for the rows used (initialisation is lazy) */
@@ -115,7 +123,9 @@ void emb_registry_free(struct emb_registry *r)
 {
     for (int i = 0; i < r->n; i++) {
         struct emb_table *t = &r->tables[i];
-        if (t->ready) { /* host */
+        if (t->cache) {
+            emb_cache_free(t);
+        } else if (t->ready) { /* host */
             free(t->w);
             free(t->state);
             free(t->steps);
@@ -200,6 +210,10 @@ static void get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w, f
                       int64_t *steps, int rows)
 {
     slots_check(t, slot0, n);
+    if (t->cache) { /* the host shard, resident rows from their slots */
+        emb_cache_get(t, slot0, n, w, state, steps);
+        return;
+    }
     const int64_t dim = t->width, sf = t->state_floats;
     if (t->ready && !t->dyn) /* host: initialise the rows not used yet (a dynamic pool's are) */
         for (int64_t k = 0; k < n; k++) {
@@ -237,6 +251,10 @@ void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const fl
                          const float *state, const int64_t *steps)
 {
     slots_check(t, slot0, n);
+    if (t->cache) {
+        emb_cache_set(t, slot0, n, w, state, steps);
+        return;
+    }
     const int64_t dim = t->width, sf = t->state_floats;
     if (w && n)
         t->be->to_device(t->w + slot0 * dim, w, (size_t)(n * dim) * sizeof *w);

@@ -58,6 +58,9 @@ struct emb_table_conf {
     struct emb_dyn_conf dyn;
     /* train.exact_sums: the rows' gradients summed exactly (emb_exact.h) */
     int exact;
+    /* embedding.cache: the rows per shard of a device cache over a host
+     * shard (emb_cache.h; placement: the device backend); 0 = none */
+    int64_t cache;
 };
 
 /* Bytes the exchanges of a table sent, counted by every rank for what it
@@ -93,6 +96,8 @@ struct emb_table {
     struct emb_xstate *xs;    /* what its exchanges keep across steps (created on first use) */
     struct emb_wire_stats wire;         /* this rank's, since the last emb_table_wire_take */
     struct emb_dyn *dyn;      /* a dynamic table's index and pool (emb_dyn.h), else NULL */
+    struct emb_cache *cache;  /* a cached table's host shard and map (emb_cache.h), else
+                               * NULL; t->w, state, steps are then its device slots */
 };
 
 #define EMB_MAX_TABLES 136 /* the item table, up to 64 feature tables and their projections */

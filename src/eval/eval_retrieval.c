@@ -118,7 +118,7 @@ static int in_place(const struct emb_table *t, const struct backend_ops *be,
                     const struct eval_conf *conf)
 {
     return !backend_is_host(t->be) && t->be == be && !t->ready && !t->sub && !t->dyn &&
-           t->width == t->conf.dim && !conf->item_rows;
+           !t->cache && t->width == t->conf.dim && !conf->item_rows;
 }
 
 /* Which of the m rows raw[m, d] (be memory) are the shared row, bit for

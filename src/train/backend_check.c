@@ -70,6 +70,9 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
         return refuse(err, errlen, "embedding.placement = device", LACKS("device memory"),
                       "device.type = cuda (or auto with a GPU) or fake, or "
                       "embedding.placement = host or auto");
+    if ((cf->cache_rows > 0 || cf->cache_frac > 0) && host)
+        return refuse(err, errlen, "embedding.cache", LACKS("device memory"),
+                      "device.type = cuda (or auto with a GPU) or fake, or embedding.cache = 0");
     const char *tp = cf->transport;
     if ((!strcmp(tp, "copy-engine") || !strcmp(tp, "kernel")) && !backend_has_ipc(be)) {
         snprintf(asked, sizeof asked, "parallel.transport = %s", tp);

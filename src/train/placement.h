@@ -12,7 +12,9 @@
  *           (the model's buffers for a training batch, reserved now and
  *           measured) fit in half of the device's free memory per rank
  *           sharing it, on every rank; host otherwise. The start-up line
- *           says which and why, in MiB. */
+ *           says which and why, in MiB. With embedding.cache set, a
+ *           host answer becomes a device cache over the host table when
+ *           the cache fits (train/train_cache.h: train_cache_apply). */
 #ifndef FS_TRAIN_PLACEMENT_H
 #define FS_TRAIN_PLACEMENT_H
 

@@ -31,6 +31,7 @@
 #include "train/bias_ids.h"
 #include "train/bias_rows.h"
 #include "train/placement.h"
+#include "train/train_cache.h"
 #include "train/preempt.h"
 #include "train/step_feat.h"
 #include "train/step_task.h"
@@ -325,6 +326,7 @@ void trainer_build(struct trainer *tr)
     ec.subspace_identity = cf->subspace_identity;
     ec.dyn = cf->dyn;
     ec.exact = cf->exact_sums; /* the rows' gradients: exact sums (emb_exact.c) */
+    train_cache_apply(tr, &ec); /* embedding.cache: device slots over the host shard */
     if (cf->node_size > 0) /* debug.node_size: the byte counters' nodes */
         comm_set_node_size(tr->c, (int)cf->node_size);
     trainer_check_table(tr, &ec);

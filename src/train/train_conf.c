@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "data/stream_follow.h"
 #include "train/backend_check.h"
+#include "train/train_cache.h"
 
 /* Adam's constants, for the dense parameters and the tables alike. */
 /* the embedding tables' Adam (embedding.optimizer = adam); the dense
@@ -113,7 +114,8 @@ static int conf_check(const struct params *p, int P, char *err, size_t errlen)
         return -1;
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
     if (model_conf_check(&tc.model, err, errlen) || device_check(&tc, err, errlen) ||
-        follow_check(p, err, errlen) || train_dyn_refuse(p, &tc, P, err, errlen))
+        follow_check(p, err, errlen) || train_dyn_refuse(p, &tc, P, err, errlen) ||
+        train_cache_refuse(&tc, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
     if (P > 0 && G > 0 && (G > P || P % G != 0))
@@ -204,6 +206,9 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->rows_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_rows_codec));
     tc->grads_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_grads_codec));
     tc->node_size = params_i64(p, P_debug_node_size);
+    tc->cache = params_str(p, P_embedding_cache);
+    if (train_cache_parse(tc->cache, &tc->cache_rows, &tc->cache_frac, err, errlen))
+        return -1;
     tc->subspace_k = (int)params_i64(p, P_embedding_subspace_k);
     tc->subspace_identity = !strcmp(params_str(p, P_embedding_subspace_basis), "identity");
     if (tc->subspace_k > tc->d)

@@ -46,6 +46,9 @@ struct train_conf {
     int subspace_k;           /* embedding.subspace_k (0 = a plain table) */
     int subspace_identity;    /* embedding.subspace_basis = identity */
     struct emb_dyn_conf dyn;  /* embedding.dynamic and its settings (train/train_dyn.h) */
+    const char *cache;        /* embedding.cache (train/train_cache.h): its text, */
+    int64_t cache_rows;       /* rows per shard, or */
+    double cache_frac;        /* the fraction of the shard's rows; both 0: none */
     /* train.task and the ranking settings (train/step_task.c resolves them) */
     struct task_conf task;
     /* features.* (resolved against the dataset in step_feat_setup) */

@@ -1,0 +1,88 @@
+#!/bin/sh
+# cache: embedding.cache's hit rate, PCIe bytes per step and step time
+# against the cache's size (1%, 10%, 50%, 100% of a shard's rows), with
+# parallel.overlap = none and prefetch, on the fake device (device.type =
+# fake: the GPU's data flow on the CPU, its host <-> device bytes
+# counted), against host placement measured in the same invocation.
+#
+#   bench/cache.sh [ratings.csv]
+#
+# Two datasets: Zipf-distributed item ids (`data gen --zipf 1`, 200000
+# items, 1024 users) and ml-latest-small's ratings (default
+# ../shared/data/ml-latest-small/ratings.csv next to the repo; skipped
+# with a message when absent). STEPS (default 20) steps of input/tiny.in's
+# HSTU with train.batch_size = BATCH (default 8) and train.negatives = 1
+# on NP (default 2) ranks. Per row: the hit rate (rows resident when a
+# step's ids were resolved), the rows fetched at the lookup and ahead
+# (prefetch fills) per step, the cache's PCIe bytes per step (fetched +
+# written back, all ranks), the fake device's h2d + d2h bytes per step
+# (rank max: everything, the exchanges' staging too) and the median step
+# time (interval_s, the first step left out). A cache too small for two
+# steps' rows is refused by the trainer: "too small". Prints a markdown
+# table; never asserts on time.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+DATA=${1:-$here/../shared/data/ml-latest-small/ratings.csv}
+FS=${FREESCALE:-}
+if [ -z "$FS" ]; then
+    for f in ./freescale "$here/freescale"; do [ -x "$f" ] && FS=$f && break; done
+fi
+[ -n "$FS" ] && [ -x "$FS" ] || { echo "cache.sh: set FREESCALE to the program" >&2; exit 2; }
+STEPS=${STEPS:-20}
+BATCH=${BATCH:-8}
+NP=${NP:-2}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+W=$(mktemp -d "${TMPDIR:-/tmp}/fs-cache.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+"$FS" data gen --users 1024 --items 200000 --zipf 1 --length uniform:10,60 --timestamps \
+    -o "$W/zipf.h5" >/dev/null || { echo "cache.sh: data gen failed" >&2; exit 1; }
+sets="zipf"
+if [ -r "$DATA" ]; then
+    "$FS" data import --format csv "$DATA" -o "$W/mls.h5" >/dev/null && sets="zipf mls"
+else
+    echo "cache.sh: ml-latest-small skipped: $DATA is absent (MovieLens latest-small's ratings.csv)"
+fi
+
+# mean of field F over the train lines after the first; med: median of interval_s
+mean() { grep '"event":"train"' "$1" | tail -n +2 | grep -o "\"$2\":[^,}]*" | cut -d: -f2 |
+    awk '{ s += $1; n++ } END { printf "%.0f", n ? s / n : 0 }'; }
+rate() { grep '"event":"train"' "$1" | tail -n +2 | grep -o '"items.cache_hit_rate":[^,}]*' |
+    cut -d: -f2 | awk '{ s += $1; n++ } END { printf "%.1f%%", n ? 100 * s / n : 0 }'; }
+med() { grep '"event":"train"' "$1" | tail -n +2 | grep -o '"interval_s":[^,}]*' | cut -d: -f2 |
+    sort -g | awk '{ v[NR] = $1 } END { printf "%.1f", NR ? 1000 * v[int((NR + 1) / 2)] : 0 }'; }
+
+printf '# %s, %s ranks, %s steps of %s sequences, fake device; load: %s\n' "$(date -u +%F)" \
+    "$NP" "$STEPS" "$BATCH" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '| data | table | overlap | hit rate | misses/step | fills/step | cache bytes/step | h2d+d2h bytes/step | step ms |\n'
+printf '|---|---|---|---|---|---|---|---|---|\n'
+for set in $sets; do
+    for ov in none prefetch; do
+        for size in host 0.01 0.1 0.5 1.0; do
+            A="embedding.placement=host"
+            [ $size = host ] || A="$A embedding.cache=$size"
+            m="$W/$set-$ov-$size.jsonl"
+            if ! timeout 600 mpirun -np "$NP" "$FS" train "$here/input/tiny.in" \
+                data.path="$W/$set.h5" train.max_steps="$STEPS" train.epochs=100 \
+                train.log_every=1 train.final_eval=off train.batch_size="$BATCH" \
+                train.negatives=1 device.type=fake device.share=on parallel.transport=mpi \
+                parallel.overlap=$ov $A output.metrics="$m" >"$W/out" 2>&1; then
+                grep -q 'more rows resident at once' "$W/out" &&
+                    printf '| %s | cache %s | %s | too small | | | | | |\n' "$set" "$size" "$ov" ||
+                    printf '| %s | %s | %s | failed: %s | | | | | |\n' "$set" "$size" "$ov" \
+                        "$(grep -m1 error "$W/out")"
+                continue
+            fi
+            io=$(( $(mean "$m" h2d_bytes) + $(mean "$m" d2h_bytes) ))
+            if [ $size = host ]; then
+                printf '| %s | host | %s | | | | | %s | %s |\n' "$set" "$ov" "$io" "$(med "$m")"
+            else
+                cb=$(( $(mean "$m" items.cache_fetched_bytes) + $(mean "$m" items.cache_written_bytes) ))
+                printf '| %s | cache %s | %s | %s | %s | %s | %s | %s | %s |\n' "$set" "$size" \
+                    "$ov" "$(rate "$m")" "$(mean "$m" items.cache_misses)" \
+                    "$(mean "$m" items.cache_fills)" "$cb" "$io" "$(med "$m")"
+            fi
+        done
+    done
+done

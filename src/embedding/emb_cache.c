@@ -1,0 +1,483 @@
+/* emb_cache: the device cache of hot rows over a host shard; see
+ * emb_cache.h. */
+#include "embedding/emb_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "embedding/emb_exchange_priv.h"
+
+struct emb_cache {
+    int64_t C, k0;          /* slots k0 .. k0 + C - 1 of the device arrays */
+    int64_t sf;             /* optimizer floats per row */
+    /* the host shard, as a host table's (emb_table.c) */
+    float *hw, *hstate;     /* [local_rows, width], [local_rows, sf] */
+    int64_t *hsteps;        /* [local_rows] adam, else NULL */
+    uint8_t *hready;        /* [local_rows / 8 + 1] row initialised */
+    int64_t *where;         /* [local_rows] slot of local index k, or -1 */
+    /* per slot [k0 + C] */
+    int64_t *holds;         /* local index held, -1 free */
+    int64_t *last;          /* tick of the last training lookup that used it */
+    int64_t *prev, *next;   /* the eviction order: head = least recent (ties: smaller id) */
+    uint8_t *dirty;         /* updated since fetched or written back */
+    int64_t head, tail;
+    int64_t *freel, nfree;  /* free slots, popped from the end (ascending order) */
+    int64_t tick;           /* training lookups mapped */
+    struct emb_cache_stats st, mark[2]; /* since the start; at the last takes */
+    /* host staging and the backend's buffers, kept */
+    struct emb_buf d_idx, d_idx2, d_w, d_s, d_k, d_rt;
+    float *sw, *ss;
+    int64_t *sk, *ix, *iy, cap;
+};
+
+/* --- the host shard -------------------------------------------------------------- */
+
+/* Row k (local index) of the host shard, initialised on first use. */
+static float *host_row(struct emb_table *t, int64_t k)
+{
+    struct emb_cache *ca = t->cache;
+    float *w = ca->hw + k * t->width;
+    if (!(ca->hready[k >> 3] & (1u << (k & 7)))) {
+        const int64_t id = k * t->G + t->shard;
+        if (id >= 1 && id <= t->conf.rows)
+            emb_init_row_n(&t->conf, id, w, t->width);
+        ca->hready[k >> 3] |= (uint8_t)(1u << (k & 7));
+    }
+    return w;
+}
+
+static void stage_grow(struct emb_cache *ca, int64_t n, int width)
+{
+    if (n <= ca->cap)
+        return;
+    ca->cap = n > 2 * ca->cap ? n : 2 * ca->cap;
+    ca->sw = xrealloc(ca->sw, (size_t)ca->cap * (size_t)width * sizeof *ca->sw);
+    ca->ss = ca->sf ? xrealloc(ca->ss, (size_t)ca->cap * (size_t)ca->sf * sizeof *ca->ss) : NULL;
+    ca->sk = xrealloc(ca->sk, (size_t)ca->cap * sizeof *ca->sk);
+    ca->ix = xrealloc(ca->ix, (size_t)ca->cap * sizeof *ca->ix);
+    ca->iy = xrealloc(ca->iy, (size_t)ca->cap * sizeof *ca->iy);
+}
+
+static size_t row_bytes(const struct emb_table *t)
+{
+    return (size_t)(t->width + t->cache->sf) * sizeof(float) + (t->steps ? sizeof(int64_t) : 0);
+}
+
+/* --- device copies ----------------------------------------------------------------- */
+
+/* Device rows of the slots ix[n] (w, state, steps) to the host staging
+ * (sw, ss, sk), rows in order. */
+static void slots_down(struct emb_table *t, int64_t n)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    if (n == 0)
+        return;
+    int64_t *di = emb_buf_get(be, &ca->d_idx, (size_t)n * sizeof(int64_t));
+    be->to_device(di, ca->ix, (size_t)n * sizeof(int64_t));
+    float *dw = emb_buf_get(be, &ca->d_w, (size_t)n * t->width * sizeof(float));
+    be->index_rows(n, t->width, t->w, di, dw, NULL, 0);
+    be->to_host(ca->sw, dw, (size_t)n * t->width * sizeof(float));
+    if (ca->sf) {
+        float *ds = emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float));
+        be->index_rows(n, (int)ca->sf, t->state, di, ds, NULL, 0);
+        be->to_host(ca->ss, ds, (size_t)n * ca->sf * sizeof(float));
+    }
+    if (t->steps) { /* int64 as two floats' bits: copied, never computed on */
+        float *dk = emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t));
+        be->index_rows(n, 2, (const float *)t->steps, di, dk, NULL, 0);
+        be->to_host(ca->sk, dk, (size_t)n * sizeof(int64_t));
+    }
+}
+
+/* The staged rows [n] (sw, ss, sk) up into the rows iy[n] of dst (w,
+ * state, steps arrays of the table's memory). */
+static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    if (n == 0)
+        return;
+    int64_t *di = emb_buf_get(be, &ca->d_idx2, (size_t)n * sizeof(int64_t));
+    be->to_device(di, ca->iy, (size_t)n * sizeof(int64_t));
+    float *dw = emb_buf_get(be, &ca->d_w, (size_t)n * t->width * sizeof(float));
+    be->to_device(dw, ca->sw, (size_t)n * t->width * sizeof(float));
+    be->index_rows(n, t->width, dw, NULL, dst_w, di, 0);
+    if (ca->sf && dst_s) {
+        float *ds = emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float));
+        be->to_device(ds, ca->ss, (size_t)n * ca->sf * sizeof(float));
+        be->index_rows(n, (int)ca->sf, ds, NULL, dst_s, di, 0);
+    }
+    if (dst_k) {
+        float *dk = emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t));
+        be->to_device(dk, ca->sk, (size_t)n * sizeof(int64_t));
+        be->index_rows(n, 2, dk, NULL, (float *)dst_k, di, 0);
+    }
+}
+
+/* Host rows of the local indices ks[n] (the host shard's values) into the
+ * staging, rows in order. */
+static void host_stage(struct emb_table *t, const int64_t *ks, int64_t n)
+{
+    struct emb_cache *ca = t->cache;
+    const int W = t->width;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(ca->sw + i * W, host_row(t, ks[i]), (size_t)W * sizeof(float));
+        if (ca->sf)
+            memcpy(ca->ss + i * ca->sf, ca->hstate + ks[i] * ca->sf,
+                   (size_t)ca->sf * sizeof(float));
+        if (ca->hsteps)
+            ca->sk[i] = ca->hsteps[ks[i]];
+    }
+}
+
+/* --- set-up ----------------------------------------------------------------------- */
+
+void emb_cache_init(struct emb_table *t)
+{
+    struct emb_cache *ca = xcalloc(1, sizeof *ca);
+    t->cache = ca;
+    const int64_t L = t->local_rows;
+    ca->k0 = t->shard == 0 ? 1 : 0;
+    /* the shard's ids: k G + shard in 1..rows for k in k0 .. */
+    const int64_t ids =
+        t->shard <= t->conf.rows ? (t->conf.rows - t->shard) / t->G + 1 - ca->k0 : 0;
+    ca->C = t->conf.cache < ids ? t->conf.cache : ids;
+    if (ca->C < 1)
+        ca->C = 1; /* a shard with no id: one slot, never used */
+    ca->sf = t->state_floats;
+    ca->hw = xcalloc((size_t)L, (size_t)t->width * sizeof(float));
+    ca->hstate = ca->sf ? xcalloc((size_t)L, (size_t)ca->sf * sizeof(float)) : NULL;
+    ca->hsteps = t->conf.optim.kind == EMB_OPT_ADAM ? xcalloc((size_t)L, sizeof(int64_t)) : NULL;
+    ca->hready = xcalloc((size_t)L / 8 + 1, 1);
+    ca->where = xmalloc((size_t)L * sizeof(int64_t));
+    for (int64_t k = 0; k < L; k++)
+        ca->where[k] = -1;
+    const int64_t S = ca->k0 + ca->C;
+    ca->holds = xmalloc((size_t)S * sizeof(int64_t));
+    ca->last = xcalloc((size_t)S, sizeof(int64_t));
+    ca->prev = xmalloc((size_t)S * sizeof(int64_t));
+    ca->next = xmalloc((size_t)S * sizeof(int64_t));
+    ca->dirty = xcalloc((size_t)S, 1);
+    ca->freel = xmalloc((size_t)S * sizeof(int64_t));
+    for (int64_t s = 0; s < S; s++)
+        ca->holds[s] = -1;
+    for (int64_t s = S - 1; s >= ca->k0; s--) /* popped from the end: ascending */
+        ca->freel[ca->nfree++] = s;
+    ca->head = ca->tail = -1;
+    /* the device's slots (zero-filled); their rows come with their ids */
+    const struct backend_ops *be = t->be;
+    t->w = be->alloc((size_t)S * (size_t)t->width * sizeof(float));
+    t->state = ca->sf ? be->alloc((size_t)S * (size_t)ca->sf * sizeof(float)) : NULL;
+    t->steps = ca->hsteps ? be->alloc((size_t)S * sizeof(int64_t)) : NULL;
+}
+
+void emb_cache_free(struct emb_table *t)
+{
+    struct emb_cache *ca = t->cache;
+    if (!ca)
+        return;
+    const struct backend_ops *be = t->be;
+    be->free(t->w);
+    be->free(t->state);
+    be->free(t->steps);
+    t->w = t->state = NULL;
+    t->steps = NULL;
+    struct emb_buf *b[] = {&ca->d_idx, &ca->d_idx2, &ca->d_w, &ca->d_s, &ca->d_k, &ca->d_rt};
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++)
+        emb_buf_free(be, b[i]);
+    free(ca->hw);
+    free(ca->hstate);
+    free(ca->hsteps);
+    free(ca->hready);
+    free(ca->where);
+    free(ca->holds);
+    free(ca->last);
+    free(ca->prev);
+    free(ca->next);
+    free(ca->dirty);
+    free(ca->freel);
+    free(ca->sw);
+    free(ca->ss);
+    free(ca->sk);
+    free(ca->ix);
+    free(ca->iy);
+    free(ca);
+    t->cache = NULL;
+}
+
+/* --- the eviction order ------------------------------------------------------------- */
+
+static void unlink_slot(struct emb_cache *ca, int64_t s)
+{
+    const int64_t p = ca->prev[s], n = ca->next[s];
+    if (p >= 0)
+        ca->next[p] = n;
+    else
+        ca->head = n;
+    if (n >= 0)
+        ca->prev[n] = p;
+    else
+        ca->tail = p;
+}
+
+static void append_slot(struct emb_cache *ca, int64_t s)
+{
+    ca->prev[s] = ca->tail;
+    ca->next[s] = -1;
+    if (ca->tail >= 0)
+        ca->next[ca->tail] = s;
+    else
+        ca->head = s;
+    ca->tail = s;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* --- a training lookup --------------------------------------------------------------- */
+
+/* Resolve the local indices u[n] (distinct, ascending) to slots: hits
+ * stamped, misses fetched (evicting the least recent rows, written back
+ * when dirty), every row appended to the order at tick T, dirty. */
+static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int ahead)
+{
+    struct emb_cache *ca = t->cache;
+    const int64_t T = ++ca->tick;
+    stage_grow(ca, n, t->width);
+    int64_t nmiss = 0, nwb = 0;
+    int64_t *miss = xmalloc((size_t)(n ? n : 1) * sizeof *miss);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t s = ca->where[u[i]];
+        if (s >= 0) {
+            unlink_slot(ca, s);
+            ca->last[s] = T; /* out of the candidates */
+        } else
+            miss[nmiss++] = u[i];
+    }
+    ca->st.hits += n - nmiss;
+    if (ahead)
+        ca->st.fills += nmiss;
+    else
+        ca->st.misses += nmiss;
+    /* slots for the misses: free ones, then the least recent rows not used
+     * by this lookup or the training lookup before it */
+    for (int64_t i = 0; i < nmiss; i++) {
+        int64_t s;
+        if (ca->nfree > 0)
+            s = ca->freel[--ca->nfree];
+        else {
+            s = ca->head;
+            if (s < 0 || ca->last[s] >= T - 1)
+                fatal("embedding.cache: table '%s': shard %d needs more rows resident at once "
+                      "(this step's %lld unique rows and the previous step's) than its %lld "
+                      "cache slots; raise embedding.cache",
+                      t->conf.name, t->shard, (long long)n, (long long)ca->C);
+            unlink_slot(ca, s);
+            ca->where[ca->holds[s]] = -1;
+            ca->st.evicted++;
+            if (ca->dirty[s]) { /* written back below, before the fetches land */
+                ca->ix[nwb] = s;
+                ca->iy[nwb++] = ca->holds[s];
+            }
+        }
+        ca->holds[s] = miss[i];
+        ca->where[miss[i]] = s;
+        ca->last[s] = T;
+    }
+    if (nwb) { /* the evicted rows' values down into the host shard */
+        slots_down(t, nwb);
+        for (int64_t i = 0; i < nwb; i++) {
+            const int64_t k = ca->iy[i];
+            memcpy(ca->hw + k * t->width, ca->sw + i * t->width, (size_t)t->width * sizeof(float));
+            if (ca->sf)
+                memcpy(ca->hstate + k * ca->sf, ca->ss + i * ca->sf,
+                       (size_t)ca->sf * sizeof(float));
+            if (ca->hsteps)
+                ca->hsteps[k] = ca->sk[i];
+        }
+        ca->st.written += nwb;
+        ca->st.written_bytes += nwb * (int64_t)row_bytes(t);
+    }
+    if (nmiss) { /* the missing rows up into their slots */
+        host_stage(t, miss, nmiss);
+        for (int64_t i = 0; i < nmiss; i++)
+            ca->iy[i] = ca->where[miss[i]];
+        rows_up(t, nmiss, t->w, t->state, t->steps);
+        ca->st.fetched_bytes += nmiss * (int64_t)row_bytes(t);
+    }
+    for (int64_t i = 0; i < n; i++) { /* in id order: ties of a tick by id */
+        const int64_t s = ca->where[u[i]];
+        append_slot(ca, s);
+        ca->dirty[s] = 1; /* the update of this lookup changes it */
+    }
+    ca->st.lookups++;
+    free(miss);
+}
+
+/* A lookup that is not training: its rows sv[n] (local indices) into the
+ * read-through buffer, row i + 1 for served row i. */
+static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    float *rt = emb_buf_get(be, &ca->d_rt, (size_t)(n + 1) * t->width * sizeof(float));
+    stage_grow(ca, n, t->width);
+    int64_t nres = 0, nhost = 0;
+    int64_t *ks = xmalloc((size_t)(n ? n : 1) * sizeof *ks);
+    for (int64_t i = 0; i < n; i++) /* the host's rows first */
+        if (ca->where[sv[i]] < 0) {
+            ks[nhost] = sv[i];
+            ca->iy[nhost++] = i + 1;
+        }
+    if (nhost) {
+        host_stage(t, ks, nhost);
+        rows_up(t, nhost, rt, NULL, NULL);
+    }
+    for (int64_t i = 0; i < n; i++) /* then the resident ones, copied on the device */
+        if (ca->where[sv[i]] >= 0) {
+            ca->ix[nres] = ca->where[sv[i]];
+            ca->iy[nres++] = i + 1;
+        }
+    if (nres) {
+        int64_t *di = emb_buf_get(be, &ca->d_idx, (size_t)nres * sizeof(int64_t));
+        int64_t *dj = emb_buf_get(be, &ca->d_idx2, (size_t)nres * sizeof(int64_t));
+        be->to_device(di, ca->ix, (size_t)nres * sizeof(int64_t));
+        be->to_device(dj, ca->iy, (size_t)nres * sizeof(int64_t));
+        be->index_rows(nres, t->width, t->w, di, rt, dj, 0);
+    }
+    free(ks);
+    return rt;
+}
+
+void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    const int64_t n = x->nserve, G = t->G;
+    void *own = NULL;
+    const int64_t *got =
+        backend_download(be, x->serve, (size_t)(n ? n : 1) * sizeof(int64_t), &own);
+    int64_t *sv = xmalloc((size_t)(n ? n : 1) * sizeof *sv);
+    for (int64_t i = 0; i < n; i++)
+        sv[i] = got[i] / G; /* local indices */
+    free(own);
+    if (x->counted) {
+        int64_t *u = xmalloc((size_t)(n ? n : 1) * sizeof *u);
+        memcpy(u, sv, (size_t)n * sizeof *u);
+        qsort(u, (size_t)n, sizeof *u, cmp_i64);
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++) /* several requesters may ask for one id */
+            if (m == 0 || u[i] != u[m - 1])
+                u[m++] = u[i];
+        map_training(t, u, m, x->pf_on);
+        free(u);
+        for (int64_t i = 0; i < n; i++)
+            sv[i] = ca->where[sv[i]] * G + t->shard;
+    } else {
+        x->crows = read_through(t, sv, n);
+        for (int64_t i = 0; i < n; i++)
+            sv[i] = (i + 1) * G + t->shard;
+    }
+    if (n)
+        be->to_device(x->serve, sv, (size_t)n * sizeof *sv);
+    free(sv);
+}
+
+/* --- host access ------------------------------------------------------------------- */
+
+void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                   int64_t *steps)
+{
+    struct emb_cache *ca = t->cache;
+    const int W = t->width;
+    for (int64_t k = 0; k < n; k++) { /* the host shard's values */
+        const int64_t at = slot0 + k;
+        if (w)
+            memcpy(w + k * W, host_row(t, at), (size_t)W * sizeof(float));
+        if (state && ca->sf)
+            memcpy(state + k * ca->sf, ca->hstate + at * ca->sf, (size_t)ca->sf * sizeof(float));
+        if (steps)
+            steps[k] = ca->hsteps ? ca->hsteps[at] : 0;
+    }
+    /* then the resident rows' current values, from their slots */
+    int64_t nres = 0;
+    for (int64_t k = 0; k < n; k++)
+        nres += ca->where[slot0 + k] >= 0;
+    stage_grow(ca, nres, W);
+    nres = 0;
+    for (int64_t k = 0; k < n; k++)
+        if (ca->where[slot0 + k] >= 0) {
+            ca->ix[nres] = ca->where[slot0 + k];
+            ca->iy[nres++] = k;
+        }
+    slots_down(t, nres);
+    for (int64_t i = 0; i < nres; i++) {
+        const int64_t k = ca->iy[i];
+        if (w)
+            memcpy(w + k * W, ca->sw + i * W, (size_t)W * sizeof(float));
+        if (state && ca->sf)
+            memcpy(state + k * ca->sf, ca->ss + i * ca->sf, (size_t)ca->sf * sizeof(float));
+        if (steps && ca->hsteps)
+            steps[k] = ca->sk[i];
+    }
+}
+
+void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
+                   const float *state, const int64_t *steps)
+{
+    struct emb_cache *ca = t->cache;
+    const int W = t->width;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t at = slot0 + k, s = ca->where[at];
+        if (s >= 0) { /* the host's value is the row's now: out of the cache */
+            unlink_slot(ca, s);
+            ca->holds[s] = -1;
+            ca->dirty[s] = 0;
+            ca->where[at] = -1;
+            ca->freel[ca->nfree++] = s;
+        }
+        if (w) {
+            memcpy(ca->hw + at * W, w + k * W, (size_t)W * sizeof(float));
+            ca->hready[at >> 3] |= (uint8_t)(1u << (at & 7));
+        }
+        if (state && ca->sf)
+            memcpy(ca->hstate + at * ca->sf, state + k * ca->sf, (size_t)ca->sf * sizeof(float));
+        if (steps && ca->hsteps)
+            ca->hsteps[at] = steps[k];
+    }
+    /* the free list back in descending order: slots handed out ascending */
+    qsort(ca->freel, (size_t)ca->nfree, sizeof *ca->freel, cmp_i64);
+    for (int64_t i = 0, j = ca->nfree - 1; i < j; i++, j--) {
+        const int64_t v = ca->freel[i];
+        ca->freel[i] = ca->freel[j];
+        ca->freel[j] = v;
+    }
+}
+
+void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_cache_stats *out)
+{
+    struct emb_cache *ca = t->cache;
+    const struct emb_cache_stats *s = &ca->st, *m = &ca->mark[which];
+    int64_t v[10] = {s->hits - m->hits,
+                     s->misses - m->misses,
+                     s->fills - m->fills,
+                     s->evicted - m->evicted,
+                     s->written - m->written,
+                     s->fetched_bytes - m->fetched_bytes,
+                     s->written_bytes - m->written_bytes,
+                     ca->C - ca->nfree,
+                     ca->C,
+                     s->lookups - m->lookups};
+    ca->mark[which] = ca->st;
+    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 10);
+    *out = (struct emb_cache_stats){.hits = v[0], .misses = v[1], .fills = v[2],
+                                    .evicted = v[3], .written = v[4], .fetched_bytes = v[5],
+                                    .written_bytes = v[6], .resident = v[7], .slots = v[8],
+                                    .lookups = v[9] / c->size};
+}

@@ -1,0 +1,54 @@
+/* train_cache: embedding.cache, a device cache of hot rows over the
+ * host-placed item table (embedding/emb_cache.h; doc/embedding.md, "A
+ * device cache over a host table"): its value, what it refuses, and the
+ * rows per shard it gives.
+ *
+ *   embedding.cache = 0          no cache (the default)
+ *   embedding.cache = ROWS       an integer >= 1: rows cached per shard
+ *   embedding.cache = FRACTION   0 < F <= 1 with a point (0.1, 1.0): that
+ *                                fraction of the shard's rows, rounded up
+ * A shard's cache holds at most the shard's rows. embedding.placement =
+ * auto chooses device (the whole shard fits), cached (the cache fits) or
+ * host, and says which at start-up. */
+#ifndef FS_TRAIN_CACHE_H
+#define FS_TRAIN_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct train_conf;
+struct trainer;
+struct emb_table_conf;
+
+/* Parse text into rows (ROWS, else 0) and frac (FRACTION, else 0): 0, or
+ * -1 with err naming embedding.cache. */
+int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, size_t errlen);
+/* What a cache refuses in this run before any backend is known (dynamic
+ * tables, subspaces, placement other than host, embedding groups, feature
+ * tables, the full softmax): 0, or -1 with err. */
+int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen);
+/* The item table's cache figures since the last take (which: 0 the
+ * logging interval, 1 the stream's window), summed over the job
+ * (collective): 0 without a cache, else 1 with *s set and the progress
+ * line's words in line (the hit rate: rows resident when the step's ids
+ * were resolved, of all it resolved). */
+struct emb_cache_stats;
+struct metrics_line;
+int train_cache_take(struct trainer *tr, int which, struct emb_cache_stats *s, char *line,
+                     size_t llen);
+/* Their metrics fields, per step (of the lookups taken): TABLE.cache_hits,
+ * .cache_misses (fetched at the lookup), .cache_fills (fetched ahead,
+ * prefetch), .cache_evicted, .cache_written_back, .cache_fetched_bytes,
+ * .cache_written_bytes; .cache_hit_rate and .cache_occupancy (resident
+ * rows / slots, at the take). */
+void train_cache_metrics(const struct trainer *tr, const struct emb_cache_stats *s,
+                         struct metrics_line *l);
+/* Set ec's cache (rows per shard) and placement (the trainer's device
+ * backend) when the run asks for one, and say so at start-up. With
+ * embedding.placement = auto (ec's placement chosen already): no cache
+ * when the whole shard went to the device; else the cache when its rows
+ * and their state fit in half of the device's free memory per rank
+ * sharing it, on every rank, host placement otherwise (collective). */
+void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec);
+
+#endif
