@@ -17,6 +17,8 @@
  *                   16-lane block and of the fast form's range (d 1 .. 65),
  *                   R not a multiple of 4, masked and repeated candidates,
  *                   ignored positions, logits that underflow and NaN;
+ *   layernorm_fwd   (rows in blocks of 4) against the same rows one call
+ *                   each (the rows left over from the blocks);
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -281,6 +283,39 @@ static void check_sampled_loss(struct rng *r)
         }
 }
 
+/* layernorm_fwd of 11 rows (two blocks and three left over) against each
+ * row alone, bit for bit: y, mean, rstd, with and without the affine */
+static void check_layernorm_rows(struct rng *r)
+{
+    const int ds[] = {1, 7, 50, 64};
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int affine = 0; affine < 2; affine++) {
+            const int d = ds[di];
+            const int64_t rows = 11;
+            float *x = xmalloc((size_t)(rows * d) * 4), *y[2], m[2][11], rs[2][11];
+            float *gamma = xmalloc((size_t)d * 4), *beta = xmalloc((size_t)d * 4);
+            for (int64_t i = 0; i < rows * d; i++)
+                x[i] = (float)((rng_uniform(r) * 2 - 1) * (i % 5 + 1)) + (i / d == 3 ? 1e4f : 0);
+            for (int j = 0; j < d; j++)
+                gamma[j] = (float)rng_uniform(r), beta[j] = (float)(rng_uniform(r) - 0.5);
+            const float *g = affine ? gamma : NULL, *b = affine ? beta : NULL;
+            for (int k = 0; k < 2; k++)
+                y[k] = xmalloc((size_t)(rows * d) * 4);
+            backend_cpu.layernorm_fwd(rows, d, 1e-5f, x, g, b, y[0], m[0], rs[0]);
+            for (int64_t i = 0; i < rows; i++)
+                backend_cpu.layernorm_fwd(1, d, 1e-5f, x + i * d, g, b, y[1] + i * d, m[1] + i,
+                                          rs[1] + i);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < rows * d; i++)
+                bad += !same(y[0][i], y[1][i]);
+            for (int64_t i = 0; i < rows; i++)
+                bad += !same(m[0][i], m[1][i]) || !same(rs[0][i], rs[1][i]);
+            CHECK(bad == 0, "layernorm_fwd d %d affine %d: %lld values differ", d, affine,
+                  (long long)bad);
+            free(x), free(y[0]), free(y[1]), free(gamma), free(beta);
+        }
+}
+
 static void check_bucket(int64_t dt)
 {
     uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
@@ -324,13 +359,14 @@ int main(void)
     check_dropout(&r);
     check_full_blocks(&r);
     check_sampled_loss(&r);
+    check_layernorm_rows(&r);
     check_time_buckets(&r);
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;
     }
     printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit, the full "
-           "softmax's blocks and the sampled softmax their references'; the time buckets "
-           "are the formula's\n");
+           "softmax's blocks and the sampled softmax their references', layernorm's blocks "
+           "its rows'; the time buckets are the formula's\n");
     return 0;
 }
