@@ -150,6 +150,11 @@ int main(int argc, char **argv)
     row("softmax_loss R=128", TIME(be->softmax_loss(T, d, R, 20.0f, y, nu, rows, pos, neg,
                                                      1e-4f, dx, drows, acc)),
         1);
+    int64_t cnt = 0;
+    row("softmax_loss (its reference)",
+        TIME(cpu_softmax_loss_ref(T, d, R, 20.0f, y, nu, rows, NULL, pos, neg, 1e-4f, dx, drows,
+                                  &cnt)),
+        0);
     row("bce_loss (no step)",
         TIME(be->bce_loss(T, d, y, nu, rows, pos, neg, 1e-4f, dx, drows, acc)), 0);
     row("scatter_add_rows [T,d]", TIME(be->scatter_add_rows(T, d, dx, pos, drows)), 2);

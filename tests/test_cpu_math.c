@@ -11,6 +11,14 @@
  *                   against their references, lse, gradients and target
  *                   sums, with NaN, infinities and signed zeros among the
  *                   logits, blocks of every row count modulo the group;
+ *   softmax_loss, softmax_loss_q (four scores at once, du_i in registers,
+ *                   prefetches) against cpu_softmax_loss_ref: the loss, the
+ *                   count, du and de, for widths on both sides of each
+ *                   16-lane block and of the fast form's range (d 1 .. 65),
+ *                   R not a multiple of 4, masked and repeated candidates,
+ *                   ignored positions, logits that underflow and NaN;
+ *   layernorm_fwd   (rows in blocks of 4) against the same rows one call
+ *                   each (the rows left over from the blocks);
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -220,6 +228,94 @@ static void check_full_blocks(struct rng *r)
     }
 }
 
+/* backend_cpu's softmax_loss(_q) against cpu_softmax_loss_ref, bit for bit */
+static void check_sampled_loss(struct rng *r)
+{
+    const int ds[] = {1, 7, 8, 9, 16, 17, 31, 33, 48, 50, 63, 64, 65};
+    const int Rs[] = {1, 5, 128};
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (size_t ri = 0; ri < sizeof Rs / sizeof *Rs; ri++) {
+            const int d = ds[di], R = Rs[ri], q = (int)(di + ri) % 2; /* q: logq */
+            const int64_t T = 37, nu = 23;
+            float *u = xmalloc((size_t)(T * d) * 4), *e = xmalloc((size_t)(nu * d) * 4);
+            float *logq = xmalloc((size_t)nu * 4), *du[2], *de[2];
+            int64_t *pos = xmalloc((size_t)T * 8), *neg = xmalloc((size_t)(T * R) * 8);
+            for (int64_t i = 0; i < T * d; i++) /* rows 5 and 6 large: scores that underflow */
+                u[i] = (float)((rng_uniform(r) * 2 - 1) * (i / d == 5 || i / d == 6 ? 400 : 1));
+            if (d > 2 && R == 5) /* a NaN score (the loss NaN: only here) */
+                u[9 * d + 2] = NAN;
+            for (int64_t i = 0; i < nu * d; i++)
+                e[i] = (float)(rng_uniform(r) * 2 - 1);
+            for (int64_t i = 0; i < nu; i++)
+                logq[i] = (float)(rng_uniform(r) * 3);
+            for (int64_t i = 0; i < T; i++)
+                pos[i] = i % 9 == 4 ? -1 : (int64_t)rng_below(r, (uint64_t)nu);
+            for (int64_t i = 0; i < T * R; i++) /* masked (-1, the target) and repeated */
+                neg[i] = i % 13 == 7 ? -1 : i % 17 == 3 ? pos[i / R] : (int64_t)rng_below(r, 8);
+            for (int k = 0; k < 2; k++) {
+                du[k] = xmalloc((size_t)(T * d) * 4);
+                de[k] = xmalloc((size_t)(nu * d) * 4);
+                for (int64_t i = 0; i < nu * d; i++)
+                    de[k][i] = (float)(i % 7) * 0.125f; /* added to */
+            }
+            double acc[2] = {0.5, 0};
+            int64_t n = 0;
+            if (q)
+                backend_cpu.softmax_loss_q(T, d, R, 20.0f, u, nu, e, logq, pos, neg, 0.01f, du[0],
+                                           de[0], acc);
+            else
+                backend_cpu.softmax_loss(T, d, R, 20.0f, u, nu, e, pos, neg, 0.01f, du[0], de[0],
+                                         acc);
+            double want = 0.5 + cpu_softmax_loss_ref(T, d, R, 20.0f, u, nu, e, q ? logq : NULL,
+                                                     pos, neg, 0.01f, du[1], de[1], &n);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < T * d; i++)
+                bad += !same(du[0][i], du[1][i]);
+            for (int64_t i = 0; i < nu * d; i++)
+                bad += !same(de[0][i], de[1][i]);
+            CHECK(bad == 0 && (acc[0] == want || (acc[0] != acc[0] && want != want)) &&
+                      acc[1] == (double)n,
+                  "softmax_loss%s d %d R %d: %lld values differ, loss %a vs %a, count %g vs %lld",
+                  q ? "_q" : "", d, R, (long long)bad, acc[0], want, acc[1], (long long)n);
+            for (int k = 0; k < 2; k++)
+                free(du[k]), free(de[k]);
+            free(u), free(e), free(logq), free(pos), free(neg);
+        }
+}
+
+/* layernorm_fwd of 11 rows (two blocks and three left over) against each
+ * row alone, bit for bit: y, mean, rstd, with and without the affine */
+static void check_layernorm_rows(struct rng *r)
+{
+    const int ds[] = {1, 7, 50, 64};
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int affine = 0; affine < 2; affine++) {
+            const int d = ds[di];
+            const int64_t rows = 11;
+            float *x = xmalloc((size_t)(rows * d) * 4), *y[2], m[2][11], rs[2][11];
+            float *gamma = xmalloc((size_t)d * 4), *beta = xmalloc((size_t)d * 4);
+            for (int64_t i = 0; i < rows * d; i++)
+                x[i] = (float)((rng_uniform(r) * 2 - 1) * (i % 5 + 1)) + (i / d == 3 ? 1e4f : 0);
+            for (int j = 0; j < d; j++)
+                gamma[j] = (float)rng_uniform(r), beta[j] = (float)(rng_uniform(r) - 0.5);
+            const float *g = affine ? gamma : NULL, *b = affine ? beta : NULL;
+            for (int k = 0; k < 2; k++)
+                y[k] = xmalloc((size_t)(rows * d) * 4);
+            backend_cpu.layernorm_fwd(rows, d, 1e-5f, x, g, b, y[0], m[0], rs[0]);
+            for (int64_t i = 0; i < rows; i++)
+                backend_cpu.layernorm_fwd(1, d, 1e-5f, x + i * d, g, b, y[1] + i * d, m[1] + i,
+                                          rs[1] + i);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < rows * d; i++)
+                bad += !same(y[0][i], y[1][i]);
+            for (int64_t i = 0; i < rows; i++)
+                bad += !same(m[0][i], m[1][i]) || !same(rs[0][i], rs[1][i]);
+            CHECK(bad == 0, "layernorm_fwd d %d affine %d: %lld values differ", d, affine,
+                  (long long)bad);
+            free(x), free(y[0]), free(y[1]), free(gamma), free(beta);
+        }
+}
+
 static void check_bucket(int64_t dt)
 {
     uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
@@ -262,12 +358,15 @@ int main(void)
     check_silu(&r);
     check_dropout(&r);
     check_full_blocks(&r);
+    check_sampled_loss(&r);
+    check_layernorm_rows(&r);
     check_time_buckets(&r);
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;
     }
     printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit, the full "
-           "softmax's blocks their references'; the time buckets are the formula's\n");
+           "softmax's blocks and the sampled softmax their references', layernorm's blocks "
+           "its rows'; the time buckets are the formula's\n");
     return 0;
 }

@@ -85,11 +85,51 @@ static void cpu_relu_bwd(int64_t n, const float *x, const float *dy, float *dx)
         dx[i] = x[i] > 0 ? dy[i] : 0;
 }
 
+/* LayerNorm's row sums are in double and in j order (a chain of d
+ * dependent adds per row): the forward takes LN_ROWS rows at a time, their
+ * chains side by side, each row's sums the same operations in the same
+ * order as for the rows left over (one at a time), so the results are bit
+ * for bit the same whatever the blocking (tests/test_cpu_math.c). */
+#define LN_ROWS 4
+
+/* y = (x - mean) rstd gamma + beta of row r, from its statistics */
+static inline void ln_row_out(int d, const float *xr, float mu, float rs, const float *gamma,
+                              const float *beta, float *yr)
+{
+    /* the affine test outside the loop: a vectorised select would load
+     * through a NULL gamma (masked, but at a cost) */
+    if (gamma)
+        for (int j = 0; j < d; j++)
+            yr[j] = (xr[j] - mu) * rs * gamma[j] + beta[j];
+    else
+        for (int j = 0; j < d; j++)
+            yr[j] = (xr[j] - mu) * rs;
+}
+
 FS_SIMD
 static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, const float *gamma,
                               const float *beta, float *y, float *mean, float *rstd)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    for (; r + LN_ROWS <= rows; r += LN_ROWS) {
+        const float *xr = x + r * d;
+        double mu[LN_ROWS] = {0}, var[LN_ROWS] = {0};
+        for (int j = 0; j < d; j++)
+            for (int q = 0; q < LN_ROWS; q++)
+                mu[q] += xr[q * d + j];
+        for (int q = 0; q < LN_ROWS; q++)
+            mu[q] /= d;
+        for (int j = 0; j < d; j++)
+            for (int q = 0; q < LN_ROWS; q++)
+                var[q] += (xr[q * d + j] - mu[q]) * (xr[q * d + j] - mu[q]);
+        for (int q = 0; q < LN_ROWS; q++) {
+            var[q] /= d;
+            mean[r + q] = (float)mu[q];
+            rstd[r + q] = (float)(1.0 / sqrt(var[q] + eps));
+            ln_row_out(d, xr + q * d, (float)mu[q], rstd[r + q], gamma, beta, y + (r + q) * d);
+        }
+    }
+    for (; r < rows; r++) {
         const float *xr = x + r * d;
         double mu = 0, var = 0;
         for (int j = 0; j < d; j++)
@@ -101,14 +141,7 @@ static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, co
         float rs = (float)(1.0 / sqrt(var + eps));
         mean[r] = (float)mu;
         rstd[r] = rs;
-        /* the affine test outside the loop: a vectorised select would load
-         * through a NULL gamma (masked, but at a cost) */
-        if (gamma)
-            for (int j = 0; j < d; j++)
-                y[r * d + j] = (xr[j] - (float)mu) * rs * gamma[j] + beta[j];
-        else
-            for (int j = 0; j < d; j++)
-                y[r * d + j] = (xr[j] - (float)mu) * rs;
+        ln_row_out(d, xr, (float)mu, rs, gamma, beta, y + r * d);
     }
 }
 

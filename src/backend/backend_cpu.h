@@ -56,6 +56,13 @@ void cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *row
 void cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
                         const float *e, const float *logq, const int64_t *pos,
                         const int64_t *neg, float scale, float *du, float *de, double *acc);
+/* backend_cpu_loss.c: the reference of softmax_loss (logq NULL) and
+ * softmax_loss_q (the ops are a faster form of it, bit for bit the same):
+ * returns the sum of the positions' losses, *count the positions */
+double cpu_softmax_loss_ref(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                            const float *e, const float *logq, const int64_t *pos,
+                            const int64_t *neg, float scale, float *du, float *de,
+                            int64_t *count);
 void cpu_softmax_block_lse(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *s,
                            float *lse);
 void cpu_softmax_block_grad(int64_t n, int64_t m, int64_t lds, float inv_tau, const float *lse,
