@@ -7,11 +7,14 @@
 #
 #   bench/cache.sh [ratings.csv]
 #
-# Two datasets: Zipf-distributed item ids (`data gen --zipf 1`, 200000
-# items, 1024 users) and ml-latest-small's ratings (default
+# Two datasets: Zipf-distributed item ids (`data gen --zipf 1`, ITEMS
+# items, default 50000, 1024 users) and ml-latest-small's ratings (default
 # ../shared/data/ml-latest-small/ratings.csv next to the repo; skipped
-# with a message when absent). STEPS (default 20) steps of input/tiny.in's
-# HSTU with train.batch_size = BATCH (default 8) and train.negatives = 1
+# with a message when absent). STEPS (default 300) steps of input/tiny.in's
+# HSTU with train.batch_size = BATCH (default 8) and one in-batch negative
+# per position (train.negatives_from = in_batch: a step's rows are its
+# batch's items; uniform negatives would draw rows over the whole table,
+# which no cache holds, and make 1% and 10% too small for two steps' rows)
 # on NP (default 2) ranks. Per row: the hit rate (rows resident when a
 # step's ids were resolved), the rows fetched at the lookup and ahead
 # (prefetch fills) per step, the cache's PCIe bytes per step (fetched +
@@ -28,15 +31,16 @@ if [ -z "$FS" ]; then
     for f in ./freescale "$here/freescale"; do [ -x "$f" ] && FS=$f && break; done
 fi
 [ -n "$FS" ] && [ -x "$FS" ] || { echo "cache.sh: set FREESCALE to the program" >&2; exit 2; }
-STEPS=${STEPS:-20}
+STEPS=${STEPS:-300}
 BATCH=${BATCH:-8}
 NP=${NP:-2}
+ITEMS=${ITEMS:-50000}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-cache.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-"$FS" data gen --users 1024 --items 200000 --zipf 1 --length uniform:10,60 --timestamps \
+"$FS" data gen --users 1024 --items "$ITEMS" --zipf 1 --length uniform:10,60 --timestamps \
     -o "$W/zipf.h5" >/dev/null || { echo "cache.sh: data gen failed" >&2; exit 1; }
 sets="zipf"
 if [ -r "$DATA" ]; then
@@ -66,7 +70,7 @@ for set in $sets; do
             if ! timeout 600 mpirun -np "$NP" "$FS" train "$here/input/tiny.in" \
                 data.path="$W/$set.h5" train.max_steps="$STEPS" train.epochs=100 \
                 train.log_every=1 train.final_eval=off train.batch_size="$BATCH" \
-                train.negatives=1 device.type=fake device.share=on parallel.transport=mpi \
+                train.negatives=1 train.negatives_from=in_batch device.type=fake device.share=on parallel.transport=mpi \
                 parallel.overlap=$ov $A output.metrics="$m" >"$W/out" 2>&1; then
                 grep -q 'more rows resident at once' "$W/out" &&
                     printf '| %s | cache %s | %s | too small | | | | | |\n' "$set" "$size" "$ov" ||

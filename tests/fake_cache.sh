@@ -6,7 +6,9 @@
 # and 4 ranks, parallel.overlap = none and prefetch, give the losses of
 # embedding.placement = host and = device bit for bit; with prefetch the
 # lookups after the first have no miss (their rows were filled during the
-# step before); a checkpoint written with the cache resumes at another P as
+# step before), and at P = 2 that run is on the fake device's asynchronous
+# stream (FREESCALE_FAKE_ASYNC=1000: the fills and write-backs are
+# asynchronous copies, a missing ordering changes the losses); a checkpoint written with the cache resumes at another P as
 # the host-placed one does, and the final checkpoints are the same bit for
 # bit (h5diff); evaluation and recommend read through the cache (the host
 # run's metrics and lists); a stream gives the host's losses with the hit
@@ -40,7 +42,11 @@ for np in 1 2 4; do
     run host-$np $np $HOST $OPT
     [ $np = 2 ] && run dev-$np $np embedding.placement=device
     for ov in none prefetch; do
-        run c-$np-$ov $np $CACHE $OPT parallel.overlap=$ov
+        if [ $np = 2 ] && [ $ov = prefetch ]; then
+            FREESCALE_FAKE_ASYNC=1000 run c-$np-$ov $np $CACHE $OPT parallel.overlap=$ov
+        else
+            run c-$np-$ov $np $CACHE $OPT parallel.overlap=$ov
+        fi
         same_losses "$T/host-$np.jsonl" "$T/c-$np-$ov.jsonl" "P=$np overlap=$ov: cache vs host" 0 0
     done
     [ $np = 2 ] && same_losses "$T/dev-2.jsonl" "$T/c-2-none.jsonl" "P=2: cache vs device" 0 0

@@ -11,6 +11,10 @@
 #     ranks sharing the device (FREESCALE_FAKE_MEM): a table that fits a
 #     rank's own device is refused on a shared one;
 #   - both shown both GPUs: each takes its own, no device.share needed;
+#     that run on the asynchronous stream (FREESCALE_FAKE_ASYNC) with the
+#     staged dense all-reduce (parallel.transport = mpi), whose read-back
+#     leaves the step's end waiting for nothing: the device timers are read
+#     once their events completed (src/train/gputime.c), not before;
 # and the knobs' bad values are refused with the variable named.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -34,7 +38,11 @@ grep -q "devices named in FREESCALE_FAKE_GPUS (comma-separated names, default fa
     pass "on the fake device the error names FREESCALE_FAKE_GPUS" ||
     fail "FREESCALE_FAKE_GPUS not named: $(head -c 600 "$T/err")"
 # the advice as given: two ranks of one mpirun, no device.share
-expect_ok env FREESCALE_FAKE_GPUS=fake0,fake1 timeout 300 "$MPIRUN" -np 2 "$FS" train "$IN" $COMMON
+expect_ok env FREESCALE_FAKE_GPUS=fake0,fake1 FREESCALE_FAKE_ASYNC=1000 timeout 300 "$MPIRUN" -np 2 \
+    "$FS" train "$IN" $COMMON parallel.transport=mpi train.log_every=1
+grep -q 'step 2/2 .*gpu [0-9.]* ms/step' "$T/out" &&
+    pass "asynchronous stream: the device timers read a step late" ||
+    fail "no device timers: $(grep 'step 2/2' "$T/out")"
 [ "$(grep -c "^device: fake device [01] ('fake[01]'.*this rank's own" "$T/out")" -ge 1 ] &&
     pass "FREESCALE_FAKE_GPUS=fake0,fake1: each rank its own device" ||
     fail "the advice: $(grep '^device' "$T/out")"

@@ -26,10 +26,24 @@ struct emb_cache {
     int64_t *freel, nfree;  /* free slots, popped from the end (ascending order) */
     int64_t tick;           /* training lookups mapped */
     struct emb_cache_stats st, mark[2]; /* since the start; at the last takes */
-    /* host staging and the backend's buffers, kept */
+    /* host staging (pinned: host_alloc) and the backend's buffers, kept */
     struct emb_buf d_idx, d_idx2, d_w, d_s, d_k, d_rt;
     float *sw, *ss;
-    int64_t *sk, *ix, *iy, cap;
+    int64_t *sk, *ix, *iy, *sv, cap, svcap;
+    /* the asynchronous copies up from the staging (rows_up, the served
+     * ids) are on the comm stream, marked by up: the staging is written
+     * again only once they have run (stage_idle) */
+    struct backend_event *up;
+    int up_pending;
+    /* the write-backs of evicted rows: gathered on the compute stream,
+     * copied down on the comm stream into pinned buffers (wb: their local
+     * indices wbk[nwb]), into the host shard once wb has run
+     * (wb_apply: before the host shard is read, at the latest at the next
+     * lookup) */
+    struct emb_buf d_bi, d_bw, d_bs, d_bk;
+    float *bw, *bs;
+    int64_t *bk, *bi, *wbk, nwb, bcap;
+    struct backend_event *wb;
 };
 
 /* --- the host shard -------------------------------------------------------------- */
@@ -48,16 +62,99 @@ static float *host_row(struct emb_table *t, int64_t k)
     return w;
 }
 
-static void stage_grow(struct emb_cache *ca, int64_t n, int width)
+/* The staging may be written: the copies up from it have run (an event
+ * query; the host waits only when they have not, which a step's work in
+ * between makes rare). */
+static void stage_idle(const struct backend_ops *be, struct emb_cache *ca)
 {
+    if (!ca->up_pending)
+        return;
+    if (!be->event_query(ca->up))
+        be->event_sync(ca->up);
+    ca->up_pending = 0;
+}
+
+/* pinned host memory of bytes for *p (its contents not kept) */
+static void *pinned_grow(const struct backend_ops *be, void *p, size_t bytes)
+{
+    if (p)
+        be->host_free(p);
+    return be->host_alloc(bytes ? bytes : 1);
+}
+
+static void stage_grow(const struct backend_ops *be, struct emb_cache *ca, int64_t n, int width)
+{
+    stage_idle(be, ca);
     if (n <= ca->cap)
         return;
     ca->cap = n > 2 * ca->cap ? n : 2 * ca->cap;
-    ca->sw = xrealloc(ca->sw, (size_t)ca->cap * (size_t)width * sizeof *ca->sw);
-    ca->ss = ca->sf ? xrealloc(ca->ss, (size_t)ca->cap * (size_t)ca->sf * sizeof *ca->ss) : NULL;
-    ca->sk = xrealloc(ca->sk, (size_t)ca->cap * sizeof *ca->sk);
-    ca->ix = xrealloc(ca->ix, (size_t)ca->cap * sizeof *ca->ix);
-    ca->iy = xrealloc(ca->iy, (size_t)ca->cap * sizeof *ca->iy);
+    const size_t c = (size_t)ca->cap;
+    ca->sw = pinned_grow(be, ca->sw, c * (size_t)width * sizeof *ca->sw);
+    ca->ss = ca->sf ? pinned_grow(be, ca->ss, c * (size_t)ca->sf * sizeof *ca->ss) : NULL;
+    ca->sk = pinned_grow(be, ca->sk, c * sizeof *ca->sk);
+    ca->ix = pinned_grow(be, ca->ix, c * sizeof *ca->ix);
+    ca->iy = pinned_grow(be, ca->iy, c * sizeof *ca->iy);
+}
+
+/* The pending write-backs into the host shard (the host waits only when
+ * their copies have not run yet). */
+static void wb_apply(struct emb_table *t)
+{
+    struct emb_cache *ca = t->cache;
+    if (!ca->nwb)
+        return;
+    if (!t->be->event_query(ca->wb))
+        t->be->event_sync(ca->wb);
+    for (int64_t i = 0; i < ca->nwb; i++) {
+        const int64_t k = ca->wbk[i];
+        memcpy(ca->hw + k * t->width, ca->bw + i * t->width, (size_t)t->width * sizeof(float));
+        if (ca->sf)
+            memcpy(ca->hstate + k * ca->sf, ca->bs + i * ca->sf, (size_t)ca->sf * sizeof(float));
+        if (ca->hsteps)
+            ca->hsteps[k] = ca->bk[i];
+    }
+    ca->nwb = 0;
+}
+
+/* Write back the slots ix[n] (dirty, evicted) holding the local indices
+ * iy[n]: their rows gathered on the compute stream before anything
+ * enqueued later (the fills that overwrite them), copied down on the comm
+ * stream; the host does not wait (wb_apply). */
+static void wb_start(struct emb_table *t, int64_t n)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    wb_apply(t);
+    if (n > ca->bcap) {
+        ca->bcap = n > 2 * ca->bcap ? n : 2 * ca->bcap;
+        const size_t c = (size_t)ca->bcap;
+        ca->bw = pinned_grow(be, ca->bw, c * (size_t)t->width * sizeof *ca->bw);
+        ca->bs = ca->sf ? pinned_grow(be, ca->bs, c * (size_t)ca->sf * sizeof *ca->bs) : NULL;
+        ca->bk = pinned_grow(be, ca->bk, c * sizeof *ca->bk);
+        ca->bi = pinned_grow(be, ca->bi, c * sizeof *ca->bi);
+        ca->wbk = xrealloc(ca->wbk, c * sizeof *ca->wbk);
+    }
+    memcpy(ca->bi, ca->ix, (size_t)n * sizeof *ca->bi);
+    memcpy(ca->wbk, ca->iy, (size_t)n * sizeof *ca->wbk);
+    int64_t *di = emb_buf_get(be, &ca->d_bi, (size_t)n * sizeof(int64_t));
+    float *dw = emb_buf_get(be, &ca->d_bw, (size_t)n * t->width * sizeof(float));
+    float *ds = ca->sf ? emb_buf_get(be, &ca->d_bs, (size_t)n * ca->sf * sizeof(float)) : NULL;
+    float *dk = t->steps ? emb_buf_get(be, &ca->d_bk, (size_t)n * sizeof(int64_t)) : NULL;
+    be->to_device_async(di, ca->bi, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->wb, BACKEND_COMM);
+    be->stream_wait(BACKEND_COMPUTE, ca->wb);
+    be->index_rows(n, t->width, t->w, di, dw, NULL, 0);
+    if (ds)
+        be->index_rows(n, (int)ca->sf, t->state, di, ds, NULL, 0);
+    if (dk) /* int64 as two floats' bits */
+        be->index_rows(n, 2, (const float *)t->steps, di, dk, NULL, 0);
+    be->to_host_async(ca->bw, dw, (size_t)n * t->width * sizeof(float));
+    if (ds)
+        be->to_host_async(ca->bs, ds, (size_t)n * ca->sf * sizeof(float));
+    if (dk)
+        be->to_host_async(ca->bk, dk, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->wb, BACKEND_COMM);
+    ca->nwb = n;
 }
 
 static size_t row_bytes(const struct emb_table *t)
@@ -93,7 +190,9 @@ static void slots_down(struct emb_table *t, int64_t n)
 }
 
 /* The staged rows [n] (sw, ss, sk) up into the rows iy[n] of dst (w,
- * state, steps arrays of the table's memory). */
+ * state, steps arrays of the table's memory): copies on the comm stream
+ * (the host does not wait), the scatters on the compute stream after
+ * them. */
 static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k)
 {
     struct emb_cache *ca = t->cache;
@@ -101,20 +200,24 @@ static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, 
     if (n == 0)
         return;
     int64_t *di = emb_buf_get(be, &ca->d_idx2, (size_t)n * sizeof(int64_t));
-    be->to_device(di, ca->iy, (size_t)n * sizeof(int64_t));
     float *dw = emb_buf_get(be, &ca->d_w, (size_t)n * t->width * sizeof(float));
-    be->to_device(dw, ca->sw, (size_t)n * t->width * sizeof(float));
+    float *ds = ca->sf && dst_s ? emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float))
+                                : NULL;
+    float *dk = dst_k ? emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t)) : NULL;
+    be->to_device_async(di, ca->iy, (size_t)n * sizeof(int64_t));
+    be->to_device_async(dw, ca->sw, (size_t)n * t->width * sizeof(float));
+    if (ds)
+        be->to_device_async(ds, ca->ss, (size_t)n * ca->sf * sizeof(float));
+    if (dk)
+        be->to_device_async(dk, ca->sk, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->up, BACKEND_COMM);
+    be->stream_wait(BACKEND_COMPUTE, ca->up);
+    ca->up_pending = 1;
     be->index_rows(n, t->width, dw, NULL, dst_w, di, 0);
-    if (ca->sf && dst_s) {
-        float *ds = emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float));
-        be->to_device(ds, ca->ss, (size_t)n * ca->sf * sizeof(float));
+    if (ds)
         be->index_rows(n, (int)ca->sf, ds, NULL, dst_s, di, 0);
-    }
-    if (dst_k) {
-        float *dk = emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t));
-        be->to_device(dk, ca->sk, (size_t)n * sizeof(int64_t));
+    if (dk) /* int64 as two floats' bits: copied, never computed on */
         be->index_rows(n, 2, dk, NULL, (float *)dst_k, di, 0);
-    }
 }
 
 /* Host rows of the local indices ks[n] (the host shard's values) into the
@@ -172,6 +275,8 @@ void emb_cache_init(struct emb_table *t)
     t->w = be->alloc((size_t)S * (size_t)t->width * sizeof(float));
     t->state = ca->sf ? be->alloc((size_t)S * (size_t)ca->sf * sizeof(float)) : NULL;
     t->steps = ca->hsteps ? be->alloc((size_t)S * sizeof(int64_t)) : NULL;
+    ca->up = be->event_new(0);
+    ca->wb = be->event_new(0);
 }
 
 void emb_cache_free(struct emb_table *t)
@@ -180,12 +285,15 @@ void emb_cache_free(struct emb_table *t)
     if (!ca)
         return;
     const struct backend_ops *be = t->be;
+    stage_idle(be, ca); /* the copies in flight run first */
+    wb_apply(t);
     be->free(t->w);
     be->free(t->state);
     be->free(t->steps);
     t->w = t->state = NULL;
     t->steps = NULL;
-    struct emb_buf *b[] = {&ca->d_idx, &ca->d_idx2, &ca->d_w, &ca->d_s, &ca->d_k, &ca->d_rt};
+    struct emb_buf *b[] = {&ca->d_idx, &ca->d_idx2, &ca->d_w, &ca->d_s, &ca->d_k, &ca->d_rt,
+                           &ca->d_bi, &ca->d_bw, &ca->d_bs, &ca->d_bk};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         emb_buf_free(be, b[i]);
     free(ca->hw);
@@ -199,11 +307,13 @@ void emb_cache_free(struct emb_table *t)
     free(ca->next);
     free(ca->dirty);
     free(ca->freel);
-    free(ca->sw);
-    free(ca->ss);
-    free(ca->sk);
-    free(ca->ix);
-    free(ca->iy);
+    void *pin[] = {ca->sw, ca->ss, ca->sk, ca->ix, ca->iy, ca->sv, ca->bw, ca->bs, ca->bk, ca->bi};
+    for (size_t i = 0; i < sizeof pin / sizeof *pin; i++)
+        if (pin[i])
+            be->host_free(pin[i]);
+    be->event_free(ca->up);
+    be->event_free(ca->wb);
+    free(ca->wbk);
     free(ca);
     t->cache = NULL;
 }
@@ -249,7 +359,8 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
 {
     struct emb_cache *ca = t->cache;
     const int64_t T = ++ca->tick;
-    stage_grow(ca, n, t->width);
+    wb_apply(t); /* the host shard is read below (the fills) */
+    stage_grow(t->be, ca, n, t->width);
     int64_t nmiss = 0, nwb = 0;
     int64_t *miss = xmalloc((size_t)(n ? n : 1) * sizeof *miss);
     for (int64_t i = 0; i < n; i++) {
@@ -290,17 +401,8 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         ca->where[miss[i]] = s;
         ca->last[s] = T;
     }
-    if (nwb) { /* the evicted rows' values down into the host shard */
-        slots_down(t, nwb);
-        for (int64_t i = 0; i < nwb; i++) {
-            const int64_t k = ca->iy[i];
-            memcpy(ca->hw + k * t->width, ca->sw + i * t->width, (size_t)t->width * sizeof(float));
-            if (ca->sf)
-                memcpy(ca->hstate + k * ca->sf, ca->ss + i * ca->sf,
-                       (size_t)ca->sf * sizeof(float));
-            if (ca->hsteps)
-                ca->hsteps[k] = ca->sk[i];
-        }
+    if (nwb) { /* the evicted rows' values down into the host shard, behind the step */
+        wb_start(t, nwb);
         ca->st.written += nwb;
         ca->st.written_bytes += nwb * (int64_t)row_bytes(t);
     }
@@ -325,9 +427,10 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
 static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
 {
     struct emb_cache *ca = t->cache;
+    wb_apply(t);
     const struct backend_ops *be = t->be;
     float *rt = emb_buf_get(be, &ca->d_rt, (size_t)(n + 1) * t->width * sizeof(float));
-    stage_grow(ca, n, t->width);
+    stage_grow(t->be, ca, n, t->width);
     int64_t nres = 0, nhost = 0;
     int64_t *ks = xmalloc((size_t)(n ? n : 1) * sizeof *ks);
     for (int64_t i = 0; i < n; i++) /* the host's rows first */
@@ -339,6 +442,7 @@ static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
         host_stage(t, ks, nhost);
         rows_up(t, nhost, rt, NULL, NULL);
     }
+    stage_idle(be, ca); /* ix, iy written again */
     for (int64_t i = 0; i < n; i++) /* then the resident ones, copied on the device */
         if (ca->where[sv[i]] >= 0) {
             ca->ix[nres] = ca->where[sv[i]];
@@ -384,8 +488,18 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
         for (int64_t i = 0; i < n; i++)
             sv[i] = (i + 1) * G + t->shard;
     }
-    if (n)
-        be->to_device(x->serve, sv, (size_t)n * sizeof *sv);
+    if (n) { /* the virtual ids up, on the comm stream: the host does not wait */
+        stage_idle(be, ca);
+        if (n > ca->svcap) {
+            ca->svcap = n > 2 * ca->svcap ? n : 2 * ca->svcap;
+            ca->sv = pinned_grow(be, ca->sv, (size_t)ca->svcap * sizeof *ca->sv);
+        }
+        memcpy(ca->sv, sv, (size_t)n * sizeof *sv);
+        be->to_device_async(x->serve, ca->sv, (size_t)n * sizeof *sv);
+        be->event_record(ca->up, BACKEND_COMM);
+        be->stream_wait(BACKEND_COMPUTE, ca->up);
+        ca->up_pending = 1;
+    }
     free(sv);
 }
 
@@ -395,6 +509,7 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
                    int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
+    wb_apply(t);
     const int W = t->width;
     for (int64_t k = 0; k < n; k++) { /* the host shard's values */
         const int64_t at = slot0 + k;
@@ -409,7 +524,7 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
     int64_t nres = 0;
     for (int64_t k = 0; k < n; k++)
         nres += ca->where[slot0 + k] >= 0;
-    stage_grow(ca, nres, W);
+    stage_grow(t->be, ca, nres, W);
     nres = 0;
     for (int64_t k = 0; k < n; k++)
         if (ca->where[slot0 + k] >= 0) {
@@ -432,6 +547,7 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
                    const float *state, const int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
+    wb_apply(t); /* a pending write-back would overwrite what is set */
     const int W = t->width;
     for (int64_t k = 0; k < n; k++) {
         const int64_t at = slot0 + k, s = ca->where[at];
