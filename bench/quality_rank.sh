@@ -49,7 +49,7 @@
 # environment: FREESCALE (the program), NP (ranks per run, 2), ARGS (extra
 #   parameter overrides of every run, e.g. ARGS="train.epochs=8"), CHOICES
 #   (the halves' candidate settings, ';'-separated override lists, '-' the
-#   file as it is; default "-;model.recency=20;train.lr=1e-3 embedding.lr=1e-3").
+#   file as it is; default "-;model.recency=20").
 # Generated sets need /usr/bin/python3 with h5py for the optimum (else
 # skipped with a message). Nothing is asserted.
 set -eu
@@ -82,7 +82,8 @@ if [ -n "$SEEDS_OPT" ]; then set -- --seeds "$SEEDS_OPT" "$@"; fi
 . "$here/bench/mls_common.sh"
 . "$here/bench/seed_stats.sh"
 . "$here/bench/quality_lib.sh"
-CHOICES=${CHOICES:--;model.recency=20;train.lr=1e-3 embedding.lr=1e-3}
+CHOICES=${CHOICES:--;model.recency=20}
+export OMPI_MCA_mpi_yield_when_idle=1   # ranks waiting in MPI give the shared cores back
 PY=/usr/bin/python3
 CFG=${CONFIG#"$here"/}
 REV=$(git -C "$here" log -1 --format=%h -- "$CONFIG" 2>/dev/null || true)
