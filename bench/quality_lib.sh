@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # bench/quality_lib.sh: the arithmetic and the split of bench/quality_rank.sh
 # (sourced after bench/seed_stats.sh; tests/bench_quality.sh checks them on
 # tiny data).
@@ -23,7 +24,8 @@ num() { sed -n "s/.*\"split\":\"$2\".*\"$3\":\([^,}]*\).*/\1/p" "$1" | tail -1; 
 summary() { sed -n "s/.*\"event\":\"summary\".*\"$2\":\([^,}]*\).*/\1/p" "$1" | tail -1; }
 
 # curve FILE KEY: KEY of every validation line of the metrics FILE, one line
-curve() { sed -n "s/.*\"split\":\"val\".*\"$2\":\([^,}]*\).*/\1/p" "$1" | tr '\n' ' ' | sed 's/ $//'; }
+# (ended by a newline)
+curve() { sed -n "s/.*\"split\":\"val\".*\"$2\":\([^,}]*\).*/\1/p" "$1" | tr '\n' ' ' | sed 's/ $//'; echo; }
 
 # curve_median FILE: FILE holds one curve a line (a seed's, blank-separated);
 # printed: per position the median over the lines that reach it, "%.4f",

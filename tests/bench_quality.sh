@@ -54,4 +54,7 @@ cat > "$T/m.jsonl" <<'JSON'
 JSON
 c="$(num "$T/m.jsonl" test like.auc) $(num "$T/m.jsonl" test-baseline-user+item like.ne) $(summary "$T/m.jsonl" step) $(curve "$T/m.jsonl" like.auc)"
 [ "$c" = "0.75 0.9 40 0.71 0.73" ] && pass "num, summary, curve: $c" || fail "num, summary, curve: $c"
+{ curve "$T/m.jsonl" like.auc; curve "$T/m.jsonl" like.ne; } > "$T/cv2"
+c=$(curve_median "$T/cv2")
+[ "$c" = "0.8050 0.7650" ] && pass "curve: a line each, their median $c" || fail "curve's lines: $c"
 finish
