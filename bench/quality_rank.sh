@@ -77,6 +77,7 @@ for p in $(echo "$PARTS" | tr ',' ' '); do
     esac
 done
 has() { case ",$PARTS," in *",$1,"*) return 0 ;; esac; return 1; }
+# shellcheck disable=SC2034 # read by bench/mls_common.sh
 MLS_OPTIONAL=1
 if [ -n "$SEEDS_OPT" ]; then set -- --seeds "$SEEDS_OPT" "$@"; fi
 . "$here/bench/mls_common.sh"
