@@ -3,7 +3,9 @@
 # year (doc/quality.md, "Streaming on ml-latest-small"): input/mls-rank.in
 # with train.schedule = stream, data.window = 365d from 2000-01-01,
 # model.bias fitted on the ratings before it (data.split =
-# time:946684800,946684801: 1996-99), each window evaluated (test-then-
+# time:915148800,946684800: 1996-98 train, 1999 validates, where the
+# file's model.bias_prior = auto and model.recency = auto choose; then
+# the rows take in 1999 too), each window evaluated (test-then-
 # train: every rating predicted from the user's history before the window,
 # the bias rows taking in the labels of every earlier window as the online
 # baseline does) and then trained once. Per seed, the like AUC of the model
@@ -22,7 +24,7 @@ NAME=stream_mls.sh
 . "$here/bench/mls_common.sh"
 FS=$(cd "$(dirname "$FS")" && pwd)/$(basename "$FS") # the runs start in $W
 S="train.schedule=stream data.window=365d data.stream_start=2000-01-01
-data.split=time:946684800,946684801 train.lr_schedule=constant train.keep_best=off
+data.split=time:915148800,946684800 train.lr_schedule=constant train.keep_best=off train.patience=0
 train.batch_size=4 train.lr=2e-3 embedding.lr=2e-3 train.log_every=100000"
 printf '# ml-latest-small by year from 2000, input/mls-rank.in as a stream, %s ranks%s\n' "$NP" \
     "${ARGS:+, $ARGS}"

@@ -16,13 +16,19 @@
 #     model.recency): the losses and the test metrics agree at P = 1, 2, 3,
 #     on the fake device and resumed at another rank count (1e-6); export
 #     writes the factors and their matrix;
+#   - model.bias_prior = auto, model.recency = auto: the grid searches on
+#     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
+#     each value's loss, the choices, the chosen fit's rows), the same
+#     losses at P = 1 and 2, the choices in the summary line; refused
+#     without validation events;
 #   - debug.terms_only (the logits without the head's output, the
 #     ablation of doc/quality.md): the losses and test metrics do not
 #     depend on the sequence model (1 layer at P = 1 = 2 layers of another
 #     width at P = 2 = the fake device, 1e-6), the first loss is
 #     model.recency's run's (the head starts at 0), the later ones not;
-#   - refused with train.task = retrieval, model.recency, model.factors or
-#     debug.terms_only without model.bias, out of range or not a number.
+#   - refused with train.task = retrieval, model.recency, model.bias_prior,
+#     model.factors or debug.terms_only without model.bias, out of range
+#     or not a number.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -182,6 +188,44 @@ print(f"the fitted history matrix and user scales = NumPy's Newton fit (A {A.rou
       f"scales {scale.round(3).tolist()}; worst {worst:.2e})")
 sys.exit(0 if worst <= 1e-4 else 1)
 EOF
+# model.bias_prior = auto and model.recency = auto (the grids searched on the
+# validation events): NumPy's search chooses the same, the same losses and
+# rows; the same losses at P = 1 and 2. The data: item qualities, each
+# user's taste drifting slowly (an AR(1) walk) and noise, so that both
+# choices fall inside their grids (prior 16, half-life 32)
+awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp"
+    for (i = 1; i <= 60; i++) q[i] = rand() * 2 - 1
+    for (u = 1; u <= 60; u++) { n = 20 + int(rand() * 40); d = 0
+        for (k = 0; k < n; k++) { d = 0.99 * d + 0.1 * (rand() - 0.5); i = 1 + int(rand() * rand() * 60)
+            r = 3 + q[i] + 2 * d + 4 * (rand() - 0.5); r = int(r * 2 + 0.5) / 2
+            r = r < 0.5 ? 0.5 : r; r = r > 5 ? 5 : r
+            printf "%d,%d,%.1f,%d\n", u, i, r, 964980000 + 1000 * u + 7 * k } } }' \
+    > "$T/drift.csv"
+"$FS" data import --format movielens "$T/drift.csv" -o "$T/drift.h5" >/dev/null || fail "import drift"
+AU="data.path=$T/drift.h5 train.max_steps=2 train.final_eval=off train.lr=1e-12 embedding.lr=1e-12
+model.recency=auto model.bias_prior=auto"
+# shellcheck disable=SC2086
+run a1 1 $AU
+# shellcheck disable=SC2086
+run a2 2 $AU "output.checkpoint_dir=$T/cka"
+same_losses "$T/a1.jsonl" "$T/a2.jsonl" "model.recency = auto: P=2 vs P=1" 0 1e-6
+"$PY" "$TOP_SRCDIR/tests/bias_auto_oracle.py" "$T/drift.h5" "$T/cka/ckpt-2.h5" "$T/a2.out" \
+    > "$T/auto.out" 2>&1 && pass "$(tail -1 "$T/auto.out")" || fail "auto: $(cat "$T/auto.out")"
+grep -q '"bias_prior":' "$T/a2.jsonl" && grep -q '"recency":' "$T/a2.jsonl" ||
+    fail "the summary line has no bias_prior or recency"
+expect_ok "$FS" export "$T/cka/ckpt-2.h5" -o "$T/modela.h5"
+"$PY" - "$T/modela.h5" "$T/a2.out" <<'EOF' && pass "export: the chosen half-life" || fail "export with model.recency = auto"
+import re, sys, h5py
+H = float(re.search(r"model.recency = auto: .*; chosen (\S+)", open(sys.argv[2]).read()).group(1))
+got = h5py.File(sys.argv[1], "r")["head"].attrs["recency"]
+assert got == H and H != 16, (got, H)  # 16: the placeholder before the choice
+EOF
+expect_error "model.bias_prior = auto: data.split = time:964990001,964990002 leaves no validation" \
+    "$FS" train "$IN" $R model.bias_prior=auto data.split=time:964990001,964990002 train.max_steps=1
+expect_error "model.bias_prior = 'x': a number in [0, 1e9] or auto" \
+    "$FS" train "$IN" $R model.bias_prior=x train.max_steps=1
+expect_error "model.bias_prior = 2 needs model.bias = on" \
+    "$FS" train "$IN" $R model.bias=off model.bias_prior=2 train.max_steps=1
 expect_ok "$FS" export "$T/ckh/ckpt-1.h5" -o "$T/model.h5"
 "$PY" - "$T/model.h5" "$T/r.h5" <<'EOF' && pass "export: /head/centre and the recency attribute" || fail "export with model.recency"
 import sys, h5py, numpy as np
@@ -193,9 +237,9 @@ assert np.all((c[:, 0] > 0) & (c[:, 0] < 1)), c[:, 0]  # like: each item's smoot
 EOF
 expect_error "model.recency = 4 needs model.bias = on" \
     "$FS" train "$IN" $R model.bias=off model.recency=4 train.max_steps=1
-expect_error "model.recency = '-1': out of range [0, 1e+09]" \
+expect_error "model.recency = '-1': a number in [0, 1e9] or auto" \
     "$FS" train "$IN" $R model.recency=-1 train.max_steps=1
-expect_error "model.recency = 'abc': not a finite number" \
+expect_error "model.recency = 'abc': a number in [0, 1e9] or auto" \
     "$FS" train "$IN" $R model.recency=abc train.max_steps=1
 expect_error "model.recency: for train.task = ranking" \
     "$FS" train "$IN" "data.path=$T/r.h5" model.recency=4 train.max_steps=1

@@ -66,11 +66,16 @@ X(model, bias, BOOL, "off", 0, 1, NULL,
   "head), started at the training labels' smoothed user+item means (train.baseline_prior) "
   "with the head's last layer at 0: the model starts where the user+item baseline ends; the "
   "test (and each stream window) shifts them by what the events before it add to those means")
-X(model, recency, FLOAT, "0", 0, 1e9, NULL,
+X(model, recency, STRING, "0", 0, 0, NULL,
   "ranking with model.bias: the half-life in events of a recency-weighted mean of each task's "
   "label residuals (the label less its item's smoothed mean) over the sequence's earlier events, "
   "added to every task's logit through a K x K matrix fitted at start-up on the training "
-  "events; 0 = off")
+  "events; 0 = off; auto = the half-life of 1, 2, 4, .., 256 whose start-up fit has the "
+  "lowest validation loss (doc/ranking.md)")
+X(model, bias_prior, STRING, "", 0, 0, NULL,
+  "ranking with model.bias: pseudo-counts of the smoothed means model.bias starts from; empty "
+  "= train.baseline_prior; auto = the one of 0.5, 1, 2, .., 128 whose means have the lowest "
+  "validation loss (doc/ranking.md)")
 X(model, factors, INT, "0", 0, 64, NULL,
   "ranking with model.bias: F > 0 adds a learned interaction of each event's item with the "
   "label residuals of the sequence's earlier events (F factors per item; the user's factor is "

@@ -148,6 +148,25 @@ void batch_eval(const struct dataset *ds, enum split_mode mode, int test, int N,
     free(tgt);
 }
 
+void batch_ev_picked(const int64_t *ev, int64_t n, size_t width, batch_span_reader read,
+                     void *ctx, void *out)
+{
+    char *tmp = NULL, *o = out;
+    int64_t cap = 0;
+    for (int64_t j = 0, k; j < n; j = k) {
+        k = batch_ev_run(ev, j, n);
+        const int64_t span = ev[k - 1] - ev[j] + 1;
+        if (span > cap) {
+            cap = span;
+            tmp = xrealloc(tmp, (size_t)cap * width);
+        }
+        read(ctx, ev[j], span, tmp);
+        for (int64_t i = j; i < k; i++)
+            memcpy(o + (size_t)i * width, tmp + (size_t)(ev[i] - ev[j]) * width, width);
+    }
+    free(tmp);
+}
+
 void batch_free(struct seq_batch *b)
 {
     free(b->pos0);

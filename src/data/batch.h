@@ -81,6 +81,12 @@ static inline int64_t batch_ev_run(const int64_t *ev, int64_t j, int64_t n)
         k++;
     return k;
 }
+/* The values of the file events ev[0 .. n) (ascending) into out[n], each
+ * `width` bytes: runs of nearby events (batch_ev_run) read as one span by
+ * read(ctx, first, span, buf) into a scratch buffer, then picked. */
+typedef void (*batch_span_reader)(void *ctx, int64_t first, int64_t span, void *buf);
+void batch_ev_picked(const int64_t *ev, int64_t n, size_t width, batch_span_reader read,
+                     void *ctx, void *out);
 /* Allocate b's arrays for B sequences of T tokens in all (contents
  * undefined but targets, zeroed; ts only with_ts; hist_off only for eval:
  * the caller allocates hist). */

@@ -55,26 +55,15 @@ void labels_read_events(const struct dataset *ds, const struct label_conf *lc, i
     free(iv);
 }
 
-/* Labels of the file events ev[0 .. n) (ascending) into out [n, K]: read in
- * runs of nearby events (batch_ev_run). */
-static void labels_read_picked(const struct dataset *ds, const struct label_conf *lc,
-                               const int64_t *ev, int64_t n, float *out)
+/* labels_read_events as a batch_span_reader (data.pools' picked events) */
+struct labels_span {
+    const struct dataset *ds;
+    const struct label_conf *lc;
+};
+static void labels_span_read(void *ctx, int64_t first, int64_t span, void *buf)
 {
-    const int K = lc->n;
-    float *tmp = NULL;
-    int64_t cap = 0;
-    for (int64_t j = 0, k; j < n; j = k) {
-        k = batch_ev_run(ev, j, n);
-        const int64_t span = ev[k - 1] - ev[j] + 1;
-        if (span > cap) {
-            cap = span;
-            tmp = xrealloc(tmp, (size_t)(cap * K) * sizeof *tmp);
-        }
-        labels_read_events(ds, lc, ev[j], span, tmp);
-        for (int64_t i = j; i < k; i++)
-            memcpy(out + i * K, tmp + (ev[i] - ev[j]) * K, (size_t)K * sizeof *out);
-    }
-    free(tmp);
+    const struct labels_span *c = ctx;
+    labels_read_events(c->ds, c->lc, first, span, buf);
 }
 
 void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf *lc,
@@ -89,7 +78,9 @@ void batch_ranking_read_labels(const struct dataset *ds, const struct label_conf
         int64_t e1;
         const int64_t n = batch_file_events(b, q), h = batch_file_run(b, q, &e1);
         if (b->ev) { /* data.pools: the tokens' events */
-            labels_read_picked(ds, lc, b->ev + b->offsets[q], n, b->labels + b->offsets[q] * K);
+            struct labels_span c = {ds, lc};
+            batch_ev_picked(b->ev + b->offsets[q], n, (size_t)K * sizeof *b->labels,
+                            labels_span_read, &c, b->labels + b->offsets[q] * K);
             continue;
         }
         labels_read_events(ds, lc, b->ev0[q], h, b->labels + b->offsets[q] * K);

@@ -71,27 +71,17 @@ void feat_values_free(struct feat_values *v)
     memset(v, 0, sizeof *v);
 }
 
-/* Values of f at the file events ev[0 .. n) (ascending) into out[n]: read in
- * runs of nearby events (batch_ev_run). */
-static void ints_picked(const struct dataset *ds, const struct dataset_feature *f,
-                        const int64_t *ev, int64_t n, int32_t *out)
+/* dataset_feat_ints as a batch_span_reader (data.pools' picked events) */
+struct ints_span {
+    const struct dataset *ds;
+    const struct dataset_feature *f;
+};
+static void ints_span_read(void *ctx, int64_t first, int64_t span, void *buf)
 {
+    const struct ints_span *c = ctx;
     char err[1024];
-    int32_t *tmp = NULL;
-    int64_t cap = 0;
-    for (int64_t j = 0, k; j < n; j = k) {
-        k = batch_ev_run(ev, j, n);
-        const int64_t span = ev[k - 1] - ev[j] + 1;
-        if (span > cap) {
-            cap = span;
-            tmp = xrealloc(tmp, (size_t)cap * sizeof *tmp);
-        }
-        if (dataset_feat_ints(ds, f, ev[j], span, tmp, err, sizeof err))
-            fatal("%s", err);
-        for (int64_t i = j; i < k; i++)
-            out[i] = tmp[ev[i] - ev[j]];
-    }
-    free(tmp);
+    if (dataset_feat_ints(c->ds, c->f, first, span, buf, err, sizeof err))
+        fatal("%s", err);
 }
 
 void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
@@ -106,8 +96,9 @@ void feat_values_events(const struct feat_schema *s, const struct dataset *ds,
             const int64_t t0 = b->offsets[q], L = b->offsets[q + 1] - t0;
             int64_t e1; /* the history, then the candidates (a part of them: after a gap) */
             const int64_t len = batch_file_events(b, q), h = batch_file_run(b, q, &e1);
+            struct ints_span c = {ds, f};
             if (b->ev) /* data.pools: the tokens' events */
-                ints_picked(ds, f, b->ev + t0, len, out[i] + t0);
+                batch_ev_picked(b->ev + t0, len, sizeof *out[i], ints_span_read, &c, out[i] + t0);
             else if ((h > 0 && dataset_feat_ints(ds, f, b->ev0[q], h, out[i] + t0, err, sizeof err)) ||
                 (len > h && dataset_feat_ints(ds, f, e1, len - h, out[i] + t0 + h, err,
                                               sizeof err)))

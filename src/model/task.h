@@ -59,6 +59,9 @@ struct task_spec {
     double weight;
 };
 
+/* model.recency = auto's placeholder half-life until the start-up choice */
+#define RECENCY_AUTO_START 16.0
+
 struct task_conf {
     enum task_type type;
     int n;                   /* ranking tasks */
@@ -68,7 +71,12 @@ struct task_conf {
     enum action_mode actions; /* model.actions (feature/schema.h) */
     int nmlp, mlp[TASK_MAX_MLP]; /* model.head: hidden widths */
     int bias;                /* model.bias: per-item and per-user terms of each logit */
-    double recency;          /* model.recency: the history terms' half-life (0: off) */
+    double recency;          /* model.recency: the history terms' half-life (0: off; auto:
+                                RECENCY_AUTO_START until train/step_bias.c's choice) */
+    int recency_auto;        /* model.recency = auto: chosen on the validation events */
+    double bias_prior;       /* model.bias_prior: the rows' smoothed means' pseudo-counts
+                                (train.baseline_prior unless set; auto: chosen as recency) */
+    int prior_auto;
     int factors;             /* model.factors: the factor terms' width (0: off) */
     int terms_only;          /* debug.terms_only: the logits without the head's output */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
@@ -258,6 +266,9 @@ void task_ranking_recency_terms(const struct task *t, int64_t B, const int64_t *
 void task_ranking_set_centres(struct task *t, const float *centre, int64_t nitems);
 const float *task_ranking_centres(const struct task *t);
 void task_ranking_set_recency(struct task *t, const float *A);
+/* The history terms' half-life H > 0 in events (model.recency = auto: the
+ * start-up choice, train/step_bias.c). */
+void task_ranking_set_halflife(struct task *t, double H);
 /* model.factors (model/task_factor.h): 1 when on; the factor terms out
  * [T, K] of B sequences, as task_ranking_recency_terms's (the items'
  * current centres). */

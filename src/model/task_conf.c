@@ -34,6 +34,19 @@ static int number(const char *s, double *v)
     return s[0] && !*end && !errno && isfinite(*v) ? 0 : -1;
 }
 
+/* A number in [0, 1e9] or auto (*is_auto = 1, *v untouched) of parameter
+ * `name`: 0, or -1 + err naming it. */
+static int number_or_auto(const char *name, const char *s, double *v, int *is_auto, char *err,
+                          size_t errlen)
+{
+    *is_auto = !strcmp(s, "auto");
+    if (*is_auto)
+        return 0;
+    if (number(s, v) || *v < 0 || *v > 1e9)
+        return errorf(err, errlen, "%s = '%s': a number in [0, 1e9] or auto", name, s);
+    return 0;
+}
+
 static int valid_name(const char *s)
 {
     if (!s[0])
@@ -219,14 +232,25 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     const char *tasks = params_str(p, P_train_tasks), *select = params_str(p, P_train_select);
     const char *split = params_str(p, P_data_split);
     tc->select = -1;
+    if (number_or_auto("model.recency", params_str(p, P_model_recency), &tc->recency,
+                       &tc->recency_auto, err, errlen))
+        return -1;
+    if (tc->recency_auto) /* a placeholder until the start-up choice (train/step_bias.c) */
+        tc->recency = RECENCY_AUTO_START;
+    const char *bp = params_str(p, P_model_bias_prior);
+    tc->bias_prior = params_f64(p, P_train_baseline_prior);
+    if (bp[0] && number_or_auto("model.bias_prior", bp, &tc->bias_prior, &tc->prior_auto, err,
+                                errlen))
+        return -1;
     if (tc->type == TASK_RETRIEVAL) {
-        if (params_i64(p, P_model_bias) || params_f64(p, P_model_recency) > 0 ||
-            params_i64(p, P_model_factors) > 0 || params_i64(p, P_debug_terms_only))
+        if (params_i64(p, P_model_bias) || tc->recency > 0 || params_i64(p, P_model_factors) > 0 ||
+            bp[0] || params_i64(p, P_debug_terms_only))
             return errorf(err, errlen, "%s: for train.task = ranking (this run: retrieval)",
                           params_i64(p, P_model_bias) ? "model.bias = on"
-                          : params_f64(p, P_model_recency) > 0 ? "model.recency"
+                          : tc->recency > 0           ? "model.recency"
+                          : bp[0]                     ? "model.bias_prior"
                           : params_i64(p, P_model_factors) > 0 ? "model.factors"
-                                                                : "debug.terms_only = on");
+                                                      : "debug.terms_only = on");
         const char *pools = params_str(p, P_data_pools);
         if (tasks[0] || select[0] || pools[0])
             return errorf(err, errlen, "%s = %s: for train.task = ranking (this run: "
@@ -250,10 +274,12 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     tc->actions = !strcmp(params_str(p, P_model_actions), "interleave") ? ACT_INTERLEAVE
                                                                           : ACT_SUM;
     tc->bias = (int)params_i64(p, P_model_bias);
-    tc->recency = params_f64(p, P_model_recency);
     if (tc->recency > 0 && !tc->bias)
-        return errorf(err, errlen, "model.recency = %g needs model.bias = on (its terms are "
-                      "fitted beside the per-item and per-user terms)", tc->recency);
+        return errorf(err, errlen, "model.recency = %s needs model.bias = on (its terms are "
+                      "fitted beside the per-item and per-user terms)",
+                      params_str(p, P_model_recency));
+    if (bp[0] && !tc->bias)
+        return errorf(err, errlen, "model.bias_prior = %s needs model.bias = on", bp);
     tc->factors = (int)params_i64(p, P_model_factors);
     if (tc->factors > 0 && !tc->bias)
         return errorf(err, errlen, "model.factors = %d needs model.bias = on (its residuals are "

@@ -456,6 +456,14 @@ const float *task_ranking_centres(const struct task *t)
     return r->centre;
 }
 
+void task_ranking_set_halflife(struct task *t, double H)
+{
+    struct rank_priv *r = t->priv;
+    if (!(H > 0))
+        fatal("task_ranking_set_halflife: half-life %g", H);
+    r->rule.lam = pow(2.0, -1.0 / H);
+}
+
 void task_ranking_set_recency(struct task *t, const float *A)
 {
     struct rank_priv *r = t->priv;

@@ -79,6 +79,8 @@ struct bias_sums {
     const struct rsplit *sp;              /* whose events: each user's first a (rsplit_bounds) */
     int val;                              /* 1: its first b (the validation events too) */
     struct fit_sums *fit;                 /* recency_fit's pass */
+    struct val_sums *vs;                  /* val_loss's pass */
+    int64_t a, b;                         /* the visited user's bounds (rsplit_bounds) */
     const struct task_conf *tc;
     float *user;                          /* [users, K] */
 };
@@ -97,6 +99,8 @@ static void each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s,
         for (int64_t u = u0; u < u1; u++) {
             int64_t a, b;
             rsplit_bounds(s->sp ? s->sp : &tr->rsplit, ds, u, &a, &b);
+            s->a = a;
+            s->b = b;
             visit(s, c, tr->bias_ids ? tr->bias_ids->umap[u] : u, /* its row */
                   ds->offsets[u] - ds->offsets[u0], s->val ? b : a);
         }
@@ -149,13 +153,13 @@ static void add_user(struct bias_sums *s, const struct chunk *c, int64_t u, int6
  * events) as the rows' values: item [NI, K], user [NU, K]; with centre
  * [NI, K] (else NULL) each item's smoothed mean label mu + b_i (the history
  * terms' centres: model/task_recency.h). */
-static void bias_values(struct trainer *tr, const struct rsplit *sp, int val, float *item,
-                        float *user, float *centre)
+static void bias_values(struct trainer *tr, const struct rsplit *sp, int val, double prior,
+                        float *item, float *user, float *centre)
 {
     const struct task_conf *tc = &tr->conf.task;
     const int K = tc->n;
     const int64_t NI = tc->bias_items, NU = tc->bias_users;
-    struct bias_sums s = {.task = &tr->task, .K = K, .prior = tc->prior, .sp = sp, .val = val,
+    struct bias_sums s = {.task = &tr->task, .K = K, .prior = prior, .sp = sp, .val = val,
                           .tc = tc};
     s.ni = xcalloc((size_t)(NI * K), sizeof *s.ni);
     s.si = xcalloc((size_t)(NI * K), sizeof *s.si);
@@ -352,9 +356,148 @@ static int centres(const struct task_conf *tc)
     return tc->recency > 0 || tc->factors > 0;
 }
 
-void step_bias_init(struct trainer *tr)
+/* --- model.recency = auto, model.bias_prior = auto: chosen on validation --- */
+
+/* What val_loss's pass accumulates per task over the validation events. */
+struct val_sums {
+    const struct task *task;
+    const struct task_conf *tc;
+    int K;
+    const float *item, *user, *A;             /* the start-up rows (user scaled), A or NULL */
+    double n[RANK_MAX_TASKS], loss[RANK_MAX_TASKS], sz[RANK_MAX_TASKS], szz[RANK_MAX_TASKS];
+    float *r;                                 /* [cap, K] one user's history terms */
+    int64_t cap;
+};
+
+static double softplus(double x)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+/* One user's validation events [s->a, b) predicted by the start-up values
+ * after his training events (as the validation evaluation sees them). */
+static void val_user(struct bias_sums *s, const struct chunk *c, int64_t u, int64_t o, int64_t b)
+{
+    struct val_sums *v = s->vs;
+    const int K = v->K;
+    const int64_t a = s->a;
+    if (b <= a)
+        return;
+    if (v->A) { /* the validation events take the terms of the training events before them */
+        if (b > v->cap) {
+            v->cap = b + b / 2;
+            v->r = xrealloc(v->r, (size_t)(v->cap * K) * sizeof *v->r);
+        }
+        const int64_t off[2] = {0, b}, nc = b - a;
+        task_ranking_recency_terms(v->task, 1, off, &nc, c->items + o, c->lab + o * K, v->r);
+    }
+    for (int64_t e = a; e < b; e++) {
+        const float *irow = v->item + c->items[o + e] * K;
+        for (int k = 0; k < K; k++) {
+            const float y = c->lab[(o + e) * K + k];
+            if (isnan(y))
+                continue;
+            double eta = (double)irow[k] + v->user[u * K + k];
+            for (int j = 0; v->A && j < K; j++)
+                eta += (double)v->A[k * K + j] * v->r[e * K + j];
+            const double z = task_ranking_z(v->task, k, y);
+            v->loss[k] += v->tc->t[k].kind == TASK_BINARY ? softplus(eta) - z * eta
+                                                          : (z - eta) * (z - eta);
+            v->n[k] += 1;
+            v->sz[k] += z;
+            v->szz[k] += z * z;
+        }
+    }
+}
+
+/* The start-up values' validation loss: per task (per[k]) a binary task's
+ * NE (log loss over the entropy of the validation labels' mean) or a
+ * regression task's MSE over the labels' variance; returned their mean
+ * weighted by the tasks' weights; -1 when no task has validation labels. */
+static double val_loss(struct trainer *tr, const float *item, const float *user, const float *A,
+                       double *per)
 {
     const struct task_conf *tc = &tr->conf.task;
+    const int K = tc->n;
+    struct val_sums v = {.task = &tr->task, .tc = tc, .K = K, .item = item, .user = user, .A = A};
+    struct bias_sums pass = {.K = K, .vs = &v, .val = 1};
+    struct chunk c = {0};
+    each_user(tr, &c, &pass, val_user);
+    free(c.items);
+    free(c.lab);
+    free(v.r);
+    double num = 0, den = 0;
+    for (int k = 0; k < K; k++) {
+        per[k] = NAN;
+        if (v.n[k] <= 0)
+            continue;
+        const double m = v.sz[k] / v.n[k];
+        const double norm = tc->t[k].kind == TASK_BINARY
+                                ? (m > 0 && m < 1 ? -(m * log(m) + (1 - m) * log(1 - m)) : 0)
+                                : v.szz[k] / v.n[k] - m * m;
+        if (norm <= 0)
+            continue;
+        per[k] = v.loss[k] / v.n[k] / norm;
+        num += tc->t[k].weight * per[k];
+        den += tc->t[k].weight;
+    }
+    return den > 0 ? num / den : -1;
+}
+
+/* The start-up values for prior and half-life H (0: no history terms):
+ * item, user (scaled), centre (or NULL), A and uscale; with per (else
+ * NULL) their validation loss (val_loss). */
+static double fit_at(struct trainer *tr, double prior, double H, float *item, float *user,
+                     float *centre, float *A, float *uscale, double *per)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    bias_values(tr, NULL, 0, prior, item, user, centre);
+    for (int k = 0; k < tc->n; k++)
+        uscale[k] = 1;
+    if (centre)
+        task_ranking_set_centres(&tr->task, centre, tc->bias_items);
+    if (H > 0) {
+        task_ranking_set_halflife(&tr->task, H);
+        recency_fit(tr, item, user, A, uscale);
+    }
+    return per ? val_loss(tr, item, user, H > 0 ? A : NULL, per) : 0;
+}
+
+#define GRID_N 9 /* the grids: the prior 0.5 .. 128, the half-life 1 .. 256, doubling */
+
+/* One grid's search: values[i] = v0 2^i; prior or half-life, the other
+ * fixed. Logs every value's loss and the choice; returns it. */
+static double choose(struct trainer *tr, const char *name, double v0, int is_prior,
+                     float *item, float *user, float *centre, float *A, float *uscale)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    char buf[1024];
+    size_t len = 0;
+    double best = -1, at = 0, per[RANK_MAX_TASKS];
+    for (int i = 0; i < GRID_N; i++) {
+        const double v = v0 * pow(2.0, i);
+        const double loss = fit_at(tr, is_prior ? v : tc->bias_prior, is_prior ? tc->recency : v,
+                                   item, user, centre, A, uscale, per);
+        if (loss < 0)
+            fatal("%s = auto: data.split = %s leaves no validation labels to choose on (give "
+                  "it a number, or a split with validation events)", name,
+                  params_str(tr->p, P_data_split));
+        if (len + 32 < sizeof buf)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%g %.5f", i ? ", " : "", v,
+                                    loss);
+        if (best < 0 || loss < best) {
+            best = loss;
+            at = v;
+        }
+    }
+    log_info("%s = auto: the start-up fit's validation loss (NE, or MSE / variance, weighted "
+             "over the tasks) by value: %s; chosen %g", name, buf, at);
+    return at;
+}
+
+void step_bias_init(struct trainer *tr)
+{
+    struct task_conf *tc = &tr->conf.task;
     if (tc->type != TASK_RANKING || !tc->bias)
         return;
     const int K = tc->n;
@@ -362,14 +505,15 @@ void step_bias_init(struct trainer *tr)
     float *item = xmalloc((size_t)(NI * K) * sizeof *item);
     float *user = xmalloc((size_t)(tc->bias_users * K) * sizeof *user);
     float *centre = centres(tc) ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
-    bias_values(tr, NULL, 0, item, user, centre);
-    for (int k = 0; k < K; k++)
-        tr->bias_uscale[k] = 1;
-    if (centre)
-        task_ranking_set_centres(&tr->task, centre, NI);
+    float A[RANK_MAX_TASKS * RANK_MAX_TASKS];
+    /* the prior at the given (or the placeholder) half-life, then the half-life */
+    if (tc->prior_auto)
+        tc->bias_prior = choose(tr, "model.bias_prior", 0.5, 1, item, user, centre, A,
+                                tr->bias_uscale);
+    if (tc->recency_auto)
+        tc->recency = choose(tr, "model.recency", 1, 0, item, user, centre, A, tr->bias_uscale);
+    fit_at(tr, tc->bias_prior, tc->recency, item, user, centre, A, tr->bias_uscale, NULL);
     if (tc->recency > 0) {
-        float A[RANK_MAX_TASKS * RANK_MAX_TASKS];
-        recency_fit(tr, item, user, A, tr->bias_uscale);
         task_ranking_set_recency(&tr->task, A);
         recency_log(tc, tr->bias_uscale, A);
     }
@@ -391,7 +535,8 @@ struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp
     const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
     struct bias_values *bv = xmalloc(sizeof *bv);
     bv->v = xmalloc((size_t)(2 * ni + nu) * sizeof *bv->v);
-    bias_values(tr, sp, val, bv->v, bv->v + ni, centres(tc) ? bv->v + ni + nu : NULL);
+    bias_values(tr, sp, val, tc->bias_prior, bv->v, bv->v + ni,
+                centres(tc) ? bv->v + ni + nu : NULL);
     return bv;
 }
 
