@@ -21,8 +21,14 @@
 #     each value's loss, the choices, the chosen fit's rows), the same
 #     losses at P = 1 and 2, the choices in the summary line; refused
 #     without validation events;
-#   - refused with train.task = retrieval, model.recency, model.bias_prior or
-#     model.factors without model.bias, out of range or not a number.
+#   - debug.terms_only (the logits without the head's output, the
+#     ablation of doc/quality.md): the losses and test metrics do not
+#     depend on the sequence model (1 layer at P = 1 = 2 layers of another
+#     width at P = 2 = the fake device, 1e-6), the first loss is
+#     model.recency's run's (the head starts at 0), the later ones not;
+#   - refused with train.task = retrieval, model.recency, model.bias_prior,
+#     model.factors or debug.terms_only without model.bias, out of range
+#     or not a number.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -109,6 +115,24 @@ for p in 2 3 f; do
     same_test "$T/h1.jsonl" "$T/h$p.jsonl" "model.recency: h$p vs h1"
 done
 grep -q "model.recency = 4: fitted on the training events" "$T/h1.out" || fail "no log line of the fit"
+
+# debug.terms_only: the sequence model's part left out of the logits
+run t1 1 train.max_steps=8 model.recency=4 train.epochs=1 debug.terms_only=on model.layers=1
+run t2 2 train.max_steps=8 model.recency=4 train.epochs=1 debug.terms_only=on model.layers=2 \
+    model.dim=32
+run tf 1 train.max_steps=8 model.recency=4 train.epochs=1 debug.terms_only=on device.type=fake
+same_losses "$T/t1.jsonl" "$T/t2.jsonl" "debug.terms_only: 2 layers of 32 at P=2 vs 1 layer of 16" 0 1e-6
+same_losses "$T/t1.jsonl" "$T/tf.jsonl" "debug.terms_only: the fake device vs the CPU" 0 1e-6
+same_test "$T/t1.jsonl" "$T/t2.jsonl" "debug.terms_only: t2 vs t1"
+same_test "$T/t1.jsonl" "$T/tf.jsonl" "debug.terms_only: tf vs t1"
+"$PY" - "$T/t1.jsonl" "$T/h1.jsonl" <<'EOF' && pass "debug.terms_only: the first loss is the full model's, the later ones not" || fail "debug.terms_only: the losses against the full model's"
+import json, sys
+loss = lambda f: [l["loss"] for l in map(json.loads, open(f)) if l.get("event") == "train"]
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
+sys.exit(0 if abs(a[0] - b[0]) <= 1e-6 * abs(b[0]) and abs(a[3] - b[3]) > 1e-6 else 1)
+EOF
+expect_error "debug.terms_only = on needs model.bias = on" \
+    "$FS" train "$IN" $R model.bias=off debug.terms_only=on train.max_steps=1
 
 # the fit: one step at lr 1e-12, then the checkpoint's user rows and matrix
 run hz 2 train.max_steps=1 train.final_eval=off train.lr=1e-12 embedding.lr=1e-12 \

@@ -366,6 +366,11 @@ X(debug, bias_dense, BOOL, "off", 0, 1, NULL,
   "test hook: model.bias's tables as dense parameters replicated on every rank, all-reduced "
   "and updated whole every step (the former way, kept for comparison), not rows sharded over "
   "the ranks")
+X(debug, terms_only, BOOL, "off", 0, 1, NULL,
+  "ranking with model.bias: the logits are the terms of model.bias, model.recency and "
+  "model.factors alone (and the head's last constant): the head's output, the sequence "
+  "model's part, is left out and no gradient reaches it (the sequence model still runs): "
+  "the ablation of doc/quality.md")
 X(debug, rank_dump, STRING, "", 0, 0, NULL,
   "ranking: write every evaluation's (task, user, label, score) rows to PREFIX-SPLIT.csv "
   "(rank 0; the exact metrics can be recomputed from them)")

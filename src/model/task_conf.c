@@ -244,12 +244,13 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
         return -1;
     if (tc->type == TASK_RETRIEVAL) {
         if (params_i64(p, P_model_bias) || tc->recency > 0 || params_i64(p, P_model_factors) > 0 ||
-            bp[0])
+            bp[0] || params_i64(p, P_debug_terms_only))
             return errorf(err, errlen, "%s: for train.task = ranking (this run: retrieval)",
                           params_i64(p, P_model_bias) ? "model.bias = on"
                           : tc->recency > 0           ? "model.recency"
                           : bp[0]                     ? "model.bias_prior"
-                                                      : "model.factors");
+                          : params_i64(p, P_model_factors) > 0 ? "model.factors"
+                                                      : "debug.terms_only = on");
         const char *pools = params_str(p, P_data_pools);
         if (tasks[0] || select[0] || pools[0])
             return errorf(err, errlen, "%s = %s: for train.task = ranking (this run: "
@@ -283,6 +284,10 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if (tc->factors > 0 && !tc->bias)
         return errorf(err, errlen, "model.factors = %d needs model.bias = on (its residuals are "
                       "the labels less the items' smoothed means)", tc->factors);
+    tc->terms_only = (int)params_i64(p, P_debug_terms_only);
+    if (tc->terms_only && !tc->bias)
+        return errorf(err, errlen, "debug.terms_only = on needs model.bias = on (without it "
+                      "the logits would be a constant)");
     tc->candidates = params_i64(p, P_data_candidates);
     tc->prior = params_f64(p, P_train_baseline_prior);
     tc->dump = params_str(p, P_debug_rank_dump);

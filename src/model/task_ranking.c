@@ -64,6 +64,7 @@ struct rank_priv {
                                          wait */
     int stats_live;                   /* mean, std read in training: head.stats change only
                                          where a checkpoint is loaded, before the first step */
+    int terms_only;                   /* debug.terms_only: z = the last layer's bias alone */
 };
 
 static void reserve(struct rank_priv *r, int64_t n)
@@ -113,6 +114,10 @@ static void head_fwd(const struct backend_ops *be, struct rank_priv *r, const st
     const int64_t n = rows->T;
     reserve(r, n);
     r->T = n;
+    if (r->terms_only) { /* the sequence model's part left out: the constant alone */
+        be->index_rows(n, r->K, r->b[r->L - 1]->w, r->zidx, r->h[r->L], NULL, 0);
+        return;
+    }
     const float *in = x;
     for (int l = 0; l < r->L; l++) {
         const int a = r->width[l], o = r->width[l + 1];
@@ -255,6 +260,11 @@ static void rank_backward(struct task *t, struct task_step *st)
     rank_bias_bwd(&r->bias, n, r->dz);
     rank_recency_bwd(&r->rec, n, r->dz);
     rank_factor_bwd(&r->fac, &r->rule, n, r->dz);
+    if (r->terms_only) { /* the constant's gradient; none reaches the sequence model */
+        model_grad_colsums(r->m, &rows, r->K, dy, r->b[r->L - 1]->g);
+        be->zero(st->du, (size_t)(n * r->width[0]) * sizeof(float));
+        return;
+    }
     for (int l = r->L - 1; l >= 0; l--) {
         const int a = r->width[l], o = r->width[l + 1];
         const float *in = l ? r->h[l] : st->out;
@@ -468,6 +478,7 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
     r->be = m->be;
     r->K = tc->n;
     r->L = tc->nmlp + 1;
+    r->terms_only = tc->terms_only;
     r->width[0] = m->conf.d;
     char name[48];
     for (int l = 0; l < r->L; l++) {
