@@ -51,6 +51,7 @@ struct attn_work {
     float *rab;      /* bias rab(i, j) of the tile */
     int32_t *bucket; /* time bucket of (i, j), when time_bias */
     float *s, *a, *da;
+    float *ex; /* e^-s of the scores, kept for the backward's SiLU' */
     double *dpos, *dtime; /* [2N - 1], [HSTU_TIME_BUCKETS + 1] (backward) */
 };
 
@@ -63,15 +64,16 @@ static void work_init(struct attn_work *w, int64_t Lmax, int N, int backward)
 {
     size_t n = (size_t)HSTU_TILE * (size_t)(Lmax > 0 ? Lmax : 1);
     memset(w, 0, sizeof *w);
-    if (5 * n > g_scratch.n) { /* rab, bucket, s, a, da (int32 and float are 4 bytes) */
+    if (6 * n > g_scratch.n) { /* rab, bucket, s, a, da, ex (int32 and float are 4 bytes) */
         free(g_scratch.p);
-        g_scratch.n = 5 * n;
+        g_scratch.n = 6 * n;
         g_scratch.p = xmalloc(g_scratch.n * sizeof(float));
     }
     w->rab = g_scratch.p;
     w->bucket = (int32_t *)(g_scratch.p + n);
     w->s = g_scratch.p + 2 * n;
     w->a = g_scratch.p + 3 * n;
+    w->ex = g_scratch.p + 5 * n;
     if (backward) {
         w->da = g_scratch.p + 4 * n;
         w->dpos = xcalloc((size_t)(2 * N - 1), sizeof(double));
@@ -114,7 +116,8 @@ static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, const int64_t
 
 /* w->s: [rows, n] = q_i . k_j + rab(i, j) of one head (pre-activation) for
  * the keys j = c0 + jj, w->a = SiLU(s) / N with the causal mask (0 where
- * j > i). */
+ * j > i), w->ex = e^-s where j <= i (the backward's sigmoid reads it rather
+ * than a second exponential: the same value, bit for bit). */
 FS_SIMD
 static void tile_scores(struct attn_work *w, int64_t i0, const int64_t *qp, int64_t rows,
                         int64_t c0, int64_t n, int N, int dqk, int64_t ldq, const float *qh,
@@ -125,10 +128,11 @@ static void tile_scores(struct attn_work *w, int64_t i0, const int64_t *qp, int6
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = qp ? qp[r] : i0 + r;
         const int64_t last = i - c0 < n - 1 ? i - c0 : n - 1; /* unmasked: <= last */
-        float *s = w->s + r * n, *a = w->a + r * n;
+        float *s = w->s + r * n, *a = w->a + r * n, *ex = w->ex + r * n;
         for (int64_t jj = 0; jj <= last; jj++) {
             s[jj] += w->rab[r * n + jj];
-            a[jj] = s[jj] / (1.0f + cpu_expf(-s[jj])) * inv_n;
+            ex[jj] = cpu_expf(-s[jj]);
+            a[jj] = s[jj] / (1.0f + ex[jj]) * inv_n;
         }
         for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)
             a[jj] = 0.0f;
@@ -265,9 +269,9 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
                 for (int64_t r = 0; r < rows; r++) {
                     const int64_t i = qp ? qp[r] : i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1;
                     float *ds = w.da + r * n;
-                    const float *sv = w.s + r * n;
+                    const float *sv = w.s + r * n, *ex = w.ex + r * n;
                     for (int64_t jj = 0; jj <= last; jj++) {
-                        float sg = 1.0f / (1.0f + cpu_expf(-sv[jj]));
+                        float sg = 1.0f / (1.0f + ex[jj]);
                         ds[jj] *= sg * (1.0f + sv[jj] * (1.0f - sg)) * inv_n;
                     }
                     for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)
