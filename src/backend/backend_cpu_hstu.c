@@ -87,6 +87,37 @@ static void work_free(struct attn_work *w)
     free(w->dtime);
 }
 
+/* bucket[jj] = cpu_time_bucket(ti - tk[jj]), jj < n: a function of its own
+ * with restrict pointers so that it vectorises (the stores cannot touch the
+ * thresholds' table). */
+FS_SIMD __attribute__((noinline))
+static void time_buckets_row(const int64_t *restrict tk, int64_t ti, int64_t n,
+                             int32_t *restrict bucket)
+{
+    for (int64_t jj = 0; jj < n; jj++)
+        bucket[jj] = cpu_time_bucket(ti - tk[jj]);
+}
+
+/* One row of tile_bias: rab[jj] = 0 + pb[jj] + tb[bucket[jj]] for jj <= last (pb,
+ * tb: NULL = none), the buckets of the gaps ti - tk[jj]; rab = 0 beyond.
+ * restrict: no store can touch the tables, so that the loops (the
+ * buckets' gathers included) vectorise. */
+static inline void bias_row(float *restrict rab, int32_t *restrict bucket, int64_t n,
+                            int64_t last, const float *restrict pb, const float *restrict tb,
+                            const int64_t *restrict tk, int64_t ti)
+{
+    for (int64_t jj = 0; jj < n; jj++)
+        rab[jj] = 0;
+    if (pb) /* pos_bias[N - 1 + j - i]: consecutive in j */
+        for (int64_t jj = 0; jj <= last; jj++)
+            rab[jj] += pb[jj];
+    if (tb) {
+        time_buckets_row(tk, ti, last + 1, bucket);
+        for (int64_t jj = 0; jj <= last; jj++)
+            rab[jj] += tb[bucket[jj]];
+    }
+}
+
 /* rab[r, jj] for query rows i = i0 + r (qp: qp[r]; r < rows) and the keys j = c0 + jj,
  * jj < n, of the sequence whose position 0 is row s0 of ts; 0 where j > i
  * (masked, unused). */
@@ -97,20 +128,9 @@ static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, const int64_t
 {
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = qp ? qp[r] : i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1; /* j <= i */
-        float *rab = w->rab + r * n;
-        int32_t *bucket = w->bucket + r * n;
-        for (int64_t jj = 0; jj < n; jj++)
-            rab[jj] = 0;
-        if (pos_bias) /* pos_bias[N - 1 + j - i]: consecutive in j */
-            for (int64_t jj = 0; jj <= last; jj++)
-                rab[jj] += pos_bias[N - 1 + c0 + jj - i];
-        if (time_bias) {
-            const int64_t ti = ts[s0 + i];
-            for (int64_t jj = 0; jj <= last; jj++)
-                bucket[jj] = cpu_time_bucket(ti - ts[s0 + c0 + jj]);
-            for (int64_t jj = 0; jj <= last; jj++)
-                rab[jj] += time_bias[bucket[jj]];
-        }
+        bias_row(w->rab + r * n, w->bucket + r * n, n, last,
+                 pos_bias ? pos_bias + N - 1 + c0 - i : NULL, time_bias, ts ? ts + s0 + c0 : NULL,
+                 time_bias ? ts[s0 + i] : 0);
     }
 }
 
