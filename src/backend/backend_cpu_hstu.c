@@ -51,6 +51,7 @@ struct attn_work {
     float *rab;      /* bias rab(i, j) of the tile */
     int32_t *bucket; /* time bucket of (i, j), when time_bias */
     float *s, *a, *da;
+    float *ex; /* e^-s of the scores, kept for the backward's SiLU' */
     double *dpos, *dtime; /* [2N - 1], [HSTU_TIME_BUCKETS + 1] (backward) */
 };
 
@@ -63,15 +64,16 @@ static void work_init(struct attn_work *w, int64_t Lmax, int N, int backward)
 {
     size_t n = (size_t)HSTU_TILE * (size_t)(Lmax > 0 ? Lmax : 1);
     memset(w, 0, sizeof *w);
-    if (5 * n > g_scratch.n) { /* rab, bucket, s, a, da (int32 and float are 4 bytes) */
+    if (6 * n > g_scratch.n) { /* rab, bucket, s, a, da, ex (int32 and float are 4 bytes) */
         free(g_scratch.p);
-        g_scratch.n = 5 * n;
+        g_scratch.n = 6 * n;
         g_scratch.p = xmalloc(g_scratch.n * sizeof(float));
     }
     w->rab = g_scratch.p;
     w->bucket = (int32_t *)(g_scratch.p + n);
     w->s = g_scratch.p + 2 * n;
     w->a = g_scratch.p + 3 * n;
+    w->ex = g_scratch.p + 5 * n;
     if (backward) {
         w->da = g_scratch.p + 4 * n;
         w->dpos = xcalloc((size_t)(2 * N - 1), sizeof(double));
@@ -85,6 +87,37 @@ static void work_free(struct attn_work *w)
     free(w->dtime);
 }
 
+/* bucket[jj] = cpu_time_bucket(ti - tk[jj]), jj < n: a function of its own
+ * with restrict pointers so that it vectorises (the stores cannot touch the
+ * thresholds' table). */
+FS_SIMD __attribute__((noinline))
+static void time_buckets_row(const int64_t *restrict tk, int64_t ti, int64_t n,
+                             int32_t *restrict bucket)
+{
+    for (int64_t jj = 0; jj < n; jj++)
+        bucket[jj] = cpu_time_bucket(ti - tk[jj]);
+}
+
+/* One row of tile_bias: rab[jj] = 0 + pb[jj] + tb[bucket[jj]] for jj <= last (pb,
+ * tb: NULL = none), the buckets of the gaps ti - tk[jj]; rab = 0 beyond.
+ * restrict: no store can touch the tables, so that the loops (the
+ * buckets' gathers included) vectorise. */
+static inline void bias_row(float *restrict rab, int32_t *restrict bucket, int64_t n,
+                            int64_t last, const float *restrict pb, const float *restrict tb,
+                            const int64_t *restrict tk, int64_t ti)
+{
+    for (int64_t jj = 0; jj < n; jj++)
+        rab[jj] = 0;
+    if (pb) /* pos_bias[N - 1 + j - i]: consecutive in j */
+        for (int64_t jj = 0; jj <= last; jj++)
+            rab[jj] += pb[jj];
+    if (tb) {
+        time_buckets_row(tk, ti, last + 1, bucket);
+        for (int64_t jj = 0; jj <= last; jj++)
+            rab[jj] += tb[bucket[jj]];
+    }
+}
+
 /* rab[r, jj] for query rows i = i0 + r (qp: qp[r]; r < rows) and the keys j = c0 + jj,
  * jj < n, of the sequence whose position 0 is row s0 of ts; 0 where j > i
  * (masked, unused). */
@@ -95,26 +128,16 @@ static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, const int64_t
 {
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = qp ? qp[r] : i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1; /* j <= i */
-        float *rab = w->rab + r * n;
-        int32_t *bucket = w->bucket + r * n;
-        for (int64_t jj = 0; jj < n; jj++)
-            rab[jj] = 0;
-        if (pos_bias) /* pos_bias[N - 1 + j - i]: consecutive in j */
-            for (int64_t jj = 0; jj <= last; jj++)
-                rab[jj] += pos_bias[N - 1 + c0 + jj - i];
-        if (time_bias) {
-            const int64_t ti = ts[s0 + i];
-            for (int64_t jj = 0; jj <= last; jj++)
-                bucket[jj] = cpu_time_bucket(ti - ts[s0 + c0 + jj]);
-            for (int64_t jj = 0; jj <= last; jj++)
-                rab[jj] += time_bias[bucket[jj]];
-        }
+        bias_row(w->rab + r * n, w->bucket + r * n, n, last,
+                 pos_bias ? pos_bias + N - 1 + c0 - i : NULL, time_bias, ts ? ts + s0 + c0 : NULL,
+                 time_bias ? ts[s0 + i] : 0);
     }
 }
 
 /* w->s: [rows, n] = q_i . k_j + rab(i, j) of one head (pre-activation) for
  * the keys j = c0 + jj, w->a = SiLU(s) / N with the causal mask (0 where
- * j > i). */
+ * j > i), w->ex = e^-s where j <= i (the backward's sigmoid reads it rather
+ * than a second exponential: the same value, bit for bit). */
 FS_SIMD
 static void tile_scores(struct attn_work *w, int64_t i0, const int64_t *qp, int64_t rows,
                         int64_t c0, int64_t n, int N, int dqk, int64_t ldq, const float *qh,
@@ -125,10 +148,11 @@ static void tile_scores(struct attn_work *w, int64_t i0, const int64_t *qp, int6
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = qp ? qp[r] : i0 + r;
         const int64_t last = i - c0 < n - 1 ? i - c0 : n - 1; /* unmasked: <= last */
-        float *s = w->s + r * n, *a = w->a + r * n;
+        float *s = w->s + r * n, *a = w->a + r * n, *ex = w->ex + r * n;
         for (int64_t jj = 0; jj <= last; jj++) {
             s[jj] += w->rab[r * n + jj];
-            a[jj] = s[jj] / (1.0f + cpu_expf(-s[jj])) * inv_n;
+            ex[jj] = cpu_expf(-s[jj]);
+            a[jj] = s[jj] / (1.0f + ex[jj]) * inv_n;
         }
         for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)
             a[jj] = 0.0f;
@@ -265,9 +289,9 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
                 for (int64_t r = 0; r < rows; r++) {
                     const int64_t i = qp ? qp[r] : i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1;
                     float *ds = w.da + r * n;
-                    const float *sv = w.s + r * n;
+                    const float *sv = w.s + r * n, *ex = w.ex + r * n;
                     for (int64_t jj = 0; jj <= last; jj++) {
-                        float sg = 1.0f / (1.0f + cpu_expf(-sv[jj]));
+                        float sg = 1.0f / (1.0f + ex[jj]);
                         ds[jj] *= sg * (1.0f + sv[jj] * (1.0f - sg)) * inv_n;
                     }
                     for (int64_t jj = last + 1 > 0 ? last + 1 : 0; jj < n; jj++)

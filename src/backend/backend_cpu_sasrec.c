@@ -73,6 +73,28 @@ static int64_t ctx_count(int keys, int64_t r0, int64_t i, int64_t n)
     return keys == HSTU_KEYS_PREFIX ? n : r0 + i + 1;
 }
 
+/* The maximum of row[0 .. cnt), cnt >= 1, as the loop
+ *   mx = row[0]; for j: mx = row[j] > mx ? row[j] : mx
+ * finds it (a NaN after row[0] skipped, one at row[0] kept), in 16 lanes
+ * each started at row[0] so that it vectorises: the same value, but for
+ * which of +0 and -0 is returned when the maximum is zero, which changes
+ * neither exp(x - mx) nor mx + log(sum) below. */
+static inline float row_max(const float *row, int64_t cnt)
+{
+    float m[16], mx = row[0];
+    int64_t j = 1;
+    for (int l = 0; l < 16; l++)
+        m[l] = mx;
+    for (; j + 16 <= cnt; j += 16)
+        for (int l = 0; l < 16; l++)
+            m[l] = row[j + l] > m[l] ? row[j + l] : m[l];
+    for (int l = 0; l < 16; l++)
+        mx = m[l] > mx ? m[l] : mx;
+    for (; j < cnt; j++)
+        mx = row[j] > mx ? row[j] : mx;
+    return mx;
+}
+
 /* pos0 NULL: every segment starts at 0; key_off NULL: the keys are the
  * queries' own rows (the plain op). */
 FS_SIMD
@@ -102,9 +124,7 @@ static void attn_fwd(int64_t B, const int64_t *offsets, const int64_t *pos0,
                 for (int64_t i = 0; i < nr; i++) {
                     float *row = S + i * n;
                     const int64_t cnt = ctx_count(keys, r0, i, n);
-                    float mx = row[0];
-                    for (int64_t j = 1; j < cnt; j++)
-                        mx = row[j] > mx ? row[j] : mx;
+                    const float mx = row_max(row, cnt);
                     for (int64_t j = 0; j < cnt; j++)
                         row[j] = cpu_expf(row[j] - mx);
                     float sum = 0;

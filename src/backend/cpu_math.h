@@ -83,8 +83,8 @@ void cpu_time_buckets_init(void); /* thread-safe, once per process */
 static inline int32_t cpu_time_bucket_abs(uint64_t a)
 {
     const struct cpu_time_buckets *tb = &cpu_time_bucket_table;
-    const int32_t k = tb->first[63 - __builtin_clzll(a | 1)];
-    return k + (a >= tb->thr[k + 1]) + (a >= tb->thr[k + 2]) + (a >= tb->thr[k + 3]);
+    const int64_t k = tb->first[63 - __builtin_clzll(a | 1)]; /* 64 bits: the lookups vectorise */
+    return (int32_t)(k + (a >= tb->thr[k + 1]) + (a >= tb->thr[k + 2]) + (a >= tb->thr[k + 3]));
 }
 
 static inline int32_t cpu_time_bucket(int64_t dt)
