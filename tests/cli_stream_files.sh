@@ -153,12 +153,39 @@ mkdir "$T/W2" && cp "$T/D/day-0000.h5" "$T/D/day-0001.h5" "$T/W2/"
     "output.checkpoint_dir=$T/sck" >"$T/sig.out" 2>&1 &
 pid=$!
 i=0
-while ! grep -q "^window 0 " "$T/sig.out" && [ $i -lt 600 ]; do sleep 0.5; i=$((i + 1)); done
+while ! grep -q "^window 0 \[" "$T/sig.out" && [ $i -lt 600 ]; do sleep 0.5; i=$((i + 1)); done
 kill -USR1 $pid # forwarded by mpirun to the ranks (cli_signal.sh)
 rc=0; wait $pid || rc=$?
 [ $rc = 75 ] && grep -q "stopped by signal" "$T/sig.out" && ls "$T/sck"/ckpt-*.h5 >/dev/null 2>&1 &&
     pass "SIGUSR1 while following: exit 75, checkpoint kept" ||
     fail "SIGUSR1 while following: rc $rc: $(tail -3 "$T/sig.out")"
+# a signal during window 0's last step leaves the window whole: recorded,
+# checkpointed, then the stop (exit 75); one step earlier the window is
+# begun and not recorded (debug.signal_rank R:STEP: rank R's SIGTERM)
+last=$($PY -c 'import json, sys
+print([json.loads(l) for l in open(sys.argv[1]) if "\"event\":\"window\"" in l][0]["step"])' "$T/all.jsonl")
+for at in "$last" "$((last - 1))"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$MPIRUN" -np 2 "$FS" train "$IN" "data.path=$T/D/day-*.h5" $S $F debug.signal_rank="1:$at" \
+        "output.checkpoint_dir=$T/lck$at" "output.metrics=$T/l$at.jsonl" >"$T/l$at.out" 2>&1 || rc=$?
+    if [ "$at" = "$last" ]; then
+        [ $rc = 75 ] && grep -q "stopped by signal 15 at step $at after window 0;" "$T/l$at.out" &&
+            ls "$T/lck$at"/ckpt-*.h5 >/dev/null 2>&1 && $PY - "$T/all.jsonl" "$T/l$at.jsonl" <<'PYEOF' &&
+import json, sys
+w = [[json.loads(l) for l in open(p) if '"event":"window"' in l] for p in sys.argv[1:]]
+ok = len(w[1]) == 1 and all(w[0][0][k] == w[1][0][k] for k in ("loss", "steps", "like.auc", "like.ne"))
+sys.exit(not ok)
+PYEOF
+            pass "signal in window 0's last step (step $at): the window recorded (= the whole run's window 0) and checkpointed" ||
+            fail "signal in window 0's last step: rc $rc: $(grep -E 'stopped|^window' "$T/l$at.out")"
+    else
+        [ $rc = 75 ] && grep -q "(window 0, begun, is not recorded" "$T/l$at.out" &&
+            ! grep -q '"event":"window"' "$T/l$at.jsonl" &&
+            pass "signal in window 0's step $at of $last: the window begun, not recorded" ||
+            fail "signal in window 0's step $at: rc $rc: $(grep -E 'stopped|^window' "$T/l$at.out")"
+    fi
+done
 
 # model.bias over window files (new items every day; users idle in a
 # window): its rows keyed by raw id over every file (train/bias_ids.h).

@@ -334,8 +334,10 @@ static void stream_summary(struct trainer *tr, const struct stream_avg *avg, int
     log_info("stream: %s in %.1f s; model and baseline means over %s: %s", done, secs, over, ev);
 }
 
-/* Window k's training steps; returns the signal that stopped them (0:
- * none); *loss the mean of the steps' losses, *tokens their tokens. */
+/* Window k's training steps; returns the signal that stopped them before
+ * the last (0: none; one after the last leaves the window whole, recorded
+ * and checkpointed before the caller stops); *loss the mean of the steps'
+ * losses, *tokens their tokens. */
 static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, double *loss,
                         int64_t *nsteps, double *tokens)
 {
@@ -386,7 +388,8 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
             last = t;
             iv = (struct interval){0};
         }
-        stop = preempt_requested(tr->c);
+        if (s + 1 < steps) /* after the last step the window is whole: the caller's check */
+            stop = preempt_requested(tr->c);
     }
     train_step_drain(tr);
     free(stats.tau);
