@@ -118,6 +118,11 @@ need_mpirun() {
     # once on 2 cores, and Open MPI busy-polls otherwise (it yields by itself
     # only when one mpirun oversubscribes): cli_rank 163 -> 94 s under load
     export OMPI_MCA_mpi_yield_when_idle=1
+    # one rank runs as a singleton job, without mpirun (tests/mpirun-one.sh)
+    if [ -z "${FREESCALE_MPIRUN:-}" ]; then
+        FREESCALE_MPIRUN=$MPIRUN MPIRUN=$TOP_SRCDIR/tests/mpirun-one.sh
+        export FREESCALE_MPIRUN MPIRUN
+    fi
 }
 
 finish() {
