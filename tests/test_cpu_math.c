@@ -17,8 +17,10 @@
  *                   16-lane block and of the fast form's range (d 1 .. 65),
  *                   R not a multiple of 4, masked and repeated candidates,
  *                   ignored positions, logits that underflow and NaN;
- *   layernorm_fwd   (rows in blocks of 4) against the same rows one call
- *                   each (the rows left over from the blocks);
+ *   layernorm_fwd, layernorm_bwd, l2norm_fwd, l2norm_bwd (rows in blocks
+ *                   of 4) against the same rows one call each (the rows left
+ *                   over from the blocks), dgamma and dbeta summed over the
+ *                   rows included;
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -283,8 +285,10 @@ static void check_sampled_loss(struct rng *r)
         }
 }
 
-/* layernorm_fwd of 11 rows (two blocks and three left over) against each
- * row alone, bit for bit: y, mean, rstd, with and without the affine */
+/* layernorm_fwd and layernorm_bwd of 11 rows (two blocks and three left
+ * over) against each row alone, bit for bit: y, mean, rstd; dx, dgamma,
+ * dbeta, with and without the affine; l2norm_fwd and l2norm_bwd alike (y,
+ * norm, dx; row 3 large) */
 static void check_layernorm_rows(struct rng *r)
 {
     const int ds[] = {1, 7, 50, 64};
@@ -312,6 +316,45 @@ static void check_layernorm_rows(struct rng *r)
                 bad += !same(m[0][i], m[1][i]) || !same(rs[0][i], rs[1][i]);
             CHECK(bad == 0, "layernorm_fwd d %d affine %d: %lld values differ", d, affine,
                   (long long)bad);
+            float *dy = xmalloc((size_t)(rows * d) * 4), *dx[2], *dg[2], *db[2];
+            for (int64_t i = 0; i < rows * d; i++)
+                dy[i] = (float)((rng_uniform(r) * 2 - 1) * (i % 3 + 1));
+            for (int k = 0; k < 2; k++) {
+                dx[k] = xmalloc((size_t)(rows * d) * 4);
+                dg[k] = xcalloc((size_t)d, 4), db[k] = xcalloc((size_t)d, 4);
+            }
+            backend_cpu.layernorm_bwd(rows, d, x, m[0], rs[0], g, dy, dx[0], affine ? dg[0] : NULL,
+                                      affine ? db[0] : NULL);
+            for (int64_t i = 0; i < rows; i++)
+                backend_cpu.layernorm_bwd(1, d, x + i * d, m[0] + i, rs[0] + i, g, dy + i * d,
+                                          dx[1] + i * d, affine ? dg[1] : NULL,
+                                          affine ? db[1] : NULL);
+            bad = 0;
+            for (int64_t i = 0; i < rows * d; i++)
+                bad += !same(dx[0][i], dx[1][i]);
+            for (int j = 0; j < d; j++)
+                bad += !same(dg[0][j], dg[1][j]) || !same(db[0][j], db[1][j]);
+            CHECK(bad == 0, "layernorm_bwd d %d affine %d: %lld values differ", d, affine,
+                  (long long)bad);
+            if (!affine) { /* l2norm_fwd, l2norm_bwd: the same blocks */
+                float nrm[2][11];
+                backend_cpu.l2norm_fwd(rows, d, 1e-6f, x, y[0], nrm[0]);
+                backend_cpu.l2norm_bwd(rows, d, y[0], nrm[0], dy, dx[0]);
+                for (int64_t i = 0; i < rows; i++) {
+                    backend_cpu.l2norm_fwd(1, d, 1e-6f, x + i * d, y[1] + i * d, nrm[1] + i);
+                    backend_cpu.l2norm_bwd(1, d, y[0] + i * d, nrm[0] + i, dy + i * d,
+                                           dx[1] + i * d);
+                }
+                bad = 0;
+                for (int64_t i = 0; i < rows * d; i++)
+                    bad += !same(y[0][i], y[1][i]) || !same(dx[0][i], dx[1][i]);
+                for (int64_t i = 0; i < rows; i++)
+                    bad += !same(nrm[0][i], nrm[1][i]);
+                CHECK(bad == 0, "l2norm d %d: %lld values differ", d, (long long)bad);
+            }
+            for (int k = 0; k < 2; k++)
+                free(dx[k]), free(dg[k]), free(db[k]);
+            free(dy);
             free(x), free(y[0]), free(y[1]), free(gamma), free(beta);
         }
 }

@@ -145,12 +145,64 @@ static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, co
     }
 }
 
+/* Row r's gradient from its sums g = dy gamma (or dy), sum_g and sum_gh
+ * (the affine parameters' gradients summed in row order by the caller). */
+FS_INLINE void ln_row_bwd(int d, const float *xr, float mu, float rs, const float *gamma,
+                          const float *dyr, double sum_g, double sum_gh, float *dxr,
+                          float *dgamma, float *dbeta)
+{
+    if (gamma) /* a loop of its own: it vectorises (the sums are in order) */
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mu) * rs;
+            dgamma[j] += dyr[j] * h;
+            dbeta[j] += dyr[j];
+        }
+    const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
+    if (gamma) /* the test outside the loop (see layernorm_fwd) */
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mu) * rs;
+            dxr[j] = rs * (dyr[j] * gamma[j] - mg - h * mgh);
+        }
+    else
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mu) * rs;
+            dxr[j] = rs * (dyr[j] - mg - h * mgh);
+        }
+}
+
+/* The backward's two row sums are chains too: LN_ROWS rows at a time as in
+ * the forward, each row's sums in j order, the rows' dgamma and dbeta
+ * added in row order, so the same bits as one row at a time. */
 FS_SIMD
 static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
                               const float *rstd, const float *gamma, const float *dy, float *dx,
                               float *dgamma, float *dbeta)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    for (; r + LN_ROWS <= rows; r += LN_ROWS) {
+        const float *xr = x + r * d, *dyr = dy + r * d;
+        double sum_g[LN_ROWS] = {0}, sum_gh[LN_ROWS] = {0};
+        if (gamma)
+            for (int j = 0; j < d; j++)
+                for (int q = 0; q < LN_ROWS; q++) {
+                    float h = (xr[q * d + j] - mean[r + q]) * rstd[r + q];
+                    float g = dyr[q * d + j] * gamma[j];
+                    sum_g[q] += g;
+                    sum_gh[q] += g * h;
+                }
+        else
+            for (int j = 0; j < d; j++)
+                for (int q = 0; q < LN_ROWS; q++) {
+                    float h = (xr[q * d + j] - mean[r + q]) * rstd[r + q];
+                    float g = dyr[q * d + j];
+                    sum_g[q] += g;
+                    sum_gh[q] += g * h;
+                }
+        for (int q = 0; q < LN_ROWS; q++)
+            ln_row_bwd(d, xr + q * d, mean[r + q], rstd[r + q], gamma, dyr + q * d, sum_g[q],
+                       sum_gh[q], dx + (r + q) * d, dgamma, dbeta);
+    }
+    for (; r < rows; r++) {
         const float *xr = x + r * d, *dyr = dy + r * d;
         double sum_g = 0, sum_gh = 0;
         for (int j = 0; j < d; j++) {
@@ -159,59 +211,79 @@ static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *
             sum_g += g;
             sum_gh += g * h;
         }
-        if (gamma) /* a loop of its own: it vectorises (the one above is in order) */
-            for (int j = 0; j < d; j++) {
-                float h = (xr[j] - mean[r]) * rstd[r];
-                dgamma[j] += dyr[j] * h;
-                dbeta[j] += dyr[j];
-            }
-        const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
-        if (gamma) /* the test outside the loop (see layernorm_fwd) */
-            for (int j = 0; j < d; j++) {
-                float h = (xr[j] - mean[r]) * rstd[r];
-                dx[r * d + j] = rstd[r] * (dyr[j] * gamma[j] - mg - h * mgh);
-            }
-        else
-            for (int j = 0; j < d; j++) {
-                float h = (xr[j] - mean[r]) * rstd[r];
-                dx[r * d + j] = rstd[r] * (dyr[j] - mg - h * mgh);
-            }
+        ln_row_bwd(d, xr, mean[r], rstd[r], gamma, dyr, sum_g, sum_gh, dx + r * d, dgamma, dbeta);
     }
+}
+
+/* The l2 norm's row sums are chains as LayerNorm's: LN_ROWS rows at a time,
+ * each row's sums in j order (the same bits as a row alone). */
+FS_INLINE void l2norm_row_out(int d, const float *xr, double s, float eps, float *yr, float *nr)
+{
+    float n = fmaxf((float)sqrt(s), eps);
+    *nr = n;
+    for (int j = 0; j < d; j++)
+        yr[j] = xr[j] / n;
 }
 
 FS_SIMD
 static void cpu_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y, float *norm)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    for (; r + LN_ROWS <= rows; r += LN_ROWS) {
+        const float *xr = x + r * d;
+        double s[LN_ROWS] = {0};
+        for (int j = 0; j < d; j++)
+            for (int q = 0; q < LN_ROWS; q++)
+                s[q] += (double)xr[q * d + j] * xr[q * d + j];
+        for (int q = 0; q < LN_ROWS; q++)
+            l2norm_row_out(d, xr + q * d, s[q], eps, y + (r + q) * d, norm + r + q);
+    }
+    for (; r < rows; r++) {
         double s = 0;
         for (int j = 0; j < d; j++)
             s += (double)x[r * d + j] * x[r * d + j];
-        float n = fmaxf((float)sqrt(s), eps);
-        norm[r] = n;
-        for (int j = 0; j < d; j++)
-            y[r * d + j] = x[r * d + j] / n;
+        l2norm_row_out(d, x + r * d, s, eps, y + r * d, norm + r);
     }
 }
 
 /* y = x / n with n = max(|x|, eps): dx = (dy - y (y . dy)) / n, or dy / n
- * where the norm was clamped. */
+ * where the norm was clamped; |x| < eps gave y = x / eps with |y| < 1
+ * (linear there), an unclamped row has |y| = 1 up to rounding, which grows
+ * with d. */
+FS_INLINE void l2norm_row_bwd(int d, const float *yr, const float *dyr, float n, double dot,
+                              double yy, float *dxr)
+{
+    int clamped = yy < 0.5;
+    for (int j = 0; j < d; j++)
+        dxr[j] = clamped ? dyr[j] / n : (dyr[j] - yr[j] * (float)dot) / n;
+}
+
 FS_SIMD
 static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm,
                            const float *dy, float *dx)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    for (; r + LN_ROWS <= rows; r += LN_ROWS) { /* LN_ROWS rows' chains side by side */
+        const float *yr = y + r * d, *dyr = dy + r * d;
+        double dot[LN_ROWS] = {0}, yy[LN_ROWS] = {0};
+        for (int j = 0; j < d; j++)
+            for (int q = 0; q < LN_ROWS; q++)
+                dot[q] += (double)yr[q * d + j] * dyr[q * d + j];
+        for (int j = 0; j < d; j++)
+            for (int q = 0; q < LN_ROWS; q++)
+                yy[q] += (double)yr[q * d + j] * yr[q * d + j];
+        for (int q = 0; q < LN_ROWS; q++)
+            l2norm_row_bwd(d, yr + q * d, dyr + q * d, norm[r + q], dot[q], yy[q],
+                           dx + (r + q) * d);
+    }
+    for (; r < rows; r++) {
         double dot = 0;
         for (int j = 0; j < d; j++)
             dot += (double)y[r * d + j] * dy[r * d + j];
         double yy = 0;
         for (int j = 0; j < d; j++)
             yy += (double)y[r * d + j] * y[r * d + j];
-        /* |x| < eps gave y = x / eps with |y| < 1 (linear there); an
-         * unclamped row has |y| = 1 up to rounding, which grows with d */
-        int clamped = yy < 0.5;
-        for (int j = 0; j < d; j++)
-            dx[r * d + j] = clamped ? dy[r * d + j] / norm[r]
-                                    : (dy[r * d + j] - y[r * d + j] * (float)dot) / norm[r];
+        l2norm_row_bwd(d, y + r * d, dy + r * d, norm[r], dot, yy, dx + r * d);
     }
 }
 
@@ -265,9 +337,13 @@ static void cpu_dropout_fwd(int64_t rows, int d, float p, const uint64_t *row_ke
             for (int l = 0; l < DROP_LANES; l++)
                 mask[(r0 + l) * d + j] = (uint8_t)(m[l] & 1);
         }
-    for (int64_t r = r0; r < r0 + DROP_LANES; r++)
-            for (int j = 0; j < d; j++)
-                y[r * d + j] = mask[r * d + j] ? x[r * d + j] / keep : 0.0f;
+        /* the block's rows are contiguous: one loop over them, in whole
+         * vectors but for the last DROP_LANES d modulo the width */
+        const float *xb = x + r0 * d;
+        const uint8_t *mb = mask + r0 * d;
+        float *yb = y + r0 * d;
+        for (int64_t i = 0; i < (int64_t)DROP_LANES * d; i++)
+            yb[i] = mb[i] ? xb[i] / keep : 0.0f;
     }
     if (r0 < rows) /* the rows left over (all rows when p <= 0: no draws) */
         cpu_dropout_fwd_ref(rows - r0, d, p, row_keys + r0, site, x + r0 * d, y + r0 * d,

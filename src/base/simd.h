@@ -15,4 +15,13 @@
 #define FS_SIMD
 #endif
 
+/* FS_INLINE: a helper of FS_SIMD functions, inlined into each of their
+ * clones (else GCC may keep one baseline copy whose loops are not
+ * vectorised for the clone's instruction set). */
+#if defined(__GNUC__)
+#define FS_INLINE static inline __attribute__((always_inline))
+#else
+#define FS_INLINE static inline
+#endif
+
 #endif
