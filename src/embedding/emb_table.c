@@ -74,10 +74,8 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
         emb_dyn_init(t);
         return t;
     }
-    if (conf->cache > 0) { /* a device cache over a host shard (emb_cache.h) */
-        if (backend_is_host(t->be) || conf->subspace_k > 0 || conf->replicated)
-            fatal("embedding table '%s': a cache needs a device backend and a plain sharded "
-                  "table", conf->name);
+    if (conf->cache > 0) { /* a device cache over a host shard (emb_cache.h; what it
+                              cannot cover is refused before: backend_check_cache) */
         emb_cache_init(t);
         return t;
     }

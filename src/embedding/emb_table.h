@@ -59,7 +59,8 @@ struct emb_table_conf {
     /* train.exact_sums: the rows' gradients summed exactly (emb_exact.h) */
     int exact;
     /* embedding.cache: the rows per shard of a device cache over a host
-     * shard (emb_cache.h; placement: the device backend); 0 = none */
+     * shard (emb_cache.h; placement: the device backend; a plain sharded
+     * table: train/backend_check.h refuses the rest); 0 = none */
     int64_t cache;
 };
 

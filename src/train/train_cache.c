@@ -12,7 +12,6 @@
 #include "base/metrics.h"
 #include "embedding/emb_cache.h"
 #include "embedding/emb_table.h"
-#include "feature/schema.h"
 #include "train/train.h"
 #include "train/train_conf.h"
 
@@ -36,32 +35,6 @@ int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, 
                       "embedding.cache = '%s': expected a row count (an integer >= 0) or a "
                       "fraction of the shard's rows (0 < F <= 1, e.g. 0.1)", text);
     *rows = r;
-    return 0;
-}
-
-int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen)
-{
-    if (tc->cache_rows == 0 && tc->cache_frac == 0)
-        return 0;
-    const char *no = tc->dyn.on                           ? "embedding.dynamic = on"
-                     : tc->subspace_k > 0                 ? "embedding.subspace_k"
-                     : tc->embedding_group != 0           ? "parallel.embedding_group (not 0)"
-                     : feat_conf_any(&tc->features)       ? "features.* tables"
-                     : tc->task.type != TASK_RANKING && tc->loss == LOSS_FULL
-                         ? "train.loss = full"
-                         : NULL;
-    if (no)
-        return errorf(err, errlen,
-                      "embedding.cache = %s with %s: the cache covers a plain dense item table "
-                      "looked up by its exchanges alone (not dynamic or subspace tables, "
-                      "embedding groups, feature tables or the full softmax, which reads the "
-                      "whole shard); use embedding.cache = 0", tc->cache, no);
-    if (tc->placement == PLACE_DEVICE)
-        return errorf(err, errlen,
-                      "embedding.cache = %s: the cache is over a host-placed table; set "
-                      "embedding.placement = host (or auto: device when the whole shard fits, "
-                      "else the cache); device placement holds the whole shard on the device",
-                      tc->cache);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* train_cache: embedding.cache, a device cache of hot rows over the
  * host-placed item table (embedding/emb_cache.h; doc/embedding.md, "A
- * device cache over a host table"): its value, what it refuses, and the
- * rows per shard it gives.
+ * device cache over a host table"): its value and the rows per shard
+ * it gives (what it refuses: backend_check.h, backend_check_cache).
  *
  *   embedding.cache = 0          no cache (the default)
  *   embedding.cache = ROWS       an integer >= 1: rows cached per shard
@@ -23,10 +23,6 @@ struct emb_table_conf;
 /* Parse text into rows (ROWS, else 0) and frac (FRACTION, else 0): 0, or
  * -1 with err naming embedding.cache. */
 int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, size_t errlen);
-/* What a cache refuses in this run before any backend is known (dynamic
- * tables, subspaces, placement other than host, embedding groups, feature
- * tables, the full softmax): 0, or -1 with err. */
-int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen);
 /* The item table's cache figures since the last take (which: 0 the
  * logging interval, 1 the stream's window), summed over the job
  * (collective): 0 without a cache, else 1 with *s set and the progress
