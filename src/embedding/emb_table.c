@@ -289,6 +289,18 @@ int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t
     return 0;
 }
 
+double emb_shard_bytes(double slots, int width, enum emb_optimizer kind, int dyn)
+{
+    const double sf = (double)emb_optim_state_floats(kind, width);
+    const double row = ((double)width + sf) * 4.0 + (kind == EMB_OPT_ADAM ? 8.0 : 0.0);
+    if (!dyn)
+        return slots * row;
+    double ix = 16;
+    while (ix < 2 * slots)
+        ix *= 2;
+    return slots * (row + 32.0) + ix * 16.0;
+}
+
 void emb_table_wire_take(struct emb_table *t, struct comm *c, struct emb_wire_stats *out)
 {
     struct emb_wire_stats *w = &t->wire;

@@ -12,6 +12,7 @@
 #include "base/metrics.h"
 #include "embedding/emb_cache.h"
 #include "embedding/emb_table.h"
+#include "train/placement.h"
 #include "train/train.h"
 #include "train/train_conf.h"
 
@@ -39,16 +40,14 @@ int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, 
 }
 
 /* embedding.placement = auto, the shard not placed on the device: 1 when
- * the cache's bytes (bytes per rank) fit in half the device's free memory
- * per rank sharing it, on every rank (collective); says which. */
+ * the cache's bytes (bytes per rank) fit in the room for tables
+ * (train_placement_room), on every rank (collective); says which. */
 static int auto_fits(struct trainer *tr, double bytes)
 {
-    size_t free_b = 0, total_b = 0;
-    char e[256] = "";
-    const int bad = tr->be->device_memory(&free_b, &total_b, e, sizeof e) != 0;
+    size_t free_b;
+    const double room = train_placement_room(tr, &free_b);
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
-    const double room = 0.5 * (double)free_b / sharers;
-    const int short_any = comm_allreduce_max_i64(tr->c, bad || bytes > room) != 0;
+    const int short_any = comm_allreduce_max_i64(tr->c, bytes > room) != 0;
     log_info("embedding.placement = auto: %s (embedding.cache = %s: %.2f MiB of rows and their "
              "state per rank, %s half of the %.1f MiB free on rank 0's device, shared by %d "
              "rank%s%s)",
@@ -78,9 +77,7 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
         rows = shard_rows;
     if (rows < 1)
         rows = 1;
-    const double sf = (double)emb_optim_state_floats(cf->emb_optim.kind, cf->d);
-    const double bytes = (double)(rows + 1) * ((double)cf->d + sf) * 4.0 +
-                         (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)(rows + 1) : 0);
+    const double bytes = emb_shard_bytes((double)(rows + 1), cf->d, cf->emb_optim.kind, 0);
     if (cf->placement == PLACE_AUTO && !auto_fits(tr, bytes))
         return;
     ec->cache = rows;
