@@ -21,22 +21,22 @@ int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, 
     *rows = 0;
     *frac = 0;
     char *end = NULL;
-    if (strchr(text, '.') || strchr(text, 'e') || strchr(text, 'E')) {
+    if (strchr(text, '.') || strchr(text, 'e') || strchr(text, 'E')) { /* FRACTION */
         const double f = strtod(text, &end);
-        if (end == text || *end || !(f > 0 && f <= 1))
-            return errorf(err, errlen,
-                          "embedding.cache = '%s': expected a row count (an integer >= 0) or a "
-                          "fraction of the shard's rows (0 < F <= 1, e.g. 0.1)", text);
-        *frac = f;
-        return 0;
+        if (end != text && !*end && f > 0 && f <= 1) {
+            *frac = f;
+            return 0;
+        }
+    } else { /* ROWS */
+        const long long r = strtoll(text, &end, 10);
+        if (end != text && !*end && r >= 0) {
+            *rows = r;
+            return 0;
+        }
     }
-    const long long r = strtoll(text, &end, 10);
-    if (end == text || *end || r < 0)
-        return errorf(err, errlen,
-                      "embedding.cache = '%s': expected a row count (an integer >= 0) or a "
-                      "fraction of the shard's rows (0 < F <= 1, e.g. 0.1)", text);
-    *rows = r;
-    return 0;
+    return errorf(err, errlen,
+                  "embedding.cache = '%s': expected a row count (an integer >= 0) or a "
+                  "fraction of the shard's rows (0 < F <= 1, e.g. 0.1)", text);
 }
 
 /* embedding.placement = auto, the shard not placed on the device: 1 when
