@@ -123,16 +123,17 @@ int backend_check_cache(const struct train_conf *cf, char *err, size_t errlen)
     const char *no = cf->dyn.on                           ? "embedding.dynamic = on"
                      : cf->subspace_k > 0                 ? "embedding.subspace_k"
                      : cf->embedding_group != 0           ? "parallel.embedding_group (not 0)"
-                     : feat_conf_any(&cf->features)       ? "features.* tables"
+                     : cf->features.dynamic && cf->features.dynamic[0]
+                         ? "features.dynamic"
                      : cf->task.type != TASK_RANKING && cf->loss == LOSS_FULL
                          ? "train.loss = full"
                          : NULL;
     if (no)
         return errorf(err, errlen,
-                      "embedding.cache = %s with %s: the cache covers a plain dense item table "
-                      "looked up by its exchanges alone (not dynamic or subspace tables, "
-                      "embedding groups, feature tables or the full softmax, which reads the "
-                      "whole shard); use embedding.cache = 0", cf->cache, no);
+                      "embedding.cache = %s with %s: the cache covers plain dense tables, "
+                      "the item table and the sharded feature tables (not dynamic or subspace "
+                      "tables, embedding groups or the full softmax, which reads the whole "
+                      "shard); use embedding.cache = 0", cf->cache, no);
     if (cf->placement == PLACE_DEVICE)
         return errorf(err, errlen,
                       "embedding.cache = %s: the cache is over a host-placed table; set "

@@ -13,6 +13,7 @@
 #include "embedding/emb_feat.h"
 #include "feature/feat_cross.h"
 #include "train/train.h"
+#include "train/train_cache.h"
 
 /* --- set-up --------------------------------------------------------------------- */
 
@@ -91,6 +92,7 @@ void step_feat_tables(struct trainer *tr)
             ec.dyn.on = 1;
         }
         ec.placement = tr->items->conf.placement; /* the item table's memory */
+        train_cache_beside(tr, &ec); /* a cached item table: the sharded ones' caches */
         trainer_check_table(tr, &ec);
         F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
     }
