@@ -14,7 +14,10 @@
 # run's metrics and lists); a stream gives the host's losses with the hit
 # rate on every window line; adam's step counts travel with the rows (P = 4);
 # embedding.placement = auto chooses device, cached or host from the fake
-# device's memory (FREESCALE_FAKE_MEM). The refusals name the parameter.
+# device's memory (FREESCALE_FAKE_MEM); the sharded feature tables are
+# cached beside the item table (P = 1, 2, prefetch on and off: the host's
+# losses and evaluation, their rows evicted and written back). The
+# refusals name the parameter.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 "$FS" data gen --users 64 --items 3000 --length uniform:5,40 --timestamps -o "$T/c.h5" \
@@ -34,6 +37,15 @@ expect_error "embedding.cache = 0.3 with embedding.dynamic = on" tr1 $CACHE embe
 expect_error "embedding.cache: the cpu backend has no device memory" tr1 $CACHE device.type=cpu
 expect_error "more rows resident at once" tr1 $HOST embedding.cache=10
 
+# crun NAME NP OV ARGS...: a cached run with parallel.overlap = OV; at P = 2
+# with prefetch on the fake device's asynchronous stream
+crun() { cn=$1 cp=$2 co=$3; shift 3
+    if [ $cp = 2 ] && [ $co = prefetch ]; then
+        FREESCALE_FAKE_ASYNC=1000 run $cn $cp $CACHE "$@" parallel.overlap=$co
+    else
+        run $cn $cp $CACHE "$@" parallel.overlap=$co
+    fi
+}
 # field F of train lines: one value per step (log_every = 1)
 field() { grep '"event":"train"' "$1" | grep -o "\"$2\":[^,}]*" | cut -d: -f2; }
 for np in 1 2 4; do
@@ -42,11 +54,7 @@ for np in 1 2 4; do
     run host-$np $np $HOST $OPT
     [ $np = 2 ] && run dev-$np $np embedding.placement=device
     for ov in none prefetch; do
-        if [ $np = 2 ] && [ $ov = prefetch ]; then
-            FREESCALE_FAKE_ASYNC=1000 run c-$np-$ov $np $CACHE $OPT parallel.overlap=$ov
-        else
-            run c-$np-$ov $np $CACHE $OPT parallel.overlap=$ov
-        fi
+        crun c-$np-$ov $np $ov $OPT
         same_losses "$T/host-$np.jsonl" "$T/c-$np-$ov.jsonl" "P=$np overlap=$ov: cache vs host" 0 0
     done
     [ $np = 2 ] && same_losses "$T/dev-2.jsonl" "$T/c-2-none.jsonl" "P=2: cache vs device" 0 0
@@ -61,6 +69,29 @@ for np in 1 2 4; do
 done
 grep -q 'cache hit [0-9.]*% misses' "$T/c-2-none.out" && pass "the progress line shows the hit rate" ||
     fail "no hit rate on the progress line: $(grep 'step 1/' "$T/c-2-none.out" | head -n 1)"
+# feature tables (features.*: emb_multi.c's lookup) beside the cached item
+# table: the sharded ones cached too, their ids resolved at the lookup (no
+# prefetch of feature rows); at P = 1 and 2, overlap none and prefetch
+# (P = 2: the asynchronous stream), the losses and the final evaluation
+# (read through the caches) are host placement's bit for bit, feat.cat's
+# rows evicted and written back, its metrics under its own name
+"$FS" data gen --users 64 --items 3000 --length uniform:5,40 --timestamps \
+    --item-feature cat:4000 --user-feature age:300 -o "$T/f.h5" >/dev/null || fail "data gen (features)"
+FT="data.path=$T/f.h5 features.item=cat features.user=age features.placement=sharded train.final_eval=on"
+expect_error "embedding.cache = 0.3 with features.dynamic" tr1 $CACHE $FT features.dynamic=cat
+for np in 1 2; do
+    run fh-$np $np $HOST $FT
+    for ov in none prefetch; do
+        crun fc-$np-$ov $np $ov $FT
+        same_losses "$T/fh-$np.jsonl" "$T/fc-$np-$ov.jsonl" "features P=$np overlap=$ov: cache vs host" 0 0
+        same_evals "$T/fh-$np.jsonl" "$T/fc-$np-$ov.jsonl" "features P=$np overlap=$ov: evaluation through the caches" 0
+    done
+    ev=$(field "$T/fc-$np-none.jsonl" feat.cat.cache_written_back | awk '{ s += $1 } END { print s + 0 }')
+    awk -v e="$ev" 'BEGIN { exit !(e > 0) }' && pass "features P=$np: feat.cat's rows evicted and written back ($ev)" ||
+        fail "features P=$np: no feat.cat row written back (its cache did not evict)"
+done
+grep -q 'feat.cat cache hit [0-9.]*% misses' "$T/fc-2-none.out" && pass "the progress line shows feat.cat's hit rate" ||
+    fail "no feat.cat hit rate on the progress line"
 # embedding.placement = auto with a cache: device when the whole shard fits
 # (64 MiB), the cache when only it does (a 50000-row table, 3 MiB), host
 # when neither (1 MiB); the cached run's losses are the host's

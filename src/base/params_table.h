@@ -186,7 +186,8 @@ X(embedding, placement, CHOICE, "auto", 0, 0, "auto|host|device",
   "GPU); auto = device when the run is one device placement takes and the shard, its state and "
   "the step's workspace fit in half of the device's free memory, else host (doc/gpu.md)")
 X(embedding, cache, STRING, "0", 0, 0, NULL,
-  "a device cache of hot rows over the host-placed item table (embedding.placement = host or "
+  "a device cache of hot rows over the host-placed item table and its sharded feature tables "
+  "(embedding.placement = host or "
   "auto, a device backend; doc/embedding.md): ROWS per shard, or a FRACTION of the shard's "
   "rows (0.1); "
   "rows and their optimizer state fetched on a miss, least recently used rows written back; "

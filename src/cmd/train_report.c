@@ -214,8 +214,8 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     struct train_dyn_figs dyn; /* dynamic tables (collective) */
     char dline[512];
     train_dyn_take(tr, iv->steps, &dyn, dline, sizeof dline);
-    struct emb_cache_stats cs; /* embedding.cache (collective) */
-    char cline[160];
+    struct train_cache_figs cs; /* embedding.cache (collective) */
+    char cline[1024];
     const int cached = train_cache_take(tr, 0, &cs, cline, sizeof cline);
     double tl[RANK_MAX_TASKS];
     char tasks[RANK_MAX_TASKS * (TASK_NAME + 16)] = "";
@@ -285,7 +285,7 @@ void train_report_progress(struct trainer *tr, const struct step_stats *st, doub
     report_wire(&w, &l);
     train_dyn_metrics(&dyn, &l);
     if (cached)
-        train_cache_metrics(tr, &cs, &l);
+        train_cache_metrics(&cs, &l);
     if (prefetch)
         report_prefetch(&w, &l);
     report_device(tr, iv->steps, &l);

@@ -239,8 +239,8 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
                  peak_max);
     else if (peak >= 0)
         snprintf(mem, sizeof mem, ", peak memory %.0f MiB", peak);
-    struct emb_cache_stats cs; /* embedding.cache (collective) */
-    char cline[160];
+    struct train_cache_figs cs; /* embedding.cache (collective) */
+    char cline[1024];
     const int cached = train_cache_take(tr, 1, &cs, cline, sizeof cline);
     log_info("%s, eval %s, %.1f s%s%s", line, n_eval ? ev : "no events", secs, mem, cline);
     struct metrics_line l;
@@ -263,7 +263,7 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     metrics_num(&l, "peak_mib", peak); /* VmHWM over the window: rank 0, any rank */
     metrics_num(&l, "peak_mib_max", peak_max);
     if (cached) /* embedding.cache: the window's figures */
-        train_cache_metrics(tr, &cs, &l);
+        train_cache_metrics(&cs, &l);
     struct eval_ctx ec;
     eval_ctx_of(tr, &ec);
     eval_result_json(&ec, m, &l);

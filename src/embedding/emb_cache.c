@@ -459,35 +459,47 @@ static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
     return rt;
 }
 
-void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
+float *emb_cache_resolve(struct emb_table *t, int64_t *ids, int64_t n, int train, int ahead)
 {
     struct emb_cache *ca = t->cache;
-    const struct backend_ops *be = t->be;
-    const int64_t n = x->nserve, G = t->G;
-    void *own = NULL;
-    const int64_t *got =
-        backend_download(be, x->serve, (size_t)(n ? n : 1) * sizeof(int64_t), &own);
-    int64_t *sv = xmalloc((size_t)(n ? n : 1) * sizeof *sv);
+    const int64_t G = t->G;
+    float *rt = NULL;
     for (int64_t i = 0; i < n; i++)
-        sv[i] = got[i] / G; /* local indices */
-    free(own);
-    if (x->counted) {
+        ids[i] /= G; /* local indices */
+    if (train) {
         int64_t *u = xmalloc((size_t)(n ? n : 1) * sizeof *u);
-        memcpy(u, sv, (size_t)n * sizeof *u);
+        memcpy(u, ids, (size_t)n * sizeof *u);
         qsort(u, (size_t)n, sizeof *u, cmp_i64);
         int64_t m = 0;
         for (int64_t i = 0; i < n; i++) /* several requesters may ask for one id */
             if (m == 0 || u[i] != u[m - 1])
                 u[m++] = u[i];
-        map_training(t, u, m, x->pf_on);
+        map_training(t, u, m, ahead);
         free(u);
         for (int64_t i = 0; i < n; i++)
-            sv[i] = ca->where[sv[i]] * G + t->shard;
+            ids[i] = ca->where[ids[i]] * G + t->shard;
     } else {
-        x->crows = read_through(t, sv, n);
+        rt = read_through(t, ids, n);
         for (int64_t i = 0; i < n; i++)
-            sv[i] = (i + 1) * G + t->shard;
+            ids[i] = (i + 1) * G + t->shard;
     }
+    return rt;
+}
+
+void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    const int64_t n = x->nserve;
+    void *own = NULL;
+    const int64_t *got =
+        backend_download(be, x->serve, (size_t)(n ? n : 1) * sizeof(int64_t), &own);
+    int64_t *sv = xmalloc((size_t)(n ? n : 1) * sizeof *sv);
+    memcpy(sv, got, (size_t)n * sizeof *sv);
+    free(own);
+    float *rt = emb_cache_resolve(t, sv, n, x->counted, x->pf_on);
+    if (!x->counted)
+        x->crows = rt;
     if (n) { /* the virtual ids up, on the comm stream: the host does not wait */
         stage_idle(be, ca);
         if (n > ca->svcap) {

@@ -73,6 +73,13 @@ void emb_cache_free(struct emb_table *t);
  * table's memory): resolve them to slots (training) or read through, and
  * rewrite x->serve into virtual ids; once per exchange. */
 void emb_cache_map(struct emb_table *t, struct emb_exchange *x);
+/* The same for served ids[n] of t's shard in host memory (the feature
+ * tables' lookups, emb_multi.c): a training lookup (train; ahead: its
+ * misses are prefetch fills) resolves them to slots, another reads
+ * through; ids rewritten into virtual ids in place. Returns the
+ * read-through rows (t's memory, row i + 1 for ids[i]; valid until t's
+ * next lookup), NULL for a training lookup. */
+float *emb_cache_resolve(struct emb_table *t, int64_t *ids, int64_t n, int train, int ahead);
 /* emb_table_get_stored / emb_table_set_slots of a cached table (emb_table.h:
  * host copies of the slots [slot0, slot0 + n) of the shard). */
 void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,

@@ -9,6 +9,7 @@
 #include "backend/stage.h"
 #include "base/check.h"
 #include "base/exact.h"
+#include "embedding/emb_cache.h"
 #include "embedding/emb_exact.h"
 
 /* One table of the lookup. */
@@ -22,6 +23,8 @@ struct mtab {
     int64_t *sfirst;    /* [G] the first of them in uniq */
     int64_t *rcnt;      /* [G] ids this rank serves to each requester */
     float *rows;        /* [nuniq, width] */
+    const float *src;   /* a cached table's read-through rows (emb_cache_resolve), else
+                           NULL: the served rows are read from t->w */
 };
 
 struct emb_multi {
@@ -254,6 +257,35 @@ static void multi_map(struct emb_multi *x, int64_t *serve)
     }
 }
 
+/* The served ids of the cached sharded tables (emb_cache.h) in x->serve
+ * (host memory) resolved by their caches, one call a table (x->train: a
+ * training lookup, its misses fetched now; else read through into m->src)
+ * and made virtual ids in place, before they go up. */
+static void cache_map(struct emb_multi *x)
+{
+    const int G = x->G;
+    int64_t **seg = alloc0((size_t)G, sizeof *seg), *n = alloc0((size_t)G, sizeof *n);
+    for (int j = 0; j < x->ns; j++) {
+        struct mtab *m = &x->tab[x->sidx[j]];
+        if (!m->t->cache)
+            continue;
+        const int nseg = multi_segs(x, j, x->serve, seg, n);
+        int64_t total = 0, at = 0;
+        for (int i = 0; i < nseg; i++)
+            total += n[i];
+        int64_t *ids = alloc0((size_t)total, sizeof *ids);
+        for (int i = 0; i < nseg; at += n[i++])
+            memcpy(ids + at, seg[i], (size_t)n[i] * sizeof *ids);
+        m->src = emb_cache_resolve(m->t, ids, total, x->train, 0);
+        at = 0;
+        for (int i = 0; i < nseg; at += n[i++])
+            memcpy(seg[i], ids + at, (size_t)n[i] * sizeof *ids);
+        free(ids);
+    }
+    free(seg);
+    free(n);
+}
+
 /* Device tables: every row a lookup reads, gathered on the device from
  * ids staged up and copied to the host at once (one host wait): the
  * replicated tables' unique rows into their m->rows, then the sharded
@@ -291,6 +323,7 @@ static void dev_rows(struct emb_multi *x, float *out, int64_t nout)
         ai += m->nuniq;
         af += m->nuniq * m->width;
     }
+    cache_map(x); /* cached tables: their served ids to slots, on the host */
     stage_up(md.st, dids + ai, x->serve, (size_t)nserve * sizeof *dids);
     int64_t *dserve = dids + ai;
     if (dyn) /* dynamic tables: the served ids to slots */
@@ -298,7 +331,8 @@ static void dev_rows(struct emb_multi *x, float *out, int64_t nout)
     for (int p = 0; p < G && x->ns; p++) /* as the host's loop: out's layout */
         for (int j = 0; j < x->ns; j++) {
             const struct mtab *m = &x->tab[x->sidx[j]];
-            be->emb_gather_shard(m->rcnt[p], m->width, m->t->w, dids + ai, G, drows + af);
+            be->emb_gather_shard(m->rcnt[p], m->width, m->src ? m->src : m->t->w, dids + ai, G,
+                                 drows + af);
             ai += m->rcnt[p];
             af += m->rcnt[p] * m->width;
         }

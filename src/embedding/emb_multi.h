@@ -14,7 +14,11 @@
  * all on one device) are read and updated there: their ids staged up
  * without a host wait, the rows of a lookup gathered and copied to the
  * host at once (one host wait), the summed gradients staged up and the
- * optimizer run there; the exchanges and sums stay on the host.
+ * optimizer run there; the exchanges and sums stay on the host. A cached
+ * sharded table (embedding.cache, emb_cache.h: its slots are a device
+ * table) is one of them: its owner's served ids are resolved by the cache
+ * on the host (a training lookup: its misses fetched then, no prefetch)
+ * and go up as virtual ids, which its gradients come back to.
  *
  * Gradients: the caller gives each table's gradient per unique row (gu[k]
  * [nuniq_k, width_k]). A sharded table's owner sums them per row over

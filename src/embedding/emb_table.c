@@ -74,10 +74,8 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
         emb_dyn_init(t);
         return t;
     }
-    if (conf->cache > 0) { /* a device cache over a host shard (emb_cache.h) */
-        if (backend_is_host(t->be) || conf->subspace_k > 0 || conf->replicated)
-            fatal("embedding table '%s': a cache needs a device backend and a plain sharded "
-                  "table", conf->name);
+    if (conf->cache > 0) { /* a device cache over a host shard (emb_cache.h; what it
+                              cannot cover is refused before: backend_check_cache) */
         emb_cache_init(t);
         return t;
     }
@@ -289,6 +287,18 @@ int emb_check_ids(const struct emb_table_conf *conf, const int64_t *ids, int64_t
                           conf->name, (long long)ids[i], (long long)i, rank,
                           (long long)conf->rows);
     return 0;
+}
+
+double emb_shard_bytes(double slots, int width, enum emb_optimizer kind, int dyn)
+{
+    const double sf = (double)emb_optim_state_floats(kind, width);
+    const double row = ((double)width + sf) * 4.0 + (kind == EMB_OPT_ADAM ? 8.0 : 0.0);
+    if (!dyn)
+        return slots * row;
+    double ix = 16;
+    while (ix < 2 * slots)
+        ix *= 2;
+    return slots * (row + 32.0) + ix * 16.0;
 }
 
 void emb_table_wire_take(struct emb_table *t, struct comm *c, struct emb_wire_stats *out)

@@ -59,7 +59,8 @@ struct emb_table_conf {
     /* train.exact_sums: the rows' gradients summed exactly (emb_exact.h) */
     int exact;
     /* embedding.cache: the rows per shard of a device cache over a host
-     * shard (emb_cache.h; placement: the device backend); 0 = none */
+     * shard (emb_cache.h; placement: the device backend; a plain sharded
+     * table: train/backend_check.h refuses the rest); 0 = none */
     int64_t cache;
 };
 
@@ -112,6 +113,13 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
                                    const struct emb_table_conf *conf);
 struct emb_table *emb_registry_find(struct emb_registry *r, const char *name);
 void emb_registry_free(struct emb_registry *r);
+/* Bytes of a shard of `slots` slots (the sizing of embedding.placement =
+ * auto and device, embedding.cache and 'freescale plan --memory'): rows
+ * of width floats with their optimizer's state (kind) and adam's int64
+ * step counts; a dynamic table's pool (dyn) adds 32 bytes of statistics a
+ * slot and its index at most half full (the power of two >= 2 slots of
+ * 16-byte entries, 16 at least). */
+double emb_shard_bytes(double slots, int width, enum emb_optimizer kind, int dyn);
 
 /* The wire counters of t since the last call, summed over the ranks of the
  * job (collective over world), then reset; out->lookups is the number of

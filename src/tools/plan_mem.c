@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "embedding/emb_table.h"
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -115,18 +116,11 @@ double plan_mem_workspace_bytes(const struct params *p, int64_t B, double T)
     return cap * (L * layer + beside) + (capb + 1) * 8.0; /* offsets */
 }
 
-/* Bytes of one table's shard on a rank of G shards. */
+/* Bytes of one table's shard on a rank of G shards: ceil(rows / G) + 1
+ * slots (emb_shard_bytes). */
 static double shard_bytes(const struct plan_table *t, int dim, enum emb_optimizer kind, int64_t G)
 {
-    const double sf = (double)emb_optim_state_floats(kind, dim);
-    const double row = ((double)dim + sf) * 4.0 + (kind == EMB_OPT_ADAM ? 8.0 : 0.0);
-    const double slots = ceil(t->rows / (double)G) + 1;
-    if (!t->dyn)
-        return slots * row;
-    double ix = 16;
-    while (ix < 2 * slots)
-        ix *= 2;
-    return slots * (row + 32.0) + ix * 16.0;
+    return emb_shard_bytes(ceil(t->rows / (double)G) + 1, dim, kind, t->dyn);
 }
 
 void plan_mem_print(const struct plan_mem *pm, const struct params *p, const int *ranks,

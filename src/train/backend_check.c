@@ -115,3 +115,30 @@ int backend_check(const struct backend_ops *be, const struct train_conf *cf, cha
 #undef LACKS
     return exact_check(be, cf, err, errlen);
 }
+
+int backend_check_cache(const struct train_conf *cf, char *err, size_t errlen)
+{
+    if (cf->cache_rows == 0 && cf->cache_frac == 0)
+        return 0;
+    const char *no = cf->dyn.on                           ? "embedding.dynamic = on"
+                     : cf->subspace_k > 0                 ? "embedding.subspace_k"
+                     : cf->embedding_group != 0           ? "parallel.embedding_group (not 0)"
+                     : cf->features.dynamic && cf->features.dynamic[0]
+                         ? "features.dynamic"
+                     : cf->task.type != TASK_RANKING && cf->loss == LOSS_FULL
+                         ? "train.loss = full"
+                         : NULL;
+    if (no)
+        return errorf(err, errlen,
+                      "embedding.cache = %s with %s: the cache covers plain dense tables, "
+                      "the item table and the sharded feature tables (not dynamic or subspace "
+                      "tables, embedding groups or the full softmax, which reads the whole "
+                      "shard); use embedding.cache = 0", cf->cache, no);
+    if (cf->placement == PLACE_DEVICE)
+        return errorf(err, errlen,
+                      "embedding.cache = %s: the cache is over a host-placed table; set "
+                      "embedding.placement = host (or auto: device when the whole shard fits, "
+                      "else the cache); device placement holds the whole shard on the device",
+                      cf->cache);
+    return 0;
+}

@@ -21,5 +21,10 @@
  * of the table in backend_check.c. */
 int backend_check(const struct backend_ops *be, const struct train_conf *cf, char *err,
                   size_t errlen);
+/* What embedding.cache (a device cache over the host-placed item and
+ * feature tables, train/train_cache.h) cannot cover in cf, whatever the backend (the run's
+ * configuration check, before any backend is known; the backend's own
+ * refusal, no device memory, is backend_check's): 0, or -1 with err. */
+int backend_check_cache(const struct train_conf *cf, char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "comm/comm.h"
 #include "comm/comm_fail.h"
+#include "embedding/emb_table.h"
 #include "model/model.h"
 #include "train/infer.h"
 #include "train/step_feat.h"
@@ -18,6 +19,14 @@
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Bytes of a dense item table's shard and its optimizer state on one rank
+ * (num_items / G + 1 slots). */
+static double item_shard_bytes(const struct trainer *tr)
+{
+    const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
+    return emb_shard_bytes((double)slots, tr->conf.d, tr->conf.emb_optim.kind, 0);
+}
 
 /* Bytes of the item table's shard and its optimizer state (with the feature
  * tables' beside it: step_feat_table_bytes) on one rank of
@@ -29,22 +38,15 @@ static double table_bytes(const struct trainer *tr)
 {
     const struct train_conf *cf = &tr->conf;
     const int64_t G = tr->c->g[COMM_EMB].size;
-    const double sf = (double)emb_optim_state_floats(cf->emb_optim.kind, cf->d);
-    const double steps = cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 : 0.0;
     const double feat = step_feat_table_bytes(tr, (int)G); /* beside the item table */
     if (feat < 0) /* a dynamic feature table without a bound */
         return -1;
-    if (!cf->dyn.on) {
-        const double slots = (double)(tr->ds.num_items / G + 1);
-        return slots * ((double)cf->d + sf) * 4.0 + steps * slots + feat;
-    }
+    if (!cf->dyn.on)
+        return item_shard_bytes(tr) + feat;
     if (cf->dyn.capacity <= 0)
         return -1;
     const int64_t slots = (cf->dyn.capacity + G - 1) / G + 1;
-    int64_t ix = 16;
-    while (ix < 2 * slots)
-        ix *= 2;
-    return (double)slots * (((double)cf->d + sf) * 4.0 + steps + 32.0) + (double)ix * 16.0 + feat;
+    return emb_shard_bytes((double)slots, cf->d, cf->emb_optim.kind, 1) + feat;
 }
 
 /* The device's free bytes, read on this rank (a failed read: 0, its
@@ -69,13 +71,13 @@ static void agree_read(struct trainer *tr, const char *err)
     comm_fail_agree(tr->c, err[0] != 0, msg);
 }
 
-/* The device's free bytes (collective). */
-static size_t free_bytes(struct trainer *tr)
+double train_placement_room(struct trainer *tr, size_t *free_b)
 {
     char err[256] = "";
-    const size_t f = read_free(tr, err);
+    *free_b = read_free(tr, err);
     agree_read(tr, err);
-    return f;
+    const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
+    return 0.5 * (double)*free_b / sharers;
 }
 
 /* The step's workspace of this rank: the model's buffers for a training
@@ -132,9 +134,9 @@ static int choose(struct trainer *tr)
     }
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
     comm_barrier(tr->c);
-    const size_t free0 = free_bytes(tr);
-    const double ws = workspace_bytes(tr);
-    const double room = 0.5 * (double)free0 / sharers, need = table + ws;
+    size_t free0;
+    const double room = train_placement_room(tr, &free0);
+    const double ws = workspace_bytes(tr), need = table + ws;
     /* every rank's verdict: device when all fit; the line gives rank 0's figures and
      * the tightest rank's margin */
     const int short_here = need > room;
@@ -170,14 +172,11 @@ const struct backend_ops *train_placement(struct trainer *tr)
         }
         return choose(tr) ? tr->be : NULL;
     }
-    const int64_t slots = tr->ds.num_items / tr->c->g[COMM_EMB].size + 1;
-    const int64_t sf = emb_optim_state_floats(cf->emb_optim.kind, cf->d);
-    const double need = (double)slots * (double)(cf->d + sf) * 4.0 +
-                        (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)slots : 0.0);
-    const size_t free_b = free_bytes(tr);
+    const double need = item_shard_bytes(tr);
+    size_t free_b;
+    const double room = train_placement_room(tr, &free_b);
     char msg[1024];
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
-    const double room = 0.5 * (double)free_b / sharers;
     snprintf(msg, sizeof msg, "embedding.placement = device: the item table's shard and its %s "
              "state need %.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a "
              "rank's device, shared by %d rank%s): use embedding.placement=host, or more devices "

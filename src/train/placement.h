@@ -18,6 +18,8 @@
 #ifndef FS_TRAIN_PLACEMENT_H
 #define FS_TRAIN_PLACEMENT_H
 
+#include <stddef.h>
+
 struct trainer;
 struct backend_ops;
 
@@ -25,5 +27,9 @@ struct backend_ops;
  * memory). Collective over the world (every rank gets the same answer);
  * a refused device placement fails the job with the figures. */
 const struct backend_ops *train_placement(struct trainer *tr);
+/* The room for tables on this rank's device: half of its free memory
+ * (*free_b, read now) per rank sharing it. Collective: a rank's failed
+ * read fails the job. */
+double train_placement_room(struct trainer *tr, size_t *free_b);
 
 #endif

@@ -13,6 +13,7 @@
 #include "embedding/emb_feat.h"
 #include "feature/feat_cross.h"
 #include "train/train.h"
+#include "train/train_cache.h"
 
 /* --- set-up --------------------------------------------------------------------- */
 
@@ -91,6 +92,7 @@ void step_feat_tables(struct trainer *tr)
             ec.dyn.on = 1;
         }
         ec.placement = tr->items->conf.placement; /* the item table's memory */
+        train_cache_beside(tr, &ec); /* a cached item table: the sharded ones' caches */
         trainer_check_table(tr, &ec);
         F->tab[k] = emb_registry_add(&tr->reg, tr->c, &ec);
     }
@@ -108,22 +110,15 @@ double step_feat_table_bytes(const struct trainer *tr, int G)
     for (int k = 0; F && k < F->s.ntables; k++) {
         struct emb_table_conf ec;
         emb_feat_table(&F->s, k, &ec);
-        const double sf = (double)emb_optim_state_floats(ec.optim.kind, ec.dim);
-        const double row = ((double)ec.dim + sf) * 4.0 + (ec.optim.kind == EMB_OPT_ADAM ? 8 : 0);
-        if (ec.dyn.on) { /* the pool at its share of embedding.capacity, 32 bytes of
-                            statistics a slot, the index at most half full */
+        if (ec.dyn.on) { /* the pool at its share of embedding.capacity */
             const int64_t cap = tr->conf.dyn.capacity;
             if (cap <= 0)
                 return -1;
-            const int64_t slots = (cap + G - 1) / G + 1;
-            int64_t ix = 16;
-            while (ix < 2 * slots)
-                ix *= 2;
-            bytes += (double)slots * (row + 32.0) + (double)ix * 16.0;
+            bytes += emb_shard_bytes((double)((cap + G - 1) / G + 1), ec.dim, ec.optim.kind, 1);
             continue;
         }
         const double slots = ec.replicated ? (double)ec.rows + 1 : (double)(ec.rows / G + 1);
-        bytes += slots * row;
+        bytes += emb_shard_bytes(slots, ec.dim, ec.optim.kind, 0);
     }
     return bytes;
 }

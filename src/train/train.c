@@ -249,8 +249,7 @@ void trainer_check_table(const struct trainer *tr, const struct emb_table_conf *
     const int64_t G = ec->replicated ? 1 : tr->c->g[COMM_EMB].size;
     const int width = ec->subspace_k > 0 ? ec->subspace_k : ec->dim;
     const double slots = (double)(ec->rows / G + 1);
-    const double bytes = slots * (double)(width + emb_optim_state_floats(ec->optim.kind, width)) *
-                             4.0 + (ec->optim.kind == EMB_OPT_ADAM ? 8.0 * slots : 0.0);
+    const double bytes = emb_shard_bytes(slots, width, ec->optim.kind, 0);
     const double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     const int items = !strcmp(ec->name, "items");
     char msg[1024];

@@ -1,4 +1,4 @@
-/* train_cache: embedding.cache's value, refusals and rows; see
+/* train_cache: embedding.cache's value, rows and figures; see
  * train_cache.h. */
 #include "train/train_cache.h"
 
@@ -11,8 +11,10 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "embedding/emb_cache.h"
+#include "embedding/emb_feat.h"
 #include "embedding/emb_table.h"
-#include "feature/schema.h"
+#include "train/placement.h"
+#include "train/step_feat.h"
 #include "train/train.h"
 #include "train/train_conf.h"
 
@@ -21,61 +23,74 @@ int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, 
     *rows = 0;
     *frac = 0;
     char *end = NULL;
-    if (strchr(text, '.') || strchr(text, 'e') || strchr(text, 'E')) {
+    if (strchr(text, '.') || strchr(text, 'e') || strchr(text, 'E')) { /* FRACTION */
         const double f = strtod(text, &end);
-        if (end == text || *end || !(f > 0 && f <= 1))
-            return errorf(err, errlen,
-                          "embedding.cache = '%s': expected a row count (an integer >= 0) or a "
-                          "fraction of the shard's rows (0 < F <= 1, e.g. 0.1)", text);
-        *frac = f;
-        return 0;
+        if (end != text && !*end && f > 0 && f <= 1) {
+            *frac = f;
+            return 0;
+        }
+    } else { /* ROWS */
+        const long long r = strtoll(text, &end, 10);
+        if (end != text && !*end && r >= 0) {
+            *rows = r;
+            return 0;
+        }
     }
-    const long long r = strtoll(text, &end, 10);
-    if (end == text || *end || r < 0)
-        return errorf(err, errlen,
-                      "embedding.cache = '%s': expected a row count (an integer >= 0) or a "
-                      "fraction of the shard's rows (0 < F <= 1, e.g. 0.1)", text);
-    *rows = r;
-    return 0;
+    return errorf(err, errlen,
+                  "embedding.cache = '%s': expected a row count (an integer >= 0) or a "
+                  "fraction of the shard's rows (0 < F <= 1, e.g. 0.1)", text);
 }
 
-int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen)
+/* Rows cached per shard of a table of `rows` ids sharded over G: ROWS, or
+ * FRACTION of the largest shard's ids rounded up; at most those ids, at
+ * least 1. *shard_rows: those ids. */
+static int64_t cache_rows(const struct train_conf *cf, int64_t rows, int64_t G,
+                          int64_t *shard_rows)
 {
-    if (tc->cache_rows == 0 && tc->cache_frac == 0)
-        return 0;
-    const char *no = tc->dyn.on                           ? "embedding.dynamic = on"
-                     : tc->subspace_k > 0                 ? "embedding.subspace_k"
-                     : tc->embedding_group != 0           ? "parallel.embedding_group (not 0)"
-                     : feat_conf_any(&tc->features)       ? "features.* tables"
-                     : tc->task.type != TASK_RANKING && tc->loss == LOSS_FULL
-                         ? "train.loss = full"
-                         : NULL;
-    if (no)
-        return errorf(err, errlen,
-                      "embedding.cache = %s with %s: the cache covers a plain dense item table "
-                      "looked up by its exchanges alone (not dynamic or subspace tables, "
-                      "embedding groups, feature tables or the full softmax, which reads the "
-                      "whole shard); use embedding.cache = 0", tc->cache, no);
-    if (tc->placement == PLACE_DEVICE)
-        return errorf(err, errlen,
-                      "embedding.cache = %s: the cache is over a host-placed table; set "
-                      "embedding.placement = host (or auto: device when the whole shard fits, "
-                      "else the cache); device placement holds the whole shard on the device",
-                      tc->cache);
-    return 0;
+    *shard_rows = (rows + G - 1) / G;
+    int64_t r = cf->cache_rows;
+    if (cf->cache_frac > 0)
+        r = (int64_t)ceil(cf->cache_frac * (double)*shard_rows);
+    if (r > *shard_rows)
+        r = *shard_rows;
+    return r < 1 ? 1 : r;
+}
+
+/* The device bytes of a table beside a cached item table (conf ec, its
+ * cache rows in *rows): a sharded one's cache (rows + 1 slots), a
+ * replicated one whole (*rows 0). */
+static double beside_bytes(const struct train_conf *cf, const struct emb_table_conf *ec,
+                           int64_t G, int64_t *rows)
+{
+    int64_t shard_rows;
+    *rows = ec->replicated ? 0 : cache_rows(cf, ec->rows, G, &shard_rows);
+    return emb_shard_bytes((double)(ec->replicated ? ec->rows + 1 : *rows + 1), ec->dim,
+                           ec->optim.kind, 0);
+}
+
+/* The feature tables' bytes beside the item table's cache (beside_bytes;
+ * dynamic ones are refused: backend_check_cache). */
+static double feature_bytes(const struct trainer *tr, int64_t G)
+{
+    double bytes = 0;
+    for (int k = 0; tr->feat && k < tr->feat->s.ntables; k++) {
+        struct emb_table_conf ec;
+        int64_t rows;
+        emb_feat_table(&tr->feat->s, k, &ec);
+        bytes += beside_bytes(&tr->conf, &ec, G, &rows);
+    }
+    return bytes;
 }
 
 /* embedding.placement = auto, the shard not placed on the device: 1 when
- * the cache's bytes (bytes per rank) fit in half the device's free memory
- * per rank sharing it, on every rank (collective); says which. */
+ * the caches' bytes (bytes per rank) fit in the room for tables
+ * (train_placement_room), on every rank (collective); says which. */
 static int auto_fits(struct trainer *tr, double bytes)
 {
-    size_t free_b = 0, total_b = 0;
-    char e[256] = "";
-    const int bad = tr->be->device_memory(&free_b, &total_b, e, sizeof e) != 0;
+    size_t free_b;
+    const double room = train_placement_room(tr, &free_b);
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
-    const double room = 0.5 * (double)free_b / sharers;
-    const int short_any = comm_allreduce_max_i64(tr->c, bad || bytes > room) != 0;
+    const int short_any = comm_allreduce_max_i64(tr->c, bytes > room) != 0;
     log_info("embedding.placement = auto: %s (embedding.cache = %s: %.2f MiB of rows and their "
              "state per rank, %s half of the %.1f MiB free on rank 0's device, shared by %d "
              "rank%s%s)",
@@ -84,6 +99,22 @@ static int auto_fits(struct trainer *tr, double bytes)
              sharers == 1 ? "" : "s",
              short_any && bytes <= room ? "; another rank's device is short" : "");
     return !short_any;
+}
+
+/* Say where table ec (its cache: rows of ~shard_rows per shard) is. */
+static void say(const struct trainer *tr, const struct emb_table_conf *ec, int64_t rows,
+                int64_t shard_rows, double bytes)
+{
+    if (rows > 0)
+        log_info("embedding.cache = %s: table '%s': %lld of ~%lld rows per shard cached in %s "
+                 "memory with their %s state (%.3f MiB per rank), the rest in host memory",
+                 tr->conf.cache, ec->name, (long long)rows, (long long)shard_rows, tr->be->name,
+                 emb_optim_name(ec->optim.kind), bytes / (1024.0 * 1024.0));
+    else
+        log_info("embedding.cache = %s: table '%s' (replicated): whole in %s memory with its %s "
+                 "state (%.3f MiB per rank)",
+                 tr->conf.cache, ec->name, tr->be->name, emb_optim_name(ec->optim.kind),
+                 bytes / (1024.0 * 1024.0));
 }
 
 void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
@@ -97,26 +128,26 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
         return;
     }
     const int64_t G = tr->c->g[COMM_EMB].size;
-    const int64_t shard_rows = (ec->rows + G - 1) / G; /* the largest shard's ids */
-    int64_t rows = cf->cache_rows;
-    if (cf->cache_frac > 0)
-        rows = (int64_t)ceil(cf->cache_frac * (double)shard_rows);
-    if (rows > shard_rows)
-        rows = shard_rows;
-    if (rows < 1)
-        rows = 1;
-    const double sf = (double)emb_optim_state_floats(cf->emb_optim.kind, cf->d);
-    const double bytes = (double)(rows + 1) * ((double)cf->d + sf) * 4.0 +
-                         (cf->emb_optim.kind == EMB_OPT_ADAM ? 8.0 * (double)(rows + 1) : 0);
-    if (cf->placement == PLACE_AUTO && !auto_fits(tr, bytes))
+    int64_t shard_rows;
+    const int64_t rows = cache_rows(cf, ec->rows, G, &shard_rows);
+    const double bytes = emb_shard_bytes((double)(rows + 1), ec->dim, ec->optim.kind, 0);
+    if (cf->placement == PLACE_AUTO && !auto_fits(tr, bytes + feature_bytes(tr, G)))
         return;
     ec->cache = rows;
     ec->placement = tr->be;
-    log_info("embedding.cache = %s: table '%s': %lld of ~%lld rows per shard cached in %s "
-             "memory with their %s state (%.3f MiB per rank), the rest in host memory",
-             cf->cache, ec->name, (long long)rows, (long long)shard_rows,
-             tr->be->name, emb_optim_name(cf->emb_optim.kind),
-             bytes / (1024.0 * 1024.0));
+    say(tr, ec, rows, shard_rows, bytes);
+}
+
+void train_cache_beside(struct trainer *tr, struct emb_table_conf *ec)
+{
+    if (!tr->items->cache)
+        return;
+    const int64_t G = tr->c->g[COMM_EMB].size;
+    int64_t rows, shard_rows = (ec->rows + G - 1) / G;
+    const double bytes = beside_bytes(&tr->conf, ec, G, &rows);
+    ec->cache = rows;
+    ec->placement = tr->be;
+    say(tr, ec, rows, shard_rows, bytes);
 }
 
 static double hit_rate(const struct emb_cache_stats *s)
@@ -125,35 +156,49 @@ static double hit_rate(const struct emb_cache_stats *s)
     return all > 0 ? (double)s->hits / (double)all : 0;
 }
 
-int train_cache_take(struct trainer *tr, int which, struct emb_cache_stats *s, char *line,
+int train_cache_take(struct trainer *tr, int which, struct train_cache_figs *f, char *line,
                      size_t llen)
 {
     line[0] = '\0';
-    if (!tr->items || !tr->items->cache)
-        return 0;
-    emb_cache_take(tr->items, tr->c, which, s);
-    const double n = s->lookups > 0 ? (double)s->lookups : 1;
-    snprintf(line, llen, " cache hit %.1f%% misses %.0f fills %.0f rows/step (%.0f%% full)",
-             100 * hit_rate(s), s->misses / n, s->fills / n,
-             s->slots > 0 ? 100.0 * (double)s->resident / (double)s->slots : 0);
-    return 1;
+    f->n = 0;
+    size_t at = 0;
+    for (int i = 0; i < tr->reg.n; i++) { /* the item table first: the registry's order */
+        struct emb_table *t = &tr->reg.tables[i];
+        if (!t->cache)
+            continue;
+        struct emb_cache_stats *s = &f->s[f->n];
+        f->name[f->n++] = t->conf.name;
+        emb_cache_take(t, tr->c, which, s);
+        const double n = s->lookups > 0 ? (double)s->lookups : 1;
+        if (at < llen)
+            at += (size_t)snprintf(line + at, llen - at,
+                                   " %s%scache hit %.1f%% misses %.0f fills %.0f rows/step "
+                                   "(%.0f%% full)",
+                                   t == tr->items ? "" : t->conf.name, t == tr->items ? "" : " ",
+                                   100 * hit_rate(s), s->misses / n, s->fills / n,
+                                   s->slots > 0 ? 100.0 * (double)s->resident / (double)s->slots
+                                                : 0);
+    }
+    return f->n > 0;
 }
 
-void train_cache_metrics(const struct trainer *tr, const struct emb_cache_stats *s,
-                         struct metrics_line *l)
+void train_cache_metrics(const struct train_cache_figs *f, struct metrics_line *l)
 {
-    const double n = s->lookups > 0 ? (double)s->lookups : 1;
-    const char *name = tr->items->conf.name;
     char key[96];
-#define FIELD(k, v) (snprintf(key, sizeof key, "%s.%s", name, k), metrics_num(l, key, v))
-    FIELD("cache_hits", s->hits / n);
-    FIELD("cache_misses", s->misses / n);
-    FIELD("cache_fills", s->fills / n);
-    FIELD("cache_evicted", s->evicted / n);
-    FIELD("cache_written_back", s->written / n);
-    FIELD("cache_fetched_bytes", s->fetched_bytes / n);
-    FIELD("cache_written_bytes", s->written_bytes / n);
-    FIELD("cache_hit_rate", hit_rate(s));
-    FIELD("cache_occupancy", s->slots > 0 ? (double)s->resident / (double)s->slots : 0);
+    for (int k = 0; k < f->n; k++) {
+        const struct emb_cache_stats *s = &f->s[k];
+        const double n = s->lookups > 0 ? (double)s->lookups : 1;
+#define FIELD(what, v) \
+    (snprintf(key, sizeof key, "%s.%s", f->name[k], what), metrics_num(l, key, v))
+        FIELD("cache_hits", s->hits / n);
+        FIELD("cache_misses", s->misses / n);
+        FIELD("cache_fills", s->fills / n);
+        FIELD("cache_evicted", s->evicted / n);
+        FIELD("cache_written_back", s->written / n);
+        FIELD("cache_fetched_bytes", s->fetched_bytes / n);
+        FIELD("cache_written_bytes", s->written_bytes / n);
+        FIELD("cache_hit_rate", hit_rate(s));
+        FIELD("cache_occupancy", s->slots > 0 ? (double)s->resident / (double)s->slots : 0);
 #undef FIELD
+    }
 }

@@ -1,7 +1,8 @@
 /* train_cache: embedding.cache, a device cache of hot rows over the
- * host-placed item table (embedding/emb_cache.h; doc/embedding.md, "A
- * device cache over a host table"): its value, what it refuses, and the
- * rows per shard it gives.
+ * host-placed tables (embedding/emb_cache.h; doc/embedding.md, "A
+ * device cache over a host table"): its value, the rows per shard it
+ * gives to the item table and the sharded feature tables, and their
+ * figures (what it refuses: backend_check.h, backend_check_cache).
  *
  *   embedding.cache = 0          no cache (the default)
  *   embedding.cache = ROWS       an integer >= 1: rows cached per shard
@@ -16,6 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "embedding/emb_cache.h"
+#include "embedding/emb_table.h"
+
 struct train_conf;
 struct trainer;
 struct emb_table_conf;
@@ -23,32 +27,38 @@ struct emb_table_conf;
 /* Parse text into rows (ROWS, else 0) and frac (FRACTION, else 0): 0, or
  * -1 with err naming embedding.cache. */
 int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, size_t errlen);
-/* What a cache refuses in this run before any backend is known (dynamic
- * tables, subspaces, placement other than host, embedding groups, feature
- * tables, the full softmax): 0, or -1 with err. */
-int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen);
-/* The item table's cache figures since the last take (which: 0 the
- * logging interval, 1 the stream's window), summed over the job
- * (collective): 0 without a cache, else 1 with *s set and the progress
- * line's words in line (the hit rate: rows resident when the step's ids
- * were resolved, of all it resolved). */
-struct emb_cache_stats;
+/* The cached tables' figures since the last take (which: 0 the logging
+ * interval, 1 the stream's window), summed over the job (collective): 0
+ * without a cache, else 1 with f set (the item table first) and the
+ * progress line's words in line (each table's hit rate: rows resident
+ * when the step's ids were resolved, of all it resolved). */
+struct train_cache_figs {
+    int n;
+    const char *name[EMB_MAX_TABLES];
+    struct emb_cache_stats s[EMB_MAX_TABLES];
+};
 struct metrics_line;
-int train_cache_take(struct trainer *tr, int which, struct emb_cache_stats *s, char *line,
+int train_cache_take(struct trainer *tr, int which, struct train_cache_figs *f, char *line,
                      size_t llen);
-/* Their metrics fields, per step (of the lookups taken): TABLE.cache_hits,
- * .cache_misses (fetched at the lookup), .cache_fills (fetched ahead,
- * prefetch), .cache_evicted, .cache_written_back, .cache_fetched_bytes,
+/* Their metrics fields, per step (of the lookups taken), TABLE the
+ * table's name (items, feat.NAME): TABLE.cache_hits, .cache_misses
+ * (fetched at the lookup), .cache_fills (fetched ahead, prefetch),
+ * .cache_evicted, .cache_written_back, .cache_fetched_bytes,
  * .cache_written_bytes; .cache_hit_rate and .cache_occupancy (resident
  * rows / slots, at the take). */
-void train_cache_metrics(const struct trainer *tr, const struct emb_cache_stats *s,
-                         struct metrics_line *l);
+void train_cache_metrics(const struct train_cache_figs *f, struct metrics_line *l);
 /* Set ec's cache (rows per shard) and placement (the trainer's device
  * backend) when the run asks for one, and say so at start-up. With
  * embedding.placement = auto (ec's placement chosen already): no cache
- * when the whole shard went to the device; else the cache when its rows
- * and their state fit in half of the device's free memory per rank
- * sharing it, on every rank, host placement otherwise (collective). */
+ * when the whole shard went to the device; else the caches when their
+ * rows and state (the feature tables' beside it: train_cache_beside's)
+ * fit in half of the device's free memory per rank sharing it, on every
+ * rank, host placement otherwise (collective). */
 void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec);
+/* A feature table ec beside a cached item table (step_feat_tables; else
+ * nothing): a sharded one gets its own cache (the same ROWS or FRACTION
+ * of its shard), a replicated one (small: features.replicate_below; a
+ * projection, a label's) lives whole in the device's memory; says so. */
+void train_cache_beside(struct trainer *tr, struct emb_table_conf *ec);
 
 #endif

@@ -115,7 +115,7 @@ static int conf_check(const struct params *p, int P, char *err, size_t errlen)
     tc.model.time_bias = tc.use_timestamps; /* the most tensors the dataset may ask for */
     if (model_conf_check(&tc.model, err, errlen) || device_check(&tc, err, errlen) ||
         follow_check(p, err, errlen) || train_dyn_refuse(p, &tc, P, err, errlen) ||
-        train_cache_refuse(&tc, err, errlen))
+        backend_check_cache(&tc, err, errlen))
         return -1;
     const int64_t G = tc.embedding_group;
     if (P > 0 && G > 0 && (G > P || P % G != 0))
