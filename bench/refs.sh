@@ -30,18 +30,21 @@
 #   Python with torch and numpy: Debian's python3-torch python3-numpy, or a
 #   venv (python3 -m venv ~/refs-venv && ~/refs-venv/bin/pip install torch
 #   numpy); the HSTU research code also needs pandas, gin-config, absl-py,
-#   tensorboard and fbgemm-gpu-cpu (pip), or Debian's python3-pandas,
-#   python3-absl, python3-tensorboard where packaged. PYTHON=path picks the
-#   interpreter (default python3).
+#   tensorboard and fbgemm-gpu-cpu (pip; its requirements.txt asks for torch
+#   >= 2.6 and fbgemm_gpu >= 1.1), or Debian's python3-pandas and
+#   python3-absl (Debian packages no gin-config, tensorboard or fbgemm);
+#   the script names the modules missing before it starts it. PYTHON=path
+#   picks the interpreter (default python3).
 #
 # How each runs (its README's ML-1M settings):
 #   SASRec.pytorch  main.py --dataset=ml-1m --train_dir=refs --maxlen=200
 #                   --dropout_rate=0.2 --device=cpu --num_epochs=N, on
 #                   ml-1m.txt written here from ratings.dat (users' events
 #                   by time, items numbered by first appearance) in a
-#                   scratch directory; epoch e's time from the first loss
-#                   line of epoch e to that of e + 1 (no evaluation before
-#                   epoch 20)
+#                   scratch directory; epoch e's time from the last loss
+#                   line of epoch e - 1 to that of e (all its steps; its
+#                   end-of-run save left out; epoch 1 from its first loss
+#                   line; no evaluation before epoch 20)
 #   research HSTU   main.py --gin_config_file=configs/ml-1m/hstu-sampled-
 #                   softmax-n128-final.gin with train_fn.num_epochs = N and
 #                   eval_interval above the run's steps, on a copy of the
@@ -59,10 +62,11 @@
 #                   with train.epochs = N, train.final_eval = off,
 #                   train.log_every = 1; epoch e's time the sum of its steps'
 #                   intervals (metrics)
-# The peers run with their libraries' own thread counts (OMP_NUM_THREADS,
-# OPENBLAS_NUM_THREADS, MKL_NUM_THREADS unset: all the cores they may use)
-# and OpenBLAS's kernels (OPENBLAS_CORETYPE) that freescale
-# chooses here, or REFS_PEER_CORETYPE. Never asserts on time.
+# The peers run with OMP_NUM_THREADS (torch's threads) set to the number of
+# cores they may use, or REFS_PEER_THREADS (torch's own default can be
+# fewer: 1 on a 2-core VM), OPENBLAS_NUM_THREADS and MKL_NUM_THREADS unset
+# (all those cores), and OpenBLAS's kernels (OPENBLAS_CORETYPE) that
+# freescale chooses here, or REFS_PEER_CORETYPE. Never asserts on time.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FS=${FREESCALE:-$TOP/freescale}
@@ -70,7 +74,7 @@ PY=${PYTHON:-python3}
 SASREC=${SASREC_PYTORCH:-} GR=${GENERATIVE_RECOMMENDERS:-} ML1M=${ML1M_DIR:-}
 EPOCHS=3 CORES='' ONLY=freescale,sasrec,hstu
 usage() {
-    sed -n '2,/^# chooses here, or REFS_PEER_CORETYPE/s/^# \{0,1\}//p' "$0"
+    sed -n '2,/^# .*REFS_PEER_CORETYPE. Never asserts on time/s/^# \{0,1\}//p' "$0"
     exit "${1:-2}"
 }
 die() { echo "refs: $*" >&2; exit 2; }
@@ -132,16 +136,19 @@ coretype() {
 }
 
 pin() { if [ -n "$CORES" ]; then taskset -c "$CORES" "$@"; else "$@"; fi; }
-# a peer's environment: its libraries' own thread counts (all the cores it
-# may use), the OpenBLAS kernels below
+# a peer's environment: torch's threads as many as the cores it may use
+# (REFS_PEER_THREADS), its BLAS libraries' own (all of them), the OpenBLAS
+# kernels below
 peer() {
     ct=$(coretype)
-    pin env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u MKL_NUM_THREADS \
+    pin env -u OPENBLAS_NUM_THREADS -u MKL_NUM_THREADS OMP_NUM_THREADS="$PEER_THREADS" \
         ${ct:+OPENBLAS_CORETYPE=$ct} "$@"
 }
 if [ -n "$CORES" ]; then
     taskset -c "$CORES" true 2>/dev/null || die "--cores '$CORES': taskset refuses it"
 fi
+PEER_THREADS=${REFS_PEER_THREADS:-$(pin nproc)}
+case $PEER_THREADS in '' | *[!0-9]* | 0) die "REFS_PEER_THREADS '$PEER_THREADS': give a number of threads >= 1" ;; esac
 blas_py=
 if want sasrec || want hstu; then
     # torch's BLAS: its build's BLAS_INFO and the BLAS libraries a matmul loads
@@ -212,9 +219,14 @@ PYEOF
         --device=cpu --num_epochs="$EPOCHS" 2>&1 | stamp > "$W/sasrec.log")
     grep -q ' Done$' "$W/sasrec.log" ||
         { tail -n 20 "$W/sasrec.log" >&2; echo "refs: SASRec.pytorch failed" >&2; return 1; }
-    awk '/ loss in epoch [0-9]+ iteration 0:/ { for (i = 1; i <= NF; i++) if ($i == "epoch") e = $(i + 1); t[e] = $1; n = e }
-         / Done$/ { d = $1 }
-         END { for (e = 1; e <= n; e++) print (e < n ? t[e + 1] : d) - t[e] }' "$W/sasrec.log" > "$W/sasrec.ep"
+    # epoch e: from epoch e - 1's last loss line to its own (epoch 1: from
+    # its first), so that each epoch has all its steps and the save after
+    # the last one is left out
+    awk '/ loss in epoch [0-9]+ iteration [0-9]+:/ {
+             for (i = 1; i <= NF; i++) if ($i == "epoch") e = $(i + 1)
+             if (!(e in f)) f[e] = $1
+             l[e] = $1; if (e > n) n = e }
+         END { for (e = 1; e <= n; e++) print l[e] - (e > 1 ? l[e - 1] : f[e]) }' "$W/sasrec.log" > "$W/sasrec.ep"
     epoch_median < "$W/sasrec.ep"
 }
 
@@ -226,6 +238,13 @@ open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"]))' "$1"
 }
 
 gr_run() { # prints the epoch median of the HSTU research code
+    # the modules it imports (main.py: fbgemm_gpu, gin, absl; its trainer
+    # torch.utils.tensorboard; its data pandas), before anything is copied
+    lacks=$(peer "$PY" -c 'import importlib.util as u
+print(" ".join(m for m in ("fbgemm_gpu", "gin", "absl", "pandas", "tensorboard") if u.find_spec(m) is None))') ||
+        { echo "refs: $PY cannot look up the HSTU research code's modules" >&2; return 1; }
+    [ -z "$lacks" ] ||
+        { echo "refs: the HSTU research code needs Python modules that $PY lacks: $lacks (see --help)" >&2; return 1; }
     mkdir -p "$W/gr" && (cd "$GR" && git ls-files -z | xargs -0 tar cf -) | tar xf - -C "$W/gr" ||
         { echo "refs: cannot copy $GR" >&2; return 1; }
     tf=$(grep -rl --include=train.py 'def train_fn(' "$W/gr" | head -n 1)

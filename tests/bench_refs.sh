@@ -9,7 +9,10 @@
 # BLAS and date lines); and its SASRec.pytorch half's plumbing against a
 # stand-in clone whose python/main.py checks the arguments and the data
 # file refs.sh wrote (ml-1m.txt: every rating, users' events by time, items
-# numbered by first appearance) and prints the reference's loss lines.
+# numbered by first appearance) and torch's threads (OMP_NUM_THREADS: the
+# cores it may use; torch's own default was 1 on a 2-core VM) and prints
+# the reference's loss lines; the HSTU research code's half refusing to
+# start, naming them, when the Python lacks the modules it imports.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 R="$TOP_SRCDIR/bench/refs.sh"
@@ -58,6 +61,7 @@ import sys
 a = dict(x[2:].split("=", 1) for x in sys.argv[1:])
 want = {"dataset": "ml-1m", "maxlen": "200", "dropout_rate": "0.2", "device": "cpu", "num_epochs": "2"}
 assert all(a.get(k) == v for k, v in want.items()), a
+assert os.environ.get("OMP_NUM_THREADS") == os.environ["REFS_TEST_THREADS"], "OMP_NUM_THREADS"
 lines = [tuple(map(int, l.split())) for l in open("data/ml-1m.txt")]
 src = sorted((int(u), int(t), n, int(i)) for n, (u, i, _, t) in
              enumerate(l.strip().split("::") for l in open(os.environ["REFS_TEST_RATINGS"])))
@@ -69,8 +73,8 @@ for e in (1, 2):
 print("Done")
 PYEOF
     git -C "$T/sas" add -A >/dev/null
-    if REFS_TEST_RATINGS="$T/ml/ratings.dat" PYTHON=/usr/bin/python3 "$R" --ml1m "$T/ml" \
-            --only sasrec --sasrec "$T/sas" --epochs 2 > "$T/out" 2>&1; then
+    if REFS_TEST_RATINGS="$T/ml/ratings.dat" REFS_TEST_THREADS=$(nproc) PYTHON=/usr/bin/python3 \
+            "$R" --ml1m "$T/ml" --only sasrec --sasrec "$T/sas" --epochs 2 > "$T/out" 2>&1; then
         cat "$T/out"
         grep -Eq '^sasrec +pmixer/SASRec.pytorch [0-9a-f?]+ +[0-9]+\.[0-9]+ *$' "$T/out" &&
             grep -q '^BLAS: freescale (not run); peers torch ' "$T/out" &&
@@ -81,5 +85,16 @@ PYEOF
     fi
 else
     echo "(no torch and numpy: the SASRec.pytorch half not checked)"
+fi
+# the HSTU research code's half: the modules it imports, before anything runs
+lacks=$(/usr/bin/python3 -c 'import importlib.util as u
+print(" ".join(m for m in ("fbgemm_gpu", "gin", "absl", "pandas", "tensorboard") if u.find_spec(m) is None))' 2>/dev/null)
+if /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null && [ -n "$lacks" ]; then
+    echo 'users' > "$T/ml/users.dat" && echo 'movies' > "$T/ml/movies.dat"
+    git -C "$T/gr" add -A >/dev/null
+    expect_error "the HSTU research code needs Python modules that /usr/bin/python3 lacks: $lacks" \
+        env PYTHON=/usr/bin/python3 "$R" --ml1m "$T/ml" --only hstu --gr "$T/gr" --epochs 1
+else
+    echo "(torch missing or no module missing: the HSTU research code's module check not exercised)"
 fi
 finish
