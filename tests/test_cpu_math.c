@@ -19,6 +19,8 @@
  *                   ignored positions, logits that underflow and NaN;
  *   layernorm_fwd   (rows in blocks of 4) against the same rows one call
  *                   each (the rows left over from the blocks);
+ *   layernorm_bwd, l2norm_fwd, l2norm_bwd (rows' sums in lanes of 8) the
+ *                   same, with gamma or not, a clamped l2norm row;
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -316,6 +318,69 @@ static void check_layernorm_rows(struct rng *r)
         }
 }
 
+/* layernorm_bwd, l2norm_fwd and l2norm_bwd of 19 rows (two blocks of 8 and
+ * three left over) against each row alone, bit for bit; row 5's l2norm is
+ * clamped (|x| < eps) */
+static void check_rowsum_rows(struct rng *r)
+{
+    const int ds[] = {1, 7, 50, 64};
+    const int64_t rows = 19;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++) {
+        const int d = ds[di];
+        const size_t n = (size_t)(rows * d);
+        float *x = xmalloc(n * 4), *dy = xmalloc(n * 4), *gamma = xmalloc((size_t)d * 4);
+        float mean[19], rstd[19], norm[2][19], *out[2], *dg[2], *db[2];
+        for (size_t i = 0; i < n; i++) {
+            x[i] = (float)((rng_uniform(r) * 2 - 1) * (double)(i % 5 + 1));
+            x[i] = i / (size_t)d == 5 ? x[i] * 1e-9f : x[i] + (i / (size_t)d == 3 ? 1e4f : 0);
+            dy[i] = (float)(rng_uniform(r) * 2 - 1);
+        }
+        for (int j = 0; j < d; j++)
+            gamma[j] = (float)rng_uniform(r);
+        for (int k = 0; k < 2; k++) {
+            out[k] = xmalloc(n * 4);
+            dg[k] = xcalloc((size_t)d, 4);
+            db[k] = xcalloc((size_t)d, 4);
+        }
+        int64_t bad = 0;
+        backend_cpu.layernorm_fwd(rows, d, 1e-5f, x, NULL, NULL, out[0], mean, rstd);
+        for (int affine = 0; affine < 2; affine++) { /* layernorm_bwd */
+            const float *g = affine ? gamma : NULL;
+            backend_cpu.layernorm_bwd(rows, d, x, mean, rstd, g, dy, out[0], dg[0], db[0]);
+            for (int64_t i = 0; i < rows; i++)
+                backend_cpu.layernorm_bwd(1, d, x + i * d, mean + i, rstd + i, g, dy + i * d,
+                                          out[1] + i * d, dg[1], db[1]);
+            for (size_t i = 0; i < n; i++)
+                bad += !same(out[0][i], out[1][i]);
+            for (int j = 0; affine && j < d; j++)
+                bad += !same(dg[0][j], dg[1][j]) || !same(db[0][j], db[1][j]);
+        }
+        CHECK(bad == 0, "layernorm_bwd d %d: %lld values differ", d, (long long)bad);
+        backend_cpu.l2norm_fwd(rows, d, 1e-6f, x, out[0], norm[0]);
+        for (int64_t i = 0; i < rows; i++)
+            backend_cpu.l2norm_fwd(1, d, 1e-6f, x + i * d, out[1] + i * d, norm[1] + i);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += !same(out[0][i], out[1][i]);
+        for (int64_t i = 0; i < rows; i++)
+            bad += !same(norm[0][i], norm[1][i]);
+        CHECK(bad == 0, "l2norm_fwd d %d: %lld values differ", d, (long long)bad);
+        float *y = out[1];
+        out[1] = xmalloc(n * 4);
+        backend_cpu.l2norm_bwd(rows, d, y, norm[0], dy, out[0]);
+        for (int64_t i = 0; i < rows; i++)
+            backend_cpu.l2norm_bwd(1, d, y + i * d, norm[0] + i, dy + i * d, out[1] + i * d);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += !same(out[0][i], out[1][i]);
+        CHECK(bad == 0, "l2norm_bwd d %d: %lld values differ", d, (long long)bad);
+        free(y);
+        for (int k = 0; k < 2; k++)
+            free(out[k]), free(dg[k]), free(db[k]);
+        free(x), free(dy), free(gamma);
+    }
+}
+
 static void check_bucket(int64_t dt)
 {
     uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
@@ -360,13 +425,14 @@ int main(void)
     check_full_blocks(&r);
     check_sampled_loss(&r);
     check_layernorm_rows(&r);
+    check_rowsum_rows(&r);
     check_time_buckets(&r);
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;
     }
     printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit, the full "
-           "softmax's blocks and the sampled softmax their references', layernorm's blocks "
-           "its rows'; the time buckets are the formula's\n");
+           "softmax's blocks and the sampled softmax their references', layernorm's and "
+           "l2norm's blocks their rows'; the time buckets are the formula's\n");
     return 0;
 }

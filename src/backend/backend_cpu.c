@@ -145,12 +145,81 @@ static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, co
     }
 }
 
+/* The backward's and l2norm's row sums, in double and in j order like the
+ * forward's: RS_ROWS rows at a time, their chains in the lanes of a vector
+ * (lane q: row q's sums, the same operations in the same order as one row
+ * alone), so that a row's d dependent adds overlap with the other rows'
+ * rather than wait on each other. Bit for bit (tests/test_cpu_math.c). */
+#define RS_ROWS 8
+typedef float rs_f32 __attribute__((vector_size(4 * RS_ROWS)));
+typedef double rs_f64 __attribute__((vector_size(8 * RS_ROWS)));
+
+/* column j of rows [0, RS_ROWS) of a [., d] block (an initializer: a loop
+ * of lane stores would go through memory) */
+#define RS_COL(x, d, j)                                                                   \
+    {(x)[j],         (x)[(d) + (j)],     (x)[2 * (d) + (j)], (x)[3 * (d) + (j)],          \
+     (x)[4 * (d) + (j)], (x)[5 * (d) + (j)], (x)[6 * (d) + (j)], (x)[7 * (d) + (j)]}
+
+/* layernorm_bwd's sums of RS_ROWS rows: sg = sum g, sgh = sum g h, g = dy
+ * (gamma) and h = (x - mean) rstd, each in float, summed in double */
+static inline __attribute__((always_inline)) void ln_bwd_sums(int d, const float *x, const float *mean, const float *rstd,
+                               const float *gamma, const float *dy, double *sg, double *sgh)
+{
+    rs_f32 mu, rs;
+    for (int q = 0; q < RS_ROWS; q++)
+        mu[q] = mean[q], rs[q] = rstd[q];
+    rs_f64 a = {0}, b = {0};
+    for (int j = 0; j < d; j++) {
+        const rs_f32 xv = RS_COL(x, d, j);
+        rs_f32 g = RS_COL(dy, d, j);
+        const rs_f32 h = (xv - mu) * rs;
+        if (gamma)
+            g = g * gamma[j];
+        a += __builtin_convertvector(g, rs_f64);
+        b += __builtin_convertvector(g * h, rs_f64);
+    }
+    for (int q = 0; q < RS_ROWS; q++)
+        sg[q] = a[q], sgh[q] = b[q];
+}
+
+/* dx of row r of layernorm_bwd from its sums (and gamma's gradients) */
+static inline __attribute__((always_inline)) void ln_bwd_row(int64_t r, int d, const float *x, const float *mean,
+                              const float *rstd, const float *gamma, const float *dy, float *dx,
+                              float *dgamma, float *dbeta, double sum_g, double sum_gh)
+{
+    const float *xr = x + r * d, *dyr = dy + r * d;
+    if (gamma) /* a loop of its own: it vectorises (the sums are in order) */
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mean[r]) * rstd[r];
+            dgamma[j] += dyr[j] * h;
+            dbeta[j] += dyr[j];
+        }
+    const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
+    if (gamma) /* the test outside the loop (see layernorm_fwd) */
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mean[r]) * rstd[r];
+            dx[r * d + j] = rstd[r] * (dyr[j] * gamma[j] - mg - h * mgh);
+        }
+    else
+        for (int j = 0; j < d; j++) {
+            float h = (xr[j] - mean[r]) * rstd[r];
+            dx[r * d + j] = rstd[r] * (dyr[j] - mg - h * mgh);
+        }
+}
+
 FS_SIMD
 static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
                               const float *rstd, const float *gamma, const float *dy, float *dx,
                               float *dgamma, float *dbeta)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    for (; r + RS_ROWS <= rows; r += RS_ROWS) {
+        double sg[RS_ROWS], sgh[RS_ROWS];
+        ln_bwd_sums(d, x + r * d, mean + r, rstd + r, gamma, dy + r * d, sg, sgh);
+        for (int q = 0; q < RS_ROWS; q++)
+            ln_bwd_row(r + q, d, x, mean, rstd, gamma, dy, dx, dgamma, dbeta, sg[q], sgh[q]);
+    }
+    for (; r < rows; r++) {
         const float *xr = x + r * d, *dyr = dy + r * d;
         double sum_g = 0, sum_gh = 0;
         for (int j = 0; j < d; j++) {
@@ -159,38 +228,53 @@ static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *
             sum_g += g;
             sum_gh += g * h;
         }
-        if (gamma) /* a loop of its own: it vectorises (the one above is in order) */
-            for (int j = 0; j < d; j++) {
-                float h = (xr[j] - mean[r]) * rstd[r];
-                dgamma[j] += dyr[j] * h;
-                dbeta[j] += dyr[j];
-            }
-        const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
-        if (gamma) /* the test outside the loop (see layernorm_fwd) */
-            for (int j = 0; j < d; j++) {
-                float h = (xr[j] - mean[r]) * rstd[r];
-                dx[r * d + j] = rstd[r] * (dyr[j] * gamma[j] - mg - h * mgh);
-            }
-        else
-            for (int j = 0; j < d; j++) {
-                float h = (xr[j] - mean[r]) * rstd[r];
-                dx[r * d + j] = rstd[r] * (dyr[j] - mg - h * mgh);
-            }
+        ln_bwd_row(r, d, x, mean, rstd, gamma, dy, dx, dgamma, dbeta, sum_g, sum_gh);
     }
+}
+
+/* l2norm_fwd of row r from its sum of squares s */
+static inline __attribute__((always_inline)) void l2_fwd_row(int64_t r, int d, float eps,
+                                                             const float *x, float *y,
+                                                             float *norm, double s)
+{
+    float n = fmaxf((float)sqrt(s), eps);
+    norm[r] = n;
+    for (int j = 0; j < d; j++)
+        y[r * d + j] = x[r * d + j] / n;
 }
 
 FS_SIMD
 static void cpu_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y, float *norm)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    for (; r + RS_ROWS <= rows; r += RS_ROWS) { /* the sums' chains in lanes (RS_ROWS) */
+        rs_f64 s = {0};
+        for (int j = 0; j < d; j++) {
+            const rs_f64 v = __builtin_convertvector((rs_f32)RS_COL(x + r * d, d, j), rs_f64);
+            s += v * v;
+        }
+        for (int q = 0; q < RS_ROWS; q++)
+            l2_fwd_row(r + q, d, eps, x, y, norm, s[q]);
+    }
+    for (; r < rows; r++) {
         double s = 0;
         for (int j = 0; j < d; j++)
             s += (double)x[r * d + j] * x[r * d + j];
-        float n = fmaxf((float)sqrt(s), eps);
-        norm[r] = n;
-        for (int j = 0; j < d; j++)
-            y[r * d + j] = x[r * d + j] / n;
+        l2_fwd_row(r, d, eps, x, y, norm, s);
     }
+}
+
+/* l2norm_bwd of row r from y . dy and y . y */
+static inline __attribute__((always_inline)) void l2_bwd_row(int64_t r, int d, const float *y,
+                                                             const float *norm, const float *dy,
+                                                             float *dx, double dot, double yy)
+{
+    /* |x| < eps gave y = x / eps with |y| < 1 (linear there); an
+     * unclamped row has |y| = 1 up to rounding, which grows with d */
+    int clamped = yy < 0.5;
+    for (int j = 0; j < d; j++)
+        dx[r * d + j] = clamped ? dy[r * d + j] / norm[r]
+                                : (dy[r * d + j] - y[r * d + j] * (float)dot) / norm[r];
 }
 
 /* y = x / n with n = max(|x|, eps): dx = (dy - y (y . dy)) / n, or dy / n
@@ -199,19 +283,26 @@ FS_SIMD
 static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *norm,
                            const float *dy, float *dx)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    for (; r + RS_ROWS <= rows; r += RS_ROWS) { /* the sums' chains in lanes (RS_ROWS) */
+        rs_f64 dot = {0}, yy = {0};
+        for (int j = 0; j < d; j++) {
+            const rs_f64 yv = __builtin_convertvector((rs_f32)RS_COL(y + r * d, d, j), rs_f64);
+            const rs_f64 gv = __builtin_convertvector((rs_f32)RS_COL(dy + r * d, d, j), rs_f64);
+            dot += yv * gv;
+            yy += yv * yv;
+        }
+        for (int q = 0; q < RS_ROWS; q++)
+            l2_bwd_row(r + q, d, y, norm, dy, dx, dot[q], yy[q]);
+    }
+    for (; r < rows; r++) {
         double dot = 0;
         for (int j = 0; j < d; j++)
             dot += (double)y[r * d + j] * dy[r * d + j];
         double yy = 0;
         for (int j = 0; j < d; j++)
             yy += (double)y[r * d + j] * y[r * d + j];
-        /* |x| < eps gave y = x / eps with |y| < 1 (linear there); an
-         * unclamped row has |y| = 1 up to rounding, which grows with d */
-        int clamped = yy < 0.5;
-        for (int j = 0; j < d; j++)
-            dx[r * d + j] = clamped ? dy[r * d + j] / norm[r]
-                                    : (dy[r * d + j] - y[r * d + j] * (float)dot) / norm[r];
+        l2_bwd_row(r, d, y, norm, dy, dx, dot, yy);
     }
 }
 
