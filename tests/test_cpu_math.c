@@ -21,6 +21,10 @@
  *                   each (the rows left over from the blocks);
  *   layernorm_bwd, l2norm_fwd, l2norm_bwd (rows' sums in lanes of 8) the
  *                   same, with gamma or not, a clamped l2norm row;
+ *   hstu_attn_fwd, hstu_attn_bwd (time buckets kept from call to call)
+ *                   against the rows form (which computes them each call)
+ *                   on the same inputs: again, after the timestamps change in
+ *                   place, after the offsets change (the same T);
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -381,6 +385,87 @@ static void check_rowsum_rows(struct rng *r)
     }
 }
 
+/* the plain HSTU ops against the rows form (every row a query at its own
+ * position: the same arithmetic, no kept buckets); returns the values
+ * that differ */
+static int64_t hstu_plain_vs_rows(int64_t B, const int64_t *off, const int64_t *ts, int H,
+                                  int dh, int N, const float *q, const float *k, const float *v,
+                                  const float *pb, const float *tb, const float *dy)
+{
+    const int64_t T = off[B], n = T * H * dh, nb = 2 * N - 1 + HSTU_TIME_BUCKETS + 1;
+    int64_t *qpos = xmalloc((size_t)T * 8), bad = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = off[b]; i < off[b + 1]; i++)
+            qpos[i] = i - off[b];
+    float *o[2], *g[2][3], *db[2];
+    for (int c = 0; c < 2; c++) {
+        o[c] = xmalloc((size_t)n * 4);
+        for (int t = 0; t < 3; t++)
+            g[c][t] = xmalloc((size_t)n * 4);
+        db[c] = xcalloc((size_t)nb, 4);
+    }
+    backend_cpu.hstu_attn_fwd(B, off, H, dh, dh, N, q, k, v, pb, tb, ts, o[0]);
+    backend_cpu.hstu_attn_rows_fwd(B, off, qpos, off, H, dh, dh, N, q, k, v, pb, tb, ts, o[1]);
+    backend_cpu.hstu_attn_bwd(B, off, H, dh, dh, N, q, k, v, pb, tb, ts, dy, g[0][0], g[0][1],
+                              g[0][2], db[0], db[0] + 2 * N - 1);
+    backend_cpu.hstu_attn_rows_bwd(B, off, qpos, off, H, dh, dh, N, q, k, v, pb, tb, ts, dy,
+                                   g[1][0], g[1][1], g[1][2], db[1], db[1] + 2 * N - 1);
+    for (int64_t i = 0; i < n; i++) {
+        bad += !same(o[0][i], o[1][i]);
+        for (int t = 0; t < 3; t++)
+            bad += !same(g[0][t][i], g[1][t][i]);
+    }
+    for (int64_t i = 0; i < nb; i++)
+        bad += !same(db[0][i], db[1][i]);
+    for (int c = 0; c < 2; c++) {
+        free(o[c]), free(db[c]);
+        for (int t = 0; t < 3; t++)
+            free(g[c][t]);
+    }
+    free(qpos);
+    return bad;
+}
+
+/* hstu_attn_*: the time buckets the backend keeps for the next call with
+ * the same offsets and timestamps, against the rows form: the first call,
+ * the next (kept), the timestamps changed in place (the same pointers),
+ * the offsets changed with the same T */
+static void check_hstu_kept_buckets(struct rng *r)
+{
+    enum { B = 3, H = 2, DH = 8, N = 200 };
+    int64_t off[B + 1] = {0, 70, 75, 205};
+    const int64_t T = off[B], n = T * H * DH;
+    int64_t *ts = xmalloc((size_t)T * 8);
+    for (int64_t i = 0, t = 1000; i < T; i++)
+        ts[i] = t += (int64_t)rng_below(r, 100000);
+    float *x[4], pb[2 * N - 1], tb[HSTU_TIME_BUCKETS + 1];
+    for (int c = 0; c < 4; c++) {
+        x[c] = xmalloc((size_t)n * 4);
+        for (int64_t i = 0; i < n; i++)
+            x[c][i] = (float)(rng_uniform(r) * 2 - 1);
+    }
+    for (int i = 0; i < 2 * N - 1; i++)
+        pb[i] = (float)(rng_uniform(r) * 0.2 - 0.1);
+    for (int i = 0; i <= HSTU_TIME_BUCKETS; i++)
+        tb[i] = (float)(rng_uniform(r) * 2 - 1);
+    const char *what[] = {"first call", "the next call", "timestamps changed in place",
+                          "offsets changed"};
+    for (int c = 0; c < 4; c++) {
+        if (c == 2)
+            for (int64_t i = 0; i < T; i++)
+                ts[i] += (int64_t)rng_below(r, 1000) * (i % 7);
+        if (c == 3)
+            off[1] = 100, off[2] = 101;
+        const int64_t bad =
+            hstu_plain_vs_rows(B, off, ts, H, DH, N, x[0], x[1], x[2], pb, tb, x[3]);
+        CHECK(bad == 0, "hstu_attn, kept time buckets, %s: %lld values differ", what[c],
+              (long long)bad);
+    }
+    for (int c = 0; c < 4; c++)
+        free(x[c]);
+    free(ts);
+}
+
 static void check_bucket(int64_t dt)
 {
     uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
@@ -426,6 +511,7 @@ int main(void)
     check_sampled_loss(&r);
     check_layernorm_rows(&r);
     check_rowsum_rows(&r);
+    check_hstu_kept_buckets(&r);
     check_time_buckets(&r);
     if (failures) {
         printf("%d check(s) failed\n", failures);
@@ -433,6 +519,6 @@ int main(void)
     }
     printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit, the full "
            "softmax's blocks and the sampled softmax their references', layernorm's and "
-           "l2norm's blocks their rows'; the time buckets are the formula's\n");
+           "l2norm's blocks their rows', hstu_attn's kept time buckets the rows form's; the time buckets are the formula's\n");
     return 0;
 }
