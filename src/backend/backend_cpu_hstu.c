@@ -5,7 +5,8 @@
  * sequence), in tiles of up to HSTU_TILE query rows [i0, i1). A tile sees the
  * keys j < i1 only (causal), so no [L, L] matrix and no padding exist:
  *   1. rab(i, j) for the tile, shared by all heads (time buckets from the
- *      thresholds of their log formula, cpu_math.h);
+ *      thresholds of their log formula, cpu_math.h; a plain call keeps them
+ *      for the step's next calls, bucket_use_begin);
  *   2. per head: S = Q_tile K^T (BLAS), A = SiLU(S + rab) / N where j <= i,
  *      0 elsewhere, out_tile = A V (BLAS).
  * The backward recomputes S and A per tile and head:
