@@ -24,7 +24,8 @@
  *   hstu_attn_fwd, hstu_attn_bwd (time buckets kept from call to call)
  *                   against the rows form (which computes them each call)
  *                   on the same inputs: again, after the timestamps change in
- *                   place, after the offsets change (the same T);
+ *                   place, after the offsets change (the same T), and a
+ *                   sequence too long for its buckets to be kept;
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -464,6 +465,26 @@ static void check_hstu_kept_buckets(struct rng *r)
     for (int c = 0; c < 4; c++)
         free(x[c]);
     free(ts);
+    /* one sequence of 6000: 18M pairs' buckets, beyond what is kept */
+    const int64_t L = 6000, off1[2] = {0, L};
+    int64_t *ts1 = xmalloc((size_t)L * 8);
+    float *pb1 = xmalloc((size_t)(2 * L - 1) * 4), *y[4];
+    for (int64_t i = 0, t = 1000; i < L; i++)
+        ts1[i] = t += (int64_t)rng_below(r, 100000);
+    for (int64_t i = 0; i < 2 * L - 1; i++)
+        pb1[i] = (float)(rng_uniform(r) * 0.2 - 0.1);
+    for (int c = 0; c < 4; c++) {
+        y[c] = xmalloc((size_t)L * 4);
+        for (int64_t i = 0; i < L; i++)
+            y[c][i] = (float)(rng_uniform(r) * 2 - 1);
+    }
+    const int64_t bad = hstu_plain_vs_rows(1, off1, ts1, 1, 1, (int)L, y[0], y[1], y[2], pb1, tb,
+                                           y[3]);
+    CHECK(bad == 0, "hstu_attn, a sequence of %lld (buckets not kept): %lld values differ",
+          (long long)L, (long long)bad);
+    for (int c = 0; c < 4; c++)
+        free(y[c]);
+    free(ts1), free(pb1);
 }
 
 static void check_bucket(int64_t dt)

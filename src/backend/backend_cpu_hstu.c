@@ -213,7 +213,9 @@ static int64_t max_keys(const struct attn_call *ac)
  * both, so the first computes them and the others read them. The key is a
  * copy of the offsets and the timestamps (compared in full: O(T) against
  * the buckets' O(pairs)); the buckets of tile t are rows x n, in the
- * calls' order of tiles. Per thread, as the scratch. */
+ * calls' order of tiles. Per thread, as the scratch; at most
+ * BUCKETS_KEPT_MAX of them (64 MiB: ~16M pairs, 30x an ML-1M step's). */
+#define BUCKETS_KEPT_MAX ((size_t)16 << 20)
 static _Thread_local struct {
     int64_t B, T; /* the key: B, then offsets[0 .. B] and ts of those rows */
     int64_t *key;
@@ -251,6 +253,8 @@ static void bucket_use_begin(struct bucket_use *bu, const struct attn_call *ac,
             const int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE;
             total += (size_t)(rows * (r0 + rows));
         }
+    if (total > BUCKETS_KEPT_MAX)
+        return; /* long sequences: computed per tile, as the other forms */
     if (nk > g_buckets.key_cap) {
         free(g_buckets.key);
         g_buckets.key = xmalloc(nk * sizeof(int64_t));
