@@ -17,10 +17,15 @@
  *                   16-lane block and of the fast form's range (d 1 .. 65),
  *                   R not a multiple of 4, masked and repeated candidates,
  *                   ignored positions, logits that underflow and NaN;
- *   layernorm_fwd, layernorm_bwd, l2norm_fwd, l2norm_bwd (rows in blocks
- *                   of 4) against the same rows one call each (the rows left
- *                   over from the blocks), dgamma and dbeta summed over the
- *                   rows included;
+ *   layernorm_fwd   (rows in blocks of 4) against the same rows one call
+ *                   each (the rows left over from the blocks);
+ *   layernorm_bwd, l2norm_fwd, l2norm_bwd (rows' sums in lanes of 8) the
+ *                   same, with gamma or not, a clamped l2norm row;
+ *   hstu_attn_fwd, hstu_attn_bwd (time buckets kept from call to call)
+ *                   against the rows form (which computes them each call)
+ *                   on the same inputs: again, after the timestamps change in
+ *                   place, after the offsets change (the same T), and a
+ *                   sequence too long for its buckets to be kept;
  *   cpu_time_bucket against the log formula of backend.h at every bucket
  *                   threshold and its neighbours, powers of two, random
  *                   gaps of either sign and the int64 extremes. */
@@ -285,8 +290,8 @@ static void check_sampled_loss(struct rng *r)
         }
 }
 
-/* layernorm_fwd and layernorm_bwd of 11 rows (two blocks and three left
- * over) against each row alone, bit for bit: y, mean, rstd; dx, dgamma,
+/* layernorm_fwd and layernorm_bwd of 11 rows (blocks of 4 or 8 and the
+ * rows left over) against each row alone, bit for bit: y, mean, rstd; dx, dgamma,
  * dbeta, with and without the affine; l2norm_fwd and l2norm_bwd alike (y,
  * norm, dx; row 3 large) */
 static void check_layernorm_rows(struct rng *r)
@@ -359,6 +364,170 @@ static void check_layernorm_rows(struct rng *r)
         }
 }
 
+/* layernorm_bwd, l2norm_fwd and l2norm_bwd of 19 rows (two blocks of 8 and
+ * three left over) against each row alone, bit for bit; row 5's l2norm is
+ * clamped (|x| < eps) */
+static void check_rowsum_rows(struct rng *r)
+{
+    const int ds[] = {1, 7, 50, 64};
+    const int64_t rows = 19;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++) {
+        const int d = ds[di];
+        const size_t n = (size_t)(rows * d);
+        float *x = xmalloc(n * 4), *dy = xmalloc(n * 4), *gamma = xmalloc((size_t)d * 4);
+        float mean[19], rstd[19], norm[2][19], *out[2], *dg[2], *db[2];
+        for (size_t i = 0; i < n; i++) {
+            x[i] = (float)((rng_uniform(r) * 2 - 1) * (double)(i % 5 + 1));
+            x[i] = i / (size_t)d == 5 ? x[i] * 1e-9f : x[i] + (i / (size_t)d == 3 ? 1e4f : 0);
+            dy[i] = (float)(rng_uniform(r) * 2 - 1);
+        }
+        for (int j = 0; j < d; j++)
+            gamma[j] = (float)rng_uniform(r);
+        for (int k = 0; k < 2; k++) {
+            out[k] = xmalloc(n * 4);
+            dg[k] = xcalloc((size_t)d, 4);
+            db[k] = xcalloc((size_t)d, 4);
+        }
+        int64_t bad = 0;
+        backend_cpu.layernorm_fwd(rows, d, 1e-5f, x, NULL, NULL, out[0], mean, rstd);
+        for (int affine = 0; affine < 2; affine++) { /* layernorm_bwd */
+            const float *g = affine ? gamma : NULL;
+            backend_cpu.layernorm_bwd(rows, d, x, mean, rstd, g, dy, out[0], dg[0], db[0]);
+            for (int64_t i = 0; i < rows; i++)
+                backend_cpu.layernorm_bwd(1, d, x + i * d, mean + i, rstd + i, g, dy + i * d,
+                                          out[1] + i * d, dg[1], db[1]);
+            for (size_t i = 0; i < n; i++)
+                bad += !same(out[0][i], out[1][i]);
+            for (int j = 0; affine && j < d; j++)
+                bad += !same(dg[0][j], dg[1][j]) || !same(db[0][j], db[1][j]);
+        }
+        CHECK(bad == 0, "layernorm_bwd d %d: %lld values differ", d, (long long)bad);
+        backend_cpu.l2norm_fwd(rows, d, 1e-6f, x, out[0], norm[0]);
+        for (int64_t i = 0; i < rows; i++)
+            backend_cpu.l2norm_fwd(1, d, 1e-6f, x + i * d, out[1] + i * d, norm[1] + i);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += !same(out[0][i], out[1][i]);
+        for (int64_t i = 0; i < rows; i++)
+            bad += !same(norm[0][i], norm[1][i]);
+        CHECK(bad == 0, "l2norm_fwd d %d: %lld values differ", d, (long long)bad);
+        float *y = out[1];
+        out[1] = xmalloc(n * 4);
+        backend_cpu.l2norm_bwd(rows, d, y, norm[0], dy, out[0]);
+        for (int64_t i = 0; i < rows; i++)
+            backend_cpu.l2norm_bwd(1, d, y + i * d, norm[0] + i, dy + i * d, out[1] + i * d);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += !same(out[0][i], out[1][i]);
+        CHECK(bad == 0, "l2norm_bwd d %d: %lld values differ", d, (long long)bad);
+        free(y);
+        for (int k = 0; k < 2; k++)
+            free(out[k]), free(dg[k]), free(db[k]);
+        free(x), free(dy), free(gamma);
+    }
+}
+
+/* the plain HSTU ops against the rows form (every row a query at its own
+ * position: the same arithmetic, no kept buckets); returns the values
+ * that differ */
+static int64_t hstu_plain_vs_rows(int64_t B, const int64_t *off, const int64_t *ts, int H,
+                                  int dh, int N, const float *q, const float *k, const float *v,
+                                  const float *pb, const float *tb, const float *dy)
+{
+    const int64_t T = off[B], n = T * H * dh, nb = 2 * N - 1 + HSTU_TIME_BUCKETS + 1;
+    int64_t *qpos = xmalloc((size_t)T * 8), bad = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = off[b]; i < off[b + 1]; i++)
+            qpos[i] = i - off[b];
+    float *o[2], *g[2][3], *db[2];
+    for (int c = 0; c < 2; c++) {
+        o[c] = xmalloc((size_t)n * 4);
+        for (int t = 0; t < 3; t++)
+            g[c][t] = xmalloc((size_t)n * 4);
+        db[c] = xcalloc((size_t)nb, 4);
+    }
+    backend_cpu.hstu_attn_fwd(B, off, H, dh, dh, N, q, k, v, pb, tb, ts, o[0]);
+    backend_cpu.hstu_attn_rows_fwd(B, off, qpos, off, H, dh, dh, N, q, k, v, pb, tb, ts, o[1]);
+    backend_cpu.hstu_attn_bwd(B, off, H, dh, dh, N, q, k, v, pb, tb, ts, dy, g[0][0], g[0][1],
+                              g[0][2], db[0], db[0] + 2 * N - 1);
+    backend_cpu.hstu_attn_rows_bwd(B, off, qpos, off, H, dh, dh, N, q, k, v, pb, tb, ts, dy,
+                                   g[1][0], g[1][1], g[1][2], db[1], db[1] + 2 * N - 1);
+    for (int64_t i = 0; i < n; i++) {
+        bad += !same(o[0][i], o[1][i]);
+        for (int t = 0; t < 3; t++)
+            bad += !same(g[0][t][i], g[1][t][i]);
+    }
+    for (int64_t i = 0; i < nb; i++)
+        bad += !same(db[0][i], db[1][i]);
+    for (int c = 0; c < 2; c++) {
+        free(o[c]), free(db[c]);
+        for (int t = 0; t < 3; t++)
+            free(g[c][t]);
+    }
+    free(qpos);
+    return bad;
+}
+
+/* hstu_attn_*: the time buckets the backend keeps for the next call with
+ * the same offsets and timestamps, against the rows form: the first call,
+ * the next (kept), the timestamps changed in place (the same pointers),
+ * the offsets changed with the same T */
+static void check_hstu_kept_buckets(struct rng *r)
+{
+    enum { B = 3, H = 2, DH = 8, N = 200 };
+    int64_t off[B + 1] = {0, 70, 75, 205};
+    const int64_t T = off[B], n = T * H * DH;
+    int64_t *ts = xmalloc((size_t)T * 8);
+    for (int64_t i = 0, t = 1000; i < T; i++)
+        ts[i] = t += (int64_t)rng_below(r, 100000);
+    float *x[4], pb[2 * N - 1], tb[HSTU_TIME_BUCKETS + 1];
+    for (int c = 0; c < 4; c++) {
+        x[c] = xmalloc((size_t)n * 4);
+        for (int64_t i = 0; i < n; i++)
+            x[c][i] = (float)(rng_uniform(r) * 2 - 1);
+    }
+    for (int i = 0; i < 2 * N - 1; i++)
+        pb[i] = (float)(rng_uniform(r) * 0.2 - 0.1);
+    for (int i = 0; i <= HSTU_TIME_BUCKETS; i++)
+        tb[i] = (float)(rng_uniform(r) * 2 - 1);
+    const char *what[] = {"first call", "the next call", "timestamps changed in place",
+                          "offsets changed"};
+    for (int c = 0; c < 4; c++) {
+        if (c == 2)
+            for (int64_t i = 0; i < T; i++)
+                ts[i] += (int64_t)rng_below(r, 1000) * (i % 7);
+        if (c == 3)
+            off[1] = 100, off[2] = 101;
+        const int64_t bad =
+            hstu_plain_vs_rows(B, off, ts, H, DH, N, x[0], x[1], x[2], pb, tb, x[3]);
+        CHECK(bad == 0, "hstu_attn, kept time buckets, %s: %lld values differ", what[c],
+              (long long)bad);
+    }
+    for (int c = 0; c < 4; c++)
+        free(x[c]);
+    free(ts);
+    /* one sequence of 6000: 18M pairs' buckets, beyond what is kept */
+    const int64_t L = 6000, off1[2] = {0, L};
+    int64_t *ts1 = xmalloc((size_t)L * 8);
+    float *pb1 = xmalloc((size_t)(2 * L - 1) * 4), *y[4];
+    for (int64_t i = 0, t = 1000; i < L; i++)
+        ts1[i] = t += (int64_t)rng_below(r, 100000);
+    for (int64_t i = 0; i < 2 * L - 1; i++)
+        pb1[i] = (float)(rng_uniform(r) * 0.2 - 0.1);
+    for (int c = 0; c < 4; c++) {
+        y[c] = xmalloc((size_t)L * 4);
+        for (int64_t i = 0; i < L; i++)
+            y[c][i] = (float)(rng_uniform(r) * 2 - 1);
+    }
+    const int64_t bad = hstu_plain_vs_rows(1, off1, ts1, 1, 1, (int)L, y[0], y[1], y[2], pb1, tb,
+                                           y[3]);
+    CHECK(bad == 0, "hstu_attn, a sequence of %lld (buckets not kept): %lld values differ",
+          (long long)L, (long long)bad);
+    for (int c = 0; c < 4; c++)
+        free(y[c]);
+    free(ts1), free(pb1);
+}
+
 static void check_bucket(int64_t dt)
 {
     uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
@@ -403,13 +572,15 @@ int main(void)
     check_full_blocks(&r);
     check_sampled_loss(&r);
     check_layernorm_rows(&r);
+    check_rowsum_rows(&r);
+    check_hstu_kept_buckets(&r);
     check_time_buckets(&r);
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;
     }
     printf("cpu_math: cpu_expf and the silu loops are libm's expf bit for bit, the full "
-           "softmax's blocks and the sampled softmax their references', layernorm's blocks "
-           "its rows'; the time buckets are the formula's\n");
+           "softmax's blocks and the sampled softmax their references', layernorm's and "
+           "l2norm's blocks their rows', hstu_attn's kept time buckets the rows form's; the time buckets are the formula's\n");
     return 0;
 }

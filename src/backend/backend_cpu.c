@@ -145,62 +145,79 @@ static void cpu_layernorm_fwd(int64_t rows, int d, float eps, const float *x, co
     }
 }
 
-/* Row r's gradient from its sums g = dy gamma (or dy), sum_g and sum_gh
- * (the affine parameters' gradients summed in row order by the caller). */
-FS_INLINE void ln_row_bwd(int d, const float *xr, float mu, float rs, const float *gamma,
-                          const float *dyr, double sum_g, double sum_gh, float *dxr,
-                          float *dgamma, float *dbeta)
+/* The backward's and l2norm's row sums, in double and in j order like the
+ * forward's: RS_ROWS rows at a time, their chains in the lanes of a vector
+ * (lane q: row q's sums, the same operations in the same order as one row
+ * alone), so that a row's d dependent adds overlap with the other rows'
+ * rather than wait on each other. Bit for bit (tests/test_cpu_math.c). */
+#define RS_ROWS 8
+typedef float rs_f32 __attribute__((vector_size(4 * RS_ROWS)));
+typedef double rs_f64 __attribute__((vector_size(8 * RS_ROWS)));
+
+/* column j of rows [0, RS_ROWS) of a [., d] block (an initializer: a loop
+ * of lane stores would go through memory) */
+#define RS_COL(x, d, j)                                                                   \
+    {(x)[j],         (x)[(d) + (j)],     (x)[2 * (d) + (j)], (x)[3 * (d) + (j)],          \
+     (x)[4 * (d) + (j)], (x)[5 * (d) + (j)], (x)[6 * (d) + (j)], (x)[7 * (d) + (j)]}
+
+/* layernorm_bwd's sums of RS_ROWS rows: sg = sum g, sgh = sum g h, g = dy
+ * (gamma) and h = (x - mean) rstd, each in float, summed in double */
+static inline __attribute__((always_inline)) void ln_bwd_sums(int d, const float *x, const float *mean, const float *rstd,
+                               const float *gamma, const float *dy, double *sg, double *sgh)
 {
+    rs_f32 mu, rs;
+    for (int q = 0; q < RS_ROWS; q++)
+        mu[q] = mean[q], rs[q] = rstd[q];
+    rs_f64 a = {0}, b = {0};
+    for (int j = 0; j < d; j++) {
+        const rs_f32 xv = RS_COL(x, d, j);
+        rs_f32 g = RS_COL(dy, d, j);
+        const rs_f32 h = (xv - mu) * rs;
+        if (gamma)
+            g = g * gamma[j];
+        a += __builtin_convertvector(g, rs_f64);
+        b += __builtin_convertvector(g * h, rs_f64);
+    }
+    for (int q = 0; q < RS_ROWS; q++)
+        sg[q] = a[q], sgh[q] = b[q];
+}
+
+/* dx of row r of layernorm_bwd from its sums (and gamma's gradients) */
+static inline __attribute__((always_inline)) void ln_bwd_row(int64_t r, int d, const float *x, const float *mean,
+                              const float *rstd, const float *gamma, const float *dy, float *dx,
+                              float *dgamma, float *dbeta, double sum_g, double sum_gh)
+{
+    const float *xr = x + r * d, *dyr = dy + r * d;
     if (gamma) /* a loop of its own: it vectorises (the sums are in order) */
         for (int j = 0; j < d; j++) {
-            float h = (xr[j] - mu) * rs;
+            float h = (xr[j] - mean[r]) * rstd[r];
             dgamma[j] += dyr[j] * h;
             dbeta[j] += dyr[j];
         }
     const float mg = (float)(sum_g / d), mgh = (float)(sum_gh / d);
     if (gamma) /* the test outside the loop (see layernorm_fwd) */
         for (int j = 0; j < d; j++) {
-            float h = (xr[j] - mu) * rs;
-            dxr[j] = rs * (dyr[j] * gamma[j] - mg - h * mgh);
+            float h = (xr[j] - mean[r]) * rstd[r];
+            dx[r * d + j] = rstd[r] * (dyr[j] * gamma[j] - mg - h * mgh);
         }
     else
         for (int j = 0; j < d; j++) {
-            float h = (xr[j] - mu) * rs;
-            dxr[j] = rs * (dyr[j] - mg - h * mgh);
+            float h = (xr[j] - mean[r]) * rstd[r];
+            dx[r * d + j] = rstd[r] * (dyr[j] - mg - h * mgh);
         }
 }
 
-/* The backward's two row sums are chains too: LN_ROWS rows at a time as in
- * the forward, each row's sums in j order, the rows' dgamma and dbeta
- * added in row order, so the same bits as one row at a time. */
 FS_SIMD
 static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *mean,
                               const float *rstd, const float *gamma, const float *dy, float *dx,
                               float *dgamma, float *dbeta)
 {
     int64_t r = 0;
-    for (; r + LN_ROWS <= rows; r += LN_ROWS) {
-        const float *xr = x + r * d, *dyr = dy + r * d;
-        double sum_g[LN_ROWS] = {0}, sum_gh[LN_ROWS] = {0};
-        if (gamma)
-            for (int j = 0; j < d; j++)
-                for (int q = 0; q < LN_ROWS; q++) {
-                    float h = (xr[q * d + j] - mean[r + q]) * rstd[r + q];
-                    float g = dyr[q * d + j] * gamma[j];
-                    sum_g[q] += g;
-                    sum_gh[q] += g * h;
-                }
-        else
-            for (int j = 0; j < d; j++)
-                for (int q = 0; q < LN_ROWS; q++) {
-                    float h = (xr[q * d + j] - mean[r + q]) * rstd[r + q];
-                    float g = dyr[q * d + j];
-                    sum_g[q] += g;
-                    sum_gh[q] += g * h;
-                }
-        for (int q = 0; q < LN_ROWS; q++)
-            ln_row_bwd(d, xr + q * d, mean[r + q], rstd[r + q], gamma, dyr + q * d, sum_g[q],
-                       sum_gh[q], dx + (r + q) * d, dgamma, dbeta);
+    for (; r + RS_ROWS <= rows; r += RS_ROWS) {
+        double sg[RS_ROWS], sgh[RS_ROWS];
+        ln_bwd_sums(d, x + r * d, mean + r, rstd + r, gamma, dy + r * d, sg, sgh);
+        for (int q = 0; q < RS_ROWS; q++)
+            ln_bwd_row(r + q, d, x, mean, rstd, gamma, dy, dx, dgamma, dbeta, sg[q], sgh[q]);
     }
     for (; r < rows; r++) {
         const float *xr = x + r * d, *dyr = dy + r * d;
@@ -211,51 +228,53 @@ static void cpu_layernorm_bwd(int64_t rows, int d, const float *x, const float *
             sum_g += g;
             sum_gh += g * h;
         }
-        ln_row_bwd(d, xr, mean[r], rstd[r], gamma, dyr, sum_g, sum_gh, dx + r * d, dgamma, dbeta);
+        ln_bwd_row(r, d, x, mean, rstd, gamma, dy, dx, dgamma, dbeta, sum_g, sum_gh);
     }
 }
 
-/* The l2 norm's row sums are chains as LayerNorm's: LN_ROWS rows at a time,
- * each row's sums in j order (the same bits as a row alone). */
-FS_INLINE void l2norm_row_out(int d, const float *xr, double s, float eps, float *yr, float *nr)
+/* l2norm_fwd of row r from its sum of squares s */
+static inline __attribute__((always_inline)) void l2_fwd_row(int64_t r, int d, float eps,
+                                                             const float *x, float *y,
+                                                             float *norm, double s)
 {
     float n = fmaxf((float)sqrt(s), eps);
-    *nr = n;
+    norm[r] = n;
     for (int j = 0; j < d; j++)
-        yr[j] = xr[j] / n;
+        y[r * d + j] = x[r * d + j] / n;
 }
 
 FS_SIMD
 static void cpu_l2norm_fwd(int64_t rows, int d, float eps, const float *x, float *y, float *norm)
 {
     int64_t r = 0;
-    for (; r + LN_ROWS <= rows; r += LN_ROWS) {
-        const float *xr = x + r * d;
-        double s[LN_ROWS] = {0};
-        for (int j = 0; j < d; j++)
-            for (int q = 0; q < LN_ROWS; q++)
-                s[q] += (double)xr[q * d + j] * xr[q * d + j];
-        for (int q = 0; q < LN_ROWS; q++)
-            l2norm_row_out(d, xr + q * d, s[q], eps, y + (r + q) * d, norm + r + q);
+    for (; r + RS_ROWS <= rows; r += RS_ROWS) { /* the sums' chains in lanes (RS_ROWS) */
+        rs_f64 s = {0};
+        for (int j = 0; j < d; j++) {
+            const rs_f64 v = __builtin_convertvector((rs_f32)RS_COL(x + r * d, d, j), rs_f64);
+            s += v * v;
+        }
+        for (int q = 0; q < RS_ROWS; q++)
+            l2_fwd_row(r + q, d, eps, x, y, norm, s[q]);
     }
     for (; r < rows; r++) {
         double s = 0;
         for (int j = 0; j < d; j++)
             s += (double)x[r * d + j] * x[r * d + j];
-        l2norm_row_out(d, x + r * d, s, eps, y + r * d, norm + r);
+        l2_fwd_row(r, d, eps, x, y, norm, s);
     }
 }
 
-/* y = x / n with n = max(|x|, eps): dx = (dy - y (y . dy)) / n, or dy / n
- * where the norm was clamped; |x| < eps gave y = x / eps with |y| < 1
- * (linear there), an unclamped row has |y| = 1 up to rounding, which grows
- * with d. */
-FS_INLINE void l2norm_row_bwd(int d, const float *yr, const float *dyr, float n, double dot,
-                              double yy, float *dxr)
+/* l2norm_bwd of row r from y . dy and y . y */
+static inline __attribute__((always_inline)) void l2_bwd_row(int64_t r, int d, const float *y,
+                                                             const float *norm, const float *dy,
+                                                             float *dx, double dot, double yy)
 {
+    /* |x| < eps gave y = x / eps with |y| < 1 (linear there); an
+     * unclamped row has |y| = 1 up to rounding, which grows with d */
     int clamped = yy < 0.5;
     for (int j = 0; j < d; j++)
-        dxr[j] = clamped ? dyr[j] / n : (dyr[j] - yr[j] * (float)dot) / n;
+        dx[r * d + j] = clamped ? dy[r * d + j] / norm[r]
+                                : (dy[r * d + j] - y[r * d + j] * (float)dot) / norm[r];
 }
 
 FS_SIMD
@@ -263,18 +282,16 @@ static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *nor
                            const float *dy, float *dx)
 {
     int64_t r = 0;
-    for (; r + LN_ROWS <= rows; r += LN_ROWS) { /* LN_ROWS rows' chains side by side */
-        const float *yr = y + r * d, *dyr = dy + r * d;
-        double dot[LN_ROWS] = {0}, yy[LN_ROWS] = {0};
-        for (int j = 0; j < d; j++)
-            for (int q = 0; q < LN_ROWS; q++)
-                dot[q] += (double)yr[q * d + j] * dyr[q * d + j];
-        for (int j = 0; j < d; j++)
-            for (int q = 0; q < LN_ROWS; q++)
-                yy[q] += (double)yr[q * d + j] * yr[q * d + j];
-        for (int q = 0; q < LN_ROWS; q++)
-            l2norm_row_bwd(d, yr + q * d, dyr + q * d, norm[r + q], dot[q], yy[q],
-                           dx + (r + q) * d);
+    for (; r + RS_ROWS <= rows; r += RS_ROWS) { /* the sums' chains in lanes (RS_ROWS) */
+        rs_f64 dot = {0}, yy = {0};
+        for (int j = 0; j < d; j++) {
+            const rs_f64 yv = __builtin_convertvector((rs_f32)RS_COL(y + r * d, d, j), rs_f64);
+            const rs_f64 gv = __builtin_convertvector((rs_f32)RS_COL(dy + r * d, d, j), rs_f64);
+            dot += yv * gv;
+            yy += yv * yv;
+        }
+        for (int q = 0; q < RS_ROWS; q++)
+            l2_bwd_row(r + q, d, y, norm, dy, dx, dot[q], yy[q]);
     }
     for (; r < rows; r++) {
         double dot = 0;
@@ -283,7 +300,7 @@ static void cpu_l2norm_bwd(int64_t rows, int d, const float *y, const float *nor
         double yy = 0;
         for (int j = 0; j < d; j++)
             yy += (double)y[r * d + j] * y[r * d + j];
-        l2norm_row_bwd(d, y + r * d, dy + r * d, norm[r], dot, yy, dx + r * d);
+        l2_bwd_row(r, d, y, norm, dy, dx, dot, yy);
     }
 }
 

@@ -5,7 +5,8 @@
  * sequence), in tiles of up to HSTU_TILE query rows [i0, i1). A tile sees the
  * keys j < i1 only (causal), so no [L, L] matrix and no padding exist:
  *   1. rab(i, j) for the tile, shared by all heads (time buckets from the
- *      thresholds of their log formula, cpu_math.h);
+ *      thresholds of their log formula, cpu_math.h; a plain call keeps them
+ *      for the step's next calls, bucket_use_begin);
  *   2. per head: S = Q_tile K^T (BLAS), A = SiLU(S + rab) / N where j <= i,
  *      0 elsewhere, out_tile = A V (BLAS).
  * The backward recomputes S and A per tile and head:
@@ -99,10 +100,11 @@ static void time_buckets_row(const int64_t *restrict tk, int64_t ti, int64_t n,
 }
 
 /* One row of tile_bias: rab[jj] = 0 + pb[jj] + tb[bucket[jj]] for jj <= last (pb,
- * tb: NULL = none), the buckets of the gaps ti - tk[jj]; rab = 0 beyond.
+ * tb: NULL = none), the buckets of the gaps ti - tk[jj] (computed into
+ * bucket first when fill, else already there); rab = 0 beyond.
  * restrict: no store can touch the tables, so that the loops (the
  * buckets' gathers included) vectorise. */
-static inline void bias_row(float *restrict rab, int32_t *restrict bucket, int64_t n,
+static inline void bias_row(float *restrict rab, int32_t *restrict bucket, int fill, int64_t n,
                             int64_t last, const float *restrict pb, const float *restrict tb,
                             const int64_t *restrict tk, int64_t ti)
 {
@@ -112,7 +114,8 @@ static inline void bias_row(float *restrict rab, int32_t *restrict bucket, int64
         for (int64_t jj = 0; jj <= last; jj++)
             rab[jj] += pb[jj];
     if (tb) {
-        time_buckets_row(tk, ti, last + 1, bucket);
+        if (fill)
+            time_buckets_row(tk, ti, last + 1, bucket);
         for (int64_t jj = 0; jj <= last; jj++)
             rab[jj] += tb[bucket[jj]];
     }
@@ -120,15 +123,16 @@ static inline void bias_row(float *restrict rab, int32_t *restrict bucket, int64
 
 /* rab[r, jj] for query rows i = i0 + r (qp: qp[r]; r < rows) and the keys j = c0 + jj,
  * jj < n, of the sequence whose position 0 is row s0 of ts; 0 where j > i
- * (masked, unused). */
+ * (masked, unused). The time buckets: w->bucket, computed there when fill,
+ * else read (the call's cache, bucket_cache). */
 FS_SIMD
-static void tile_bias(struct attn_work *w, int64_t s0, int64_t i0, const int64_t *qp,
+static void tile_bias(struct attn_work *w, int fill, int64_t s0, int64_t i0, const int64_t *qp,
                       int64_t rows, int64_t c0, int64_t n, int N, const float *pos_bias,
                       const float *time_bias, const int64_t *ts)
 {
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = qp ? qp[r] : i0 + r, last = i - c0 < n - 1 ? i - c0 : n - 1; /* j <= i */
-        bias_row(w->rab + r * n, w->bucket + r * n, n, last,
+        bias_row(w->rab + r * n, w->bucket + r * n, fill, n, last,
                  pos_bias ? pos_bias + N - 1 + c0 - i : NULL, time_bias, ts ? ts + s0 + c0 : NULL,
                  time_bias ? ts[s0 + i] : 0);
     }
@@ -203,6 +207,87 @@ static int64_t max_keys(const struct attn_call *ac)
     return m;
 }
 
+/* The time buckets of a plain call's tiles (PART_ALL, no pos0, key_off,
+ * qpos), kept across calls: they depend on the offsets and the timestamps
+ * alone, and a step's calls (every layer's forward and backward) share
+ * both, so the first computes them and the others read them. The key is a
+ * copy of the offsets and the timestamps (compared in full: O(T) against
+ * the buckets' O(pairs)); the buckets of tile t are rows x n, in the
+ * calls' order of tiles. Per thread, as the scratch; at most
+ * BUCKETS_KEPT_MAX of them (64 MiB: ~16M pairs, 30x an ML-1M step's). */
+#define BUCKETS_KEPT_MAX ((size_t)16 << 20)
+static _Thread_local struct {
+    int64_t B, T; /* the key: B, then offsets[0 .. B] and ts of those rows */
+    int64_t *key;
+    size_t key_cap; /* int64 */
+    int32_t *b;
+    size_t b_cap; /* int32 */
+    int valid;
+} g_buckets;
+
+struct bucket_use {
+    int32_t *next; /* the next tile's buckets (NULL: not cached, in w->bucket) */
+    int fill;      /* computed by this call (else read) */
+};
+
+static void bucket_use_begin(struct bucket_use *bu, const struct attn_call *ac,
+                             const int64_t *ts)
+{
+    memset(bu, 0, sizeof *bu);
+    bu->fill = 1;
+    if (!ts || ac->part != PART_ALL || ac->pos0 || ac->key_off || ac->qpos || ac->B <= 0)
+        return;
+    const int64_t B = ac->B, *off = ac->offsets, T = off[B] - off[0];
+    const size_t nk = (size_t)(B + 1 + T);
+    if (g_buckets.valid && g_buckets.B == B && g_buckets.T == T &&
+        !memcmp(g_buckets.key, off, (size_t)(B + 1) * sizeof *off) &&
+        !memcmp(g_buckets.key + B + 1, ts + off[0], (size_t)T * sizeof *ts)) {
+        bu->next = g_buckets.b;
+        bu->fill = 0;
+        return;
+    }
+    g_buckets.valid = 0;
+    size_t total = 0; /* the tiles' rows x n (c0 = 0, n = i0 + rows) */
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t r0 = 0, L = off[b + 1] - off[b]; r0 < L; r0 += HSTU_TILE) {
+            const int64_t rows = L - r0 < HSTU_TILE ? L - r0 : HSTU_TILE;
+            total += (size_t)(rows * (r0 + rows));
+        }
+    if (total > BUCKETS_KEPT_MAX)
+        return; /* long sequences: computed per tile, as the other forms */
+    if (nk > g_buckets.key_cap) {
+        free(g_buckets.key);
+        g_buckets.key = xmalloc(nk * sizeof(int64_t));
+        g_buckets.key_cap = nk;
+    }
+    if (total > g_buckets.b_cap) {
+        free(g_buckets.b);
+        g_buckets.b = xmalloc((total ? total : 1) * sizeof(int32_t));
+        g_buckets.b_cap = total;
+    }
+    g_buckets.B = B, g_buckets.T = T;
+    memcpy(g_buckets.key, off, (size_t)(B + 1) * sizeof *off);
+    memcpy(g_buckets.key + B + 1, ts + off[0], (size_t)T * sizeof *ts);
+    bu->next = g_buckets.b;
+}
+
+/* Point w->bucket at the tile's buckets (rows x n) when cached; returns
+ * whether tile_bias computes them. */
+static int bucket_use_tile(struct bucket_use *bu, struct attn_work *w, int64_t rows, int64_t n)
+{
+    if (bu->next) {
+        w->bucket = bu->next;
+        bu->next += rows * n;
+    }
+    return bu->fill;
+}
+
+static void bucket_use_end(const struct bucket_use *bu)
+{
+    if (bu->next && bu->fill)
+        g_buckets.valid = 1;
+}
+
 /* q: [T, H * dqk], out: [T, H * dv]; kb: [keys, H * dqk], vb: [keys, H * dv]
  * (see backend.h). */
 static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, const float *q,
@@ -216,6 +301,8 @@ static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
     if (time_bias)
         cpu_time_buckets_init();
     work_init(&w, max_keys(ac), N, 0);
+    struct bucket_use bu;
+    bucket_use_begin(&bu, ac, time_bias ? ts : NULL);
     for (int64_t b = 0; b < ac->B; b++) {
         int64_t s0 = ac->offsets[b], L = ac->offsets[b + 1] - s0;
         int64_t p0 = ac->pos0 ? ac->pos0[b] : 0, k0 = ac->key_off ? ac->key_off[b] : s0;
@@ -225,7 +312,8 @@ static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
             tile_keys(ac, p0, i0, qp, rows, &c0, &n);
             if (n == 0)
                 continue;
-            tile_bias(&w, k0, i0, qp, rows, c0, n, N, pos_bias, time_bias, ts);
+            const int fill = bucket_use_tile(&bu, &w, rows, n);
+            tile_bias(&w, fill, k0, i0, qp, rows, c0, n, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
                 const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
                 const float *kh = kb + (k0 + c0) * ldq + (int64_t)h * dqk;
@@ -236,6 +324,7 @@ static void attn_fwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
             }
         }
     }
+    bucket_use_end(&bu);
     work_free(&w);
 }
 
@@ -255,6 +344,8 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
     if (time_bias)
         cpu_time_buckets_init();
     work_init(&w, max_keys(ac), N, 1);
+    struct bucket_use bu;
+    bucket_use_begin(&bu, ac, time_bias ? ts : NULL);
     for (int64_t b = 0; b < ac->B; b++) {
         int64_t first, n;
         part_rows(ac, b, &first, &n);
@@ -275,7 +366,8 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
                         memset(dq + (s0 + r0 + r) * ldq, 0, (size_t)ldq * sizeof(float));
                 continue;
             }
-            tile_bias(&w, k0, i0, qp, rows, c0, n, N, pos_bias, time_bias, ts);
+            const int fill = bucket_use_tile(&bu, &w, rows, n);
+            tile_bias(&w, fill, k0, i0, qp, rows, c0, n, N, pos_bias, time_bias, ts);
             for (int h = 0; h < H; h++) {
                 const float *qh = q + (s0 + r0) * ldq + (int64_t)h * dqk;
                 const float *kh = kb + (k0 + c0) * ldq + (int64_t)h * dqk;
@@ -318,6 +410,7 @@ static void attn_bwd(const struct attn_call *ac, int H, int dqk, int dv, int N, 
     if (time_bias && dtime_bias)
         for (int i = 0; i <= HSTU_TIME_BUCKETS; i++)
             dtime_bias[i] += (float)w.dtime[i];
+    bucket_use_end(&bu);
     work_free(&w);
 }
 
