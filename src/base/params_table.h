@@ -94,6 +94,13 @@ X(train, select, STRING, "", 0, 0, NULL,
   "METRIC one of auc, gauc, accuracy, ne, logloss (binary tasks) or mse, mae (regression; "
   "lower is better for ne, logloss, mse, mae); TASK alone = TASK.auc; empty = the first "
   "binary task's AUC")
+X(train, tune, CHOICE, "off", 0, 0, "off|lr|dropout|lr,dropout",
+  "choose on the run's validation events, before it trains: the learning rates (train.lr, "
+  "embedding.lr and a set features.lr together x 1/3, 1, 3) and/or model.dropout (0, 0.2, "
+  "0.4, at the chosen rates), each candidate a run of train.tune_epochs with train.patience, "
+  "the best validation metric (train.select's) kept (doc/training.md)")
+X(train, tune_epochs, INT, "0", 0, 1000000, NULL,
+  "train.tune: each candidate's epochs at most (0 = train.epochs)")
 X(train, schedule, CHOICE, "epochs", 0, 0, "epochs|stream",
   "epochs = passes over the training users; stream = the events cut into time windows "
   "(data.window), each evaluated (test-then-train) then trained once, in time order "

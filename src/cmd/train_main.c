@@ -29,6 +29,7 @@
 #include "ckpt/ckpt_train.h"
 #include "cmd/train_report.h"
 #include "cmd/train_stream.h"
+#include "cmd/train_tune.h"
 #include "cmd/eval_trainer.h"
 #include "eval/eval.h"
 #include "train/guard.h"
@@ -334,6 +335,7 @@ int train_main(int argc, char **argv)
     struct params p;
     banner_start(&c, &p, &argc, &argv, file, noverrides, overrides);
     free(overrides); /* applied (params_override copies the values) */
+    train_tune(&c, &p); /* train.tune: the rates and dropout chosen on validation */
     struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
     trainer_open(&tr); /* a bad parameter or dataset: the first thing on the screen */
     train_ckpt_check_dir(&tr); /* and a checkpoint directory of another run */

@@ -22,7 +22,10 @@
  * terms then take in the validation labels as the user+item baseline of
  * the same test does: each row becomes its trained value plus the change
  * of its initial value when the validation events join the training
- * events (the same two passes over both). */
+ * events (the same two passes over both).
+ *
+ * model.bias_prior = auto and model.recency = auto are chosen on the
+ * validation events before the fit: step_bias_search.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "train/bias_ids.h"
+#include "train/step_bias_pass.h"
 #include "train/step_task.h"
 #include "train/train.h"
 
@@ -41,13 +45,6 @@ static double logit(double p)
     p = p < 1e-6 ? 1e-6 : p > 1 - 1e-6 ? 1 - 1e-6 : p;
     return log(p / (1 - p));
 }
-
-/* One chunk of users [u0, u1): their events' items and labels. */
-struct chunk {
-    int64_t *items;
-    float *lab;
-    int64_t cap;
-};
 
 static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t u1)
 {
@@ -69,28 +66,7 @@ static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t 
     labels_read_events(ds, lc, e0, n, c->lab);
 }
 
-/* What the passes accumulate (step_bias_init). */
-struct bias_sums {
-    const struct task *task;
-    int K;
-    double *ni, *si;                      /* [items, K]: counts, sums (then b_i) */
-    double cnt[RANK_MAX_TASKS], sum[RANK_MAX_TASKS], mu[RANK_MAX_TASKS];
-    double prior;
-    const struct rsplit *sp;              /* whose events: each user's first a (rsplit_bounds) */
-    int val;                              /* 1: its first b (the validation events too) */
-    struct fit_sums *fit;                 /* recency_fit's pass */
-    struct val_sums *vs;                  /* val_loss's pass */
-    int64_t a, b;                         /* the visited user's bounds (rsplit_bounds) */
-    const struct task_conf *tc;
-    float *user;                          /* [users, K] */
-};
-
-/* Every user's training events (s->val: and validation events), chunk by
- * chunk: visit(s, c, u, e0, n) with the user's first event at c's index e0
- * and n of them. */
-static void each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s,
-                      void (*visit)(struct bias_sums *, const struct chunk *, int64_t, int64_t,
-                                    int64_t))
+void bias_each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s, bias_visit visit)
 {
     const struct dataset *ds = &tr->ds;
     for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
@@ -164,7 +140,7 @@ static void bias_values(struct trainer *tr, const struct rsplit *sp, int val, do
     s.ni = xcalloc((size_t)(NI * K), sizeof *s.ni);
     s.si = xcalloc((size_t)(NI * K), sizeof *s.si);
     struct chunk c = {0};
-    each_user(tr, &c, &s, add_items);
+    bias_each_user(tr, &c, &s, add_items);
     s.user = user;
     memset(user, 0, (size_t)(NU * K) * sizeof *user);
     for (int k = 0; k < K; k++)
@@ -180,7 +156,7 @@ static void bias_values(struct trainer *tr, const struct rsplit *sp, int val, do
             if (centre)
                 centre[i * K + k] = (float)(s.mu[k] + *b);
         }
-    each_user(tr, &c, &s, add_user);
+    bias_each_user(tr, &c, &s, add_user);
     free(c.items);
     free(c.lab);
     free(s.ni);
@@ -313,7 +289,7 @@ static void recency_fit(struct trainer *tr, const float *item, float *user, floa
     for (int it = 0; it < FIT_ITERS; it++) {
         memset(f->g, 0, sizeof f->g);
         memset(f->H, 0, sizeof f->H);
-        each_user(tr, &c, &pass, fit_visit);
+        bias_each_user(tr, &c, &pass, fit_visit);
         for (int k = 0; k < K; k++) {
             double d[FIT_DIM];
             solve(f->D, f->H[k], f->g[k], d);
@@ -351,104 +327,13 @@ static void recency_log(const struct task_conf *tc, const float *uscale, const f
 
 /* The history and factor terms take their residuals against the items'
  * centres (model/task_recency.h). */
-static int centres(const struct task_conf *tc)
+int bias_centres(const struct task_conf *tc)
 {
     return tc->recency > 0 || tc->factors > 0;
 }
 
-/* --- model.recency = auto, model.bias_prior = auto: chosen on validation --- */
-
-/* What val_loss's pass accumulates per task over the validation events. */
-struct val_sums {
-    const struct task *task;
-    const struct task_conf *tc;
-    int K;
-    const float *item, *user, *A;             /* the start-up rows (user scaled), A or NULL */
-    double n[RANK_MAX_TASKS], loss[RANK_MAX_TASKS], sz[RANK_MAX_TASKS], szz[RANK_MAX_TASKS];
-    float *r;                                 /* [cap, K] one user's history terms */
-    int64_t cap;
-};
-
-static double softplus(double x)
-{
-    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-}
-
-/* One user's validation events [s->a, b) predicted by the start-up values
- * after his training events (as the validation evaluation sees them). */
-static void val_user(struct bias_sums *s, const struct chunk *c, int64_t u, int64_t o, int64_t b)
-{
-    struct val_sums *v = s->vs;
-    const int K = v->K;
-    const int64_t a = s->a;
-    if (b <= a)
-        return;
-    if (v->A) { /* the validation events take the terms of the training events before them */
-        if (b > v->cap) {
-            v->cap = b + b / 2;
-            v->r = xrealloc(v->r, (size_t)(v->cap * K) * sizeof *v->r);
-        }
-        const int64_t off[2] = {0, b}, nc = b - a;
-        task_ranking_recency_terms(v->task, 1, off, &nc, c->items + o, c->lab + o * K, v->r);
-    }
-    for (int64_t e = a; e < b; e++) {
-        const float *irow = v->item + c->items[o + e] * K;
-        for (int k = 0; k < K; k++) {
-            const float y = c->lab[(o + e) * K + k];
-            if (isnan(y))
-                continue;
-            double eta = (double)irow[k] + v->user[u * K + k];
-            for (int j = 0; v->A && j < K; j++)
-                eta += (double)v->A[k * K + j] * v->r[e * K + j];
-            const double z = task_ranking_z(v->task, k, y);
-            v->loss[k] += v->tc->t[k].kind == TASK_BINARY ? softplus(eta) - z * eta
-                                                          : (z - eta) * (z - eta);
-            v->n[k] += 1;
-            v->sz[k] += z;
-            v->szz[k] += z * z;
-        }
-    }
-}
-
-/* The start-up values' validation loss: per task (per[k]) a binary task's
- * NE (log loss over the entropy of the validation labels' mean) or a
- * regression task's MSE over the labels' variance; returned their mean
- * weighted by the tasks' weights; -1 when no task has validation labels. */
-static double val_loss(struct trainer *tr, const float *item, const float *user, const float *A,
-                       double *per)
-{
-    const struct task_conf *tc = &tr->conf.task;
-    const int K = tc->n;
-    struct val_sums v = {.task = &tr->task, .tc = tc, .K = K, .item = item, .user = user, .A = A};
-    struct bias_sums pass = {.K = K, .vs = &v, .val = 1};
-    struct chunk c = {0};
-    each_user(tr, &c, &pass, val_user);
-    free(c.items);
-    free(c.lab);
-    free(v.r);
-    double num = 0, den = 0;
-    for (int k = 0; k < K; k++) {
-        per[k] = NAN;
-        if (v.n[k] <= 0)
-            continue;
-        const double m = v.sz[k] / v.n[k];
-        const double norm = tc->t[k].kind == TASK_BINARY
-                                ? (m > 0 && m < 1 ? -(m * log(m) + (1 - m) * log(1 - m)) : 0)
-                                : v.szz[k] / v.n[k] - m * m;
-        if (norm <= 0)
-            continue;
-        per[k] = v.loss[k] / v.n[k] / norm;
-        num += tc->t[k].weight * per[k];
-        den += tc->t[k].weight;
-    }
-    return den > 0 ? num / den : -1;
-}
-
-/* The start-up values for prior and half-life H (0: no history terms):
- * item, user (scaled), centre (or NULL), A and uscale; with per (else
- * NULL) their validation loss (val_loss). */
-static double fit_at(struct trainer *tr, double prior, double H, float *item, float *user,
-                     float *centre, float *A, float *uscale, double *per)
+void bias_fit(struct trainer *tr, double prior, double H, float *item, float *user,
+              float *centre, float *A, float *uscale)
 {
     const struct task_conf *tc = &tr->conf.task;
     bias_values(tr, NULL, 0, prior, item, user, centre);
@@ -460,39 +345,6 @@ static double fit_at(struct trainer *tr, double prior, double H, float *item, fl
         task_ranking_set_halflife(&tr->task, H);
         recency_fit(tr, item, user, A, uscale);
     }
-    return per ? val_loss(tr, item, user, H > 0 ? A : NULL, per) : 0;
-}
-
-#define GRID_N 9 /* the grids: the prior 0.5 .. 128, the half-life 1 .. 256, doubling */
-
-/* One grid's search: values[i] = v0 2^i; prior or half-life, the other
- * fixed. Logs every value's loss and the choice; returns it. */
-static double choose(struct trainer *tr, const char *name, double v0, int is_prior,
-                     float *item, float *user, float *centre, float *A, float *uscale)
-{
-    const struct task_conf *tc = &tr->conf.task;
-    char buf[1024];
-    size_t len = 0;
-    double best = -1, at = 0, per[RANK_MAX_TASKS];
-    for (int i = 0; i < GRID_N; i++) {
-        const double v = v0 * pow(2.0, i);
-        const double loss = fit_at(tr, is_prior ? v : tc->bias_prior, is_prior ? tc->recency : v,
-                                   item, user, centre, A, uscale, per);
-        if (loss < 0)
-            fatal("%s = auto: data.split = %s leaves no validation labels to choose on (give "
-                  "it a number, or a split with validation events)", name,
-                  params_str(tr->p, P_data_split));
-        if (len + 32 < sizeof buf)
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%g %.5f", i ? ", " : "", v,
-                                    loss);
-        if (best < 0 || loss < best) {
-            best = loss;
-            at = v;
-        }
-    }
-    log_info("%s = auto: the start-up fit's validation loss (NE, or MSE / variance, weighted "
-             "over the tasks) by value: %s; chosen %g", name, buf, at);
-    return at;
 }
 
 void step_bias_init(struct trainer *tr)
@@ -504,15 +356,10 @@ void step_bias_init(struct trainer *tr)
     const int64_t NI = tc->bias_items;
     float *item = xmalloc((size_t)(NI * K) * sizeof *item);
     float *user = xmalloc((size_t)(tc->bias_users * K) * sizeof *user);
-    float *centre = centres(tc) ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
+    float *centre = bias_centres(tc) ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
     float A[RANK_MAX_TASKS * RANK_MAX_TASKS];
-    /* the prior at the given (or the placeholder) half-life, then the half-life */
-    if (tc->prior_auto)
-        tc->bias_prior = choose(tr, "model.bias_prior", 0.5, 1, item, user, centre, A,
-                                tr->bias_uscale);
-    if (tc->recency_auto)
-        tc->recency = choose(tr, "model.recency", 1, 0, item, user, centre, A, tr->bias_uscale);
-    fit_at(tr, tc->bias_prior, tc->recency, item, user, centre, A, tr->bias_uscale, NULL);
+    bias_search(tr, item, user, centre, A, tr->bias_uscale); /* the auto settings */
+    bias_fit(tr, tc->bias_prior, tc->recency, item, user, centre, A, tr->bias_uscale);
     if (tc->recency > 0) {
         task_ranking_set_recency(&tr->task, A);
         recency_log(tc, tr->bias_uscale, A);
@@ -536,7 +383,7 @@ struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp
     struct bias_values *bv = xmalloc(sizeof *bv);
     bv->v = xmalloc((size_t)(2 * ni + nu) * sizeof *bv->v);
     bias_values(tr, sp, val, tc->bias_prior, bv->v, bv->v + ni,
-                centres(tc) ? bv->v + ni + nu : NULL);
+                bias_centres(tc) ? bv->v + ni + nu : NULL);
     return bv;
 }
 
@@ -555,7 +402,7 @@ float *step_bias_shift(struct trainer *tr, const struct bias_values *from,
         return NULL;
     const struct task_conf *tc = &tr->conf.task;
     const int K = tc->n;
-    const int64_t ni = tc->bias_items * K, nu = tc->bias_users * K, nc = centres(tc) ? ni : 0;
+    const int64_t ni = tc->bias_items * K, nu = tc->bias_users * K, nc = bias_centres(tc) ? ni : 0;
     const size_t all = (size_t)(ni + nu + nc);
     float *saved = xmalloc(all * sizeof *saved), *v = xmalloc(all * sizeof *v);
     task_ranking_get_bias(&tr->task, saved, saved + ni);
@@ -578,7 +425,7 @@ void step_bias_restore(struct trainer *tr, float *saved)
     const struct task_conf *tc = &tr->conf.task;
     const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
     task_ranking_set_bias(&tr->task, saved, saved + ni);
-    if (centres(tc))
+    if (bias_centres(tc))
         task_ranking_set_centres(&tr->task, saved + ni + nu, tc->bias_items);
     free(saved);
 }

@@ -99,6 +99,9 @@ static int follow_check(const struct params *p, char *err, size_t errlen)
                       "stream writes a full checkpoint after each window (or every "
                       "train.checkpoint_every windows), not deltas; use "
                       "output.checkpoint_delta_every = 0", (long long)K);
+    if (stream_schedule && strcmp(params_str(p, P_train_tune), "off"))
+        return errorf(err, errlen, "train.tune = %s: not with train.schedule = stream (its "
+                      "candidates are runs of epochs)", params_str(p, P_train_tune));
     if (!params_i64(p, P_train_follow))
         return 0;
     if (!stream_schedule)

@@ -1,0 +1,150 @@
+/* train_tune: train.tune, the learning rates and dropout chosen on the
+ * validation events (train_tune.h).
+ *
+ * The search, coordinate-wise as model.bias_prior's and model.recency's
+ * (train/step_bias_search.c): the rates x 1/3, 1, 3 (train.lr, embedding.lr
+ * and a set features.lr together) at the given dropout, then model.dropout
+ * 0, 0.2, 0.4 at the chosen rates; a candidate already run is not run
+ * again. Each candidate is a trainer of its own from a copy of the
+ * parameters: the run's epochs (train.tune_epochs: fewer) with its
+ * patience and learning-rate schedule, validated after every epoch; its
+ * score is its best validation (eval_select); the highest wins, the first
+ * of equals. No checkpoint, no metrics file, no test. */
+#include "cmd/train_tune.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "cmd/eval_trainer.h"
+#include "eval/eval.h"
+#include "train/planner.h"
+#include "train/train.h"
+
+static void set(struct params *p, const char *sec, const char *key, double v)
+{
+    char val[64], err[PARAM_ERR_MAX];
+    snprintf(val, sizeof val, "%.6g", v);
+    if (params_set(p, sec, key, val, "train.tune", err, sizeof err))
+        fatal("train.tune: %s", err); /* within the table's range: checked by train_tune */
+}
+
+/* One candidate's run: the rates x f, dropout d; returns its best
+ * validation score (eval_select), *epoch its epoch. */
+static double candidate(struct comm *c, const struct params *base, double f, double d,
+                        int64_t *epoch, char *name, size_t nlen)
+{
+    struct params *p = xmalloc(sizeof *p);
+    *p = *base;
+    char err[PARAM_ERR_MAX];
+    set(p, "train", "lr", f * params_f64(base, P_train_lr));
+    set(p, "embedding", "lr", f * params_f64(base, P_embedding_lr));
+    if (params_f64(base, P_features_lr) > 0)
+        set(p, "features", "lr", f * params_f64(base, P_features_lr));
+    set(p, "model", "dropout", d);
+    const char *off[][3] = {{"train", "keep_best", "off"}, {"output", "checkpoint_dir", ""},
+                            {"output", "metrics", ""},     {"train", "resume", ""},
+                            {"train", "baseline", "off"}};
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (params_set(p, off[i][0], off[i][1], off[i][2], "train.tune", err, sizeof err))
+            fatal("train.tune: %s", err);
+    if (params_i64(base, P_train_tune_epochs) > 0 &&
+        params_i64(base, P_train_tune_epochs) < params_i64(base, P_train_epochs))
+        set(p, "train", "epochs", (double)params_i64(base, P_train_tune_epochs));
+    struct trainer tr = {.c = c, .p = p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
+    trainer_open(&tr);
+    trainer_build(&tr);
+    const struct train_conf *cf = &tr.conf;
+    struct planner pl;
+    planner_init(&pl, &tr);
+    const int64_t S = pl.steps_per_epoch;
+    int64_t total = S * cf->epochs;
+    if (cf->max_steps > 0 && cf->max_steps < total)
+        total = cf->max_steps;
+    tr.optim.conf.total_steps = total;
+    steptime_init(&tr.st, cf->log_every, 0);
+    struct eval_ctx ev;
+    eval_ctx_of(&tr, &ev);
+    const int lookahead = cf->overlap != OVERLAP_NONE;
+    while (tr.step < total) {
+        const struct step_plan *now = planner_plan(&pl, &tr, tr.step);
+        const struct step_plan *next =
+            lookahead && tr.step + 1 < total ? planner_plan(&pl, &tr, tr.step + 1) : NULL;
+        int64_t tokens;
+        train_step(&tr, now, next, &tokens);
+        tr.step++;
+        if (tr.step % S != 0 && tr.step != total)
+            continue;
+        const int64_t done = (tr.step + S - 1) / S;
+        struct eval_result val;
+        eval_run(&ev, 0, &val);
+        if (eval_better(&ev, &val, tr.best_val)) {
+            tr.best_val = eval_select(&ev, &val);
+            tr.best_epoch = done;
+        }
+        if (cf->patience > 0 && done - tr.best_epoch >= cf->patience)
+            break;
+    }
+    train_step_drain(&tr);
+    planner_free(&pl);
+    const double best = tr.best_val;
+    *epoch = tr.best_epoch;
+    snprintf(name, nlen, "%s", eval_select_name(&ev));
+    if (best >= 0)
+        log_info("train.tune: rates x %.3g, dropout %g: best validation %s %.4f at epoch %lld",
+                 f, d, name, eval_select_value(&ev, best), (long long)*epoch);
+    trainer_free(&tr);
+    free(p);
+    return best;
+}
+
+#define TUNE_N 3
+
+void train_tune(struct comm *c, struct params *p)
+{
+    const char *what = params_str(p, P_train_tune);
+    if (!strcmp(what, "off"))
+        return;
+    const int tune_lr = strstr(what, "lr") != NULL, tune_d = strstr(what, "dropout") != NULL;
+    const double fs[TUNE_N] = {1.0 / 3, 1, 3}, ds[TUNE_N] = {0, 0.2, 0.4};
+    const double d0 = params_f64(p, P_model_dropout);
+    double score[TUNE_N][TUNE_N + 1]; /* [rate][dropout]; [.][TUNE_N]: the given dropout */
+    for (int i = 0; i < TUNE_N; i++)
+        for (int j = 0; j <= TUNE_N; j++)
+            score[i][j] = -2; /* not run */
+    char name[64] = "";
+    int64_t ep;
+    int fi = 1, dj = TUNE_N; /* the given rates and dropout */
+    double best = -2;
+    for (int i = tune_lr ? 0 : 1; i < (tune_lr ? TUNE_N : 2); i++) {
+        score[i][TUNE_N] = candidate(c, p, fs[i], d0, &ep, name, sizeof name);
+        if (score[i][TUNE_N] > best) {
+            best = score[i][TUNE_N];
+            fi = i;
+        }
+    }
+    for (int j = 0; tune_d && j < TUNE_N; j++) {
+        double s = ds[j] == d0 ? score[fi][TUNE_N] : -2;
+        if (s == -2)
+            s = score[fi][j] = candidate(c, p, fs[fi], ds[j], &ep, name, sizeof name);
+        if (s > best) {
+            best = s;
+            dj = j;
+        }
+    }
+    if (best < 0)
+        fatal("train.tune = %s: no candidate has a validation %s to choose on (a split with "
+              "validation events is needed)", what, name);
+    const double f = fs[fi], d = dj == TUNE_N ? d0 : ds[dj];
+    const double lr = params_f64(p, P_train_lr), elr = params_f64(p, P_embedding_lr);
+    set(p, "train", "lr", f * lr);
+    set(p, "embedding", "lr", f * elr);
+    if (params_f64(p, P_features_lr) > 0)
+        set(p, "features", "lr", f * params_f64(p, P_features_lr));
+    set(p, "model", "dropout", d);
+    log_info("train.tune = %s: chosen rates x %.3g (train.lr %g, embedding.lr %g), dropout %g "
+             "(validation %s)", what, f, params_f64(p, P_train_lr),
+             params_f64(p, P_embedding_lr), d, name);
+}

@@ -1,0 +1,17 @@
+/* train_tune: train.tune (doc/training.md, "Rates and dropout chosen on
+ * validation"): the learning rates and model.dropout chosen by the run on
+ * its own validation events before it trains, each candidate a run of its
+ * own (the run's epochs and patience, no checkpoint, no test), the one of
+ * the best validation metric kept (train.select's; retrieval: NDCG@10). */
+#ifndef FS_CMD_TRAIN_TUNE_H
+#define FS_CMD_TRAIN_TUNE_H
+
+#include "base/params.h"
+#include "comm/comm.h"
+
+/* With train.tune != off: the candidates' runs, every one logged, then p's
+ * train.lr, embedding.lr (features.lr when set) and model.dropout set to
+ * the choice. Collective (every rank the same choice). Nothing otherwise. */
+void train_tune(struct comm *c, struct params *p);
+
+#endif

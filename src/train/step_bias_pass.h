@@ -1,0 +1,60 @@
+/* step_bias_pass: what step_bias.c (the start-up values of the ranking
+ * logits' bias rows and history terms) shares with step_bias_search.c (the
+ * auto settings chosen on the validation events): the pass over every
+ * user's events, chunk by chunk, and the start-up fit at given settings.
+ * Internal to the two files. */
+#ifndef FREESCALE_TRAIN_STEP_BIAS_PASS_H
+#define FREESCALE_TRAIN_STEP_BIAS_PASS_H
+
+#include <stdint.h>
+
+#include "train/train.h"
+
+/* One chunk of users [u0, u1): their events' items and labels. */
+struct chunk {
+    int64_t *items;
+    float *lab;
+    int64_t cap;
+};
+
+/* What the passes accumulate (step_bias_init). */
+struct bias_sums {
+    const struct task *task;
+    int K;
+    double *ni, *si;                      /* [items, K]: counts, sums (then b_i) */
+    double cnt[RANK_MAX_TASKS], sum[RANK_MAX_TASKS], mu[RANK_MAX_TASKS];
+    double prior;
+    const struct rsplit *sp;              /* whose events: each user's first a (rsplit_bounds) */
+    int val;                              /* 1: its first b (the validation events too) */
+    struct fit_sums *fit;                 /* recency_fit's pass */
+    struct val_sums *vs;                  /* val_loss's pass */
+    int64_t a, b;                         /* the visited user's bounds (rsplit_bounds) */
+    const struct task_conf *tc;
+    float *user;                          /* [users, K] */
+};
+
+typedef void (*bias_visit)(struct bias_sums *s, const struct chunk *c, int64_t u, int64_t o,
+                           int64_t n);
+
+/* Every user's training events (s->val: and validation events), chunk by
+ * chunk: visit(s, c, u, o, n) with u the user's bias row, his first event
+ * at c's index o and n of them; s->a, s->b his bounds (rsplit_bounds). */
+void bias_each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s, bias_visit visit);
+
+/* 1 when the history or factor terms take their residuals against the
+ * items' centres (model/task_recency.h). */
+int bias_centres(const struct task_conf *tc);
+
+/* The start-up values for prior and half-life H (0: no history terms):
+ * item [NI, K], user [NU, K] (scaled by uscale [K]), centre [NI, K] (or
+ * NULL) and A [K, K]; sets the task's centres and half-life. */
+void bias_fit(struct trainer *tr, double prior, double H, float *item, float *user,
+              float *centre, float *A, float *uscale);
+
+/* model.bias_prior = auto, model.recency = auto: each chosen on the
+ * validation events (step_bias_search.c), logged; the arrays are scratch
+ * for the fits (bias_fit's). Nothing when neither is auto. */
+void bias_search(struct trainer *tr, float *item, float *user, float *centre, float *A,
+                 float *uscale);
+
+#endif
