@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "comm/comm_fail.h"
 #include "embedding/emb_cache.h"
 #include "embedding/emb_table.h"
 #include "feature/schema.h"
@@ -43,8 +44,7 @@ int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen)
 {
     if (tc->cache_rows == 0 && tc->cache_frac == 0)
         return 0;
-    const char *no = tc->dyn.on                           ? "embedding.dynamic = on"
-                     : tc->subspace_k > 0                 ? "embedding.subspace_k"
+    const char *no = tc->subspace_k > 0                   ? "embedding.subspace_k"
                      : tc->embedding_group != 0           ? "parallel.embedding_group (not 0)"
                      : feat_conf_any(&tc->features)       ? "features.* tables"
                      : tc->task.type != TASK_RANKING && tc->loss == LOSS_FULL
@@ -52,8 +52,8 @@ int train_cache_refuse(const struct train_conf *tc, char *err, size_t errlen)
                          : NULL;
     if (no)
         return errorf(err, errlen,
-                      "embedding.cache = %s with %s: the cache covers a plain dense item table "
-                      "looked up by its exchanges alone (not dynamic or subspace tables, "
+                      "embedding.cache = %s with %s: the cache covers a plain item table, dense "
+                      "or dynamic, looked up by its exchanges alone (not subspace tables, "
                       "embedding groups, feature tables or the full softmax, which reads the "
                       "whole shard); use embedding.cache = 0", tc->cache, no);
     if (tc->placement == PLACE_DEVICE)
@@ -97,11 +97,19 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
         return;
     }
     const int64_t G = tr->c->g[COMM_EMB].size;
-    const int64_t shard_rows = (ec->rows + G - 1) / G; /* the largest shard's ids */
+    /* the largest shard's ids (a dynamic table's: its capacity's share, else
+     * the dataset's items') */
+    const int64_t bound = ec->dyn.on && ec->dyn.capacity > 0 ? ec->dyn.capacity : ec->rows;
+    const int64_t shard_rows = (bound + G - 1) / G;
+    char msg[512];
+    snprintf(msg, sizeof msg, "embedding.cache = %s: a fraction of a dynamic table's shard with "
+             "no bound on its rows (embedding.capacity = 0, a dataset of raw ids): give the "
+             "cache's rows per shard (an integer) or set embedding.capacity", cf->cache);
+    comm_fail_agree(tr->c, cf->cache_frac > 0 && bound <= 0, msg);
     int64_t rows = cf->cache_rows;
     if (cf->cache_frac > 0)
         rows = (int64_t)ceil(cf->cache_frac * (double)shard_rows);
-    if (rows > shard_rows)
+    if (rows > shard_rows && shard_rows > 0)
         rows = shard_rows;
     if (rows < 1)
         rows = 1;
@@ -112,10 +120,13 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
         return;
     ec->cache = rows;
     ec->placement = tr->be;
-    log_info("embedding.cache = %s: table '%s': %lld of ~%lld rows per shard cached in %s "
+    char of[64] = "an unbounded pool's"; /* a dynamic table without a bound */
+    if (shard_rows > 0)
+        snprintf(of, sizeof of, "~%lld", (long long)shard_rows);
+    log_info("embedding.cache = %s: table '%s': %lld of %s rows per shard cached in %s "
              "memory with their %s state (%.3f MiB per rank), the rest in host memory",
-             cf->cache, ec->name, (long long)rows, (long long)shard_rows,
-             tr->be->name, emb_optim_name(cf->emb_optim.kind),
+             cf->cache, ec->name, (long long)rows, of, tr->be->name,
+             emb_optim_name(cf->emb_optim.kind),
              bytes / (1024.0 * 1024.0));
 }
 
