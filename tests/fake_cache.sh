@@ -16,8 +16,15 @@
 # embedding.placement = auto chooses device, cached or host from the fake
 # device's memory (FREESCALE_FAKE_MEM); the sharded feature tables are
 # cached beside the item table (P = 1, 2, prefetch on and off: the host's
-# losses and evaluation, their rows evicted and written back). The
-# refusals name the parameter.
+# losses and evaluation, their rows evicted and written back). A dynamic
+# table (embedding.dynamic, src/embedding/emb_cache_dyn.c) whose lru
+# evictions and insertions reuse pool slots, with a cache smaller than its
+# pool (rows evicted by the table and by the cache), gives the host-placed
+# dynamic table's losses bit for bit at P = 2 (prefetch, asynchronous
+# stream) and P = 1 (ttl, adam, prefetch), and a checkpoint written at
+# P = 2 resumes at P = 1 as the host table's does (losses, final
+# evaluation, the final checkpoints by h5diff). The refusals name the
+# parameter.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 "$FS" data gen --users 64 --items 3000 --length uniform:5,40 --timestamps -o "$T/c.h5" \
@@ -33,7 +40,11 @@ expect_error "embedding.cache = 'ten': expected a row count" tr1 embedding.cache
 expect_error "command line: embedding.cache = '1.5': expected" tr1 $HOST embedding.cache=1.5
 expect_error "embedding.cache = 0.3: the cache is over a host-placed table; set embedding.placement = host (or auto" \
     tr1 embedding.placement=device embedding.cache=0.3
-expect_error "embedding.cache = 0.3 with embedding.dynamic = on" tr1 $CACHE embedding.dynamic=on
+expect_error "embedding.cache = 0.3 with embedding.subspace_k" tr1 $CACHE embedding.subspace_k=4
+"$FS" data gen --users 16 --items 200 --length uniform:5,10 --raw-ids 7 -o "$T/r.h5" >/dev/null ||
+    fail "data gen (raw ids)"
+expect_error "embedding.cache = 0.3: a fraction of a dynamic table's shard with no bound" \
+    tr1 $CACHE data.path="$T/r.h5" embedding.dynamic=on
 expect_error "embedding.cache: the cpu backend has no device memory" tr1 $CACHE device.type=cpu
 expect_error "more rows resident at once" tr1 $HOST embedding.cache=10
 
@@ -92,6 +103,31 @@ for np in 1 2; do
 done
 grep -q 'feat.cat cache hit [0-9.]*% misses' "$T/fc-2-none.out" && pass "the progress line shows feat.cat's hit rate" ||
     fail "no feat.cat hit rate on the progress line"
+# a dynamic table over the cache: lru in a pool of 500 rows per shard (P =
+# 2), 250 cached (a half: 500 at P = 1); 12 steps of batch 4 (P = 1: ttl,
+# adam, 500 cached)
+DYN="embedding.dynamic=on train.batch_size=4 train.max_steps=12"
+LRU="embedding.evict=lru embedding.capacity=1000"
+run dh-2 2 $DYN $HOST $LRU
+FREESCALE_FAKE_ASYNC=1000 run dc-2 2 $DYN $LRU $HOST embedding.cache=250 parallel.overlap=prefetch
+same_losses "$T/dh-2.jsonl" "$T/dc-2.jsonl" "dynamic, P=2 prefetch: cache vs host" 0 0
+ev=$(field "$T/dc-2.jsonl" items.evicted | awk '{ s += $1 } END { print s + 0 }')
+cev=$(field "$T/dc-2.jsonl" items.cache_evicted | awk '{ s += $1 } END { print s + 0 }')
+awk -v e="$ev" -v c="$cev" 'BEGIN { exit !(e > 0 && c > 0) }' &&
+    pass "dynamic: rows evicted by the table ($ev) and by the cache ($cev)" ||
+    fail "dynamic: evicted by the table $ev, by the cache $cev"
+TTL="embedding.evict=ttl:2 embedding.optimizer=adam"
+run dh-1 1 $DYN $HOST $TTL
+run dc-1 1 $DYN $HOST $TTL embedding.cache=500 parallel.overlap=prefetch
+same_losses "$T/dh-1.jsonl" "$T/dc-1.jsonl" "dynamic, P=1 ttl adam prefetch: cache vs host" 0 0
+for k in host cache; do # 6 steps on 2 ranks, 6 more on 1
+    A=$HOST; [ $k = cache ] && A="$HOST embedding.cache=0.5"
+    run dres-$k 2 $DYN $LRU $A train.max_steps=6 output.checkpoint_dir="$T/dck-$k"
+    run dres-$k 1 $DYN $LRU $A train.resume=auto output.checkpoint_dir="$T/dck-$k" train.final_eval=on
+done
+same_losses "$T/dres-host.jsonl" "$T/dres-cache.jsonl" "dynamic, resume 2 -> 1 rank: cache vs host" 0 0
+same_evals "$T/dres-host.jsonl" "$T/dres-cache.jsonl" "dynamic: evaluation through the cache" 0
+same_state "$T/dck-host/ckpt-12.h5" "$T/dck-cache/ckpt-12.h5" "dynamic: final checkpoint: cache vs host"
 # embedding.placement = auto with a cache: device when the whole shard fits
 # (64 MiB), the cache when only it does (a 50000-row table, 3 MiB), host
 # when neither (1 MiB); the cached run's losses are the host's

@@ -186,7 +186,7 @@ void emb_grad_finish(struct emb_table *t, struct comm *c, struct emb_exchange *x
                            at_least1(x->nserve) * (size_t)dim * EXACT_LIMBS * sizeof(int64_t));
         emb_exact_sum_by_id(x->nserve, dim, x->serve, (const uint32_t *)x->gs_w, ids, g, xsum);
     } else
-        be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g, t->conf.rows);
+        be->emb_sum_by_id(x->nserve, dim, x->serve, x->gs, ids, g, emb_table_key_max(t));
     int64_t k = x->nserve; /* the distinct ones first, then -1: skipped */
     double t3 = clock_seconds();
     if (c->g[COMM_EMB_REPLICA].size > 1) { /* on the host: the same sums on any backend */

@@ -7,10 +7,12 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "embedding/emb_cache_dyn.h"
 #include "embedding/emb_exchange_priv.h"
 
 struct emb_cache {
     int64_t C, k0;          /* slots k0 .. k0 + C - 1 of the device arrays */
+    int pin;                /* a dynamic table: slot 0 holds its pool's slot 0 (emb_cache_dyn.h) */
     int64_t sf;             /* optimizer floats per row */
     /* the host shard, as a host table's (emb_table.c) */
     float *hw, *hstate;     /* [local_rows, width], [local_rows, sf] */
@@ -53,7 +55,7 @@ static float *host_row(struct emb_table *t, int64_t k)
 {
     struct emb_cache *ca = t->cache;
     float *w = ca->hw + k * t->width;
-    if (!(ca->hready[k >> 3] & (1u << (k & 7)))) {
+    if (!ca->pin && !(ca->hready[k >> 3] & (1u << (k & 7)))) { /* a pool's rows: inserted */
         const int64_t id = k * t->G + t->shard;
         if (id >= 1 && id <= t->conf.rows)
             emb_init_row_n(&t->conf, id, w, t->width);
@@ -243,10 +245,12 @@ void emb_cache_init(struct emb_table *t)
     struct emb_cache *ca = xcalloc(1, sizeof *ca);
     t->cache = ca;
     const int64_t L = t->local_rows;
-    ca->k0 = t->shard == 0 ? 1 : 0;
-    /* the shard's ids: k G + shard in 1..rows for k in k0 .. */
-    const int64_t ids =
-        t->shard <= t->conf.rows ? (t->conf.rows - t->shard) / t->G + 1 - ca->k0 : 0;
+    ca->pin = t->dyn != NULL;
+    ca->k0 = t->shard == 0 || ca->pin ? 1 : 0;
+    /* the shard's ids: k G + shard in 1..rows for k in k0 .. (a pool: any) */
+    const int64_t ids = ca->pin ? t->conf.cache
+                        : t->shard <= t->conf.rows ? (t->conf.rows - t->shard) / t->G + 1 - ca->k0
+                                                   : 0;
     ca->C = t->conf.cache < ids ? t->conf.cache : ids;
     if (ca->C < 1)
         ca->C = 1; /* a shard with no id: one slot, never used */
@@ -267,6 +271,8 @@ void emb_cache_init(struct emb_table *t)
     ca->freel = xmalloc((size_t)S * sizeof(int64_t));
     for (int64_t s = 0; s < S; s++)
         ca->holds[s] = -1;
+    if (ca->pin)
+        ca->holds[0] = 0; /* resident for good, in no order (its row: emb_cache_grow) */
     for (int64_t s = S - 1; s >= ca->k0; s--) /* popped from the end: ascending */
         ca->freel[ca->nfree++] = s;
     ca->head = ca->tail = -1;
@@ -365,6 +371,8 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
     int64_t *miss = xmalloc((size_t)(n ? n : 1) * sizeof *miss);
     for (int64_t i = 0; i < n; i++) {
         const int64_t s = ca->where[u[i]];
+        if (s >= 0 && s < ca->k0)
+            continue; /* pinned: a hit, never evicted */
         if (s >= 0) {
             unlink_slot(ca, s);
             ca->last[s] = T; /* out of the candidates */
@@ -415,6 +423,8 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
     }
     for (int64_t i = 0; i < n; i++) { /* in id order: ties of a tick by id */
         const int64_t s = ca->where[u[i]];
+        if (s < ca->k0)
+            continue;
         append_slot(ca, s);
         ca->dirty[s] = 1; /* the update of this lookup changes it */
     }
@@ -464,8 +474,11 @@ float *emb_cache_resolve(struct emb_table *t, int64_t *ids, int64_t n, int train
     struct emb_cache *ca = t->cache;
     const int64_t G = t->G;
     float *rt = NULL;
-    for (int64_t i = 0; i < n; i++)
-        ids[i] /= G; /* local indices */
+    if (t->dyn) /* raw ids: to the pool's slots first (emb_cache_dyn.c) */
+        emb_cache_dyn_slots(t, ids, n, train);
+    else
+        for (int64_t i = 0; i < n; i++)
+            ids[i] /= G; /* local indices */
     if (train) {
         int64_t *u = xmalloc((size_t)(n ? n : 1) * sizeof *u);
         memcpy(u, ids, (size_t)n * sizeof *u);
@@ -555,20 +568,84 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
     }
 }
 
+/* Local index k's row out of the cache (not written back). */
+static void leave(struct emb_cache *ca, int64_t k)
+{
+    const int64_t s = ca->where[k];
+    unlink_slot(ca, s);
+    ca->holds[s] = -1;
+    ca->dirty[s] = 0;
+    ca->where[k] = -1;
+    ca->freel[ca->nfree++] = s;
+}
+
+/* A pinned slot's row, state and steps (those given) := the values. */
+static void pin_set(struct emb_table *t, int64_t s, const float *w, const float *state,
+                    const int64_t *steps)
+{
+    const struct backend_ops *be = t->be;
+    struct emb_cache *ca = t->cache;
+    stage_idle(be, ca); /* the slot's pending uploads first (their order) */
+    if (w)
+        be->to_device(t->w + s * t->width, w, (size_t)t->width * sizeof *w);
+    if (state && ca->sf)
+        be->to_device(t->state + s * ca->sf, state, (size_t)ca->sf * sizeof *state);
+    if (steps && t->steps)
+        be->to_device(t->steps + s, steps, sizeof *steps);
+}
+
+void emb_cache_grow(struct emb_table *t, int64_t rows)
+{
+    struct emb_cache *ca = t->cache;
+    const int64_t L = t->local_rows;
+    if (rows <= L)
+        return;
+    wb_apply(t); /* its rows land in the arrays kept */
+    const size_t n = (size_t)rows, o = (size_t)L;
+    ca->hw = xrealloc(ca->hw, n * (size_t)t->width * sizeof *ca->hw);
+    memset(ca->hw + o * (size_t)t->width, 0, (n - o) * (size_t)t->width * sizeof *ca->hw);
+    if (ca->sf) {
+        ca->hstate = xrealloc(ca->hstate, n * (size_t)ca->sf * sizeof *ca->hstate);
+        memset(ca->hstate + o * (size_t)ca->sf, 0, (n - o) * (size_t)ca->sf * sizeof *ca->hstate);
+    }
+    if (ca->hsteps) {
+        ca->hsteps = xrealloc(ca->hsteps, n * sizeof *ca->hsteps);
+        memset(ca->hsteps + o, 0, (n - o) * sizeof *ca->hsteps);
+    }
+    ca->hready = xrealloc(ca->hready, n / 8 + 1);
+    memset(ca->hready + (o ? o / 8 + 1 : 0), 0, n / 8 + 1 - (o ? o / 8 + 1 : 0));
+    ca->where = xrealloc(ca->where, n * sizeof *ca->where);
+    for (size_t k = o; k < n; k++)
+        ca->where[k] = -1;
+    if (ca->pin && o == 0)
+        ca->where[0] = 0; /* the pool's slot 0 in the cache's */
+}
+
+void emb_cache_drop(struct emb_table *t, int64_t k)
+{
+    struct emb_cache *ca = t->cache;
+    wb_apply(t); /* a pending write-back of k lands before k is made again */
+    if (ca->where[k] >= ca->k0)
+        leave(ca, k);
+}
+
+int64_t emb_cache_slots(const struct emb_table *t) { return t->cache->k0 + t->cache->C; }
+
 void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
                    const float *state, const int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
     wb_apply(t); /* a pending write-back would overwrite what is set */
     const int W = t->width;
+    int left = 0;
     for (int64_t k = 0; k < n; k++) {
         const int64_t at = slot0 + k, s = ca->where[at];
-        if (s >= 0) { /* the host's value is the row's now: out of the cache */
-            unlink_slot(ca, s);
-            ca->holds[s] = -1;
-            ca->dirty[s] = 0;
-            ca->where[at] = -1;
-            ca->freel[ca->nfree++] = s;
+        if (s >= 0 && s < ca->k0) /* pinned: the value set into its slot too */
+            pin_set(t, s, w ? w + k * W : NULL, state ? state + k * ca->sf : NULL,
+                    steps ? steps + k : NULL);
+        else if (s >= 0) { /* the host's value is the row's now: out of the cache */
+            leave(ca, at);
+            left = 1;
         }
         if (w) {
             memcpy(ca->hw + at * W, w + k * W, (size_t)W * sizeof(float));
@@ -579,6 +656,8 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
         if (steps && ca->hsteps)
             ca->hsteps[at] = steps[k];
     }
+    if (!left)
+        return;
     /* the free list back in descending order: slots handed out ascending */
     qsort(ca->freel, (size_t)ca->nfree, sizeof *ca->freel, cmp_i64);
     for (int64_t i = 0, j = ca->nfree - 1; i < j; i++, j--) {

@@ -65,8 +65,10 @@ struct emb_cache_stats {
 };
 
 /* Set up t's cache of t->conf.cache slots (emb_registry_add, for a dense
- * table on a device backend): the device slots as t->w, t->state,
- * t->steps, the host shard in the cache. */
+ * table on a device backend; emb_dyn_init for a dynamic table's pool,
+ * emb_cache_dyn.h: the host shard then empty, grown with the pool, and
+ * slot 0 pinned): the device slots as t->w, t->state, t->steps, the host
+ * shard in the cache. */
 void emb_cache_init(struct emb_table *t);
 void emb_cache_free(struct emb_table *t);
 /* The owner's side of lookup x (its served ids arrived, x->serve in the
@@ -86,6 +88,14 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
                    int64_t *steps);
 void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
                    const float *state, const int64_t *steps);
+/* A dynamic table's pool (emb_cache_dyn.h): the host shard grown to rows
+ * local indices (the new ones not resident; the pool's slot 0 pinned in
+ * the cache's slot 0 from the first growth); local index k's row out of
+ * the cache, not written back (its id evicted from the pool: the value
+ * is discarded); the device's slots (virtual ids s G + shard, s below). */
+void emb_cache_grow(struct emb_table *t, int64_t rows);
+void emb_cache_drop(struct emb_table *t, int64_t k);
+int64_t emb_cache_slots(const struct emb_table *t);
 /* The figures since the last call with the same which (0: the logging
  * interval, 1: the stream's window) summed over the job (collective over
  * world); out->lookups per rank. */

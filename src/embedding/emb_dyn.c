@@ -12,6 +12,8 @@
 #include "base/log.h"
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "embedding/emb_cache.h"
+#include "embedding/emb_cache_dyn.h"
 #include "embedding/emb_exchange_priv.h"
 #include "embedding/emb_table.h"
 
@@ -29,6 +31,8 @@ void emb_dyn_pool_resize(struct emb_table *t, int64_t slots)
     const size_t o = (size_t)t->local_rows, n = (size_t)slots, w = (size_t)t->width;
     if (d->dv) /* the rows and statistics in device memory; below: the host's mirror */
         emb_dyn_dev_resize(t, slots);
+    else if (t->cache) /* the rows in the cache's host shard (emb_cache_dyn.h) */
+        emb_cache_grow(t, slots);
     else {
         t->w = grow0(t->w, o * w * sizeof(float), n * w * sizeof(float));
         if (t->state_floats)
@@ -56,6 +60,10 @@ static void row_init(struct emb_table *t, int64_t slot, int64_t id)
         emb_dyn_dev_row_init(t, slot, id);
         return;
     }
+    if (t->cache) {
+        emb_cache_dyn_row_init(t, slot, id);
+        return;
+    }
     emb_init_row_n(&t->conf, id, t->w + slot * t->width, t->width);
     if (t->state_floats)
         memset(t->state + slot * t->state_floats, 0, (size_t)t->state_floats * sizeof(float));
@@ -77,7 +85,9 @@ void emb_dyn_init(struct emb_table *t)
         d->prob_max = d->max_slots ? 4 * d->max_slots + 1024 : 0;
     }
     t->local_rows = 0;
-    if (!backend_is_host(t->be))
+    if (t->conf.cache > 0) /* the pool in host memory, a cache of it on the device */
+        emb_cache_init(t);
+    else if (!backend_is_host(t->be))
         emb_dyn_dev_init(t); /* the arrays in device memory (emb_dyn_dev.c) */
     emb_dyn_pool_resize(t, s0);
     row_init(t, 0, 0);
@@ -90,6 +100,7 @@ void emb_dyn_free(struct emb_table *t)
     if (!d)
         return;
     emb_dyn_dev_free(t);
+    emb_dyn_dev_sg_free(t);
     emb_dyn_index_free(&d->ix);
     if (d->prob.keys)
         emb_dyn_index_free(&d->prob);
@@ -112,6 +123,8 @@ static void evict_slot(struct emb_table *t, int64_t s)
         d->gone = xrealloc(d->gone, (size_t)d->capgone * sizeof *d->gone);
     }
     d->gone[d->ngone++] = d->ids[s];
+    if (t->cache) /* its cached row goes with it */
+        emb_cache_drop(t, s);
     emb_dyn_index_del(&d->ix, d->ids[s]);
     d->ids[s] = 0;
     if (t->ready)
@@ -308,6 +321,7 @@ void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64
     }
     /* 5. virtual ids; no row: the unadmitted row */
     at = 0;
+    d->shared_served = 0;
     for (int s = 0; s < nseg; s++)
         for (int64_t i = 0; i < n[s]; i++, at++) {
             int64_t sl = slot[at] >= 0 ? slot[at] : emb_dyn_index_get(&d->ix, seg[s][i]);
@@ -315,6 +329,7 @@ void emb_dyn_map(struct emb_table *t, int nseg, int64_t *const *seg, const int64
                 sl = 0;
                 d->st.unadmitted_hits += train;
             }
+            d->shared_served |= sl == 0;
             seg[s][i] = sl * G + sh;
         }
     free(slot);
@@ -450,13 +465,13 @@ void emb_dyn_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, flo
 
 int emb_dyn_map_shared(const struct emb_table *t)
 {
-    return t->dyn->dv ? t->dyn->shared_served : 1;
+    return t->dyn->dv || t->cache ? t->dyn->shared_served : 1;
 }
 
 void emb_dyn_shared_grad_in(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                             int64_t *k, int maybe)
 {
-    if (t->dyn->dv) {
+    if (t->dyn->dv || t->cache) { /* lists in device memory */
         emb_dyn_dev_shared_grad(t, c, ids, g, k, NULL, maybe);
         return;
     }
@@ -541,7 +556,7 @@ int64_t emb_dyn_restore(struct emb_table *t, int64_t id, int64_t last, int64_t f
     if (id == 0 || emb_dyn_index_get(&d->ix, id) >= 0)
         return -1;
     /* a device table's rows come in a batch (emb_dyn_put_rows): not one upload a row */
-    const int64_t s = insert_row(t, id, !d->dv);
+    const int64_t s = insert_row(t, id, !d->dv && !t->cache);
     if (s == 0)
         fatal("embedding table '%s': shard %d is full (embedding.capacity = %lld, %lld rows per "
               "shard) restoring a checkpoint's rows: raise embedding.capacity", t->conf.name,
@@ -617,6 +632,8 @@ void emb_dyn_remove(struct emb_table *t, int64_t id)
     if (s <= 0)
         return;
     changed(t);
+    if (t->cache)
+        emb_cache_drop(t, s);
     emb_dyn_index_del(&d->ix, id);
     d->ids[s] = 0;
     if (t->ready)

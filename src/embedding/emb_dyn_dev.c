@@ -24,6 +24,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "comm/comm.h"
+#include "embedding/emb_cache_dyn.h"
 #include "embedding/emb_dyn.h"
 #include "embedding/emb_dyn_priv.h"
 #include "embedding/emb_exchange_priv.h"
@@ -41,11 +42,6 @@ struct emb_dyn_dev {
     size_t hmiss_b;
     float *hrows;                      /* host: the new rows drawn */
     size_t hrows_b;
-    int64_t *lsid;                     /* the shared row's update lists (shard id in front) */
-    float *lsg;
-    int64_t lcap;
-    char *pack, *hpack;                /* [8 + row bytes]: ids[0] and its row, down at once */
-    size_t pack_b;
     struct stage *up;                  /* uploads without a host wait (the new rows, the sum) */
     int64_t *pkeys, *pvals, pcap;      /* admit > 1: the probation list (cap = the mirror's) */
     int64_t *gone;                     /* [gone_n] the ids evicted since the chain's checkpoint */
@@ -114,14 +110,13 @@ void emb_dyn_dev_free(struct emb_table *t)
         return;
     const struct backend_ops *be = t->be;
     void *dev[] = {v->keys, v->vals, v->sid, v->last, v->freq, v->freel, v->acc,
-                   v->slot, v->miss, v->cat, v->rows, v->lsid, v->lsg, v->pack,
+                   v->slot, v->miss, v->cat, v->rows,
                    v->pkeys, v->pvals, v->gone, v->scr, v->joint};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         be->free(dev[i]);
     stage_free(v->up);
     free(v->hmiss);
     free(v->hrows);
-    free(v->hpack);
     free(v->hjoint);
     free(v);
     t->dyn->dv = NULL;
@@ -456,10 +451,39 @@ int64_t emb_dyn_dev_hits(struct emb_table *t)
     return h;
 }
 
+/* emb_dyn_dev_shared_grad's buffers in the table's memory (a device
+ * table's, or a cached one's: emb_cache_dyn.c) */
+struct emb_dyn_sg {
+    int64_t *lsid;                     /* the shared row's update lists (shard id in front) */
+    float *lsg;
+    int64_t lcap;
+    char *pack, *hpack;                /* [8 + row bytes]: ids[0] and its row, down at once */
+    size_t pack_b;
+    struct stage *up;                  /* the sum up without a host wait */
+};
+
+void emb_dyn_dev_sg_free(struct emb_table *t)
+{
+    struct emb_dyn_sg *v = t->dyn->sgb;
+    if (!v)
+        return;
+    t->be->free(v->lsid);
+    t->be->free(v->lsg);
+    t->be->free(v->pack);
+    free(v->hpack);
+    stage_free(v->up);
+    free(v);
+    t->dyn->sgb = NULL;
+}
+
 void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                              int64_t *k, const int64_t *x0, int maybe)
 {
-    struct emb_dyn_dev *v = t->dyn->dv;
+    if (!t->dyn->sgb) {
+        t->dyn->sgb = xcalloc(1, sizeof *t->dyn->sgb);
+        t->dyn->sgb->up = stage_new(t->be);
+    }
+    struct emb_dyn_sg *v = t->dyn->sgb;
     const struct backend_ops *be = t->be;
     const int w = t->width;
     const size_t row_b = (size_t)w * sizeof(float);
@@ -543,6 +567,10 @@ static void put_rows_dev(struct emb_table *t, int64_t n, const int64_t *slot, co
 void emb_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
                       const float *state, const int64_t *steps)
 {
+    if (t->cache) { /* into the cache's host shard (emb_cache_dyn.c) */
+        emb_cache_dyn_put_rows(t, n, slot, w, state, steps);
+        return;
+    }
     if (!t->dyn->dv) /* a host table's rows are written in place (ckpt_dyn.c) */
         fatal("embedding table '%s': emb_dyn_put_rows on a host table", t->conf.name);
     if (n > 0)

@@ -33,7 +33,9 @@ struct emb_dyn {
     struct emb_dyn_dev *dv;
     int stale;                 /* the mirror is older than dv's arrays */
     int dirty;                 /* dv's arrays are older than the mirror */
-    int shared_served;         /* the last lookup gave some id the unadmitted row (device) */
+    int shared_served;         /* the last lookup gave some id the unadmitted row (device,
+                                  cached) */
+    struct emb_dyn_sg *sgb;    /* emb_dyn_dev_shared_grad's buffers (emb_dyn_dev.c) */
 };
 
 struct emb_table;
@@ -73,7 +75,10 @@ void emb_dyn_dev_map_many(int nt, struct emb_table *const *t, const int *nseg,
                           int64_t *const *const *seg, const int64_t *const *n, int train);
 /* The unadmitted hits counted on the device since the last call (then 0). */
 int64_t emb_dyn_dev_hits(struct emb_table *t);
-/* emb_dyn_shared_grad on lists in device memory (x0: exact sums, refused;
+/* emb_dyn_dev_shared_grad's buffers freed (emb_dyn_free). */
+void emb_dyn_dev_sg_free(struct emb_table *t);
+/* emb_dyn_shared_grad on lists in device memory (a device table's or a
+ * cached one's: t->be a device's) (x0: exact sums, refused;
  * maybe = 0: the lists lack the shared row, nothing read back). */
 void emb_dyn_dev_shared_grad(struct emb_table *t, struct comm *c, int64_t **ids, float **g,
                              int64_t *k, const int64_t *x0, int maybe);

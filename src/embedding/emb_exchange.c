@@ -170,14 +170,15 @@ void emb_input_wait(struct comm *c, struct emb_exchange *x)
 void emb_input_serve(struct comm *c, struct emb_exchange *x)
 {
     emb_input_wait(c, x);
-    if (x->tab->dyn && !x->dyn_mapped) { /* the served ids to slots (emb_dyn.h) */
+    if (x->tab->dyn && !x->tab->cache && !x->dyn_mapped) { /* served ids to slots (emb_dyn.h) */
         emb_dyn_map(x->tab, 1, &x->serve, &x->nserve, x->counted);
         x->dyn_mapped = 1;
         x->dyn_shared = emb_dyn_map_shared(x->tab);
     }
     if (x->tab->cache && !x->cache_mapped) { /* the served ids to slots (emb_cache.h) */
-        emb_cache_map(x->tab, x);
+        emb_cache_map(x->tab, x); /* a dynamic table's through its pool (emb_cache_dyn.h) */
         x->cache_mapped = 1;
+        x->dyn_shared = x->tab->dyn && emb_dyn_map_shared(x->tab);
     }
 }
 

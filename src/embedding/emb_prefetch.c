@@ -31,6 +31,7 @@
 #include "base/clock.h"
 #include "embedding/emb_exchange_priv.h"
 #include "embedding/emb_subspace.h"
+#include "embedding/emb_table.h"
 
 struct emb_pf {
     /* host arrays, grown as needed */
@@ -137,8 +138,8 @@ static int64_t mark_updated(struct emb_table *t, struct comm *c, struct emb_pf *
                             const struct emb_exchange *x)
 {
     struct emb_xstate *xs = emb_xstate(t);
-    if (!xs->touched)
-        xs->touched = xcalloc((size_t)(t->local_rows / 8 + 1), 1);
+    if (!xs->touched) /* the shard's slots (a cached pool's: the cache's, maybe more) */
+        xs->touched = xcalloc((size_t)(emb_table_vslots(t) / 8 + 1), 1);
     void *own;
     const int64_t *served = backend_download(t->be, x->serve, at_least1(x->nserve) * 8, &own);
     pf->marked = grow(pf->marked, &pf->cap_marked, at_least1(x->nserve), sizeof(int64_t));

@@ -71,6 +71,9 @@ struct emb_table *emb_registry_add(struct emb_registry *r, const struct comm *c,
         if (conf->subspace_k > 0)
             fatal("embedding table '%s': a dynamic table is a plain table (subspace_k = 0)",
                   conf->name);
+        if (conf->cache > 0 && (backend_is_host(t->be) || conf->replicated))
+            fatal("embedding table '%s': a cache needs a device backend and a sharded table",
+                  conf->name);
         emb_dyn_init(t);
         return t;
     }
@@ -166,6 +169,17 @@ void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n)
 #pragma omp parallel for schedule(static) if (n >= 256)
     for (int64_t i = 0; i < n; i++)
         emb_shard_slot(t, ids[i]);
+}
+
+int64_t emb_table_vslots(const struct emb_table *t)
+{
+    const int64_t c = t->cache ? emb_cache_slots(t) : 0;
+    return c > t->local_rows ? c : t->local_rows;
+}
+
+int64_t emb_table_key_max(const struct emb_table *t)
+{
+    return t->dyn ? emb_table_vslots(t) * t->G : t->conf.rows;
 }
 
 void emb_shard_row(struct emb_table *t, int64_t id, float *row)

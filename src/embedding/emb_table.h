@@ -143,6 +143,13 @@ float *emb_shard_slot(struct emb_table *t, int64_t id);
 /* Initialise the rows ids[n] of this rank's shard not yet initialised
  * (before the engine ops read or update them). */
 void emb_table_ready(struct emb_table *t, const int64_t *ids, int64_t n);
+/* The local slots the virtual ids of t's lookups reach (id / G below it):
+ * the shard's, or a cached dynamic pool's cache slots when more. */
+int64_t emb_table_vslots(const struct emb_table *t);
+/* A bound on those virtual ids (the backends' key_max): the dataset's
+ * rows, or a dynamic table's slots times G (its pool's, or its cache's:
+ * above the dataset's items when a shard holds more than its share). */
+int64_t emb_table_key_max(const struct emb_table *t);
 /* Host copies of the slots [slot0, slot0 + n) of this rank's shard (slot
  * k holds id k G + shard; slots of no valid id are zeros): w [n, dim] (a
  * subspace table's rows F(i) + U c[i], rebuilt),

@@ -120,8 +120,7 @@ int backend_check_cache(const struct train_conf *cf, char *err, size_t errlen)
 {
     if (cf->cache_rows == 0 && cf->cache_frac == 0)
         return 0;
-    const char *no = cf->dyn.on                           ? "embedding.dynamic = on"
-                     : cf->subspace_k > 0                 ? "embedding.subspace_k"
+    const char *no = cf->subspace_k > 0                   ? "embedding.subspace_k"
                      : cf->embedding_group != 0           ? "parallel.embedding_group (not 0)"
                      : cf->features.dynamic && cf->features.dynamic[0]
                          ? "features.dynamic"
@@ -130,10 +129,11 @@ int backend_check_cache(const struct train_conf *cf, char *err, size_t errlen)
                          : NULL;
     if (no)
         return errorf(err, errlen,
-                      "embedding.cache = %s with %s: the cache covers plain dense tables, "
-                      "the item table and the sharded feature tables (not dynamic or subspace "
-                      "tables, embedding groups or the full softmax, which reads the whole "
-                      "shard); use embedding.cache = 0", cf->cache, no);
+                      "embedding.cache = %s with %s: the cache covers plain tables, the "
+                      "item table (dense or dynamic) and the sharded feature tables (not "
+                      "dynamic feature tables, subspace tables, embedding groups or the full "
+                      "softmax, which reads the whole shard); use embedding.cache = 0",
+                      cf->cache, no);
     if (cf->placement == PLACE_DEVICE)
         return errorf(err, errlen,
                       "embedding.cache = %s: the cache is over a host-placed table; set "

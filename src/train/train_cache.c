@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "comm/comm_fail.h"
 #include "embedding/emb_cache.h"
 #include "embedding/emb_feat.h"
 #include "embedding/emb_table.h"
@@ -42,8 +43,9 @@ int train_cache_parse(const char *text, int64_t *rows, double *frac, char *err, 
 }
 
 /* Rows cached per shard of a table of `rows` ids sharded over G: ROWS, or
- * FRACTION of the largest shard's ids rounded up; at most those ids, at
- * least 1. *shard_rows: those ids. */
+ * FRACTION of the largest shard's ids rounded up; at most those ids (when
+ * bounded: a dynamic table of raw ids without a capacity is not), at
+ * least 1. *shard_rows: those ids (0: no bound). */
 static int64_t cache_rows(const struct train_conf *cf, int64_t rows, int64_t G,
                           int64_t *shard_rows)
 {
@@ -51,7 +53,7 @@ static int64_t cache_rows(const struct train_conf *cf, int64_t rows, int64_t G,
     int64_t r = cf->cache_rows;
     if (cf->cache_frac > 0)
         r = (int64_t)ceil(cf->cache_frac * (double)*shard_rows);
-    if (r > *shard_rows)
+    if (r > *shard_rows && *shard_rows > 0)
         r = *shard_rows;
     return r < 1 ? 1 : r;
 }
@@ -105,10 +107,13 @@ static int auto_fits(struct trainer *tr, double bytes)
 static void say(const struct trainer *tr, const struct emb_table_conf *ec, int64_t rows,
                 int64_t shard_rows, double bytes)
 {
+    char of[64] = "an unbounded pool's"; /* a dynamic table without a bound */
+    if (shard_rows > 0)
+        snprintf(of, sizeof of, "~%lld", (long long)shard_rows);
     if (rows > 0)
-        log_info("embedding.cache = %s: table '%s': %lld of ~%lld rows per shard cached in %s "
+        log_info("embedding.cache = %s: table '%s': %lld of %s rows per shard cached in %s "
                  "memory with their %s state (%.3f MiB per rank), the rest in host memory",
-                 tr->conf.cache, ec->name, (long long)rows, (long long)shard_rows, tr->be->name,
+                 tr->conf.cache, ec->name, (long long)rows, of, tr->be->name,
                  emb_optim_name(ec->optim.kind), bytes / (1024.0 * 1024.0));
     else
         log_info("embedding.cache = %s: table '%s' (replicated): whole in %s memory with its %s "
@@ -128,8 +133,16 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
         return;
     }
     const int64_t G = tr->c->g[COMM_EMB].size;
+    /* the largest shard's ids: a dynamic table's capacity's share, else the
+     * dataset's items' (none with raw ids and no capacity) */
+    const int64_t bound = ec->dyn.on && ec->dyn.capacity > 0 ? ec->dyn.capacity : ec->rows;
+    char msg[512];
+    snprintf(msg, sizeof msg, "embedding.cache = %s: a fraction of a dynamic table's shard with "
+             "no bound on its rows (embedding.capacity = 0, a dataset of raw ids): give the "
+             "cache's rows per shard (an integer) or set embedding.capacity", cf->cache);
+    comm_fail_agree(tr->c, cf->cache_frac > 0 && bound <= 0, msg);
     int64_t shard_rows;
-    const int64_t rows = cache_rows(cf, ec->rows, G, &shard_rows);
+    const int64_t rows = cache_rows(cf, bound, G, &shard_rows);
     const double bytes = emb_shard_bytes((double)(rows + 1), ec->dim, ec->optim.kind, 0);
     if (cf->placement == PLACE_AUTO && !auto_fits(tr, bytes + feature_bytes(tr, G)))
         return;

@@ -183,6 +183,10 @@ void train_dyn_view_begin(struct trainer *tr)
         conf.rows = tr->ds.num_items;
     conf.placement = t->conf.placement; /* the dynamic table's memory (a device's: no dense
                                            copy of the table in host memory) */
+    if (t->cache) { /* a cached pool is in host memory: the view too, as a host table's */
+        conf.placement = NULL;
+        conf.cache = 0;
+    }
     conf.rows_codec = conf.grads_codec = EMB_CODEC_FP32; /* the view's lookups: its bits */
     /* the unadmitted row (pool slot 0, identical on every rank) as the lookups
      * below return it: through the table's row codec */
