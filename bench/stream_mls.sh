@@ -43,7 +43,8 @@ while :; do
     *) break ;;
     esac
 done
-[ "$CUT" = drift ] && MLS_OPTIONAL=1 # no ml-latest-small needed
+# shellcheck disable=SC2034 # read by mls_common.sh: no ml-latest-small needed
+[ "$CUT" = drift ] && MLS_OPTIONAL=1
 . "$here/bench/mls_common.sh"
 FS=$(cd "$(dirname "$FS")" && pwd)/$(basename "$FS") # the runs start in $W
 S="train.schedule=stream train.lr_schedule=constant train.keep_best=off train.patience=0
