@@ -16,6 +16,9 @@
 #   - drift: without it the most used item of the first and the last day is
 #     the same; with it the first day's top item falls and the top-10 sets
 #     barely overlap;
+#   - --taste-drift: the events and day 0's labels those without it, later
+#     days' labels not; a user's like rate on day 3 follows day 0's without
+#     it (correlation over users > 0.3) and not with 0.5 rad a day (< 0.15);
 #   - bad options refused by name.
 . "$(dirname "$0")/lib.sh"
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -31,6 +34,10 @@ expect_ok "$FS" data gen $(echo "$G" | sed 's/ --labels//') -o "$T/nolabels.h5"
 D="--stream --days 4 --users 400 --items 500 --active 1 --per-day 4,8 --seed 9"
 expect_ok "$FS" data gen $D --drift 0 --split-days "$T/D0"
 expect_ok "$FS" data gen $D --drift 0.15 --split-days "$T/D1"
+# tastes: 0 and 0.5 rad a day, many events a user
+L="--stream --days 4 --users 400 --items 500 --active 1 --per-day 20,30 --labels --seed 9"
+expect_ok "$FS" data gen $L -o "$T/L0.h5"
+expect_ok "$FS" data gen $L --taste-drift 0.5 -o "$T/L1.h5"
 
 "$PY" - "$T" <<'PYEOF' > "$T/p.out" 2>&1 && pass "$(tail -1 "$T/p.out")" || fail "stream: $(cat "$T/p.out")"
 import sys, os, h5py, numpy as np
@@ -113,13 +120,30 @@ assert t00 == t10, "drift starts after day 0"
 assert t00[0] == t03[0] and len(set(t00) & set(t03)) >= 6, (t00, t03)
 assert len(set(t10) & set(t13)) <= 2, (t10, t13)
 assert c11.get(t10[0], 0) < c10[t10[0]] / 10, "yesterday's top item falls to the tail"
+def rates(path):   # each user's like rate on day 0 and on day 3; the file
+    h = h5py.File(path, "r")
+    off, ts, like = h["offsets"][:], h["timestamps"][:], h["events/like"][:]
+    day = (ts - 1577836800) // 86400
+    r = np.array([[like[off[j]:off[j + 1]][day[off[j]:off[j + 1]] == d].mean() for d in (0, 3)]
+                  for j in range(len(off) - 1)])
+    return r, h
+(r0, l0), (r1, l1) = rates(f"{T}/L0.h5"), rates(f"{T}/L1.h5")
+for k in ("offsets", "user_map", "item_ids", "timestamps", "items/ids"):
+    assert np.array_equal(l0[k][:], l1[k][:]), k
+d0 = (l0["timestamps"][:] - 1577836800) // 86400 == 0
+assert np.array_equal(l0["events/like"][:][d0], l1["events/like"][:][d0]), "day 0's labels"
+assert not np.array_equal(l0["events/like"][:][~d0], l1["events/like"][:][~d0]), "later labels"
+c0, c1 = np.corrcoef(r0.T)[0, 1], np.corrcoef(r1.T)[0, 1]
+assert c0 > 0.3 and c1 < 0.15, (c0, c1)
 print(f"stream: deterministic; {len(first)} items, new ones on their day; day files = the single file "
       f"({len(um)} users, {len(one['item_ids'])} events); top-10 overlap day 0 vs 3: "
-      f"{len(set(t00) & set(t03))} without drift, {len(set(t10) & set(t13))} with 0.15")
+      f"{len(set(t00) & set(t03))} without drift, {len(set(t10) & set(t13))} with 0.15; "
+      f"like rate day 0 vs 3 correlated {c0:.2f} without taste drift, {c1:.2f} with 0.5")
 PYEOF
 expect_error "--days, --users and --items are required" "$FS" data gen --stream --users 3 --items 3 -o "$T/x.h5"
 expect_error "--drift" "$FS" data gen --stream --days 2 --users 3 --items 3 --drift 2 -o "$T/x.h5"
 expect_error "--per-day: '5,2' is not A,B" "$FS" data gen --stream --days 2 --users 3 --items 3 --per-day 5,2 -o "$T/x.h5"
 expect_error "give -o OUT.h5, --split-days DIR or both" "$FS" data gen --stream --days 2 --users 3 --items 3
+expect_error "--taste-drift drifts the labels' users: it needs --labels" "$FS" data gen --stream --days 2 --users 3 --items 3 --taste-drift 0.1 -o "$T/x.h5"
 no_file "$T/x.h5"
 finish

@@ -29,7 +29,7 @@ enum { KEY_S_DAY = 0x73640000, KEY_S_LABEL = 0x736c0000, KEY_S_ORDER = 0x73646f7
 
 struct stream_opts {
     int64_t days, users, items, new_per_day, seed, len_lo, len_hi, file_days;
-    double drift, zipf_s, active;
+    double drift, taste, zipf_s, active;
     int actions, labels;
     const char *out, *split_dir;
 };
@@ -271,6 +271,12 @@ static void stream_run(const struct stream_opts *o)
                 for (int f = 0; f < PLANTED_F; f++)
                     p_u[f] = rng_normal(&rl);
                 a_u = 0.5 * rng_normal(&rl);
+                if (o->taste > 0) { /* --taste-drift: towards a second draw */
+                    const double th = o->taste * (double)d, cs = cos(th), sn = sin(th);
+                    for (int f = 0; f < PLANTED_F; f++)
+                        p_u[f] = cs * p_u[f] + sn * rng_normal(&rl);
+                    a_u = cs * a_u + sn * 0.5 * rng_normal(&rl);
+                }
                 rng_init(&rl, rng_key((uint64_t)o->seed, (uint64_t)uidx[p],
                                       KEY_S_LABEL + (uint64_t)d));
             }
@@ -311,8 +317,9 @@ static void stream_run(const struct stream_opts *o)
         write_file(o->out, o, &all, uraw);
     }
     log_info("data gen --stream: %lld days, %lld users, %lld items (%lld + %lld a day), "
-             "drift %g, %lld events%s%s%s%s", (long long)o->days, (long long)o->users,
-             (long long)total_items, (long long)o->items, (long long)o->new_per_day, o->drift,
+             "drift %g, taste drift %g, %lld events%s%s%s%s", (long long)o->days,
+             (long long)o->users, (long long)total_items, (long long)o->items,
+             (long long)o->new_per_day, o->drift, o->taste,
              (long long)n_events, o->out ? ": " : "", o->out ? o->out : "",
              o->split_dir ? ", one file a day in " : "", o->split_dir ? o->split_dir : "");
     ev_free(&all);
@@ -342,6 +349,9 @@ static void stream_usage(FILE *f)
             "  --labels               /events/like (0/1) and /events/rating (float) from the\n"
             "                         planted model of --labels planted (doc/ranking.md),\n"
             "                         the previous item taken across days\n"
+            "  --taste-drift X        with --labels: a user's factors and bias on day d are\n"
+            "                         cos(X d) times day 0's plus sin(X d) times a second\n"
+            "                         draw (X radians a day, 0 .. 1, default 0)\n"
             "  --seed N               random seed (default 1)\n"
             "  -o, --output FILE      the whole stream in one dataset\n"
             "  --split-days DIR       one dataset per day: DIR/day-0000.h5 ... (DIR is\n"
@@ -356,7 +366,7 @@ int data_gen_stream_main(int argc, char **argv)
     struct stream_opts o = {.days = -1, .users = -1, .items = -1, .seed = 1, .len_lo = 1,
                             .len_hi = 8, .zipf_s = 1.0, .active = 0.5, .file_days = 1};
     enum { O_STREAM = 256, O_DAYS, O_USERS, O_ITEMS, O_NEW, O_DRIFT, O_ZIPF, O_ACTIVE, O_PERDAY,
-           O_ACTIONS, O_SEED, O_SPLIT, O_FILEDAYS, O_LABELS };
+           O_ACTIONS, O_SEED, O_SPLIT, O_FILEDAYS, O_LABELS, O_TASTE };
     static const struct option longopts[] = {
         {"stream", no_argument, NULL, O_STREAM},
         {"days", required_argument, NULL, O_DAYS},
@@ -369,6 +379,7 @@ int data_gen_stream_main(int argc, char **argv)
         {"per-day", required_argument, NULL, O_PERDAY},
         {"actions", no_argument, NULL, O_ACTIONS},
         {"labels", no_argument, NULL, O_LABELS},
+        {"taste-drift", required_argument, NULL, O_TASTE},
         {"seed", required_argument, NULL, O_SEED},
         {"output", required_argument, NULL, 'o'},
         {"split-days", required_argument, NULL, O_SPLIT},
@@ -400,6 +411,7 @@ int data_gen_stream_main(int argc, char **argv)
             break;
         case O_ACTIONS: o.actions = 1; break;
         case O_LABELS: o.labels = 1; break;
+        case O_TASTE: o.taste = cli_number("--taste-drift", optarg, 0.0, 1.0); break;
         case O_SEED: o.seed = cli_count("--seed", optarg, 0, INT64_MAX); break;
         case 'o': o.out = optarg; break;
         case O_SPLIT: o.split_dir = optarg; break;
@@ -420,6 +432,8 @@ int data_gen_stream_main(int argc, char **argv)
     if (o.items + (o.days - 1) * o.new_per_day > ((int64_t)1 << 40))
         fatal("data gen --stream: --items %lld + (--days - 1) x --new-items-per-day %lld is "
               "beyond 2^40 items", (long long)o.items, (long long)o.new_per_day);
+    if (o.taste > 0 && !o.labels)
+        fatal("data gen --stream: --taste-drift drifts the labels' users: it needs --labels");
     if (o.file_days > 1 && !o.split_dir)
         fatal("data gen --stream: --file-days needs --split-days DIR");
     if (o.split_dir && mkdir(o.split_dir, 0777) && errno != EEXIST)

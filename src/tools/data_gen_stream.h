@@ -3,7 +3,8 @@
  *
  *   freescale data gen --stream --days D --users U --items I
  *                      [--new-items-per-day N] [--drift X] [--zipf S]
- *                      [--active F] [--per-day A,B] [--actions] [--labels] [--seed S]
+ *                      [--active F] [--per-day A,B] [--actions] [--labels]
+ *                      [--taste-drift X] [--seed S]
  *                      [-o OUT.h5] [--split-days DIR [--file-days K]]
  *
  * Model (every draw keyed by (seed, user, day): the output is a function of
@@ -28,7 +29,10 @@
  *   labels    --labels: /events/like (0/1) and /events/rating (float) from
  *             the planted model (data_gen_planted.h; item factors by k, the
  *             previous item across days), drawn from streams of their own:
- *             the events are the same without them.
+ *             the events are the same without them; --taste-drift X: user u's
+ *             factors and bias on day d are cos(X d) times its day-0 draw plus
+ *             sin(X d) times a second draw of the same law (drifting tastes;
+ *             the events and the day-0 labels unchanged).
  * -o: one dataset, users (those with events) in ascending raw id with all
  * their days; --split-days DIR: DIR/day-0000.h5 ..., one dataset per day
  * (per K days with --file-days K, named by the first) with those days'
