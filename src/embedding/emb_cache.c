@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "embedding/emb_cache_lfu.h"
 #include "embedding/emb_exchange_priv.h"
 
 struct emb_cache {
@@ -23,6 +24,12 @@ struct emb_cache {
     int64_t *prev, *next;   /* the eviction order: head = least recent (ties: smaller id) */
     uint8_t *dirty;         /* updated since fetched or written back */
     int64_t head, tail;
+    /* embedding.cache_policy = lfu: the candidates in a heap by (uses
+     * since fetched, halved every LFU_HALVE lookups; id), the rows of a
+     * lookup out of it until the lookup after next (lt[tick % 2]) */
+    int lfu;
+    int64_t *freq, *lt[2], nlt[2];
+    struct lfu_heap q;
     int64_t *freel, nfree;  /* free slots, popped from the end (ascending order) */
     int64_t tick;           /* training lookups mapped */
     struct emb_cache_stats st, mark[2]; /* since the start; at the last takes */
@@ -277,6 +284,11 @@ void emb_cache_init(struct emb_table *t)
     t->steps = ca->hsteps ? be->alloc((size_t)S * sizeof(int64_t)) : NULL;
     ca->up = be->event_new(0);
     ca->wb = be->event_new(0);
+    ca->lfu = t->conf.cache_lfu;
+    if (ca->lfu) {
+        ca->freq = xcalloc((size_t)S, sizeof *ca->freq);
+        lfu_init(&ca->q, S, ca->freq, ca->holds);
+    }
 }
 
 void emb_cache_free(struct emb_table *t)
@@ -307,6 +319,11 @@ void emb_cache_free(struct emb_table *t)
     free(ca->next);
     free(ca->dirty);
     free(ca->freel);
+    free(ca->freq);
+    free(ca->lt[0]);
+    free(ca->lt[1]);
+    if (ca->lfu)
+        lfu_free(&ca->q);
     void *pin[] = {ca->sw, ca->ss, ca->sk, ca->ix, ca->iy, ca->sv, ca->bw, ca->bs, ca->bk, ca->bi};
     for (size_t i = 0; i < sizeof pin / sizeof *pin; i++)
         if (pin[i])
@@ -344,6 +361,71 @@ static void append_slot(struct emb_cache *ca, int64_t s)
     ca->tail = s;
 }
 
+/* The LFU counts halve every LFU_HALVE training lookups: in-cache counts
+ * only grow, so without it a row hot long ago (a stream's past weeks)
+ * would keep its slot for good. */
+#define LFU_HALVE 64
+
+/* slot s's row is used by the lookup at tick T: out of the candidates */
+static void order_use(struct emb_cache *ca, int64_t s, int64_t T, int fetched)
+{
+    if (ca->lfu) {
+        lfu_remove(&ca->q, s);
+        ca->freq[s] = fetched ? 1 : ca->freq[s] + 1;
+    } else if (!fetched)
+        unlink_slot(ca, s);
+    ca->last[s] = T;
+}
+
+/* the next row to evict at tick T, out of the order; -1 when every
+ * resident row is the lookup's or the one's before */
+static int64_t order_victim(struct emb_cache *ca, int64_t T)
+{
+    if (ca->lfu)
+        return lfu_pop(&ca->q);
+    const int64_t s = ca->head;
+    if (s < 0 || ca->last[s] >= T - 1)
+        return -1;
+    unlink_slot(ca, s);
+    return s;
+}
+
+/* the lookup at tick T used the slots of u[n] (distinct local indices,
+ * ascending): LRU appends them in id order (ties of a tick by id); LFU
+ * keeps them out until tick T + 2 and makes the rows of tick T - 1 that
+ * T did not use candidates again */
+static void order_done(struct emb_cache *ca, const int64_t *u, int64_t n, int64_t T)
+{
+    if (!ca->lfu) {
+        for (int64_t i = 0; i < n; i++)
+            append_slot(ca, ca->where[u[i]]);
+        return;
+    }
+    int64_t *pl = ca->lt[(T - 1) & 1];
+    for (int64_t i = 0; i < ca->nlt[(T - 1) & 1]; i++)
+        if (ca->holds[pl[i]] >= 0 && ca->last[pl[i]] == T - 1)
+            lfu_push(&ca->q, pl[i]);
+    int64_t **l = &ca->lt[T & 1];
+    *l = xrealloc(*l, (size_t)(n ? n : 1) * sizeof **l);
+    for (int64_t i = 0; i < n; i++)
+        (*l)[i] = ca->where[u[i]];
+    ca->nlt[T & 1] = n;
+    if (T % LFU_HALVE == 0) { /* the decay; the order rebuilt */
+        for (int64_t s = ca->k0; s < ca->k0 + ca->C; s++)
+            ca->freq[s] >>= 1;
+        lfu_rebuild(&ca->q);
+    }
+}
+
+/* slot s freed (its row set from the host) */
+static void order_drop(struct emb_cache *ca, int64_t s)
+{
+    if (ca->lfu)
+        lfu_remove(&ca->q, s);
+    else
+        unlink_slot(ca, s);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -365,10 +447,9 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
     int64_t *miss = xmalloc((size_t)(n ? n : 1) * sizeof *miss);
     for (int64_t i = 0; i < n; i++) {
         const int64_t s = ca->where[u[i]];
-        if (s >= 0) {
-            unlink_slot(ca, s);
-            ca->last[s] = T; /* out of the candidates */
-        } else
+        if (s >= 0)
+            order_use(ca, s, T, 0); /* out of the candidates */
+        else
             miss[nmiss++] = u[i];
     }
     ca->st.hits += n - nmiss;
@@ -376,20 +457,19 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         ca->st.fills += nmiss;
     else
         ca->st.misses += nmiss;
-    /* slots for the misses: free ones, then the least recent rows not used
-     * by this lookup or the training lookup before it */
+    /* slots for the misses: free ones, then the least recent (LFU: least
+     * used) rows not used by this lookup or the training lookup before it */
     for (int64_t i = 0; i < nmiss; i++) {
         int64_t s;
         if (ca->nfree > 0)
             s = ca->freel[--ca->nfree];
         else {
-            s = ca->head;
-            if (s < 0 || ca->last[s] >= T - 1)
+            s = order_victim(ca, T);
+            if (s < 0)
                 fatal("embedding.cache: table '%s': shard %d needs more rows resident at once "
                       "(this step's %lld unique rows and the previous step's) than its %lld "
                       "cache slots; raise embedding.cache",
                       t->conf.name, t->shard, (long long)n, (long long)ca->C);
-            unlink_slot(ca, s);
             ca->where[ca->holds[s]] = -1;
             ca->st.evicted++;
             if (ca->dirty[s]) { /* written back below, before the fetches land */
@@ -399,7 +479,7 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         }
         ca->holds[s] = miss[i];
         ca->where[miss[i]] = s;
-        ca->last[s] = T;
+        order_use(ca, s, T, 1);
     }
     if (nwb) { /* the evicted rows' values down into the host shard, behind the step */
         wb_start(t, nwb);
@@ -413,11 +493,9 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         rows_up(t, nmiss, t->w, t->state, t->steps);
         ca->st.fetched_bytes += nmiss * (int64_t)row_bytes(t);
     }
-    for (int64_t i = 0; i < n; i++) { /* in id order: ties of a tick by id */
-        const int64_t s = ca->where[u[i]];
-        append_slot(ca, s);
-        ca->dirty[s] = 1; /* the update of this lookup changes it */
-    }
+    for (int64_t i = 0; i < n; i++)
+        ca->dirty[ca->where[u[i]]] = 1; /* the update of this lookup changes it */
+    order_done(ca, u, n, T);
     ca->st.lookups++;
     free(miss);
 }
@@ -552,7 +630,7 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
     for (int64_t k = 0; k < n; k++) {
         const int64_t at = slot0 + k, s = ca->where[at];
         if (s >= 0) { /* the host's value is the row's now: out of the cache */
-            unlink_slot(ca, s);
+            order_drop(ca, s);
             ca->holds[s] = -1;
             ca->dirty[s] = 0;
             ca->where[at] = -1;

@@ -61,6 +61,7 @@ struct emb_table_conf {
     /* embedding.cache: the rows per shard of a device cache over a host
      * shard (emb_cache.h; placement: the device backend); 0 = none */
     int64_t cache;
+    int cache_lfu; /* embedding.cache_policy = lfu (else lru) */
 };
 
 /* Bytes the exchanges of a table sent, counted by every rank for what it

@@ -111,12 +111,14 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
     if (cf->placement == PLACE_AUTO && !auto_fits(tr, bytes))
         return;
     ec->cache = rows;
+    ec->cache_lfu = cf->cache_lfu;
     ec->placement = tr->be;
     log_info("embedding.cache = %s: table '%s': %lld of ~%lld rows per shard cached in %s "
-             "memory with their %s state (%.3f MiB per rank), the rest in host memory",
+             "memory with their %s state (%.3f MiB per rank, %s eviction), the rest in host "
+             "memory",
              cf->cache, ec->name, (long long)rows, (long long)shard_rows,
              tr->be->name, emb_optim_name(cf->emb_optim.kind),
-             bytes / (1024.0 * 1024.0));
+             bytes / (1024.0 * 1024.0), cf->cache_lfu ? "LFU" : "LRU");
 }
 
 static double hit_rate(const struct emb_cache_stats *s)
