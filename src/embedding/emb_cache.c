@@ -38,19 +38,23 @@ struct emb_cache {
     float *sw, *ss;
     int64_t *sk, *ix, *iy, *sv, cap, svcap;
     /* the asynchronous copies up from the staging (rows_up, the served
-     * ids) are on the comm stream, marked by up: the staging is written
-     * again only once they have run (stage_idle) */
-    struct backend_event *up;
+     * ids) are on the copy stream, marked by up (the compute stream waits
+     * for it before the scatters): the staging is written again only once
+     * they have run (stage_idle); they wait for staged, the compute
+     * stream's last read of the device staging (d_idx2, d_w, d_s, d_k) */
+    struct backend_event *up, *staged;
     int up_pending;
-    /* the write-backs of evicted rows: gathered on the compute stream,
-     * copied down on the comm stream into pinned buffers (wb: their local
+    /* the write-backs of evicted rows: gathered on the compute stream
+     * (marked by gathered), copied down on the copy stream after it into
+     * pinned buffers (wb: their local
      * indices wbk[nwb]), into the host shard once wb has run
      * (wb_apply: before the host shard is read, at the latest at the next
      * lookup) */
     struct emb_buf d_bi, d_bw, d_bs, d_bk;
     float *bw, *bs;
     int64_t *bk, *bi, *wbk, nwb, bcap;
-    struct backend_event *wb;
+    int wb_down;            /* gathered, not yet copied down */
+    struct backend_event *wb, *gathered;
 };
 
 /* --- the host shard -------------------------------------------------------------- */
@@ -125,8 +129,10 @@ static void wb_apply(struct emb_table *t)
 
 /* Write back the slots ix[n] (dirty, evicted) holding the local indices
  * iy[n]: their rows gathered on the compute stream before anything
- * enqueued later (the fills that overwrite them), copied down on the comm
- * stream; the host does not wait (wb_apply). */
+ * enqueued later (the fills that overwrite them), copied down on the copy
+ * stream by wb_down once gathered, enqueued after the lookup's copies up
+ * (which do not wait for the gathers); the host does not wait
+ * (wb_apply). */
 static void wb_start(struct emb_table *t, int64_t n)
 {
     struct emb_cache *ca = t->cache;
@@ -147,21 +153,36 @@ static void wb_start(struct emb_table *t, int64_t n)
     float *dw = emb_buf_get(be, &ca->d_bw, (size_t)n * t->width * sizeof(float));
     float *ds = ca->sf ? emb_buf_get(be, &ca->d_bs, (size_t)n * ca->sf * sizeof(float)) : NULL;
     float *dk = t->steps ? emb_buf_get(be, &ca->d_bk, (size_t)n * sizeof(int64_t)) : NULL;
-    be->to_device_async(di, ca->bi, (size_t)n * sizeof(int64_t));
-    be->event_record(ca->wb, BACKEND_COMM);
+    /* (the copy stream follows the last write-back's gathers already: d_bi
+     * is free) */
+    be->copy_up(di, ca->bi, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->wb, BACKEND_COPY);
     be->stream_wait(BACKEND_COMPUTE, ca->wb);
     be->index_rows(n, t->width, t->w, di, dw, NULL, 0);
     if (ds)
         be->index_rows(n, (int)ca->sf, t->state, di, ds, NULL, 0);
     if (dk) /* int64 as two floats' bits */
         be->index_rows(n, 2, (const float *)t->steps, di, dk, NULL, 0);
-    be->to_host_async(ca->bw, dw, (size_t)n * t->width * sizeof(float));
-    if (ds)
-        be->to_host_async(ca->bs, ds, (size_t)n * ca->sf * sizeof(float));
-    if (dk)
-        be->to_host_async(ca->bk, dk, (size_t)n * sizeof(int64_t));
-    be->event_record(ca->wb, BACKEND_COMM);
+    be->event_record(ca->gathered, BACKEND_COMPUTE);
     ca->nwb = n;
+    ca->wb_down = 1;
+}
+
+/* The gathered write-backs down into the pinned buffers, on the copy
+ * stream after the gathers (marked by wb). */
+static void wb_down(struct emb_table *t)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    const int64_t n = ca->nwb;
+    ca->wb_down = 0;
+    be->stream_wait(BACKEND_COPY, ca->gathered);
+    be->copy_down(ca->bw, ca->d_bw.p, (size_t)n * t->width * sizeof(float));
+    if (ca->sf)
+        be->copy_down(ca->bs, ca->d_bs.p, (size_t)n * ca->sf * sizeof(float));
+    if (t->steps)
+        be->copy_down(ca->bk, ca->d_bk.p, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->wb, BACKEND_COPY);
 }
 
 static size_t row_bytes(const struct emb_table *t)
@@ -197,9 +218,10 @@ static void slots_down(struct emb_table *t, int64_t n)
 }
 
 /* The staged rows [n] (sw, ss, sk) up into the rows iy[n] of dst (w,
- * state, steps arrays of the table's memory): copies on the comm stream
- * (the host does not wait), the scatters on the compute stream after
- * them. */
+ * state, steps arrays of the table's memory): copies on the copy stream
+ * once the compute stream no longer reads the device staging (staged;
+ * the host does not wait), the scatters on the compute stream after
+ * them (up). */
 static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k)
 {
     struct emb_cache *ca = t->cache;
@@ -211,13 +233,14 @@ static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, 
     float *ds = ca->sf && dst_s ? emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float))
                                 : NULL;
     float *dk = dst_k ? emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t)) : NULL;
-    be->to_device_async(di, ca->iy, (size_t)n * sizeof(int64_t));
-    be->to_device_async(dw, ca->sw, (size_t)n * t->width * sizeof(float));
+    be->stream_wait(BACKEND_COPY, ca->staged);
+    be->copy_up(di, ca->iy, (size_t)n * sizeof(int64_t));
+    be->copy_up(dw, ca->sw, (size_t)n * t->width * sizeof(float));
     if (ds)
-        be->to_device_async(ds, ca->ss, (size_t)n * ca->sf * sizeof(float));
+        be->copy_up(ds, ca->ss, (size_t)n * ca->sf * sizeof(float));
     if (dk)
-        be->to_device_async(dk, ca->sk, (size_t)n * sizeof(int64_t));
-    be->event_record(ca->up, BACKEND_COMM);
+        be->copy_up(dk, ca->sk, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->up, BACKEND_COPY);
     be->stream_wait(BACKEND_COMPUTE, ca->up);
     ca->up_pending = 1;
     be->index_rows(n, t->width, dw, NULL, dst_w, di, 0);
@@ -225,6 +248,7 @@ static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, 
         be->index_rows(n, (int)ca->sf, ds, NULL, dst_s, di, 0);
     if (dk) /* int64 as two floats' bits: copied, never computed on */
         be->index_rows(n, 2, dk, NULL, (float *)dst_k, di, 0);
+    be->event_record(ca->staged, BACKEND_COMPUTE);
 }
 
 /* Host rows of the local indices ks[n] (the host shard's values) into the
@@ -284,6 +308,8 @@ void emb_cache_init(struct emb_table *t)
     t->steps = ca->hsteps ? be->alloc((size_t)S * sizeof(int64_t)) : NULL;
     ca->up = be->event_new(0);
     ca->wb = be->event_new(0);
+    ca->staged = be->event_new(0);
+    ca->gathered = be->event_new(0);
     ca->lfu = t->conf.cache_lfu;
     if (ca->lfu) {
         ca->freq = xcalloc((size_t)S, sizeof *ca->freq);
@@ -330,6 +356,8 @@ void emb_cache_free(struct emb_table *t)
             be->host_free(pin[i]);
     be->event_free(ca->up);
     be->event_free(ca->wb);
+    be->event_free(ca->staged);
+    be->event_free(ca->gathered);
     free(ca->wbk);
     free(ca);
     t->cache = NULL;
@@ -532,6 +560,7 @@ static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
         be->to_device(di, ca->ix, (size_t)nres * sizeof(int64_t));
         be->to_device(dj, ca->iy, (size_t)nres * sizeof(int64_t));
         be->index_rows(nres, t->width, t->w, di, rt, dj, 0);
+        be->event_record(ca->staged, BACKEND_COMPUTE); /* dj read */
     }
     free(ks);
     return rt;
@@ -566,18 +595,21 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
         for (int64_t i = 0; i < n; i++)
             sv[i] = (i + 1) * G + t->shard;
     }
-    if (n) { /* the virtual ids up, on the comm stream: the host does not wait */
+    if (n) { /* the virtual ids up, on the copy stream (x->serve's readers ran:
+              * the download above waited for them): the host does not wait */
         stage_idle(be, ca);
         if (n > ca->svcap) {
             ca->svcap = n > 2 * ca->svcap ? n : 2 * ca->svcap;
             ca->sv = pinned_grow(be, ca->sv, (size_t)ca->svcap * sizeof *ca->sv);
         }
         memcpy(ca->sv, sv, (size_t)n * sizeof *sv);
-        be->to_device_async(x->serve, ca->sv, (size_t)n * sizeof *sv);
-        be->event_record(ca->up, BACKEND_COMM);
+        be->copy_up(x->serve, ca->sv, (size_t)n * sizeof *sv);
+        be->event_record(ca->up, BACKEND_COPY);
         be->stream_wait(BACKEND_COMPUTE, ca->up);
         ca->up_pending = 1;
     }
+    if (ca->wb_down) /* behind the copies up, which the gathers would hold back */
+        wb_down(t);
     free(sv);
 }
 
