@@ -20,7 +20,9 @@
 # (prefetch fills) per step, the cache's PCIe bytes per step (fetched +
 # written back, all ranks), the fake device's h2d + d2h bytes per step
 # (rank max: everything, the exchanges' staging too) and the median step
-# time (interval_s, the first step left out). A cache too small for two
+# time (interval_s, the first step left out); the caches smaller than the
+# shard once per eviction policy (embedding.cache_policy = lru, lfu: at
+# 100% nothing is evicted). A cache too small for two
 # steps' rows is refused by the trainer: "too small". Prints a markdown
 # table; never asserts on time.
 set -u
@@ -59,32 +61,33 @@ med() { grep '"event":"train"' "$1" | tail -n +2 | grep -o '"interval_s":[^,}]*'
 
 printf '# %s, %s ranks, %s steps of %s sequences, fake device; load: %s\n' "$(date -u +%F)" \
     "$NP" "$STEPS" "$BATCH" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| data | table | overlap | hit rate | misses/step | fills/step | cache bytes/step | h2d+d2h bytes/step | step ms |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+printf '| data | table | policy | overlap | hit rate | misses/step | fills/step | cache bytes/step | h2d+d2h bytes/step | step ms |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for set in $sets; do
     for ov in none prefetch; do
-        for size in host 0.01 0.1 0.5 1.0; do
+        for case in host 0.01:lru 0.01:lfu 0.1:lru 0.1:lfu 0.5:lru 0.5:lfu 1.0:lru; do
+            size=${case%:*} pol=${case#*:}
             A="embedding.placement=host"
-            [ $size = host ] || A="$A embedding.cache=$size"
-            m="$W/$set-$ov-$size.jsonl"
+            [ $size = host ] || A="$A embedding.cache=$size embedding.cache_policy=$pol"
+            m="$W/$set-$ov-$size-$pol.jsonl"
             if ! timeout 600 mpirun -np "$NP" "$FS" train "$here/input/tiny.in" \
                 data.path="$W/$set.h5" train.max_steps="$STEPS" train.epochs=100 \
                 train.log_every=1 train.final_eval=off train.batch_size="$BATCH" \
                 train.negatives=1 train.negatives_from=in_batch device.type=fake device.share=on parallel.transport=mpi \
                 parallel.overlap=$ov $A output.metrics="$m" >"$W/out" 2>&1; then
                 grep -q 'more rows resident at once' "$W/out" &&
-                    printf '| %s | cache %s | %s | too small | | | | | |\n' "$set" "$size" "$ov" ||
-                    printf '| %s | %s | %s | failed: %s | | | | | |\n' "$set" "$size" "$ov" \
+                    printf '| %s | cache %s | %s | %s | too small | | | | | |\n' "$set" "$size" "$pol" "$ov" ||
+                    printf '| %s | %s | %s | %s | failed: %s | | | | | |\n' "$set" "$size" "$pol" "$ov" \
                         "$(grep -m1 error "$W/out")"
                 continue
             fi
             io=$(( $(mean "$m" h2d_bytes) + $(mean "$m" d2h_bytes) ))
             if [ $size = host ]; then
-                printf '| %s | host | %s | | | | | %s | %s |\n' "$set" "$ov" "$io" "$(med "$m")"
+                printf '| %s | host | | %s | | | | | %s | %s |\n' "$set" "$ov" "$io" "$(med "$m")"
             else
                 cb=$(( $(mean "$m" items.cache_fetched_bytes) + $(mean "$m" items.cache_written_bytes) ))
-                printf '| %s | cache %s | %s | %s | %s | %s | %s | %s | %s |\n' "$set" "$size" \
-                    "$ov" "$(rate "$m")" "$(mean "$m" items.cache_misses)" \
+                printf '| %s | cache %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$set" "$size" \
+                    "$pol" "$ov" "$(rate "$m")" "$(mean "$m" items.cache_misses)" \
                     "$(mean "$m" items.cache_fills)" "$cb" "$io" "$(med "$m")"
             fi
         done

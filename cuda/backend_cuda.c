@@ -12,6 +12,9 @@
  *                   so far on the compute stream (an event), so it reads
  *                   finished results and does not overwrite a buffer that
  *                   a kernel still reads;
+ *   copy stream     copy_up / copy_down (the device cache's fills and
+ *                   write-backs), ordered only by the caller's events, so
+ *                   they run beside the kernels (lowest priority);
  *   cuBLAS handle   bound to the compute stream, TF32 only when asked;
  *   workspace       the ops' scratch (kernels.h: struct cuda_ws), grown
  *                   before an op that needs more (a counted allocation),
@@ -201,6 +204,7 @@ static void cuda_host_free(void *p)
         return;
     struct cuda_state *st = cuda_state();
     cuda_host_wait(st->comm); /* no staging copy still uses p */
+    cuda_host_wait(st->copy);
     CUDA_CHECK(cudaFreeHost(p));
 }
 
@@ -235,6 +239,25 @@ static void cuda_to_device_async(void *dst, const void *host_src, size_t bytes)
 }
 
 static void cuda_comm_sync(void) { cuda_host_wait(cuda_state()->comm); }
+
+/* on the copy stream, ordered by the caller's events only */
+static void cuda_copy_up(void *dst, const void *host_src, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes)
+        return;
+    devstats_h2d(bytes);
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, st->copy));
+}
+
+static void cuda_copy_down(void *host_dst, const void *src, size_t bytes)
+{
+    struct cuda_state *st = cuda_state();
+    if (!bytes)
+        return;
+    devstats_d2h(bytes);
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, st->copy));
+}
 
 /* ---- GEMM ------------------------------------------------------------- */
 
@@ -762,6 +785,8 @@ const struct backend_ops backend_cuda = {
     .to_host_async = cuda_to_host_async,
     .to_device_async = cuda_to_device_async,
     .comm_sync = cuda_comm_sync,
+    .copy_up = cuda_copy_up,
+    .copy_down = cuda_copy_down,
     .ipc_export = cuda_ipc_export,
     .ipc_open = cuda_ipc_open,
     .ipc_close = cuda_ipc_close,

@@ -33,6 +33,8 @@ static void cuda_release_partial(struct cuda_state *st)
         (void)cudaEventDestroy(st->comm_mark);
     if (st->compute_mark)
         (void)cudaEventDestroy(st->compute_mark);
+    if (st->copy)
+        (void)cudaStreamDestroy(st->copy);
     if (st->comm)
         (void)cudaStreamDestroy(st->comm);
     if (st->compute)
@@ -86,6 +88,7 @@ int cuda_device_open(int device, int tf32, char *err, size_t errlen)
     OPEN_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     OPEN_TRY(cudaStreamCreateWithPriority(&st->compute, cudaStreamNonBlocking, least));
     OPEN_TRY(cudaStreamCreateWithPriority(&st->comm, cudaStreamNonBlocking, greatest));
+    OPEN_TRY(cudaStreamCreateWithPriority(&st->copy, cudaStreamNonBlocking, least));
     OPEN_TRY(cudaEventCreateWithFlags(&st->compute_mark, cudaEventDisableTiming));
     OPEN_TRY(cudaEventCreateWithFlags(&st->comm_mark, cudaEventDisableTiming));
     OPEN_TRY_BLAS(cublasCreate(&st->blas));
@@ -159,7 +162,7 @@ struct backend_event {
 
 static cudaStream_t stream_of(struct cuda_state *st, enum backend_stream s)
 {
-    return s == BACKEND_COMM ? st->comm : st->compute;
+    return s == BACKEND_COMM ? st->comm : s == BACKEND_COPY ? st->copy : st->compute;
 }
 
 struct backend_event *cuda_event_new(int timing)

@@ -27,7 +27,7 @@
 struct cuda_state {
     int open;
     int device;
-    cudaStream_t compute, comm;
+    cudaStream_t compute, comm, copy; /* copy: ordered by events only */
     cudaEvent_t compute_mark, comm_mark; /* "work enqueued so far" on each stream */
     cublasHandle_t blas;
     struct cuda_ws ws; /* the ops' scratch */

@@ -125,6 +125,10 @@ void fake_compute_due(void);
  * floats instead (comm_add). */
 void fake_comm_copy(void *dst, const void *src, size_t bytes);
 void fake_comm_add(float *y, const float *x, int64_t n);
+/* Enqueue a copy on the copy stream (after the compute mark it was last
+ * made to wait for only); early: run it once that mark is passed (copies
+ * down), else when due (copies up). */
+void fake_copy_copy(void *dst, const void *src, size_t bytes, int early);
 /* Run everything enqueued on the comm stream. */
 void fake_comm_drain(void);
 /* The work enqueued so far on the comm stream will have run before the
@@ -177,6 +181,8 @@ void fk_host_free(void *p);
 void fk_to_host_async(void *dst, const void *src, size_t bytes);
 void fk_to_device_async(void *dst, const void *src, size_t bytes);
 void fk_comm_sync(void);
+void fk_copy_up(void *dst, const void *src, size_t bytes);
+void fk_copy_down(void *dst, const void *src, size_t bytes);
 int fk_ipc_export(void *p, void *handle, char *err, size_t errlen);
 void *fk_ipc_open(const void *handle, char *err, size_t errlen);
 void fk_ipc_close(void *p);

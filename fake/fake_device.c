@@ -356,6 +356,30 @@ void fk_to_device_async(void *dst, const void *src, size_t bytes)
     devstats_h2d(bytes);
 }
 
+void fk_copy_up(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return;
+    need_open();
+    fake_tick();
+    need_pinned(src, bytes, "copy_up");
+    need_device(dst, "copy_up", "destination");
+    fake_copy_copy(dst, src, bytes, 0);
+    devstats_h2d(bytes);
+}
+
+void fk_copy_down(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return;
+    need_open();
+    fake_tick();
+    need_pinned(dst, bytes, "copy_down");
+    need_device(src, "copy_down", "source");
+    fake_copy_copy(dst, src, bytes, 1);
+    devstats_d2h(bytes);
+}
+
 void fk_comm_sync(void)
 {
     need_open();

@@ -1,4 +1,4 @@
-/* fake_stream: the fake device's comm stream and events (fake.h).
+/* fake_stream: the fake device's comm and copy streams and events (fake.h).
  *
  * The compute stream is fake_compute.c (at once, or a thread behind the
  * host). The comm stream is a queue: its copies and additions
@@ -10,10 +10,18 @@
  *   - a compute operation enqueued after the compute stream was made to
  *     wait for them (stream_wait, to_device_async).
  * Nothing else runs them, so a reader that skipped the synchronisation sees
- * the buffer as it was before the copy. Sequence numbers count the comm
- * stream's work: an event is the number of items enqueued at its record
- * (the compute stream's events also carry what the compute stream waited
- * for, and a mark in the compute stream that must have been reached). */
+ * the buffer as it was before the copy. The copy stream (BACKEND_COPY:
+ * copy_up, copy_down) is a second such queue, due the same ways (and at
+ * every drain), but its items follow only the compute work that the
+ * stream was made to wait for (stream_wait(BACKEND_COPY, a compute
+ * event)), and a copy down runs as soon as that work has run (the queue
+ * up to it, without waiting): with the compute stream behind the host
+ * (FREESCALE_FAKE_ASYNC) a copy down that skipped its wait runs before the
+ * kernels enqueued ahead of it, as it may on a GPU, while a copy up runs
+ * as late as its waiters allow. Sequence numbers count each queue's work: an event is
+ * the number of items enqueued on its stream at its record (the compute
+ * stream's events carry what the compute stream waited for on both, and
+ * a mark in the compute stream that must have been reached). */
 #include "fake/fake.h"
 
 #include <stdatomic.h>
@@ -36,6 +44,8 @@ struct fk_item {
 struct backend_event {
     int recorded, done, timing;
     int64_t need;   /* comm items that must have run */
+    int64_t need_copy; /* copy stream items that must have run */
+    int copy;       /* recorded on the copy stream */
     uint64_t tick;  /* the device call that recorded it */
     double t;       /* host seconds at completion */
     int compute;    /* recorded on the compute stream: a mark there too */
@@ -48,11 +58,17 @@ struct backend_event {
 
 #define FK_PENDING 256
 
-static struct {
+struct fk_queue {
     struct fk_item *q;
     int64_t head, n, cap; /* pending items q[head .. n) */
-    int64_t enq, ran;     /* comm items enqueued, run (monotonic) */
+    int64_t enq, ran;     /* items enqueued, run (monotonic) */
+};
+
+static struct {
+    struct fk_queue cq, xq; /* the comm stream, the copy stream */
     int64_t compute_need; /* comm items the compute stream waits for */
+    int64_t compute_need_copy; /* copy items likewise */
+    int64_t copy_after;   /* the compute mark the copy stream waits for */
     uint64_t tick;
     struct backend_event *pending[FK_PENDING]; /* recorded, not yet complete */
     int npending;
@@ -86,13 +102,18 @@ static int mark_passed(const struct backend_event *e)
            atomic_load_explicit(&e->marked, memory_order_acquire) == atomic_load(&e->gen);
 }
 
-/* Run the comm stream's items up to sequence number upto, each once the
- * compute work before it has run (block: wait for it; else stop there);
- * the events whose work has run are complete now. */
-static void run_comm(int64_t upto, int block)
+static int work_ran(const struct backend_event *e)
 {
-    while (g_st.ran < upto && g_st.head < g_st.n) {
-        const struct fk_item *it = &g_st.q[g_st.head];
+    return e->need <= g_st.cq.ran && e->need_copy <= g_st.xq.ran && mark_passed(e);
+}
+
+/* Run queue Q's items up to sequence number upto, each once the compute
+ * work it follows has run (block: wait for it; else stop there); the
+ * events whose work has run are complete now. */
+static void run_q(struct fk_queue *Q, int64_t upto, int block)
+{
+    while (Q->ran < upto && Q->head < Q->n) {
+        const struct fk_item *it = &Q->q[Q->head];
         if (block)
             fake_compute_wait_for(it->cseq);
         else if (!fake_compute_passed(it->cseq)) {
@@ -100,13 +121,13 @@ static void run_comm(int64_t upto, int block)
             break;
         }
         run_one(it);
-        g_st.head++;
-        g_st.ran++;
+        Q->head++;
+        Q->ran++;
     }
-    if (g_st.head == g_st.n)
-        g_st.head = g_st.n = 0;
+    if (Q->head == Q->n)
+        Q->head = Q->n = 0;
     for (int i = 0; i < g_st.npending;) {
-        if (g_st.pending[i]->need <= g_st.ran && mark_passed(g_st.pending[i])) {
+        if (work_ran(g_st.pending[i])) {
             complete(g_st.pending[i]);
             g_st.pending[i] = g_st.pending[--g_st.npending];
         } else {
@@ -124,43 +145,65 @@ static void unpend(struct backend_event *e)
         }
 }
 
-static void enqueue(void *dst, const void *src, size_t bytes, int add)
+static void run_comm(int64_t upto, int block) { run_q(&g_st.cq, upto, block); }
+static void run_copy(int64_t upto, int block) { run_q(&g_st.xq, upto, block); }
+
+/* an item on Q after the compute stream's item cseq */
+static void enqueue(struct fk_queue *Q, void *dst, const void *src, size_t bytes, int add,
+                    int64_t cseq)
 {
-    if (g_st.n == g_st.cap) {
-        if (g_st.head > 0) { /* compact */
-            memmove(g_st.q, g_st.q + g_st.head, (size_t)(g_st.n - g_st.head) * sizeof *g_st.q);
-            g_st.n -= g_st.head;
-            g_st.head = 0;
+    if (Q->n == Q->cap) {
+        if (Q->head > 0) { /* compact */
+            memmove(Q->q, Q->q + Q->head, (size_t)(Q->n - Q->head) * sizeof *Q->q);
+            Q->n -= Q->head;
+            Q->head = 0;
         }
-        if (g_st.n == g_st.cap) {
-            g_st.cap = g_st.cap ? 2 * g_st.cap : 64;
-            g_st.q = xrealloc(g_st.q, (size_t)g_st.cap * sizeof *g_st.q);
+        if (Q->n == Q->cap) {
+            Q->cap = Q->cap ? 2 * Q->cap : 64;
+            Q->q = xrealloc(Q->q, (size_t)Q->cap * sizeof *Q->q);
         }
     }
-    g_st.q[g_st.n++] = (struct fk_item){dst, src, bytes, add, fake_compute_enqueued()};
-    g_st.enq++;
+    Q->q[Q->n++] = (struct fk_item){dst, src, bytes, add, cseq};
+    Q->enq++;
 }
 
 void fake_comm_copy(void *dst, const void *src, size_t bytes)
 {
     if (bytes)
-        enqueue(dst, src, bytes, 0);
+        enqueue(&g_st.cq, dst, src, bytes, 0, fake_compute_enqueued());
 }
 
 void fake_comm_add(float *y, const float *x, int64_t n)
 {
     if (n > 0)
-        enqueue(y, x, (size_t)n, 1);
+        enqueue(&g_st.cq, y, x, (size_t)n, 1, fake_compute_enqueued());
 }
 
-void fake_comm_drain(void) { run_comm(g_st.enq, 1); }
+void fake_copy_copy(void *dst, const void *src, size_t bytes, int early)
+{
+    if (!bytes)
+        return;
+    enqueue(&g_st.xq, dst, src, bytes, 0, g_st.copy_after); /* after only what it waits for */
+    if (early) /* as soon as that compute work has run, not later */
+        run_copy(g_st.xq.enq, 0);
+}
 
-void fake_compute_due(void) { run_comm(g_st.compute_need, 1); }
+void fake_comm_drain(void)
+{
+    run_comm(g_st.cq.enq, 1);
+    run_copy(g_st.xq.enq, 1);
+}
+
+void fake_compute_due(void)
+{
+    run_comm(g_st.compute_need, 1);
+    run_copy(g_st.compute_need_copy, 1);
+}
 
 void fake_compute_after_comm(void)
 {
-    if (g_st.enq > g_st.compute_need)
-        g_st.compute_need = g_st.enq;
+    if (g_st.cq.enq > g_st.compute_need)
+        g_st.compute_need = g_st.cq.enq;
 }
 
 /* --- events --------------------------------------------------------------- */
@@ -210,14 +253,16 @@ void fake_event_record(struct backend_event *e, enum backend_stream s)
     e->done = 0;
     e->tick = g_st.tick;
     e->compute = s == BACKEND_COMPUTE;
+    e->copy = s == BACKEND_COPY;
     uint64_t gen = atomic_load(&e->gen) + 1;
     atomic_store(&e->gen, gen);
-    e->need = s == BACKEND_COMM ? g_st.enq : g_st.compute_need;
-    e->comm_ready = g_st.ran >= e->need;
+    e->need = s == BACKEND_COMM ? g_st.cq.enq : e->compute ? g_st.compute_need : 0;
+    e->need_copy = e->copy ? g_st.xq.enq : e->compute ? g_st.compute_need_copy : 0;
+    e->comm_ready = g_st.cq.ran >= e->need && g_st.xq.ran >= e->need_copy;
     if (e->compute)
         e->cseq = fake_compute_mark(e, gen);
     unpend(e);
-    if (g_st.ran >= e->need && mark_passed(e)) {
+    if (work_ran(e)) {
         complete(e); /* the work it follows has run */
     } else {
         if (g_st.npending == FK_PENDING)
@@ -234,9 +279,11 @@ int fake_event_query(struct backend_event *e)
         return 1;
     if (e->compute)
         fake_compute_kick(e->cseq); /* the stream runs on to it; a later query finds it */
-    if (g_st.tick > e->tick)
+    if (g_st.tick > e->tick) {
         run_comm(e->need, 0);
-    if ((g_st.tick > e->tick || e->compute) && g_st.ran >= e->need && mark_passed(e)) {
+        run_copy(e->need_copy, 0);
+    }
+    if ((g_st.tick > e->tick || e->compute) && work_ran(e)) {
         unpend(e);
         complete(e);
     }
@@ -252,6 +299,7 @@ void fake_event_sync(struct backend_event *e)
     if (e->compute)
         fake_compute_wait_for(e->cseq);
     run_comm(e->need, 1);
+    run_copy(e->need_copy, 1);
     unpend(e);
     complete(e);
 }
@@ -259,8 +307,22 @@ void fake_event_sync(struct backend_event *e)
 void fake_stream_wait(enum backend_stream s, struct backend_event *e)
 {
     fake_tick();
-    if (s == BACKEND_COMPUTE && e->recorded && e->need > g_st.compute_need)
-        g_st.compute_need = e->need;
+    if (!e->recorded)
+        return;
+    if (s == BACKEND_COMPUTE) {
+        if (e->need > g_st.compute_need)
+            g_st.compute_need = e->need;
+        if (e->need_copy > g_st.compute_need_copy)
+            g_st.compute_need_copy = e->need_copy;
+    } else if (s == BACKEND_COPY) { /* later copies follow the compute mark */
+        if (!e->compute && !e->copy)
+            fatal("fake device: the copy stream waiting for a comm stream event is not "
+                  "emulated");
+        if (e->compute && e->cseq > g_st.copy_after)
+            g_st.copy_after = e->cseq;
+    } else if (e->copy) {
+        fatal("fake device: the comm stream waiting for a copy stream event is not emulated");
+    }
     /* the comm stream waiting for a compute event: each comm item follows
      * all the compute work enqueued before it anyway */
 }
@@ -271,7 +333,7 @@ float fake_event_ms(struct backend_event *start, struct backend_event *end)
         fatal("fake device: event_ms of an event made without timing");
     for (int i = 0; i < 2; i++) { /* found complete now (a host wait since ran the stream) */
         struct backend_event *e = i ? end : start;
-        if (!e->done && e->recorded && g_st.ran >= e->need && mark_passed(e)) {
+        if (!e->done && e->recorded && work_ran(e)) {
             unpend(e);
             complete(e);
         }

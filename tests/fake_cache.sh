@@ -4,7 +4,8 @@
 # steps of a 3000-item table whose steps touch more rows than the cache
 # holds (rows evicted and written back, checked in the metrics), at 1, 2
 # and 4 ranks, parallel.overlap = none and prefetch, give the losses of
-# embedding.placement = host and = device bit for bit; with prefetch the
+# embedding.placement = host and = device bit for bit (at P = 1 and 2 with
+# LFU eviction too, on the asynchronous stream); with prefetch the
 # lookups after the first have no miss (their rows were filled during the
 # step before), and at P = 2 that run is on the fake device's asynchronous
 # stream (FREESCALE_FAKE_ASYNC=1000: the fills and write-backs are
@@ -67,6 +68,12 @@ for np in 1 2 4; do
     for ov in none prefetch; do
         crun c-$np-$ov $np $ov $OPT
         same_losses "$T/host-$np.jsonl" "$T/c-$np-$ov.jsonl" "P=$np overlap=$ov: cache vs host" 0 0
+        [ $np = 4 ] && continue # LFU eviction (embedding.cache_policy) at P = 1 and 2
+        FREESCALE_FAKE_ASYNC=1000 run l-$np-$ov $np $CACHE embedding.cache_policy=lfu parallel.overlap=$ov
+        same_losses "$T/host-$np.jsonl" "$T/l-$np-$ov.jsonl" "P=$np overlap=$ov: LFU cache vs host" 0 0
+        [ "$(field "$T/l-$np-$ov.jsonl" items.cache_hits)" != "$(field "$T/c-$np-$ov.jsonl" items.cache_hits)" ] &&
+            grep -q "LFU eviction" "$T/l-$np-$ov.out" && pass "P=$np overlap=$ov: LFU's hits are not LRU's" ||
+            fail "P=$np overlap=$ov: LFU hits as LRU does"
     done
     [ $np = 2 ] && same_losses "$T/dev-2.jsonl" "$T/c-2-none.jsonl" "P=2: cache vs device" 0 0
     ev=$(field "$T/c-$np-none.jsonl" items.cache_written_back | awk '{ s += $1 } END { print s + 0 }')

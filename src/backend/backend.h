@@ -24,8 +24,10 @@ struct backend_event;  /* a point in a stream's work (device backends) */
 
 /* The streams of a device backend: every operation runs on the compute
  * stream; the staging copies and the intra-node transports on the comm
- * stream (high priority). */
-enum backend_stream { BACKEND_COMPUTE, BACKEND_COMM };
+ * stream (high priority); copy_up and copy_down on the copy stream,
+ * ordered only by events (the device cache's fills and write-backs:
+ * embedding/emb_cache.c). */
+enum backend_stream { BACKEND_COMPUTE, BACKEND_COMM, BACKEND_COPY };
 
 struct backend_ops {
     const char *name;
@@ -386,6 +388,13 @@ struct backend_ops {
     void (*to_host_async)(void *host_dst, const void *src, size_t bytes);
     void (*to_device_async)(void *dst, const void *host_src, size_t bytes);
     void (*comm_sync)(void);
+    /* The same copies on the copy stream (BACKEND_COPY), ordered by
+     * events only: unlike to_*_async they follow no compute work and the
+     * compute stream does not wait for them unless told (event_record on
+     * BACKEND_COPY, stream_wait), so they run beside the kernels. host_*
+     * buffers from host_alloc. */
+    void (*copy_up)(void *dst, const void *host_src, size_t bytes);
+    void (*copy_down)(void *host_dst, const void *src, size_t bytes);
 
     /* Device memory shared between the processes of one node (CUDA IPC),
      * for the intra-node transports of the dense gradient all-reduce

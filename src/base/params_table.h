@@ -200,6 +200,10 @@ X(embedding, cache, STRING, "0", 0, 0, NULL,
   "rows and their optimizer state fetched on a miss, least recently used rows written back; "
   "with parallel.overlap = prefetch filled for step t+1 during step t; with placement = auto: "
   "device when the whole shard fits, else the cache when it fits, else host; 0 = none")
+X(embedding, cache_policy, CHOICE, "lru", 0, 0, "lru|lfu",
+  "the eviction order of embedding.cache: lru = the least recently used row first, lfu = the "
+  "least often used since it was fetched (counts halved every 64 steps); ties by id, the "
+  "smaller first; the rows of a step and of the step before are never evicted")
 X(embedding, subspace_k, INT, "0", 0, 65536, NULL,
   "subspace-factorised item table (doc/compression.md): rows F(i) + U c[i] with F fixed "
   "pseudo-random, U a fixed d x k orthonormal basis, c[i] of k values stored and trained; the "

@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "embedding/emb_cache_dyn.h"
+#include "embedding/emb_cache_lfu.h"
 #include "embedding/emb_exchange_priv.h"
 
 struct emb_cache {
@@ -25,6 +26,12 @@ struct emb_cache {
     int64_t *prev, *next;   /* the eviction order: head = least recent (ties: smaller id) */
     uint8_t *dirty;         /* updated since fetched or written back */
     int64_t head, tail;
+    /* embedding.cache_policy = lfu: the candidates in a heap by (uses
+     * since fetched, halved every LFU_HALVE lookups; id), the rows of a
+     * lookup out of it until the lookup after next (lt[tick % 2]) */
+    int lfu;
+    int64_t *freq, *lt[2], nlt[2];
+    struct lfu_heap q;
     int64_t *freel, nfree;  /* free slots, popped from the end (ascending order) */
     int64_t tick;           /* training lookups mapped */
     struct emb_cache_stats st, mark[2]; /* since the start; at the last takes */
@@ -33,19 +40,23 @@ struct emb_cache {
     float *sw, *ss;
     int64_t *sk, *ix, *iy, *sv, cap, svcap;
     /* the asynchronous copies up from the staging (rows_up, the served
-     * ids) are on the comm stream, marked by up: the staging is written
-     * again only once they have run (stage_idle) */
-    struct backend_event *up;
+     * ids) are on the copy stream, marked by up (the compute stream waits
+     * for it before the scatters): the staging is written again only once
+     * they have run (stage_idle); they wait for staged, the compute
+     * stream's last read of the device staging (d_idx2, d_w, d_s, d_k) */
+    struct backend_event *up, *staged;
     int up_pending;
-    /* the write-backs of evicted rows: gathered on the compute stream,
-     * copied down on the comm stream into pinned buffers (wb: their local
+    /* the write-backs of evicted rows: gathered on the compute stream
+     * (marked by gathered), copied down on the copy stream after it into
+     * pinned buffers (wb: their local
      * indices wbk[nwb]), into the host shard once wb has run
      * (wb_apply: before the host shard is read, at the latest at the next
      * lookup) */
     struct emb_buf d_bi, d_bw, d_bs, d_bk;
     float *bw, *bs;
     int64_t *bk, *bi, *wbk, nwb, bcap;
-    struct backend_event *wb;
+    int wb_down;            /* gathered, not yet copied down */
+    struct backend_event *wb, *gathered;
 };
 
 /* --- the host shard -------------------------------------------------------------- */
@@ -120,8 +131,10 @@ static void wb_apply(struct emb_table *t)
 
 /* Write back the slots ix[n] (dirty, evicted) holding the local indices
  * iy[n]: their rows gathered on the compute stream before anything
- * enqueued later (the fills that overwrite them), copied down on the comm
- * stream; the host does not wait (wb_apply). */
+ * enqueued later (the fills that overwrite them), copied down on the copy
+ * stream by wb_down once gathered, enqueued after the lookup's copies up
+ * (which do not wait for the gathers); the host does not wait
+ * (wb_apply). */
 static void wb_start(struct emb_table *t, int64_t n)
 {
     struct emb_cache *ca = t->cache;
@@ -142,21 +155,36 @@ static void wb_start(struct emb_table *t, int64_t n)
     float *dw = emb_buf_get(be, &ca->d_bw, (size_t)n * t->width * sizeof(float));
     float *ds = ca->sf ? emb_buf_get(be, &ca->d_bs, (size_t)n * ca->sf * sizeof(float)) : NULL;
     float *dk = t->steps ? emb_buf_get(be, &ca->d_bk, (size_t)n * sizeof(int64_t)) : NULL;
-    be->to_device_async(di, ca->bi, (size_t)n * sizeof(int64_t));
-    be->event_record(ca->wb, BACKEND_COMM);
+    /* (the copy stream follows the last write-back's gathers already: d_bi
+     * is free) */
+    be->copy_up(di, ca->bi, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->wb, BACKEND_COPY);
     be->stream_wait(BACKEND_COMPUTE, ca->wb);
     be->index_rows(n, t->width, t->w, di, dw, NULL, 0);
     if (ds)
         be->index_rows(n, (int)ca->sf, t->state, di, ds, NULL, 0);
     if (dk) /* int64 as two floats' bits */
         be->index_rows(n, 2, (const float *)t->steps, di, dk, NULL, 0);
-    be->to_host_async(ca->bw, dw, (size_t)n * t->width * sizeof(float));
-    if (ds)
-        be->to_host_async(ca->bs, ds, (size_t)n * ca->sf * sizeof(float));
-    if (dk)
-        be->to_host_async(ca->bk, dk, (size_t)n * sizeof(int64_t));
-    be->event_record(ca->wb, BACKEND_COMM);
+    be->event_record(ca->gathered, BACKEND_COMPUTE);
     ca->nwb = n;
+    ca->wb_down = 1;
+}
+
+/* The gathered write-backs down into the pinned buffers, on the copy
+ * stream after the gathers (marked by wb). */
+static void wb_down(struct emb_table *t)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    const int64_t n = ca->nwb;
+    ca->wb_down = 0;
+    be->stream_wait(BACKEND_COPY, ca->gathered);
+    be->copy_down(ca->bw, ca->d_bw.p, (size_t)n * t->width * sizeof(float));
+    if (ca->sf)
+        be->copy_down(ca->bs, ca->d_bs.p, (size_t)n * ca->sf * sizeof(float));
+    if (t->steps)
+        be->copy_down(ca->bk, ca->d_bk.p, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->wb, BACKEND_COPY);
 }
 
 static size_t row_bytes(const struct emb_table *t)
@@ -192,9 +220,10 @@ static void slots_down(struct emb_table *t, int64_t n)
 }
 
 /* The staged rows [n] (sw, ss, sk) up into the rows iy[n] of dst (w,
- * state, steps arrays of the table's memory): copies on the comm stream
- * (the host does not wait), the scatters on the compute stream after
- * them. */
+ * state, steps arrays of the table's memory): copies on the copy stream
+ * once the compute stream no longer reads the device staging (staged;
+ * the host does not wait), the scatters on the compute stream after
+ * them (up). */
 static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k)
 {
     struct emb_cache *ca = t->cache;
@@ -206,13 +235,14 @@ static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, 
     float *ds = ca->sf && dst_s ? emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float))
                                 : NULL;
     float *dk = dst_k ? emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t)) : NULL;
-    be->to_device_async(di, ca->iy, (size_t)n * sizeof(int64_t));
-    be->to_device_async(dw, ca->sw, (size_t)n * t->width * sizeof(float));
+    be->stream_wait(BACKEND_COPY, ca->staged);
+    be->copy_up(di, ca->iy, (size_t)n * sizeof(int64_t));
+    be->copy_up(dw, ca->sw, (size_t)n * t->width * sizeof(float));
     if (ds)
-        be->to_device_async(ds, ca->ss, (size_t)n * ca->sf * sizeof(float));
+        be->copy_up(ds, ca->ss, (size_t)n * ca->sf * sizeof(float));
     if (dk)
-        be->to_device_async(dk, ca->sk, (size_t)n * sizeof(int64_t));
-    be->event_record(ca->up, BACKEND_COMM);
+        be->copy_up(dk, ca->sk, (size_t)n * sizeof(int64_t));
+    be->event_record(ca->up, BACKEND_COPY);
     be->stream_wait(BACKEND_COMPUTE, ca->up);
     ca->up_pending = 1;
     be->index_rows(n, t->width, dw, NULL, dst_w, di, 0);
@@ -220,6 +250,7 @@ static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, 
         be->index_rows(n, (int)ca->sf, ds, NULL, dst_s, di, 0);
     if (dk) /* int64 as two floats' bits: copied, never computed on */
         be->index_rows(n, 2, dk, NULL, (float *)dst_k, di, 0);
+    be->event_record(ca->staged, BACKEND_COMPUTE);
 }
 
 /* Host rows of the local indices ks[n] (the host shard's values) into the
@@ -283,6 +314,13 @@ void emb_cache_init(struct emb_table *t)
     t->steps = ca->hsteps ? be->alloc((size_t)S * sizeof(int64_t)) : NULL;
     ca->up = be->event_new(0);
     ca->wb = be->event_new(0);
+    ca->staged = be->event_new(0);
+    ca->gathered = be->event_new(0);
+    ca->lfu = t->conf.cache_lfu;
+    if (ca->lfu) {
+        ca->freq = xcalloc((size_t)S, sizeof *ca->freq);
+        lfu_init(&ca->q, S, ca->freq, ca->holds);
+    }
 }
 
 void emb_cache_free(struct emb_table *t)
@@ -313,12 +351,19 @@ void emb_cache_free(struct emb_table *t)
     free(ca->next);
     free(ca->dirty);
     free(ca->freel);
+    free(ca->freq);
+    free(ca->lt[0]);
+    free(ca->lt[1]);
+    if (ca->lfu)
+        lfu_free(&ca->q);
     void *pin[] = {ca->sw, ca->ss, ca->sk, ca->ix, ca->iy, ca->sv, ca->bw, ca->bs, ca->bk, ca->bi};
     for (size_t i = 0; i < sizeof pin / sizeof *pin; i++)
         if (pin[i])
             be->host_free(pin[i]);
     be->event_free(ca->up);
     be->event_free(ca->wb);
+    be->event_free(ca->staged);
+    be->event_free(ca->gathered);
     free(ca->wbk);
     free(ca);
     t->cache = NULL;
@@ -350,6 +395,74 @@ static void append_slot(struct emb_cache *ca, int64_t s)
     ca->tail = s;
 }
 
+/* The LFU counts halve every LFU_HALVE training lookups: in-cache counts
+ * only grow, so without it a row hot long ago (a stream's past weeks)
+ * would keep its slot for good. */
+#define LFU_HALVE 64
+
+/* slot s's row is used by the lookup at tick T: out of the candidates */
+static void order_use(struct emb_cache *ca, int64_t s, int64_t T, int fetched)
+{
+    if (ca->lfu) {
+        lfu_remove(&ca->q, s);
+        ca->freq[s] = fetched ? 1 : ca->freq[s] + 1;
+    } else if (!fetched)
+        unlink_slot(ca, s);
+    ca->last[s] = T;
+}
+
+/* the next row to evict at tick T, out of the order; -1 when every
+ * resident row is the lookup's or the one's before */
+static int64_t order_victim(struct emb_cache *ca, int64_t T)
+{
+    if (ca->lfu)
+        return lfu_pop(&ca->q);
+    const int64_t s = ca->head;
+    if (s < 0 || ca->last[s] >= T - 1)
+        return -1;
+    unlink_slot(ca, s);
+    return s;
+}
+
+/* the lookup at tick T used the slots of u[n] (distinct local indices,
+ * ascending): LRU appends them in id order (ties of a tick by id); LFU
+ * keeps them out until tick T + 2 and makes the rows of tick T - 1 that
+ * T did not use candidates again */
+static void order_done(struct emb_cache *ca, const int64_t *u, int64_t n, int64_t T)
+{
+    if (!ca->lfu) {
+        for (int64_t i = 0; i < n; i++)
+            if (ca->where[u[i]] >= ca->k0) /* not the pinned slot */
+                append_slot(ca, ca->where[u[i]]);
+        return;
+    }
+    int64_t *pl = ca->lt[(T - 1) & 1];
+    for (int64_t i = 0; i < ca->nlt[(T - 1) & 1]; i++)
+        if (ca->holds[pl[i]] >= 0 && ca->last[pl[i]] == T - 1)
+            lfu_push(&ca->q, pl[i]);
+    int64_t **l = &ca->lt[T & 1];
+    *l = xrealloc(*l, (size_t)(n ? n : 1) * sizeof **l);
+    int64_t nl = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (ca->where[u[i]] >= ca->k0) /* not the pinned slot */
+            (*l)[nl++] = ca->where[u[i]];
+    ca->nlt[T & 1] = nl;
+    if (T % LFU_HALVE == 0) { /* the decay; the order rebuilt */
+        for (int64_t s = ca->k0; s < ca->k0 + ca->C; s++)
+            ca->freq[s] >>= 1;
+        lfu_rebuild(&ca->q);
+    }
+}
+
+/* slot s freed (its row set from the host) */
+static void order_drop(struct emb_cache *ca, int64_t s)
+{
+    if (ca->lfu)
+        lfu_remove(&ca->q, s);
+    else
+        unlink_slot(ca, s);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -373,10 +486,9 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         const int64_t s = ca->where[u[i]];
         if (s >= 0 && s < ca->k0)
             continue; /* pinned: a hit, never evicted */
-        if (s >= 0) {
-            unlink_slot(ca, s);
-            ca->last[s] = T; /* out of the candidates */
-        } else
+        if (s >= 0)
+            order_use(ca, s, T, 0); /* out of the candidates */
+        else
             miss[nmiss++] = u[i];
     }
     ca->st.hits += n - nmiss;
@@ -384,20 +496,19 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         ca->st.fills += nmiss;
     else
         ca->st.misses += nmiss;
-    /* slots for the misses: free ones, then the least recent rows not used
-     * by this lookup or the training lookup before it */
+    /* slots for the misses: free ones, then the least recent (LFU: least
+     * used) rows not used by this lookup or the training lookup before it */
     for (int64_t i = 0; i < nmiss; i++) {
         int64_t s;
         if (ca->nfree > 0)
             s = ca->freel[--ca->nfree];
         else {
-            s = ca->head;
-            if (s < 0 || ca->last[s] >= T - 1)
+            s = order_victim(ca, T);
+            if (s < 0)
                 fatal("embedding.cache: table '%s': shard %d needs more rows resident at once "
                       "(this step's %lld unique rows and the previous step's) than its %lld "
                       "cache slots; raise embedding.cache",
                       t->conf.name, t->shard, (long long)n, (long long)ca->C);
-            unlink_slot(ca, s);
             ca->where[ca->holds[s]] = -1;
             ca->st.evicted++;
             if (ca->dirty[s]) { /* written back below, before the fetches land */
@@ -407,7 +518,7 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         }
         ca->holds[s] = miss[i];
         ca->where[miss[i]] = s;
-        ca->last[s] = T;
+        order_use(ca, s, T, 1);
     }
     if (nwb) { /* the evicted rows' values down into the host shard, behind the step */
         wb_start(t, nwb);
@@ -421,13 +532,12 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         rows_up(t, nmiss, t->w, t->state, t->steps);
         ca->st.fetched_bytes += nmiss * (int64_t)row_bytes(t);
     }
-    for (int64_t i = 0; i < n; i++) { /* in id order: ties of a tick by id */
+    for (int64_t i = 0; i < n; i++) {
         const int64_t s = ca->where[u[i]];
-        if (s < ca->k0)
-            continue;
-        append_slot(ca, s);
-        ca->dirty[s] = 1; /* the update of this lookup changes it */
+        if (s >= ca->k0) /* not pinned */
+            ca->dirty[s] = 1; /* the update of this lookup changes it */
     }
+    order_done(ca, u, n, T);
     ca->st.lookups++;
     free(miss);
 }
@@ -464,6 +574,7 @@ static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
         be->to_device(di, ca->ix, (size_t)nres * sizeof(int64_t));
         be->to_device(dj, ca->iy, (size_t)nres * sizeof(int64_t));
         be->index_rows(nres, t->width, t->w, di, rt, dj, 0);
+        be->event_record(ca->staged, BACKEND_COMPUTE); /* dj read */
     }
     free(ks);
     return rt;
@@ -513,18 +624,21 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
     float *rt = emb_cache_resolve(t, sv, n, x->counted, x->pf_on);
     if (!x->counted)
         x->crows = rt;
-    if (n) { /* the virtual ids up, on the comm stream: the host does not wait */
+    if (n) { /* the virtual ids up, on the copy stream (x->serve's readers ran:
+              * the download above waited for them): the host does not wait */
         stage_idle(be, ca);
         if (n > ca->svcap) {
             ca->svcap = n > 2 * ca->svcap ? n : 2 * ca->svcap;
             ca->sv = pinned_grow(be, ca->sv, (size_t)ca->svcap * sizeof *ca->sv);
         }
         memcpy(ca->sv, sv, (size_t)n * sizeof *sv);
-        be->to_device_async(x->serve, ca->sv, (size_t)n * sizeof *sv);
-        be->event_record(ca->up, BACKEND_COMM);
+        be->copy_up(x->serve, ca->sv, (size_t)n * sizeof *sv);
+        be->event_record(ca->up, BACKEND_COPY);
         be->stream_wait(BACKEND_COMPUTE, ca->up);
         ca->up_pending = 1;
     }
+    if (ca->wb_down) /* behind the copies up, which the gathers would hold back */
+        wb_down(t);
     free(sv);
 }
 
@@ -572,7 +686,7 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
 static void leave(struct emb_cache *ca, int64_t k)
 {
     const int64_t s = ca->where[k];
-    unlink_slot(ca, s);
+    order_drop(ca, s);
     ca->holds[s] = -1;
     ca->dirty[s] = 0;
     ca->where[k] = -1;

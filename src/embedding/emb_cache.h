@@ -30,13 +30,17 @@
  * job naming embedding.cache. With prefetch the lookup of step t + 1 is
  * mapped during step t (its misses are prefetch fills, x->pf_on), and its
  * rows that step t updates are resident (step t's): the lookup itself has
- * no misses. The copies are asynchronous: fills are staged in pinned host
- * memory and copied up on the comm stream (the slots' scatters wait for
- * them on the compute stream), as are the served ids' virtual ids; dirty
- * evicted rows are gathered on the compute stream before the fills that
- * overwrite their slots and copied down on the comm stream, landing in
- * the host shard before it is read next (the next lookup, a read-through,
- * a get or set): the host waits only for the served ids it resolves. A lookup that is not training (evaluation, recommend,
+ * no misses. The copies are asynchronous, on the backend's copy stream
+ * (BACKEND_COPY), ordered by events only, so that they run beside the
+ * compute stream's kernels: fills are staged in pinned host memory and
+ * copied up once the compute stream's last read of the device staging
+ * has run (the slots' scatters wait for them on the compute stream), as
+ * are the served ids' virtual ids; dirty evicted rows are gathered on the
+ * compute stream before the fills that overwrite their slots and copied
+ * down once gathered (enqueued after the lookup's copies up, which do not
+ * wait for the gathers), landing in the host shard before it is read next
+ * (the next lookup, a read-through, a get or set): the host waits only
+ * for the served ids it resolves. A lookup that is not training (evaluation, recommend,
  * export) reads through: its rows are copied into a buffer of their own
  * (resident rows from the slots, the others from the host), nothing is
  * evicted or stamped. Host reads and writes of the shard (checkpoints,

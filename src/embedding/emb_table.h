@@ -62,6 +62,7 @@ struct emb_table_conf {
      * shard (emb_cache.h; placement: the device backend; a plain sharded
      * table: train/backend_check.h refuses the rest); 0 = none */
     int64_t cache;
+    int cache_lfu; /* embedding.cache_policy = lfu (else lru) */
 };
 
 /* Bytes the exchanges of a table sent, counted by every rank for what it

@@ -112,9 +112,11 @@ static void say(const struct trainer *tr, const struct emb_table_conf *ec, int64
         snprintf(of, sizeof of, "~%lld", (long long)shard_rows);
     if (rows > 0)
         log_info("embedding.cache = %s: table '%s': %lld of %s rows per shard cached in %s "
-                 "memory with their %s state (%.3f MiB per rank), the rest in host memory",
+                 "memory with their %s state (%.3f MiB per rank, %s eviction), the rest in "
+                 "host memory",
                  tr->conf.cache, ec->name, (long long)rows, of, tr->be->name,
-                 emb_optim_name(ec->optim.kind), bytes / (1024.0 * 1024.0));
+                 emb_optim_name(ec->optim.kind), bytes / (1024.0 * 1024.0),
+                 ec->cache_lfu ? "LFU" : "LRU");
     else
         log_info("embedding.cache = %s: table '%s' (replicated): whole in %s memory with its %s "
                  "state (%.3f MiB per rank)",
@@ -147,6 +149,7 @@ void train_cache_apply(struct trainer *tr, struct emb_table_conf *ec)
     if (cf->placement == PLACE_AUTO && !auto_fits(tr, bytes + feature_bytes(tr, G)))
         return;
     ec->cache = rows;
+    ec->cache_lfu = cf->cache_lfu;
     ec->placement = tr->be;
     say(tr, ec, rows, shard_rows, bytes);
 }
@@ -159,6 +162,7 @@ void train_cache_beside(struct trainer *tr, struct emb_table_conf *ec)
     int64_t rows, shard_rows = (ec->rows + G - 1) / G;
     const double bytes = beside_bytes(&tr->conf, ec, G, &rows);
     ec->cache = rows;
+    ec->cache_lfu = tr->conf.cache_lfu;
     ec->placement = tr->be;
     say(tr, ec, rows, shard_rows, bytes);
 }

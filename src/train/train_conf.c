@@ -210,6 +210,7 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     tc->grads_codec = (enum emb_codec)emb_codec_parse(params_str(p, P_parallel_grads_codec));
     tc->node_size = params_i64(p, P_debug_node_size);
     tc->cache = params_str(p, P_embedding_cache);
+    tc->cache_lfu = !strcmp(params_str(p, P_embedding_cache_policy), "lfu");
     if (train_cache_parse(tc->cache, &tc->cache_rows, &tc->cache_frac, err, errlen))
         return -1;
     tc->subspace_k = (int)params_i64(p, P_embedding_subspace_k);

@@ -49,6 +49,7 @@ struct train_conf {
     const char *cache;        /* embedding.cache (train/train_cache.h): its text, */
     int64_t cache_rows;       /* rows per shard, or */
     double cache_frac;        /* the fraction of the shard's rows; both 0: none */
+    int cache_lfu;            /* embedding.cache_policy = lfu */
     /* train.task and the ranking settings (train/step_task.c resolves them) */
     struct task_conf task;
     /* features.* (resolved against the dataset in step_feat_setup) */
