@@ -637,9 +637,14 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
         be->stream_wait(BACKEND_COMPUTE, ca->up);
         ca->up_pending = 1;
     }
-    if (ca->wb_down) /* behind the copies up, which the gathers would hold back */
-        wb_down(t);
+    emb_cache_post(t); /* behind the copies up, which the gathers would hold back */
     free(sv);
+}
+
+void emb_cache_post(struct emb_table *t)
+{
+    if (t->cache->wb_down)
+        wb_down(t);
 }
 
 /* --- host access ------------------------------------------------------------------- */

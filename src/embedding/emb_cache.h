@@ -86,6 +86,10 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x);
  * read-through rows (t's memory, row i + 1 for ids[i]; valid until t's
  * next lookup), NULL for a training lookup. */
 float *emb_cache_resolve(struct emb_table *t, int64_t *ids, int64_t n, int train, int ahead);
+/* After emb_cache_resolve and the lookup's own copies up: the write-backs
+ * its evictions gathered, down on the copy stream (emb_cache_map calls
+ * it; a caller of emb_cache_resolve must). */
+void emb_cache_post(struct emb_table *t);
 /* emb_table_get_stored / emb_table_set_slots of a cached table (emb_table.h:
  * host copies of the slots [slot0, slot0 + n) of the shard). */
 void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,

@@ -277,6 +277,7 @@ static void cache_map(struct emb_multi *x)
         for (int i = 0; i < nseg; at += n[i++])
             memcpy(ids + at, seg[i], (size_t)n[i] * sizeof *ids);
         m->src = emb_cache_resolve(m->t, ids, total, x->train, 0);
+        emb_cache_post(m->t);
         at = 0;
         for (int i = 0; i < nseg; at += n[i++])
             memcpy(seg[i], ids + at, (size_t)n[i] * sizeof *ids);
