@@ -209,6 +209,7 @@ void fake_launch(fk_run_fn run, const union fk_arg *a, int n, const void *blob, 
         return;
     }
     push(&c);
+    fake_copy_uses_launched(g_cs.enq); /* (the copy stream's checks: its operands' use) */
 }
 
 int64_t fake_compute_mark(struct backend_event *e, uint64_t gen)
@@ -227,7 +228,24 @@ int fake_compute_passed(int64_t seq)
     return !g_cs.lag || atomic_load_explicit(&g_cs.done, memory_order_acquire) >= seq;
 }
 
+static int64_t g_seen; /* the items the host has seen run */
+
+int64_t fake_compute_seen(void) { return g_seen; }
+
+void fake_compute_saw(int64_t seq)
+{
+    if (seq > g_seen)
+        g_seen = seq;
+}
+
 void fake_compute_wait_for(int64_t seq)
+{
+    fake_copy_uses_drop(); /* an operation run by the host now: done before it goes on */
+    fake_compute_reach(seq);
+    fake_compute_saw(seq);
+}
+
+void fake_compute_reach(int64_t seq)
 {
     if (fake_compute_passed(seq))
         return;

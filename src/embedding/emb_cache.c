@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "embedding/emb_cache_dyn.h"
 #include "embedding/emb_cache_lfu.h"
@@ -46,6 +47,11 @@ struct emb_cache {
      * stream's last read of the device staging (d_idx2, d_w, d_s, d_k) */
     struct backend_event *up, *staged;
     int up_pending;
+    int up_fill;            /* up marks a training lookup's fills (stage_idle's wait counted) */
+    /* the compute stream's wait for the last training fill: timing events
+     * recorded before and after it (read at the next fill, or the take) */
+    struct backend_event *stall0, *stall1;
+    int stall_pending;
     /* the write-backs of evicted rows: gathered on the compute stream
      * (marked by gathered), copied down on the copy stream after it into
      * pinned buffers (wb: their local
@@ -82,9 +88,31 @@ static void stage_idle(const struct backend_ops *be, struct emb_cache *ca)
 {
     if (!ca->up_pending)
         return;
-    if (!be->event_query(ca->up))
+    if (!be->event_query(ca->up)) {
+        const double t0 = clock_seconds();
         be->event_sync(ca->up);
+        if (ca->up_fill) /* the host held back by a training lookup's fills */
+            ca->st.fill_host_us += (int64_t)(1e6 * (clock_seconds() - t0));
+    }
     ca->up_pending = 0;
+    ca->up_fill = 0;
+}
+
+/* The compute stream's wait for the last training fill into the figures
+ * (block: the host waits for its events when they have not completed;
+ * else they are read later). */
+static void stall_take(const struct backend_ops *be, struct emb_cache *ca, int block)
+{
+    if (!ca->stall_pending)
+        return;
+    if (!be->event_query(ca->stall1)) {
+        if (!block)
+            return;
+        be->event_sync(ca->stall1);
+    }
+    be->event_query(ca->stall0); /* (completed before stall1) */
+    ca->st.fill_stall_us += (int64_t)(1e3 * be->event_ms(ca->stall0, ca->stall1));
+    ca->stall_pending = 0;
 }
 
 /* pinned host memory of bytes for *p (its contents not kept) */
@@ -224,7 +252,8 @@ static void slots_down(struct emb_table *t, int64_t n)
  * once the compute stream no longer reads the device staging (staged;
  * the host does not wait), the scatters on the compute stream after
  * them (up). */
-static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k)
+static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k,
+                    int fill)
 {
     struct emb_cache *ca = t->cache;
     const struct backend_ops *be = t->be;
@@ -243,8 +272,17 @@ static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, 
     if (dk)
         be->copy_up(dk, ca->sk, (size_t)n * sizeof(int64_t));
     be->event_record(ca->up, BACKEND_COPY);
+    if (fill) { /* the compute stream's wait for a training fill, timed */
+        stall_take(be, ca, 1);
+        be->event_record(ca->stall0, BACKEND_COMPUTE);
+    }
     be->stream_wait(BACKEND_COMPUTE, ca->up);
+    if (fill) {
+        be->event_record(ca->stall1, BACKEND_COMPUTE);
+        ca->stall_pending = 1;
+    }
     ca->up_pending = 1;
+    ca->up_fill = fill;
     be->index_rows(n, t->width, dw, NULL, dst_w, di, 0);
     if (ds)
         be->index_rows(n, (int)ca->sf, ds, NULL, dst_s, di, 0);
@@ -316,6 +354,8 @@ void emb_cache_init(struct emb_table *t)
     ca->wb = be->event_new(0);
     ca->staged = be->event_new(0);
     ca->gathered = be->event_new(0);
+    ca->stall0 = be->event_new(1);
+    ca->stall1 = be->event_new(1);
     ca->lfu = t->conf.cache_lfu;
     if (ca->lfu) {
         ca->freq = xcalloc((size_t)S, sizeof *ca->freq);
@@ -364,6 +404,8 @@ void emb_cache_free(struct emb_table *t)
     be->event_free(ca->wb);
     be->event_free(ca->staged);
     be->event_free(ca->gathered);
+    be->event_free(ca->stall0);
+    be->event_free(ca->stall1);
     free(ca->wbk);
     free(ca);
     t->cache = NULL;
@@ -529,7 +571,7 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         host_stage(t, miss, nmiss);
         for (int64_t i = 0; i < nmiss; i++)
             ca->iy[i] = ca->where[miss[i]];
-        rows_up(t, nmiss, t->w, t->state, t->steps);
+        rows_up(t, nmiss, t->w, t->state, t->steps, 1);
         ca->st.fetched_bytes += nmiss * (int64_t)row_bytes(t);
     }
     for (int64_t i = 0; i < n; i++) {
@@ -560,7 +602,7 @@ static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
         }
     if (nhost) {
         host_stage(t, ks, nhost);
-        rows_up(t, nhost, rt, NULL, NULL);
+        rows_up(t, nhost, rt, NULL, NULL, 0);
     }
     stage_idle(be, ca); /* ix, iy written again */
     for (int64_t i = 0; i < n; i++) /* then the resident ones, copied on the device */
@@ -789,8 +831,9 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
 void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_cache_stats *out)
 {
     struct emb_cache *ca = t->cache;
+    stall_take(t->be, ca, 0); /* the last fill's, once the compute stream has passed it */
     const struct emb_cache_stats *s = &ca->st, *m = &ca->mark[which];
-    int64_t v[10] = {s->hits - m->hits,
+    int64_t v[12] = {s->hits - m->hits,
                      s->misses - m->misses,
                      s->fills - m->fills,
                      s->evicted - m->evicted,
@@ -799,11 +842,14 @@ void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_c
                      s->written_bytes - m->written_bytes,
                      ca->C - ca->nfree,
                      ca->C,
-                     s->lookups - m->lookups};
+                     s->lookups - m->lookups,
+                     s->fill_host_us - m->fill_host_us,
+                     s->fill_stall_us - m->fill_stall_us};
     ca->mark[which] = ca->st;
-    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 10);
+    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 12);
     *out = (struct emb_cache_stats){.hits = v[0], .misses = v[1], .fills = v[2],
                                     .evicted = v[3], .written = v[4], .fetched_bytes = v[5],
                                     .written_bytes = v[6], .resident = v[7], .slots = v[8],
-                                    .lookups = v[9] / c->size};
+                                    .lookups = v[9] / c->size, .fill_host_us = v[10] / c->size,
+                                    .fill_stall_us = v[11] / c->size};
 }

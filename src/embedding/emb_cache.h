@@ -66,6 +66,10 @@ struct emb_cache_stats {
     int64_t fetched_bytes, written_bytes; /* host -> device, device -> host (rows, state) */
     int64_t resident, slots; /* at the take: rows in the cache, its slots (summed) */
     int64_t lookups;      /* training lookups mapped (per rank) */
+    /* microseconds a training lookup's fills held back the host (its waits
+     * for the fills' copies) and the compute stream (its wait for them,
+     * from timing events around it); emb_cache_take: the ranks' mean */
+    int64_t fill_host_us, fill_stall_us;
 };
 
 /* Set up t's cache of t->conf.cache slots (emb_registry_add, for a dense
@@ -106,7 +110,7 @@ void emb_cache_drop(struct emb_table *t, int64_t k);
 int64_t emb_cache_slots(const struct emb_table *t);
 /* The figures since the last call with the same which (0: the logging
  * interval, 1: the stream's window) summed over the job (collective over
- * world); out->lookups per rank. */
+ * world); out->lookups and the fills' waits per rank (the ranks' mean). */
 void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_cache_stats *out);
 
 #endif
