@@ -90,6 +90,20 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x);
  * read-through rows (t's memory, row i + 1 for ids[i]; valid until t's
  * next lookup), NULL for a training lookup. */
 float *emb_cache_resolve(struct emb_table *t, int64_t *ids, int64_t n, int train, int ahead);
+/* A lookup mapped ahead (parallel.overlap = prefetch): its fills' copies
+ * are enqueued by the map, the compute stream's wait for them and their
+ * scatters into the slots by emb_cache_land, which the owner calls before
+ * the rows are first read on the device (emb_prefetch_post; the cache's
+ * own entry points call it too), so that the copies run beside the compute
+ * work enqueued in between (emb_prefetch_late: the fetched rows leave
+ * with the late ones, emb_cache_fetched). emb_cache_served: the virtual ids of the last
+ * map on the host (n of them, x->serve's; valid until the next map). */
+void emb_cache_land(struct emb_table *t);
+const int64_t *emb_cache_served(const struct emb_table *t);
+/* 1 when the row of virtual id vid was fetched by the last training map
+ * (a miss or a fill): a prefetch sends such rows with the late ones, after
+ * emb_cache_land, so that their copies run beside the step's backward. */
+int emb_cache_fetched(const struct emb_table *t, int64_t vid);
 /* After emb_cache_resolve and the lookup's own copies up: the write-backs
  * its evictions gathered, down on the copy stream (emb_cache_map calls
  * it; a caller of emb_cache_resolve must). */
