@@ -30,6 +30,7 @@
 #ifndef FS_FAKE_H
 #define FS_FAKE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -125,6 +126,12 @@ void fake_compute_wait(void);
 /* Enqueue event e's mark (record generation gen): when the stream reaches
  * it, fake_event_mark(e, gen) runs there. Returns the mark's position. */
 int64_t fake_compute_mark(struct backend_event *e, uint64_t gen);
+
+/* The streams' threads' parts (fake_compute.c): lock mu (fatal() naming
+ * who on failure); grow the ring *q of count items of size bytes at
+ * *head (of *cap) when full, unrolled to its start. */
+void fake_lock(pthread_mutex_t *mu, const char *who);
+void fake_ring_grow(void **q, size_t size, int64_t *cap, int64_t *head, int64_t count);
 
 /* --- fake_copy.c: the copy stream's thread ------------------------------------ */
 

@@ -49,12 +49,7 @@ static struct {
 } g_cp = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
           .progress = PTHREAD_COND_INITIALIZER};
 
-static void lock(void)
-{
-    int rc = pthread_mutex_lock(&g_cp.mu);
-    if (rc)
-        fatal("fake device: copy stream: pthread_mutex_lock: %s", strerror(rc));
-}
+static void lock(void) { fake_lock(&g_cp.mu, "copy stream"); }
 
 static void unlock(void) { pthread_mutex_unlock(&g_cp.mu); }
 
@@ -131,16 +126,9 @@ void fake_copy_push(void *dst, const void *src, size_t bytes, int64_t cseq)
         pthread_detach(g_cp.thread);
         g_cp.started = 1;
     }
-    if (g_cp.count == g_cp.cap) { /* grow the ring, unrolled to its start */
-        const int64_t cap = g_cp.cap ? 2 * g_cp.cap : 64;
-        struct fx_item *q = xmalloc((size_t)cap * sizeof *q);
-        for (int64_t i = 0; i < g_cp.count; i++)
-            q[i] = g_cp.q[(g_cp.head + i) % g_cp.cap];
-        free(g_cp.q);
-        g_cp.q = q;
-        g_cp.cap = cap;
-        g_cp.head = 0;
-    }
+    void *q = g_cp.q;
+    fake_ring_grow(&q, sizeof *g_cp.q, &g_cp.cap, &g_cp.head, g_cp.count);
+    g_cp.q = q;
     g_cp.q[(g_cp.head + g_cp.count) % g_cp.cap] = (struct fx_item){dst, src, bytes, cseq};
     g_cp.count++;
     g_cp.enq++;
