@@ -22,7 +22,8 @@
 # (rank max: everything, the exchanges' staging too) and the median step
 # time (interval_s, the first step left out); the caches smaller than the
 # shard once per eviction policy (embedding.cache_policy = lru, lfu: at
-# 100% nothing is evicted). A cache too small for two
+# 100% nothing is evicted). FILLS_ONLY=1: only the last table (where the
+# fills wait, below). A cache too small for two
 # steps' rows is refused by the trainer: "too small". Prints a markdown
 # table; never asserts on time.
 set -u
@@ -50,6 +51,7 @@ if [ -r "$DATA" ]; then
 else
     echo "cache.sh: ml-latest-small skipped: $DATA is absent (MovieLens latest-small's ratings.csv)"
 fi
+[ "${FILLS_ONLY:-0}" = 1 ] && sets= # only the fills' block (at the end)
 
 # mean of field F over the train lines after the first; med: median of interval_s
 mean() { grep '"event":"train"' "$1" | tail -n +2 | grep -o "\"$2\":[^,}]*" | cut -d: -f2 |
@@ -92,4 +94,51 @@ for set in $sets; do
             fi
         done
     done
+done
+
+# Where the fills wait (issue 54's "hidden behind the previous step"): on
+# the fake device's asynchronous streams (FREESCALE_FAKE_ASYNC=ASYNC,
+# default 64: the compute stream and the copy stream in threads of their
+# own), the copy stream emulating a link of COPY_GBS GB/s (default 0.05:
+# slow enough that a fill's copies take milliseconds beside the CPU's step,
+# as PCIe's do beside a GPU's), cache 0.1 (lru) on the Zipf ids,
+# parallel.overlap = none and prefetch interleaved over ROUNDS rounds
+# (default 3) of FSTEPS steps (default 100). Per overlap: the rows
+# fetched at the lookup per step (items.cache_misses: 0 with prefetch, the
+# lookups after the first), the rows filled ahead (cache_fills), the
+# host's and the compute stream's waits for the fills a step
+# (items.cache_fill_wait_ms, cache_fill_stall_ms: their mean over the
+# steps after the first, the median over the rounds) and the median step
+# time (median over the rounds).
+ASYNC=${ASYNC:-64}
+COPY_GBS=${COPY_GBS:-0.05}
+ROUNDS=${ROUNDS:-3}
+FSTEPS=${FSTEPS:-100}
+meanf() { grep '"event":"train"' "$1" | tail -n +2 | grep -o "\"$2\":[^,}]*" | cut -d: -f2 |
+    awk '{ s += $1; n++ } END { printf "%.3f", n ? s / n : 0 }'; }
+medr() { sort -g | awk '{ v[NR] = $1 } END { printf "%s", NR ? v[int((NR + 1) / 2)] : "" }'; }
+printf '\n# the fills on the step'"'"'s path: FREESCALE_FAKE_ASYNC=%s FREESCALE_FAKE_COPY_GBS=%s, cache 0.1, zipf, %s rounds of %s steps; load: %s\n' \
+    "$ASYNC" "$COPY_GBS" "$ROUNDS" "$FSTEPS" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '| overlap | misses/step at the lookup | fills/step | host wait for fills ms/step | compute stream wait ms/step | step ms |\n'
+printf '|---|---|---|---|---|---|\n'
+for r in $(seq "$ROUNDS"); do
+    for ov in none prefetch; do
+        m="$W/fill-$ov-$r.jsonl"
+        FREESCALE_FAKE_ASYNC=$ASYNC FREESCALE_FAKE_COPY_GBS=$COPY_GBS timeout 600 mpirun -np "$NP" \
+            "$FS" train "$here/input/tiny.in" data.path="$W/zipf.h5" train.max_steps="$FSTEPS" \
+            train.epochs=100 train.log_every=1 train.final_eval=off train.batch_size="$BATCH" \
+            train.negatives=1 train.negatives_from=in_batch device.type=fake device.share=on \
+            parallel.transport=mpi parallel.overlap=$ov embedding.placement=host \
+            embedding.cache=0.1 output.metrics="$m" >"$W/out" 2>&1 ||
+            printf '| %s | failed: %s | | | | |\n' "$ov" "$(grep -m1 error "$W/out")"
+    done
+done
+for ov in none prefetch; do
+    set -- "$W"/fill-$ov-*.jsonl
+    [ -s "$1" ] || continue
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$ov" "$(meanf "$1" items.cache_misses)" \
+        "$(meanf "$1" items.cache_fills)" \
+        "$(for f; do meanf "$f" items.cache_fill_wait_ms; echo; done | medr)" \
+        "$(for f; do meanf "$f" items.cache_fill_stall_ms; echo; done | medr)" \
+        "$(for f; do med "$f"; echo; done | medr)"
 done

@@ -12,6 +12,9 @@
  *   fake_compute.c the compute stream: operations run at once, or
  *                  (FREESCALE_FAKE_ASYNC=N) in a thread of their own, in
  *                  order, up to N operations behind the host.
+ *   fake_copy.c    the copy stream's thread (FREESCALE_FAKE_ASYNC): its copies
+ *                  run in order beside the host and the compute stream,
+ *                  each once the compute work it follows has run.
  *   fake_stream.c  the comm stream and the events: copies and transports on
  *                  the comm stream are deferred until something makes them
  *                  due (a synchronisation, an event query that finds them
@@ -27,6 +30,7 @@
 #ifndef FS_FAKE_H
 #define FS_FAKE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +54,12 @@ void *fake_mem_shadow(const void *p, const char *op, const char *what);
  * naming op and what when p is not device memory. */
 void fake_mem_open(const void *p, const char *op, const char *what);
 void fake_mem_close(const void *p);
+/* The copy stream's checks (FREESCALE_FAKE_ASYNC, fake_stream.c): the
+ * compute stream's item seq (or one run in the caller) uses the
+ * allocation holding p; the last such item and the allocation's number
+ * (0 when p is no device memory). */
+void fake_mem_use(const void *p, int64_t seq);
+int64_t fake_mem_last_use(const void *p, int *id);
 /* Bytes of device memory allocated now. */
 size_t fake_mem_in_use(void);
 /* Pinned host memory: ordinary host memory, registered so that the
@@ -106,10 +116,37 @@ int64_t fake_compute_enqueued(void);
 int fake_compute_passed(int64_t seq);
 void fake_compute_wait_for(int64_t seq);
 void fake_compute_kick(int64_t seq);
+/* The same wait from another thread (the copy stream's); the items the
+ * host has seen run (waited for, or a completed event's mark: what host
+ * code may rely on); the host saw the first seq run. */
+void fake_compute_reach(int64_t seq);
+int64_t fake_compute_seen(void);
+void fake_compute_saw(int64_t seq);
 void fake_compute_wait(void);
 /* Enqueue event e's mark (record generation gen): when the stream reaches
  * it, fake_event_mark(e, gen) runs there. Returns the mark's position. */
 int64_t fake_compute_mark(struct backend_event *e, uint64_t gen);
+
+/* The streams' threads' parts (fake_compute.c): lock mu (fatal() naming
+ * who on failure); grow the ring *q of count items of size bytes at
+ * *head (of *cap) when full, unrolled to its start. */
+void fake_lock(pthread_mutex_t *mu, const char *who);
+void fake_ring_grow(void **q, size_t size, int64_t *cap, int64_t *head, int64_t count);
+
+/* --- fake_copy.c: the copy stream's thread ------------------------------------ */
+
+/* on: the copy stream's copies run in a thread of their own (with
+ * FREESCALE_FAKE_ASYNC), each taking at least bytes / gbs GB/s (gbs > 0:
+ * FREESCALE_FAKE_COPY_GBS); off: fake_stream.c runs them when due. */
+void fake_copy_async(int on, double gbs);
+int fake_copy_on(void);
+/* Enqueue dst[bytes] = src[bytes] (both host addresses or the operations'
+ * view of device memory), run once the compute stream has run its first
+ * cseq items. */
+void fake_copy_push(void *dst, const void *src, size_t bytes, int64_t cseq);
+/* Copies run so far; wait until the first seq have (any thread). */
+int64_t fake_copy_ran(void);
+void fake_copy_wait_for(int64_t seq);
 
 /* --- fake_stream.c ------------------------------------------------------- */
 
@@ -129,6 +166,16 @@ void fake_comm_add(float *y, const float *x, int64_t n);
  * made to wait for only); early: run it once that mark is passed (copies
  * down), else when due (copies up). */
 void fake_copy_copy(void *dst, const void *src, size_t bytes, int early);
+/* With the copy stream's thread: fatal() naming op and what when device
+ * operand p of a compute operation lies in an allocation that a copy not
+ * yet ordered before the compute stream's work writes or reads (a missing
+ * stream_wait for its event); p is then the operation's operand, whose
+ * use (fake_mem_use) is recorded when the operation is launched as item
+ * seq (fake_launch), dropped when the host runs it (fake_compute_wait_for:
+ * done before the host goes on). */
+void fake_copy_check_use(const void *p, const char *op, const char *what);
+void fake_copy_uses_launched(int64_t seq);
+void fake_copy_uses_drop(void);
 /* Run everything enqueued on the comm stream. */
 void fake_comm_drain(void);
 /* The work enqueued so far on the comm stream will have run before the

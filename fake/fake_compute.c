@@ -67,12 +67,28 @@ static struct {
 } g_cs = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
           .progress = PTHREAD_COND_INITIALIZER};
 
-static void lock(void)
+void fake_lock(pthread_mutex_t *mu, const char *who)
 {
-    int rc = pthread_mutex_lock(&g_cs.mu);
+    int rc = pthread_mutex_lock(mu);
     if (rc)
-        fatal("fake device: compute stream: pthread_mutex_lock: %s", strerror(rc));
+        fatal("fake device: %s: pthread_mutex_lock: %s", who, strerror(rc));
 }
+
+void fake_ring_grow(void **q, size_t size, int64_t *cap, int64_t *head, int64_t count)
+{
+    if (count < *cap)
+        return;
+    const int64_t nc = *cap ? 2 * *cap : 64;
+    char *n = xmalloc((size_t)nc * size);
+    for (int64_t i = 0; i < count; i++) /* unrolled to its start */
+        memcpy(n + (size_t)i * size, (char *)*q + (size_t)((*head + i) % *cap) * size, size);
+    free(*q);
+    *q = n;
+    *cap = nc;
+    *head = 0;
+}
+
+static void lock(void) { fake_lock(&g_cs.mu, "compute stream"); }
 
 static void unlock(void) { pthread_mutex_unlock(&g_cs.mu); }
 
@@ -168,16 +184,9 @@ static void push(const struct fk_call *c)
 {
     lock();
     start();
-    if (g_cs.count == g_cs.cap) { /* grow the ring, unrolled to its start */
-        int64_t cap = g_cs.cap ? 2 * g_cs.cap : 64;
-        struct fk_call *q = xmalloc((size_t)cap * sizeof *q);
-        for (int64_t i = 0; i < g_cs.count; i++)
-            q[i] = g_cs.q[(g_cs.head + i) % g_cs.cap];
-        free(g_cs.q);
-        g_cs.q = q;
-        g_cs.cap = cap;
-        g_cs.head = 0;
-    }
+    void *q = g_cs.q;
+    fake_ring_grow(&q, sizeof *g_cs.q, &g_cs.cap, &g_cs.head, g_cs.count);
+    g_cs.q = q;
     g_cs.q[(g_cs.head + g_cs.count) % g_cs.cap] = *c;
 #ifdef _OPENMP
     g_cs.threads = omp_get_max_threads();
@@ -209,6 +218,7 @@ void fake_launch(fk_run_fn run, const union fk_arg *a, int n, const void *blob, 
         return;
     }
     push(&c);
+    fake_copy_uses_launched(g_cs.enq); /* (the copy stream's checks: its operands' use) */
 }
 
 int64_t fake_compute_mark(struct backend_event *e, uint64_t gen)
@@ -227,7 +237,24 @@ int fake_compute_passed(int64_t seq)
     return !g_cs.lag || atomic_load_explicit(&g_cs.done, memory_order_acquire) >= seq;
 }
 
+static int64_t g_seen; /* the items the host has seen run */
+
+int64_t fake_compute_seen(void) { return g_seen; }
+
+void fake_compute_saw(int64_t seq)
+{
+    if (seq > g_seen)
+        g_seen = seq;
+}
+
 void fake_compute_wait_for(int64_t seq)
+{
+    fake_copy_uses_drop(); /* an operation run by the host now: done before it goes on */
+    fake_compute_reach(seq);
+    fake_compute_saw(seq);
+}
+
+void fake_compute_reach(int64_t seq)
 {
     if (fake_compute_passed(seq))
         return;

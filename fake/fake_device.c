@@ -15,8 +15,12 @@
  *                         default 0 (exchanges are staged)
  *   FREESCALE_FAKE_ASYNC  N >= 1: the compute stream runs in a thread of its
  *                         own, up to N operations behind the host
- *                         (fake_compute.c); default 0 (operations run at
- *                         once, in the caller) */
+ *                         (fake_compute.c), and the copy stream in a thread
+ *                         of its own (fake_copy.c); default 0 (operations
+ *                         run at once, in the caller; copies when due)
+ *   FREESCALE_FAKE_COPY_GBS  B > 0: with FREESCALE_FAKE_ASYNC, each copy of
+ *                         the copy stream takes at least bytes / B GB/s (a
+ *                         PCIe link's time); default 0 (a memmove's) */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ static struct {
     size_t mem;
     int aware;
     int async;
+    double copy_gbs;
     int open, device;
 } g_fk;
 
@@ -89,6 +94,17 @@ static void knobs(void)
                   "1000000", async);
         g_fk.async = (int)n;
     }
+    const char *gbs = getenv("FREESCALE_FAKE_COPY_GBS");
+    if (gbs) {
+        char *end;
+        g_fk.copy_gbs = strtod(gbs, &end);
+        if (end == gbs || *end != '\0' || !(g_fk.copy_gbs >= 0) || g_fk.copy_gbs > 1e6)
+            fatal("FREESCALE_FAKE_COPY_GBS = '%s': expected the copy stream's GB/s (a number "
+                  "> 0; 0: no limit)", gbs);
+        if (g_fk.copy_gbs > 0 && !g_fk.async)
+            fatal("FREESCALE_FAKE_COPY_GBS = '%s' needs FREESCALE_FAKE_ASYNC (the copy stream's "
+                  "thread)", gbs);
+    }
 }
 
 static void need_open(void)
@@ -104,13 +120,17 @@ void fake_op_begin(struct fk_op *o, const char *name)
     need_open();
     fake_tick();
     fake_compute_due(); /* what the compute stream waits for runs first */
+    fake_copy_uses_drop();
     o->name = name;
 }
 
 /* a device operand (NULL: an absent optional one) */
 void *fake_op_arg(struct fk_op *o, const void *p, const char *what)
 {
-    return fake_mem_shadow(p, o->name, what);
+    void *v = fake_mem_shadow(p, o->name, what);
+    if (v && fake_copy_on()) /* the copy stream's thread: an unordered copy of it? */
+        fake_copy_check_use(p, o->name, what);
+    return v;
 }
 
 
@@ -147,6 +167,7 @@ int fk_device_open(int device, int tf32, char *err, size_t errlen)
                       g_fk.ngpus, g_fk.ngpus == 1 ? "" : "s");
     fake_mem_guard_install();
     fake_compute_async(g_fk.async);
+    fake_copy_async(g_fk.async > 0, g_fk.copy_gbs);
     g_fk.open = 1;
     g_fk.device = device;
     return 0;
@@ -154,10 +175,10 @@ int fk_device_open(int device, int tf32, char *err, size_t errlen)
 
 void fk_device_describe(char *buf, size_t len)
 {
-    char async[96] = "";
+    char async[128] = "";
     if (g_fk.async)
-        snprintf(async, sizeof async, ", a compute stream up to %d operation%s behind the host",
-                 g_fk.async, g_fk.async == 1 ? "" : "s");
+        snprintf(async, sizeof async, ", a compute stream up to %d operation%s behind the host"
+                 " and a copy stream of its own", g_fk.async, g_fk.async == 1 ? "" : "s");
     snprintf(buf, len, "fake device %d ('%s', %.1f GiB; a test backend: the CPU's operations "
              "behind guarded memory%s%s)", g_fk.device, g_fk.names[g_fk.device],
              (double)g_fk.mem / (1024.0 * 1024 * 1024),

@@ -39,6 +39,7 @@ struct fk_alloc {
     int peer;           /* an IPC mapping of another process's allocation */
     int fd;             /* the shared memory behind an exported one, else -1 */
     const void *site;   /* who allocated it */
+    int64_t use;        /* the last compute stream item using it (fake_mem_use) */
 };
 
 static struct {
@@ -193,6 +194,20 @@ static struct fk_alloc *need_operand(const void *p, const char *op, const char *
         fatal("fake device: %s: %s = %p is not device memory (a host buffer handed to a device "
               "operation: copy it to the device first)", op, what, p);
     return a;
+}
+
+void fake_mem_use(const void *p, int64_t seq)
+{
+    struct fk_alloc *a = p ? operand(p) : NULL;
+    if (a && seq > a->use)
+        a->use = seq;
+}
+
+int64_t fake_mem_last_use(const void *p, int *id)
+{
+    struct fk_alloc *a = p ? operand(p) : NULL;
+    *id = a ? a->id : 0;
+    return a ? a->use : 0;
 }
 
 void *fake_mem_shadow(const void *p, const char *op, const char *what)

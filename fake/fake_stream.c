@@ -18,7 +18,11 @@
  * up to it, without waiting): with the compute stream behind the host
  * (FREESCALE_FAKE_ASYNC) a copy down that skipped its wait runs before the
  * kernels enqueued ahead of it, as it may on a GPU, while a copy up runs
- * as late as its waiters allow. Sequence numbers count each queue's work: an event is
+ * as late as its waiters allow. With FREESCALE_FAKE_ASYNC the copy stream
+ * is fake_copy.c's thread instead, which runs every copy as soon as the
+ * compute work it follows has run; the compute stream waits for it where
+ * it was made to (a wait enqueued there), the host in a synchronisation.
+ * Sequence numbers count each queue's work: an event is
  * the number of items enqueued on its stream at its record (the compute
  * stream's events carry what the compute stream waited for on both, and
  * a mark in the compute stream that must have been reached). */
@@ -72,6 +76,18 @@ static struct {
     uint64_t tick;
     struct backend_event *pending[FK_PENDING]; /* recorded, not yet complete */
     int npending;
+    /* the copy stream's thread's checks: its copies not yet ordered before
+     * the compute stream's work (neither waited for there nor seen
+     * complete by the host), by their device side's allocation */
+    struct fk_flight {
+        const char *base;
+        int64_t seq;
+        int up;
+    } *flight;
+    int nflight, cap_flight;
+    int64_t copy_known; /* copies the host has seen complete */
+    const void *use[2 * FK_MAX_ARGS]; /* the operands of the operation being made */
+    int nuse;
 } g_st;
 
 static void complete(struct backend_event *e);
@@ -102,9 +118,25 @@ static int mark_passed(const struct backend_event *e)
            atomic_load_explicit(&e->marked, memory_order_acquire) == atomic_load(&e->gen);
 }
 
+/* copies run on the copy stream (its thread's count with FREESCALE_FAKE_ASYNC) */
+static int64_t copy_ran(void) { return fake_copy_on() ? fake_copy_ran() : g_st.xq.ran; }
+
 static int work_ran(const struct backend_event *e)
 {
-    return e->need <= g_st.cq.ran && e->need_copy <= g_st.xq.ran && mark_passed(e);
+    return e->need <= g_st.cq.ran && e->need_copy <= copy_ran() && mark_passed(e);
+}
+
+/* the events whose work has run are complete now */
+static void complete_ready(void)
+{
+    for (int i = 0; i < g_st.npending;) {
+        if (work_ran(g_st.pending[i])) {
+            complete(g_st.pending[i]);
+            g_st.pending[i] = g_st.pending[--g_st.npending];
+        } else {
+            i++;
+        }
+    }
 }
 
 /* Run queue Q's items up to sequence number upto, each once the compute
@@ -126,14 +158,7 @@ static void run_q(struct fk_queue *Q, int64_t upto, int block)
     }
     if (Q->head == Q->n)
         Q->head = Q->n = 0;
-    for (int i = 0; i < g_st.npending;) {
-        if (work_ran(g_st.pending[i])) {
-            complete(g_st.pending[i]);
-            g_st.pending[i] = g_st.pending[--g_st.npending];
-        } else {
-            i++;
-        }
-    }
+    complete_ready();
 }
 
 static void unpend(struct backend_event *e)
@@ -146,7 +171,17 @@ static void unpend(struct backend_event *e)
 }
 
 static void run_comm(int64_t upto, int block) { run_q(&g_st.cq, upto, block); }
-static void run_copy(int64_t upto, int block) { run_q(&g_st.xq, upto, block); }
+/* the copy stream up to upto: run here, or (its thread) waited for when block */
+static void run_copy(int64_t upto, int block)
+{
+    if (!fake_copy_on()) {
+        run_q(&g_st.xq, upto, block);
+        return;
+    }
+    if (block)
+        fake_copy_wait_for(upto);
+    complete_ready();
+}
 
 /* an item on Q after the compute stream's item cseq */
 static void enqueue(struct fk_queue *Q, void *dst, const void *src, size_t bytes, int add,
@@ -179,10 +214,90 @@ void fake_comm_add(float *y, const float *x, int64_t n)
         enqueue(&g_st.cq, y, x, (size_t)n, 1, fake_compute_enqueued());
 }
 
+/* --- the copy stream's thread's checks ---------------------------------------- */
+
+/* The copy about to be enqueued (number xq.enq + 1) has device side dev
+ * (a copy up's destination, else a copy down's source): fatal() when
+ * compute work that the copy stream was not made to wait for still uses
+ * its allocation (a missing stream_wait(BACKEND_COPY, ...)) and the host
+ * has not seen that work run; then it is in flight until ordered. */
+static void flight_add(const void *dev, int up)
+{
+    int id;
+    const int64_t last = fake_mem_last_use(dev, &id);
+    const int64_t after = g_st.copy_after > fake_compute_seen() ? g_st.copy_after
+                                                                : fake_compute_seen();
+    if (last > after)
+        fatal("fake device: copy_%s: device allocation #%d is used by the compute stream's "
+              "work (item %lld) that the copy stream was not made to wait for (it waits for "
+              "item %lld): a missing stream_wait(BACKEND_COPY, an event recorded after that "
+              "work)", up ? "up" : "down", id, (long long)last, (long long)g_st.copy_after);
+    char *base;
+    size_t nb;
+    if (!fake_mem_find(dev, &base, &nb))
+        return;
+    if (g_st.nflight == g_st.cap_flight) {
+        g_st.cap_flight = g_st.cap_flight ? 2 * g_st.cap_flight : 16;
+        g_st.flight = xrealloc(g_st.flight, (size_t)g_st.cap_flight * sizeof *g_st.flight);
+    }
+    g_st.flight[g_st.nflight++] = (struct fk_flight){base, g_st.xq.enq + 1, up};
+}
+
+void fake_copy_check_use(const void *p, const char *op, const char *what)
+{
+    const int64_t ordered = g_st.copy_known > g_st.compute_need_copy ? g_st.copy_known
+                                                                     : g_st.compute_need_copy;
+    int m = 0;
+    for (int i = 0; i < g_st.nflight; i++) /* those ordered now leave */
+        if (g_st.flight[i].seq > ordered)
+            g_st.flight[m++] = g_st.flight[i];
+    g_st.nflight = m;
+    char *base;
+    size_t nb;
+    if (m && fake_mem_find(p, &base, &nb))
+        for (int i = 0; i < m; i++)
+            if (g_st.flight[i].base == base) {
+                int id;
+                fake_mem_last_use(p, &id);
+                fatal("fake device: %s: %s = %p lies in device allocation #%d, which the copy "
+                      "stream's copy_%s #%lld %s, and the compute stream was not made to wait "
+                      "for that copy (a missing stream_wait(BACKEND_COMPUTE, an event recorded "
+                      "on the copy stream after it) or an event synchronisation)", op, what, p,
+                      id, g_st.flight[i].up ? "up" : "down", (long long)g_st.flight[i].seq,
+                      g_st.flight[i].up ? "writes" : "reads");
+            }
+    if (g_st.nuse < (int)(sizeof g_st.use / sizeof *g_st.use))
+        g_st.use[g_st.nuse++] = p; /* its use recorded when the operation is launched */
+}
+
+void fake_copy_uses_launched(int64_t seq)
+{
+    for (int i = 0; i < g_st.nuse; i++)
+        fake_mem_use(g_st.use[i], seq);
+    g_st.nuse = 0;
+}
+
+void fake_copy_uses_drop(void) { g_st.nuse = 0; }
+
+/* p's view for a copy: the operations' mapping when it is device memory */
+static void *copy_view(const void *p, const char *what)
+{
+    char *b;
+    size_t nb;
+    return fake_mem_find(p, &b, &nb) ? fake_mem_shadow(p, "copy stream", what) : (void *)p;
+}
+
 void fake_copy_copy(void *dst, const void *src, size_t bytes, int early)
 {
     if (!bytes)
         return;
+    if (fake_copy_on()) { /* its thread runs it as soon as the compute work it follows has */
+        flight_add(early ? src : dst, !early);
+        fake_copy_push(copy_view(dst, "destination"), copy_view(src, "source"), bytes,
+                       g_st.copy_after);
+        g_st.xq.enq++;
+        return;
+    }
     enqueue(&g_st.xq, dst, src, bytes, 0, g_st.copy_after); /* after only what it waits for */
     if (early) /* as soon as that compute work has run, not later */
         run_copy(g_st.xq.enq, 0);
@@ -197,7 +312,8 @@ void fake_comm_drain(void)
 void fake_compute_due(void)
 {
     run_comm(g_st.compute_need, 1);
-    run_copy(g_st.compute_need_copy, 1);
+    if (!fake_copy_on()) /* else the compute stream waits for its thread (fake_stream_wait) */
+        run_copy(g_st.compute_need_copy, 1);
 }
 
 void fake_compute_after_comm(void)
@@ -227,6 +343,10 @@ void fake_event_free(struct backend_event *e)
 
 static void complete(struct backend_event *e)
 {
+    if (e->need_copy > g_st.copy_known) /* the host has seen them run */
+        g_st.copy_known = e->need_copy;
+    if (e->compute)
+        fake_compute_saw(e->cseq);
     if (!e->done) {
         e->done = 1;
         /* a compute event: when the stream reached it, unless comm work it
@@ -258,7 +378,8 @@ void fake_event_record(struct backend_event *e, enum backend_stream s)
     atomic_store(&e->gen, gen);
     e->need = s == BACKEND_COMM ? g_st.cq.enq : e->compute ? g_st.compute_need : 0;
     e->need_copy = e->copy ? g_st.xq.enq : e->compute ? g_st.compute_need_copy : 0;
-    e->comm_ready = g_st.cq.ran >= e->need && g_st.xq.ran >= e->need_copy;
+    /* (the copy stream's thread: the compute stream itself waits for it) */
+    e->comm_ready = g_st.cq.ran >= e->need && (fake_copy_on() || copy_ran() >= e->need_copy);
     if (e->compute)
         e->cseq = fake_compute_mark(e, gen);
     unpend(e);
@@ -304,6 +425,13 @@ void fake_event_sync(struct backend_event *e)
     complete(e);
 }
 
+/* in the compute stream: wait for the copy stream's first a[0] copies */
+static void run_copy_wait(const union fk_arg *a, const void *blob)
+{
+    (void)blob;
+    fake_copy_wait_for(a[0].i);
+}
+
 void fake_stream_wait(enum backend_stream s, struct backend_event *e)
 {
     fake_tick();
@@ -312,8 +440,11 @@ void fake_stream_wait(enum backend_stream s, struct backend_event *e)
     if (s == BACKEND_COMPUTE) {
         if (e->need > g_st.compute_need)
             g_st.compute_need = e->need;
-        if (e->need_copy > g_st.compute_need_copy)
+        if (e->need_copy > g_st.compute_need_copy) {
             g_st.compute_need_copy = e->need_copy;
+            if (fake_copy_on()) /* the compute stream's thread waits for the copy stream's */
+                LAUNCH(run_copy_wait, AI(e->need_copy));
+        }
     } else if (s == BACKEND_COPY) { /* later copies follow the compute mark */
         if (!e->compute && !e->copy)
             fatal("fake device: the copy stream waiting for a comm stream event is not "

@@ -9,7 +9,10 @@
 # lookups after the first have no miss (their rows were filled during the
 # step before), and at P = 2 that run is on the fake device's asynchronous
 # stream (FREESCALE_FAKE_ASYNC=1000: the fills and write-backs are
-# asynchronous copies, a missing ordering changes the losses); a checkpoint written with the cache resumes at another P as
+# asynchronous copies, run by the copy stream's thread: a missing ordering
+# changes the losses or ends the run naming it); without prefetch the
+# lookups miss, and the fills' waits are in the metrics; a checkpoint
+# written with the cache resumes at another P as
 # the host-placed one does, and the final checkpoints are the same bit for
 # bit (h5diff); evaluation and recommend read through the cache (the host
 # run's metrics and lists); a stream gives the host's losses with the hit
@@ -84,6 +87,20 @@ for np in 1 2 4; do
     [ "$m" = 0 ] && awk -v f="$f" 'BEGIN { exit !(f > 0) }' &&
         pass "P=$np prefetch: no miss at the lookups after the first ($f rows filled ahead)" ||
         fail "P=$np prefetch: misses $m at the lookups, fills $f"
+done
+# without prefetch the lookups miss (their rows fetched at the lookup, none
+# ahead); every train line has the fills' waits (items.cache_fill_wait_ms,
+# cache_fill_stall_ms), on the asynchronous streams too (c-2-prefetch)
+mn=$(field "$T/c-2-none.jsonl" items.cache_misses | tail -n +2 | awk '{ s += $1 } END { print s + 0 }')
+fn=$(field "$T/c-2-none.jsonl" items.cache_fills | awk '{ s += $1 } END { print s + 0 }')
+awk -v m="$mn" -v f="$fn" 'BEGIN { exit !(m > 0 && f == 0) }' &&
+    pass "P=2 no prefetch: $mn rows fetched at the lookups after the first, none ahead" ||
+    fail "P=2 no prefetch: misses $mn at the lookups, fills $fn"
+for r in c-2-none c-2-prefetch; do
+    nw=$(field "$T/$r.jsonl" items.cache_fill_wait_ms | grep -c '^[0-9.e+-]*$')
+    ns=$(field "$T/$r.jsonl" items.cache_fill_stall_ms | grep -c '^[0-9.e+-]*$')
+    [ "$nw" = 8 ] && [ "$ns" = 8 ] && pass "$r: the fills' waits on every train line" ||
+        fail "$r: the fills' waits on $nw and $ns of 8 train lines"
 done
 grep -q 'cache hit [0-9.]*% misses' "$T/c-2-none.out" && pass "the progress line shows the hit rate" ||
     fail "no hit rate on the progress line: $(grep 'step 1/' "$T/c-2-none.out" | head -n 1)"

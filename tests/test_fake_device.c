@@ -20,6 +20,12 @@
  *     result (the missing ordering is caught); with the wait it does not;
  *     a polled compute event completes; everything above passes again
  *     with the stream in its thread;
+ *   - the copy stream in its thread (with FREESCALE_FAKE_ASYNC): a copy
+ *     runs with no host wait, copies and compute work ordered by events
+ *     give the right values, and a compute operation on a copy up's
+ *     destination without the wait for it, or a copy down of a buffer that
+ *     compute work the copy stream did not wait for still uses, ends the
+ *     process naming the mistake;
  *   - the counters (devstats.h) count host waits, bytes and allocations;
  *   - device identities and the knobs (FREESCALE_FAKE_GPUS, _MEM, _AWARE).
  * Exit 0 pass, 1 fail. */
@@ -289,6 +295,79 @@ static void test_async(void)
     fake_compute_wait();
 }
 
+/* the copy stream's thread: a copy up whose event the compute stream was
+ * not made to wait for, used by a compute operation */
+static void copy_unwaited(void *arg)
+{
+    float *p = be->host_alloc(64 * sizeof(float));
+    float *d = arg;
+    be->copy_up(d, p, 64 * sizeof(float));
+    be->scale(64, 2.0f, d);
+}
+
+/* a copy down of a buffer that compute work enqueued after the copy
+ * stream's last wait still writes */
+static void copy_down_early(void *arg)
+{
+    float *p = be->host_alloc(64 * sizeof(float));
+    float *d = arg;
+    be->scale(64, 2.0f, d);
+    be->copy_down(p, d, 64 * sizeof(float));
+}
+
+static void test_copy_thread(void)
+{
+    fake_compute_async(1000);
+    fake_copy_async(1, 0);
+    const int n = 64;
+    float *d = be->alloc(n * sizeof(float)), *p = be->host_alloc(n * sizeof(float));
+    float got[64];
+    for (int i = 0; i < n; i++)
+        p[i] = (float)i;
+    struct backend_event *e = be->event_new(0), *c = be->event_new(0);
+    /* the copy runs with no host wait and no call into the device */
+    const int64_t ran = fake_copy_ran();
+    be->copy_up(d, p, n * sizeof(float));
+    long spins = 0;
+    while (fake_copy_ran() == ran && spins < 100000000L) {
+        spins++;
+        sched_yield();
+    }
+    CHECK(fake_copy_ran() > ran, "the copy stream's thread did not run a copy by itself");
+    /* the compute stream waits for it through the event, the host does not */
+    be->event_record(e, BACKEND_COPY);
+    be->stream_wait(BACKEND_COMPUTE, e);
+    be->scale(n, 2.0f, d);
+    be->event_record(c, BACKEND_COMPUTE);
+    be->stream_wait(BACKEND_COPY, c);
+    be->copy_down(p, d, n * sizeof(float));
+    be->event_record(e, BACKEND_COPY);
+    be->event_sync(e);
+    memcpy(got, p, sizeof got);
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += got[i] != 2.0f * (float)i;
+    CHECK(!bad, "copy up, scale, copy down ordered by events: %d values wrong", bad);
+    /* missing waits are caught, either way */
+    char out[4096];
+    int st = in_child(copy_unwaited, d, out, sizeof out);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0 && strstr(out, "scale: x = ") &&
+          strstr(out, "copy_up #") && strstr(out, "was not made to wait for that copy"),
+          "a compute operation on a copy up's destination, no wait: status %d, %s", st, out);
+    st = in_child(copy_down_early, d, out, sizeof out);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0 &&
+          strstr(out, "copy_down: device allocation #") &&
+          strstr(out, "the copy stream was not made to wait for"),
+          "a copy down of a buffer that compute work still writes: status %d, %s", st, out);
+    be->event_free(e);
+    be->event_free(c);
+    be->host_free(p);
+    be->free(d);
+    fake_copy_async(0, 0);
+    fake_compute_wait();
+    fake_compute_async(0);
+}
+
 static void test_counters(void)
 {
     struct devstats s;
@@ -350,6 +429,7 @@ int main(void)
     test_counters();
     fake_compute_wait();
     fake_compute_async(0);
+    test_copy_thread();
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;

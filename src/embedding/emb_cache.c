@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "embedding/emb_cache_dyn.h"
 #include "embedding/emb_cache_lfu.h"
@@ -23,6 +24,7 @@ struct emb_cache {
     /* per slot [k0 + C] */
     int64_t *holds;         /* local index held, -1 free */
     int64_t *last;          /* tick of the last training lookup that used it */
+    int64_t *got;           /* tick of the training lookup that fetched its row */
     int64_t *prev, *next;   /* the eviction order: head = least recent (ties: smaller id) */
     uint8_t *dirty;         /* updated since fetched or written back */
     int64_t head, tail;
@@ -46,6 +48,21 @@ struct emb_cache {
      * stream's last read of the device staging (d_idx2, d_w, d_s, d_k) */
     struct backend_event *up, *staged;
     int up_pending;
+    int up_fill;            /* up marks a training lookup's fills (stage_idle's wait counted) */
+    /* the compute stream's wait for the last training fill: timing events
+     * recorded before and after it (read at the next fill, or the take) */
+    struct backend_event *stall0, *stall1;
+    int stall_pending;
+    /* a prefetch's fill (a lookup mapped ahead, parallel.overlap =
+     * prefetch): its copies up enqueued, the compute stream's wait for
+     * them and the scatters into the slots deferred (land_n rows) until
+     * the rows are first read (emb_cache_land), so that the copies run
+     * beside the compute work enqueued in between; land_sv: the compute
+     * stream's wait for the served ids' upload (svup) likewise */
+    int64_t land_n;
+    int land_sv;
+    struct backend_event *svup; /* the served ids' upload from sv */
+    int sv_pending;
     /* the write-backs of evicted rows: gathered on the compute stream
      * (marked by gathered), copied down on the copy stream after it into
      * pinned buffers (wb: their local
@@ -82,9 +99,31 @@ static void stage_idle(const struct backend_ops *be, struct emb_cache *ca)
 {
     if (!ca->up_pending)
         return;
-    if (!be->event_query(ca->up))
+    if (!be->event_query(ca->up)) {
+        const double t0 = clock_seconds();
         be->event_sync(ca->up);
+        if (ca->up_fill) /* the host held back by a training lookup's fills */
+            ca->st.fill_host_us += (int64_t)(1e6 * (clock_seconds() - t0));
+    }
     ca->up_pending = 0;
+    ca->up_fill = 0;
+}
+
+/* The compute stream's wait for the last training fill into the figures
+ * (block: the host waits for its events when they have not completed;
+ * else they are read later). */
+static void stall_take(const struct backend_ops *be, struct emb_cache *ca, int block)
+{
+    if (!ca->stall_pending)
+        return;
+    if (!be->event_query(ca->stall1)) {
+        if (!block)
+            return;
+        be->event_sync(ca->stall1);
+    }
+    be->event_query(ca->stall0); /* (completed before stall1) */
+    ca->st.fill_stall_us += (int64_t)(1e3 * be->event_ms(ca->stall0, ca->stall1));
+    ca->stall_pending = 0;
 }
 
 /* pinned host memory of bytes for *p (its contents not kept) */
@@ -219,22 +258,20 @@ static void slots_down(struct emb_table *t, int64_t n)
     }
 }
 
-/* The staged rows [n] (sw, ss, sk) up into the rows iy[n] of dst (w,
- * state, steps arrays of the table's memory): copies on the copy stream
- * once the compute stream no longer reads the device staging (staged;
- * the host does not wait), the scatters on the compute stream after
- * them (up). */
-static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k)
+/* The staged rows [n] (sw, ss, sk) up into the device staging (d_idx2:
+ * the rows iy[n] of the destination; d_w, and d_s, d_k with state, steps):
+ * copies on the copy stream once the compute stream no longer reads the
+ * device staging (staged; the host does not wait), marked by up; fill: a
+ * training lookup's (a host wait for them counted, stage_idle). */
+static void rows_copy(struct emb_table *t, int64_t n, int state, int steps, int fill)
 {
     struct emb_cache *ca = t->cache;
     const struct backend_ops *be = t->be;
-    if (n == 0)
-        return;
     int64_t *di = emb_buf_get(be, &ca->d_idx2, (size_t)n * sizeof(int64_t));
     float *dw = emb_buf_get(be, &ca->d_w, (size_t)n * t->width * sizeof(float));
-    float *ds = ca->sf && dst_s ? emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float))
+    float *ds = ca->sf && state ? emb_buf_get(be, &ca->d_s, (size_t)n * ca->sf * sizeof(float))
                                 : NULL;
-    float *dk = dst_k ? emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t)) : NULL;
+    float *dk = steps ? emb_buf_get(be, &ca->d_k, (size_t)n * sizeof(int64_t)) : NULL;
     be->stream_wait(BACKEND_COPY, ca->staged);
     be->copy_up(di, ca->iy, (size_t)n * sizeof(int64_t));
     be->copy_up(dw, ca->sw, (size_t)n * t->width * sizeof(float));
@@ -243,14 +280,70 @@ static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, 
     if (dk)
         be->copy_up(dk, ca->sk, (size_t)n * sizeof(int64_t));
     be->event_record(ca->up, BACKEND_COPY);
-    be->stream_wait(BACKEND_COMPUTE, ca->up);
     ca->up_pending = 1;
+    ca->up_fill = fill;
+}
+
+/* The device staging of rows_copy's n rows into the rows of dst (w, state,
+ * steps arrays of the table's memory): the scatters on the compute stream
+ * after the copies (up); fill: a training lookup's, its wait timed. */
+static void rows_land(struct emb_table *t, int64_t n, float *dst_w, float *dst_s,
+                      int64_t *dst_k, int fill)
+{
+    struct emb_cache *ca = t->cache;
+    const struct backend_ops *be = t->be;
+    const int64_t *di = ca->d_idx2.p;
+    const float *dw = ca->d_w.p;
+    const float *ds = ca->sf && dst_s ? ca->d_s.p : NULL;
+    const float *dk = dst_k ? ca->d_k.p : NULL;
+    if (fill) { /* the compute stream's wait for a training fill, timed */
+        stall_take(be, ca, 1);
+        be->event_record(ca->stall0, BACKEND_COMPUTE);
+    }
+    be->stream_wait(BACKEND_COMPUTE, ca->up);
+    if (fill) {
+        be->event_record(ca->stall1, BACKEND_COMPUTE);
+        ca->stall_pending = 1;
+    }
     be->index_rows(n, t->width, dw, NULL, dst_w, di, 0);
     if (ds)
         be->index_rows(n, (int)ca->sf, ds, NULL, dst_s, di, 0);
     if (dk) /* int64 as two floats' bits: copied, never computed on */
         be->index_rows(n, 2, dk, NULL, (float *)dst_k, di, 0);
     be->event_record(ca->staged, BACKEND_COMPUTE);
+}
+
+/* rows_copy, then rows_land */
+static void rows_up(struct emb_table *t, int64_t n, float *dst_w, float *dst_s, int64_t *dst_k,
+                    int fill)
+{
+    if (n == 0)
+        return;
+    rows_copy(t, n, dst_s != NULL, dst_k != NULL, fill);
+    rows_land(t, n, dst_w, dst_s, dst_k, fill);
+}
+
+void emb_cache_land(struct emb_table *t)
+{
+    struct emb_cache *ca = t->cache;
+    if (ca->land_n) {
+        const int64_t n = ca->land_n;
+        ca->land_n = 0;
+        rows_land(t, n, t->w, t->state, t->steps, 1);
+    }
+    if (ca->land_sv) {
+        ca->land_sv = 0;
+        t->be->stream_wait(BACKEND_COMPUTE, ca->svup);
+    }
+}
+
+const int64_t *emb_cache_served(const struct emb_table *t) { return t->cache->sv; }
+
+int emb_cache_fetched(const struct emb_table *t, int64_t vid)
+{
+    const struct emb_cache *ca = t->cache;
+    const int64_t s = vid / t->G;
+    return s >= ca->k0 && s < ca->k0 + ca->C && ca->got[s] == ca->tick;
 }
 
 /* Host rows of the local indices ks[n] (the host shard's values) into the
@@ -296,6 +389,7 @@ void emb_cache_init(struct emb_table *t)
     const int64_t S = ca->k0 + ca->C;
     ca->holds = xmalloc((size_t)S * sizeof(int64_t));
     ca->last = xcalloc((size_t)S, sizeof(int64_t));
+    ca->got = xcalloc((size_t)S, sizeof(int64_t));
     ca->prev = xmalloc((size_t)S * sizeof(int64_t));
     ca->next = xmalloc((size_t)S * sizeof(int64_t));
     ca->dirty = xcalloc((size_t)S, 1);
@@ -316,6 +410,9 @@ void emb_cache_init(struct emb_table *t)
     ca->wb = be->event_new(0);
     ca->staged = be->event_new(0);
     ca->gathered = be->event_new(0);
+    ca->stall0 = be->event_new(1);
+    ca->stall1 = be->event_new(1);
+    ca->svup = be->event_new(0);
     ca->lfu = t->conf.cache_lfu;
     if (ca->lfu) {
         ca->freq = xcalloc((size_t)S, sizeof *ca->freq);
@@ -329,7 +426,10 @@ void emb_cache_free(struct emb_table *t)
     if (!ca)
         return;
     const struct backend_ops *be = t->be;
+    emb_cache_land(t);
     stage_idle(be, ca); /* the copies in flight run first */
+    if (ca->sv_pending)
+        be->event_sync(ca->svup);
     wb_apply(t);
     be->free(t->w);
     be->free(t->state);
@@ -347,6 +447,7 @@ void emb_cache_free(struct emb_table *t)
     free(ca->where);
     free(ca->holds);
     free(ca->last);
+    free(ca->got);
     free(ca->prev);
     free(ca->next);
     free(ca->dirty);
@@ -364,6 +465,9 @@ void emb_cache_free(struct emb_table *t)
     be->event_free(ca->wb);
     be->event_free(ca->staged);
     be->event_free(ca->gathered);
+    be->event_free(ca->stall0);
+    be->event_free(ca->stall1);
+    be->event_free(ca->svup);
     free(ca->wbk);
     free(ca);
     t->cache = NULL;
@@ -518,6 +622,7 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         }
         ca->holds[s] = miss[i];
         ca->where[miss[i]] = s;
+        ca->got[s] = T;
         order_use(ca, s, T, 1);
     }
     if (nwb) { /* the evicted rows' values down into the host shard, behind the step */
@@ -529,7 +634,11 @@ static void map_training(struct emb_table *t, const int64_t *u, int64_t n, int a
         host_stage(t, miss, nmiss);
         for (int64_t i = 0; i < nmiss; i++)
             ca->iy[i] = ca->where[miss[i]];
-        rows_up(t, nmiss, t->w, t->state, t->steps);
+        if (ahead) { /* the scatters when the rows are first read (emb_cache_land) */
+            rows_copy(t, nmiss, 1, t->steps != NULL, 1);
+            ca->land_n = nmiss;
+        } else
+            rows_up(t, nmiss, t->w, t->state, t->steps, 1);
         ca->st.fetched_bytes += nmiss * (int64_t)row_bytes(t);
     }
     for (int64_t i = 0; i < n; i++) {
@@ -560,7 +669,7 @@ static float *read_through(struct emb_table *t, const int64_t *sv, int64_t n)
         }
     if (nhost) {
         host_stage(t, ks, nhost);
-        rows_up(t, nhost, rt, NULL, NULL);
+        rows_up(t, nhost, rt, NULL, NULL, 0);
     }
     stage_idle(be, ca); /* ix, iy written again */
     for (int64_t i = 0; i < n; i++) /* then the resident ones, copied on the device */
@@ -585,6 +694,7 @@ float *emb_cache_resolve(struct emb_table *t, int64_t *ids, int64_t n, int train
     struct emb_cache *ca = t->cache;
     const int64_t G = t->G;
     float *rt = NULL;
+    emb_cache_land(t); /* a prefetch's fill first: the device staging is reused */
     if (t->dyn) /* raw ids: to the pool's slots first (emb_cache_dyn.c) */
         emb_cache_dyn_slots(t, ids, n, train);
     else
@@ -625,17 +735,23 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x)
     if (!x->counted)
         x->crows = rt;
     if (n) { /* the virtual ids up, on the copy stream (x->serve's readers ran:
-              * the download above waited for them): the host does not wait */
-        stage_idle(be, ca);
+              * the download above waited for them): the host does not wait,
+              * unless the last upload from sv has not run yet (not the fill's) */
+        if (ca->sv_pending && !be->event_query(ca->svup))
+            be->event_sync(ca->svup);
+        ca->sv_pending = 0;
         if (n > ca->svcap) {
             ca->svcap = n > 2 * ca->svcap ? n : 2 * ca->svcap;
             ca->sv = pinned_grow(be, ca->sv, (size_t)ca->svcap * sizeof *ca->sv);
         }
         memcpy(ca->sv, sv, (size_t)n * sizeof *sv);
         be->copy_up(x->serve, ca->sv, (size_t)n * sizeof *sv);
-        be->event_record(ca->up, BACKEND_COPY);
-        be->stream_wait(BACKEND_COMPUTE, ca->up);
-        ca->up_pending = 1;
+        be->event_record(ca->svup, BACKEND_COPY);
+        ca->sv_pending = 1;
+        if (x->counted && x->pf_on) /* read on the device from the next step on */
+            ca->land_sv = 1;
+        else
+            be->stream_wait(BACKEND_COMPUTE, ca->svup);
     }
     emb_cache_post(t); /* behind the copies up, which the gathers would hold back */
     free(sv);
@@ -653,6 +769,7 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
                    int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
+    emb_cache_land(t);
     wb_apply(t);
     const int W = t->width;
     for (int64_t k = 0; k < n; k++) { /* the host shard's values */
@@ -743,6 +860,7 @@ void emb_cache_grow(struct emb_table *t, int64_t rows)
 void emb_cache_drop(struct emb_table *t, int64_t k)
 {
     struct emb_cache *ca = t->cache;
+    emb_cache_land(t);
     wb_apply(t); /* a pending write-back of k lands before k is made again */
     if (ca->where[k] >= ca->k0)
         leave(ca, k);
@@ -754,6 +872,7 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
                    const float *state, const int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
+    emb_cache_land(t);
     wb_apply(t); /* a pending write-back would overwrite what is set */
     const int W = t->width;
     int left = 0;
@@ -789,8 +908,9 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
 void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_cache_stats *out)
 {
     struct emb_cache *ca = t->cache;
+    stall_take(t->be, ca, 0); /* the last fill's, once the compute stream has passed it */
     const struct emb_cache_stats *s = &ca->st, *m = &ca->mark[which];
-    int64_t v[10] = {s->hits - m->hits,
+    int64_t v[12] = {s->hits - m->hits,
                      s->misses - m->misses,
                      s->fills - m->fills,
                      s->evicted - m->evicted,
@@ -799,11 +919,14 @@ void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_c
                      s->written_bytes - m->written_bytes,
                      ca->C - ca->nfree,
                      ca->C,
-                     s->lookups - m->lookups};
+                     s->lookups - m->lookups,
+                     s->fill_host_us - m->fill_host_us,
+                     s->fill_stall_us - m->fill_stall_us};
     ca->mark[which] = ca->st;
-    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 10);
+    comm_allreduce_sum_i64v(c, COMM_WORLD, v, 12);
     *out = (struct emb_cache_stats){.hits = v[0], .misses = v[1], .fills = v[2],
                                     .evicted = v[3], .written = v[4], .fetched_bytes = v[5],
                                     .written_bytes = v[6], .resident = v[7], .slots = v[8],
-                                    .lookups = v[9] / c->size};
+                                    .lookups = v[9] / c->size, .fill_host_us = v[10] / c->size,
+                                    .fill_stall_us = v[11] / c->size};
 }

@@ -66,6 +66,10 @@ struct emb_cache_stats {
     int64_t fetched_bytes, written_bytes; /* host -> device, device -> host (rows, state) */
     int64_t resident, slots; /* at the take: rows in the cache, its slots (summed) */
     int64_t lookups;      /* training lookups mapped (per rank) */
+    /* microseconds a training lookup's fills held back the host (its waits
+     * for the fills' copies) and the compute stream (its wait for them,
+     * from timing events around it); emb_cache_take: the ranks' mean */
+    int64_t fill_host_us, fill_stall_us;
 };
 
 /* Set up t's cache of t->conf.cache slots (emb_registry_add, for a dense
@@ -86,6 +90,20 @@ void emb_cache_map(struct emb_table *t, struct emb_exchange *x);
  * read-through rows (t's memory, row i + 1 for ids[i]; valid until t's
  * next lookup), NULL for a training lookup. */
 float *emb_cache_resolve(struct emb_table *t, int64_t *ids, int64_t n, int train, int ahead);
+/* A lookup mapped ahead (parallel.overlap = prefetch): its fills' copies
+ * are enqueued by the map, the compute stream's wait for them and their
+ * scatters into the slots by emb_cache_land, which the owner calls before
+ * the rows are first read on the device (emb_prefetch_post; the cache's
+ * own entry points call it too), so that the copies run beside the compute
+ * work enqueued in between (emb_prefetch_late: the fetched rows leave
+ * with the late ones, emb_cache_fetched). emb_cache_served: the virtual ids of the last
+ * map on the host (n of them, x->serve's; valid until the next map). */
+void emb_cache_land(struct emb_table *t);
+const int64_t *emb_cache_served(const struct emb_table *t);
+/* 1 when the row of virtual id vid was fetched by the last training map
+ * (a miss or a fill): a prefetch sends such rows with the late ones, after
+ * emb_cache_land, so that their copies run beside the step's backward. */
+int emb_cache_fetched(const struct emb_table *t, int64_t vid);
 /* After emb_cache_resolve and the lookup's own copies up: the write-backs
  * its evictions gathered, down on the copy stream (emb_cache_map calls
  * it; a caller of emb_cache_resolve must). */
@@ -106,7 +124,7 @@ void emb_cache_drop(struct emb_table *t, int64_t k);
 int64_t emb_cache_slots(const struct emb_table *t);
 /* The figures since the last call with the same which (0: the logging
  * interval, 1: the stream's window) summed over the job (collective over
- * world); out->lookups per rank. */
+ * world); out->lookups and the fills' waits per rank (the ranks' mean). */
 void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_cache_stats *out);
 
 #endif

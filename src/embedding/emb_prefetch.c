@@ -14,7 +14,9 @@
  *          come now and how many late; owners gather the non-colliding
  *          rows (compacted per requester) and post them (EMB_X_PF).
  *   late   after x's update (emb_grad_finish): owners gather the colliding
- *          rows and post them (EMB_X_LATE): a push, no request.
+ *          rows and post them (EMB_X_LATE): a push, no request. A cached
+ *          table (emb_cache.h) marks the rows its cache fetched for y too:
+ *          their copies run until here (emb_cache_land).
  *   wait   (emb_output_wait of y) both parts in a compact buffer [clean of
  *          every owner, then late of every owner], decoded, then gathered
  *          into y's rows in emb_output_post's layout through a permutation
@@ -29,6 +31,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "embedding/emb_cache.h"
 #include "embedding/emb_exchange_priv.h"
 #include "embedding/emb_subspace.h"
 #include "embedding/emb_table.h"
@@ -193,11 +196,19 @@ void emb_prefetch_plan(struct emb_table *t, struct comm *c, struct emb_exchange 
     emb_input_serve(c, y); /* y's served ids are here */
     struct emb_pf *pf = pf_of(y);
     const int64_t nm = mark_updated(t, c, pf, x);
-    /* y's served ids on the host, kept for emb_prefetch_post */
-    pf->want = backend_download(t->be, y->serve, at_least1(y->nserve) * 8, &pf->want_own);
+    /* y's served ids on the host, kept for emb_prefetch_post (a cached
+     * table's from its map: the device's wait for the fills later) */
+    if (t->cache) {
+        pf->want_own = xmalloc(at_least1(y->nserve) * sizeof(int64_t));
+        if (y->nserve)
+            memcpy(pf->want_own, emb_cache_served(t), (size_t)y->nserve * sizeof(int64_t));
+        pf->want = pf->want_own;
+    } else
+        pf->want = backend_download(t->be, y->serve, at_least1(y->nserve) * 8, &pf->want_own);
     uint8_t *m = emb_xstate(t)->touched;
-    for (int64_t i = 0; i < y->nserve; i++)
-        pf->mask[i] = (uint8_t)bit(m, pf->want[i] / G);
+    for (int64_t i = 0; i < y->nserve; i++) /* a cached table's fetched rows go late too */
+        pf->mask[i] = (uint8_t)(bit(m, pf->want[i] / G) ||
+                                (t->cache && emb_cache_fetched(t, pf->want[i])));
     for (int64_t i = 0; i < nm; i++) { /* cleared for the next use */
         const int64_t s = pf->marked[i] / G;
         m[s >> 3] &= (uint8_t)~(1u << (s & 7));
@@ -344,6 +355,8 @@ void emb_prefetch_late(struct emb_table *t, struct comm *c, struct emb_exchange 
     if (pf->held) /* the clean rows leave behind x's gradients */
         send_part(t, c, y, 0);
     pf->held = 0;
+    if (t->cache) /* the fills into their slots (their copies ran beside the backward) */
+        emb_cache_land(t);
     gather_part(t, c, y, 1);
     send_part(t, c, y, 1);
     pf->late = 1;

@@ -216,6 +216,8 @@ void train_cache_metrics(const struct train_cache_figs *f, struct metrics_line *
         FIELD("cache_written_bytes", s->written_bytes / n);
         FIELD("cache_hit_rate", hit_rate(s));
         FIELD("cache_occupancy", s->slots > 0 ? (double)s->resident / (double)s->slots : 0);
+        FIELD("cache_fill_wait_ms", (double)s->fill_host_us / 1e3 / n);
+        FIELD("cache_fill_stall_ms", (double)s->fill_stall_us / 1e3 / n);
 #undef FIELD
     }
 }

@@ -45,7 +45,9 @@ int train_cache_take(struct trainer *tr, int which, struct train_cache_figs *f, 
  * (fetched at the lookup), .cache_fills (fetched ahead, prefetch),
  * .cache_evicted, .cache_written_back, .cache_fetched_bytes,
  * .cache_written_bytes; .cache_hit_rate and .cache_occupancy (resident
- * rows / slots, at the take). */
+ * rows / slots, at the take); .cache_fill_wait_ms and .cache_fill_stall_ms
+ * (the host's and the compute stream's waits for the fills, the ranks'
+ * mean). */
 void train_cache_metrics(const struct train_cache_figs *f, struct metrics_line *l);
 /* Set ec's cache (rows per shard) and placement (the trainer's device
  * backend) when the run asks for one, and say so at start-up. With
