@@ -121,6 +121,19 @@ int main(int argc, char **argv)
     row("gemm [T,d]x[d,4d]", TIME(be->gemm(0, 0, T, 4 * d, d, 1, x, d, w4, 4 * d, 0, y, 4 * d)),
         L);
     row("gemm [T,d]x[d,d]", TIME(be->gemm(0, 0, T, d, d, 1, x, d, w4, d, 0, y, d)), 9 * L);
+    /* SASRec's linear layers start y at the bias' rows: once a rank-1 GEMM
+     * 1 b (beta 0), now the rows gathered (model_sasrec.c linear_fwd) */
+    float *ones = randf(T, 0);
+    int64_t *zeros = xmalloc((size_t)T * sizeof *zeros);
+    for (int64_t i = 0; i < T; i++) {
+        ones[i] = 1.0f;
+        zeros[i] = 0;
+    }
+    const double r1 = TIME(be->gemm(0, 0, T, d, 1, 1, ones, 1, w4, d, 0, y, d));
+    row("bias rows: rank-1 gemm (was)", r1, 0);
+    const double g0 = TIME(be->gather_rows(T, d, w4, zeros, y));
+    row("bias rows: gather_rows", g0, 0);
+    printf("%-28s %9.2f x (SASRec: 6 a layer)\n", "bias rows: gemm / gather", r1 / g0);
 
     /* attention: q, k, v [T, d] */
     float *q = randf(td, 0.3f), *k = randf(td, 0.3f), *v = randf(td, 0.3f);

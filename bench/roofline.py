@@ -161,8 +161,10 @@ class Step:
 
     def gemm_shapes(self):
         T, d = int(round(self.T)), self.d
-        s = {(0, 0, T, d, d), (0, 1, T, d, d), (1, 0, d, d, T), (0, 0, T, d, 1), (1, 0, 1, d, T),
+        s = {(0, 0, T, d, d), (0, 1, T, d, d), (1, 0, d, d, T), (1, 0, 1, d, T),
              (0, 1, self.Lr, self.Lr, d // self.H)}
+        if self.model == "hstu":  # its output projection's bias (SASRec gathers its biases)
+            s.add((0, 0, T, d, 1))
         if not self.bce:
             s.add((0, 1, T, self.R + 1, d))
         return sorted(s)
@@ -212,15 +214,17 @@ class Step:
         else:
             for _ in range(Ly):
                 for lin in range(6):  # q, k, v, out, ffn1, ffn2
-                    gm(F, R1, T * d)          # the bias, written
+                    # the bias' rows gathered (gather_rows: the embedding's
+                    # class): y written, the row indices read
+                    o.append((EMB, F, 0.0, f4 + 8.0 * T, None))
                     gm(F, NN, 3 * T * d)      # += x W
                     gm(B, TN, 2 * T * d)      # dW
                     gm(B, TN1, T * d)         # db
                     gm(B, NT, (3 if lin in (0, 2, 4) else 2) * T * d)  # dx (+= for three)
-                # LN, axpy, LN, dropout, relu, dropout, axpy; backward: 2 copy,
-                # 2 dropout, relu, 2 LN, axpy
+                # LN, axpy, LN, dropout, relu, dropout, axpy; backward: 2
+                # dropout, relu, 2 LN, axpy
                 o.append((ELEM, F, 40.0 * d * T, f4 * 16 + 4.0 * 4 * T + 2 * mask, None))
-                o.append((ELEM, B, 80.0 * d * T, f4 * 20 + 4.0 * 4 * T + 2 * mask, None))
+                o.append((ELEM, B, 80.0 * d * T, f4 * 16 + 4.0 * 4 * T + 2 * mask, None))
                 # Q, K, V read, out and the log-sum-exp written; backward: Q,
                 # K, V, out, lse, dO read, dQ, dK, dV written
                 o.append(("attention", F, pair / 4, f4 * 4 + 4.0 * T, "attn"))

@@ -64,7 +64,8 @@ struct sasrec_priv {
     uint64_t *keys;       /* [cap] dropout row keys (backend) */
     int64_t *offsets;     /* [cap_b + 1] sequence offsets (backend) */
     int64_t cap_b;
-    float *ones;          /* [cap] ones: bias broadcast and column sums */
+    float *ones;          /* [cap] ones: the biases' gradients (1^T dy) */
+    int64_t *zeros;       /* [cap] zeros: row 0 of a bias, gathered to every row */
     float **xs;           /* [layers + 1] of [T, d]: input of layer l; xs[layers]: of LN_final */
     uint8_t *m0;          /* [T, d] input dropout mask */
     float *meanf, *rstdf; /* [T] */
@@ -119,6 +120,7 @@ static void release(struct model *m)
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         be->free(f[i]);
     be->free(s->pos);
+    be->free(s->zeros);
     be->free(s->keys);
     be->free(s->m0);
     free(s->pos_host);
@@ -205,6 +207,8 @@ static void reserve(struct model *m, int64_t T)
     s->rstdf = fbuf(m, n, 1);
     s->m0 = m->be->alloc((size_t)(n * d));
     s->pos = m->be->alloc((size_t)n * sizeof(int64_t));
+    s->zeros = m->be->alloc((size_t)n * sizeof(int64_t));
+    m->be->zero(s->zeros, (size_t)n * sizeof(int64_t));
     s->keys = m->be->alloc((size_t)n * sizeof(uint64_t));
     s->pos_host = xmalloc((size_t)n * sizeof(int64_t));
     float *ones = xmalloc((size_t)n * sizeof *ones);
@@ -218,13 +222,15 @@ static void reserve(struct model *m, int64_t T)
 
 /* -- dense layers ------------------------------------------------------- */
 
-/* y = x W + b; x, y: [T, d]; W: [d, d] as [in, out]; b: [d] */
+/* y = x W + b; x, y: [T, d]; W: [d, d] as [in, out]; b: [d]. The rows of y
+ * start as copies of b (the values a rank-1 GEMM 1 b with beta 0 gave,
+ * without its call: bench/bench_ops), then y += x W. */
 static void linear_fwd(struct model *m, const struct batch *bt, const float *x,
                        const struct dense_tensor *W, const struct dense_tensor *b, float *y)
 {
     const struct sasrec_priv *s = m->priv;
     const int d = m->conf.d;
-    model_gemm_rows(m, bt, 0, 0, d, 1, s->ones, 1, b->w, d, 0.0f, y, d);
+    m->be->gather_rows(bt->T, d, b->w, s->zeros, y);
     model_gemm_rows(m, bt, 1, 0, d, d, x, d, W->w, d, 1.0f, y, d);
 }
 
@@ -244,6 +250,15 @@ static void linear_bwd(struct model *m, const struct batch *bt, const float *x,
 }
 
 /* -- forward / backward ------------------------------------------------- */
+
+/* Two [cap, d] scratch buffers trade roles (what a copy from one to the
+ * other would have done, without the pass over T d floats). */
+static void swap_rows(float **a, float **b)
+{
+    float *t = *a;
+    *a = *b;
+    *b = t;
+}
 
 /* pos[t] = position of token t in its sequence (checked against N); the
  * batch's offsets and dropout keys copied to the backend. */
@@ -342,8 +357,8 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
         struct dense_tensor *w = layer_params(m, l);
         struct sasrec_layer_act *a = &s->la[l];
         const float *xin = s->xs[l];
-        /* s->dx = d(layer output) = d(f_in + drop(r W2 + b2)) */
-        be->copy(s->dfin, s->dx, bytes);
+        /* s->dx = d(layer output) = d(f_in + drop(r W2 + b2)): read by W2's
+         * backward, then d f_in = s->dx + (the FFN's part) in place */
         const float *dz = s->dx;
         if (s->drop) {
             be->dropout_bwd(T, d, p, a->m2, s->dx, s->dz);
@@ -353,11 +368,12 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
         be->relu_bwd(n, a->r, s->dr, s->dr); /* r > 0 exactly where its input was */
         if (s->drop)
             be->dropout_bwd(T, d, p, a->m1, s->dr, s->dr);
-        linear_bwd(m, b, a->fin, &w[L_F1W], &w[L_F1B], s->dr, s->dfin, 1);
-        model_layernorm_bwd(m, b, d, a->x1, a->mean2, a->rstd2, w[L_FFN_G].w, s->dfin, s->dx,
+        linear_bwd(m, b, a->fin, &w[L_F1W], &w[L_F1B], s->dr, s->dx, 1);
+        model_layernorm_bwd(m, b, d, a->x1, a->mean2, a->rstd2, w[L_FFN_G].w, s->dx, s->dfin,
                             w[L_FFN_G].g, w[L_FFN_B].g);
-        /* s->dx = d x1, x1 = q_in + a Wout + bout */
-        be->copy(s->dqin, s->dx, bytes);
+        swap_rows(&s->dx, &s->dfin);
+        /* s->dx = d x1, x1 = q_in + a Wout + bout: read by Wout's backward,
+         * then d q_in = s->dx + (the queries' part) in place */
         linear_bwd(m, b, a->a, &w[L_OW], &w[L_OB], s->dx, s->da, 0);
         if (b->split) { /* the earlier keys' gradients first: they travel back */
             const struct model_split *sp = b->split;
@@ -373,12 +389,13 @@ static void sasrec_backward(struct model *m, const struct batch *b, const float 
         } else
             be->sasrec_attn_bwd(b->B, s->offsets, H, d / H, m->conf.max_len, a->q, a->k, a->v,
                                 a->a, a->lse, s->da, s->dq, s->dk, s->dv);
-        linear_bwd(m, b, a->qin, &w[L_QW], &w[L_QB], s->dq, s->dqin, 1);
-        linear_bwd(m, b, xin, &w[L_KW], &w[L_KB], s->dk, s->dx, 0);
-        linear_bwd(m, b, xin, &w[L_VW], &w[L_VB], s->dv, s->dx, 1);
-        model_layernorm_bwd(m, b, d, xin, a->mean1, a->rstd1, w[L_ATTN_G].w, s->dqin, s->tmp,
+        linear_bwd(m, b, a->qin, &w[L_QW], &w[L_QB], s->dq, s->dx, 1);
+        linear_bwd(m, b, xin, &w[L_KW], &w[L_KB], s->dk, s->dqin, 0);
+        linear_bwd(m, b, xin, &w[L_VW], &w[L_VB], s->dv, s->dqin, 1);
+        model_layernorm_bwd(m, b, d, xin, a->mean1, a->rstd1, w[L_ATTN_G].w, s->dx, s->tmp,
                             w[L_ATTN_G].g, w[L_ATTN_B].g);
-        be->axpy(n, 1.0f, s->tmp, s->dx); /* s->dx = d(layer input) */
+        be->axpy(n, 1.0f, s->tmp, s->dqin);
+        swap_rows(&s->dx, &s->dqin); /* s->dx = d(layer input) */
         model_between_layers(m, 1 + l * L_COUNT);
     }
     if (s->drop)
