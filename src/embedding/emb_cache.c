@@ -649,9 +649,9 @@ void emb_cache_post(struct emb_table *t)
 
 /* --- host access ------------------------------------------------------------------- */
 
-/* emb_cache_get of the local indices at(i) = ks ? ks[i] : k0 + i, i < n:
+/* emb_cache_get of the local indices at(i) = ks ? ks[i] : first + i, i < n:
  * the host shard's values, then the resident rows' in one pass down. */
-static void get_list(struct emb_table *t, int64_t k0, const int64_t *ks, int64_t n, float *w,
+static void get_list(struct emb_table *t, int64_t first, const int64_t *ks, int64_t n, float *w,
                      float *state, int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
@@ -659,7 +659,7 @@ static void get_list(struct emb_table *t, int64_t k0, const int64_t *ks, int64_t
     const int W = t->width;
     int64_t nres = 0;
     for (int64_t k = 0; k < n; k++) { /* the host shard's values */
-        const int64_t at = ks ? ks[k] : k0 + k;
+        const int64_t at = ks ? ks[k] : first + k;
         nres += ca->where[at] >= 0;
         if (w)
             memcpy(w + k * W, host_row(t, at), (size_t)W * sizeof(float));
@@ -672,7 +672,7 @@ static void get_list(struct emb_table *t, int64_t k0, const int64_t *ks, int64_t
     stage_grow(t->be, ca, nres, W);
     nres = 0;
     for (int64_t k = 0; k < n; k++) {
-        const int64_t s = ca->where[ks ? ks[k] : k0 + k];
+        const int64_t s = ca->where[ks ? ks[k] : first + k];
         if (s >= 0) {
             ca->ix[nres] = s;
             ca->iy[nres++] = k;
@@ -765,9 +765,9 @@ void emb_cache_drop(struct emb_table *t, int64_t k)
 
 int64_t emb_cache_slots(const struct emb_table *t) { return t->cache->k0 + t->cache->C; }
 
-/* emb_cache_set of the local indices at(i) = ks ? ks[i] : k0 + i, i < n
+/* emb_cache_set of the local indices at(i) = ks ? ks[i] : first + i, i < n
  * (distinct): one pass, the free list sorted once. */
-static void set_list(struct emb_table *t, int64_t k0, const int64_t *ks, int64_t n,
+static void set_list(struct emb_table *t, int64_t first, const int64_t *ks, int64_t n,
                      const float *w, const float *state, const int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
@@ -775,7 +775,7 @@ static void set_list(struct emb_table *t, int64_t k0, const int64_t *ks, int64_t
     const int W = t->width;
     int left = 0;
     for (int64_t k = 0; k < n; k++) {
-        const int64_t at = ks ? ks[k] : k0 + k, s = ca->where[at];
+        const int64_t at = ks ? ks[k] : first + k, s = ca->where[at];
         if (s >= 0 && s < ca->k0) /* pinned: the value set into its slot too */
             pin_set(t, s, w ? w + k * W : NULL, state ? state + k * ca->sf : NULL,
                     steps ? steps + k : NULL);
