@@ -24,8 +24,12 @@
 # shard once per eviction policy (embedding.cache_policy = lru, lfu: at
 # 100% nothing is evicted). FILLS_ONLY=1: only the last table (where the
 # fills wait, below). A cache too small for two
-# steps' rows is refused by the trainer: "too small". Prints a markdown
-# table; never asserts on time.
+# steps' rows is refused by the trainer: "too small". TABLES (default
+# "plain dynamic") picks the item tables: plain, and a dynamic table
+# (embedding.dynamic = on: the cache over its row pool, keyed by pool
+# slot; LRU only, against the host-placed dynamic table; the shard's rows
+# are the dataset's items' share, no capacity). Prints a markdown table;
+# never asserts on time.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${1:-$here/../shared/data/ml-latest-small/ratings.csv}
@@ -38,6 +42,7 @@ STEPS=${STEPS:-300}
 BATCH=${BATCH:-8}
 NP=${NP:-2}
 ITEMS=${ITEMS:-50000}
+TABLES=${TABLES:-plain dynamic}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -66,32 +71,38 @@ printf '# %s, %s ranks, %s steps of %s sequences, fake device; load: %s\n' "$(da
 printf '| data | table | policy | overlap | hit rate | misses/step | fills/step | cache bytes/step | h2d+d2h bytes/step | step ms |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for set in $sets; do
-    for ov in none prefetch; do
-        for case in host 0.01:lru 0.01:lfu 0.1:lru 0.1:lfu 0.5:lru 0.5:lfu 1.0:lru; do
-            size=${case%:*} pol=${case#*:}
-            A="embedding.placement=host"
-            [ $size = host ] || A="$A embedding.cache=$size embedding.cache_policy=$pol"
-            m="$W/$set-$ov-$size-$pol.jsonl"
-            if ! timeout 600 mpirun -np "$NP" "$FS" train "$here/input/tiny.in" \
-                data.path="$W/$set.h5" train.max_steps="$STEPS" train.epochs=100 \
-                train.log_every=1 train.final_eval=off train.batch_size="$BATCH" \
-                train.negatives=1 train.negatives_from=in_batch device.type=fake device.share=on parallel.transport=mpi \
-                parallel.overlap=$ov $A output.metrics="$m" >"$W/out" 2>&1; then
-                grep -q 'more rows resident at once' "$W/out" &&
-                    printf '| %s | cache %s | %s | %s | too small | | | | | |\n' "$set" "$size" "$pol" "$ov" ||
-                    printf '| %s | %s | %s | %s | failed: %s | | | | | |\n' "$set" "$size" "$pol" "$ov" \
-                        "$(grep -m1 error "$W/out")"
-                continue
-            fi
-            io=$(( $(mean "$m" h2d_bytes) + $(mean "$m" d2h_bytes) ))
-            if [ $size = host ]; then
-                printf '| %s | host | | %s | | | | | %s | %s |\n' "$set" "$ov" "$io" "$(med "$m")"
-            else
-                cb=$(( $(mean "$m" items.cache_fetched_bytes) + $(mean "$m" items.cache_written_bytes) ))
-                printf '| %s | cache %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$set" "$size" \
-                    "$pol" "$ov" "$(rate "$m")" "$(mean "$m" items.cache_misses)" \
-                    "$(mean "$m" items.cache_fills)" "$cb" "$io" "$(med "$m")"
-            fi
+    for tab in $TABLES; do
+        D= cases="host 0.01:lru 0.01:lfu 0.1:lru 0.1:lfu 0.5:lru 0.5:lfu 1.0:lru" tn=
+        if [ "$tab" = dynamic ]; then
+            D=embedding.dynamic=on cases="host 0.01:lru 0.1:lru 0.5:lru 1.0:lru" tn="dynamic "
+        fi
+        for ov in none prefetch; do
+            for case in $cases; do
+                size=${case%:*} pol=${case#*:}
+                A="embedding.placement=host $D"
+                [ $size = host ] || A="$A embedding.cache=$size embedding.cache_policy=$pol"
+                m="$W/$set-$tab-$ov-$size-$pol.jsonl"
+                if ! timeout 600 mpirun -np "$NP" "$FS" train "$here/input/tiny.in" \
+                    data.path="$W/$set.h5" train.max_steps="$STEPS" train.epochs=100 \
+                    train.log_every=1 train.final_eval=off train.batch_size="$BATCH" \
+                    train.negatives=1 train.negatives_from=in_batch device.type=fake device.share=on parallel.transport=mpi \
+                    parallel.overlap=$ov $A output.metrics="$m" >"$W/out" 2>&1; then
+                    grep -q 'more rows resident at once' "$W/out" &&
+                        printf '| %s | %scache %s | %s | %s | too small | | | | | |\n' "$set" "$tn" "$size" "$pol" "$ov" ||
+                        printf '| %s | %s%s | %s | %s | failed: %s | | | | | |\n' "$set" "$tn" "$size" "$pol" "$ov" \
+                            "$(grep -m1 error "$W/out")"
+                    continue
+                fi
+                io=$(( $(mean "$m" h2d_bytes) + $(mean "$m" d2h_bytes) ))
+                if [ $size = host ]; then
+                    printf '| %s | %shost | | %s | | | | | %s | %s |\n' "$set" "$tn" "$ov" "$io" "$(med "$m")"
+                else
+                    cb=$(( $(mean "$m" items.cache_fetched_bytes) + $(mean "$m" items.cache_written_bytes) ))
+                    printf '| %s | %scache %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$set" "$tn" "$size" \
+                        "$pol" "$ov" "$(rate "$m")" "$(mean "$m" items.cache_misses)" \
+                        "$(mean "$m" items.cache_fills)" "$cb" "$io" "$(med "$m")"
+                fi
+            done
         done
     done
 done

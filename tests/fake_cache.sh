@@ -24,8 +24,10 @@
 # table (embedding.dynamic, src/embedding/emb_cache_dyn.c) whose lru
 # evictions and insertions reuse pool slots, with a cache smaller than its
 # pool (rows evicted by the table and by the cache), gives the host-placed
-# dynamic table's losses bit for bit at P = 2 (prefetch, asynchronous
-# stream) and P = 1 (ttl, adam, prefetch), and a checkpoint written at
+# dynamic table's losses bit for bit at P = 4 (chosen by placement = auto,
+# prefetch, asynchronous stream; the final evaluation too) and P = 1 (ttl,
+# adam, prefetch), and in a stream over window files at P = 2 (the
+# windows' evaluations and counters too); a checkpoint written at
 # P = 2 resumes at P = 1 as the host table's does (losses, final
 # evaluation, the final checkpoints by h5diff). The refusals name the
 # parameter.
@@ -127,16 +129,23 @@ for np in 1 2; do
 done
 grep -q 'feat.cat cache hit [0-9.]*% misses' "$T/fc-2-none.out" && pass "the progress line shows feat.cat's hit rate" ||
     fail "no feat.cat hit rate on the progress line"
-# a dynamic table over the cache: lru in a pool of 500 rows per shard (P =
-# 2), 250 cached (a half: 500 at P = 1); 12 steps of batch 4 (P = 1: ttl,
-# adam, 500 cached)
+# a dynamic table over the cache: lru in a pool of 250 rows per shard (P =
+# 4), 150 cached (0.6: 500 at P = 1); 12 steps of batch 4 (P = 1: ttl,
+# adam); at P = 4 embedding.placement = auto chooses the cache (1 MiB of
+# fake device memory: the pools and the workspace do not fit, the cache
+# does), prefetch on the asynchronous stream, and the final evaluation
+# reads through the cache
 DYN="embedding.dynamic=on train.batch_size=4 train.max_steps=12"
 LRU="embedding.evict=lru embedding.capacity=1000"
-run dh-2 2 $DYN $HOST $LRU
-FREESCALE_FAKE_ASYNC=1000 run dc-2 2 $DYN $LRU $HOST embedding.cache=250 parallel.overlap=prefetch
-same_losses "$T/dh-2.jsonl" "$T/dc-2.jsonl" "dynamic, P=2 prefetch: cache vs host" 0 0
-ev=$(field "$T/dc-2.jsonl" items.evicted | awk '{ s += $1 } END { print s + 0 }')
-cev=$(field "$T/dc-2.jsonl" items.cache_evicted | awk '{ s += $1 } END { print s + 0 }')
+run dh-4 4 $DYN $HOST $LRU train.final_eval=on
+FREESCALE_FAKE_MEM=1M FREESCALE_FAKE_ASYNC=1000 run dc-4 4 $DYN $LRU embedding.cache=0.6 \
+    parallel.overlap=prefetch train.final_eval=on
+grep -q "^embedding.placement = auto: cached" "$T/dc-4.out" && pass "dynamic, auto, 1M: cached" ||
+    fail "dynamic, auto, 1M: not cached: $(grep 'placement = auto' "$T/dc-4.out" | tail -n 1)"
+same_losses "$T/dh-4.jsonl" "$T/dc-4.jsonl" "dynamic, P=4 prefetch: cache vs host" 0 0
+same_evals "$T/dh-4.jsonl" "$T/dc-4.jsonl" "dynamic, P=4: the final evaluation through the cache" 0
+ev=$(field "$T/dc-4.jsonl" items.evicted | awk '{ s += $1 } END { print s + 0 }')
+cev=$(field "$T/dc-4.jsonl" items.cache_evicted | awk '{ s += $1 } END { print s + 0 }')
 awk -v e="$ev" -v c="$cev" 'BEGIN { exit !(e > 0 && c > 0) }' &&
     pass "dynamic: rows evicted by the table ($ev) and by the cache ($cev)" ||
     fail "dynamic: evicted by the table $ev, by the cache $cev"
@@ -197,4 +206,23 @@ if command -v gnuplot >/dev/null 2>&1; then
     [ -s "$T/png/st-cache-cache.png" ] && pass "scripts/plot draws the hit rate per window" ||
         fail "scripts/plot: no st-cache-cache.png"
 fi
+# a dynamic table's stream over window files (12h windows of day files, new
+# items every day; P = 2, a cache of 60 of ~215 rows per shard, prefetch on
+# the asynchronous stream): the host's losses and windows (their
+# evaluations and the table's counters), the cache evicting
+"$FS" data gen --stream --days 3 --users 60 --items 400 --new-items-per-day 10 --labels --seed 3 \
+    -o "$T/one.h5" --split-days "$T/D" >/dev/null 2>&1 || fail "data gen --stream"
+DS="train.schedule=stream data.window=12h data.path=$T/D/day-*.h5 train.batch_size=3
+train.negatives=1 train.log_every=5 train.max_steps=0 embedding.dynamic=on"
+run sd-host 2 $HOST $DS
+FREESCALE_FAKE_ASYNC=1000 run sd-cache 2 $HOST $DS embedding.cache=60 parallel.overlap=prefetch
+same_losses "$T/sd-host.jsonl" "$T/sd-cache.jsonl" "a dynamic stream: cache vs host" 0 0
+win() { grep '"event":"window"' "$1" | sed 's/"[a-z_]*_s":[^,}]*,*//g; s/"peak_mib[a-z_]*":[^,}]*,*//g;
+    s/"seconds":[^,}]*,*//g; s/"[hd]2[hd]_bytes":[^,}]*,*//g; s/"items.cache_[a-z_]*":[^,}]*,*//g'; }
+win "$T/sd-host.jsonl" > "$T/wa"; win "$T/sd-cache.jsonl" > "$T/wb"
+cev=$(grep '"event":"window"' "$T/sd-cache.jsonl" | grep -o '"items.cache_evicted":[^,}]*' |
+    cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+[ "$(wc -l < "$T/wa")" -gt 1 ] && cmp -s "$T/wa" "$T/wb" && awk -v c="$cev" 'BEGIN { exit !(c > 0) }' &&
+    pass "a dynamic stream: $(wc -l < "$T/wa") windows identical, cache vs host (evicted $cev)" ||
+    fail "a dynamic stream: windows differ or nothing evicted ($cev): $(diff "$T/wa" "$T/wb" | head -n 2 | cut -c 1-300 | tr '\n' ' ')"
 finish

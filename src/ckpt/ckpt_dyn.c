@@ -296,7 +296,8 @@ static int64_t part_bytes(const struct emb_table *t, enum part pt)
     return pt == P_WEIGHT ? 4 * t->width : pt == P_STATE ? 4 * t->state_floats : 8;
 }
 
-/* Part pt of the row id in slot s of this rank's shard of t into o. */
+/* Part pt of the row id in slot s of this rank's shard of t into o (a
+ * host table's: a device or cached table's values, get_parts). */
 static void get_part(const struct emb_table *t, enum part pt, int64_t id, int64_t s, char *o)
 {
     int64_t v[2] = {0, 0};
@@ -304,23 +305,14 @@ static void get_part(const struct emb_table *t, enum part pt, int64_t id, int64_
     case P_IDS:
         memcpy(o, &id, 8);
         return;
-    case P_WEIGHT: /* a device table's: copied down (emb_table_get_stored) */
-        if (!t->ready)
-            emb_table_get_stored((struct emb_table *)t, s, 1, (float *)o, NULL, NULL);
-        else
-            memcpy(o, t->w + s * t->width, (size_t)t->width * 4);
+    case P_WEIGHT:
+        memcpy(o, t->w + s * t->width, (size_t)t->width * 4);
         return;
     case P_STATE:
-        if (!t->ready)
-            emb_table_get_stored((struct emb_table *)t, s, 1, NULL, (float *)o, NULL);
-        else
-            memcpy(o, t->state + s * t->state_floats, (size_t)t->state_floats * 4);
+        memcpy(o, t->state + s * t->state_floats, (size_t)t->state_floats * 4);
         return;
     case P_STEPS:
-        if (!t->ready)
-            emb_table_get_stored((struct emb_table *)t, s, 1, NULL, NULL, (int64_t *)o);
-        else
-            memcpy(o, &t->steps[s], 8);
+        memcpy(o, &t->steps[s], 8);
         return;
     case P_LAST:
     case P_FREQ:
@@ -329,6 +321,22 @@ static void get_part(const struct emb_table *t, enum part pt, int64_t id, int64_
         memcpy(o, &v[pt == P_FREQ], 8);
         return;
     }
+}
+
+/* Part pt (not the ids) of the rows in slots slot[n] of this rank's shard
+ * of t into o, rows in order: a device or cached table's values copied
+ * down together (emb_table_get_rows), a host table's row by row. */
+static void get_parts(const struct emb_table *t, enum part pt, int64_t n, const int64_t *slot,
+                      char *o)
+{
+    if (!t->ready && (pt == P_WEIGHT || pt == P_STATE || pt == P_STEPS)) {
+        emb_table_get_rows((struct emb_table *)t, n, slot, pt == P_WEIGHT ? (float *)o : NULL,
+                           pt == P_STATE ? (float *)o : NULL, pt == P_STEPS ? (int64_t *)o : NULL);
+        return;
+    }
+    const int64_t pb = part_bytes(t, pt);
+    for (int64_t i = 0; i < n; i++)
+        get_part(t, pt, 0, slot[i], o + i * pb);
 }
 
 /* The run's key of its i-th row in id order. */
@@ -370,8 +378,7 @@ static void fetch_round(struct comm *c, const struct emb_table *t, const struct 
     const int64_t m = ckpt_dyn_exchange(c, cnt, 8, ask, &asked); /* cnt now in bytes */
     const int64_t pb = part_bytes(t, pt);
     *send = xrealloc(*send, (size_t)((m ? m : 1) * pb));
-    for (int64_t j = 0; j < m; j++)
-        get_part(t, pt, 0, ((const int64_t *)asked)[j], *send + j * pb);
+    get_parts(t, pt, m, (const int64_t *)asked, *send);
     free(asked);
     for (int q = 0; q < P; q++) /* the answers go back as the requests came */
         sc[q] = rc[q] / 8, sd[q] = rd[q] / 8;
@@ -387,6 +394,8 @@ void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k)
     const int np = dparts(t, p);
     const int64_t wmax = t->width > t->state_floats ? t->width : t->state_floats;
     char *buf = xmalloc((size_t)(BLOCK_ROWS * (wmax > 2 ? wmax : 2)) * 8);
+    char *loc = xmalloc((size_t)(BLOCK_ROWS * (wmax > 2 ? wmax : 2)) * 8); /* this rank's rows */
+    int64_t *lslot = xmalloc((size_t)BLOCK_ROWS * sizeof *lslot);
     char name[300];
     /* the rows, dataset by dataset (as the chunks are laid out), a round
      * at a time: what other ranks hold fetched from them (ids: the keys) */
@@ -403,21 +412,26 @@ void ckpt_dyn_write(struct trainer *tr, struct h5io *h, int k)
             watchdog_beat("in", "a checkpoint write");
             const int64_t a = r * BLOCK_ROWS;
             const int64_t n = a < dc->run.n ? (dc->run.n - a < BLOCK_ROWS ? dc->run.n - a : BLOCK_ROWS) : 0;
-            if (pt != P_IDS)
+            if (pt == P_IDS)
+                for (int64_t i = 0; i < n; i++)
+                    get_part(t, pt, key_at(&dc->run, a + i)->id, 0, buf + i * pb);
+            else { /* this rank's rows together (get_parts), the others' fetched */
                 fetch_round(c, t, &dc->run, a, n, pt, at, cnt, ask, &recv, &send);
-            for (int64_t i = 0; i < n; i++) {
-                const struct row_key *k = key_at(&dc->run, a + i);
-                if (pt == P_IDS || at[i] < 0)
-                    get_part(t, pt, k->id, k->slot, buf + i * pb);
-                else
-                    memcpy(buf + i * pb, recv + at[i] * pb, (size_t)pb);
+                int64_t nl = 0;
+                for (int64_t i = 0; i < n; i++)
+                    if (at[i] < 0)
+                        lslot[nl++] = key_at(&dc->run, a + i)->slot;
+                get_parts(t, pt, nl, lslot, loc);
+                for (int64_t i = 0, l = 0; i < n; i++)
+                    memcpy(buf + i * pb, at[i] < 0 ? loc + l++ * pb : recv + at[i] * pb,
+                           (size_t)pb);
             }
             h5io_write_rows(h, d, p[j].is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64,
                             dc->first + a, 1, n, p[j].cols, buf);
         }
         h5io_close_obj(h, d);
     }
-    free(cnt), free(at), free(ask), free(recv), free(send);
+    free(cnt), free(at), free(ask), free(recv), free(send), free(loc), free(lslot);
     if (dc->prob) {
         snprintf(name, sizeof name, "/emb/%s/prob", t->conf.name);
         write_run(h, name, &dc->prun, dc->pfirst, dc->prounds, H5T_NATIVE_INT64, 0, 2, 8, buf);

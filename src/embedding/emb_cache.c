@@ -765,15 +765,19 @@ void emb_cache_post(struct emb_table *t)
 
 /* --- host access ------------------------------------------------------------------- */
 
-void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
-                   int64_t *steps)
+/* emb_cache_get of the local indices at(i) = ks ? ks[i] : first + i, i < n:
+ * the host shard's values, then the resident rows' in one pass down. */
+static void get_list(struct emb_table *t, int64_t first, const int64_t *ks, int64_t n, float *w,
+                     float *state, int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
     emb_cache_land(t);
     wb_apply(t);
     const int W = t->width;
+    int64_t nres = 0;
     for (int64_t k = 0; k < n; k++) { /* the host shard's values */
-        const int64_t at = slot0 + k;
+        const int64_t at = ks ? ks[k] : first + k;
+        nres += ca->where[at] >= 0;
         if (w)
             memcpy(w + k * W, host_row(t, at), (size_t)W * sizeof(float));
         if (state && ca->sf)
@@ -782,16 +786,15 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
             steps[k] = ca->hsteps ? ca->hsteps[at] : 0;
     }
     /* then the resident rows' current values, from their slots */
-    int64_t nres = 0;
-    for (int64_t k = 0; k < n; k++)
-        nres += ca->where[slot0 + k] >= 0;
     stage_grow(t->be, ca, nres, W);
     nres = 0;
-    for (int64_t k = 0; k < n; k++)
-        if (ca->where[slot0 + k] >= 0) {
-            ca->ix[nres] = ca->where[slot0 + k];
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t s = ca->where[ks ? ks[k] : first + k];
+        if (s >= 0) {
+            ca->ix[nres] = s;
             ca->iy[nres++] = k;
         }
+    }
     slots_down(t, nres);
     for (int64_t i = 0; i < nres; i++) {
         const int64_t k = ca->iy[i];
@@ -802,6 +805,18 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
         if (steps && ca->hsteps)
             steps[k] = ca->sk[i];
     }
+}
+
+void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
+                   int64_t *steps)
+{
+    get_list(t, slot0, NULL, n, w, state, steps);
+}
+
+void emb_cache_get_rows(struct emb_table *t, int64_t n, const int64_t *ks, float *w,
+                        float *state, int64_t *steps)
+{
+    get_list(t, 0, ks, n, w, state, steps);
 }
 
 /* Local index k's row out of the cache (not written back). */
@@ -868,8 +883,10 @@ void emb_cache_drop(struct emb_table *t, int64_t k)
 
 int64_t emb_cache_slots(const struct emb_table *t) { return t->cache->k0 + t->cache->C; }
 
-void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
-                   const float *state, const int64_t *steps)
+/* emb_cache_set of the local indices at(i) = ks ? ks[i] : first + i, i < n
+ * (distinct): one pass, the free list sorted once. */
+static void set_list(struct emb_table *t, int64_t first, const int64_t *ks, int64_t n,
+                     const float *w, const float *state, const int64_t *steps)
 {
     struct emb_cache *ca = t->cache;
     emb_cache_land(t);
@@ -877,7 +894,7 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
     const int W = t->width;
     int left = 0;
     for (int64_t k = 0; k < n; k++) {
-        const int64_t at = slot0 + k, s = ca->where[at];
+        const int64_t at = ks ? ks[k] : first + k, s = ca->where[at];
         if (s >= 0 && s < ca->k0) /* pinned: the value set into its slot too */
             pin_set(t, s, w ? w + k * W : NULL, state ? state + k * ca->sf : NULL,
                     steps ? steps + k : NULL);
@@ -903,6 +920,18 @@ void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w
         ca->freel[i] = ca->freel[j];
         ca->freel[j] = v;
     }
+}
+
+void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
+                   const float *state, const int64_t *steps)
+{
+    set_list(t, slot0, NULL, n, w, state, steps);
+}
+
+void emb_cache_set_rows(struct emb_table *t, int64_t n, const int64_t *ks, const float *w,
+                        const float *state, const int64_t *steps)
+{
+    set_list(t, 0, ks, n, w, state, steps);
 }
 
 void emb_cache_take(struct emb_table *t, struct comm *c, int which, struct emb_cache_stats *out)

@@ -114,6 +114,15 @@ void emb_cache_get(struct emb_table *t, int64_t slot0, int64_t n, float *w, floa
                    int64_t *steps);
 void emb_cache_set(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
                    const float *state, const int64_t *steps);
+/* The same for the local indices ks[n] (distinct), in one pass: w [n,
+ * width], state [n, state_floats], steps [n] in ks's order (a dynamic
+ * table's checkpoint rows, emb_table_get_rows: the resident ones down
+ * in one copy; its restored rows, emb_dyn_put_rows: the free list sorted
+ * once). */
+void emb_cache_get_rows(struct emb_table *t, int64_t n, const int64_t *ks, float *w,
+                        float *state, int64_t *steps);
+void emb_cache_set_rows(struct emb_table *t, int64_t n, const int64_t *ks, const float *w,
+                        const float *state, const int64_t *steps);
 /* A dynamic table's pool (emb_cache_dyn.h): the host shard grown to rows
  * local indices (the new ones not resident; the pool's slot 0 pinned in
  * the cache's slot 0 from the first growth); local index k's row out of

@@ -27,12 +27,3 @@ void emb_cache_dyn_row_init(struct emb_table *t, int64_t slot, int64_t id)
     free(row);
     free(state);
 }
-
-void emb_cache_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
-                            const float *state, const int64_t *steps)
-{
-    const int64_t W = t->width, S = t->state_floats;
-    for (int64_t i = 0; i < n; i++)
-        emb_cache_set(t, slot[i], 1, w + i * W, state ? state + i * S : NULL,
-                      steps ? steps + i : NULL);
-}

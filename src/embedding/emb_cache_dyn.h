@@ -34,9 +34,5 @@ void emb_cache_dyn_slots(struct emb_table *t, int64_t *ids, int64_t n, int train
 /* Pool slot := the initial row of id (0: the unadmitted row), zero state
  * and steps. */
 void emb_cache_dyn_row_init(struct emb_table *t, int64_t slot, int64_t id);
-/* Restored rows into pool slots slot[n] (emb_dyn_put_rows): w [n, width],
- * state [n, state_floats] (NULL: left), steps [n] (NULL: left). */
-void emb_cache_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
-                            const float *state, const int64_t *steps);
 
 #endif

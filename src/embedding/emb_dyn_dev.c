@@ -24,7 +24,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "comm/comm.h"
-#include "embedding/emb_cache_dyn.h"
+#include "embedding/emb_cache.h"
 #include "embedding/emb_dyn.h"
 #include "embedding/emb_dyn_priv.h"
 #include "embedding/emb_exchange_priv.h"
@@ -567,8 +567,8 @@ static void put_rows_dev(struct emb_table *t, int64_t n, const int64_t *slot, co
 void emb_dyn_put_rows(struct emb_table *t, int64_t n, const int64_t *slot, const float *w,
                       const float *state, const int64_t *steps)
 {
-    if (t->cache) { /* into the cache's host shard (emb_cache_dyn.c) */
-        emb_cache_dyn_put_rows(t, n, slot, w, state, steps);
+    if (t->cache) { /* into the cache's host shard, in one pass (emb_cache.h) */
+        emb_cache_set_rows(t, n, slot, w, state, steps);
         return;
     }
     if (!t->dyn->dv) /* a host table's rows are written in place (ckpt_dyn.c) */

@@ -259,6 +259,21 @@ void emb_table_get_stored(struct emb_table *t, int64_t slot0, int64_t n, float *
     get_slots(t, slot0, n, w, state, steps, 0);
 }
 
+void emb_table_get_rows(struct emb_table *t, int64_t n, const int64_t *slot, float *w,
+                        float *state, int64_t *steps)
+{
+    for (int64_t i = 0; i < n; i++)
+        slots_check(t, slot[i], 1);
+    if (t->cache) {
+        emb_cache_get_rows(t, n, slot, w, state, steps);
+        return;
+    }
+    const int64_t W = t->width, S = t->state_floats;
+    for (int64_t i = 0; i < n; i++)
+        get_slots(t, slot[i], 1, w ? w + i * W : NULL, state ? state + i * S : NULL,
+                  steps ? steps + i : NULL, 0);
+}
+
 void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const float *w,
                          const float *state, const int64_t *steps)
 {

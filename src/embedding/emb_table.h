@@ -162,6 +162,11 @@ void emb_table_get_slots(struct emb_table *t, int64_t slot0, int64_t n, float *w
  * for checkpoints). */
 void emb_table_get_stored(struct emb_table *t, int64_t slot0, int64_t n, float *w, float *state,
                           int64_t *steps);
+/* get_stored of the slots slot[n] (any order): w [n, width], state, steps
+ * in slot's order; a cached table's in one pass (emb_cache_get_rows), any
+ * other's a slot at a time. */
+void emb_table_get_rows(struct emb_table *t, int64_t n, const int64_t *slot, float *w,
+                        float *state, int64_t *steps);
 /* The reverse of get_stored: set those slots from host copies (NULL: leave
  * as is). */
 void emb_table_set_slots(struct emb_table *t, int64_t slot0, int64_t n, const float *w,

@@ -179,8 +179,8 @@ const struct backend_ops *train_placement(struct trainer *tr)
     const int sharers = tr->dev.sharers > 1 ? tr->dev.sharers : 1;
     snprintf(msg, sizeof msg, "embedding.placement = device: the item table's shard and its %s "
              "state need %.3g GiB per rank, more than %.3g GiB (half of the %.3g GiB free on a "
-             "rank's device, shared by %d rank%s): use embedding.placement=host, or more devices "
-             "(a cache of hot rows for tables larger than device memory does not exist yet)",
+             "rank's device, shared by %d rank%s): use embedding.placement=host with "
+             "embedding.cache (a device cache of the hot rows, e.g. 0.1), or more devices",
              emb_optim_name(cf->emb_optim.kind), need / GIB, room / GIB, (double)free_b / GIB,
              sharers, sharers == 1 ? "" : "s");
     comm_fail_agree(tr->c, need > room, msg);

@@ -59,13 +59,13 @@ static int64_t cache_rows(const struct train_conf *cf, int64_t rows, int64_t G,
 }
 
 /* The device bytes of a table beside a cached item table (conf ec, its
- * cache rows in *rows): a sharded one's cache (rows + 1 slots), a
- * replicated one whole (*rows 0). */
+ * cache rows in *rows of *shard_rows per shard, cache_rows): a sharded
+ * one's cache (rows + 1 slots), a replicated one whole (*rows 0). */
 static double beside_bytes(const struct train_conf *cf, const struct emb_table_conf *ec,
-                           int64_t G, int64_t *rows)
+                           int64_t G, int64_t *rows, int64_t *shard_rows)
 {
-    int64_t shard_rows;
-    *rows = ec->replicated ? 0 : cache_rows(cf, ec->rows, G, &shard_rows);
+    const int64_t r = cache_rows(cf, ec->rows, G, shard_rows);
+    *rows = ec->replicated ? 0 : r;
     return emb_shard_bytes((double)(ec->replicated ? ec->rows + 1 : *rows + 1), ec->dim,
                            ec->optim.kind, 0);
 }
@@ -77,9 +77,9 @@ static double feature_bytes(const struct trainer *tr, int64_t G)
     double bytes = 0;
     for (int k = 0; tr->feat && k < tr->feat->s.ntables; k++) {
         struct emb_table_conf ec;
-        int64_t rows;
+        int64_t rows, shard_rows;
         emb_feat_table(&tr->feat->s, k, &ec);
-        bytes += beside_bytes(&tr->conf, &ec, G, &rows);
+        bytes += beside_bytes(&tr->conf, &ec, G, &rows, &shard_rows);
     }
     return bytes;
 }
@@ -159,8 +159,8 @@ void train_cache_beside(struct trainer *tr, struct emb_table_conf *ec)
     if (!tr->items->cache)
         return;
     const int64_t G = tr->c->g[COMM_EMB].size;
-    int64_t rows, shard_rows = (ec->rows + G - 1) / G;
-    const double bytes = beside_bytes(&tr->conf, ec, G, &rows);
+    int64_t rows, shard_rows;
+    const double bytes = beside_bytes(&tr->conf, ec, G, &rows, &shard_rows);
     ec->cache = rows;
     ec->cache_lfu = tr->conf.cache_lfu;
     ec->placement = tr->be;
