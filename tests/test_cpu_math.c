@@ -126,6 +126,13 @@ static void check_silu(struct rng *r)
         x[i] = i % 1000 == 7 ? (float)(rng_uniform(r) * 400 - 200) : v;
         dy[i] = (float)(rng_uniform(r) - 0.5);
     }
+    /* the special values and the edges of cpu_expf's range, in the vector
+     * loops (the AVX-512 form: whole vectors of 8) and the tail */
+    const float sp[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.72283f, -88.72283f,
+                        88.72284f, -88.72284f, 103.97208f, -103.97208f, 103.9721f, -103.9721f,
+                        1e-30f, -1e-30f, 3e38f, -3e38f};
+    for (size_t i = 0; i < sizeof sp / sizeof *sp; i++)
+        x[40 + i] = x[n - 1 - i % 3] = sp[i];
     backend_cpu.silu_fwd(n, x, y);
     backend_cpu.silu_bwd(n, x, dy, dx);
     int64_t bad = 0;

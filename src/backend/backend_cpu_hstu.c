@@ -31,6 +31,7 @@
 
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
+#include "backend/cpu_exp512.h"
 #include "backend/cpu_math.h"
 #include "base/check.h"
 #include "base/simd.h"
@@ -138,6 +139,29 @@ static void tile_bias(struct attn_work *w, int fill, int64_t s0, int64_t i0, con
     }
 }
 
+#if CPU_EXP512
+/* tile_scores' loop over the unmasked keys of a row where the CPU has
+ * AVX-512 (VL): cpu_expf of 8 scores at a time (cpu_exp512.h), the same
+ * operations in the same order, whole vectors only (masked loads and stores
+ * are slow on AMD's cores); returns how many it did (m rounded down to 8). */
+AVX512VL static int64_t scores_row_avx512(int64_t m, float *s, const float *rab, float *ex,
+                                          float *a, float inv_n)
+{
+    __m512i tab[4];
+    exp_table(tab);
+    const __m256 one = _mm256_set1_ps(1.0f), in = _mm256_set1_ps(inv_n);
+    int64_t jj = 0;
+    for (; jj + 8 <= m; jj += 8) {
+        const __m256 v = _mm256_add_ps(_mm256_loadu_ps(s + jj), _mm256_loadu_ps(rab + jj));
+        const __m256 e = exp8s(neg8(v), tab);
+        _mm256_storeu_ps(s + jj, v);
+        _mm256_storeu_ps(ex + jj, e);
+        _mm256_storeu_ps(a + jj, _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(one, e)), in));
+    }
+    return jj;
+}
+#endif
+
 /* w->s: [rows, n] = q_i . k_j + rab(i, j) of one head (pre-activation) for
  * the keys j = c0 + jj, w->a = SiLU(s) / N with the causal mask (0 where
  * j > i), w->ex = e^-s where j <= i (the backward's sigmoid reads it rather
@@ -153,7 +177,12 @@ static void tile_scores(struct attn_work *w, int64_t i0, const int64_t *qp, int6
         const int64_t i = qp ? qp[r] : i0 + r;
         const int64_t last = i - c0 < n - 1 ? i - c0 : n - 1; /* unmasked: <= last */
         float *s = w->s + r * n, *a = w->a + r * n, *ex = w->ex + r * n;
-        for (int64_t jj = 0; jj <= last; jj++) {
+        int64_t jj = 0;
+#if CPU_EXP512
+        if (have_avx512vl())
+            jj = scores_row_avx512(last + 1, s, w->rab + r * n, ex, a, inv_n);
+#endif
+        for (; jj <= last; jj++) {
             s[jj] += w->rab[r * n + jj];
             ex[jj] = cpu_expf(-s[jj]);
             a[jj] = s[jj] / (1.0f + ex[jj]) * inv_n;
