@@ -166,6 +166,18 @@ int main(int argc, char **argv)
         TIME(cpu_softmax_loss_ref(T, d, R, 20.0f, y, nu, rows, NULL, pos, neg, 1e-4f, dx, drows,
                                   &cnt)),
         0);
+    /* train.shared_negatives = 64: the same loss with each block of 64
+     * positions of a sequence sharing the first one's negatives */
+    int64_t *negs = xmalloc((size_t)(T * R) * 8);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = off[b]; t < off[b + 1]; t++)
+            memcpy(negs + t * R, neg + (off[b] + (t - off[b]) / 64 * 64) * R, (size_t)R * 8);
+    row("softmax_loss shared 64 (no step)",
+        TIME(be->softmax_loss_shared(T, d, R, 20.0f, y, nu, rows, NULL, pos, negs, 1e-4f, dx,
+                                     drows, acc)),
+        0);
+    row("sample_negatives T x R", TIME(be->sample_negatives(1, 0, keys, T, R, items, negs)), 1);
+    free(negs);
     row("bce_loss (no step)",
         TIME(be->bce_loss(T, d, y, nu, rows, pos, neg, 1e-4f, dx, drows, acc)), 0);
     row("scatter_add_rows [T,d]", TIME(be->scatter_add_rows(T, d, dx, pos, drows)), 2);

@@ -492,6 +492,7 @@ const struct backend_ops backend_cpu = {
     .softmax_loss = cpu_softmax_loss,
     .bce_loss = cpu_bce_loss,
     .softmax_loss_q = cpu_softmax_loss_q,
+    .softmax_loss_shared = cpu_softmax_loss_shared,
     .softmax_block_lse = cpu_softmax_block_lse,
     .softmax_block_grad = cpu_softmax_block_grad,
     .emb_dedup = cpu_emb_dedup,
