@@ -430,6 +430,15 @@ static void test_sampler(void)
     CHECK(memcmp(a, a + R, R * sizeof(int64_t)) != 0, "sampler: positions 0 and 1 draw alike");
     printf("sampler: %d x %d draws in 1..%lld, counts per item %lld .. %lld (expected 1280)\n",
            T, R, (long long)items, (long long)lo, (long long)hi);
+
+    /* runs of equal keys (train.shared_negatives): the CPU backend's
+     * sampler draws a run's row once, the same rows as one draw a position */
+    for (int i = 0; i < T; i++)
+        keys[i] = i % 7 == 0 || i % 11 == 3 ? rng_key(2000 + i, 0, 0) : keys[i - 1];
+    loss_sample_negatives(42, 3, keys, T, R, items, a);
+    backend_cpu.sample_negatives(42, 3, keys, T, R, items, b);
+    CHECK(memcmp(a, b, (size_t)T * R * sizeof(int64_t)) == 0,
+          "sampler: the backend's draws over runs of keys differ from a draw a position");
     free(keys);
     free(a);
     free(b);
