@@ -179,6 +179,30 @@ int main(int argc, char **argv)
         TIME(cpu_softmax_loss_ref(T, d, R, 20.0f, y, nu, rows, NULL, pos, neg, 1e-4f, dx, drows,
                                   &cnt)),
         0);
+    /* train.shared_negatives = S: the same loss with each block of S
+     * positions of a sequence sharing the first one's negatives */
+    int64_t *negs = xmalloc((size_t)(T * R) * 8);
+    static const int shared[] = {8, 16, 64};
+    for (size_t k = 0; k < sizeof shared / sizeof *shared; k++) {
+        const int S = shared[k];
+        char name[64];
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = off[b]; t < off[b + 1]; t++)
+                memcpy(negs + t * R, neg + (off[b] + (t - off[b]) / S * S) * R, (size_t)R * 8);
+        snprintf(name, sizeof name, "softmax_loss shared %d (no step)", S);
+        row(name, TIME(be->softmax_loss_shared(T, d, R, 20.0f, y, nu, rows, NULL, pos, negs,
+                                               1e-4f, dx, drows, acc)),
+            0);
+    }
+    row("sample_negatives T x R", TIME(be->sample_negatives(1, 0, keys, T, R, items, negs)), 1);
+    uint64_t *skeys = xmalloc((size_t)T * sizeof *skeys); /* blocks of 64: shared keys */
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = off[b]; t < off[b + 1]; t++)
+            skeys[t] = keys[off[b] + (t - off[b]) / 64 * 64];
+    row("sample_negatives shared 64",
+        TIME(be->sample_negatives(1, 0, skeys, T, R, items, negs)), 0);
+    free(skeys);
+    free(negs);
     row("bce_loss (no step)",
         TIME(be->bce_loss(T, d, y, nu, rows, pos, neg, 1e-4f, dx, drows, acc)), 0);
     row("scatter_add_rows [T,d]", TIME(be->scatter_add_rows(T, d, dx, pos, drows)), 2);

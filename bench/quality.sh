@@ -12,8 +12,9 @@
 # environment: FREESCALE (the program; default ./freescale, then the build
 # tree's), SEEDS ("1 2 3"), EPOCHS (16), LEN (data.max_seq_len, 50), BATCH
 # (64), EVAL_EVERY (2), MODELS ("hstu sasrec"), VARIANTS ("softmax full
-# in_batch mixed"), NP (ranks per run, 1), KEEP (a directory to keep the
-# metrics files in).
+# in_batch mixed"; also: shared = softmax with train.shared_negatives =
+# SHARED, 64), NP (ranks per run, 1), KEEP (a directory to keep the metrics
+# files in).
 #
 # Sized for a shared 2-core machine: one rank and one BLAS thread per run,
 # 24 runs of 16 epochs (160 steps of 64 sequences) at max_seq_len 50: about
@@ -39,6 +40,7 @@ BATCH=${BATCH:-64}
 EVAL_EVERY=${EVAL_EVERY:-2}
 MODELS=${MODELS:-hstu sasrec}
 VARIANTS=${VARIANTS:-softmax full in_batch mixed}
+SHARED=${SHARED:-64}
 NP=${NP:-1}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -55,6 +57,7 @@ variant_flags() {
         full) echo "train.loss=full" ;;
         in_batch) echo "train.loss=softmax train.negatives=128 train.negatives_from=in_batch" ;;
         mixed) echo "train.loss=softmax train.negatives=128 train.negatives_from=mixed" ;;
+        shared) echo "train.loss=softmax train.negatives=128 train.shared_negatives=$SHARED" ;;
     esac
 }
 

@@ -6,8 +6,9 @@
 #   - ranking (a binary and a regression task, 300 steps) with event and
 #     user features, each task's loss too;
 #   - at P = 1 and 3 (CI's time): retrieval on a dynamic table with
-#     admission and ttl eviction, adam, in-batch negatives (the shared
-#     unadmitted row's gradient over the job); SASRec (two layers, two
+#     admission and ttl eviction, adam, in-batch negatives shared by blocks
+#     of 4 positions (train.shared_negatives: the GEMM form of the loss; the
+#     shared unadmitted row's gradient over the job); SASRec (two layers, two
 #     heads, BCE: LayerNorms and linear layers); SASRec ranking with
 #     interleaved action tokens;
 #   - a stream of 14 daily windows over a dynamic table, the window lines'
@@ -88,7 +89,8 @@ fi
 
 # --- dynamic table: admission, ttl, adam, in-batch negatives --------------------
 DYN="data.path=$T/tiny.h5 train.epochs=15 embedding.dynamic=on embedding.admit=3
-     embedding.evict=ttl:8 embedding.optimizer=adam train.negatives_from=in_batch"
+     embedding.evict=ttl:8 embedding.optimizer=adam train.negatives_from=in_batch
+     train.shared_negatives=4"
 for np in 1 3; do # (P = 2 and 4 as the dense runs: CI's time)
     run dyn.$np $np $DYN $E
 done

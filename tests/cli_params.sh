@@ -116,7 +116,11 @@ embedding.dynamic=on embedding.evict=ttl:abc|command line: embedding.evict = ttl
 train.schedule=stream data.window=1d embedding.dynamic=on output.checkpoint_delta_every=2|command line: output.checkpoint_delta_every = 2: train.schedule = stream writes a full checkpoint after each window
 train.follow_timeout=-1|train.follow_timeout = '-1': must be a duration >= 0 (such as 3600, 30m, 6h, 1d)
 train.follow=on train.follow_timeout=2w|train.follow needs train.schedule = stream
+train.shared_negatives=4 train.loss=bce|train.shared_negatives = 4: only for train.loss = softmax
 EOF2
+expect_error "train.shared_negatives = 8 does not combine with parallel.split_long = auto" \
+    "$FS" params "$TOP_SRCDIR/input/tiny.in" data.path="$T/d.h5" train.shared_negatives=8 \
+    parallel.split_long=auto
 
 # several ranks: rank 0's error ends the whole job (no hang), printed once
 if [ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ]; then

@@ -1,7 +1,9 @@
 /* test_loss: the training losses (src/model/loss.c) against central finite
  * differences of a double-precision reference written out here, the keyed
  * negative sampler (deterministic, in range, independent of the other
- * positions in the call), and a timing printout at HSTU's ML-1M size.
+ * positions in the call), the GEMM form of negatives shared by runs of
+ * positions (train.shared_negatives) against the per-position reference,
+ * and a timing printout at HSTU's ML-1M size.
  *
  * usage: test_loss OUT.bin
  * OUT.bin receives the small cases (inputs, loss, du, drows) for the
@@ -17,6 +19,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/backend_cpu.h"
 #include "model/loss.h"
 #include "base/rng.h"
 #include "expect.h"
@@ -31,7 +34,7 @@ struct lcase {
     const char *name;
     enum kind kind;
     int64_t T, nu;
-    int d, R, normalize;
+    int d, R, normalize, shared; /* shared: the GEMM form (softmax_loss_shared) */
     float tau, scale;
     float *u, *rows, *du, *drows0, *drows;
     int64_t *pos, *neg;
@@ -149,7 +152,16 @@ static void run_case(struct lcase *c)
 {
     int64_t nd = c->nu * c->d;
     memcpy(c->drows, c->drows0, (size_t)nd * sizeof(float));
-    if (c->kind == SOFTMAX)
+    if (c->kind == SOFTMAX && c->shared) { /* the training step's call */
+        struct loss_ws ws = {0};
+        double acc[2] = {0, 0};
+        loss_sampled_softmax_acc(&backend_cpu, &ws, 1, c->T, c->d, c->R, c->tau, c->normalize,
+                                 c->u, c->nu, c->rows, NULL, c->pos, c->neg, c->scale, c->du,
+                                 c->drows, acc);
+        loss_ws_free(&ws);
+        c->loss = acc[0];
+        c->count = (int64_t)acc[1];
+    } else if (c->kind == SOFTMAX)
         c->loss = loss_sampled_softmax(&backend_cpu, c->T, c->d, c->R, c->tau, c->normalize, c->u,
                                        c->nu, c->rows, c->pos, c->neg, c->scale, c->du, c->drows,
                                        &c->count);
@@ -232,6 +244,107 @@ static struct lcase make_case(const char *name, enum kind kind, int normalize, f
     /* other ranks hold 3 more supervised positions: N_global = 5 + 3 */
     c.scale = 1.0f / 8;
     return c;
+}
+
+/* make_case's softmax case with its negatives shared by the runs of
+ * positions 0-2 and 3-6 (each run the neg row of its first position), so
+ * that the masking stays per position: the positive 3 of positions 0 and 4
+ * among the first run's and the second's, 7 (position 3's positive) and
+ * -1 in the second's, 8 twice */
+static struct lcase make_shared_case(const char *name, uint64_t seed)
+{
+    struct lcase c = make_case(name, SOFTMAX, 1, 0.05f, seed);
+    const int R = c.R;
+    c.shared = 1;
+    c.neg[0 * R + 2] = 3;
+    c.neg[3 * R + 1] = 3;
+    c.neg[3 * R + 2] = 8;
+    c.neg[3 * R + 3] = -1;
+    c.neg[3 * R + 4] = 8;
+    for (int64_t i = 0; i < c.T; i++)
+        memcpy(c.neg + i * R, c.neg + (i < 3 ? 0 : 3) * R, (size_t)R * sizeof *c.neg);
+    return c;
+}
+
+static double max_rel(const float *a, const float *b, int64_t n)
+{
+    double worst = 0, big = 0;
+    for (int64_t i = 0; i < n; i++)
+        big = fmax(big, fabs((double)b[i]));
+    for (int64_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs((double)a[i] - (double)b[i]) / (big > 0 ? big : 1));
+    return worst;
+}
+
+/* softmax_loss_shared against the per-position reference on the same
+ * negatives at HSTU's shapes (d = 50, R = 128): runs of 1 to 300 positions
+ * (a run longer than the GEMM's rows is cut), unsupervised positions, a
+ * run's negative equal to some of its positions' positives, padding, with
+ * and without logq. The sums' order differs: a tolerance. */
+static void test_shared(void)
+{
+    const int d = 50, R = 128;
+    const int64_t T = 900, nu = 400;
+    struct rng g;
+    rng_init(&g, 21);
+    float *u = talloc((size_t)T * d * sizeof(float)), *e = talloc((size_t)nu * d * sizeof(float));
+    float *du[2], *de[2], *logq = talloc((size_t)nu * sizeof(float));
+    for (int k = 0; k < 2; k++) {
+        du[k] = talloc((size_t)T * d * sizeof(float));
+        de[k] = talloc((size_t)nu * d * sizeof(float));
+    }
+    int64_t *pos = talloc((size_t)T * sizeof(int64_t)), *neg = talloc((size_t)T * R * 8);
+    for (int64_t i = 0; i < T * d; i++)
+        u[i] = (float)(rng_normal(&g) / sqrt(d));
+    for (int64_t i = 0; i < nu * d; i++)
+        e[i] = (float)(rng_normal(&g) / sqrt(d));
+    for (int64_t k = 0; k < nu; k++)
+        logq[k] = (float)(0.5 * rng_normal(&g));
+    static const int64_t runs[] = {1, 7, 64, 300, 2, 50, 200, 64, 12};
+    int64_t i = 0;
+    for (size_t b = 0; i < T; b = (b + 1) % (sizeof runs / sizeof *runs)) {
+        int64_t *nb = neg + i * R;
+        for (int r = 0; r < R; r++)
+            nb[r] = (int64_t)rng_below(&g, (uint64_t)nu);
+        nb[5] = -1;
+        for (int64_t t = i; t < T && t < i + runs[b]; t++) {
+            memcpy(neg + t * R, nb, (size_t)R * sizeof *nb);
+            pos[t] = rng_below(&g, 10) == 0 ? -1                           /* unsupervised */
+                     : rng_below(&g, 4) == 0 ? nb[rng_below(&g, R)]       /* a negative too */
+                                             : (int64_t)rng_below(&g, (uint64_t)nu);
+        }
+        i += runs[b];
+    }
+    for (int q = 0; q < 2; q++) {
+        const float *lq = q ? logq : NULL;
+        double acc[2] = {0, 0};
+        int64_t n = 0;
+        memset(de[0], 0, (size_t)nu * d * sizeof(float));
+        memset(de[1], 0, (size_t)nu * d * sizeof(float));
+        double ref = cpu_softmax_loss_ref(T, d, R, 20.0f, u, nu, e, lq, pos, neg, 1e-3f, du[0],
+                                          de[0], &n);
+        backend_cpu.softmax_loss_shared(T, d, R, 20.0f, u, nu, e, lq, pos, neg, 1e-3f, du[1],
+                                        de[1], acc);
+        const double el = fabs(acc[0] - ref) / fabs(ref);
+        const double eu = max_rel(du[1], du[0], T * d), ee = max_rel(de[1], de[0], nu * d);
+        CHECK(acc[1] == (double)n && n > 0, "shared: count %g, reference %lld", acc[1],
+              (long long)n);
+        CHECK(el < 1e-6 && eu < 1e-5 && ee < 1e-5,
+              "shared%s: relative errors loss %.2e du %.2e de %.2e", q ? " (logq)" : "", el, eu,
+              ee);
+        printf("shared%s vs the per-position reference, %lld positions: relative errors loss "
+               "%.2e, du %.2e, de %.2e\n",
+               q ? " (logq)" : "", (long long)n, el, eu, ee);
+    }
+    for (int k = 0; k < 2; k++) {
+        free(du[k]);
+        free(de[k]);
+    }
+    free(u);
+    free(e);
+    free(logq);
+    free(pos);
+    free(neg);
 }
 
 static void free_case(struct lcase *c)
@@ -317,6 +430,15 @@ static void test_sampler(void)
     CHECK(memcmp(a, a + R, R * sizeof(int64_t)) != 0, "sampler: positions 0 and 1 draw alike");
     printf("sampler: %d x %d draws in 1..%lld, counts per item %lld .. %lld (expected 1280)\n",
            T, R, (long long)items, (long long)lo, (long long)hi);
+
+    /* runs of equal keys (train.shared_negatives): the CPU backend's
+     * sampler draws a run's row once, the same rows as one draw a position */
+    for (int i = 0; i < T; i++)
+        keys[i] = i % 7 == 0 || i % 11 == 3 ? rng_key(2000 + i, 0, 0) : keys[i - 1];
+    loss_sample_negatives(42, 3, keys, T, R, items, a);
+    backend_cpu.sample_negatives(42, 3, keys, T, R, items, b);
+    CHECK(memcmp(a, b, (size_t)T * R * sizeof(int64_t)) == 0,
+          "sampler: the backend's draws over runs of keys differ from a draw a position");
     free(keys);
     free(a);
     free(b);
@@ -387,17 +509,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s OUT.bin\n", argv[0]);
         return 1;
     }
-    struct lcase cases[3] = {
+    struct lcase cases[4] = {
         make_case("sm_norm", SOFTMAX, 1, 0.05f, 11),
         make_case("sm_raw", SOFTMAX, 0, 0.5f, 12),
         make_case("bce", BCE, 0, 1.0f, 13),
+        make_shared_case("sm_shared", 14),
     };
     FILE *f = fopen(argv[1], "wb");
     if (!f) {
         perror(argv[1]);
         return 1;
     }
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         run_case(&cases[k]);
         write_case(f, &cases[k]);
         free_case(&cases[k]);
@@ -407,6 +530,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_sampler();
+    test_shared();
     time_losses();
     if (failures) {
         printf("%d check(s) failed\n", failures);

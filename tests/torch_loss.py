@@ -81,8 +81,8 @@ def main():
             failures += not ok
             print(f"{'ok' if ok else 'FAIL'}: {c} {what}: relative error {err:.2e}"
                   + (f" (loss {loss.item():.9g})" if what == "loss" else ""))
-    if len(names) != 3:
-        print(f"FAIL: expected 3 cases, found {names}")
+    if len(names) != 4:
+        print(f"FAIL: expected 4 cases, found {names}")
         failures += 1
     print(f"{failures} check(s) failed" if failures else "all torch loss checks passed")
     return 1 if failures else 0

@@ -227,6 +227,18 @@ struct backend_ops {
     void (*softmax_loss_q)(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
                            const float *e, const float *logq, const int64_t *pos,
                            const int64_t *neg, float scale, float *du, float *de, double *acc);
+    /* softmax_loss (logq NULL) or softmax_loss_q for negatives shared by
+     * runs of consecutive positions (train.shared_negatives: the positions
+     * of a run have the same neg row): the same losses, each run's scores
+     * one GEMM [n, d] x [d, R] and its gradients two (du += G E_neg,
+     * dE_neg = G^T U, added into de once a run); masking per position as
+     * softmax_loss's. The sums' order differs from softmax_loss's. NULL
+     * where the backend does not have it (softmax_loss serves, per
+     * position). */
+    void (*softmax_loss_shared)(int64_t T, int d, int R, float inv_tau, const float *u,
+                                int64_t nu, const float *e, const float *logq,
+                                const int64_t *pos, const int64_t *neg, float scale, float *du,
+                                float *de, double *acc);
     /* Blocks of the full softmax (model/loss_full.h). s: [n, m] logits
      * before the temperature (u_i . e_j), row stride lds.
      * softmax_block_lse: lse[i] = log sum_j exp(s[i, j] inv_tau) ([n],

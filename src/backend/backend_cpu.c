@@ -484,9 +484,15 @@ static void cpu_index_mask(int64_t n, const int64_t *src, const uint8_t *mask, i
 static void cpu_sample_negatives(uint64_t seed, uint64_t epoch, const uint64_t *keys, int64_t T,
                                  int R, int64_t num_items, int64_t *out)
 {
+    /* a run of equal keys (train.shared_negatives) draws its row once: the
+     * same row, copied */
 #pragma omp parallel for schedule(static) if (T * R >= (1 << 16))
     for (int64_t i = 0; i < T; i++)
-        loss_negatives_row(seed, epoch, keys[i], R, num_items, out + i * R);
+        if (i == 0 || keys[i] != keys[i - 1])
+            loss_negatives_row(seed, epoch, keys[i], R, num_items, out + i * R);
+    for (int64_t i = 1; i < T; i++)
+        if (keys[i] == keys[i - 1])
+            memcpy(out + i * R, out + (i - 1) * R, (size_t)R * sizeof *out);
 }
 
 static void cpu_emb_encode(int codec, int64_t n, int dim, const float *rows, uint8_t *wire,
@@ -545,6 +551,7 @@ const struct backend_ops backend_cpu = {
     .softmax_loss = cpu_softmax_loss,
     .bce_loss = cpu_bce_loss,
     .softmax_loss_q = cpu_softmax_loss_q,
+    .softmax_loss_shared = cpu_softmax_loss_shared,
     .softmax_block_lse = cpu_softmax_block_lse,
     .softmax_block_grad = cpu_softmax_block_grad,
     .emb_dedup = cpu_emb_dedup,

@@ -56,6 +56,11 @@ void cpu_bce_loss(int64_t T, int d, const float *u, int64_t nu, const float *row
 void cpu_softmax_loss_q(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
                         const float *e, const float *logq, const int64_t *pos,
                         const int64_t *neg, float scale, float *du, float *de, double *acc);
+/* backend_cpu_loss_shared.c: softmax_loss_shared, the GEMM form over runs of
+ * positions with the same negatives (logq NULL: none) */
+void cpu_softmax_loss_shared(int64_t T, int d, int R, float inv_tau, const float *u, int64_t nu,
+                             const float *e, const float *logq, const int64_t *pos,
+                             const int64_t *neg, float scale, float *du, float *de, double *acc);
 /* backend_cpu_loss.c: the reference of softmax_loss (logq NULL) and
  * softmax_loss_q (the ops are a faster form of it, bit for bit the same):
  * returns the sum of the positions' losses, *count the positions */

@@ -2,9 +2,8 @@
  * bce_loss (the maths: loss.h). Per supervised position the R + 1 scores are
  * dot products of u_i with rows of e, the softmax is max-subtracted, and the
  * gradients are scatter-added per position into de. Nothing of size
- * [T, R, d] is built. The short vector kernels are blocked by 8 so that the
- * compiler's SLP vectoriser turns them into SIMD at -O2 (d = 50: one dot is
- * ~7 vector FMAs). */
+ * [T, R, d] is built (the short vector kernels: loss_vec.h). The GEMM form
+ * for shared negatives: backend_cpu_loss_shared.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,39 +14,7 @@
 #include "base/check.h"
 #include "base/simd.h"
 #include "base/log.h"
-
-static void loss_check_index(const char *what, int64_t i, int64_t k, int64_t nu)
-{
-    if (k >= nu)
-        fatal("%s: position %lld: row index %lld out of range (nu = %lld)", what, (long long)i,
-              (long long)k, (long long)nu);
-}
-
-/* a . b over d values, float accumulators in 8 lanes (a: [d], b: [d]). */
-static inline float loss_dot(int d, const float *restrict a, const float *restrict b)
-{
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int j = 0;
-    for (; j + 8 <= d; j += 8)
-        for (int k = 0; k < 8; k++)
-            acc[k] += a[j + k] * b[j + k];
-    float tail = 0;
-    for (; j < d; j++)
-        tail += a[j] * b[j];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) +
-           tail;
-}
-
-/* y += alpha x over d values (x, y: [d], not overlapping). */
-static inline void loss_axpy(int d, float alpha, const float *restrict x, float *restrict y)
-{
-    int j = 0;
-    for (; j + 8 <= d; j += 8)
-        for (int k = 0; k < 8; k++)
-            y[j + k] += alpha * x[j + k];
-    for (; j < d; j++)
-        y[j] += alpha * x[j];
-}
+#include "backend/loss_vec.h"
 
 /* The reference of softmax_loss, and of softmax_loss_q with logq [nu]
  * subtracted from every candidate's logit (NULL: none, the arithmetic of

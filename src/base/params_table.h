@@ -118,6 +118,10 @@ X(train, negatives_from, CHOICE, "uniform", 0, 0, "uniform|in_batch|mixed",
   "where the sampled softmax's negatives come from: uniform over the items; in_batch = the "
   "global batch's targets (with the logQ correction of their frequency in the batch); mixed = "
   "half of each")
+X(train, shared_negatives, INT, "0", 0, 1000000, NULL,
+  "train.loss = softmax: the positions of each block of this many consecutive positions of a "
+  "sequence share one draw of the negatives, so that a block's scores are one GEMM (CPU; "
+  "doc/training.md); 0 = a draw per position")
 X(train, keep_best, BOOL, "off", 0, 1, NULL,
   "write best.h5 into output.checkpoint_dir whenever the validation metric improves (retrieval: "
   "NDCG@10; ranking: train.select, by default the first binary task's AUC), and report the "

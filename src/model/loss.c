@@ -45,8 +45,8 @@ double loss_sampled_softmax(const struct backend_ops *be, int64_t T, int d, int 
 {
     struct loss_ws ws = {0};
     double *acc = be->alloc(2 * sizeof(double));
-    loss_sampled_softmax_acc(be, &ws, T, d, R, tau, normalize_items, u, nu, rows, NULL, pos, neg,
-                             scale, du, drows, acc);
+    loss_sampled_softmax_acc(be, &ws, 0, T, d, R, tau, normalize_items, u, nu, rows, NULL, pos,
+                             neg, scale, du, drows, acc);
     loss_ws_free(&ws);
     return acc_read(be, acc, count);
 }
@@ -78,11 +78,25 @@ static void ws_reserve(struct loss_ws *ws, const struct backend_ops *be, int64_t
     ws->dx = be->alloc(rows);
 }
 
-void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, int64_t T, int d,
-                              int R, float tau, int normalize_items, const float *u, int64_t nu,
-                              const float *rows, const float *logq, const int64_t *pos,
-                              const int64_t *neg, float scale, float *du, float *drows,
-                              double *acc)
+/* the backend's kernel of the sampled softmax (loss_sampled_softmax_acc's shared) */
+static void softmax_kernel(const struct backend_ops *be, int shared, int64_t T, int d, int R,
+                           float inv_tau, const float *u, int64_t nu, const float *e,
+                           const float *logq, const int64_t *pos, const int64_t *neg,
+                           float scale, float *du, float *de, double *acc)
+{
+    if (shared && be->softmax_loss_shared)
+        be->softmax_loss_shared(T, d, R, inv_tau, u, nu, e, logq, pos, neg, scale, du, de, acc);
+    else if (logq)
+        be->softmax_loss_q(T, d, R, inv_tau, u, nu, e, logq, pos, neg, scale, du, de, acc);
+    else
+        be->softmax_loss(T, d, R, inv_tau, u, nu, e, pos, neg, scale, du, de, acc);
+}
+
+void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, int shared,
+                              int64_t T, int d, int R, float tau, int normalize_items,
+                              const float *u, int64_t nu, const float *rows, const float *logq,
+                              const int64_t *pos, const int64_t *neg, float scale, float *du,
+                              float *drows, double *acc)
 {
     if (d < 1 || R < 0 || !(tau > 0))
         fatal("loss_sampled_softmax: bad arguments d = %d, R = %d, tau = %g", d, R, (double)tau);
@@ -96,10 +110,7 @@ void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, 
         de = ws->de;
         be->zero(de, (size_t)(nu ? nu : 1) * (size_t)d * sizeof(float));
     }
-    if (logq)
-        be->softmax_loss_q(T, d, R, 1.0f / tau, u, nu, e, logq, pos, neg, scale, du, de, acc);
-    else
-        be->softmax_loss(T, d, R, 1.0f / tau, u, nu, e, pos, neg, scale, du, de, acc);
+    softmax_kernel(be, shared, T, d, R, 1.0f / tau, u, nu, e, logq, pos, neg, scale, du, de, acc);
     if (normalize_items) {
         be->l2norm_bwd(nu, d, ws->en, ws->norms, de, ws->dx);
         be->axpy(nu * d, 1.0f, ws->dx, drows);
@@ -191,8 +202,8 @@ static void exact_rows_out(const struct backend_ops *be, const struct loss_ws *w
     }
 }
 
-void loss_exact_acc(const struct backend_ops *be, struct loss_ws *ws, int bce, int64_t B,
-                    const int64_t *offsets, int d, int R, float tau, int normalize_items,
+void loss_exact_acc(const struct backend_ops *be, struct loss_ws *ws, int bce, int shared,
+                    int64_t B, const int64_t *offsets, int d, int R, float tau, int normalize_items,
                     const float *u, int64_t nu, const float *rows, const float *logq,
                     const int64_t *pos, const int64_t *neg, float scale, float *du, double *acc,
                     int64_t *xrows, int64_t *xbad, int64_t *xloss)
@@ -233,12 +244,9 @@ void loss_exact_acc(const struct backend_ops *be, struct loss_ws *ws, int bce, i
         float *dub = du + t0 * d;
         if (bce)
             be->bce_loss(L, d, ub, nu, rows, pos + t0, neg + t0, scale, dub, ws->de, a);
-        else if (logq)
-            be->softmax_loss_q(L, d, R, 1.0f / tau, ub, nu, e, logq, pos + t0, neg + t0 * R,
-                               scale, dub, ws->de, a);
         else
-            be->softmax_loss(L, d, R, 1.0f / tau, ub, nu, e, pos + t0, neg + t0 * R, scale, dub,
-                             ws->de, a);
+            softmax_kernel(be, shared, L, d, R, 1.0f / tau, ub, nu, e, logq, pos + t0,
+                           neg + t0 * R, scale, dub, ws->de, a);
         exact_rows_out(be, ws, norm, d, touched, n, ws->de, xrows, xbad);
         for (int64_t j = 0; j < n; j++)
             seen[touched[j]] = 0;

@@ -76,12 +76,15 @@ void loss_ws_free(struct loss_ws *ws);
  * s_0 = u_i . e_pos / tau - logq[pos], s_r likewise (sampled softmax with
  * the logQ correction, as TensorFlow's sampled_softmax_loss with
  * subtract_log_q; be->softmax_loss_q, which train/backend_check.c makes
- * sure of). */
-void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, int64_t T, int d,
-                              int R, float tau, int normalize_items, const float *u, int64_t nu,
-                              const float *rows, const float *logq, const int64_t *pos,
-                              const int64_t *neg, float scale, float *du, float *drows,
-                              double *acc);
+ * sure of). shared: the negatives are shared by runs of positions
+ * (train.shared_negatives): be->softmax_loss_shared's GEMM form where the
+ * backend has it (the same losses up to the order of the sums), else
+ * softmax_loss's per position. */
+void loss_sampled_softmax_acc(const struct backend_ops *be, struct loss_ws *ws, int shared,
+                              int64_t T, int d, int R, float tau, int normalize_items,
+                              const float *u, int64_t nu, const float *rows, const float *logq,
+                              const int64_t *pos, const int64_t *neg, float scale, float *du,
+                              float *drows, double *acc);
 
 /* In-batch negatives (train.negatives_from = in_batch | mixed). The
  * population is the global batch's targets, one entry per supervised
@@ -115,15 +118,16 @@ void loss_bce_acc(const struct backend_ops *be, int64_t T, int d, const float *u
 
 /* train.exact_sums (base/exact.h): the sampled softmax (bce = 0; logq as
  * loss_sampled_softmax_acc's) or BCE (bce = 1, neg [T]) one sequence at a
- * time (B sequences, offsets [B + 1] over the T positions) with the
+ * time (B sequences, offsets [B + 1] over the T positions; shared as
+ * loss_sampled_softmax_acc's) with the
  * batch's own kernel; each sequence's contribution to a row's gradient
  * (summed in the kernel's order, the same on any rank) added exactly to
  * xrows [nu, d][EXACT_LIMBS] (out of range: *xbad), its loss to xloss
  * [EXACT_LIMBS + 1] (limbs, then the out of range count); acc [2] gets the
  * local sum and count as the batched call would (host doubles). Host
  * backends. */
-void loss_exact_acc(const struct backend_ops *be, struct loss_ws *ws, int bce, int64_t B,
-                    const int64_t *offsets, int d, int R, float tau, int normalize_items,
+void loss_exact_acc(const struct backend_ops *be, struct loss_ws *ws, int bce, int shared,
+                    int64_t B, const int64_t *offsets, int d, int R, float tau, int normalize_items,
                     const float *u, int64_t nu, const float *rows, const float *logq,
                     const int64_t *pos, const int64_t *neg, float scale, float *du, double *acc,
                     int64_t *xrows, int64_t *xbad, int64_t *xloss);

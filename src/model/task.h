@@ -229,6 +229,7 @@ struct retrieval_conf {
     enum retrieval_loss loss;
     int R, normalize_items;
     float temperature;
+    int shared; /* train.shared_negatives > 0: the GEMM form (be->softmax_loss_shared) */
 };
 void task_retrieval_init(struct task *t, const struct retrieval_conf *rc);
 

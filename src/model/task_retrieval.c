@@ -67,8 +67,8 @@ static void retrieval_loss(struct task *t, struct task_step *st)
     const int64_t *pos = target_rows(r, st);
     comm_compute_begin();
     if (st->xrows) /* exact sums: one sequence at a time (host memory: acc too) */
-        loss_exact_acc(be, st->ws, rc->loss == LOSS_BCE, st->B, st->offsets, st->d, rc->R,
-                       rc->temperature,
+        loss_exact_acc(be, st->ws, rc->loss == LOSS_BCE, rc->shared, st->B, st->offsets, st->d,
+                       rc->R, rc->temperature,
                        rc->normalize_items, st->out, st->nuniq, st->rows, st->logq, pos,
                        st->inv + 2 * T, st->scale, st->du, st->acc, st->xrows, st->xbad,
                        st->xloss);
@@ -76,7 +76,7 @@ static void retrieval_loss(struct task *t, struct task_step *st)
         loss_bce_acc(be, T, st->d, st->out, st->nuniq, st->rows, pos, st->inv + 2 * T,
                      st->scale, st->du, st->drows, st->acc);
     else
-        loss_sampled_softmax_acc(be, st->ws, T, st->d, rc->R, rc->temperature,
+        loss_sampled_softmax_acc(be, st->ws, rc->shared, T, st->d, rc->R, rc->temperature,
                                  rc->normalize_items, st->out, st->nuniq, st->rows, st->logq,
                                  pos, st->inv + 2 * T, st->scale, st->du, st->drows,
                                  st->acc);

@@ -23,7 +23,7 @@ static void warn_retrieval_only(const struct params *p)
     if (log_rank() != 0) /* every rank has the same parameters: one warning */
         return;
     static const enum param_id ids[] = {P_train_loss, P_train_negatives, P_train_negatives_from,
-                                        P_train_temperature};
+                                        P_train_temperature, P_train_shared_negatives};
     struct params *def = xmalloc(sizeof *def);
     params_defaults(def);
     for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)

@@ -27,7 +27,27 @@ static int64_t *batch_targets_gather(struct comm *c, const struct seq_batch *sb,
     return all;
 }
 
-float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t epoch)
+/* train.shared_negatives = S: every position draws with the key of the
+ * first position of its block (positions [qS, qS + S) of its sequence), so
+ * a block's positions have the same negatives; keys [T] (sb->keys when S =
+ * 0). A sequence lies on one rank whole (parallel.split_long is refused
+ * with S): the blocks do not depend on the ranks. */
+static const uint64_t *shared_keys(const struct seq_batch *sb, int64_t S, uint64_t **own)
+{
+    *own = NULL;
+    if (S < 1)
+        return sb->keys;
+    uint64_t *k = xmalloc((size_t)(sb->T ? sb->T : 1) * sizeof *k);
+    for (int64_t b = 0; b < sb->B; b++)
+        for (int64_t t = sb->offsets[b]; t < sb->offsets[b + 1]; t++)
+            k[t] = sb->keys[sb->offsets[b] + (t - sb->offsets[b]) / S * S];
+    *own = k;
+    return k;
+}
+
+/* step_neg_draw with the positions' keys */
+static float *step_neg_keyed(struct trainer *tr, const struct seq_batch *sb,
+                             const uint64_t *keys, uint64_t epoch)
 {
     const struct train_conf *cf = &tr->conf;
     const int64_t T = sb->T, I = tr->ds.num_items;
@@ -38,13 +58,13 @@ float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t ep
     const int64_t *list = tr->ds.raw_ids ? tr->ds.item_list : NULL;
     if (Ru == R && list) {
         int64_t *neg = xmalloc((size_t)(T * R > 0 ? T * R : 1) * sizeof *neg);
-        neg_list_sample(cf->seed, epoch, sb->keys, T, R, list, I, neg);
+        neg_list_sample(cf->seed, epoch, keys, T, R, list, I, neg);
         emb_ids_put(tr->items, 2 * T, neg, T * R, tr->c->rank);
         free(neg);
         return NULL;
     }
     if (Ru == R) {
-        emb_ids_negatives(tr->items, 2 * T, cf->seed, epoch, sb->keys, T, R, I);
+        emb_ids_negatives(tr->items, 2 * T, cf->seed, epoch, keys, T, R, I);
         return NULL;
     }
     int64_t n_batch;
@@ -52,18 +72,27 @@ float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t ep
     int64_t *neg = xmalloc((size_t)(T * R > 0 ? T * R : 1) * sizeof *neg);
     int64_t *u = xmalloc((size_t)(T * Ru > 0 ? T * Ru : 1) * sizeof *u);
     if (list)
-        neg_list_sample(cf->seed, epoch, sb->keys, T, Ru, list, I, u);
+        neg_list_sample(cf->seed, epoch, keys, T, Ru, list, I, u);
     else
-        loss_sample_negatives(cf->seed, epoch, sb->keys, T, Ru, I, u);
+        loss_sample_negatives(cf->seed, epoch, keys, T, Ru, I, u);
     for (int64_t i = 0; i < T; i++)
         memcpy(neg + i * R, u + i * Ru, (size_t)Ru * sizeof *u);
     free(u);
-    loss_sample_in_batch(cf->seed, epoch, sb->keys, T, R, Ru, batch, n_batch, neg);
+    loss_sample_in_batch(cf->seed, epoch, keys, T, R, Ru, batch, n_batch, neg);
     emb_ids_put(tr->items, 2 * T, neg, T * R, tr->c->rank);
     float *logq = xmalloc((size_t)(T ? T * (1 + R) : 1) * sizeof(float));
     for (int64_t k = 0; k < T * (1 + R); k++)
         logq[k] = loss_logq(k < T ? sb->targets[k] : neg[k - T], batch, n_batch, R, Ru, I);
     free(neg);
     free(batch);
+    return logq;
+}
+
+float *step_neg_draw(struct trainer *tr, const struct seq_batch *sb, uint64_t epoch)
+{
+    uint64_t *own;
+    const uint64_t *keys = shared_keys(sb, tr->conf.shared_negatives, &own);
+    float *logq = step_neg_keyed(tr, sb, keys, epoch);
+    free(own);
     return logq;
 }

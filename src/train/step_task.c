@@ -99,7 +99,8 @@ void task_setup_init(struct trainer *tr)
     if (cf->task.type != TASK_RANKING) {
         const struct retrieval_conf rc = {.loss = cf->loss, .R = cf->R,
                                           .normalize_items = cf->normalize_items,
-                                          .temperature = cf->temperature};
+                                          .temperature = cf->temperature,
+                                          .shared = cf->shared_negatives > 0};
         task_retrieval_init(&tr->task, &rc);
         return;
     }

@@ -163,6 +163,10 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (tc->negatives_from != NEG_UNIFORM && tc->loss != LOSS_SOFTMAX)
         return errorf(err, errlen, "train.negatives_from = %s: only for train.loss = softmax",
                       nf);
+    tc->shared_negatives = params_i64(p, P_train_shared_negatives);
+    if (tc->shared_negatives > 0 && tc->loss != LOSS_SOFTMAX)
+        return errorf(err, errlen, "train.shared_negatives = %lld: only for train.loss = softmax",
+                      (long long)tc->shared_negatives);
     tc->keep_best = (int)params_i64(p, P_train_keep_best);
     tc->patience = params_i64(p, P_train_patience);
     tc->emb_init_std = (float)params_f64(p, P_embedding_init_std);
@@ -287,6 +291,10 @@ int train_conf_resolve(const struct params *p, int P, struct train_conf *tc, cha
     if (cost_model_from_params(p, &tc->cost, NULL, err, errlen) ||
         split_conf_from_params(p, &tc->cost, &tc->split_long, err, errlen))
         return -1;
+    if (tc->shared_negatives > 0 && tc->split_long.on)
+        return errorf(err, errlen, "train.shared_negatives = %lld does not combine with "
+                      "parallel.split_long = auto (a block of positions would depend on where "
+                      "the pieces are cut)", (long long)tc->shared_negatives);
     tc->peak_tflops = params_f64(p, P_device_peak_tflops);
     if (slow_rank_parse(params_str(p, P_debug_slow_rank), P, tc, err, errlen))
         return -1;

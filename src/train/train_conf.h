@@ -37,6 +37,7 @@ struct train_conf {
     float temperature;        /* sampled softmax tau */
     int normalize_items;      /* L2-normalised item rows in the loss (HSTU) */
     enum negatives_from { NEG_UNIFORM, NEG_IN_BATCH, NEG_MIXED } negatives_from;
+    int64_t shared_negatives; /* positions a draw of negatives, 0: each its own */
     int keep_best;            /* train.keep_best: best.h5 on validation NDCG@10 */
     int64_t patience;         /* train.patience: validations without improvement (0 = off) */
     /* the item table */
