@@ -2,7 +2,7 @@
 # cli_tune: train.tune (the learning rates and model.dropout chosen on the
 # run's validation events before it trains; cmd/train_tune.c):
 #   - the choice is the candidate of the best logged validation AUC (the
-#     first of equals, in the order run: rates x 1/3, 1, 3, then dropout
+#     first of equals, in the order run: rates x 1/3, 1, 3, 10, then dropout
 #     0, 0.2, 0.4 at the chosen rates);
 #   - a candidate is a run of its own: the chosen one's logged best
 #     validation AUC is that of a plain run with the chosen train.lr,
@@ -27,7 +27,7 @@ data.split=last:20% train.batch_size=10 model.bias=on train.eval_every=1 train.e
 run t1 1 train.tune=lr,dropout
 run t2 2 train.tune=lr,dropout
 n=$(grep -c '^train.tune: rates' "$T/t1.out")
-[ "$n" = 6 ] || fail "6 candidates expected (3 rates, 3 dropouts), got $n"
+[ "$n" = 7 ] || fail "7 candidates expected (4 rates, 3 dropouts), got $n"
 # the argmax of the logged candidates, first of equals
 want=$(sed -n 's/^train.tune: rates x \([^,]*\), dropout \([^:]*\): best validation like AUC \([0-9.]*\).*/\1 \2 \3/p' "$T/t1.out" |
     awk '$3 > b || NR == 1 { b = $3; f = $1; d = $2 } END { print f, d, b }')

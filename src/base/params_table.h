@@ -96,7 +96,7 @@ X(train, select, STRING, "", 0, 0, NULL,
   "binary task's AUC")
 X(train, tune, CHOICE, "off", 0, 0, "off|lr|dropout|lr,dropout",
   "choose on the run's validation events, before it trains: the learning rates (train.lr, "
-  "embedding.lr and a set features.lr together x 1/3, 1, 3) and/or model.dropout (0, 0.2, "
+  "embedding.lr and a set features.lr together x 1/3, 1, 3, 10) and/or model.dropout (0, 0.2, "
   "0.4, at the chosen rates), each candidate a run of train.tune_epochs with train.patience, "
   "the best validation metric (train.select's) kept (doc/training.md)")
 X(train, tune_epochs, INT, "0", 0, 1000000, NULL,

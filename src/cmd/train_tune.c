@@ -2,10 +2,11 @@
  * validation events (train_tune.h).
  *
  * The search, coordinate-wise as model.bias_prior's and model.recency's
- * (train/step_bias_search.c): the rates x 1/3, 1, 3 (train.lr, embedding.lr
- * and a set features.lr together) at the given dropout, then model.dropout
- * 0, 0.2, 0.4 at the chosen rates; a candidate already run is not run
- * again. Each candidate is a trainer of its own from a copy of the
+ * (train/step_bias_search.c): the rates x 1/3, 1, 3, 10 (train.lr,
+ * embedding.lr and a set features.lr together: a geometric grid of ratio
+ * ~3 that reaches 1e-2 from Adam's 1e-3) at the given dropout, then
+ * model.dropout 0, 0.2, 0.4 at the chosen rates; a candidate already run
+ * is not run again. Each candidate is a trainer of its own from a copy of the
  * parameters: the run's epochs (train.tune_epochs: fewer) with its
  * patience and learning-rate schedule, validated after every epoch; its
  * score is its best validation (eval_select); the highest wins, the first
@@ -100,7 +101,8 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
     return best;
 }
 
-#define TUNE_N 3
+#define TUNE_N 3  /* dropouts */
+#define TUNE_NF 4 /* rate factors */
 
 void train_tune(struct comm *c, struct params *p)
 {
@@ -108,17 +110,17 @@ void train_tune(struct comm *c, struct params *p)
     if (!strcmp(what, "off"))
         return;
     const int tune_lr = strstr(what, "lr") != NULL, tune_d = strstr(what, "dropout") != NULL;
-    const double fs[TUNE_N] = {1.0 / 3, 1, 3}, ds[TUNE_N] = {0, 0.2, 0.4};
+    const double fs[TUNE_NF] = {1.0 / 3, 1, 3, 10}, ds[TUNE_N] = {0, 0.2, 0.4};
     const double d0 = params_f64(p, P_model_dropout);
-    double score[TUNE_N][TUNE_N + 1]; /* [rate][dropout]; [.][TUNE_N]: the given dropout */
-    for (int i = 0; i < TUNE_N; i++)
+    double score[TUNE_NF][TUNE_N + 1]; /* [rate][dropout]; [.][TUNE_N]: the given dropout */
+    for (int i = 0; i < TUNE_NF; i++)
         for (int j = 0; j <= TUNE_N; j++)
             score[i][j] = -2; /* not run */
     char name[64] = "";
     int64_t ep;
     int fi = 1, dj = TUNE_N; /* the given rates and dropout */
     double best = -2;
-    for (int i = tune_lr ? 0 : 1; i < (tune_lr ? TUNE_N : 2); i++) {
+    for (int i = tune_lr ? 0 : 1; i < (tune_lr ? TUNE_NF : 2); i++) {
         score[i][TUNE_N] = candidate(c, p, fs[i], d0, &ep, name, sizeof name);
         if (score[i][TUNE_N] > best) {
             best = score[i][TUNE_N];
