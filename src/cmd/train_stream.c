@@ -408,6 +408,18 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
     return stop;
 }
 
+/* The split of the events in [t0, t1) (window_split; fatal on every rank
+ * when it fails); returns how many there are. */
+static int64_t range_split(struct trainer *tr, int64_t t0, int64_t t1, struct rsplit *s)
+{
+    char err[1024] = "";
+    comm_fail_agree(tr->c, window_split(&tr->ds, t0, t1, s, err, sizeof err) != 0, err);
+    int64_t n = 0;
+    for (int64_t u = 0; u < tr->ds.num_users; u++)
+        n += s->bound[2 * u + 1] - s->bound[2 * u];
+    return n;
+}
+
 /* Window files: how many hold events before time t. */
 static int64_t files_before(const struct trainer *tr, int64_t t)
 {
@@ -586,6 +598,12 @@ int train_stream_run(struct trainer *tr)
      * until a window's (step_bias_window) */
     double halflife = cf->task.recency_auto ? cf->task.recency : -1;
     const int64_t t_val = sc->t_val; /* window 0's "previous window": data.split's validation */
+    int64_t n_val = 0; /* its events: the least a window's choice is made on */
+    if (bias0 && cf->task.recency_auto) {
+        struct rsplit v;
+        n_val = range_split(tr, t_val, t0, &v);
+        rsplit_free(&v);
+    }
     if (cf->task.recency_auto && tr->files)
         log_info("model.recency = auto: with window files the start-up choice is kept (the "
                  "choice before each window reads the events of data.path's dataset)");
@@ -630,11 +648,15 @@ int train_stream_run(struct trainer *tr)
                             err);
         comm_fail_agree(tr->c, window_split(&tr->ds, ta, ta + wc->len, &ws, err, sizeof err) != 0,
                         err);
-        if (bias0 && cf->task.recency_auto) { /* chosen on window k - 1, or before window 0
-                                               * on data.split's validation events [V, t0) */
-            struct rsplit prev;
-            comm_fail_agree(tr->c, window_split(&tr->ds, k > 0 ? ta - wc->len : t_val, ta, &prev,
-                                                err, sizeof err) != 0, err);
+        if (bias0 && cf->task.recency_auto) { /* chosen on window k - 1 (and the windows
+                                               * before it, down to n_val events), or before
+                                               * window 0 on data.split's validation [V, t0) */
+            struct rsplit prev; /* back by whole windows until it holds n_val events */
+            int64_t from = k > 0 ? ta - wc->len : t_val;
+            while (range_split(tr, from, ta, &prev) < n_val && from > t_val) {
+                rsplit_free(&prev);
+                from = from - wc->len > t_val ? from - wc->len : t_val;
+            }
             const double h = step_bias_window(tr, bias0, &prev, &ws);
             rsplit_free(&prev);
             if (h >= 0)

@@ -48,9 +48,12 @@ void step_bias_values_free(struct bias_values *bv);
 float *step_bias_shift(struct trainer *tr, const struct bias_values *from,
                        const struct bias_values *to);
 void step_bias_restore(struct trainer *tr, float *saved);
-/* model.recency = auto in a stream, before window k > 0: the half-life
- * (model/task_recency.h) chosen on window k - 1's events (prev: the
- * events before it train, its own validate) among off (0) and 1 .. 256
+/* model.recency = auto in a stream, before window k: the half-life
+ * (model/task_recency.h) chosen on the events of the windows just before
+ * it (prev: the events before them train, theirs validate; the caller,
+ * cmd/train_stream.c, takes window k - 1 and as many windows before it as
+ * it takes to hold as many events as data.split's validation part [V,
+ * stream start), which window 0 chooses on) among off (0) and 1 .. 256
  * doubling, by step_bias_search.c's start-up fit and loss, at the bias
  * prior chosen at start-up; then the history terms' matrix bias.recency
  * and the user rows' scales refitted at it on the events before window k
