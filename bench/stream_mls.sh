@@ -18,6 +18,9 @@
 #          --taste-drift; raw ids: embedding.dynamic = on, no item
 #          features; tasks like and rating): days 0-2 train, day 3
 #          validates, one-day windows from day 4 (16 windows).
+# model.recency = auto is chosen again before each window on the previous
+# one (window 0: on the validation events), "off" among the choices
+# (doc/quality.md); the choices are printed per window and counted per seed.
 # Per seed, the like AUC of the model and of the online user+item baseline
 # of every window (the first seed's printed); then the mean over windows
 # 1.., 3.. and 5.. per seed, the median over seeds and the spread (lowest,
@@ -80,14 +83,21 @@ for seed in $SEEDS; do
         > "$W/log$seed" 2>&1 || { echo "stream_mls.sh: seed $seed failed:"; tail -n 5 "$W/log$seed"; exit 1; }
     [ "$CUT" = drift ] && rm -f "$W/d$seed.h5"
     t1=$(date +%s)
+    # window, like AUC, baseline's, the half-life model.recency = auto chose for it (- none)
     sed -n 's/.*"event":"window","window":\([0-9]*\),.*"like.auc":\([^,}]*\).*"baseline.like.auc":\([^,}]*\).*/\1 \2 \3/p' \
         "$W/m$seed.jsonl" > "$W/w$seed"
+    sed -n '/"event":"window"/{s/.*"recency":\([0-9.e+-]*\).*/\1/p;t;s/.*/-/p;}' "$W/m$seed.jsonl" |
+        paste -d' ' "$W/w$seed" - > "$W/x$seed" && mv "$W/x$seed" "$W/w$seed"
     grep -o 'model[.a-z_]* = auto:.*chosen [0-9.e+-]*' "$W/log$seed" | sed 's/:.* chosen/: chosen/' |
         tr '\n' ' ' | sed "s/^/seed $seed: /; s/ \$/\n/"
+    awk -v seed="$seed" '$4 != "-" { n[$4 == 0 ? "off" : $4]++ } END { s = ""
+        for (h in n) s = s sprintf(" %s x%d", h, n[h]); if (s != "")
+        printf "seed %s: model.recency chosen per window (half-life x windows):%s\n", seed, s }' \
+        "$W/w$seed"
     if [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ]; then
         echo "seed $seed, per window:"
-        printf '| window | like AUC | online baseline |\n|---|---|---|\n'
-        awk '{ printf "| %d | %.4f | %.4f |\n", $1, $2, $3 }' "$W/w$seed"
+        printf '| window | like AUC | online baseline | model.recency |\n|---|---|---|---|\n'
+        awk '{ printf "| %d | %.4f | %.4f | %s |\n", $1, $2, $3, $4 == 0 ? "off" : $4 }' "$W/w$seed"
     fi
     awk -v seed="$seed" -v s=$((t1 - t0)) '
         { for (i = 0; i < 3; i++) { lo = i == 0 ? 1 : i == 1 ? 3 : 5

@@ -185,14 +185,17 @@ static void window_peak(struct trainer *tr, double *r0, double *max)
 }
 
 /* The window line and its metrics line (event "window"); base: the
- * baseline shown (window_eval; no_base: absent, "-" and null). A window
+ * baseline shown (window_eval; no_base: absent, "-" and null); halflife
+ * the history terms' under model.recency = auto (0: off; < 0: not
+ * shown). A window
  * with both the model's and the baseline's figure of a metric adds both
  * to the running average (avg), so that the two means are over the same
  * windows. */
 static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struct eval_result *m,
                           const struct eval_result *base, int no_base, int64_t n_eval, int64_t users,
                           int64_t trained, int64_t events, double loss, int64_t steps,
-                          double tokens, double t_train, double secs, struct stream_avg *avg)
+                          double tokens, double t_train, double secs, double halflife,
+                          struct stream_avg *avg)
 {
     const struct task_conf *tc = &tr->conf.task;
     char when[64], ntr[32], ev[1400] = "", line[1400];
@@ -242,7 +245,12 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     struct train_cache_figs cs; /* embedding.cache (collective) */
     char cline[1024];
     const int cached = train_cache_take(tr, 1, &cs, cline, sizeof cline);
-    log_info("%s, eval %s, %.1f s%s%s", line, n_eval ? ev : "no events", secs, mem, cline);
+    char rec[64] = "";
+    if (halflife == 0)
+        snprintf(rec, sizeof rec, ", model.recency off");
+    else if (halflife > 0)
+        snprintf(rec, sizeof rec, ", model.recency %g", halflife);
+    log_info("%s, eval %s%s, %.1f s%s%s", line, n_eval ? ev : "no events", rec, secs, mem, cline);
     struct metrics_line l;
     metrics_begin(&l, "window");
     metrics_int(&l, "window", k);
@@ -262,6 +270,8 @@ static void window_report(struct trainer *tr, int64_t k, int64_t ta, const struc
     metrics_num(&l, "seconds", secs);
     metrics_num(&l, "peak_mib", peak); /* VmHWM over the window: rank 0, any rank */
     metrics_num(&l, "peak_mib_max", peak_max);
+    if (halflife >= 0) /* model.recency = auto: the window's half-life (0: off) */
+        metrics_num(&l, "recency", halflife);
     if (cached) /* embedding.cache: the window's figures */
         train_cache_metrics(&cs, &l);
     struct eval_ctx ec;
@@ -396,6 +406,18 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
     free(stats.cost_sum);
     *loss = *nsteps ? sum / (double)*nsteps : 0;
     return stop;
+}
+
+/* The split of the events in [t0, t1) (window_split; fatal on every rank
+ * when it fails); returns how many there are. */
+static int64_t range_split(struct trainer *tr, int64_t t0, int64_t t1, struct rsplit *s)
+{
+    char err[1024] = "";
+    comm_fail_agree(tr->c, window_split(&tr->ds, t0, t1, s, err, sizeof err) != 0, err);
+    int64_t n = 0;
+    for (int64_t u = 0; u < tr->ds.num_users; u++)
+        n += s->bound[2 * u + 1] - s->bound[2 * u];
+    return n;
 }
 
 /* Window files: how many hold events before time t. */
@@ -572,6 +594,19 @@ int train_stream_run(struct trainer *tr)
     /* model.bias: the values it started from (data.split's training events, before the
      * stream), for the shift to each window's earlier events (window_eval) */
     struct bias_values *bias0 = tr->files ? NULL : step_bias_values(tr, NULL, 0);
+    /* model.recency = auto: the half-life of the window line (0: off); the start-up choice
+     * until a window's (step_bias_window) */
+    double halflife = cf->task.recency_auto ? cf->task.recency : -1;
+    const int64_t t_val = sc->t_val; /* window 0's "previous window": data.split's validation */
+    int64_t n_val = 0; /* its events: the least a window's choice is made on */
+    if (bias0 && cf->task.recency_auto) {
+        struct rsplit v;
+        n_val = range_split(tr, t_val, t0, &v);
+        rsplit_free(&v);
+    }
+    if (cf->task.recency_auto && tr->files)
+        log_info("model.recency = auto: with window files the start-up choice is kept (the "
+                 "choice before each window reads the events of data.path's dataset)");
     for (int64_t k = k0; k < cap && !stop; k++) {
         while (k >= n_now && follow && !stop) { /* wait for the file that completes window k */
             double waited;
@@ -613,6 +648,20 @@ int train_stream_run(struct trainer *tr)
                             err);
         comm_fail_agree(tr->c, window_split(&tr->ds, ta, ta + wc->len, &ws, err, sizeof err) != 0,
                         err);
+        if (bias0 && cf->task.recency_auto) { /* chosen on window k - 1 (and the windows
+                                               * before it, down to n_val events), or before
+                                               * window 0 on data.split's validation [V, t0) */
+            struct rsplit prev; /* back by whole windows until it holds n_val events */
+            int64_t from = k > 0 ? ta - wc->len : t_val;
+            while (range_split(tr, from, ta, &prev) < n_val && from > t_val) {
+                rsplit_free(&prev);
+                from = from - wc->len > t_val ? from - wc->len : t_val;
+            }
+            const double h = step_bias_window(tr, bias0, &prev, &ws);
+            rsplit_free(&prev);
+            if (h >= 0)
+                halflife = h;
+        }
         struct eval_result model, base[EVAL_MAX_BASELINES];
         int64_t n_eval, trained, events, steps;
         int no_base;
@@ -629,7 +678,7 @@ int train_stream_run(struct trainer *tr)
         if (tr->files)
             tr->files_before = files_before(tr, ta + wc->len);
         window_report(tr, k, ta, &model, base, no_base, n_eval, tr->n_train, trained, events, loss, steps,
-                      tokens, now - t_train, now - tw, avg);
+                      tokens, now - t_train, now - tw, halflife, avg);
         if (cf->checkpoint_dir[0] && ((k + 1) % every == 0 || k + 1 == n_now))
             train_ckpt_save(tr);
         stop = preempt_requested(tr->c);

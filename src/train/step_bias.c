@@ -387,6 +387,21 @@ struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp
     return bv;
 }
 
+void bias_rescale_users(struct trainer *tr, const struct bias_values *from, const float *uscale)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    const int K = tc->n;
+    const int64_t ni = tc->bias_items * K, nu = tc->bias_users * K;
+    float *v = xmalloc((size_t)(ni + nu) * sizeof *v);
+    task_ranking_get_bias(&tr->task, v, v + ni);
+    for (int64_t j = 0; j < nu; j++)
+        v[ni + j] += (uscale[j % K] - tr->bias_uscale[j % K]) * from->v[ni + j];
+    task_ranking_set_bias(&tr->task, v, v + ni);
+    for (int k = 0; k < K; k++)
+        tr->bias_uscale[k] = uscale[k];
+    free(v);
+}
+
 void step_bias_values_free(struct bias_values *bv)
 {
     if (!bv)

@@ -51,6 +51,12 @@ int bias_centres(const struct task_conf *tc);
 void bias_fit(struct trainer *tr, double prior, double H, float *item, float *user,
               float *centre, float *A, float *uscale);
 
+/* The user rows' scales (tr->bias_uscale) become uscale [K]: each trained
+ * row += (uscale - its scale) x its start-up value (from, unscaled:
+ * step_bias_values), as if the row had started from the new scale. */
+struct bias_values;
+void bias_rescale_users(struct trainer *tr, const struct bias_values *from, const float *uscale);
+
 /* model.bias_prior = auto, model.recency = auto: each chosen on the
  * validation events (step_bias_search.c), logged; the arrays are scratch
  * for the fits (bias_fit's). Nothing when neither is auto. */

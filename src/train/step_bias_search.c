@@ -4,13 +4,18 @@
  * given or placeholder half-life first, then the half-life), scored by its
  * loss on each user's validation events predicted after his training
  * events; the lowest wins. Every rank reads every user: the same choice on
- * any number of ranks. */
+ * any number of ranks.
+ *
+ * In a stream (step_bias_window) model.recency = auto is chosen again
+ * before each window on the previous one, "off" among the candidates. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/check.h"
 #include "base/log.h"
+#include "data/split_ranking.h"
 #include "train/step_bias_pass.h"
 #include "train/step_task.h"
 #include "train/train.h"
@@ -103,6 +108,16 @@ static double val_loss(struct trainer *tr, const float *item, const float *user,
 
 #define GRID_N 9 /* the grids: the prior 0.5 .. 128, the half-life 1 .. 256, doubling */
 
+/* The start-up fit at prior and half-life H (0: no history terms) on
+ * tr->rsplit's training events, its loss on the validation events
+ * (val_loss's). */
+static double fit_loss(struct trainer *tr, double prior, double H, float *item, float *user,
+                       float *centre, float *A, float *uscale, double *per)
+{
+    bias_fit(tr, prior, H, item, user, centre, A, uscale);
+    return val_loss(tr, item, user, H > 0 ? A : NULL, per);
+}
+
 /* One grid's search: values[i] = v0 2^i; prior or half-life, the other
  * fixed. Logs every value's loss and the choice; returns it. */
 static double choose(struct trainer *tr, const char *name, double v0, int is_prior,
@@ -114,9 +129,8 @@ static double choose(struct trainer *tr, const char *name, double v0, int is_pri
     double best = -1, at = 0, per[RANK_MAX_TASKS];
     for (int i = 0; i < GRID_N; i++) {
         const double v = v0 * pow(2.0, i);
-        const double H = is_prior ? tc->recency : v;
-        bias_fit(tr, is_prior ? v : tc->bias_prior, H, item, user, centre, A, uscale);
-        const double loss = val_loss(tr, item, user, H > 0 ? A : NULL, per);
+        const double loss = fit_loss(tr, is_prior ? v : tc->bias_prior, is_prior ? tc->recency : v,
+                                     item, user, centre, A, uscale, per);
         if (loss < 0)
             fatal("%s = auto: data.split = %s leaves no validation labels to choose on (give "
                   "it a number, or a split with validation events)", name,
@@ -142,4 +156,52 @@ void bias_search(struct trainer *tr, float *item, float *user, float *centre, fl
         tc->bias_prior = choose(tr, "model.bias_prior", 0.5, 1, item, user, centre, A, uscale);
     if (tc->recency_auto)
         tc->recency = choose(tr, "model.recency", 1, 0, item, user, centre, A, uscale);
+}
+
+double step_bias_window(struct trainer *tr, const struct bias_values *from,
+                        const struct rsplit *prev, const struct rsplit *now)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    if (tc->type != TASK_RANKING || !tc->bias || !tc->recency_auto || !from)
+        return -1;
+    const int K = tc->n;
+    const int64_t NI = tc->bias_items;
+    float *item = xmalloc((size_t)(NI * K) * sizeof *item);
+    float *user = xmalloc((size_t)(tc->bias_users * K) * sizeof *user);
+    float *centre = xmalloc((size_t)(NI * K) * sizeof *centre);
+    float *kept = NULL; /* the task's centres: the fits set theirs */
+    if (task_ranking_centres(&tr->task)) {
+        kept = xmalloc((size_t)(NI * K) * sizeof *kept);
+        memcpy(kept, task_ranking_centres(&tr->task), (size_t)(NI * K) * sizeof *kept);
+    }
+    float A[RANK_MAX_TASKS * RANK_MAX_TASKS], uscale[RANK_MAX_TASKS];
+    double per[RANK_MAX_TASKS], best = -1, at = -1;
+    const struct rsplit keep = tr->rsplit;
+    tr->rsplit = *prev; /* fitted before the previous window, scored on its events */
+    for (int i = -1; i < GRID_N; i++) { /* off, then the half-lives 1 .. 256 */
+        const double H = i < 0 ? 0 : pow(2.0, i);
+        const double loss = fit_loss(tr, tc->bias_prior, H, item, user, centre, A, uscale, per);
+        if (loss < 0) /* no labels in the previous window: the choice stays */
+            break;
+        if (best < 0 || loss < best) {
+            best = loss;
+            at = H;
+        }
+    }
+    if (at >= 0) { /* the chosen terms' matrix and the user rows' scales refitted on every
+                    * event before this window (off: none, the scales 1) */
+        tr->rsplit = *now;
+        bias_fit(tr, tc->bias_prior, at, item, user, centre, A, uscale);
+        if (at == 0)
+            memset(A, 0, sizeof A);
+        task_ranking_set_recency(&tr->task, A);
+        bias_rescale_users(tr, from, uscale);
+    }
+    tr->rsplit = keep;
+    task_ranking_set_centres(&tr->task, kept, NI);
+    free(kept);
+    free(item);
+    free(user);
+    free(centre);
+    return at;
 }

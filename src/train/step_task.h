@@ -48,5 +48,21 @@ void step_bias_values_free(struct bias_values *bv);
 float *step_bias_shift(struct trainer *tr, const struct bias_values *from,
                        const struct bias_values *to);
 void step_bias_restore(struct trainer *tr, float *saved);
+/* model.recency = auto in a stream, before window k: the half-life
+ * (model/task_recency.h) chosen on the events of the windows just before
+ * it (prev: the events before them train, theirs validate; the caller,
+ * cmd/train_stream.c, takes window k - 1 and as many windows before it as
+ * it takes to hold as many events as data.split's validation part [V,
+ * stream start), which window 0 chooses on) among off (0) and 1 .. 256
+ * doubling, by step_bias_search.c's start-up fit and loss, at the bias
+ * prior chosen at start-up; then the history terms' matrix bias.recency
+ * and the user rows' scales refitted at it on the events before window k
+ * (now: its window split; off: the matrix zero, the scales 1), the
+ * trained user rows moved by the change of scale times their start-up
+ * values (from), and the task's half-life set. Returns the choice, or -1
+ * when none was made (not model.recency = auto, or no labels in window
+ * k - 1: the terms stay as they are). Every rank reads every user. */
+double step_bias_window(struct trainer *tr, const struct bias_values *from,
+                        const struct rsplit *prev, const struct rsplit *now);
 
 #endif
