@@ -8,7 +8,10 @@
 #     user+item baseline; the same users with labels drawn anew at every
 #     event (no state to follow) choose off there: the choice flips with
 #     the stream;
-#   - the windows (losses, metrics and the choices) at P = 2 as at P = 1.
+#   - the windows (losses, metrics and the choices) at P = 2 as at P = 1;
+#   - a run stopped by data.stream_end and resumed (train.resume = auto)
+#     makes the windows after it as the uninterrupted run (the user rows'
+#     scale of the last choice is in the checkpoint).
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 IN=$TOP_SRCDIR/input/tiny.in
@@ -36,23 +39,25 @@ done
 S="train.task=ranking train.tasks=like:binary:rating>=4 train.schedule=stream data.window=1d
 train.batch_size=8 train.log_every=1000 model.bias=on model.recency=auto
 data.split=time:1700086400,1700172800 data.stream_start=1700172800"
-run() {
-    name=$1 np=$2; shift 2
+run() { # run DATA NP [OVERRIDES...]: the outputs DATA.NP (OUT=NAME: NAME.NP)
+    name=$1 np=$2 out=${OUT:-$1}; shift 2
     # shellcheck disable=SC2086
     "$MPIRUN" -np "$np" "$FS" train "$IN" "data.path=$T/$name.h5" $S \
-        "output.metrics=$T/$name$np.jsonl" "$@" >"$T/$name$np.out" 2>&1 ||
-        fail "train $name on $np: $(tail -5 "$T/$name$np.out")"
+        "output.metrics=$T/$out$np.jsonl" "$@" >"$T/$out$np.out" 2>&1 ||
+        fail "train $out on $np: $(tail -5 "$T/$out$np.out")"
 }
 run slow 1
 run iid 1
 run slow 2
+OUT=part run slow 1 "output.checkpoint_dir=$T/ck" data.stream_end=+4d
+OUT=rest run slow 1 "output.checkpoint_dir=$T/ck" train.resume=auto
 # the windows' choices and AUCs of the three runs
 check() {
-    $PY - "$T/slow1.jsonl" "$T/iid1.jsonl" "$T/slow2.jsonl" <<'EOF' > "$T/cmp.out" 2>&1
+    $PY - "$T/slow1.jsonl" "$T/iid1.jsonl" "$T/slow2.jsonl" "$T/rest1.jsonl" <<'EOF' > "$T/cmp.out" 2>&1
 import json, sys
 def load(p):
     return [o for o in map(json.loads, open(p)) if o.get("event") == "window"]
-slow, iid, slow2 = (load(p) for p in sys.argv[1:])
+slow, iid, slow2, rest = (load(p) for p in sys.argv[1:])
 if len(slow) != 7 or len(iid) != 7 or len(slow2) != 7:
     sys.exit("windows: %d, %d, %d (7 each)" % (len(slow), len(iid), len(slow2)))
 hs, hi = [w["recency"] for w in slow], [w["recency"] for w in iid]
@@ -70,7 +75,16 @@ for a, b in zip(slow, slow2):
         x, y = a[key], b[key]
         if abs(x - y) > (5e-3 if key.endswith("auc") else 1e-5 * max(abs(y), 1e-12)):
             sys.exit("window %d %s: %r at P = 1, %r at P = 2" % (a["window"], key, x, y))
-print("%s; slow state, windows 4-6: the model %+.4f like AUC over the baseline; P = 2 as P = 1" % (msg, lead))
+got = [w["window"] for w in rest]
+if not rest or got != list(range(got[0], 7)) or got[0] > 4 or got[0] < 1:
+    sys.exit("resumed: windows %s (from 1 .. 4 to 6)" % got)
+for b in rest:
+    a = slow[b["window"]]
+    for key in ("recency", "loss", "like.auc", "like.ne"):
+        if a[key] != b[key]:
+            sys.exit("resumed, window %d %s: %r, uninterrupted %r" % (a["window"], key, b[key], a[key]))
+print("%s; slow state, windows 4-6: the model %+.4f like AUC over the baseline; P = 2 as P = 1; "
+      "resumed at window %d as the uninterrupted run" % (msg, lead, got[0]))
 EOF
 }
 if check; then

@@ -222,6 +222,12 @@ static void write_header(struct trainer *tr, struct ck_out *o, hid_t d[][3])
     }
     if (tr->files) /* window files: checked on resume (cmd/train_stream.c) */
         h5io_attr_i64(h, f, "stream_files_before", tr->files_before);
+    if (tr->conf.task.type == TASK_RANKING && tr->conf.task.bias) /* model.recency: the user */
+        for (int t = 0; t < tr->conf.task.n; t++) { /* rows' scale now (a stream's last choice) */
+            char key[48];
+            snprintf(key, sizeof key, "bias_uscale_%d", t);
+            h5io_attr_f64(h, f, key, tr->bias_uscale[t]);
+        }
     struct ckpt_run run; /* the run it belongs to, and the write order (ckpt_run.h) */
     ckpt_run_identity(tr, &run);
     h5io_attr_str(h, f, "run_id", run.id);

@@ -516,6 +516,18 @@ void checkpoint_read(struct trainer *tr, const char *path)
         h5io_attr_read_range(f, path, "stream_files_before", 0, INT64_MAX, &tr->files_before,
                              err, sizeof err))
         fatal("checkpoint %s", err);
+    for (int t = 0; t < RANK_MAX_TASKS; t++) { /* absent: the start-up fit's (step_bias_init) */
+        char key[48];
+        double v;
+        snprintf(key, sizeof key, "bias_uscale_%d", t);
+        if (!h5io_has_attr(f, key))
+            continue;
+        if (h5io_attr_read_f64(f, path, key, &v, err, sizeof err))
+            fatal("checkpoint %s", err);
+        if (!(v > -1e30 && v < 1e30))
+            fatal("checkpoint %s: attribute %s = %g: not a finite scale", path, key, v);
+        tr->bias_uscale[t] = (float)v;
+    }
     read_dense(&h, path, "/dense", tr, NULL, 0);
     read_dense(&h, path, "/dense_m", tr, dense_optim_moments(&tr->optim, 0), 1);
     read_dense(&h, path, "/dense_v", tr, dense_optim_moments(&tr->optim, 1), 2);
