@@ -92,6 +92,18 @@ if check; then
 else
     fail "model.recency = auto per window: $(cat "$T/cmp.out")"
 fi
+# a checkpoint whose user-row scale is not a number: refused, naming the file
+# and the attribute, and no checkpoint directory made
+if have_h5py; then
+    ck=$(ls "$T/ck"/ckpt-*.h5 | head -n 1)
+    cp "$ck" "$T/nan.h5"
+    $PY -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); f.attrs['bias_uscale_0'] = float('nan')" \
+        "$T/nan.h5" || fail "h5py: could not write the attribute"
+    # shellcheck disable=SC2086
+    expect_error "$T/nan.h5: attribute bias_uscale_0 = nan" "$MPIRUN" -np 1 "$FS" train "$IN" \
+        "data.path=$T/slow.h5" $S "output.checkpoint_dir=$T/cknan" "train.resume=$T/nan.h5"
+    [ -e "$T/cknan" ] && [ -n "$(ls -A "$T/cknan")" ] && fail "a checkpoint left in $T/cknan: $(ls "$T/cknan")"
+fi
 if grep -q 'model.recency [0-9of]' "$T/slow1.out"; then
     pass "the window lines name the half-life"
 else

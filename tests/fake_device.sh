@@ -75,4 +75,8 @@ expect_error "FREESCALE_FAKE_AWARE = 'yes'" env FREESCALE_FAKE_AWARE=yes \
     "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON
 expect_error "FREESCALE_FAKE_GPUS = 'a,,b'" env FREESCALE_FAKE_GPUS=a,,b \
     "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON
+expect_error "FREESCALE_FAKE_COPY_GBS = 'fast'" env FREESCALE_FAKE_ASYNC=4 FREESCALE_FAKE_COPY_GBS=fast \
+    "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON
+expect_error "FREESCALE_FAKE_COPY_GBS = '2' needs FREESCALE_FAKE_ASYNC" env FREESCALE_FAKE_COPY_GBS=2 \
+    "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON
 finish
