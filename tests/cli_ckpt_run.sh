@@ -9,6 +9,9 @@
 #     are the uninterrupted run's; the other run's files are untouched, a
 #     step they share gets its own name;
 #   - keep_checkpoints=2 in that directory deletes only the run's own files;
+#   - train.shared_negatives is part of the identity: a resume with another
+#     value (or a checkpoint without it, 0) refused naming the checkpoint and
+#     the key; the same value resumes to the uninterrupted run's losses;
 #   - the final checkpoint is written after the final validation (its
 #     best_epoch is the one reported); a run stopped at an epoch's end
 #     before its validation, resumed, reports the uninterrupted run's
@@ -70,6 +73,24 @@ cmp -s "$T/other.sum" "$T/after.sum" && pass "the other run's checkpoints untouc
 mine=$(ls "$T/ck" | grep -v '^ckpt-\(4\|8\|12\)\.h5$' | tr '\n' ' ')
 [ "$mine" = "ckpt-12-$(ls "$T/ck" | sed -n 's/^ckpt-12-\(.*\)\.h5$/\1/p').h5 ckpt-8-$(ls "$T/ck" | sed -n 's/^ckpt-8-\(.*\)\.h5$/\1/p').h5 " ] &&
     pass "keep_checkpoints=2 kept this run's two newest only: $mine" || fail "left: $mine"
+
+# train.shared_negatives is part of the identity (a line when on; a
+# checkpoint without it: 0): a resume with another value is refused by the
+# checkpoint's name and the key; the same value resumes to the uninterrupted
+# run's losses
+SN="train.shared_negatives=4 train.epochs=2"
+expect_ok train 2 $SN output.metrics="$T/snu.jsonl"
+expect_ok train 2 $SN train.max_steps=4 output.checkpoint_dir="$T/sn" output.metrics="$T/snp.jsonl"
+expect_error "output.checkpoint_dir = $T/sn holds 1 checkpoint of another run: ckpt-4.h5 (train.shared_negatives: 4 there, 0 here)" \
+    train 1 train.epochs=2 train.resume=auto output.checkpoint_dir="$T/sn"
+expect_error "(train.shared_negatives: 4 there, 8 here)" \
+    train 1 train.epochs=2 train.shared_negatives=8 train.resume=auto output.checkpoint_dir="$T/sn"
+expect_error "(train.shared_negatives: 0 there, 4 here)" \
+    train 1 $SN train.resume=auto output.checkpoint_dir="$T/cu"
+expect_ok train 2 $SN train.resume=auto output.checkpoint_dir="$T/sn" output.metrics="$T/snp.jsonl"
+grep -q "train.resume = auto: $T/sn/ckpt-4.h5, step 4" "$T/out" &&
+    pass "shared_negatives = 4 resumed its own ckpt-4.h5" || fail "resume: $(grep -i resum "$T/out")"
+same_losses "$T/snu.jsonl" "$T/snp.jsonl" "shared_negatives = 4: resumed vs uninterrupted" 0 0
 
 # the final checkpoint records the final validation; resumed runs report alike
 for f in "$T/cu/ckpt-12.h5"; do

@@ -99,6 +99,13 @@ void ckpt_run_identity(const struct trainer *tr, struct ckpt_run *run)
     if (dyn_feat[0] && n < sizeof run->params)
         n += (size_t)snprintf(run->params + n, sizeof run->params - n, "features.dynamic = %s\n",
                               dyn_feat);
+    /* Which negatives a position draws (train.shared_negatives: a block's
+     * draw): a line when on, so that a run without it keeps the identity
+     * it had before the line (a checkpoint without it: 0, absent_value). */
+    const int64_t shared = params_i64(tr->p, P_train_shared_negatives);
+    if (shared > 0 && n < sizeof run->params)
+        n += (size_t)snprintf(run->params + n, sizeof run->params - n,
+                              "train.shared_negatives = %lld\n", (long long)shared);
     if (n >= sizeof run->params)
         fatal("checkpoint: the run's parameters exceed %d bytes", CKPT_RUN_PARAMS_MAX);
     snprintf(run->id, sizeof run->id, "%016llx",
@@ -139,6 +146,15 @@ static const char *find_key(const char *text, const char *key)
     return at;
 }
 
+/* What the absence of line name (n bytes) from an identity means: the
+ * default of a line written only when not the default, "(not set)" for
+ * the others. */
+static const char *absent_value(const char *name, size_t n)
+{
+    static const char shared[] = "train.shared_negatives";
+    return n == sizeof shared - 1 && !strncmp(name, shared, n) ? "0" : "(not set)";
+}
+
 /* The lines of a that differ from b's ("name: A there, B here"), then
  * those only here ("name: (not set) there, B here"), into buf. */
 static void differences(const char *there, const char *here, char *buf, size_t len)
@@ -154,8 +170,9 @@ static void differences(const char *there, const char *here, char *buf, size_t l
             continue;
         snprintf(key, sizeof key, "%.*s = ", (int)(eq - line), line);
         if (!find_key(there, key) && n < len)
-            n += (size_t)snprintf(buf + n, len - n, "%s%.*s: (not set) there, %s here",
-                                  n ? "; " : "", (int)(eq - line), line, eq + 3);
+            n += (size_t)snprintf(buf + n, len - n, "%s%.*s: %s there, %s here",
+                                  n ? "; " : "", (int)(eq - line), line,
+                                  absent_value(line, (size_t)(eq - line)), eq + 3);
     }
     free(mine_copy);
     char *copy = xstrdup(there), *save = NULL;
@@ -166,7 +183,7 @@ static void differences(const char *there, const char *here, char *buf, size_t l
         char key[128];
         snprintf(key, sizeof key, "%.*s = ", (int)(eq - line), line);
         const char *mine = find_key(here, key);
-        const char *v = mine ? mine + strlen(key) : "(not set)";
+        const char *v = mine ? mine + strlen(key) : absent_value(line, (size_t)(eq - line));
         const size_t vl = mine ? strcspn(v, "\n") : strlen(v);
         if (mine && strlen(eq + 3) == vl && !strncmp(eq + 3, v, vl))
             continue;
