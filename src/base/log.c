@@ -76,9 +76,13 @@ static int held_add(const char *fmt, va_list ap)
     return 0;
 }
 
+static _Atomic int g_mute; /* log_mute: read by any thread that logs */
+
+void log_mute(int on) { g_mute = on; }
+
 void log_info(const char *fmt, ...)
 {
-    if (g_rank != 0)
+    if (g_rank != 0 || g_mute)
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -90,10 +94,46 @@ void log_info(const char *fmt, ...)
     va_end(ap);
 }
 
+/* log_dedupe: the warnings printed in the span (this thread's) */
+#define DEDUPE_MAX 64
+static __thread struct {
+    int on, n;
+    char *seen[DEDUPE_MAX];
+} g_dedupe;
+
+void log_dedupe(int on)
+{
+    for (int i = 0; i < g_dedupe.n; i++)
+        free(g_dedupe.seen[i]);
+    g_dedupe.n = 0;
+    g_dedupe.on = on;
+}
+
+/* 1 when fmt's text was printed already in the span (else remembered,
+ * while there is room and memory). */
+static int dedupe_seen(const char *fmt, va_list ap)
+{
+    char text[2048];
+    va_list aq;
+    va_copy(aq, ap);
+    vsnprintf(text, sizeof text, fmt, aq);
+    va_end(aq);
+    for (int i = 0; i < g_dedupe.n; i++)
+        if (!strcmp(g_dedupe.seen[i], text))
+            return 1;
+    if (g_dedupe.n < DEDUPE_MAX && (g_dedupe.seen[g_dedupe.n] = strdup(text)) != NULL)
+        g_dedupe.n++;
+    return 0;
+}
+
 void log_warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    if (g_dedupe.on && dedupe_seen(fmt, ap)) {
+        va_end(ap);
+        return;
+    }
     if (g_size > 1)
         fprintf(stderr, "freescale: warning [rank %d]: ", g_rank);
     else

@@ -44,6 +44,14 @@ void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_hold(void);
 void log_release(void);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* While muted (log_mute(1) .. log_mute(0)), log_info's lines are dropped:
+ * train.tune's candidates, each a trainer of its own, say only their
+ * result, not the set-up the run says once. */
+void log_mute(int on);
+/* From log_dedupe(1) to log_dedupe(0), a warning this thread printed in
+ * that span is not printed again (train.tune's trainers and the run's,
+ * opened from the same parameters, warn alike: once). */
+void log_dedupe(int on);
 /* bytes with a decimal unit ("512 B", "12.3 kB", "612.0 MB") into buf; returns buf. */
 const char *log_bytes(double bytes, char *buf, size_t len);
 /* Format an error for the caller into err[errlen]; returns -1, so that

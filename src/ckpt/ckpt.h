@@ -78,5 +78,9 @@ struct ckpt_identity {
     char run_params[2048];
 };
 int checkpoint_identity(const char *path, struct ckpt_identity *id, char *err, size_t errlen);
+/* The parameters the run that wrote path trained with (attribute params:
+ * "section.key=value" lines), from its attributes alone (one process):
+ * heap text, or NULL with err (not a checkpoint, or none stored). */
+char *checkpoint_params(const char *path, char *err, size_t errlen);
 
 #endif

@@ -228,6 +228,28 @@ int checkpoint_identity(const char *path, struct ckpt_identity *id, char *err, s
     return rc ? -1 : 0;
 }
 
+#define PARAMS_TEXT_MAX ((size_t)1 << 20)
+
+char *checkpoint_params(const char *path, char *err, size_t len)
+{
+    struct ckpt_identity id; /* a checkpoint: format and step */
+    if (checkpoint_identity(path, &id, err, len))
+        return NULL;
+    struct h5io h;
+    if (h5io_open_read(&h, path, NULL, 0, err, len))
+        return NULL;
+    char *text = NULL;
+    if (!h5io_has_attr(h.f, "params"))
+        errorf(err, len, "%s stores no parameters (attribute 'params')", path);
+    else if (h5io_attr_read_str(h.f, path, "params", text = xmalloc(PARAMS_TEXT_MAX),
+                                PARAMS_TEXT_MAX, err, len)) {
+        free(text);
+        text = NULL;
+    }
+    h5io_close(&h);
+    return text;
+}
+
 /* --- loading ---------------------------------------------------------------- */
 
 /* Attribute name = want; -1 with err naming what differs. */

@@ -587,6 +587,19 @@ int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto,
     return 0;
 }
 
+int ckpt_run_newest(const char *dir, const struct ckpt_run *run, char *path, size_t len)
+{
+    struct held *h;
+    const int64_t n = scan(dir, &h);
+    qsort(h, (size_t)n, sizeof *h, by_written_desc);
+    path[0] = '\0';
+    for (int64_t i = 0; i < n && !path[0]; i++)
+        if (h[i].ok && is_ckpt(&h[i]) && !strcmp(h[i].id.run_id, run->id))
+            snprintf(path, len, "%s/%s", dir, h[i].name);
+    free(h);
+    return path[0] ? 0 : -1;
+}
+
 void ckpt_run_retain(const char *dir, const struct ckpt_run *run, int64_t keep,
                      const char *just_written)
 {

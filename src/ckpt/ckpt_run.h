@@ -93,6 +93,12 @@ int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto,
                     int (*verify)(void *ctx, const char *path, char *err, size_t len), void *ctx,
                     char *path, size_t pathlen, char *err, size_t len);
 
+/* Rank 0: this run's newest checkpoint in dir by write order whose
+ * identity reads (not verified: ckpt_run_choose's first candidate; every
+ * checkpoint of a run records what its start chose, train.tune's use)
+ * into path. 0, or -1 (path "") when dir holds none. */
+int ckpt_run_newest(const char *dir, const struct ckpt_run *run, char *path, size_t len);
+
 /* Rank 0, after writing just_written: delete this run's checkpoints beyond
  * the keep newest by write order (keep 0: none); never just_written nor
  * another run's. */

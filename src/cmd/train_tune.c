@@ -10,7 +10,14 @@
  * parameters: the run's epochs (train.tune_epochs: fewer) with its
  * patience and learning-rate schedule, validated after every epoch; its
  * score is its best validation (eval_select); the highest wins, the first
- * of equals. No checkpoint, no metrics file, no test. */
+ * of equals. No checkpoint, no metrics file, no test. The candidates say
+ * only their result (log_mute): the run says its set-up once.
+ *
+ * A resumed run (train.resume = PATH, or auto with a checkpoint of this run
+ * in output.checkpoint_dir) does not search again: its checkpoint's stored
+ * parameters hold the rates and dropout its first start chose, which it
+ * takes and says so. The directory's refusals (ckpt_train.h) come before
+ * any candidate's run. */
 #include "cmd/train_tune.h"
 
 #include <stdio.h>
@@ -19,7 +26,11 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_run.h"
+#include "ckpt/ckpt_train.h"
 #include "cmd/eval_trainer.h"
+#include "comm/comm_fail.h"
 #include "eval/eval.h"
 #include "train/planner.h"
 #include "train/train.h"
@@ -55,6 +66,7 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
         params_i64(base, P_train_tune_epochs) < params_i64(base, P_train_epochs))
         set(p, "train", "epochs", (double)params_i64(base, P_train_tune_epochs));
     struct trainer tr = {.c = c, .p = p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
+    log_mute(1); /* its set-up: the run's, said once by the run */
     trainer_open(&tr);
     trainer_build(&tr);
     const struct train_conf *cf = &tr.conf;
@@ -90,6 +102,7 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
     }
     train_step_drain(&tr);
     planner_free(&pl);
+    log_mute(0);
     const double best = tr.best_val;
     *epoch = tr.best_epoch;
     snprintf(name, nlen, "%s", eval_select_name(&ev));
@@ -101,6 +114,91 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
     return best;
 }
 
+/* What the choice sets, as the stored parameters name them */
+static const char *const chosen_keys[] = {"train.lr", "embedding.lr", "features.lr",
+                                          "model.dropout"};
+#define NCHOSEN (sizeof chosen_keys / sizeof *chosen_keys)
+
+struct resumed {
+    int found;             /* a checkpoint to resume: its choice in line[] */
+    char path[4300];
+    char line[NCHOSEN][PARAM_STR_MAX + 64]; /* "section.key=value" */
+};
+
+/* Line "key=value" of the stored parameters text into line; 0, or -1. */
+static int stored_line(const char *text, const char *key, char *line, size_t len)
+{
+    const size_t k = strlen(key);
+    for (const char *at = text; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+        if (!strncmp(at, key, k) && at[k] == '=') {
+            snprintf(line, len, "%.*s", (int)strcspn(at, "\n"), at);
+            return 0;
+        }
+    return -1;
+}
+
+/* Rank 0: the checkpoint the run resumes (r->found), its choice read. 0,
+ * or -1 with err. */
+static int find_resumed(const struct trainer *tr, const char *what, struct resumed *r,
+                        char *err, size_t len)
+{
+    const char *resume = tr->conf.resume, *dir = tr->conf.checkpoint_dir;
+    if (!strcmp(resume, "auto")) {
+        struct ckpt_run run;
+        ckpt_run_identity(tr, &run);
+        if (!dir[0] || ckpt_run_newest(dir, &run, r->path, sizeof r->path))
+            return 0; /* nothing to resume: a fresh start, which searches */
+    } else
+        snprintf(r->path, sizeof r->path, "%s", resume);
+    char e[1024], tune[64];
+    char *text = checkpoint_params(r->path, e, sizeof e);
+    if (!text)
+        return errorf(err, len, "train.tune = %s: train.resume = %s: %s", what, resume, e);
+    int rc = 0;
+    if (stored_line(text, "train.tune", tune, sizeof tune) || !strcmp(tune, "train.tune=off"))
+        rc = errorf(err, len, "train.tune = %s: %s was written by a run without train.tune: a "
+                    "resumed run goes on at the rates and dropout it trained with; resume it "
+                    "without train.tune, or start afresh", what, r->path);
+    for (size_t i = 0; i < NCHOSEN && !rc; i++)
+        if (stored_line(text, chosen_keys[i], r->line[i], sizeof r->line[i]))
+            rc = errorf(err, len, "train.tune = %s: %s stores no %s", what, r->path,
+                        chosen_keys[i]);
+    free(text);
+    r->found = !rc;
+    return rc;
+}
+
+/* The directory's refusals first, then for a resumed run its checkpoint's
+ * choice set in p (every rank): 1, or 0 when the run starts afresh (the
+ * search follows). A trainer of its own opened (not built) from p. */
+static int resumed_choice(struct comm *c, struct params *p, const char *what)
+{
+    struct trainer tr = {.c = c, .p = p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
+    struct resumed *r = xcalloc(1, sizeof *r);
+    char err[2400] = "";
+    log_mute(1);
+    trainer_open(&tr);
+    train_ckpt_check_dir(&tr);
+    log_mute(0);
+    int bad = c->rank == 0 && tr.conf.resume[0] && find_resumed(&tr, what, r, err, sizeof err);
+    trainer_free(&tr);
+    comm_fail_agree(c, bad, err);
+    comm_bcast_bytes(c, r, sizeof *r, 0);
+    char origin[4400];
+    snprintf(origin, sizeof origin, "%s (train.tune's choice, stored)", r->path);
+    for (size_t i = 0; i < NCHOSEN && r->found && !bad; i++)
+        bad = params_override(p, r->line[i], origin, err, sizeof err) != 0;
+    comm_fail_agree(c, bad, err); /* the same on every rank */
+    const int found = r->found;
+    if (found)
+        log_info("train.tune = %s: resumed from %s: the choice it trained with, not searched "
+                 "again: train.lr %g, embedding.lr %g, dropout %g", what, r->path,
+                 params_f64(p, P_train_lr), params_f64(p, P_embedding_lr),
+                 params_f64(p, P_model_dropout));
+    free(r);
+    return found;
+}
+
 #define TUNE_N 3  /* dropouts */
 #define TUNE_NF 4 /* rate factors */
 
@@ -108,6 +206,8 @@ void train_tune(struct comm *c, struct params *p)
 {
     const char *what = params_str(p, P_train_tune);
     if (!strcmp(what, "off"))
+        return;
+    if (resumed_choice(c, p, what))
         return;
     const int tune_lr = strstr(what, "lr") != NULL, tune_d = strstr(what, "dropout") != NULL;
     const double fs[TUNE_NF] = {1.0 / 3, 1, 3, 10}, ds[TUNE_N] = {0, 0.2, 0.4};

@@ -9,9 +9,12 @@
 #include "base/params.h"
 #include "comm/comm.h"
 
-/* With train.tune != off: the candidates' runs, every one logged, then p's
- * train.lr, embedding.lr (features.lr when set) and model.dropout set to
- * the choice. Collective (every rank the same choice). Nothing otherwise. */
+/* With train.tune != off: the candidates' runs, every one logged (its
+ * result alone), then p's train.lr, embedding.lr (features.lr when set) and
+ * model.dropout set to the choice; a resumed run takes those its
+ * checkpoint stores instead (no search), and output.checkpoint_dir's
+ * refusals come first. Collective (every rank the same choice). Nothing
+ * otherwise. */
 void train_tune(struct comm *c, struct params *p);
 
 #endif

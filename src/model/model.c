@@ -136,7 +136,8 @@ void model_free(struct model *m)
         m->vt->free(m);
     for (int i = 0; i < m->nparams; i++)
         m->be->free(m->params[i].w);
-    m->be->free(m->grad);
+    if (m->be) /* none: never initialised (a trainer opened, not built) */
+        m->be->free(m->grad);
     m->grad = NULL;
     free(m->xgrad);
     free(m->xtmp);

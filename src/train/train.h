@@ -109,7 +109,8 @@ void trainer_build(struct trainer *tr);
 /* A stream of window files: tr->ds becomes window [t0, t1)'s dataset
  * (data/window_files.h). 0, or -1 + err naming the file. */
 int trainer_window(struct trainer *tr, int64_t t0, int64_t t1, char *err, size_t errlen);
-/* Release everything trainer_setup and the run allocated (not tr->c). */
+/* Release everything trainer_setup (or trainer_open alone) and the run
+ * allocated (not tr->c). */
 void trainer_free(struct trainer *tr);
 /* End the job when the table of ec (sharded over the emb group unless
  * replicated) cannot fit this node's memory: its shard, optimizer state
