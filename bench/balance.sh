@@ -20,6 +20,7 @@ STEPS=${1:-60}
 BATCH=${2:-32}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-balance.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi

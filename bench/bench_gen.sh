@@ -19,6 +19,7 @@ FS=${FREESCALE:-$(cd "$(dirname "$0")/.." && pwd)/freescale}
 [ -x "$FS" ] || { echo "bench_gen: $FS not built (make freescale)"; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-gen.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 
 if [ $# -gt 0 ]; then
     SPEC="$*"

@@ -17,7 +17,8 @@ ROWS=$(awk -v n="$ROWS" 'BEGIN { if (n !~ /^[0-9.]+([eE][0-9]+)?$/ || n + 0 < 1)
 FS=${FREESCALE:-$(cd "$(dirname "$0")/.." && pwd)/freescale}
 [ -x "$FS" ] || { echo "bench_import: no program at $FS (build it: make freescale)" >&2; exit 2; }
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/fs-bench-import.XXXXXX")
-trap 'rm -rf "$DIR"' EXIT INT TERM
+trap 'rm -rf "$DIR"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 CSV=$DIR/ratings.csv
 
 now() { date +%s.%N; }

@@ -32,6 +32,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-bf16.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 "$FS" data import --format csv "$DATA" -o "$W/mls.h5" > /dev/null
 
 # the train losses of a metrics file, "step loss" lines

@@ -48,6 +48,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-cache.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 "$FS" data gen --users 1024 --items "$ITEMS" --zipf 1 --length uniform:10,60 --timestamps \
     -o "$W/zipf.h5" >/dev/null || { echo "cache.sh: data gen failed" >&2; exit 1; }
 sets="zipf"

@@ -15,6 +15,7 @@ cluster_bench_up() {
     CB_KEEP=$2
     export FREESCALE_CLUSTER_DIR=$W/cluster
     trap '"$CL" down >/dev/null 2>&1; [ -n "$CB_KEEP" ] && echo "kept $W" || rm -rf "$W"' EXIT
+    trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
     max=0

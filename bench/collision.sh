@@ -21,6 +21,7 @@ NP=${2:-2}
 STEPS=${3:-40}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-collision.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi

@@ -41,6 +41,7 @@ B=$B_DIR/freescale
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/compare_eval.XXXXXX") || die "mktemp failed"
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 cd "$W" || die "cd $W"
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

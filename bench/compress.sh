@@ -25,6 +25,7 @@ RANKS=${2:-2 4}
 CODECS=${COMPRESS_CODECS:-fp32 bf16 fp16 fp8 int8 k8 k16}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-compress.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi

@@ -40,6 +40,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-cquality.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 "$FS" data import --format csv "$DATA" -o "$W/mls.h5" > /dev/null
 
 printf '# ml-latest-small, HSTU, %s epochs of %s sequences, max_seq_len %s, %s rank(s), seeds %s\n' \

@@ -35,6 +35,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-dlrmv4.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 
 printf '# input/dlrmv4-small.in, %s ranks, seeds %s%s\n' "$NP" "$(echo $SEEDS)" "${ARGS:+, $ARGS}"
 printf '| seed | optimum AUC | model AUC | gap | baseline AUC | model - baseline | mean model | mean baseline | s |\n'

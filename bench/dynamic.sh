@@ -23,6 +23,7 @@ MPIRUN=${MPIRUN:-mpirun}
 NP=${DYN_NP:-2} RUNS=${DYN_RUNS:-5} STEPS=${DYN_STEPS:-24}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-dyn.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 ./freescale data gen --users 6040 --items 3416 --length lognormal:4.6,1.0 --timestamps --seed 3 \
     -o "$T/ml.h5" >/dev/null 2>&1
 run() { # TAG ARGS...: ms per step (intervals after the first) into $T/TAG.ms

@@ -23,6 +23,7 @@ MPIRUN=${MPIRUN:-mpirun}
 NP=${EX_NP:-2} RUNS=${EX_RUNS:-3} STEPS=${EX_STEPS:-24} IN=${EX_INPUT:-input/ml1m-hstu.in}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-exact.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 ./freescale data gen --users 6040 --items 3416 --length lognormal:4.6,1.0 --timestamps --seed 3 \
     -o "$T/ml.h5" >/dev/null 2>&1
 field() { # FILE NAME: the field's values of the progress lines after the first

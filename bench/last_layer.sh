@@ -53,6 +53,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-lastlayer.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 
 "$FS" data gen --users "$USERS" --items 500 --length "fixed:$LENGTH" --timestamps --zipf 0.5 \
     --labels planted:2 --seed 1 -o "$W/planted.h5" > "$W/gen.out" 2>&1 ||

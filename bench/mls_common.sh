@@ -33,5 +33,6 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-mls.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 [ -n "$MLS_ABSENT" ] || "$FS" data import --format movielens "$DIR/ratings.csv" \
     --items "$DIR/movies.csv" -o "$W/mls-rank.h5" > /dev/null

@@ -74,6 +74,7 @@ STEPS=${1:-40}
 ROUNDS=${2:-2}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-overlap.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 LAUNCH="mpirun -np 2"
 if [ $CLUSTER = 1 ]; then
     CL=$TOP/scripts/cluster.sh RATE=${OVERLAP_RATE:-400mbit}

@@ -26,6 +26,7 @@ RUNS=${PLAN_RUNS:-3}
 LEN=${PLAN_LENGTHS:-pareto:20,1.1}
 W=$(mktemp -d "${TMPDIR:-/tmp}/plan_speed.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # run BIN OUT: seconds of one plan run (its output to OUT)

@@ -35,6 +35,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-qfeat.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 # users.csv: userId, uid (the id as a categorical value), activity
 awk -F, 'NR > 1 { n[$1]++ } END { print "userId,uid,activity"
     for (u in n) { a = 0; for (c = n[u]; c >= 2; c /= 2) a++; print u "," u "," a } }' \

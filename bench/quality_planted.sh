@@ -37,6 +37,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-planted.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 
 # attr FILE NAME: a float attribute of the planted file
 attr() { "$PY" -c 'import sys, h5py; print(float(h5py.File(sys.argv[1], "r").attrs[sys.argv[2]]))' "$1" "$2"; }

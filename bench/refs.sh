@@ -164,6 +164,7 @@ print("torch %s (%s; %s), %d threads" % (torch.__version__, ", ".join(info) or "
 fi
 W=$(mktemp -d "${TMPDIR:-/tmp}/refs.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 
 # stamp: each line of stdin with the seconds since the epoch in front
 stamp() { "$PY" -u -c 'import sys, time

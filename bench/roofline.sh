@@ -32,6 +32,7 @@ case $STEPS in ''|*[!0-9]*) echo "roofline: STEPS '$STEPS' is not a number of st
 [ "$STEPS" -ge 8 ] || { echo "roofline: STEPS $STEPS: give >= 8 (two progress intervals of 4)"; exit 2; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/roofline.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi

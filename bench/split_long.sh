@@ -24,6 +24,7 @@ BATCH=${2:-64}
 NP=${3:-2}
 W=$(mktemp -d "${TMPDIR:-/tmp}/bench-split.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi

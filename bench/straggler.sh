@@ -40,6 +40,7 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/bench-straggler.XXXXXX") || exit 1
 CL=$TOP/scripts/cluster.sh
 export FREESCALE_CLUSTER_DIR=$W/cluster
 trap '"$CL" down >/dev/null 2>&1; rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 "$CL" up 2 --rate "$RATE" > "$W/up.log" 2>&1 || { cat "$W/up.log"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 LAUNCH="$CL mpirun --hostfile $W/cluster/hostfile -np 2 --map-by node"

@@ -22,6 +22,7 @@ U=${ST_USERS:-10000} BATCH=${ST_BATCH:-256} STEPS=${ST_STEPS:-8} RUNS=${ST_RUNS:
 MAXLEN=${ST_MAXLEN:-200}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-stream.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 G="--stream --days 100 --users $U --items 2000 --new-items-per-day 20 --drift 0.01 --active 0.3 --per-day 1,8 --seed 3"
 ./freescale data gen $G -o "$T/one.h5" --split-days "$T/d1" >/dev/null
 ./freescale data gen $G --split-days "$T/d10" --file-days 10 >/dev/null

@@ -29,6 +29,7 @@ NP=${SQ_NP:-2} USERS=${SQ_USERS:-4000} DAYS=${SQ_DAYS:-20}
 HALF=$((DAYS / 2))
 if [ -n "${1:-}" ]; then W=$1; mkdir -p "$W"; else
     W=$(mktemp -d "${TMPDIR:-/tmp}/fs-sq.XXXXXX"); trap 'rm -rf "$W"' EXIT; fi
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 "$FS" data gen --stream --days "$DAYS" --users "$USERS" --items 2000 --new-items-per-day 100 \
     --drift 0.1 --labels --seed 3 -o "$W/s.h5" | tail -n 1

@@ -26,6 +26,7 @@ MPIRUN=${MPIRUN:-mpirun}
 NP=${SS_NP:-2} PAIRS=${1:-3}
 W=$(mktemp -d "${TMPDIR:-/tmp}/fs-ss.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 "$FS" data gen --stream --days 10 --users "${SS_USERS:-4000}" --items 2000 --per-day 2,10 \
     --labels --seed 5 -o "$W/s.h5" | tail -n 1

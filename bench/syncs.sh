@@ -37,6 +37,7 @@ export OPENBLAS_NUM_THREADS=1
 NPS=${SYNCS_NP:-1 2}
 W=$(mktemp -d "${TMPDIR:-/tmp}/syncs.XXXXXX")
 [ -n "${SYNCS_KEEP:-}" ] && echo "syncs: work folder $W" || trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 IN=$TOP/input/tiny.in
 FS=$NEW
 
