@@ -30,7 +30,7 @@ awk 'BEGIN { srand(11); print "userId,movieId,rating,timestamp"
 
 R="data.path=$T/r.h5 train.task=ranking train.tasks=like:binary:rating>=4,rating:regression:rating:0.5
 train.negatives=128 data.split=last:20% train.batch_size=10 model.bias=on train.log_every=1
-train.epochs=3 train.clip_norm=0.5 model.recency=3 model.factors=4 parallel.timeout=120"
+train.epochs=3 train.clip_norm=0.5 model.recency=3 model.factors=4"
 COMMON=$R # lib.sh's run and same_evals
 
 # --- rows vs the dense tables; P-invariance ----------------------------------------
@@ -105,7 +105,7 @@ grep '"event":"summary"' "$T/gskip.jsonl" | grep -q '"skipped_steps":1,' &&
     -o "$T/big.h5" >/dev/null || { fail "data gen"; finish; }
 B="data.path=$T/big.h5 train.task=ranking train.tasks=click:binary:click,rating:regression:rating:0.5
 data.split=last:20% train.batch_size=32 model.bias=on train.log_every=5 train.max_steps=10
-train.final_eval=off parallel.timeout=120"
+train.final_eval=off"
 # shellcheck disable=SC2086
 "$MPIRUN" -np 2 "$FS" train "$IN" $B "output.metrics=$T/big.jsonl" >"$T/big.out" 2>&1 ||
     fail "train big: $(tail -3 "$T/big.out")"

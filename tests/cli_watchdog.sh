@@ -4,15 +4,22 @@
 # test's hang guard, HANG s: no wall time is asserted), non-zero, and a
 # waiting rank names its step, its phase and the collective it waits in,
 # at P = 2 and 3; a recommend whose rank hangs in a round ends the same
-# way, naming the round. A normal run with the watchdog on (30 s, far from
-# any healthy phase even on a loaded machine) trains exactly as with it
-# off.
+# way, naming the round. A normal run with the watchdog on (300 s, the
+# default: no timeout of a test may end a healthy run on a slow, loaded
+# machine) trains exactly as with it off. And the tests' hang guards
+# (timeout N before a run of the program, mpirun or srun) are of HANG s
+# or more.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
 tiny_data
 COMMON="data.path=$T/tiny.h5 model.dropout=0 train.log_every=1 train.max_steps=8"
 HANG=300 # the hang guard: a job the watchdog failed to end
 train() { np=$1; shift; timeout $HANG "$MPIRUN" -np "$np" "$FS" train "$IN" $COMMON "$@"; }
+short=$(grep -nE 'timeout +[0-9]+ +("?\$(MPIRUN|FS|PLOT)"?|mpirun|srun)' "$TOP_SRCDIR"/tests/*.sh |
+    awk -v hang=$HANG '{ match($0, /timeout +[0-9]+/); n = substr($0, RSTART, RLENGTH)
+        sub(/timeout +/, "", n); if (n + 0 < hang) print }')
+[ -z "$short" ] && pass "every test's hang guard around a run is $HANG s or more" ||
+    fail "hang guards below $HANG s: $short"
 # by_itself RC: the job ended non-zero, and not by the hang guard (124)
 by_itself() { [ "$1" -ne 0 ] && [ "$1" -ne 124 ]; }
 
@@ -41,7 +48,7 @@ grep -q "error \[rank [01]\]: watchdog: no progress for [0-9]* s (parallel.timeo
 no_file "$T/rec.csv"
 
 expect_ok train 2 parallel.timeout=0 output.metrics="$T/off.jsonl"
-expect_ok train 2 parallel.timeout=30 output.metrics="$T/on.jsonl"
+expect_ok train 2 parallel.timeout=300 output.metrics="$T/on.jsonl"
 same_losses "$T/off.jsonl" "$T/on.jsonl" "watchdog on vs off" 0 0
 grep -q watchdog "$T/err" && fail "watchdog spoke in a normal run"
 finish

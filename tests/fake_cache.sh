@@ -41,7 +41,7 @@ train.negatives=2 train.batch_size=8 device.type=fake device.share=on parallel.t
 HOST="embedding.placement=host"
 CACHE="embedding.placement=host embedding.cache=0.3"
 
-tr1() { timeout 120 "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON "$@"; }
+tr1() { timeout 300 "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON "$@"; }
 expect_error "embedding.cache = 'ten': expected a row count" tr1 embedding.cache=ten
 expect_error "command line: embedding.cache = '1.5': expected" tr1 $HOST embedding.cache=1.5
 expect_error "embedding.cache = 0.3: the cache is over a host-placed table; set embedding.placement = host (or auto" \
