@@ -19,6 +19,7 @@
 #include "data/dataset.h"
 #include "data/h5io.h"
 #include "eval/metrics_ranking.h"
+#include "tools/gen_posterior.h"
 
 /* Purposes of the random streams (third word of rng_key). */
 enum { KEY_Y_USER = 0x79750000, KEY_Y_EVENTS = 0x79650000, KEY_Y_TRACK = 0x79740000,
@@ -50,6 +51,7 @@ struct yev {
     int64_t ts, pos;
     int32_t track, type, organic;
     float ratio, length, p;
+    double pp; /* the posterior optimum's listen_plus probability (the last day's) */
 };
 
 struct ybuf {
@@ -225,13 +227,15 @@ static void user_taste(uint64_t seed, int F, int64_t u, struct rng *r, double *p
 }
 
 /* --planted-scores: the planted model's factors beside the events, for an
- * oracle: /planted_users [users, 9] (p_u, a_u) in the file's user order,
- * /planted_tracks [items, 9] (q_k, c_k) in /items/ids order, and the
- * attribute planted_taste (G). */
+ * oracle: /planted_users [users, F + 1] (p_u, a_u) in the file's user
+ * order, /planted_tracks [items, F + 1] (q_k, c_k) in /items/ids order,
+ * /planted_artists [artists, F + 1] (w_a and 1 if artist a has tracks in
+ * the catalog, else 0; row a - 1) and the attribute planted_taste (G). */
 static void factors_write(const char *path, const struct yopts *o, const struct catalog *k,
                           const int64_t *uidx, int64_t nu, const int64_t *tk, int64_t ni)
 {
-    const int64_t rows = nu > ni ? nu : ni;
+    int64_t rows = nu > ni ? nu : ni;
+    rows = rows > o->artists ? rows : o->artists;
     const int F = (int)o->factors;
     double *buf = xmalloc((size_t)((rows ? rows : 1) * (F + 1)) * sizeof *buf);
     struct h5io f;
@@ -253,6 +257,16 @@ static void factors_write(const char *path, const struct yopts *o, const struct 
         if (!bad) {
             d = h5io_dset(&f, f.f, "planted_tracks", H5T_IEEE_F64LE, ni, F + 1, &lay);
             bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, ni, F + 1, buf);
+            if (d >= 0)
+                H5Dclose(d);
+        }
+        for (int64_t a = 1; a <= o->artists && !bad; a++) {
+            memcpy(buf + (a - 1) * (F + 1), k->w + a * F, F * sizeof *buf);
+            buf[(a - 1) * (F + 1) + F] = k->aoff[a + 1] > k->aoff[a];
+        }
+        if (!bad) {
+            d = h5io_dset(&f, f.f, "planted_artists", H5T_IEEE_F64LE, o->artists, F + 1, &lay);
+            bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, o->artists, F + 1, buf);
             if (d >= 0)
                 H5Dclose(d);
         }
@@ -368,7 +382,8 @@ struct optimum {
     int64_t n;
 };
 
-static void optimum_compute(const struct ybuf *last, struct optimum *opt)
+/* posterior: the posterior optimum's probabilities (pp), else the true (p). */
+static void optimum_compute(const struct ybuf *last, int posterior, struct optimum *opt)
 {
     const int64_t n = last->n;
     double *s = xmalloc((size_t)(n ? n : 1) * sizeof *s);
@@ -376,7 +391,7 @@ static void optimum_compute(const struct ybuf *last, struct optimum *opt)
     double ll = 0, pos = 0;
     for (int64_t i = 0; i < n; i++) {
         const struct yev *e = &last->e[i];
-        s[i] = e->p;
+        s[i] = posterior ? e->pp : e->p;
         y[i] = e->ratio >= 50 ? 1.0f : 0.0f;
         ll -= y[i] ? log(s[i]) : log1p(-s[i]);
         pos += y[i];
@@ -393,7 +408,8 @@ static void optimum_compute(const struct ybuf *last, struct optimum *opt)
     free(y);
 }
 
-static void optimum_write(const char *path, const struct optimum *opt, int64_t day)
+static void optimum_write(const char *path, const struct optimum *opt,
+                          const struct optimum *post, int64_t day)
 {
     struct h5io f;
     int bad = h5io_open_rw(&f, path, NULL, 0, NULL, NULL);
@@ -402,6 +418,9 @@ static void optimum_write(const char *path, const struct optimum *opt, int64_t d
               h5io_attr_f64(&f, f.f, "planted_logloss", opt->logloss) ||
               h5io_attr_f64(&f, f.f, "planted_ne", opt->ne) ||
               h5io_attr_f64(&f, f.f, "planted_positive_rate", opt->rate) ||
+              h5io_attr_f64(&f, f.f, "planted_posterior_auc", post->auc) ||
+              h5io_attr_f64(&f, f.f, "planted_posterior_logloss", post->logloss) ||
+              h5io_attr_f64(&f, f.f, "planted_posterior_ne", post->ne) ||
               h5io_attr_i64(&f, f.f, "planted_test_events", opt->n) ||
               h5io_attr_i64(&f, f.f, "planted_test_day", day) ||
               h5io_attr_str(&f, f.f, "planted_tasks", Y_TASKS);
@@ -457,12 +476,157 @@ static void write_items_csv(const char *path, const struct yopts *o, const struc
     free(used);
 }
 
+/* The posterior of a user's theta = (p_u, a_u) given their events before
+ * the last day (hist): each event's type and a listen's played_ratio_pct
+ * (an interval of s + l, l logistic; 99 and 100 as [logit 0.99, inf)),
+ * and the organic events' artists (a softmax of p_u.w_a / sqrt F over the
+ * artists with tracks). */
+struct ypost {
+    const struct yopts *o;
+    const struct catalog *k;
+    const struct ybuf *hist;
+};
+
+static double logit(double p) { return log(p / (1 - p)); }
+
+/* d/ds and d2/ds2 of log(sigmoid(b - s) - sigmoid(a - s)), a < b (+-INFINITY allowed). */
+static double interval_ll(double a, double b, double s, double *d, double *dd)
+{
+    const double sa = sigmoid(a - s), sb = sigmoid(b - s);
+    /* both in the upper tail: the difference of the complements */
+    const double D = a - s > 0 ? sigmoid(s - a) - sigmoid(s - b) : sb - sa;
+    const double fa = sa * (1 - sa), fb = sb * (1 - sb);
+    const double d1 = (fa - fb) / D, d2 = (fb * (1 - 2 * sb) - fa * (1 - 2 * sa)) / D;
+    *d = d1;
+    *dd = d2 - d1 * d1;
+    return log(D);
+}
+
+static void yambda_loglik(void *ctx, const double *t, double *lp, double *g, double *h)
+{
+    const struct ypost *c = ctx;
+    const int F = (int)c->o->factors, D = F + 1;
+    const double sf = sqrt((double)F), G = c->o->taste;
+    double x[Y_F + 1];
+    int64_t norg = 0;
+    double wsum[Y_F] = {0};
+    for (int64_t i = 0; i < c->hist->n; i++) {
+        const struct yev *e = &c->hist->e[i];
+        const double *q = c->k->q + (int64_t)e->track * F;
+        double s = 0.3 + c->k->c[e->track] + t[F];
+        for (int f = 0; f < F; f++) {
+            x[f] = G * q[f] / sf;
+            s += x[f] * t[f];
+        }
+        x[F] = 1;
+        const double sig = sigmoid(s), fs = sig * (1 - sig);
+        double d = 0, dd = 0;
+        if (e->type == Y_LIKE) {
+            *lp += -log1p(exp(-s));
+            d = 1 - sig;
+            dd = -fs;
+        } else if (e->type == Y_DISLIKE) {
+            *lp += -log1p(exp(s));
+            d = -sig;
+            dd = -fs;
+        } else if (e->type == Y_LISTEN) {
+            /* P(listen) = 0.984 - 0.028 sig: its curvature clipped at 0 (a
+             * bound, so that Newton's matrix stays definite; the mode is exact) */
+            const double u = 0.984 - 0.028 * sig, u1 = -0.028 * fs,
+                         u2 = -0.028 * fs * (1 - 2 * sig);
+            const double pct = e->ratio;
+            const double a = pct <= 0 ? -INFINITY : logit(pct / 100 < 0.99 ? pct / 100 : 0.99);
+            const double b = pct >= 99 ? INFINITY : logit((pct + 1) / 100);
+            double di, ddi;
+            *lp += log(u) + interval_ll(a, b, s, &di, &ddi);
+            d = u1 / u + di;
+            const double du = u2 / u - (u1 / u) * (u1 / u);
+            dd = (du < 0 ? du : 0) + ddi;
+        }
+        for (int r = 0; r < D; r++) {
+            g[r] += d * x[r];
+            for (int q2 = 0; q2 < D; q2++)
+                h[r * D + q2] += dd * x[r] * x[q2];
+        }
+        if (e->organic) {
+            norg++;
+            for (int f = 0; f < F; f++)
+                wsum[f] += c->k->w[c->k->artist[e->track] * F + f] / sf;
+        }
+    }
+    if (!norg)
+        return;
+    /* the artists' softmax: norg (p.wbar - log Z(p)), wbar the chosen mean */
+    const int64_t A = c->o->artists;
+    double mx = -INFINITY, z = 0, m1[Y_F] = {0}, m2[Y_F * Y_F] = {0};
+    for (int64_t a = 1; a <= A; a++)
+        if (c->k->aoff[a + 1] > c->k->aoff[a]) {
+            double dot = 0;
+            for (int f = 0; f < F; f++)
+                dot += t[f] * c->k->w[a * F + f] / sf;
+            mx = dot > mx ? dot : mx;
+        }
+    for (int64_t a = 1; a <= A; a++)
+        if (c->k->aoff[a + 1] > c->k->aoff[a]) {
+            const double *w = c->k->w + a * F;
+            double dot = 0;
+            for (int f = 0; f < F; f++)
+                dot += t[f] * w[f] / sf;
+            const double e = exp(dot - mx);
+            z += e;
+            for (int f = 0; f < F; f++) {
+                m1[f] += e * w[f] / sf;
+                for (int f2 = 0; f2 < F; f2++)
+                    m2[f * F + f2] += e * w[f] * w[f2] / (sf * sf);
+            }
+        }
+    *lp -= (double)norg * (mx + log(z));
+    for (int f = 0; f < F; f++)
+        *lp += t[f] * wsum[f];
+    for (int f = 0; f < F; f++) {
+        g[f] += wsum[f] - (double)norg * m1[f] / z;
+        for (int f2 = 0; f2 < F; f2++)
+            h[f * D + f2] -= (double)norg * (m2[f * F + f2] / z - m1[f] * m1[f2] / (z * z));
+    }
+}
+
+/* P(listen_plus | s) = P(listen) sigmoid(s). */
+static double listen_plus(double s)
+{
+    const double sig = sigmoid(s);
+    return (0.984 - 0.028 * sig) * sig;
+}
+
+/* The posterior optimum of the user's last-day events last[0 .. n) from
+ * their earlier events hist. */
+static void yambda_posterior(const struct yopts *o, const struct catalog *k,
+                             const struct ybuf *hist, struct yev *last, int64_t n)
+{
+    const int F = (int)o->factors, D = F + 1;
+    double pv[Y_F + 1], theta[Y_F + 1], cov[(Y_F + 1) * (Y_F + 1)], x[Y_F + 1];
+    for (int f = 0; f < F; f++)
+        pv[f] = 1;
+    pv[F] = 0.25;
+    struct ypost c = {o, k, hist};
+    gen_post_fit(D, pv, yambda_loglik, &c, theta, cov);
+    for (int64_t i = 0; i < n; i++) {
+        const double *q = k->q + (int64_t)last[i].track * F;
+        double m = 0.3 + k->c[last[i].track] + theta[F];
+        for (int f = 0; f < F; f++) {
+            x[f] = o->taste * q[f] / sqrt((double)F);
+            m += x[f] * theta[f];
+        }
+        x[F] = 1;
+        last[i].pp = gen_post_expect(m, gen_post_var(D, cov, x), listen_plus);
+    }
+}
+
 /* One user's events, appended in time order to all (if -o or --csv) and to
  * their day's buffer (if --split-days; the last day's always). Returns
  * their number. */
 static int64_t gen_user(const struct yopts *o, const struct catalog *k, const struct zipf *z,
                         int64_t u, int64_t pos, int64_t *ts, double *cdf, struct ybuf *all,
-                        struct ybuf *day, int64_t *clamped)
+                        struct ybuf *day, struct ybuf *hist, int64_t *clamped)
 {
     const uint64_t seed = (uint64_t)o->seed;
     struct rng r;
@@ -490,6 +654,9 @@ static int64_t gen_user(const struct yopts *o, const struct catalog *k, const st
             dot += p_u[f] * k->w[a * F + f];
         cdf[a] = tot += k->aoff[a + 1] > k->aoff[a] ? exp(dot / sqrt((double)F)) : 0.0;
     }
+    struct ybuf *lastday = &day[o->days - 1];
+    const int64_t first_last = lastday->n;
+    hist->n = 0;
     for (int64_t i = 0; i < len; i++) {
         const int64_t d = ts[i] / Y_DAY;
         const int organic = rng_uniform(&r) < o->organic;
@@ -536,7 +703,10 @@ static int64_t gen_user(const struct yopts *o, const struct catalog *k, const st
             yb_push(all, &e);
         if (o->split_dir || d == o->days - 1) /* the last day: the optimum's */
             yb_push(&day[d], &e);
+        if (d < o->days - 1)
+            yb_push(hist, &e);
     }
+    yambda_posterior(o, k, hist, lastday->e + first_last, lastday->n - first_last);
     return len;
 }
 
@@ -562,14 +732,18 @@ static void yambda_run(const struct yopts *o)
     struct ybuf all = {0}, *day = xcalloc((size_t)o->days, sizeof *day);
     int64_t *ts = xmalloc((size_t)o->max_len * sizeof *ts), clamped = 0, events = 0;
     double *cdf = xmalloc((size_t)(o->artists + 1) * sizeof *cdf);
+    struct ybuf hist = {0};
     for (int64_t p = 0; p < o->users; p++)
         events += gen_user(o, &k, &z, pair[2 * p + 1], p, ts, cdf,
-                           (o->out || o->csv || o->items_csv) ? &all : NULL, day, &clamped);
+                           (o->out || o->csv || o->items_csv) ? &all : NULL, day, &hist,
+                           &clamped);
+    free(hist.e);
     free(cdf);
     free(ts);
     free(pair);
-    struct optimum opt;
-    optimum_compute(&day[o->days - 1], &opt);
+    struct optimum opt, post;
+    optimum_compute(&day[o->days - 1], 0, &opt);
+    optimum_compute(&day[o->days - 1], 1, &post);
     char path[4200];
     if (o->split_dir)
         for (int64_t d = 0; d < o->days; d++) {
@@ -579,11 +753,11 @@ static void yambda_run(const struct yopts *o)
                 continue;
             }
             write_file(path, o, &k, &day[d], uraw, uidx);
-            optimum_write(path, &opt, o->days - 1);
+            optimum_write(path, &opt, &post, o->days - 1);
         }
     if (o->out) {
         write_file(o->out, o, &k, &all, uraw, uidx);
-        optimum_write(o->out, &opt, o->days - 1);
+        optimum_write(o->out, &opt, &post, o->days - 1);
     }
     if (o->csv)
         write_csv(o->csv, &k, &all, uraw);
@@ -598,8 +772,10 @@ static void yambda_run(const struct yopts *o)
              o->out ? ": " : "", o->out ? o->out : "", o->split_dir ? ", one file a day in " : "",
              o->split_dir ? o->split_dir : "");
     log_info("data gen --yambda: planted optimum on day %lld (%lld events, listen_plus rate "
-             "%.3f): AUC %.4f NE %.4f (logloss %.4f)", (long long)(o->days - 1), (long long)opt.n,
-             opt.rate, opt.auc, opt.ne, opt.logloss);
+             "%.3f): AUC %.4f NE %.4f (logloss %.4f); with the users' taste from their history's "
+             "posterior: AUC %.4f NE %.4f (logloss %.4f)", (long long)(o->days - 1),
+             (long long)opt.n, opt.rate, opt.auc, opt.ne, opt.logloss, post.auc, post.ne,
+             post.logloss);
     for (int64_t d = 0; d < o->days; d++)
         free(day[d].e);
     free(day);
