@@ -53,11 +53,12 @@ choose() { awk -v c="$2" '
               if (q == 1 || r > best) { best = r; pick = id } }
           print pick }' "$1"; }
 
-# gaps FILE: FILE holds "SEED AUC NE BASE_AUC BASE_NE OPT_AUC OPT_NE" lines
-# (a run's test figures, its user+item baseline's, the data's optimum);
-# printed: each line with AUC - BASE_AUC, AUC - OPT_AUC and NE - OPT_NE
-# added (columns 8 .. 10)
-gaps() { awk '{ print $0, $2 - $4, $2 - $6, $3 - $7 }' "$1"; }
+# gaps FILE: FILE holds "SEED AUC NE BASE_AUC BASE_NE OPT_AUC OPT_NE
+# POST_AUC POST_NE" lines (a run's test figures, its user+item baseline's,
+# the data's optimum, the optimum of what the history shows); printed:
+# each line with AUC - BASE_AUC, AUC - OPT_AUC, NE - OPT_NE, AUC - POST_AUC
+# and NE - POST_NE added (columns 10 .. 14)
+gaps() { awk '{ print $0, $2 - $4, $2 - $6, $3 - $7, $2 - $8, $3 - $9 }' "$1"; }
 
 # pick ROWS CANDIDATE: the lines of ROWS whose first field is CANDIDATE
 pick() { awk -v id="$2" '$1 == id' "$1"; }

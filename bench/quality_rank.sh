@@ -35,10 +35,13 @@
 #              album, day 12 validates and day 13 tests, a dynamic item
 #              table for its raw ids), the file's other settings unchanged;
 #              per set the median (min .. max) over the seeds of the test
-#              AUC and NE of the first task, its user+item baseline's and
-#              the recorded optimum's (the file's planted_visible_auc / _ne,
-#              what the evaluation shows; Yambda's planted_auc / _ne), and
-#              the per-seed gaps to both.
+#              AUC and NE of the first task, its user+item baseline's, the
+#              recorded optimum's (the file's planted_visible_auc / _ne,
+#              what the evaluation shows; Yambda's planted_auc / _ne: both
+#              know each user's hidden parameters) and the optimum of what
+#              the history shows (planted_posterior_auc / _ne: the users'
+#              parameters from their posterior; doc/data.md), the per-seed
+#              gaps to each; then per seed the AUC against both optima.
 #
 # usage: bench/quality_rank.sh [--seeds N] [--config FILE] [--parts LIST] [DIR]
 #   --seeds N: seeds 1 .. N (default: $SEEDS, else 1 2 3); --config FILE:
@@ -238,25 +241,34 @@ if has generated; then
                 features.item= data.split=last:4
             echo "$seed$(vals "$W/gp$seed.jsonl" test click.auc click.ne)$(vals "$W/gp$seed.jsonl" \
                 test-baseline-user+item click.auc click.ne) $(attr "$W/planted.h5" planted_visible_auc) $(attr \
-                "$W/planted.h5" planted_visible_ne)" >> "$W/gp"
+                "$W/planted.h5" planted_visible_ne) $(attr "$W/planted.h5" planted_posterior_auc) $(attr \
+                "$W/planted.h5" planted_posterior_ne)" >> "$W/gp"
             "$FS" data gen --yambda --days 14 --users 600 --tracks 2000 --albums 200 --artists 40 \
                 --median-length 60 --seed "$seed" -o "$W/yambda.h5" > /dev/null
             train_run gy$seed "$W/yambda.h5" "$seed" "train.tasks=listen_plus:binary:played_ratio_pct>=50" \
                 features.item=artist,album data.split=time:1036800,1123200 embedding.dynamic=on
             echo "$seed$(vals "$W/gy$seed.jsonl" test listen_plus.auc listen_plus.ne)$(vals "$W/gy$seed.jsonl" \
                 test-baseline-user+item listen_plus.auc listen_plus.ne) $(attr "$W/yambda.h5" planted_auc) $(attr \
-                "$W/yambda.h5" planted_ne)" >> "$W/gy"
+                "$W/yambda.h5" planted_ne) $(attr "$W/yambda.h5" planted_posterior_auc) $(attr \
+                "$W/yambda.h5" planted_posterior_ne)" >> "$W/gy"
         done
         printf '\n## generated sets (medians (min .. max) over seeds %s, each seed its own data)\n\n' "$(echo $SEEDS)"
-        printf '| set | AUC | baseline | optimum | AUC - baseline | AUC - optimum | NE | baseline | optimum | NE - optimum |\n'
-        printf '|---|---|---|---|---|---|---|---|---|---|\n'
+        printf '| set | AUC | baseline | optimum | posterior optimum | AUC - baseline | AUC - optimum | AUC - posterior | NE | baseline | optimum | posterior | NE - optimum | NE - posterior |\n'
+        printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
         for g in "gp:planted:4 (800 x 50..150, 300 items; click)" "gy:Yambda-shaped (14 days, 600 users; listen_plus)"; do
             f=$W/${g%%:*}
             gaps "$f" > "$f.g"
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${g#*:}" "$(mmm "$f.g" 2)" \
-                "$(mmm "$f.g" 4)" "$(mmm "$f.g" 6)" "$(mmm "$f.g" 8)" "$(mmm "$f.g" 9)" \
-                "$(seed_stat "$f.g" 3 median)" "$(seed_stat "$f.g" 5 median)" \
-                "$(seed_stat "$f.g" 7 median)" "$(mmm "$f.g" 10)"
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${g#*:}" \
+                "$(mmm "$f.g" 2)" "$(mmm "$f.g" 4)" "$(mmm "$f.g" 6)" "$(mmm "$f.g" 8)" "$(mmm "$f.g" 10)" \
+                "$(mmm "$f.g" 11)" "$(mmm "$f.g" 13)" "$(seed_stat "$f.g" 3 median)" \
+                "$(seed_stat "$f.g" 5 median)" "$(seed_stat "$f.g" 7 median)" \
+                "$(seed_stat "$f.g" 9 median)" "$(mmm "$f.g" 12)" "$(mmm "$f.g" 14)"
+        done
+        printf '\n| set | seed | AUC | optimum | posterior optimum | AUC - optimum | AUC - posterior | NE | optimum | posterior |\n'
+        printf '|---|---|---|---|---|---|---|---|---|---|\n'
+        for g in "gp:planted:4" "gy:Yambda-shaped"; do
+            awk -v set="${g#*:}" '{ printf "| %s | %s | %.4f | %.4f | %.4f | %+.4f | %+.4f | %.4f | %.4f | %.4f |\n",
+                set, $1, $2, $6, $8, $11, $13, $3, $7, $9 }' "$W/${g%%:*}.g"
         done
     fi
 fi

@@ -10,6 +10,13 @@
 #     after the first without their previous item's term) is the same
 #     figures with planted:1 (one test event, its previous item shown)
 #     and other figures with planted:4;
+#   - the optimum of what the history shows (planted_posterior_*: each
+#     user's factors from their posterior given the events before the
+#     test events) recomputed by a numpy oracle (its own Newton fit, the
+#     probit approximation, the unseen previous item averaged over
+#     /planted_pop) from --planted-scores' /planted_items on a small set
+#     with users shorter than K, within 1e-6; --planted-scores changes no
+#     other dataset or attribute and needs --labels planted;
 #   - input/planted-rank.in (model.bias, model.factors = 4) on 1200 users
 #     x 300 events, planted:2, 2 ranks: click AUC within 0.01 and NE within
 #     0.02 of the visible optimum; the same run without the factor terms
@@ -43,6 +50,69 @@ for k in ("auc", "ne", "logloss", "mse"):
     assert o[f"planted_visible_{k}"] == o[f"planted_{k}"], (k, dict(o))
 print(f"planted: deterministic, optimum AUC {at['planted_auc']:.4f} NE {at['planted_ne']:.4f} MSE {at['planted_mse']:.4f}, "
       f"visible AUC {at['planted_visible_auc']:.4f} NE {at['planted_visible_ne']:.4f} MSE {at['planted_visible_mse']:.4f}")
+PYEOF
+# the optimum of what the history shows against a numpy oracle
+S="--users 60 --items 30 --length uniform:2,40 --zipf 0.5 --seed 4 --labels planted:3"
+expect_ok "$FS" data gen $S --planted-scores -o "$T/s.h5"
+expect_ok "$FS" data gen $S -o "$T/s0.h5"
+expect_error "--planted-scores needs --labels planted" "$FS" data gen --users 5 --items 5 --length fixed:5 --planted-scores -o "$T/d.h5"
+"$PY" - "$T/s.h5" "$T/s0.h5" <<'PYEOF' > "$T/o.out" 2>&1 && pass "$(tail -1 "$T/o.out")" || fail "posterior: $(cat "$T/o.out")"
+import sys, h5py, numpy as np
+f, f0 = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+at = f.attrs
+assert sorted(f.keys()) == sorted(list(f0.keys()) + ["planted_items", "planted_pop"]) and dict(at) == dict(f0.attrs)
+for k in f0["events"]:
+    assert np.array_equal(f["events"][k][:], f0["events"][k][:]), k
+K = int(at["planted_test_events"])
+off, it = f["offsets"][:], f["item_ids"][:]
+y, r = f["events/click"][:].astype(np.float64), f["events/rating"][:].astype(np.float64)
+Q, pop = f["planted_items"][:], f["planted_pop"][:, 0]
+q, c = Q[:, :4], Q[:, 4]
+prior = np.array([1, 1, 1, 1, 0.25])
+probit = lambda m, v: 1 / (1 + np.exp(-m / np.sqrt(1 + np.pi * v / 8)))
+P, M, Y, R = [], [], [], []
+for u in range(len(off) - 1):
+    ii = it[off[u]:off[u + 1]]
+    L = len(ii)
+    h = max(L - K, 0)
+    X = np.hstack([0.6 * q[ii] / 2, np.ones((L, 1))])
+    prev = np.r_[0, np.einsum("jf,jf->j", q[ii[:-1]], q[ii[1:]])] if L else np.zeros(0)
+    B = -0.2 + c[ii] + 0.6 * prev / 4
+    yy, rr = y[off[u]:off[u + 1]], r[off[u]:off[u + 1]]
+    t = np.zeros(5)
+    for _ in range(60):  # Newton on the log posterior (concave)
+        s = B[:h] + X[:h] @ t
+        sg = 1 / (1 + np.exp(-s))
+        g = X[:h].T @ (yy[:h] - sg + 0.8 * (rr[:h] - 3 - 0.8 * s) / 0.25) - t / prior
+        H = -(X[:h].T * (sg * (1 - sg) + 2.56)) @ X[:h] - np.diag(1 / prior)
+        t = t - np.linalg.solve(H, g)
+    s = B[:h] + X[:h] @ t
+    sg = 1 / (1 + np.exp(-s))
+    S = np.linalg.inv((X[:h].T * (sg * (1 - sg) + 2.56)) @ X[:h] + np.diag(1 / prior))
+    for j in range(h, L):
+        m = B[j] + X[j] @ t
+        v = X[j] @ S @ X[j]
+        if j > h and j > 0:  # the previous item unseen: over pop
+            m0 = m - 0.6 * prev[j] / 4
+            d = 0.6 * (q[1:] @ q[ii[j]]) / 4
+            P.append(np.sum(pop[1:] * probit(m0 + d, v)))
+            M.append(3 + 0.8 * (m0 + np.sum(pop[1:] * d)))
+        else:
+            P.append(probit(m, v))
+            M.append(3 + 0.8 * m)
+        Y.append(yy[j])
+        R.append(rr[j])
+P, M, Y, R = map(np.array, (P, M, Y, R))
+pos, neg = P[Y == 1], P[Y == 0]
+auc = ((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()) / (len(pos) * len(neg))
+ll = -np.mean(Y * np.log(P) + (1 - Y) * np.log1p(-P))
+rate = Y.mean()
+ne = ll / -(rate * np.log(rate) + (1 - rate) * np.log1p(-rate))
+mse = np.mean((R - M) ** 2)
+for k, v in (("auc", auc), ("logloss", ll), ("ne", ne), ("mse", mse)):
+    assert abs(at[f"planted_posterior_{k}"] - v) < 1e-6, (k, at[f"planted_posterior_{k}"], v)
+print(f"posterior optimum = the numpy oracle on {len(P)} test events: AUC {auc:.4f} NE {ne:.4f} MSE {mse:.4f} "
+      f"(visible AUC {at['planted_visible_auc']:.4f})")
 PYEOF
 # the trainer against the visible optimum, with and without the factor terms
 expect_ok "$FS" data gen --users 1200 --items 50 --length fixed:300 --timestamps --zipf 0.5 \

@@ -22,6 +22,12 @@
 #     model's formula (the optimum within 0.001 AUC from its float64 p),
 #     checks the event types' counts against the model's expectation and
 #     that the labels are drawn from planted_p (calibration by deciles);
+#   - a second numpy oracle recomputes the optimum of what the history
+#     shows (planted_posterior_auc, _logloss, _ne) from the written factors
+#     (/planted_tracks, /planted_artists) and the events before the last
+#     day: its own Newton fit of each user's (p_u, a_u) posterior and
+#     Gauss-Hermite quadrature (the generator: a trapezoid rule), within
+#     1e-6;
 #   - bad inputs are refused with FILE:LINE or the option.
 . "$(dirname "$0")/lib.sh"
 have_h5py || { echo "SKIP: $PY cannot import h5py and numpy"; exit 77; }
@@ -42,7 +48,7 @@ def names(f):
     f.visititems(lambda n, o: out.append(n) if isinstance(o, h5py.Dataset) else None)
     return sorted(out)
 # determinism, and --planted-scores changes nothing else
-assert names(b) == sorted(names(a) + ["events/planted_p", "planted_tracks", "planted_users"]), (names(a), names(b))
+assert names(b) == sorted(names(a) + ["events/planted_p", "planted_artists", "planted_tracks", "planted_users"]), (names(a), names(b))
 for n in names(a):
     assert np.array_equal(a[n][()], b[n][()]), n
 assert {k: v for k, v in a.attrs.items()} == {k: v for k, v in b.attrs.items() if k != "planted_taste"}
@@ -170,6 +176,97 @@ a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
 for n in ("offsets", "item_ids", "timestamps", "user_map", "events/event_type", "events/is_organic",
           "events/played_ratio_pct", "events/track_length_seconds", "items/artist", "items/album"):
     assert np.array_equal(a[n][()], b[n][()]), n
+PYEOF
+# the optimum of what the history shows, recomputed from the factors
+"$PY" - "$T/b.h5" <<'PYEOF' > "$T/q.out" 2>&1 && pass "$(tail -1 "$T/q.out")" || fail "posterior optimum: $(cat "$T/q.out")"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+at = f.attrs
+U, Q, W = f["planted_users"][:], f["planted_tracks"][:], f["planted_artists"][:]
+F = U.shape[1] - 1
+G = at["planted_taste"]
+last = int(at["planted_test_day"])
+off = f["offsets"][:]
+k = np.searchsorted(f["items/ids"][:], f["item_ids"][:])
+amap = np.array([int(v) for v in f["feature_maps/items/artist"][:]])
+art = amap[f["items/artist"][:][k] - 1]        # each event's artist number
+et, org = f["events/event_type"][:], f["events/is_organic"][:] == 2
+pct, day = f["events/played_ratio_pct"][:].astype(np.float64), f["timestamps"][:] // 86400
+X = np.hstack([G * Q[k, :F] / np.sqrt(F), np.ones((len(k), 1))])
+B = 0.3 + Q[k, F]
+Wa, live = W[:, :F] / np.sqrt(F), W[:, F] > 0
+sgm = lambda x: 1 / (1 + np.exp(-x))
+lgt = lambda p: np.log(p / (1 - p))
+lo = np.where(pct <= 0, -np.inf, lgt(np.clip(pct, 1, 99) / 100))
+hi = np.where(pct >= 99, np.inf, lgt(np.clip(pct + 1, 1, 99) / 100))
+prior = np.r_[np.ones(F), 0.25]
+def terms(i, t):  # log posterior, gradient, Hessian (P(listen)'s curvature clipped at 0)
+    s = B[i] + X[i] @ t
+    sg = sgm(s); fs = sg * (1 - sg)
+    lp = -0.5 * np.sum(t * t / prior)
+    d, dd = np.zeros(len(i)), np.zeros(len(i))
+    m = et[i] == 2; lp += np.sum(np.log(sg[m])); d[m] = 1 - sg[m]; dd[m] = -fs[m]
+    m = et[i] == 1; lp += np.sum(np.log1p(-sg[m])); d[m] = -sg[m]; dd[m] = -fs[m]
+    m = et[i] == 3
+    u = 0.984 - 0.028 * sg[m]; u1 = -0.028 * fs[m]; u2 = u1 * (1 - 2 * sg[m])
+    a, b = lo[i][m] - s[m], hi[i][m] - s[m]
+    Fa, Fb = sgm(a), sgm(b)
+    Dv = np.where(a > 0, sgm(-a) - sgm(-b), Fb - Fa)
+    fa, fb = Fa * (1 - Fa), Fb * (1 - Fb)
+    g1 = (fa - fb) / Dv
+    lp += np.sum(np.log(u) + np.log(Dv))
+    d[m] = u1 / u + g1
+    dd[m] = np.minimum(u2 / u - (u1 / u) ** 2, 0) + (fb * (1 - 2 * Fb) - fa * (1 - 2 * Fa)) / Dv - g1 ** 2
+    g = X[i].T @ d - t / prior
+    H = (X[i].T * dd) @ X[i] - np.diag(1 / prior)
+    n = org[i].sum()
+    if n:
+        z = Wa[live] @ t[:F]
+        e = np.exp(z - z.max()); pi = e / e.sum()
+        mu = pi @ Wa[live]
+        wsum = Wa[art[i][org[i]] - 1].sum(0)
+        lp += t[:F] @ wsum - n * (z.max() + np.log(e.sum()))
+        g[:F] += wsum - n * mu
+        H[:F, :F] -= n * ((Wa[live].T * pi) @ Wa[live] - np.outer(mu, mu))
+    return lp, g, H
+zs, ws = np.polynomial.hermite.hermgauss(60)
+P, Y = [], []
+for u in range(len(off) - 1):
+    ev = np.arange(off[u], off[u + 1])
+    h, te = ev[day[ev] < last], ev[day[ev] == last]
+    if not len(te):
+        continue
+    t = np.zeros(F + 1)
+    lp, g, H = terms(h, t)
+    for _ in range(100):
+        step = np.linalg.solve(-H, g)
+        if step @ g < 1e-18:
+            break
+        a = 1.0
+        while True:
+            lp2, g2, H2 = terms(h, t + a * step)
+            if lp2 >= lp - 1e-12 or a < 1e-12:
+                break
+            a /= 2
+        t, lp, g, H = t + a * step, lp2, g2, H2
+    S = np.linalg.inv(-terms(h, t)[2])
+    for j in te:
+        m, v = B[j] + X[j] @ t, X[j] @ S @ X[j]
+        s = m + np.sqrt(2 * v) * zs
+        P.append(np.sum(ws * (0.984 - 0.028 * sgm(s)) * sgm(s)) / np.sqrt(np.pi))
+        Y.append(float(pct[j] >= 50))
+P, Y = np.array(P), np.array(Y)
+pos, neg = np.sort(P[Y == 1]), P[Y == 0]
+above, atl = np.searchsorted(pos, neg, "right"), np.searchsorted(pos, neg, "left")
+auc = np.sum(len(pos) - above + 0.5 * (above - atl)) / (len(pos) * len(neg))  # ties halved
+ll = -np.mean(Y * np.log(P) + (1 - Y) * np.log1p(-P))
+r = Y.mean()
+ne = ll / -(r * np.log(r) + (1 - r) * np.log1p(-r))
+assert len(P) == at["planted_test_events"], (len(P), at["planted_test_events"])
+assert abs(at["planted_posterior_auc"] - auc) < 1e-6, (at["planted_posterior_auc"], auc)
+assert abs(at["planted_posterior_logloss"] - ll) < 1e-6 and abs(at["planted_posterior_ne"] - ne) < 1e-6, (dict(at), ll, ne)
+print(f"yambda posterior optimum = the numpy oracle on {len(P)} events of day {last}: AUC {auc:.4f} NE {ne:.4f} "
+      f"(planted AUC {at['planted_auc']:.4f})")
 PYEOF
 # a day whose table lacks some event types keeps their ids
 head -1 "$T/a.csv" > "$T/few.csv"

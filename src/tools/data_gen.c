@@ -246,6 +246,7 @@ struct gen_opts {
     int nfeat;
     struct gen_feature feat[GEN_MAX_FEATURES];
     int64_t planted;           /* --labels planted:K: K, else 0 */
+    int planted_scores;        /* --planted-scores: the item factors beside */
     int64_t raw_k;             /* --raw-ids K: item ids x K (version 3), else 0 */
 };
 
@@ -363,6 +364,7 @@ static int64_t gen_run(const struct gen_opts *o, struct len_dist *d)
         for (int64_t i = 1; i <= o->items; i++)
             pop[i] /= sum;
         planted_init(&pl, w, o->planted, (uint64_t)o->seed, o->users, o->items, pop);
+        pl.scores = o->planted_scores;
     }
     struct gen_buf b = {0};
     b.cap_users = o->chunk; /* every user has >= 1 event */
@@ -435,7 +437,11 @@ static void gen_usage(FILE *f)
             "                     from a known model (user and item factors, the previous\n"
             "                     item; doc/ranking.md); the optimal AUC, NE and MSE on each\n"
             "                     user's last K events (default 1) as attributes planted_*,\n"
-            "                     and of what an evaluation shows as planted_visible_*\n"
+            "                     and of what an evaluation shows as planted_visible_*,\n"
+            "                     and with the users' factors from their history's\n"
+            "                     posterior as planted_posterior_*\n"
+            "  --planted-scores   with --labels planted: the item factors (q_i, c_i) and\n"
+            "                     popularity beside, /planted_items and /planted_pop (tests)\n"
             "  --raw-ids K        raw item ids (dataset version 3, doc/data.md): item i is\n"
             "                     written as i x K (K >= 1, N x K < 2^63), /items/ids lists\n"
             "                     K .. N K, /user_map the users 0 .. U-1; the same events as\n"
@@ -459,7 +465,7 @@ int data_gen_main(int argc, char **argv)
                          .chunk = (int64_t)1 << 20, .seed = 1, .zipf_s = 1.0};
     int have_max = 0;
     enum { O_USERS = 256, O_ITEMS, O_LENGTH, O_ZIPF, O_SEED, O_TS, O_ACTIONS, O_MAXLEN, O_CHUNK,
-           O_IFEAT, O_UFEAT, O_EFEAT, O_LABELS, O_RAWIDS };
+           O_IFEAT, O_UFEAT, O_EFEAT, O_LABELS, O_RAWIDS, O_PSCORES };
     static const struct option longopts[] = {
         {"users", required_argument, NULL, O_USERS},
         {"items", required_argument, NULL, O_ITEMS},
@@ -476,6 +482,7 @@ int data_gen_main(int argc, char **argv)
         {"event-feature", required_argument, NULL, O_EFEAT},
         {"labels", required_argument, NULL, O_LABELS},
         {"raw-ids", required_argument, NULL, O_RAWIDS},
+        {"planted-scores", no_argument, NULL, O_PSCORES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -497,6 +504,7 @@ int data_gen_main(int argc, char **argv)
             have_max = 1;
             break;
         case O_LABELS: o.planted = planted_parse(optarg); break;
+        case O_PSCORES: o.planted_scores = 1; break;
         case O_RAWIDS: o.raw_k = cli_count("--raw-ids", optarg, 1, INT64_MAX); break;
         case O_CHUNK: o.chunk = cli_count("--chunk-events", optarg, 1, (int64_t)1 << 30); break;
         case O_IFEAT:
@@ -537,6 +545,8 @@ int data_gen_main(int argc, char **argv)
         fatal("data gen: --raw-ids %lld with --items %lld, --users %lld: the largest id N x K "
               "must stay below 2^63, and the lists (8 bytes an item and a user) at most 2^28",
               (long long)o.raw_k, (long long)o.items, (long long)o.users);
+    if (o.planted_scores && !o.planted)
+        fatal("data gen: --planted-scores needs --labels planted[:K] (or --yambda)");
     if (o.raw_k && o.planted)
         fatal("data gen: --raw-ids and --labels planted: the planted labels are for dense ids");
 

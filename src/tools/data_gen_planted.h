@@ -18,7 +18,17 @@
  * for them the probability averaged over that item (drawn by popularity:
  * sum_i pop_i sigmoid(s_t with q_prev = q_i)) and the mean 3 + 0.8 E s_t,
  * recorded as planted_visible_auc, _ne, _logloss, _mse; their cost is
- * O(items F) per such event. */
+ * O(items F) per such event. Both know the user's p_u, a_u, which no
+ * predictor can: the optimum of what the history shows, planted_posterior_
+ * auc, _ne, _logloss, _mse, knows the model, the priors and the item
+ * factors but takes the user's (p_u, a_u) from their posterior given the
+ * clicks and ratings of the events before the K test events (a rating is
+ * a Gaussian observation of s_t): its Laplace approximation (the mode by
+ * Newton's method, tools/gen_posterior.h) and a test event's probability
+ * E[sigmoid(s_t)] under it by the probit approximation, averaged over the
+ * unseen previous item as above; the rating's mean 3 + 0.8 E s_t.
+ * With --planted-scores, for an oracle: /planted_items [items + 1, 5]
+ * (q_i, c_i; row 0 unused) and /planted_pop [items + 1, 1] (pop_i). */
 #ifndef FS_DATA_GEN_PLANTED_H
 #define FS_DATA_GEN_PLANTED_H
 
@@ -28,6 +38,13 @@
 
 #define PLANTED_F 4
 
+/* A test event: its label and rating; the true probability and mean, those
+ * of what the evaluation shows and those of the posterior optimum. */
+struct planted_row {
+    double p, pv, pp, mean, meanv, meanp;
+    float y, r;
+};
+
 struct planted {
     int64_t k;                 /* test events per user */
     uint64_t seed;
@@ -36,10 +53,10 @@ struct planted {
     double *pop;               /* [items + 1] each item's probability */
     double qbar[PLANTED_F];    /* sum_i pop_i q_i */
     int slot_click, slot_rating;
-    /* the test events: true probability, label, true mean, rating */
+    int scores;                /* --planted-scores: /planted_items, /planted_pop */
+    /* the test events */
     int64_t n, cap;
-    double *p, *mean, *pv, *meanv; /* and what the evaluation shows of them */
-    float *y, *r;
+    struct planted_row *rows;
 };
 
 /* "planted" or "planted:K" -> K (fatal otherwise). */

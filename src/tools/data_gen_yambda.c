@@ -19,43 +19,18 @@
 #include "data/dataset.h"
 #include "data/h5io.h"
 #include "eval/metrics_ranking.h"
+#include "tools/data_gen_yambda_model.h"
 
 /* Purposes of the random streams (third word of rng_key). */
 enum { KEY_Y_USER = 0x79750000, KEY_Y_EVENTS = 0x79650000, KEY_Y_TRACK = 0x79740000,
        KEY_Y_ALBUM = 0x79610000, KEY_Y_ARTIST = 0x79720000, KEY_Y_ORDER = 0x796f0000 };
 
-#define Y_F 16            /* taste factors at most (--factors) */
-#define Y_DAY 86400LL
-#define Y_STEP 5LL        /* Yambda's timestamps: multiples of 5 seconds */
-#define Y_MAX_DAYS 3650
-#define Y_M63 ((UINT64_C(1) << 63) - 1)
-#define Y_TASKS "listen_plus:binary:played_ratio_pct>=50"
-
-/* The event types, in bytewise order: their categorical ids are 1 .. 5. */
-enum { Y_DISLIKE = 1, Y_LIKE, Y_LISTEN, Y_UNDISLIKE, Y_UNLIKE, Y_NTYPES = 5 };
 static const char *const y_type_name[Y_NTYPES + 1] = {"", "dislike", "like", "listen",
                                                         "undislike", "unlike"};
 
-struct yopts {
-    int64_t days, users, tracks, artists, albums, max_len, seed;
-    int64_t factors;
-    double median, sigma, zipf_s, drift, organic, taste, artist_share;
-    int scores;
-    const char *out, *split_dir, *csv, *items_csv;
-};
 
-/* One event; a buffer's events in user order (pos: the user's position
- * in raw id order), each user's in time order. */
-struct yev {
-    int64_t ts, pos;
-    int32_t track, type, organic;
-    float ratio, length, p;
-};
 
-struct ybuf {
-    int64_t n, cap;
-    struct yev *e;
-};
+
 
 static void yb_push(struct ybuf *b, const struct yev *e)
 {
@@ -76,18 +51,7 @@ static int64_t raw63(uint64_t x)
     return (int64_t)x;
 }
 
-static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* The catalog: each track's album, artist, factors, bias and length. */
-struct catalog {
-    int32_t *album, *artist;  /* [T + 1], [T + 1] (track -> artist via album) */
-    double *q, *c;            /* [(T + 1) F], [T + 1] */
-    float *length;            /* [T + 1] seconds */
-    int64_t *raw;             /* [T + 1] the track's raw id */
-    int64_t *rank0;           /* [T] day 0's ranking */
-    double *w;                /* [(A + 1) F] the artists' factors */
-    int64_t *aoff, *atrk;     /* [A + 2], [T]: artist a's tracks atrk[aoff[a] .. aoff[a + 1]) */
-};
 
 static void catalog_init(struct catalog *k, const struct yopts *o)
 {
@@ -225,13 +189,15 @@ static void user_taste(uint64_t seed, int F, int64_t u, struct rng *r, double *p
 }
 
 /* --planted-scores: the planted model's factors beside the events, for an
- * oracle: /planted_users [users, 9] (p_u, a_u) in the file's user order,
- * /planted_tracks [items, 9] (q_k, c_k) in /items/ids order, and the
- * attribute planted_taste (G). */
+ * oracle: /planted_users [users, F + 1] (p_u, a_u) in the file's user
+ * order, /planted_tracks [items, F + 1] (q_k, c_k) in /items/ids order,
+ * /planted_artists [artists, F + 1] (w_a and 1 if artist a has tracks in
+ * the catalog, else 0; row a - 1) and the attribute planted_taste (G). */
 static void factors_write(const char *path, const struct yopts *o, const struct catalog *k,
                           const int64_t *uidx, int64_t nu, const int64_t *tk, int64_t ni)
 {
-    const int64_t rows = nu > ni ? nu : ni;
+    int64_t rows = nu > ni ? nu : ni;
+    rows = rows > o->artists ? rows : o->artists;
     const int F = (int)o->factors;
     double *buf = xmalloc((size_t)((rows ? rows : 1) * (F + 1)) * sizeof *buf);
     struct h5io f;
@@ -253,6 +219,16 @@ static void factors_write(const char *path, const struct yopts *o, const struct 
         if (!bad) {
             d = h5io_dset(&f, f.f, "planted_tracks", H5T_IEEE_F64LE, ni, F + 1, &lay);
             bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, ni, F + 1, buf);
+            if (d >= 0)
+                H5Dclose(d);
+        }
+        for (int64_t a = 1; a <= o->artists && !bad; a++) {
+            memcpy(buf + (a - 1) * (F + 1), k->w + a * F, F * sizeof *buf);
+            buf[(a - 1) * (F + 1) + F] = k->aoff[a + 1] > k->aoff[a];
+        }
+        if (!bad) {
+            d = h5io_dset(&f, f.f, "planted_artists", H5T_IEEE_F64LE, o->artists, F + 1, &lay);
+            bad = d < 0 || h5io_write_rows(&f, d, H5T_NATIVE_DOUBLE, 0, 1, o->artists, F + 1, buf);
             if (d >= 0)
                 H5Dclose(d);
         }
@@ -368,7 +344,8 @@ struct optimum {
     int64_t n;
 };
 
-static void optimum_compute(const struct ybuf *last, struct optimum *opt)
+/* posterior: the posterior optimum's probabilities (pp), else the true (p). */
+static void optimum_compute(const struct ybuf *last, int posterior, struct optimum *opt)
 {
     const int64_t n = last->n;
     double *s = xmalloc((size_t)(n ? n : 1) * sizeof *s);
@@ -376,7 +353,7 @@ static void optimum_compute(const struct ybuf *last, struct optimum *opt)
     double ll = 0, pos = 0;
     for (int64_t i = 0; i < n; i++) {
         const struct yev *e = &last->e[i];
-        s[i] = e->p;
+        s[i] = posterior ? e->pp : e->p;
         y[i] = e->ratio >= 50 ? 1.0f : 0.0f;
         ll -= y[i] ? log(s[i]) : log1p(-s[i]);
         pos += y[i];
@@ -393,7 +370,8 @@ static void optimum_compute(const struct ybuf *last, struct optimum *opt)
     free(y);
 }
 
-static void optimum_write(const char *path, const struct optimum *opt, int64_t day)
+static void optimum_write(const char *path, const struct optimum *opt,
+                          const struct optimum *post, int64_t day)
 {
     struct h5io f;
     int bad = h5io_open_rw(&f, path, NULL, 0, NULL, NULL);
@@ -402,6 +380,9 @@ static void optimum_write(const char *path, const struct optimum *opt, int64_t d
               h5io_attr_f64(&f, f.f, "planted_logloss", opt->logloss) ||
               h5io_attr_f64(&f, f.f, "planted_ne", opt->ne) ||
               h5io_attr_f64(&f, f.f, "planted_positive_rate", opt->rate) ||
+              h5io_attr_f64(&f, f.f, "planted_posterior_auc", post->auc) ||
+              h5io_attr_f64(&f, f.f, "planted_posterior_logloss", post->logloss) ||
+              h5io_attr_f64(&f, f.f, "planted_posterior_ne", post->ne) ||
               h5io_attr_i64(&f, f.f, "planted_test_events", opt->n) ||
               h5io_attr_i64(&f, f.f, "planted_test_day", day) ||
               h5io_attr_str(&f, f.f, "planted_tasks", Y_TASKS);
@@ -457,12 +438,13 @@ static void write_items_csv(const char *path, const struct yopts *o, const struc
     free(used);
 }
 
+
 /* One user's events, appended in time order to all (if -o or --csv) and to
  * their day's buffer (if --split-days; the last day's always). Returns
  * their number. */
 static int64_t gen_user(const struct yopts *o, const struct catalog *k, const struct zipf *z,
                         int64_t u, int64_t pos, int64_t *ts, double *cdf, struct ybuf *all,
-                        struct ybuf *day, int64_t *clamped)
+                        struct ybuf *day, struct ybuf *hist, int64_t *clamped)
 {
     const uint64_t seed = (uint64_t)o->seed;
     struct rng r;
@@ -490,6 +472,9 @@ static int64_t gen_user(const struct yopts *o, const struct catalog *k, const st
             dot += p_u[f] * k->w[a * F + f];
         cdf[a] = tot += k->aoff[a + 1] > k->aoff[a] ? exp(dot / sqrt((double)F)) : 0.0;
     }
+    struct ybuf *lastday = &day[o->days - 1];
+    const int64_t first_last = lastday->n;
+    hist->n = 0;
     for (int64_t i = 0; i < len; i++) {
         const int64_t d = ts[i] / Y_DAY;
         const int organic = rng_uniform(&r) < o->organic;
@@ -536,7 +521,10 @@ static int64_t gen_user(const struct yopts *o, const struct catalog *k, const st
             yb_push(all, &e);
         if (o->split_dir || d == o->days - 1) /* the last day: the optimum's */
             yb_push(&day[d], &e);
+        if (d < o->days - 1)
+            yb_push(hist, &e);
     }
+    yambda_posterior(o, k, hist, lastday->e + first_last, lastday->n - first_last);
     return len;
 }
 
@@ -562,14 +550,18 @@ static void yambda_run(const struct yopts *o)
     struct ybuf all = {0}, *day = xcalloc((size_t)o->days, sizeof *day);
     int64_t *ts = xmalloc((size_t)o->max_len * sizeof *ts), clamped = 0, events = 0;
     double *cdf = xmalloc((size_t)(o->artists + 1) * sizeof *cdf);
+    struct ybuf hist = {0};
     for (int64_t p = 0; p < o->users; p++)
         events += gen_user(o, &k, &z, pair[2 * p + 1], p, ts, cdf,
-                           (o->out || o->csv || o->items_csv) ? &all : NULL, day, &clamped);
+                           (o->out || o->csv || o->items_csv) ? &all : NULL, day, &hist,
+                           &clamped);
+    free(hist.e);
     free(cdf);
     free(ts);
     free(pair);
-    struct optimum opt;
-    optimum_compute(&day[o->days - 1], &opt);
+    struct optimum opt, post;
+    optimum_compute(&day[o->days - 1], 0, &opt);
+    optimum_compute(&day[o->days - 1], 1, &post);
     char path[4200];
     if (o->split_dir)
         for (int64_t d = 0; d < o->days; d++) {
@@ -579,11 +571,11 @@ static void yambda_run(const struct yopts *o)
                 continue;
             }
             write_file(path, o, &k, &day[d], uraw, uidx);
-            optimum_write(path, &opt, o->days - 1);
+            optimum_write(path, &opt, &post, o->days - 1);
         }
     if (o->out) {
         write_file(o->out, o, &k, &all, uraw, uidx);
-        optimum_write(o->out, &opt, o->days - 1);
+        optimum_write(o->out, &opt, &post, o->days - 1);
     }
     if (o->csv)
         write_csv(o->csv, &k, &all, uraw);
@@ -598,8 +590,10 @@ static void yambda_run(const struct yopts *o)
              o->out ? ": " : "", o->out ? o->out : "", o->split_dir ? ", one file a day in " : "",
              o->split_dir ? o->split_dir : "");
     log_info("data gen --yambda: planted optimum on day %lld (%lld events, listen_plus rate "
-             "%.3f): AUC %.4f NE %.4f (logloss %.4f)", (long long)(o->days - 1), (long long)opt.n,
-             opt.rate, opt.auc, opt.ne, opt.logloss);
+             "%.3f): AUC %.4f NE %.4f (logloss %.4f); with the users' taste from their history's "
+             "posterior: AUC %.4f NE %.4f (logloss %.4f)", (long long)(o->days - 1),
+             (long long)opt.n, opt.rate, opt.auc, opt.ne, opt.logloss, post.auc, post.ne,
+             post.logloss);
     for (int64_t d = 0; d < o->days; d++)
         free(day[d].e);
     free(day);

@@ -42,7 +42,11 @@
  *   optimum   listen_plus = played_ratio_pct >= 50 has the probability
  *             P(listen) sig; its AUC, logloss and NE over the last day's
  *             events (the next-day test of a 1-day stream) are written as
- *             planted_* attributes to every output file.
+ *             planted_* attributes to every output file; beside them
+ *             planted_posterior_auc, _logloss, _ne: the optimum of what
+ *             the history shows, each user's (p_u, a_u) from their
+ *             posterior given the events before the last day
+ *             (data_gen_yambda_post.c, doc/data.md).
  * Columns: /events/event_type categorical with the fixed ids dislike 1,
  * like 2, listen 3, undislike 4, unlike 5 (bytewise order, the ids of
  * data import --format yambda), /events/is_organic categorical (0 -> 1,
@@ -51,7 +55,8 @@
  * (--planted-scores: each event's true listen_plus probability, for
  * tests, with the factors beside: /planted_users [users, 9] = p_u, a_u in
  * the file's user order, /planted_tracks [items, 9] = q_k, c_k in
- * /items/ids order, the attribute planted_taste = G); /items/artist and /items/album categorical, numbered per file
+ * /items/ids order, /planted_artists [artists, F + 1] = w_a and whether
+ * the artist has tracks, the attribute planted_taste = G); /items/artist and /items/album categorical, numbered per file
  * in ascending artist / album number among the file's tracks (the
  * importer's numbering), the numbers kept as their maps. --csv writes the
  * events as Yambda's multi_event columns (uid, item_id, timestamp,
