@@ -18,9 +18,10 @@
 #     writes the factors and their matrix;
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
-#     each value's loss, the choices, the chosen fit's rows), the same
-#     losses at P = 1 and 2, the choices in the summary line; refused
-#     without validation events;
+#     each value's loss, the choices of the item and the user rows' priors,
+#     the chosen fit's rows), the same losses at P = 1 and 2 and given by
+#     hand ("I,U"), the choices in the summary line; refused without
+#     validation events or with a prior not a number, naming the file;
 #   - debug.terms_only (the logits without the head's output, the
 #     ablation of doc/quality.md): the losses and test metrics do not
 #     depend on the sequence model (1 layer at P = 1 = 2 layers of another
@@ -222,8 +223,23 @@ assert got == H and H != 16, (got, H)  # 16: the placeholder before the choice
 EOF
 expect_error "model.bias_prior = auto: data.split = time:964990001,964990002 leaves no validation" \
     "$FS" train "$IN" $R model.bias_prior=auto data.split=time:964990001,964990002 train.max_steps=1
-expect_error "model.bias_prior = 'x': a number in [0, 1e9] or auto" \
-    "$FS" train "$IN" $R model.bias_prior=x train.max_steps=1
+# the choice given by hand (the item rows' and the user rows' prior as
+# "I,U", the half-life): the auto run's losses, no search; the summary
+# carries both priors
+IU=$(sed -n 's/.*model.bias_prior = auto: .*; chosen \([0-9.]*,[0-9.]*\)$/\1/p' "$T/a2.out")
+H=$(sed -n 's/.*model.recency = auto: .*; chosen \([0-9.]*\)$/\1/p' "$T/a2.out")
+[ "${IU%,*}" != "${IU#*,}" ] || fail "model.bias_prior = auto chose '$IU': not two different priors"
+# shellcheck disable=SC2086
+run a3 1 $AU "model.bias_prior=$IU" "model.recency=$H"
+same_losses "$T/a2.jsonl" "$T/a3.jsonl" "model.bias_prior = $IU, model.recency = $H by hand = auto" 0 1e-6
+grep -q "model.bias_prior = auto:\|model.recency = auto:" "$T/a3.out" && fail "model.bias_prior = $IU: a search ran"
+grep -q "\"bias_prior\":${IU%,*},\"bias_prior_user\":${IU#*,}," "$T/a2.jsonl" ||
+    fail "the summary line has not bias_prior ${IU%,*}, bias_prior_user ${IU#*,}"
+for v in x 4,x 4, ,4 1,2,3 -1,2 2,1e10 nan; do
+    sed "s/^\[model\]/[model]\nbias_prior = $v/" "$IN" > "$T/bp.in"
+    expect_error "bp.in:9: model.bias_prior = '$v': a number in [0, 1e9] (the item and the user rows'), two (\"I,U\"" \
+        "$FS" train "$T/bp.in" $R train.max_steps=1
+done
 expect_error "model.bias_prior = 2 needs model.bias = on" \
     "$FS" train "$IN" $R model.bias=off model.bias_prior=2 train.max_steps=1
 expect_ok "$FS" export "$T/ckh/ckpt-1.h5" -o "$T/model.h5"

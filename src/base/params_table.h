@@ -73,9 +73,10 @@ X(model, recency, STRING, "0", 0, 0, NULL,
   "events; 0 = off; auto = the half-life of 1, 2, 4, .., 256 whose start-up fit has the "
   "lowest validation loss (doc/ranking.md)")
 X(model, bias_prior, STRING, "", 0, 0, NULL,
-  "ranking with model.bias: pseudo-counts of the smoothed means model.bias starts from; empty "
-  "= train.baseline_prior; auto = the one of 0.5, 1, 2, .., 128 whose means have the lowest "
-  "validation loss (doc/ranking.md)")
+  "ranking with model.bias: pseudo-counts of the smoothed means model.bias starts from, one "
+  "for the item and the user means or I,U (the item means' I, the user means' U); empty = "
+  "train.baseline_prior; auto = the item and the user means' priors among 0.5, 1, 2, .., 128 "
+  "whose means have the lowest validation loss (doc/ranking.md)")
 X(model, factors, INT, "0", 0, 64, NULL,
   "ranking with model.bias: F > 0 adds a learned interaction of each event's item with the "
   "label residuals of the sequence's earlier events (F factors per item; the user's factor is "

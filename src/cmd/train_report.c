@@ -350,7 +350,8 @@ void train_report_summary(struct trainer *tr, const struct eval_result *test, do
     metrics_int(&l, "best_epoch", tr->best_epoch);
     metrics_int(&l, "skipped_steps", tr->skipped);
     if (tr->conf.task.type == TASK_RANKING && tr->conf.task.bias) { /* as chosen at start-up */
-        metrics_num(&l, "bias_prior", tr->conf.task.bias_prior);
+        metrics_num(&l, "bias_prior", tr->conf.task.bias_prior); /* the item rows' */
+        metrics_num(&l, "bias_prior_user", tr->conf.task.bias_prior_user);
         metrics_num(&l, "recency", tr->conf.task.recency);
     }
     if (test)

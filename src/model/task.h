@@ -74,8 +74,9 @@ struct task_conf {
     double recency;          /* model.recency: the history terms' half-life (0: off; auto:
                                 RECENCY_AUTO_START until train/step_bias.c's choice) */
     int recency_auto;        /* model.recency = auto: chosen on the validation events */
-    double bias_prior;       /* model.bias_prior: the rows' smoothed means' pseudo-counts
+    double bias_prior;       /* model.bias_prior: the item rows' smoothed means' pseudo-counts
                                 (train.baseline_prior unless set; auto: chosen as recency) */
+    double bias_prior_user;  /* ... the user rows' (model.bias_prior = I,U: U; else the same) */
     int prior_auto;
     int factors;             /* model.factors: the factor terms' width (0: off) */
     int terms_only;          /* debug.terms_only: the logits without the head's output */

@@ -47,6 +47,36 @@ static int number_or_auto(const char *name, const char *s, double *v, int *is_au
     return 0;
 }
 
+/* model.bias_prior: auto, a number (the item and the user rows' prior) or
+ * "I,U" (the item rows' I, the user rows' U), each in [0, 1e9]; unset:
+ * train.baseline_prior for both. 0, or -1 + err naming it. */
+static int parse_bias_prior(const char *s, struct task_conf *tc, char *err, size_t errlen)
+{
+    if (!s[0] || !strcmp(s, "auto")) {
+        tc->prior_auto = s[0] != 0;
+        return 0;
+    }
+    char buf[64];
+    const char *comma = strchr(s, ',');
+    const size_t n = comma ? (size_t)(comma - s) : strlen(s);
+    if (n < sizeof buf) {
+        memcpy(buf, s, n);
+        buf[n] = 0;
+    }
+    double i = -1, u = -1;
+    if (n >= sizeof buf || number(buf, &i) || (comma && number(comma + 1, &u)))
+        i = -1;
+    if (!comma)
+        u = i;
+    if (!(i >= 0 && i <= 1e9 && u >= 0 && u <= 1e9))
+        return errorf(err, errlen, "model.bias_prior = '%s': a number in [0, 1e9] (the item "
+                      "and the user rows'), two (\"I,U\": the item rows', the user rows') or "
+                      "auto", s);
+    tc->bias_prior = i;
+    tc->bias_prior_user = u;
+    return 0;
+}
+
 static int valid_name(const char *s)
 {
     if (!s[0])
@@ -238,9 +268,8 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if (tc->recency_auto) /* a placeholder until the start-up choice (train/step_bias.c) */
         tc->recency = RECENCY_AUTO_START;
     const char *bp = params_str(p, P_model_bias_prior);
-    tc->bias_prior = params_f64(p, P_train_baseline_prior);
-    if (bp[0] && number_or_auto("model.bias_prior", bp, &tc->bias_prior, &tc->prior_auto, err,
-                                errlen))
+    tc->bias_prior = tc->bias_prior_user = params_f64(p, P_train_baseline_prior);
+    if (parse_bias_prior(bp, tc, err, errlen))
         return -1;
     if (tc->type == TASK_RETRIEVAL) {
         if (params_i64(p, P_model_bias) || tc->recency > 0 || params_i64(p, P_model_factors) > 0 ||

@@ -2,12 +2,13 @@
  * per-user terms (model.bias; model/task_bias.h), from the training
  * labels: the smoothed means of the user+item baseline (eval_retrieval.c), so
  * that the model starts where that baseline ends. Per task k, over the
- * training events (validation and test excluded), with prior =
- * train.baseline_prior pseudo-counts and y the label (a regression task's
+ * training events (validation and test excluded), with the item rows'
+ * prior P_i and the user rows' P_u pseudo-counts (model.bias_prior, else
+ * train.baseline_prior for both) and y the label (a regression task's
  * standardised as the head's: (y - mean) / std):
  *   mu        the mean label
- *   b_i       sum over item i's events of (y - mu) / (n_i + prior)
- *   b_u       sum over user u's events of (y - mu - b_i) / (n_u + prior)
+ *   b_i       sum over item i's events of (y - mu) / (n_i + P_i)
+ *   b_u       sum over user u's events of (y - mu - b_i) / (n_u + P_u)
  * regression (the logit is the standardised prediction):
  *   item row  mu + b_i          user row  b_u
  * binary (logits; s(p) = log(p / (1 - p)), p clamped to [1e-6, 1 - 1e-6]):
@@ -117,7 +118,7 @@ static void add_user(struct bias_sums *s, const struct chunk *c, int64_t u, int6
             r += task_ranking_z(s->task, k, y) - s->mu[k] - bi;
             m += bi;
         }
-        const double bu = n + s->prior > 0 ? r / (n + s->prior) : 0;
+        const double bu = n + s->prior_u > 0 ? r / (n + s->prior_u) : 0;
         m = n > 0 ? m / n : 0;
         s->user[u * K + k] = (float)(s->tc->t[k].kind == TASK_BINARY
                                          ? logit(s->mu[k] + m + bu) - logit(s->mu[k] + m)
@@ -129,14 +130,14 @@ static void add_user(struct bias_sums *s, const struct chunk *c, int64_t u, int6
  * events) as the rows' values: item [NI, K], user [NU, K]; with centre
  * [NI, K] (else NULL) each item's smoothed mean label mu + b_i (the history
  * terms' centres: model/task_recency.h). */
-static void bias_values(struct trainer *tr, const struct rsplit *sp, int val, double prior,
-                        float *item, float *user, float *centre)
+static void bias_values(struct trainer *tr, const struct rsplit *sp, int val, double prior_i,
+                        double prior_u, float *item, float *user, float *centre)
 {
     const struct task_conf *tc = &tr->conf.task;
     const int K = tc->n;
     const int64_t NI = tc->bias_items, NU = tc->bias_users;
-    struct bias_sums s = {.task = &tr->task, .K = K, .prior = prior, .sp = sp, .val = val,
-                          .tc = tc};
+    struct bias_sums s = {.task = &tr->task, .K = K, .prior = prior_i, .prior_u = prior_u,
+                          .sp = sp, .val = val, .tc = tc};
     s.ni = xcalloc((size_t)(NI * K), sizeof *s.ni);
     s.si = xcalloc((size_t)(NI * K), sizeof *s.si);
     struct chunk c = {0};
@@ -332,11 +333,11 @@ int bias_centres(const struct task_conf *tc)
     return tc->recency > 0 || tc->factors > 0;
 }
 
-void bias_fit(struct trainer *tr, double prior, double H, float *item, float *user,
-              float *centre, float *A, float *uscale)
+void bias_fit(struct trainer *tr, double prior_i, double prior_u, double H, float *item,
+              float *user, float *centre, float *A, float *uscale)
 {
     const struct task_conf *tc = &tr->conf.task;
-    bias_values(tr, NULL, 0, prior, item, user, centre);
+    bias_values(tr, NULL, 0, prior_i, prior_u, item, user, centre);
     for (int k = 0; k < tc->n; k++)
         uscale[k] = 1;
     if (centre)
@@ -359,7 +360,8 @@ void step_bias_init(struct trainer *tr)
     float *centre = bias_centres(tc) ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
     float A[RANK_MAX_TASKS * RANK_MAX_TASKS];
     bias_search(tr, item, user, centre, A, tr->bias_uscale); /* the auto settings */
-    bias_fit(tr, tc->bias_prior, tc->recency, item, user, centre, A, tr->bias_uscale);
+    bias_fit(tr, tc->bias_prior, tc->bias_prior_user, tc->recency, item, user, centre, A,
+             tr->bias_uscale);
     if (tc->recency > 0) {
         task_ranking_set_recency(&tr->task, A);
         recency_log(tc, tr->bias_uscale, A);
@@ -382,7 +384,7 @@ struct bias_values *step_bias_values(struct trainer *tr, const struct rsplit *sp
     const int64_t ni = tc->bias_items * tc->n, nu = tc->bias_users * tc->n;
     struct bias_values *bv = xmalloc(sizeof *bv);
     bv->v = xmalloc((size_t)(2 * ni + nu) * sizeof *bv->v);
-    bias_values(tr, sp, val, tc->bias_prior, bv->v, bv->v + ni,
+    bias_values(tr, sp, val, tc->bias_prior, tc->bias_prior_user, bv->v, bv->v + ni,
                 bias_centres(tc) ? bv->v + ni + nu : NULL);
     return bv;
 }

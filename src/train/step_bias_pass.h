@@ -23,7 +23,7 @@ struct bias_sums {
     int K;
     double *ni, *si;                      /* [items, K]: counts, sums (then b_i) */
     double cnt[RANK_MAX_TASKS], sum[RANK_MAX_TASKS], mu[RANK_MAX_TASKS];
-    double prior;
+    double prior, prior_u;                /* the item rows', the user rows' prior */
     const struct rsplit *sp;              /* whose events: each user's first a (rsplit_bounds) */
     int val;                              /* 1: its first b (the validation events too) */
     struct fit_sums *fit;                 /* recency_fit's pass */
@@ -45,11 +45,12 @@ void bias_each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s, bi
  * items' centres (model/task_recency.h). */
 int bias_centres(const struct task_conf *tc);
 
-/* The start-up values for prior and half-life H (0: no history terms):
+/* The start-up values for the priors (the item rows', the user rows') and
+ * half-life H (0: no history terms):
  * item [NI, K], user [NU, K] (scaled by uscale [K]), centre [NI, K] (or
  * NULL) and A [K, K]; sets the task's centres and half-life. */
-void bias_fit(struct trainer *tr, double prior, double H, float *item, float *user,
-              float *centre, float *A, float *uscale);
+void bias_fit(struct trainer *tr, double prior_i, double prior_u, double H, float *item,
+              float *user, float *centre, float *A, float *uscale);
 
 /* The user rows' scales (tr->bias_uscale) become uscale [K]: each trained
  * row += (uscale - its scale) x its start-up value (from, unscaled:

@@ -1,13 +1,16 @@
 /* step_bias_search: model.bias_prior = auto and model.recency = auto, each
  * chosen on the run's validation events: the start-up fit (bias_fit) at
- * every value of a doubling grid, the other setting fixed (the prior at the
- * given or placeholder half-life first, then the half-life), scored by its
- * loss on each user's validation events predicted after his training
- * events; the lowest wins. Every rank reads every user: the same choice on
- * any number of ranks.
+ * every value of a doubling grid, the other setting fixed (the priors at
+ * the given or placeholder half-life first: both rows' prior, then the
+ * item rows', then the user rows'; then the half-life), scored by its loss
+ * on each user's validation events predicted after his training events
+ * (train.select's task's; without one, the tasks' weighted mean); the
+ * lowest wins. Every rank reads every user: the same choice on any number
+ * of ranks.
  *
  * In a stream (step_bias_window) model.recency = auto is chosen again
- * before each window on the previous one, "off" among the candidates. */
+ * before each window on the previous one, "off" among the candidates,
+ * scored by the tasks' weighted mean. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,43 +111,93 @@ static double val_loss(struct trainer *tr, const float *item, const float *user,
 
 #define GRID_N 9 /* the grids: the prior 0.5 .. 128, the half-life 1 .. 256, doubling */
 
-/* The start-up fit at prior and half-life H (0: no history terms) on
- * tr->rsplit's training events, its loss on the validation events
- * (val_loss's). */
-static double fit_loss(struct trainer *tr, double prior, double H, float *item, float *user,
-                       float *centre, float *A, float *uscale, double *per)
+/* The start-up fit at priors (pi, pu) and half-life H (0: no history
+ * terms) on tr->rsplit's training events, its loss on the validation events:
+ * task k's (per's) or, k < 0 or without task k's labels, val_loss's mean
+ * over the tasks. */
+static double fit_loss(struct trainer *tr, double pi, double pu, double H, int k, float *item,
+                       float *user, float *centre, float *A, float *uscale)
 {
-    bias_fit(tr, prior, H, item, user, centre, A, uscale);
-    return val_loss(tr, item, user, H > 0 ? A : NULL, per);
+    double per[RANK_MAX_TASKS];
+    bias_fit(tr, pi, pu, H, item, user, centre, A, uscale);
+    const double all = val_loss(tr, item, user, H > 0 ? A : NULL, per);
+    return k >= 0 && !isnan(per[k]) ? per[k] : all;
 }
 
-/* One grid's search: values[i] = v0 2^i; prior or half-life, the other
- * fixed. Logs every value's loss and the choice; returns it. */
-static double choose(struct trainer *tr, const char *name, double v0, int is_prior,
-                     float *item, float *user, float *centre, float *A, float *uscale)
+/* What one auto search needs: the trainer, the fit's scratch arrays and the
+ * log of every value scored. */
+struct search {
+    struct trainer *tr;
+    const char *name;
+    float *item, *user, *centre, *A, *uscale;
+    char buf[2048];
+    size_t len;
+};
+
+static double score(struct search *S, double pi, double pu, double H, const char *label)
 {
-    const struct task_conf *tc = &tr->conf.task;
-    char buf[1024];
-    size_t len = 0;
-    double best = -1, at = 0, per[RANK_MAX_TASKS];
+    const double loss = fit_loss(S->tr, pi, pu, H, S->tr->conf.task.select, S->item, S->user,
+                                 S->centre, S->A, S->uscale);
+    if (loss < 0)
+        fatal("%s = auto: data.split = %s leaves no validation labels to choose on (give "
+              "it a number, or a split with validation events)", S->name,
+              params_str(S->tr->p, P_data_split));
+    if (S->len + 48 < sizeof S->buf)
+        S->len += (size_t)snprintf(S->buf + S->len, sizeof S->buf - S->len, "%s%s %.5f",
+                                   S->len ? ", " : "", label, loss);
+    return loss;
+}
+
+/* The priors' search: both rows' prior on the grid, then the item rows'
+ * with the user rows' fixed, then the user rows' with the item rows' fixed
+ * (the value already scored skipped); pr[0], pr[1]: the item rows', the
+ * user rows' prior chosen (a lower loss only moves it: the first of equals). */
+static void choose_prior(struct search *S, double H, double pr[2])
+{
+    double best = -1;
+    char label[64];
     for (int i = 0; i < GRID_N; i++) {
-        const double v = v0 * pow(2.0, i);
-        const double loss = fit_loss(tr, is_prior ? v : tc->bias_prior, is_prior ? tc->recency : v,
-                                     item, user, centre, A, uscale, per);
-        if (loss < 0)
-            fatal("%s = auto: data.split = %s leaves no validation labels to choose on (give "
-                  "it a number, or a split with validation events)", name,
-                  params_str(tr->p, P_data_split));
-        if (len + 32 < sizeof buf)
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%g %.5f", i ? ", " : "", v,
-                                    loss);
+        const double v = 0.5 * pow(2.0, i);
+        snprintf(label, sizeof label, "%g", v);
+        const double loss = score(S, v, v, H, label);
+        if (best < 0 || loss < best) {
+            best = loss;
+            pr[0] = pr[1] = v;
+        }
+    }
+    for (int c = 0; c < 2; c++) {
+        const double at = pr[c];
+        for (int i = 0; i < GRID_N; i++) {
+            double q[2] = {pr[0], pr[1]};
+            q[c] = 0.5 * pow(2.0, i);
+            if (q[c] == at)
+                continue;
+            snprintf(label, sizeof label, "%g,%g", q[0], q[1]);
+            const double loss = score(S, q[0], q[1], H, label);
+            if (loss < best) {
+                best = loss;
+                pr[c] = q[c];
+            }
+        }
+    }
+}
+
+/* model.recency's search: the half-life 1 .. 256 doubling, the priors
+ * fixed. */
+static double choose_recency(struct search *S)
+{
+    const struct task_conf *tc = &S->tr->conf.task;
+    double best = -1, at = 0;
+    char label[64];
+    for (int i = 0; i < GRID_N; i++) {
+        const double v = pow(2.0, i);
+        snprintf(label, sizeof label, "%g", v);
+        const double loss = score(S, tc->bias_prior, tc->bias_prior_user, v, label);
         if (best < 0 || loss < best) {
             best = loss;
             at = v;
         }
     }
-    log_info("%s = auto: the start-up fit's validation loss (NE, or MSE / variance, weighted "
-             "over the tasks) by value: %s; chosen %g", name, buf, at);
     return at;
 }
 
@@ -152,10 +205,30 @@ void bias_search(struct trainer *tr, float *item, float *user, float *centre, fl
                  float *uscale)
 {
     struct task_conf *tc = &tr->conf.task;
-    if (tc->prior_auto)
-        tc->bias_prior = choose(tr, "model.bias_prior", 0.5, 1, item, user, centre, A, uscale);
-    if (tc->recency_auto)
-        tc->recency = choose(tr, "model.recency", 1, 0, item, user, centre, A, uscale);
+    struct search S = {.tr = tr, .item = item, .user = user, .centre = centre, .A = A,
+                       .uscale = uscale};
+    char what[160] = "NE, or MSE / variance, weighted over the tasks";
+    if (tc->select >= 0)
+        snprintf(what, sizeof what, "train.select's task %s: %s", tc->t[tc->select].name,
+                 tc->t[tc->select].kind == TASK_BINARY ? "NE" : "MSE / variance");
+    if (tc->prior_auto) {
+        double pr[2];
+        S.name = "model.bias_prior";
+        choose_prior(&S, tc->recency, pr);
+        tc->bias_prior = pr[0];
+        tc->bias_prior_user = pr[1];
+        log_info("model.bias_prior = auto: the start-up fit's validation loss (%s) by value "
+                 "(both rows', or the item rows', the user rows'): %s; chosen %g,%g", what,
+                 S.buf, pr[0], pr[1]);
+    }
+    if (tc->recency_auto) {
+        S.name = "model.recency";
+        S.len = 0;
+        S.buf[0] = 0;
+        tc->recency = choose_recency(&S);
+        log_info("model.recency = auto: the start-up fit's validation loss (%s) by value: %s; "
+                 "chosen %g", what, S.buf, tc->recency);
+    }
 }
 
 double step_bias_window(struct trainer *tr, const struct bias_values *from,
@@ -175,12 +248,13 @@ double step_bias_window(struct trainer *tr, const struct bias_values *from,
         memcpy(kept, task_ranking_centres(&tr->task), (size_t)(NI * K) * sizeof *kept);
     }
     float A[RANK_MAX_TASKS * RANK_MAX_TASKS], uscale[RANK_MAX_TASKS];
-    double per[RANK_MAX_TASKS], best = -1, at = -1;
+    double best = -1, at = -1;
     const struct rsplit keep = tr->rsplit;
     tr->rsplit = *prev; /* fitted before the previous window, scored on its events */
     for (int i = -1; i < GRID_N; i++) { /* off, then the half-lives 1 .. 256 */
         const double H = i < 0 ? 0 : pow(2.0, i);
-        const double loss = fit_loss(tr, tc->bias_prior, H, item, user, centre, A, uscale, per);
+        const double loss = fit_loss(tr, tc->bias_prior, tc->bias_prior_user, H, -1, item, user,
+                                     centre, A, uscale);
         if (loss < 0) /* no labels in the previous window: the choice stays */
             break;
         if (best < 0 || loss < best) {
@@ -191,7 +265,7 @@ double step_bias_window(struct trainer *tr, const struct bias_values *from,
     if (at >= 0) { /* the chosen terms' matrix and the user rows' scales refitted on every
                     * event before this window (off: none, the scales 1) */
         tr->rsplit = *now;
-        bias_fit(tr, tc->bias_prior, at, item, user, centre, A, uscale);
+        bias_fit(tr, tc->bias_prior, tc->bias_prior_user, at, item, user, centre, A, uscale);
         if (at == 0)
             memset(A, 0, sizeof A);
         task_ranking_set_recency(&tr->task, A);
