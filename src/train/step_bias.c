@@ -66,19 +66,44 @@ static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t 
     labels_read_events(ds, lc, e0, n, c->lab);
 }
 
+void bias_events_read(struct trainer *tr, int64_t max_bytes)
+{
+    const struct dataset *ds = &tr->ds;
+    const int64_t n = ds->offsets[ds->num_users] - ds->offsets[0];
+    bias_events_free(tr);
+    if (n * (int64_t)(sizeof(int64_t) + (size_t)tr->conf.task.labels.n * sizeof(float)) >
+        max_bytes)
+        return;
+    tr->bias_events = xcalloc(1, sizeof *tr->bias_events);
+    chunk_read(tr, &tr->bias_events->c, 0, ds->num_users);
+}
+
+void bias_events_free(struct trainer *tr)
+{
+    if (!tr->bias_events)
+        return;
+    free(tr->bias_events->c.items);
+    free(tr->bias_events->c.lab);
+    free(tr->bias_events);
+    tr->bias_events = NULL;
+}
+
 void bias_each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s, bias_visit visit)
 {
     const struct dataset *ds = &tr->ds;
+    const struct chunk *in = tr->bias_events ? &tr->bias_events->c : c;
     for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
         const int64_t u1 = u0 + BIAS_USERS < ds->num_users ? u0 + BIAS_USERS : ds->num_users;
-        chunk_read(tr, c, u0, u1);
+        const int64_t first = tr->bias_events ? 0 : u0; /* the user of in's event 0 */
+        if (!tr->bias_events)
+            chunk_read(tr, c, u0, u1);
         for (int64_t u = u0; u < u1; u++) {
             int64_t a, b;
             rsplit_bounds(s->sp ? s->sp : &tr->rsplit, ds, u, &a, &b);
             s->a = a;
             s->b = b;
-            visit(s, c, tr->bias_ids ? tr->bias_ids->umap[u] : u, /* its row */
-                  ds->offsets[u] - ds->offsets[u0], s->val ? b : a);
+            visit(s, in, tr->bias_ids ? tr->bias_ids->umap[u] : u, /* its row */
+                  ds->offsets[u] - ds->offsets[first], s->val ? b : a);
         }
     }
 }
@@ -332,19 +357,30 @@ int bias_centres(const struct task_conf *tc)
     return tc->recency > 0 || tc->factors > 0;
 }
 
-void bias_fit(struct trainer *tr, double prior, double H, float *item, float *user,
-              float *centre, float *A, float *uscale)
+void bias_fit_values(struct trainer *tr, double prior, float *item, float *user, float *centre)
 {
     const struct task_conf *tc = &tr->conf.task;
     bias_values(tr, NULL, 0, prior, item, user, centre);
-    for (int k = 0; k < tc->n; k++)
-        uscale[k] = 1;
     if (centre)
         task_ranking_set_centres(&tr->task, centre, tc->bias_items);
+}
+
+void bias_fit_terms(struct trainer *tr, double H, const float *item, float *user, float *A,
+                    float *uscale)
+{
+    for (int k = 0; k < tr->conf.task.n; k++)
+        uscale[k] = 1;
     if (H > 0) {
         task_ranking_set_halflife(&tr->task, H);
         recency_fit(tr, item, user, A, uscale);
     }
+}
+
+void bias_fit(struct trainer *tr, double prior, double H, float *item, float *user,
+              float *centre, float *A, float *uscale)
+{
+    bias_fit_values(tr, prior, item, user, centre);
+    bias_fit_terms(tr, H, item, user, A, uscale);
 }
 
 void step_bias_init(struct trainer *tr)
