@@ -232,14 +232,15 @@ static void fit_user(struct fit_sums *f, const struct chunk *c, int64_t u, int64
             const float y = c->lab[(o + e) * K + k];
             if (isnan(y))
                 continue;
-            double x[FIT_DIM];
-            int n = 0;
-            x[n++] = f->user[u * K + k];
-            for (int j = 0; j < K; j++)
-                x[n++] = f->r[e * K + j];
-            double eta = irow[k];
-            for (int j = 0; j < D; j++)
-                eta += f->th[k][j] * x[j];
+            /* eta summed as x is built (in the same order): no reload of x */
+            const double *th = f->th[k];
+            double x[FIT_DIM], eta = irow[k];
+            x[0] = f->user[u * K + k];
+            eta += th[0] * x[0];
+            for (int j = 0; j < K; j++) {
+                x[1 + j] = f->r[e * K + j];
+                eta += th[1 + j] * x[1 + j];
+            }
             double p = eta, w = 1;
             if (f->tc->t[k].kind == TASK_BINARY) {
                 p = 1 / (1 + exp(-eta));
