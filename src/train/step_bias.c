@@ -215,17 +215,22 @@ struct fit_sums {
     double g[RANK_MAX_TASKS][FIT_DIM], H[RANK_MAX_TASKS][FIT_DIM * FIT_DIM];
     float *r;                                 /* [cap, K] one user's history terms */
     int64_t cap;
+    float *all;        /* tr->bias_events: every event's terms [events, K], the same in every
+                        * pass: computed in the first (kept = 1 after it), else NULL */
+    int kept;
 };
 
 static void fit_user(struct fit_sums *f, const struct chunk *c, int64_t u, int64_t o, int64_t a)
 {
     const int K = f->K, D = f->D;
-    if (a > f->cap) {
+    if (!f->all && a > f->cap) {
         f->cap = a + a / 2;
         f->r = xrealloc(f->r, (size_t)(f->cap * K) * sizeof *f->r);
     }
+    float *r = f->all ? f->all + o * K : f->r; /* an event's terms: of the events before it */
     const int64_t off[2] = {0, a};
-    task_ranking_recency_terms(f->task, 1, off, NULL, c->items + o, c->lab + o * K, f->r);
+    if (!f->kept)
+        task_ranking_recency_terms(f->task, 1, off, NULL, c->items + o, c->lab + o * K, r);
     for (int64_t e = 0; e < a; e++) {
         const float *irow = f->item + c->items[o + e] * K;
         for (int k = 0; k < K; k++) {
@@ -238,7 +243,7 @@ static void fit_user(struct fit_sums *f, const struct chunk *c, int64_t u, int64
             x[0] = f->user[u * K + k];
             eta += th[0] * x[0];
             for (int j = 0; j < K; j++) {
-                x[1 + j] = f->r[e * K + j];
+                x[1 + j] = r[e * K + j];
                 eta += th[1 + j] * x[1 + j];
             }
             double p = eta, w = 1;
@@ -312,10 +317,14 @@ static void recency_fit(struct trainer *tr, const float *item, float *user, floa
         f->th[k][0] = 1; /* the user terms as they are, nothing else */
     struct chunk c = {0};
     struct bias_sums pass = {.K = K, .fit = f};
+    if (tr->bias_events)
+        f->all = xmalloc((size_t)((tr->ds.offsets[tr->ds.num_users] - tr->ds.offsets[0]) * K) *
+                         sizeof *f->all);
     for (int it = 0; it < FIT_ITERS; it++) {
         memset(f->g, 0, sizeof f->g);
         memset(f->H, 0, sizeof f->H);
         bias_each_user(tr, &c, &pass, fit_visit);
+        f->kept = f->all != NULL;
         for (int k = 0; k < K; k++) {
             double d[FIT_DIM];
             solve(f->D, f->H[k], f->g[k], d);
@@ -333,6 +342,7 @@ static void recency_fit(struct trainer *tr, const float *item, float *user, floa
     free(c.items);
     free(c.lab);
     free(f->r);
+    free(f->all);
     free(f);
 }
 
