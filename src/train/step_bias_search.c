@@ -7,7 +7,10 @@
  * any number of ranks.
  *
  * In a stream (step_bias_window) model.recency = auto is chosen again
- * before each window on the previous one, "off" among the candidates. */
+ * before each window on the previous one, "off" among the candidates: the
+ * smoothed means fitted once (the prior is fixed), the half-lives' fits
+ * shared among the ranks (each fit whole on one rank: the same losses on
+ * any P), the events read once (tr->bias_events). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
