@@ -604,9 +604,6 @@ int train_stream_run(struct trainer *tr)
         n_val = range_split(tr, t_val, t0, &v);
         rsplit_free(&v);
     }
-    if (cf->task.recency_auto && tr->files)
-        log_info("model.recency = auto: with window files the start-up choice is kept (the "
-                 "choice before each window reads the events of data.path's dataset)");
     for (int64_t k = k0; k < cap && !stop; k++) {
         while (k >= n_now && follow && !stop) { /* wait for the file that completes window k */
             double waited;

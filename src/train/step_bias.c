@@ -67,19 +67,44 @@ static void chunk_read(struct trainer *tr, struct chunk *c, int64_t u0, int64_t 
     labels_read_events(ds, lc, e0, n, c->lab);
 }
 
+void bias_events_read(struct trainer *tr, int64_t max_bytes)
+{
+    const struct dataset *ds = &tr->ds;
+    const int64_t n = ds->offsets[ds->num_users] - ds->offsets[0];
+    bias_events_free(tr);
+    if (n * (int64_t)(sizeof(int64_t) + (size_t)tr->conf.task.labels.n * sizeof(float)) >
+        max_bytes)
+        return;
+    tr->bias_events = xcalloc(1, sizeof *tr->bias_events);
+    chunk_read(tr, &tr->bias_events->c, 0, ds->num_users);
+}
+
+void bias_events_free(struct trainer *tr)
+{
+    if (!tr->bias_events)
+        return;
+    free(tr->bias_events->c.items);
+    free(tr->bias_events->c.lab);
+    free(tr->bias_events);
+    tr->bias_events = NULL;
+}
+
 void bias_each_user(struct trainer *tr, struct chunk *c, struct bias_sums *s, bias_visit visit)
 {
     const struct dataset *ds = &tr->ds;
+    const struct chunk *in = tr->bias_events ? &tr->bias_events->c : c;
     for (int64_t u0 = 0; u0 < ds->num_users; u0 += BIAS_USERS) {
         const int64_t u1 = u0 + BIAS_USERS < ds->num_users ? u0 + BIAS_USERS : ds->num_users;
-        chunk_read(tr, c, u0, u1);
+        const int64_t first = tr->bias_events ? 0 : u0; /* the user of in's event 0 */
+        if (!tr->bias_events)
+            chunk_read(tr, c, u0, u1);
         for (int64_t u = u0; u < u1; u++) {
             int64_t a, b;
             rsplit_bounds(s->sp ? s->sp : &tr->rsplit, ds, u, &a, &b);
             s->a = a;
             s->b = b;
-            visit(s, c, tr->bias_ids ? tr->bias_ids->umap[u] : u, /* its row */
-                  ds->offsets[u] - ds->offsets[u0], s->val ? b : a);
+            visit(s, in, tr->bias_ids ? tr->bias_ids->umap[u] : u, /* its row */
+                  ds->offsets[u] - ds->offsets[first], s->val ? b : a);
         }
     }
 }
@@ -191,31 +216,37 @@ struct fit_sums {
     double g[RANK_MAX_TASKS][FIT_DIM], H[RANK_MAX_TASKS][FIT_DIM * FIT_DIM];
     float *r;                                 /* [cap, K] one user's history terms */
     int64_t cap;
+    float *all;        /* tr->bias_events: every event's terms [events, K], the same in every
+                        * pass: computed in the first (kept = 1 after it), else NULL */
+    int kept;
 };
 
 static void fit_user(struct fit_sums *f, const struct chunk *c, int64_t u, int64_t o, int64_t a)
 {
     const int K = f->K, D = f->D;
-    if (a > f->cap) {
+    if (!f->all && a > f->cap) {
         f->cap = a + a / 2;
         f->r = xrealloc(f->r, (size_t)(f->cap * K) * sizeof *f->r);
     }
+    float *r = f->all ? f->all + o * K : f->r; /* an event's terms: of the events before it */
     const int64_t off[2] = {0, a};
-    task_ranking_recency_terms(f->task, 1, off, NULL, c->items + o, c->lab + o * K, f->r);
+    if (!f->kept)
+        task_ranking_recency_terms(f->task, 1, off, NULL, c->items + o, c->lab + o * K, r);
     for (int64_t e = 0; e < a; e++) {
         const float *irow = f->item + c->items[o + e] * K;
         for (int k = 0; k < K; k++) {
             const float y = c->lab[(o + e) * K + k];
             if (isnan(y))
                 continue;
-            double x[FIT_DIM];
-            int n = 0;
-            x[n++] = f->user[u * K + k];
-            for (int j = 0; j < K; j++)
-                x[n++] = f->r[e * K + j];
-            double eta = irow[k];
-            for (int j = 0; j < D; j++)
-                eta += f->th[k][j] * x[j];
+            /* eta summed as x is built (in the same order): no reload of x */
+            const double *th = f->th[k];
+            double x[FIT_DIM], eta = irow[k];
+            x[0] = f->user[u * K + k];
+            eta += th[0] * x[0];
+            for (int j = 0; j < K; j++) {
+                x[1 + j] = r[e * K + j];
+                eta += th[1 + j] * x[1 + j];
+            }
             double p = eta, w = 1;
             if (f->tc->t[k].kind == TASK_BINARY) {
                 p = 1 / (1 + exp(-eta));
@@ -287,10 +318,14 @@ static void recency_fit(struct trainer *tr, const float *item, float *user, floa
         f->th[k][0] = 1; /* the user terms as they are, nothing else */
     struct chunk c = {0};
     struct bias_sums pass = {.K = K, .fit = f};
+    if (tr->bias_events)
+        f->all = xmalloc((size_t)((tr->ds.offsets[tr->ds.num_users] - tr->ds.offsets[0]) * K) *
+                         sizeof *f->all);
     for (int it = 0; it < FIT_ITERS; it++) {
         memset(f->g, 0, sizeof f->g);
         memset(f->H, 0, sizeof f->H);
         bias_each_user(tr, &c, &pass, fit_visit);
+        f->kept = f->all != NULL;
         for (int k = 0; k < K; k++) {
             double d[FIT_DIM];
             solve(f->D, f->H[k], f->g[k], d);
@@ -308,6 +343,7 @@ static void recency_fit(struct trainer *tr, const float *item, float *user, floa
     free(c.items);
     free(c.lab);
     free(f->r);
+    free(f->all);
     free(f);
 }
 
@@ -333,19 +369,31 @@ int bias_centres(const struct task_conf *tc)
     return tc->recency > 0 || tc->factors > 0;
 }
 
-void bias_fit(struct trainer *tr, double prior_i, double prior_u, double H, float *item,
-              float *user, float *centre, float *A, float *uscale)
+void bias_fit_values(struct trainer *tr, double prior_i, double prior_u, float *item,
+                     float *user, float *centre)
 {
     const struct task_conf *tc = &tr->conf.task;
     bias_values(tr, NULL, 0, prior_i, prior_u, item, user, centre);
-    for (int k = 0; k < tc->n; k++)
-        uscale[k] = 1;
     if (centre)
         task_ranking_set_centres(&tr->task, centre, tc->bias_items);
+}
+
+void bias_fit_terms(struct trainer *tr, double H, const float *item, float *user, float *A,
+                    float *uscale)
+{
+    for (int k = 0; k < tr->conf.task.n; k++)
+        uscale[k] = 1;
     if (H > 0) {
         task_ranking_set_halflife(&tr->task, H);
         recency_fit(tr, item, user, A, uscale);
     }
+}
+
+void bias_fit(struct trainer *tr, double prior_i, double prior_u, double H, float *item,
+              float *user, float *centre, float *A, float *uscale)
+{
+    bias_fit_values(tr, prior_i, prior_u, item, user, centre);
+    bias_fit_terms(tr, H, item, user, A, uscale);
 }
 
 void step_bias_init(struct trainer *tr)

@@ -33,6 +33,18 @@ struct bias_sums {
     float *user;                          /* [users, K] */
 };
 
+/* Every user's events, read once (bias_events_read): the passes visit them
+ * there instead of reading the dataset chunk by chunk, with the same values
+ * in the same order. */
+struct bias_events {
+    struct chunk c;  /* users 0 .. num_users */
+};
+
+/* tr->bias_events: every user's events, when they take at most max_bytes
+ * (else NULL: the passes read the dataset); bias_events_free drops them. */
+void bias_events_read(struct trainer *tr, int64_t max_bytes);
+void bias_events_free(struct trainer *tr);
+
 typedef void (*bias_visit)(struct bias_sums *s, const struct chunk *c, int64_t u, int64_t o,
                            int64_t n);
 
@@ -48,9 +60,16 @@ int bias_centres(const struct task_conf *tc);
 /* The start-up values for the priors (the item rows', the user rows') and
  * half-life H (0: no history terms):
  * item [NI, K], user [NU, K] (scaled by uscale [K]), centre [NI, K] (or
- * NULL) and A [K, K]; sets the task's centres and half-life. */
+ * NULL) and A [K, K]; sets the task's centres and half-life. It is
+ * bias_fit_values then bias_fit_terms: the smoothed means at the priors
+ * (the task's centres set), then with H > 0 the history terms' fit (the
+ * task's half-life set, the user rows scaled; else uscale 1). */
 void bias_fit(struct trainer *tr, double prior_i, double prior_u, double H, float *item,
               float *user, float *centre, float *A, float *uscale);
+void bias_fit_values(struct trainer *tr, double prior_i, double prior_u, float *item,
+                     float *user, float *centre);
+void bias_fit_terms(struct trainer *tr, double H, const float *item, float *user, float *A,
+                    float *uscale);
 
 /* The user rows' scales (tr->bias_uscale) become uscale [K]: each trained
  * row += (uscale - its scale) x its start-up value (from, unscaled:

@@ -10,7 +10,10 @@
  *
  * In a stream (step_bias_window) model.recency = auto is chosen again
  * before each window on the previous one, "off" among the candidates,
- * scored by the tasks' weighted mean. */
+ * scored by the tasks' weighted mean: the smoothed means fitted once (the
+ * priors are fixed), the half-lives' fits shared among the ranks (each fit
+ * whole on one rank: the same losses on any P), the events read once
+ * (tr->bias_events). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "comm/comm.h"
 #include "data/split_ranking.h"
 #include "train/step_bias_pass.h"
 #include "train/step_task.h"
@@ -231,6 +235,35 @@ void bias_search(struct trainer *tr, float *item, float *user, float *centre, fl
     }
 }
 
+#define WINDOW_EVENTS_MAX ((int64_t)1 << 30) /* bytes: the events kept in memory for a choice */
+
+/* step_bias_window's candidates on this rank (rank r fits the half-lives
+ * 2^i with i % P = r, on the shared smoothed means item, user0 and the
+ * task's centres), every rank's losses gathered: loss[i] the fit at 2^i's
+ * on the validation events, as fit_loss's (each fit on one rank with the
+ * same values in the same order: the same losses on any P). */
+static void window_losses(struct trainer *tr, const float *item, const float *user0,
+                          float *user, double *loss)
+{
+    const struct task_conf *tc = &tr->conf.task;
+    const int K = tc->n, P = tr->c->size, R = tr->c->rank;
+    float A[RANK_MAX_TASKS * RANK_MAX_TASKS], uscale[RANK_MAX_TASKS];
+    double mine[GRID_N], per[RANK_MAX_TASKS];
+    for (int i = 0; i < GRID_N; i++) {
+        mine[i] = 0;
+        if (i % P != R)
+            continue;
+        memcpy(user, user0, (size_t)(tc->bias_users * K) * sizeof *user);
+        bias_fit_terms(tr, pow(2.0, i), item, user, A, uscale);
+        mine[i] = val_loss(tr, item, user, A, per);
+    }
+    double *all = xmalloc((size_t)P * GRID_N * sizeof *all);
+    comm_allgather_bytes(tr->c, COMM_WORLD, mine, sizeof mine, all);
+    for (int i = 0; i < GRID_N; i++)
+        loss[i] = all[(i % P) * GRID_N + i];
+    free(all);
+}
+
 double step_bias_window(struct trainer *tr, const struct bias_values *from,
                         const struct rsplit *prev, const struct rsplit *now)
 {
@@ -238,9 +271,10 @@ double step_bias_window(struct trainer *tr, const struct bias_values *from,
     if (tc->type != TASK_RANKING || !tc->bias || !tc->recency_auto || !from)
         return -1;
     const int K = tc->n;
-    const int64_t NI = tc->bias_items;
+    const int64_t NI = tc->bias_items, NU = tc->bias_users;
     float *item = xmalloc((size_t)(NI * K) * sizeof *item);
-    float *user = xmalloc((size_t)(tc->bias_users * K) * sizeof *user);
+    float *user = xmalloc((size_t)(NU * K) * sizeof *user);
+    float *user0 = xmalloc((size_t)(NU * K) * sizeof *user0);
     float *centre = xmalloc((size_t)(NI * K) * sizeof *centre);
     float *kept = NULL; /* the task's centres: the fits set theirs */
     if (task_ranking_centres(&tr->task)) {
@@ -248,19 +282,25 @@ double step_bias_window(struct trainer *tr, const struct bias_values *from,
         memcpy(kept, task_ranking_centres(&tr->task), (size_t)(NI * K) * sizeof *kept);
     }
     float A[RANK_MAX_TASKS * RANK_MAX_TASKS], uscale[RANK_MAX_TASKS];
-    double best = -1, at = -1;
+    double per[RANK_MAX_TASKS], loss[GRID_N], best = -1, at = -1;
     const struct rsplit keep = tr->rsplit;
+    bias_events_read(tr, WINDOW_EVENTS_MAX); /* the passes below read them once */
     tr->rsplit = *prev; /* fitted before the previous window, scored on its events */
-    for (int i = -1; i < GRID_N; i++) { /* off, then the half-lives 1 .. 256 */
-        const double H = i < 0 ? 0 : pow(2.0, i);
-        const double loss = fit_loss(tr, tc->bias_prior, tc->bias_prior_user, H, -1, item, user,
-                                     centre, A, uscale);
-        if (loss < 0) /* no labels in the previous window: the choice stays */
-            break;
-        if (best < 0 || loss < best) {
-            best = loss;
-            at = H;
-        }
+    /* the smoothed means are every candidate's (the priors are fixed): once; "off" scored on
+     * every rank, then the half-lives 1 .. 256 shared among the ranks */
+    bias_fit_values(tr, tc->bias_prior, tc->bias_prior_user, item, user0, centre);
+    const double off = val_loss(tr, item, user0, NULL, per);
+    if (off >= 0) { /* else no labels in the previous window: the choice stays */
+        best = off;
+        at = 0;
+        window_losses(tr, item, user0, user, loss);
+        for (int i = 0; i < GRID_N; i++)
+            if (loss[i] < best) {
+                best = loss[i];
+                at = pow(2.0, i);
+            }
+        /* the half-life the task is left with when "off" is chosen: the last candidate's */
+        task_ranking_set_halflife(&tr->task, pow(2.0, GRID_N - 1));
     }
     if (at >= 0) { /* the chosen terms' matrix and the user rows' scales refitted on every
                     * event before this window (off: none, the scales 1) */
@@ -271,11 +311,13 @@ double step_bias_window(struct trainer *tr, const struct bias_values *from,
         task_ranking_set_recency(&tr->task, A);
         bias_rescale_users(tr, from, uscale);
     }
+    bias_events_free(tr);
     tr->rsplit = keep;
     task_ranking_set_centres(&tr->task, kept, NI);
     free(kept);
     free(item);
     free(user);
+    free(user0);
     free(centre);
     return at;
 }

@@ -53,6 +53,9 @@ struct trainer {
     struct task_data tdata;    /* what its batches and costs read (task_setup_init) */
     float bias_uscale[RANK_MAX_TASKS]; /* model.recency: each task's user-term scale of the
                                           start-up fit (train/step_bias.c), else 1 */
+    struct bias_events *bias_events; /* model.recency = auto in a stream: every user's events in
+                                        memory while a window's choice reads them (step_bias_pass.h),
+                                        else NULL */
     struct dense_optim optim;
     struct bias_rows *bias;    /* model.bias's rows, sharded (train/bias_rows.h), or NULL */
     struct rank_bias_rows bias_hooks; /* the task's way to them (model/task_bias.h) */
