@@ -49,4 +49,6 @@ best=$(sed -n 's/^done:.*best validation like AUC \([0-9.]*\).*/\1/p' "$T/p1.out
 same_losses "$T/t1.jsonl" "$T/t2.jsonl" "tuned: P=2 vs P=1" 0 1e-6
 error_once 1 "train.tune = lr: not with train.schedule = stream" train "$IN" $COMMON \
     train.tune=lr train.schedule=stream data.window=1000
+error_once 1 "model.factors_lr = auto: not with train.schedule = stream" train "$IN" $COMMON \
+    model.bias=on model.factors=2 model.factors_lr=auto train.schedule=stream data.window=1000
 finish
