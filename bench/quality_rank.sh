@@ -13,8 +13,8 @@
 #              per-item/user terms, model.recency and the sequence model),
 #              the terms alone (debug.terms_only = on: the sequence model's
 #              output left out of the logits) and the sequence model alone
-#              (model.bias = off, model.recency = 0, model.factors = 0, no
-#              model.bias_prior);
+#              (model.bias = off, model.recency = 0, model.factors = 0 and
+#              its rate 0, no model.bias_prior);
 #              per way the medians over the seeds, the steps, the epoch of
 #              the best validation and the validation like AUC at every
 #              evaluation (median over the seeds: the curve says whether
@@ -156,7 +156,7 @@ if [ -z "$MLS_ABSENT" ] && has ablation; then
     for seed in $SEEDS; do
         train_run terms$seed "$W/mls-rank.h5" "$seed" debug.terms_only=on
         train_run seq$seed "$W/mls-rank.h5" "$seed" model.bias=off model.recency=0 model.factors=0 \
-            model.bias_prior=
+            model.factors_lr=0 model.bias_prior=
     done
     printf '\n## ml-latest-small: what the sequence model adds (medians over seeds %s)\n\n' "$(echo $SEEDS)"
     printf '| configuration | steps | best epoch | like AUC (min .. max) | GAUC | NE | rating MSE | validation like AUC at each evaluation |\n'

@@ -50,8 +50,9 @@ done
 [ "$CUT" = drift ] && MLS_OPTIONAL=1
 . "$here/bench/mls_common.sh"
 FS=$(cd "$(dirname "$FS")" && pwd)/$(basename "$FS") # the runs start in $W
+# (the factor terms off: their rate's auto choice runs epochs, not windows)
 S="train.schedule=stream train.lr_schedule=constant train.keep_best=off train.patience=0
-train.batch_size=4 train.lr=2e-3 embedding.lr=2e-3 train.log_every=100000"
+train.batch_size=4 train.lr=2e-3 embedding.lr=2e-3 train.log_every=100000 model.factors=0 model.factors_lr=0"
 case $CUT in
 year) S="$S data.window=365d data.stream_start=2000-01-01 data.split=time:915148800,946684800"
     what="ml-latest-small by year from 2000" ;;

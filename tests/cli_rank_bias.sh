@@ -15,7 +15,11 @@
 #   - model.factors (the factor terms, model/task_factor.h, with
 #     model.recency): the losses and the test metrics agree at P = 1, 2, 3,
 #     on the fake device and resumed at another rank count (1e-6); export
-#     writes the factors and their matrix;
+#     writes the factors and their matrix; model.factors_lr (their own
+#     rate): given as train.lr the run without it (bit for bit), Adam's
+#     first step of M at that rate against the head's at train.lr, P = 1
+#     against P = 2; auto: the same choice at P = 1 and 2, the run with
+#     the choice given by hand the same (bit for bit);
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
 #     each value's loss, the choices of the item and the user rows' priors,
@@ -28,7 +32,8 @@
 #     width at P = 2 = the fake device, 1e-6), the first loss is
 #     model.recency's run's (the head starts at 0), the later ones not;
 #   - refused with train.task = retrieval, model.recency, model.bias_prior,
-#     model.factors or debug.terms_only without model.bias, out of range
+#     model.factors or debug.terms_only without model.bias, model.factors_lr
+#     without model.factors, out of range
 #     or not a number.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -296,6 +301,53 @@ n = int(ds["item_ids"][:].max()) + 1
 assert f["head"].attrs["factors"] == 3, dict(f["head"].attrs)
 assert f["dense/bias.factor"].size == n * 3 and f["dense/bias.fmix"].size == 4
 EOF
+# model.factors_lr (the factor terms' own rate): given as train.lr it is
+# the run without it (bit for bit); at 50 x train.lr the same at P = 2 as
+# at P = 1, and Adam's first step moves the matrix M (started at 0, its
+# gradient not) by 50 times what it moves the head's last bias (started at
+# 0 with model.bias), to 1e-3: the factor rows take the rate and the head
+# does not
+# shellcheck disable=SC2086
+run fl1 1 $F model.factors_lr=1e-3
+same_losses "$T/f1.jsonl" "$T/fl1.jsonl" "model.factors_lr = train.lr: the run without it" 0 0
+# shellcheck disable=SC2086
+run fh1 1 $F model.factors_lr=5e-2 "output.checkpoint_dir=$T/ckfh" train.checkpoint_every=1
+# shellcheck disable=SC2086
+run fh2 2 $F model.factors_lr=5e-2
+same_losses "$T/fh1.jsonl" "$T/fh2.jsonl" "model.factors_lr: P=2 vs P=1" 0 1e-6
+same_test "$T/fh1.jsonl" "$T/fh2.jsonl" "model.factors_lr: P=2 vs P=1"
+"$PY" - "$T/ckfh/ckpt-1.h5" <<'EOF' > "$T/flr.out" 2>&1 && pass "model.factors_lr: $(tail -1 "$T/flr.out")" || fail "model.factors_lr's first step: $(cat "$T/flr.out")"
+import sys, h5py, numpy as np
+d = h5py.File(sys.argv[1], "r")["dense"]
+last = max((k for k in d if k.startswith("head.b")), key=lambda k: int(k[6:]))
+m, b = np.abs(d["bias.fmix"][:]).max(), np.abs(d[last][:]).max()
+assert abs(b / 1e-3 - 1) < 1e-3 and abs(m / b / 50 - 1) < 1e-3, (m, b)
+print("the first step moves M by %.4g, %s by %.4g" % (m, last, b))
+EOF
+# model.factors_lr = auto: the same choice at P = 1 and 2, and the run with
+# the chosen rate given by hand is the auto run (bit for bit)
+# shellcheck disable=SC2086
+run fa1 1 $F model.factors_lr=auto
+# shellcheck disable=SC2086
+run fa2 2 $F model.factors_lr=auto
+chosen() { sed -n 's/.*model.factors_lr = auto: chosen \([^ ]*\) .*/\1/p' "$T/$1.out"; }
+flr=$(chosen fa1)
+[ -n "$flr" ] && [ "$flr" = "$(chosen fa2)" ] && [ "$(grep -c "model.factors_lr = auto: candidate" "$T/fa1.out")" = 4 ] &&
+    pass "model.factors_lr = auto: 4 candidates, $flr chosen at P = 1 and 2" ||
+    fail "model.factors_lr = auto: chosen '$flr' at P = 1, '$(chosen fa2)' at P = 2"
+# shellcheck disable=SC2086
+run fah 1 $F "model.factors_lr=$flr"
+same_losses "$T/fa1.jsonl" "$T/fa2.jsonl" "model.factors_lr = auto: P=2 vs P=1" 0 1e-6
+same_losses "$T/fa1.jsonl" "$T/fah.jsonl" "model.factors_lr = auto: the run with its choice given" 0 0
+same_test "$T/fa1.jsonl" "$T/fah.jsonl" "model.factors_lr = auto: the run with its choice given"
+expect_error "model.factors_lr = 1e-2 needs model.factors > 0" \
+    "$FS" train "$IN" $R model.factors_lr=1e-2 train.max_steps=1
+expect_error "model.factors_lr = auto needs model.factors > 0" \
+    "$FS" train "$IN" $R model.factors_lr=auto train.max_steps=1
+expect_error "model.factors_lr = '-1': a number in [0, 1e9] or auto" \
+    "$FS" train "$IN" $R model.factors=3 model.factors_lr=-1 train.max_steps=1
+expect_error "model.factors_lr = 'fast': a number in [0, 1e9] or auto" \
+    "$FS" train "$IN" $R model.factors=3 model.factors_lr=fast train.max_steps=1
 expect_error "model.factors = 3 needs model.bias = on" \
     "$FS" train "$IN" $R model.bias=off model.factors=3 train.max_steps=1
 expect_error "model.factors = '65': out of range [0, 64]" \

@@ -69,4 +69,6 @@ expect_error "train.tune = lr: $T/pk/ckpt-12.h5 was written by a run without tra
     "$MPIRUN" -np 1 "$FS" train "$IN" $COMMON train.tune=lr train.resume="$T/pk/ckpt-12.h5"
 error_once 1 "train.tune = lr: not with train.schedule = stream" train "$IN" $COMMON \
     train.tune=lr train.schedule=stream data.window=1000
+error_once 1 "model.factors_lr = auto: not with train.schedule = stream" train "$IN" $COMMON \
+    model.bias=on model.factors=2 model.factors_lr=auto train.schedule=stream data.window=1000
 finish

@@ -82,6 +82,11 @@ X(model, factors, INT, "0", 0, 64, NULL,
   "label residuals of the sequence's earlier events (F factors per item; the user's factor is "
   "the mean of its history's item factors weighted by their residuals less the user's mean "
   "residual), into every task's logit through a K x K matrix started at 0; 0 = off")
+X(model, factors_lr, STRING, "0", 0, 0, NULL,
+  "model.factors: the Adam rate of the factor terms (the items' factors and the K x K matrix), "
+  "with train.lr's warmup and schedule; 0 = train.lr; auto = the one of train.lr x 1, 3, 10, "
+  "30 with the best validation metric, each a run before training as train.tune's candidates "
+  "(doc/ranking.md)")
 X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
   "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "
   "event (train.tasks) by an MLP head at every item position (AUC, GAUC, NE)")
@@ -97,8 +102,8 @@ X(train, select, STRING, "", 0, 0, NULL,
   "binary task's AUC")
 X(train, tune, CHOICE, "off", 0, 0, "off|lr|dropout|lr,dropout",
   "choose on the run's validation events, before it trains: the learning rates (train.lr, "
-  "embedding.lr and a set features.lr together x 1/3, 1, 3, 10) and/or model.dropout (0, 0.2, "
-  "0.4, at the chosen rates), each candidate a run of train.tune_epochs with train.patience, "
+  "embedding.lr and a set features.lr and model.factors_lr together x 1/3, 1, 3, 10) and/or "
+  "model.dropout (0, 0.2, 0.4, at the chosen rates), each candidate a run of train.tune_epochs with train.patience, "
   "the best validation metric (train.select's) kept (doc/training.md)")
 X(train, tune_epochs, INT, "0", 0, 1000000, NULL,
   "train.tune: each candidate's epochs at most (0 = train.epochs)")

@@ -3,7 +3,7 @@
  *
  * The search, coordinate-wise as model.bias_prior's and model.recency's
  * (train/step_bias_search.c): the rates x 1/3, 1, 3, 10 (train.lr,
- * embedding.lr and a set features.lr together: a geometric grid of ratio
+ * embedding.lr and a set features.lr and model.factors_lr together: a geometric grid of ratio
  * ~3 that reaches 1e-2 from Adam's 1e-3) at the given dropout, then
  * model.dropout 0, 0.2, 0.4 at the chosen rates; a candidate already run
  * is not run again. Each candidate is a trainer of its own from a copy of the
@@ -43,6 +43,24 @@ static void set(struct params *p, const char *sec, const char *key, double v)
         fatal("train.tune: %s", err); /* within the table's range: checked by train_tune */
 }
 
+/* model.factors_lr as a number: 0 when not set (or auto, not chosen yet) */
+static double factors_lr(const struct params *p)
+{
+    return strtod(params_str(p, P_model_factors_lr), NULL);
+}
+
+/* p's rates = base's x f: train.lr, embedding.lr, and features.lr and
+ * model.factors_lr where set */
+static void scale_rates(struct params *p, const struct params *base, double f)
+{
+    set(p, "train", "lr", f * params_f64(base, P_train_lr));
+    set(p, "embedding", "lr", f * params_f64(base, P_embedding_lr));
+    if (params_f64(base, P_features_lr) > 0)
+        set(p, "features", "lr", f * params_f64(base, P_features_lr));
+    if (factors_lr(base) > 0)
+        set(p, "model", "factors_lr", f * factors_lr(base));
+}
+
 /* One candidate's run: the rates x f, dropout d; returns its best
  * validation score (eval_select), *epoch its epoch. */
 static double candidate(struct comm *c, const struct params *base, double f, double d,
@@ -51,10 +69,7 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
     struct params *p = xmalloc(sizeof *p);
     *p = *base;
     char err[PARAM_ERR_MAX];
-    set(p, "train", "lr", f * params_f64(base, P_train_lr));
-    set(p, "embedding", "lr", f * params_f64(base, P_embedding_lr));
-    if (params_f64(base, P_features_lr) > 0)
-        set(p, "features", "lr", f * params_f64(base, P_features_lr));
+    scale_rates(p, base, f);
     set(p, "model", "dropout", d);
     const char *off[][3] = {{"train", "keep_best", "off"}, {"output", "checkpoint_dir", ""},
                             {"output", "metrics", ""},     {"train", "resume", ""},
@@ -202,7 +217,8 @@ static int resumed_choice(struct comm *c, struct params *p, const char *what)
 #define TUNE_N 3  /* dropouts */
 #define TUNE_NF 4 /* rate factors */
 
-void train_tune(struct comm *c, struct params *p)
+/* train.tune */
+static void tune_rates(struct comm *c, struct params *p)
 {
     const char *what = params_str(p, P_train_tune);
     if (!strcmp(what, "off"))
@@ -240,13 +256,53 @@ void train_tune(struct comm *c, struct params *p)
         fatal("train.tune = %s: no candidate has a validation %s to choose on (a split with "
               "validation events is needed)", what, name);
     const double f = fs[fi], d = dj == TUNE_N ? d0 : ds[dj];
-    const double lr = params_f64(p, P_train_lr), elr = params_f64(p, P_embedding_lr);
-    set(p, "train", "lr", f * lr);
-    set(p, "embedding", "lr", f * elr);
-    if (params_f64(p, P_features_lr) > 0)
-        set(p, "features", "lr", f * params_f64(p, P_features_lr));
+    struct params *base = xmalloc(sizeof *base);
+    *base = *p;
+    scale_rates(p, base, f);
+    free(base);
     set(p, "model", "dropout", d);
     log_info("train.tune = %s: chosen rates x %.3g (train.lr %g, embedding.lr %g), dropout %g "
              "(validation %s)", what, f, params_f64(p, P_train_lr),
              params_f64(p, P_embedding_lr), d, name);
+}
+
+#define TUNE_NFL 4 /* model.factors_lr = auto: train.lr x these */
+
+/* model.factors_lr = auto: the candidates at the (chosen) rates and
+ * dropout, the factor terms' rate train.lr x 1, 3, 10, 30 */
+static void tune_factors_lr(struct comm *c, struct params *p)
+{
+    if (strcmp(params_str(p, P_model_factors_lr), "auto") || params_i64(p, P_model_factors) == 0 ||
+        !strcmp(params_str(p, P_train_schedule), "stream"))
+        return; /* nothing to choose, or refused by the trainer (model.factors_lr = auto) */
+    const double fs[TUNE_NFL] = {1, 3, 10, 30}, lr = params_f64(p, P_train_lr);
+    const double d = params_f64(p, P_model_dropout);
+    struct params *q = xmalloc(sizeof *q);
+    char name[64] = "";
+    int64_t ep;
+    double best = -2;
+    int bi = 0;
+    for (int i = 0; i < TUNE_NFL; i++) {
+        *q = *p;
+        set(q, "model", "factors_lr", fs[i] * lr);
+        log_info("model.factors_lr = auto: candidate %g (train.lr x %g)", fs[i] * lr, fs[i]);
+        const double s = candidate(c, q, 1, d, &ep, name, sizeof name);
+        if (s > best) {
+            best = s;
+            bi = i;
+        }
+    }
+    free(q);
+    if (best < 0)
+        fatal("model.factors_lr = auto: no candidate has a validation %s to choose on (a split "
+              "with validation events is needed)", name);
+    set(p, "model", "factors_lr", fs[bi] * lr);
+    log_info("model.factors_lr = auto: chosen %s (train.lr x %g, the best validation %s)",
+             params_str(p, P_model_factors_lr), fs[bi], name);
+}
+
+void train_tune(struct comm *c, struct params *p)
+{
+    tune_rates(c, p);
+    tune_factors_lr(c, p);
 }

@@ -53,6 +53,7 @@ struct dense_tensor *model_add_param(struct model *m, const char *name, int rows
     t->cols = cols;
     t->n = (int64_t)rows * cols;
     t->decay = decay;
+    t->lr_scale = 1.0f;
     t->w = m->be->alloc((size_t)t->n * sizeof(float));
     /* t->g: placed in the arena by model_init once every tensor exists */
     if (scale != 0) {

@@ -49,6 +49,7 @@ struct dense_tensor {
     int64_t n;          /* values */
     int rows, cols;     /* shape as [rows, cols] (cols = n for vectors, rows = 1) */
     int decay;          /* AdamW weight decay applies (matrices, embeddings) */
+    float lr_scale;     /* its rate: the optimizer's times this (1; model.factors_lr) */
     float *w, *g;       /* [n] values and gradients (backend memory) */
 };
 

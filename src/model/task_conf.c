@@ -313,6 +313,14 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if (tc->factors > 0 && !tc->bias)
         return errorf(err, errlen, "model.factors = %d needs model.bias = on (its residuals are "
                       "the labels less the items' smoothed means)", tc->factors);
+    const char *flr = params_str(p, P_model_factors_lr);
+    int flr_auto; /* auto: a number by now in a training run (cmd/train_tune.c) */
+    tc->factors_lr = 0;
+    if (number_or_auto("model.factors_lr", flr, &tc->factors_lr, &flr_auto, err, errlen))
+        return -1;
+    if ((flr_auto || tc->factors_lr > 0) && tc->factors == 0)
+        return errorf(err, errlen, "model.factors_lr = %s needs model.factors > 0 (it is the "
+                      "factor terms' rate)", flr);
     tc->terms_only = (int)params_i64(p, P_debug_terms_only);
     if (tc->terms_only && !tc->bias)
         return errorf(err, errlen, "debug.terms_only = on needs model.bias = on (without it "

@@ -335,6 +335,14 @@ void trainer_build(struct trainer *tr)
     table_transport(tr);
     task_setup_init(tr);
     dense_optim_init(&tr->optim, &cf->dense_optim, &tr->m);
+    if (cf->task.factors_lr > 0) { /* the factor terms' own rate, on train.lr's schedule */
+        const float s = (float)(cf->task.factors_lr / cf->dense_optim.lr);
+        struct dense_tensor *fac = model_param(&tr->m, "bias.factor");
+        struct dense_tensor *mix = model_param(&tr->m, "bias.fmix");
+        if (!fac || !mix)
+            fatal("model.factors_lr: the model has no bias.factor or bias.fmix");
+        fac->lr_scale = mix->lr_scale = s;
+    }
     tr->optim.bias = tr->bias; /* model.bias's rows: clipped and stepped with the rest */
     train_step_init(tr);
     if (cf->task.type == TASK_RANKING) { /* the retrieval split: trainer_open */

@@ -102,6 +102,9 @@ static int follow_check(const struct params *p, char *err, size_t errlen)
     if (stream_schedule && strcmp(params_str(p, P_train_tune), "off"))
         return errorf(err, errlen, "train.tune = %s: not with train.schedule = stream (its "
                       "candidates are runs of epochs)", params_str(p, P_train_tune));
+    if (stream_schedule && !strcmp(params_str(p, P_model_factors_lr), "auto"))
+        return errorf(err, errlen, "model.factors_lr = auto: not with train.schedule = stream "
+                      "(its candidates are runs of epochs)");
     if (!params_i64(p, P_train_follow))
         return 0;
     if (!stream_schedule)
