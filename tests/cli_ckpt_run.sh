@@ -18,6 +18,10 @@
 #     validations (each once), best epoch and test metrics;
 #   - the checkpoint size said before training is within 25% of the file
 #     written, for a dynamic table and a stream of day files;
+#   - an explicit resume (train.resume=PATH) of another run's checkpoint
+#     (another seed; shared_negatives 4 there, none here: a key absent on
+#     one side counts when its absence has a value) is refused, naming the
+#     file and the difference;
 #   - an explicit resume refused leaves no directory it created.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -87,6 +91,8 @@ expect_error "(train.shared_negatives: 4 there, 8 here)" \
     train 1 train.epochs=2 train.shared_negatives=8 train.resume=auto output.checkpoint_dir="$T/sn"
 expect_error "(train.shared_negatives: 0 there, 4 here)" \
     train 1 $SN train.resume=auto output.checkpoint_dir="$T/cu"
+expect_error "train.resume = $T/sn/ckpt-4.h5 is a checkpoint of another run (train.shared_negatives: 4 there, 0 here)" \
+    train 1 train.epochs=2 train.resume="$T/sn/ckpt-4.h5"
 expect_ok train 2 $SN train.resume=auto output.checkpoint_dir="$T/sn" output.metrics="$T/snp.jsonl"
 grep -q "train.resume = auto: $T/sn/ckpt-4.h5, step 4" "$T/out" &&
     pass "shared_negatives = 4 resumed its own ckpt-4.h5" || fail "resume: $(grep -i resum "$T/out")"
@@ -103,6 +109,14 @@ done
 expect_ok train 2 $E train.resume="$T/cu/ckpt-12.h5" output.metrics="$T/again.jsonl"
 grep -qF "$best_u" "$T/out" && pass "resumed at the end: $best_u" ||
     fail "resumed at the end: $(grep done "$T/out") vs $best_u"
+# an explicit resume keeps the run's identity as resume=auto does: another
+# seed (or loss, negatives, ...) is refused before training, naming the
+# file and what differs
+expect_error "train.resume = $T/cu/ckpt-12.h5 is a checkpoint of another run (train.seed: " \
+    train 2 $E train.seed=7 train.resume="$T/cu/ckpt-12.h5"
+grep -q "train.seed: [0-9]* there, 7 here" "$T/err" && pass "the refusal names the seed" ||
+    fail "explicit resume with another seed: $(cat "$T/err")"
+grep -q "^epoch\|^step" "$T/out" && fail "trained before refusing the explicit resume"
 # stopped at the end of epoch 2, before its validation
 train 2 $E debug.signal_rank=0:8 output.checkpoint_dir="$T/ce" output.metrics="$T/e.jsonl" \
     >"$T/out" 2>&1

@@ -169,4 +169,31 @@ EOF2
 else
     echo "note: mpirun not found, multi-rank part skipped"
 fi
+# a test stopped by SIGTERM or SIGINT (timeout, Ctrl-C) removes its scratch
+# directory as one that ends does (tests/lib.sh: the signal exits, the exit
+# trap cleans up); its exit code says the signal
+mkdir "$T/k"
+for sig in TERM INT; do
+    cat > "$T/killed.sh" <<EOF
+. "$TOP_SRCDIR/tests/lib.sh"
+sleep 60 &
+echo "\$T \$!" > "$T/k.$sig.tmp" && mv "$T/k.$sig.tmp" "$T/k.$sig"
+wait
+EOF
+    # env: a background job starts with SIGINT ignored, which no trap can catch
+    TMPDIR="$T/k" FREESCALE="$FS" env --default-signal=INT sh "$T/killed.sh" &
+    pid=$!
+    n=0
+    while [ ! -f "$T/k.$sig" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+    dir= sleeper=
+    read -r dir sleeper < "$T/k.$sig" || fail "SIG$sig: the killed test did not start"
+    kill -"$sig" "$pid"
+    wait "$pid"
+    rc=$?
+    [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null
+    want=$([ "$sig" = TERM ] && echo 143 || echo 130)
+    [ -n "$dir" ] && [ ! -e "$dir" ] && [ "$rc" = "$want" ] &&
+        pass "SIG$sig: the scratch directory removed, exit code $rc" ||
+        fail "SIG$sig: exit code $rc (want $want), left: $(ls -d "$T"/k/fs-test.* 2>/dev/null)"
+done
 finish

@@ -1,11 +1,13 @@
 # tests/lib.sh: helpers for the shell tests of the command line.
 # Source it; it sets $FS (the program), $T (a fresh temporary directory,
-# removed on exit) and the failure counter.
+# removed on exit, also when stopped by SIGINT or SIGTERM) and the failure
+# counter.
 set -u
 FS=${FREESCALE:-$(cd "$(dirname "$0")/.." && pwd)/freescale}
 TOP_SRCDIR=${TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM # and the EXIT trap cleans up
 failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }

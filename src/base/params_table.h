@@ -156,7 +156,8 @@ X(train, final_eval, BOOL, "on", 0, 1, NULL,
 X(train, eval_every, INT, "0", 0, 1000000, NULL,
   "evaluate every N epochs (0 = only at the end)")
 X(train, resume, STRING, "", 0, 0, NULL,
-  "checkpoint to continue from (any rank count); auto = this run's newest complete checkpoint "
+  "checkpoint of this run's identity to continue from (any rank count); auto = this run's "
+  "newest complete checkpoint "
   "in output.checkpoint_dir (by write order), if any; empty = start afresh")
 X(train, checkpoint_every, INT, "0", 0, 1000000000, NULL,
   "write a checkpoint every N steps into output.checkpoint_dir (0 = only at the end; "

@@ -155,9 +155,11 @@ static const char *absent_value(const char *name, size_t n)
     return n == sizeof shared - 1 && !strncmp(name, shared, n) ? "0" : "(not set)";
 }
 
-/* The lines of a that differ from b's ("name: A there, B here"), then
- * those only here ("name: (not set) there, B here"), into buf. */
-static void differences(const char *there, const char *here, char *buf, size_t len)
+/* The lines of there that differ from here's ("name: A there, B here"),
+ * then those only here ("name: (not set) there, B here"), into buf; with
+ * both, only the names on both sides or with a default when absent
+ * (absent_value) ("" when none differs). */
+static void differences(const char *there, const char *here, int both, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -166,7 +168,7 @@ static void differences(const char *there, const char *here, char *buf, size_t l
          line = strtok_r(NULL, "\n", &msave)) {
         const char *eq = strstr(line, " = ");
         char key[128];
-        if (!eq)
+        if (!eq || (both && !strcmp(absent_value(line, (size_t)(eq - line)), "(not set)")))
             continue;
         snprintf(key, sizeof key, "%.*s = ", (int)(eq - line), line);
         if (!find_key(there, key) && n < len)
@@ -185,14 +187,15 @@ static void differences(const char *there, const char *here, char *buf, size_t l
         const char *mine = find_key(here, key);
         const char *v = mine ? mine + strlen(key) : absent_value(line, (size_t)(eq - line));
         const size_t vl = mine ? strcspn(v, "\n") : strlen(v);
-        if (mine && strlen(eq + 3) == vl && !strncmp(eq + 3, v, vl))
+        if ((mine && strlen(eq + 3) == vl && !strncmp(eq + 3, v, vl)) ||
+            (both && !mine && !strcmp(v, "(not set)")))
             continue;
         if (n < len)
             n += (size_t)snprintf(buf + n, len - n, "%s%.*s: %s there, %.*s here",
                                   n ? "; " : "", (int)(eq - line), line, eq + 3, (int)vl, v);
     }
     free(copy);
-    if (!buf[0])
+    if (!buf[0] && !both)
         snprintf(buf, len, "another run identity");
 }
 
@@ -463,7 +466,7 @@ static int others(const struct held *h, int64_t n, const struct ckpt_run *run, c
             k += (size_t)snprintf(names + k, len - k, "%s%s", count ? ", " : "", h[i].name);
         if (!diff[0]) {
             if (h[i].id.run_id[0])
-                differences(h[i].id.run_params, run->params, diff, dlen);
+                differences(h[i].id.run_params, run->params, 0, diff, dlen);
             else
                 snprintf(diff, dlen, "no run identity: written by an earlier freescale; resume "
                          "one with train.resume=PATH");
@@ -537,13 +540,43 @@ int ckpt_run_check_best(const char *dir, const struct ckpt_run *run, char *err, 
     if (ok && !strcmp(id.run_id, run->id))
         return 0;
     if (ok && id.run_id[0])
-        differences(id.run_params, run->params, diff, sizeof diff);
+        differences(id.run_params, run->params, 0, diff, sizeof diff);
     return errorf(err, len,
                   "output.checkpoint_dir = %s: best.h5 is %s%s%s%s: train.keep_best would "
                   "overwrite it; give this run another output.checkpoint_dir, move best.h5 "
                   "away, or set train.keep_best=off",
                   dir, ok ? "another run's" : "unreadable", ok && diff[0] ? " (" : "",
                   ok ? diff : why, ok && diff[0] ? ")" : "");
+}
+
+/* params past its "data = " line */
+static const char *skip_data(const char *params)
+{
+    const char *nl = strchr(params, '\n');
+    return !strncmp(params, "data = ", 7) && nl ? nl + 1 : params;
+}
+
+int ckpt_run_check_resume(const char *path, const struct ckpt_run *run, char *err, size_t len)
+{
+    struct ckpt_identity id;
+    char why[1024], diff[1024];
+    if (checkpoint_identity(path, &id, why, sizeof why) != 0)
+        return errorf(err, len, "train.resume = %s", why);
+    if (!id.run_id[0] || !strcmp(id.run_id, run->id))
+        return 0; /* written before checkpoints recorded their run, or this run's */
+    /* a name on one side only (a dynamic table's, the stream's, one added
+     * to the identity since) is not refused here: checkpoint_read refuses
+     * a table of another kind by name; nor the dataset (its first line): a
+     * checkpoint named explicitly may continue on other events of the same
+     * items (checkpoint_compatible checks their number) */
+    differences(skip_data(id.run_params), skip_data(run->params), 1, diff, sizeof diff);
+    if (!diff[0])
+        return 0;
+    return errorf(err, len,
+                  "train.resume = %s is a checkpoint of another run (%s): a resume keeps the "
+                  "run's identity (doc/training.md, \"Checkpoints and resume\"); resume it with "
+                  "the parameters it was written with, or start afresh",
+                  path, diff);
 }
 
 int ckpt_run_choose(const char *dir, const struct ckpt_run *run, int is_auto,

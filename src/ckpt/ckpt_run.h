@@ -83,6 +83,17 @@ void ckpt_run_missing(const char *dir, char *top, size_t len);
  * start refused after ckpt_run_prepare_dir leaves no empty directory). */
 void ckpt_run_unmake(const char *dir, const char *top);
 
+/* Rank 0, at start, train.resume = PATH (verified): the checkpoint's run
+ * identity (its run_id and run_params attributes) must be this run's, as
+ * train.resume = auto requires: a parameter of the identity on both sides
+ * with another value is refused. Taken: another dataset (other events of
+ * the same items: checkpoint_compatible checks their number), a name on
+ * one side only (a dynamic table's line, which checkpoint_read refuses by
+ * name, the stream's, one added to the identity since), and a checkpoint
+ * written before checkpoints recorded their run. 0, or -1 with err naming
+ * path and what differs. */
+int ckpt_run_check_resume(const char *path, const struct ckpt_run *run, char *err, size_t len);
+
 /* Rank 0, at start, after ckpt_run_check: the checkpoint train.resume =
  * auto continues from (is_auto; path "" when there is none: start
  * afresh), the newest of this run's for which verify(ctx, PATH, err, len)

@@ -155,12 +155,13 @@ void train_ckpt_start(struct trainer *tr)
                                                                          sizeof assume) : 0;
     double rate = 0;
     int bad = 0;
+    struct ckpt_run run;
     if (tr->c->rank != 0) {
         verify_follow(tr->c);
     } else {
-        if (ckdir[0]) {
-            struct ckpt_run run;
+        if (ckdir[0] || cf->resume[0])
             ckpt_run_identity(tr, &run);
+        if (ckdir[0]) {
             ckpt_run_missing(ckdir, made, sizeof made); /* removed again if refused */
             bad = ckpt_run_prepare_dir(ckdir, bytes, &rate, err, sizeof err) ||
                   ckpt_run_choose(ckdir, &run, is_auto, verify_path, tr->c, resume,
@@ -177,6 +178,8 @@ void train_ckpt_start(struct trainer *tr)
     }
     if (!bad && tr->c->rank == 0 && resume[0]) /* another model's: one message */
         bad = checkpoint_compatible(tr, resume, err, sizeof err) != 0;
+    if (!bad && tr->c->rank == 0 && !is_auto && resume[0]) /* auto took one of this run's */
+        bad = ckpt_run_check_resume(resume, &run, err, sizeof err) != 0;
     if (!bad && tr->c->rank == 0) /* appended to by a resumed run */
         bad = metrics_open(cf->metrics, resume[0] != '\0', &tr->metrics, err, sizeof err) != 0;
     if (!bad && tr->metrics) /* the run's parameters: on the terminal only with --verbose */
