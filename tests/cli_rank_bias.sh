@@ -19,7 +19,8 @@
 #     rate): given as train.lr the run without it (bit for bit), Adam's
 #     first step of M at that rate against the head's at train.lr, P = 1
 #     against P = 2; auto: the same choice at P = 1 and 2, the run with
-#     the choice given by hand the same (bit for bit);
+#     the choice given by hand the same (bit for bit), resumed: the stored
+#     choice reused without a search, the losses the uninterrupted run's;
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
 #     each value's loss, the choices of the item and the user rows' priors,
@@ -327,7 +328,7 @@ EOF
 # model.factors_lr = auto: the same choice at P = 1 and 2, and the run with
 # the chosen rate given by hand is the auto run (bit for bit)
 # shellcheck disable=SC2086
-run fa1 1 $F model.factors_lr=auto
+run fa1 1 $F model.factors_lr=auto "output.checkpoint_dir=$T/ckfa" train.checkpoint_every=4
 # shellcheck disable=SC2086
 run fa2 2 $F model.factors_lr=auto
 chosen() { sed -n 's/.*model.factors_lr = auto: chosen \([^ ]*\) .*/\1/p' "$T/$1.out"; }
@@ -340,6 +341,14 @@ run fah 1 $F "model.factors_lr=$flr"
 same_losses "$T/fa1.jsonl" "$T/fa2.jsonl" "model.factors_lr = auto: P=2 vs P=1" 0 1e-6
 same_losses "$T/fa1.jsonl" "$T/fah.jsonl" "model.factors_lr = auto: the run with its choice given" 0 0
 same_test "$T/fa1.jsonl" "$T/fah.jsonl" "model.factors_lr = auto: the run with its choice given"
+# resumed (from its step 4): the stored choice reused, no candidate run again
+# shellcheck disable=SC2086
+run far 1 $F model.factors_lr=auto "train.resume=$T/ckfa/ckpt-4.h5"
+grep -q "model.factors_lr = auto: candidate" "$T/far.out" && fail "the resumed run searched model.factors_lr again"
+grep -q "^model.factors_lr = auto: resumed from $T/ckfa/ckpt-4.h5: the choice it trained with, not searched again: $flr\$" "$T/far.out" &&
+    pass "model.factors_lr = auto resumed: the stored $flr reused" ||
+    fail "model.factors_lr = auto resumed: $(grep '^model.factors_lr' "$T/far.out")"
+same_losses "$T/fa1.jsonl" "$T/far.jsonl" "model.factors_lr = auto: resumed after step 4 vs uninterrupted" 4 1e-6
 expect_error "model.factors_lr = 1e-2 needs model.factors > 0" \
     "$FS" train "$IN" $R model.factors_lr=1e-2 train.max_steps=1
 expect_error "model.factors_lr = auto needs model.factors > 0" \

@@ -129,10 +129,20 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
     return best;
 }
 
-/* What the choice sets, as the stored parameters name them */
+/* What train.tune's choice sets, as the stored parameters name them */
 static const char *const chosen_keys[] = {"train.lr", "embedding.lr", "features.lr",
-                                          "model.dropout"};
+                                          "model.factors_lr", "model.dropout"};
 #define NCHOSEN (sizeof chosen_keys / sizeof *chosen_keys)
+
+/* What a resumed run takes from its checkpoint's stored parameters instead
+ * of searching again: keys[n] (n <= NCHOSEN); with flag, the checkpoint's
+ * run must have searched too (its stored line of flag not flag_off). */
+struct choice {
+    const char *what; /* the setting searched, for messages: "train.tune = lr" */
+    const char *flag, *flag_off;
+    const char *const *keys;
+    size_t n;
+};
 
 struct resumed {
     int found;             /* a checkpoint to resume: its choice in line[] */
@@ -154,7 +164,7 @@ static int stored_line(const char *text, const char *key, char *line, size_t len
 
 /* Rank 0: the checkpoint the run resumes (r->found), its choice read. 0,
  * or -1 with err. */
-static int find_resumed(const struct trainer *tr, const char *what, struct resumed *r,
+static int find_resumed(const struct trainer *tr, const struct choice *ch, struct resumed *r,
                         char *err, size_t len)
 {
     const char *resume = tr->conf.resume, *dir = tr->conf.checkpoint_dir;
@@ -165,28 +175,30 @@ static int find_resumed(const struct trainer *tr, const char *what, struct resum
             return 0; /* nothing to resume: a fresh start, which searches */
     } else
         snprintf(r->path, sizeof r->path, "%s", resume);
-    char e[1024], tune[64];
+    char e[1024], flag[PARAM_STR_MAX + 64];
     char *text = checkpoint_params(r->path, e, sizeof e);
     if (!text)
-        return errorf(err, len, "train.tune = %s: train.resume = %s: %s", what, resume, e);
+        return errorf(err, len, "%s: train.resume = %s: %s", ch->what, resume, e);
     int rc = 0;
-    if (stored_line(text, "train.tune", tune, sizeof tune) || !strcmp(tune, "train.tune=off"))
-        rc = errorf(err, len, "train.tune = %s: %s was written by a run without train.tune: a "
-                    "resumed run goes on at the rates and dropout it trained with; resume it "
-                    "without train.tune, or start afresh", what, r->path);
-    for (size_t i = 0; i < NCHOSEN && !rc; i++)
-        if (stored_line(text, chosen_keys[i], r->line[i], sizeof r->line[i]))
-            rc = errorf(err, len, "train.tune = %s: %s stores no %s", what, r->path,
-                        chosen_keys[i]);
+    if (ch->flag && (stored_line(text, ch->flag, flag, sizeof flag) ||
+                     !strcmp(flag + strlen(ch->flag) + 1, ch->flag_off)))
+        rc = errorf(err, len, "%s: %s was written by a run without %s: a resumed run goes on "
+                    "at the rates and dropout it trained with; resume it without %s, or start "
+                    "afresh", ch->what, r->path, ch->flag, ch->flag);
+    for (size_t i = 0; i < ch->n && !rc; i++)
+        if (stored_line(text, ch->keys[i], r->line[i], sizeof r->line[i]))
+            rc = errorf(err, len, "%s: %s stores no %s", ch->what, r->path, ch->keys[i]);
     free(text);
     r->found = !rc;
     return rc;
 }
 
 /* The directory's refusals first, then for a resumed run its checkpoint's
- * choice set in p (every rank): 1, or 0 when the run starts afresh (the
- * search follows). A trainer of its own opened (not built) from p. */
-static int resumed_choice(struct comm *c, struct params *p, const char *what)
+ * choice set in p (every rank): 1 (its checkpoint's path in path), or 0
+ * when the run starts afresh (the search follows). A trainer of its own
+ * opened (not built) from p. */
+static int resumed_choice(struct comm *c, struct params *p, const struct choice *ch,
+                          char *path, size_t plen)
 {
     struct trainer tr = {.c = c, .p = p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
     struct resumed *r = xcalloc(1, sizeof *r);
@@ -195,21 +207,17 @@ static int resumed_choice(struct comm *c, struct params *p, const char *what)
     trainer_open(&tr);
     train_ckpt_check_dir(&tr);
     log_mute(0);
-    int bad = c->rank == 0 && tr.conf.resume[0] && find_resumed(&tr, what, r, err, sizeof err);
+    int bad = c->rank == 0 && tr.conf.resume[0] && find_resumed(&tr, ch, r, err, sizeof err);
     trainer_free(&tr);
     comm_fail_agree(c, bad, err);
     comm_bcast_bytes(c, r, sizeof *r, 0);
     char origin[4400];
-    snprintf(origin, sizeof origin, "%s (train.tune's choice, stored)", r->path);
-    for (size_t i = 0; i < NCHOSEN && r->found && !bad; i++)
+    snprintf(origin, sizeof origin, "%s (%s's choice, stored)", r->path, ch->what);
+    for (size_t i = 0; i < ch->n && r->found && !bad; i++)
         bad = params_override(p, r->line[i], origin, err, sizeof err) != 0;
     comm_fail_agree(c, bad, err); /* the same on every rank */
     const int found = r->found;
-    if (found)
-        log_info("train.tune = %s: resumed from %s: the choice it trained with, not searched "
-                 "again: train.lr %g, embedding.lr %g, dropout %g", what, r->path,
-                 params_f64(p, P_train_lr), params_f64(p, P_embedding_lr),
-                 params_f64(p, P_model_dropout));
+    snprintf(path, plen, "%s", r->path);
     free(r);
     return found;
 }
@@ -223,8 +231,16 @@ static void tune_rates(struct comm *c, struct params *p)
     const char *what = params_str(p, P_train_tune);
     if (!strcmp(what, "off"))
         return;
-    if (resumed_choice(c, p, what))
+    char label[PARAM_STR_MAX + 16], path[4300];
+    snprintf(label, sizeof label, "train.tune = %s", what);
+    const struct choice ch = {label, "train.tune", "off", chosen_keys, NCHOSEN};
+    if (resumed_choice(c, p, &ch, path, sizeof path)) {
+        log_info("train.tune = %s: resumed from %s: the choice it trained with, not searched "
+                 "again: train.lr %g, embedding.lr %g, dropout %g", what, path,
+                 params_f64(p, P_train_lr), params_f64(p, P_embedding_lr),
+                 params_f64(p, P_model_dropout));
         return;
+    }
     const int tune_lr = strstr(what, "lr") != NULL, tune_d = strstr(what, "dropout") != NULL;
     const double fs[TUNE_NF] = {1.0 / 3, 1, 3, 10}, ds[TUNE_N] = {0, 0.2, 0.4};
     const double d0 = params_f64(p, P_model_dropout);
@@ -275,6 +291,14 @@ static void tune_factors_lr(struct comm *c, struct params *p)
     if (strcmp(params_str(p, P_model_factors_lr), "auto") || params_i64(p, P_model_factors) == 0 ||
         !strcmp(params_str(p, P_train_schedule), "stream"))
         return; /* nothing to choose, or refused by the trainer (model.factors_lr = auto) */
+    static const char *const key[] = {"model.factors_lr"};
+    const struct choice ch = {"model.factors_lr = auto", NULL, NULL, key, 1};
+    char path[4300];
+    if (resumed_choice(c, p, &ch, path, sizeof path)) {
+        log_info("model.factors_lr = auto: resumed from %s: the choice it trained with, not "
+                 "searched again: %s", path, params_str(p, P_model_factors_lr));
+        return;
+    }
     const double fs[TUNE_NFL] = {1, 3, 10, 30}, lr = params_f64(p, P_train_lr);
     const double d = params_f64(p, P_model_dropout);
     struct params *q = xmalloc(sizeof *q);

@@ -50,8 +50,8 @@ void dense_optim_step(struct dense_optim *o, struct model *m, int64_t step)
     o->t++;
     for (int i = 0; i < o->n; i++) {
         struct dense_tensor *t = &m->params[i];
-        be->adamw_step(t->n, t->w, o->m[i], o->v[i], t->g, (float)(lr * t->lr_scale), c->beta1, c->beta2, c->eps,
-                       t->decay ? c->weight_decay : 0.0f, o->t);
+        be->adamw_step(t->n, t->w, o->m[i], o->v[i], t->g, (float)(lr * t->lr_scale), c->beta1,
+                       c->beta2, c->eps, t->decay ? c->weight_decay : 0.0f, o->t);
     }
     if (o->bias)
         bias_rows_apply(o->bias, clipped, f, (float)lr, o->t);
