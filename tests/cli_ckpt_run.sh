@@ -19,9 +19,11 @@
 #   - the checkpoint size said before training is within 25% of the file
 #     written, for a dynamic table and a stream of day files;
 #   - an explicit resume (train.resume=PATH) of another run's checkpoint
-#     (another seed; shared_negatives 4 there, none here: a key absent on
-#     one side counts when its absence has a value) is refused, naming the
-#     file and the difference;
+#     (another seed; shared_negatives 4 there, none here; a line on one
+#     side only, a dynamic table's, the stream's, one of a later build,
+#     unless its value is what its absence means: the parameter's default)
+#     is refused, naming the file and the difference; a checkpoint without a
+#     line whose absence means this run's value resumes;
 #   - an explicit resume refused leaves no directory it created.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -106,8 +108,34 @@ for f in "$T/cu/ckpt-12.h5"; do
             fail "final checkpoint's best_epoch $got, reported ${best_u##* at }"
     fi
 done
-expect_ok train 2 $E train.resume="$T/cu/ckpt-12.h5" output.metrics="$T/again.jsonl"
-grep -qF "$best_u" "$T/out" && pass "resumed at the end: $best_u" ||
+# copies of ckpt-12 with another identity (another run_id, as a checkpoint
+# written before a line was part of the identity has): without the
+# embedding.subspace_basis line (its absence means the default, this run's
+# value: taken), without model.dim (the default 50, 16 here: refused), with
+# a line this build does not know (refused)
+ck12="$T/cu/ckpt-12.h5"
+if have_h5py; then
+    "$PY" - "$ck12" "$T" <<'PYEOF' && ck12="$T/old.h5" || fail "h5py: could not write the copies"
+import h5py, shutil, sys
+src, T = sys.argv[1:]
+for name, old, new in (("old", "embedding.subspace_basis = random\n", ""),
+                       ("nodim", "model.dim = 16\n", ""),
+                       ("later", "model.dim = 16\n", "model.dim = 16\nmodel.later = 1\n")):
+    shutil.copy(src, "%s/%s.h5" % (T, name))
+    with h5py.File("%s/%s.h5" % (T, name), "r+") as f:
+        p = f.attrs["run_params"]
+        p = p.decode() if isinstance(p, bytes) else p
+        assert old in p, (name, p)
+        f.attrs["run_params"] = p.replace(old, new)
+        f.attrs["run_id"] = "0123456789abcdef"
+PYEOF
+    expect_error "train.resume = $T/nodim.h5 is a checkpoint of another run (model.dim: 50 there, 16 here)" \
+        train 1 $E train.resume="$T/nodim.h5"
+    expect_error "train.resume = $T/later.h5 is a checkpoint of another run (model.later: 1 there, (not set) here)" \
+        train 1 $E train.resume="$T/later.h5"
+fi
+expect_ok train 2 $E train.resume="$ck12" output.metrics="$T/again.jsonl"
+grep -qF "$best_u" "$T/out" && pass "resumed at the end ($ck12): $best_u" ||
     fail "resumed at the end: $(grep done "$T/out") vs $best_u"
 # an explicit resume keeps the run's identity as resume=auto does: another
 # seed (or loss, negatives, ...) is refused before training, naming the
@@ -148,6 +176,14 @@ expect_ok train 2 embedding.dynamic=on train.epochs=1 output.checkpoint_dir="$T/
 near "a dynamic table" "$T/out" "$(ls -t "$T"/dyn/ckpt-*.h5 | head -1)"
 grep -q "dynamic table 'items' at the dataset's [0-9]* distinct ids, at most" "$T/out" &&
     pass "the line says what it assumes" || fail "assumption: $(grep '^checkpoint: ' "$T/out")"
+# a line on one side only that is not what its absence means: refused by
+# the identity, naming the file and the line (a dynamic table's, the
+# stream's; before, an epochs checkpoint resumed as a stream silently)
+dyn=$(ls -t "$T"/dyn/ckpt-*.h5 | head -1)
+expect_error "train.resume = $dyn is a checkpoint of another run (embedding.dynamic: on there, off here)" \
+    train 1 train.epochs=1 train.resume="$dyn"
+expect_error "train.resume = $T/cu/ckpt-12.h5 is a checkpoint of another run (train.schedule: epochs there, stream here; data.window: (not set) there, 1d here)" \
+    train 1 $E train.schedule=stream data.window=1d train.resume="$T/cu/ckpt-12.h5"
 "$FS" data gen --stream --days 4 --users 120 --items 150 --new-items-per-day 30 --seed 4 \
     -o "$T/s.h5" --split-days "$T/days" >/dev/null || fail "data gen --stream"
 expect_ok timeout 300 "$MPIRUN" -np 2 "$FS" train "$IN" device.type=cpu "data.path=$T/days/day-*.h5" \

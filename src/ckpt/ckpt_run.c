@@ -146,19 +146,67 @@ static const char *find_key(const char *text, const char *key)
     return at;
 }
 
-/* What the absence of line name (n bytes) from an identity means: the
- * default of a line written only when not the default, "(not set)" for
- * the others. */
-static const char *absent_value(const char *name, size_t n)
+/* The parameter of line name (n bytes) of an identity ("section.key"),
+ * or -1 (the data line; a name of a later freescale's identity). */
+static int line_param(const char *name, size_t n)
 {
-    static const char shared[] = "train.shared_negatives";
-    return n == sizeof shared - 1 && !strncmp(name, shared, n) ? "0" : "(not set)";
+    for (int i = 0; i < P_COUNT; i++) {
+        const size_t sl = strlen(param_defs[i].section);
+        if (sl < n && !strncmp(name, param_defs[i].section, sl) && name[sl] == '.' &&
+            strlen(param_defs[i].key) == n - sl - 1 &&
+            !strncmp(name + sl + 1, param_defs[i].key, n - sl - 1))
+            return i;
+    }
+    return -1;
 }
 
-/* The lines of there that differ from here's ("name: A there, B here"),
- * then those only here ("name: (not set) there, B here"), into buf; with
- * both, only the names on both sides or with a default when absent
- * (absent_value) ("" when none differs). */
+/* What the absence of line name (n bytes) from an identity means: its
+ * parameter's default (a line is written only when not the default, or
+ * was added to the identity later, when a checkpoint without it trained
+ * with the default) as text; "(not set)" for a name that is no parameter
+ * of this build. */
+static const char *absent_value(const char *name, size_t n)
+{
+    const int i = line_param(name, n);
+    if (i < 0)
+        return "(not set)";
+    return param_defs[i].def[0] ? param_defs[i].def : "(not set)";
+}
+
+/* Whether value v (vl bytes) of line name is what its absence means: its
+ * parameter's default, compared as the parameter's type (a switch's on/1,
+ * a number's value, a word's text). */
+static int means_absent(const char *name, size_t n, const char *v, size_t vl)
+{
+    const int i = line_param(name, n);
+    if (i < 0)
+        return 0;
+    const struct param_def *d = &param_defs[i];
+    char text[PARAM_STR_MAX], *end;
+    snprintf(text, sizeof text, "%.*s", (int)vl, v);
+    switch (d->type) {
+    case PT_BOOL: {
+        const int on = !strcmp(text, "on") || !strcmp(text, "1");
+        return (on || !strcmp(text, "off") || !strcmp(text, "0")) && on == !strcmp(d->def, "on");
+    }
+    case PT_INT: {
+        const long long x = strtoll(text, &end, 10);
+        return text[0] && !*end && x == strtoll(d->def, NULL, 10);
+    }
+    case PT_FLOAT: {
+        const double x = strtod(text, &end);
+        return text[0] && !*end && x == strtod(d->def, NULL);
+    }
+    default: return !strcmp(text, d->def);
+    }
+}
+
+/* The lines only here ("name: ABSENT there, B here", ABSENT what the
+ * absence means: absent_value), then those of there that differ from
+ * here's ("name: A there, B here", or "A there, ABSENT here"), into buf;
+ * a line on one side only whose value is what its absence means
+ * (means_absent) does not differ. With both, "" when none differs;
+ * without, "another run identity" then. */
 static void differences(const char *there, const char *here, int both, char *buf, size_t len)
 {
     size_t n = 0;
@@ -167,14 +215,16 @@ static void differences(const char *there, const char *here, int both, char *buf
     for (char *line = strtok_r(mine_copy, "\n", &msave); line;
          line = strtok_r(NULL, "\n", &msave)) {
         const char *eq = strstr(line, " = ");
-        char key[128];
-        if (!eq || (both && !strcmp(absent_value(line, (size_t)(eq - line)), "(not set)")))
+        if (!eq)
             continue;
-        snprintf(key, sizeof key, "%.*s = ", (int)(eq - line), line);
-        if (!find_key(there, key) && n < len)
-            n += (size_t)snprintf(buf + n, len - n, "%s%.*s: %s there, %s here",
-                                  n ? "; " : "", (int)(eq - line), line,
-                                  absent_value(line, (size_t)(eq - line)), eq + 3);
+        const size_t nl = (size_t)(eq - line);
+        char key[128];
+        snprintf(key, sizeof key, "%.*s = ", (int)nl, line);
+        if (find_key(there, key) || means_absent(line, nl, eq + 3, strlen(eq + 3)))
+            continue;
+        if (n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%.*s: %s there, %s here", n ? "; " : "",
+                                  (int)nl, line, absent_value(line, nl), eq + 3);
     }
     free(mine_copy);
     char *copy = xstrdup(there), *save = NULL;
@@ -182,17 +232,18 @@ static void differences(const char *there, const char *here, int both, char *buf
         const char *eq = strstr(line, " = ");
         if (!eq)
             continue;
+        const size_t nl = (size_t)(eq - line);
         char key[128];
-        snprintf(key, sizeof key, "%.*s = ", (int)(eq - line), line);
+        snprintf(key, sizeof key, "%.*s = ", (int)nl, line);
         const char *mine = find_key(here, key);
-        const char *v = mine ? mine + strlen(key) : absent_value(line, (size_t)(eq - line));
+        const char *v = mine ? mine + strlen(key) : absent_value(line, nl);
         const size_t vl = mine ? strcspn(v, "\n") : strlen(v);
-        if ((mine && strlen(eq + 3) == vl && !strncmp(eq + 3, v, vl)) ||
-            (both && !mine && !strcmp(v, "(not set)")))
+        if (mine ? strlen(eq + 3) == vl && !strncmp(eq + 3, v, vl)
+                 : means_absent(line, nl, eq + 3, strlen(eq + 3)))
             continue;
         if (n < len)
             n += (size_t)snprintf(buf + n, len - n, "%s%.*s: %s there, %.*s here",
-                                  n ? "; " : "", (int)(eq - line), line, eq + 3, (int)vl, v);
+                                  n ? "; " : "", (int)nl, line, eq + 3, (int)vl, v);
     }
     free(copy);
     if (!buf[0] && !both)
@@ -565,10 +616,10 @@ int ckpt_run_check_resume(const char *path, const struct ckpt_run *run, char *er
     if (!id.run_id[0] || !strcmp(id.run_id, run->id))
         return 0; /* written before checkpoints recorded their run, or this run's */
     /* a name on one side only (a dynamic table's, the stream's, one added
-     * to the identity since) is not refused here: checkpoint_read refuses
-     * a table of another kind by name; nor the dataset (its first line): a
-     * checkpoint named explicitly may continue on other events of the same
-     * items (checkpoint_compatible checks their number) */
+     * to the identity since) is taken only where its value is what its
+     * absence means (its default); the dataset (the first line) is not
+     * compared: a checkpoint named explicitly may continue on other events
+     * of the same items (checkpoint_compatible checks their number) */
     differences(skip_data(id.run_params), skip_data(run->params), 1, diff, sizeof diff);
     if (!diff[0])
         return 0;

@@ -86,12 +86,15 @@ void ckpt_run_unmake(const char *dir, const char *top);
 /* Rank 0, at start, train.resume = PATH (verified): the checkpoint's run
  * identity (its run_id and run_params attributes) must be this run's, as
  * train.resume = auto requires: a parameter of the identity on both sides
- * with another value is refused. Taken: another dataset (other events of
- * the same items: checkpoint_compatible checks their number), a name on
- * one side only (a dynamic table's line, which checkpoint_read refuses by
- * name, the stream's, one added to the identity since), and a checkpoint
- * written before checkpoints recorded their run. 0, or -1 with err naming
- * path and what differs. */
+ * with another value is refused, and so is a name on one side only (a
+ * dynamic table's line, the stream's, one added to the identity since, one
+ * this build does not know) unless its value is what its absence means
+ * (its parameter's default: a line written only when not the default, or
+ * a checkpoint written before the line, which trained with the default).
+ * Taken: another dataset (other events of the same items:
+ * checkpoint_compatible checks their number), and a checkpoint written
+ * before checkpoints recorded their run. 0, or -1 with err naming path and
+ * what differs. */
 int ckpt_run_check_resume(const char *path, const struct ckpt_run *run, char *err, size_t len);
 
 /* Rank 0, at start, after ckpt_run_check: the checkpoint train.resume =
