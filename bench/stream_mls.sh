@@ -89,7 +89,7 @@ for seed in $SEEDS; do
         "$W/m$seed.jsonl" > "$W/w$seed"
     sed -n '/"event":"window"/{s/.*"recency":\([0-9.e+-]*\).*/\1/p;t;s/.*/-/p;}' "$W/m$seed.jsonl" |
         paste -d' ' "$W/w$seed" - > "$W/x$seed" && mv "$W/x$seed" "$W/w$seed"
-    grep -o 'model[.a-z_]* = auto:.*chosen [0-9.e+-]*' "$W/log$seed" | sed 's/:.* chosen/: chosen/' |
+    grep -o 'model[.a-z_]* = auto:.*chosen [0-9.e+,-]*' "$W/log$seed" | sed 's/:.* chosen/: chosen/' |
         tr '\n' ' ' | sed "s/^/seed $seed: /; s/ \$/\n/"
     awk -v seed="$seed" '$4 != "-" { n[$4 == 0 ? "off" : $4]++ } END { s = ""
         for (h in n) s = s sprintf(" %s x%d", h, n[h]); if (s != "")

@@ -293,7 +293,8 @@ static void write_file(const char *path, const struct yopts *o, const struct cat
         fatal("%s", err);
     dataset_writer_guard(w, 1); /* no partial file left by a signal */
     int kt, ko, kr, kl, kp = -1;
-    if ((kt = dataset_writer_event_feature(w, "event_type", 0, Y_NTYPES + 1, err, sizeof err)) < 0 ||
+    kt = dataset_writer_event_feature(w, "event_type", 0, Y_NTYPES + 1, err, sizeof err);
+    if (kt < 0 ||
         (ko = dataset_writer_event_feature(w, "is_organic", 0, 3, err, sizeof err)) < 0 ||
         (kr = dataset_writer_event_feature(w, "played_ratio_pct", 1, 0, err, sizeof err)) < 0 ||
         (kl = dataset_writer_event_feature(w, "track_length_seconds", 1, 0, err, sizeof err)) <
