@@ -15,8 +15,9 @@
 #   - a file delivered late (its events before windows already trained)
 #     refused on resume;
 #   - train.follow: a day file moved into place while the run waits is
-#     trained, the run ends by train.follow_timeout, resumes with the next
-#     window, and its windows are those of a run over every file;
+#     trained, the run ends at data.stream_end, resumes with the next
+#     window and ends by train.follow_timeout (naming the window left), and
+#     its windows are those of a run over every file;
 #   - a signal (SIGUSR1 to mpirun) while following: exit 75, the checkpoint kept;
 #   - model.bias over day files with new items: P = 1 = P = 2 (1e-6), and
 #     stopped over three files, resumed over five = uninterrupted;
@@ -91,39 +92,44 @@ expect_error "a file delivered late" "$FS" train "$IN" $S data.window=1d data.st
 
 # train.follow: days 0 .. 2 there, day 3 moved into place after a delay
 # (written beside it, then renamed) once the run has trained window 1 (the
-# last that days 0 .. 2 complete), the run ended by train.follow_timeout
-# (exit 0) after window 2 (day 3's file completes it); day 4 added and the
-# run resumed with train.follow: window 3, then the timeout again. The
-# windows = a run over every file from the start (P = 2). The timeouts end
-# the runs; 3 s is a guard for a look every 0.25 s after the move (and a
-# wait of at most 300 s for the run to reach window 1), never an assertion
-# on time.
+# last that days 0 .. 2 complete); the run ends at data.stream_end after
+# window 2 (day 3's file completes it), whatever the delay. Day 4 added and
+# the run resumed with train.follow (no data.stream_end): window 3, then
+# train.follow_timeout ends it (nothing more comes: a healthy end whatever
+# the load; the line names the window left untrained). The windows = a run
+# over every file from the start (P = 2). A timeout that must not fire
+# before a file arrives is a hang guard (120 s; 3 s failed once on a loaded
+# machine), never an assertion on time.
 F="data.window=1d data.stream_start=2020-01-01"
 mkdir "$T/W" && cp "$T/D/day-0000.h5" "$T/D/day-0001.h5" "$T/D/day-0002.h5" "$T/W/"
 (i=0; while ! grep -q "^window 1 " "$T/follow.out" 2>/dev/null && [ $i -lt 600 ]; do
     sleep 0.5; i=$((i + 1)); done
  cp "$T/D/day-0003.h5" "$T/W/.day-0003.h5.tmp" && mv "$T/W/.day-0003.h5.tmp" "$T/W/day-0003.h5") &
-run follow 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=3 "output.checkpoint_dir=$T/fck"
+run follow 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=120 data.stream_end=2020-01-04 \
+    "output.checkpoint_dir=$T/fck"
 wait
-grep -q "day-0003.h5 added after" "$T/follow.out" && grep -q "no new file for .* (train.follow_timeout): ending after window 2" "$T/follow.out" &&
-    pass "train.follow picked up day 3 and ended by its timeout" || fail "train.follow: $(grep -E 'follow|^window' "$T/follow.out")"
-# ... and said that day 3's window is left: its end is not known yet
-grep -q "ending after window 2; window 3 \[2020-01-04 00:00, +1d) is not trained: .*day-0003.h5 has events in it" "$T/follow.out" &&
-    pass "the timeout's line names the window left untrained" || fail "untrained window: $(grep 'no new file' "$T/follow.out")"
+grep -q "day-0003.h5 added after" "$T/follow.out" && grep -q "^window 2 " "$T/follow.out" &&
+    ! grep -q "^window 3 \|no new file for" "$T/follow.out" &&
+    pass "train.follow picked up day 3, trained window 2 and ended at data.stream_end" ||
+    fail "train.follow: $(grep -E 'follow|^window' "$T/follow.out")"
 cp "$T/D/day-0004.h5" "$T/W/"
 run follow2 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=0.5 "output.checkpoint_dir=$T/fck" train.resume=auto
+# ... ended by the timeout, saying that day 4's window is left: its end is not known yet
+grep -q "no new file for .* (train.follow_timeout): ending after window 3; window 4 \[2020-01-05 00:00, +1d) is not trained: .*day-0004.h5 has events in it" "$T/follow2.out" &&
+    pass "train.follow_timeout ended the resumed run, naming the window left untrained" ||
+    fail "untrained window: $(grep -E 'follow|^window' "$T/follow2.out")"
 # resumed with nothing new: no window trained, said so (not "windows 4 .. 3")
 run follow3 2 "$T/W/day-*.h5" $F train.follow=on train.follow_timeout=0.5 "output.checkpoint_dir=$T/fck" train.resume=auto
 grep -q "^stream: no window trained (resumed after window 3)" "$T/follow3.out" &&
     pass "a resumed follower that trains nothing says so" || fail "follow3: $(grep '^stream' "$T/follow3.out")"
 # a follower started before the first day waits for it (and the second,
-# which completes window 0), under train.follow_timeout; none at all: the
-# timeout ends it with an error (a hang guard of 300 s, never a time asserted)
+# which completes window 0), ending at data.stream_end after window 0 (a
+# hang guard of 120 s); none at all: the timeout ends it with an error
 mkdir "$T/W3" "$T/W4"
 (i=0; while ! grep -q "waiting for the first one" "$T/first.out" 2>/dev/null && [ $i -lt 600 ]; do
     sleep 0.5; i=$((i + 1)); done
  for d in 0000 0001; do cp "$T/D/day-$d.h5" "$T/W3/.day-$d.h5.tmp" && mv "$T/W3/.day-$d.h5.tmp" "$T/W3/day-$d.h5"; done) &
-run first 2 "$T/W3/day-*.h5" $F train.follow=on train.follow_timeout=3
+run first 2 "$T/W3/day-*.h5" $F train.follow=on train.follow_timeout=120 data.stream_end=2020-01-02
 wait
 grep -q "train.follow: .*day-0000.h5 arrived after" "$T/first.out" && grep -q "^window 0 " "$T/first.out" &&
     pass "a follower started before the first file trains it" || fail "first: $(grep -E 'follow|^window' "$T/first.out")"
