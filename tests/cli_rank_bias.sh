@@ -24,8 +24,9 @@
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
 #     each value's loss, the choices of the item and the user rows' priors,
-#     the chosen fit's rows), the same losses at P = 1 and 2 and given by
-#     hand ("I,U"), the choices in the summary line; refused without
+#     the chosen fit's rows), the same losses at P = 1 and 3 and given by
+#     hand ("I,U"), the searches' log lines the same at P = 1 and 3 (the
+#     fits shared among the ranks), the choices in the summary line; refused without
 #     validation events or with a prior not a number, naming the file;
 #   - debug.terms_only (the logits without the head's output, the
 #     ablation of doc/quality.md): the losses and test metrics do not
@@ -197,9 +198,9 @@ sys.exit(0 if worst <= 1e-4 else 1)
 EOF
 # model.bias_prior = auto and model.recency = auto (the grids searched on the
 # validation events): NumPy's search chooses the same, the same losses and
-# rows; the same losses at P = 1 and 2. The data: item qualities, each
-# user's taste drifting slowly (an AR(1) walk) and noise, so that both
-# choices fall inside their grids (prior 16, half-life 32)
+# rows; the same losses and search lines at P = 1 and 3. The data: item
+# qualities, each user's taste drifting slowly (an AR(1) walk) and noise,
+# so that both choices fall inside their grids (prior 16, half-life 32)
 awk 'BEGIN { srand(5); print "userId,movieId,rating,timestamp"
     for (i = 1; i <= 60; i++) q[i] = rand() * 2 - 1
     for (u = 1; u <= 60; u++) { n = 20 + int(rand() * 40); d = 0
@@ -214,8 +215,15 @@ model.recency=auto model.bias_prior=auto"
 # shellcheck disable=SC2086
 run a1 1 $AU
 # shellcheck disable=SC2086
-run a2 2 $AU "output.checkpoint_dir=$T/cka"
-same_losses "$T/a1.jsonl" "$T/a2.jsonl" "model.recency = auto: P=2 vs P=1" 0 1e-6
+run a2 3 $AU "output.checkpoint_dir=$T/cka"
+same_losses "$T/a1.jsonl" "$T/a2.jsonl" "model.recency = auto: P=3 vs P=1" 0 1e-6
+# the searches' fits shared among the ranks (9 and 8 candidates a round on
+# 3 ranks): every value's loss and the choices as at P = 1, to the digit
+grep '= auto: the start-up fit' "$T/a1.out" > "$T/a1.search"
+grep '= auto: the start-up fit' "$T/a2.out" > "$T/a2.search"
+[ "$(wc -l < "$T/a1.search")" = 2 ] && cmp -s "$T/a1.search" "$T/a2.search" &&
+    pass "model.bias_prior, model.recency = auto: the searches' losses and choices at P = 3 = P = 1" ||
+    fail "the searches at P = 3 and 1: $(diff "$T/a1.search" "$T/a2.search")"
 "$PY" "$TOP_SRCDIR/tests/bias_auto_oracle.py" "$T/drift.h5" "$T/cka/ckpt-2.h5" "$T/a2.out" \
     > "$T/auto.out" 2>&1 && pass "$(tail -1 "$T/auto.out")" || fail "auto: $(cat "$T/auto.out")"
 grep -q '"bias_prior":' "$T/a2.jsonl" && grep -q '"recency":' "$T/a2.jsonl" ||

@@ -407,9 +407,14 @@ void step_bias_init(struct trainer *tr)
     float *user = xmalloc((size_t)(tc->bias_users * K) * sizeof *user);
     float *centre = bias_centres(tc) ? xmalloc((size_t)(NI * K) * sizeof *centre) : NULL;
     float A[RANK_MAX_TASKS * RANK_MAX_TASKS];
+    /* the events read once for the passes of the search's fits and of a
+     * history terms' fit (bias_values' two, recency_fit's eight) */
+    if (tc->prior_auto || tc->recency_auto || tc->recency > 0)
+        bias_events_read(tr, BIAS_EVENTS_MAX);
     bias_search(tr, item, user, centre, A, tr->bias_uscale); /* the auto settings */
     bias_fit(tr, tc->bias_prior, tc->bias_prior_user, tc->recency, item, user, centre, A,
              tr->bias_uscale);
+    bias_events_free(tr);
     if (tc->recency > 0) {
         task_ranking_set_recency(&tr->task, A);
         recency_log(tc, tr->bias_uscale, A);

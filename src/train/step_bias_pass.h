@@ -41,7 +41,10 @@ struct bias_events {
 };
 
 /* tr->bias_events: every user's events, when they take at most max_bytes
- * (else NULL: the passes read the dataset); bias_events_free drops them. */
+ * (else NULL: the passes read the dataset); bias_events_free drops them.
+ * The start-up fit and search (step_bias_init) and a window's choice
+ * (step_bias_window) keep them at most BIAS_EVENTS_MAX bytes. */
+#define BIAS_EVENTS_MAX ((int64_t)1 << 30)
 void bias_events_read(struct trainer *tr, int64_t max_bytes);
 void bias_events_free(struct trainer *tr);
 

@@ -5,8 +5,12 @@
  * item rows', then the user rows'; then the half-life), scored by its loss
  * on each user's validation events predicted after his training events
  * (train.select's task's; without one, the tasks' weighted mean); the
- * lowest wins. Every rank reads every user: the same choice on any number
- * of ranks.
+ * lowest wins. The fits of a round (a grid, or what is left of it) are
+ * shared among the ranks, each fit whole on one rank (every rank reads
+ * every user), the losses gathered: the same losses, choice and log on any
+ * number of ranks; the half-life's fits share the smoothed means (fitted
+ * once: the priors are fixed), and the events are read once
+ * (tr->bias_events, step_bias_init).
  *
  * In a stream (step_bias_window) model.recency = auto is chosen again
  * before each window on the previous one, "off" among the candidates,
@@ -128,20 +132,68 @@ static double fit_loss(struct trainer *tr, double pi, double pu, double H, int k
     return k >= 0 && !isnan(per[k]) ? per[k] : all;
 }
 
-/* What one auto search needs: the trainer, the fit's scratch arrays and the
- * log of every value scored. */
+/* The losses of n <= GRID_N candidates shared among the ranks: candidate
+ * i's fit(ctx, i) whole on rank i % P, every rank's gathered into loss[i]
+ * (each fit with the same values in the same order on whichever rank: the
+ * same losses on any P). */
+static void shared_losses(struct trainer *tr, int n, double (*fit)(void *ctx, int i), void *ctx,
+                          double *loss)
+{
+    const int P = tr->c->size, R = tr->c->rank;
+    double mine[GRID_N];
+    for (int i = 0; i < GRID_N; i++)
+        mine[i] = i < n && i % P == R ? fit(ctx, i) : 0;
+    double *all = xmalloc((size_t)P * GRID_N * sizeof *all);
+    comm_allgather_bytes(tr->c, COMM_WORLD, mine, sizeof mine, all);
+    for (int i = 0; i < n; i++)
+        loss[i] = all[(i % P) * GRID_N + i];
+    free(all);
+}
+
+/* The half-lives 2^i (i < GRID_N) with the smoothed means item, user0 and
+ * the task's centres fixed (bias_fit_values'): candidate i's user rows
+ * user0 copied into user, then bias_fit_terms and val_loss (task k's, as
+ * fit_loss's; k < 0: the tasks' mean). */
+struct halflives {
+    struct trainer *tr;
+    const float *item, *user0;
+    float *user;
+    int k;
+};
+
+static double halflife_fit(void *ctx, int i)
+{
+    struct halflives *h = ctx;
+    const struct task_conf *tc = &h->tr->conf.task;
+    float A[RANK_MAX_TASKS * RANK_MAX_TASKS], uscale[RANK_MAX_TASKS];
+    double per[RANK_MAX_TASKS];
+    memcpy(h->user, h->user0, (size_t)(tc->bias_users * tc->n) * sizeof *h->user);
+    bias_fit_terms(h->tr, pow(2.0, i), h->item, h->user, A, uscale);
+    const double all = val_loss(h->tr, h->item, h->user, A, per);
+    return h->k >= 0 && !isnan(per[h->k]) ? per[h->k] : all;
+}
+
+/* What one auto search needs: the trainer, the fit's scratch arrays, the
+ * round's candidates and the log of every value scored. */
 struct search {
     struct trainer *tr;
     const char *name;
-    float *item, *user, *centre, *A, *uscale;
+    float *item, *user, *centre, *A, *uscale, *user0;
+    double H, q[GRID_N][2]; /* the priors' round: the half-life, each candidate's priors */
     char buf[2048];
     size_t len;
 };
 
-static double score(struct search *S, double pi, double pu, double H, const char *label)
+static double prior_fit(void *ctx, int i)
 {
-    const double loss = fit_loss(S->tr, pi, pu, H, S->tr->conf.task.select, S->item, S->user,
-                                 S->centre, S->A, S->uscale);
+    struct search *S = ctx;
+    return fit_loss(S->tr, S->q[i][0], S->q[i][1], S->H, S->tr->conf.task.select, S->item,
+                    S->user, S->centre, S->A, S->uscale);
+}
+
+/* A loss scored, logged as "label loss" (refused when no labels scored). */
+static void record(struct search *S, const char *label, double loss)
+{
     if (loss < 0)
         fatal("%s = auto: data.split = %s leaves no validation labels to choose on (give "
               "it a number, or a split with validation events)", S->name,
@@ -149,7 +201,30 @@ static double score(struct search *S, double pi, double pu, double H, const char
     if (S->len + 48 < sizeof S->buf)
         S->len += (size_t)snprintf(S->buf + S->len, sizeof S->buf - S->len, "%s%s %.5f",
                                    S->len ? ", " : "", label, loss);
-    return loss;
+}
+
+/* The priors' round of n candidates (S->q), shared among the ranks, logged
+ * in order; the first lowest of them below *best moves *best and pr[c]
+ * (c = 2: both, pr[0] = pr[1]) to it. */
+static void prior_round(struct search *S, int n, int c, double *best, double pr[2])
+{
+    double loss[GRID_N];
+    char label[64];
+    shared_losses(S->tr, n, prior_fit, S, loss);
+    for (int i = 0; i < n; i++) {
+        if (c == 2)
+            snprintf(label, sizeof label, "%g", S->q[i][0]);
+        else
+            snprintf(label, sizeof label, "%g,%g", S->q[i][0], S->q[i][1]);
+        record(S, label, loss[i]);
+        if (*best < 0 || loss[i] < *best) {
+            *best = loss[i];
+            if (c == 2)
+                pr[0] = pr[1] = S->q[i][0];
+            else
+                pr[c] = S->q[i][c];
+        }
+    }
 }
 
 /* The priors' search: both rows' prior on the grid, then the item rows'
@@ -159,47 +234,42 @@ static double score(struct search *S, double pi, double pu, double H, const char
 static void choose_prior(struct search *S, double H, double pr[2])
 {
     double best = -1;
-    char label[64];
-    for (int i = 0; i < GRID_N; i++) {
-        const double v = 0.5 * pow(2.0, i);
-        snprintf(label, sizeof label, "%g", v);
-        const double loss = score(S, v, v, H, label);
-        if (best < 0 || loss < best) {
-            best = loss;
-            pr[0] = pr[1] = v;
-        }
-    }
+    S->H = H;
+    for (int i = 0; i < GRID_N; i++)
+        S->q[i][0] = S->q[i][1] = 0.5 * pow(2.0, i);
+    prior_round(S, GRID_N, 2, &best, pr);
     for (int c = 0; c < 2; c++) {
-        const double at = pr[c];
+        int n = 0;
         for (int i = 0; i < GRID_N; i++) {
-            double q[2] = {pr[0], pr[1]};
-            q[c] = 0.5 * pow(2.0, i);
-            if (q[c] == at)
+            const double v = 0.5 * pow(2.0, i);
+            if (v == pr[c])
                 continue;
-            snprintf(label, sizeof label, "%g,%g", q[0], q[1]);
-            const double loss = score(S, q[0], q[1], H, label);
-            if (loss < best) {
-                best = loss;
-                pr[c] = q[c];
-            }
+            S->q[n][0] = pr[0];
+            S->q[n][1] = pr[1];
+            S->q[n++][c] = v;
         }
+        prior_round(S, n, c, &best, pr);
     }
 }
 
 /* model.recency's search: the half-life 1 .. 256 doubling, the priors
- * fixed. */
+ * fixed (their smoothed means fitted once). */
 static double choose_recency(struct search *S)
 {
-    const struct task_conf *tc = &S->tr->conf.task;
-    double best = -1, at = 0;
+    struct trainer *tr = S->tr;
+    const struct task_conf *tc = &tr->conf.task;
+    double best = -1, at = 0, loss[GRID_N];
     char label[64];
+    bias_fit_values(tr, tc->bias_prior, tc->bias_prior_user, S->item, S->user0, S->centre);
+    struct halflives h = {.tr = tr, .item = S->item, .user0 = S->user0, .user = S->user,
+                          .k = tc->select};
+    shared_losses(tr, GRID_N, halflife_fit, &h, loss);
     for (int i = 0; i < GRID_N; i++) {
-        const double v = pow(2.0, i);
-        snprintf(label, sizeof label, "%g", v);
-        const double loss = score(S, tc->bias_prior, tc->bias_prior_user, v, label);
-        if (best < 0 || loss < best) {
-            best = loss;
-            at = v;
+        snprintf(label, sizeof label, "%g", pow(2.0, i));
+        record(S, label, loss[i]);
+        if (best < 0 || loss[i] < best) {
+            best = loss[i];
+            at = pow(2.0, i);
         }
     }
     return at;
@@ -211,6 +281,8 @@ void bias_search(struct trainer *tr, float *item, float *user, float *centre, fl
     struct task_conf *tc = &tr->conf.task;
     struct search S = {.tr = tr, .item = item, .user = user, .centre = centre, .A = A,
                        .uscale = uscale};
+    if (tc->recency_auto)
+        S.user0 = xmalloc((size_t)(tc->bias_users * tc->n) * sizeof *S.user0);
     char what[160] = "NE, or MSE / variance, weighted over the tasks";
     if (tc->select >= 0)
         snprintf(what, sizeof what, "train.select's task %s: %s", tc->t[tc->select].name,
@@ -233,35 +305,7 @@ void bias_search(struct trainer *tr, float *item, float *user, float *centre, fl
         log_info("model.recency = auto: the start-up fit's validation loss (%s) by value: %s; "
                  "chosen %g", what, S.buf, tc->recency);
     }
-}
-
-#define WINDOW_EVENTS_MAX ((int64_t)1 << 30) /* bytes: the events kept in memory for a choice */
-
-/* step_bias_window's candidates on this rank (rank r fits the half-lives
- * 2^i with i % P = r, on the shared smoothed means item, user0 and the
- * task's centres), every rank's losses gathered: loss[i] the fit at 2^i's
- * on the validation events, as fit_loss's (each fit on one rank with the
- * same values in the same order: the same losses on any P). */
-static void window_losses(struct trainer *tr, const float *item, const float *user0,
-                          float *user, double *loss)
-{
-    const struct task_conf *tc = &tr->conf.task;
-    const int K = tc->n, P = tr->c->size, R = tr->c->rank;
-    float A[RANK_MAX_TASKS * RANK_MAX_TASKS], uscale[RANK_MAX_TASKS];
-    double mine[GRID_N], per[RANK_MAX_TASKS];
-    for (int i = 0; i < GRID_N; i++) {
-        mine[i] = 0;
-        if (i % P != R)
-            continue;
-        memcpy(user, user0, (size_t)(tc->bias_users * K) * sizeof *user);
-        bias_fit_terms(tr, pow(2.0, i), item, user, A, uscale);
-        mine[i] = val_loss(tr, item, user, A, per);
-    }
-    double *all = xmalloc((size_t)P * GRID_N * sizeof *all);
-    comm_allgather_bytes(tr->c, COMM_WORLD, mine, sizeof mine, all);
-    for (int i = 0; i < GRID_N; i++)
-        loss[i] = all[(i % P) * GRID_N + i];
-    free(all);
+    free(S.user0);
 }
 
 double step_bias_window(struct trainer *tr, const struct bias_values *from,
@@ -284,7 +328,7 @@ double step_bias_window(struct trainer *tr, const struct bias_values *from,
     float A[RANK_MAX_TASKS * RANK_MAX_TASKS], uscale[RANK_MAX_TASKS];
     double per[RANK_MAX_TASKS], loss[GRID_N], best = -1, at = -1;
     const struct rsplit keep = tr->rsplit;
-    bias_events_read(tr, WINDOW_EVENTS_MAX); /* the passes below read them once */
+    bias_events_read(tr, BIAS_EVENTS_MAX); /* the passes below read them once */
     tr->rsplit = *prev; /* fitted before the previous window, scored on its events */
     /* the smoothed means are every candidate's (the priors are fixed): once; "off" scored on
      * every rank, then the half-lives 1 .. 256 shared among the ranks */
@@ -293,7 +337,8 @@ double step_bias_window(struct trainer *tr, const struct bias_values *from,
     if (off >= 0) { /* else no labels in the previous window: the choice stays */
         best = off;
         at = 0;
-        window_losses(tr, item, user0, user, loss);
+        struct halflives h = {.tr = tr, .item = item, .user0 = user0, .user = user, .k = -1};
+        shared_losses(tr, GRID_N, halflife_fit, &h, loss);
         for (int i = 0; i < GRID_N; i++)
             if (loss[i] < best) {
                 best = loss[i];
