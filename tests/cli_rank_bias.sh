@@ -19,8 +19,11 @@
 #     rate): given as train.lr the run without it (bit for bit), Adam's
 #     first step of M at that rate against the head's at train.lr, P = 1
 #     against P = 2; auto: the same choice at P = 1 and 2, the run with
-#     the choice given by hand the same (bit for bit), resumed: the stored
-#     choice reused without a search, the losses the uninterrupted run's;
+#     the choice given by hand the same (bit for bit; with model.recency
+#     and model.bias_prior = auto, whose search the candidates make once
+#     for the run: the same lines and losses as the run searching alone),
+#     resumed: the stored choice reused without a search, the losses the
+#     uninterrupted run's;
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
 #     each value's loss, the choices of the item and the user rows' priors,
@@ -334,28 +337,35 @@ assert abs(b / 1e-3 - 1) < 1e-3 and abs(m / b / 50 - 1) < 1e-3, (m, b)
 print("the first step moves M by %.4g, %s by %.4g" % (m, last, b))
 EOF
 # model.factors_lr = auto: the same choice at P = 1 and 2, and the run with
-# the chosen rate given by hand is the auto run (bit for bit)
+# the chosen rate given by hand is the auto run (bit for bit); with
+# model.recency and model.bias_prior = auto, whose start-up search the
+# first candidate makes for the others and the run: the run that searches
+# alone (the rate given) says the same search and trains alike
+FA="$F model.recency=auto model.bias_prior=auto"
 # shellcheck disable=SC2086
-run fa1 1 $F model.factors_lr=auto "output.checkpoint_dir=$T/ckfa" train.checkpoint_every=4
+run fa1 1 $FA model.factors_lr=auto "output.checkpoint_dir=$T/ckfa" train.checkpoint_every=4
 # shellcheck disable=SC2086
-run fa2 2 $F model.factors_lr=auto
+run fa2 2 $FA model.factors_lr=auto
 chosen() { sed -n 's/.*model.factors_lr = auto: chosen \([^ ]*\) .*/\1/p' "$T/$1.out"; }
 flr=$(chosen fa1)
 [ -n "$flr" ] && [ "$flr" = "$(chosen fa2)" ] && [ "$(grep -c "model.factors_lr = auto: candidate" "$T/fa1.out")" = 4 ] &&
     pass "model.factors_lr = auto: 4 candidates, $flr chosen at P = 1 and 2" ||
     fail "model.factors_lr = auto: chosen '$flr' at P = 1, '$(chosen fa2)' at P = 2"
 # shellcheck disable=SC2086
-run fah 1 $F "model.factors_lr=$flr"
+run fah 1 $FA "model.factors_lr=$flr"
 same_losses "$T/fa1.jsonl" "$T/fa2.jsonl" "model.factors_lr = auto: P=2 vs P=1" 0 1e-6
 same_losses "$T/fa1.jsonl" "$T/fah.jsonl" "model.factors_lr = auto: the run with its choice given" 0 0
 same_test "$T/fa1.jsonl" "$T/fah.jsonl" "model.factors_lr = auto: the run with its choice given"
+grep "^model.bias_prior = auto:\|^model.recency = auto:" "$T/fa1.out" > "$T/fa1.search"
+grep "^model.bias_prior = auto:\|^model.recency = auto:" "$T/fah.out" > "$T/fah.search"
+[ "$(wc -l < "$T/fa1.search")" = 2 ] && cmp -s "$T/fa1.search" "$T/fah.search" &&
+    pass "model.factors_lr = auto: the candidates' start-up search said once, as the run alone says it" ||
+    fail "model.factors_lr = auto: the search's lines: $(diff "$T/fa1.search" "$T/fah.search" | head -4)"
 # resumed (from its step 4): the stored choice reused, no candidate run again
 # shellcheck disable=SC2086
-run far 1 $F model.factors_lr=auto "train.resume=$T/ckfa/ckpt-4.h5"
-grep -q "model.factors_lr = auto: candidate" "$T/far.out" && fail "the resumed run searched model.factors_lr again"
-grep -q "^model.factors_lr = auto: resumed from $T/ckfa/ckpt-4.h5: the choice it trained with, not searched again: $flr\$" "$T/far.out" &&
-    pass "model.factors_lr = auto resumed: the stored $flr reused" ||
-    fail "model.factors_lr = auto resumed: $(grep '^model.factors_lr' "$T/far.out")"
+run far 1 $FA model.factors_lr=auto "train.resume=$T/ckfa/ckpt-4.h5"
+resumed_no_search "$T/far.out" "model.factors_lr = auto" "model.factors_lr = auto: candidate" \
+    "model.factors_lr = auto: resumed from $T/ckfa/ckpt-4.h5: the choice it trained with, not searched again: $flr"
 same_losses "$T/fa1.jsonl" "$T/far.jsonl" "model.factors_lr = auto: resumed after step 4 vs uninterrupted" 4 1e-6
 expect_error "model.factors_lr = 1e-2 needs model.factors > 0" \
     "$FS" train "$IN" $R model.factors_lr=1e-2 train.max_steps=1

@@ -56,6 +56,13 @@ SUBST=(
     "--ranks 256,4096"                  "--ranks 16,64"
     "calibrate input/mls-hstu.in"       "calibrate input/mls-hstu.in --points 3 --reps 1 --min-ms 5"
     "train.batch_size=256 train.max_steps=4" "train.batch_size=32 train.max_steps=2"
+    # dlrmv4.md's exchange measured at d 512 for plan (--exchange): at d 64
+    # on the small stream (the same rows a token; d 512's layers cost ~60%
+    # of this test's time)
+    "model.dim=512 model.heads=4"       "model.dim=64 model.heads=4"
+    # the yearly streams (quality.md, training.md) over the 23 years: their
+    # first 5 windows
+    "data.window=365d data.stream_start=1996-01-01" "data.window=365d data.stream_start=1996-01-01 data.stream_end=2001-01-01"
     # score's "the dataset has moved": the same dataset under another name
     "data.path=other.h5"                "data.path=mls-rank.h5"
     # two stream runs' metrics to compare: the doc's stream run, twice

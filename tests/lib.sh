@@ -171,6 +171,16 @@ same_evals() {
     else fail "$3: metrics differ by $worst"; fi
 }
 
+# resumed_no_search OUT WHAT CANDIDATE LINE: a run resumed with an auto
+# choice (train.tune, model.factors_lr = auto; cmd/train_tune.c), its
+# output OUT, ran no candidate (no line with CANDIDATE) and said LINE (the
+# whole line) of the stored choice it reuses
+resumed_no_search() {
+    if grep -qF "$3" "$1"; then fail "$2 resumed: it searched again"
+    elif grep -qxF "$4" "$1"; then pass "$2 resumed: the stored choice reused (${4##*: })"
+    else fail "$2 resumed: $(grep -F "$2:" "$1" | head -3)"; fi
+}
+
 # run NAME NP ARGS...: `freescale train $IN $COMMON ARGS` on NP ranks (the
 # caller sets IN and COMMON), metrics in $T/NAME.jsonl, output in
 # $T/NAME.out; a failed run is a failure. identical NAME A B: the

@@ -80,11 +80,45 @@ static _Atomic int g_mute; /* log_mute: read by any thread that logs */
 
 void log_mute(int on) { g_mute = on; }
 
+static struct {
+    char *buf;
+    size_t len, used;
+} g_keep; /* log_keep */
+
+void log_keep(char *buf, size_t len)
+{
+    g_keep.buf = buf;
+    g_keep.len = len;
+    g_keep.used = 0;
+    if (buf && len)
+        buf[0] = 0;
+}
+
+/* Keep one line (log_keep), if it fits with its newline. */
+static void keep_add(const char *fmt, va_list ap)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    const size_t room = g_keep.len - g_keep.used;
+    const int n = vsnprintf(g_keep.buf + g_keep.used, room, fmt, aq);
+    va_end(aq);
+    if (n >= 0 && (size_t)n + 1 < room) {
+        g_keep.used += (size_t)n;
+        g_keep.buf[g_keep.used++] = '\n';
+    }
+    g_keep.buf[g_keep.used] = 0;
+}
+
 void log_info(const char *fmt, ...)
 {
+    va_list ap;
+    if (g_rank == 0 && g_keep.buf) {
+        va_start(ap, fmt);
+        keep_add(fmt, ap);
+        va_end(ap);
+    }
     if (g_rank != 0 || g_mute)
         return;
-    va_list ap;
     va_start(ap, fmt);
     if (!g_held.on || held_add(fmt, ap) != 0) {
         vfprintf(stdout, fmt, ap);

@@ -48,6 +48,11 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * train.tune's candidates, each a trainer of its own, say only their
  * result, not the set-up the run says once. */
 void log_mute(int on);
+/* From log_keep(buf, len) to log_keep(NULL, 0), log_info's lines (rank
+ * 0's, muted or not) are also kept in buf, each ended by a newline, while
+ * they fit: a choice that a later trainer takes says what its making said
+ * (struct bias_choice, train/train.h). */
+void log_keep(char *buf, size_t len);
 /* From log_dedupe(1) to log_dedupe(0), a warning this thread printed in
  * that span is not printed again (train.tune's trainers and the run's,
  * opened from the same parameters, warn alike: once). */

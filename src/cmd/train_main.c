@@ -336,12 +336,16 @@ int train_main(int argc, char **argv)
     banner_start(&c, &p, &argc, &argv, file, noverrides, overrides);
     free(overrides); /* applied (params_override copies the values) */
     log_dedupe(1); /* train.tune's trainers and this one warn alike: once */
-    train_tune(&c, &p); /* train.tune: the rates and dropout chosen on validation */
-    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
+    struct bias_choice *bc = xmalloc(sizeof *bc);
+    train_tune(&c, &p, bc); /* train.tune: the rates and dropout chosen on validation */
+    struct trainer tr = {.c = &c, .p = &p, .best_val = -1, .best_epoch = -1, .val_epoch = -1,
+                         .bias_choice = bc};
     trainer_open(&tr); /* a bad parameter or dataset: the first thing on the screen */
     train_ckpt_check_dir(&tr); /* and a checkpoint directory of another run */
     banner_show(&c, &p);
     trainer_build(&tr);
+    tr.bias_choice = NULL;
+    free(bc);
     log_dedupe(0);
     if (tr.conf.stream.on) { /* train.schedule = stream: the windows' loop */
         const int rc = train_stream_run(&tr);

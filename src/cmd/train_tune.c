@@ -13,6 +13,12 @@
  * of equals. No checkpoint, no metrics file, no test. The candidates say
  * only their result (log_mute): the run says its set-up once.
  *
+ * The start-up choice of model.bias_prior = auto and model.recency = auto
+ * (train/step_bias_search.c: the data's, not the rates') is made once, by
+ * the first candidate, and taken by the others and the run (struct
+ * bias_choice). model.factors_lr = auto's candidates (train.lr x 1, 3, 10,
+ * 30) are runs alike, after train.tune's choice.
+ *
  * A resumed run (train.resume = PATH, or auto with a checkpoint of this run
  * in output.checkpoint_dir) does not search again: its checkpoint's stored
  * parameters hold the rates and dropout its first start chose, which it
@@ -62,9 +68,11 @@ static void scale_rates(struct params *p, const struct params *base, double f)
 }
 
 /* One candidate's run: the rates x f, dropout d; returns its best
- * validation score (eval_select), *epoch its epoch. */
+ * validation score (eval_select), *epoch its epoch, logged after label
+ * (NULL: train.tune's, the factor and the dropout). */
 static double candidate(struct comm *c, const struct params *base, double f, double d,
-                        int64_t *epoch, char *name, size_t nlen)
+                        const char *label, struct bias_choice *bc, int64_t *epoch, char *name,
+                        size_t nlen)
 {
     struct params *p = xmalloc(sizeof *p);
     *p = *base;
@@ -80,7 +88,8 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
     if (params_i64(base, P_train_tune_epochs) > 0 &&
         params_i64(base, P_train_tune_epochs) < params_i64(base, P_train_epochs))
         set(p, "train", "epochs", (double)params_i64(base, P_train_tune_epochs));
-    struct trainer tr = {.c = c, .p = p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
+    struct trainer tr = {.c = c, .p = p, .best_val = -1, .best_epoch = -1, .val_epoch = -1,
+                         .bias_choice = bc};
     log_mute(1); /* its set-up: the run's, said once by the run */
     trainer_open(&tr);
     trainer_build(&tr);
@@ -121,9 +130,12 @@ static double candidate(struct comm *c, const struct params *base, double f, dou
     const double best = tr.best_val;
     *epoch = tr.best_epoch;
     snprintf(name, nlen, "%s", eval_select_name(&ev));
+    char said[80];
+    if (!label)
+        snprintf(said, sizeof said, "train.tune: rates x %.3g, dropout %g", f, d);
     if (best >= 0)
-        log_info("train.tune: rates x %.3g, dropout %g: best validation %s %.4f at epoch %lld",
-                 f, d, name, eval_select_value(&ev, best), (long long)*epoch);
+        log_info("%s: best validation %s %.4f at epoch %lld", label ? label : said, name,
+                 eval_select_value(&ev, best), (long long)*epoch);
     trainer_free(&tr);
     free(p);
     return best;
@@ -142,6 +154,7 @@ struct choice {
     const char *flag, *flag_off;
     const char *const *keys;
     size_t n;
+    void (*say)(const struct params *p, char *buf, size_t len); /* the choice taken, in words */
 };
 
 struct resumed {
@@ -194,11 +207,10 @@ static int find_resumed(const struct trainer *tr, const struct choice *ch, struc
 }
 
 /* The directory's refusals first, then for a resumed run its checkpoint's
- * choice set in p (every rank): 1 (its checkpoint's path in path), or 0
- * when the run starts afresh (the search follows). A trainer of its own
- * opened (not built) from p. */
-static int resumed_choice(struct comm *c, struct params *p, const struct choice *ch,
-                          char *path, size_t plen)
+ * choice set in p (every rank) and said: 1, or 0 when the run starts
+ * afresh (the search follows). A trainer of its own opened (not built)
+ * from p. */
+static int resumed_choice(struct comm *c, struct params *p, const struct choice *ch)
 {
     struct trainer tr = {.c = c, .p = p, .best_val = -1, .best_epoch = -1, .val_epoch = -1};
     struct resumed *r = xcalloc(1, sizeof *r);
@@ -217,30 +229,42 @@ static int resumed_choice(struct comm *c, struct params *p, const struct choice 
         bad = params_override(p, r->line[i], origin, err, sizeof err) != 0;
     comm_fail_agree(c, bad, err); /* the same on every rank */
     const int found = r->found;
-    snprintf(path, plen, "%s", r->path);
+    if (found) {
+        char said[256];
+        ch->say(p, said, sizeof said);
+        log_info("%s: resumed from %s: the choice it trained with, not searched again: %s",
+                 ch->what, r->path, said);
+    }
     free(r);
     return found;
+}
+
+/* struct choice's say: train.tune's, model.factors_lr = auto's */
+static void say_rates(const struct params *p, char *buf, size_t len)
+{
+    snprintf(buf, len, "train.lr %g, embedding.lr %g, dropout %g", params_f64(p, P_train_lr),
+             params_f64(p, P_embedding_lr), params_f64(p, P_model_dropout));
+}
+
+static void say_factors_lr(const struct params *p, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", params_str(p, P_model_factors_lr));
 }
 
 #define TUNE_N 3  /* dropouts */
 #define TUNE_NF 4 /* rate factors */
 
 /* train.tune */
-static void tune_rates(struct comm *c, struct params *p)
+static void tune_rates(struct comm *c, struct params *p, struct bias_choice *bc)
 {
     const char *what = params_str(p, P_train_tune);
     if (!strcmp(what, "off"))
         return;
-    char label[PARAM_STR_MAX + 16], path[4300];
+    char label[PARAM_STR_MAX + 16];
     snprintf(label, sizeof label, "train.tune = %s", what);
-    const struct choice ch = {label, "train.tune", "off", chosen_keys, NCHOSEN};
-    if (resumed_choice(c, p, &ch, path, sizeof path)) {
-        log_info("train.tune = %s: resumed from %s: the choice it trained with, not searched "
-                 "again: train.lr %g, embedding.lr %g, dropout %g", what, path,
-                 params_f64(p, P_train_lr), params_f64(p, P_embedding_lr),
-                 params_f64(p, P_model_dropout));
+    const struct choice ch = {label, "train.tune", "off", chosen_keys, NCHOSEN, say_rates};
+    if (resumed_choice(c, p, &ch))
         return;
-    }
     const int tune_lr = strstr(what, "lr") != NULL, tune_d = strstr(what, "dropout") != NULL;
     const double fs[TUNE_NF] = {1.0 / 3, 1, 3, 10}, ds[TUNE_N] = {0, 0.2, 0.4};
     const double d0 = params_f64(p, P_model_dropout);
@@ -253,7 +277,7 @@ static void tune_rates(struct comm *c, struct params *p)
     int fi = 1, dj = TUNE_N; /* the given rates and dropout */
     double best = -2;
     for (int i = tune_lr ? 0 : 1; i < (tune_lr ? TUNE_NF : 2); i++) {
-        score[i][TUNE_N] = candidate(c, p, fs[i], d0, &ep, name, sizeof name);
+        score[i][TUNE_N] = candidate(c, p, fs[i], d0, NULL, bc, &ep, name, sizeof name);
         if (score[i][TUNE_N] > best) {
             best = score[i][TUNE_N];
             fi = i;
@@ -262,7 +286,7 @@ static void tune_rates(struct comm *c, struct params *p)
     for (int j = 0; tune_d && j < TUNE_N; j++) {
         double s = ds[j] == d0 ? score[fi][TUNE_N] : -2;
         if (s == -2)
-            s = score[fi][j] = candidate(c, p, fs[fi], ds[j], &ep, name, sizeof name);
+            s = score[fi][j] = candidate(c, p, fs[fi], ds[j], NULL, bc, &ep, name, sizeof name);
         if (s > best) {
             best = s;
             dj = j;
@@ -286,19 +310,15 @@ static void tune_rates(struct comm *c, struct params *p)
 
 /* model.factors_lr = auto: the candidates at the (chosen) rates and
  * dropout, the factor terms' rate train.lr x 1, 3, 10, 30 */
-static void tune_factors_lr(struct comm *c, struct params *p)
+static void tune_factors_lr(struct comm *c, struct params *p, struct bias_choice *bc)
 {
     if (strcmp(params_str(p, P_model_factors_lr), "auto") || params_i64(p, P_model_factors) == 0 ||
         !strcmp(params_str(p, P_train_schedule), "stream"))
         return; /* nothing to choose, or refused by the trainer (model.factors_lr = auto) */
     static const char *const key[] = {"model.factors_lr"};
-    const struct choice ch = {"model.factors_lr = auto", NULL, NULL, key, 1};
-    char path[4300];
-    if (resumed_choice(c, p, &ch, path, sizeof path)) {
-        log_info("model.factors_lr = auto: resumed from %s: the choice it trained with, not "
-                 "searched again: %s", path, params_str(p, P_model_factors_lr));
+    const struct choice ch = {"model.factors_lr = auto", NULL, NULL, key, 1, say_factors_lr};
+    if (resumed_choice(c, p, &ch))
         return;
-    }
     const double fs[TUNE_NFL] = {1, 3, 10, 30}, lr = params_f64(p, P_train_lr);
     const double d = params_f64(p, P_model_dropout);
     struct params *q = xmalloc(sizeof *q);
@@ -309,8 +329,10 @@ static void tune_factors_lr(struct comm *c, struct params *p)
     for (int i = 0; i < TUNE_NFL; i++) {
         *q = *p;
         set(q, "model", "factors_lr", fs[i] * lr);
-        log_info("model.factors_lr = auto: candidate %g (train.lr x %g)", fs[i] * lr, fs[i]);
-        const double s = candidate(c, q, 1, d, &ep, name, sizeof name);
+        char label[80];
+        snprintf(label, sizeof label, "model.factors_lr = auto: candidate %g (train.lr x %g)",
+                 fs[i] * lr, fs[i]);
+        const double s = candidate(c, q, 1, d, label, bc, &ep, name, sizeof name);
         if (s > best) {
             best = s;
             bi = i;
@@ -325,8 +347,9 @@ static void tune_factors_lr(struct comm *c, struct params *p)
              params_str(p, P_model_factors_lr), fs[bi], name);
 }
 
-void train_tune(struct comm *c, struct params *p)
+void train_tune(struct comm *c, struct params *p, struct bias_choice *bc)
 {
-    tune_rates(c, p);
-    tune_factors_lr(c, p);
+    memset(bc, 0, sizeof *bc);
+    tune_rates(c, p, bc);
+    tune_factors_lr(c, p, bc);
 }

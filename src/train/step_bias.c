@@ -26,7 +26,8 @@
  * events (the same two passes over both).
  *
  * model.bias_prior = auto and model.recency = auto are chosen on the
- * validation events before the fit: step_bias_search.c. */
+ * validation events before the fit: step_bias_search.c; once for a run's
+ * trainers (train.tune's candidates, the run) with tr->bias_choice. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,7 +412,25 @@ void step_bias_init(struct trainer *tr)
      * history terms' fit (bias_values' two, recency_fit's eight) */
     if (tc->prior_auto || tc->recency_auto || tc->recency > 0)
         bias_events_read(tr, BIAS_EVENTS_MAX);
-    bias_search(tr, item, user, centre, A, tr->bias_uscale); /* the auto settings */
+    struct bias_choice *bc = tr->bias_choice;
+    if (bc && bc->made) { /* the auto settings, chosen by an earlier trainer of the run */
+        tc->bias_prior = bc->prior;
+        tc->bias_prior_user = bc->prior_user;
+        tc->recency = bc->recency;
+        for (const char *l = bc->said; *l; l += strcspn(l, "\n") + 1)
+            log_info("%.*s", (int)strcspn(l, "\n"), l);
+    } else {
+        if (bc)
+            log_keep(bc->said, sizeof bc->said);
+        bias_search(tr, item, user, centre, A, tr->bias_uscale); /* the auto settings */
+        if (bc) {
+            log_keep(NULL, 0);
+            bc->made = 1;
+            bc->prior = tc->bias_prior;
+            bc->prior_user = tc->bias_prior_user;
+            bc->recency = tc->recency;
+        }
+    }
     bias_fit(tr, tc->bias_prior, tc->bias_prior_user, tc->recency, item, user, centre, A,
              tr->bias_uscale);
     bias_events_free(tr);

@@ -27,6 +27,19 @@
 struct step_state;
 struct train_feat;
 
+/* model.bias_prior = auto and model.recency = auto's choice
+ * (train/step_bias_search.c) made once for the trainers of one run:
+ * train.tune's candidates and the run itself (cmd/train_tune.c). It
+ * depends on the data, the split and the tasks only, not on the rates or
+ * the dropout that the candidates vary. The first start-up (step_bias_init)
+ * with it not made searches and keeps its choice and lines here; the later
+ * ones take the choice and say the lines again. */
+struct bias_choice {
+    int made;
+    double prior, prior_user, recency; /* the task's (task_conf) after the search */
+    char said[6144];                   /* the search's lines (log_keep) */
+};
+
 struct trainer {
     /* configuration, resolved once at start-up */
     struct train_conf conf;
@@ -56,6 +69,8 @@ struct trainer {
     struct bias_events *bias_events; /* model.recency = auto in a stream: every user's events in
                                         memory while a window's choice reads them (step_bias_pass.h),
                                         else NULL */
+    struct bias_choice *bias_choice; /* the start-up's auto choice shared with other trainers of
+                                        the run (set before trainer_build), or NULL: its own */
     struct dense_optim optim;
     struct bias_rows *bias;    /* model.bias's rows, sharded (train/bias_rows.h), or NULL */
     struct rank_bias_rows bias_hooks; /* the task's way to them (model/task_bias.h) */
