@@ -292,12 +292,16 @@ same_losses "$T/f1.jsonl" "$T/fr.jsonl" "model.factors: resumed P=1 -> P=2 at st
 for p in 2 3 f r; do
     same_test "$T/f1.jsonl" "$T/f$p.jsonl" "model.factors: f$p vs f1"
 done
-"$PY" - "$T/f1.jsonl" "$T/h1.jsonl" <<'EOF' && pass "model.factors: the losses move off model.recency's alone" || fail "model.factors changes nothing"
+# moved A B: run A's first loss is run B's (M starts at 0), its fourth not
+moved() {
+    "$PY" - "$T/$1.jsonl" "$T/$2.jsonl" <<'EOF'
 import json, sys
 loss = lambda f: [l["loss"] for l in map(json.loads, open(f)) if l.get("event") == "train"]
 a, b = loss(sys.argv[1]), loss(sys.argv[2])
-sys.exit(0 if a[0] == b[0] and abs(a[3] - b[3]) > 1e-6 else 1)  # M starts at 0
+sys.exit(0 if a[0] == b[0] and abs(a[3] - b[3]) > 1e-6 else 1)
 EOF
+}
+moved f1 h1 && pass "model.factors: the losses move off model.recency's alone" || fail "model.factors changes nothing"
 expect_ok "$FS" export "$(ls "$T"/ckf/ckpt-*.h5 | tail -1)" -o "$T/modelf.h5"
 "$PY" - "$T/modelf.h5" "$T/r.h5" <<'EOF' && pass "export: the factors attribute, bias.factor and bias.fmix" || fail "export with model.factors"
 import sys, h5py
@@ -318,12 +322,7 @@ same_losses "$T/g1.jsonl" "$T/gf.jsonl" "model.factor_ridge: the fake device vs 
 for p in 2 f; do
     same_test "$T/g1.jsonl" "$T/g$p.jsonl" "model.factor_ridge: g$p vs g1"
 done
-"$PY" - "$T/g1.jsonl" "$T/f1.jsonl" <<'EOF' && pass "model.factor_ridge: the losses move off the shrunk mean's" || fail "model.factor_ridge changes nothing"
-import json, sys
-loss = lambda f: [l["loss"] for l in map(json.loads, open(f)) if l.get("event") == "train"]
-a, b = loss(sys.argv[1]), loss(sys.argv[2])
-sys.exit(0 if a[0] == b[0] and abs(a[3] - b[3]) > 1e-6 else 1)  # M starts at 0
-EOF
+moved g1 f1 && pass "model.factor_ridge: the losses move off the shrunk mean's" || fail "model.factor_ridge changes nothing"
 expect_error "model.factor_ridge = 0.5 needs model.factors in 1 .. 16" \
     "$FS" train "$IN" $R model.factor_ridge=0.5 train.max_steps=1
 expect_error "model.factor_ridge = 0.5 needs model.factors in 1 .. 16 (an F x F solve a token; model.factors = 17)" \

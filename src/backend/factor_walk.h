@@ -28,6 +28,28 @@
 #define FACTOR_MAX_TASKS 16 /* RANK_MAX_TASKS (data/batch_ranking.h) */
 #define FACTOR_RIDGE_MAX_F 16 /* model.factor_ridge's bound on model.factors (its F x F solves) */
 
+/* Token t of task k: its w, vb, h, then its label's residual (if it has
+ * one: returns 1) into the sums s, sf, sv, n of the later tokens. */
+FW_HD static inline int factor_walk_take(int64_t t, int k, int K, int F, const float *ft,
+                                         const double *v, double wt, double vbt, float gain,
+                                         double hh, float *w, float *vb, float *h, double *s,
+                                         double *sf, double *sv, double *n)
+{
+    w[t * K + k] = (float)wt;
+    vb[t * K + k] = (float)vbt;
+    h[t * K + k] = gain * (float)hh;
+    const double vv = v[t * K + k];
+    if (isnan(vv))
+        return 0;
+    for (int e = 0; e < F; e++) {
+        s[e] += vv * ft[e];
+        sf[e] += ft[e];
+    }
+    *sv += vv;
+    *n += 1;
+    return 1;
+}
+
 /* Task k along tokens [t0, t1): z, w, vb, h of each token from the sums
  * of the labelled tokens before it (prior pseudo-events at 0, gain). */
 FW_HD static inline void factor_walk_fwd_task(int64_t t0, int64_t t1, int k, int K, int F,
@@ -47,18 +69,7 @@ FW_HD static inline void factor_walk_fwd_task(int64_t t0, int64_t t1, int k, int
             zt[e] = (float)((s[e] - vbt * sf[e]) * wt);
             hh += (double)ft[e] * zt[e];
         }
-        w[t * K + k] = (float)wt;
-        vb[t * K + k] = (float)vbt;
-        h[t * K + k] = gain * (float)hh;
-        const double vv = v[t * K + k];
-        if (isnan(vv))
-            continue;
-        for (int e = 0; e < F; e++) {
-            s[e] += vv * ft[e];
-            sf[e] += ft[e];
-        }
-        sv += vv;
-        n += 1;
+        factor_walk_take(t, k, K, F, ft, v, wt, vbt, gain, hh, w, vb, h, s, sf, &sv, &n);
     }
 }
 
@@ -170,20 +181,10 @@ FW_HD static inline void factor_walk_fwd_ridge(int64_t t0, int64_t t1, int k, in
         }
         for (int i = 0; i < F * F; i++)
             at[i] = (float)inv[i];
-        w[t * K + k] = (float)wt;
-        vb[t * K + k] = (float)vbt;
-        h[t * K + k] = gain * (float)hh;
-        const double vv = v[t * K + k];
-        if (isnan(vv))
-            continue;
-        for (int e = 0; e < F; e++) {
-            s[e] += vv * ft[e];
-            sf[e] += ft[e];
-            for (int q = 0; q < F; q++)
-                A[e * F + q] += (double)ft[e] * ft[q];
-        }
-        sv += vv;
-        n += 1;
+        if (factor_walk_take(t, k, K, F, ft, v, wt, vbt, gain, hh, w, vb, h, s, sf, &sv, &n))
+            for (int e = 0; e < F; e++)
+                for (int q = 0; q < F; q++)
+                    A[e * F + q] += (double)ft[e] * ft[q];
     }
 }
 
