@@ -601,16 +601,19 @@ static void cuda_op_rank_loss(int64_t T, int K, const float *z, const float *lab
 /* issue 51 B: the ranking head's factor walks */
 static void cuda_op_factor_fwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                                const double *v, double prior, float gain, float *z, float *w,
-                               float *vb, float *h)
+                               float *vb, float *h, double ridge, float *ai)
 {
-    cuda_factor_fwd(cuda_state()->compute, B, offsets, K, F, f, v, prior, gain, z, w, vb, h);
+    cuda_factor_fwd(cuda_state()->compute, B, offsets, K, F, f, v, prior, gain, z, w, vb, h,
+                    ridge, ai);
 }
 
 static void cuda_op_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                                const double *v, float gain, const float *z, const float *w,
-                               const float *vb, const float *dh, float *df)
+                               const float *vb, const float *dh, float *df, double ridge,
+                               const float *ai)
 {
-    cuda_factor_bwd(cuda_state()->compute, B, offsets, K, F, f, v, gain, z, w, vb, dh, df);
+    cuda_factor_bwd(cuda_state()->compute, B, offsets, K, F, f, v, gain, z, w, vb, dh, df, ridge,
+                    ai);
 }
 
 /* --- dynamic tables (dyn.cu; emb_dyn_dedup: emb.cu with the dynamic owner) --- */

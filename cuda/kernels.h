@@ -227,10 +227,11 @@ void cuda_rank_loss(cudaStream_t s, int64_t T, int K, const float *z, const floa
  * factor_fwd, factor_bwd; backend/factor_walk.h) */
 void cuda_factor_fwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, int F,
                      const float *f, const double *v, double prior, float gain, float *z,
-                     float *w, float *vb, float *h);
+                     float *w, float *vb, float *h, double ridge, float *ai);
 void cuda_factor_bwd(cudaStream_t s, int64_t B, const int64_t *offsets, int K, int F,
                      const float *f, const double *v, float gain, const float *z, const float *w,
-                     const float *vb, const float *dh, float *df);
+                     const float *vb, const float *dh, float *df, double ridge,
+                     const float *ai);
 /* gemm_bf16.cu: y[rows, cols] (packed, bf16 bits) = x (row stride ldx)
  * rounded to bf16, nearest even (emb_codec_row.h: ecr_f32_to_bf16_rn) */
 void cuda_round_bf16(cudaStream_t s, int64_t rows, int64_t cols, const float *x, int64_t ldx,

@@ -695,12 +695,12 @@ static void run_factor_fwd(const union fk_arg *a, const void *blob)
 {
     (void)blob;
     backend_cpu.factor_fwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, a[4].p, a[5].p, a[6].d,
-                           (float)a[7].d, a[8].p, a[9].p, a[10].p, a[11].p);
+                           (float)a[7].d, a[8].p, a[9].p, a[10].p, a[11].p, a[12].d, a[13].p);
 }
 
 static void fk_factor_fwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                           const double *v, double prior, float gain, float *z, float *w,
-                          float *vb, float *h)
+                          float *vb, float *h, double ridge, float *ai)
 {
     OP("factor_fwd");
     IN(offsets);
@@ -710,20 +710,24 @@ static void fk_factor_fwd(int64_t B, const int64_t *offsets, int K, int F, const
     IN(w);
     IN(vb);
     IN(h);
+    if (ridge > 0)
+        IN(ai);
     LAUNCH(run_factor_fwd, AI(B), AP(offsets), AI(K), AI(F), AP(f), AP(v), AF(prior), AF(gain),
-           AP(z), AP(w), AP(vb), AP(h));
+           AP(z), AP(w), AP(vb), AP(h), AF(ridge), AP(ai));
 }
 
 static void run_factor_bwd(const union fk_arg *a, const void *blob)
 {
     (void)blob;
     backend_cpu.factor_bwd(a[0].i, a[1].p, (int)a[2].i, (int)a[3].i, a[4].p, a[5].p,
-                           (float)a[6].d, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p);
+                           (float)a[6].d, a[7].p, a[8].p, a[9].p, a[10].p, a[11].p, a[12].d,
+                           a[13].p);
 }
 
 static void fk_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                           const double *v, float gain, const float *z, const float *w,
-                          const float *vb, const float *dh, float *df)
+                          const float *vb, const float *dh, float *df, double ridge,
+                          const float *ai)
 {
     OP("factor_bwd");
     IN(offsets);
@@ -734,8 +738,10 @@ static void fk_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, const
     IN(vb);
     IN(dh);
     IN(df);
+    if (ridge > 0)
+        IN(ai);
     LAUNCH(run_factor_bwd, AI(B), AP(offsets), AI(K), AI(F), AP(f), AP(v), AF(gain), AP(z),
-           AP(w), AP(vb), AP(dh), AP(df));
+           AP(w), AP(vb), AP(dh), AP(df), AF(ridge), AP(ai));
 }
 /* --- end of issue 51 B's block ------------------------------------------------ */
 

@@ -24,6 +24,10 @@
 #     for the run: the same lines and losses as the run searching alone),
 #     resumed: the stored choice reused without a search, the losses the
 #     uninterrupted run's;
+#     model.factor_ridge (the user's factor a ridge fit; its gradient:
+#     tests/grad_rank.sh, case 5): the losses and the test metrics agree at
+#     P = 1, 2 and on the fake device (1e-6), and move off the shrunk
+#     mean's; refused without model.factors or above 16 factors;
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
 #     each value's loss, the choices of the item and the user rows' priors,
@@ -299,20 +303,42 @@ same_losses "$T/f1.jsonl" "$T/fr.jsonl" "model.factors: resumed P=1 -> P=2 at st
 for p in 2 3 f r; do
     same_test "$T/f1.jsonl" "$T/f$p.jsonl" "model.factors: f$p vs f1"
 done
-"$PY" - "$T/f1.jsonl" "$T/h1.jsonl" <<'EOF' && pass "model.factors: the losses move off model.recency's alone" || fail "model.factors changes nothing"
+# moved A B: run A's first loss is run B's (M starts at 0), its fourth not
+moved() {
+    "$PY" - "$T/$1.jsonl" "$T/$2.jsonl" <<'EOF'
 import json, sys
 loss = lambda f: [l["loss"] for l in map(json.loads, open(f)) if l.get("event") == "train"]
 a, b = loss(sys.argv[1]), loss(sys.argv[2])
-sys.exit(0 if a[0] == b[0] and abs(a[3] - b[3]) > 1e-6 else 1)  # M starts at 0
+sys.exit(0 if a[0] == b[0] and abs(a[3] - b[3]) > 1e-6 else 1)
 EOF
+}
+moved f1 h1 && pass "model.factors: the losses move off model.recency's alone" || fail "model.factors changes nothing"
 expect_ok "$FS" export "$(ls "$T"/ckf/ckpt-*.h5 | tail -1)" -o "$T/modelf.h5"
 "$PY" - "$T/modelf.h5" "$T/r.h5" <<'EOF' && pass "export: the factors attribute, bias.factor and bias.fmix" || fail "export with model.factors"
 import sys, h5py
 f, ds = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 n = int(ds["item_ids"][:].max()) + 1
-assert f["head"].attrs["factors"] == 3, dict(f["head"].attrs)
+assert f["head"].attrs["factors"] == 3 and f["head"].attrs["factor_ridge"] == 0, dict(f["head"].attrs)
 assert f["dense/bias.factor"].size == n * 3 and f["dense/bias.fmix"].size == 4
 EOF
+# model.factor_ridge: P-invariant, the fake device the CPU's, not the mean's losses
+# shellcheck disable=SC2086
+run g1 1 $F model.factor_ridge=0.5
+# shellcheck disable=SC2086
+run g2 2 $F model.factor_ridge=0.5
+# shellcheck disable=SC2086
+run gf 1 $F model.factor_ridge=0.5 device.type=fake
+same_losses "$T/g1.jsonl" "$T/g2.jsonl" "model.factor_ridge: P=2 vs P=1" 0 1e-6
+same_losses "$T/g1.jsonl" "$T/gf.jsonl" "model.factor_ridge: the fake device vs the CPU" 0 1e-6
+for p in 2 f; do
+    same_test "$T/g1.jsonl" "$T/g$p.jsonl" "model.factor_ridge: g$p vs g1"
+done
+moved g1 f1 && pass "model.factor_ridge: the losses move off the shrunk mean's" || fail "model.factor_ridge changes nothing"
+expect_error "model.factor_ridge = 0.5 needs model.factors in 1 .. 16" \
+    "$FS" train "$IN" $R model.factor_ridge=0.5 train.max_steps=1
+expect_error "model.factor_ridge = 0.5 needs model.factors in 1 .. 16 (an F x F solve a token; model.factors = 17)" \
+    "$FS" train "$IN" $R model.factors=17 model.factor_ridge=0.5 train.max_steps=1
+
 # model.factors_lr (the factor terms' own rate): given as train.lr it is
 # the run without it (bit for bit); at 50 x train.lr the same at P = 2 as
 # at P = 1, and Adam's first step moves the matrix M (started at 0, its

@@ -21,7 +21,8 @@
  * per-item centres and a random matrix; the prediction's terms those of
  * the loss, each token's over the tokens before it), case 4: case 3 with
  * model.factors = 3 (the factor terms, model/task_factor.h: random factors
- * and a random mix matrix). Written as oracle
+ * and a random mix matrix), case 5: case 4 with model.factor_ridge = 0.5
+ * (the user's factor a ridge fit: the backward through the solve). Written as oracle
  * records (tests/oracle_records.h), prefix "cK.".
  *
  *   test_rank_grad FILE    exit 0 (written), 1 on failure */
@@ -108,7 +109,7 @@ static void task_init(struct task_conf *tc)
 }
 
 static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double recency,
-                    int factors)
+                    int factors, double ridge)
 {
     char pre[8];
     snprintf(pre, sizeof pre, "c%d", k);
@@ -131,6 +132,7 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     tc.bias = bias;
     tc.recency = recency;
     tc.factors = factors;
+    tc.factor_ridge = ridge;
     tc.bias_items = N_ITEMS + 1;
     tc.bias_users = B_SEQ;
 
@@ -290,8 +292,8 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
         oracle_put(fp, pre, "centre", 'f', (N_ITEMS + 1) * K_TASKS, centre);
     }
     if (factors > 0) {
-        const double fc[2] = {FACTOR_GAIN, RECENCY_PRIOR};
-        oracle_put(fp, pre, "factors", 'd', 2, fc);
+        const double fc[3] = {FACTOR_GAIN, RECENCY_PRIOR, ridge};
+        oracle_put(fp, pre, "factors", 'd', 3, fc);
     }
     char name[40];
     for (int t = 0; t < NFEAT; t++) {
@@ -355,9 +357,9 @@ int main(int argc, char **argv)
     FILE *fp = fopen(argv[1], "wb");
     if (!fp)
         fatal("test_rank_grad: cannot write %s", argv[1]);
-    int bad = run_case(fp, 0, ACT_SUM, 0, 0, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0, 0, 0) +
-              run_case(fp, 2, ACT_SUM, 1, 0, 0) + run_case(fp, 3, ACT_SUM, 1, 10, 0) +
-              run_case(fp, 4, ACT_SUM, 1, 10, 3);
+    int bad = run_case(fp, 0, ACT_SUM, 0, 0, 0, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0, 0, 0, 0) +
+              run_case(fp, 2, ACT_SUM, 1, 0, 0, 0) + run_case(fp, 3, ACT_SUM, 1, 10, 0, 0) +
+              run_case(fp, 4, ACT_SUM, 1, 10, 3, 0) + run_case(fp, 5, ACT_SUM, 1, 10, 3, 0.5);
     if (fclose(fp) != 0)
         fatal("test_rank_grad: write to %s failed", argv[1]);
     return bad ? 1 : 0;

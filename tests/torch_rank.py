@@ -171,7 +171,7 @@ def case(rec, c):
                     den[j] += 1
         h = h + torch.tensor(r) @ P["bias.recency"].reshape(K, K).t()
     if "bias.factor" in P:
-        gain, r0 = (float(v) for v in g("factors"))
+        gain, r0, ridge = (float(v) for v in g("factors"))
         cen = g("centre").reshape(-1, K).astype(np.float64)
         fac = P["bias.factor"]
         terms = []
@@ -179,10 +179,16 @@ def case(rec, c):
             s = [torch.zeros(fac.shape[1], dtype=torch.float64) for _ in range(K)]
             sf = [torch.zeros(fac.shape[1], dtype=torch.float64) for _ in range(K)]
             sv, n = [0.0] * K, [0.0] * K
+            nf = fac.shape[1]
+            A = [ridge * torch.eye(nf, dtype=torch.float64) for _ in range(K)]
             for t in range(int(off[q]), int(off[q + 1])):
                 ft = fac[int(items[t])]
-                terms.append(torch.stack([gain * (ft * (s[j] - sv[j] / (n[j] + r0) * sf[j])).sum()
-                                          / (n[j] + r0) for j in range(K)]))
+                if ridge > 0:  # model.factor_ridge: z = A^-1 b by autograd through the solve
+                    terms.append(torch.stack([gain * (ft * torch.linalg.solve(
+                        A[j], s[j] - sv[j] / (n[j] + r0) * sf[j])).sum() for j in range(K)]))
+                else:
+                    terms.append(torch.stack([gain * (ft * (s[j] - sv[j] / (n[j] + r0) * sf[j]))
+                                              .sum() / (n[j] + r0) for j in range(K)]))
                 for j in range(K):
                     if math.isnan(lab[t, j]):
                         continue
@@ -191,6 +197,7 @@ def case(rec, c):
                     v -= cen[int(items[t]), j]
                     s[j] = s[j] + v * ft
                     sf[j] = sf[j] + ft
+                    A[j] = A[j] + torch.outer(ft, ft)
                     sv[j] += v
                     n[j] += 1
         h = h + torch.stack(terms) @ P["bias.fmix"].reshape(K, K).t()

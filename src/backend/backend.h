@@ -340,13 +340,17 @@ struct backend_ops {
      * writes z [T, K, F], w, vb, h [T, K] from the factor rows f [T, F]
      * and the residual values v [T, K] (double, NaN: no label); factor_bwd
      * writes df [T, F] from dh [T, K] and the forward's f, v, z, w, vb.
-     * K <= 16, F <= 64. prior: the pseudo-events at 0, gain: the terms'. */
+     * K <= 16, F <= 64. prior: the pseudo-events at 0, gain: the terms'.
+     * ridge > 0 (model.factor_ridge, F <= 16): z is the ridge fit instead
+     * of the shrunk mean, the forward writes ai [T, K, F, F] (each token's
+     * A^-1) for the backward; ridge = 0: ai unused (may be NULL). */
     void (*factor_fwd)(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                        const double *v, double prior, float gain, float *z, float *w, float *vb,
-                       float *h);
+                       float *h, double ridge, float *ai);
     void (*factor_bwd)(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                        const double *v, float gain, const float *z, const float *w,
-                       const float *vb, const float *dh, float *df);
+                       const float *vb, const float *dh, float *df, double ridge,
+                       const float *ai);
     /* --- end of issue 51 B's block ---------------------------------------- */
 
     /* Device management; NULL on backends without devices (the CPU).

@@ -134,9 +134,9 @@ void cpu_rank_loss(int64_t T, int K, const float *z, const float *labels, const 
 /* backend_cpu_factor.c: the factor terms' walks (backend/factor_walk.h) */
 void cpu_factor_fwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                     const double *v, double prior, float gain, float *z, float *w, float *vb,
-                    float *h);
+                    float *h, double ridge, float *ai);
 void cpu_factor_bwd(int64_t B, const int64_t *offsets, int K, int F, const float *f,
                     const double *v, float gain, const float *z, const float *w, const float *vb,
-                    const float *dh, float *df);
+                    const float *dh, float *df, double ridge, const float *ai);
 
 #endif

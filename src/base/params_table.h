@@ -82,6 +82,10 @@ X(model, factors, INT, "0", 0, 64, NULL,
   "label residuals of the sequence's earlier events (F factors per item; the user's factor is "
   "the mean of its history's item factors weighted by their residuals less the user's mean "
   "residual), into every task's logit through a K x K matrix started at 0; 0 = off")
+X(model, factor_ridge, FLOAT, "0", 0, 1e6, NULL,
+  "model.factors: 0 = the user's factor is the shrunk mean above; lambda > 0 = the ridge fit "
+  "(lambda I + sum f f^T)^-1 sum (residual - mean) f of the same residuals on the history's "
+  "item factors, an F x F solve a token (F <= 16; doc/ranking.md)")
 X(model, factors_lr, STRING, "0", 0, 0, NULL,
   "model.factors: the Adam rate of the factor terms (the items' factors and the K x K matrix), "
   "with train.lr's warmup and schedule; 0 = train.lr; auto = the one of train.lr x 1, 3, 10, "

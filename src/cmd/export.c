@@ -259,6 +259,7 @@ static void write_task_head(struct trainer *tr, struct rec_file *file)
      * training labels at start-up; model/task_recency.h) */
     h5io_attr_f64(h, g, "recency", tc->recency);
     h5io_attr_i64(h, g, "factors", tc->factors);
+    h5io_attr_f64(h, g, "factor_ridge", tc->factor_ridge); /* 0: the shrunk mean */
     const float *centre = task_ranking_centres(&tr->task);
     if (centre) {
         hid_t d = rec_h5_dset(file, g, "centre", H5T_IEEE_F32LE, tc->bias_items, tc->n);

@@ -80,6 +80,7 @@ struct task_conf {
     int prior_auto;
     int factors;             /* model.factors: the factor terms' width (0: off) */
     double factors_lr;       /* model.factors_lr: their rate (0: train.lr's) */
+    double factor_ridge;     /* model.factor_ridge: 0 the shrunk mean, > 0 the ridge fit's lambda */
     int terms_only;          /* debug.terms_only: the logits without the head's output */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
     int bias_rows;           /* model.bias's rows held outside the model (task_bias.h: the

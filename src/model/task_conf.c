@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/factor_walk.h"
 #include "base/check.h"
 #include "data/pools.h"
 
@@ -313,6 +314,11 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if (tc->factors > 0 && !tc->bias)
         return errorf(err, errlen, "model.factors = %d needs model.bias = on (its residuals are "
                       "the labels less the items' smoothed means)", tc->factors);
+    tc->factor_ridge = params_f64(p, P_model_factor_ridge);
+    if (tc->factor_ridge > 0 && (tc->factors == 0 || tc->factors > FACTOR_RIDGE_MAX_F))
+        return errorf(err, errlen, "model.factor_ridge = %g needs model.factors in 1 .. %d (an "
+                      "F x F solve a token; model.factors = %d)", tc->factor_ridge,
+                      FACTOR_RIDGE_MAX_F, tc->factors);
     const char *flr = params_str(p, P_model_factors_lr);
     int flr_auto; /* auto: a number by now in a training run (cmd/train_tune.c) */
     tc->factors_lr = 0;

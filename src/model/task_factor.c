@@ -7,12 +7,13 @@
 
 #include "base/check.h"
 
-void rank_factor_init(struct rank_factor *rf, struct model *m, int K, int F)
+void rank_factor_init(struct rank_factor *rf, struct model *m, int K, int F, double ridge)
 {
     memset(rf, 0, sizeof *rf);
     rf->be = m->be;
     rf->K = K;
     rf->F = F;
+    rf->ridge = ridge;
     if (F <= 0)
         return;
     rf->fac = model_param(m, "bias.factor");
@@ -40,6 +41,12 @@ static void reserve(struct rank_factor *rf, int64_t n)
     rf->hh = xrealloc(rf->hh, (size_t)(rf->cap * K) * sizeof *rf->hh);
     rf->vb = xrealloc(rf->vb, (size_t)(rf->cap * K) * sizeof *rf->vb);
     rf->hv = xrealloc(rf->hv, (size_t)(rf->cap * K) * sizeof *rf->hv);
+    if (rf->ridge > 0) {
+        const size_t ai = (size_t)(rf->cap * K * F * F) * sizeof(float);
+        be->free(rf->wai);
+        rf->wai = be->alloc(ai);
+        rf->ai = xrealloc(rf->ai, ai);
+    }
 }
 
 /* The factor rows of items [n] gathered into rf->rows on the backend (the
@@ -85,7 +92,7 @@ void rank_factor_terms(struct rank_factor *rf, const struct recency_rule *rule, 
                                       &own);
     values(rf, rule, B, offsets, ncand, items, labels);
     backend_cpu.factor_fwd(B, offsets, rf->K, rf->F, f, rf->hv, RECENCY_PRIOR, FACTOR_GAIN,
-                           rf->z, rf->w, rf->vb, rf->hh);
+                           rf->z, rf->w, rf->vb, rf->hh, rf->ridge, rf->ai);
     memcpy(out, rf->hh, (size_t)(T * rf->K) * sizeof *out);
     free(own);
 }
@@ -123,7 +130,7 @@ void rank_factor_fwd(struct rank_factor *rf, const struct recency_rule *rule, in
                                       (size_t)(B + 1) * sizeof(int64_t));
     mirror_up_async(&rf->off, rf->st, 0, (size_t)(B + 1) * sizeof(int64_t));
     be->factor_fwd(B, doff, K, rf->F, rf->rows, dv, RECENCY_PRIOR, FACTOR_GAIN, rf->wz, rf->ww,
-                   rf->wvb, rf->wh);
+                   rf->wvb, rf->wh, rf->ridge, rf->wai);
     be->gemm(0, 1, T, K, K, 1.0f, rf->wh, K, rf->mix->w, K, 1.0f, z, K); /* fp32 (backend.h) */
 }
 
@@ -144,14 +151,14 @@ void rank_factor_bwd(struct rank_factor *rf, const struct recency_rule *rule, in
     /* the factor rows' gradients walked on the backend from the forward's
      * rows, values and sums (backend/factor_walk.h), scattered onto theirs */
     be->factor_bwd(rf->B, mirror_at(&rf->off), K, F, rf->rows, mirror_at(&rf->v), FACTOR_GAIN,
-                   rf->wz, rf->ww, rf->wvb, rf->dh, rf->wdf);
+                   rf->wz, rf->ww, rf->wvb, rf->dh, rf->wdf, rf->ridge, rf->wai);
     be->scatter_add_rows(n, F, rf->wdf, mirror_at(&rf->items), rf->fac->g);
 }
 
 void rank_factor_free(struct rank_factor *rf)
 {
     if (rf->be) {
-        float *dev[] = {rf->rows, rf->dh, rf->wz, rf->ww, rf->wvb, rf->wh, rf->wdf};
+        float *dev[] = {rf->rows, rf->dh, rf->wz, rf->ww, rf->wvb, rf->wh, rf->wdf, rf->wai};
         for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
             rf->be->free(dev[i]);
     }
@@ -164,5 +171,6 @@ void rank_factor_free(struct rank_factor *rf)
     free(rf->hh);
     free(rf->vb);
     free(rf->hv);
+    free(rf->ai);
     memset(rf, 0, sizeof *rf);
 }

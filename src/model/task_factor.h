@@ -13,7 +13,11 @@
  * smoothed mean) without the decay, R0 = RECENCY_PRIOR pseudo-events at 0:
  * the residuals centred on the user's (shrunk) mean, which the user's
  * bias row carries, so that the factors fit only what the user likes
- * more in some items than in others;
+ * more in some items than in others; with model.factor_ridge = lambda > 0
+ * z_j(t) is instead the ridge fit of the same residuals on the same rows,
+ *   z_j(t) = (lambda I + sum_s f_{i_s} f_{i_s}^T)^-1 sum_s (v_j(s) - vb_j(t)) f_{i_s}
+ * (an F x F solve a token; F <= 16; the backward through the solve:
+ * backend/factor_walk.h);
  * then z[t, k] += sum_j M[k, j] h_j(t) with M = bias.fmix [K, K].
  * Candidates (evaluation, score) take the history's sums: the events before
  * the first candidate. M starts at 0 (the logits start at the biases) and
@@ -44,6 +48,7 @@
 struct rank_factor {
     const struct backend_ops *be;      /* the model's */
     int K, F;
+    double ridge;                      /* model.factor_ridge: 0 the shrunk mean, > 0 lambda */
     struct dense_tensor *fac, *mix;    /* NULL: model.factors = 0 */
     struct mirror items, h, v, off;    /* uploads: [n] rows, [n, K] terms (predict), [n, K]
                                         * residual values (double), [B + 1] offsets */
@@ -53,14 +58,17 @@ struct rank_factor {
     float *wz, *ww, *wvb, *wh, *wdf;   /* backend: the walks' [cap, K, F] sums, [cap, K]
                                         * 1 / (n + R0), mean residuals, terms; [cap, F]
                                         * the rows' gradients */
-    float *z, *w, *vb, *hh;            /* host: the same for rank_factor_terms */
+    float *wai;                        /* backend: [cap, K, F, F] the ridge fit's A^-1
+                                        * (ridge > 0, else NULL) */
+    float *z, *w, *vb, *hh, *ai;       /* host: the same for rank_factor_terms */
     double *hv;                        /* host: [cap, K] the residual values */
     int64_t cap, n, B;                 /* the last training forward's rows and sequences */
     struct stage *st;                  /* the uploads' pinned ring (the head's), or NULL */
 };
 
-/* Find bias.factor and bias.fmix in m (F > 0: fatal when absent). */
-void rank_factor_init(struct rank_factor *rf, struct model *m, int K, int F);
+/* Find bias.factor and bias.fmix in m (F > 0: fatal when absent); ridge:
+ * model.factor_ridge. */
+void rank_factor_init(struct rank_factor *rf, struct model *m, int K, int F, double ridge);
 /* Host terms out [T, K] of B sequences (offsets [B + 1], items [T],
  * labels [T, K], NaN missing; ncand [B] or NULL as recency_terms). */
 void rank_factor_terms(struct rank_factor *rf, const struct recency_rule *rule, int64_t B,

@@ -499,7 +499,7 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
     r->tacc = r->be->alloc((size_t)(2 * r->K) * sizeof(double)); /* zero-filled */
     rank_bias_init(&r->bias, m, r->K, tc->bias, tc->bias_rows);
     rank_recency_init(&r->rec, m, r->K, tc->recency > 0);
-    rank_factor_init(&r->fac, m, r->K, tc->factors);
+    rank_factor_init(&r->fac, m, r->K, tc->factors, tc->factor_ridge);
     r->st = backend_is_host(r->be) ? NULL : stage_new(r->be);
     r->bias.st = r->rec.st = r->fac.st = r->st;
     r->rule.K = r->K;
