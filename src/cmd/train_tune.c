@@ -282,10 +282,10 @@ static void tune_rates(struct comm *c, struct params *p)
              params_f64(p, P_embedding_lr), d, name);
 }
 
-#define TUNE_NFL 4 /* model.factors_lr = auto: train.lr x these */
+#define TUNE_NFL 5 /* model.factors_lr = auto: train.lr x these */
 
 /* model.factors_lr = auto: the candidates at the (chosen) rates and
- * dropout, the factor terms' rate train.lr x 1, 3, 10, 30 */
+ * dropout, the factor terms' rate train.lr x 1, 3, 10, 30, 100 */
 static void tune_factors_lr(struct comm *c, struct params *p)
 {
     if (strcmp(params_str(p, P_model_factors_lr), "auto") || params_i64(p, P_model_factors) == 0 ||
@@ -299,7 +299,7 @@ static void tune_factors_lr(struct comm *c, struct params *p)
                  "searched again: %s", path, params_str(p, P_model_factors_lr));
         return;
     }
-    const double fs[TUNE_NFL] = {1, 3, 10, 30}, lr = params_f64(p, P_train_lr);
+    const double fs[TUNE_NFL] = {1, 3, 10, 30, 100}, lr = params_f64(p, P_train_lr);
     const double d = params_f64(p, P_model_dropout);
     struct params *q = xmalloc(sizeof *q);
     char name[64] = "";
