@@ -374,8 +374,8 @@ run fa1 1 $FA model.factors_lr=auto "output.checkpoint_dir=$T/ckfa" train.checkp
 run fa2 2 $FA model.factors_lr=auto
 chosen() { sed -n 's/.*model.factors_lr = auto: chosen \([^ ]*\) .*/\1/p' "$T/$1.out"; }
 flr=$(chosen fa1)
-[ -n "$flr" ] && [ "$flr" = "$(chosen fa2)" ] && [ "$(grep -c "model.factors_lr = auto: candidate" "$T/fa1.out")" = 4 ] &&
-    pass "model.factors_lr = auto: 4 candidates, $flr chosen at P = 1 and 2" ||
+[ -n "$flr" ] && [ "$flr" = "$(chosen fa2)" ] && [ "$(grep -c "model.factors_lr = auto: candidate" "$T/fa1.out")" = 5 ] &&
+    pass "model.factors_lr = auto: 5 candidates, $flr chosen at P = 1 and 2" ||
     fail "model.factors_lr = auto: chosen '$flr' at P = 1, '$(chosen fa2)' at P = 2"
 # shellcheck disable=SC2086
 run fah 1 $FA "model.factors_lr=$flr"

@@ -89,7 +89,7 @@ X(model, factor_ridge, FLOAT, "0", 0, 1e6, NULL,
 X(model, factors_lr, STRING, "0", 0, 0, NULL,
   "model.factors: the Adam rate of the factor terms (the items' factors and the K x K matrix), "
   "with train.lr's warmup and schedule; 0 = train.lr; auto = the one of train.lr x 1, 3, 10, "
-  "30 with the best validation metric, each a run before training as train.tune's candidates "
+  "30, 100 with the best validation metric, each a run before training as train.tune's candidates "
   "(doc/ranking.md)")
 X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
   "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "

@@ -17,7 +17,7 @@
  * (train/step_bias_search.c: the data's, not the rates') is made once, by
  * the first candidate, and taken by the others and the run (struct
  * bias_choice). model.factors_lr = auto's candidates (train.lr x 1, 3, 10,
- * 30) are runs alike, after train.tune's choice.
+ * 30, 100) are runs alike, after train.tune's choice.
  *
  * A resumed run (train.resume = PATH, or auto with a checkpoint of this run
  * in output.checkpoint_dir) does not search again: its checkpoint's stored
@@ -306,10 +306,10 @@ static void tune_rates(struct comm *c, struct params *p, struct bias_choice *bc)
              params_f64(p, P_embedding_lr), d, name);
 }
 
-#define TUNE_NFL 4 /* model.factors_lr = auto: train.lr x these */
+#define TUNE_NFL 5 /* model.factors_lr = auto: train.lr x these */
 
 /* model.factors_lr = auto: the candidates at the (chosen) rates and
- * dropout, the factor terms' rate train.lr x 1, 3, 10, 30 */
+ * dropout, the factor terms' rate train.lr x 1, 3, 10, 30, 100 */
 static void tune_factors_lr(struct comm *c, struct params *p, struct bias_choice *bc)
 {
     if (strcmp(params_str(p, P_model_factors_lr), "auto") || params_i64(p, P_model_factors) == 0 ||
@@ -319,7 +319,7 @@ static void tune_factors_lr(struct comm *c, struct params *p, struct bias_choice
     const struct choice ch = {"model.factors_lr = auto", NULL, NULL, key, 1, say_factors_lr};
     if (resumed_choice(c, p, &ch))
         return;
-    const double fs[TUNE_NFL] = {1, 3, 10, 30}, lr = params_f64(p, P_train_lr);
+    const double fs[TUNE_NFL] = {1, 3, 10, 30, 100}, lr = params_f64(p, P_train_lr);
     const double d = params_f64(p, P_model_dropout);
     struct params *q = xmalloc(sizeof *q);
     char name[64] = "";
