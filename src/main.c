@@ -139,9 +139,11 @@ static int cmd_data(int argc, char **argv)
  * 2 ranks. Allocations above 256 MiB are still mapped separately. */
 static void tune_allocator(void)
 {
+#ifndef __SANITIZE_ADDRESS__ /* AddressSanitizer's allocator: its mallopt does nothing, returns 0 */
     if (!mallopt(M_MMAP_THRESHOLD, 256 << 20) || !mallopt(M_TRIM_THRESHOLD, 1 << 30) ||
         !mallopt(M_TOP_PAD, 64 << 20))
         log_warn("mallopt failed: the allocator keeps its defaults");
+#endif
 }
 
 /* glibc's allocator in transparent huge pages (GLIBC_TUNABLES

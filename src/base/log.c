@@ -168,13 +168,19 @@ void log_warn(const char *fmt, ...)
         va_end(ap);
         return;
     }
-    if (g_size > 1)
-        fprintf(stderr, "freescale: warning [rank %d]: ", g_rank);
-    else
-        fprintf(stderr, "freescale: warning: ");
-    vfprintf(stderr, fmt, ap);
+    /* the whole line in one write: the ranks share the terminal, and a
+     * line written in pieces interleaves with another rank's */
+    char line[2048];
+    int n = g_size > 1 ? snprintf(line, sizeof line, "freescale: warning [rank %d]: ", g_rank)
+                       : snprintf(line, sizeof line, "freescale: warning: ");
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    if (m < 0)
+        m = 0;
+    if ((size_t)(n + m) > sizeof line - 2)
+        m = (int)(sizeof line - 2) - n;
+    line[n + m] = '\n';
+    fwrite(line, 1, (size_t)(n + m + 1), stderr);
     fflush(stderr);
 }
 
