@@ -417,8 +417,11 @@ void step_bias_init(struct trainer *tr)
         tc->bias_prior = bc->prior;
         tc->bias_prior_user = bc->prior_user;
         tc->recency = bc->recency;
-        for (const char *l = bc->said; *l; l += strcspn(l, "\n") + 1)
-            log_info("%.*s", (int)strcspn(l, "\n"), l);
+        for (const char *l = bc->said; *l;) {
+            const size_t n = strcspn(l, "\n");
+            log_info("%.*s", (int)n, l);
+            l += n + (l[n] == '\n');
+        }
     } else {
         if (bc)
             log_keep(bc->said, sizeof bc->said);
