@@ -88,9 +88,8 @@ X(model, factor_ridge, FLOAT, "0", 0, 1e6, NULL,
   "item factors, an F x F solve a token (F <= 16; doc/ranking.md)")
 X(model, factor_feature, STRING, "", 0, 0, NULL,
   "model.factors: NAME = a single-valued categorical item feature of the dataset (e.g. an "
-  "artist); each item's factors are its own row plus its value's row (bias.ffeat), trained by "
-  "the events of every item with that value, the item's own rows starting at 0; empty = the "
-  "item's row alone (doc/ranking.md)")
+  "artist): the factor rows are its values', an item's factors its value's row, trained by the "
+  "events of every item with that value; empty = a row per item (doc/ranking.md)")
 X(model, factors_lr, STRING, "0", 0, 0, NULL,
   "model.factors: the Adam rate of the factor terms (the items' factors and the K x K matrix), "
   "with train.lr's warmup and schedule; 0 = train.lr; auto = the one of train.lr x 1, 3, 10, "
