@@ -28,6 +28,13 @@
 #     tests/grad_rank.sh, case 5): the losses and the test metrics agree at
 #     P = 1, 2 and on the fake device (1e-6), and move off the shrunk
 #     mean's; refused without model.factors or above 16 factors;
+#     model.factor_feature (the factor rows keyed by an item feature's
+#     values; its gradient: tests/grad_rank.sh, case 6): the losses and
+#     the test metrics agree at P = 1, 2, on the fake device and resumed at
+#     another rank count (1e-6), move off the items' own rows', export
+#     writes the name and the values' rows; refused for an unknown name, an
+#     events feature, a multi-valued or a float feature (naming the
+#     dataset) and without model.factors;
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
 #     each value's loss, the choices of the item and the user rows' priors,
