@@ -32,7 +32,9 @@
 #              rating, data.split = last:4) and a Yambda-shaped stream
 #              (data gen --yambda: 14 days, 600 users, 2000 tracks, median
 #              60 events; the task listen_plus, the tracks' artist and
-#              album, day 12 validates and day 13 tests, a dynamic item
+#              album, the factor rows keyed by the artist
+#              (model.factor_feature = artist: the set's taste is per user
+#              x artist), day 12 validates and day 13 tests, a dynamic item
 #              table for its raw ids), the file's other settings unchanged;
 #              per set the median (min .. max) over the seeds of the test
 #              AUC and NE of the first task, its user+item baseline's, the
@@ -246,7 +248,8 @@ if has generated; then
             "$FS" data gen --yambda --days 14 --users 600 --tracks 2000 --albums 200 --artists 40 \
                 --median-length 60 --seed "$seed" -o "$W/yambda.h5" > /dev/null
             train_run gy$seed "$W/yambda.h5" "$seed" "train.tasks=listen_plus:binary:played_ratio_pct>=50" \
-                features.item=artist,album data.split=time:1036800,1123200 embedding.dynamic=on
+                features.item=artist,album model.factor_feature=artist data.split=time:1036800,1123200 \
+                embedding.dynamic=on
             echo "$seed$(vals "$W/gy$seed.jsonl" test listen_plus.auc listen_plus.ne)$(vals "$W/gy$seed.jsonl" \
                 test-baseline-user+item listen_plus.auc listen_plus.ne) $(attr "$W/yambda.h5" planted_auc) $(attr \
                 "$W/yambda.h5" planted_ne) $(attr "$W/yambda.h5" planted_posterior_auc) $(attr \

@@ -28,6 +28,13 @@
 #     tests/grad_rank.sh, case 5): the losses and the test metrics agree at
 #     P = 1, 2 and on the fake device (1e-6), and move off the shrunk
 #     mean's; refused without model.factors or above 16 factors;
+#     model.factor_feature (the factor rows keyed by an item feature's
+#     values; its gradient: tests/grad_rank.sh, case 6): the losses and
+#     the test metrics agree at P = 1, 2, on the fake device and resumed at
+#     another rank count (1e-6), move off the items' own rows', export
+#     writes the name and the values' rows; refused for an unknown name, an
+#     events feature, a multi-valued or a float feature (naming the
+#     dataset) and without model.factors;
 #   - model.bias_prior = auto, model.recency = auto: the grid searches on
 #     the validation events recomputed with NumPy (tests/bias_auto_oracle.py:
 #     each value's loss, the choices of the item and the user rows' priors,
@@ -338,6 +345,52 @@ expect_error "model.factor_ridge = 0.5 needs model.factors in 1 .. 16" \
     "$FS" train "$IN" $R model.factor_ridge=0.5 train.max_steps=1
 expect_error "model.factor_ridge = 0.5 needs model.factors in 1 .. 16 (an F x F solve a token; model.factors = 17)" \
     "$FS" train "$IN" $R model.factors=17 model.factor_ridge=0.5 train.max_steps=1
+
+# model.factor_feature (the factor rows keyed by an item feature's values,
+# an item's factors its value's row): P = 2 and the fake device against
+# P = 1, a resume at another rank count, not the items' own rows' losses;
+# export's attribute and rows; refused for a feature that is not
+# one categorical value per item, or without model.factors
+awk 'BEGIN { print "movieId,grp,tags,w"
+    for (i = 1; i <= 60; i++) printf "%d,g%d,t%d|t%d,%.2f\n", i, i % 7, i % 3, i % 4, i / 10 }' > "$T/items.csv"
+"$FS" data import --format movielens "$T/ratings.csv" --item-features "$T/items.csv" \
+    --item-key movieId --item-cols grp,tags:multi,w:float -o "$T/rf.h5" >/dev/null || fail "import with item features"
+E="data.path=$T/rf.h5 model.factor_feature=grp"
+# shellcheck disable=SC2086
+run e1 1 $F $E "output.checkpoint_dir=$T/cke" train.checkpoint_every=6
+# shellcheck disable=SC2086
+run e2 2 $F $E
+# shellcheck disable=SC2086
+run ef 1 $F $E device.type=fake
+# shellcheck disable=SC2086
+run er 2 $F $E "train.resume=$T/cke/ckpt-6.h5"
+# shellcheck disable=SC2086
+run en 1 $F "data.path=$T/rf.h5"
+same_losses "$T/e1.jsonl" "$T/e2.jsonl" "model.factor_feature: P=2 vs P=1" 0 1e-6
+same_losses "$T/e1.jsonl" "$T/ef.jsonl" "model.factor_feature: the fake device vs the CPU" 0 1e-6
+same_losses "$T/e1.jsonl" "$T/er.jsonl" "model.factor_feature: resumed P=1 -> P=2 at step 6" 6 1e-6
+for p in 2 f r; do
+    same_test "$T/e1.jsonl" "$T/e$p.jsonl" "model.factor_feature: e$p vs e1"
+done
+moved e1 en && pass "model.factor_feature: the losses move off the items' own rows'" ||
+    fail "model.factor_feature changes nothing"
+expect_ok "$FS" export "$(ls "$T"/cke/ckpt-*.h5 | tail -1)" -o "$T/modele.h5"
+"$PY" - "$T/modele.h5" <<'EOF' && pass "export: factor_feature, bias.factor [7 + 1 values, 3]" || fail "export with model.factor_feature"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert f["head"].attrs["factor_feature"] in ("grp", b"grp"), dict(f["head"].attrs)
+assert f["dense/bias.factor"].size == 8 * 3, f["dense/bias.factor"].shape
+EOF
+for bad in "nope:$T/rf.h5 has no item feature /items/nope (its single-valued categorical item features: grp)" \
+    "rating:$T/rf.h5 has no item feature /items/rating; /events/rating is an events feature" "tags:/items/tags of $T/rf.h5 is multi-valued" \
+    "w:/items/w of $T/rf.h5 is a float feature"; do
+    # shellcheck disable=SC2086
+    expect_error "model.factor_feature = ${bad%%:*}: ${bad#*:}" \
+        "$FS" train "$IN" $R $F $E "model.factor_feature=${bad%%:*}" train.max_steps=1
+done
+# shellcheck disable=SC2086
+expect_error "model.factor_feature = grp (command line) needs model.factors > 0" \
+    "$FS" train "$IN" $R $E train.max_steps=1
 
 # model.factors_lr (the factor terms' own rate): given as train.lr it is
 # the run without it (bit for bit); at 50 x train.lr the same at P = 2 as

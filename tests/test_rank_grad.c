@@ -22,7 +22,9 @@
  * the loss, each token's over the tokens before it), case 4: case 3 with
  * model.factors = 3 (the factor terms, model/task_factor.h: random factors
  * and a random mix matrix), case 5: case 4 with model.factor_ridge = 0.5
- * (the user's factor a ridge fit: the backward through the solve). Written as oracle
+ * (the user's factor a ridge fit: the backward through the solve), case 6:
+ * case 4 with model.factor_feature (bias.factor's 3 rows the values',
+ * value 0 among them: an item's factors its value's row). Written as oracle
  * records (tests/oracle_records.h), prefix "cK.".
  *
  *   test_rank_grad FILE    exit 0 (written), 1 on failure */
@@ -109,7 +111,7 @@ static void task_init(struct task_conf *tc)
 }
 
 static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double recency,
-                    int factors, double ridge)
+                    int factors, double ridge, int fvals)
 {
     char pre[8];
     snprintf(pre, sizeof pre, "c%d", k);
@@ -133,6 +135,8 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     tc.recency = recency;
     tc.factors = factors;
     tc.factor_ridge = ridge;
+    tc.factor_feature = fvals > 0 ? "grp" : "";
+    tc.factor_values = fvals;
     tc.bias_items = N_ITEMS + 1;
     tc.bias_users = B_SEQ;
 
@@ -167,6 +171,13 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     if (factors > 0) { /* a random mix (the factors: random at model_init) */
         struct dense_tensor *mix = model_param(&m, "bias.fmix");
         fill(&r, mix->w, mix->n, 1.0f);
+    }
+    int64_t fvalue[N_ITEMS + 1] = {0};
+    if (fvals > 0) { /* each item's value (item 2's and 5's 0, as item 0's) */
+        int32_t v[N_ITEMS];
+        for (int i = 0; i < N_ITEMS; i++)
+            fvalue[i + 1] = v[i] = (i * 2 + 1) % fvals;
+        task_ranking_set_factor_values(&task, v, N_ITEMS);
     }
 
     /* the tokens: event values of act and of the labels */
@@ -294,6 +305,8 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     if (factors > 0) {
         const double fc[3] = {FACTOR_GAIN, RECENCY_PRIOR, ridge};
         oracle_put(fp, pre, "factors", 'd', 3, fc);
+        if (fvals > 0)
+            oracle_put(fp, pre, "fvalue", 'q', N_ITEMS + 1, fvalue);
     }
     char name[40];
     for (int t = 0; t < NFEAT; t++) {
@@ -325,9 +338,10 @@ static int run_case(FILE *fp, int k, enum action_mode mode, int bias, double rec
     int finite = isfinite(loss);
     for (int i = 0; i < T_TOK * D; i++)
         finite &= isfinite(out[i]) && isfinite(demb[i]);
-    printf("case %d (%s%s%s%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n",
+    printf("case %d (%s%s%s%s%s): %lld model tokens (%lld contextual), %d candidates, loss %.6f\n",
            k, mode == ACT_INTERLEAVE ? "interleave" : "sum", bias ? ", model.bias" : "",
            recency > 0 ? ", model.recency" : "", factors > 0 ? ", model.factors" : "",
+           fvals > 0 ? ", model.factor_feature" : "",
            (long long)Tx, (long long)B_SEQ,
            (int)(ncand[0] + ncand[1] + ncand[2]), loss);
     task.ops->free(&task);
@@ -357,9 +371,10 @@ int main(int argc, char **argv)
     FILE *fp = fopen(argv[1], "wb");
     if (!fp)
         fatal("test_rank_grad: cannot write %s", argv[1]);
-    int bad = run_case(fp, 0, ACT_SUM, 0, 0, 0, 0) + run_case(fp, 1, ACT_INTERLEAVE, 0, 0, 0, 0) +
-              run_case(fp, 2, ACT_SUM, 1, 0, 0, 0) + run_case(fp, 3, ACT_SUM, 1, 10, 0, 0) +
-              run_case(fp, 4, ACT_SUM, 1, 10, 3, 0) + run_case(fp, 5, ACT_SUM, 1, 10, 3, 0.5);
+    int bad = run_case(fp, 0, ACT_SUM, 0, 0, 0, 0, 0) +
+              run_case(fp, 1, ACT_INTERLEAVE, 0, 0, 0, 0, 0) + run_case(fp, 2, ACT_SUM, 1, 0, 0, 0, 0) +
+              run_case(fp, 3, ACT_SUM, 1, 10, 0, 0, 0) + run_case(fp, 4, ACT_SUM, 1, 10, 3, 0, 0) +
+              run_case(fp, 5, ACT_SUM, 1, 10, 3, 0.5, 0) + run_case(fp, 6, ACT_SUM, 1, 10, 3, 0, 3);
     if (fclose(fp) != 0)
         fatal("test_rank_grad: write to %s failed", argv[1]);
     return bad ? 1 : 0;

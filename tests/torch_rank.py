@@ -174,6 +174,7 @@ def case(rec, c):
         gain, r0, ridge = (float(v) for v in g("factors"))
         cen = g("centre").reshape(-1, K).astype(np.float64)
         fac = P["bias.factor"]
+        fvalue = f"c{c}.fvalue" in rec
         terms = []
         for q in range(B):
             s = [torch.zeros(fac.shape[1], dtype=torch.float64) for _ in range(K)]
@@ -182,7 +183,8 @@ def case(rec, c):
             nf = fac.shape[1]
             A = [ridge * torch.eye(nf, dtype=torch.float64) for _ in range(K)]
             for t in range(int(off[q]), int(off[q + 1])):
-                ft = fac[int(items[t])]
+                # model.factor_feature: the rows are the item's value's
+                ft = fac[int(g("fvalue")[int(items[t])]) if fvalue else int(items[t])]
                 if ridge > 0:  # model.factor_ridge: z = A^-1 b by autograd through the solve
                     terms.append(torch.stack([gain * (ft * torch.linalg.solve(
                         A[j], s[j] - sv[j] / (n[j] + r0) * sf[j])).sum() for j in range(K)]))
@@ -218,7 +220,8 @@ def case(rec, c):
     print(f"case {c}: hstu, actions {'interleave' if inter else 'sum'}"
           f"{', model.bias' if 'bias.item' in P else ''}"
           f"{', model.recency' if 'bias.recency' in P else ''}"
-          f"{', model.factors' if 'bias.factor' in P else ''}, {len(xs)} tokens, "
+          f"{', model.factors' if 'bias.factor' in P else ''}"
+          f"{', model.factor_feature' if f'c{c}.fvalue' in rec else ''}, {len(xs)} tokens, "
           f"{int(ncand.sum())} candidates, loss {float(loss):.6f}")
     bad = 0
     for name, cv, tv in checks:

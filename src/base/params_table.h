@@ -86,6 +86,10 @@ X(model, factor_ridge, FLOAT, "0", 0, 1e6, NULL,
   "model.factors: 0 = the user's factor is the shrunk mean above; lambda > 0 = the ridge fit "
   "(lambda I + sum f f^T)^-1 sum (residual - mean) f of the same residuals on the history's "
   "item factors, an F x F solve a token (F <= 16; doc/ranking.md)")
+X(model, factor_feature, STRING, "", 0, 0, NULL,
+  "model.factors: NAME = a single-valued categorical item feature of the dataset (e.g. an "
+  "artist): the factor rows are its values', an item's factors its value's row, trained by the "
+  "events of every item with that value; empty = a row per item (doc/ranking.md)")
 X(model, factors_lr, STRING, "0", 0, 0, NULL,
   "model.factors: the Adam rate of the factor terms (the items' factors and the K x K matrix), "
   "with train.lr's warmup and schedule; 0 = train.lr; auto = the one of train.lr x 1, 3, 10, "

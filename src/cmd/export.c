@@ -260,6 +260,7 @@ static void write_task_head(struct trainer *tr, struct rec_file *file)
     h5io_attr_f64(h, g, "recency", tc->recency);
     h5io_attr_i64(h, g, "factors", tc->factors);
     h5io_attr_f64(h, g, "factor_ridge", tc->factor_ridge); /* 0: the shrunk mean */
+    h5io_attr_str(h, g, "factor_feature", tc->factor_feature ? tc->factor_feature : "");
     const float *centre = task_ranking_centres(&tr->task);
     if (centre) {
         hid_t d = rec_h5_dset(file, g, "centre", H5T_IEEE_F32LE, tc->bias_items, tc->n);

@@ -81,6 +81,9 @@ struct task_conf {
     int factors;             /* model.factors: the factor terms' width (0: off) */
     double factors_lr;       /* model.factors_lr: their rate (0: train.lr's) */
     double factor_ridge;     /* model.factor_ridge: 0 the shrunk mean, > 0 the ridge fit's lambda */
+    const char *factor_feature; /* model.factor_feature: the item feature whose values have
+                                   factor rows of their own ("": none; the params' string) */
+    int64_t factor_values;   /* its cardinality: bias.ffeat's rows (set with ds; 0: none) */
     int terms_only;          /* debug.terms_only: the logits without the head's output */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
     int bias_rows;           /* model.bias's rows held outside the model (task_bias.h: the
@@ -267,6 +270,9 @@ int task_ranking_recency_on(const struct task *t);
 void task_ranking_recency_terms(const struct task *t, int64_t B, const int64_t *offsets,
                                 const int64_t *ncand, const int64_t *items, const float *labels,
                                 float *out);
+/* model.factor_feature: item i's value (i = 1 .. nitems) is value[i - 1]
+ * (0 .. tc->factor_values - 1); item 0 (padding) takes value 0. */
+void task_ranking_set_factor_values(struct task *t, const int32_t *value, int64_t nitems);
 void task_ranking_set_centres(struct task *t, const float *centre, int64_t nitems);
 const float *task_ranking_centres(const struct task *t);
 void task_ranking_set_recency(struct task *t, const float *A);

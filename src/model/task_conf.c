@@ -327,6 +327,14 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if ((flr_auto || tc->factors_lr > 0) && tc->factors == 0)
         return errorf(err, errlen, "model.factors_lr = %s needs model.factors > 0 (it is the "
                       "factor terms' rate)", flr);
+    tc->factor_feature = params_str(p, P_model_factor_feature);
+    tc->factor_values = 0; /* task_setup_ranking_conf, with the dataset */
+    if (tc->factor_feature[0] && tc->factors == 0)
+        return errorf(err, errlen, "model.factor_feature = %s%s%s%s needs model.factors > 0 (it "
+                      "keys factor rows by an item feature)", tc->factor_feature,
+                      p->origin[P_model_factor_feature][0] ? " (" : "",
+                      p->origin[P_model_factor_feature],
+                      p->origin[P_model_factor_feature][0] ? ")" : "");
     tc->terms_only = (int)params_i64(p, P_debug_terms_only);
     if (tc->terms_only && !tc->bias)
         return errorf(err, errlen, "debug.terms_only = on needs model.bias = on (without it "

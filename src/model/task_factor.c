@@ -23,6 +23,22 @@ void rank_factor_init(struct rank_factor *rf, struct model *m, int K, int F, dou
               "(task_ranking_params before model_init)");
 }
 
+void rank_factor_set_values(struct rank_factor *rf, const int32_t *value, int64_t nitems)
+{
+    if (!rf->fac)
+        fatal("task_ranking: the items' values of model.factor_feature without model.factors");
+    rf->value = xrealloc(rf->value, (size_t)(nitems + 1) * sizeof *rf->value);
+    rf->nvalue = nitems + 1;
+    rf->value[0] = 0;
+    rf->tv = xrealloc(rf->tv, (size_t)(rf->cap > 0 ? rf->cap : 1) * sizeof *rf->tv);
+    for (int64_t i = 0; i < nitems; i++) {
+        if (value[i] < 0 || value[i] >= rf->fac->rows)
+            fatal("task_ranking: item %lld's value %d of model.factor_feature is not among "
+                  "the %d rows of bias.factor", (long long)(i + 1), (int)value[i], rf->fac->rows);
+        rf->value[i + 1] = value[i];
+    }
+}
+
 static void reserve(struct rank_factor *rf, int64_t n)
 {
     if (n <= rf->cap)
@@ -40,6 +56,8 @@ static void reserve(struct rank_factor *rf, int64_t n)
     rf->w = xrealloc(rf->w, (size_t)(rf->cap * K) * sizeof *rf->w);
     rf->hh = xrealloc(rf->hh, (size_t)(rf->cap * K) * sizeof *rf->hh);
     rf->vb = xrealloc(rf->vb, (size_t)(rf->cap * K) * sizeof *rf->vb);
+    if (rf->value)
+        rf->tv = xrealloc(rf->tv, (size_t)rf->cap * sizeof *rf->tv);
     rf->hv = xrealloc(rf->hv, (size_t)(rf->cap * K) * sizeof *rf->hv);
     if (rf->ridge > 0) {
         const size_t ai = (size_t)(rf->cap * K * F * F) * sizeof(float);
@@ -51,10 +69,20 @@ static void reserve(struct rank_factor *rf, int64_t n)
 
 /* The factor rows of items [n] gathered into rf->rows on the backend (the
  * indexes uploaded without a host wait, kept for the backward's
- * scatter). */
+ * scatter); with model.factor_feature the rows of their values. */
 static void gather(struct rank_factor *rf, int64_t n, const int64_t *items)
 {
-    const int64_t *di = mirror_bind(&rf->items, rf->be, &backend_cpu, items,
+    const int64_t *idx = items;
+    if (rf->value) {
+        for (int64_t t = 0; t < n; t++) {
+            if (items[t] < 0 || items[t] >= rf->nvalue)
+                fatal("task_ranking: item %lld has no value of model.factor_feature (%lld "
+                      "items)", (long long)items[t], (long long)(rf->nvalue - 1));
+            rf->tv[t] = rf->value[items[t]];
+        }
+        idx = rf->tv;
+    }
+    const int64_t *di = mirror_bind(&rf->items, rf->be, &backend_cpu, idx,
                                     (size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     mirror_up_async(&rf->items, rf->st, 0, (size_t)n * sizeof(int64_t));
     rf->be->gather_rows(n, rf->F, rf->fac->w, di, rf->rows);
@@ -166,6 +194,8 @@ void rank_factor_free(struct rank_factor *rf)
     mirror_free(&rf->h);
     mirror_free(&rf->v);
     mirror_free(&rf->off);
+    free(rf->value);
+    free(rf->tv);
     free(rf->z);
     free(rf->w);
     free(rf->hh);

@@ -19,6 +19,11 @@
  * (an F x F solve a token; F <= 16; the backward through the solve:
  * backend/factor_walk.h);
  * then z[t, k] += sum_j M[k, j] h_j(t) with M = bias.fmix [K, K].
+ * With model.factor_feature (a single-valued categorical item feature,
+ * e.g. the artist) the rows of bias.factor [cardinality, F] are the
+ * feature's values' and item i's factors are f_i = the row of its value
+ * (0: missing, a row of its own), which every event of every item with
+ * that value trains; the walks see f as before.
  * Candidates (evaluation, score) take the history's sums: the events before
  * the first candidate. M starts at 0 (the logits start at the biases) and
  * the factors uniform in +-FACTOR_INIT; both are dense parameters
@@ -50,6 +55,10 @@ struct rank_factor {
     int K, F;
     double ridge;                      /* model.factor_ridge: 0 the shrunk mean, > 0 lambda */
     struct dense_tensor *fac, *mix;    /* NULL: model.factors = 0 */
+    int64_t *value;                    /* host [nvalue]: model.factor_feature's row of each
+                                        * item, or NULL (the item's own row) */
+    int64_t nvalue;                    /* items value covers (nitems + 1) */
+    int64_t *tv;                       /* host [cap]: the tokens' rows (value) */
     struct mirror items, h, v, off;    /* uploads: [n] rows, [n, K] terms (predict), [n, K]
                                         * residual values (double), [B + 1] offsets */
     float *rows;                       /* [cap, F] backend: the tokens' factor rows, kept
@@ -69,6 +78,10 @@ struct rank_factor {
 /* Find bias.factor and bias.fmix in m (F > 0: fatal when absent); ridge:
  * model.factor_ridge. */
 void rank_factor_init(struct rank_factor *rf, struct model *m, int K, int F, double ridge);
+/* model.factor_feature: item i's (1 .. nitems) row of bias.factor is
+ * value[i - 1], checked against its rows (fatal: a caller's error); item 0
+ * takes row 0. */
+void rank_factor_set_values(struct rank_factor *rf, const int32_t *value, int64_t nitems);
 /* Host terms out [T, K] of B sequences (offsets [B + 1], items [T],
  * labels [T, K], NaN missing; ncand [B] or NULL as recency_terms). */
 void rank_factor_terms(struct rank_factor *rf, const struct recency_rule *rule, int64_t B,

@@ -385,8 +385,11 @@ void task_ranking_params(const struct task_conf *tc, struct model_conf *mc)
     }
     if (tc->recency > 0) /* set by task_ranking_set_recency */
         add_extra(mc, "bias.recency", tc->n, tc->n, 0.0f, 0);
-    if (tc->factors > 0) { /* the items' factors; the mix starts at 0 */
-        add_extra(mc, "bias.factor", (int)tc->bias_items, tc->factors, FACTOR_INIT, 0);
+    if (tc->factors > 0) { /* the items' factors (model.factor_feature: its values'); the
+                            * mix starts at 0 */
+        add_extra(mc, "bias.factor",
+                  (int)(tc->factor_values > 0 ? tc->factor_values : tc->bias_items), tc->factors,
+                  FACTOR_INIT, 0);
         add_extra(mc, "bias.fmix", tc->n, tc->n, 0.0f, 0);
     }
 }
@@ -435,6 +438,12 @@ void task_ranking_factor_terms(const struct task *t, int64_t B, const int64_t *o
 {
     struct rank_priv *r = t->priv;
     rank_factor_terms(&r->fac, &r->rule, B, offsets, ncand, items, labels, out);
+}
+
+void task_ranking_set_factor_values(struct task *t, const int32_t *value, int64_t nitems)
+{
+    struct rank_priv *r = t->priv;
+    rank_factor_set_values(&r->fac, value, nitems);
 }
 
 void task_ranking_set_centres(struct task *t, const float *centre, int64_t nitems)

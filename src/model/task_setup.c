@@ -35,6 +35,42 @@ static void warn_retrieval_only(const struct params *p)
     free(def);
 }
 
+/* model.factor_feature: the dataset's single-valued categorical item
+ * feature of that name, or NULL + err naming the file and the key. */
+static const struct dataset_feature *factor_feature(const struct task_conf *tc,
+                                                    const struct dataset *ds, char *err,
+                                                    size_t errlen)
+{
+    const char *name = tc->factor_feature;
+    const struct dataset_feature *f = dataset_feat_find(ds, DS_ITEMS, name);
+    if (!f) {
+        const int ev = dataset_feat_find(ds, DS_EVENTS, name) != NULL;
+        const int us = dataset_feat_find(ds, DS_USERS, name) != NULL;
+        char have[512] = "";
+        size_t at = 0;
+        for (int i = 0; i < ds->nfeat && at + 1 < sizeof have; i++)
+            if (ds->feat[i].kind == DS_ITEMS && !ds->feat[i].multi && !ds->feat[i].is_float)
+                at += (size_t)snprintf(have + at, sizeof have - at, "%s%s", at ? ", " : "",
+                                       ds->feat[i].name);
+        char other[160] = "";
+        if (ev || us)
+            snprintf(other, sizeof other, "; /%s/%s is %s", ev ? "events" : "users", name,
+                     ev ? "an events feature (one value per event, not per item)"
+                        : "a user feature");
+        errorf(err, errlen, "model.factor_feature = %s: %s has no item feature /items/%s%s (its "
+               "single-valued categorical item features: %s)", name, ds->path, name, other,
+               have[0] ? have : "none");
+        return NULL;
+    }
+    if (f->multi || f->is_float) {
+        errorf(err, errlen, "model.factor_feature = %s: /items/%s of %s is %s: the factor rows "
+               "need one categorical value per item", name, name, ds->path,
+               f->multi ? "multi-valued (a list per item)" : "a float feature");
+        return NULL;
+    }
+    return f;
+}
+
 int task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
                             const struct dataset *ds, struct rsplit *rs, char *err,
                             size_t errlen)
@@ -67,6 +103,19 @@ int task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
     }
     tc->bias_items = ds->num_items + 1;
     tc->bias_users = ds->num_users;
+    tc->factor_values = 0;
+    if (tc->factor_feature && tc->factor_feature[0]) {
+        const struct dataset_feature *f = factor_feature(tc, ds, err, errlen);
+        if (!f)
+            return -1;
+        tc->factor_values = f->cardinality;
+        if (f->cardinality > INT32_MAX)
+            return errorf(err, errlen, "model.factor_feature = %s: /items/%s of %s has %lld "
+                          "values: a dense tensor holds at most %d rows", tc->factor_feature,
+                          f->name, ds->path, (long long)f->cardinality, INT32_MAX);
+        log_info("ranking: factor rows of the items and of their /items/%s (%lld values)",
+                 f->name, (long long)f->cardinality);
+    }
     return 0;
 }
 
@@ -120,6 +169,19 @@ int task_setup_ranking(struct task *t, const struct task_conf *tc, struct model 
         return -1;
     }
     task_ranking_set_stats(t, sums);
+    if (tc->factor_values > 0) { /* each item's value of model.factor_feature */
+        const struct dataset *ds = d->ds;
+        const struct dataset_feature *f = factor_feature(tc, ds, err, errlen);
+        if (!f)
+            return -1;
+        int32_t *v = xmalloc((size_t)(ds->num_items > 0 ? ds->num_items : 1) * sizeof *v);
+        const int bad = dataset_feat_ints(ds, f, 0, ds->num_items, v, err, errlen);
+        if (!bad)
+            task_ranking_set_factor_values(t, v, ds->num_items);
+        free(v);
+        if (bad)
+            return -1;
+    }
     return 0;
 }
 
