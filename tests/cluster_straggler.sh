@@ -5,7 +5,9 @@
 # they wait inside MPI for most of the step, so adapt keeps the split (no
 # "rank speeds updated": its predicted gain is measured against the whole
 # step, waits included) and says once that the run is bound by
-# communication. With fast links and rank 1 computing 20x slower
+# communication; on a loaded machine too, where a rank descheduled takes
+# longer in wall time but not in CPU time, which adapt measures beside it
+# (doc/balance.md). With fast links and rank 1 computing 20x slower
 # (debug.slow_rank), adapt re-weights first (once the split is even, the
 # tiny run may well be bound by communication, and adapt may say so).
 # bench/straggler.sh measures the bubble (doc/scaling.md). Skips (77)

@@ -1,7 +1,8 @@
 /* test_balance: the balancers against hand-worked instances and invariants
  * (every sequence assigned once, equal counts kept, kk and lpt never worse
- * than contiguous shares on heavy-tailed costs, slower ranks get less), and
- * a 4096-rank batch in bounded time and memory. */
+ * than contiguous shares on heavy-tailed costs, slower ranks get less), a
+ * 4096-rank batch in bounded time and memory, and balance_adapt's rule on
+ * made-up intervals (balance/adapt.h). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "balance/adapt.h"
 #include "balance/balance.h"
 #include "base/clock.h"
 #include "base/rng.h"
@@ -129,11 +131,77 @@ static void test_4096_ranks(void **state)
     free(owner);
 }
 
+/* n intervals of 2 ranks, equal costs, with wall and CPU busy seconds per
+ * unit of cost (wall[1], cpu[1]: rank 1's; rank 0's are 1) over `steps`
+ * seconds of wall time, bubble b; cpu1 < 0: CPU not measured (a device).
+ * Returns the verdict of the last, *updated the first interval that
+ * adopted speeds (0-based, -1: none), *wire the count of ADAPT_WIRE. */
+static enum adapt_verdict intervals(struct adapt *a, int n, double wall1, double cpu1,
+                                    double steps, double b, int *updated, int *wire)
+{
+    const double tau[2] = {1e-9, wall1 * 1e-9}, cpu[2] = {0.5e-9, cpu1 * 0.5e-9};
+    const double cost[2] = {1e6, 1e6};
+    const struct adapt_obs o = {
+        .tau = tau, .tau_cpu = cpu1 < 0 ? NULL : cpu, .cost = cost, .steps = steps, .bubble = b};
+    enum adapt_verdict v = ADAPT_KEEP;
+    for (int i = 0; i < n; i++) {
+        double gain;
+        v = adapt_learn(a, 2, &o, &gain);
+        if (v == ADAPT_UPDATED && *updated < 0)
+            *updated = i;
+        *wire += v == ADAPT_WIRE;
+    }
+    return v;
+}
+
+static void test_adapt_rule(void **state)
+{
+    (void)state;
+    struct adapt a = {0};
+    int up = -1, wire = 0;
+    /* rank 1 computes twice as slowly by both clocks, over a step of 3 ms
+     * (rank 1 busy 2 ms): the warm-up, then two intervals in a row */
+    intervals(&a, 5, 2, 2, 3e-3, 0.2, &up, &wire);
+    assert_int_equal(up, 2);
+    assert_int_equal(wire, 0);
+    assert_true(fabs(a.speed[0] - 4.0 / 3) < 1e-12 && fabs(a.speed[1] - 2.0 / 3) < 1e-12);
+    adapt_free(&a);
+    /* rank 1 descheduled: 4x the wall time, the same CPU time; in a
+     * communication-bound step (bubble 0.9): kept, and said once */
+    up = -1, wire = 0;
+    intervals(&a, 8, 4, 1, 5e-3, 0.9, &up, &wire);
+    assert_int_equal(up, -1);
+    assert_int_equal(wire, 1);
+    assert_null(a.speed);
+    adapt_free(&a);
+    /* ... where the CPU time is not the compute's (a device): wall time decides */
+    up = -1, wire = 0;
+    intervals(&a, 4, 4, -1, 5e-3, 0.2, &up, &wire);
+    assert_int_equal(up, 2);
+    adapt_free(&a);
+    /* slower by both, but the step is mostly waiting (2 ms of 100): under 5% */
+    up = -1, wire = 0;
+    intervals(&a, 8, 2, 2, 0.1, 0.95, &up, &wire);
+    assert_int_equal(up, -1);
+    assert_int_equal(wire, 1);
+    adapt_free(&a);
+    /* one interval's spike between even ones is not a slower rank */
+    up = -1, wire = 0;
+    intervals(&a, 2, 1, 1, 3e-3, 0.1, &up, &wire); /* the warm-up and an even one */
+    intervals(&a, 1, 3, 3, 3e-3, 0.1, &up, &wire);
+    intervals(&a, 1, 1, 1, 3e-3, 0.1, &up, &wire);
+    intervals(&a, 1, 3, 3, 3e-3, 0.1, &up, &wire);
+    assert_int_equal(up, -1);
+    assert_int_equal(a.over, 1);
+    adapt_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_worked), cmocka_unit_test(test_invariants),
         cmocka_unit_test(test_speed_weighting), cmocka_unit_test(test_4096_ranks),
+        cmocka_unit_test(test_adapt_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

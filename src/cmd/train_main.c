@@ -279,6 +279,7 @@ static int train_loop(struct trainer *tr, int64_t total, int64_t *last_ckpt, dou
         log_info("trace: %s (%lld steps; open in https://ui.perfetto.dev)", cf->trace,
                  (long long)tr->step);
     free(stats.tau);
+    free(stats.tau_cpu);
     free(stats.cost_sum);
     planner_free(&pl);
     return stop;

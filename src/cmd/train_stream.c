@@ -403,6 +403,7 @@ static int window_steps(struct trainer *tr, struct planner *pl, int64_t k, doubl
     }
     train_step_drain(tr);
     free(stats.tau);
+    free(stats.tau_cpu);
     free(stats.cost_sum);
     *loss = *nsteps ? sum / (double)*nsteps : 0;
     return stop;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "comm/comm_priv.h"
 #include "comm/comm_trace.h"
 
@@ -78,6 +79,14 @@ static double g_mpi_seconds = 0;
 
 double comm_mpi_seconds(void) { return g_mpi_seconds; }
 
+/* The main thread's CPU seconds inside those calls, when counted (only the
+ * main thread makes them: comm_progress.c's thread only probes). */
+static int g_cpu_timed = 0;
+static double g_mpi_cpu_seconds = 0;
+
+void comm_time_cpu(int on) { g_cpu_timed = on; }
+double comm_mpi_cpu_seconds(void) { return g_mpi_cpu_seconds; }
+
 /* Seconds that non-blocking exchanges were in flight (post to observed
  * completion), summed over requests: with g_mpi_seconds, the overlap ratio
  * of steptime.h. */
@@ -99,10 +108,13 @@ double comm_hidden_seconds(void)
 #define TIMED_AS(op, group, call)                                                        \
     do {                                                                                 \
         double timed_t0_ = MPI_Wtime();                                                  \
+        double timed_c0_ = g_cpu_timed ? clock_thread_seconds() : 0;                     \
         wait_enter((op), (group), timed_t0_);                                            \
         MPI_CHECK(call);                                                                 \
         wait_leave();                                                                    \
         g_mpi_seconds += MPI_Wtime() - timed_t0_;                                        \
+        if (g_cpu_timed)                                                                 \
+            g_mpi_cpu_seconds += clock_thread_seconds() - timed_c0_;                     \
     } while (0)
 #define TIMED(call) TIMED_AS(#call, -1, call)
 

@@ -98,6 +98,12 @@ const char *comm_phase_name(enum comm_phase ph);
 /* Seconds this process has spent inside MPI communication calls (blocking
  * collectives and waits: communication that compute did not hide). */
 double comm_mpi_seconds(void);
+/* With comm_time_cpu(1) (balance_adapt on the host: doc/balance.md), the
+ * calling thread's CPU seconds inside the same calls (MPI polls while it
+ * waits), so that the thread's CPU time less them is its compute;
+ * comm_mpi_cpu_seconds() is 0 without. */
+void comm_time_cpu(int on);
+double comm_mpi_cpu_seconds(void);
 /* Seconds non-blocking exchanges were in flight, post to completion,
  * summed over requests. */
 double comm_flight_seconds(void);

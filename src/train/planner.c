@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "base/check.h"
 #include "balance/cost.h"
 #include "train/train.h"
@@ -17,6 +18,10 @@ void planner_init(struct planner *pl, struct trainer *tr)
     pl->mode = (enum balance_mode)balance_parse(params_str(p, P_parallel_balance));
     pl->equal_count = (int)params_i64(p, P_parallel_balance_equal_count);
     pl->adapt = (int)params_i64(p, P_parallel_balance_adapt);
+    /* compute on the host: its busy CPU time is measured beside the wall
+     * time (on a device the host's CPU time is not the compute's) */
+    if (pl->adapt && tr->c->size > 1 && backend_is_host(tr->be) && backend_is_host(tr->items->be))
+        steptime_time_cpu(&tr->st);
     const int64_t Bg = tr->conf.batch_size;
     pl->Bg = Bg;
     pl->steps_per_epoch = (tr->n_train + Bg - 1) / Bg;
@@ -45,8 +50,7 @@ void planner_init(struct planner *pl, struct trainer *tr)
 
 void planner_free(struct planner *pl)
 {
-    free(pl->speed);
-    free(pl->tau);
+    adapt_free(&pl->ad);
     free(pl->owner);
     free(pl->len);
     for (int k = 0; k < 2; k++) {
@@ -117,7 +121,7 @@ static void assign(struct planner *pl, struct trainer *tr, const int64_t *perm, 
         pl->owner_cap = pc->n;
         pl->owner = xrealloc(pl->owner, (size_t)pl->owner_cap * sizeof *pl->owner);
     }
-    balance_assign(pl->mode, pl->equal_count, pc->cost, pc->n, P, pl->speed, pl->owner);
+    balance_assign(pl->mode, pl->equal_count, pc->cost, pc->n, P, pl->ad.speed, pl->owner);
     sp->n = 0;
     sp->cost = 0;
     sp->global_B = gB;
@@ -153,63 +157,39 @@ const struct step_plan *planner_plan(struct planner *pl, struct trainer *tr, int
     return sp;
 }
 
-/* The slowest rank's busy time in st's interval, with busy seconds per
- * unit of cost tau [P], against a perfectly speed-weighted split of the
- * same work, as a share of the whole step (the mean busy time over 1 -
- * bubble): time spent waiting on the wire is not saved by moving work. */
-static double adapt_gain(const double *tau, const struct step_stats *st, int P)
-{
-    double now = 0, work = 0, rate = 0, mean_busy = 0;
-    for (int r = 0; r < P; r++) {
-        double busy = st->cost_sum[r] * tau[r];
-        now = busy > now ? busy : now;
-        mean_busy += busy / P;
-        work += st->cost_sum[r];
-        rate += 1.0 / tau[r];
-    }
-    const double step = st->bubble < 0.99 ? mean_busy / (1.0 - st->bubble) : 100 * mean_busy;
-    return now > 0 ? (now - work / rate) / (step > now ? step : now) : 0;
-}
-
 void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_stats *st)
 {
     const int P = tr->c->size;
     if (!pl->adapt || P == 1 || !st->tau)
         return;
-    if (!pl->warmed) { /* the first interval: a warm-up, not the ranks' speed */
-        pl->warmed = 1;
-        return;
-    }
-    if (!pl->tau)
-        pl->tau = xcalloc((size_t)P, sizeof *pl->tau);
-    for (int r = 0; r < P; r++)
-        if (st->tau[r] <= 0)
-            return; /* a rank without work in this interval: nothing to learn */
-    for (int r = 0; r < P; r++)
-        pl->tau[r] = pl->tau[r] > 0 ? 0.5 * pl->tau[r] + 0.5 * st->tau[r] : st->tau[r];
-    const double gain = adapt_gain(pl->tau, st, P), gain_now = adapt_gain(st->tau, st, P);
-    /* one interval's spike (a rank descheduled, a burst on a link) is not
-     * a slower rank: re-weight after two intervals in a row whose own
-     * times and running average both predict more than 5% */
-    pl->over = gain > 0.05 && gain_now > 0.05 ? pl->over + 1 : 0;
-    if (gain <= 0.05 && st->bubble > 0.5 && !pl->told_wire) {
-        pl->told_wire = 1;
+    const struct adapt_obs o = {
+        .tau = st->tau, .tau_cpu = st->tau_cpu, .cost = st->cost_sum, .steps = st->steps_s,
+        .bubble = st->bubble};
+    double gain;
+    switch (adapt_learn(&pl->ad, P, &o, &gain)) {
+    case ADAPT_UPDATED:
+        log_info("balance_adapt: rank speeds updated (predicted gain %.0f%%)", 100 * gain);
+        break;
+    case ADAPT_WIRE: {
+        double imb = st->imbalance; /* by CPU time where measured: max / mean busy */
+        if (st->tau_cpu) {
+            double mx = 0, sum = 0;
+            for (int r = 0; r < P; r++) {
+                const double b = st->tau_cpu[r] * st->cost_sum[r];
+                mx = b > mx ? b : mx;
+                sum += b;
+            }
+            imb = sum > 0 ? mx / (sum / P) : 1;
+        }
         log_info("balance_adapt: the ranks wait inside MPI for %.0f%% of the step (busy "
-                 "compute within %.0f%% between them): the run is bound by communication, and "
-                 "moving work between ranks would save under 5%% of a step; it does not cut "
-                 "the bytes on a slow link or network, fewer bytes do (parallel.rows_codec, "
+                 "compute within %.0f%% between them%s): the run is bound by communication, "
+                 "and moving work between ranks would save under 5%% of a step; it does not "
+                 "cut the bytes on a slow link or network, fewer bytes do (parallel.rows_codec, "
                  "parallel.grads_codec, parallel.embedding_group: doc/balance.md)",
-                 100 * st->bubble, 100 * (st->imbalance - 1));
+                 100 * st->bubble, 100 * (imb - 1), st->tau_cpu ? ", by CPU time" : "");
+        break;
     }
-    if (pl->over < 2)
-        return;
-    if (!pl->speed)
-        pl->speed = xmalloc((size_t)P * sizeof *pl->speed);
-    double rate = 0;
-    for (int r = 0; r < P; r++)
-        rate += 1.0 / pl->tau[r];
-    const double mean = rate / P;
-    for (int r = 0; r < P; r++)
-        pl->speed[r] = (1.0 / pl->tau[r]) / mean;
-    log_info("balance_adapt: rank speeds updated (predicted gain %.0f%%)", 100 * gain);
+    case ADAPT_KEEP:
+        break;
+    }
 }

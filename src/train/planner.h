@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "balance/adapt.h"
 #include "balance/balance.h"
 #include "balance/cost.h"
 #include "balance/split_long.h"
@@ -50,12 +51,9 @@ struct step_plan {
 struct planner {
     enum balance_mode mode;
     int equal_count, adapt;
-    int told_wire;      /* balance_adapt's notice of a communication-bound run, given */
-    int warmed;         /* balance_adapt has seen its first interval (a warm-up, not learnt) */
-    int over;           /* learnt intervals in a row that predicted a gain over 5% */
+    struct adapt ad;    /* balance_adapt's state; ad.speed: [P] relative speeds once
+                           adapted, else NULL */
     int64_t Bg, steps_per_epoch;
-    double *speed;      /* [P] relative speeds once adapted, else NULL */
-    double *tau;        /* [P] EMA of busy seconds per unit of predicted cost */
     int *owner;         /* [owner_cap] */
     int64_t owner_cap;
     int64_t *len;       /* [Bg] training inputs of each sequence of the step */
@@ -64,6 +62,8 @@ struct planner {
     struct step_plan plan[2];
 };
 
+/* After steptime_init(&tr->st): with balance_adapt on the host backend the
+ * step timers measure busy CPU time too (steptime_time_cpu). */
 void planner_init(struct planner *pl, struct trainer *tr);
 void planner_free(struct planner *pl);
 /* The stream schedule (cmd/train_stream.c): the planner over a new set of
@@ -74,16 +74,11 @@ void planner_window(struct planner *pl, struct trainer *tr);
 /* This rank's plan of global step `step` (valid until two other steps have
  * been planned). */
 const struct step_plan *planner_plan(struct planner *pl, struct trainer *tr, int64_t step);
-/* balance_adapt: from the second logging interval on (the first is a
- * warm-up: first touches, a link's burst allowance), keep an EMA (weight
- * 1/2 per logging interval) of each
- * rank's busy time per unit of predicted cost, tau, and adopt speeds 1/tau
- * when that is predicted to cut the step time (busy compute and the waits
- * inside MPI: the bubble) by more than 5% (identical
- * decision on every rank: the inputs come from one all-gather). When not,
- * and the ranks spend most of the step waiting inside MPI (bubble > 50%),
- * say once that the run is bound by communication, which no split of the
- * work changes (a slow link: doc/scaling.md). */
+/* balance_adapt: learn the interval's measures (balance/adapt.h: the
+ * rule; identical decision on every rank: the inputs come from one
+ * all-gather) and say when the ranks' speeds are adopted, or, once, that
+ * the run is bound by communication, which no split of the work changes
+ * (a slow link: doc/scaling.md). */
 void planner_adapt(struct planner *pl, struct trainer *tr, const struct step_stats *st);
 
 #endif

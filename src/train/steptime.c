@@ -36,12 +36,25 @@ void steptime_free(struct steptime *st)
     free(st->dur);
     free(st->busy);
     free(st->cost);
+    free(st->cpu_busy);
     free(st->trace);
     memset(st, 0, sizeof *st);
 }
 
+void steptime_time_cpu(struct steptime *st)
+{
+    st->cpu = 1;
+    if (!st->cpu_busy)
+        st->cpu_busy = xcalloc((size_t)(st->cap ? st->cap : 1), sizeof *st->cpu_busy);
+    comm_time_cpu(1);
+}
+
 void steptime_begin(struct steptime *st)
 {
+    if (st->cpu) {
+        st->cpu_start = clock_thread_seconds();
+        st->mpi_cpu_start = comm_mpi_cpu_seconds();
+    }
     st->step_start = st->mark = clock_seconds();
     st->mpi_start = st->mpi_mark = comm_mpi_seconds();
     st->hidden_start = comm_hidden_seconds();
@@ -83,6 +96,11 @@ void steptime_end(struct steptime *st, double cost)
         st->dur[st->k] = dur;
         st->busy[st->k] = dur - wait > 0 ? dur - wait : 0;
         st->cost[st->k] = cost;
+        if (st->cpu) {
+            double cpu = clock_thread_seconds() - st->cpu_start -
+                         (comm_mpi_cpu_seconds() - st->mpi_cpu_start);
+            st->cpu_busy[st->k] = cpu > 0 ? cpu : 0;
+        }
         st->k++;
     }
     if (st->trace_left > 0)
@@ -96,14 +114,17 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
     const int P = c->size;
     const int64_t k = st->k; /* every rank records the same steps */
     /* one record per rank: k x (dur, busy, cost), phase sums, exposed,
-     * hidden, the phases' waits */
-    const int64_t n = 3 * k + 2 * PH_COUNT + 2;
+     * hidden, the phases' waits, and with cpu k busy CPU times */
+    const int64_t n = 3 * k + 2 * PH_COUNT + 2 + (st->cpu ? k : 0);
     double *mine = xcalloc((size_t)n, sizeof *mine), *all = xmalloc((size_t)(n * P) * sizeof *all);
     for (int64_t s = 0; s < st->k; s++) {
         mine[3 * s] = st->dur[s];
         mine[3 * s + 1] = st->busy[s];
         mine[3 * s + 2] = st->cost[s];
     }
+    const int64_t cpu_at = 3 * k + 2 * PH_COUNT + 2; /* the busy CPU times */
+    if (st->cpu)
+        memcpy(mine + cpu_at, st->cpu_busy, (size_t)k * sizeof *mine);
     memcpy(mine + 3 * k, st->t, sizeof st->t);
     mine[3 * k + PH_COUNT] = st->exposed;
     mine[3 * k + PH_COUNT + 1] = st->hidden;
@@ -127,6 +148,7 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
         for (int r = 0; r < P; r++)
             b += T - all[r * n + 3 * s + 1];
         out->bubble += T > 0 ? b / (P * T) : 0;
+        out->steps_s += T;
         out->imbalance += sum > 0 ? mx / (sum / P) : 1;
     }
     if (k > 0) {
@@ -155,14 +177,19 @@ void steptime_collect(struct steptime *st, struct comm *c, struct step_stats *ou
         out->tau = xcalloc((size_t)P, sizeof *out->tau);
         out->cost_sum = xcalloc((size_t)P, sizeof *out->cost_sum);
     }
+    if (st->cpu && !out->tau_cpu)
+        out->tau_cpu = xcalloc((size_t)P, sizeof *out->tau_cpu);
     for (int r = 0; r < P; r++) {
-        double busy = 0, cost = 0;
+        double busy = 0, cost = 0, cpu = 0;
         for (int64_t s = 0; s < k; s++) {
             busy += all[r * n + 3 * s + 1];
             cost += all[r * n + 3 * s + 2];
+            cpu += st->cpu ? all[r * n + cpu_at + s] : 0;
         }
         out->tau[r] = cost > 0 ? busy / cost : 0;
         out->cost_sum[r] = cost;
+        if (st->cpu)
+            out->tau_cpu[r] = cost > 0 ? cpu / cost : 0;
     }
     free(mine);
     free(all);

@@ -34,6 +34,9 @@ struct steptime {
     double exposed, hidden;    /* this interval's communication seconds */
     int64_t cap, k;            /* steps recorded in this interval */
     double *dur, *busy, *cost; /* [cap] per step: wall, busy, predicted cost */
+    int cpu;                   /* steptime_time_cpu: busy CPU time measured too */
+    double cpu_start, mpi_cpu_start; /* the step's start: thread CPU, of it inside MPI */
+    double *cpu_busy;          /* [cap] per step: busy CPU seconds (cpu) */
     /* trace window */
     int64_t trace_left, trace_n, trace_cap;
     double trace_origin;
@@ -51,13 +54,22 @@ struct step_stats {
                                 * communication (step time - busy time) */
     double overlap;            /* hidden / (hidden + exposed) communication
                                 * time, hidden = in flight behind compute */
+    double steps_s;            /* the interval's steps' wall seconds (each the slowest
+                                * rank's), summed */
     double *tau;               /* [P] busy seconds per unit of predicted cost (heap) */
+    double *tau_cpu;           /* [P] busy CPU seconds per unit of predicted cost (heap;
+                                * NULL without steptime_time_cpu) */
     double *cost_sum;          /* [P] predicted cost of each rank over the interval (heap) */
 };
 
 const char *phase_name(enum phase ph);
 void steptime_init(struct steptime *st, int64_t interval, int64_t trace_steps);
 void steptime_free(struct steptime *st);
+/* Measure each step's busy CPU time as well: the main thread's CPU time
+ * less its CPU time inside MPI (comm_time_cpu), for balance_adapt where
+ * the compute is the host's (on a device the host's CPU time is not the
+ * compute's: it is asynchronous). Collective: every rank alike. */
+void steptime_time_cpu(struct steptime *st);
 void steptime_begin(struct steptime *st);
 /* Close phase ph at now (it began at the previous mark). */
 void steptime_phase(struct steptime *st, enum phase ph);

@@ -75,7 +75,6 @@
  * lookup holds the inputs alone). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/mirror.h"
 #include "backend/stage.h"
@@ -139,15 +138,16 @@ static int prefetches(const struct step_state *s) { return s->overlap == OVERLAP
 
 /* --- helpers ---------------------------------------------------------------- */
 
-/* debug.slow_rank: this rank does its work `slow` times slower. */
+/* debug.slow_rank: this rank does its work `slow` times slower: it computes
+ * (spins) for (slow - 1) x worked seconds more, as a slower processor
+ * would; a sleep would be a rank descheduled, which balance_adapt does not
+ * take for a slow rank (doc/balance.md). */
 static void slow_down(const struct step_state *s, double worked)
 {
     if (s->slow <= 1.0 || worked <= 0)
         return;
-    double extra = (s->slow - 1.0) * worked;
-    struct timespec ts = {.tv_sec = (time_t)extra,
-                          .tv_nsec = (long)((extra - (double)(time_t)extra) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
+    const double until = clock_seconds() + (s->slow - 1.0) * worked;
+    while (clock_seconds() < until)
         ;
 }
 
