@@ -19,7 +19,7 @@
 #     dataset without them reproduce the evaluation's AUC (1e-6); bad pairs
 #     are refused with FILE:LINE and nothing is written; export writes the
 #     head;
-#   - model.calibrate = platt: the fit against numpy's, the test's order
+#   - model.calibrate = platt, temperature: the fit against numpy's, the test's order
 #     unchanged, the validation loss not raised; stored in the checkpoint
 #     (P = 1, resumed, score: the same test); refused without a binary
 #     task, a validation part, in a stream, for retrieval;
@@ -236,7 +236,8 @@ assert g["mean"][0] == 0 and g["std"][1] > 0' "$T/model.h5" && pass "export: /he
 # On a planted set (a signal in 8 steps): the training and the test's order
 # are the run's without it (test AUC, GAUC the same bits); the a, b the log
 # prints are numpy's logistic regression of the validation labels on the
-# validation logits (dumped as they are), whose loss they do not raise;
+# validation logits (dumped as they are), whose loss they do not raise,
+# and model.calibrate = temperature's a (b = 0) numpy's fit of a alone;
 # the test's logits are a z + b of the uncalibrated run's (its logloss
 # recomputed); the checkpoint holds them: evaluated at P = 1 and resumed
 # at step 4 it gives the test of the uninterrupted run bit for bit, and
@@ -249,11 +250,17 @@ C="$C features.item= train.max_steps=8 output.checkpoint_dir=$T/ckc train.checkp
 run cr 2 $C "debug.rank_dump=$T/cr" output.checkpoint_dir="$T/ckr"
 # shellcheck disable=SC2086
 run cc 2 $C "debug.rank_dump=$T/cc" model.calibrate=platt
+# shellcheck disable=SC2086
+run ct 2 $C model.calibrate=temperature output.checkpoint_dir=
 for key in click.auc click.gauc rating.mse; do
-    a=$(field "$T/cr.jsonl" test $key) b=$(field "$T/cc.jsonl" test $key)
-    [ -n "$a" ] && [ "$a" = "$b" ] || fail "model.calibrate: test $key $b, without it $a"
+    a=$(field "$T/cr.jsonl" test $key)
+    for r in cc ct; do
+        b=$(field "$T/$r.jsonl" test $key)
+        [ -n "$a" ] && [ "$a" = "$b" ] || fail "model.calibrate: test $key of $r $b, without it $a"
+    done
 done
 fit=$(sed -n 's/^model.calibrate: click a \([^ ]*\) b \([^ ]*\) .*/\1 \2/p' "$T/cc.out" | tail -1)
+tfit=$(sed -n 's/^model.calibrate: click a \([^ ]*\) b \([^ ]*\) .*/\1 \2/p' "$T/ct.out" | tail -1)
 "$PY" -c '
 import sys, numpy as np
 def rows(path):
@@ -272,13 +279,20 @@ for _ in range(50):  # Newton on the mean loss of a z + b
 a, b = (float(np.float32(v)) for v in sys.argv[3].split())  # as printed: floats
 ok = abs(a - w[0]) <= 1e-5 * abs(w[0]) and abs(b - w[1]) <= 1e-5 * (1 + abs(w[1])) and a > 0
 ok = ok and loss(z, y, a, b) <= loss(z, y, 1, 0)
+t, tb = (float(np.float32(v)) for v in sys.argv[6].split())  # temperature: b = 0
+v = 1.0
+for _ in range(50):
+    p = 1 / (1 + np.exp(-v * z))
+    v -= np.sum((p - y) * z) / np.sum(p * (1 - p) * z * z)
+ok = ok and tb == 0 and abs(t - v) <= 1e-5 * v and loss(z, y, a, b) <= loss(z, y, t, 0)
 zt, yt = rows(sys.argv[2])
 zc, _ = rows(sys.argv[4])
 ok = ok and np.array_equal(zc, a * zt + b) and abs(loss(zt, yt, a, b) - float(sys.argv[5])) < 1e-9
 print(f"a {a} b {b} (numpy {w[0]:.7g} {w[1]:.7g}), validation loss {loss(z, y, 1, 0):.6f} -> "
-      f"{loss(z, y, a, b):.6f}, test logloss {float(sys.argv[5]):.6f}")
+      f"{loss(z, y, a, b):.6f}, test logloss {float(sys.argv[5]):.6f}; temperature a {t} "
+      f"(numpy {v:.7g})")
 sys.exit(0 if ok else 1)
-' "$T/cr-val.csv" "$T/cr-test.csv" "$fit" "$T/cc-test.csv" "$(field "$T/cc.jsonl" test click.logloss)" \
+' "$T/cr-val.csv" "$T/cr-test.csv" "$fit" "$T/cc-test.csv" "$(field "$T/cc.jsonl" test click.logloss)" "$tfit" \
     > "$T/cal.out" 2>&1 && pass "model.calibrate: $(cat "$T/cal.out")" ||
     fail "model.calibrate: the fit '$fit': $(cat "$T/cal.out")"
 # shellcheck disable=SC2086

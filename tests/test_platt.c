@@ -5,7 +5,9 @@
  * labels skipped. Reversed rates (a < 0) and one class are refused with
  * a = 1, b = 0; scores already calibrated stay within float rounding of
  * (1, 0); on noisy scores the fit's gradient is 0 (to float rounding) and
- * its loss never above the scores' own. calib_apply maps binary tasks
+ * its loss never above the scores' own. Temperature (b = 0): on z = -1,
+ * 1 at rates 0.2, 0.8, a = logit 0.8; shifted scores: the gradient in a
+ * is 0 and a, b fit at least as well. calib_apply maps binary tasks
  * alone. */
 #include <math.h>
 #include <setjmp.h>
@@ -47,7 +49,7 @@ static void closed_form(void **state)
     double z[400], ab[2], l0, l1;
     float y[400];
     const int64_t n = two_groups(-1.0, 40, 10, 2.0, 50, 40, z, y);
-    assert_int_equal(platt_fit(n, 2, z, y, ab, &l0, &l1), PLATT_OK);
+    assert_int_equal(platt_fit(n, 2, z, y, 1, ab, &l0, &l1), PLATT_OK);
     const double a = (logit(0.8) - logit(0.25)) / 3.0, b = logit(0.25) + a;
     assert_true(fabs(ab[0] - a) <= 1e-6 * fabs(a));
     assert_true(fabs(ab[1] - b) <= 1e-6 * (1 + fabs(b)));
@@ -59,18 +61,40 @@ static void closed_form(void **state)
     assert_true(l1 < l0);
 }
 
+/* temperature (offset 0): z = -1 at rate 0.2, z = 1 at 0.8: a = logit 0.8, b = 0 */
+static void temperature(void **state)
+{
+    (void)state;
+    double z[400], ab[2], l0, l1;
+    float y[400];
+    const int64_t n = two_groups(-1.0, 50, 10, 1.0, 50, 40, z, y);
+    assert_int_equal(platt_fit(n, 2, z, y, 0, ab, &l0, &l1), PLATT_OK);
+    assert_true(fabs(ab[0] - logit(0.8)) <= 1e-6 * logit(0.8) && ab[1] == 0 && l1 < l0);
+    double q[400];
+    for (int64_t i = 0; i < n; i++) /* shifted: a alone can no longer fit both groups */
+        q[i] = z[i] + 0.5;
+    assert_int_equal(platt_fit(n, 2, q, y, 0, ab, &l0, &l1), PLATT_OK);
+    double g = 0, ab2[2], m0, m1;
+    for (int64_t i = 0; i < n; i++)
+        if (!isnan(y[2 * i]))
+            g += (1 / (1 + exp(-ab[0] * q[2 * i])) - y[2 * i]) * q[2 * i];
+    assert_true(ab[1] == 0 && fabs(g) < 1e-4);
+    assert_int_equal(platt_fit(n, 2, q, y, 1, ab2, &m0, &m1), PLATT_OK);
+    assert_true(m1 <= l1 && m0 == l0); /* a and b fit at least as well */
+}
+
 static void refused(void **state)
 {
     (void)state;
     double z[400], ab[2], l0, l1;
     float y[400];
     int64_t n = two_groups(-1.0, 40, 32, 2.0, 50, 12, z, y); /* backwards: a < 0 */
-    assert_int_equal(platt_fit(n, 2, z, y, ab, &l0, &l1), PLATT_NOT_POSITIVE);
+    assert_int_equal(platt_fit(n, 2, z, y, 1, ab, &l0, &l1), PLATT_NOT_POSITIVE);
     assert_true(ab[0] == 1 && ab[1] == 0 && l1 == l0);
     n = two_groups(-1.0, 40, 40, 2.0, 50, 50, z, y); /* one class */
-    assert_int_equal(platt_fit(n, 2, z, y, ab, &l0, &l1), PLATT_ONE_CLASS);
+    assert_int_equal(platt_fit(n, 2, z, y, 1, ab, &l0, &l1), PLATT_ONE_CLASS);
     assert_true(ab[0] == 1 && ab[1] == 0);
-    assert_int_equal(platt_fit(0, 2, z, y, ab, &l0, &l1), PLATT_ONE_CLASS); /* none */
+    assert_int_equal(platt_fit(0, 2, z, y, 1, ab, &l0, &l1), PLATT_ONE_CLASS); /* none */
 }
 
 static void calibrated_already(void **state)
@@ -79,7 +103,7 @@ static void calibrated_already(void **state)
     double z[400], ab[2], l0, l1;
     float y[400];
     const int64_t n = two_groups(logit(0.25), 40, 10, logit(0.8), 50, 40, z, y);
-    const enum platt_status st = platt_fit(n, 2, z, y, ab, &l0, &l1);
+    const enum platt_status st = platt_fit(n, 2, z, y, 1, ab, &l0, &l1);
     assert_true(st == PLATT_OK || st == PLATT_NO_GAIN);
     assert_true(fabs(ab[0] - 1) < 1e-6 && fabs(ab[1]) < 1e-6 && l1 <= l0);
 }
@@ -100,7 +124,7 @@ static void noisy(void **state)
         const double u = (double)(s >> 11) / 9007199254740992.0;
         y[i] = u < 1 / (1 + exp(-(0.5 * z[i] - 0.3))) ? 1.0f : 0.0f;
     }
-    assert_int_equal(platt_fit(N, 1, z, y, ab, &l0, &l1), PLATT_OK);
+    assert_int_equal(platt_fit(N, 1, z, y, 1, ab, &l0, &l1), PLATT_OK);
     assert_true(l1 < l0);
     double g0 = 0, g1 = 0;
     for (int i = 0; i < N; i++) {
@@ -127,7 +151,7 @@ static void apply(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(closed_form),   cmocka_unit_test(refused),
+        cmocka_unit_test(closed_form),   cmocka_unit_test(temperature), cmocka_unit_test(refused),
         cmocka_unit_test(calibrated_already), cmocka_unit_test(noisy),
         cmocka_unit_test(apply),
     };

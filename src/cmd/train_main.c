@@ -352,9 +352,10 @@ int train_main(int argc, char **argv)
         const int64_t nv = rsplit_eval_users(&tr.rsplit, &tr.ds, 0, &vu);
         free(vu);
         if (nv == 0)
-            fatal("model.calibrate = platt: data.split = %s leaves %s no validation events to "
+            fatal("model.calibrate = %s: data.split = %s leaves %s no validation events to "
                   "fit on (a split with a validation part is needed)",
-                  params_str(&p, P_data_split), tr.conf.data_path);
+                  params_str(&p, P_model_calibrate), params_str(&p, P_data_split),
+                  tr.conf.data_path);
     }
     if (tr.conf.stream.on) { /* train.schedule = stream: the windows' loop */
         const int rc = train_stream_run(&tr);

@@ -127,7 +127,7 @@ static void finish(const struct eval_ctx *ev, int test, struct rank_records *all
             rank_records_dump(all, names, path);
         }
         if (cal && !test)
-            calib_fit_records(all, binary, names, ab);
+            calib_fit_records(all, binary, names, ev->task->calibrate == CALIB_PLATT, ab);
     }
     comm_bcast_bytes(ev->c, out, sizeof *out, 0);
     if (cal && !test) {

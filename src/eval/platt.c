@@ -39,8 +39,8 @@ static double platt_loss(int64_t n, int stride, const double *z, const float *y,
     return loss;
 }
 
-enum platt_status platt_fit(int64_t n, int stride, const double *z, const float *y, double *ab,
-                            double *loss0, double *loss1)
+enum platt_status platt_fit(int64_t n, int stride, const double *z, const float *y, int offset,
+                            double *ab, double *loss0, double *loss1)
 {
     int64_t m = 0, pos = 0;
     for (int64_t i = 0; i < n; i++)
@@ -55,11 +55,11 @@ enum platt_status platt_fit(int64_t n, int stride, const double *z, const float 
     if (pos == 0 || pos == m)
         return PLATT_ONE_CLASS;
     for (int it = 0; it < PLATT_ITERS; it++) {
-        const double det = h[0] * h[2] - h[1] * h[1];
+        const double det = offset ? h[0] * h[2] - h[1] * h[1] : h[0];
         if (!(det > 0))
             break;
-        const double da = (h[2] * g[0] - h[1] * g[1]) / det;
-        const double db = (h[0] * g[1] - h[1] * g[0]) / det;
+        const double da = offset ? (h[2] * g[0] - h[1] * g[1]) / det : g[0] / h[0];
+        const double db = offset ? (h[0] * g[1] - h[1] * g[0]) / det : 0.0;
         double s = 1, Ln = 0;
         for (; s > 1e-10; s /= 2) { /* halved until the loss does not rise */
             Ln = platt_loss(n, stride, z, y, a - s * da, b - s * db, NULL, NULL, NULL);
@@ -100,13 +100,14 @@ void calib_apply(int K, const int *binary, const double *ab, int64_t n, double *
 }
 
 void calib_fit_records(const struct rank_records *r, const int *binary,
-                       const char *const *names, double *ab)
+                       const char *const *names, int offset, double *ab)
 {
     const int K = r->K;
     for (int k = 0; k < K; k++) {
         double f[2] = {1, 0}, l0 = NAN, l1 = NAN;
         const enum platt_status st =
-            binary[k] ? platt_fit(r->n, K, r->score + k, r->label + k, f, &l0, &l1) : PLATT_OK;
+            binary[k] ? platt_fit(r->n, K, r->score + k, r->label + k, offset, f, &l0, &l1)
+                      : PLATT_OK;
         ab[k] = f[0];
         ab[K + k] = f[1];
         if (!binary[k])

@@ -59,6 +59,9 @@ struct task_spec {
     double weight;
 };
 
+/* model.calibrate: off, a z + b, a z */
+enum calib_mode { CALIB_OFF, CALIB_PLATT, CALIB_TEMPERATURE };
+
 /* model.recency = auto's placeholder half-life until the start-up choice */
 #define RECENCY_AUTO_START 16.0
 
@@ -82,8 +85,8 @@ struct task_conf {
     double factors_lr;       /* model.factors_lr: their rate (0: train.lr's) */
     double factor_ridge;     /* model.factor_ridge: 0 the shrunk mean, > 0 the ridge fit's lambda */
     int terms_only;          /* debug.terms_only: the logits without the head's output */
-    int calibrate;           /* model.calibrate = platt: head.calib maps binary logits
-                                (eval/platt.h) */
+    int calibrate;           /* model.calibrate: CALIB_OFF, CALIB_PLATT, CALIB_TEMPERATURE:
+                                head.calib maps binary logits (eval/platt.h) */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
     int bias_rows;           /* model.bias's rows held outside the model (task_bias.h: the
                               * trainer's, task_ranking_attach_bias), not dense parameters */

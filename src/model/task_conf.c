@@ -333,14 +333,16 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if (tc->terms_only && !tc->bias)
         return errorf(err, errlen, "debug.terms_only = on needs model.bias = on (without it "
                       "the logits would be a constant)");
-    tc->calibrate = !strcmp(params_str(p, P_model_calibrate), "platt");
+    const char *cal = params_str(p, P_model_calibrate);
+    tc->calibrate = !strcmp(cal, "platt") ? CALIB_PLATT : !strcmp(cal, "temperature")
+                    ? CALIB_TEMPERATURE : CALIB_OFF;
     int nbinary = 0;
     for (int k = 0; k < tc->n; k++)
         nbinary += tc->t[k].kind == TASK_BINARY;
     if (tc->calibrate && !nbinary)
-        return errorf(err, errlen, "model.calibrate = platt: train.tasks = %s has no binary "
+        return errorf(err, errlen, "model.calibrate = %s: train.tasks = %s has no binary "
                       "task (it maps a binary task's logit; a regression task's prediction "
-                      "is not calibrated)", tasks);
+                      "is not calibrated)", cal, tasks);
     tc->candidates = params_i64(p, P_data_candidates);
     tc->prior = params_f64(p, P_train_baseline_prior);
     tc->dump = params_str(p, P_debug_rank_dump);
