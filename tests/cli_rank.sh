@@ -247,18 +247,24 @@ assert g["mean"][0] == 0 and g["std"][1] > 0' "$T/model.h5" && pass "export: /he
 C="data.path=$T/pl.h5 train.tasks=click:binary:click,rating:regression:rating:0.5 data.split=last:4"
 C="$C features.item= train.max_steps=8 output.checkpoint_dir=$T/ckc train.checkpoint_every=4"
 # shellcheck disable=SC2086
-run cr 2 $C "debug.rank_dump=$T/cr" output.checkpoint_dir="$T/ckr"
+run cr 2 $C "debug.rank_dump=$T/cr" output.checkpoint_dir="$T/ckn"
 # shellcheck disable=SC2086
 run cc 2 $C "debug.rank_dump=$T/cc" model.calibrate=platt
 # shellcheck disable=SC2086
 run ct 2 $C model.calibrate=temperature output.checkpoint_dir=
-for key in click.auc click.gauc rating.mse; do
-    a=$(field "$T/cr.jsonl" test $key)
-    for r in cc ct; do
-        b=$(field "$T/$r.jsonl" test $key)
-        [ -n "$a" ] && [ "$a" = "$b" ] || fail "model.calibrate: test $key of $r $b, without it $a"
+# same_test REF "KEYS" RUN...: each RUN's test KEYS are REF's, the same bits
+same_test() {
+    ref=$1 keys=$2
+    shift 2
+    for key in $keys; do
+        a=$(field "$T/$ref.jsonl" test "$key")
+        for r in "$@"; do
+            b=$(field "$T/$r.jsonl" test "$key")
+            [ -n "$a" ] && [ "$a" = "$b" ] || fail "model.calibrate: test $key of $r $b, of $ref $a"
+        done
     done
-done
+}
+same_test cr "click.auc click.gauc rating.mse" cc ct
 fit=$(sed -n 's/^model.calibrate: click a \([^ ]*\) b \([^ ]*\) .*/\1 \2/p' "$T/cc.out" | tail -1)
 tfit=$(sed -n 's/^model.calibrate: click a \([^ ]*\) b \([^ ]*\) .*/\1 \2/p' "$T/ct.out" | tail -1)
 "$PY" -c '
@@ -299,17 +305,11 @@ sys.exit(0 if ok else 1)
 run ce 1 $C model.calibrate=platt "train.resume=$T/ckc/ckpt-8.h5" output.checkpoint_dir=
 # shellcheck disable=SC2086
 run cu 2 $C model.calibrate=platt "train.resume=$T/ckc/ckpt-4.h5" output.checkpoint_dir="$T/ckd"
-for key in click.ne click.logloss click.accuracy click.auc; do
-    a=$(field "$T/cc.jsonl" test $key)
-    for r in ce cu; do
-        b=$(field "$T/$r.jsonl" test $key)
-        [ -n "$a" ] && [ "$a" = "$b" ] || fail "model.calibrate: test $key of $r $b, uninterrupted $a"
-    done
-done
+same_test cc "click.ne click.logloss click.accuracy click.auc" ce cu
 pass "model.calibrate: the checkpoint at P = 1 and resumed at step 4: test NE $(field "$T/cc.jsonl" test click.ne) each time"
 "$PY" "$TOP_SRCDIR/tests/rank_truncate.py" "$T/pl.h5" "$T/plh.h5" "$T/plp.csv" last:4 ||
     fail "rank_truncate"
-for m in r c; do
+for m in n c; do
     expect_ok "$MPIRUN" -np 2 "$FS" score "$T/ck$m/ckpt-8.h5" "data.path=$T/plh.h5" \
         --pairs "$T/plp.csv" -o "$T/plsc$m.h5"
 done
@@ -322,7 +322,7 @@ ok = np.array_equal(zc[:, 0], a * zr[:, 0] + b) and np.array_equal(zc[:, 1], zr[
 ok = ok and np.abs(c["scores"][:, 0] - 1 / (1 + np.exp(-zc[:, 0]))).max() < 1e-15
 print(f"score: click logits a z + b of the uncalibrated model'"'"'s ({len(zr)} pairs), rating as it is")
 sys.exit(0 if ok else 1)
-' "$T/plscr.h5" "$T/plscc.h5" "$fit" > "$T/cals.out" 2>&1 &&
+' "$T/plscn.h5" "$T/plscc.h5" "$fit" > "$T/cals.out" 2>&1 &&
     pass "model.calibrate: $(cat "$T/cals.out")" || fail "model.calibrate: $(cat "$T/cals.out")"
 VT=$("$PY" -c 'import h5py, numpy as np, sys; t = np.unique(h5py.File(sys.argv[1], "r")["timestamps"][:])
 i = len(t) // 2; print(f"{t[i] + 1},{t[i + 1]}")' "$T/r.h5") # a validation part without events
