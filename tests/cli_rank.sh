@@ -19,6 +19,10 @@
 #     dataset without them reproduce the evaluation's AUC (1e-6); bad pairs
 #     are refused with FILE:LINE and nothing is written; export writes the
 #     head;
+#   - model.calibrate = platt, temperature: the fit against numpy's, the test's order
+#     unchanged, the validation loss not raised; stored in the checkpoint
+#     (P = 1, resumed, score: the same test); refused without a binary
+#     task, a validation part, in a stream, for retrieval;
 #   - bad parameters are refused before training.
 . "$(dirname "$0")/lib.sh"
 need_mpirun
@@ -228,6 +232,101 @@ assert g["w0"].shape == (16, 128) and g["b1"].shape == (2,) and g["mean"].shape 
 assert g["mean"][0] == 0 and g["std"][1] > 0' "$T/model.h5" && pass "export: /head" ||
     fail "export /head"
 
+# --- model.calibrate = platt ----------------------------------------------------
+# On a planted set (a signal in 8 steps): the training and the test's order
+# are the run's without it (test AUC, GAUC the same bits); the a, b the log
+# prints are numpy's logistic regression of the validation labels on the
+# validation logits (dumped as they are), whose loss they do not raise,
+# and model.calibrate = temperature's a (b = 0) numpy's fit of a alone;
+# the test's logits are a z + b of the uncalibrated run's (its logloss
+# recomputed); the checkpoint holds them: evaluated at P = 1 and resumed
+# at step 4 it gives the test of the uninterrupted run bit for bit, and
+# score's logits are a z + b of the uncalibrated checkpoint's.
+"$FS" data gen --users 100 --items 50 --length uniform:10,30 --timestamps --labels planted:4 \
+    --seed 1 -o "$T/pl.h5" >/dev/null || fail "data gen --labels planted"
+C="data.path=$T/pl.h5 train.tasks=click:binary:click,rating:regression:rating:0.5 data.split=last:4"
+C="$C features.item= train.max_steps=8 output.checkpoint_dir=$T/ckc train.checkpoint_every=4"
+# shellcheck disable=SC2086
+run cr 2 $C "debug.rank_dump=$T/cr" output.checkpoint_dir="$T/ckn"
+# shellcheck disable=SC2086
+run cc 2 $C "debug.rank_dump=$T/cc" model.calibrate=platt
+# shellcheck disable=SC2086
+run ct 2 $C model.calibrate=temperature output.checkpoint_dir=
+# same_test REF "KEYS" RUN...: each RUN's test KEYS are REF's, the same bits
+same_test() {
+    ref=$1 keys=$2
+    shift 2
+    for key in $keys; do
+        a=$(field "$T/$ref.jsonl" test "$key")
+        for r in "$@"; do
+            b=$(field "$T/$r.jsonl" test "$key")
+            [ -n "$a" ] && [ "$a" = "$b" ] || fail "model.calibrate: test $key of $r $b, of $ref $a"
+        done
+    done
+}
+same_test cr "click.auc click.gauc rating.mse" cc ct
+fit=$(sed -n 's/^model.calibrate: click a \([^ ]*\) b \([^ ]*\) .*/\1 \2/p' "$T/cc.out" | tail -1)
+tfit=$(sed -n 's/^model.calibrate: click a \([^ ]*\) b \([^ ]*\) .*/\1 \2/p' "$T/ct.out" | tail -1)
+"$PY" -c '
+import sys, numpy as np
+def rows(path):
+    d = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding=None)
+    d = d[d["task"] == "click"]
+    return d["score"].astype(float), d["label"].astype(float)
+def loss(z, y, a, b):
+    u = a * z + b
+    return np.mean(np.logaddexp(0, u) - y * u)
+z, y = rows(sys.argv[1])
+w = np.array([1.0, 0.0])
+for _ in range(50):  # Newton on the mean loss of a z + b
+    p = 1 / (1 + np.exp(-(w[0] * z + w[1])))
+    X = np.stack([z, np.ones_like(z)], 1)
+    w -= np.linalg.solve(X.T @ (X * (p * (1 - p))[:, None]), X.T @ (p - y))
+a, b = (float(np.float32(v)) for v in sys.argv[3].split())  # as printed: floats
+ok = abs(a - w[0]) <= 1e-5 * abs(w[0]) and abs(b - w[1]) <= 1e-5 * (1 + abs(w[1])) and a > 0
+ok = ok and loss(z, y, a, b) <= loss(z, y, 1, 0)
+t, tb = (float(np.float32(v)) for v in sys.argv[6].split())  # temperature: b = 0
+v = 1.0
+for _ in range(50):
+    p = 1 / (1 + np.exp(-v * z))
+    v -= np.sum((p - y) * z) / np.sum(p * (1 - p) * z * z)
+ok = ok and tb == 0 and abs(t - v) <= 1e-5 * v and loss(z, y, a, b) <= loss(z, y, t, 0)
+zt, yt = rows(sys.argv[2])
+zc, _ = rows(sys.argv[4])
+ok = ok and np.array_equal(zc, a * zt + b) and abs(loss(zt, yt, a, b) - float(sys.argv[5])) < 1e-9
+print(f"a {a} b {b} (numpy {w[0]:.7g} {w[1]:.7g}), validation loss {loss(z, y, 1, 0):.6f} -> "
+      f"{loss(z, y, a, b):.6f}, test logloss {float(sys.argv[5]):.6f}; temperature a {t} "
+      f"(numpy {v:.7g})")
+sys.exit(0 if ok else 1)
+' "$T/cr-val.csv" "$T/cr-test.csv" "$fit" "$T/cc-test.csv" "$(field "$T/cc.jsonl" test click.logloss)" "$tfit" \
+    > "$T/cal.out" 2>&1 && pass "model.calibrate: $(cat "$T/cal.out")" ||
+    fail "model.calibrate: the fit '$fit': $(cat "$T/cal.out")"
+# shellcheck disable=SC2086
+run ce 1 $C model.calibrate=platt "train.resume=$T/ckc/ckpt-8.h5" output.checkpoint_dir=
+# shellcheck disable=SC2086
+run cu 2 $C model.calibrate=platt "train.resume=$T/ckc/ckpt-4.h5" output.checkpoint_dir="$T/ckd"
+same_test cc "click.ne click.logloss click.accuracy click.auc" ce cu
+pass "model.calibrate: the checkpoint at P = 1 and resumed at step 4: test NE $(field "$T/cc.jsonl" test click.ne) each time"
+"$PY" "$TOP_SRCDIR/tests/rank_truncate.py" "$T/pl.h5" "$T/plh.h5" "$T/plp.csv" last:4 ||
+    fail "rank_truncate"
+for m in n c; do
+    expect_ok "$MPIRUN" -np 2 "$FS" score "$T/ck$m/ckpt-8.h5" "data.path=$T/plh.h5" \
+        --pairs "$T/plp.csv" -o "$T/plsc$m.h5"
+done
+"$PY" -c '
+import sys, h5py, numpy as np
+r, c = (h5py.File(f, "r") for f in sys.argv[1:3])
+a, b = (float(np.float32(v)) for v in sys.argv[3].split())
+zr, zc = r["logits"][:], c["logits"][:]
+ok = np.array_equal(zc[:, 0], a * zr[:, 0] + b) and np.array_equal(zc[:, 1], zr[:, 1])
+ok = ok and np.abs(c["scores"][:, 0] - 1 / (1 + np.exp(-zc[:, 0]))).max() < 1e-15
+print(f"score: click logits a z + b of the uncalibrated model'"'"'s ({len(zr)} pairs), rating as it is")
+sys.exit(0 if ok else 1)
+' "$T/plscn.h5" "$T/plscc.h5" "$fit" > "$T/cals.out" 2>&1 &&
+    pass "model.calibrate: $(cat "$T/cals.out")" || fail "model.calibrate: $(cat "$T/cals.out")"
+VT=$("$PY" -c 'import h5py, numpy as np, sys; t = np.unique(h5py.File(sys.argv[1], "r")["timestamps"][:])
+i = len(t) // 2; print(f"{t[i] + 1},{t[i + 1]}")' "$T/r.h5") # a validation part without events
+
 # --- refused before training -----------------------------------------------------
 ok() { "$FS" train "$IN" "data.path=$T/r.h5" train.max_steps=1 train.final_eval=off "$@"; }
 expect_error "train.select = nope: no such task" ok $TASKS train.select=nope
@@ -249,6 +348,13 @@ expect_error "model.last_layer = targets: for model.type = hstu with train.task 
 expect_error "(this run: model.type = sasrec, train.task = ranking)" \
     ok $TASKS model.type=sasrec model.last_layer=targets
 expect_ok ok $TASKS device.type=fake train.final_eval=on # its evaluation on a device too
+expect_error "model.calibrate: for train.task = ranking (this run: retrieval)" ok model.calibrate=platt
+expect_error "model.calibrate = platt: train.tasks = r:regression:rating has no binary task" \
+    ok train.task=ranking train.tasks=r:regression:rating model.calibrate=platt
+expect_error "model.calibrate = platt: not with train.schedule = stream" \
+    ok $TASKS model.calibrate=platt train.schedule=stream data.window=1d
+expect_error "model.calibrate = platt: data.split = time:$VT leaves $T/r.h5 no validation events" \
+    ok $TASKS model.calibrate=platt "data.split=time:$VT"
 expect_error "train.keep_best follows the validation AUC of a binary task" \
     ok train.task=ranking train.tasks=r:regression:rating train.keep_best=on output.checkpoint_dir=$T/x
 finish

@@ -95,6 +95,12 @@ X(model, factors_lr, STRING, "0", 0, 0, NULL,
   "with train.lr's warmup and schedule; 0 = train.lr; auto = the one of train.lr x 1, 3, 10, "
   "30, 100 with the best validation metric, each a run before training as train.tune's candidates "
   "(doc/ranking.md)")
+X(model, calibrate, CHOICE, "off", 0, 0, "off|platt|temperature",
+  "ranking: platt = each binary task's logit z mapped to a z + b (a > 0: the order, AUC and "
+  "GAUC unchanged), a and b the logistic regression of the labels on z over the validation "
+  "events, refitted at every validation and kept in the model (head.calib): the test and "
+  "score's probabilities take it; temperature = the same with b = 0 (a alone); off = the "
+  "logits as they are (doc/ranking.md)")
 X(train, task, CHOICE, "retrieval", 0, 0, "retrieval|ranking",
   "retrieval: the next item against the item table (HR, NDCG); ranking: the labels of each "
   "event (train.tasks) by an MLP head at every item position (AUC, GAUC, NE)")

@@ -42,6 +42,18 @@ static const float *view_shared(void *inf)
     return train_dyn_view_shared();
 }
 
+static int calibration(void *inf, double *ab)
+{
+    struct trainer *tr = inf;
+    return task_ranking_calibration(&tr->task, ab);
+}
+
+static void set_calibration(void *inf, const double *ab)
+{
+    struct trainer *tr = inf;
+    task_ranking_set_calibration(&tr->task, ab);
+}
+
 void eval_ctx_of(struct trainer *tr, struct eval_ctx *ev)
 {
     const struct train_conf *cf = &tr->conf;
@@ -52,6 +64,10 @@ void eval_ctx_of(struct trainer *tr, struct eval_ctx *ev)
                             .predict = predict, .item_rows = tr->feat ? item_rows : NULL,
                             .history_tokens = history_tokens, .view_begin = view_begin,
                             .view_end = view_end, .view_shared = view_shared};
+    if (cf->task.calibrate) { /* model.calibrate: ranking's head.calib */
+        ev->calibration = calibration;
+        ev->set_calibration = set_calibration;
+    }
 }
 
 void eval_trainer_reserve(struct trainer *tr)

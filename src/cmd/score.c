@@ -11,6 +11,7 @@
 #include "comm/comm_fail.h"
 #include "cmd/eval_trainer.h"
 #include "eval/eval_ranking.h"
+#include "eval/platt.h"
 #include "cmd/rec_file.h"
 #include "cmd/rec_out.h"
 #include "cmd/recommend.h"
@@ -354,6 +355,9 @@ int score_main(int argc, char **argv)
         struct eval_ctx ev;
         eval_ctx_of(&tr, &ev);
         eval_ranking_names(&ev, names, binary);
+        double ab[2 * RANK_MAX_TASKS];
+        if (task_ranking_calibration(&tr.task, ab)) /* model.calibrate: as the test's */
+            calib_apply(K, binary, ab, pr.n, inorder);
         const struct score_meta meta = {.checkpoint = o.cmd.ckpt, .dataset = cf->data_path,
                                         .step = tr.step, .K = K, .names = names,
                                         .binary = binary};

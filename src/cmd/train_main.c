@@ -348,6 +348,16 @@ int train_main(int argc, char **argv)
     tr.bias_choice = NULL;
     free(bc);
     log_dedupe(0);
+    if (tr.conf.task.calibrate) { /* fitted on the validation events: some are needed */
+        int64_t *vu;
+        const int64_t nv = rsplit_eval_users(&tr.rsplit, &tr.ds, 0, &vu);
+        free(vu);
+        if (nv == 0)
+            fatal("model.calibrate = %s: data.split = %s leaves %s no validation events to "
+                  "fit on (a split with a validation part is needed)",
+                  params_str(&p, P_model_calibrate), params_str(&p, P_data_split),
+                  tr.conf.data_path);
+    }
     if (tr.conf.stream.on) { /* train.schedule = stream: the windows' loop */
         const int rc = train_stream_run(&tr);
         trainer_free(&tr);

@@ -46,6 +46,10 @@ struct eval_ctx {
      * sets items_shared from it */
     const float *(*view_shared)(void *inf);
     const float *items_shared;
+    /* ranking with model.calibrate (eval/platt.h), else NULL: the
+     * model's a [K], b [K] into ab (1: on), and a validation's fit stored */
+    int (*calibration)(void *inf, double *ab);
+    void (*set_calibration)(void *inf, const double *ab);
 };
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "eval/platt.h"
 #include "eval/eval.h"
 
 void eval_ranking_names(const struct eval_ctx *ev, const char **names, int *binary)
@@ -104,22 +105,35 @@ void rank_chunk_bound(int64_t hmax, int64_t *T, int64_t *K)
     *K = RANK_CHUNK_KEYS > 2 * hmax + 1 ? RANK_CHUNK_KEYS : 2 * hmax + 1;
 }
 
-/* Rank 0: the metrics of all, the dump (debug.rank_dump); then on every rank. */
-static void finish(const struct eval_ctx *ev, const char *split, struct rank_records *all,
+/* Rank 0: the metrics of all, the dump (debug.rank_dump); then on every
+ * rank. With model.calibrate the test's logits are calibrated first, and
+ * a validation's (the logits as they are) fit the calibration, which every
+ * rank stores. */
+static void finish(const struct eval_ctx *ev, int test, struct rank_records *all,
                    struct rank_metrics *out)
 {
     const char *names[RANK_MAX_TASKS];
     int binary[RANK_MAX_TASKS];
+    double ab[2 * RANK_MAX_TASKS];
     eval_ranking_names(ev, names, binary);
+    const int cal = ev->calibration && ev->calibration(ev->inf, ab);
     if (ev->c->rank == 0) {
+        if (cal && test)
+            calib_apply(all->K, binary, ab, all->n, all->score);
         metrics_ranking_compute(all, binary, out);
         if (ev->task->dump[0]) {
             char path[4200];
-            snprintf(path, sizeof path, "%s-%s.csv", ev->task->dump, split);
+            snprintf(path, sizeof path, "%s-%s.csv", ev->task->dump, test ? "test" : "val");
             rank_records_dump(all, names, path);
         }
+        if (cal && !test)
+            calib_fit_records(all, binary, names, ev->task->calibrate == CALIB_PLATT, ab);
     }
     comm_bcast_bytes(ev->c, out, sizeof *out, 0);
+    if (cal && !test) {
+        comm_bcast_bytes(ev->c, ab, sizeof ab, 0);
+        ev->set_calibration(ev->inf, ab);
+    }
 }
 
 void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics *out)
@@ -150,7 +164,7 @@ void eval_ranking_split(const struct eval_ctx *ev, int test, struct rank_metrics
         batch_free(&sb);
         rank_records_gather(ev->c, &local, &all);
     }
-    finish(ev, test ? "test" : "val", &all, out);
+    finish(ev, test, &all, out);
     rank_records_free(&local);
     rank_records_free(&all);
     free(start);

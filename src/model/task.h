@@ -59,6 +59,9 @@ struct task_spec {
     double weight;
 };
 
+/* model.calibrate: off, a z + b, a z */
+enum calib_mode { CALIB_OFF, CALIB_PLATT, CALIB_TEMPERATURE };
+
 /* model.recency = auto's placeholder half-life until the start-up choice */
 #define RECENCY_AUTO_START 16.0
 
@@ -85,6 +88,8 @@ struct task_conf {
                                    factor rows of their own ("": none; the params' string) */
     int64_t factor_values;   /* its cardinality: bias.ffeat's rows (set with ds; 0: none) */
     int terms_only;          /* debug.terms_only: the logits without the head's output */
+    int calibrate;           /* model.calibrate: CALIB_OFF, CALIB_PLATT, CALIB_TEMPERATURE:
+                                head.calib maps binary logits (eval/platt.h) */
     int64_t bias_items, bias_users; /* their rows (num_items + 1, num_users; set with ds) */
     int bias_rows;           /* model.bias's rows held outside the model (task_bias.h: the
                               * trainer's, task_ranking_attach_bias), not dense parameters */
@@ -260,6 +265,12 @@ void task_ranking_set_stats(struct task *t, const double *sums);
 void task_ranking_predict(struct task *t, int64_t n, const float *x, const int64_t *items,
                           const int64_t *users, const float *rterms, const float *fterms,
                           double *pred);
+/* model.calibrate: head.calib's a [K] then b [K] (a binary task's
+ * calibrated logit a z + b; a regression task's 1, 0) into ab [2K] (as
+ * stored: floats), 1; or 0 when off. Set stores ab (as floats; refused
+ * when off): eval/platt.h fits them. */
+int task_ranking_calibration(const struct task *t, double *ab);
+void task_ranking_set_calibration(struct task *t, const double *ab);
 /* model.recency (model/task_recency.h): 1 when on; the history terms out
  * [T, K] of B sequences (offsets [B + 1], items [T], labels [T, K]; ncand
  * [B] or NULL: each sequence's last ncand[b] tokens are candidates and

@@ -274,13 +274,15 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
         return -1;
     if (tc->type == TASK_RETRIEVAL) {
         if (params_i64(p, P_model_bias) || tc->recency > 0 || params_i64(p, P_model_factors) > 0 ||
-            bp[0] || params_i64(p, P_debug_terms_only))
+            bp[0] || params_i64(p, P_debug_terms_only) ||
+            strcmp(params_str(p, P_model_calibrate), "off"))
             return errorf(err, errlen, "%s: for train.task = ranking (this run: retrieval)",
                           params_i64(p, P_model_bias) ? "model.bias = on"
                           : tc->recency > 0           ? "model.recency"
                           : bp[0]                     ? "model.bias_prior"
                           : params_i64(p, P_model_factors) > 0 ? "model.factors"
-                                                      : "debug.terms_only = on");
+                          : params_i64(p, P_debug_terms_only) ? "debug.terms_only = on"
+                                                      : "model.calibrate");
         const char *pools = params_str(p, P_data_pools);
         if (tasks[0] || select[0] || pools[0])
             return errorf(err, errlen, "%s = %s: for train.task = ranking (this run: "
@@ -339,6 +341,16 @@ int task_conf_from_params(const struct params *p, struct task_conf *tc, char *er
     if (tc->terms_only && !tc->bias)
         return errorf(err, errlen, "debug.terms_only = on needs model.bias = on (without it "
                       "the logits would be a constant)");
+    const char *cal = params_str(p, P_model_calibrate);
+    tc->calibrate = !strcmp(cal, "platt") ? CALIB_PLATT : !strcmp(cal, "temperature")
+                    ? CALIB_TEMPERATURE : CALIB_OFF;
+    int nbinary = 0;
+    for (int k = 0; k < tc->n; k++)
+        nbinary += tc->t[k].kind == TASK_BINARY;
+    if (tc->calibrate && !nbinary)
+        return errorf(err, errlen, "model.calibrate = %s: train.tasks = %s has no binary "
+                      "task (it maps a binary task's logit; a regression task's prediction "
+                      "is not calibrated)", cal, tasks);
     tc->candidates = params_i64(p, P_data_candidates);
     tc->prior = params_f64(p, P_train_baseline_prior);
     tc->dump = params_str(p, P_debug_rank_dump);

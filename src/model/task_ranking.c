@@ -38,6 +38,7 @@ struct rank_priv {
     int K, L;
     int width[HEAD_MAX + 1];          /* width[0] = d, width[L] = K */
     struct dense_tensor *W[HEAD_MAX], *b[HEAD_MAX], *stats;
+    struct dense_tensor *calib;       /* model.calibrate: head.calib [2, K] a, b; else NULL */
     int64_t cap;                      /* rows the buffers hold */
     float *h[HEAD_MAX + 1];           /* h[1 .. L]: [cap, width[l]] (h[0]: the input) */
     float *dh[2];                     /* [cap, max width] work */
@@ -375,6 +376,8 @@ void task_ranking_params(const struct task_conf *tc, struct model_conf *mc)
         in = out;
     }
     add_extra(mc, "head.stats", 2, tc->n, 0.0f, 0);
+    if (tc->calibrate) /* a = 1, b = 0 (task_ranking_init) until a validation fits them */
+        add_extra(mc, "head.calib", 2, tc->n, 0.0f, 0);
     if (tc->bias && !tc->bias_rows) { /* set by task_ranking_set_bias, then trained
                                        * without decay (else rows held outside) */
         if (tc->bias_items > INT32_MAX || tc->bias_users > INT32_MAX)
@@ -518,6 +521,41 @@ void task_ranking_init(struct task *t, const struct task_conf *tc, struct model 
     t->ops = &ranking_ops;
     t->conf = tc;
     t->priv = r;
+    if (tc->calibrate) {
+        r->calib = model_param(m, "head.calib");
+        if (!r->calib)
+            fatal("task_ranking: the model has no head.calib (task_ranking_params before "
+                  "model_init)");
+        double ab[2 * RANK_MAX_TASKS];
+        for (int k = 0; k < r->K; k++) {
+            ab[k] = 1;
+            ab[r->K + k] = 0;
+        }
+        task_ranking_set_calibration(t, ab);
+    }
+}
+
+int task_ranking_calibration(const struct task *t, double *ab)
+{
+    const struct rank_priv *r = t->priv;
+    if (!r->calib)
+        return 0;
+    float s[2 * RANK_MAX_TASKS];
+    r->be->to_host(s, r->calib->w, (size_t)(2 * r->K) * sizeof *s);
+    for (int i = 0; i < 2 * r->K; i++)
+        ab[i] = s[i];
+    return 1;
+}
+
+void task_ranking_set_calibration(struct task *t, const double *ab)
+{
+    struct rank_priv *r = t->priv;
+    if (!r->calib)
+        fatal("task_ranking_set_calibration: model.calibrate is off");
+    float s[2 * RANK_MAX_TASKS];
+    for (int i = 0; i < 2 * r->K; i++)
+        s[i] = (float)ab[i];
+    r->be->to_device(r->calib->w, s, (size_t)(2 * r->K) * sizeof *s);
 }
 
 void task_ranking_set_stats(struct task *t, const double *sums)

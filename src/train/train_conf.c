@@ -105,6 +105,10 @@ static int follow_check(const struct params *p, char *err, size_t errlen)
     if (stream_schedule && !strcmp(params_str(p, P_model_factors_lr), "auto"))
         return errorf(err, errlen, "model.factors_lr = auto: not with train.schedule = stream "
                       "(its candidates are runs of epochs)");
+    if (stream_schedule && strcmp(params_str(p, P_model_calibrate), "off"))
+        return errorf(err, errlen, "model.calibrate = %s: not with train.schedule = stream (it "
+                      "is fitted on data.split's validation events, which a stream has not)",
+                      params_str(p, P_model_calibrate));
     if (!params_i64(p, P_train_follow))
         return 0;
     if (!stream_schedule)
