@@ -113,7 +113,7 @@ int task_setup_ranking_conf(struct task_conf *tc, const struct params *p,
             return errorf(err, errlen, "model.factor_feature = %s: /items/%s of %s has %lld "
                           "values: a dense tensor holds at most %d rows", tc->factor_feature,
                           f->name, ds->path, (long long)f->cardinality, INT32_MAX);
-        log_info("ranking: factor rows of the items and of their /items/%s (%lld values)",
+        log_info("ranking: factor rows keyed by /items/%s (one row a value: %lld)",
                  f->name, (long long)f->cardinality);
     }
     return 0;
